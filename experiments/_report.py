@@ -1,0 +1,171 @@
+"""REPORT.md and report.html from the metrics.json files of a results folder."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from jaxlab._core import atomic_write
+
+from ._papers import PAPERS, paper_sort_key
+
+__all__ = ["write_report", "load_records"]
+
+
+def load_records(out: Path, names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Every DIR/*/metrics.json (restricted to `names` when given)."""
+    recs = []
+    for p in sorted(out.glob("*/metrics.json")):
+        try:
+            rec = json.loads(p.read_text())
+        except json.JSONDecodeError:
+            continue
+        if names is None or rec.get("experiment") in names:
+            recs.append(rec)
+    return recs
+
+
+def _load_benches(out: Path) -> list[dict[str, Any]]:
+    benches = []
+    for p in sorted((out / "bench").glob("*.json")):
+        try:
+            benches.append(json.loads(p.read_text()))
+        except json.JSONDecodeError:
+            continue
+    return benches
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _group(records, failures, benches) -> dict[str, dict[str, list]]:
+    by_paper: dict[str, dict[str, list]] = {}
+    for kind, items in (("ok", records), ("failed", failures), ("bench", benches)):
+        for r in items:
+            p = r.get("paper", "?")
+            by_paper.setdefault(p, {"ok": [], "failed": [], "bench": []})[kind].append(r)
+    return dict(sorted(by_paper.items(), key=lambda kv: paper_sort_key(kv[0])))
+
+
+def _title(paper: str) -> str:
+    comp, title = PAPERS.get(paper, ("?", "unknown paper"))
+    return f"{paper} {comp} — {title}"
+
+
+def _markdown(groups, out: Path, header: str) -> str:
+    lines = ["# jaxlab report", "", header, ""]
+    for paper, g in groups.items():
+        lines += [f"## {_title(paper)}", ""]
+        for f in g["failed"]:
+            lines += [f"### {f['experiment']} — FAILED", "", f"`{f['error']}`", "", "```",
+                      f["traceback"], "```", ""]
+        for r in g["ok"]:
+            lines += [f"### {r['experiment']} ({r['config']}, seed {r['seed']}, "
+                      f"{r['runtime_s']:.1f} s)", "", r.get("description", ""), ""]
+            if r["claims"]:
+                lines += ["| claim | paper | measured | holds |", "|---|---|---|---|"]
+                for c in r["claims"]:
+                    lines.append(f"| {c['claim']} | {c['paper']} | {c['measured']} | "
+                                 f"{'yes' if c['holds'] else '**no**'} |")
+                lines.append("")
+            if r["metrics"]:
+                lines += ["| metric | value |", "|---|---|"]
+                lines += [f"| {k} | {_fmt(v)} |" for k, v in r["metrics"].items()]
+                lines.append("")
+            if r.get("notes"):
+                lines += [r["notes"], ""]
+            for fig in r.get("figures", []):
+                lines += [f"![{fig}]({r['experiment']}/{fig})", ""]
+        for b in g["bench"]:
+            lines += [f"### benchmark {b['bench']} ({b['config']})", "",
+                      f"size: `{json.dumps(b['size'])}`", "",
+                      "| implementation | median s | min s | max s |", "|---|---|---|---|"]
+            for impl, t in b["timings"].items():
+                lines.append(f"| {impl} | {t['median_s']:.4g} | {t['min_s']:.4g} | "
+                             f"{t['max_s']:.4g} |")
+            lines += ["", "| ratio (peer median / ours median) | value |", "|---|---|"]
+            lines += [f"| {k} | {v:.3g} |" for k, v in b["ratios"].items()]
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    trs = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
+
+
+def _html(groups, out: Path, header: str) -> str:
+    e = html.escape
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>jaxlab report</title>",
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;"
+        "padding:3px 8px;text-align:left}.no{color:#b00;font-weight:bold}.yes{color:#070}"
+        ".failed{color:#b00}pre{background:#f6f6f6;padding:.5em;overflow:auto}"
+        "img{max-width:100%}</style></head><body>",
+        "<h1>jaxlab report</h1>", f"<p>{e(header)}</p>",
+    ]
+    for paper, g in groups.items():
+        parts.append(f"<h2 id='{e(paper)}'>{e(_title(paper))}</h2>")
+        for f in g["failed"]:
+            parts.append(f"<h3 class='failed'>{e(f['experiment'])} — FAILED</h3>"
+                         f"<p><code>{e(f['error'])}</code></p><pre>{e(f['traceback'])}</pre>")
+        for r in g["ok"]:
+            parts.append(f"<h3>{e(r['experiment'])} <small>({e(r['config'])}, seed {r['seed']}, "
+                         f"{r['runtime_s']:.1f} s)</small></h3><p>{e(r.get('description', ''))}</p>")
+            if r["claims"]:
+                rows = [[e(c["claim"]), e(str(c["paper"])), e(str(c["measured"])),
+                         "<span class='yes'>yes</span>" if c["holds"]
+                         else "<span class='no'>no</span>"] for c in r["claims"]]
+                parts.append(_table(["claim", "paper", "measured", "holds"], rows))
+            if r["metrics"]:
+                rows = [[e(k), e(_fmt(v))] for k, v in r["metrics"].items()]
+                parts.append(_table(["metric", "value"], rows))
+            if r.get("notes"):
+                parts.append(f"<p>{e(r['notes'])}</p>")
+            for fig in r.get("figures", []):
+                png = out / r["experiment"] / fig
+                if png.is_file():
+                    b64 = base64.b64encode(png.read_bytes()).decode()
+                    parts.append(f"<figure><img alt='{e(fig)}' src='data:image/png;base64,{b64}'>"
+                                 f"<figcaption>{e(fig)}</figcaption></figure>")
+        for b in g["bench"]:
+            parts.append(f"<h3>benchmark {e(b['bench'])} <small>({e(b['config'])})</small></h3>"
+                         f"<p>size: <code>{e(json.dumps(b['size']))}</code></p>")
+            rows = [[e(i), f"{t['median_s']:.4g}", f"{t['min_s']:.4g}", f"{t['max_s']:.4g}"]
+                    for i, t in b["timings"].items()]
+            parts.append(_table(["implementation", "median s", "min s", "max s"], rows))
+            rows = [[e(k), f"{v:.3g}"] for k, v in b["ratios"].items()]
+            parts.append(_table(["ratio (peer median / ours median)", "value"], rows))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(
+    out: str | Path,
+    *,
+    names: Sequence[str] | None = None,
+    failures: Sequence[dict[str, Any]] = (),
+    header: str = "",
+) -> tuple[Path, Path]:
+    """Write DIR/REPORT.md and DIR/report.html; a failure hides an older success."""
+    out = Path(out)
+    failed_names = {f["experiment"] for f in failures}
+    records = [r for r in load_records(out, names) if r["experiment"] not in failed_names]
+    groups = _group(records, list(failures), _load_benches(out))
+    md, page = out / "REPORT.md", out / "report.html"
+    with atomic_write(md) as f:
+        f.write(_markdown(groups, out, header))
+    with atomic_write(page) as f:
+        f.write(_html(groups, out, header))
+    return md, page

@@ -1,0 +1,1 @@
+"""Benchmarks: jaxlab vs peers in one process (`python -m experiments bench NAME`)."""

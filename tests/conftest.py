@@ -1,0 +1,56 @@
+"""Shared test configuration (DESIGN.md §3).
+
+- strict dtype promotion: implicit mixed-dtype promotion is an error;
+- float64 enabled so that oracles (dense matrices, finite differences) are exact
+  enough to be meaningful; library code states its dtypes explicitly;
+- `getkey`: a fresh PRNG key per call, deterministic per test;
+- `tree_allclose`: pytree comparison helper.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+jax.config.update("jax_numpy_dtype_promotion", "strict")
+jax.config.update("jax_enable_x64", True)
+
+
+def tree_allclose(x, y, *, rtol=1e-5, atol=1e-8) -> bool:
+    """True when both pytrees have the same structure and all leaves are close."""
+    lx, tx = jax.tree_util.tree_flatten(x)
+    ly, ty = jax.tree_util.tree_flatten(y)
+    if tx != ty:
+        return False
+    for a, b in zip(lx, ly):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
+            return False
+    return True
+
+
+@pytest.fixture
+def getkey(request):
+    """`getkey()` returns a new key each call; the sequence is fixed per test."""
+    seed = abs(hash(request.node.nodeid)) % (2**31)
+    counter = itertools.count()
+    base = jax.random.key(seed)
+
+    def _getkey():
+        return jax.random.fold_in(base, next(counter))
+
+    return _getkey
+
+
+@pytest.fixture(name="tree_allclose")
+def _tree_allclose_fixture():
+    return tree_allclose
+
+
+__all__ = ["tree_allclose", "jnp"]
