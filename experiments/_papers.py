@@ -1,4 +1,7 @@
-"""The nineteen papers (abstracts: ../shared/seeds/papers.txt, in file order) and their components."""
+"""The nineteen papers (abstracts: ../shared/seeds/papers.txt, in file order).
+
+Each maps to (component, short title).
+"""
 
 PAPERS: dict[str, tuple[str, str]] = {
     "P1": ("lowrank", "Learning dynamics of low-rank RNNs in overlap space"),

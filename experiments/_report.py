@@ -122,7 +122,8 @@ def _html(groups, out: Path, header: str) -> str:
                          f"<p><code>{e(f['error'])}</code></p><pre>{e(f['traceback'])}</pre>")
         for r in g["ok"]:
             parts.append(f"<h3>{e(r['experiment'])} <small>({e(r['config'])}, seed {r['seed']}, "
-                         f"{r['runtime_s']:.1f} s)</small></h3><p>{e(r.get('description', ''))}</p>")
+                         f"{r['runtime_s']:.1f} s)</small></h3>"
+                         f"<p>{e(r.get('description', ''))}</p>")
             if r["claims"]:
                 rows = [[e(c["claim"]), e(str(c["paper"])), e(str(c["measured"])),
                          "<span class='yes'>yes</span>" if c["holds"]

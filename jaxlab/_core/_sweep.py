@@ -27,7 +27,9 @@ def _leading_size(batch: Any) -> int:
     if -1 in sizes:
         raise ValueError("batch: every leaf needs a leading batch axis, received a scalar leaf")
     if len(sizes) != 1:
-        raise ValueError(f"batch: leaves disagree on the leading axis size, received {sorted(sizes)}")
+        raise ValueError(
+            f"batch: leaves disagree on the leading axis size, received {sorted(sizes)}"
+        )
     (n,) = sizes
     if n == 0:
         raise ValueError("batch: expected a non-empty leading axis, received size 0")

@@ -60,16 +60,17 @@ def check_array(
         raise ValueError(f"{name}: expected {ndim}-D array, received shape {got}")
     if shape is not None:
         expected = tuple(shape)
+        bound = dict(sizes)  # commit new bindings only when the whole shape matches
         ok = len(got) == len(expected)
         if ok:
             for g, e in zip(got, expected):
                 if e is None:
                     continue
                 if isinstance(e, str):
-                    if e in sizes and sizes[e] != g:
+                    if e in bound and bound[e] != g:
                         ok = False
                         break
-                    sizes[e] = g
+                    bound[e] = g
                 elif g != e:
                     ok = False
                     break
@@ -79,6 +80,7 @@ def check_array(
                 for e in expected
             )
             raise ValueError(f"{name}: expected shape {pretty}, received shape {got}")
+        sizes.update(bound)
     if dtype is not None:
         dt = jnp.dtype(x.dtype)
         if isinstance(dtype, type) and issubclass(dtype, np.generic):

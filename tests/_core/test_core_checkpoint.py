@@ -1,0 +1,43 @@
+import json
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab._core import atomic_write, load_checkpoint, save_checkpoint, write_json
+
+
+def test_checkpoint_roundtrip(tmp_path, getkey, tree_allclose):
+    model = eqx.nn.MLP(3, 2, 8, 2, key=getkey())
+    path = tmp_path / "ckpt.eqx"
+    save_checkpoint(path, model)
+    like = eqx.nn.MLP(3, 2, 8, 2, key=getkey())
+    assert not tree_allclose(eqx.filter(like, eqx.is_array), eqx.filter(model, eqx.is_array))
+    loaded = load_checkpoint(path, like)
+    assert tree_allclose(eqx.filter(loaded, eqx.is_array), eqx.filter(model, eqx.is_array))
+
+
+def test_checkpoint_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="checkpoint not found"):
+        load_checkpoint(tmp_path / "missing.eqx", jnp.zeros(3))
+    save_checkpoint(tmp_path / "c.eqx", jnp.zeros(3))
+    with pytest.raises(ValueError, match="does not match"):
+        load_checkpoint(tmp_path / "c.eqx", jnp.zeros((4, 4)))
+
+
+def test_interrupted_write_keeps_previous_file(tmp_path):
+    path = tmp_path / "metrics.json"
+    write_json(path, {"v": 1})
+    with pytest.raises(RuntimeError, match="boom"):
+        with atomic_write(path) as f:
+            f.write('{"v": 2, "half')
+            raise RuntimeError("boom")
+    assert json.loads(path.read_text()) == {"v": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"]
+
+
+def test_write_json_handles_nan(tmp_path):
+    write_json(tmp_path / "x.json", {"a": float(np.float64(2.5)), "k": jax.__version__})
+    assert json.loads((tmp_path / "x.json").read_text())["a"] == 2.5

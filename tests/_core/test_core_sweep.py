@@ -1,0 +1,64 @@
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab._core import sweep
+
+
+def _fn(x):
+    key, scale = x["key"], x["scale"]
+    w = jax.random.normal(key, (16, 16))
+    return {"y": jnp.tanh(w @ jnp.sin(w[0] * scale)).sum(), "v": w[:3, 0] * scale}
+
+
+def test_single_device_equals_vmap(getkey):
+    batch = {"key": jax.random.split(getkey(), 5), "scale": jnp.linspace(0.1, 1.0, 5)}
+    out = sweep(_fn, batch)
+    ref = jax.vmap(_fn)(batch)
+    for k in ("y", "v"):
+        np.testing.assert_array_equal(np.asarray(out[k]), np.asarray(ref[k]))
+
+
+def test_bad_batches_raise():
+    with pytest.raises(ValueError, match="batch: leaves disagree"):
+        sweep(lambda x: x, {"a": jnp.zeros(3), "b": jnp.zeros(4)})
+    with pytest.raises(ValueError, match="batch: every leaf needs a leading batch axis"):
+        sweep(lambda x: x, {"a": jnp.zeros(())})
+
+
+_SCRIPT = textwrap.dedent(
+    """
+    import jax, jax.numpy as jnp, numpy as np
+    from jaxlab._core import sweep
+    from tests._core.test_core_sweep import _fn
+    assert len(jax.devices()) == 4, jax.devices()
+    for n in (8, 6, 3):
+        batch = {"key": jax.random.split(jax.random.key(0), n),
+                 "scale": jnp.linspace(0.1, 1.0, n, dtype=jnp.float32)}
+        multi = sweep(_fn, batch)
+        single = sweep(_fn, batch, devices=jax.devices()[:1])
+        for k in ("y", "v"):
+            assert multi[k].shape[0] == n, (k, multi[k].shape)
+            assert np.array_equal(np.asarray(multi[k]), np.asarray(single[k])), (n, k)
+        if n == 8:
+            assert len(multi["y"].sharding.device_set) == 4, multi["y"].sharding
+    print("OK")
+    """
+)
+
+
+def test_sharded_over_four_devices_equals_single_device():
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    env["JAX_PLATFORMS"] = "cpu"
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "OK" in proc.stdout

@@ -1,0 +1,41 @@
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab._core import check_array, check_finite, check_positive_int, check_range
+
+
+def test_shape_error_names_argument_and_shapes():
+    msg = r"anchors: expected shape \('N', 3\), received shape \(4, 2\)"
+    with pytest.raises(ValueError, match=msg):
+        check_array("anchors", jnp.zeros((4, 2)), shape=("N", 3))
+
+
+def test_named_sizes_must_agree():
+    sizes = check_array("t", jnp.zeros((5,)), shape=("N",))
+    with pytest.raises(ValueError, match=r"v: expected shape \('N=5',\), received shape \(4,\)"):
+        check_array("v", jnp.zeros((4,)), shape=("N",), sizes=sizes)
+    check_array("v", jnp.zeros((5,)), shape=("N",), sizes=sizes)
+
+
+def test_dtype_kind_and_non_array():
+    with pytest.raises(ValueError, match="idx: expected dtype integer, received float32"):
+        check_array("idx", jnp.zeros(3, jnp.float32), dtype=jnp.integer)
+    with pytest.raises(ValueError, match="x: expected an array, received list"):
+        check_array("x", [1.0, 2.0])
+    with pytest.raises(ValueError, match="x: expected 2-D array"):
+        check_array("x", np.zeros(3), ndim=2)
+
+
+def test_finite_range_and_int():
+    with pytest.raises(ValueError, match="sigma: expected finite values, received 1 NaN/inf"):
+        check_finite("sigma", jnp.array([1.0, jnp.nan]))
+    check_finite("sigma", jnp.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"decay: expected values in \(0, inf\], received min 0.0"):
+        check_range("decay", jnp.array([0.0, 1.0]), low=0, low_inclusive=False)
+    with pytest.raises(ValueError, match=r"p: expected values in \[0, 1\], received max 1.5"):
+        check_range("p", 1.5, low=0, high=1)
+    assert check_positive_int("n", 3) == 3
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="n: expected a positive integer"):
+            check_positive_int("n", bad)
