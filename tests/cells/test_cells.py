@@ -1,0 +1,172 @@
+import anndata
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab import cells
+
+
+@pytest.fixture(scope="module")
+def pbmc():
+    return cells.load_pbmc68k()
+
+
+def test_epps_pulley_null_mean_and_power(getkey):
+    # Under N(0, 1) the statistic's expectation is the integral of (1 - phi^2) phi.
+    null = cells.epps_pulley_null_mean()
+    assert null == pytest.approx(1.05, abs=0.03)
+    x = jax.random.normal(getkey(), (400, 512))
+    stats = cells.epps_pulley(x)
+    assert float(jnp.mean(stats)) == pytest.approx(null, rel=0.1)
+    shifted = cells.epps_pulley(x[:, :8] + 1.0)
+    wide = cells.epps_pulley(3.0 * x[:, :8])
+    assert float(jnp.min(shifted)) > 40 * null and float(jnp.min(wide)) > 40 * null
+
+
+def test_epps_pulley_matches_direct_quadrature(getkey):
+    x = np.asarray(jax.random.normal(getkey(), (50, 1))) * 1.3 + 0.2
+    t = np.linspace(-3, 3, 20001)
+    ecf = np.exp(1j * np.outer(t, x[:, 0])).mean(1)
+    integrand = np.abs(ecf - np.exp(-t**2 / 2)) ** 2 * np.exp(-t**2 / 2)
+    dense = 50 * np.trapezoid(integrand, t)
+    fine = float(cells.epps_pulley(jnp.asarray(x), n_points=2001)[0])
+    assert fine == pytest.approx(dense, rel=1e-6)
+    coarse = float(cells.epps_pulley(jnp.asarray(x))[0])  # the 17-point rule
+    assert coarse == pytest.approx(dense, rel=0.05)
+
+
+def test_sigreg_small_on_isotropic_large_on_anisotropic_and_grad_pushes(getkey):
+    z = jax.random.normal(getkey(), (512, 8))
+    key = getkey()
+    iso = float(cells.sigreg(z, key=key))
+    aniso = z * jnp.asarray([4.0, 1, 1, 1, 1, 1, 1, 0.2])
+    assert iso < 2.0 and float(cells.sigreg(aniso, key=key)) > 20 * iso
+    assert float(cells.sigreg(z + 0.8, key=key)) > 20 * iso
+    # Gradient descent on SIGReg moves an anisotropic cloud towards isotropy.
+    def cov_gap(a):
+        return float(jnp.linalg.norm(jnp.cov(a.T) - jnp.eye(8)))
+
+    step = jax.jit(lambda a, k: a - 2.0 * jax.grad(lambda b: cells.sigreg(b, key=k))(a))
+    moved = aniso
+    for i in range(30):
+        moved = step(moved, jax.random.fold_in(key, i))
+    assert float(cells.sigreg(moved, key=key)) < 0.5 * float(cells.sigreg(aniso, key=key))
+    assert cov_gap(moved) < 0.8 * cov_gap(aniso)
+
+
+def test_jepa_score_linear_encoder_is_log_volume(getkey):
+    w = jax.random.normal(getkey(), (4, 30))
+    x = jax.random.normal(getkey(), (30,))
+    want = 0.5 * jnp.linalg.slogdet(w @ w.T)[1]
+    got = cells.jepa_score(lambda v: w @ v, x)
+    assert float(got) == pytest.approx(float(want), rel=1e-10)
+    # Sketched version: unbiased for J J^T, close for a large sketch.
+    sk = cells.jepa_score_sketched(lambda v: w @ v, x, key=getkey(), rank=4000)
+    assert float(sk) == pytest.approx(float(want), abs=0.1)
+    # Clipping: a rank-deficient Jacobian contributes log(1e-6) per zero singular value.
+    w0 = w.at[3].set(0.0)
+    got0 = cells.jepa_score(lambda v: w0 @ v, x)
+    want0 = 0.5 * jnp.linalg.slogdet(w0[:3] @ w0[:3].T)[1] + jnp.log(1e-6)
+    assert float(got0) == pytest.approx(float(want0), rel=1e-8)
+
+
+def test_score_batching_equals_loop_and_attribution_grad(getkey):
+    model = cells.LeCellModel(12, 3, 16, key=getkey())
+    xs = jax.random.uniform(getkey(), (5, 12)) * 3
+    batched = jax.vmap(lambda x: cells.jepa_score(model.embed, x))(xs)
+    loop = jnp.stack([cells.jepa_score(model.embed, x) for x in xs])
+    np.testing.assert_allclose(np.asarray(batched), np.asarray(loop), rtol=1e-10)
+    jitted = jax.jit(jax.vmap(lambda x: cells.jepa_score(model.embed, x)))(xs)
+    np.testing.assert_allclose(np.asarray(jitted), np.asarray(loop), rtol=1e-10)
+    x = xs[0]
+    attr = cells.gene_attribution(model.embed, x)
+    eps = 1e-6
+    for i in (0, 5, 11):
+        e = jnp.zeros(12).at[i].set(eps)
+        fd = (cells.jepa_score(model.embed, x + e) - cells.jepa_score(model.embed, x - e)) / (
+            2 * eps)
+        assert float(attr[i]) == pytest.approx(float(x[i] * fd), rel=1e-5, abs=1e-9)
+
+
+def test_pbmc_counts_recovered_exactly(pbmc):
+    assert pbmc.shape == (700, 765) and "bulk_labels" in pbmc.obs
+    x = pbmc.X
+    assert np.all(x == np.round(x)) and x.min() == 0
+    # Re-normalising the recovered counts reproduces the file's log values.
+    relog = np.log1p(x / pbmc.obs["n_counts"].to_numpy()[:, None] * 1e4)
+    np.testing.assert_allclose(relog, pbmc.layers["logcounts"], atol=2e-3)
+
+
+def test_fit_anndata_roundtrip_keeps_obs_var(pbmc, getkey):
+    small = pbmc[:64].copy()
+    model, out = cells.fit(small, key=getkey(), steps=4, chunk=2, batch_size=32, width=32,
+                           latent_dim=4, progress=False)
+    assert out.obsm["X_lecell"].shape == (64, 4)
+    assert out.obs["jepa_score"].shape == (64,) and np.all(np.isfinite(out.obs["jepa_score"]))
+    assert out.layers["jepa_attribution"].shape == (64, 765)
+    assert list(out.obs_names) == list(small.obs_names)
+    assert list(out.var_names) == list(small.var_names)
+    assert (out.obs["bulk_labels"] == small.obs["bulk_labels"]).all()
+    assert "X_lecell" not in small.obsm  # input untouched
+
+
+def test_train_reduces_loss(pbmc, getkey):
+    counts = cells.counts_matrix(pbmc[:200])
+    _, curves = cells.train_lecell(counts, key=getkey(), steps=120, chunk=40, batch_size=64,
+                                   width=64, latent_dim=4, progress=False)
+    assert curves["loss"][-10:].mean() < 0.5 * curves["loss"][:10].mean()
+
+
+def test_batches_and_spike(pbmc):
+    b = cells.simulate_batches(pbmc, 3, seed=1)
+    assert set(b.obs["batch"].cat.categories) == {"batch0", "batch1", "batch2"}
+    s = cells.spike_program(pbmc, 0.1, seed=2, doses=(2.0,))
+    stim = s.obs["stimulated"].to_numpy()
+    assert stim.sum() == 70
+    cols = [pbmc.var_names.get_loc(g) for g in cells.INTERFERON_PROGRAM]
+    up = s.X[stim][:, cols].mean() / max(pbmc.X[stim][:, cols].mean(), 1e-9)
+    assert up > 2.0
+    np.testing.assert_array_equal(s.X[~stim], pbmc.X[~stim])
+
+
+def test_nb_log_likelihood_matches_scipy():
+    from scipy.stats import nbinom
+
+    x = jnp.asarray([0.0, 1.0, 5.0, 20.0])
+    mean, theta = jnp.asarray(3.0), jnp.asarray(2.0)
+    p = float(theta / (theta + mean))
+    want = nbinom.logpmf(np.asarray(x), float(theta), p)
+    np.testing.assert_allclose(np.asarray(cells.nb_log_likelihood(x, mean, theta)), want,
+                               rtol=1e-6)
+
+
+def test_knn_atypicality_flags_outlier():
+    rng = np.random.default_rng(0)
+    x = np.vstack([rng.normal(size=(100, 2)), [[8.0, 8.0]]])
+    assert np.argmax(cells.knn_atypicality(x, k=5)) == 100
+
+
+def test_bad_inputs(pbmc):
+    bad = pbmc[:20].copy()
+    bad.X[0, 0] = np.nan
+    with pytest.raises(ValueError, match="adata: expected finite counts"):
+        cells.counts_matrix(bad)
+    with pytest.raises(ValueError, match="layer: expected one of"):
+        cells.counts_matrix(pbmc, "spliced")
+    with pytest.raises(ValueError, match="adata: expected at least 10 cells"):
+        cells.counts_matrix(pbmc[:5])
+    neg = anndata.AnnData(X=-np.ones((20, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match="non-negative counts"):
+        cells.counts_matrix(neg)
+    with pytest.raises(ValueError, match="fraction: expected a value in"):
+        cells.spike_program(pbmc, 0.0)
+    with pytest.raises(ValueError, match="n_points: expected an odd integer"):
+        cells.epps_pulley(jnp.zeros((4, 2)), n_points=16)
+
+
+def test_nbvae_trains(pbmc, getkey):
+    counts = cells.counts_matrix(pbmc[:100])
+    model, emb = cells.train_nbvae(counts, np.arange(100) % 2, key=getkey(), steps=30,
+                                   batch_size=32, latent_dim=3, progress=False)
+    assert emb.shape == (100, 3) and np.all(np.isfinite(emb))
