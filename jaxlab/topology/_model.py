@@ -1,0 +1,244 @@
+"""HOPSE-M (message-passing-free) and a HOMP baseline on the same complexes (P18).
+
+Both models take one `ComplexArrays` (unbatched; `jax.vmap` over a stacked batch)
+and return a graph-level output `[out_dim]`; `cell_states` returns the per-cell
+hidden states `[n_r, width]` per rank, which are permutation-equivariant in the
+cells, while the sum-pooled output is invariant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, PRNGKeyArray
+
+from ._arrays import ComplexArrays, source_rank
+from ._hasse import rank_routes
+
+__all__ = ["HOPSE", "HOMP", "ResidualBlock"]
+
+
+class ResidualBlock(eqx.Module):
+    """Per-cell `h -> LayerNorm(h + W_2 relu(W_1 h))`."""
+
+    mlp: eqx.nn.MLP
+    norm: eqx.nn.LayerNorm
+
+    def __init__(self, width: int, *, key: PRNGKeyArray, dtype: object = None):
+        self.mlp = eqx.nn.MLP(
+            width, width, width, depth=1, activation=jax.nn.relu, key=key, dtype=dtype
+        )
+        self.norm = eqx.nn.LayerNorm(width, dtype=dtype)
+
+    def __call__(self, h: Float[Array, " w"]) -> Float[Array, " w"]:
+        return self.norm(h + self.mlp(h))
+
+
+def _per_cell(fn, h):
+    return jax.vmap(fn)(h)
+
+
+def _check_arrays(arrays: ComplexArrays, feature_dims: Sequence[int], max_rank: int) -> None:
+    if not isinstance(arrays, ComplexArrays):
+        raise ValueError(f"arrays: expected a ComplexArrays, received {type(arrays).__name__}")
+    if arrays.max_rank != max_rank:
+        raise ValueError(f"arrays: expected max_rank {max_rank}, received {arrays.max_rank}")
+    for r, (x, f) in enumerate(zip(arrays.x, feature_dims, strict=True)):
+        if x.ndim != 2 or x.shape[1] != f:
+            raise ValueError(f"arrays.x[{r}]: expected [n, {f}] (unbatched), received {x.shape}")
+
+
+def _readout(readout, head, states, mask):
+    pooled = sum(
+        jnp.sum(_per_cell(lin, h) * m[:, None], axis=0)
+        for lin, h, m in zip(readout, states, mask, strict=True)
+    )
+    return head(pooled)
+
+
+class HOPSE(eqx.Module):
+    """HOPSE-M: per-cell MLPs over features and Hasse-route encodings, no message passing.
+
+    Each cell of rank `r` gets `h = W_r x + sum_i MLP_{r,i}(enc_{r,i})` (one encoder
+    per neighbourhood route), then `depth` per-rank residual blocks with
+    LayerNorm; the graph output is `head(sum_r sum_cells V_r h)`. Cost is linear
+    in the number of cells. (HOPSE, P18.)
+
+    Arguments:
+        feature_dims: `f_r` per rank.
+        encoding_dim: width `d` of each route encoding (0: features only).
+        out_dim: output width (classes or regression targets).
+        width: hidden width; depth: residual blocks per rank.
+        key: PRNG key (keyword-only).
+    """
+
+    embed: tuple[eqx.nn.Linear, ...]
+    encoders: tuple[tuple[eqx.nn.MLP, ...], ...]
+    blocks: tuple[tuple[ResidualBlock, ...], ...]
+    readout: tuple[eqx.nn.Linear, ...]
+    head: eqx.nn.MLP
+    feature_dims: tuple[int, ...] = eqx.field(static=True)
+    encoding_dim: int = eqx.field(static=True)
+    max_rank: int = eqx.field(static=True)
+
+    def __init__(
+        self,
+        feature_dims: Sequence[int],
+        encoding_dim: int,
+        out_dim: int,
+        *,
+        width: int = 64,
+        depth: int = 2,
+        key: PRNGKeyArray,
+        dtype: object = None,
+    ):
+        self.feature_dims = tuple(int(f) for f in feature_dims)
+        self.encoding_dim = int(encoding_dim)
+        self.max_rank = len(self.feature_dims) - 1
+        R = self.max_rank
+        k_embed, k_enc, k_blocks, k_read, k_head = jax.random.split(key, 5)
+        self.embed = tuple(
+            eqx.nn.Linear(f, width, key=k, dtype=dtype)
+            for f, k in zip(self.feature_dims, jax.random.split(k_embed, R + 1), strict=True)
+        )
+        enc_keys = jax.random.split(k_enc, (R + 1, 4))
+        self.encoders = tuple(
+            tuple(
+                eqx.nn.MLP(self.encoding_dim, width, width, depth=1, activation=jax.nn.relu,
+                           key=enc_keys[r, i], dtype=dtype)
+                for i in range(len(rank_routes(r, R)))
+            )
+            if self.encoding_dim > 0
+            else ()
+            for r in range(R + 1)
+        )
+        bkeys = jax.random.split(k_blocks, (depth, R + 1))
+        self.blocks = tuple(
+            tuple(ResidualBlock(width, key=bkeys[layer, r], dtype=dtype) for r in range(R + 1))
+            for layer in range(depth)
+        )
+        self.readout = tuple(
+            eqx.nn.Linear(width, width, key=k, dtype=dtype) for k in jax.random.split(k_read, R + 1)
+        )
+        self.head = eqx.nn.MLP(width, out_dim, width, depth=1, activation=jax.nn.relu, key=k_head,
+                               dtype=dtype)
+
+    def cell_states(self, arrays: ComplexArrays) -> tuple[Float[Array, "n w"], ...]:
+        """Hidden state of every cell, `[n_r, width]` per rank."""
+        _check_arrays(arrays, self.feature_dims, self.max_rank)
+        states = []
+        for r in range(self.max_rank + 1):
+            h = _per_cell(self.embed[r], arrays.x[r])
+            for enc_mlp, e in zip(self.encoders[r], arrays.enc[r], strict=False):
+                h = h + _per_cell(enc_mlp, e)
+            for layer in self.blocks:
+                h = _per_cell(layer[r], h)
+            states.append(h)
+        return tuple(states)
+
+    def __call__(self, arrays: ComplexArrays) -> Float[Array, " out"]:
+        """Graph-level output `[out_dim]` (sum pooling over real cells of all ranks)."""
+        return _readout(self.readout, self.head, self.cell_states(arrays), arrays.mask)
+
+
+class _HOMPLayer(eqx.Module):
+    route_lin: tuple[tuple[eqx.nn.Linear, ...], ...]
+    self_lin: tuple[eqx.nn.Linear, ...]
+    update: tuple[ResidualBlock, ...]
+
+    def __init__(self, width: int, max_rank: int, *, key: PRNGKeyArray, dtype: object = None):
+        k1, k2, k3 = jax.random.split(key, 3)
+        rk = jax.random.split(k1, (max_rank + 1, 4))
+        self.route_lin = tuple(
+            tuple(
+                eqx.nn.Linear(width, width, use_bias=False, key=rk[r, i], dtype=dtype)
+                for i in range(len(rank_routes(r, max_rank)))
+            )
+            for r in range(max_rank + 1)
+        )
+        self.self_lin = tuple(
+            eqx.nn.Linear(width, width, key=k, dtype=dtype)
+            for k in jax.random.split(k2, max_rank + 1)
+        )
+        self.update = tuple(
+            ResidualBlock(width, key=k, dtype=dtype) for k in jax.random.split(k3, max_rank + 1)
+        )
+
+    def __call__(self, states, arrays: ComplexArrays):
+        R = arrays.max_rank
+        new = []
+        for r in range(R + 1):
+            h = _per_cell(self.self_lin[r], states[r])
+            for i, route in enumerate(rank_routes(r, R)):
+                src = states[source_rank(r, route)]
+                msg = _per_cell(self.route_lin[r][i], src)[arrays.senders[r][i]]
+                msg = msg * arrays.edge_mask[r][i][:, None]
+                h = h + jax.ops.segment_sum(
+                    msg, arrays.receivers[r][i], num_segments=states[r].shape[0]
+                )
+            new.append(_per_cell(self.update[r], h))
+        return tuple(new)
+
+
+class HOMP(eqx.Module):
+    """Higher-order message passing baseline (CWN/SCCN style) with HOPSE's width/depth.
+
+    Each layer updates every rank from sum-aggregated messages along all its
+    routes (up/down adjacency, boundary, coboundary):
+    `h_r <- Block_r(U_r h_r + sum_routes sum_{s->t} W_route h_s)`. Takes the
+    lifted features only (no precomputed encodings), as HOMP models do.
+
+    Arguments:
+        feature_dims: `f_r` per rank; out_dim: output width.
+        width, depth: hidden width and number of message-passing layers.
+        key: PRNG key (keyword-only).
+    """
+
+    embed: tuple[eqx.nn.Linear, ...]
+    layers: tuple[_HOMPLayer, ...]
+    readout: tuple[eqx.nn.Linear, ...]
+    head: eqx.nn.MLP
+    feature_dims: tuple[int, ...] = eqx.field(static=True)
+    max_rank: int = eqx.field(static=True)
+
+    def __init__(
+        self,
+        feature_dims: Sequence[int],
+        out_dim: int,
+        *,
+        width: int = 64,
+        depth: int = 2,
+        key: PRNGKeyArray,
+        dtype: object = None,
+    ):
+        self.feature_dims = tuple(int(f) for f in feature_dims)
+        self.max_rank = len(self.feature_dims) - 1
+        R = self.max_rank
+        k_embed, k_layers, k_read, k_head = jax.random.split(key, 4)
+        self.embed = tuple(
+            eqx.nn.Linear(f, width, key=k, dtype=dtype)
+            for f, k in zip(self.feature_dims, jax.random.split(k_embed, R + 1), strict=True)
+        )
+        self.layers = tuple(
+            _HOMPLayer(width, R, key=k, dtype=dtype) for k in jax.random.split(k_layers, depth)
+        )
+        self.readout = tuple(
+            eqx.nn.Linear(width, width, key=k, dtype=dtype) for k in jax.random.split(k_read, R + 1)
+        )
+        self.head = eqx.nn.MLP(width, out_dim, width, depth=1, activation=jax.nn.relu, key=k_head,
+                               dtype=dtype)
+
+    def cell_states(self, arrays: ComplexArrays) -> tuple[Float[Array, "n w"], ...]:
+        """Hidden state of every cell after message passing, `[n_r, width]` per rank."""
+        _check_arrays(arrays, self.feature_dims, self.max_rank)
+        states = tuple(_per_cell(self.embed[r], arrays.x[r]) for r in range(self.max_rank + 1))
+        for layer in self.layers:
+            states = layer(states, arrays)
+        return states
+
+    def __call__(self, arrays: ComplexArrays) -> Float[Array, " out"]:
+        """Graph-level output `[out_dim]` (sum pooling over real cells of all ranks)."""
+        return _readout(self.readout, self.head, self.cell_states(arrays), arrays.mask)
