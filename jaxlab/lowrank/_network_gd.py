@@ -1,0 +1,135 @@
+"""Full N-space gradient descent on the connectivity vectors (the ground truth)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optax
+from jaxtyping import Array, Bool, Float
+
+from jaxlab._core import check_array, check_positive_int
+
+from ._gram import gram
+
+__all__ = ["NetworkGDState", "network_gd_init", "network_gd_step", "network_gd",
+           "network_flow", "solve_network_flow"]
+
+NetworkLossFn = Callable[[Float[Array, "P N"]], Float[Array, ""]]
+
+
+def _check_v_trained(v, trained):
+    sizes = check_array("vectors", v, shape=("P", "N"), dtype=jnp.floating)
+    check_array("trained", trained, shape=("P",), dtype=jnp.bool_, sizes=sizes)
+
+
+def network_flow(
+    loss_fn: NetworkLossFn, vectors: Float[Array, "P N"], trained: Bool[Array, " P"]
+) -> Float[Array, "P N"]:
+    """N-space gradient flow `dv_a/dt = -N dL/dv_a` on trained vectors, `(P, N)`.
+
+    The factor N (learning rate `N eta` in discrete time) makes overlaps change
+    O(1) per unit time independently of N, the scaling under which the overlap
+    ODE `overlap_flow` holds (paper P1).
+    """
+    _check_v_trained(vectors, trained)
+    grad = jax.grad(loss_fn)(vectors)
+    n = jnp.asarray(vectors.shape[1], vectors.dtype)
+    return jnp.where(trained[:, None], -n * grad, jnp.zeros_like(grad))
+
+
+@eqx.filter_jit
+def _solve(loss_fn, v0, trained, ts, solver, controller, dt0, max_steps):
+    term = diffrax.ODETerm(lambda t, v, args: network_flow(loss_fn, v, trained))
+    sol = diffrax.diffeqsolve(
+        term, solver, t0=ts[0], t1=ts[-1], dt0=dt0, y0=v0,
+        saveat=diffrax.SaveAt(ts=ts), stepsize_controller=controller, max_steps=max_steps,
+    )
+    return sol.ys
+
+
+def solve_network_flow(
+    loss_fn: NetworkLossFn,
+    v0: Float[Array, "P N"],
+    trained: Bool[Array, " P"],
+    ts: Float[Array, " S"],
+    *,
+    solver: diffrax.AbstractSolver | None = None,
+    stepsize_controller: diffrax.AbstractStepSizeController | None = None,
+    dt0: float | None = None,
+    max_steps: int = 100_000,
+) -> Float[Array, "S P N"]:
+    """Integrate the N-space gradient flow with diffrax; returns `V(ts)`, `(S, P, N)`.
+
+    Same solver options as `solve_overlap_flow` (defaults `Tsit5`, rtol 1e-8,
+    atol 1e-10), so the two can be compared at equal tolerance.
+    """
+    _check_v_trained(v0, trained)
+    check_array("ts", ts, shape=(None,), dtype=jnp.floating)
+    solver = diffrax.Tsit5() if solver is None else solver
+    if stepsize_controller is None:
+        stepsize_controller = diffrax.PIDController(rtol=1e-8, atol=1e-10)
+    if dt0 is None and isinstance(stepsize_controller, diffrax.ConstantStepSize):
+        raise ValueError("dt0: required with ConstantStepSize")
+    # An array dt0 is traced, so changing it does not recompile.
+    dt0 = None if dt0 is None else jnp.asarray(dt0, v0.dtype)
+    return _solve(loss_fn, v0, trained, ts.astype(v0.dtype), solver, stepsize_controller,
+                  dt0, max_steps)
+
+
+class NetworkGDState(eqx.Module):
+    """State of N-space SGD: the vectors `(P, N)`, the optax state and the step count."""
+
+    vectors: Float[Array, "P N"]
+    opt_state: optax.OptState
+    step: Array
+
+
+def _optimizer(eta, n_neurons):
+    return optax.sgd(learning_rate=eta * n_neurons)
+
+
+def network_gd_init(vectors: Float[Array, "P N"], *, eta: float) -> NetworkGDState:
+    """Initial state of plain gradient descent with learning rate `N eta` (optax SGD)."""
+    check_array("vectors", vectors, shape=("P", "N"), dtype=jnp.floating)
+    opt = _optimizer(eta, vectors.shape[1])
+    return NetworkGDState(vectors, opt.init(vectors), jnp.zeros((), jnp.int32))
+
+
+def network_gd_step(
+    loss_fn: NetworkLossFn, state: NetworkGDState, trained: Bool[Array, " P"], *, eta: float
+) -> tuple[NetworkGDState, Float[Array, ""]]:
+    """One SGD step on the trained vectors; returns `(new_state, loss before the step)`."""
+    v = state.vectors
+    loss, grad = jax.value_and_grad(loss_fn)(v)
+    grad = jnp.where(trained[:, None], grad, jnp.zeros_like(grad))
+    updates, opt_state = _optimizer(eta, v.shape[1]).update(grad, state.opt_state, v)
+    return NetworkGDState(optax.apply_updates(v, updates), opt_state, state.step + 1), loss
+
+
+@eqx.filter_jit
+def _gd_scan(loss_fn, v0, trained, eta, n_steps):
+    def body(state, _):
+        state, loss = network_gd_step(loss_fn, state, trained, eta=eta)
+        return state, (gram(state.vectors), loss)
+
+    state = network_gd_init(v0, eta=eta)
+    state, (gs, losses) = jax.lax.scan(body, state, None, length=n_steps)
+    return state.vectors, jnp.concatenate([gram(v0)[None], gs], axis=0), losses
+
+
+def network_gd(
+    loss_fn: NetworkLossFn, v0: Float[Array, "P N"], trained: Bool[Array, " P"], *,
+    eta: float, n_steps: int,
+) -> tuple[Float[Array, "P N"], Float[Array, "S P P"], Float[Array, " S1"]]:
+    """`n_steps` of optax SGD (learning rate `N eta`) in neuron space, as one `lax.scan`.
+
+    **Returns:** `(final vectors (P, N), overlaps after each step (n_steps + 1, P, P)
+    including the initial ones, losses before each step (n_steps,))`.
+    """
+    _check_v_trained(v0, trained)
+    n_steps = check_positive_int("n_steps", n_steps)
+    return _gd_scan(loss_fn, v0, trained, eta, n_steps)
