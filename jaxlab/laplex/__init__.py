@@ -1,0 +1,16 @@
+"""LAPLEX: exact trainable (phased) Laplace-kernel operators (P9)."""
+
+from ._dense import dense_matrix as dense_matrix
+from ._gram import LaplexGram as LaplexGram
+from ._linalg import conjugate_gradient as conjugate_gradient
+from ._linalg import lanczos as lanczos
+from ._linalg import lanczos_sqrt_apply as lanczos_sqrt_apply
+from ._linalg import slq_logdet as slq_logdet
+from ._linear import LaplexLinear as LaplexLinear
+from ._matvec import matmat as matmat
+from ._matvec import matvec as matvec
+from ._plan import LaplexPlan as LaplexPlan
+from ._plan import make_plan as make_plan
+from ._plan import plan_is_valid as plan_is_valid
+from ._plan import update_plan as update_plan
+from ._sharded import sharded_matvec as sharded_matvec

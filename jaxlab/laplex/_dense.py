@@ -1,0 +1,31 @@
+"""Dense LAPLEX matrix (the O(MN) oracle; also the routing view of small layers)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Inexact
+
+__all__ = ["dense_matrix"]
+
+
+def dense_matrix(
+    t: Float[Array, "H M"],
+    s: Float[Array, "H N"],
+    a: Float[Array, " H"],
+    b: Float[Array, " H"] | None,
+    c: Float[Array, " H"],
+) -> Inexact[Array, "M N"]:
+    """`K[i, j] = sum_h c_h exp(-(a_h + i b_h) |t_h[i] - s_h[j]|)` as a dense matrix (P9).
+
+    **Arguments:** anchors `t` (H, M) and `s` (H, N); decay `a` (H,) > 0; phase `b`
+    (H,) or None for the real kernel; weight `c` (H,).
+
+    **Returns:** (M, N), real if `b` is None else complex.
+    """
+    d = jnp.abs(t[:, :, None] - s[:, None, :])
+    if b is None:
+        return jnp.sum(c[:, None, None] * jnp.exp(-a[:, None, None] * d), axis=0)
+    lam = jax.lax.complex(a, b)
+    k = jnp.exp(-lam[:, None, None] * d.astype(lam.dtype))
+    return jnp.sum(c.astype(lam.dtype)[:, None, None] * k, axis=0)

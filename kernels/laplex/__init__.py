@@ -1,0 +1,17 @@
+"""Custom kernels behind `jaxlab.laplex`: linear-recurrence scan strategies.
+
+- `AssociativeScan`: `jax.lax.associative_scan` reference.
+- `BlockedScan`: pure-JAX chunked scan (any backend).
+- `CpuScan`: C++ XLA FFI custom call (CPU; compiled on first use).
+- `PallasScan`: chunked Pallas kernel (GPU/TPU; `interpret=True` on CPU).
+- `default_scan()`: the fastest strategy available on the default backend.
+"""
+
+from ._cpu import CpuScan as CpuScan
+from ._cpu import build_cpu_kernel as build_cpu_kernel
+from ._cpu import cpu_kernel_available as cpu_kernel_available
+from ._default import default_scan as default_scan
+from ._pallas import PallasScan as PallasScan
+from ._scan import AbstractScan as AbstractScan
+from ._scan import AssociativeScan as AssociativeScan
+from ._scan import BlockedScan as BlockedScan

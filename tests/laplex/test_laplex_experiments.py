@@ -1,0 +1,42 @@
+"""The laplex experiment and benchmark modules keep the runner's contract."""
+
+from __future__ import annotations
+
+import importlib
+
+import jax
+import pytest
+
+from experiments._registry import validate_module
+
+EXPERIMENTS = ["laplex_exactness", "laplex_scaling", "laplex_head", "laplex_gram"]
+BENCHES = ["laplex_matvec", "laplex_gpu"]
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiment_contract(name):
+    mod = validate_module(importlib.import_module(f"experiments.{name}"))
+    assert mod.NAME == name and mod.PAPER == "P9"
+
+
+@pytest.mark.parametrize("name", BENCHES)
+def test_bench_contract(name):
+    mod = validate_module(importlib.import_module(f"experiments.bench.{name}"), bench=True)
+    assert mod.NAME == name
+
+
+@pytest.mark.slow  # compiles every matvec/gradient variant: ~10 s idle, a minute under load
+def test_exactness_tiny_run():
+    mod = importlib.import_module("experiments.laplex_exactness")
+    res = mod.run({"sizes": [7], "grad_sizes": [5], "heads": 1, "decay_scales": [1e-6, 1e6]},
+                  jax.random.key(0))
+    assert res.metrics["max_rel_err_f64"] < 1e-10
+    assert res.metrics["max_grad_rel_err_f64"] < 1e-8
+    assert {"max_rel_err_f64", "max_rel_err_f32", "max_grad_rel_err_f64"} <= set(res.metrics)
+
+
+def test_gpu_bench_refuses_cpu():
+    mod = importlib.import_module("experiments.bench.laplex_gpu")
+    if jax.default_backend() == "cpu":
+        with pytest.raises(RuntimeError, match="needs a GPU"):
+            mod.setup(mod.QUICK, jax.random.key(0))
