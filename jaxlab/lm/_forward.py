@@ -1,0 +1,123 @@
+"""`forward`: logits plus captured activations, with interventions and LoRA, under jit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from ._lora import LoRA
+from ._model import SITES, KVCache, Transformer
+
+__all__ = ["forward", "positions_from_mask"]
+
+
+def positions_from_mask(mask: Int[Array, "... T"]) -> Int[Array, "... T"]:
+    """Position ids for left-padded rows: 0, 1, ... over real tokens, -1 on padding."""
+    m = jnp.asarray(mask).astype(jnp.int32)
+    return jnp.where(m > 0, jnp.cumsum(m, axis=-1) - 1, -1).astype(jnp.int32)
+
+
+def check_token_range(tokens, vocab_size):
+    """ValueError (eagerly) or `eqx.error_if` (under jit) unless 0 <= tokens < vocab_size."""
+    bad = (tokens < 0) | (tokens >= vocab_size)
+    if isinstance(tokens, jax.core.Tracer):
+        return eqx.error_if(tokens, bad, f"tokens must lie in [0, {vocab_size})")
+    if bool(jnp.any(bad)):
+        raise ValueError(f"tokens must lie in [0, {vocab_size}), got values "
+                         f"{np.asarray(tokens)[np.asarray(bad)][:5].tolist()}")
+    return tokens
+
+
+def _check_sites(capture, intervene, n_layers):
+    for s in capture:
+        if s not in SITES:
+            raise ValueError(f"capture: unknown site {s!r}; expected one of {SITES}")
+    for key, fn in intervene.items():
+        if not (isinstance(key, tuple) and len(key) == 2):
+            raise ValueError(f"intervene keys must be (site, layer) tuples, got {key!r}")
+        site, layer = key
+        if site not in SITES:
+            raise ValueError(f"intervene: unknown site {site!r}; expected one of {SITES}")
+        if not isinstance(layer, int | np.integer) or not 0 <= layer < n_layers:
+            raise ValueError(f"intervene: layer must be an int in [0, {n_layers}), got {layer!r}")
+        if not callable(fn):
+            raise ValueError(f"intervene[{key!r}] must be callable")
+
+
+@eqx.filter_jit
+def _forward_jit(model, tokens, mask, capture, layers, intervene, lora):
+    def one(tok, m):
+        cache = KVCache.empty(model.config, tok.shape[0])
+        h, acts, _ = model.run(tok, positions_from_mask(m), cache, capture=capture,
+                               intervene=intervene, lora=lora)
+        acts = {s: acts[s][jnp.asarray(layers, jnp.int32)] for s in capture}
+        return model.logits(h), acts
+
+    return jax.vmap(one)(tokens, mask)
+
+
+def forward(
+    model: Transformer,
+    tokens: Int[Array, "*B T"],
+    *,
+    mask: Int[Array, "*B T"] | None = None,
+    capture: Sequence[str] = (),
+    layers: Sequence[int] | None = None,
+    intervene: Mapping[tuple[str, int], Callable] | None = None,
+    lora: LoRA | None = None,
+) -> tuple[Float[Array, "*B T V"], dict[str, Float[Array, "*B L T d"]]]:
+    """Logits and per-layer activations of a (batch of) token sequence(s), jitted.
+
+    Arguments:
+        model: a `Transformer`.
+        tokens: (T,) or (B, T) int token ids.
+        mask: same shape, 1/True on real tokens, 0 on left padding (default: all 1).
+        capture: sites to return, among "resid_pre" (block input), "attn_out"
+            (attention contribution to the residual, after Gemma's post-norm),
+            "resid_mid" (after adding it), "mlp_out" (MLP contribution),
+            "resid_post" (block output).
+        layers: layer indices to return for captured sites (default: all).
+        intervene: {(site, layer): fn} where fn maps that activation (T, d) to an
+            edited (T, d) inside the jitted forward (steering, ablation); captured
+            values and everything downstream see the edited value. Use callables
+            that are `eqx.Module`s holding arrays (e.g. `Steer`) to change their
+            values without recompiling.
+        lora: LoRA adapters to add to the projections.
+
+    Returns:
+        logits (*B, T, vocab) float32 and {site: (*B, len(layers), T, d_model)}.
+    """
+    if not isinstance(model, Transformer):
+        raise ValueError(f"model must be a jaxlab.lm.Transformer, got {type(model).__name__}")
+    tokens = jnp.asarray(tokens)
+    if not jnp.issubdtype(tokens.dtype, jnp.integer) or tokens.ndim not in (1, 2):
+        raise ValueError(f"tokens must be a (T,) or (B, T) integer array, got "
+                         f"{tokens.dtype}{tokens.shape}")
+    if tokens.shape[-1] == 0:
+        raise ValueError("tokens must not be empty")
+    unbatched = tokens.ndim == 1
+    tokens = jnp.atleast_2d(tokens).astype(jnp.int32)
+    if mask is None:
+        mask = jnp.ones(tokens.shape, jnp.int32)
+    else:
+        mask = jnp.atleast_2d(jnp.asarray(mask)).astype(jnp.int32)
+        if mask.shape != tokens.shape:
+            raise ValueError(f"mask must have the shape of tokens {tokens.shape}, got {mask.shape}")
+    cfg = model.config
+    tokens = check_token_range(tokens, cfg.vocab_size)
+    capture = tuple(capture)
+    intervene = dict(intervene or {})
+    _check_sites(capture, intervene, cfg.n_layers)
+    layers = tuple(range(cfg.n_layers)) if layers is None else tuple(int(i) for i in layers)
+    if any(not 0 <= i < cfg.n_layers for i in layers):
+        raise ValueError(f"layers must lie in [0, {cfg.n_layers}), got {layers}")
+    logits, acts = _forward_jit(model, tokens, mask, capture, layers, intervene, lora)
+    if unbatched:
+        logits = logits[0]
+        acts = {k: v[0] for k, v in acts.items()}
+    return logits, acts

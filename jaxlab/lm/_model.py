@@ -1,0 +1,273 @@
+"""Llama and Gemma-3 decoders as one equinox module with layer-stacked weights.
+
+The per-layer weights are stacked along a leading layer axis and the layers run
+under `lax.scan` (one compiled block, fast compiles). Architectural differences
+(RoPE pairing, QK-norm, sandwich norms, GeGLU, embedding scale, sliding windows
+and per-layer RoPE bases) are fields of the static `LMConfig`.
+
+Every forward pass goes through a key/value cache: a full forward is a prefill
+into an empty cache of its own length, and decoding writes one slot per step.
+Cache slots carry their token's position (-1 for empty or padding slots), so left
+padding, causality and sliding windows are all one mask:
+`pos_k >= 0 and slot_k <= slot_q and (window == 0 or pos_q - pos_k < window)`.
+
+Papers: Llama (Touvron et al. 2023), Gemma 3 (Gemma Team 2025), RoPE (Su et al.
+2021), GQA (Ainslie et al. 2023).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from ._config import LMConfig
+from ._lora import LoRA, adapted_weight
+
+__all__ = ["Transformer", "Layers", "KVCache", "SITES"]
+
+#: activation sites that `forward(capture=...)` and `intervene=` address, per layer.
+_Z = np.int32(0)
+
+SITES = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post")
+
+
+class Layers(eqx.Module):
+    """All blocks' weights, stacked on a leading layer axis L (2-D weights are (out, in))."""
+
+    attn_norm: Float[Array, "L d"]
+    wq: Float[Array, "L hq d"]
+    wk: Float[Array, "L hkv d"]
+    wv: Float[Array, "L hkv d"]
+    wo: Float[Array, "L d hq"]
+    ffn_norm: Float[Array, "L d"]
+    w_gate: Float[Array, "L f d"]
+    w_up: Float[Array, "L f d"]
+    w_down: Float[Array, "L d f"]
+    q_norm: Float[Array, "L hd"] | None
+    k_norm: Float[Array, "L hd"] | None
+    post_attn_norm: Float[Array, "L d"] | None
+    post_ffn_norm: Float[Array, "L d"] | None
+
+
+class KVCache(eqx.Module):
+    """Keys/values of one sequence (vmap it for a batch).
+
+    Attributes:
+        k, v: (n_layers, S, n_kv_heads, head_dim).
+        pos: (S,) int32 position of the token in each slot; -1 = empty or padding.
+        length: () int32, the next slot to write.
+    """
+
+    k: Float[Array, "L S kv hd"]
+    v: Float[Array, "L S kv hd"]
+    pos: Int[Array, " S"]
+    length: Int[Array, ""]
+
+    @staticmethod
+    def empty(config: LMConfig, size: int, dtype=jnp.float32) -> KVCache:
+        """An empty cache of `size` slots."""
+        shape = (config.n_layers, size, config.n_kv_heads, config.head_dim)
+        return KVCache(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype),
+                       jnp.full((size,), -1, jnp.int32), jnp.zeros((), jnp.int32))
+
+    @property
+    def next_position(self) -> Int[Array, ""]:
+        """Position of the next token: the number of real tokens cached."""
+        return jnp.sum(self.pos >= 0).astype(jnp.int32)
+
+
+def _rms_norm(x, w, eps):
+    x32 = x.astype(jnp.float32)
+    y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + eps)
+    return y * w.astype(jnp.float32)
+
+
+def _rope(x, pos, base, style):
+    """Rotate (T, H, hd) by positions (T,) with a traced base; pairs per `style`."""
+    hd = x.shape[-1]
+    exponent = jnp.arange(0, hd, 2, dtype=jnp.float32) / hd
+    inv_freq = jnp.power(base.astype(jnp.float32), -exponent)
+    ang = pos.astype(jnp.float32)[:, None] * inv_freq[None, :]
+    cos, sin = jnp.cos(ang)[:, None, :], jnp.sin(ang)[:, None, :]
+    if style == "interleaved":
+        x2 = x.reshape(*x.shape[:-1], hd // 2, 2)
+        x0, x1 = x2[..., 0], x2[..., 1]
+        out = jnp.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], axis=-1)
+        return out.reshape(x.shape)
+    x0, x1 = x[..., : hd // 2], x[..., hd // 2:]
+    return jnp.concatenate([x0 * cos - x1 * sin, x0 * sin + x1 * cos], axis=-1)
+
+
+def _linear(x, w, lora_layer, name):
+    return x @ adapted_weight(w, lora_layer, name).astype(x.dtype).T
+
+
+def _edit(x, site, layer_idx, intervene):
+    for (s, layer), fn in intervene.items():
+        if s == site:
+            x = jnp.where(layer_idx == layer, fn(x).astype(x.dtype), x)
+    return x
+
+
+class Transformer(eqx.Module):
+    """A decoder-only language model (Llama or Gemma-3 family).
+
+    Attributes:
+        config: static `LMConfig`.
+        embed: (vocab, d_model) token embeddings (also the output head when tied).
+        layers: `Layers`, stacked on the layer axis.
+        final_norm: (d_model,) weights of the last RMSNorm.
+        lm_head: (vocab, d_model) untied output head, or None.
+
+    Calling `model(tokens)` on (T,) int tokens returns (T, vocab) float32 logits;
+    use `jaxlab.lm.forward` for batches, masks, captured activations,
+    interventions and LoRA.
+    """
+
+    config: LMConfig = eqx.field(static=True)
+    embed: Float[Array, "V d"]
+    layers: Layers
+    final_norm: Float[Array, " d"]
+    lm_head: Float[Array, "V d"] | None
+
+    def __call__(self, tokens: Int[Array, " T"]) -> Float[Array, "T V"]:
+        tokens = jnp.asarray(tokens)
+        cache = KVCache.empty(self.config, tokens.shape[0])
+        pos = jnp.arange(tokens.shape[0], dtype=jnp.int32)
+        h, _, _ = self.run(tokens, pos, cache)
+        return self.logits(h)
+
+    @staticmethod
+    def random(config: LMConfig, *, key, dtype=jnp.float32) -> Transformer:
+        """Randomly initialised weights (N(0, 1/fan_in); norms near 1), for tests."""
+        return _random_init(config, key, jnp.dtype(dtype))
+
+    def logits(self, h: Float[Array, "... d"]) -> Float[Array, "... V"]:
+        """Output logits (float32) from final hidden states (before the final norm)."""
+        hn = _rms_norm(h, self.final_norm, self.config.norm_eps)
+        head = self.embed if self.lm_head is None else self.lm_head
+        return hn @ head.astype(jnp.float32).T
+
+    def run(
+        self,
+        tokens: Int[Array, " T"],
+        positions: Int[Array, " T"],
+        cache: KVCache,
+        *,
+        capture: tuple[str, ...] = (),
+        intervene: Mapping[tuple[str, int], Callable] | None = None,
+        lora: LoRA | None = None,
+    ) -> tuple[Float[Array, "T d"], dict[str, Float[Array, "L T d"]], KVCache]:
+        """Run all blocks on a chunk of one sequence, writing it into `cache`.
+
+        Arguments:
+            tokens: (T,) ids of the chunk.
+            positions: (T,) int32 position ids; -1 marks padding (never attended to).
+            cache: the sequence's `KVCache`; the chunk goes to slots
+                [cache.length, cache.length + T).
+            capture: sites (see `SITES`) whose per-layer values to return.
+            intervene: {(site, layer): fn} editing that activation (T, d) -> (T, d).
+            lora: adapters added to the projections.
+
+        Returns:
+            hidden states (T, d) before the final norm, {site: (n_layers, T, d)},
+            and the updated cache.
+        """
+        cfg = self.config
+        intervene = dict(intervene or {})
+        T = tokens.shape[0]
+        start = cache.length
+        x = jnp.take(self.embed, tokens, axis=0).astype(jnp.float32)
+        if cfg.embed_scale != 1.0:
+            x = x * jnp.float32(cfg.embed_scale)
+        positions = positions.astype(jnp.int32)
+        kpos = jax.lax.dynamic_update_slice(cache.pos, positions, (start,))
+        S = kpos.shape[0]
+        qslot = start + jnp.arange(T, dtype=jnp.int32)
+        kslot = jnp.arange(S, dtype=jnp.int32)
+        base_mask = (kpos[None, :] >= 0) & (kslot[None, :] <= qslot[:, None])
+        dist = positions[:, None] - kpos[None, :]
+        G = cfg.n_heads // cfg.n_kv_heads
+        xs = (self.layers, lora, cache.k, cache.v, jnp.arange(cfg.n_layers, dtype=jnp.int32),
+              jnp.asarray(np.asarray(cfg.rope_bases, np.float32)),
+              jnp.asarray(np.asarray(cfg.sliding_windows, np.int32)))
+
+        def block(x, inputs):
+            p, lo, ck, cv, idx, base, window = inputs
+            acts = {}
+
+            def site(name, val):
+                val = _edit(val, name, idx, intervene)
+                if name in capture:
+                    acts[name] = val
+                return val
+
+            x = site("resid_pre", x)
+            h = _rms_norm(x, p.attn_norm, cfg.norm_eps)
+            q = _linear(h, p.wq, lo, "q").reshape(T, cfg.n_heads, cfg.head_dim)
+            k = _linear(h, p.wk, lo, "k").reshape(T, cfg.n_kv_heads, cfg.head_dim)
+            v = _linear(h, p.wv, lo, "v").reshape(T, cfg.n_kv_heads, cfg.head_dim)
+            if cfg.qk_norm:
+                q = _rms_norm(q, p.q_norm, cfg.norm_eps)
+                k = _rms_norm(k, p.k_norm, cfg.norm_eps)
+            q = _rope(q, positions, base, cfg.rope_style)
+            k = _rope(k, positions, base, cfg.rope_style)
+            ck = jax.lax.dynamic_update_slice(ck, k.astype(ck.dtype), (start, _Z, _Z))
+            cv = jax.lax.dynamic_update_slice(cv, v.astype(cv.dtype), (start, _Z, _Z))
+            mask = base_mask & ((window == 0) | (dist < window))
+            qg = q.reshape(T, cfg.n_kv_heads, G, cfg.head_dim)
+            scores = jnp.einsum("tkgd,skd->kgts", qg, ck.astype(jnp.float32))
+            scores = scores * jnp.float32(cfg.attn_scale)
+            scores = jnp.where(mask[None, None], scores, jnp.float32(-1e30))
+            probs = jax.nn.softmax(scores, axis=-1)
+            o = jnp.einsum("kgts,skd->tkgd", probs, cv.astype(jnp.float32))
+            a = _linear(o.reshape(T, cfg.n_heads * cfg.head_dim), p.wo, lo, "o")
+            if cfg.sandwich_norm:
+                a = _rms_norm(a, p.post_attn_norm, cfg.norm_eps)
+            a = site("attn_out", a)
+            x = site("resid_mid", x + a)
+            h = _rms_norm(x, p.ffn_norm, cfg.norm_eps)
+            g = _linear(h, p.w_gate, lo, "gate")
+            g = jax.nn.silu(g) if cfg.activation == "silu" else jax.nn.gelu(g, approximate=True)
+            m = _linear(g * _linear(h, p.w_up, lo, "up"), p.w_down, lo, "down")
+            if cfg.sandwich_norm:
+                m = _rms_norm(m, p.post_ffn_norm, cfg.norm_eps)
+            m = site("mlp_out", m)
+            x = site("resid_post", x + m)
+            return x, (acts, ck, cv)
+
+        x, (acts, ks, vs) = jax.lax.scan(block, x, xs)
+        new_cache = KVCache(ks, vs, kpos, (start + T).astype(jnp.int32))
+        return x, acts, new_cache
+
+
+@eqx.filter_jit
+def _random_init(config: LMConfig, key, dtype) -> Transformer:
+    # one compiled program instead of a dispatch (and compile) per random array
+    L, d, f = config.n_layers, config.d_model, config.d_ff
+    hq, hkv = config.n_heads * config.head_dim, config.n_kv_heads * config.head_dim
+    ks = iter(jax.random.split(key, 16))
+
+    def w(shape, fan_in):
+        return (jax.random.normal(next(ks), shape, jnp.float32) * fan_in ** -0.5).astype(dtype)
+
+    def norm(shape):
+        return (1.0 + 0.1 * jax.random.normal(next(ks), shape, jnp.float32)).astype(dtype)
+
+    gemma = config.sandwich_norm
+    layers = Layers(
+        attn_norm=norm((L, d)), wq=w((L, hq, d), d), wk=w((L, hkv, d), d),
+        wv=w((L, hkv, d), d), wo=w((L, d, hq), hq), ffn_norm=norm((L, d)),
+        w_gate=w((L, f, d), d), w_up=w((L, f, d), d), w_down=w((L, d, f), f),
+        q_norm=norm((L, config.head_dim)) if config.qk_norm else None,
+        k_norm=norm((L, config.head_dim)) if config.qk_norm else None,
+        post_attn_norm=norm((L, d)) if gemma else None,
+        post_ffn_norm=norm((L, d)) if gemma else None)
+    embed = jax.random.normal(next(ks), (config.vocab_size, d), jnp.float32).astype(dtype)
+    head = None if config.tied_embeddings else w((config.vocab_size, d), d)
+    return Transformer(config, embed, layers, norm((d,)), head)

@@ -1,0 +1,101 @@
+"""Independent numpy (float64) reference decoder and tiny configs for the lm tests.
+
+Written directly from the architecture descriptions, with RoPE as complex
+multiplication and attention as explicit per-head loops, sharing no code with
+jaxlab.lm.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from jaxlab.lm import LMConfig
+
+
+def tiny_llama(**kw) -> LMConfig:
+    base = dict(arch="llama", vocab_size=61, d_model=24, n_layers=3, n_heads=4, n_kv_heads=2,
+                head_dim=6, d_ff=40, norm_eps=2.0**-17, rope_bases=(100.0,) * 3,
+                sliding_windows=(0,) * 3, context_length=256)
+    base.update(kw)
+    return LMConfig(**base)
+
+
+def tiny_gemma(**kw) -> LMConfig:
+    base = dict(arch="gemma3", vocab_size=53, d_model=16, n_layers=4, n_heads=2, n_kv_heads=1,
+                head_dim=8, d_ff=32, norm_eps=2.0**-20, rope_bases=(50.0, 50.0, 50.0, 1000.0),
+                sliding_windows=(3, 3, 3, 0), rope_style="half", qk_norm=True,
+                sandwich_norm=True, activation="gelu_tanh", embed_scale=4.0,
+                attn_scale=0.3, context_length=256)
+    base.update(kw)
+    return LMConfig(**base)
+
+
+def _rms(x, w, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def _rope(x, pos, base, style):
+    hd = x.shape[-1]
+    inv = base ** (-np.arange(0, hd, 2) / hd)
+    rot = np.exp(1j * pos[:, None] * inv[None, :])[:, None, :]
+    if style == "interleaved":
+        z = (x[..., 0::2] + 1j * x[..., 1::2]) * rot
+        out = np.empty_like(x)
+        out[..., 0::2], out[..., 1::2] = z.real, z.imag
+        return out
+    z = (x[..., : hd // 2] + 1j * x[..., hd // 2:]) * rot
+    return np.concatenate([z.real, z.imag], axis=-1)
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def reference_logits(model, tokens, lora_merge=None) -> np.ndarray:
+    """(T, V) float64 logits of one unpadded sequence."""
+    c = model.config
+    P = {k: (None if v is None else np.asarray(v, np.float64))
+         for k, v in vars(model.layers).items()}
+    if lora_merge is not None:
+        for name, delta in lora_merge.items():
+            P[name] = P[name] + delta
+    E = np.asarray(model.embed, np.float64)
+    tokens = np.asarray(tokens)
+    T = len(tokens)
+    pos = np.arange(T, dtype=np.float64)
+    x = E[tokens] * c.embed_scale
+    G = c.n_heads // c.n_kv_heads
+    for li in range(c.n_layers):
+        h = _rms(x, P["attn_norm"][li], c.norm_eps)
+        q = (h @ P["wq"][li].T).reshape(T, c.n_heads, c.head_dim)
+        k = (h @ P["wk"][li].T).reshape(T, c.n_kv_heads, c.head_dim)
+        v = (h @ P["wv"][li].T).reshape(T, c.n_kv_heads, c.head_dim)
+        if c.qk_norm:
+            q, k = _rms(q, P["q_norm"][li], c.norm_eps), _rms(k, P["k_norm"][li], c.norm_eps)
+        base = c.rope_bases[li]
+        q, k = _rope(q, pos, base, c.rope_style), _rope(k, pos, base, c.rope_style)
+        o = np.zeros((T, c.n_heads, c.head_dim))
+        w = c.sliding_windows[li]
+        for hh in range(c.n_heads):
+            kv = hh // G
+            for t in range(T):
+                allowed = [s for s in range(t + 1) if w == 0 or t - s < w]
+                sc = np.array([q[t, hh] @ k[s, kv] for s in allowed]) * c.attn_scale
+                p = np.exp(sc - sc.max())
+                p /= p.sum()
+                o[t, hh] = sum(pi * v[s, kv] for pi, s in zip(p, allowed))
+        a = o.reshape(T, -1) @ P["wo"][li].T
+        if c.sandwich_norm:
+            a = _rms(a, P["post_attn_norm"][li], c.norm_eps)
+        x = x + a
+        h = _rms(x, P["ffn_norm"][li], c.norm_eps)
+        g = h @ P["w_gate"][li].T
+        g = g / (1 + np.exp(-g)) if c.activation == "silu" else _gelu_tanh(g)
+        m = (g * (h @ P["w_up"][li].T)) @ P["w_down"][li].T
+        if c.sandwich_norm:
+            m = _rms(m, P["post_ffn_norm"][li], c.norm_eps)
+        x = x + m
+    head = E if model.lm_head is None else np.asarray(model.lm_head, np.float64)
+    return _rms(x, np.asarray(model.final_norm, np.float64), c.norm_eps) @ head.T
