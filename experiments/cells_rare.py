@@ -39,7 +39,9 @@ def run(config, key):
         counts = cells.counts_matrix(adata)
         _, ann = cells.fit(adata, key=jax.random.fold_in(key, i), attributions=False,
                            **lecell_kwargs(config, f"rare{i}"))
-        atyp = -ann.obs["jepa_score"].to_numpy()  # low log-volume = low density = atypical
+        # JEPA-SCORE density: log N(f(x); 0, I) + log-volume; low density = atypical.
+        atyp = -ann.obs["jepa_logdensity"].to_numpy()
+        score_only = -ann.obs["jepa_score"].to_numpy()
         pcs = pca_embedding(counts, config["n_pcs"])
         knn = cells.knn_atypicality(pcs, k=15)
         iforest = -IsolationForest(random_state=0).fit(pcs).score_samples(pcs)
@@ -47,6 +49,7 @@ def run(config, key):
         metrics[f"auroc_lecell_{t}"] = roc_auc_score(y, atyp)
         metrics[f"auroc_knn_{t}"] = roc_auc_score(y, knn)
         metrics[f"auroc_iforest_{t}"] = roc_auc_score(y, iforest)
+        metrics[f"auroc_jepascore_only_{t}"] = roc_auc_score(y, score_only)
         rows.append((f, metrics[f"auroc_lecell_{t}"], metrics[f"auroc_knn_{t}"],
                      metrics[f"auroc_iforest_{t}"]))
         if f == max(config["fractions"]):
@@ -77,5 +80,7 @@ def run(config, key):
              f"into a random minority: genes {', '.join(cells.INTERFERON_PROGRAM)} re-drawn as "
              "Poisson(x (1 + d) + d), dose d drawn from "
              f"{config['doses']} (jaxlab.cells.spike_program). Baselines on {config['n_pcs']} "
-             "scanpy PCs: mean 15-NN distance and scikit-learn IsolationForest.")
+             "scanpy PCs: mean 15-NN distance and scikit-learn IsolationForest. LeCellModel's "
+             "atypicality is minus the JEPA-SCORE density (log-volume + Gaussian log-prior of "
+             "the embedding); auroc_jepascore_only_* uses the log-volume alone.")
     return Result(metrics=metrics, claims=claims, figures={"auroc": fig}, notes=notes)

@@ -16,9 +16,6 @@ import numpy as np
 from experiments._api import Claim, Result, log
 
 NAME = "lm_sanity"
-# The runtime serves P6 P7 P8 P13 P14 P17 P19; the registry needs one paper key, and
-# P7 (token-complexity curves of small LMs) is the one whose measurements are
-# closest to these (perplexities and greedy answers of small LMs).
 PAPER = "LM"  # the shared runtime P6 P7 P8 P13 P14 P17 P19 build on
 DESCRIPTION = "jaxlab.lm runtime sanity: known answers, KV cache = recompute, text vs shuffled ppl"
 QUICK = {"kv_tokens": 32, "answer_tokens": 16, "gemma": True}

@@ -116,7 +116,8 @@ def fit(adata, *, key: jax.Array, layer: str | None = None, attributions: bool =
     """Train LeCellModel on `adata`'s counts (X or `layer`) and annotate a copy.
 
     **Returns:** (model, annotated copy) with `obsm["X_lecell"]` (cells x D),
-    `obs["jepa_score"]` and, when `attributions`, `layers["jepa_attribution"]`
+    `obs["jepa_score"]`, `obs["jepa_logdensity"]` (score plus the Gaussian log-prior of
+    the embedding: the density estimate) and, when `attributions`, `layers["jepa_attribution"]`
     (gradient x input of the score per gene). obs/var are kept unchanged.
     """
     counts = counts_matrix(adata, layer)
@@ -125,6 +126,9 @@ def fit(adata, *, key: jax.Array, layer: str | None = None, attributions: bool =
     out = adata.copy()
     out.obsm["X_lecell"] = ann["embedding"]
     out.obs["jepa_score"] = ann["score"]
+    # Change of variables with the isotropic-Gaussian embedding SIGReg enforces:
+    # log p(x) = log N(f(x); 0, I) + JEPA-SCORE(x), up to a constant.
+    out.obs["jepa_logdensity"] = ann["score"] - 0.5 * np.sum(ann["embedding"] ** 2, axis=1)
     if attributions:
         out.layers["jepa_attribution"] = ann["attribution"].astype(np.float32)
     out.uns["lecell"] = {"final_loss": float(curves["loss"][-1]) if len(curves["loss"]) else

@@ -105,6 +105,9 @@ def test_fit_anndata_roundtrip_keeps_obs_var(pbmc, getkey):
     assert out.obsm["X_lecell"].shape == (64, 4)
     assert out.obs["jepa_score"].shape == (64,) and np.all(np.isfinite(out.obs["jepa_score"]))
     assert out.layers["jepa_attribution"].shape == (64, 765)
+    z = out.obsm["X_lecell"]
+    np.testing.assert_allclose(out.obs["jepa_logdensity"],
+                               out.obs["jepa_score"] - 0.5 * (z**2).sum(1), rtol=1e-12)
     assert list(out.obs_names) == list(small.obs_names)
     assert list(out.var_names) == list(small.var_names)
     assert (out.obs["bulk_labels"] == small.obs["bulk_labels"]).all()
