@@ -1,0 +1,70 @@
+"""P12 claim: the spike-anchored differentiable fit localises neurons relative to the probe.
+
+Synthetic ground truth (see experiments/_biophys_setup.py): ball-and-stick HH
+cells beside a Neuropixels 1.0 probe at peak SNR ~5-15. The inverse fit
+recovers each neuron's 3-D soma position jointly with its input current by
+gradient descent through simulator + volume conductor, started from the
+monopolar-triangulation estimate, which is also the baseline.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from experiments import _biophys_setup as setup
+from experiments._api import Claim, Result
+
+NAME = "biophys_localize"
+PAPER = "P12"
+DESCRIPTION = "Spike-anchored inverse fit localises neurons (mean error) vs monopolar triangulation"
+
+QUICK = {
+    "n_neurons": 20, "duration_ms": 1000.0, "spacing_um": 30.0, "z_min_um": 15.0,
+    "z_max_um": 40.0, "current_mean_na": [0.3, 0.45], "current_std_na": 0.15,
+    "current_tau_ms": 8.0, "noise_white_uv": 2.5, "noise_pink_uv": 0.8,
+    "noise_correlated_uv": 1.5, "knot_ms": 5.0, "fit_steps": 150, "lr": 0.1,
+}
+FULL = {**QUICK, "n_neurons": 200, "duration_ms": 60000.0, "spacing_um": 17.0,
+        "fit_steps": 1000}
+
+
+def run(config: dict, key: jax.Array) -> Result:
+    syn = setup.make_synthetic(config, key)
+    base = setup.triangulate(syn)
+    base_err = np.linalg.norm(base - syn.positions, axis=1)
+    res = setup.fit_population(syn, config, anchored=True, init_positions=base, tag="anchored")
+    ev = setup.evaluate(syn, res)
+    err = ev["err"]
+    metrics = {
+        "loc_err_um_mean": float(err.mean()),
+        "loc_err_um_median": float(np.median(err)),
+        "loc_err_um_baseline": float(base_err.mean()),
+        "loc_err_um_baseline_median": float(np.median(base_err)),
+        "peak_snr_min": float(syn.snr.min()), "peak_snr_median": float(np.median(syn.snr)),
+        "peak_snr_max": float(syn.snr.max()),
+        "current_corr_mean": float(ev["corr"].mean()),
+        "spike_match_frac": float(ev["match"].mean()),
+        "n_neurons": int(len(err)), "n_sites": int(syn.probe.n_sites),
+        "final_loss": float(res.losses[-1]),
+    }
+    claims = [
+        Claim(claim="mean localisation error (synthetic, our bar <= 10 um)",
+              paper="< 40 um mean on real SPE-1 paired data",
+              measured=f"{err.mean():.1f} um mean, {np.median(err):.1f} um median",
+              holds=bool(err.mean() <= 10.0)),
+        Claim(claim="inverse fit beats monopolar triangulation",
+              paper="(baseline of this repo: SpikeInterface monopolar triangulation)",
+              measured=f"{err.mean():.1f} um vs {base_err.mean():.1f} um",
+              holds=bool(err.mean() < base_err.mean())),
+    ]
+    best = int(np.argmax(syn.snr))
+    return Result(
+        metrics=metrics, claims=claims,
+        figures={"fitted_trace": setup.plot_fit(syn, res, best)},
+        notes=("Synthetic ground truth (ball-and-stick HH cells, Neuropixels 1.0 geometry, "
+               "white + 1/f + spatially correlated noise); sorted spike times are the true "
+               "ones. The model class of the fit equals the generator's (known morphology "
+               "and orientation), so this checks the optimiser and identifiability, not model "
+               f"mismatch. Peak SNR {syn.snr.min():.1f}-{syn.snr.max():.1f}."),
+    )
