@@ -94,4 +94,4 @@ def train_nbvae(counts: np.ndarray, batch: np.ndarray | None = None, *, key: jax
     for i in tqdm(range(steps), desc="cells: NB-VAE", disable=not progress):
         model, state, _ = step(model, state, jax.random.fold_in(kt, i))
     emb = jax.vmap(lambda xx, bb: model.encode(xx, bb)[0])(x, onehot)
-    return model, np.asarray(emb)
+    return model, np.array(emb)  # a writable copy (jax-backed arrays are read-only)
