@@ -1,0 +1,124 @@
+"""Shared pieces of the P2 observer experiments (training recipes, simulation, baselines)."""
+
+from __future__ import annotations
+
+import os
+import platform
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxlab.observers as O
+
+
+def machine() -> str:
+    """One line naming the machine the timings come from."""
+    dev = jax.devices()[0]
+    return (
+        f"{platform.machine()} {platform.processor() or 'cpu'}, {os.cpu_count()} logical CPUs "
+        "visible"
+        f" (shared), JAX backend {dev.platform}"
+    )
+
+
+def train_config(cfg: dict) -> O.ObserverTrainConfig:
+    keys = {f.name for f in O.ObserverTrainConfig.__dataclass_fields__.values()}
+    return O.ObserverTrainConfig(**{k: v for k, v in cfg.get("train", {}).items() if k in keys})
+
+
+@eqx.filter_jit
+def _max_eig(p):
+    return O.max_lmi_eigenvalue(p)
+
+
+def certified_stop(tc: O.ObserverTrainConfig):
+    return lambda p: bool(_max_eig(p) < -tc.lmi_margin)
+
+
+def two_stage(params, *, key, tc, stage1_steps, stage2_steps, chunk=100, progress=False):
+    """Stage 1 then stage 2; returns (point_only_params, two_stage_params, info)."""
+    k1, k2 = jax.random.split(key)
+    p1, i1 = O.fit(
+        O.point_loss,
+        params,
+        key=k1,
+        config=tc,
+        steps=stage1_steps,
+        chunk=chunk,
+        progress=progress,
+        desc="stage 1 (point)",
+    )
+    p2, i2 = O.fit(
+        O.lmi_loss,
+        p1,
+        key=k2,
+        config=tc,
+        steps=stage2_steps,
+        chunk=chunk,
+        stop=certified_stop(tc),
+        progress=progress,
+        desc="stage 2 (LMI)",
+    )
+    return p1, p2, {"stage1": i1, "stage2": i2}
+
+
+def lmi_only(params, *, key, tc, steps, chunk=100, progress=False):
+    return O.fit(
+        O.lmi_loss,
+        params,
+        key=key,
+        config=tc,
+        steps=steps,
+        chunk=chunk,
+        stop=certified_stop(tc),
+        progress=progress,
+        desc="LMI only",
+    )
+
+
+@eqx.filter_jit
+def _simulate_many(plant, observer, x0s, x_hat0s, ts):
+    return jax.vmap(lambda a, b: O.simulate(plant, observer, a, b, ts, rtol=1e-5, atol=1e-7))(
+        x0s, x_hat0s
+    )
+
+
+def simulate_many(plant, observer, x0s, x_hat0s, ts):
+    """Trajectories for a batch of initial conditions (one compile per observer type)."""
+    return _simulate_many(plant, observer, x0s, x_hat0s, ts)
+
+
+def mse(traj) -> float:
+    """Mean squared state-estimation error; inf when any trajectory failed."""
+    err = np.asarray((traj.x - traj.x_hat) ** 2)
+    ok = np.asarray(traj.ok)
+    if not ok.all() or not np.all(np.isfinite(err)):
+        return float("inf")
+    return float(err.mean())
+
+
+def ekf_for(plant, *, q_state=1e-2, q_dist=10.0, r=1e-2):
+    n, nd = plant.state_dim, plant.disturbance_dim
+    p = plant.C.shape[0]
+    dt = plant.C.dtype
+    Q = jnp.diag(jnp.concatenate([jnp.full((n,), q_state, dt), jnp.full((nd,), q_dist, dt)]))
+    return O.ExtendedKalmanFilter(
+        plant=plant,
+        process_noise=Q,
+        measurement_noise=r * jnp.eye(p, dtype=dt),
+        initial_cov=jnp.eye(n + nd, dtype=dt),
+    )
+
+
+def eso_for(plant, *, epsilon, poles, key):
+    """Linear high-gain extended-state observer (no hidden layer), poles in fast time."""
+    A, _, C, E = O.linear_model(plant)
+    A_eps, C_eps, _ = O.extended_error_model(A, C, E, epsilon)
+    L = O.place_gain(A_eps, C_eps, poles)
+    return O.NeuralObserver.from_plant(plant, (), epsilon=epsilon, key=key, gain=L)
+
+
+def fmt(v: float) -> str:
+    return "diverged" if not np.isfinite(v) else f"{v:.4g}"
