@@ -41,7 +41,8 @@ def test_sigreg_small_on_isotropic_large_on_anisotropic_and_grad_pushes(getkey):
     key = getkey()
     iso = float(cells.sigreg(z, key=key))
     aniso = z * jnp.asarray([4.0, 1, 1, 1, 1, 1, 1, 0.2])
-    assert iso < 2.0 and float(cells.sigreg(aniso, key=key)) > 20 * iso
+    assert iso < 3 * cells.epps_pulley_null_mean()  # slices share samples: mean fluctuates
+    assert float(cells.sigreg(aniso, key=key)) > 20 * iso
     assert float(cells.sigreg(z + 0.8, key=key)) > 20 * iso
     # Gradient descent on SIGReg moves an anisotropic cloud towards isotropy.
     def cov_gap(a):
