@@ -47,6 +47,11 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _cell(x: Any) -> str:
+    """Text safe inside a Markdown table cell."""
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
 def _group(records, failures, benches) -> dict[str, dict[str, list]]:
     by_paper: dict[str, dict[str, list]] = {}
     for kind, items in (("ok", records), ("failed", failures), ("bench", benches)):
@@ -74,12 +79,12 @@ def _markdown(groups, out: Path, header: str) -> str:
             if r["claims"]:
                 lines += ["| claim | paper | measured | holds |", "|---|---|---|---|"]
                 for c in r["claims"]:
-                    lines.append(f"| {c['claim']} | {c['paper']} | {c['measured']} | "
-                                 f"{'yes' if c['holds'] else '**no**'} |")
+                    lines.append(f"| {_cell(c['claim'])} | {_cell(c['paper'])} | "
+                                 f"{_cell(c['measured'])} | {'yes' if c['holds'] else '**no**'} |")
                 lines.append("")
             if r["metrics"]:
                 lines += ["| metric | value |", "|---|---|"]
-                lines += [f"| {k} | {_fmt(v)} |" for k, v in r["metrics"].items()]
+                lines += [f"| {_cell(k)} | {_fmt(v)} |" for k, v in r["metrics"].items()]
                 lines.append("")
             if r.get("notes"):
                 lines += [r["notes"], ""]

@@ -42,7 +42,7 @@ def _good_run(config, key):
     return Result(
         metrics={"mean": jnp.mean(x), "nested": {"n": config["n"], "flag": True},
                  "nan": float("nan")},
-        claims=[Claim("sum is finite", "finite", f"{float(jnp.sum(x)):.3f}", True)],
+        claims=[Claim("sum |x| is finite", "finite", f"{float(jnp.sum(x)):.3f}", True)],
         figures={"trace": fig},
         notes="synthetic test data",
     )
@@ -92,7 +92,7 @@ def test_reproduce_continues_past_failure(tmp_path):
     md, page = write_report(tmp_path, names=["bad", "good"], failures=failed, header="h")
     text, html = md.read_text(), page.read_text()
     assert "bad — FAILED" in text and "RuntimeError: deliberate failure" in text
-    assert "sum is finite" in text and "| nested/n | 3 |" in text
+    assert "sum \\|x\\| is finite" in text and "| nested/n | 3 |" in text  # pipes escaped
     assert "data:image/png;base64," in html and "FAILED" in html
     # Papers sorted numerically: P1 section before P9.
     assert text.index("## P1 ") < text.index("## P9 ")
