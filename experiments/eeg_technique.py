@@ -1,0 +1,47 @@
+"""P10 task 2: 3-way meditation technique classification from meditation epochs."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from experiments import _eeg_common as common
+from experiments._api import Claim, Result
+from jaxlab import eeg
+
+NAME = "eeg_technique"
+PAPER = "P10"
+DESCRIPTION = "SA-TA-NA-MA vs Hare Krishna vs Breath Focus from meditation EEG (simulator)"
+QUICK = {"n_subjects": 24, "block_seconds": 30.0, "epoch_seconds": 2.0, "n_folds": 4,
+         "models": list(eeg.CLASSICAL_MODELS)}
+FULL = {"n_subjects": 74, "block_seconds": 300.0, "epoch_seconds": 2.0, "n_folds": 5,
+        "models": list(eeg.CLASSICAL_MODELS)}
+
+
+def run(config, key):
+    k_sim, k_fold = jax.random.split(key)
+    tab, cfg, kept = common.epochs_for(config, k_sim)
+    tab = tab.select(np.asarray(tab.condition) == 1)
+    feats, covs = common.inputs_for(tab)
+    y = np.asarray(tab.group)
+    folds = common.folds_for(tab.subject, config["n_folds"], k_fold)
+    metrics = {"n_subjects": cfg.n_subjects, "n_epochs": int(len(y)), "kept_fraction": kept,
+               **{f"effect_{k}": v for k, v in cfg.effect_sizes().items()}}
+    summary = common.evaluate(config["models"], feats, covs, y, folds, "bacc_technique",
+                              metrics)
+    best = max(summary, key=lambda m: summary[m][0])
+    mean, lo, hi = summary[best]
+    claims = [Claim(
+        claim="the meditation technique (3 groups) is decodable from meditation EEG of unseen "
+              "subjects",
+        paper="baselines reported for task 2 (no numbers in the abstract)",
+        measured=f"best {best}: bacc {mean:.3f} [95% CI {lo:.3f}, {hi:.3f}], chance 0.333 "
+                 "(simulator)",
+        holds=bool(lo > 1 / 3),
+    )]
+    fig = common.bar_figure({"technique": summary}, 1 / 3,
+                            "eeg_technique: leave-subjects-out (simulated L-FAME)")
+    notes = (common.SIM_NOTE + f" Meditation epochs of both sessions; QUICK uses "
+             f"{cfg.n_subjects} subjects, {cfg.block_seconds:.0f} s blocks. Effect sizes: "
+             f"{cfg.effect_sizes()}.")
+    return Result(metrics=metrics, claims=claims, figures={"technique": fig}, notes=notes)

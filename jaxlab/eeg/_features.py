@@ -1,0 +1,115 @@
+"""Spectral and spatial features (P10): Welch PSD, band powers, relative power,
+frontal alpha asymmetry, spectral entropy, covariance matrices."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxlab._core import check_array
+
+from ._montage import channel_indices
+
+__all__ = ["BANDS", "welch", "band_powers", "relative_powers", "frontal_alpha_asymmetry",
+           "spectral_entropy", "covariances", "spectral_features"]
+
+BANDS: dict[str, tuple[float, float]] = {
+    "delta": (1.0, 4.0), "theta": (4.0, 8.0), "alpha": (8.0, 13.0),
+    "beta": (13.0, 30.0), "gamma": (30.0, 45.0),
+}
+
+
+def welch(x, sfreq: float, *, nperseg: int = 256):
+    """Welch power spectral density along the last axis (Hann window, 50 % overlap,
+    mean detrending, one-sided density in units**2/Hz), as `scipy.signal.welch`.
+
+    **Arguments:** `x` `(..., T)`; `sfreq` Hz; `nperseg` samples per segment (<= T).
+
+    **Returns:** `(freqs (F,), psd (..., F))` with `F = nperseg // 2 + 1`.
+    """
+    check_array("x", x, dtype=jnp.floating)
+    if not (np.isfinite(sfreq) and sfreq > 0):
+        raise ValueError(f"sfreq: expected a positive sampling rate in Hz, got {sfreq}")
+    n = x.shape[-1]
+    if not 2 <= nperseg <= n:
+        raise ValueError(f"nperseg: expected 2 <= nperseg <= {n} (signal length), got {nperseg}")
+    step = nperseg // 2
+    starts = jnp.arange((n - nperseg) // step + 1) * step
+    segs = x[..., starts[:, None] + jnp.arange(nperseg)[None]]  # (..., K, nperseg)
+    segs = segs - segs.mean(-1, keepdims=True)
+    win = jnp.asarray(0.5 - 0.5 * np.cos(2 * np.pi * np.arange(nperseg) / nperseg), x.dtype)
+    spec = jnp.abs(jnp.fft.rfft(segs * win, axis=-1)) ** 2 / (sfreq * jnp.sum(win**2))
+    spec = spec.at[..., 1:].multiply(2.0)
+    if nperseg % 2 == 0:
+        spec = spec.at[..., -1].multiply(0.5)
+    freqs = jnp.fft.rfftfreq(nperseg, 1 / sfreq).astype(x.dtype)
+    return freqs, spec.mean(-2)
+
+
+def band_powers(freqs, psd, bands=None):
+    """Absolute band power (rectangle-rule integral of the PSD) per band:
+    `psd (..., F)` -> `(..., n_bands)` in the order of `bands` (default `BANDS`)."""
+    bands = BANDS if bands is None else bands
+    df = freqs[1] - freqs[0]
+    cols = []
+    for name, (lo, hi) in bands.items():
+        if not lo < hi:
+            raise ValueError(f"bands[{name!r}]: expected low < high, got ({lo}, {hi})")
+        mask = ((freqs >= lo) & (freqs < hi)).astype(psd.dtype)
+        cols.append(jnp.sum(psd * mask, -1) * df)
+    return jnp.stack(cols, -1)
+
+
+def relative_powers(bp):
+    """Band powers `(..., n_bands)` divided by their sum over bands."""
+    return bp / jnp.sum(bp, -1, keepdims=True)
+
+
+def frontal_alpha_asymmetry(alpha_power, ch_names, *, left="F3", right="F4"):
+    """ln(alpha power right) - ln(alpha power left); `alpha_power (..., C)` -> `(...)`.
+
+    **Raises:** `ValueError` when `left` or `right` is not in `ch_names`.
+    """
+    il, ir = channel_indices(ch_names, [left, right])
+    return jnp.log(alpha_power[..., ir]) - jnp.log(alpha_power[..., il])
+
+
+def spectral_entropy(freqs, psd, *, fmin: float = 1.0, fmax: float = 45.0):
+    """Shannon entropy (nats) of the PSD normalised over `[fmin, fmax]` Hz.
+
+    `psd` `(..., F)` -> `(...)`."""
+    mask = (freqs >= fmin) & (freqs <= fmax)
+    p = jnp.where(mask, psd, 0.0)
+    p = p / jnp.sum(p, -1, keepdims=True)
+    return -jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0), -1)
+
+
+def covariances(epochs, *, shrinkage: float = 0.0):
+    """Spatial covariance per epoch `(..., C, L)` -> `(..., C, C)`, optionally shrunk towards
+    `trace/C * I` by `shrinkage` in [0, 1] (keeps them positive definite)."""
+    check_array("epochs", epochs, dtype=jnp.floating)
+    if not 0.0 <= shrinkage <= 1.0:
+        raise ValueError(f"shrinkage: expected a value in [0, 1], got {shrinkage}")
+    xc = epochs - epochs.mean(-1, keepdims=True)
+    cov = xc @ jnp.swapaxes(xc, -1, -2) / (epochs.shape[-1] - 1)
+    c = epochs.shape[-2]
+    mu = jnp.trace(cov, axis1=-2, axis2=-1)[..., None, None] / c
+    return (1 - shrinkage) * cov + shrinkage * mu * jnp.eye(c, dtype=epochs.dtype)
+
+
+def spectral_features(epochs, sfreq: float, ch_names, *, nperseg: int | None = None):
+    """The classical feature vector per epoch: log band powers and relative powers per
+    channel and band, frontal alpha asymmetry, spectral entropy per channel.
+
+    **Arguments:** `epochs` `(N, C, L)`. **Returns:** `(N, 2*C*5 + 1 + C)`.
+    """
+    check_array("epochs", epochs, shape=("N", "C", "L"), dtype=jnp.floating)
+    nperseg = min(int(sfreq), epochs.shape[-1]) if nperseg is None else nperseg
+    freqs, psd = welch(epochs, sfreq, nperseg=nperseg)
+    bp = band_powers(freqs, psd)  # (N, C, 5)
+    rel = relative_powers(bp)
+    faa = frontal_alpha_asymmetry(bp[..., 2], ch_names)
+    ent = spectral_entropy(freqs, psd)
+    n = epochs.shape[0]
+    return jnp.concatenate([jnp.log(bp).reshape(n, -1), rel.reshape(n, -1), faa[:, None], ent],
+                           axis=-1)

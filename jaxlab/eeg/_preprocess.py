@@ -1,0 +1,136 @@
+"""Preprocessing (P10): notch, band-pass, re-reference, epoching, amplitude rejection.
+
+Filters are designed and applied with `scipy.signal` (zero-phase second-order
+sections) on host arrays; re-referencing, epoching and rejection are JAX.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import scipy.signal
+
+from jaxlab._core import check_array
+
+from ._data import EEGDataset, EpochTable
+
+__all__ = ["bandpass", "notch", "rereference", "epoch_indices", "epoch", "reject_amplitude",
+           "preprocess_dataset", "make_epochs"]
+
+
+def _check_signal(name, x):
+    check_array(name, x, dtype=jnp.floating)
+    if x.ndim < 1 or x.shape[-1] < 2:
+        raise ValueError(f"{name}: expected (..., time) with at least 2 samples, got {x.shape}")
+    if not np.all(np.isfinite(np.asarray(x))):
+        raise ValueError(f"{name}: contains NaN or infinite samples")
+
+
+def _check_sfreq(sfreq, *freqs):
+    if not (np.isfinite(sfreq) and sfreq > 0):
+        raise ValueError(f"sfreq: expected a positive sampling rate in Hz, got {sfreq}")
+    for f in freqs:
+        if not 0 < f < sfreq / 2:
+            raise ValueError(
+                f"sfreq: frequency {f} Hz must lie strictly between 0 and the Nyquist "
+                f"frequency {sfreq / 2} Hz of sampling rate {sfreq} Hz"
+            )
+
+
+def bandpass(x, sfreq: float, low: float, high: float, *, order: int = 4):
+    """Zero-phase Butterworth band-pass along the last axis.
+
+    **Arguments:** `x` `(..., T)`; `sfreq` Hz; `low < high` cut-offs in Hz; `order`.
+
+    **Returns:** filtered array, same shape and dtype as `x`.
+    """
+    _check_signal("x", x)
+    _check_sfreq(sfreq, low, high)
+    if not low < high:
+        raise ValueError(f"low/high: expected low < high, got {low} >= {high}")
+    sos = scipy.signal.butter(order, [low, high], btype="bandpass", fs=sfreq, output="sos")
+    y = scipy.signal.sosfiltfilt(sos, np.asarray(x, np.float64), axis=-1)
+    return jnp.asarray(y, dtype=x.dtype)
+
+
+def notch(x, sfreq: float, freq: float = 50.0, *, quality: float = 30.0):
+    """Zero-phase IIR notch at `freq` Hz (line noise) along the last axis; same shape."""
+    _check_signal("x", x)
+    _check_sfreq(sfreq, freq)
+    b, a = scipy.signal.iirnotch(freq, quality, fs=sfreq)
+    y = scipy.signal.filtfilt(b, a, np.asarray(x, np.float64), axis=-1)
+    return jnp.asarray(y, dtype=x.dtype)
+
+
+def rereference(x, ref: str | list[int] = "average"):
+    """Re-reference channels (axis -2): `"average"` or the mean of channel indices `ref`."""
+    check_array("x", x, dtype=jnp.floating)
+    if x.ndim < 2:
+        raise ValueError(f"x: expected (..., channel, time), got {x.shape}")
+    if isinstance(ref, str):
+        if ref != "average":
+            raise ValueError(f"ref: expected 'average' or a list of channel indices, got {ref!r}")
+        return x - x.mean(axis=-2, keepdims=True)
+    idx = list(ref)
+    if not idx or any(not 0 <= i < x.shape[-2] for i in idx):
+        raise ValueError(f"ref: channel indices {idx} out of range for {x.shape[-2]} channels")
+    return x - x[..., jnp.asarray(idx), :].mean(axis=-2, keepdims=True)
+
+
+def epoch_indices(n_times: int, length: int, step: int):
+    """Sample indices of sliding epochs, `(n_epochs, length)`; row i starts at `i*step`."""
+    for name, v in (("n_times", n_times), ("length", length), ("step", step)):
+        if not (isinstance(v, int | np.integer) and v > 0):
+            raise ValueError(f"{name}: expected a positive int, got {v!r}")
+    if length > n_times:
+        raise ValueError(f"length: epoch of {length} samples exceeds the {n_times} available")
+    n = (n_times - length) // step + 1
+    return jnp.arange(n)[:, None] * step + jnp.arange(length)[None, :]
+
+
+def epoch(x, length: int, step: int):
+    """Cut `x` `(..., C, T)` into epochs `(..., n_epochs, C, length)`."""
+    check_array("x", x, dtype=jnp.floating)
+    idx = epoch_indices(x.shape[-1], length, step)
+    return jnp.moveaxis(x[..., idx], -2, -3)
+
+
+def reject_amplitude(epochs, threshold: float):
+    """Keep-mask for epochs `(..., C, L)` whose peak-to-peak amplitude on every channel
+    is below `threshold` (same units, e.g. 150 microvolts). Returns bool `(...)`."""
+    check_array("epochs", epochs, dtype=jnp.floating)
+    if not (np.isfinite(threshold) and threshold > 0):
+        raise ValueError(f"threshold: expected a positive amplitude, got {threshold}")
+    ptp = epochs.max(-1) - epochs.min(-1)
+    return jnp.all(ptp < threshold, axis=-1)
+
+
+def preprocess_dataset(data: EEGDataset, *, line_freq: float = 50.0, low: float = 1.0,
+                       high: float = 40.0, ref="average") -> EEGDataset:
+    """Notch at `line_freq`, band-pass `[low, high]` Hz, re-reference (P10 pipeline)."""
+    x = notch(data.signals, data.sfreq, line_freq)
+    x = bandpass(x, data.sfreq, low, high)
+    x = rereference(x, ref)
+    return EEGDataset(signals=x, group=data.group, sfreq=data.sfreq, ch_names=data.ch_names,
+                      group_names=data.group_names, session_names=data.session_names,
+                      condition_names=data.condition_names)
+
+
+def make_epochs(data: EEGDataset, *, seconds: float = 2.0, step_seconds: float | None = None,
+                reject_uv: float | None = 150.0) -> EpochTable:
+    """Epoch every block of `data` into an `EpochTable` with per-epoch metadata.
+
+    **Returns:** table with `x` `(S*2*2*E, C, L)`; `keep` from amplitude rejection
+    (all True when `reject_uv` is None).
+    """
+    length = int(round(seconds * data.sfreq))
+    step = length if step_seconds is None else int(round(step_seconds * data.sfreq))
+    ep = epoch(data.signals, length, step)  # (S, 2, 2, E, C, L)
+    s, ns, nc, e = ep.shape[:4]
+    grid = np.meshgrid(np.arange(s), np.arange(ns), np.arange(nc), np.arange(e), indexing="ij")
+    subj, sess, cond = (jnp.asarray(g.reshape(-1)) for g in grid[:3])
+    keep = (jnp.ones(ep.shape[:4], bool) if reject_uv is None
+            else reject_amplitude(ep, reject_uv))
+    return EpochTable(x=ep.reshape(-1, *ep.shape[-2:]), subject=subj, session=sess,
+                      condition=cond, group=data.group[subj], keep=keep.reshape(-1),
+                      sfreq=data.sfreq, ch_names=data.ch_names)

@@ -1,0 +1,92 @@
+"""Covariance geometry (P10 baselines): matrix functions, log-Euclidean mean, tangent
+space, Euclidean alignment (He & Wu 2019) and Riemannian re-centering."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxlab._core import check_array
+
+__all__ = ["spd_power", "spd_log", "spd_exp", "log_euclidean_mean", "tangent_space",
+           "euclidean_alignment", "recenter"]
+
+
+def _check_spd(name, c):
+    check_array(name, c, dtype=jnp.floating)
+    if c.ndim < 2 or c.shape[-1] != c.shape[-2]:
+        raise ValueError(f"{name}: expected (..., C, C) square matrices, got {c.shape}")
+
+
+def _eig_apply(c, fn):
+    w, v = jnp.linalg.eigh(c)
+    return (v * fn(w)[..., None, :]) @ jnp.swapaxes(v, -1, -2)
+
+
+def spd_power(c, p: float):
+    """Matrix power of symmetric positive-definite `c` `(..., C, C)`."""
+    return _eig_apply(c, lambda w: w**p)
+
+
+def spd_log(c):
+    """Matrix logarithm of SPD `c` `(..., C, C)`."""
+    return _eig_apply(c, jnp.log)
+
+
+def spd_exp(s):
+    """Matrix exponential of symmetric `s` `(..., C, C)`."""
+    return _eig_apply(s, jnp.exp)
+
+
+def log_euclidean_mean(covs):
+    """exp(mean(log C_i)) over the leading axis: `(N, C, C)` -> `(C, C)`."""
+    _check_spd("covs", covs)
+    return spd_exp(spd_log(covs).mean(0))
+
+
+def tangent_space(covs, reference):
+    """Affine-invariant tangent vectors at `reference`:
+    upper triangle of `log(R^-1/2 C R^-1/2)` with off-diagonals times sqrt(2)
+    (the isometric vectorisation of pyriemann's `TangentSpace`).
+
+    **Arguments:** `covs` `(..., C, C)`, `reference` `(C, C)`. **Returns:** `(..., C(C+1)/2)`.
+    """
+    _check_spd("covs", covs)
+    _check_spd("reference", reference)
+    c = covs.shape[-1]
+    if reference.shape != (c, c):
+        raise ValueError(f"reference: expected shape ({c}, {c}), got {reference.shape}")
+    isq = spd_power(reference, -0.5)
+    s = spd_log(isq @ covs @ isq)
+    iu = np.triu_indices(c)
+    coef = np.where(iu[0] == iu[1], 1.0, np.sqrt(2.0)).astype(np.dtype(covs.dtype))
+    return s[..., iu[0], iu[1]] * jnp.asarray(coef)
+
+
+def euclidean_alignment(epochs, *, reference=None, shrinkage: float = 0.0):
+    """Euclidean alignment (He & Wu 2019): `x -> R^{-1/2} x` with `R` the arithmetic
+    mean of the epochs' covariances (or `reference`), so the aligned covariances average
+    to the identity. `epochs` `(N, C, L)` -> `(N, C, L)`.
+
+    `shrinkage` in [0, 1) blends `R` towards `trace(R)/C * I` first; use it for
+    rank-deficient data (e.g. after average re-referencing, whose covariance is singular).
+    """
+    check_array("epochs", epochs, shape=("N", "C", "L"), dtype=jnp.floating)
+    if not 0.0 <= shrinkage < 1.0:
+        raise ValueError(f"shrinkage: expected a value in [0, 1), got {shrinkage}")
+    if reference is None:
+        xc = epochs - epochs.mean(-1, keepdims=True)
+        reference = (xc @ jnp.swapaxes(xc, -1, -2) / (epochs.shape[-1] - 1)).mean(0)
+    c = reference.shape[-1]
+    reference = ((1 - shrinkage) * reference
+                 + shrinkage * jnp.trace(reference) / c * jnp.eye(c, dtype=reference.dtype))
+    return spd_power(reference, -0.5) @ epochs
+
+
+def recenter(covs, *, reference=None):
+    """Riemannian re-centering: `C -> M^{-1/2} C M^{-1/2}` with `M` the log-Euclidean mean
+    (or `reference`): `(N, C, C)` -> `(N, C, C)`."""
+    _check_spd("covs", covs)
+    m = log_euclidean_mean(covs) if reference is None else reference
+    isq = spd_power(m, -0.5)
+    return isq @ covs @ isq
