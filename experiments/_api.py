@@ -61,12 +61,14 @@ class Bench:
       (its output is blocked on with `jax.block_until_ready`).
     - `ours`: the names in `impls` that are jaxlab's; all others are peers.
     - `size`: problem size description (JSON-able), e.g. {"N": 4096}.
+    - `pairs`: (ours, peer) pairs to report ratios for; empty means every ours x peer.
     """
 
     impls: Mapping[str, Callable[[], Any]]
     ours: tuple[str, ...]
     size: Mapping[str, Any]
     notes: str = ""
+    pairs: tuple[tuple[str, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -50,12 +50,13 @@ def run_bench(
         ts = time_callable(fn, warmup=warmup, repeats=repeats)
         timings[impl] = {"median_s": statistics.median(ts), "min_s": min(ts), "max_s": max(ts),
                          "repeats": repeats, "warmup": warmup}
-    ratios = {}
-    for ours in bench.ours:
-        for peer in bench.impls:
-            if peer in bench.ours:
-                continue
-            ratios[f"{ours}_vs_{peer}"] = timings[peer]["median_s"] / timings[ours]["median_s"]
+    pairs = bench.pairs or tuple(
+        (ours, peer) for ours in bench.ours for peer in bench.impls if peer not in bench.ours)
+    bad = [p for p in pairs if p[0] not in bench.impls or p[1] not in bench.impls]
+    if bad:
+        raise ValueError(f"{mod.NAME}: pairs {bad} name implementations not in {list(bench.impls)}")
+    ratios = {f"{ours}_vs_{peer}": timings[peer]["median_s"] / timings[ours]["median_s"]
+              for ours, peer in pairs}
     record = {
         "bench": mod.NAME,
         "paper": mod.PAPER,

@@ -46,6 +46,7 @@ def setup(config: dict, key: jax.Array) -> Bench:
     return Bench(
         impls=impls,
         ours=tuple(f"ode_N{n}" for n in ns),
+        pairs=tuple((f"ode_N{n}", f"full_gd_N{n}") for n in ns),
         size={"ns": ns, "max_n": max(ns), "horizon": config["horizon"], "rank": 1,
               "n_inputs": 1, "trials": 5, "time_steps": 40,
               "speedup_at_max_n": f"ratios.ode_N{max(ns)}_vs_full_gd_N{max(ns)}"},

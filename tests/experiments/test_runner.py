@@ -152,6 +152,18 @@ def test_bench_writes_timings_and_ratios(tmp_path):
     assert ratio == pytest.approx(
         data["timings"]["peer"]["median_s"] / data["timings"]["ours"]["median_s"])
     assert rec["ratios"] == data["ratios"]
+    # Explicit pairs restrict the ratios; unknown names are rejected.
+    def setup_pairs(config, key):
+        b = setup(config, key)
+        return Bench(impls={**b.impls, "other": b.impls["peer"]}, ours=("ours",), size=b.size,
+                     pairs=(("ours", "other"),))
+
+    mod.setup = setup_pairs
+    assert set(run_bench(mod, out=tmp_path)["ratios"]) == {"ours_vs_other"}
+    mod.setup = lambda c, k: Bench(impls={"ours": lambda: 0}, ours=("ours",), size={},
+                                   pairs=(("ours", "nope"),))
+    with pytest.raises(ValueError, match=r"pairs \[\('ours', 'nope'\)\] name"):
+        run_bench(mod, out=tmp_path)
 
 
 def test_cli_list_runs():
