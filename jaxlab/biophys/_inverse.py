@@ -47,7 +47,13 @@ import optax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 from tqdm.auto import tqdm
 
-from jaxlab._core import check_array, check_finite, load_checkpoint, save_checkpoint
+from jaxlab._core import (
+    check_array,
+    check_finite,
+    load_checkpoint,
+    optimizer_update,
+    save_checkpoint,
+)
 
 from ._conductor import SIGMA_CORTEX
 from ._forward import population_sources
@@ -372,10 +378,7 @@ def fit_step(problem: FitProblem, state: FitState, optimizer: optax.GradientTran
              anchor: SpikeAnchor | None) -> tuple[FitState, Float[Array, ""]]:
     """One optimiser step; returns the new state and the loss before the step."""
     (loss, _), grads = jax.value_and_grad(fit_loss, has_aux=True)(state.params, problem, anchor)
-    # optax's bias correction mixes its int32 step count with Python floats, which
-    # strict dtype promotion (our test setting) rejects; the update itself is float.
-    with jax.numpy_dtype_promotion("standard"):
-        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+    updates, opt_state = optimizer_update(optimizer, grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     return FitState(params=params, opt_state=opt_state, step=state.step + 1), loss
 

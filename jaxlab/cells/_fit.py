@@ -11,7 +11,7 @@ import numpy as np
 import optax
 from tqdm.auto import tqdm
 
-from jaxlab._core import check_positive_int, load_checkpoint, save_checkpoint
+from jaxlab._core import check_positive_int, load_checkpoint, optimizer_update, save_checkpoint
 
 from ._data import counts_matrix, log_normalize
 from ._model import LeCellModel, jepa_loss
@@ -72,8 +72,7 @@ def train_lecell(
                                  lam=lam)
 
             (loss, parts), grads = jax.value_and_grad(loss_fn, has_aux=True)(p)
-            with jax.numpy_dtype_promotion("standard"):  # optax: float ** int32 step count
-                upd, s = opt.update(grads, s, p)
+            upd, s = optimizer_update(opt, grads, s, p)
             return (optax.apply_updates(p, upd), s), (loss, parts["sigreg"], parts["invariance"])
 
         (params, state), hist = jax.lax.scan(body, (params, state), jax.random.split(k, chunk))

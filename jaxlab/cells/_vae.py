@@ -17,7 +17,7 @@ from jax.scipy.special import gammaln
 from jaxtyping import Array, Float
 from tqdm.auto import tqdm
 
-from jaxlab._core import check_positive_int
+from jaxlab._core import check_positive_int, optimizer_update
 
 __all__ = ["NBVAE", "nb_log_likelihood", "train_nbvae"]
 
@@ -87,8 +87,7 @@ def train_nbvae(counts: np.ndarray, batch: np.ndarray | None = None, *, key: jax
                 x[idx], onehot[idx], keys))
 
         val, grads = eqx.filter_value_and_grad(loss)(model)
-        with jax.numpy_dtype_promotion("standard"):  # optax: float ** int32 step count
-            upd, state = opt.update(grads, state, eqx.filter(model, eqx.is_array))
+        upd, state = optimizer_update(opt, grads, state, eqx.filter(model, eqx.is_array))
         return eqx.apply_updates(model, upd), state, val
 
     for i in tqdm(range(steps), desc="cells: NB-VAE", disable=not progress):

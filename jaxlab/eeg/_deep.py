@@ -13,6 +13,8 @@ import numpy as np
 import optax
 from tqdm.auto import tqdm
 
+from jaxlab._core import optimizer_update
+
 __all__ = ["EEGNet", "ShallowConvNet", "train_classifier"]
 
 
@@ -164,10 +166,7 @@ def train_classifier(
     @jax.jit
     def step(p, s, o, xb, yb, kd):
         (loss, upd), g = jax.value_and_grad(loss_fn, has_aux=True)(p, s, xb, yb, kd)
-        # optax's Adam bias correction mixes its int32 step count with Python floats,
-        # which strict dtype promotion (used in the test-suite) rejects
-        with jax.numpy_dtype_promotion("standard"):
-            updates, o = opt.update(g, o, p)
+        updates, o = optimizer_update(opt, g, o, p)
         return optax.apply_updates(p, updates), upd["batch_stats"], o, loss
 
     @jax.jit

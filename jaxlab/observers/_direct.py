@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxlab._core import check_positive_int
+from jaxlab._core import check_positive_int, optimizer_update
 
 from ._certify import numpy_lmi_blocks
 from ._lmi import lmi_matrix
@@ -122,8 +122,7 @@ def train_direct_sdp(
             return val
 
         grads = eqx.filter_grad(loss)(trainable)
-        with jax.numpy_dtype_promotion("standard"):  # optax: float ** int32 step count
-            updates, opt_state = optimizer.update(grads, opt_state, trainable)
+        updates, opt_state = optimizer_update(optimizer, grads, opt_state, trainable)
         return eqx.apply_updates(trainable, updates), opt_state
 
     margins = []

@@ -31,7 +31,7 @@ import optax
 from jaxtyping import Array, Float
 from tqdm.auto import tqdm
 
-from jaxlab._core import check_positive_int
+from jaxlab._core import check_positive_int, optimizer_update
 
 from ._lmi import LyapunovMatrix, lmi_matrix, lmi_penalty, lyapunov_hinge
 from ._observer import NeuralObserver, trainable_filter
@@ -305,9 +305,7 @@ def stage_step(
             return loss_fn(eqx.combine(tr, state.frozen), key, config)
 
         loss, grads = eqx.filter_value_and_grad(f)(state.trainable)
-        # optax computes `b ** count` (float ** int32): allowed under standard promotion only
-        with jax.numpy_dtype_promotion("standard"):
-            updates, opt_state = optimizer.update(grads, state.opt_state, state.trainable)
+        updates, opt_state = optimizer_update(optimizer, grads, state.opt_state, state.trainable)
         trainable = eqx.apply_updates(state.trainable, updates)
         return TrainState(trainable, state.frozen, opt_state, state.step + 1), loss
 

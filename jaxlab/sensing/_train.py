@@ -11,7 +11,7 @@ import optax
 from jaxtyping import Array, Float
 from tqdm.auto import tqdm
 
-from jaxlab._core import check_positive_int, load_checkpoint, save_checkpoint
+from jaxlab._core import check_positive_int, load_checkpoint, optimizer_update, save_checkpoint
 
 from ._flower import TUBE_RADIUS, Flower, observe, sample_flower
 from ._model import MultimodalVAE, elbo
@@ -106,8 +106,7 @@ def train_model(
             ki, kl = jax.random.split(kk)
             idx = jax.random.randint(ki, (batch_size,), 0, n_flowers)
             loss, g = eqx.filter_value_and_grad(loss_fn)(m, idx, kl)
-            with jax.numpy_dtype_promotion("standard"):  # optax: float ** int32 step count
-                upd, s = opt.update(g, s, eqx.filter(m, eqx.is_array))
+            upd, s = optimizer_update(opt, g, s, eqx.filter(m, eqx.is_array))
             return (eqx.apply_updates(m, upd), s), loss
 
         params, static = eqx.partition(mdl, eqx.is_array)

@@ -14,6 +14,8 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
 
+from jaxlab._core import optimizer_update
+
 from ._arrays import ComplexArrays
 
 __all__ = ["Trainer", "TrainState", "predict", "LOSSES"]
@@ -118,10 +120,7 @@ class Trainer(eqx.Module):
             value, grads = jax.value_and_grad(self.batch_loss)(
                 st.params, batch, targets[idx], weights[idx]
             )
-            # optax's bias correction computes `float ** int32`, which strict dtype
-            # promotion (used in the test suite) rejects; the result is float either way
-            with jax.numpy_dtype_promotion("standard"):
-                updates, opt_state = self.optimizer.update(grads, st.opt_state, st.params)
+            updates, opt_state = optimizer_update(self.optimizer, grads, st.opt_state, st.params)
             params = eqx.apply_updates(st.params, updates)
             return TrainState(params, opt_state, st.step + 1), value
 
