@@ -21,6 +21,17 @@ from scipy.ndimage import gaussian_filter1d
 from experiments._api import current_run, log
 from jaxlab import biophys as bp
 
+# QUICK settings shared by the P12 experiments (each sets its own n_neurons / spacing_um),
+# and the paper-scale overrides for FULL.
+BASE_QUICK = {
+    "duration_ms": 1000.0, "z_min_um": 15.0, "z_max_um": 40.0,
+    "current_mean_na": [0.3, 0.45], "current_std_na": 0.15, "current_tau_ms": 8.0,
+    "noise_white_uv": 2.5, "noise_pink_uv": 0.8, "noise_correlated_uv": 1.5,
+    "knot_ms": 5.0, "fit_steps": 150, "lr": 0.1,
+}
+FULL_OVERRIDES = {"n_neurons": 200, "duration_ms": 60000.0, "spacing_um": 17.0,
+                  "fit_steps": 1000}
+
 DT = 1.0 / 30.0  # ms: 30 kHz
 F32 = jnp.float32
 

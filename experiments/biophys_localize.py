@@ -19,14 +19,8 @@ NAME = "biophys_localize"
 PAPER = "P12"
 DESCRIPTION = "Spike-anchored inverse fit localises neurons (mean error) vs monopolar triangulation"
 
-QUICK = {
-    "n_neurons": 20, "duration_ms": 1000.0, "spacing_um": 30.0, "z_min_um": 15.0,
-    "z_max_um": 40.0, "current_mean_na": [0.3, 0.45], "current_std_na": 0.15,
-    "current_tau_ms": 8.0, "noise_white_uv": 2.5, "noise_pink_uv": 0.8,
-    "noise_correlated_uv": 1.5, "knot_ms": 5.0, "fit_steps": 150, "lr": 0.1,
-}
-FULL = {**QUICK, "n_neurons": 200, "duration_ms": 60000.0, "spacing_um": 17.0,
-        "fit_steps": 1000}
+QUICK = {"n_neurons": 20, "spacing_um": 30.0, **setup.BASE_QUICK}
+FULL = {**QUICK, **setup.FULL_OVERRIDES}
 
 
 def run(config: dict, key: jax.Array) -> Result:
