@@ -222,3 +222,35 @@ def curves_figure(histories: dict, metric: str, title: str):
     ax.legend()
     fig.tight_layout()
     return fig
+
+
+def regression_claims(metrics: dict, *, metric: str, dataset: str, label: str, unit: str,
+                      paper: str, time_digits: int) -> list:
+    """The two claims of a HOPSE-vs-HOMP regression run: accuracy within noise, faster epochs.
+
+    `metric` is the metrics prefix ("rmse", "mae"); `label` the claim's data-set wording.
+    """
+    from experiments._api import Claim
+
+    gap, se = metrics[f"{metric}_diff"], metrics[f"{metric}_diff_se"]
+    m, td = metric.upper(), time_digits
+    return [
+        Claim(
+            claim=f"{label}: HOPSE test {m} within noise of or better than HOMP",
+            paper=paper,
+            measured=(f"{m} HOPSE {metrics[f'{metric}_hopse']:.3f}±"
+                      f"{metrics[f'{metric}_hopse_std']:.3f} vs "
+                      f"HOMP {metrics[f'{metric}_homp']:.3f}±{metrics[f'{metric}_homp_std']:.3f}"
+                      f"{unit} ({metrics['seeds']} seeds; diff {gap:+.3f}, 2·SE {2 * se:.3f})"),
+            # 'within noise': HOPSE no worse than HOMP by more than two standard errors
+            holds=bool(gap <= 2 * se),
+        ),
+        Claim(
+            claim=f"{dataset}: HOPSE epochs are faster than HOMP epochs",
+            paper="consistent speedups over HOMP, up to 7x",
+            measured=(f"{metrics['epoch_time_hopse_s']:.{td}f} s vs "
+                      f"{metrics['epoch_time_homp_s']:.{td}f}"
+                      f" s per epoch ({metrics['speedup_epoch_vs_homp']:.2f}x)"),
+            holds=bool(metrics["speedup_epoch_vs_homp"] > 1.0),
+        ),
+    ]

