@@ -62,6 +62,9 @@ class Bench:
     - `ours`: the names in `impls` that are jaxlab's; all others are peers.
     - `size`: problem size description (JSON-able), e.g. {"N": 4096}.
     - `pairs`: (ours, peer) pairs to report ratios for; empty means every ours x peer.
+    - `fields`: named flat results an issue asks for, each computed from the median
+      seconds per implementation, e.g. `{"jaxlab_s": lambda m: m["jaxlab"],
+      "speedup": lambda m: m["opencv"] / m["jaxlab"]}`; written under "fields".
     """
 
     impls: Mapping[str, Callable[[], Any]]
@@ -69,6 +72,8 @@ class Bench:
     size: Mapping[str, Any]
     notes: str = ""
     pairs: tuple[tuple[str, str], ...] = ()
+    fields: Mapping[str, Callable[[Mapping[str, float]], float]] = dataclasses.field(
+        default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

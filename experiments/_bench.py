@@ -57,6 +57,8 @@ def run_bench(
         raise ValueError(f"{mod.NAME}: pairs {bad} name implementations not in {list(bench.impls)}")
     ratios = {f"{ours}_vs_{peer}": timings[peer]["median_s"] / timings[ours]["median_s"]
               for ours, peer in pairs}
+    medians = {impl: t["median_s"] for impl, t in timings.items()}
+    fields = {name: float(fn(medians)) for name, fn in bench.fields.items()}
     record = {
         "bench": mod.NAME,
         "paper": mod.PAPER,
@@ -68,6 +70,7 @@ def run_bench(
         "timings": timings,
         "ratios": ratios,
         "ratio_meaning": "peer median time / ours median time (>1: ours is faster)",
+        "fields": fields,
         "notes": bench.notes,
         "jax": jax_info(),
         "machine": {"platform": platform.platform(), "processor": platform.processor(),

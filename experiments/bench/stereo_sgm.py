@@ -28,5 +28,8 @@ def setup(config, key):
         ours=("jaxlab",),
         size={"height": left.shape[0], "width": left.shape[1], "n_disp": n,
               "device": jax.default_backend()},
-        notes="Same census window (5) and P1/P2; OpenCV is multi-threaded C++ on the CPU.",
+        fields={"jaxlab_s": lambda m: m["jaxlab"], "opencv_s": lambda m: m["opencv"],
+                "ratio": lambda m: m["jaxlab"] / m["opencv"]},
+        notes="ratio = jaxlab_s / opencv_s (>1: OpenCV faster). "
+              "Same census window (5) and P1/P2; OpenCV is multi-threaded C++ on the CPU.",
     )

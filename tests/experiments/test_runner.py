@@ -152,6 +152,17 @@ def test_bench_writes_timings_and_ratios(tmp_path):
     assert ratio == pytest.approx(
         data["timings"]["peer"]["median_s"] / data["timings"]["ours"]["median_s"])
     assert rec["ratios"] == data["ratios"]
+    # Named fields are computed from the medians.
+    def setup_fields(config, key):
+        b = setup(config, key)
+        return Bench(impls=b.impls, ours=b.ours, size=b.size,
+                     fields={"ours_s": lambda m: m["ours"],
+                             "speedup": lambda m: m["peer"] / m["ours"]})
+
+    mod.setup = setup_fields
+    f = run_bench(mod, out=tmp_path)
+    assert f["fields"]["ours_s"] == f["timings"]["ours"]["median_s"]
+    assert f["fields"]["speedup"] == pytest.approx(f["ratios"]["ours_vs_peer"])
     # Explicit pairs restrict the ratios; unknown names are rejected.
     def setup_pairs(config, key):
         b = setup(config, key)
