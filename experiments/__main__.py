@@ -1,4 +1,4 @@
-"""`python -m experiments {list, run, reproduce, bench}`."""
+"""`python -m experiments {list, run, reproduce, bench, claims}`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import _registry
 from ._bench import run_bench
-from ._report import write_report
+from ._report import claims_table, load_records, write_report
 from ._runner import jax_info, reproduce, run_experiment
 
 
@@ -55,6 +55,19 @@ def _cmd_bench(args) -> int:
         print(f"  {impl:30s} median {t['median_s']:.4g} s")
     for k, v in rec["ratios"].items():
         print(f"  {k:40s} {v:.3g}x")
+    for k, v in rec["fields"].items():
+        print(f"  {k:40s} {v:.4g}")
+    return 0
+
+
+def _cmd_claims(args) -> int:
+    """Print the claims of every metrics.json under the given folders as one table (later
+    folders win for an experiment present in several)."""
+    by_name = {}
+    for d in args.dirs:
+        for rec in load_records(Path(d)):
+            by_name[rec["experiment"]] = rec
+    sys.stdout.write(claims_table(list(by_name.values())))
     return 0
 
 
@@ -69,13 +82,15 @@ def main(argv=None) -> int:
     rp.add_argument("--only", default=None, help="glob over experiment names")
     b = sub.add_parser("bench", help="run one benchmark")
     b.add_argument("name")
+    c = sub.add_parser("claims", help="print the claims table of results folders (Markdown)")
+    c.add_argument("dirs", nargs="+", help="results folders holding NAME/metrics.json")
     for q in (r, rp, b):
         q.add_argument("--full", action="store_true", help="paper-scale config (GPU/TPU)")
         q.add_argument("--seed", type=int, default=0)
         q.add_argument("--out", default="results")
     args = p.parse_args(argv)
     return {"list": _cmd_list, "run": _cmd_run, "reproduce": _cmd_reproduce,
-            "bench": _cmd_bench}[args.cmd](args)
+            "bench": _cmd_bench, "claims": _cmd_claims}[args.cmd](args)
 
 
 if __name__ == "__main__":

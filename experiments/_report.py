@@ -13,7 +13,7 @@ from jaxlab._core import atomic_write
 
 from ._papers import PAPERS, paper_sort_key
 
-__all__ = ["write_report", "load_records"]
+__all__ = ["write_report", "load_records", "claims_table"]
 
 
 def load_records(out: Path, names: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -101,6 +101,21 @@ def _markdown(groups, out: Path, header: str) -> str:
             lines += [f"| {k} | {v:.3g} |" for k, v in b["ratios"].items()]
             lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def claims_table(records: Sequence[dict[str, Any]]) -> str:
+    """One Markdown table of every claim (paper, experiment, claim, paper value, measured,
+    holds), papers in order: the README's claims table."""
+    rows = ["| paper | experiment | claim | paper value | measured | holds |",
+            "|---|---|---|---|---|---|"]
+    ordered = sorted(records, key=lambda r: (paper_sort_key(r.get("paper", "?")),
+                                             r["experiment"]))
+    for r in ordered:
+        for c in r["claims"]:
+            rows.append(f"| {r.get('paper', '?')} | {r['experiment']} | {_cell(c['claim'])} | "
+                        f"{_cell(c['paper'])} | {_cell(c['measured'])} | "
+                        f"{'yes' if c['holds'] else '**no**'} |")
+    return "\n".join(rows) + "\n"
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -18,7 +18,7 @@ from experiments import __main__ as cli  # noqa: E402
 from experiments import _registry  # noqa: E402
 from experiments._api import Bench, Claim, Result, current_run  # noqa: E402
 from experiments._bench import run_bench  # noqa: E402
-from experiments._report import write_report  # noqa: E402
+from experiments._report import claims_table, write_report  # noqa: E402
 from experiments._runner import reproduce, run_experiment  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,3 +182,13 @@ def test_cli_list_runs():
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "experiments (" in proc.stdout and "benchmarks (" in proc.stdout
+
+
+def test_claims_table_orders_papers_and_escapes():
+    def rec(name, paper, holds):
+        return {"experiment": name, "paper": paper,
+                "claims": [{"claim": "a|b", "paper": "p", "measured": "m", "holds": holds}]}
+
+    table = claims_table([rec("z", "P10", False), rec("y", "P2", True)]).splitlines()
+    assert table[2] == "| P2 | y | a\\|b | p | m | yes |"
+    assert table[3] == "| P10 | z | a\\|b | p | m | **no** |" and len(table) == 4
