@@ -1,0 +1,58 @@
+"""P11 em: synthetic EM of neural tissue with instance ground truth, low-resolution
+degradations (x2 / x4), bicubic baseline, watershed instance segmentation, the
+scikit-image metrics (PSNR, SSIM, VOI split/merge, adapted Rand error, CREMI score)
+and a loader for real EM stacks (HDF5 / TIFF, never downloaded)."""
+
+from ._degrade import SUPPORTED_FACTORS as SUPPORTED_FACTORS
+from ._degrade import degrade as degrade
+from ._degrade import gaussian_blur as gaussian_blur
+from ._degrade import upsample_bicubic as upsample_bicubic
+from ._generate import REGIMES as REGIMES
+from ._generate import EMRegime as EMRegime
+from ._generate import EMSample as EMSample
+from ._generate import clean_labels as clean_labels
+from ._generate import generate_em as generate_em
+from ._generate import generate_em_dataset as generate_em_dataset
+from ._generate import label_boundaries as label_boundaries
+from ._generate import render_em as render_em
+from ._generate import tessellate as tessellate
+from ._io import load_em_volume as load_em_volume
+from ._metrics import adapted_rand_error as adapted_rand_error
+from ._metrics import cremi_score as cremi_score
+from ._metrics import psnr as psnr
+from ._metrics import segmentation_scores as segmentation_scores
+from ._metrics import ssim as ssim
+from ._metrics import variation_of_information as variation_of_information
+from ._segment import merge_small_segments as merge_small_segments
+from ._segment import relabel_connected as relabel_connected
+from ._segment import segment_watershed as segment_watershed
+
+# Models (shared-encoder U-Nets, partial-diffusion refiner) and their training.
+# isort: split
+from ._diffusion import Denoiser as Denoiser
+from ._diffusion import NoiseSchedule as NoiseSchedule
+from ._diffusion import cosine_schedule as cosine_schedule
+from ._diffusion import linear_schedule as linear_schedule
+from ._diffusion import make_schedule as make_schedule
+from ._diffusion import q_sample as q_sample
+from ._diffusion import refine_embedding as refine_embedding
+from ._diffusion import refine_timesteps as refine_timesteps
+from ._diffusion import structure_embedding as structure_embedding
+from ._train import DenoiserObjective as DenoiserObjective
+from ._train import JointObjective as JointObjective
+from ._train import SegObjective as SegObjective
+from ._train import SRObjective as SRObjective
+from ._train import balanced_bce as balanced_bce
+from ._train import fit as fit
+from ._train import init_params as init_params
+from ._train import reconstruction_loss as reconstruction_loss
+from ._unet import JointOutput as JointOutput
+from ._unet import JointSRSeg as JointSRSeg
+from ._unet import SegDecoder as SegDecoder
+from ._unet import SegNet as SegNet
+from ._unet import SRDecoder as SRDecoder
+from ._unet import SRNet as SRNet
+from ._unet import UNetDecoder as UNetDecoder
+from ._unet import UNetEncoder as UNetEncoder
+from ._unet import pixel_shuffle as pixel_shuffle
+from ._unet import pixel_unshuffle as pixel_unshuffle

@@ -1,0 +1,284 @@
+"""Shared-encoder U-Nets for joint EM super-resolution and boundary segmentation (P11).
+
+One U-Net encoder reads the low-resolution (LR) image; an SR decoder turns its
+features into the high-resolution (HR) image with a pixel shuffle (sub-pixel
+convolution, Shi et al. 2016); a segmentation decoder turns the same features into
+HR boundary logits, optionally guided by a structural prior (the SR embedding,
+or the partial-diffusion refinement of it; see `jaxlab.em.refine_embedding`).
+Training both decoders through the shared encoder makes segmentation an auxiliary
+task for SR, as in P11 (joint EM super-resolution and neuron segmentation).
+
+Images are `(B, H, W)` float arrays (a leading batch axis is optional);
+feature maps are channels-last `(B, H, W, C)`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from jaxlab._core import check_positive_int
+
+from ._degrade import _check_factor
+from ._diffusion import structure_embedding
+
+__all__ = [
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "UNetEncoder",
+    "UNetDecoder",
+    "SRDecoder",
+    "SegDecoder",
+    "SRNet",
+    "SegNet",
+    "JointSRSeg",
+    "JointOutput",
+]
+
+def pixel_shuffle(x: jax.Array, factor: int) -> jax.Array:
+    """Rearrange channels into space (sub-pixel convolution, Shi et al. 2016).
+
+    **Arguments:** `x` `(..., H, W, C * factor**2)`; `factor` a positive int.
+
+    **Returns:** `(..., H * factor, W * factor, C)` with
+    `out[..., h * r + i, w * r + j, c] = x[..., h, w, c * r * r + i * r + j]`
+    (the PyTorch `PixelShuffle` channel order, written channels-last).
+    """
+    r = check_positive_int("factor", factor)
+    if x.ndim < 3:
+        raise ValueError(f"x: expected (..., H, W, C), received shape {x.shape}")
+    *lead, h, w, cr = x.shape
+    if cr % (r * r):
+        raise ValueError(f"x: channel count {cr} is not divisible by factor**2 = {r * r}")
+    c = cr // (r * r)
+    y = x.reshape(*lead, h, w, c, r, r)
+    n = len(lead)
+    y = jnp.moveaxis(y, (n, n + 1, n + 2, n + 3, n + 4), (n, n + 2, n + 4, n + 1, n + 3))
+    return y.reshape(*lead, h * r, w * r, c)
+
+
+def pixel_unshuffle(x: jax.Array, factor: int) -> jax.Array:
+    """Inverse of `pixel_shuffle`: `(..., H * r, W * r, C)` -> `(..., H, W, C * r**2)`."""
+    r = check_positive_int("factor", factor)
+    if x.ndim < 3:
+        raise ValueError(f"x: expected (..., H, W, C), received shape {x.shape}")
+    *lead, hr, wr, c = x.shape
+    if hr % r or wr % r:
+        raise ValueError(f"x: spatial shape {(hr, wr)} is not divisible by factor {r}")
+    n = len(lead)
+    y = x.reshape(*lead, hr // r, r, wr // r, r, c)
+    y = jnp.moveaxis(y, (n, n + 2, n + 4, n + 1, n + 3), (n, n + 1, n + 2, n + 3, n + 4))
+    return y.reshape(*lead, hr // r, wr // r, c * r * r)
+
+
+def _check_image(name: str, x: Any, multiple: int) -> None:
+    if not hasattr(x, "shape") or x.ndim not in (2, 3):
+        raise ValueError(f"{name}: expected an (H, W) or (B, H, W) image, received "
+                         f"{getattr(x, 'shape', type(x).__name__)}")
+    h, w = x.shape[-2:]
+    if h % multiple or w % multiple or h < multiple or w < multiple:
+        raise ValueError(f"{name}: spatial shape {(h, w)} must be a positive multiple of "
+                         f"{multiple} (2 ** (levels - 1))")
+
+
+class _ConvBlock(nn.Module):
+    """Two 3x3 convolutions with SiLU; an optional per-sample bias (time embedding)."""
+
+    features: int
+    param_dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x, bias=None):
+        dt = self.param_dtype
+        x = nn.silu(nn.Conv(self.features, (3, 3), dtype=dt, param_dtype=dt)(x))
+        if bias is not None:
+            x = x + bias
+        return nn.silu(nn.Conv(self.features, (3, 3), dtype=dt, param_dtype=dt)(x))
+
+
+class UNetEncoder(nn.Module):
+    """U-Net encoder: a conv block per level, strided-conv downsampling between levels.
+
+    **Arguments (call):** `x` `(B, H, W, C_in)` with H, W multiples of `2**(L-1)`.
+
+    **Returns:** the list of `L` feature maps, level `l` of shape
+    `(B, H / 2**l, W / 2**l, features[l])`; the last one is the bottleneck.
+    """
+
+    features: tuple[int, ...] = (16, 32)
+    param_dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x):
+        dt = self.param_dtype
+        skips = []
+        h = x
+        for i, f in enumerate(self.features):
+            if i > 0:
+                h = nn.silu(nn.Conv(f, (3, 3), strides=2, dtype=dt, param_dtype=dt)(h))
+            h = _ConvBlock(f, dt)(h)
+            skips.append(h)
+        return skips
+
+
+class UNetDecoder(nn.Module):
+    """U-Net decoder: learned 2x upsampling (1x1 conv + pixel shuffle), skip concat, block.
+
+    **Arguments (call):** the encoder's list of feature maps.
+
+    **Returns:** `(B, H, W, features[0])` at the encoder's input resolution.
+    """
+
+    features: tuple[int, ...] = (16, 32)
+    param_dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, skips):
+        dt = self.param_dtype
+        h = skips[-1]
+        for f, s in zip(reversed(self.features[:-1]), reversed(skips[:-1])):
+            h = pixel_shuffle(nn.Conv(4 * f, (1, 1), dtype=dt, param_dtype=dt)(h), 2)
+            h = _ConvBlock(f, dt)(jnp.concatenate([h, s], axis=-1))
+        return h
+
+
+class SRDecoder(nn.Module):
+    """Super-resolution head: U-Net decoder -> conv -> pixel shuffle x`factor` -> residual.
+
+    The residual is added to the bicubic upsampling of the LR input (global skip).
+
+    **Arguments (call):** encoder features; `lr` `(B, h, w)`.
+
+    **Returns:** the SR image `(B, h * factor, w * factor)`.
+    """
+
+    factor: int = 2
+    features: tuple[int, ...] = (16, 32)
+    param_dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, skips, lr):
+        dt, f0, r = self.param_dtype, self.features[0], self.factor
+        h = UNetDecoder(self.features, dt)(skips)
+        h = pixel_shuffle(nn.Conv(f0 * r * r, (3, 3), dtype=dt, param_dtype=dt)(h), r)
+        h = nn.silu(nn.Conv(f0, (3, 3), dtype=dt, param_dtype=dt)(h))
+        res = nn.Conv(1, (3, 3), dtype=dt, param_dtype=dt)(h)[..., 0]
+        b, hh, ww = lr.shape
+        base = jax.image.resize(lr, (b, hh * r, ww * r), method="cubic")
+        return base + res
+
+
+class SegDecoder(nn.Module):
+    """Boundary head: U-Net decoder -> (pixel shuffle x`factor`) -> concat prior -> logits.
+
+    **Arguments (call):** encoder features; optional `prior` `(B, H, W, C_p)` at the
+    output resolution (the structural prior of P11).
+
+    **Returns:** boundary logits `(B, H, W)` at `factor` times the encoder resolution.
+    """
+
+    factor: int = 1
+    features: tuple[int, ...] = (16, 32)
+    param_dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, skips, prior=None):
+        dt, f0, r = self.param_dtype, self.features[0], self.factor
+        h = UNetDecoder(self.features, dt)(skips)
+        if r > 1:
+            h = pixel_shuffle(nn.Conv(f0 * r * r, (3, 3), dtype=dt, param_dtype=dt)(h), r)
+        if prior is not None:
+            h = jnp.concatenate([h, jnp.asarray(prior, dt)], axis=-1)
+        h = _ConvBlock(f0, dt)(h)
+        return nn.Conv(1, (1, 1), dtype=dt, param_dtype=dt)(h)[..., 0]
+
+
+def _batched(x, dt):
+    x = jnp.asarray(x, dt)
+    return (x[None], True) if x.ndim == 2 else (x, False)
+
+
+class SRNet(nn.Module):
+    """SR-only baseline: encoder + SR decoder. `(B, h, w)` LR -> `(B, h*f, w*f)` SR."""
+
+    factor: int = 2
+    features: tuple[int, ...] = (16, 32)
+    param_dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, lr):
+        _check_factor(self.factor)
+        _check_image("lr", lr, 2 ** (len(self.features) - 1))
+        x, single = _batched(lr, self.param_dtype)
+        skips = UNetEncoder(self.features, self.param_dtype, name="encoder")(x[..., None])
+        sr = SRDecoder(self.factor, self.features, self.param_dtype, name="sr_decoder")(skips, x)
+        return sr[0] if single else sr
+
+
+class SegNet(nn.Module):
+    """Segmentation-only baseline: U-Net on an HR image -> boundary logits, same shape."""
+
+    features: tuple[int, ...] = (16, 32, 64)
+    param_dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, image):
+        _check_image("image", image, 2 ** (len(self.features) - 1))
+        x, single = _batched(image, self.param_dtype)
+        skips = UNetEncoder(self.features, self.param_dtype, name="encoder")(x[..., None])
+        logits = SegDecoder(1, self.features, self.param_dtype, name="seg_decoder")(skips)
+        return logits[0] if single else logits
+
+
+class JointOutput(NamedTuple):
+    """Outputs of `JointSRSeg`: SR image `(B, H, W)`, SR embedding `(B, H, W, C_e)`
+    (the structure embedding of the SR image) and boundary logits `(B, H, W)`."""
+
+    sr: jax.Array
+    embedding: jax.Array
+    boundary_logits: jax.Array
+
+
+class JointSRSeg(nn.Module):
+    """P11 joint model: one shared encoder on the LR image, an SR decoder and a
+    segmentation decoder producing HR boundary logits.
+
+    The segmentation decoder is guided by a structural prior at HR: by default the
+    SR embedding `structure_embedding(sr)` (gradient stopped, so the coupling of the
+    two tasks runs through the shared encoder); pass `prior=` to use another one, e.g.
+    the partial-diffusion refinement of the SR embedding.
+
+    **Arguments (call):** `lr` `(B, h, w)` (or `(h, w)`), `prior` `(B, H, W, C_e)` or None.
+
+    **Returns:** `JointOutput(sr, embedding, boundary_logits)` at `H = h * factor`.
+    """
+
+    factor: int = 2
+    features: tuple[int, ...] = (16, 32)
+    param_dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, lr, prior=None):
+        _check_factor(self.factor)
+        _check_image("lr", lr, 2 ** (len(self.features) - 1))
+        dt = self.param_dtype
+        x, single = _batched(lr, dt)
+        skips = UNetEncoder(self.features, dt, name="encoder")(x[..., None])
+        sr = SRDecoder(self.factor, self.features, dt, name="sr_decoder")(skips, x)
+        emb = structure_embedding(sr)
+        if prior is None:
+            prior = jax.lax.stop_gradient(emb)
+        else:
+            prior = jnp.asarray(prior, dt)
+            if prior.ndim == 3:
+                prior = prior[None]
+            if prior.shape[:3] != sr.shape:
+                raise ValueError(f"prior: expected shape {sr.shape + (emb.shape[-1],)}, "
+                                 f"received {prior.shape}")
+        logits = SegDecoder(self.factor, self.features, dt, name="seg_decoder")(skips, prior)
+        if single:
+            return JointOutput(sr[0], emb[0], logits[0])
+        return JointOutput(sr, emb, logits)
