@@ -8,10 +8,13 @@ import numpy as np
 from experiments._api import Claim, Result
 from experiments._stereo_setup import (
     METHODS,
+    RAFT_FULL,
+    RAFT_QUICK,
     face_set,
     fill_invalid,
     landmarks_from_disparity,
     predict_disparities,
+    trained_raft,
 )
 
 NAME = "stereo_ipd"
@@ -20,19 +23,20 @@ DESCRIPTION = "IPD error (mm) from pupil landmarks + stereo depth vs the 0.5 mm 
 CLINICAL_MM = 0.5
 _COMMON = {"n_disp": 48, "window": 5, "p1": 8.0, "p2": 32.0, "bm_radius": 2, "n_steps": 160,
            "shard_size": 16}
-QUICK = {**_COMMON, "n_pairs": 24, "height": 96, "width": 128, "batch": 8}
-FULL = {**_COMMON, "n_pairs": 1080, "height": 240, "width": 320, "batch": 36, "n_disp": 112,
-        "shard_size": 128}
+QUICK = {**_COMMON, **RAFT_QUICK, "n_pairs": 24, "height": 96, "width": 128, "batch": 8}
+FULL = {**_COMMON, **RAFT_FULL, "n_pairs": 1080, "height": 240, "width": 320, "batch": 36,
+        "n_disp": 112, "shard_size": 128}
 
 
 def run(config, key):
     data = face_set(config, key)
-    disps = {m: fill_invalid(d) for m, d in predict_disparities(data, config).items()}
+    raft, raft_info = trained_raft(config, key)
+    disps = {m: fill_invalid(d) for m, d in predict_disparities(data, config, raft).items()}
     disps["gt_disparity"] = data["disparity"].astype(np.float64)  # interpolation floor
     vis = data["landmarks_visible"][:, :2].all(-1)
     ipd_true = np.linalg.norm(data["landmarks_3d"][:, 0] - data["landmarks_3d"][:, 1], axis=-1)
     m: dict[str, float] = {"n_pairs_pupils_visible": int(vis.sum()),
-                           "ipd_true_mean_mm": float(ipd_true[vis].mean())}
+                           "ipd_true_mean_mm": float(ipd_true[vis].mean()), **raft_info}
     errs = {}
     for meth, d in disps.items():
         lm = landmarks_from_disparity(d, data)
@@ -66,5 +70,8 @@ def run(config, key):
              "reloaded). Pupil centres: true 3-D points on the rendered eyeballs; predicted "
              "ones back-project the true pupil pixels with depth from each method's disparity "
              "(bilinear), so the error isolates the depth error (no landmark detector). "
+             "raft = RAFT-Stereo-lite (jaxlab.stereo, flax) trained on a separately rendered "
+             "training split (reused from stereo_faces' checkpoint dir when present, "
+             "raft_cached = 1). "
              "gt_disparity is the interpolation floor. Pairs with an occluded pupil excluded.")
     return Result(metrics=m, claims=claims, figures={"ipd_error": fig}, notes=notes)

@@ -1,5 +1,6 @@
 """P15 stereo: census/Hamming matching costs, semi-global matching in JAX, stereo and
-face-specific metrics (IR, L3DE), and the real Middlebury pair shipped by scikit-image."""
+face-specific metrics (IR, L3DE), a small learned matcher (RAFT-Stereo-lite in flax) with
+its training loop, and the real Middlebury pair shipped by scikit-image."""
 
 from ._faces import LANDMARK_NAMES as LANDMARK_NAMES
 from ._faces import FaceScene as FaceScene
@@ -11,6 +12,11 @@ from ._faces import render_pair as render_pair
 from ._faces import rig_configurations as rig_configurations
 from ._faces import sample_face_scene as sample_face_scene
 from ._faces import write_face_shards as write_face_shards
+from ._learned import init_raft as init_raft
+from ._learned import raft_disparity as raft_disparity
+from ._learned import raft_loss as raft_loss
+from ._learned import raft_predictor as raft_predictor
+from ._learned import train_raft as train_raft
 from ._matching import block_matching as block_matching
 from ._matching import census_cost_volume as census_cost_volume
 from ._matching import census_transform as census_transform
@@ -23,6 +29,11 @@ from ._metrics import inlier_ratio as inlier_ratio
 from ._metrics import landmark_3d_error as landmark_3d_error
 from ._metrics import rmse as rmse
 from ._middlebury import load_motorcycle as load_motorcycle
+from ._raft import RAFTStereo as RAFTStereo
+from ._raft import convex_upsample as convex_upsample
+from ._raft import correlation_pyramid as correlation_pyramid
+from ._raft import correlation_volume as correlation_volume
+from ._raft import lookup_pyramid as lookup_pyramid
 from ._render import StereoRig as StereoRig
 from ._render import backproject as backproject
 from ._render import camera_rays as camera_rays
