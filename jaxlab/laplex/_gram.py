@@ -104,7 +104,7 @@ class LaplexGram(eqx.Module):
             x = grid
             for d, u in enumerate(anchors):
                 uh = u[h][None]
-                plan = make_plan(jax.lax.stop_gradient(uh), jax.lax.stop_gradient(uh))
+                plan = make_plan(uh, uh)  # one array: sorted once
                 moved = jnp.moveaxis(x, d, 0)
                 flat = moved.reshape(moved.shape[0], -1)
                 y = matmat(flat, uh, uh, a[h][None], None, one, plan=plan)

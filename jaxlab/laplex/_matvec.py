@@ -22,6 +22,12 @@ e^{-lambda (s_r - t)} B_r`. The backward pass reuses the same scans:
   `G_j = alpha_j (G_{j-1} + d_j F_{j-1})`.
 - `c`: the per-head outputs.
 
+On CPU the default strategy (`CpuScan(fused=True)`) runs each of these as fused
+C++ passes over the sorted anchors (`kernels.laplex.fused_apply` / `fused_parts`,
+in double precision for every storage dtype), and, when `t is s` (one array for
+both roles, e.g. a Gram operator), as one interleaved forward/backward loop with
+`y = F + B - x` (`fused_sym`). Other strategies run the scans one by one.
+
 Complex cotangents follow JAX's convention (transpose, no conjugation; real
 inputs take the real part), so gradients equal autodiff through the dense matrix.
 """
@@ -37,7 +43,14 @@ import numpy as np
 from jaxtyping import Array, Float, Inexact
 
 from jaxlab._core import check_array, check_finite, check_range
-from kernels.laplex import AbstractScan, default_scan
+from kernels.laplex import (
+    AbstractScan,
+    CpuScan,
+    default_scan,
+    fused_apply,
+    fused_parts,
+    fused_sym,
+)
 
 from ._plan import LaplexPlan, make_plan
 
@@ -117,11 +130,21 @@ def _lam(a, b, wd):
     return lam.astype(wd)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _core(scan, v, t, s, a, b, c, plan):
+def _is_fused(scan):
+    """Whether the whole operator runs as fused C++ passes (`CpuScan(fused=True)`)."""
+    return isinstance(scan, CpuScan) and scan.fused
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def _core(scan, sym, v, t, s, a, b, c, plan):
+    """`sym`: t and s are the same array (and plan was made from it): one sort."""
     wd = _work_dtype(v, b)
     lam = _lam(a, b, wd)
     x = v.astype(wd)
+    if _is_fused(scan) and sym:
+        return fused_sym(x, s, lam, c.astype(wd), plan.perm_s, plan.presorted_s)
+    if _is_fused(scan):
+        return fused_apply(x, t, s, lam, c.astype(wd), plan.perm_s, plan.rank_t, plan.perm_t)
 
     def head(th, sh, lh, ch, perm_s, rank_t):
         p = _side(scan, sh, perm_s, th, rank_t, lh, x, tie=False, jordan=False)
@@ -131,16 +154,45 @@ def _core(scan, v, t, s, a, b, c, plan):
     return jnp.sum(ys, axis=0)
 
 
-def _core_fwd(scan, v, t, s, a, b, c, plan):
-    return _core(scan, v, t, s, a, b, c, plan), (v, t, s, a, b, c, plan)
+def _core_fwd(scan, sym, v, t, s, a, b, c, plan):
+    return _core(scan, sym, v, t, s, a, b, c, plan), (v, t, s, a, b, c, plan)
 
 
-def _core_bwd(scan, res, w):
+def _core_bwd(scan, sym, res, w):
     v, t, s, a, b, c, plan = res
     wd = _work_dtype(v, b)
     lam = _lam(a, b, wd)
     x = v.astype(wd)
     w = w.astype(wd)
+    if _is_fused(scan):
+        v_bar, t_bar, s_bar, a_bar, b_bar, c_bar = _fused_bwd(x, t, s, lam, c.astype(wd), plan, w)
+    else:
+        v_bar, t_bar, s_bar, a_bar, b_bar, c_bar = _scan_bwd(scan, x, t, s, lam, c, plan, w)
+    v_bar = jnp.sum(v_bar, axis=0)
+    if not jnp.issubdtype(v.dtype, jnp.complexfloating):
+        v_bar = jnp.real(v_bar)
+    v_bar = v_bar.astype(v.dtype)
+    f = t.dtype
+    return (v_bar, t_bar.astype(f), s_bar.astype(f), a_bar.astype(f),
+            None if b is None else b_bar.astype(f), c_bar.astype(f), None)
+
+
+def _fused_bwd(x, t, s, lam, c, plan, w):
+    """Per-head cotangents from two fused calls (see `kernels.laplex.fused_parts`)."""
+    p = fused_parts(x, t, s, lam, plan.perm_s, plan.rank_t, plan.perm_t, jordan=True, tie=False)
+    q = fused_parts(w, s, t, lam, plan.perm_t, plan.rank_s, plan.perm_s, jordan=False, tie=True)
+    lc = (lam * c)[:, None]
+    c_bar = jnp.real(jnp.sum(w * p[:, 0], axis=(1, 2)))
+    t_bar = jnp.real(-lc * jnp.sum(w * p[:, 1], axis=2))
+    big_lam = -c * jnp.sum(w * p[:, 2], axis=(1, 2))
+    s_bar = jnp.real(-lc * jnp.sum(x * q[:, 1], axis=2))
+    v_bar = c[:, None, None] * q[:, 0]
+    return v_bar, t_bar, s_bar, jnp.real(big_lam), -jnp.imag(big_lam), c_bar
+
+
+def _scan_bwd(scan, x, t, s, lam, c, plan, w):
+    """Per-head cotangents from the scan-by-scan path."""
+    wd = x.dtype
 
     def head(th, sh, lh, ch, perm_s, rank_t, perm_t, rank_s):
         p = _side(scan, sh, perm_s, th, rank_t, lh, x, tie=False, jordan=True)
@@ -154,15 +206,7 @@ def _core_bwd(scan, res, w):
         v_bar = chw * (q["left"] + q["right"])
         return v_bar, t_bar, s_bar, jnp.real(big_lam), -jnp.imag(big_lam), c_bar
 
-    v_bar, t_bar, s_bar, a_bar, b_bar, c_bar = jax.vmap(head)(
-        t, s, lam, c, plan.perm_s, plan.rank_t, plan.perm_t, plan.rank_s)
-    v_bar = jnp.sum(v_bar, axis=0)
-    if not jnp.issubdtype(v.dtype, jnp.complexfloating):
-        v_bar = jnp.real(v_bar)
-    v_bar = v_bar.astype(v.dtype)
-    f = t.dtype
-    return (v_bar, t_bar.astype(f), s_bar.astype(f), a_bar.astype(f),
-            None if b is None else b_bar.astype(f), c_bar.astype(f), None)
+    return jax.vmap(head)(t, s, lam, c, plan.perm_s, plan.rank_t, plan.perm_t, plan.rank_s)
 
 
 _core.defvjp(_core_fwd, _core_bwd)
@@ -193,6 +237,8 @@ def _validate(v, t, s, a, b, c, plan):
         check_array("plan.rank_t", plan.rank_t, shape=("H", "M"), sizes=sizes)
         check_array("plan.perm_t", plan.perm_t, shape=("H", "M"), sizes=sizes)
         check_array("plan.rank_s", plan.rank_s, shape=("H", "N"), sizes=sizes)
+        if plan.presorted_s is not None:
+            check_array("plan.presorted_s", plan.presorted_s, shape=("H",), sizes=sizes)
 
 
 def matvec(
@@ -230,17 +276,20 @@ def matvec(
     """
     _validate(v, t, s, a, b, c, plan)
     scan = default_scan() if scan is None else scan
-    return _matvec_jit(scan, v, t, s, a, b, c, plan)
+    # the same array for t and s (a Gram / symmetric operator, also when traced) lets the
+    # fused CPU path use one sort and no target factors
+    return _matvec_jit(scan, t is s, v, t, s, a, b, c, plan)
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _matvec_jit(scan, v, t, s, a, b, c, plan):
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _matvec_jit(scan, sym, v, t, s, a, b, c, plan):
     a = eqx.error_if(a, jnp.any(a <= 0), "a: decays must be > 0")
     if plan is None:
-        plan = make_plan(jax.lax.stop_gradient(t), jax.lax.stop_gradient(s))
+        ts = jax.lax.stop_gradient(t)
+        plan = make_plan(ts, ts if sym else jax.lax.stop_gradient(s))
     vec = v.ndim == 1
     v2 = v[:, None] if vec else v
-    y = _core(scan, v2, t, s, a, b, c, plan)
+    y = _core(scan, sym, v2, t, s, a, b, c, plan)
     return y[:, 0] if vec else y
 
 

@@ -3,6 +3,8 @@
 - `AssociativeScan`: `jax.lax.associative_scan` reference.
 - `BlockedScan`: pure-JAX chunked scan (any backend).
 - `CpuScan`: C++ XLA FFI custom call (CPU; compiled on first use).
+- `fused_apply` / `fused_sym` / `fused_parts`: whole LAPLEX operator passes fused in C++ (CPU).
+- `cpu_plan`: the LAPLEX sort plan in C++ (radix argsort + merge ranks, CPU).
 - `PallasScan`: chunked Pallas kernel (GPU/TPU; `interpret=True` on CPU).
 - `default_scan()`: the fastest strategy available on the default backend.
 """
@@ -11,6 +13,10 @@ from ._cpu import CpuScan as CpuScan
 from ._cpu import build_cpu_kernel as build_cpu_kernel
 from ._cpu import cpu_kernel_available as cpu_kernel_available
 from ._default import default_scan as default_scan
+from ._fused import cpu_plan as cpu_plan
+from ._fused import fused_apply as fused_apply
+from ._fused import fused_parts as fused_parts
+from ._fused import fused_sym as fused_sym
 from ._pallas import PallasScan as PallasScan
 from ._scan import AbstractScan as AbstractScan
 from ._scan import AssociativeScan as AssociativeScan

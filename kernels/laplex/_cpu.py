@@ -1,6 +1,8 @@
 """`CpuScan`: the LAPLEX recurrence as an XLA FFI custom call in C++.
 
-The C++ source `laplex_scan.cc` ships inside this package. On first use it is
+The C++ sources `laplex_scan.cc` (the scan), `laplex_fused.cc` (whole fused
+operator passes, see `_fused.py`) and `laplex_plan.cc` (radix argsort + merge
+ranks, `cpu_plan`) ship inside this package. On first use they are
 compiled with the system C++ compiler against the FFI headers that jaxlib ships
 (`jax.ffi.include_dir()`), into a per-user cache directory keyed by the source
 hash and the jaxlib version, and registered as an FFI target for the CPU
@@ -20,6 +22,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jaxlib
@@ -29,13 +32,21 @@ from ._scan import AbstractScan
 
 __all__ = ["CpuScan", "cpu_kernel_available", "build_cpu_kernel"]
 
-_SOURCE = Path(__file__).with_name("laplex_scan.cc")
+_SOURCES = tuple(Path(__file__).with_name(f)
+                 for f in ("laplex_scan.cc", "laplex_fused.cc", "laplex_plan.cc"))
 _TARGETS = {
     jnp.dtype(jnp.float32): ("laplex_scan_f32", "LaplexScanF32"),
     jnp.dtype(jnp.float64): ("laplex_scan_f64", "LaplexScanF64"),
     jnp.dtype(jnp.complex64): ("laplex_scan_c64", "LaplexScanC64"),
     jnp.dtype(jnp.complex128): ("laplex_scan_c128", "LaplexScanC128"),
 }
+_FUSED_SUFFIX = {jnp.dtype(jnp.float32): "F32", jnp.dtype(jnp.float64): "F64",
+                 jnp.dtype(jnp.complex64): "C64", jnp.dtype(jnp.complex128): "C128"}
+
+
+def fused_target(kind: str, dtype) -> str:
+    """FFI target name of a fused pass (`kind` "apply", "sym" or "parts") for a storage dtype."""
+    return f"laplex_fused_{kind}_{_FUSED_SUFFIX[jnp.dtype(dtype)].lower()}"
 
 
 def _cache_dir() -> Path:
@@ -45,12 +56,12 @@ def _cache_dir() -> Path:
 
 
 def build_cpu_kernel(*, force: bool = False) -> Path:
-    """Compile `laplex_scan.cc` into a shared library (cached); returns its path.
+    """Compile the C++ sources into one shared library (cached); returns its path.
 
     Raises `RuntimeError` with the compiler output when no compiler is found or
     compilation fails.
     """
-    src = _SOURCE.read_bytes()
+    src = b"".join(p.read_bytes() for p in _SOURCES)
     tag = hashlib.sha256(src + jaxlib.__version__.encode()).hexdigest()[:16]
     out = _cache_dir() / f"laplex_scan_{tag}.so"
     if out.exists() and not force:
@@ -61,8 +72,8 @@ def build_cpu_kernel(*, force: bool = False) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=out.parent)
     os.close(fd)
-    cmd = [cxx, "-O3", "-std=c++17", "-shared", "-fPIC", "-w",
-           f"-I{jax.ffi.include_dir()}", str(_SOURCE), "-o", tmp]
+    cmd = [cxx, "-O3", "-std=c++17", "-fno-trapping-math", "-shared", "-fPIC", "-w",
+           f"-I{jax.ffi.include_dir()}", *map(str, _SOURCES), "-o", tmp]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         os.unlink(tmp)
@@ -80,6 +91,15 @@ def _register() -> bool:
     for name, symbol in _TARGETS.values():
         jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, symbol)),
                                     platform="cpu")
+    for suffix in _FUSED_SUFFIX.values():
+        for kind in ("Apply", "Parts", "Sym"):
+            jax.ffi.register_ffi_target(
+                f"laplex_fused_{kind.lower()}_{suffix.lower()}",
+                jax.ffi.pycapsule(getattr(lib, f"LaplexFused{kind}{suffix}")), platform="cpu")
+    for suffix in ("F32", "F64"):
+        jax.ffi.register_ffi_target(f"laplex_plan_{suffix.lower()}",
+                                    jax.ffi.pycapsule(getattr(lib, f"LaplexPlan{suffix}")),
+                                    platform="cpu")
     return True
 
 
@@ -96,7 +116,14 @@ class CpuScan(AbstractScan):
 
     Works under `jit` and `vmap` (batched dimensions are looped over inside the
     kernel). CPU only.
+
+    `fused=True` (default) lets `jaxlab.laplex.matvec` replace its whole
+    gather -> scans -> combine -> scatter pipeline by the fused C++ passes of
+    `laplex_fused.cc` (`kernels.laplex.fused_apply` / `fused_parts`);
+    `fused=False` keeps the scan-by-scan path (the scans still run in C++).
     """
+
+    fused: bool = eqx.field(static=True, default=True)
 
     def forward(self, alpha, x):
         return self(alpha, x)

@@ -1,0 +1,136 @@
+"""Fused LAPLEX operator passes on CPU (C++ XLA FFI, `laplex_fused.cc`).
+
+Where the scan-based path gathers the sorted inputs, runs one scan per
+direction, gathers the scan states at the targets, forms the decay factors and
+scatters the result (each an XLA pass over memory), a fused pass does all of it
+in two streaming merge walks over the sorted anchors per head, in double
+precision for every storage dtype. Inputs are the plan's permutations and
+ranks (`jaxlab.laplex.LaplexPlan`); nothing is sorted here.
+
+Both functions work under `jit`, `vmap` (batched calls run sequentially) and
+are differentiated by `jaxlab.laplex`'s custom VJP (which calls `fused_parts`).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Inexact, Int
+
+from ._cpu import _register, fused_target
+
+__all__ = ["cpu_plan", "fused_apply", "fused_parts", "fused_sym"]
+
+
+def _check(x, lam):
+    if not _register():
+        raise RuntimeError("laplex fused passes: the C++ kernel is unavailable (no compiler?)")
+    if jnp.dtype(lam.dtype) != jnp.dtype(x.dtype):
+        raise ValueError(f"lam: expected dtype {x.dtype} (that of x), received {lam.dtype}")
+
+
+def fused_apply(
+    x: Inexact[Array, "N K"],
+    tgt: Float[Array, "H M"],
+    src: Float[Array, "H N"],
+    lam: Inexact[Array, " H"],
+    c: Inexact[Array, " H"],
+    perm_src: Int[Array, "H N"],
+    rank_tgt: Int[Array, "H M"],
+    perm_tgt: Int[Array, "H M"],
+) -> Inexact[Array, "M K"]:
+    """`y = sum_h c_h exp(-lam_h |tgt_h[:, None] - src_h[None, :]|) @ x`, fused (P9).
+
+    **Arguments:** `x` (N, K) in the work dtype (complex when `lam` is), anchors
+    `tgt` (H, M), `src` (H, N) in its real dtype, `lam`, `c` (H,) in the work
+    dtype, and the plan: `perm_src` sorts `src`, `perm_tgt` sorts `tgt`,
+    `rank_tgt[h, i] = #{src_h <= tgt_h[i]}` (all int32).
+
+    **Returns:** (M, K) in the work dtype.
+    """
+    _check(x, lam)
+    m = tgt.shape[1]
+    call = jax.ffi.ffi_call(fused_target("apply", x.dtype),
+                            jax.ShapeDtypeStruct((m, x.shape[1]), x.dtype),
+                            vmap_method="sequential")
+    i32 = jnp.int32
+    return call(x, tgt, src, lam, c.astype(x.dtype), perm_src.astype(i32),
+                rank_tgt.astype(i32), perm_tgt.astype(i32))
+
+
+def fused_sym(
+    x: Inexact[Array, "N K"],
+    src: Float[Array, "H N"],
+    lam: Inexact[Array, " H"],
+    c: Inexact[Array, " H"],
+    perm_src: Int[Array, "H N"],
+    presorted: Int[Array, " H"] | None = None,
+) -> Inexact[Array, "N K"]:
+    """`fused_apply` for targets equal to the sources (`tgt = src`, one sort), fused (P9).
+
+    Uses `y_j = F_j + B_j - x_j` (forward and backward one-sided sums both include
+    `j`), so no target factors are formed and the two recurrences run
+    interleaved in one streaming loop. Arguments as in `fused_apply`;
+    `presorted` (H,) nonzero where `perm_src` is known to be the identity (it
+    is then not read; `LaplexPlan.presorted_s`). Returns (N, K).
+    """
+    _check(x, lam)
+    if presorted is None:
+        presorted = jnp.zeros(src.shape[:1], jnp.int32)
+    call = jax.ffi.ffi_call(fused_target("sym", x.dtype), jax.ShapeDtypeStruct(x.shape, x.dtype),
+                            vmap_method="sequential")
+    return call(x, src, lam, c.astype(x.dtype), perm_src.astype(jnp.int32),
+                presorted.astype(jnp.int32))
+
+
+def fused_parts(
+    x: Inexact[Array, "N K"],
+    tgt: Float[Array, "H M"],
+    src: Float[Array, "H N"],
+    lam: Inexact[Array, " H"],
+    perm_src: Int[Array, "H N"],
+    rank_tgt: Int[Array, "H M"],
+    perm_tgt: Int[Array, "H M"],
+    *,
+    jordan: bool,
+    tie: bool,
+) -> Inexact[Array, "H P M K"]:
+    """Per-head one-sided sums for the LAPLEX backward pass, fused (P9).
+
+    With `L` (`R`) the sums over sources left of or tied with (strictly right
+    of) each target, `T` the sum over tied sources and `J` the Jordan sums of
+    `|t - s| exp(-lam |t - s|) x`, returns (H, 2 + jordan, M, K):
+    `[L + R, L - R - 2 T if tie else L - R, J (if jordan)]`. Arguments as in
+    `fused_apply` (without `c`).
+    """
+    _check(x, lam)
+    h, m = tgt.shape
+    shape = (h, 2 + int(jordan), m, x.shape[1])
+    call = jax.ffi.ffi_call(fused_target("parts", x.dtype), jax.ShapeDtypeStruct(shape, x.dtype),
+                            vmap_method="sequential")
+    i32 = jnp.int32
+    return call(x, tgt, src, lam, perm_src.astype(i32), rank_tgt.astype(i32),
+                perm_tgt.astype(i32), jordan=np.int32(jordan), tie=np.int32(tie))
+
+
+def cpu_plan(
+    t: Float[Array, "H M"], s: Float[Array, "H N"], *, same: bool = False
+) -> tuple[Array, Array, Array, Array, Array]:
+    """Sort plan on CPU in C++ (`laplex_plan.cc`): stable LSD radix argsorts and merge ranks.
+
+    **Returns:** `(perm_s, rank_t, perm_t, rank_s, presorted_s)`, int32, as the
+    fields of `jaxlab.laplex.LaplexPlan`. `same=True` promises `t` and `s` are
+    one array (sorted once). float32 / float64 anchors, finite.
+    """
+    if not _register():
+        raise RuntimeError("laplex cpu_plan: the C++ kernel is unavailable (no compiler?)")
+    h, m = t.shape
+    n = s.shape[1]
+    i32 = jnp.int32
+    out = (jax.ShapeDtypeStruct((h, n), i32), jax.ShapeDtypeStruct((h, m), i32),
+           jax.ShapeDtypeStruct((h, m), i32), jax.ShapeDtypeStruct((h, n), i32),
+           jax.ShapeDtypeStruct((h,), i32))
+    name = "laplex_plan_f32" if jnp.dtype(t.dtype) == jnp.float32 else "laplex_plan_f64"
+    call = jax.ffi.ffi_call(name, out, vmap_method="sequential")
+    return tuple(call(t, s, same=np.int32(same)))

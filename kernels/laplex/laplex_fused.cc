@@ -1,0 +1,793 @@
+// Fused LAPLEX operator passes for jaxlab.laplex, as XLA FFI custom calls (CPU).
+//
+// One head h applies K[i, j] = exp(-lam |t[i] - s[j]|) to x (N, K) with the sort
+// plan (perm_s sorts s, perm_t sorts t, rank_t[i] = #{s <= t[i]}) in two
+// streaming merge walks over the sorted anchors, with no intermediate arrays:
+//
+//   left walk (ascending):   F_j = alpha_j F_{j-1} + x_j,  alpha_j = exp(-lam (s_j - s_{j-1}))
+//                            L(t) = exp(-lam (t - s_{r-1})) F_{r-1}
+//   right walk (descending): B_j = alpha_{j+1} B_{j+1} + x_j
+//                            R(t) = exp(-lam (s_r - t)) B_r
+//
+// The walks gather x and the anchors through the permutations themselves
+// (pre-sorted anchors read memory sequentially). Optional extras for the
+// backward pass: the Jordan-block sums of |t - s| exp(-lam |t - s|) x
+//   G_j = alpha_j (G_{j-1} + d_j F_{j-1}),   J_L(t) = e_l (G_{r-1} + d_l F_{r-1})
+// and the sum T of sources tied with t (s == t).
+//
+// Everything runs in double precision whatever the storage type: gaps are
+// formed in double from the stored anchors (exact for float32), the factors
+// exp(-lam d) are computed in double, and the recurrences accumulate in double;
+// only the outputs are rounded to the storage type. |alpha| <= 1 so nothing
+// overflows. Complex values are stored interleaved (re, im).
+//
+// Targets:
+//   laplex_fused_apply_*: y (M, K) = sum_h c_h (L_h + R_h)
+//   laplex_fused_sym_*:   y (N, K) = sum_h c_h K_h x for targets = sources (one sort;
+//                         `presorted[h]` != 0 promises perm_h is the identity)
+//   laplex_fused_parts_*: out (H, P, M, K) with out[:, 0] = L + R,
+//                         out[:, 1] = L - R - 2 T (T only with `tie`, else L - R),
+//                         out[:, 2] = J_L + J_R (only with `jordan`; P = 2 + jordan).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+constexpr int64_t kChunk = 512;
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define LAPLEX_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define LAPLEX_CLONES
+#endif
+
+// exp(x) for x <= 0 in double, branch free so that loops over it vectorize:
+// Cody-Waite reduction x = k ln2 + r, |r| <= ln2 / 2, and the degree-13 Taylor
+// polynomial of e^r (truncation < 1e-17 relative). Results below 2^-1022 flush
+// to 0 (they are far below the precision of any LAPLEX output).
+inline double ExpNonPos(double x) {
+  // branch free clamp to [-708, 0] and flush (selects written as arithmetic so
+  // that GCC vectorizes the loop without -ffast-math)
+  const double keep = static_cast<double>(x >= -708.0);
+  const double xc = keep * x - (1.0 - keep) * 708.0;
+  // round x / ln2 to the nearest integer k with the 1.5 * 2^52 trick: k sits in the
+  // low mantissa bits of `big` (no float -> int conversion, so the loop vectorizes)
+  const double big = xc * 1.4426950408889634 + 6755399441055744.0;
+  const double kf = big - 6755399441055744.0;
+  const double r = (xc - kf * 0.6931471803691238) - kf * 1.9082149292705877e-10;
+  double p = 1.0 / 6227020800.0;
+  p = p * r + 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  // 2^k: (bits(big) + 1023) << 52 keeps exactly the biased exponent k + 1023 in [1, 1023]
+  uint64_t bits;
+  std::memcpy(&bits, &big, sizeof(bits));
+  bits = (bits + 1023) << 52;
+  double scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return keep * (p * scale);
+}
+
+// er[i] = exp(-a d[i]) for d >= 0 (vectorised; cloned for AVX2/FMA when available)
+LAPLEX_CLONES void ExpBlock(const double* d, double a, double* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = ExpNonPos(-a * d[i]);
+}
+
+// the factor exp(-lam d) for a block of gaps: real part `re`, imaginary part `im`
+template <bool CPX>
+void Factors(const double* d, double a, double b, double* re, double* im, int64_t n) {
+  ExpBlock(d, a, re, n);
+  if constexpr (CPX) {
+    for (int64_t i = 0; i < n; ++i) {
+      const double mag = re[i];
+      const double ph = b * d[i];
+      re[i] = mag * std::cos(ph);
+      im[i] = -mag * std::sin(ph);
+    }
+  }
+}
+
+struct Plan {
+  int64_t n, m, k;
+  const int32_t* perm_s;  // (n,)
+  const int32_t* rank_t;  // (m,)
+  const int32_t* perm_t;  // (m,)
+};
+
+// whether perm[u] == start + u for u < cnt (a pre-sorted stretch); branch free
+inline bool IsIdentity(const int32_t* perm, int64_t start, int64_t cnt) {
+  int32_t bad = 0;
+  for (int64_t u = 0; u < cnt; ++u) bad |= perm[u] ^ static_cast<int32_t>(start + u);
+  return bad == 0;
+}
+
+inline int64_t Clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+// One head, both walks. S: storage real type; CPX: complex values (interleaved);
+// JD: Jordan sums; Q: second output L - R (- 2 T with TIE); c: weight of output 0
+// (accumulated into o0 when `acc`, otherwise o0 is overwritten). KS columns
+// [c0, c0 + KS) per call, a compile-time count so the states live in registers.
+//
+// Each walk goes over the sorted sources in chunks: (A) gather the chunk's anchors
+// and form its factors (vectorised exp), (B) run the recurrences over the chunk
+// into a small buffer, (C) read out every target whose merge rank falls in the
+// chunk (its own factor again vectorised). Buffers stay in cache.
+template <typename S, bool CPX, bool JD, bool Q, bool TIE, int KS>
+LAPLEX_CLONES void HeadCols(const Plan& p, int64_t c0, const S* x, const S* tgt, const S* src,
+                            double a, double b, double c_re, double c_im, bool acc, S* o0,
+                            S* o1, S* o2) {
+  constexpr int W = CPX ? 2 : 1;  // storage values per element
+  constexpr int64_t C = kChunk;
+  const int64_t n = p.n, m = p.m, k = p.k;
+  // chunk buffers: sorted anchors, gaps, factors, indices; per-chunk states; targets
+  std::vector<double> buf(7 * C + 6 * C * KS);
+  double* sv = buf.data();
+  double* sd = sv + C;
+  double* sar = sd + C;
+  double* sai = sar + C;
+  double* td = sai + C;
+  double* ter = td + C;
+  double* tei = ter + C;
+  double* bhr = tei + C;  // h (re, im), g (re, im), tie (re, im): C * KS each
+  double* bhi = bhr + C * KS;
+  double* bgr = bhi + C * KS;
+  double* bgi = bgr + C * KS;
+  double* btr = bgi + C * KS;
+  double* bti = btr + C * KS;
+  std::vector<int64_t> sidx(C), tit(C), tu(C);
+  double hr[KS], hi[KS], gr[KS], gi[KS], tr[KS], ti[KS];
+  auto reset = [&]() {
+    for (int col = 0; col < KS; ++col) hr[col] = hi[col] = gr[col] = gi[col] = tr[col] = ti[col] = 0;
+  };
+  auto put = [&](S* o, int64_t i, int col, double vr, double vi, bool add) {
+    S* q = o + W * (i * k + c0 + col);
+    q[0] = static_cast<S>(add ? static_cast<double>(q[0]) + vr : vr);
+    if constexpr (CPX) q[1] = static_cast<S>(add ? static_cast<double>(q[1]) + vi : vi);
+  };
+  auto tpos = [&](int64_t i) { return Clamp(p.perm_t[i], 0, m - 1); };
+  auto trank = [&](int64_t it) { return Clamp(p.rank_t[it], 0, n); };
+  // (A) sorted anchors, indices and gaps of sources [j0, j0 + cnt); `dir` +1: gaps to
+  // the previous source (left walk), -1: gaps to the next one (right walk)
+  auto gather = [&](int64_t j0, int64_t cnt) {
+    if (IsIdentity(p.perm_s + j0, j0, cnt)) {
+      for (int64_t u = 0; u < cnt; ++u) {
+        sv[u] = static_cast<double>(src[j0 + u]);
+        sidx[u] = j0 + u;
+      }
+    } else {
+      for (int64_t u = 0; u < cnt; ++u) {
+        const int64_t id = Clamp(p.perm_s[j0 + u], 0, n - 1);
+        sv[u] = static_cast<double>(src[id]);
+        sidx[u] = id;
+      }
+    }
+  };
+  // one recurrence step of every state with factor (ar, ai), gap d and input row xj
+  auto step = [&](double ar, double ai, double d, const S* xj, int64_t u) {
+    for (int col = 0; col < KS; ++col) {
+      const double xr = static_cast<double>(xj[W * col]);
+      const double xi = CPX ? static_cast<double>(xj[W * col + (CPX ? 1 : 0)]) : 0.0;
+      if constexpr (JD) {
+        const double ur = gr[col] + d * hr[col];
+        if constexpr (CPX) {
+          const double ui = gi[col] + d * hi[col];
+          gr[col] = ar * ur - ai * ui;
+          gi[col] = ar * ui + ai * ur;
+        } else {
+          gr[col] = ar * ur;
+        }
+        bgr[u * KS + col] = gr[col];
+        if constexpr (CPX) bgi[u * KS + col] = gi[col];
+      }
+      if constexpr (CPX) {
+        const double nr = ar * hr[col] - ai * hi[col] + xr;
+        hi[col] = ar * hi[col] + ai * hr[col] + xi;
+        hr[col] = nr;
+        bhi[u * KS + col] = hi[col];
+      } else {
+        hr[col] = ar * hr[col] + xr;
+      }
+      bhr[u * KS + col] = hr[col];
+    }
+  };
+
+  // ---------------- left walk (ascending) ----------------
+  reset();
+  int64_t it = 0;  // next target in sorted order
+  // targets left of every source: L = 0
+  while (it < m && trank(tpos(it)) == 0) {
+    const int64_t i = tpos(it);
+    for (int col = 0; col < KS; ++col) {
+      put(o0, i, col, 0.0, 0.0, acc);
+      if constexpr (Q) put(o1, i, col, 0.0, 0.0, false);
+      if constexpr (JD) put(o2, i, col, 0.0, 0.0, false);
+    }
+    ++it;
+  }
+  double prev = 0.0;
+  for (int64_t j0 = 0; j0 < n; j0 += C) {
+    const int64_t cnt = std::min(C, n - j0);
+    gather(j0, cnt);
+    sd[0] = j0 > 0 ? sv[0] - prev : 0.0;
+    for (int64_t u = 1; u < cnt; ++u) sd[u] = sv[u] - sv[u - 1];
+    prev = sv[cnt - 1];
+    Factors<CPX>(sd, a, b, sar, sai, cnt);
+    // (B) F_j = alpha_j F_{j-1} + x_j; G_j = alpha_j (G_{j-1} + d_j F_{j-1}); tie sums
+    for (int64_t u = 0; u < cnt; ++u) {
+      const S* xj = x + W * (sidx[u] * k + c0);
+      step(sar[u], CPX ? sai[u] : 0.0, sd[u], xj, u);
+      if constexpr (TIE) {
+        const double keep = sd[u] == 0.0 ? 1.0 : 0.0;
+        for (int col = 0; col < KS; ++col) {
+          tr[col] = keep * tr[col] + static_cast<double>(xj[W * col]);
+          btr[u * KS + col] = tr[col];
+          if constexpr (CPX) {
+            ti[col] = keep * ti[col] + static_cast<double>(xj[W * col + 1]);
+            bti[u * KS + col] = ti[col];
+          }
+        }
+      }
+    }
+    // (C) targets with rank r in (j0, j0 + cnt]: L = e_l F_{r-1}
+    const int64_t j1 = j0 + cnt;
+    while (it < m) {
+      int64_t q = 0;
+      for (; q < C && it + q < m; ++q) {
+        const int64_t i = tpos(it + q);
+        const int64_t r = trank(i);
+        if (r > j1) break;
+        const int64_t u = Clamp(r - 1 - j0, 0, cnt - 1);
+        tit[q] = i;
+        tu[q] = u;
+        td[q] = static_cast<double>(tgt[i]) - sv[u];
+      }
+      if (q == 0) break;
+      Factors<CPX>(td, a, b, ter, tei, q);
+      for (int64_t w = 0; w < q; ++w) {
+        const int64_t i = tit[w], u = tu[w];
+        const double er = ter[w], ei = CPX ? tei[w] : 0.0, dl = td[w];
+        for (int col = 0; col < KS; ++col) {
+          const double fr = bhr[u * KS + col], fi = CPX ? bhi[u * KS + col] : 0.0;
+          const double lr = CPX ? er * fr - ei * fi : er * fr;
+          const double li = CPX ? er * fi + ei * fr : 0.0;
+          put(o0, i, col, c_re * lr - c_im * li, c_re * li + c_im * lr, acc);
+          if constexpr (Q) {
+            double qr = lr, qi = li;
+            if constexpr (TIE) {
+              if (dl == 0.0) {
+                qr -= 2.0 * btr[u * KS + col];
+                if constexpr (CPX) qi -= 2.0 * bti[u * KS + col];
+              }
+            }
+            put(o1, i, col, qr, qi, false);
+          }
+          if constexpr (JD) {
+            const double ur = bgr[u * KS + col] + dl * fr;
+            const double ui = CPX ? bgi[u * KS + col] + dl * fi : 0.0;
+            put(o2, i, col, CPX ? er * ur - ei * ui : er * ur, CPX ? er * ui + ei * ur : 0.0,
+                false);
+          }
+        }
+      }
+      it += q;
+      if (q < C) break;
+    }
+  }
+
+  // ---------------- right walk (descending) ----------------
+  reset();
+  it = m - 1;
+  while (it >= 0 && trank(tpos(it)) >= n) --it;  // right of every source: R = 0
+  double next = 0.0;
+  for (int64_t j1 = n; j1 > 0; j1 -= C) {
+    const int64_t j0 = std::max<int64_t>(0, j1 - C);
+    const int64_t cnt = j1 - j0;
+    gather(j0, cnt);
+    for (int64_t u = 0; u + 1 < cnt; ++u) sd[u] = sv[u + 1] - sv[u];
+    sd[cnt - 1] = j1 < n ? next - sv[cnt - 1] : 0.0;
+    next = sv[0];
+    Factors<CPX>(sd, a, b, sar, sai, cnt);
+    // (B) B_j = alpha_{j+1} B_{j+1} + x_j; GB_j = alpha_{j+1} (GB_{j+1} + d_{j+1} B_{j+1})
+    for (int64_t u = cnt - 1; u >= 0; --u) {
+      step(sar[u], CPX ? sai[u] : 0.0, sd[u], x + W * (sidx[u] * k + c0), u);
+    }
+    // (C) targets with rank r in [j0, j1): R = e_r B_r
+    while (it >= 0) {
+      int64_t q = 0;
+      for (; q < C && it - q >= 0; ++q) {
+        const int64_t i = tpos(it - q);
+        const int64_t r = trank(i);
+        if (r < j0) break;
+        const int64_t u = Clamp(r - j0, 0, cnt - 1);
+        tit[q] = i;
+        tu[q] = u;
+        td[q] = sv[u] - static_cast<double>(tgt[i]);
+      }
+      if (q == 0) break;
+      Factors<CPX>(td, a, b, ter, tei, q);
+      for (int64_t w = 0; w < q; ++w) {
+        const int64_t i = tit[w], u = tu[w];
+        const double er = ter[w], ei = CPX ? tei[w] : 0.0, dr = td[w];
+        for (int col = 0; col < KS; ++col) {
+          const double br = bhr[u * KS + col], bi = CPX ? bhi[u * KS + col] : 0.0;
+          const double rr = CPX ? er * br - ei * bi : er * br;
+          const double ri = CPX ? er * bi + ei * br : 0.0;
+          put(o0, i, col, c_re * rr - c_im * ri, c_re * ri + c_im * rr, true);
+          if constexpr (Q) put(o1, i, col, -rr, -ri, true);
+          if constexpr (JD) {
+            const double ur = bgr[u * KS + col] + dr * br;
+            const double ui = CPX ? bgi[u * KS + col] + dr * bi : 0.0;
+            put(o2, i, col, CPX ? er * ur - ei * ui : er * ur, CPX ? er * ui + ei * ur : 0.0,
+                true);
+          }
+        }
+      }
+      it -= q;
+      if (q < C) break;
+    }
+  }
+}
+
+template <typename S, bool CPX, bool JD, bool Q, bool TIE>
+void HeadSorted(const Plan& p, const S* x, const S* tgt, const S* src, double a, double b,
+                double c_re, double c_im, bool acc, S* o0, S* o1, S* o2) {
+  int64_t c0 = 0;
+  for (; c0 + 4 <= p.k; c0 += 4) {
+    HeadCols<S, CPX, JD, Q, TIE, 4>(p, c0, x, tgt, src, a, b, c_re, c_im, acc, o0, o1, o2);
+  }
+  for (; c0 < p.k; ++c0) {
+    HeadCols<S, CPX, JD, Q, TIE, 1>(p, c0, x, tgt, src, a, b, c_re, c_im, acc, o0, o1, o2);
+  }
+}
+
+// Unsorted anchors: the walks would read x and write the outputs in random order,
+// one cache miss per element inside a dependent loop. Instead gather x, the
+// anchors and the ranks into sorted order first (independent loads, many misses
+// in flight), walk sorted copies with identity permutations, and scatter back.
+template <typename S, bool CPX, bool JD, bool Q, bool TIE>
+void Head(const Plan& p, const S* x, const S* tgt, const S* src, double a, double b,
+          double c_re, double c_im, bool acc, S* o0, S* o1, S* o2) {
+  const int64_t n = p.n, m = p.m, k = p.k;
+  if (IsIdentity(p.perm_s, 0, n) && IsIdentity(p.perm_t, 0, m)) {
+    HeadSorted<S, CPX, JD, Q, TIE>(p, x, tgt, src, a, b, c_re, c_im, acc, o0, o1, o2);
+    return;
+  }
+  constexpr int W = CPX ? 2 : 1;
+  const int64_t row = W * k;
+  std::vector<int32_t> iota_n(n), iota_m(m), rank(m);
+  std::vector<S> xs(n * row), ss(n), ts(m), ob0(m * row), ob1(Q ? m * row : 0),
+      ob2(JD ? m * row : 0);
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t id = Clamp(p.perm_s[j], 0, n - 1);
+    iota_n[j] = static_cast<int32_t>(j);
+    ss[j] = src[id];
+    for (int64_t e = 0; e < row; ++e) xs[j * row + e] = x[id * row + e];
+  }
+  for (int64_t q = 0; q < m; ++q) {
+    const int64_t i = Clamp(p.perm_t[q], 0, m - 1);
+    iota_m[q] = static_cast<int32_t>(q);
+    ts[q] = tgt[i];
+    rank[q] = p.rank_t[i];
+  }
+  Plan ps{n, m, k, iota_n.data(), rank.data(), iota_m.data()};
+  HeadSorted<S, CPX, JD, Q, TIE>(ps, xs.data(), ts.data(), ss.data(), a, b, c_re, c_im, false,
+                                 ob0.data(), Q ? ob1.data() : nullptr,
+                                 JD ? ob2.data() : nullptr);
+  for (int64_t q = 0; q < m; ++q) {
+    const int64_t i = Clamp(p.perm_t[q], 0, m - 1);
+    S* d0 = o0 + i * row;
+    const S* s0 = &ob0[q * row];
+    for (int64_t e = 0; e < row; ++e) d0[e] = acc ? static_cast<S>(d0[e] + s0[e]) : s0[e];
+    if constexpr (Q) {
+      for (int64_t e = 0; e < row; ++e) o1[i * row + e] = ob1[q * row + e];
+    }
+    if constexpr (JD) {
+      for (int64_t e = 0; e < row; ++e) o2[i * row + e] = ob2[q * row + e];
+    }
+  }
+}
+
+// Symmetric operator (targets are the sources, one sort): with sorted F_j and B_j
+// as above, y_j = sum_k exp(-lam |s_j - s_k|) x_k = F_j + B_j - x_j exactly, ties
+// included (a tied pair has factor 1 in either sum), and no target factors are
+// needed. The forward chain (j = 0, 1, ...) and the backward chain (j = n-1,
+// n-2, ...) run interleaved in one loop, so two independent multiply-add chains
+// are in flight: a chain leaves its value in `fbuf` (the output itself for the
+// first head) until the other chain reaches the same element and combines.
+// KS columns [c0, c0 + KS) per call.
+template <typename S, bool CPX, int KS>
+LAPLEX_CLONES void SymCols(int64_t n, int64_t k, int64_t c0, const int32_t* perm, const S* x, const S* src,
+             double a, double b, double c_re, double c_im, bool acc, bool presorted, S* y,
+             S* fbuf) {
+  constexpr int W = CPX ? 2 : 1;
+  std::vector<double> buf(6 * kChunk);
+  double* fd = buf.data();
+  double* far = fd + kChunk;
+  double* fai = far + kChunk;
+  double* bd = fai + kChunk;
+  double* bar = bd + kChunk;
+  double* bai = bar + kChunk;
+  std::vector<int64_t> fidx(kChunk), bidx(kChunk);
+  double fr[KS], fi[KS], br[KS], bi[KS];
+  for (int col = 0; col < KS; ++col) fr[col] = fi[col] = br[col] = bi[col] = 0;
+  double fprev = 0.0, bnext = 0.0;
+  // combine the chain value (vr, vi) at element id with the stored other chain
+  // (the element's own input (xr, xi) is subtracted once)
+  auto finish = [&](int64_t id, int col, double vr, double vi, double xr, double xi) {
+    const S* oj = fbuf + W * (id * k + c0);
+    S* yj = y + W * (id * k + c0);
+    double tr = vr + static_cast<double>(oj[W * col]) - xr;
+    double ti = 0.0;
+    if constexpr (CPX) ti = vi + static_cast<double>(oj[W * col + 1]) - xi;
+    const double or_ = c_re * tr - c_im * ti;
+    yj[W * col] = static_cast<S>(acc ? static_cast<double>(yj[W * col]) + or_ : or_);
+    if constexpr (CPX) {
+      const double oi = c_re * ti + c_im * tr;
+      yj[W * col + 1] = static_cast<S>(acc ? static_cast<double>(yj[W * col + 1]) + oi : oi);
+    }
+  };
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const int64_t cnt = std::min(kChunk, n - i0);
+    // forward elements i0 + u (gaps to the previous), backward elements n-1-i0-u (gaps
+    // to the next); pre-sorted stretches (identity permutation) take contiguous loads
+    const int64_t jb0 = n - i0 - cnt;  // the backward chunk is [jb0, jb0 + cnt)
+    if (presorted || IsIdentity(perm + i0, i0, cnt)) {
+      const S* sp = src + i0;
+      fd[0] = i0 > 0 ? static_cast<double>(sp[0]) - fprev : 0.0;
+      for (int64_t u = 1; u < cnt; ++u) {
+        fd[u] = static_cast<double>(sp[u]) - static_cast<double>(sp[u - 1]);
+      }
+      for (int64_t u = 0; u < cnt; ++u) fidx[u] = i0 + u;
+      fprev = static_cast<double>(sp[cnt - 1]);
+    } else {
+      for (int64_t u = 0; u < cnt; ++u) {
+        const int64_t id = Clamp(perm[i0 + u], 0, n - 1);
+        const double sj = static_cast<double>(src[id]);
+        fidx[u] = id;
+        fd[u] = i0 + u > 0 ? sj - fprev : 0.0;
+        fprev = sj;
+      }
+    }
+    if (presorted || IsIdentity(perm + jb0, jb0, cnt)) {
+      const S* sp = src + jb0;  // element j = jb0 + cnt - 1 - u
+      bd[0] = i0 > 0 ? bnext - static_cast<double>(sp[cnt - 1]) : 0.0;
+      for (int64_t u = 1; u < cnt; ++u) {
+        bd[u] = static_cast<double>(sp[cnt - u]) - static_cast<double>(sp[cnt - 1 - u]);
+      }
+      for (int64_t u = 0; u < cnt; ++u) bidx[u] = jb0 + cnt - 1 - u;
+      bnext = static_cast<double>(sp[0]);
+    } else {
+      for (int64_t u = 0; u < cnt; ++u) {
+        const int64_t j = n - 1 - i0 - u;
+        const int64_t id = Clamp(perm[j], 0, n - 1);
+        const double sj = static_cast<double>(src[id]);
+        bidx[u] = id;
+        bd[u] = j < n - 1 ? bnext - sj : 0.0;
+        bnext = sj;
+      }
+    }
+    Factors<CPX>(fd, a, b, far, fai, cnt);
+    Factors<CPX>(bd, a, b, bar, bai, cnt);
+    for (int64_t u = 0; u < cnt; ++u) {
+      const int64_t i = i0 + u;        // forward position
+      const int64_t jb = n - 1 - i;    // backward position
+      const int64_t idf = fidx[u], idb = bidx[u];
+      const double afr = far[u], afi = CPX ? fai[u] : 0.0;
+      const double abr = bar[u], abi = CPX ? bai[u] : 0.0;
+      const S* xf = x + W * (idf * k + c0);
+      const S* xb = x + W * (idb * k + c0);
+      for (int col = 0; col < KS; ++col) {
+        // forward: F_i = alpha_i F_{i-1} + x_i
+        const double xfr = static_cast<double>(xf[W * col]);
+        const double xfi = CPX ? static_cast<double>(xf[W * col + (CPX ? 1 : 0)]) : 0.0;
+        double nfr = afr * fr[col] + xfr, nfi = 0.0;
+        if constexpr (CPX) {
+          nfr -= afi * fi[col];
+          nfi = afr * fi[col] + afi * fr[col] + xfi;
+        }
+        // backward: B_j = alpha_{j+1} B_{j+1} + x_j
+        const double xbr = static_cast<double>(xb[W * col]);
+        const double xbi = CPX ? static_cast<double>(xb[W * col + (CPX ? 1 : 0)]) : 0.0;
+        double nbr = abr * br[col] + xbr, nbi = 0.0;
+        if constexpr (CPX) {
+          nbr -= abi * bi[col];
+          nbi = abr * bi[col] + abi * br[col] + xbi;
+        }
+        fr[col] = nfr;
+        fi[col] = nfi;
+        br[col] = nbr;
+        bi[col] = nbi;
+        if (i < jb) {  // first half: park both chain values
+          S* of = fbuf + W * (idf * k + c0);
+          S* ob = fbuf + W * (idb * k + c0);
+          of[W * col] = static_cast<S>(nfr);
+          ob[W * col] = static_cast<S>(nbr);
+          if constexpr (CPX) {
+            of[W * col + 1] = static_cast<S>(nfi);
+            ob[W * col + 1] = static_cast<S>(nbi);
+          }
+        } else if (i == jb) {  // the middle element: both chains are here
+          const double tr = nfr + nbr - xfr, ti = CPX ? nfi + nbi - xfi : 0.0;
+          S* yj = y + W * (idf * k + c0);
+          const double or_ = c_re * tr - c_im * ti;
+          yj[W * col] = static_cast<S>(acc ? static_cast<double>(yj[W * col]) + or_ : or_);
+          if constexpr (CPX) {
+            const double oi = c_re * ti + c_im * tr;
+            yj[W * col + 1] =
+                static_cast<S>(acc ? static_cast<double>(yj[W * col + 1]) + oi : oi);
+          }
+        } else {  // second half: the other chain's value is parked
+          finish(idf, col, nfr, nfi, xfr, xfi);
+          finish(idb, col, nbr, nbi, xbr, xbi);
+        }
+      }
+    }
+  }
+}
+
+template <ffi::DataType D>
+struct Types {
+  using S = ffi::NativeType<D>;
+  static constexpr bool kCpx = false;
+};
+template <>
+struct Types<ffi::C64> {
+  using S = float;
+  static constexpr bool kCpx = true;
+};
+template <>
+struct Types<ffi::C128> {
+  using S = double;
+  static constexpr bool kCpx = true;
+};
+
+// shapes: x (N, K), tgt (H, M), src (H, N), lam (H,), perms/ranks (H, N) / (H, M)
+ffi::Error CheckShapes(ffi::AnyBuffer::Dimensions xd, ffi::AnyBuffer::Dimensions td,
+                       ffi::AnyBuffer::Dimensions sd, ffi::AnyBuffer::Dimensions ld,
+                       ffi::AnyBuffer::Dimensions ps, ffi::AnyBuffer::Dimensions rt,
+                       ffi::AnyBuffer::Dimensions pt) {
+  if (xd.size() != 2 || td.size() != 2 || sd.size() != 2 || ld.size() != 1 ||
+      ps.size() != 2 || rt.size() != 2 || pt.size() != 2) {
+    return ffi::Error::InvalidArgument("laplex_fused: unexpected ranks");
+  }
+  const int64_t h = td[0], m = td[1], n = sd[1];
+  if (sd[0] != h || ld[0] != h || xd[0] != n || ps[0] != h || ps[1] != n || rt[0] != h ||
+      rt[1] != m || pt[0] != h || pt[1] != m) {
+    return ffi::Error::InvalidArgument("laplex_fused: inconsistent shapes");
+  }
+  return ffi::Error::Success();
+}
+
+template <typename S, bool CPX>
+void LamAt(const S* lam, int64_t h, double* a, double* b) {
+  if constexpr (CPX) {
+    *a = static_cast<double>(lam[2 * h]);
+    *b = static_cast<double>(lam[2 * h + 1]);
+  } else {
+    *a = static_cast<double>(lam[h]);
+    *b = 0.0;
+  }
+}
+
+template <ffi::DataType D, ffi::DataType R>
+ffi::Error ApplyImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
+                     ffi::Buffer<D> lam, ffi::Buffer<D> c, ffi::Buffer<ffi::S32> perm_s,
+                     ffi::Buffer<ffi::S32> rank_t, ffi::Buffer<ffi::S32> perm_t,
+                     ffi::ResultBuffer<D> y) {
+  using S = typename Types<D>::S;
+  constexpr bool CPX = Types<D>::kCpx;
+  auto err = CheckShapes(x.dimensions(), tgt.dimensions(), src.dimensions(), lam.dimensions(),
+                         perm_s.dimensions(), rank_t.dimensions(), perm_t.dimensions());
+  if (err.failure()) return err;
+  const int64_t h_n = tgt.dimensions()[0], m = tgt.dimensions()[1];
+  const int64_t n = src.dimensions()[1], k = x.dimensions()[1];
+  if (c.dimensions().size() != 1 || c.dimensions()[0] != h_n) {
+    return ffi::Error::InvalidArgument("laplex_fused: c must have shape (H,)");
+  }
+  S* yo = reinterpret_cast<S*>(y->untyped_data());
+  constexpr int W = CPX ? 2 : 1;
+  if (m == 0 || k == 0) return ffi::Error::Success();
+  if (n == 0 || h_n == 0) {
+    std::fill(yo, yo + W * m * k, S(0));
+    return ffi::Error::Success();
+  }
+  const S* xs = reinterpret_cast<const S*>(x.untyped_data());
+  const S* ls = reinterpret_cast<const S*>(lam.untyped_data());
+  const S* cs = reinterpret_cast<const S*>(c.untyped_data());
+  for (int64_t h = 0; h < h_n; ++h) {
+    Plan p{n, m, k, perm_s.typed_data() + h * n, rank_t.typed_data() + h * m,
+           perm_t.typed_data() + h * m};
+    double a, b, cr, ci;
+    LamAt<S, CPX>(ls, h, &a, &b);
+    LamAt<S, CPX>(cs, h, &cr, &ci);
+    Head<S, CPX, false, false, false>(p, xs, tgt.typed_data() + h * m, src.typed_data() + h * n,
+                                      a, b, cr, ci, h > 0, yo, nullptr, nullptr);
+  }
+  return ffi::Error::Success();
+}
+
+template <ffi::DataType D, ffi::DataType R>
+ffi::Error PartsImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
+                     ffi::Buffer<D> lam, ffi::Buffer<ffi::S32> perm_s,
+                     ffi::Buffer<ffi::S32> rank_t, ffi::Buffer<ffi::S32> perm_t,
+                     ffi::ResultBuffer<D> out, int32_t jordan, int32_t tie) {
+  using S = typename Types<D>::S;
+  constexpr bool CPX = Types<D>::kCpx;
+  auto err = CheckShapes(x.dimensions(), tgt.dimensions(), src.dimensions(), lam.dimensions(),
+                         perm_s.dimensions(), rank_t.dimensions(), perm_t.dimensions());
+  if (err.failure()) return err;
+  const int64_t h_n = tgt.dimensions()[0], m = tgt.dimensions()[1];
+  const int64_t n = src.dimensions()[1], k = x.dimensions()[1];
+  const int64_t np = jordan ? 3 : 2;
+  auto od = out->dimensions();
+  if (od.size() != 4 || od[0] != h_n || od[1] != np || od[2] != m || od[3] != k) {
+    return ffi::Error::InvalidArgument("laplex_fused: out must have shape (H, 2 + jordan, M, K)");
+  }
+  constexpr int W = CPX ? 2 : 1;
+  S* o = reinterpret_cast<S*>(out->untyped_data());
+  if (h_n == 0 || m == 0 || k == 0) return ffi::Error::Success();
+  if (n == 0) {
+    std::fill(o, o + W * h_n * np * m * k, S(0));
+    return ffi::Error::Success();
+  }
+  const S* xs = reinterpret_cast<const S*>(x.untyped_data());
+  const S* ls = reinterpret_cast<const S*>(lam.untyped_data());
+  const int64_t blk = W * m * k;
+  for (int64_t h = 0; h < h_n; ++h) {
+    Plan p{n, m, k, perm_s.typed_data() + h * n, rank_t.typed_data() + h * m,
+           perm_t.typed_data() + h * m};
+    double a, b;
+    LamAt<S, CPX>(ls, h, &a, &b);
+    S* oh = o + h * np * blk;
+    const S* th = tgt.typed_data() + h * m;
+    const S* sh = src.typed_data() + h * n;
+    if (jordan && tie) {
+      Head<S, CPX, true, true, true>(p, xs, th, sh, a, b, 1.0, 0.0, false, oh, oh + blk,
+                                     oh + 2 * blk);
+    } else if (jordan) {
+      Head<S, CPX, true, true, false>(p, xs, th, sh, a, b, 1.0, 0.0, false, oh, oh + blk,
+                                      oh + 2 * blk);
+    } else if (tie) {
+      Head<S, CPX, false, true, true>(p, xs, th, sh, a, b, 1.0, 0.0, false, oh, oh + blk,
+                                      nullptr);
+    } else {
+      Head<S, CPX, false, true, false>(p, xs, th, sh, a, b, 1.0, 0.0, false, oh, oh + blk,
+                                       nullptr);
+    }
+  }
+  return ffi::Error::Success();
+}
+
+template <ffi::DataType D, ffi::DataType R>
+ffi::Error SymImpl(ffi::Buffer<D> x, ffi::Buffer<R> src, ffi::Buffer<D> lam, ffi::Buffer<D> c,
+                   ffi::Buffer<ffi::S32> perm, ffi::Buffer<ffi::S32> presorted,
+                   ffi::ResultBuffer<D> y) {
+  using S = typename Types<D>::S;
+  constexpr bool CPX = Types<D>::kCpx;
+  constexpr int W = CPX ? 2 : 1;
+  auto xd = x.dimensions();
+  auto sd = src.dimensions();
+  if (xd.size() != 2 || sd.size() != 2 || lam.dimensions().size() != 1 ||
+      c.dimensions().size() != 1 || perm.dimensions().size() != 2) {
+    return ffi::Error::InvalidArgument("laplex_fused_sym: unexpected ranks");
+  }
+  const int64_t h_n = sd[0], n = sd[1], k = xd[1];
+  if (xd[0] != n || lam.dimensions()[0] != h_n || c.dimensions()[0] != h_n ||
+      perm.dimensions()[0] != h_n || perm.dimensions()[1] != n ||
+      presorted.dimensions().size() != 1 || presorted.dimensions()[0] != h_n) {
+    return ffi::Error::InvalidArgument("laplex_fused_sym: inconsistent shapes");
+  }
+  S* yo = reinterpret_cast<S*>(y->untyped_data());
+  if (n == 0 || k == 0) return ffi::Error::Success();
+  if (h_n == 0) {
+    std::fill(yo, yo + W * n * k, S(0));
+    return ffi::Error::Success();
+  }
+  const S* xs = reinterpret_cast<const S*>(x.untyped_data());
+  const S* ls = reinterpret_cast<const S*>(lam.untyped_data());
+  const S* cs = reinterpret_cast<const S*>(c.untyped_data());
+  std::vector<S> scratch(h_n > 1 ? W * n * k : 0);
+  for (int64_t h = 0; h < h_n; ++h) {
+    double a, b, cr, ci;
+    LamAt<S, CPX>(ls, h, &a, &b);
+    LamAt<S, CPX>(cs, h, &cr, &ci);
+    const int32_t* ph = perm.typed_data() + h * n;
+    const S* sh = src.typed_data() + h * n;
+    S* fb = h == 0 ? yo : scratch.data();
+    // presorted: the caller vouches that perm is the identity (it is then not read)
+    const bool ps = presorted.typed_data()[h] != 0 || IsIdentity(ph, 0, n);
+    if (ps) {
+      int64_t c0 = 0;
+      for (; c0 + 4 <= k; c0 += 4) {
+        SymCols<S, CPX, 4>(n, k, c0, ph, xs, sh, a, b, cr, ci, h > 0, true, yo, fb);
+      }
+      for (; c0 < k; ++c0) {
+        SymCols<S, CPX, 1>(n, k, c0, ph, xs, sh, a, b, cr, ci, h > 0, true, yo, fb);
+      }
+      continue;
+    }
+    // unsorted: gather sorted copies (independent loads), walk them, scatter back
+    const int64_t row = W * k;
+    std::vector<S> xsrt(n * row), ssrt(n), ysrt(n * row);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t id = Clamp(ph[j], 0, n - 1);
+      ssrt[j] = sh[id];
+      for (int64_t e = 0; e < row; ++e) xsrt[j * row + e] = xs[id * row + e];
+    }
+    int64_t c0 = 0;
+    for (; c0 + 4 <= k; c0 += 4) {
+      SymCols<S, CPX, 4>(n, k, c0, ph, xsrt.data(), ssrt.data(), a, b, cr, ci, false, true,
+                         ysrt.data(), ysrt.data());
+    }
+    for (; c0 < k; ++c0) {
+      SymCols<S, CPX, 1>(n, k, c0, ph, xsrt.data(), ssrt.data(), a, b, cr, ci, false, true,
+                         ysrt.data(), ysrt.data());
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t id = Clamp(ph[j], 0, n - 1);
+      S* d = yo + id * row;
+      const S* sv = &ysrt[j * row];
+      for (int64_t e = 0; e < row; ++e) d[e] = h > 0 ? static_cast<S>(d[e] + sv[e]) : sv[e];
+    }
+  }
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+#define LAPLEX_FUSED_DEFINE(SUFFIX, D, R)                                          \
+  XLA_FFI_DEFINE_HANDLER_SYMBOL(LaplexFusedApply##SUFFIX, (ApplyImpl<D, R>),       \
+                                ffi::Ffi::Bind()                                   \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<R>>()                         \
+                                    .Arg<ffi::Buffer<R>>()                         \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Ret<ffi::Buffer<D>>());                       \
+  XLA_FFI_DEFINE_HANDLER_SYMBOL(LaplexFusedParts##SUFFIX, (PartsImpl<D, R>),       \
+                                ffi::Ffi::Bind()                                   \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<R>>()                         \
+                                    .Arg<ffi::Buffer<R>>()                         \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Ret<ffi::Buffer<D>>()                         \
+                                    .Attr<int32_t>("jordan")                       \
+                                    .Attr<int32_t>("tie"));                        \
+  XLA_FFI_DEFINE_HANDLER_SYMBOL(LaplexFusedSym##SUFFIX, (SymImpl<D, R>),           \
+                                ffi::Ffi::Bind()                                   \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<R>>()                         \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Ret<ffi::Buffer<D>>());
+
+LAPLEX_FUSED_DEFINE(F32, ffi::F32, ffi::F32)
+LAPLEX_FUSED_DEFINE(F64, ffi::F64, ffi::F64)
+LAPLEX_FUSED_DEFINE(C64, ffi::C64, ffi::F32)
+LAPLEX_FUSED_DEFINE(C128, ffi::C128, ffi::F64)

@@ -1,0 +1,240 @@
+"""The fused C++ CPU passes (`CpuScan(fused=True)`, the default on CPU) against the dense
+float64 matrix (an independent numpy oracle) and dense autodiff."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab import laplex
+from kernels.laplex import CpuScan, cpu_kernel_available, fused_parts
+
+from .test_laplex_matvec import _dense, _dense_np, _loss, _rel
+
+pytestmark = pytest.mark.skipif(not cpu_kernel_available(), reason="no C++ compiler")
+
+FUSED = CpuScan()
+
+
+def _anchors(rng, h, m, n, *, ties, presorted=False):
+    t = rng.uniform(0, n, (h, m))
+    s = rng.uniform(0, n, (h, n))
+    t[:, : m // 3] = s[:, rng.integers(0, n, m // 3)]  # targets sitting on sources
+    if ties:  # integer grid: ties within and between the sets
+        t, s = np.floor(t), np.floor(s)
+    if presorted:
+        t, s = np.sort(t, axis=1), np.sort(s, axis=1)
+    return t, s
+
+
+@pytest.mark.parametrize("phased", [False, True])
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (40, 100, 5), (1300, 1100, 2)])
+def test_fused_apply_matches_dense(phased, ties, m, n, k):
+    rng = np.random.default_rng(m + 7 * n + k + 2 * ties + phased)
+    t, s = _anchors(rng, 2, m, n, ties=ties, presorted=m > 1000)
+    if m > 1000:  # partly pre-sorted: identity chunks and permuted chunks
+        s[0, 200:300] = rng.permutation(s[0, 200:300])
+    a = rng.uniform(0.2, 2.0, 2)
+    b = rng.uniform(-2, 2, 2) if phased else None
+    c = rng.standard_normal(2)
+    v = rng.standard_normal((n, k))
+    y = laplex.matmat(v, t, s, a, b, c, scan=FUSED)
+    assert y.shape == (m, k)
+    assert _rel(y, _dense_np(v, t, s, a, b, c)) < 1e-12
+
+
+@pytest.mark.parametrize("phased", [False, True])
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("n,k,h", [(1, 1, 1), (9, 6, 2), (1201, 3, 2)])
+def test_fused_symmetric_matches_dense(phased, ties, n, k, h):
+    # t is s: the one-sort path y = F + B - x (odd and even n, several chunks)
+    rng = np.random.default_rng(n + k + h + 2 * ties + phased)
+    x = rng.uniform(0, n, (h, n))
+    if ties:
+        x = np.floor(x / 3)
+    if n > 1000:
+        x = np.sort(x, axis=1)
+        x[:, 600:700] = x[:, 600:700][:, ::-1].copy()  # a reversed stretch
+    a = rng.uniform(0.2, 2.0, h)
+    b = rng.uniform(-2, 2, h) if phased else None
+    c = rng.standard_normal(h)
+    v = rng.standard_normal((n, k)) + (1j * rng.standard_normal((n, k)) if k == 3 else 0)
+    xj = jnp.asarray(x)
+    y = laplex.matmat(v, xj, xj, a, b, c, scan=FUSED)
+    assert _rel(y, _dense_np(v, x, x, a, b, c)) < 1e-12
+    plan = laplex.make_plan(xj, xj)
+    y2 = laplex.matmat(v, xj, xj, a, b, c, plan=plan, scan=FUSED)
+    assert _rel(y2, _dense_np(v, x, x, a, b, c)) < 1e-12
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1e6])
+@pytest.mark.parametrize("sym", [False, True])
+def test_fused_extreme_decays(scale, sym):
+    rng = np.random.default_rng(11)
+    t, s = _anchors(rng, 2, 30, 30, ties=True)
+    if sym:
+        t = s
+    a, b, c = scale * rng.uniform(0.5, 2.0, 2), rng.uniform(-2, 2, 2), rng.standard_normal(2)
+    v = rng.standard_normal(30)
+    y = laplex.matvec(v, t, s, a, b, c, scan=FUSED)
+    assert _rel(y, _dense_np(v, t, s, a, b, c)) < 1e-10
+
+
+@pytest.mark.parametrize("sym", [False, True])
+def test_fused_float32_tiny_decays_phased(sym):
+    # the worst float32 case: phased kernels with decay 1e-6 x spacing on an integer
+    # grid; the fused passes run in double, so only the output rounding remains
+    rng = np.random.default_rng(12)
+    n = 2000
+    t, s = _anchors(rng, 2, n + 300, n, ties=True)
+    if sym:
+        t = s
+    a, b, c = 1e-6 * rng.uniform(0.5, 2.0, 2), rng.uniform(-2, 2, 2), rng.standard_normal(2)
+    v = rng.standard_normal(n)
+    f32 = [np.asarray(z, np.float32) for z in (v, t, s, a, b, c)]
+    if sym:
+        f32[1] = f32[2] = jnp.asarray(f32[2])
+    y = laplex.matvec(*f32, scan=FUSED)
+    assert y.dtype == jnp.complex64
+    ref = _dense_np(*[np.asarray(z, np.float64) for z in f32])
+    assert _rel(y, ref) < 1e-6
+
+
+@pytest.mark.parametrize("phased,ties,complex_v", [
+    (False, False, False), (True, True, False), (False, True, True), (True, False, True)])
+def test_fused_gradients_match_dense_autodiff(phased, ties, complex_v):
+    m, n, k = 9, 12, 5
+    rng = np.random.default_rng(13 + phased + 2 * ties)
+    t, s = _anchors(rng, 3, m, n, ties=ties)
+    a, c = rng.uniform(0.2, 2.0, 3), rng.standard_normal(3)
+    b = rng.uniform(-2, 2, 3) if phased else None
+    v = rng.standard_normal((n, k)) + (1j * rng.standard_normal((n, k)) if complex_v else 0)
+    wr, wi = rng.standard_normal((m, k)), rng.standard_normal((m, k))
+    argnums = (0, 1, 2, 3, 4, 5) if phased else (0, 1, 2, 3, 5)
+    ours = jax.jit(jax.grad(_loss(lambda *z: laplex.matmat(*z, scan=FUSED), wr, wi),
+                            argnums))(v, t, s, a, b, c)
+    ref = jax.jit(jax.grad(_loss(_dense, wr, wi), argnums))(v, t, s, a, b, c)
+    for g, r in zip(ours, ref):
+        assert g.dtype == r.dtype
+        assert _rel(g, r) < 1e-10
+
+
+@pytest.mark.parametrize("phased", [False, True])
+def test_fused_symmetric_gradients_match_dense_autodiff(phased):
+    # t is s: the anchor gradient flows through both roles
+    n = 14
+    rng = np.random.default_rng(14 + phased)
+    x = np.floor(rng.uniform(0, 8, (2, n)))  # ties
+    a, c = rng.uniform(0.2, 2.0, 2), rng.standard_normal(2)
+    b = rng.uniform(-2, 2, 2) if phased else None
+    v, wr, wi = (rng.standard_normal(n) for _ in range(3))
+
+    def ours(v, x, a, b, c):
+        return _loss(lambda v, t, s, a, b, c: laplex.matvec(v, t, t, a, b, c, scan=FUSED),
+                     wr, wi)(v, x, x, a, b, c)
+
+    def ref(v, x, a, b, c):
+        return _loss(_dense, wr, wi)(v, x, x, a, b, c)
+
+    argnums = (0, 1, 2, 3, 4) if phased else (0, 1, 2, 4)
+    g1 = jax.jit(jax.grad(ours, argnums))(v, x, a, b, c)
+    g2 = jax.jit(jax.grad(ref, argnums))(v, x, a, b, c)
+    for g, r in zip(g1, g2):
+        assert _rel(g, r) < 1e-10
+
+
+def test_fused_parts_against_dense_sums():
+    # the backward building block itself: L + R, L - R - 2T and the Jordan sums
+    rng = np.random.default_rng(15)
+    t, s = _anchors(rng, 1, 20, 16, ties=True)
+    lam = np.array([0.7 + 0.4j])
+    x = rng.standard_normal((16, 2)) + 0j
+    plan = laplex.make_plan(t, s)
+    out = fused_parts(jnp.asarray(x), jnp.asarray(t), jnp.asarray(s), jnp.asarray(lam),
+                      plan.perm_s, plan.rank_t, plan.perm_t, jordan=True, tie=True)
+    d = t[0][:, None] - s[0][None, :]
+    e = np.exp(-lam[0] * np.abs(d))
+    left, right, tied = (d >= 0) * e, (d < 0) * e, (d == 0) * 1.0
+    np.testing.assert_allclose(out[0, 0], (left + right) @ x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out[0, 1], (left - right - 2 * tied) @ x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out[0, 2], (np.abs(d) * e) @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_fused_jit_and_vmap_over_rhs():
+    rng = np.random.default_rng(16)
+    t, s = _anchors(rng, 2, 11, 9, ties=True)
+    a, b, c = rng.uniform(0.2, 2.0, 2), rng.uniform(-2, 2, 2), rng.standard_normal(2)
+    vs = rng.standard_normal((4, 9))
+    plan = laplex.make_plan(t, s)
+    f = jax.jit(jax.vmap(lambda v: laplex.matvec(v, t, s, a, b, c, plan=plan, scan=FUSED)))
+    np.testing.assert_allclose(f(vs), _dense_np(vs.T, t, s, a, b, c).T, rtol=1e-12, atol=1e-12)
+    g = jax.jit(jax.vmap(jax.grad(lambda v: jnp.sum(jnp.abs(
+        laplex.matvec(v, t, s, a, b, c, plan=plan, scan=FUSED)) ** 2))))
+    ref = jax.vmap(jax.grad(lambda v: jnp.sum(jnp.abs(_dense(v, t, s, a, b, c)) ** 2)))
+    np.testing.assert_allclose(g(vs), ref(vs), rtol=1e-10, atol=1e-10)
+
+
+def test_presorted_flag_and_hand_made_plan():
+    rng = np.random.default_rng(17)
+    x = np.sort(rng.uniform(0, 50, (2, 700)), axis=1)
+    x[1] = rng.permutation(x[1])  # head 0 pre-sorted, head 1 not
+    xj = jnp.asarray(x)
+    plan = laplex.make_plan(xj, xj)
+    np.testing.assert_array_equal(plan.presorted_s, [1, 0])
+    a, c = rng.uniform(0.2, 2.0, 2), rng.standard_normal(2)
+    v = rng.standard_normal(700)
+    ref = _dense_np(v, x, x, a, None, c)
+    y = laplex.matvec(v, xj, xj, a, None, c, plan=plan, scan=FUSED)
+    assert _rel(y, ref) < 1e-12
+    # a plan without the flag (e.g. built by hand): same result; update_plan fills it in
+    bare = laplex.LaplexPlan(plan.perm_s, plan.rank_t, plan.perm_t, plan.rank_s)
+    assert _rel(laplex.matvec(v, xj, xj, a, None, c, plan=bare, scan=FUSED), ref) < 1e-12
+    kept = jax.jit(laplex.update_plan)(bare, xj, xj)
+    np.testing.assert_array_equal(kept.presorted_s, [1, 0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("same", [False, True])
+def test_cpu_plan_equals_jax_plan(dtype, same):
+    # the C++ radix-sort plan against jnp.argsort / jnp.searchsorted, with ties and +-0
+    from jaxlab.laplex._plan import _jax_make_plan
+
+    rng = np.random.default_rng(18)
+    t = np.floor(rng.uniform(-20, 20, (3, 1500))).astype(dtype)
+    s = np.floor(rng.uniform(-20, 20, (3, 700))).astype(dtype)
+    t[0, :3], s[0, :2] = -0.0, 0.0
+    s[2] = np.sort(s[2])  # a pre-sorted head
+    tj, sj = jnp.asarray(t), jnp.asarray(s)
+    if same:
+        tj = sj
+    ours = jax.jit(laplex.make_plan)(tj, tj) if same else laplex.make_plan(tj, sj)
+    ref = _jax_make_plan(tj, sj, same)
+    for name in ("perm_s", "rank_t", "perm_t", "rank_s", "presorted_s"):
+        np.testing.assert_array_equal(getattr(ours, name), getattr(ref, name), err_msg=name)
+    assert int(ours.presorted_s[2]) == 1
+    assert bool(laplex.plan_is_valid(ours, tj, sj))
+
+
+@pytest.mark.parametrize("phased", [False, True])
+def test_fused_presorted_anchors_value_and_gradients(phased):
+    # identity permutations: the walks read the inputs in place (no sorted copies)
+    rng = np.random.default_rng(19 + phased)
+    t, s = _anchors(rng, 2, 700, 600, ties=True, presorted=True)
+    a, c = rng.uniform(0.2, 2.0, 2), rng.standard_normal(2)
+    b = rng.uniform(-2, 2, 2) if phased else None
+    v = rng.standard_normal((600, 5))
+    plan = laplex.make_plan(t, s)
+    np.testing.assert_array_equal(plan.perm_t[0], np.arange(700))
+    np.testing.assert_array_equal(plan.presorted_s, [1, 1])
+    y = laplex.matmat(v, t, s, a, b, c, plan=plan, scan=FUSED)
+    assert _rel(y, _dense_np(v, t, s, a, b, c)) < 1e-12
+    wr, wi = rng.standard_normal((700, 5)), rng.standard_normal((700, 5))
+    argnums = (0, 1, 2, 3, 4, 5) if phased else (0, 1, 2, 3, 5)
+    ours = jax.grad(_loss(lambda *z: laplex.matmat(*z, plan=plan, scan=FUSED), wr, wi),
+                    argnums)(v, t, s, a, b, c)
+    ref = jax.grad(_loss(_dense, wr, wi), argnums)(v, t, s, a, b, c)
+    for g, r in zip(ours, ref):
+        assert _rel(g, r) < 1e-10
