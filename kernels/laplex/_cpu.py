@@ -34,6 +34,7 @@ __all__ = ["CpuScan", "cpu_kernel_available", "build_cpu_kernel"]
 
 _SOURCES = tuple(Path(__file__).with_name(f)
                  for f in ("laplex_scan.cc", "laplex_fused.cc", "laplex_plan.cc"))
+_HEADERS = (Path(__file__).with_name("laplex_mem.h"),)  # hashed too, not compiled alone
 _TARGETS = {
     jnp.dtype(jnp.float32): ("laplex_scan_f32", "LaplexScanF32"),
     jnp.dtype(jnp.float64): ("laplex_scan_f64", "LaplexScanF64"),
@@ -61,7 +62,7 @@ def build_cpu_kernel(*, force: bool = False) -> Path:
     Raises `RuntimeError` with the compiler output when no compiler is found or
     compilation fails.
     """
-    src = b"".join(p.read_bytes() for p in _SOURCES)
+    src = b"".join(p.read_bytes() for p in _SOURCES + _HEADERS)
     tag = hashlib.sha256(src + jaxlib.__version__.encode()).hexdigest()[:16]
     out = _cache_dir() / f"laplex_scan_{tag}.so"
     if out.exists() and not force:

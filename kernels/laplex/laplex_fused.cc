@@ -34,13 +34,17 @@
 #include <cstring>
 #include <vector>
 
+#include "laplex_mem.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
+using laplex_mem::AdviseHuge;
+using laplex_mem::Scratch;
 
 namespace {
 
 constexpr int64_t kChunk = 512;
+constexpr int64_t kPf = 32;  // prefetch distance of the random gathers / scatters
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define LAPLEX_CLONES \
@@ -110,6 +114,7 @@ struct Plan {
   const int32_t* perm_s;  // (n,)
   const int32_t* rank_t;  // (m,)
   const int32_t* perm_t;  // (m,)
+  bool ident = false;     // both permutations are the identity (they are then not read)
 };
 
 // whether perm[u] == start + u for u < cnt (a pre-sorted stretch); branch free
@@ -162,12 +167,12 @@ LAPLEX_CLONES void HeadCols(const Plan& p, int64_t c0, const S* x, const S* tgt,
     q[0] = static_cast<S>(add ? static_cast<double>(q[0]) + vr : vr);
     if constexpr (CPX) q[1] = static_cast<S>(add ? static_cast<double>(q[1]) + vi : vi);
   };
-  auto tpos = [&](int64_t i) { return Clamp(p.perm_t[i], 0, m - 1); };
+  auto tpos = [&](int64_t i) { return p.ident ? i : Clamp(p.perm_t[i], 0, m - 1); };
   auto trank = [&](int64_t it) { return Clamp(p.rank_t[it], 0, n); };
   // (A) sorted anchors, indices and gaps of sources [j0, j0 + cnt); `dir` +1: gaps to
   // the previous source (left walk), -1: gaps to the next one (right walk)
   auto gather = [&](int64_t j0, int64_t cnt) {
-    if (IsIdentity(p.perm_s + j0, j0, cnt)) {
+    if (p.ident || IsIdentity(p.perm_s + j0, j0, cnt)) {
       for (int64_t u = 0; u < cnt; ++u) {
         sv[u] = static_cast<double>(src[j0 + u]);
         sidx[u] = j0 + u;
@@ -359,39 +364,58 @@ void HeadSorted(const Plan& p, const S* x, const S* tgt, const S* src, double a,
 }
 
 // Unsorted anchors: the walks would read x and write the outputs in random order,
-// one cache miss per element inside a dependent loop. Instead gather x, the
-// anchors and the ranks into sorted order first (independent loads, many misses
-// in flight), walk sorted copies with identity permutations, and scatter back.
+// one cache miss per element inside a dependent loop. Instead gather x and the
+// anchors into sorted order first (independent, prefetched loads), recompute the
+// merge ranks from the sorted copies (sequential), walk the copies with identity
+// permutations, and scatter back. Temporaries come from laplex_mem.h's pool.
 template <typename S, bool CPX, bool JD, bool Q, bool TIE>
 void Head(const Plan& p, const S* x, const S* tgt, const S* src, double a, double b,
           double c_re, double c_im, bool acc, S* o0, S* o1, S* o2) {
   const int64_t n = p.n, m = p.m, k = p.k;
   if (IsIdentity(p.perm_s, 0, n) && IsIdentity(p.perm_t, 0, m)) {
-    HeadSorted<S, CPX, JD, Q, TIE>(p, x, tgt, src, a, b, c_re, c_im, acc, o0, o1, o2);
+    Plan ps = p;
+    ps.ident = true;
+    HeadSorted<S, CPX, JD, Q, TIE>(ps, x, tgt, src, a, b, c_re, c_im, acc, o0, o1, o2);
     return;
   }
   constexpr int W = CPX ? 2 : 1;
   const int64_t row = W * k;
-  std::vector<int32_t> iota_n(n), iota_m(m), rank(m);
-  std::vector<S> xs(n * row), ss(n), ts(m), ob0(m * row), ob1(Q ? m * row : 0),
+  Scratch<int32_t> rank(m);
+  Scratch<S> xs(n * row), ss(n), ts(m), ob0(m * row), ob1(Q ? m * row : 0),
       ob2(JD ? m * row : 0);
+  // random gathers: software prefetch kPf elements ahead keeps more misses in flight
   for (int64_t j = 0; j < n; ++j) {
+    if (j + kPf < n) {
+      const int64_t ip = Clamp(p.perm_s[j + kPf], 0, n - 1);
+      __builtin_prefetch(src + ip);
+      __builtin_prefetch(x + ip * row);
+    }
     const int64_t id = Clamp(p.perm_s[j], 0, n - 1);
-    iota_n[j] = static_cast<int32_t>(j);
     ss[j] = src[id];
     for (int64_t e = 0; e < row; ++e) xs[j * row + e] = x[id * row + e];
   }
   for (int64_t q = 0; q < m; ++q) {
-    const int64_t i = Clamp(p.perm_t[q], 0, m - 1);
-    iota_m[q] = static_cast<int32_t>(q);
-    ts[q] = tgt[i];
-    rank[q] = p.rank_t[i];
+    if (q + kPf < m) __builtin_prefetch(tgt + Clamp(p.perm_t[q + kPf], 0, m - 1));
+    ts[q] = tgt[Clamp(p.perm_t[q], 0, m - 1)];
   }
-  Plan ps{n, m, k, iota_n.data(), rank.data(), iota_m.data()};
+  // merge ranks of the sorted copies (sequential; for a valid plan equal to
+  // rank_t[perm_t[q]], without a random gather)
+  for (int64_t q = 0, j = 0; q < m; ++q) {
+    const S tq = ts[q];
+    while (j < n && ss[j] <= tq) ++j;
+    rank[q] = static_cast<int32_t>(j);
+  }
+  Plan ps{n, m, k, nullptr, rank.data(), nullptr, true};
   HeadSorted<S, CPX, JD, Q, TIE>(ps, xs.data(), ts.data(), ss.data(), a, b, c_re, c_im, false,
                                  ob0.data(), Q ? ob1.data() : nullptr,
                                  JD ? ob2.data() : nullptr);
   for (int64_t q = 0; q < m; ++q) {
+    if (q + kPf < m) {
+      const int64_t ip = Clamp(p.perm_t[q + kPf], 0, m - 1);
+      __builtin_prefetch(o0 + ip * row, 1);
+      if constexpr (Q) __builtin_prefetch(o1 + ip * row, 1);
+      if constexpr (JD) __builtin_prefetch(o2 + ip * row, 1);
+    }
     const int64_t i = Clamp(p.perm_t[q], 0, m - 1);
     S* d0 = o0 + i * row;
     const S* s0 = &ob0[q * row];
@@ -605,6 +629,7 @@ ffi::Error ApplyImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
   S* yo = reinterpret_cast<S*>(y->untyped_data());
   constexpr int W = CPX ? 2 : 1;
   if (m == 0 || k == 0) return ffi::Error::Success();
+  AdviseHuge(yo, sizeof(S) * W * m * k);
   if (n == 0 || h_n == 0) {
     std::fill(yo, yo + W * m * k, S(0));
     return ffi::Error::Success();
@@ -644,6 +669,7 @@ ffi::Error PartsImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
   constexpr int W = CPX ? 2 : 1;
   S* o = reinterpret_cast<S*>(out->untyped_data());
   if (h_n == 0 || m == 0 || k == 0) return ffi::Error::Success();
+  AdviseHuge(o, sizeof(S) * W * h_n * np * m * k);
   if (n == 0) {
     std::fill(o, o + W * h_n * np * m * k, S(0));
     return ffi::Error::Success();
@@ -697,6 +723,7 @@ ffi::Error SymImpl(ffi::Buffer<D> x, ffi::Buffer<R> src, ffi::Buffer<D> lam, ffi
   }
   S* yo = reinterpret_cast<S*>(y->untyped_data());
   if (n == 0 || k == 0) return ffi::Error::Success();
+  AdviseHuge(yo, sizeof(S) * W * n * k);
   if (h_n == 0) {
     std::fill(yo, yo + W * n * k, S(0));
     return ffi::Error::Success();
@@ -704,7 +731,7 @@ ffi::Error SymImpl(ffi::Buffer<D> x, ffi::Buffer<R> src, ffi::Buffer<D> lam, ffi
   const S* xs = reinterpret_cast<const S*>(x.untyped_data());
   const S* ls = reinterpret_cast<const S*>(lam.untyped_data());
   const S* cs = reinterpret_cast<const S*>(c.untyped_data());
-  std::vector<S> scratch(h_n > 1 ? W * n * k : 0);
+  Scratch<S> scratch(h_n > 1 ? W * n * k : 0);
   for (int64_t h = 0; h < h_n; ++h) {
     double a, b, cr, ci;
     LamAt<S, CPX>(ls, h, &a, &b);
@@ -726,7 +753,7 @@ ffi::Error SymImpl(ffi::Buffer<D> x, ffi::Buffer<R> src, ffi::Buffer<D> lam, ffi
     }
     // unsorted: gather sorted copies (independent loads), walk them, scatter back
     const int64_t row = W * k;
-    std::vector<S> xsrt(n * row), ssrt(n), ysrt(n * row);
+    Scratch<S> xsrt(n * row), ssrt(n), ysrt(n * row);
     for (int64_t j = 0; j < n; ++j) {
       const int64_t id = Clamp(ph[j], 0, n - 1);
       ssrt[j] = sh[id];

@@ -13,9 +13,12 @@
 #include <cstring>
 #include <vector>
 
+#include "laplex_mem.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
+using laplex_mem::AdviseHuge;
+using laplex_mem::Scratch;
 
 namespace {
 
@@ -36,10 +39,10 @@ inline uint64_t OrderKey(double x) {
 // stable argsort of keys[0..n) into perm via LSD radix sort, 8 bits per pass;
 // passes whose digit is constant over all keys are skipped
 template <typename T, typename U = decltype(OrderKey(T()))>
-std::vector<U> Argsort(const T* x, int64_t n, int32_t* perm) {
+Scratch<U> Argsort(const T* x, int64_t n, int32_t* perm) {
   constexpr int kBytes = sizeof(U);
-  std::vector<U> key(n), key2(n);
-  std::vector<int32_t> idx2(n);
+  Scratch<U> key(n), key2(n);
+  Scratch<int32_t> idx2(n);
   std::vector<int64_t> hist(kBytes * 256, 0);
   for (int64_t i = 0; i < n; ++i) {
     const U k = OrderKey(x[i]);
@@ -77,8 +80,8 @@ std::vector<U> Argsort(const T* x, int64_t n, int32_t* perm) {
 
 // rank[perm_t[q]] = #{src <= tgt} by one merge of the sorted keys (order-preserving)
 template <typename U>
-void Ranks(const std::vector<U>& tkey, const int32_t* perm_t, int64_t m,
-           const std::vector<U>& skey, int64_t n, int32_t* rank) {
+void Ranks(const Scratch<U>& tkey, const int32_t* perm_t, int64_t m,
+           const Scratch<U>& skey, int64_t n, int32_t* rank) {
   int64_t j = 0;
   for (int64_t q = 0; q < m; ++q) {
     const U v = tkey[q];
@@ -102,6 +105,10 @@ ffi::Error PlanImpl(ffi::Buffer<R> t, ffi::Buffer<R> s, ffi::ResultBuffer<ffi::S
   if (m >= (int64_t{1} << 31) || n >= (int64_t{1} << 31)) {
     return ffi::Error::InvalidArgument("laplex_plan: more than 2^31 - 1 anchors per head");
   }
+  AdviseHuge(perm_s->typed_data(), sizeof(int32_t) * h_n * n);
+  AdviseHuge(rank_t->typed_data(), sizeof(int32_t) * h_n * m);
+  AdviseHuge(perm_t->typed_data(), sizeof(int32_t) * h_n * m);
+  AdviseHuge(rank_s->typed_data(), sizeof(int32_t) * h_n * n);
   for (int64_t h = 0; h < h_n; ++h) {
     const T* th = t.typed_data() + h * m;
     const T* sh = s.typed_data() + h * n;

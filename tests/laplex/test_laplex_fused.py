@@ -238,3 +238,43 @@ def test_fused_presorted_anchors_value_and_gradients(phased):
     ref = jax.grad(_loss(_dense, wr, wi), argnums)(v, t, s, a, b, c)
     for g, r in zip(ours, ref):
         assert _rel(g, r) < 1e-10
+
+
+def _rows_np(v, t, s, a, b, c, rows):
+    """`_dense_np` for the targets `rows` only, in groups (memory stays small at large N)."""
+    return np.concatenate([_dense_np(v, t[:, rows[i:i + 8]], s, a, b, c)
+                           for i in range(0, len(rows), 8)])
+
+
+@pytest.mark.parametrize("phased", [False, True])
+def test_fused_large_unsorted_pooled_buffers(phased):
+    # N large enough that the kernels' temporaries are huge-page pool blocks (>= 4 MiB);
+    # two sizes in a row so a recycled (larger) block is reused; values on sampled rows
+    # and the v- and t-gradients against the plain float64 oracle
+    rng = np.random.default_rng(11 + phased)
+    for m, n in ((210_000, 200_000), (180_000, 190_000)):
+        t, s = rng.uniform(0, n, (2, m)), rng.uniform(0, n, (2, n))
+        a = rng.uniform(0.2, 2.0, 2)
+        b = rng.uniform(-2, 2, 2) if phased else None
+        c = rng.standard_normal(2)
+        v = rng.standard_normal((n, 3))
+        w = rng.standard_normal((m, 3))
+        rows = rng.choice(m, 24, replace=False)
+        cols = rng.choice(n, 24, replace=False)
+
+        def loss(v, t):
+            return jnp.sum(jnp.real(laplex.matmat(v, t, s, a, b, c, scan=FUSED)) * w)
+
+        y = laplex.matmat(v, t, s, a, b, c, scan=FUSED)
+        assert _rel(np.asarray(y)[rows], _rows_np(v, t, s, a, b, c, rows)) < 1e-12
+        gv, gt = jax.grad(loss, argnums=(0, 1))(v, t)
+        lam = a if b is None else a + 1j * b
+        # d loss / d v_j = sum_i w_i Re K[i, j]: the transposed operator on w
+        ref_v = np.real(_rows_np(w, s, t, a, b, c, cols))
+        assert _rel(np.asarray(gv)[cols], ref_v) < 1e-12
+        # d loss / d t[h, i] = Re sum_j -lam_h c_h sign(t - s_j) e^{-lam_h |t - s_j|} (v_j . w_i)
+        for h in range(2):
+            d = t[h, rows][:, None] - s[h][None, :]
+            kh = -lam[h] * c[h] * np.sign(d) * np.exp(-lam[h] * np.abs(d))
+            ref_t = np.real(np.sum((kh @ v) * w[rows], axis=1))
+            assert _rel(np.asarray(gt)[h, rows], ref_t) < 1e-10
