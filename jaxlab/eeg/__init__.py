@@ -1,5 +1,6 @@
-"""P10 eeg: L-FAME-style meditation-EEG benchmark framework (simulator, preprocessing,
-features, covariance geometry, evaluation protocols, classical baselines)."""
+"""P10 eeg: L-FAME-style meditation-EEG benchmark framework (simulator, loaders,
+preprocessing with optional ICA, features, covariance geometry, evaluation protocols,
+classical and deep baselines)."""
 
 from ._baselines import CLASSICAL_MODELS as CLASSICAL_MODELS
 from ._baselines import TangentSpaceFeatures as TangentSpaceFeatures
@@ -10,8 +11,10 @@ from ._data import GROUPS as GROUPS
 from ._data import SESSIONS as SESSIONS
 from ._data import EEGDataset as EEGDataset
 from ._data import EpochTable as EpochTable
+from ._deep import DeepConvNet as DeepConvNet
 from ._deep import EEGNet as EEGNet
 from ._deep import ShallowConvNet as ShallowConvNet
+from ._deep import TrainedClassifier as TrainedClassifier
 from ._deep import train_classifier as train_classifier
 from ._evaluate import balanced_accuracy as balanced_accuracy
 from ._evaluate import fold_ci as fold_ci
@@ -25,9 +28,13 @@ from ._features import relative_powers as relative_powers
 from ._features import spectral_entropy as spectral_entropy
 from ._features import spectral_features as spectral_features
 from ._features import welch as welch
+from ._ica import ica_clean as ica_clean
+from ._io import concat_tables as concat_tables
 from ._io import dataset_from_raws as dataset_from_raws
 from ._io import raw_from_block as raw_from_block
+from ._io import read_bids as read_bids
 from ._io import read_dataset as read_dataset
+from ._io import table_from_epochs as table_from_epochs
 from ._montage import STANDARD_1020 as STANDARD_1020
 from ._montage import channel_indices as channel_indices
 from ._montage import channel_positions as channel_positions

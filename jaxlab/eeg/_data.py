@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
@@ -26,6 +28,7 @@ class EEGDataset(eqx.Module):
     - `sfreq`: sampling rate in Hz (static).
     - `ch_names`: channel names, 10-20 system (static).
     - `group_names`, `session_names`, `condition_names`: metadata labels (static).
+    - `subject_names`: optional subject labels, e.g. BIDS `sub-` labels (static).
     """
 
     signals: Float[Array, "subject session condition channel time"]
@@ -35,6 +38,7 @@ class EEGDataset(eqx.Module):
     group_names: tuple[str, ...] = eqx.field(static=True, default=GROUPS)
     session_names: tuple[str, ...] = eqx.field(static=True, default=SESSIONS)
     condition_names: tuple[str, ...] = eqx.field(static=True, default=CONDITIONS)
+    subject_names: tuple[str, ...] | None = eqx.field(static=True, default=None)
 
     def __check_init__(self):
         if not (np.isfinite(self.sfreq) and self.sfreq > 0):
@@ -54,10 +58,16 @@ class EEGDataset(eqx.Module):
             raise ValueError(f"group: expected shape ({s},), got {self.group.shape}")
         if ns != len(self.session_names) or nc != len(self.condition_names):
             raise ValueError("signals: session/condition axes disagree with their names")
+        if self.subject_names is not None and len(self.subject_names) != s:
+            raise ValueError(f"subject_names: {len(self.subject_names)} names for {s} subjects")
         if not isinstance(self.signals, jnp.ndarray) or not hasattr(self.signals, "devices"):
             return
         if not bool(jnp.all(jnp.isfinite(self.signals))):
             raise ValueError("signals: contains NaN or infinite samples")
+
+    def with_signals(self, signals) -> EEGDataset:
+        """The same recordings' metadata with new `signals` (same leading axes)."""
+        return dataclasses.replace(self, signals=signals)
 
 
 class EpochTable(eqx.Module):

@@ -1,4 +1,5 @@
-"""Loaders for real recordings (P10): MNE Raw objects and EDF/BDF/BrainVision files.
+"""Loaders for real recordings (P10): MNE Raw and Epochs objects, EDF/BDF/BrainVision
+files, and BIDS folders (via mne-bids).
 
 MNE is an optional dependency (extra `eeg`); it is imported only when a loader is
 called. Nothing is downloaded.
@@ -6,19 +7,31 @@ called. Nothing is downloaded.
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
 
-from ._data import EEGDataset
+from ._data import CONDITIONS, GROUPS, SESSIONS, EEGDataset, EpochTable
 from ._montage import STANDARD_1020, channel_indices, channel_positions
 
-__all__ = ["dataset_from_raws", "read_dataset", "raw_from_block"]
+__all__ = ["dataset_from_raws", "read_dataset", "raw_from_block", "table_from_epochs",
+           "concat_tables", "read_bids"]
+
+
+def _montage_channels(available, what: str) -> tuple[str, ...]:
+    """The 10-20 channels present in `available`, in montage order."""
+    present = {c.lower() for c in available}
+    ch_names = tuple(c for c in STANDARD_1020 if c.lower() in present)
+    if not ch_names:
+        raise ValueError(f"{what}: no 10-20 channel found among {list(available)}")
+    return ch_names
 
 
 def dataset_from_raws(raws: Mapping, group: Sequence[int], *, ch_names=None,
-                      dtype=jnp.float32) -> EEGDataset:
+                      subject_names=None, dtype=jnp.float32) -> EEGDataset:
     """Assemble an `EEGDataset` from MNE `Raw` recordings.
 
     **Arguments:**
@@ -29,6 +42,7 @@ def dataset_from_raws(raws: Mapping, group: Sequence[int], *, ch_names=None,
     - `group`: group index per subject (0 SA-TA-NA-MA, 1 Hare Krishna, 2 Breath Focus).
     - `ch_names`: channels to keep (default: the 10-20 channels present in the first
       recording, in montage order).
+    - `subject_names`: optional subject labels stored in the data set.
 
     **Returns:** `EEGDataset` in microvolts, every block cropped to the shortest one.
 
@@ -42,10 +56,7 @@ def dataset_from_raws(raws: Mapping, group: Sequence[int], *, ch_names=None,
         raise ValueError(f"raws: missing (subject, session, condition) blocks {missing[:5]}")
     first = raws[(0, 0, 0)]
     if ch_names is None:
-        present = {c.lower() for c in first.ch_names}
-        ch_names = tuple(c for c in STANDARD_1020 if c.lower() in present)
-        if not ch_names:
-            raise ValueError(f"raws: no 10-20 channel found among {first.ch_names}")
+        ch_names = _montage_channels(first.ch_names, "raws")
     ch_names = tuple(ch_names)
     channel_positions(ch_names)
     sfreq = float(first.info["sfreq"])
@@ -63,7 +74,8 @@ def dataset_from_raws(raws: Mapping, group: Sequence[int], *, ch_names=None,
     signals = np.stack([np.stack([np.stack([blocks[(s, e, c)][:, :n_t] for c in (0, 1)])
                                   for e in (0, 1)]) for s in range(n_subj)])
     return EEGDataset(signals=jnp.asarray(signals, dtype), group=jnp.asarray(group),
-                      sfreq=sfreq, ch_names=ch_names)
+                      sfreq=sfreq, ch_names=ch_names,
+                      subject_names=None if subject_names is None else tuple(subject_names))
 
 
 def read_dataset(paths: Mapping, group: Sequence[int], *, ch_names=None,
@@ -83,3 +95,194 @@ def raw_from_block(data: EEGDataset, subject: int, session: int, condition: int)
     info = mne.create_info(list(data.ch_names), data.sfreq, ch_types="eeg")
     x = np.asarray(data.signals[subject, session, condition], np.float64) * 1e-6
     return mne.io.RawArray(x, info, verbose="error")
+
+
+def _label_indices(values, names: Sequence[str], what: str) -> np.ndarray:
+    """Map labels (indices into `names`, or the names themselves, case-insensitive)
+    to integer indices; `ValueError` naming `what` for anything else."""
+    lower = [n.lower() for n in names]
+    out = []
+    for v in np.asarray(values, dtype=object).reshape(-1):
+        if isinstance(v, str):
+            if v.lower() not in lower:
+                raise ValueError(f"{what}: unknown label {v!r}; expected one of {tuple(names)}")
+            out.append(lower.index(v.lower()))
+        elif isinstance(v, int | np.integer) and 0 <= int(v) < len(names):
+            out.append(int(v))
+        else:
+            raise ValueError(f"{what}: expected an index in [0, {len(names)}) or one of "
+                             f"{tuple(names)}, got {v!r}")
+    return np.asarray(out, np.int32)
+
+
+def _conditions_from_events(epochs) -> np.ndarray:
+    """Condition per epoch from event names: an event named (or tagged, as in
+    `"meditation/satanama"`) `rest` or `meditation`."""
+    by_code = {}
+    for name, code in epochs.event_id.items():
+        tags = [t.lower() for t in name.split("/")]
+        hits = [i for i, c in enumerate(CONDITIONS) if c in tags]
+        if len(hits) != 1:
+            raise ValueError(f"condition: event {name!r} names none or several of {CONDITIONS}; "
+                             "pass condition= or an epochs.metadata 'condition' column")
+        by_code[code] = hits[0]
+    return np.asarray([by_code[c] for c in epochs.events[:, 2]], np.int32)
+
+
+def table_from_epochs(epochs, *, subject=None, session=None, condition=None, group=None,
+                      ch_names=None, dtype=jnp.float32) -> EpochTable:
+    """Convert an MNE `Epochs` object into an `EpochTable` (microvolts) with per-epoch
+    metadata (P10 data model).
+
+    **Arguments:**
+
+    - `epochs`: `mne.Epochs` / `mne.EpochsArray` (EEG channels in volts).
+    - `subject`, `session`, `condition`, `group`: a scalar for every epoch or one value per
+      epoch; sessions, conditions and groups may be given as indices or as names from
+      `SESSIONS`, `CONDITIONS`, `GROUPS`. When omitted, the column of the same name in
+      `epochs.metadata` is used; the condition may also come from the event names
+      (`"rest"`, `"meditation"`, or tags such as `"meditation/breath"`). `subject` and
+      `session` default to 0 when neither is given; `group` must be given.
+    - `ch_names`: channels to keep (default: 10-20 channels present, montage order).
+
+    **Returns:** `EpochTable` with `x` `(N, C, L)` and `keep` all True.
+
+    **Raises:** `ValueError` for unknown channels or labels, wrong-length metadata, NaN.
+    """
+    n = len(epochs)
+    meta = epochs.metadata
+
+    def column(name, value, names, default=None):
+        if value is None and meta is not None and name in meta.columns:
+            value = meta[name].to_numpy()
+        if value is None and name == "condition":
+            return _conditions_from_events(epochs)
+        if value is None and default is None:
+            raise ValueError(f"{name}: not given and no epochs.metadata column {name!r}")
+        value = default if value is None else value
+        arr = np.asarray(value, dtype=object).reshape(-1)
+        if arr.size == 1:
+            arr = np.repeat(arr, n)
+        if arr.size != n:
+            raise ValueError(f"{name}: expected one value or {n} values, got {arr.size}")
+        if names is None:
+            try:
+                return np.asarray([int(v) for v in arr], np.int32)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"{name}: expected integer subject ids, got {arr[:3]}") from e
+        return _label_indices(arr, names, name)
+
+    subj = column("subject", subject, None, default=0)
+    sess = column("session", session, SESSIONS, default=0)
+    cond = column("condition", condition, CONDITIONS)
+    grp = column("group", group, GROUPS)
+    if ch_names is None:
+        ch_names = _montage_channels(epochs.ch_names, "epochs")
+    ch_names = tuple(ch_names)
+    channel_positions(ch_names)
+    x = epochs.get_data(picks=[epochs.ch_names[i] for i in channel_indices(epochs.ch_names,
+                                                                            ch_names)]) * 1e6
+    if not np.all(np.isfinite(x)):
+        raise ValueError("epochs: contains NaN or infinite samples")
+    return EpochTable(x=jnp.asarray(x, dtype), subject=jnp.asarray(subj),
+                      session=jnp.asarray(sess), condition=jnp.asarray(cond),
+                      group=jnp.asarray(grp), keep=jnp.ones(n, bool),
+                      sfreq=float(epochs.info["sfreq"]), ch_names=ch_names)
+
+
+def concat_tables(tables: Sequence[EpochTable]) -> EpochTable:
+    """Stack `EpochTable`s with equal sampling rate, channels and epoch length."""
+    tables = list(tables)
+    if not tables:
+        raise ValueError("tables: expected at least one EpochTable")
+    first = tables[0]
+    for i, t in enumerate(tables[1:], 1):
+        if (t.sfreq, t.ch_names, t.x.shape[1:]) != (first.sfreq, first.ch_names,
+                                                    first.x.shape[1:]):
+            raise ValueError(f"tables[{i}]: sampling rate, channels or epoch shape differ "
+                             "from tables[0]")
+
+    def cat(field):
+        return jnp.concatenate([getattr(t, field) for t in tables])
+
+    return EpochTable(x=cat("x"), subject=cat("subject"), session=cat("session"),
+                      condition=cat("condition"), group=cat("group"), keep=cat("keep"),
+                      sfreq=first.sfreq, ch_names=first.ch_names)
+
+
+def _participant_groups(root, group_column: str) -> dict[str, str]:
+    path = root / "participants.tsv"
+    if not path.is_file():
+        return {}
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    return {r["participant_id"].removeprefix("sub-"): r[group_column]
+            for r in rows if group_column in r and r[group_column] not in (None, "", "n/a")}
+
+
+def read_bids(root, *, tasks: Mapping[str, int] | None = None,
+              sessions: Sequence[str] = SESSIONS, groups: Mapping | None = None,
+              group_column: str = "group", subjects: Sequence[str] | None = None,
+              ch_names=None, dtype=jnp.float32) -> EEGDataset:
+    """Read an L-FAME-style BIDS folder into an `EEGDataset` (needs `mne-bids`).
+
+    Each subject needs one EEG recording per (session, task); several runs of one
+    (session, task) are concatenated in run order. Nothing is downloaded.
+
+    **Arguments:**
+
+    - `root`: the BIDS root folder.
+    - `tasks`: BIDS task label -> condition index (default `{"rest": 0, "meditation": 1}`).
+    - `sessions`: the BIDS session labels of the pre and post sessions, in that order.
+    - `groups`: subject label -> group (index or name from `GROUPS`); by default the
+      `group_column` of `participants.tsv`.
+    - `subjects`: subject labels to read (default: all, sorted).
+    - `ch_names`: channels to keep (default: 10-20 channels present, montage order).
+
+    **Returns:** `EEGDataset` (microvolts) with `subject_names` set to the BIDS labels.
+
+    **Raises:** `ValueError` naming the missing (subject, session, task) recording or a
+    subject without a group, and for everything `dataset_from_raws` rejects.
+    """
+    import mne
+    import mne_bids
+
+    root = Path(root)
+    if not root.is_dir():
+        raise ValueError(f"root: BIDS folder {root} does not exist")
+    tasks = {"rest": 0, "meditation": 1} if tasks is None else dict(tasks)
+    if sorted(tasks.values()) != [0, 1]:
+        raise ValueError(f"tasks: expected one task per condition 0 (rest) and 1 (meditation), "
+                         f"got {tasks}")
+    sessions = tuple(sessions)
+    if len(sessions) != 2:
+        raise ValueError(f"sessions: expected the (pre, post) session labels, got {sessions}")
+    if subjects is None:
+        subjects = sorted(mne_bids.get_entity_vals(root, "subject"))
+    subjects = tuple(subjects)
+    if not subjects:
+        raise ValueError(f"root: no sub-* folder in {root}")
+    group_of = _participant_groups(root, group_column) if groups is None else dict(groups)
+    missing = [s for s in subjects if s not in group_of]
+    if missing:
+        raise ValueError(f"groups: no group for subjects {missing[:5]} (give groups= or a "
+                         f"{group_column!r} column in participants.tsv)")
+    group = _label_indices([group_of[s] for s in subjects], GROUPS, "groups")
+    raws = {}
+    for i, sub in enumerate(subjects):
+        for e, ses in enumerate(sessions):
+            for task, c in tasks.items():
+                paths = mne_bids.find_matching_paths(
+                    root, subjects=sub, sessions=ses, tasks=task, datatypes="eeg",
+                    suffixes="eeg", extensions=[".edf", ".bdf", ".vhdr", ".set", ".fif"])
+                if not paths:
+                    raise ValueError(f"root: no EEG recording for sub-{sub} ses-{ses} "
+                                     f"task-{task} in {root}")
+                runs = [mne_bids.read_raw_bids(p, verbose="error")
+                        for p in sorted(paths, key=lambda p: (p.run or "", str(p)))]
+                for r in runs:
+                    r.load_data(verbose="error")
+                raws[(i, e, c)] = (runs[0] if len(runs) == 1
+                                   else mne.concatenate_raws(runs, verbose="error"))
+    return dataset_from_raws(raws, group, ch_names=ch_names, subject_names=subjects,
+                             dtype=dtype)

@@ -1,4 +1,5 @@
-"""Preprocessing (P10): notch, band-pass, re-reference, epoching, amplitude rejection.
+"""Preprocessing (P10): notch, band-pass, optional ICA, re-reference, epoching, amplitude
+rejection.
 
 Filters are designed and applied with `scipy.signal` (zero-phase second-order
 sections) on host arrays; re-referencing, epoching and rejection are JAX.
@@ -13,6 +14,7 @@ import scipy.signal
 from jaxlab._core import check_array
 
 from ._data import EEGDataset, EpochTable
+from ._ica import ica_clean
 
 __all__ = ["bandpass", "notch", "rereference", "epoch_indices", "epoch", "reject_amplitude",
            "preprocess_dataset", "make_epochs"]
@@ -106,14 +108,25 @@ def reject_amplitude(epochs, threshold: float):
 
 
 def preprocess_dataset(data: EEGDataset, *, line_freq: float = 50.0, low: float = 1.0,
-                       high: float = 40.0, ref="average") -> EEGDataset:
-    """Notch at `line_freq`, band-pass `[low, high]` Hz, re-reference (P10 pipeline)."""
+                       high: float = 40.0, ref="average", ica_components: int | None = None,
+                       ica_method: str = "infomax", ica_threshold: float = 0.6,
+                       ica_seed: int = 0) -> EEGDataset:
+    """The P10 pipeline: notch at `line_freq`, band-pass `[low, high]` Hz, optional ICA,
+    re-reference.
+
+    With `ica_components=n`, `ica_clean` fits an `n`-component MNE ICA (`ica_method`:
+    infomax, fastica or picard) per (subject, session) after filtering and removes the
+    components correlated (|r| > `ica_threshold`) with the Fp1/Fp2 EOG proxies.
+
+    **Returns:** `EEGDataset` with the same shape and metadata.
+    """
     x = notch(data.signals, data.sfreq, line_freq)
     x = bandpass(x, data.sfreq, low, high)
+    if ica_components is not None:
+        x = ica_clean(data.with_signals(x), ica_components, method=ica_method,
+                      threshold=ica_threshold, seed=ica_seed).signals
     x = rereference(x, ref)
-    return EEGDataset(signals=x, group=data.group, sfreq=data.sfreq, ch_names=data.ch_names,
-                      group_names=data.group_names, session_names=data.session_names,
-                      condition_names=data.condition_names)
+    return data.with_signals(x)
 
 
 def make_epochs(data: EEGDataset, *, seconds: float = 2.0, step_seconds: float | None = None,

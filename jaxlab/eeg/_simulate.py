@@ -15,9 +15,22 @@ public, so experiments use this documented generative model instead:
   `technique_effect` relative to `signature_uv**2`: SA-TA-NA-MA -> central
   beta (18 Hz, finger-movement mantra), Hare Krishna -> left-temporal 35 Hz
   (chanting), Breath Focus -> frontal alpha (10 Hz);
-- session shift after six weeks: meditation effects scaled by
-  `1 + training_gain` in the post session, plus a recording shift (per-channel
-  log-gain noise `session_shift`, 1/f exponent change `exponent_shift`);
+- session shift after six weeks (post session; every parameter in `SimulationConfig`):
+  * changed meditation-effect size: theta/alpha state effects scaled by
+    `1 + training_gain` (the technique signatures, motor/vocal components of the
+    practice, keep their size);
+  * trait effect: post-session *rest* carries `trait_effect` x the (trained) theta/alpha
+    state effect, since practice raises resting theta/alpha (Cahn & Polich 2006; Lomas
+    et al. 2015), so the pre-session rest/meditation boundary no longer fits and the
+    post-session rest-vs-meditation contrast is smaller;
+  * recording shift: electrode impedance changes as per-channel log-gain noise
+    (`session_shift`), an overall amplitude scale per (subject, session) (log SD
+    `session_scale`), a common change of the recording setup that scales every
+    post-session recording by `exp(post_gain)` (e.g. another cap / gel batch), a cap
+    re-placement that moves every source topography by a random per-(subject, session)
+    displacement of SD `montage_shift` head radii (~0.9 cm per
+    0.1), a 1/f exponent change `exponent_shift`, and a small change of the individual
+    alpha peak frequency (SD `alpha_peak_shift` Hz; IAF test-retest ~0.2-0.4 Hz);
 - artefacts at identical rates in both conditions (so that nothing but the
   effects separates them): eye blinks on frontal-polar channels, EMG bursts on
   temporal channels, 50 Hz line noise.
@@ -54,8 +67,13 @@ class SimulationConfig(eqx.Module):
     alpha_effect: float = 0.25
     technique_effect: float = 1.0
     training_gain: float = 0.3
-    session_shift: float = 0.15
+    trait_effect: float = 0.5
+    session_shift: float = 0.2
+    session_scale: float = 0.2
+    post_gain: float = 0.3
+    montage_shift: float = 0.08
     exponent_shift: float = 0.1
+    alpha_peak_shift: float = 0.3
     responder_sd: float = 0.5
     background_uv: float = 10.0
     theta_uv: float = 4.0
@@ -69,7 +87,9 @@ class SimulationConfig(eqx.Module):
     line_freq: float = 50.0
 
     def scaled(self, factor: float) -> SimulationConfig:
-        """The same design with every meditation/technique/training effect times `factor`."""
+        """The same design with every meditation/technique/training effect times `factor`
+        (the trait effect is a fraction of the state effect, so it vanishes with it; the
+        recording shift is condition-independent and is kept)."""
         return eqx.tree_at(
             lambda c: (c.theta_effect, c.alpha_effect, c.technique_effect, c.training_gain),
             self,
@@ -80,7 +100,8 @@ class SimulationConfig(eqx.Module):
     def effect_sizes(self) -> dict[str, float]:
         return {k: float(getattr(self, k)) for k in
                 ("theta_effect", "alpha_effect", "technique_effect", "training_gain",
-                 "session_shift", "exponent_shift")}
+                 "trait_effect", "session_shift", "session_scale", "post_gain",
+                 "montage_shift", "exponent_shift", "alpha_peak_shift")}
 
 
 def _topography(pos, centre, width):
@@ -115,6 +136,10 @@ def _block(key, subj, session, condition, group, cfg: SimulationConfig, pos, n_t
     med = condition.astype(dtype)
     gain = 1 + sess * cfg.training_gain
     resp = subj["responder"]
+    # cap re-placement: every source topography moves with the electrodes
+    pos = pos - subj["cap_shift"][session]
+    # the trait effect: post-session rest carries part of the (trained) state effect
+    state = med + (1 - med) * sess * cfg.trait_effect
 
     # 1/f background, spatially smoothed (volume conduction)
     expo = subj["exponent"] + sess * cfg.exponent_shift
@@ -127,10 +152,11 @@ def _block(key, subj, session, condition, group, cfg: SimulationConfig, pos, n_t
     x = cfg.background_uv * (mix @ bg)
 
     # frontal-midline theta and posterior alpha with meditation effects (power ratios)
-    theta_pow = 1 + med * cfg.theta_effect * gain * resp
-    alpha_pow = 1 + med * cfg.alpha_effect * gain * resp
+    theta_pow = 1 + state * cfg.theta_effect * gain * resp
+    alpha_pow = 1 + state * cfg.alpha_effect * gain * resp
+    alpha_f = subj["alpha_f"] + sess * cfg.alpha_peak_shift * subj["alpha_f_change"]
     theta = _band_noise(ks[1], (n_t,), freqs, subj["theta_f"], 0.7, dtype)
-    alpha = _band_noise(ks[2], (n_t,), freqs, subj["alpha_f"], 0.8, dtype)
+    alpha = _band_noise(ks[2], (n_t,), freqs, alpha_f, 0.8, dtype)
     x = x + (cfg.theta_uv * subj["theta_amp"] * jnp.sqrt(theta_pow)
              * _topography(pos, STANDARD_1020["Fz"], 0.35))[:, None] * theta[None]
     x = x + (cfg.alpha_uv * subj["alpha_amp"] * jnp.sqrt(alpha_pow)
@@ -141,7 +167,7 @@ def _block(key, subj, session, condition, group, cfg: SimulationConfig, pos, n_t
     sig_centre = jnp.asarray([STANDARD_1020["Cz"], STANDARD_1020["T7"], STANDARD_1020["Fz"]],
                              dtype)[group]
     sig = _band_noise(ks[3], (n_t,), freqs, sig_f, 1.5, dtype)
-    sig_amp = cfg.signature_uv * jnp.sqrt(med * cfg.technique_effect * gain * resp)
+    sig_amp = cfg.signature_uv * jnp.sqrt(med * cfg.technique_effect * resp)
     x = x + (sig_amp * _topography(pos, sig_centre, 0.4))[:, None] * sig[None]
 
     # artefacts: blinks (frontal-polar), EMG bursts (temporal), line noise
@@ -164,7 +190,9 @@ def _block(key, subj, session, condition, group, cfg: SimulationConfig, pos, n_t
     x = x + cfg.line_uv * jnp.sin(2 * jnp.pi * cfg.line_freq * t + phase)[None]
 
     # electrode gains: subject-specific and session-specific (recording shift)
-    sess_gain = jnp.exp(cfg.session_shift * subj["session_gain_noise"][session])
+    sess_gain = jnp.exp(cfg.session_shift * subj["session_gain_noise"][session]
+                        + cfg.session_scale * subj["session_scale_noise"][session]
+                        + sess * cfg.post_gain)
     return x * (subj["channel_gain"] * sess_gain)[:, None]
 
 
@@ -192,7 +220,7 @@ def simulate(config: SimulationConfig, *, key, ch_names=tuple(STANDARD_1020),
         )
     if not config.block_seconds > 0:
         raise ValueError(f"config.block_seconds: expected > 0, got {config.block_seconds}")
-    for name, val in config.effect_sizes().items():
+    for name, val in config.effect_sizes().items():  # all must be finite and >= 0
         if not (np.isfinite(val) and val >= 0):
             raise ValueError(f"config.{name}: expected a finite value >= 0, got {val}")
     pos = jnp.asarray(channel_positions(ch_names), dtype)
@@ -200,7 +228,7 @@ def simulate(config: SimulationConfig, *, key, ch_names=tuple(STANDARD_1020),
     n_t = int(round(config.block_seconds * config.sfreq))
     k_group, k_subj, k_blocks = jax.random.split(key, 3)
     group = jax.random.permutation(k_group, jnp.arange(s) % 3)
-    ks = jax.random.split(k_subj, 9)
+    ks = jax.random.split(k_subj, 12)
     subjects = {
         "alpha_f": 10.0 + 1.0 * jax.random.normal(ks[0], (s,), dtype),
         "theta_f": 6.0 + 0.5 * jax.random.normal(ks[1], (s,), dtype),
@@ -210,6 +238,9 @@ def simulate(config: SimulationConfig, *, key, ch_names=tuple(STANDARD_1020),
         "responder": jnp.exp(config.responder_sd * jax.random.normal(ks[5], (s,), dtype)),
         "channel_gain": jnp.exp(0.2 * jax.random.normal(ks[6], (s, c), dtype)),
         "session_gain_noise": jax.random.normal(ks[7], (s, 2, c), dtype),
+        "session_scale_noise": jax.random.normal(ks[8], (s, 2), dtype),
+        "cap_shift": config.montage_shift * jax.random.normal(ks[9], (s, 2, 2), dtype),
+        "alpha_f_change": jax.random.normal(ks[10], (s,), dtype),
     }
     sess_idx = jnp.asarray([0, 0, 1, 1])
     cond_idx = jnp.asarray([0, 1, 0, 1])

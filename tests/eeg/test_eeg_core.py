@@ -1,6 +1,8 @@
 """Tests for jaxlab.eeg: oracles are scipy.signal, sklearn.metrics, pyriemann and
 analytic facts (sinusoid power, filter gain, covariance identities)."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -199,3 +201,38 @@ def test_simulator_design_and_zero_effect_symmetry():
     # ... and with every effect at zero the same statistic is at noise level
     d0 = eeg.simulate(cfg.scaled(0.0), key=jax.random.key(3))
     assert abs(_theta_log_ratio_t(d0)) < 2.5
+
+
+def _log_band_power(d, ch, band):
+    f, p = eeg.welch(d.signals[..., d.ch_names.index(ch), :], d.sfreq, nperseg=128)
+    return np.log(np.asarray(eeg.band_powers(f, p)[..., band]))  # (S, session, condition)
+
+
+def _t(r):
+    r = np.asarray(r).ravel()
+    return r.mean() / (r.std(ddof=1) / np.sqrt(r.size))
+
+
+def test_simulator_session_shift():
+    # recording shift reduced to the common post-session gain; state/trait effects on
+    no_noise = dict(session_shift=0.0, session_scale=0.0, montage_shift=0.0,
+                    exponent_shift=0.0, alpha_peak_shift=0.0)
+    cfg = eeg.SimulationConfig(n_subjects=12, block_seconds=8.0, post_gain=0.3, trait_effect=1.0,
+                               **no_noise)
+    d = eeg.simulate(cfg, key=jax.random.key(5))
+    # delta power at Cz (1/f background only) rises by exp(2 * post_gain) after six weeks
+    delta = _log_band_power(d, "Cz", 0)
+    np.testing.assert_allclose((delta[:, 1] - delta[:, 0]).mean(), 0.6, atol=0.12)
+    # the trait effect: post-session rest has more frontal-midline theta than pre-session
+    # rest (beyond the common gain), and the post rest/meditation contrast is smaller
+    theta = _log_band_power(d, "Fz", 1) - delta
+    assert _t(theta[:, 1, 0] - theta[:, 0, 0]) > 3.0
+    contrast = theta[..., 1] - theta[..., 0]
+    assert contrast[:, 1].mean() < contrast[:, 0].mean()
+    # without the trait effect and gain, post rest matches pre rest
+    d0 = eeg.simulate(dataclasses.replace(cfg, trait_effect=0.0, post_gain=0.0),
+                      key=jax.random.key(5))
+    delta0 = _log_band_power(d0, "Cz", 0)
+    theta0 = _log_band_power(d0, "Fz", 1) - delta0
+    assert abs(_t(theta0[:, 1, 0] - theta0[:, 0, 0])) < 2.5
+    assert abs((delta0[:, 1] - delta0[:, 0]).mean()) < 0.12

@@ -1,5 +1,6 @@
-"""EEGNet / ShallowConvNet: output shapes, jit = eager, gradient vs finite differences,
-and training learns a trivially separable problem."""
+"""EEGNet / ShallowConvNet / DeepConvNet: output shapes, jit = eager, gradient vs finite
+differences, braindecode's Deep4 layer sizes, training learns a trivially separable
+problem, and checkpoint/resume reproduces an uninterrupted run exactly."""
 
 import jax
 import jax.numpy as jnp
@@ -8,12 +9,16 @@ import pytest
 
 from jaxlab import eeg
 
+# DeepConvNet needs >= 441 samples with braindecode's defaults (see test below)
+LENGTH = {eeg.EEGNet: 128, eeg.ShallowConvNet: 128, eeg.DeepConvNet: 448}
 
-@pytest.mark.parametrize("cls", [eeg.EEGNet, eeg.ShallowConvNet])
+
+@pytest.mark.parametrize("cls", [eeg.EEGNet, eeg.ShallowConvNet,
+                                 pytest.param(eeg.DeepConvNet, marks=pytest.mark.slow)])
 def test_output_shape_jit_and_gradient(cls, getkey):
     # float32 throughout: flax BatchNorm keeps float32 statistics
     model = cls(n_classes=3)
-    x = jax.random.normal(getkey(), (4, 8, 128), jnp.float32)
+    x = jax.random.normal(getkey(), (4, 8, LENGTH[cls]), jnp.float32)
     variables = model.init(getkey(), x)
     out = model.apply(variables, x)
     assert out.shape == (4, 3)
@@ -29,6 +34,30 @@ def test_output_shape_jit_and_gradient(cls, getkey):
     assert float(jnp.abs(g)) > 0
 
 
+def test_deepconvnet_braindecode_sizes(getkey):
+    # hand count of braindecode's Deep4Net defaults for C channels, 2 classes, an input of
+    # 441 samples: 441 -conv10-> 432 -pool3/3-> 144 -> 135 -> 45 -> 36 -> 12 -> 3 -> 1
+    c = 5
+    model = eeg.DeepConvNet(n_classes=2)
+    assert model.min_length() == 441
+    variables = model.init(getkey(), jnp.zeros((2, c, 441), jnp.float32))
+    n_params = sum(v.size for v in jax.tree_util.tree_leaves(variables["params"]))
+    expected = (25 * 10 + 25          # temporal conv with bias
+                + 25 * 25 * c          # spatial conv, no bias (batch norm follows)
+                + 2 * 25               # batch norm scale/shift
+                + 50 * 25 * 10 + 2 * 50
+                + 100 * 50 * 10 + 2 * 100
+                + 200 * 100 * 10 + 2 * 200
+                + (200 * 1 + 1) * 2)   # classifier over the single remaining time step
+    assert n_params == expected
+    assert model.apply(variables, jnp.zeros((3, c, 441), jnp.float32)).shape == (3, 2)
+    assert variables["params"]["Conv_0"]["kernel"].shape == (1, 10, 1, 25)
+    with pytest.raises(ValueError, match="at least 441"):
+        model.init(getkey(), jnp.zeros((2, c, 440), jnp.float32))
+    # a finer pool stride fits 2 s epochs at 128 Hz
+    assert eeg.DeepConvNet(n_classes=2, pool_stride=2).min_length() <= 256
+
+
 def test_train_classifier_learns_separable_power(getkey):
     # class 1 has 3x the amplitude on channel 0: trivially separable by power
     x = np.array(jax.random.normal(getkey(), (96, 4, 128), jnp.float32))
@@ -40,3 +69,39 @@ def test_train_classifier_learns_separable_power(getkey):
     assert eeg.balanced_accuracy(y[80:], predict(x[80:])) >= 0.9
     with pytest.raises(ValueError, match="x/y"):
         eeg.train_classifier(eeg.EEGNet(n_classes=2), x[:, 0], y, key=getkey())
+
+
+def test_checkpoint_resume_equals_uninterrupted_and_early_stopping(getkey, tmp_path,
+                                                                   tree_allclose):
+    # random labels: the validation loss soon stops improving, so early stopping fires
+    x = np.asarray(jax.random.normal(getkey(), (80, 4, 128), jnp.float32))
+    y = np.asarray(jax.random.bernoulli(getkey(), 0.5, (80,))).astype(int)
+    key = getkey()
+    kw = dict(key=key, x_val=x[64:], y_val=y[64:], epochs=30, batch_size=16,
+              learning_rate=3e-2, patience=2, progress=False)
+    model = eeg.ShallowConvNet(n_classes=2, n_filters=4)
+    full = eeg.train_classifier(model, x[:64], y[:64], **kw)
+    assert full.stopped_early and full.steps < 30 * 4
+    assert full.steps % 4 == 0  # stops at an epoch end
+    ckpt = tmp_path / "shallow.eqx"
+    half = full.steps // 2 + 1  # interrupt mid-epoch
+    part = eeg.train_classifier(model, x[:64], y[:64], checkpoint=ckpt, checkpoint_every=3,
+                                max_steps=half, **kw)
+    assert part.steps == half and not part.stopped_early and ckpt.exists()
+    resumed = eeg.train_classifier(model, x[:64], y[:64], checkpoint=ckpt, checkpoint_every=3,
+                                   resume=True, **kw)
+    assert resumed.steps == full.steps and resumed.stopped_early
+    assert tree_allclose((resumed.params, resumed.batch_stats), (full.params, full.batch_stats),
+                         rtol=0, atol=0)
+    np.testing.assert_array_equal(resumed.val_losses, full.val_losses)
+    np.testing.assert_array_equal(resumed(x), full(x))
+    # a finished run resumes to the same result without training
+    again = eeg.train_classifier(model, x[:64], y[:64], checkpoint=ckpt, resume=True, **kw)
+    assert again.steps == full.steps
+    assert tree_allclose(again.params, full.params, rtol=0, atol=0)
+    # without resume the checkpoint is overwritten by a fresh run, not read
+    fresh = eeg.train_classifier(model, x[:64], y[:64], checkpoint=ckpt, max_steps=2, **kw)
+    assert fresh.steps == 2
+    with pytest.raises(ValueError, match="checkpoint"):
+        eeg.train_classifier(model, x[:64], y[:64], checkpoint=ckpt, resume=True,
+                             **dict(kw, batch_size=8))

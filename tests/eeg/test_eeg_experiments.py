@@ -1,0 +1,64 @@
+"""The eeg experiment modules keep the runner's contract, write the issue's metric keys,
+and resume deep training from checkpoints when the runner says so."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import types
+
+import pytest
+
+from experiments._registry import validate_module
+from experiments._runner import run_experiment
+
+EXPERIMENTS = ["eeg_state", "eeg_technique", "eeg_cross_session", "eeg_effect_size"]
+TINY = {"n_subjects": 6, "block_seconds": 8.0, "epoch_seconds": 2.0, "n_folds": 2,
+        "models": ["lda"], "deep_epochs": 2}
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiment_contract(name):
+    mod = validate_module(importlib.import_module(f"experiments.{name}"))
+    assert mod.NAME == name and mod.PAPER == "P10"
+
+
+def test_quick_configs_run_the_deep_models():
+    state = importlib.import_module("experiments.eeg_state").QUICK
+    assert {"eegnet", "shallow"} <= set(state["deep_models"])
+    for name in ("eeg_technique", "eeg_cross_session"):
+        assert {"eegnet", "shallow"} <= set(
+            importlib.import_module(f"experiments.{name}").QUICK["deep_models"])
+
+
+def _tiny(name, **extra):
+    mod = importlib.import_module(f"experiments.{name}")
+    return types.SimpleNamespace(NAME=mod.NAME, PAPER=mod.PAPER, DESCRIPTION=mod.DESCRIPTION,
+                                 QUICK=dict(TINY, **extra), FULL=mod.FULL, run=mod.run)
+
+
+@pytest.mark.slow  # trains two small deep models twice: ~30 s idle
+def test_cross_session_deep_keys_and_resume(tmp_path):
+    mod = _tiny("eeg_cross_session", deep_models=["shallow", "deep"])
+    first = run_experiment(mod, out=tmp_path)
+    m = first["metrics"]
+    for model in ("lda", "shallow", "deep"):
+        for prefix in ("bacc_within", "bacc_cross", "bacc_cross_aligned"):
+            assert 0.0 <= m[f"{prefix}_{model}"] <= 1.0
+    ckpts = sorted(p.name for p in (tmp_path / "eeg_cross_session" / "checkpoints").iterdir())
+    assert "eeg_cross_bacc_within_shallow_fold0.eqx" in ckpts
+    assert "eeg_aligned_bacc_cross_aligned_deep_fold1.eqx" in ckpts
+    # resuming from the finished checkpoints reproduces every metric without retraining
+    again = run_experiment(mod, out=tmp_path, resume=True)
+    assert again["metrics"] == first["metrics"]
+    assert json.loads((tmp_path / "eeg_cross_session" / "metrics.json").read_text())[
+        "metrics"] == first["metrics"]
+
+
+@pytest.mark.slow  # ~20 s idle
+def test_state_and_technique_write_deep_keys(tmp_path):
+    state = run_experiment(_tiny("eeg_state", deep_models=["eegnet", "shallow"]), out=tmp_path)
+    assert {"bacc_state_eegnet", "bacc_state_shallow", "bacc_state_lda"} <= set(
+        state["metrics"])
+    tech = run_experiment(_tiny("eeg_technique", deep_models=["shallow"]), out=tmp_path)
+    assert {"bacc_technique_shallow", "bacc_technique_lda"} <= set(tech["metrics"])
