@@ -702,6 +702,151 @@ ffi::Error PartsImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
   return ffi::Error::Success();
 }
 
+// Symmetric operator, real kernel, pre-sorted anchors, one column (the hot case):
+// y = F + B - x with one exp per element and the recurrences scanned eight
+// elements at a time in registers.
+//
+// Pass 1 walks kSymChunk-element chunks forward. Per chunk it forms the factors
+// al[u] = exp(-a (s_u - s_{u-1})) once into a cache-resident buffer. Forward: each
+// vector of 8 elements is prefix-scanned in three shuffle steps under the
+// composition (p1, f1) then (p2, f2) = (p1 p2, p2 f1 + f2), giving the local sums f
+// and the decays p from the vector's predecessor, and F = f + p F_prev (one
+// multiply-add per 8 elements on the serial path). Backward, inside the chunk,
+// with the same factors shifted by one: local sums b and decays r to the element
+// after the vector, B = b + r B_next (chunk-local B: zero past the chunk) and the
+// decay Q = r Q_next from each element to the first element of the next chunk.
+// Pass 1 writes c (F + B - x) and Q. Pass 2 walks the chunks backward and adds
+// c Q G (G the global backward sum at the next chunk's first element), skipping
+// the leading elements whose stored Q underflowed to 0 (adding 0 is exact). Only
+// factors <= 1 are multiplied (decays of non-negative gaps; products may
+// underflow to 0 harmlessly) and ties (gap 0, factor 1) stay exact. Everything
+// accumulates in double; the output is rounded twice (after each pass).
+// GCC only (__builtin_shuffle) and only on CPUs with AVX-512 (8-lane vectors);
+// otherwise the SymCols path runs.
+#if defined(__GNUC__) && !defined(__clang__)
+#define LAPLEX_SYM_SIMD 1
+constexpr int64_t kSymChunk = 2048;
+typedef double V8 __attribute__((vector_size(64)));
+typedef int64_t I8 __attribute__((vector_size(64)));
+
+#define Splat(v) (zero + (v))
+
+template <typename S>
+LAPLEX_CLONES void SymSortedReal(int64_t n, const S* x, const S* src, double a, double cw,
+                                 bool acc, S* y, S* qbuf) {
+  constexpr int64_t C = kSymChunk;
+  std::vector<double> abuf(2 * C + 8);
+  double* al = abuf.data();  // al[u]: factor from element u - 1 to u; al[cnt]: into the next chunk
+  double* fb = al + C + 8;   // forward sums F
+  const V8 zero = {0, 0, 0, 0, 0, 0, 0, 0};
+  const V8 one = zero + 1.0;
+  const I8 up1 = {8, 0, 1, 2, 3, 4, 5, 6}, up2 = {8, 9, 0, 1, 2, 3, 4, 5},
+           up4 = {8, 9, 10, 11, 0, 1, 2, 3};
+  const I8 dn1 = {1, 2, 3, 4, 5, 6, 7, 8}, dn2 = {2, 3, 4, 5, 6, 7, 8, 9},
+           dn4 = {4, 5, 6, 7, 8, 9, 10, 11};
+  // scan the pairs (p, f) of a vector in three shuffle steps: lane i combines with lane
+  // i - d (`up`, prefix) or i + d (`dn`, suffix); out-of-range lanes are (1, 0)
+  auto scan = [&](V8& p, V8& f, const I8& m1, const I8& m2, const I8& m4) {
+    f = f + p * __builtin_shuffle(f, zero, m1);
+    p = p * __builtin_shuffle(p, one, m1);
+    f = f + p * __builtin_shuffle(f, zero, m2);
+    p = p * __builtin_shuffle(p, one, m2);
+    f = f + p * __builtin_shuffle(f, zero, m4);
+    p = p * __builtin_shuffle(p, one, m4);
+  };
+  const int64_t nch = (n + C - 1) / C;
+  std::vector<double> bstart(nch), qstart(nch);
+  std::vector<int64_t> qlo(nch);  // Q (stored) is zero before qlo: decays only shrink
+  double fc = 0.0;  // global F at the element before the chunk
+  for (int64_t ch = 0; ch < nch; ++ch) {
+    const int64_t j0 = ch * C;
+    const int64_t cnt = std::min(C, n - j0);
+    const int64_t nv = cnt / 8, body = 8 * nv;
+    const S* sp = src + j0;
+    const S* xp = x + j0;
+    const bool more = j0 + cnt < n;
+    al[0] = j0 > 0 ? ExpNonPos(-a * (static_cast<double>(sp[0]) - static_cast<double>(sp[-1])))
+                   : 0.0;
+    for (int64_t u = 1; u < cnt; ++u) {
+      al[u] = ExpNonPos(-a * (static_cast<double>(sp[u]) - static_cast<double>(sp[u - 1])));
+    }
+    al[cnt] = more ? ExpNonPos(-a * (static_cast<double>(sp[cnt]) -
+                                     static_cast<double>(sp[cnt - 1])))
+                   : 0.0;
+    // forward
+    for (int64_t v = 0; v < nv; ++v) {
+      V8 p, f;
+      std::memcpy(&p, al + 8 * v, sizeof(V8));
+      for (int e = 0; e < 8; ++e) f[e] = static_cast<double>(xp[8 * v + e]);
+      scan(p, f, up1, up2, up4);
+      const double fl = f[7] + p[7] * fc;  // the serial path: one scalar multiply-add
+      f = f + p * Splat(fc);
+      fc = fl;
+      std::memcpy(fb + 8 * v, &f, sizeof(V8));
+    }
+    for (int64_t u = body; u < cnt; ++u) {
+      fc = al[u] * fc + static_cast<double>(xp[u]);
+      fb[u] = fc;
+    }
+    // backward inside the chunk (the tail first)
+    double bc = 0.0, qc = 1.0;  // chunk-local B and its decay Q at element u + 1
+    int64_t lo = 0;
+    for (int64_t u = cnt - 1; u >= body; --u) {
+      const double xu = static_cast<double>(xp[u]);
+      bc = al[u + 1] * bc + xu;
+      qc = al[u + 1] * qc;
+      const double o = cw * (fb[u] + bc - xu);
+      y[j0 + u] = static_cast<S>(acc ? static_cast<double>(y[j0 + u]) + o : o);
+      qbuf[j0 + u] = static_cast<S>(qc);
+    }
+    for (int64_t v = nv - 1; v >= 0; --v) {
+      V8 r, b, xv, fv;
+      std::memcpy(&r, al + 8 * v + 1, sizeof(V8));
+      std::memcpy(&fv, fb + 8 * v, sizeof(V8));
+      for (int e = 0; e < 8; ++e) xv[e] = static_cast<double>(xp[8 * v + e]);
+      b = xv;
+      scan(r, b, dn1, dn2, dn4);
+      const double bl = b[0] + r[0] * bc, ql = r[0] * qc;
+      b = b + r * Splat(bc);
+      r = r * Splat(qc);
+      bc = bl;
+      qc = ql;
+      V8 o = Splat(cw) * (fv + b - xv);
+      S* yj = y + j0 + 8 * v;
+      S* qj = qbuf + j0 + 8 * v;
+      if (acc) {
+        for (int e = 0; e < 8; ++e) o[e] += static_cast<double>(yj[e]);
+      }
+      for (int e = 0; e < 8; ++e) yj[e] = static_cast<S>(o[e]);
+      if (lo == 0) {
+        for (int e = 0; e < 8; ++e) qj[e] = static_cast<S>(r[e]);
+        // r grows along the vector: all stored values are 0 once the last one is, and
+        // so are those of every earlier element (pass 2 skips them: adding 0 is exact)
+        if (static_cast<S>(r[7]) == S(0)) lo = 8 * (v + 1);
+      }
+    }
+    bstart[ch] = bc;
+    qstart[ch] = qc;
+    qlo[ch] = lo;
+  }
+  // pass 2: the backward sums from beyond each chunk
+  double g = 0.0;  // global B at the first element of the next chunk
+  for (int64_t ch = nch - 1; ch >= 0; --ch) {
+    const int64_t j0 = ch * C;
+    const int64_t cnt = std::min(C, n - j0);
+    if (g != 0.0) {
+      const double w = cw * g;
+      for (int64_t u = qlo[ch]; u < cnt; ++u) {
+        y[j0 + u] = static_cast<S>(static_cast<double>(y[j0 + u]) +
+                                   w * static_cast<double>(qbuf[j0 + u]));
+      }
+    }
+    g = bstart[ch] + qstart[ch] * g;
+  }
+}
+#undef Splat
+#endif  // LAPLEX_SYM_SIMD
+
 template <ffi::DataType D, ffi::DataType R>
 ffi::Error SymImpl(ffi::Buffer<D> x, ffi::Buffer<R> src, ffi::Buffer<D> lam, ffi::Buffer<D> c,
                    ffi::Buffer<ffi::S32> perm, ffi::Buffer<ffi::S32> presorted,
@@ -741,6 +886,18 @@ ffi::Error SymImpl(ffi::Buffer<D> x, ffi::Buffer<R> src, ffi::Buffer<D> lam, ffi
     S* fb = h == 0 ? yo : scratch.data();
     // presorted: the caller vouches that perm is the identity (it is then not read)
     const bool ps = presorted.typed_data()[h] != 0 || IsIdentity(ph, 0, n);
+#ifdef LAPLEX_SYM_SIMD
+    if constexpr (!CPX) {
+      // the hot case: one exp per element, scans in registers (8-lane vectors: with
+      // AVX-512 only; emulated on narrower units it is slower than SymCols)
+      static const bool wide = __builtin_cpu_supports("avx512f");
+      if (ps && k == 1 && wide) {
+        Scratch<S> qb(n);
+        SymSortedReal<S>(n, xs, sh, a, cr, h > 0, yo, qb.data());
+        continue;
+      }
+    }
+#endif
     if (ps) {
       int64_t c0 = 0;
       for (; c0 + 4 <= k; c0 += 4) {
