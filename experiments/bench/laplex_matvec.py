@@ -112,7 +112,8 @@ def setup(config, key):
         notes=("Square symmetric real kernel exp(-a|x_i - x_j|), t = s, float32 (celerite2 "
                "runs in float64, its only precision). 'jaxlab' reuses the sort plan on "
                "pre-sorted anchors and, t being s, takes the fused symmetric C++ pass "
-               "(y = F + B - x, one interleaved streaming loop, double accumulation); "
-               "'jaxlab_unsorted' sorts afresh (one sort, t being s). Machine shared with "
-               "other jobs: absolute times are inflated, ratios less so."),
+               "(y = F + B - x, double accumulation; on AVX-512 CPUs decay factors formed "
+               "once per chunk, 8-lane register scans and a chunk-carry pass); "
+               "'jaxlab_unsorted' sorts afresh (one sort, t being s). Ratios within one run "
+               "are what to compare; absolute times depend on the machine's load."),
     )
