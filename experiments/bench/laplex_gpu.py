@@ -1,85 +1,253 @@
 """Device script: LAPLEX matvec and gradient at N = 1e8 (QUICK) / 1e9 (FULL) on one GPU.
 
-Run with `python -m experiments bench laplex_gpu [--full]` on a GPU machine, or
-`python -m experiments.bench.laplex_gpu [--full]` to also print the achieved
-bandwidth. The matvec uses the Pallas chunked-scan kernel (`PallasScan`) on
-pre-sorted anchors with a reused plan, float32, real kernel, one head, M = N.
-The floor is ~20 bytes per element in float32 (read anchors, values and plan
-indices, write the output); `achieved_fraction = (bytes / time) / peak`.
-Refuses to run on CPU (it would take hours there).
+`python -m experiments bench laplex_gpu [--full]` times one size through the
+shared benchmark runner. `python -m experiments.bench.laplex_gpu --out DIR`
+is the device check: it first verifies the Pallas path on the GPU against a
+float64 dense oracle (values and gradients, real and phased), then times every
+implementation at N = 1e8 and N = 1e9 one by one (an out-of-memory error in
+one is recorded, not fatal) and rewrites DIR/bench/laplex_gpu.json after each
+step, so a run cut short still reports what it measured.
+
+Implementations (float32, one head, M = N, t = s pre-sorted, reused plan):
+
+- `pallas_matvec`, `pallas_matvec_grad` (value and gradient in v, anchors, a, c),
+  `pallas_matvec_phased` (complex kernel): the Pallas chunked-scan kernel;
+- `blocked_matvec` (`BlockedScan`, pure JAX) and `assoc_matvec`
+  (`jax.lax.associative_scan`): the same operator through XLA's own scans;
+- `plan_sort`: `make_plan` on shuffled anchors (the sort, from scratch);
+- `device_stream`: one fused elementwise pass reading two arrays and writing one
+  (12 bytes/element), the bandwidth this GPU actually delivers.
+
+The matvec's floor is ~20 bytes per element (read anchors and values, plan
+indices, write the output): `achieved_gbs = 20 N / t` and
+`achieved_fraction = achieved_gbs / peak` (H200: 4.8 TB/s).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
+import platform
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from experiments._api import Bench
 from jaxlab import laplex
-from kernels.laplex import PallasScan
+from jaxlab._core import write_json
+from kernels.laplex import AssociativeScan, BlockedScan, PallasScan
 
 NAME = "laplex_gpu"
 PAPER = "P9"
 DESCRIPTION = "LAPLEX matvec + gradient at N=1e8/1e9 on one GPU (Pallas kernel), bandwidth"
 
 QUICK = {"n": 100_000_000, "warmup": 1, "repeats": 5, "peak_bandwidth_gbs": 4800.0,
-         "bytes_per_element": 20}
+         "bytes_per_element": 20, "decay": 0.5, "phase": 0.3}
 FULL = {**QUICK, "n": 1_000_000_000, "repeats": 3}
+_GPU = ("gpu", "cuda", "rocm", "tpu")
 
 
-def setup(config, key):
-    if jax.default_backend() not in ("gpu", "cuda", "rocm", "tpu"):
+def _problem(n, key, decay, phase):
+    k1, k2, k3 = jax.random.split(key, 3)
+    x = jnp.sort(jax.random.uniform(k1, (1, n), jnp.float32, 0, n), axis=1)
+    v = jax.random.normal(k2, (n,), jnp.float32)
+    a = jnp.full((1,), decay, jnp.float32)
+    b = jnp.full((1,), phase, jnp.float32)
+    c = jnp.ones((1,), jnp.float32)
+    return x, v, a, b, c, k3
+
+
+def setup(config, key, *, scan=None):
+    """Bench at size `config["n"]`; `scan` overrides the Pallas strategy (CPU dry runs)."""
+    if scan is None and jax.default_backend() not in _GPU:
         raise RuntimeError("laplex_gpu: needs a GPU/TPU backend; found "
                            f"{jax.default_backend()} (use the laplex_matvec benchmark on CPU)")
     n = int(config["n"])
-    k1, k2 = jax.random.split(key)
-    x = jnp.sort(jax.random.uniform(k1, (1, n), jnp.float32, 0, n), axis=1)
-    v = jax.random.normal(k2, (n,), jnp.float32)
-    a = jnp.full((1,), 0.5, jnp.float32)
-    c = jnp.ones((1,), jnp.float32)
+    x, v, a, b, c, k3 = _problem(n, key, float(config["decay"]), float(config["phase"]))
     plan = jax.block_until_ready(jax.jit(laplex.make_plan)(x, x))
-    scan = PallasScan()
-    mv = jax.jit(lambda v, x, a, c, p: laplex.matvec(v, x, x, a, None, c, plan=p, scan=scan))
+    pallas = PallasScan() if scan is None else scan
+
+    def mv(strategy, phased=False):
+        return jax.jit(lambda v, x, p: laplex.matvec(
+            v, x, x, a, b if phased else None, c, plan=p, scan=strategy))
 
     def loss(v, x, a, c, p):
-        return jnp.sum(laplex.matvec(v, x, x, a, None, c, plan=p, scan=scan))
+        return jnp.sum(laplex.matvec(v, x, x, a, None, c, plan=p, scan=pallas))
 
+    mv_pallas, mv_phased = mv(pallas), mv(pallas, phased=True)
+    mv_blocked, mv_assoc = mv(BlockedScan()), mv(AssociativeScan())
     vg = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3)))
-    floor = jax.jit(lambda v, x: v * 2 + x[0])  # one fused pass: read 8 B, write 4 B
+    stream = jax.jit(lambda v, x: v * 2 + x[0])  # one fused pass: read 8 B, write 4 B
+    sort = jax.jit(lambda t: laplex.make_plan(t, t))
+    shuffled = {}
+
+    def plan_sort():
+        if "x" not in shuffled:  # made on first (untimed warm-up) call, kept for the rest
+            shuffled["x"] = jax.block_until_ready(jax.random.permutation(k3, x, axis=1))
+        return sort(shuffled["x"])
+
+    impls = {
+        "pallas_matvec": lambda: mv_pallas(v, x, plan),
+        "pallas_matvec_grad": lambda: vg(v, x, a, c, plan),
+        "device_stream": lambda: stream(v, x),
+        "plan_sort": plan_sort,
+        "pallas_matvec_phased": lambda: mv_phased(v, x, plan),
+        "blocked_matvec": lambda: mv_blocked(v, x, plan),
+        "assoc_matvec": lambda: mv_assoc(v, x, plan),
+    }
+    bpe = float(config["bytes_per_element"])
+    peak = float(config["peak_bandwidth_gbs"])
+    fields = {
+        "t_matvec_s": lambda m: m["pallas_matvec"],
+        "t_matvec_grad_s": lambda m: m["pallas_matvec_grad"],
+        "t_matvec_phased_s": lambda m: m["pallas_matvec_phased"],
+        "t_blocked_s": lambda m: m["blocked_matvec"],
+        "t_assoc_scan_s": lambda m: m["assoc_matvec"],
+        "t_sort_s": lambda m: m["plan_sort"],
+        "t_stream_s": lambda m: m["device_stream"],
+        "speedup_vs_assoc_scan": lambda m: m["assoc_matvec"] / m["pallas_matvec"],
+        "speedup_vs_blocked": lambda m: m["blocked_matvec"] / m["pallas_matvec"],
+        "achieved_gbs_matvec": lambda m: bpe * n / m["pallas_matvec"] / 1e9,
+        "achieved_fraction_matvec": lambda m: bpe * n / m["pallas_matvec"] / 1e9 / peak,
+        "stream_gbs": lambda m: 12 * n / m["device_stream"] / 1e9,
+        "ratio_to_stream_floor": lambda m: m["pallas_matvec"] / (m["device_stream"] * bpe / 12),
+        "grad_over_matvec": lambda m: m["pallas_matvec_grad"] / m["pallas_matvec"],
+    }
     return Bench(
-        impls={"jaxlab_matvec": lambda: mv(v, x, a, c, plan),
-               "jaxlab_matvec_grad": lambda: vg(v, x, a, c, plan),
-               "device_stream": lambda: floor(v, x)},
-        ours=("jaxlab_matvec", "jaxlab_matvec_grad"),
+        impls=impls, ours=("pallas_matvec", "pallas_matvec_grad", "pallas_matvec_phased",
+                           "plan_sort"),
+        pairs=(("pallas_matvec", "blocked_matvec"), ("pallas_matvec", "assoc_matvec")),
+        fields=fields,
         size={"N": n, "dtype": "float32", "heads": 1, "device": str(jax.devices()[0]),
-              "bytes_per_element": config["bytes_per_element"],
-              "peak_bandwidth_gbs": config["peak_bandwidth_gbs"]},
-        notes="achieved_fraction = bytes_per_element * N / median_s / peak_bandwidth",
+              "bytes_per_element": bpe, "peak_bandwidth_gbs": peak},
+        notes=("t = s pre-sorted with a reused plan; achieved_fraction = bytes_per_element * N "
+               "/ median_s / peak_bandwidth; ratio_to_stream_floor compares with the measured "
+               "device_stream pass scaled to the same bytes per element."),
     )
 
 
-def main():
-    from experiments._bench import run_bench
+def exactness(n, key, *, scan):
+    """Pallas matvec (real, phased) and gradients vs a float64 dense oracle at size n."""
+    x, v, a, b, c, _ = _problem(n, key, 0.05, 0.3)
+    x = x * (64.0 / n)  # ~64 decay lengths across the domain (mixed near/far couplings)
+    out = {}
+    xd, vd = np.asarray(x, np.float64), np.asarray(v, np.float64)
+    for phased in (False, True):
+        bb = b if phased else None
+        y = laplex.matvec(v, x, x, a, bb, c, scan=scan)
+        kd = np.asarray(laplex.dense_matrix(
+            jnp.asarray(xd), jnp.asarray(xd), jnp.asarray(a, jnp.float64),
+            None if bb is None else jnp.asarray(bb, jnp.float64), jnp.asarray(c, jnp.float64)))
+        ref = kd @ vd
+        out["max_rel_err_phased" if phased else "max_rel_err_real"] = float(
+            np.max(np.abs(np.asarray(y) - ref)) / np.max(np.abs(ref)))
 
+    def f_fast(v, x, a, c):
+        return jnp.sum(jnp.sin(laplex.matvec(v, x, x, a, None, c, scan=scan)))
+
+    def f_dense(v, x, a, c):
+        return jnp.sum(jnp.sin(laplex.dense_matrix(x, x, a, None, c) @ v))
+
+    g = jax.grad(f_fast, argnums=(0, 1, 2, 3))(v, x, a, c)
+    args64 = [jnp.asarray(np.asarray(z, np.float64)) for z in (v, x, a, c)]
+    g_ref = jax.grad(f_dense, argnums=(0, 1, 2, 3))(*args64)
+    out["max_grad_rel_err"] = max(
+        float(np.max(np.abs(np.asarray(gi, np.float64) - np.asarray(ri)))
+              / np.max(np.abs(np.asarray(ri)))) for gi, ri in zip(g, g_ref))
+    return out
+
+
+def _time(fn, warmup, repeats):
+    for _ in range(warmup):
+        jax.block_until_ready(fn())
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        ts.append(time.perf_counter() - t0)
+    return {"median_s": statistics.median(ts), "min_s": min(ts), "max_s": max(ts),
+            "repeats": repeats, "warmup": warmup}
+
+
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--full", action="store_true")
     p.add_argument("--out", default="results")
-    args = p.parse_args()
-    import sys
+    p.add_argument("--sizes", default="1e8,1e9", help="comma-separated N values")
+    p.add_argument("--check-n", type=int, default=8192)
+    p.add_argument("--chunks", default="64,128,512,1024",
+                   help="Pallas chunk lengths timed at the first size after the main runs")
+    p.add_argument("--dry-run", action="store_true",
+                   help="CPU: Pallas in interpret mode at tiny sizes (tests the script)")
+    args = p.parse_args(argv)
+    jax.config.update("jax_enable_x64", True)  # float64 oracle; the benchmark stays float32
+    scan = PallasScan(chunk=64, interpret=True) if args.dry_run else None
+    record = {"bench": NAME, "paper": PAPER, "description": DESCRIPTION,
+              "device": str(jax.devices()[0]), "backend": jax.default_backend(),
+              "jax": jax.__version__, "machine": platform.platform(),
+              "dry_run": args.dry_run, "exactness": {}, "sizes": {}}
+    path = Path(args.out) / "bench" / f"{NAME}.json"
 
-    rec = run_bench(sys.modules[__name__], out=args.out, full=args.full)
-    n = rec["size"]["N"]
-    bytes_ = rec["size"]["bytes_per_element"] * n
-    peak = rec["size"]["peak_bandwidth_gbs"] * 1e9
-    summary = {name: {"median_s": t["median_s"],
-                      "achieved_gbs": bytes_ / t["median_s"] / 1e9,
-                      "achieved_fraction": bytes_ / t["median_s"] / peak}
-               for name, t in rec["timings"].items()}
-    print(json.dumps({"N": n, "summary": summary}, indent=2))
+    def save():
+        write_json(path, record)
+        print(f"[{time.strftime('%H:%M:%S')}] wrote {path}", flush=True)
+
+    try:
+        record["exactness"] = exactness(args.check_n, jax.random.key(1),
+                                        scan=scan or PallasScan())
+    except Exception:  # noqa: BLE001 - recorded, the timings still run
+        record["exactness"] = {"error": traceback.format_exc()[-3000:]}
+    print("exactness", record["exactness"], flush=True)
+    save()
+    for n in (int(float(s)) for s in args.sizes.split(",")):
+        config = {**(FULL if n >= 10**9 else QUICK), "n": n}
+        warmup, repeats = int(config.pop("warmup")), int(config.pop("repeats"))
+        entry = record["sizes"][str(n)] = {"timings": {}, "errors": {}}
+        try:
+            bench = setup(config, jax.random.key(0), scan=scan)
+        except Exception:  # noqa: BLE001
+            entry["errors"]["setup"] = traceback.format_exc()[-3000:]
+            save()
+            continue
+        entry["size"] = dict(bench.size)
+        for impl, fn in bench.impls.items():
+            t0 = time.perf_counter()
+            try:
+                entry["timings"][impl] = _time(fn, warmup, repeats)
+            except Exception:  # noqa: BLE001 - e.g. out of memory at 1e9
+                entry["errors"][impl] = traceback.format_exc()[-2000:]
+            print(f"N={n:.0e} {impl}: {entry['timings'].get(impl, 'ERROR')} "
+                  f"({time.perf_counter() - t0:.1f} s incl. compile)", flush=True)
+            med = {k: t["median_s"] for k, t in entry["timings"].items()}
+            entry["fields"] = {}
+            for name, f in bench.fields.items():
+                try:
+                    entry["fields"][name] = float(f(med))
+                except KeyError:
+                    pass
+            save()
+        del bench
+    n = int(float(args.sizes.split(",")[0]))
+    sweep = record["chunk_sweep"] = {"N": n}
+    x, v, a, _, c, _ = _problem(n, jax.random.key(0), QUICK["decay"], QUICK["phase"])
+    plan = jax.block_until_ready(jax.jit(laplex.make_plan)(x, x))
+    for chunk in (int(s) for s in args.chunks.split(",") if s):
+        strategy = PallasScan(chunk=chunk, interpret=args.dry_run)
+        f = jax.jit(lambda v, x, p, s=strategy: laplex.matvec(v, x, x, a, None, c, plan=p, scan=s))
+        try:
+            sweep[str(chunk)] = _time(lambda f=f: f(v, x, plan), 1, 5)["median_s"]
+        except Exception:  # noqa: BLE001
+            sweep[str(chunk)] = traceback.format_exc()[-1500:]
+        print(f"chunk {chunk}: {sweep[str(chunk)]}", flush=True)
+        save()
+    return record
 
 
 if __name__ == "__main__":
-    main()
+    os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.95")
+    main(sys.argv[1:])
