@@ -34,7 +34,8 @@ __all__ = ["CpuScan", "cpu_kernel_available", "build_cpu_kernel"]
 
 _SOURCES = tuple(Path(__file__).with_name(f)
                  for f in ("laplex_scan.cc", "laplex_fused.cc", "laplex_plan.cc"))
-_HEADERS = (Path(__file__).with_name("laplex_mem.h"),)  # hashed too, not compiled alone
+# headers: hashed into the cache key too, not compiled alone
+_HEADERS = tuple(Path(__file__).with_name(f) for f in ("laplex_mem.h", "laplex_par.h"))
 _TARGETS = {
     jnp.dtype(jnp.float32): ("laplex_scan_f32", "LaplexScanF32"),
     jnp.dtype(jnp.float64): ("laplex_scan_f64", "LaplexScanF64"),
@@ -73,7 +74,7 @@ def build_cpu_kernel(*, force: bool = False) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=out.parent)
     os.close(fd)
-    cmd = [cxx, "-O3", "-std=c++17", "-fno-trapping-math", "-shared", "-fPIC", "-w",
+    cmd = [cxx, "-O3", "-std=c++17", "-fno-trapping-math", "-shared", "-fPIC", "-pthread", "-w",
            f"-I{jax.ffi.include_dir()}", *map(str, _SOURCES), "-o", tmp]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "laplex_mem.h"
+#include "laplex_par.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -54,10 +55,13 @@ constexpr int64_t kPf = 32;  // prefetch distance of the random gathers / scatte
 #endif
 
 // exp(x) for x <= 0 in double, branch free so that loops over it vectorize:
-// Cody-Waite reduction x = k ln2 + r, |r| <= ln2 / 2, and the degree-13 Taylor
-// polynomial of e^r (truncation < 1e-17 relative). Results below 2^-1022 flush
-// to 0 (they are far below the precision of any LAPLEX output).
-inline double ExpNonPos(double x) {
+// Cody-Waite reduction x = k ln2 + r, |r| <= ln2 / 2, and the Taylor polynomial of
+// e^r: degree 13 (truncation < 1e-17 relative) or, with kShort, degree 8 (< 3e-10,
+// ample for float32 storage: a recurrence only multiplies the few factors < 1 that
+// have large |r|, while small |r| carry no truncation error). Results below
+// 2^-1022 flush to 0 (far below the precision of any LAPLEX output).
+template <bool kShort>
+inline double ExpNonPosP(double x) {
   // branch free clamp to [-708, 0] and flush (selects written as arithmetic so
   // that GCC vectorizes the loop without -ffast-math)
   const double keep = static_cast<double>(x >= -708.0);
@@ -67,12 +71,17 @@ inline double ExpNonPos(double x) {
   const double big = xc * 1.4426950408889634 + 6755399441055744.0;
   const double kf = big - 6755399441055744.0;
   const double r = (xc - kf * 0.6931471803691238) - kf * 1.9082149292705877e-10;
-  double p = 1.0 / 6227020800.0;
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
+  double p;
+  if constexpr (kShort) {
+    p = 1.0 / 40320.0;
+  } else {
+    p = 1.0 / 6227020800.0;
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+  }
   p = p * r + 1.0 / 5040.0;
   p = p * r + 1.0 / 720.0;
   p = p * r + 1.0 / 120.0;
@@ -88,6 +97,14 @@ inline double ExpNonPos(double x) {
   double scale;
   std::memcpy(&scale, &bits, sizeof(scale));
   return keep * (p * scale);
+}
+
+inline double ExpNonPos(double x) { return ExpNonPosP<false>(x); }
+
+// the decay factors of a pass whose outputs are stored as S: float32 needs less
+template <typename S>
+inline double ExpFactor(double x) {
+  return ExpNonPosP<sizeof(S) < sizeof(double)>(x);
 }
 
 // er[i] = exp(-a d[i]) for d >= 0 (vectorised; cloned for AVX2/FMA when available)
@@ -704,7 +721,7 @@ ffi::Error PartsImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
 
 // Symmetric operator, real kernel, pre-sorted anchors, one column (the hot case):
 // y = F + B - x with one exp per element and the recurrences scanned eight
-// elements at a time in registers.
+// elements at a time in registers, split over threads.
 //
 // Pass 1 walks kSymChunk-element chunks forward. Per chunk it forms the factors
 // al[u] = exp(-a (s_u - s_{u-1})) once into a cache-resident buffer. Forward: each
@@ -717,10 +734,18 @@ ffi::Error PartsImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
 // decay Q = r Q_next from each element to the first element of the next chunk.
 // Pass 1 writes c (F + B - x) and Q. Pass 2 walks the chunks backward and adds
 // c Q G (G the global backward sum at the next chunk's first element), skipping
-// the leading elements whose stored Q underflowed to 0 (adding 0 is exact). Only
-// factors <= 1 are multiplied (decays of non-negative gaps; products may
-// underflow to 0 harmlessly) and ties (gap 0, factor 1) stay exact. Everything
-// accumulates in double; the output is rounded twice (after each pass).
+// the leading elements whose stored Q underflowed to 0 (adding 0 is exact).
+//
+// Threads: the chunks are split into contiguous groups, one per thread. Pass 1
+// runs per group with F starting at 0 and also returns the group's last F and the
+// product P of all its factors; the carries entering each group (forward:
+// F_in(g + 1) = F_end(g) + P(g) F_in(g); backward: the chain of chunk sums) are a
+// few scalar steps; then pass 2 runs per group and, forward, adds c F_in times the
+// decay exp(-a (s_j - s_e)) from the element e before the group to each leading
+// element j until that term underflows in the storage type. Only factors <= 1 are multiplied (decays of
+// non-negative gaps; products may underflow to 0 harmlessly) and ties (gap 0,
+// factor 1) stay exact. Everything accumulates in double; outputs are rounded to
+// the storage type after each pass.
 // GCC only (__builtin_shuffle) and only on CPUs with AVX-512 (8-lane vectors);
 // otherwise the SymCols path runs.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -731,9 +756,19 @@ typedef int64_t I8 __attribute__((vector_size(64)));
 
 #define Splat(v) (zero + (v))
 
+// per-chunk results of pass 1 that pass 2 and the carry chain need
+struct SymChunk {
+  double bstart;  // chunk-local B at the chunk's first element
+  double qstart;  // decay from the chunk's first element to the next chunk's first
+  int64_t qlo;    // stored Q is zero before this offset (decays only shrink)
+};
+
+// pass 1 over chunks [ch0, ch1) with F entering at 0; returns the group's last F in
+// *fend and the product of its factors (from the element before the group) in *ptot
 template <typename S>
-LAPLEX_CLONES void SymSortedReal(int64_t n, const S* x, const S* src, double a, double cw,
-                                 bool acc, S* y, S* qbuf) {
+LAPLEX_CLONES void SymPass1(int64_t n, int64_t ch0, int64_t ch1, const S* x, const S* src,
+                            double a, double cw, bool acc, S* y, S* qbuf, SymChunk* st,
+                            double* fend, double* ptot) {
   constexpr int64_t C = kSymChunk;
   std::vector<double> abuf(2 * C + 8);
   double* al = abuf.data();  // al[u]: factor from element u - 1 to u; al[cnt]: into the next chunk
@@ -754,23 +789,21 @@ LAPLEX_CLONES void SymSortedReal(int64_t n, const S* x, const S* src, double a, 
     f = f + p * __builtin_shuffle(f, zero, m4);
     p = p * __builtin_shuffle(p, one, m4);
   };
-  const int64_t nch = (n + C - 1) / C;
-  std::vector<double> bstart(nch), qstart(nch);
-  std::vector<int64_t> qlo(nch);  // Q (stored) is zero before qlo: decays only shrink
-  double fc = 0.0;  // global F at the element before the chunk
-  for (int64_t ch = 0; ch < nch; ++ch) {
+  double fc = 0.0;  // F at the element before the chunk (group-local)
+  double pc = 1.0;  // product of the group's factors so far
+  for (int64_t ch = ch0; ch < ch1; ++ch) {
     const int64_t j0 = ch * C;
     const int64_t cnt = std::min(C, n - j0);
     const int64_t nv = cnt / 8, body = 8 * nv;
     const S* sp = src + j0;
     const S* xp = x + j0;
     const bool more = j0 + cnt < n;
-    al[0] = j0 > 0 ? ExpNonPos(-a * (static_cast<double>(sp[0]) - static_cast<double>(sp[-1])))
+    al[0] = j0 > 0 ? ExpFactor<S>(-a * (static_cast<double>(sp[0]) - static_cast<double>(sp[-1])))
                    : 0.0;
     for (int64_t u = 1; u < cnt; ++u) {
-      al[u] = ExpNonPos(-a * (static_cast<double>(sp[u]) - static_cast<double>(sp[u - 1])));
+      al[u] = ExpFactor<S>(-a * (static_cast<double>(sp[u]) - static_cast<double>(sp[u - 1])));
     }
-    al[cnt] = more ? ExpNonPos(-a * (static_cast<double>(sp[cnt]) -
+    al[cnt] = more ? ExpFactor<S>(-a * (static_cast<double>(sp[cnt]) -
                                      static_cast<double>(sp[cnt - 1])))
                    : 0.0;
     // forward
@@ -782,10 +815,12 @@ LAPLEX_CLONES void SymSortedReal(int64_t n, const S* x, const S* src, double a, 
       const double fl = f[7] + p[7] * fc;  // the serial path: one scalar multiply-add
       f = f + p * Splat(fc);
       fc = fl;
+      pc *= p[7];
       std::memcpy(fb + 8 * v, &f, sizeof(V8));
     }
     for (int64_t u = body; u < cnt; ++u) {
       fc = al[u] * fc + static_cast<double>(xp[u]);
+      pc *= al[u];
       fb[u] = fc;
     }
     // backward inside the chunk (the tail first)
@@ -799,8 +834,18 @@ LAPLEX_CLONES void SymSortedReal(int64_t n, const S* x, const S* src, double a, 
       y[j0 + u] = static_cast<S>(acc ? static_cast<double>(y[j0 + u]) + o : o);
       qbuf[j0 + u] = static_cast<S>(qc);
     }
+    // prefetch the next chunk's anchors and values while this one is walked backward
+    // (one 64-byte line of each per vector: 2048 floats = 128 lines per array)
+    const S* sn = sp + C;
+    const S* xn = xp + C;
+    const int64_t pf_end = std::min(C, n - j0 - C);  // elements of the next chunk
     for (int64_t v = nv - 1; v >= 0; --v) {
       V8 r, b, xv, fv;
+      const int64_t pf = (nv - 1 - v) * (64 / static_cast<int64_t>(sizeof(S)));
+      if (pf < pf_end) {
+        __builtin_prefetch(sn + pf);
+        __builtin_prefetch(xn + pf);
+      }
       std::memcpy(&r, al + 8 * v + 1, sizeof(V8));
       std::memcpy(&fv, fb + 8 * v, sizeof(V8));
       for (int e = 0; e < 8; ++e) xv[e] = static_cast<double>(xp[8 * v + e]);
@@ -825,24 +870,73 @@ LAPLEX_CLONES void SymSortedReal(int64_t n, const S* x, const S* src, double a, 
         if (static_cast<S>(r[7]) == S(0)) lo = 8 * (v + 1);
       }
     }
-    bstart[ch] = bc;
-    qstart[ch] = qc;
-    qlo[ch] = lo;
+    st[ch] = SymChunk{bc, qc, lo};
   }
-  // pass 2: the backward sums from beyond each chunk
-  double g = 0.0;  // global B at the first element of the next chunk
-  for (int64_t ch = nch - 1; ch >= 0; --ch) {
+  *fend = fc;
+  *ptot = pc;
+}
+
+// pass 2 over chunks [ch0, ch1): the forward carry `fin` entering the group (decayed
+// element by element until it underflows) and the backward carry `g` entering from
+// the next group (through each chunk's stored Q)
+template <typename S>
+LAPLEX_CLONES void SymPass2(int64_t n, int64_t ch0, int64_t ch1, double fin, double g,
+                            const S* src, double a, double cw, S* y, const S* qbuf,
+                            const SymChunk* st) {
+  constexpr int64_t C = kSymChunk;
+  const int64_t begin = ch0 * C, end = std::min(ch1 * C, n);
+  if (fin != 0.0 && begin > 0) {
+    // the decay from the element before the group to s_j is exp(-a (s_j - s_e)) (sorted
+    // anchors), so the blocks vectorise; stop after a block whose last contribution
+    // underflows in the storage type (later ones are smaller still)
+    const double se = static_cast<double>(src[begin - 1]);
+    constexpr int64_t kBlock = 256;
+    for (int64_t j0 = begin; j0 < end; j0 += kBlock) {
+      const int64_t j1 = std::min(end, j0 + kBlock);
+      for (int64_t j = j0; j < j1; ++j) {
+        const double w = fin * ExpFactor<S>(-a * (static_cast<double>(src[j]) - se));
+        y[j] = static_cast<S>(static_cast<double>(y[j]) + cw * w);
+      }
+      if (static_cast<S>(fin * ExpFactor<S>(-a * (static_cast<double>(src[j1 - 1]) - se))) == S(0)) {
+        break;
+      }
+    }
+  }
+  for (int64_t ch = ch1 - 1; ch >= ch0; --ch) {
     const int64_t j0 = ch * C;
     const int64_t cnt = std::min(C, n - j0);
     if (g != 0.0) {
       const double w = cw * g;
-      for (int64_t u = qlo[ch]; u < cnt; ++u) {
+      for (int64_t u = st[ch].qlo; u < cnt; ++u) {
         y[j0 + u] = static_cast<S>(static_cast<double>(y[j0 + u]) +
                                    w * static_cast<double>(qbuf[j0 + u]));
       }
     }
-    g = bstart[ch] + qstart[ch] * g;
+    g = st[ch].bstart + st[ch].qstart * g;
   }
+}
+
+template <typename S>
+void SymSortedReal(int64_t n, const S* x, const S* src, double a, double cw, bool acc, S* y,
+                   S* qbuf) {
+  const int64_t nch = (n + kSymChunk - 1) / kSymChunk;
+  const int nt = laplex_par::Threads(n, nch);
+  std::vector<SymChunk> st(nch);
+  std::vector<int64_t> gb(nt + 1);
+  for (int t = 0; t <= nt; ++t) gb[t] = nch * t / nt;
+  std::vector<double> fend(nt), ptot(nt), fin(nt, 0.0), gin(nt, 0.0);
+  laplex_par::Run(nt, [&](int t) {
+    SymPass1<S>(n, gb[t], gb[t + 1], x, src, a, cw, acc, y, qbuf, st.data(), &fend[t], &ptot[t]);
+  });
+  for (int t = 1; t < nt; ++t) fin[t] = fend[t - 1] + ptot[t - 1] * fin[t - 1];
+  for (int t = nt - 1; t > 0; --t) {
+    double g = gin[t];
+    for (int64_t ch = gb[t + 1] - 1; ch >= gb[t]; --ch) g = st[ch].bstart + st[ch].qstart * g;
+    gin[t - 1] = g;
+  }
+  laplex_par::Run(nt, [&](int t) {
+    SymPass2<S>(n, gb[t], gb[t + 1], fin[t], gin[t], src, a, cw, y, qbuf, st.data());
+  });
 }
 #undef Splat
 #endif  // LAPLEX_SYM_SIMD
@@ -886,51 +980,53 @@ ffi::Error SymImpl(ffi::Buffer<D> x, ffi::Buffer<R> src, ffi::Buffer<D> lam, ffi
     S* fb = h == 0 ? yo : scratch.data();
     // presorted: the caller vouches that perm is the identity (it is then not read)
     const bool ps = presorted.typed_data()[h] != 0 || IsIdentity(ph, 0, n);
+    // walk sorted anchors `sv` with values `xv` into `out` (+= when acc): the register
+    // scan for one real column on AVX-512 CPUs (the hot case: one exp per element,
+    // threads; emulated on narrower units it is slower), else SymCols
+    auto walk = [&](const S* xv, const S* sv, bool acc, S* out, S* fbuf) {
 #ifdef LAPLEX_SYM_SIMD
-    if constexpr (!CPX) {
-      // the hot case: one exp per element, scans in registers (8-lane vectors: with
-      // AVX-512 only; emulated on narrower units it is slower than SymCols)
-      static const bool wide = __builtin_cpu_supports("avx512f");
-      if (ps && k == 1 && wide) {
-        Scratch<S> qb(n);
-        SymSortedReal<S>(n, xs, sh, a, cr, h > 0, yo, qb.data());
-        continue;
+      if constexpr (!CPX) {
+        static const bool wide = __builtin_cpu_supports("avx512f");
+        if (k == 1 && wide) {
+          Scratch<S> qb(n);
+          SymSortedReal<S>(n, xv, sv, a, cr, acc, out, qb.data());
+          return;
+        }
       }
-    }
 #endif
-    if (ps) {
       int64_t c0 = 0;
       for (; c0 + 4 <= k; c0 += 4) {
-        SymCols<S, CPX, 4>(n, k, c0, ph, xs, sh, a, b, cr, ci, h > 0, true, yo, fb);
+        SymCols<S, CPX, 4>(n, k, c0, ph, xv, sv, a, b, cr, ci, acc, true, out, fbuf);
       }
       for (; c0 < k; ++c0) {
-        SymCols<S, CPX, 1>(n, k, c0, ph, xs, sh, a, b, cr, ci, h > 0, true, yo, fb);
+        SymCols<S, CPX, 1>(n, k, c0, ph, xv, sv, a, b, cr, ci, acc, true, out, fbuf);
       }
+    };
+    if (ps) {
+      walk(xs, sh, h > 0, yo, fb);
       continue;
     }
-    // unsorted: gather sorted copies (independent loads), walk them, scatter back
+    // unsorted: gather sorted copies (independent loads), walk them, scatter back; the
+    // gather and the scatter (perm is a permutation: distinct rows) split over threads
     const int64_t row = W * k;
     Scratch<S> xsrt(n * row), ssrt(n), ysrt(n * row);
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t id = Clamp(ph[j], 0, n - 1);
-      ssrt[j] = sh[id];
-      for (int64_t e = 0; e < row; ++e) xsrt[j * row + e] = xs[id * row + e];
-    }
-    int64_t c0 = 0;
-    for (; c0 + 4 <= k; c0 += 4) {
-      SymCols<S, CPX, 4>(n, k, c0, ph, xsrt.data(), ssrt.data(), a, b, cr, ci, false, true,
-                         ysrt.data(), ysrt.data());
-    }
-    for (; c0 < k; ++c0) {
-      SymCols<S, CPX, 1>(n, k, c0, ph, xsrt.data(), ssrt.data(), a, b, cr, ci, false, true,
-                         ysrt.data(), ysrt.data());
-    }
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t id = Clamp(ph[j], 0, n - 1);
-      S* d = yo + id * row;
-      const S* sv = &ysrt[j * row];
-      for (int64_t e = 0; e < row; ++e) d[e] = h > 0 ? static_cast<S>(d[e] + sv[e]) : sv[e];
-    }
+    const int nt = laplex_par::Threads(n, n);
+    laplex_par::Run(nt, [&](int t) {
+      for (int64_t j = n * t / nt, j1 = n * (t + 1) / nt; j < j1; ++j) {
+        const int64_t id = Clamp(ph[j], 0, n - 1);
+        ssrt[j] = sh[id];
+        for (int64_t e = 0; e < row; ++e) xsrt[j * row + e] = xs[id * row + e];
+      }
+    });
+    walk(xsrt.data(), ssrt.data(), false, ysrt.data(), ysrt.data());
+    laplex_par::Run(nt, [&](int t) {
+      for (int64_t j = n * t / nt, j1 = n * (t + 1) / nt; j < j1; ++j) {
+        const int64_t id = Clamp(ph[j], 0, n - 1);
+        S* d = yo + id * row;
+        const S* sv = &ysrt[j * row];
+        for (int64_t e = 0; e < row; ++e) d[e] = h > 0 ? static_cast<S>(d[e] + sv[e]) : sv[e];
+      }
+    });
   }
   return ffi::Error::Success();
 }

@@ -291,14 +291,18 @@ def _sym_np(v, x, a, c):
     return y
 
 
+@pytest.mark.parametrize("threads", ["", "1", "2", "3"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("n", [7, 2 * 2048 + 13])
-def test_fused_symmetric_presorted_real_blocks(dtype, n):
+def test_fused_symmetric_presorted_real_blocks(dtype, n, threads, monkeypatch):
     # the pre-sorted real one-column path (chunks of 2048, 8-element register scans,
     # carries across vectors and chunks, the chunk-tail fix-up pass and its skip of
     # underflowed decays): ties on an integer grid (also across chunk boundaries),
     # two heads (accumulation), decays from tiny (every carry reaches the far end) to
-    # huge (every non-tied factor underflows to 0), against the float64 oracle
+    # huge (every non-tied factor underflows to 0), against the float64 oracle.
+    # JAXLAB_LAPLEX_THREADS forces the chunks into 1-3 thread groups (default: by size),
+    # which exercises the carries between groups at this small size
+    monkeypatch.setenv("JAXLAB_LAPLEX_THREADS", threads)
     rng = np.random.default_rng(n + (dtype == np.float32))
     x = np.sort(np.floor(rng.uniform(0, n / 3, (2, n))), axis=1).astype(dtype)
     x[1] = np.sort(rng.uniform(0, n, n)).astype(dtype)  # head 1: no ties
@@ -320,3 +324,46 @@ def test_fused_symmetric_presorted_real_blocks(dtype, n):
     y = laplex.matvec(jnp.asarray(v[:, 0]), xj, xj, jnp.asarray(a), None, jnp.asarray(c),
                       plan=plan, scan=FUSED)
     assert _rel(y, ref[:, 0]) < tol
+
+
+def test_fused_symmetric_threads_agree_at_scale(monkeypatch):
+    # large enough for the automatic thread split (>= 2^18 elements per thread) on a
+    # multi-core machine: the threaded result equals the serial one (itself checked
+    # against the dense oracle above) to float32 rounding
+    n = 600_000
+    rng = np.random.default_rng(5)
+    x = jnp.asarray(np.sort(rng.uniform(0, n, (1, n))).astype(np.float32))
+    v = jnp.asarray(rng.standard_normal((n, 1)).astype(np.float32))
+    c = jnp.ones((1,), jnp.float32)
+    ident = jnp.arange(n, dtype=jnp.int32)[None]
+    flag = jnp.ones((1,), jnp.int32)
+    for decay in (1e-5, 0.5):
+        a = jnp.asarray([decay], jnp.float32)
+        out = {}
+        for threads in ("1", "", "4"):
+            monkeypatch.setenv("JAXLAB_LAPLEX_THREADS", threads)
+            out[threads] = np.asarray(fused_sym(v, x, a, c, ident, flag), np.float64)
+        for threads in ("", "4"):
+            assert _rel(out[threads], out["1"]) < 1e-6
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_fused_symmetric_unsorted_one_column(dtype, threads, monkeypatch):
+    # unsorted anchors, one real column: sorted copies gathered (split over threads),
+    # walked by the register-scan pass on AVX-512 CPUs, scattered back; two heads
+    # (the second accumulates through the scatter), ties, vs the float64 oracle
+    monkeypatch.setenv("JAXLAB_LAPLEX_THREADS", threads)
+    n = 2 * 2048 + 77
+    rng = np.random.default_rng(11)
+    x = np.floor(rng.uniform(0, n / 2, (2, n))).astype(dtype)
+    v = rng.standard_normal((n, 1)).astype(dtype)
+    c = rng.standard_normal(2).astype(dtype)
+    a = rng.uniform(0.05, 1.0, 2).astype(dtype)
+    xj = jnp.asarray(x)
+    plan = laplex.make_plan(xj, xj)
+    assert not np.any(np.asarray(plan.presorted_s))
+    y = laplex.matvec(jnp.asarray(v[:, 0]), xj, xj, jnp.asarray(a), None, jnp.asarray(c),
+                      plan=plan, scan=FUSED)
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    assert _rel(y, _sym_np(v, x, a, c)[:, 0]) < tol
