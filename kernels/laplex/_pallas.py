@@ -67,14 +67,26 @@ def _kernel_complex(ar_ref, ai_ref, xr_ref, xi_ref, hr_ref, hi_ref, pr_ref, pi_r
 class PallasScan(AbstractScan):
     """Chunked linear-recurrence Pallas kernel (see module docstring).
 
-    - `chunk`: sequential steps per chunk (rows of a block).
-    - `tile`: lanes per kernel instance (a multiple of 128 suits GPUs and TPUs).
+    - `chunk`: sequential steps per chunk (rows of a block; a power of two, as
+      Triton blocks must be: shorter sequences use the next power of two above
+      their length, padded).
+    - `tile`: lanes per kernel instance (a power of two; 128 suits GPUs and TPUs).
     - `interpret`: run through the Pallas interpreter (CPU testing).
+
+    Measured on one H200 (README): this layout (coalesced rows, XLA transposes
+    around the kernel) ran 6x faster than walking strided columns of the
+    untransposed sequence inside the kernel.
     """
 
     chunk: int = eqx.field(static=True, default=256)
     tile: int = eqx.field(static=True, default=128)
     interpret: bool = eqx.field(static=True, default=False)
+
+    def __check_init__(self):
+        for name in ("chunk", "tile"):
+            val = getattr(self, name)
+            if val < 1 or val & (val - 1):
+                raise ValueError(f"{name}: expected a positive power of two, got {val}")
 
     def _local(self, a2, x2):
         c, lanes = a2.shape
@@ -100,7 +112,7 @@ class PallasScan(AbstractScan):
 
     def forward(self, alpha, x):
         n, k = x.shape
-        c = min(self.chunk, n)
+        c = min(self.chunk, 1 << max(0, (n - 1).bit_length()))
         nb = -(-n // c)
         pad = nb * c - n
         # lanes are (chunk index, column) pairs; padded lanes carry zeros

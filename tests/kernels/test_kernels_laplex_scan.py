@@ -104,3 +104,9 @@ def test_cpu_scan_nested_vmap():
 def test_cpu_scan_rejects_mixed_dtypes():
     with pytest.raises(ValueError, match="alpha and x"):
         CpuScan()(jnp.ones(3, jnp.float32), jnp.ones((3, 1), jnp.float64))
+
+
+@pytest.mark.parametrize("kwargs,name", [({"chunk": 12}, "chunk"), ({"tile": 0}, "tile")])
+def test_pallas_bad_options(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        PallasScan(**kwargs)
