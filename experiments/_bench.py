@@ -16,7 +16,7 @@ from jaxlab._core import write_json
 from ._api import Bench, log
 from ._runner import jax_info
 
-__all__ = ["run_bench", "time_callable"]
+__all__ = ["run_bench", "time_callable", "timing_stats"]
 
 
 def time_callable(fn, *, warmup: int, repeats: int) -> list[float]:
@@ -29,6 +29,13 @@ def time_callable(fn, *, warmup: int, repeats: int) -> list[float]:
         jax.block_until_ready(fn())
         times.append(time.perf_counter() - t0)
     return times
+
+
+def timing_stats(fn, *, warmup: int, repeats: int) -> dict[str, float | int]:
+    """`time_callable` summarised: median, min and max seconds, repeats, warmup."""
+    ts = time_callable(fn, warmup=warmup, repeats=repeats)
+    return {"median_s": statistics.median(ts), "min_s": min(ts), "max_s": max(ts),
+            "repeats": repeats, "warmup": warmup}
 
 
 def run_bench(
@@ -47,9 +54,7 @@ def run_bench(
     timings = {}
     for impl, fn in bench.impls.items():
         log.info("bench %s: timing %s", mod.NAME, impl)
-        ts = time_callable(fn, warmup=warmup, repeats=repeats)
-        timings[impl] = {"median_s": statistics.median(ts), "min_s": min(ts), "max_s": max(ts),
-                         "repeats": repeats, "warmup": warmup}
+        timings[impl] = timing_stats(fn, warmup=warmup, repeats=repeats)
     pairs = bench.pairs or tuple(
         (ours, peer) for ours in bench.ours for peer in bench.impls if peer not in bench.ours)
     bad = [p for p in pairs if p[0] not in bench.impls or p[1] not in bench.impls]

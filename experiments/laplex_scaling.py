@@ -8,8 +8,6 @@ slope over the largest decades is the claim (near 1, not 2 as for dense).
 
 from __future__ import annotations
 
-import time
-
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -17,6 +15,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from experiments._api import Claim, Result, log
+from experiments._bench import timing_stats
 from jaxlab import laplex
 
 NAME = "laplex_scaling"
@@ -27,16 +26,6 @@ QUICK = {"sizes": [1000, 10_000, 100_000, 1_000_000, 10_000_000], "repeats": 2, 
          "fit_from": 100_000}
 FULL = {**QUICK, "sizes": [1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000],
         "repeats": 5}
-
-
-def _median_time(fn, repeats):
-    jax.block_until_ready(fn())
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
 
 
 def _loss(v, t, s, a, c, w, plan):
@@ -52,6 +41,9 @@ _PLAN = jax.jit(laplex.make_plan)
 def run(config, key):
     h = int(config["heads"])
     rows = []
+    def median_s(fn):
+        return timing_stats(fn, warmup=1, repeats=config["repeats"])["median_s"]
+
     for n in tqdm(config["sizes"], desc="laplex scaling"):
         k1, k2, k3, key = jax.random.split(key, 4)
         t = jax.random.uniform(k1, (h, n), jnp.float32, 0, n)
@@ -60,11 +52,11 @@ def run(config, key):
         w = jnp.cos(jnp.arange(n, dtype=jnp.float32))
         a = jnp.full((h,), 0.5, jnp.float32)
         c = jnp.ones((h,), jnp.float32)
-        fresh = _median_time(lambda: _VG_FRESH(v, t, s, a, c, w), config["repeats"])
+        fresh = median_s(lambda: _VG_FRESH(v, t, s, a, c, w))
         ts_, ss_ = jnp.sort(t, axis=1), jnp.sort(s, axis=1)
         plan = _PLAN(ts_, ss_)
-        reused = _median_time(lambda: _VG(v, ts_, ss_, a, c, w, plan), config["repeats"])
-        sort = _median_time(lambda: _PLAN(t, s), config["repeats"])
+        reused = median_s(lambda: _VG(v, ts_, ss_, a, c, w, plan))
+        sort = median_s(lambda: _PLAN(t, s))
         rows.append({"n": n, "fresh": fresh, "reused": reused, "sort": sort})
         log.info("N=%d matvec+grad %.4fs (fresh plan), %.4fs (reused plan), plan %.4fs",
                  n, fresh, reused, sort)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import sys
 import time
 import traceback
@@ -39,6 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments._api import Bench
+from experiments._bench import timing_stats
 from jaxlab import laplex
 from jaxlab._core import write_json
 from kernels.laplex import AssociativeScan, BlockedScan, PallasScan
@@ -163,18 +163,6 @@ def exactness(n, key, *, scan):
     return out
 
 
-def _time(fn, warmup, repeats):
-    for _ in range(warmup):
-        jax.block_until_ready(fn())
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        ts.append(time.perf_counter() - t0)
-    return {"median_s": statistics.median(ts), "min_s": min(ts), "max_s": max(ts),
-            "repeats": repeats, "warmup": warmup}
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--out", default="results")
@@ -218,7 +206,7 @@ def main(argv=None):
         for impl, fn in bench.impls.items():
             t0 = time.perf_counter()
             try:
-                entry["timings"][impl] = _time(fn, warmup, repeats)
+                entry["timings"][impl] = timing_stats(fn, warmup=warmup, repeats=repeats)
             except Exception:  # noqa: BLE001 - e.g. out of memory at 1e9
                 entry["errors"][impl] = traceback.format_exc()[-2000:]
             print(f"N={n:.0e} {impl}: {entry['timings'].get(impl, 'ERROR')} "
@@ -240,7 +228,8 @@ def main(argv=None):
         strategy = PallasScan(chunk=chunk, interpret=args.dry_run)
         f = jax.jit(lambda v, x, p, s=strategy: laplex.matvec(v, x, x, a, None, c, plan=p, scan=s))
         try:
-            sweep[str(chunk)] = _time(lambda f=f: f(v, x, plan), 1, 5)["median_s"]
+            stats = timing_stats(lambda f=f: f(v, x, plan), warmup=1, repeats=5)
+            sweep[str(chunk)] = stats["median_s"]
         except Exception:  # noqa: BLE001
             sweep[str(chunk)] = traceback.format_exc()[-1500:]
         print(f"chunk {chunk}: {sweep[str(chunk)]}", flush=True)

@@ -40,3 +40,23 @@ def test_gpu_bench_refuses_cpu():
     if jax.default_backend() == "cpu":
         with pytest.raises(RuntimeError, match="needs a GPU"):
             mod.setup(mod.QUICK, jax.random.key(0))
+
+
+def test_gpu_device_script_dry_run(tmp_path):
+    # the device check end to end on CPU (Pallas in interpret mode, tiny sizes): the
+    # float64-oracle exactness stage, every implementation timed, fields written
+    mod = importlib.import_module("experiments.bench.laplex_gpu")
+    x64 = jax.config.jax_enable_x64
+    try:
+        rec = mod.main(["--dry-run", "--sizes", "1024", "--check-n", "256", "--chunks", "16",
+                        "--out", str(tmp_path)])
+    finally:
+        jax.config.update("jax_enable_x64", x64)
+    ex = rec["exactness"]
+    assert ex["max_rel_err_real"] < 1e-5 and ex["max_rel_err_phased"] < 1e-5
+    assert ex["max_grad_rel_err"] < 1e-3
+    entry = rec["sizes"]["1024"]
+    assert not entry["errors"]
+    assert {"t_matvec_s", "t_matvec_grad_s", "achieved_fraction_matvec",
+            "speedup_vs_assoc_scan", "ratio_to_stream_floor"} <= set(entry["fields"])
+    assert (tmp_path / "bench" / "laplex_gpu.json").exists()
