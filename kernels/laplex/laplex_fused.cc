@@ -231,6 +231,40 @@ LAPLEX_CLONES void HeadCols(const Plan& p, int64_t c0, const S* x, const S* tgt,
     }
   };
 
+  // (C) read out q targets collected in tit (index), tu (buffer row), td (distance to
+  // that row's source): the state decayed by exp(-lam d). The left walk (`left`)
+  // writes o0 (accumulating when acc), o1 = L - 2 T at ties and o2 = J_L; the right
+  // walk then adds R, -R and J_R.
+  auto readout = [&](int64_t q, bool left) {
+    Factors<CPX>(td, a, b, ter, tei, q);
+    for (int64_t w = 0; w < q; ++w) {
+      const int64_t i = tit[w], u = tu[w];
+      const double er = ter[w], ei = CPX ? tei[w] : 0.0, d = td[w];
+      for (int col = 0; col < KS; ++col) {
+        const double hr_ = bhr[u * KS + col], hi_ = CPX ? bhi[u * KS + col] : 0.0;
+        const double vr = CPX ? er * hr_ - ei * hi_ : er * hr_;
+        const double vi = CPX ? er * hi_ + ei * hr_ : 0.0;
+        put(o0, i, col, c_re * vr - c_im * vi, c_re * vi + c_im * vr, left ? acc : true);
+        if constexpr (Q) {
+          double qr = left ? vr : -vr, qi = left ? vi : -vi;
+          if constexpr (TIE) {
+            if (left && d == 0.0) {
+              qr -= 2.0 * btr[u * KS + col];
+              if constexpr (CPX) qi -= 2.0 * bti[u * KS + col];
+            }
+          }
+          put(o1, i, col, qr, qi, !left);
+        }
+        if constexpr (JD) {
+          const double ur = bgr[u * KS + col] + d * hr_;
+          const double ui = CPX ? bgi[u * KS + col] + d * hi_ : 0.0;
+          put(o2, i, col, CPX ? er * ur - ei * ui : er * ur, CPX ? er * ui + ei * ur : 0.0,
+              !left);
+        }
+      }
+    }
+  };
+
   // ---------------- left walk (ascending) ----------------
   reset();
   int64_t it = 0;  // next target in sorted order
@@ -282,33 +316,7 @@ LAPLEX_CLONES void HeadCols(const Plan& p, int64_t c0, const S* x, const S* tgt,
         td[q] = static_cast<double>(tgt[i]) - sv[u];
       }
       if (q == 0) break;
-      Factors<CPX>(td, a, b, ter, tei, q);
-      for (int64_t w = 0; w < q; ++w) {
-        const int64_t i = tit[w], u = tu[w];
-        const double er = ter[w], ei = CPX ? tei[w] : 0.0, dl = td[w];
-        for (int col = 0; col < KS; ++col) {
-          const double fr = bhr[u * KS + col], fi = CPX ? bhi[u * KS + col] : 0.0;
-          const double lr = CPX ? er * fr - ei * fi : er * fr;
-          const double li = CPX ? er * fi + ei * fr : 0.0;
-          put(o0, i, col, c_re * lr - c_im * li, c_re * li + c_im * lr, acc);
-          if constexpr (Q) {
-            double qr = lr, qi = li;
-            if constexpr (TIE) {
-              if (dl == 0.0) {
-                qr -= 2.0 * btr[u * KS + col];
-                if constexpr (CPX) qi -= 2.0 * bti[u * KS + col];
-              }
-            }
-            put(o1, i, col, qr, qi, false);
-          }
-          if constexpr (JD) {
-            const double ur = bgr[u * KS + col] + dl * fr;
-            const double ui = CPX ? bgi[u * KS + col] + dl * fi : 0.0;
-            put(o2, i, col, CPX ? er * ur - ei * ui : er * ur, CPX ? er * ui + ei * ur : 0.0,
-                false);
-          }
-        }
-      }
+      readout(q, true);
       it += q;
       if (q < C) break;
     }
@@ -344,24 +352,7 @@ LAPLEX_CLONES void HeadCols(const Plan& p, int64_t c0, const S* x, const S* tgt,
         td[q] = sv[u] - static_cast<double>(tgt[i]);
       }
       if (q == 0) break;
-      Factors<CPX>(td, a, b, ter, tei, q);
-      for (int64_t w = 0; w < q; ++w) {
-        const int64_t i = tit[w], u = tu[w];
-        const double er = ter[w], ei = CPX ? tei[w] : 0.0, dr = td[w];
-        for (int col = 0; col < KS; ++col) {
-          const double br = bhr[u * KS + col], bi = CPX ? bhi[u * KS + col] : 0.0;
-          const double rr = CPX ? er * br - ei * bi : er * br;
-          const double ri = CPX ? er * bi + ei * br : 0.0;
-          put(o0, i, col, c_re * rr - c_im * ri, c_re * ri + c_im * rr, true);
-          if constexpr (Q) put(o1, i, col, -rr, -ri, true);
-          if constexpr (JD) {
-            const double ur = bgr[u * KS + col] + dr * br;
-            const double ui = CPX ? bgi[u * KS + col] + dr * bi : 0.0;
-            put(o2, i, col, CPX ? er * ur - ei * ui : er * ur, CPX ? er * ui + ei * ur : 0.0,
-                true);
-          }
-        }
-      }
+      readout(q, false);
       it -= q;
       if (q < C) break;
     }
