@@ -65,6 +65,9 @@ class Bench:
     - `fields`: named flat results an issue asks for, each computed from the median
       seconds per implementation, e.g. `{"jaxlab_s": lambda m: m["jaxlab"],
       "speedup": lambda m: m["opencv"] / m["jaxlab"]}`; written under "fields".
+    - `interleave`: time the implementations in rounds (one call of each per round)
+      rather than one after another, so that drifts of a shared machine hit all of
+      them alike (for large, memory-bound problems; small ones lose their warm caches).
     """
 
     impls: Mapping[str, Callable[[], Any]]
@@ -74,6 +77,7 @@ class Bench:
     pairs: tuple[tuple[str, str], ...] = ()
     fields: Mapping[str, Callable[[Mapping[str, float]], float]] = dataclasses.field(
         default_factory=dict)
+    interleave: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,7 @@ from jaxlab._core import write_json
 from ._api import Bench, log
 from ._runner import jax_info
 
-__all__ = ["run_bench", "time_callable", "timing_stats"]
+__all__ = ["interleaved_stats", "run_bench", "time_callable", "timing_stats"]
 
 
 def time_callable(fn, *, warmup: int, repeats: int) -> list[float]:
@@ -33,9 +33,30 @@ def time_callable(fn, *, warmup: int, repeats: int) -> list[float]:
 
 def timing_stats(fn, *, warmup: int, repeats: int) -> dict[str, float | int]:
     """`time_callable` summarised: median, min and max seconds, repeats, warmup."""
-    ts = time_callable(fn, warmup=warmup, repeats=repeats)
+    return _stats(time_callable(fn, warmup=warmup, repeats=repeats), warmup, repeats)
+
+
+def _stats(ts, warmup, repeats):
     return {"median_s": statistics.median(ts), "min_s": min(ts), "max_s": max(ts),
             "repeats": repeats, "warmup": warmup}
+
+
+def interleaved_stats(fns, *, warmup: int, repeats: int) -> dict[str, dict[str, float | int]]:
+    """`timing_stats` for several callables timed in rounds (one call of each per round).
+
+    Every implementation then sees the same drifts of a shared machine (memory
+    bandwidth taken by neighbours, frequency changes), so their ratios are robust.
+    """
+    for fn in fns.values():
+        for _ in range(warmup):
+            jax.block_until_ready(fn())
+    ts = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn())
+            ts[name].append(time.perf_counter() - t0)
+    return {name: _stats(t, warmup, repeats) for name, t in ts.items()}
 
 
 def run_bench(
@@ -51,10 +72,15 @@ def run_bench(
     unknown = [o for o in bench.ours if o not in bench.impls]
     if unknown:
         raise ValueError(f"{mod.NAME}: ours names {unknown} not among impls {list(bench.impls)}")
-    timings = {}
-    for impl, fn in bench.impls.items():
-        log.info("bench %s: timing %s", mod.NAME, impl)
-        timings[impl] = timing_stats(fn, warmup=warmup, repeats=repeats)
+    if bench.interleave:
+        log.info("bench %s: timing %s in %d interleaved rounds", mod.NAME, list(bench.impls),
+                 repeats)
+        timings = interleaved_stats(bench.impls, warmup=warmup, repeats=repeats)
+    else:
+        timings = {}
+        for impl, fn in bench.impls.items():
+            log.info("bench %s: timing %s", mod.NAME, impl)
+            timings[impl] = timing_stats(fn, warmup=warmup, repeats=repeats)
     pairs = bench.pairs or tuple(
         (ours, peer) for ours in bench.ours for peer in bench.impls if peer not in bench.ours)
     bad = [p for p in pairs if p[0] not in bench.impls or p[1] not in bench.impls]
@@ -75,6 +101,7 @@ def run_bench(
         "timings": timings,
         "ratios": ratios,
         "ratio_meaning": "peer median time / ours median time (>1: ours is faster)",
+        "interleaved": bench.interleave,
         "fields": fields,
         "notes": bench.notes,
         "jax": jax_info(),

@@ -26,7 +26,9 @@ On CPU the default strategy (`CpuScan(fused=True)`) runs each of these as fused
 C++ passes over the sorted anchors (`kernels.laplex.fused_apply` / `fused_parts`,
 in double precision for every storage dtype), and, when `t is s` (one array for
 both roles, e.g. a Gram operator), as one interleaved forward/backward loop with
-`y = F + B - x` (`fused_sym`). Other strategies run the scans one by one.
+`y = F + B - x` (`fused_sym`; for one real float32 column on AVX-512 CPUs, on all
+cores and with float32 recurrences where the anchors decay fast enough, see its
+docstring). Other strategies run the scans one by one.
 
 Complex cotangents follow JAX's convention (transpose, no conjugation; real
 inputs take the real part), so gradients equal autodiff through the dense matrix.

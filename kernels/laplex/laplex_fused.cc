@@ -18,8 +18,11 @@
 // Everything runs in double precision whatever the storage type: gaps are
 // formed in double from the stored anchors (exact for float32), the factors
 // exp(-lam d) are computed in double, and the recurrences accumulate in double;
-// only the outputs are rounded to the storage type. |alpha| <= 1 so nothing
-// overflows. Complex values are stored interleaved (re, im).
+// only the outputs are rounded to the storage type. The one exception is the
+// symmetric real one-column pass on AVX-512 CPUs (SymSortedReal below): with
+// float32 storage it runs float32 recurrences on chunks whose anchors decay fast
+// enough (kWin criterion; error ~1e-6 normwise), double elsewhere.
+// |alpha| <= 1 so nothing overflows. Complex values are stored interleaved (re, im).
 //
 // Targets:
 //   laplex_fused_apply_*: y (M, K) = sum_h c_h (L_h + R_h)
@@ -733,11 +736,14 @@ ffi::Error PartsImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
 // F_in(g + 1) = F_end(g) + P(g) F_in(g); backward: the chain of chunk sums) are a
 // few scalar steps; then pass 2 runs per group and, forward, adds c F_in times the
 // decay exp(-a (s_j - s_e)) from the element e before the group to each leading
-// element j until that term underflows in the storage type. Only factors <= 1 are multiplied (decays of
-// non-negative gaps; products may underflow to 0 harmlessly) and ties (gap 0,
-// factor 1) stay exact. Everything accumulates in double; outputs are rounded to
-// the storage type after each pass.
-// GCC only (__builtin_shuffle) and only on CPUs with AVX-512 (8-lane vectors);
+// element j until that term underflows in the storage type. Only factors <= 1 are
+// multiplied (decays of non-negative gaps; products may underflow to 0 harmlessly)
+// and ties (gap 0, factor 1) stay exact. Recurrences accumulate in double (8 lanes
+// per vector), except float32-stored chunks that pass the kWin criterion, which run
+// in float32 (16 lanes; JAXLAB_LAPLEX_F32_SCAN=0 turns that off); the carries
+// between chunks and threads are kept in double; outputs are rounded to the storage
+// type after each pass.
+// GCC only (__builtin_shuffle) and only on CPUs with AVX-512 (64-byte vectors);
 // otherwise the SymCols path runs.
 #if defined(__GNUC__) && !defined(__clang__)
 #define LAPLEX_SYM_SIMD 1
@@ -754,114 +760,218 @@ struct SymChunk {
   int64_t qlo;    // stored Q is zero before this offset (decays only shrink)
 };
 
+// lane geometry of a 64-byte vector of T, and the scan masks: `up` d moves lane i - d
+// to lane i (lanes i < d take the second operand's identity value), `dn` d moves
+// lane i + d to lane i (lanes past the end take the identity)
+template <typename T>
+struct Lanes;
+template <>
+struct Lanes<double> {
+  static constexpr int W = 8;
+  typedef double V __attribute__((vector_size(64)));
+  typedef int64_t I __attribute__((vector_size(64)));
+};
+template <>
+struct Lanes<float> {
+  static constexpr int W = 16;
+  typedef float V __attribute__((vector_size(64)));
+  typedef int32_t I __attribute__((vector_size(64)));
+};
+
+template <typename T>
+struct ScanMasks {
+  static constexpr int W = Lanes<T>::W;
+  typename Lanes<T>::I up[4], dn[4];
+  ScanMasks() {
+    for (int l = 0; (1 << l) < W; ++l) {
+      const int d = 1 << l;
+      for (int i = 0; i < W; ++i) {
+        up[l][i] = i >= d ? i - d : W + i;
+        dn[l][i] = i + d < W ? i + d : W + i;
+      }
+    }
+  }
+};
+
+// exp(x) for x <= 0 in float (the float analogue of ExpNonPosP: Cody-Waite
+// reduction, degree-6 Taylor polynomial, ~2e-7 relative; below e^-87 flushes to 0)
+inline float ExpNonPosF(float x) {
+  const float keep = static_cast<float>(x >= -87.0f);
+  const float xc = keep * x - (1.0f - keep) * 87.0f;
+  const float big = xc * 1.44269504f + 12582912.0f;
+  const float kf = big - 12582912.0f;
+  const float r = (xc - kf * 0.693359375f) + kf * 2.12194440e-4f;
+  float p = 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  uint32_t bits;
+  std::memcpy(&bits, &big, sizeof(bits));
+  bits = (bits + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return keep * (p * scale);
+}
+
+// float32 recurrences are used for float32 storage on chunks where every window of
+// kWin consecutive gaps decays by at least e^-kWinDecay: then a rounding error is
+// forgotten within ~kWin steps, so the recurrence's error stays within a few times
+// kWin float32 ulps of the largest partial sum (the normwise error of the output
+// stays ~1e-6). Other chunks (ties, clusters, small decays) run in double.
+constexpr int64_t kWin = 32;
+constexpr double kWinDecay = 4.0;
+
+// pass 1 for chunk [j0, j0 + cnt), recurrences in T. fc: F at the element before the
+// chunk (updated), pc: product of the group's factors (updated). Returns false, having
+// written nothing, when T is float and the chunk fails the window criterion.
+template <typename S, typename T>
+__attribute__((always_inline)) inline bool SymChunkWalk(
+    int64_t n, int64_t j0, int64_t cnt, const S* x, const S* src, double a, double cw, bool acc,
+    S* y, S* qbuf, SymChunk* st_ch, double* fc_io, double* pc_io, T* al, T* fb,
+    const ScanMasks<T>& mk) {
+  typedef typename Lanes<T>::V V;
+  constexpr int W = Lanes<T>::W;
+  const V zero = V{} * T(0);
+  const V one = zero + T(1);
+  const int steps = W == 8 ? 3 : 4;
+  // scan the pairs (p, f) of a vector: lane i combines with lane i - d (`up`, prefix) or
+  // i + d (`dn`, suffix); out-of-range lanes are (1, 0)
+  auto scan = [&](V& p, V& f, const typename Lanes<T>::I* m) {
+    for (int l = 0; l < steps; ++l) {
+      f = f + p * __builtin_shuffle(f, zero, m[l]);
+      p = p * __builtin_shuffle(p, one, m[l]);
+    }
+  };
+  auto factor = [&](int64_t j) -> T {  // exp(-a (s_j - s_{j-1})) for j > 0
+    if constexpr (sizeof(T) == sizeof(float)) {
+      return ExpNonPosF(static_cast<float>(-a) * (static_cast<float>(src[j]) -
+                                                  static_cast<float>(src[j - 1])));
+    } else {
+      return ExpFactor<S>(-a * (static_cast<double>(src[j]) - static_cast<double>(src[j - 1])));
+    }
+  };
+  const S* xp = x + j0;
+  const int64_t nv = cnt / W, body = W * nv;
+  const bool more = j0 + cnt < n;
+  if constexpr (sizeof(T) == sizeof(float)) {
+    const float lim = static_cast<float>(kWinDecay / a);
+    int bad = 0;
+    for (int64_t u = std::max<int64_t>(0, kWin - j0); u < cnt; ++u) {
+      bad |= static_cast<int>(static_cast<float>(src[j0 + u]) -
+                              static_cast<float>(src[j0 + u - kWin]) < lim);
+    }
+    if (bad) return false;
+  }
+  al[0] = j0 > 0 ? factor(j0) : T(0);
+  if constexpr (sizeof(T) == sizeof(float)) {
+    const float na = static_cast<float>(-a);
+    const S* sp = src + j0;
+    for (int64_t u = 1; u < cnt; ++u) {
+      al[u] = ExpNonPosF(na * (static_cast<float>(sp[u]) - static_cast<float>(sp[u - 1])));
+    }
+  } else {
+    for (int64_t u = 1; u < cnt; ++u) al[u] = factor(j0 + u);
+  }
+  al[cnt] = more ? factor(j0 + cnt) : T(0);
+  T fc = static_cast<T>(*fc_io);
+  double pc = *pc_io;
+  // forward
+  for (int64_t v = 0; v < nv; ++v) {
+    V p, f;
+    std::memcpy(&p, al + W * v, sizeof(V));
+    for (int e = 0; e < W; ++e) f[e] = static_cast<T>(xp[W * v + e]);
+    scan(p, f, mk.up);
+    const T fl = f[W - 1] + p[W - 1] * fc;  // the serial path: one scalar multiply-add
+    f = f + p * fc;
+    fc = fl;
+    pc *= static_cast<double>(p[W - 1]);
+    std::memcpy(fb + W * v, &f, sizeof(V));
+  }
+  for (int64_t u = body; u < cnt; ++u) {
+    fc = al[u] * fc + static_cast<T>(xp[u]);
+    pc *= static_cast<double>(al[u]);
+    fb[u] = fc;
+  }
+  // prefetch the next chunk's anchors and values while this one is walked backward
+  // (one 64-byte line of each per vector)
+  const S* sn = src + j0 + cnt;
+  const S* xn = xp + cnt;
+  const int64_t pf_end = more ? std::min(kSymChunk, n - j0 - cnt) : 0;
+  // backward inside the chunk (the tail first)
+  T bc = 0, qc = 1;  // chunk-local B and its decay Q at element u + 1
+  int64_t lo = 0;
+  for (int64_t u = cnt - 1; u >= body; --u) {
+    const T xu = static_cast<T>(xp[u]);
+    bc = al[u + 1] * bc + xu;
+    qc = al[u + 1] * qc;
+    const T o = static_cast<T>(cw) * (fb[u] + bc - xu);
+    y[j0 + u] = static_cast<S>(acc ? static_cast<T>(y[j0 + u]) + o : o);
+    qbuf[j0 + u] = static_cast<S>(qc);
+  }
+  const V cwv = zero + static_cast<T>(cw);
+  for (int64_t v = nv - 1; v >= 0; --v) {
+    V r, b, xv, fv;
+    const int64_t pf = (nv - 1 - v) * (64 / static_cast<int64_t>(sizeof(S)));
+    if (pf < pf_end) {
+      __builtin_prefetch(sn + pf);
+      __builtin_prefetch(xn + pf);
+    }
+    std::memcpy(&r, al + W * v + 1, sizeof(V));
+    std::memcpy(&fv, fb + W * v, sizeof(V));
+    for (int e = 0; e < W; ++e) xv[e] = static_cast<T>(xp[W * v + e]);
+    b = xv;
+    scan(r, b, mk.dn);
+    const T bl = b[0] + r[0] * bc, ql = r[0] * qc;
+    b = b + r * bc;
+    r = r * qc;
+    bc = bl;
+    qc = ql;
+    V o = cwv * (fv + b - xv);
+    S* yj = y + j0 + W * v;
+    S* qj = qbuf + j0 + W * v;
+    if (acc) {
+      for (int e = 0; e < W; ++e) o[e] += static_cast<T>(yj[e]);
+    }
+    for (int e = 0; e < W; ++e) yj[e] = static_cast<S>(o[e]);
+    if (lo == 0) {
+      for (int e = 0; e < W; ++e) qj[e] = static_cast<S>(r[e]);
+      // r grows along the vector: all stored values are 0 once the last one is, and
+      // so are those of every earlier element (pass 2 skips them: adding 0 is exact)
+      if (static_cast<S>(r[W - 1]) == S(0)) lo = W * (v + 1);
+    }
+  }
+  *st_ch = SymChunk{static_cast<double>(bc), static_cast<double>(qc), lo};
+  *fc_io = static_cast<double>(fc);
+  *pc_io = pc;
+  return true;
+}
+
 // pass 1 over chunks [ch0, ch1) with F entering at 0; returns the group's last F in
-// *fend and the product of its factors (from the element before the group) in *ptot
+// *fend and the product of its factors (from the element before the group) in *ptot.
+// `f32`: try float32 recurrences chunk by chunk (float32 storage only)
 template <typename S>
 LAPLEX_CLONES void SymPass1(int64_t n, int64_t ch0, int64_t ch1, const S* x, const S* src,
                             double a, double cw, bool acc, S* y, S* qbuf, SymChunk* st,
-                            double* fend, double* ptot) {
+                            double* fend, double* ptot, bool f32) {
   constexpr int64_t C = kSymChunk;
-  std::vector<double> abuf(2 * C + 8);
-  double* al = abuf.data();  // al[u]: factor from element u - 1 to u; al[cnt]: into the next chunk
-  double* fb = al + C + 8;   // forward sums F
-  const V8 zero = {0, 0, 0, 0, 0, 0, 0, 0};
-  const V8 one = zero + 1.0;
-  const I8 up1 = {8, 0, 1, 2, 3, 4, 5, 6}, up2 = {8, 9, 0, 1, 2, 3, 4, 5},
-           up4 = {8, 9, 10, 11, 0, 1, 2, 3};
-  const I8 dn1 = {1, 2, 3, 4, 5, 6, 7, 8}, dn2 = {2, 3, 4, 5, 6, 7, 8, 9},
-           dn4 = {4, 5, 6, 7, 8, 9, 10, 11};
-  // scan the pairs (p, f) of a vector in three shuffle steps: lane i combines with lane
-  // i - d (`up`, prefix) or i + d (`dn`, suffix); out-of-range lanes are (1, 0)
-  auto scan = [&](V8& p, V8& f, const I8& m1, const I8& m2, const I8& m4) {
-    f = f + p * __builtin_shuffle(f, zero, m1);
-    p = p * __builtin_shuffle(p, one, m1);
-    f = f + p * __builtin_shuffle(f, zero, m2);
-    p = p * __builtin_shuffle(p, one, m2);
-    f = f + p * __builtin_shuffle(f, zero, m4);
-    p = p * __builtin_shuffle(p, one, m4);
-  };
+  std::vector<double> dbuf(2 * C + 16);
+  std::vector<float> fbuf(f32 ? 2 * C + 32 : 0);
+  const ScanMasks<double> md;
+  const ScanMasks<float> mf;
   double fc = 0.0;  // F at the element before the chunk (group-local)
   double pc = 1.0;  // product of the group's factors so far
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const int64_t j0 = ch * C;
     const int64_t cnt = std::min(C, n - j0);
-    const int64_t nv = cnt / 8, body = 8 * nv;
-    const S* sp = src + j0;
-    const S* xp = x + j0;
-    const bool more = j0 + cnt < n;
-    al[0] = j0 > 0 ? ExpFactor<S>(-a * (static_cast<double>(sp[0]) - static_cast<double>(sp[-1])))
-                   : 0.0;
-    for (int64_t u = 1; u < cnt; ++u) {
-      al[u] = ExpFactor<S>(-a * (static_cast<double>(sp[u]) - static_cast<double>(sp[u - 1])));
+    if (f32 && SymChunkWalk<S, float>(n, j0, cnt, x, src, a, cw, acc, y, qbuf, st + ch, &fc,
+                                      &pc, fbuf.data(), fbuf.data() + C + 32, mf)) {
+      continue;
     }
-    al[cnt] = more ? ExpFactor<S>(-a * (static_cast<double>(sp[cnt]) -
-                                     static_cast<double>(sp[cnt - 1])))
-                   : 0.0;
-    // forward
-    for (int64_t v = 0; v < nv; ++v) {
-      V8 p, f;
-      std::memcpy(&p, al + 8 * v, sizeof(V8));
-      for (int e = 0; e < 8; ++e) f[e] = static_cast<double>(xp[8 * v + e]);
-      scan(p, f, up1, up2, up4);
-      const double fl = f[7] + p[7] * fc;  // the serial path: one scalar multiply-add
-      f = f + p * Splat(fc);
-      fc = fl;
-      pc *= p[7];
-      std::memcpy(fb + 8 * v, &f, sizeof(V8));
-    }
-    for (int64_t u = body; u < cnt; ++u) {
-      fc = al[u] * fc + static_cast<double>(xp[u]);
-      pc *= al[u];
-      fb[u] = fc;
-    }
-    // backward inside the chunk (the tail first)
-    double bc = 0.0, qc = 1.0;  // chunk-local B and its decay Q at element u + 1
-    int64_t lo = 0;
-    for (int64_t u = cnt - 1; u >= body; --u) {
-      const double xu = static_cast<double>(xp[u]);
-      bc = al[u + 1] * bc + xu;
-      qc = al[u + 1] * qc;
-      const double o = cw * (fb[u] + bc - xu);
-      y[j0 + u] = static_cast<S>(acc ? static_cast<double>(y[j0 + u]) + o : o);
-      qbuf[j0 + u] = static_cast<S>(qc);
-    }
-    // prefetch the next chunk's anchors and values while this one is walked backward
-    // (one 64-byte line of each per vector: 2048 floats = 128 lines per array)
-    const S* sn = sp + C;
-    const S* xn = xp + C;
-    const int64_t pf_end = std::min(C, n - j0 - C);  // elements of the next chunk
-    for (int64_t v = nv - 1; v >= 0; --v) {
-      V8 r, b, xv, fv;
-      const int64_t pf = (nv - 1 - v) * (64 / static_cast<int64_t>(sizeof(S)));
-      if (pf < pf_end) {
-        __builtin_prefetch(sn + pf);
-        __builtin_prefetch(xn + pf);
-      }
-      std::memcpy(&r, al + 8 * v + 1, sizeof(V8));
-      std::memcpy(&fv, fb + 8 * v, sizeof(V8));
-      for (int e = 0; e < 8; ++e) xv[e] = static_cast<double>(xp[8 * v + e]);
-      b = xv;
-      scan(r, b, dn1, dn2, dn4);
-      const double bl = b[0] + r[0] * bc, ql = r[0] * qc;
-      b = b + r * Splat(bc);
-      r = r * Splat(qc);
-      bc = bl;
-      qc = ql;
-      V8 o = Splat(cw) * (fv + b - xv);
-      S* yj = y + j0 + 8 * v;
-      S* qj = qbuf + j0 + 8 * v;
-      if (acc) {
-        for (int e = 0; e < 8; ++e) o[e] += static_cast<double>(yj[e]);
-      }
-      for (int e = 0; e < 8; ++e) yj[e] = static_cast<S>(o[e]);
-      if (lo == 0) {
-        for (int e = 0; e < 8; ++e) qj[e] = static_cast<S>(r[e]);
-        // r grows along the vector: all stored values are 0 once the last one is, and
-        // so are those of every earlier element (pass 2 skips them: adding 0 is exact)
-        if (static_cast<S>(r[7]) == S(0)) lo = 8 * (v + 1);
-      }
-    }
-    st[ch] = SymChunk{bc, qc, lo};
+    SymChunkWalk<S, double>(n, j0, cnt, x, src, a, cw, acc, y, qbuf, st + ch, &fc, &pc,
+                            dbuf.data(), dbuf.data() + C + 16, md);
   }
   *fend = fc;
   *ptot = pc;
@@ -912,12 +1022,17 @@ void SymSortedReal(int64_t n, const S* x, const S* src, double a, double cw, boo
                    S* qbuf) {
   const int64_t nch = (n + kSymChunk - 1) / kSymChunk;
   const int nt = laplex_par::Threads(n, nch);
+  // float32 recurrences on the chunks that allow them (kWin criterion), unless
+  // JAXLAB_LAPLEX_F32_SCAN=0 asks for double everywhere (read on every call)
+  const char* env = std::getenv("JAXLAB_LAPLEX_F32_SCAN");
+  const bool f32 = sizeof(S) == sizeof(float) && !(env != nullptr && env[0] == '0');
   std::vector<SymChunk> st(nch);
   std::vector<int64_t> gb(nt + 1);
   for (int t = 0; t <= nt; ++t) gb[t] = nch * t / nt;
   std::vector<double> fend(nt), ptot(nt), fin(nt, 0.0), gin(nt, 0.0);
   laplex_par::Run(nt, [&](int t) {
-    SymPass1<S>(n, gb[t], gb[t + 1], x, src, a, cw, acc, y, qbuf, st.data(), &fend[t], &ptot[t]);
+    SymPass1<S>(n, gb[t], gb[t + 1], x, src, a, cw, acc, y, qbuf, st.data(), &fend[t], &ptot[t],
+                f32);
   });
   for (int t = 1; t < nt; ++t) fin[t] = fend[t - 1] + ptot[t - 1] * fin[t - 1];
   for (int t = nt - 1; t > 0; --t) {

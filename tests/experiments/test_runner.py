@@ -177,6 +177,28 @@ def test_bench_writes_timings_and_ratios(tmp_path):
         run_bench(mod, out=tmp_path)
 
 
+def test_bench_interleaved_rounds(tmp_path):
+    # interleave=True: one call of each implementation per round, in order
+    calls = []
+
+    def make(name):
+        def fn():
+            calls.append(name)
+            return jnp.zeros(())
+        return fn
+
+    def setup(config, key):
+        return Bench(impls={"ours": make("ours"), "peer": make("peer")}, ours=("ours",),
+                     size={}, interleave=True)
+
+    mod = _module("bi", None, setup=setup)
+    mod.QUICK = {"warmup": 1, "repeats": 3}
+    rec = run_bench(mod, out=tmp_path)
+    assert calls == ["ours", "peer"] + ["ours", "peer"] * 3
+    assert rec["interleaved"] and rec["timings"]["peer"]["repeats"] == 3
+    assert set(rec["ratios"]) == {"ours_vs_peer"}
+
+
 def test_cli_list_runs():
     proc = subprocess.run([sys.executable, "-m", "experiments", "list"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)

@@ -28,11 +28,12 @@ def test_bench_contract(name):
 @pytest.mark.slow  # compiles every matvec/gradient variant: ~10 s idle, a minute under load
 def test_exactness_tiny_run():
     mod = importlib.import_module("experiments.laplex_exactness")
-    res = mod.run({"sizes": [7], "grad_sizes": [5], "heads": 1, "decay_scales": [1e-6, 1e6]},
-                  jax.random.key(0))
+    res = mod.run({"sizes": [7], "grad_sizes": [5], "heads": 1, "decay_scales": [1e-6, 1e6],
+                   "sym_sizes": [9]}, jax.random.key(0))
     assert res.metrics["max_rel_err_f64"] < 1e-10
     assert res.metrics["max_grad_rel_err_f64"] < 1e-8
-    assert {"max_rel_err_f64", "max_rel_err_f32", "max_grad_rel_err_f64"} <= set(res.metrics)
+    assert {"max_rel_err_f64", "max_rel_err_f32", "max_grad_rel_err_f64",
+            "max_rel_err_f32_sym_presorted"} <= set(res.metrics)
 
 
 def test_gpu_bench_refuses_cpu():

@@ -367,3 +367,34 @@ def test_fused_symmetric_unsorted_one_column(dtype, threads, monkeypatch):
                       plan=plan, scan=FUSED)
     tol = 1e-12 if dtype == np.float64 else 1e-5
     assert _rel(y, _sym_np(v, x, a, c)[:, 0]) < tol
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_fused_symmetric_float32_recurrences(threads, monkeypatch):
+    # float32 storage, pre-sorted, one real column: chunks whose every 32-gap window
+    # decays by e^-4 or more run their recurrences in float32, the others in double.
+    # Here chunk 0 is spread out (float32), chunk 1 a dense cluster with ties (double),
+    # chunk 2 spread again, at a decay just above the criterion (the float32 worst
+    # case); against the float64 oracle and against double everywhere
+    # (JAXLAB_LAPLEX_F32_SCAN=0)
+    monkeypatch.setenv("JAXLAB_LAPLEX_THREADS", threads)
+    rng = np.random.default_rng(21)
+    n = 3 * 2048
+    gaps = rng.uniform(0.9, 1.1, n)
+    gaps[2048:4096] = np.floor(rng.uniform(0, 2, 2048)) * 1e-3  # cluster: ties and tiny gaps
+    x = np.cumsum(gaps).astype(np.float32)[None]
+    v = rng.standard_normal((n, 1)).astype(np.float32)
+    a = np.asarray([4.0 / 32 * 1.05], np.float32)
+    c = np.ones(1, np.float32)
+    ident = jnp.arange(n, dtype=jnp.int32)[None]
+    flag = jnp.ones((1,), jnp.int32)
+    ref = _sym_np(v, x, a, c)
+    args = (jnp.asarray(v), jnp.asarray(x), jnp.asarray(a), jnp.asarray(c), ident, flag)
+    y = np.asarray(fused_sym(*args), np.float64)
+    monkeypatch.setenv("JAXLAB_LAPLEX_F32_SCAN", "0")
+    y_double = np.asarray(fused_sym(*args), np.float64)
+    assert _rel(y, ref) < 1e-5
+    assert _rel(y_double, ref) < 1e-6
+    # the clustered chunk took the double path: it agrees with double everywhere to
+    # float32 output rounding of the carries
+    assert _rel(y[2048:4096], y_double[2048:4096]) < 1e-6
