@@ -748,10 +748,6 @@ ffi::Error PartsImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
 #if defined(__GNUC__) && !defined(__clang__)
 #define LAPLEX_SYM_SIMD 1
 constexpr int64_t kSymChunk = 2048;
-typedef double V8 __attribute__((vector_size(64)));
-typedef int64_t I8 __attribute__((vector_size(64)));
-
-#define Splat(v) (zero + (v))
 
 // per-chunk results of pass 1 that pass 2 and the carry chain need
 struct SymChunk {
@@ -1044,7 +1040,6 @@ void SymSortedReal(int64_t n, const S* x, const S* src, double a, double cw, boo
     SymPass2<S>(n, gb[t], gb[t + 1], fin[t], gin[t], src, a, cw, y, qbuf, st.data());
   });
 }
-#undef Splat
 #endif  // LAPLEX_SYM_SIMD
 
 template <ffi::DataType D, ffi::DataType R>
