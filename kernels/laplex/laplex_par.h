@@ -2,8 +2,9 @@
 //
 // Threads(n, groups): how many threads a pass over n elements cut into `groups`
 // independent pieces uses. By default one per CPU this process may run on
-// (sched_getaffinity), with at least kMinPerThread elements each, so small
-// operators stay single-threaded (spawning costs ~50 us). The environment
+// (sched_getaffinity on Linux, else the hardware thread count), with at least
+// kMinPerThread elements each, so small operators stay single-threaded
+// (spawning costs ~50 us). The environment
 // variable JAXLAB_LAPLEX_THREADS=k caps the count at k (k = 1: serial) and drops
 // the size threshold, which lets tests drive the multi-thread carry logic at
 // small sizes. It is read on every call.
@@ -13,7 +14,9 @@
 // started, its piece runs on the calling thread instead.
 #pragma once
 
+#if defined(__linux__)
 #include <sched.h>
+#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -33,9 +36,13 @@ inline int Threads(int64_t n, int64_t groups) {
   if (env != nullptr && *env != '\0') {
     want = std::atoll(env);
   } else {
+#if defined(__linux__)
     cpu_set_t set;
     CPU_ZERO(&set);
     want = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+#else
+    want = std::max(1u, std::thread::hardware_concurrency());
+#endif
     want = std::min<int64_t>(want, n / kMinPerThread);
   }
   want = std::min<int64_t>({want, groups, kMaxThreads});
