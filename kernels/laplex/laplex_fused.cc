@@ -57,49 +57,64 @@ constexpr int64_t kPf = 32;  // prefetch distance of the random gathers / scatte
 #define LAPLEX_CLONES
 #endif
 
-// exp(x) for x <= 0 in double, branch free so that loops over it vectorize:
-// Cody-Waite reduction x = k ln2 + r, |r| <= ln2 / 2, and the Taylor polynomial of
-// e^r: degree 13 (truncation < 1e-17 relative) or, with kShort, degree 8 (< 3e-10,
+// Constants of ExpNonPosT for one floating type: the flush threshold, the shifter
+// 1.5 * 2^mantissa_bits (adding it rounds to an integer held in the low mantissa
+// bits), ln 2 split for the Cody-Waite reduction, and the exponent field.
+template <typename T>
+struct ExpTraits;
+template <>
+struct ExpTraits<double> {
+  using U = uint64_t;
+  static constexpr double kMin = -708.0, kShift = 6755399441055744.0;
+  static constexpr double kLn2Hi = 0.6931471803691238, kLn2Lo = 1.9082149292705877e-10;
+  static constexpr U kBias = 1023, kMant = 52;
+};
+template <>
+struct ExpTraits<float> {
+  using U = uint32_t;
+  static constexpr float kMin = -87.0f, kShift = 12582912.0f;
+  static constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+  static constexpr U kBias = 127, kMant = 23;
+};
+
+// exp(x) for x <= 0 in T, branch free so that loops over it vectorize: Cody-Waite
+// reduction x = k ln2 + r, |r| <= ln2 / 2, and the degree-kDeg Taylor polynomial of
+// e^r. In double: degree 13 (truncation < 1e-17 relative) or degree 8 (< 3e-10,
 // ample for float32 storage: a recurrence only multiplies the few factors < 1 that
-// have large |r|, while small |r| carry no truncation error). Results below
-// 2^-1022 flush to 0 (far below the precision of any LAPLEX output).
-template <bool kShort>
-inline double ExpNonPosP(double x) {
-  // branch free clamp to [-708, 0] and flush (selects written as arithmetic so
-  // that GCC vectorizes the loop without -ffast-math)
-  const double keep = static_cast<double>(x >= -708.0);
-  const double xc = keep * x - (1.0 - keep) * 708.0;
-  // round x / ln2 to the nearest integer k with the 1.5 * 2^52 trick: k sits in the
-  // low mantissa bits of `big` (no float -> int conversion, so the loop vectorizes)
-  const double big = xc * 1.4426950408889634 + 6755399441055744.0;
-  const double kf = big - 6755399441055744.0;
-  const double r = (xc - kf * 0.6931471803691238) - kf * 1.9082149292705877e-10;
-  double p;
-  if constexpr (kShort) {
-    p = 1.0 / 40320.0;
-  } else {
-    p = 1.0 / 6227020800.0;
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
+// have large |r|, while small |r| carry no truncation error); in float: degree 6
+// (~2e-7). Results below e^kMin flush to 0 (far below any LAPLEX output's precision).
+template <typename T, int kDeg>
+inline T ExpNonPosT(T x) {
+  using Tr = ExpTraits<T>;
+  // branch free clamp to [kMin, 0] and flush (selects written as arithmetic so that
+  // GCC vectorizes the loop without -ffast-math)
+  const T keep = static_cast<T>(x >= Tr::kMin);
+  const T xc = keep * x - (T(1) - keep) * -Tr::kMin;
+  // round x / ln2 to the nearest integer k with the shifter: k sits in the low
+  // mantissa bits of `big` (no float -> int conversion, so the loop vectorizes)
+  const T big = xc * static_cast<T>(1.4426950408889634) + Tr::kShift;
+  const T kf = big - Tr::kShift;
+  const T r = (xc - kf * Tr::kLn2Hi) - kf * Tr::kLn2Lo;
+  // Horner over the coefficients 1 / i! (factorials exact in double up to 13!)
+  double fact = 1.0;
+  for (int i = 2; i <= kDeg; ++i) fact *= i;
+  T p = static_cast<T>(1.0 / fact);
+  for (int i = kDeg; i >= 1; --i) {
+    fact /= i;
+    p = p * r + static_cast<T>(1.0 / fact);
   }
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  // 2^k: (bits(big) + 1023) << 52 keeps exactly the biased exponent k + 1023 in [1, 1023]
-  uint64_t bits;
+  // 2^k: (bits(big) + bias) << mantissa keeps exactly the biased exponent of k
+  typename Tr::U bits;
   std::memcpy(&bits, &big, sizeof(bits));
-  bits = (bits + 1023) << 52;
-  double scale;
+  bits = (bits + Tr::kBias) << Tr::kMant;
+  T scale;
   std::memcpy(&scale, &bits, sizeof(scale));
   return keep * (p * scale);
+}
+
+template <bool kShort>
+inline double ExpNonPosP(double x) {
+  return ExpNonPosT<double, kShort ? 8 : 13>(x);
 }
 
 inline double ExpNonPos(double x) { return ExpNonPosP<false>(x); }
@@ -789,28 +804,8 @@ struct ScanMasks {
   }
 };
 
-// exp(x) for x <= 0 in float (the float analogue of ExpNonPosP: Cody-Waite
-// reduction, degree-6 Taylor polynomial, ~2e-7 relative; below e^-87 flushes to 0)
-inline float ExpNonPosF(float x) {
-  const float keep = static_cast<float>(x >= -87.0f);
-  const float xc = keep * x - (1.0f - keep) * 87.0f;
-  const float big = xc * 1.44269504f + 12582912.0f;
-  const float kf = big - 12582912.0f;
-  const float r = (xc - kf * 0.693359375f) + kf * 2.12194440e-4f;
-  float p = 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  uint32_t bits;
-  std::memcpy(&bits, &big, sizeof(bits));
-  bits = (bits + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return keep * (p * scale);
-}
+// exp(x) for x <= 0 in float (~2e-7 relative; below e^-87 flushes to 0)
+inline float ExpNonPosF(float x) { return ExpNonPosT<float, 6>(x); }
 
 // float32 recurrences are used for float32 storage on chunks where every window of
 // kWin consecutive gaps decays by at least e^-kWinDecay: then a rounding error is
