@@ -18,6 +18,7 @@ import numpy as np
 from jaxlab._core import atomic_write, write_json
 
 from ._api import Result, RunContext, log
+from ._config import config_to_json
 
 __all__ = ["run_experiment", "reproduce", "jax_info", "flatten_metrics"]
 
@@ -123,7 +124,7 @@ def run_experiment(
             "paper": mod.PAPER,
             "description": mod.DESCRIPTION,
             "config": "full" if full else "quick",
-            "config_values": config,
+            "config_values": config_to_json(config),
             "seed": seed,
             "metrics": flatten_metrics(result.metrics),
             "claims": _claims_json(result, mod.PAPER),

@@ -27,7 +27,7 @@ FULL = {"batch": 188, "width": 128, "depth": 4, "warmup": 3, "repeats": 30}
 
 def setup(config: dict, key: jax.Array) -> Bench:
     graphs, labels = tp.load_mutag()
-    data, _ = ts.prepare("mutag", graphs, {})
+    data, _ = ts.prepare("mutag", graphs, ts.Encodings())
     data = tp.standardize_encodings(data, tp.encoding_stats(data))
     b = int(config["batch"])
     batch = jax.tree_util.tree_map(lambda a: a[:b], data)
