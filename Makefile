@@ -35,7 +35,7 @@ peers: $(STAMP)
 	$(PIP) install -q -e ".[lm-oracle,biophys-peers]"
 
 lint: $(STAMP)
-	$(PY) -m ruff check jaxlab kernels experiments tests
+	$(PY) -m ruff check jaxlab experiments tests
 
 clean:
 	rm -rf $(VENV) results .pytest_cache
