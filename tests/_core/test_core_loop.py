@@ -250,3 +250,11 @@ def test_bad_arguments(getkey):
     with pytest.raises(ValueError, match="every"):
         Checkpointer("x", every=0)
     assert isinstance(ScanLoop(), eqx.Module)
+
+
+def test_shared_step_checks_pass_on_both_model_styles(getkey, tmp_path):
+    from tests.step_checks import check_step
+
+    for make in (_eqx_problem, _flax_problem):
+        step, state = make(getkey)
+        check_step(step, state, key=getkey(), steps=12, tmp_path=tmp_path)
