@@ -109,7 +109,7 @@ def run_experiment(
         t0 = time.perf_counter()
         result = mod.run(config, jax.random.key(seed), ctx)
         if not isinstance(result, Result):
-            raise TypeError(f"{name}.run must return experiments._api.Result, "
+            raise TypeError(f"{name}.run must return experiments._harness.Result, "
                             f"received {type(result).__name__}")
         runtime = time.perf_counter() - t0
         figures = []
