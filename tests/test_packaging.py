@@ -70,3 +70,13 @@ def test_kernels_build_and_load_from_the_installed_wheel(wheel, tmp_path):
     assert where == str(target / "jaxlab" / "__init__.py")
     assert sources == str(target / "jaxlab" / "_kernels" / "laplex")
     assert float(err) < 1e-12
+
+
+def test_sweep_is_public():
+    import jax.numpy as jnp
+    import numpy as np
+
+    import jaxlab
+
+    out = jaxlab.sweep(lambda x: {"sq": x**2}, jnp.arange(5.0))
+    np.testing.assert_array_equal(out["sq"], np.arange(5.0) ** 2)

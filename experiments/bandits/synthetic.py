@@ -10,8 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext, log
-from jaxlab import bandits
-from jaxlab._core import sweep
+from jaxlab import bandits, sweep
 
 NAME = "bandits_synthetic"
 PAPER = "P16"

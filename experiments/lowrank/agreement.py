@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from experiments._harness import Claim, Result, RunContext, log
 from jaxlab import lowrank as lr
-from jaxlab._core import sweep
+from jaxlab import sweep
 
 NAME = "lowrank_agreement"
 PAPER = "P1"
