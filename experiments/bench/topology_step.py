@@ -34,7 +34,8 @@ def setup(config: dict, key: jax.Array) -> Bench:
     y = jnp.asarray(labels[:b])
     impls = {}
     for i, name in enumerate(ts.MODELS):
-        model = ts.build(name, data, 2, config, jax.random.fold_in(key, i))
+        model = ts.build(name, data, 2, config["width"], config["depth"],
+                         jax.random.fold_in(key, i))
 
         @eqx.filter_jit
         def step(m, batch=batch):

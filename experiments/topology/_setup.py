@@ -75,9 +75,9 @@ def prepare(name: str, graphs, config: dict, sizes=None):
     return data, cxs
 
 
-def build(name: str, data: tp.ComplexArrays, out_dim: int, config: dict, key):
+def build(name: str, data: tp.ComplexArrays, out_dim: int, width: int, depth: int, key):
     fd = [x.shape[-1] for x in data.x]
-    width, depth = int(config.width), int(config.depth)
+    width, depth = int(width), int(depth)
     if name == "hopse":
         return tp.HOPSE(fd, data.enc[0][0].shape[-1], out_dim, width=width, depth=depth, key=key,
                         dtype=F32)
@@ -179,9 +179,10 @@ def regression_run(name: str, splits: dict, config, key, ctx: RunContext, *, met
     for i, model_name in enumerate(MODELS):
         mkeys = jax.random.split(jax.random.fold_in(key, i), seeds)
         models = eqx.filter_vmap(
-            lambda kk, model_name=model_name: build(model_name, data["train"], 1, config, kk)
+            lambda kk, model_name=model_name: build(
+                model_name, data["train"], 1, config.width, config.depth, kk)
         )(mkeys)
-        single = build(model_name, data["train"], 1, config, mkeys[0])
+        single = build(model_name, data["train"], 1, config.width, config.depth, mkeys[0])
         trainer = tp.Trainer(single, loss=loss, batch_size=int(config.batch_size),
                              learning_rate=float(config.lr),
                              weight_decay=float(config.weight_decay))

@@ -63,8 +63,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     per_fold = {}
     for i, name in enumerate(ts.MODELS):
         mkeys = jax.random.split(jax.random.fold_in(key, i), k)
-        models = eqx.filter_vmap(lambda kk, name=name: ts.build(name, data, 2, config, kk))(mkeys)
-        single = ts.build(name, data, 2, config, mkeys[0])
+        models = eqx.filter_vmap(
+            lambda kk, name=name: ts.build(name, data, 2, config.width, config.depth, kk))(mkeys)
+        single = ts.build(name, data, 2, config.width, config.depth, mkeys[0])
         trainer = tp.Trainer(single, loss="cross_entropy", batch_size=int(config.batch_size),
                              learning_rate=float(config.lr),
                              weight_decay=float(config.weight_decay))

@@ -90,7 +90,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         cx, arr, enc_s = _complex_arrays(int(n), config, seed=i)
         t = {}
         for j, name in enumerate(ts.MODELS):
-            model = ts.build(name, arr, 1, config, jax.random.fold_in(key, j))
+            model = ts.build(name, arr, 1, config.width, config.depth, jax.random.fold_in(key, j))
             t[name] = _time_fwd_bwd(model, arr, int(config.repeats))
         cells = sum(cx.sizes)
         rows.append({"nodes": int(n), "cells": cells, "hopse": t["hopse"], "homp": t["homp"],
