@@ -217,7 +217,7 @@ def _predict(sr, logits) -> Prediction:
     return Prediction(sr, prob, inst)
 
 
-def predict(tr: Trained, test: Split, method: str, config: dict, key: jax.Array,
+def predict(tr: Trained, test: Split, method: str, config: EmConfig, key: jax.Array,
             t0: int | None = None) -> Prediction:
     """SR image, boundary probabilities and watershed instances of `method` on `test`."""
     p = tr.params

@@ -105,7 +105,7 @@ def _one_step_counts(params, seq: Snapshot, idx, keys, cap: Capacity):
 _one_step_counts_jit = eqx.filter_jit(_one_step_counts)
 
 
-def _fit_dataset(name: str, config: dict, key):
+def _fit_dataset(name: str, config: Config, key):
     contacts = read_contacts(sociopatterns_path(name))
     graphs, window_index = contacts_to_snapshots(contacts, window=config.window)
     data = graphs_to_sequence(graphs, window_index=window_index)

@@ -67,7 +67,7 @@ def lift_from(config: Encodings) -> tp.LiftSpec:
     return tp.LiftSpec(kind=config.lift, max_length=int(config.max_ring), max_rank=2)
 
 
-def prepare(name: str, graphs, config: dict, sizes=None):
+def prepare(name: str, graphs, config: Encodings, sizes=None):
     t0 = time.perf_counter()
     data, cxs = tp.prepare_dataset(name, graphs, lift=lift_from(config), spec=spec_from(config),
                                    sizes=sizes, dtype=np.float32)

@@ -47,7 +47,7 @@ FULL = Config(nodes=(1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000), width
               rwse_steps=8)
 
 
-def _complex_arrays(n: int, config: dict, seed: int):
+def _complex_arrays(n: int, config: Config, seed: int):
     g = nx.connected_watts_strogatz_graph(n, 6, 0.1, seed=seed)
     edges = np.array(sorted(tuple(sorted(e)) for e in g.edges()), dtype=np.int64)
     cx = tp.clique_lift(n, edges, max_rank=2)
