@@ -355,3 +355,14 @@ def test_registry_finds_subpackage_experiments_and_rejects_setup_importing_one(t
     _fake_tree(tmp_path / "fakeexp2", {}, monkeypatch)
     with pytest.raises(ValueError, match=r"NAME must be 'eeg_state'"):
         _registry.discover(package="fakeexp2")
+
+
+def test_cache_dir_follows_jaxlab_cache_dir(tmp_path, monkeypatch):
+    from experiments._harness import cache_dir
+
+    monkeypatch.setenv("JAXLAB_CACHE_DIR", str(tmp_path / "c"))
+    d = cache_dir("stereo")
+    assert d == tmp_path / "c" / "stereo" and d.is_dir()
+    monkeypatch.delenv("JAXLAB_CACHE_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir("x") == tmp_path / "home" / ".cache" / "jaxlab" / "x"
