@@ -160,13 +160,15 @@ def run_steps(
     - `key`: PRNG key; step `i` uses `jax.random.fold_in(key, i)` (keyword-only).
     - `steps`: total number of steps.
     - `chunk`: steps per jitted chunk (does not change the results, only dispatch and
-      how often `stop`, `progress` and the checkpointer are consulted).
+      how often `stop`, `progress` and the checkpointer are consulted; one caveat: XLA
+      compiles a one-step scan without its loop, which can change the last bit).
     - `checkpointer`: a `Checkpointer`; saves `(header, state, history)` (the header
       holds steps, key and step count) every `checkpointer.every` steps (every chunk
       when None) and at the end; with `resume=True` continues from its file. A
       checkpoint written with another key or another `steps` raises `ValueError`.
     - `progress`: a progress strategy (`NoProgress()` by default).
-    - `stop`: `stop(state) -> bool`, checked after each chunk; True ends the run.
+    - `stop`: `stop(state) -> bool`, checked after each chunk; True ends the run for
+      good (it is recorded in the checkpoint, so a resume does not continue past it).
     - `loop`: `ScanLoop()` (default) or `StepLoop()`.
 
     **Returns:** `(state, history)`, `history.aux[name]` of shape `(steps, ...)`.
@@ -226,8 +228,8 @@ def run_steps(
                 stopped = True
             if done % every == 0 or done == steps or stopped:
                 save()
-            last = aux.get("loss")
-            progress.update(n, None if last is None else float(np.asarray(last)[-1]))
+            last = aux.get("loss")  # per-step loss; its mean when a step has several (folds)
+            progress.update(n, None if last is None else float(np.mean(np.asarray(last)[-1])))
     finally:
         progress.close()
     assert history is not None  # steps >= 1 ran, or the checkpoint held them
