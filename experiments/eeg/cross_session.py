@@ -63,7 +63,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     folds = common.folds_for(tab.subject, config.n_folds, k_fold)
     metrics = {"n_subjects": cfg.n_subjects, "n_epochs": int(len(y)), "kept_fraction": kept,
                **{f"effect_{k}": v for k, v in cfg.effect_sizes().items()}}
-    models = config.models
+    models = list(config.models)
     deep_models = list(config.deep_models)
     feats, covs = common.inputs_for(tab)
     within = common.evaluate(models, feats, covs, y, _split(folds, sess, 0, 0), "bacc_within",
