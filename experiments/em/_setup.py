@@ -32,16 +32,37 @@ from jaxlab import em
 METHODS = ("bicubic", "separate", "joint", "joint_diffusion")
 METRICS = ("psnr", "ssim", "voi", "arand", "cremi")
 
-BASE_QUICK = {
-    "size": 64, "n_train": 96, "n_test": 12, "lr_noise": 0.01,
-    "features": [16, 32], "seg_features": [16, 32, 64], "denoiser_features": 16,
-    "steps": 300, "finetune_steps": 100, "denoiser_steps": 300, "batch_size": 8,
-    "learning_rate": 2e-3, "seg_weight": 0.5, "T": 100, "schedule": "linear", "t0": 30,
-    "refine_steps": 5, "chunk": 50, "progress": False,
-}
+
+
+@dataclasses.dataclass(frozen=True)
+class EmConfig:
+    """QUICK settings shared by the P11 experiments; `FULL_OVERRIDES` are the paper-scale
+    values of FULL."""
+
+    size: int = 64
+    n_train: int = 96
+    n_test: int = 12
+    lr_noise: float = 0.01
+    features: tuple[int, ...] = (16, 32)
+    seg_features: tuple[int, ...] = (16, 32, 64)
+    denoiser_features: int = 16
+    steps: int = 300
+    finetune_steps: int = 100
+    denoiser_steps: int = 300
+    batch_size: int = 8
+    learning_rate: float = 2e-3
+    seg_weight: float = 0.5
+    T: int = 100
+    schedule: str = "linear"
+    t0: int = 30
+    refine_steps: int = 5
+    chunk: int = 50
+    progress: bool = False
+
+
 FULL_OVERRIDES = {
-    "size": 128, "n_train": 512, "n_test": 48, "features": [32, 64, 128],
-    "seg_features": [32, 64, 128, 256], "denoiser_features": 48, "steps": 4000,
+    "size": 128, "n_train": 512, "n_test": 48, "features": (32, 64, 128),
+    "seg_features": (32, 64, 128, 256), "denoiser_features": 48, "steps": 4000,
     "finetune_steps": 1000, "denoiser_steps": 4000, "batch_size": 16, "learning_rate": 1e-3,
     "T": 200, "t0": 60, "refine_steps": 10, "chunk": 250, "progress": True,
 }
@@ -82,20 +103,20 @@ def make_split(regime: str, factor: int, n: int, size: int, noise: float, *,
 
 
 def _features(config, name="features") -> tuple[int, ...]:
-    return tuple(int(f) for f in config[name])
+    return tuple(int(f) for f in getattr(config, name))
 
 
 def _fit(objective, params, data, config, key, ctx: RunContext, tag: str,
          steps_key: str = "steps"):
     ckpt = ctx.checkpointer(tag)
-    steps = int(config[steps_key])
+    steps = int(getattr(config, steps_key))
     log.info("em: training %s for %d steps", tag, steps)
     params, losses = em.fit(objective, params, data, key=key, steps=steps,
-                            batch_size=int(config["batch_size"]),
-                            learning_rate=float(config["learning_rate"]),
-                            chunk=int(config["chunk"]), checkpoint=ckpt.path,
+                            batch_size=int(config.batch_size),
+                            learning_rate=float(config.learning_rate),
+                            chunk=int(config.chunk), checkpoint=ckpt.path,
                             resume=ckpt.resume,
-                            progress=bool(config["progress"]), desc=f"em {tag}")
+                            progress=bool(config.progress), desc=f"em {tag}")
     return params, losses
 
 
@@ -117,16 +138,16 @@ def _batched_apply(fn, x, batch: int = 16):
     return jnp.concatenate([fn(x[i:i + batch]) for i in range(0, x.shape[0], batch)])
 
 
-def train_methods(train: Split, factor: int, config, key: jax.Array, ctx: RunContext,
+def train_methods(train: Split, factor: int, config: EmConfig, key: jax.Array, ctx: RunContext,
                   tag: str, methods=METHODS) -> Trained:
     """Train every model the requested `methods` need on `train` (see module doc)."""
     feats, seg_feats = _features(config), _features(config, "seg_features")
     sr_net = em.SRNet(factor, feats)
     seg_net = em.SegNet(seg_feats)
     joint_net = em.JointSRSeg(factor, feats)
-    T = int(config["T"])
-    denoiser = em.Denoiser(T, int(config["denoiser_features"]), config["schedule"])
-    schedule = em.make_schedule(config["schedule"], T)
+    T = int(config.T)
+    denoiser = em.Denoiser(T, int(config.denoiser_features), config.schedule)
+    schedule = em.make_schedule(config.schedule, T)
     ks = jax.random.split(key, 12)
     x0 = train.lr[:1]
     params: dict[str, Any] = {}
@@ -147,7 +168,7 @@ def train_methods(train: Split, factor: int, config, key: jax.Array, ctx: RunCon
             em.SegObjective(seg_net), p, {"image": sr_train, "boundary": train.boundary},
             config, ks[5], ctx, f"{tag}_seg_separate")
     if "joint" in methods or "joint_diffusion" in methods:
-        objective = em.JointObjective(joint_net, float(config["seg_weight"]))
+        objective = em.JointObjective(joint_net, float(config.seg_weight))
         data = {"lr": train.lr, "hr": train.hr, "boundary": train.boundary}
         p = em.init_params(joint_net, x0, key=ks[6])
         base, losses["joint_base"] = _fit(objective, p, data, config, ks[7], ctx, f"{tag}_joint")
@@ -163,8 +184,8 @@ def train_methods(train: Split, factor: int, config, key: jax.Array, ctx: RunCon
                 em.DenoiserObjective(denoiser), p,
                 {"cond": cond, "target": target}, config, ks[10], ctx, f"{tag}_denoiser",
                 "denoiser_steps")
-            prior = refine(denoiser, params["denoiser"], schedule, cond, int(config["t0"]),
-                           int(config["refine_steps"]), ks[11])
+            prior = refine(denoiser, params["denoiser"], schedule, cond, int(config.t0),
+                           int(config.refine_steps), ks[11])
             params["joint_diffusion"], losses["joint_diffusion"] = _fit(
                 objective, base, {**data, "prior": prior}, config, jax.random.fold_in(ks[8], 1),
                 ctx, f"{tag}_joint_diffusion_ft", "finetune_steps")
@@ -196,7 +217,7 @@ def _predict(sr, logits) -> Prediction:
     return Prediction(sr, prob, inst)
 
 
-def predict(tr: Trained, test: Split, method: str, config: dict, key: jax.Array,
+def predict(tr: Trained, test: Split, method: str, config: EmConfig, key: jax.Array,
             t0: int | None = None) -> Prediction:
     """SR image, boundary probabilities and watershed instances of `method` on `test`."""
     p = tr.params
@@ -214,9 +235,9 @@ def predict(tr: Trained, test: Split, method: str, config: dict, key: jax.Array,
     if method == "joint_diffusion":
         jp = p["joint_diffusion"]
         out = tr.joint_net.apply(jp, test.lr)
-        t0 = int(config["t0"]) if t0 is None else t0
+        t0 = int(config.t0) if t0 is None else t0
         prior = refine(tr.denoiser, p["denoiser"], tr.schedule, out.embedding, t0,
-                       int(config["refine_steps"]), key)
+                       int(config.refine_steps), key)
         logits = tr.joint_net.apply(jp, test.lr, prior).boundary_logits
         pred = _predict(out.sr, logits)
         return dataclasses.replace(pred, prior=prior)
