@@ -19,6 +19,7 @@ from scipy.ndimage import gaussian_filter1d
 
 from experiments._harness import RunContext, log
 from jaxlab import biophys as bp
+from jaxlab._core import TqdmProgress
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,12 +130,12 @@ def fit_population(syn: Synthetic, config: BiophysConfig, ctx: RunContext, *, an
     start = init_positions.copy()
     start[:, 2] = np.maximum(start[:, 2], 5.0)
     params0 = bp.FitParams(jnp.asarray(start, dtype=F32), coeffs)
-    ckpt = ctx.checkpointer(f"fit_{tag}")
     log.info("biophys fit %s: %d neurons, %d steps, %d sites, %d samples", tag, n,
              config.fit_steps, syn.probe.n_sites, problem.traces.shape[0])
-    return bp.fit(problem, params0, n_steps=int(config.fit_steps), anchor=anchor,
+    return bp.fit(problem, params0, steps=int(config.fit_steps), anchor=anchor,
                   optimizer=bp.default_optimizer(int(config.fit_steps), config.lr),
-                  checkpoint_path=ckpt.path, resume=ckpt.resume)
+                  checkpointer=ctx.checkpointer(f"fit_{tag}"),
+                  progress=TqdmProgress(desc=f"biophys fit {tag}"))
 
 
 def evaluate(syn: Synthetic, res: bp.FitResult) -> dict[str, np.ndarray]:

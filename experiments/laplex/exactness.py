@@ -19,10 +19,10 @@ import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
-from tqdm.auto import tqdm
 
 from experiments._harness import Claim, Result, RunContext, log
 from jaxlab import laplex
+from jaxlab._core import progress_bar
 
 NAME = "laplex_exactness"
 PAPER = "P9"
@@ -119,7 +119,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     with jax.enable_x64(True):
         cases = list(itertools.product(config.sizes, (False, True), (False, True),
                                        config.decay_scales))
-        for n, phased, ties, scale in tqdm(cases, desc="laplex exactness"):
+        for n, phased, ties, scale in progress_bar(cases, desc="laplex exactness"):
             v, t, s, a, b, c = _problem(rng, h, n, ties=ties, phased=phased, scale=scale)
             ref = _dense_np(v, t, s, a, b, c)
             y64 = laplex.matvec(v, t, s, a, b, c)
@@ -147,8 +147,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                              "err64": _rel(y64, _dense_np(v, s, s, a, None, c)),
                              "err32": _rel(y32, ref32)})
         grad_rows = []
-        for n, phased, ties in tqdm(list(itertools.product(config.grad_sizes, (False, True),
-                                                           (False, True))), desc="gradients"):
+        grad_cases = list(itertools.product(config.grad_sizes, (False, True), (False, True)))
+        for n, phased, ties in progress_bar(grad_cases, desc="gradients"):
             for scale in (config.decay_scales[0], 1.0, config.decay_scales[-1]):
                 v, t, s, a, b, c = _problem(rng, h, n, ties=ties, phased=phased, scale=scale)
                 m = t.shape[1]

@@ -20,17 +20,16 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 import optax
 from PIL import Image
-from tqdm.auto import tqdm
 
 from experiments._harness import Claim, Result, RunContext, log
 from jaxlab import laplex
+from jaxlab._core import TqdmProgress
 
 NAME = "laplex_gram"
 PAPER = "P9"
@@ -90,28 +89,14 @@ def _exact_grid_nll(model, y):
     return 0.5 * (np.sum(proj ** 2 / lam) + np.sum(np.log(lam)) + n * np.log(2 * np.pi)) / n
 
 
-def _fit(model, ys, cfg, key, desc):
-    opt = optax.adam(cfg.lr)
-    params, static = eqx.partition(model, eqx.is_array)
-    state = opt.init(params)
-
-    def loss(p, k):
-        m = eqx.combine(p, static)
-        nll = [m.neg_log_likelihood(y, key=jax.random.fold_in(k, i), probes=cfg.probes,
-                                    lanczos_steps=cfg.lanczos, cg_tol=cfg.cg_tol,
-                                    cg_maxiter=cfg.cg_maxiter) for i, y in enumerate(ys)]
-        return sum(nll) / (len(ys) * ys[0].size)
-
-    @jax.jit
-    def step(p, st, k):
-        val, g = jax.value_and_grad(loss)(p, k)
-        upd, st = opt.update(g, st, p)
-        return optax.apply_updates(p, upd), st, val
-
-    for i in tqdm(range(cfg.steps), desc=desc):
-        params, state, val = step(params, state, jax.random.fold_in(key, i))
-    log.warning("%s: final train NLL/dim %.4f", desc, float(val))
-    return eqx.combine(params, static)
+def _fit(model, ys, cfg, key, desc, ctx):
+    fitted, hist = laplex.fit_gram(
+        model, jnp.stack(ys), key=key, steps=cfg.steps, optimizer=optax.adam(cfg.lr),
+        probes=cfg.probes, lanczos_steps=cfg.lanczos, cg_tol=cfg.cg_tol,
+        cg_maxiter=cfg.cg_maxiter, checkpointer=ctx.checkpointer(desc.replace(" ", "_")),
+        progress=TqdmProgress(desc=desc))
+    log.warning("%s: final train NLL/dim %.4f", desc, float(hist.losses[-1]))
+    return fitted
 
 
 def _score(model, ys, cfg, key):
@@ -133,9 +118,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     nll_diag = float(np.mean([0.5 * (float(jnp.mean(y ** 2)) / var + np.log(2 * np.pi * var))
                               for y in test]))
     grid0 = laplex.LaplexGram(coords, 1, key=k_grid, decay=0.2, noise=0.1, learn_anchors=False)
-    grid = _fit(grid0, train, config, k_grid, "grid model")
+    grid = _fit(grid0, train, config, k_grid, "grid model", ctx)
     lap0 = laplex.LaplexGram(coords, config.heads, key=k_lap, decay=0.2, noise=0.1)
-    lap = _fit(lap0, train, config, k_lap, "laplex model")
+    lap = _fit(lap0, train, config, k_lap, "laplex model", ctx)
     nll_grid = _score(grid, test, config, k_eval)
     nll_lap = _score(lap, test, config, k_eval)
     nll_grid_train = _score(grid, train, config, k_eval)

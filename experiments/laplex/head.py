@@ -18,10 +18,10 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 import optax
-from tqdm.auto import tqdm
 
 from experiments._harness import Claim, Result, RunContext, log
 from jaxlab import laplex
+from jaxlab._core import progress_bar
 
 NAME = "laplex_head"
 PAPER = "P9"
@@ -104,28 +104,11 @@ def _load_digits():
 
 
 def _train(model, x_tr, y_tr, x_te, y_te, steps, lr):
-    opt = optax.adam(lr)
-    params, static = eqx.partition(model, eqx.is_array)
-    state = opt.init(params)
-
-    def apply(m, xs):
-        return m.batch(xs) if isinstance(m, laplex.LaplexLinear) else jax.vmap(m)(xs)
-
-    def loss_fn(p):
-        logits = apply(eqx.combine(p, static), x_tr)
-        return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, y_tr))
-
-    @jax.jit
-    def step(p, st):
-        loss, g = jax.value_and_grad(loss_fn)(p)
-        upd, st = opt.update(g, st, p)
-        return optax.apply_updates(p, upd), st, loss
-
-    for _ in range(steps):
-        params, state, loss = step(params, state)
-    model = eqx.combine(params, static)
-    acc = float(jnp.mean(jnp.argmax(apply(model, x_te), axis=1) == y_te))
-    return model, acc, float(loss)
+    trained, hist = laplex.fit_head(model, x_tr, y_tr, steps=steps, optimizer=optax.adam(lr))
+    logits = (trained.batch(x_te) if isinstance(trained, laplex.LaplexLinear)
+              else jax.vmap(trained)(x_te))
+    acc = float(jnp.mean(jnp.argmax(logits, axis=1) == y_te))
+    return trained, acc, float(hist.losses[-1])
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
@@ -134,7 +117,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     accs = {k: [] for k in ("laplex", "dense", "lowrank", "rff")}
     params = {}
     best = None
-    for seed in tqdm(range(int(config.seeds)), desc="laplex head seeds"):
+    for seed in progress_bar(range(int(config.seeds)), desc="laplex head seeds"):
         key, kperm, *ks = jax.random.split(key, 6)
         perm = np.asarray(jax.random.permutation(kperm, len(y)))
         n_te = int(config.test_fraction * len(y))

@@ -14,10 +14,10 @@ import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
-from tqdm.auto import tqdm
 
 from experiments._harness import Claim, Result, RunContext, log, timing_stats
 from jaxlab import laplex
+from jaxlab._core import progress_bar
 
 NAME = "laplex_scaling"
 PAPER = "P9"
@@ -54,7 +54,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     def median_s(fn):
         return timing_stats(fn, warmup=1, repeats=config.repeats)["median_s"]
 
-    for n in tqdm(config.sizes, desc="laplex scaling"):
+    for n in progress_bar(config.sizes, desc="laplex scaling"):
         k1, k2, k3, key = jax.random.split(key, 4)
         t = jax.random.uniform(k1, (h, n), jnp.float32, 0, n)
         s = jax.random.uniform(k2, (h, n), jnp.float32, 0, n)

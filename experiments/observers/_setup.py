@@ -9,8 +9,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 import jaxlab.observers as O
+from jaxlab._core import TqdmProgress
 
 
 def machine() -> str:
@@ -41,8 +43,17 @@ def certified_stop(tc: O.ObserverTrainConfig):
     return lambda p: bool(_max_eig(p) < -tc.lmi_margin)
 
 
-def two_stage(params, *, key, tc, stage1_steps, stage2_steps, chunk=100, progress=False):
-    """Stage 1 then stage 2; returns (point_only_params, two_stage_params, info)."""
+def _bar(progress: bool, desc: str):
+    return TqdmProgress(desc=desc) if progress else None
+
+
+def two_stage(params, *, key, tc, stage1_steps, stage2_steps, chunk=100, progress=False,
+              optimizer=None):
+    """Stage 1 then stage 2; returns (point_only_params, two_stage_params, info).
+
+    `optimizer`: default `optax.adam(tc.learning_rate)`; the same object passed to several
+    fits lets them share their compilation."""
+    optimizer = optax.adam(tc.learning_rate) if optimizer is None else optimizer
     k1, k2 = jax.random.split(key)
     p1, i1 = O.fit(
         O.point_loss,
@@ -51,8 +62,8 @@ def two_stage(params, *, key, tc, stage1_steps, stage2_steps, chunk=100, progres
         config=tc,
         steps=stage1_steps,
         chunk=chunk,
-        progress=progress,
-        desc="stage 1 (point)",
+        optimizer=optimizer,
+        progress=_bar(progress, "stage 1 (point)"),
     )
     p2, i2 = O.fit(
         O.lmi_loss,
@@ -62,13 +73,13 @@ def two_stage(params, *, key, tc, stage1_steps, stage2_steps, chunk=100, progres
         steps=stage2_steps,
         chunk=chunk,
         stop=certified_stop(tc),
-        progress=progress,
-        desc="stage 2 (LMI)",
+        optimizer=optimizer,
+        progress=_bar(progress, "stage 2 (LMI)"),
     )
     return p1, p2, {"stage1": i1, "stage2": i2}
 
 
-def lmi_only(params, *, key, tc, steps, chunk=100, progress=False):
+def lmi_only(params, *, key, tc, steps, chunk=100, progress=False, optimizer=None):
     return O.fit(
         O.lmi_loss,
         params,
@@ -77,8 +88,8 @@ def lmi_only(params, *, key, tc, steps, chunk=100, progress=False):
         steps=steps,
         chunk=chunk,
         stop=certified_stop(tc),
-        progress=progress,
-        desc="LMI only",
+        optimizer=optax.adam(tc.learning_rate) if optimizer is None else optimizer,
+        progress=_bar(progress, "LMI only"),
     )
 
 

@@ -8,6 +8,7 @@ import jax
 
 from experiments._harness import RunContext, log
 from jaxlab import sensing
+from jaxlab._core import TqdmProgress
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,9 +34,8 @@ def trained_model(config: SensingConfig, key: jax.Array,
     kd, km, kt = jax.random.split(key, 3)
     data = sensing.simulate_probes(config.n_flowers, config.n_probes, key=kd)
     model = sensing.MultimodalVAE(latent_dim=config.latent_dim, width=config.width, key=km)
-    ckpt = ctx.checkpointer("vae")
     model, losses = sensing.train_model(
-        model, data, key=kt, steps=config.steps, checkpoint=ckpt.path,
-        resume=ckpt.resume)
+        model, data, key=kt, steps=config.steps, checkpointer=ctx.checkpointer("vae"),
+        progress=TqdmProgress(desc="sensing: ELBO"))
     log.info("sensing VAE: -ELBO %.1f -> %.1f", float(losses[0]), float(losses[-1]))
     return model, losses

@@ -1,7 +1,7 @@
 """Shared pipeline of the P18 topology experiments: data -> complexes -> HOPSE vs HOMP.
 
 Both models see the same lifted complexes and features, have the same width and
-depth, and run the same jitted training loop (AdamW, one `lax.scan` per epoch);
+depth, and are trained the same way (`topology.fit`: AdamW, one `lax.scan` per epoch);
 HOPSE additionally gets the precomputed Hasse-route encodings, HOMP passes
 messages along the same routes instead. Training times exclude compilation.
 Checkpoints (every `ckpt_every` epochs) let `--resume` continue a run.
@@ -10,18 +10,16 @@ Checkpoints (every `ckpt_every` epochs) let `--resume` continue a run.
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from tqdm.auto import tqdm
 
 from experiments._harness import RunContext, log
 from jaxlab import topology as tp
-from jaxlab._core import write_json
+from jaxlab._core import AbstractProgress, TqdmProgress
 
 F32 = jnp.float32
 MODELS = ("hopse", "homp")
@@ -88,62 +86,44 @@ def n_params(model) -> int:
     return int(sum(x.size for x in jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_array))))
 
 
-def train(
-    tag: str,
-    trainer: tp.Trainer,
-    state,
-    data,
-    targets,
-    weights,
-    key,
-    *,
-    ctx: RunContext,
-    epochs: int,
-    vmapped: bool = False,
-    evaluate=None,
-    eval_every: int = 0,
-    ckpt_every: int = 10,
-):
-    """Run `epochs` epochs; returns (state, train seconds, per-epoch seconds, eval history).
+class _EpochTimer(AbstractProgress):
+    """A tqdm bar that also records the wall time of every chunk (one epoch each)."""
 
-    `vmapped`: `state`, `weights` and the per-epoch keys carry a leading fold axis.
-    `evaluate(state) -> dict` is called every `eval_every` epochs (not timed).
+    def __init__(self, desc: str):
+        self.bar, self.times, self._t = TqdmProgress(desc=desc), [], 0.0
+
+    def start(self, total, initial):
+        self.bar.start(total, initial)
+        self._t = time.perf_counter()
+
+    def update(self, n, loss=None):
+        now = time.perf_counter()
+        self.times.append(now - self._t)
+        self._t = now
+        self.bar.update(n, loss)
+
+    def close(self):
+        self.bar.close()
+
+
+def train(tag: str, trainer: tp.Trainer, model, data, targets, weights, key, *,
+          ctx: RunContext, epochs: int, vmapped: bool = False, eval_data=None,
+          eval_every: int = 1, ckpt_every: int = 10):
+    """`tp.fit` for `epochs` epochs; returns (state, train seconds, median epoch seconds,
+    history). The step is compiled (and one epoch run) before the clock starts; the
+    times are those of the epochs this process ran (after a resume, the remaining ones).
     """
-    epoch_fn = trainer.epoch
-    if vmapped:
-        epoch_fn = eqx.filter_vmap(epoch_fn, in_axes=(0, None, None, 0, 0))
-    epoch_fn = eqx.filter_jit(epoch_fn)
-    ckpt = ctx.checkpointer(tag, every=ckpt_every)
-    meta = ckpt.path.with_suffix(".json")
-    start, elapsed, history = 0, 0.0, []
-    if ckpt.resume and ckpt.exists() and meta.exists():
-        state = ckpt.load(state)
-        saved = json.loads(meta.read_text())
-        start, elapsed, history = saved["epoch"], saved["elapsed"], saved["history"]
-        log.info("%s: resumed at epoch %d", tag, start)
-
-    def keys_for(e):
-        k = jax.random.fold_in(key, e)
-        return jax.random.split(k, weights.shape[0]) if vmapped else k
-
+    kw = dict(key=key, vmapped=vmapped, eval_data=eval_data, eval_every=eval_every)
     t0 = time.perf_counter()
-    compiled = epoch_fn.lower(state, data, targets, weights, keys_for(0)).compile()
+    tp.fit(trainer, model, data, targets, weights, steps=1, **kw)  # compile outside the clock
     compile_s = time.perf_counter() - t0
-    per_epoch = []
-    for e in tqdm(range(start, epochs), desc=tag, leave=False):
-        t0 = time.perf_counter()
-        state, loss = compiled(state, data, targets, weights, keys_for(e))
-        jax.block_until_ready(loss)
-        dt = time.perf_counter() - t0
-        per_epoch.append(dt)
-        elapsed += dt
-        if evaluate is not None and eval_every and ((e + 1) % eval_every == 0 or e + 1 == epochs):
-            history.append({"epoch": e + 1, "loss": np.asarray(loss).tolist(), **evaluate(state)})
-        if (e + 1) % ckpt.every == 0 or e + 1 == epochs:
-            ckpt.save(state)
-            write_json(meta, {"epoch": e + 1, "elapsed": elapsed, "history": history})
+    timer = _EpochTimer(tag)
+    state, hist = tp.fit(trainer, model, data, targets, weights, steps=epochs, **kw,
+                         checkpointer=ctx.checkpointer(tag, every=ckpt_every), progress=timer)
+    elapsed = float(np.sum(timer.times))
     log.info("%s: compile %.1f s, train %.1f s over %d epochs", tag, compile_s, elapsed, epochs)
-    return state, elapsed, (float(np.median(per_epoch)) if per_epoch else float("nan")), history
+    per_epoch = float(np.median(timer.times)) if timer.times else float("nan")
+    return state, elapsed, per_epoch, hist
 
 
 def predict(trainer: tp.Trainer, state, data) -> np.ndarray:
@@ -190,21 +170,23 @@ def regression_run(name: str, splits: dict, config, key, ctx: RunContext, *, met
             lambda st, d, trainer=trainer: tp.predict(trainer.model(st), d),
             in_axes=(0, None)))
 
-        def evaluate(state, predict_all=predict_all):
-            res = {}
-            for split in ("val", "test"):
-                pred = np.asarray(predict_all(state, data[split]))[..., 0] * sd + mu  # [S, n]
-                err = pred - y[split][None, :]
-                res[split] = (np.mean(np.abs(err), 1) if metric == "mae"
-                              else np.sqrt(np.mean(err**2, 1))).tolist()
-            return res
+        def errors(pred, split):
+            err = np.asarray(pred)[..., 0] * sd + mu - y[split][None, :]  # [S, n]
+            return np.mean(np.abs(err), 1) if metric == "mae" else np.sqrt(np.mean(err**2, 1))
 
-        state, secs, epoch_s, hist = train(
-            f"{name}_{model_name}", trainer, eqx.filter_vmap(trainer.init)(models),
-            data["train"], jnp.asarray((y["train"] - mu) / sd), jnp.ones((seeds, n_train), F32),
-            jax.random.fold_in(key, 100 + i), ctx=ctx, epochs=int(config.epochs), vmapped=True,
-            evaluate=evaluate, eval_every=int(config.eval_every),
+        epochs, every = int(config.epochs), int(config.eval_every)
+        state, secs, epoch_s, run = train(
+            f"{name}_{model_name}", trainer, models, data["train"],
+            jnp.asarray((y["train"] - mu) / sd), jnp.ones((seeds, n_train), F32),
+            jax.random.fold_in(key, 100 + i), ctx=ctx, epochs=epochs, vmapped=True,
+            eval_data={"val": data["val"], "test": data["test"]}, eval_every=every,
         )
+        hist = [{"epoch": e, **{s: errors(run.aux[f"pred_{s}"][e - 1], s).tolist()
+                                for s in ("val", "test")}}
+                for e in range(every, epochs + 1, every)]
+        if epochs % every:  # the old loop also evaluated after the last epoch
+            hist.append({"epoch": epochs, **{s: errors(predict_all(state, data[s]), s).tolist()
+                                             for s in ("val", "test")}})
         val = np.asarray([h["val"] for h in hist])  # [evals, seeds]
         test = np.asarray([h["test"] for h in hist])
         best = np.argmin(val, axis=0)  # model selection per seed

@@ -69,9 +69,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         trainer = tp.Trainer(single, loss="cross_entropy", batch_size=int(config.batch_size),
                              learning_rate=float(config.lr),
                              weight_decay=float(config.weight_decay))
-        state = eqx.filter_vmap(trainer.init)(models)
         state, secs, epoch_s, _ = ts.train(
-            f"mutag_{name}", trainer, state, data, y, weights, jax.random.fold_in(key, 10 + i),
+            f"mutag_{name}", trainer, models, data, y, weights, jax.random.fold_in(key, 10 + i),
             ctx=ctx, epochs=int(config.epochs), vmapped=True,
         )
         preds = eqx.filter_jit(

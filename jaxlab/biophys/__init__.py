@@ -15,6 +15,7 @@ from ._inverse import FitParams as FitParams
 from ._inverse import FitProblem as FitProblem
 from ._inverse import FitResult as FitResult
 from ._inverse import FitState as FitState
+from ._inverse import FitStep as FitStep
 from ._inverse import SpikeAnchor as SpikeAnchor
 from ._inverse import default_optimizer as default_optimizer
 from ._inverse import firing_rate_curve as firing_rate_curve

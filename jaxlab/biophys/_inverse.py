@@ -29,14 +29,14 @@ the ablation. The starting current may come from the spike times too
 spike train).
 
 Optimisation is optax (Adam by default) on unit-free parameters, in pure
-`(init_fit, fit_step)` form; `fit` drives it with a progress bar and
-checkpoint/resume.
+`(init_fit, fit_step)` form, packaged as the step object `FitStep`; `fit` runs it
+with the `jaxlab._core` driver (progress, checkpoint/resume).
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
+from collections.abc import Callable
 
 import diffrax
 import equinox as eqx
@@ -45,14 +45,17 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
-from tqdm.auto import tqdm
 
 from jaxlab._core import (
+    AbstractProgress,
+    AbstractStep,
+    Checkpointer,
+    StepLoop,
     check_array,
     check_finite,
-    load_checkpoint,
+    check_positive_int,
     optimizer_update,
-    save_checkpoint,
+    run_steps,
 )
 
 from ._conductor import SIGMA_CORTEX
@@ -63,7 +66,7 @@ from ._spiketrain import spike_indices
 
 __all__ = ["CurrentBasis", "FitParams", "SpikeAnchor", "FitProblem", "FitState", "FitResult",
            "default_optimizer", "firing_rate_curve", "rate_initial_current",
-           "make_fit_problem", "fit_loss", "init_fit", "fit_step", "fit"]
+           "make_fit_problem", "fit_loss", "init_fit", "fit_step", "FitStep", "fit"]
 
 
 class CurrentBasis(eqx.Module):
@@ -330,11 +333,11 @@ class FitState(eqx.Module):
 
 class FitResult(eqx.Module):
     """Fitted `params` (physical units, |z| taken: the probe plane is a mirror symmetry),
-    per-neuron `currents` `(N, T)` nA and the loss history `(n_steps,)`."""
+    per-neuron `currents` `(N, T)` nA and the loss history `(steps,)`."""
 
     params: FitParams
     currents: Float[Array, "N T"]
-    losses: Float[Array, " n_steps"]
+    losses: Float[Array, " steps"]
 
 
 def default_optimizer(
@@ -373,61 +376,83 @@ def init_fit(problem: FitProblem, params0: FitParams,
     return FitState(params=u, opt_state=optimizer.init(u), step=jnp.asarray(0))
 
 
-@eqx.filter_jit
-def fit_step(problem: FitProblem, state: FitState, optimizer: optax.GradientTransformation,
-             anchor: SpikeAnchor | None) -> tuple[FitState, Float[Array, ""]]:
-    """One optimiser step; returns the new state and the loss before the step."""
+def _fit_step(problem: FitProblem, state: FitState, optimizer: optax.GradientTransformation,
+              anchor: SpikeAnchor | None) -> tuple[FitState, Float[Array, ""]]:
     (loss, _), grads = jax.value_and_grad(fit_loss, has_aux=True)(state.params, problem, anchor)
     updates, opt_state = optimizer_update(optimizer, grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     return FitState(params=params, opt_state=opt_state, step=state.step + 1), loss
 
 
+@eqx.filter_jit
+def fit_step(problem: FitProblem, state: FitState, optimizer: optax.GradientTransformation,
+             anchor: SpikeAnchor | None) -> tuple[FitState, Float[Array, ""]]:
+    """One optimiser step; returns the new state and the loss before the step."""
+    return _fit_step(problem, state, optimizer, anchor)
+
+
+class FitStep(AbstractStep):
+    """The inverse fit (P12) as a step object of the `jaxlab._core` driver.
+
+    `init(params0, key)` is `init_fit` (physical starting `FitParams`; `key` unused:
+    the fit is deterministic) and `step(state, key)` is one `fit_step`, with
+    `aux = {"loss": loss before the step}`.
+
+    **Arguments:** `problem` (from `make_fit_problem`), `optimizer` (optax; see
+    `default_optimizer`), `anchor` (a `SpikeAnchor`, or None for the trace-only ablation).
+    """
+
+    problem: FitProblem
+    optimizer: optax.GradientTransformation = eqx.field(static=True)
+    anchor: SpikeAnchor | None = None
+
+    def init(self, model: FitParams, key: jax.Array) -> FitState:
+        del key
+        return init_fit(self.problem, model, self.optimizer)
+
+    def step(self, state: FitState, key: jax.Array):
+        del key
+        state, loss = _fit_step(self.problem, state, self.optimizer, self.anchor)
+        return state, {"loss": loss}
+
+
 def fit(
     problem: FitProblem,
     params0: FitParams,
     *,
-    n_steps: int,
+    steps: int,
     anchor: SpikeAnchor | None = None,
     optimizer: optax.GradientTransformation | None = None,
-    checkpoint_path: str | Path | None = None,
-    checkpoint_every: int = 25,
-    resume: bool = False,
-    progress: bool = True,
-    stop_after: int | None = None,
+    checkpointer: Checkpointer | None = None,
+    progress: AbstractProgress | None = None,
+    stop: Callable[[FitState], bool] | None = None,
+    chunk: int = 25,
 ) -> FitResult:
-    """Run `n_steps` of gradient descent on `fit_loss`; checkpoint and resume.
+    """Run `steps` steps of gradient descent on `fit_loss` (`FitStep` through the driver).
 
     **Arguments:**
 
     - `problem`: from `make_fit_problem`; `params0`: starting `FitParams` (physical units).
-    - `anchor`: a `SpikeAnchor` (P12's method) or `None` (trace loss only, the ablation).
-    - `optimizer`: optax transformation; default `default_optimizer(n_steps)`.
-    - `checkpoint_path`: where the state and loss history are saved every
-      `checkpoint_every` steps (atomically); with `resume=True` an existing
-      checkpoint there is loaded and the run continues from its step.
-    - `stop_after`: stop once this many steps are done in total (the schedule
-      still spans `n_steps`); a later call with `resume=True` continues.
+    - `steps`: optimiser steps; `anchor`: a `SpikeAnchor` (P12's method) or `None`
+      (trace loss only, the ablation).
+    - `optimizer`: optax transformation; default `default_optimizer(steps)`.
+    - `checkpointer`: a `Checkpointer` (the state and loss history are saved every
+      `checkpointer.every` steps, every `chunk` when None; with `resume` the run
+      continues from the file and equals an uninterrupted one).
+    - `progress`: a progress strategy (default silent); `stop(state) -> bool` checked
+      every `chunk` steps.
+    - `chunk`: steps between checkpoint/progress/stop checks (one jitted call per step).
 
-    **Returns:** a `FitResult`.
+    **Returns:** a `FitResult` (`losses` `(steps,)`, NaN after an early stop).
     """
-    optimizer = default_optimizer(n_steps) if optimizer is None else optimizer
-    state = init_fit(problem, params0, optimizer)
-    losses = np.full((n_steps,), np.nan)
-    path = None if checkpoint_path is None else Path(checkpoint_path)
-    if resume and path is not None and path.is_file():
-        state, saved = load_checkpoint(path, (state, jnp.asarray(losses)))
-        losses = np.asarray(saved).copy()
-    start = int(state.step)
-    stop = n_steps if stop_after is None else min(int(stop_after), n_steps)
-    bar = tqdm(range(start, stop), disable=not progress, desc="biophys fit", leave=False)
-    for i in bar:
-        state, loss = fit_step(problem, state, optimizer, anchor)
-        losses[i] = float(loss)
-        bar.set_postfix(loss=f"{losses[i]:.4g}")
-        if path is not None and ((i + 1) % checkpoint_every == 0 or i + 1 == stop):
-            save_checkpoint(path, (state, jnp.asarray(losses)))
+    check_positive_int("steps", steps)
+    optimizer = default_optimizer(steps) if optimizer is None else optimizer
+    step = FitStep(problem, optimizer, anchor)
+    key = jax.random.key(0)  # unused by the steps: the fit is deterministic
+    state, hist = run_steps(step, step.init(params0, key), key=key, steps=steps, chunk=chunk,
+                            checkpointer=checkpointer, progress=progress, stop=stop,
+                            loop=StepLoop())
     p = _to_physical(state.params, problem)
     p = FitParams(p.positions.at[:, 2].set(jnp.abs(p.positions[:, 2])), p.coeffs)
     currents = jax.vmap(problem.basis.evaluate)(p.coeffs)
-    return FitResult(params=p, currents=currents, losses=jnp.asarray(losses))
+    return FitResult(params=p, currents=currents, losses=jnp.asarray(hist.losses))

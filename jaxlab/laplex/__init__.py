@@ -22,3 +22,7 @@ from ._plan import make_plan as make_plan
 from ._plan import plan_is_valid as plan_is_valid
 from ._plan import update_plan as update_plan
 from ._sharded import sharded_matvec as sharded_matvec
+from ._train import GramStep as GramStep
+from ._train import HeadStep as HeadStep
+from ._train import fit_gram as fit_gram
+from ._train import fit_head as fit_head

@@ -35,6 +35,7 @@ from ._systems import x29_lateral as x29_lateral
 from ._systems import x29_longitudinal as x29_longitudinal
 from ._train import CertifiedObserver as CertifiedObserver
 from ._train import ObserverTrainConfig as ObserverTrainConfig
+from ._train import StageStep as StageStep
 from ._train import TrainState as TrainState
 from ._train import estimation_loss as estimation_loss
 from ._train import fit as fit

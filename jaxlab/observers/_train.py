@@ -10,8 +10,9 @@ the global certificate `H(P, T) <= -margin I` (`lmi_penalty`) jointly in the
 weights, `P` and the multipliers `T = exp(log_t)`, keeping a (smaller) estimation
 loss; stops as soon as the certificate holds. No SDP is solved in the loop.
 
-Both stages are pure `(init, step)` pairs over a `TrainState`; `fit` runs jitted
-`lax.scan` chunks with a stopping test between chunks.
+Both stages are pure `(init, step)` pairs over a `TrainState` (the step object
+`StageStep`); `fit` runs them with the `jaxlab._core` driver, certification being the
+driver's `stop` test between chunks.
 
 Paper: P2, "Provably stable neural-network observers".
 """
@@ -19,7 +20,6 @@ Paper: P2, "Provably stable neural-network observers".
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 from collections.abc import Callable
 
@@ -29,9 +29,15 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jaxtyping import Array, Float
-from tqdm.auto import tqdm
 
-from jaxlab._core import check_positive_int, optimizer_update
+from jaxlab._core import (
+    AbstractProgress,
+    AbstractStep,
+    Checkpointer,
+    check_positive_int,
+    optimizer_update,
+    run_steps,
+)
 
 from ._lmi import LyapunovMatrix, lmi_matrix, lmi_penalty, lyapunov_hinge
 from ._observer import NeuralObserver, trainable_filter
@@ -46,6 +52,7 @@ __all__ = [
     "lmi_loss",
     "stage_init",
     "stage_step",
+    "StageStep",
     "max_lmi_eigenvalue",
     "lyapunov_warm_start",
     "normalised_lmi",
@@ -251,7 +258,6 @@ def lyapunov_warm_start(params: CertifiedObserver) -> CertifiedObserver:
     A cheap, well-conditioned starting point for stage 2: any global certificate's `P`
     must in particular certify the linearisation. Leaves `params` unchanged otherwise.
     """
-    import numpy as np
     import scipy.linalg
 
     obs = params.observer
@@ -312,16 +318,27 @@ def stage_step(
     return step
 
 
-@functools.lru_cache(maxsize=32)
-def _adam_step(loss_fn, config, lr):
-    # one step function per (loss, config, lr), so repeated fits reuse the compiled scan
-    optimizer = optax.adam(lr)
-    return optimizer, stage_step(loss_fn, optimizer, config)
+class StageStep(AbstractStep):
+    """One Adam step of a training stage (P2) as a step object of the `_core` driver.
 
+    `init(params, key)` is `stage_init(params, optimizer)` (`key` unused) and `step` is
+    `stage_step(loss_fn, optimizer, config)`, with `aux = {"loss": loss}`.
 
-@eqx.filter_jit
-def _run_chunk(step, state, keys):
-    return jax.lax.scan(step, state, keys)
+    **Arguments:** `loss_fn(params, key, config)` (`point_loss` for stage 1, `lmi_loss`
+    for stage 2); `optimizer` (optax); `config` (`ObserverTrainConfig`).
+    """
+
+    loss_fn: Callable = eqx.field(static=True)
+    optimizer: optax.GradientTransformation = eqx.field(static=True)
+    config: ObserverTrainConfig = eqx.field(static=True)
+
+    def init(self, model: CertifiedObserver, key: jax.Array) -> TrainState:
+        del key
+        return stage_init(model, self.optimizer)
+
+    def step(self, state: TrainState, key: jax.Array):
+        state, loss = stage_step(self.loss_fn, self.optimizer, self.config)(state, key)
+        return state, {"loss": loss}
 
 
 def fit(
@@ -334,58 +351,58 @@ def fit(
     chunk: int = 100,
     stop: Callable[[CertifiedObserver], bool] | None = None,
     min_steps: int = 0,
-    progress: bool = False,
-    desc: str = "train",
-    lr: float | None = None,
+    optimizer: optax.GradientTransformation | None = None,
+    checkpointer: Checkpointer | None = None,
+    progress: AbstractProgress | None = None,
 ):
-    """Run `steps` Adam steps of `loss_fn` in jitted `lax.scan` chunks.
+    """Run `steps` Adam steps of `loss_fn` (`StageStep` through `jaxlab._core.run_steps`).
 
-    **Arguments:** `loss_fn(params, key, config)`; `params`; `key` (keyword-only);
-    `config`; `steps`; `chunk` steps per jitted scan; `stop(params) -> bool` checked
-    after each chunk once `min_steps` are done (e.g. "certified"); `progress` shows tqdm;
-    `lr` the Adam learning rate (default `config.learning_rate`).
+    **Arguments:** `loss_fn(params, key, config)`; `params`; `key` (keyword-only; step `i`
+    uses `fold_in(key, i)`); `config`; `steps`; `chunk` steps per jitted scan;
+    `stop(params) -> bool` checked after each chunk once `min_steps` are done (e.g.
+    "certified"), the driver's stop; `optimizer` (default `optax.adam(config.learning_rate)`;
+    pass the same object to several fits to reuse their compilation); `checkpointer`;
+    `progress` (default silent).
 
-    Every chunk has the same length (so `steps` is rounded up to a multiple of
-    `chunk`); the scan is compiled on a throw-away chunk before the clock starts.
+    The step is compiled on throw-away chunks (of both chunk lengths the run uses)
+    before the clock starts.
 
     **Returns:** `(params, info)` with `info = {"steps", "seconds", "compile_seconds",
-    "losses" (np array), "stopped"}`; `seconds` is training wall time without compilation.
+    "losses" (np array of the steps run), "stopped"}`; `seconds` is training wall time
+    without compilation.
     """
     check_positive_int("steps", steps)
     check_positive_int("chunk", chunk)
-    optimizer, step = _adam_step(loss_fn, config, lr if lr is not None else config.learning_rate)
-    state = stage_init(params, optimizer)
+    optimizer = optax.adam(config.learning_rate) if optimizer is None else optimizer
+    step = StageStep(loss_fn, optimizer, config)
+    state = step.init(params, key)
     chunk = min(chunk, steps)
-    # compile once outside the timed loop (one throw-away chunk on the initial state)
+    stopped = []
+
+    def stop_fn(st: TrainState) -> bool:
+        if stop is None or int(st.step) < min_steps or not bool(stop(st.params)):
+            return False
+        stopped.append(True)
+        return True
+
+    # compile once outside the timed loop (throw-away chunks on the initial state)
     t0 = time.perf_counter()
-    jax.block_until_ready(
-        _run_chunk(step, state, jax.random.split(jax.random.fold_in(key, 7), chunk))
-    )
+    warm = chunk + steps % chunk if steps % chunk else chunk
+    jax.block_until_ready(run_steps(step, state, key=jax.random.fold_in(key, 7), steps=warm,
+                                    chunk=chunk)[0])
     if stop is not None:
         stop(state.params)
     compile_seconds = time.perf_counter() - t0
-    losses = []
-    done = 0
-    stopped = False
     t0 = time.perf_counter()
-    with tqdm(total=steps, desc=desc, disable=not progress, leave=False) as bar:
-        while done < steps:
-            key, sub = jax.random.split(key)
-            state, ls = _run_chunk(step, state, jax.random.split(sub, chunk))
-            n = chunk
-            losses.append(np.asarray(ls))
-            done += n
-            bar.update(n)
-            if stop is not None and done >= min_steps and bool(stop(state.params)):
-                stopped = True
-                break
+    state, hist = run_steps(step, state, key=key, steps=steps, chunk=chunk,
+                            checkpointer=checkpointer, progress=progress, stop=stop_fn)
     params = state.params
     jax.block_until_ready(params)
     info = {
-        "steps": done,
+        "steps": hist.steps_done,
         "seconds": time.perf_counter() - t0,
         "compile_seconds": compile_seconds,
-        "losses": np.concatenate(losses) if losses else np.zeros((0,)),
-        "stopped": stopped,
+        "losses": hist.losses[: hist.steps_done],
+        "stopped": bool(stopped),
     }
     return params, info

@@ -34,6 +34,7 @@ from ._policy import LexicographicPolicy as LexicographicPolicy
 from ._policy import WeightedPolicy as WeightedPolicy
 from ._policy import run_episode as run_episode
 from ._train import ProbeData as ProbeData
+from ._train import VAEStep as VAEStep
 from ._train import random_actions as random_actions
 from ._train import simulate_probes as simulate_probes
 from ._train import train_model as train_model

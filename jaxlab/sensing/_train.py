@@ -1,22 +1,27 @@
-"""Simulated probe data and ELBO training (optax, progress bar, checkpoints)."""
+"""Simulated probe data and ELBO training (`VAEStep` run by the `_core` driver)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jaxtyping import Array, Float
-from tqdm.auto import tqdm
 
-from jaxlab._core import check_positive_int, load_checkpoint, optimizer_update, save_checkpoint
+from jaxlab._core import (
+    AbstractProgress,
+    AbstractStep,
+    Checkpointer,
+    check_positive_int,
+    optimizer_update,
+    run_steps,
+)
 
 from ._flower import TUBE_RADIUS, Flower, observe, sample_flower
 from ._model import MultimodalVAE, elbo
 
-__all__ = ["ProbeData", "random_actions", "simulate_probes", "train_model"]
+__all__ = ["ProbeData", "VAEStep", "random_actions", "simulate_probes", "train_model"]
 
 
 class ProbeData(eqx.Module):
@@ -60,6 +65,70 @@ def simulate_probes(
     return ProbeData(flowers=f, actions=a, visual=v, mechano=m)
 
 
+class VAEStep(AbstractStep):
+    """One Adam step on the mean negative ELBO of a random batch of flowers (P4).
+
+    Each step draws `batch_size` flowers and, per flower, a random number of its probes
+    as context (1 .. K), so the model learns to predict probes it has not seen. The
+    state is `(params, opt_state)` with `params` the array leaves of the
+    `MultimodalVAE`; its non-array part is held by the step (`model(state)` puts
+    them together).
+
+    **Arguments:**
+
+    - `model`: the `MultimodalVAE` to train (its non-array part is kept here).
+    - `data`: the `ProbeData` (F flowers x K probes).
+    - `optimizer`: an optax transformation (`optax.adam(1e-3)` in `train_model`).
+    - `batch_size`: flowers per step.
+    """
+
+    data: ProbeData
+    static: MultimodalVAE = eqx.field(static=True)
+    optimizer: optax.GradientTransformation = eqx.field(static=True)
+    batch_size: int = eqx.field(static=True)
+
+    def __init__(self, model: MultimodalVAE, data: ProbeData, *,
+                 optimizer: optax.GradientTransformation, batch_size: int = 64):
+        if not isinstance(model, MultimodalVAE):
+            raise ValueError(f"model: expected a MultimodalVAE, received {type(model).__name__}")
+        if not isinstance(data, ProbeData):
+            raise ValueError(f"data: expected ProbeData, received {type(data).__name__}")
+        self.batch_size = check_positive_int("batch_size", batch_size)
+        self.static = eqx.partition(model, eqx.is_array)[1]
+        self.data = data
+        self.optimizer = optimizer
+
+    def init(self, model: MultimodalVAE, key: jax.Array):
+        """`(params, opt_state)` of `model` (`key` unused: the start is the model)."""
+        del key
+        params = eqx.filter(model, eqx.is_array)
+        return params, self.optimizer.init(params)
+
+    def model(self, state) -> MultimodalVAE:
+        """The `MultimodalVAE` of a state."""
+        return eqx.combine(state[0], self.static)
+
+    def step(self, state, key):
+        params, opt_state = state
+        data = self.data
+        n_flowers, n_probes = data.actions.shape[:2]
+        ki, kc, ke = jax.random.split(key, 3)
+        idx = jax.random.randint(ki, (self.batch_size,), 0, n_flowers)
+        n_ctx = jax.random.randint(kc, (self.batch_size,), 1, n_probes + 1)
+        keys = jax.random.split(ke, self.batch_size)
+
+        def loss_fn(p):
+            mdl = eqx.combine(p, self.static)
+            vals = jax.vmap(lambda i, n, kk: elbo(mdl, data.visual[i], data.mechano[i],
+                                                  data.actions[i], key=kk, n_context=n))(
+                idx, n_ctx, keys)
+            return -jnp.mean(vals)
+
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        updates, opt_state = optimizer_update(self.optimizer, grads, opt_state, params)
+        return (eqx.apply_updates(params, updates), opt_state), {"loss": loss}
+
+
 def train_model(
     model: MultimodalVAE,
     data: ProbeData,
@@ -67,67 +136,29 @@ def train_model(
     key: jax.Array,
     steps: int = 2000,
     batch_size: int = 64,
-    learning_rate: float = 1e-3,
+    optimizer: optax.GradientTransformation | None = None,
     chunk: int = 100,
-    checkpoint: str | Path | None = None,
-    resume: bool = False,
-    progress: bool = True,
-) -> tuple[MultimodalVAE, Float[Array, " steps"]]:
-    """Maximise the mean ELBO with Adam; returns the model and the per-step -ELBO.
+    checkpointer: Checkpointer | None = None,
+    progress: AbstractProgress | None = None,
+) -> tuple[MultimodalVAE, np.ndarray]:
+    """Maximise the mean ELBO (`VAEStep` through `jaxlab._core.run_steps`).
 
-    Each step uses a random subset of each flower's probes as context (so the
-    model learns to predict probes it has not seen). Steps run in jitted chunks
-    of `chunk`; with `checkpoint`, the model is saved after each chunk and
-    `resume=True` continues from it.
+    **Arguments:**
+
+    - `model`, `data`: the `MultimodalVAE` and its `ProbeData`.
+    - `key`: PRNG key (keyword-only); step `i` uses `fold_in(key, i)`.
+    - `steps`: optimiser steps; `batch_size`: flowers per step; `chunk`: steps per jitted
+      scan (does not change the result).
+    - `optimizer`: optax transformation (default `optax.adam(1e-3)`).
+    - `checkpointer`: a `Checkpointer` (save/resume; a resumed run equals an
+      uninterrupted one); `progress`: a progress strategy (default silent).
+
+    **Returns:** `(model, losses)`, `losses` the per-step -ELBO `(steps,)` (the whole
+    run's, also after a resume).
     """
     check_positive_int("steps", steps)
-    n_flowers, n_probes = data.actions.shape[:2]
-    opt = optax.adam(learning_rate)
-    opt_state = opt.init(eqx.filter(model, eqx.is_array))
-    start = 0
-    ckpt = Path(checkpoint) if checkpoint is not None else None
-    if resume and ckpt is not None and ckpt.is_file():
-        model, opt_state, start_arr = load_checkpoint(ckpt, (model, opt_state, jnp.array(0)))
-        start = int(start_arr)
-
-    def loss_fn(mdl, idx, k):
-        kc, ke = jax.random.split(k)
-        n_ctx = jax.random.randint(kc, (idx.shape[0],), 1, n_probes + 1)
-        keys = jax.random.split(ke, idx.shape[0])
-        vals = jax.vmap(lambda i, n, kk: elbo(mdl, data.visual[i], data.mechano[i],
-                                              data.actions[i], key=kk, n_context=n))(
-            idx, n_ctx, keys)
-        return -jnp.mean(vals)
-
-    @eqx.filter_jit
-    def run_chunk(mdl, st, k):
-        def body(carry, kk):
-            m, s = carry
-            ki, kl = jax.random.split(kk)
-            idx = jax.random.randint(ki, (batch_size,), 0, n_flowers)
-            loss, g = eqx.filter_value_and_grad(loss_fn)(m, idx, kl)
-            upd, s = optimizer_update(opt, g, s, eqx.filter(m, eqx.is_array))
-            return (eqx.apply_updates(m, upd), s), loss
-
-        params, static = eqx.partition(mdl, eqx.is_array)
-
-        def body_p(carry, kk):
-            (m, s), loss = body((eqx.combine(carry[0], static), carry[1]), kk)
-            return (eqx.filter(m, eqx.is_array), s), loss
-
-        (params, st), losses = jax.lax.scan(body_p, (params, st), jax.random.split(k, chunk))
-        return eqx.combine(params, static), st, losses
-
-    losses = []
-    n_chunks = -(-(steps - start) // chunk) if steps > start else 0
-    bar = tqdm(range(n_chunks), desc="sensing: ELBO", disable=not progress)
-    done = start
-    for _ in bar:
-        model, opt_state, ls = run_chunk(model, opt_state, jax.random.fold_in(key, done))
-        done += chunk
-        losses.append(ls)
-        bar.set_postfix(neg_elbo=float(ls[-1]))
-        if ckpt is not None:
-            save_checkpoint(ckpt, (model, opt_state, jnp.array(done)))
-    all_losses = jnp.concatenate(losses) if losses else jnp.zeros((0,))
-    return model, all_losses
+    optimizer = optax.adam(1e-3) if optimizer is None else optimizer
+    step = VAEStep(model, data, optimizer=optimizer, batch_size=batch_size)
+    state, hist = run_steps(step, step.init(model, key), key=key, steps=steps, chunk=chunk,
+                            checkpointer=checkpointer, progress=progress)
+    return step.model(state), hist.losses

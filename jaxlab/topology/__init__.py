@@ -46,6 +46,8 @@ from ._model import HOMP as HOMP
 from ._model import HOPSE as HOPSE
 from ._model import ResidualBlock as ResidualBlock
 from ._train import LOSSES as LOSSES
+from ._train import HopseStep as HopseStep
 from ._train import Trainer as Trainer
 from ._train import TrainState as TrainState
+from ._train import fit as fit
 from ._train import predict as predict

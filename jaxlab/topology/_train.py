@@ -1,12 +1,17 @@
-"""Training loop shared by HOPSE and HOMP: pure `(init, epoch)` over padded batches.
+"""Training shared by HOPSE and HOMP: pure `(init, epoch)` over padded batches.
 
 `Trainer.init(model)` returns a `TrainState` (trainable leaves + optimiser state);
 `Trainer.epoch(state, data, targets, weights, key)` runs one shuffled epoch as a
 `lax.scan` over mini-batches and is `jit`/`vmap` friendly (e.g. vmap over the
-folds of a cross-validation with per-fold `weights`).
+folds of a cross-validation with per-fold `weights`). `HopseStep` makes one epoch a
+step of the `jaxlab._core` driver and `fit` runs it (checkpoints, resume, progress).
+
+Paper: P18, HOPSE (higher-order positional and structural encodings).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import equinox as eqx
 import jax
@@ -14,11 +19,21 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
 
-from jaxlab._core import optimizer_update
+from jaxlab._core import (
+    AbstractLoop,
+    AbstractProgress,
+    AbstractStep,
+    Checkpointer,
+    History,
+    StepLoop,
+    check_positive_int,
+    optimizer_update,
+    run_steps,
+)
 
 from ._arrays import ComplexArrays
 
-__all__ = ["Trainer", "TrainState", "predict", "LOSSES"]
+__all__ = ["Trainer", "TrainState", "HopseStep", "fit", "predict", "LOSSES"]
 
 LOSSES = ("cross_entropy", "l1", "mse")
 
@@ -47,7 +62,8 @@ class Trainer(eqx.Module):
         static: the model's non-trainable part (`eqx.partition(model, eqx.is_inexact_array)[1]`).
         loss: `"cross_entropy"` (integer class targets), `"l1"` or `"mse"` (regression).
         batch_size: graphs per step (the last incomplete batch of an epoch is dropped).
-        learning_rate, weight_decay: AdamW settings.
+        learning_rate, weight_decay: AdamW settings (after clipping the global norm to 1).
+        optimizer: an optax transformation used instead of the AdamW default.
     """
 
     static: PyTree = eqx.field(static=True)
@@ -63,6 +79,7 @@ class Trainer(eqx.Module):
         batch_size: int = 32,
         learning_rate: float = 1e-3,
         weight_decay: float = 0.0,
+        optimizer: optax.GradientTransformation | None = None,
     ):
         if loss not in LOSSES:
             raise ValueError(f"loss: expected one of {LOSSES}, received {loss!r}")
@@ -73,9 +90,12 @@ class Trainer(eqx.Module):
         self.static = eqx.partition(model, eqx.is_inexact_array)[1]
         self.loss = loss
         self.batch_size = batch_size
-        self.optimizer = optax.chain(
-            optax.clip_by_global_norm(1.0), optax.adamw(learning_rate, weight_decay=weight_decay)
-        )
+        if optimizer is None:
+            optimizer = optax.chain(
+                optax.clip_by_global_norm(1.0),
+                optax.adamw(learning_rate, weight_decay=weight_decay),
+            )
+        self.optimizer = optimizer
 
     def init(self, model: eqx.Module) -> TrainState:
         params = eqx.filter(model, eqx.is_inexact_array)
@@ -126,6 +146,136 @@ class Trainer(eqx.Module):
 
         state, losses = jax.lax.scan(step, state, perm)
         return state, jnp.mean(losses)
+
+
+class HopseStep(AbstractStep):
+    """One training epoch of a HOPSE (or HOMP) model as a step of the `_core` driver.
+
+    The state is the `Trainer`'s `TrainState`; with `vmapped=True` it, `weights` and
+    the epoch's keys carry a leading axis (independent seeds or cross-validation folds
+    trained at once; the epoch key is split over that axis). With `eval_data`, the
+    step also returns the predictions on each evaluation set after every
+    `eval_every`-th epoch (zeros after the others) as `aux["pred_<name>"]`, so model
+    selection reads them from the driver's history (resumable like the rest). `aux["loss"]`
+    is the epoch's mean training loss (over seeds/folds when `vmapped`, their own in
+    `aux["losses"]`).
+
+    **Arguments:**
+
+    - `trainer`: the `Trainer` (loss, batch size, optimiser, model's static part).
+    - `data`: stacked `ComplexArrays` of `g` training complexes; `targets`: `(g,)`;
+      `weights`: `(g,)` loss weights, `(S, g)` when `vmapped`.
+    - `eval_data`: name -> stacked `ComplexArrays` to predict on; `eval_every`: epochs.
+    - `vmapped`: whether the state has a leading seed/fold axis.
+    """
+
+    trainer: Trainer
+    data: ComplexArrays
+    targets: Array
+    weights: Array
+    eval_data: dict[str, ComplexArrays]
+    eval_every: int = eqx.field(static=True)
+    vmapped: bool = eqx.field(static=True)
+
+    def __init__(self, trainer: Trainer, data: ComplexArrays, targets: Array,
+                 weights: Array | None = None, *, vmapped: bool = False,
+                 eval_data: dict[str, ComplexArrays] | None = None, eval_every: int = 1):
+        if not isinstance(trainer, Trainer):
+            raise ValueError(f"trainer: expected a Trainer, received {type(trainer).__name__}")
+        if not isinstance(data, ComplexArrays):
+            raise ValueError(f"data: expected ComplexArrays, received {type(data).__name__}")
+        targets = jnp.asarray(targets)
+        g = targets.shape[0] if targets.ndim else 0
+        if targets.ndim != 1 or g != data.x[0].shape[0]:
+            raise ValueError(f"targets: expected shape ({data.x[0].shape[0]},), received "
+                             f"{targets.shape}")
+        weights = jnp.ones((g,), jnp.float32) if weights is None else jnp.asarray(weights)
+        if weights.shape[-1:] != (g,) or weights.ndim != (2 if vmapped else 1):
+            raise ValueError(f"weights: expected shape {'(S, ' if vmapped else '('}{g},), "
+                             f"received {weights.shape}")
+        self.trainer, self.data, self.targets, self.weights = trainer, data, targets, weights
+        self.eval_data = {} if eval_data is None else dict(eval_data)
+        self.eval_every = check_positive_int("eval_every", eval_every)
+        self.vmapped = bool(vmapped)
+
+    def init(self, model: eqx.Module, key: PRNGKeyArray) -> TrainState:
+        """The `TrainState` of `model` (a stacked model when `vmapped`; `key` unused)."""
+        del key
+        init = eqx.filter_vmap(self.trainer.init) if self.vmapped else self.trainer.init
+        return init(model)
+
+    def _predict(self, state: TrainState, data: ComplexArrays) -> Array:
+        def one(st):
+            return predict(self.trainer.model(st), data)
+
+        return eqx.filter_vmap(one)(state) if self.vmapped else one(state)
+
+    def step(self, state: TrainState, key: PRNGKeyArray):
+        if self.vmapped:
+            epoch = eqx.filter_vmap(self.trainer.epoch, in_axes=(0, None, None, 0, 0))
+            keys = jax.random.split(key, self.weights.shape[0])
+            state, losses = epoch(state, self.data, self.targets, self.weights, keys)
+            aux = {"loss": jnp.mean(losses), "losses": losses}
+        else:
+            state, loss = self.trainer.epoch(state, self.data, self.targets, self.weights, key)
+            aux = {"loss": loss}
+        if self.eval_data:
+            per_epoch = max(1, self.targets.shape[0] // self.trainer.batch_size)
+            count = state.step[0] if self.vmapped else state.step
+            done = count // per_epoch  # epochs completed, outside any vmap: a real cond
+
+            def evaluate(st):
+                return {f"pred_{k}": self._predict(st, d) for k, d in self.eval_data.items()}
+
+            shapes = jax.eval_shape(evaluate, state)
+            aux |= jax.lax.cond(
+                done % self.eval_every == 0, evaluate,
+                lambda st: jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes),
+                state)
+        return state, aux
+
+
+def fit(
+    trainer: Trainer,
+    model: eqx.Module,
+    data: ComplexArrays,
+    targets: Array,
+    weights: Array | None = None,
+    *,
+    key: PRNGKeyArray,
+    steps: int,
+    vmapped: bool = False,
+    eval_data: dict[str, ComplexArrays] | None = None,
+    eval_every: int = 1,
+    checkpointer: Checkpointer | None = None,
+    progress: AbstractProgress | None = None,
+    stop: Callable[[TrainState], bool] | None = None,
+    chunk: int = 1,
+    loop: AbstractLoop | None = None,
+) -> tuple[TrainState, History]:
+    """Train `model` for `steps` epochs (`HopseStep` through `jaxlab._core.run_steps`).
+
+    **Arguments:**
+
+    - `trainer`, `data`, `targets`, `weights`, `vmapped`, `eval_data`, `eval_every`: as
+      in `HopseStep`; `model` the (stacked, when `vmapped`) model to start from.
+    - `key`: PRNG key (keyword-only); epoch `e` shuffles with `fold_in(key, e)` (split
+      over the seeds/folds when `vmapped`).
+    - `steps`: epochs; `chunk`: epochs between progress/stop/checkpoint checks.
+    - `checkpointer`, `progress`, `stop`: as in `run_steps`.
+    - `loop`: `StepLoop()` by default (one jitted call per epoch; an epoch is already a
+      `lax.scan` over mini-batches).
+
+    **Returns:** `(state, history)`: the `TrainState` (`trainer.model(state)` is the
+    model) and the driver's `History`: `losses` `(steps,)` (the mean over seeds/folds
+    when `vmapped`, with `aux["losses"]` `(steps, S)` per seed/fold) and the
+    `pred_<name>` predictions when `eval_data` is given.
+    """
+    step = HopseStep(trainer, data, targets, weights, vmapped=vmapped, eval_data=eval_data,
+                     eval_every=eval_every)
+    return run_steps(step, step.init(model, key), key=key, steps=steps, chunk=chunk,
+                     checkpointer=checkpointer, progress=progress, stop=stop,
+                     loop=StepLoop() if loop is None else loop)
 
 
 def predict(model: eqx.Module, data: ComplexArrays, *, batch_size: int = 256) -> Array:

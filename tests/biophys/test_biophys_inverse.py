@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 from jaxlab import biophys as bp
+from jaxlab._core import Checkpointer, StepLoop
+from tests.step_checks import check_step
 
 DT = 1 / 30
 
@@ -95,17 +97,27 @@ def test_fit_reduces_loss_and_resume_is_exact(getkey, tmp_path):
     k = problem.basis.n_knots
     p0 = bp.FitParams(pos + jnp.asarray([[4.0, -3.0, 5.0]]), jnp.full((1, k), 0.45))
     opt = bp.default_optimizer(8, 0.1, position_start=0.0)
-    full = bp.fit(problem, p0, n_steps=8, anchor=bp.SpikeAnchor(), optimizer=opt,
-                  progress=False)
+    full = bp.fit(problem, p0, steps=8, anchor=bp.SpikeAnchor(), optimizer=opt)
     assert float(full.losses[-1]) < float(full.losses[0])
-    ckpt = tmp_path / "fit.eqx"
-    # an interrupted run: 4 steps with a checkpoint, then resume to 8
-    bp.fit(problem, p0, n_steps=8, anchor=bp.SpikeAnchor(), optimizer=opt, progress=False,
-           checkpoint_path=ckpt, checkpoint_every=4, resume=False, stop_after=4)
-    resumed = bp.fit(problem, p0, n_steps=8, anchor=bp.SpikeAnchor(), optimizer=opt,
-                     progress=False, checkpoint_path=ckpt, resume=True)
-    np.testing.assert_allclose(resumed.params.positions, full.params.positions, rtol=1e-10)
-    np.testing.assert_allclose(resumed.losses, full.losses, rtol=1e-10)
+    # the same steps through the shared checks (chunk sizes, kill + resume)
+    step = bp.FitStep(problem, opt, bp.SpikeAnchor())
+    check_step(step, step.init(p0, getkey()), key=getkey(), steps=8, tmp_path=tmp_path,
+               loop=StepLoop())
+    # the wrapper resumes from its checkpointer: killed after step 4, then resumed to 8
+    ckpt = Checkpointer(tmp_path / "fit.eqx", every=4, resume=True)
+
+    def kill(state):
+        if int(state.step) > 4:
+            raise KeyboardInterrupt
+        return False
+
+    with pytest.raises(KeyboardInterrupt):
+        bp.fit(problem, p0, steps=8, anchor=bp.SpikeAnchor(), optimizer=opt,
+               checkpointer=ckpt, chunk=4, stop=kill)
+    resumed = bp.fit(problem, p0, steps=8, anchor=bp.SpikeAnchor(), optimizer=opt,
+                     checkpointer=ckpt)
+    np.testing.assert_array_equal(resumed.params.positions, full.params.positions)
+    np.testing.assert_array_equal(resumed.losses, full.losses)
 
 
 def test_make_fit_problem_bad_inputs():

@@ -8,6 +8,7 @@ import optax
 import pytest
 
 import jaxlab.observers as O
+from tests.step_checks import check_step
 
 
 def _params(key, hidden=(4,), gain=None):
@@ -104,6 +105,27 @@ def test_direct_sdp_stops_when_certified(getkey):
     m = info["margins"]
     assert len(m) == 4 or info["certified"]
     assert m[-1] > m[0]
+
+
+def test_stage_step_passes_the_shared_step_checks(getkey, tmp_path):
+    params = _params(getkey(), hidden=(2,))
+    cfg = O.ObserverTrainConfig(batch=2, rollout_steps=1)
+    step = O.StageStep(O.lmi_loss, optax.adam(cfg.learning_rate), cfg)
+    # steps=6 (chunks 6, 2, 3): with steps=4 check_step also runs one-step scans, which
+    # XLA compiles without the loop; lmi_loss then differs in the last bit (6e-16).
+    check_step(step, step.init(params, getkey()), key=getkey(), steps=6, tmp_path=tmp_path)
+
+
+def test_fit_stops_when_certified_after_min_steps(getkey):
+    """Certification is the driver's stop: checked per chunk, not before `min_steps`."""
+    params = _params(getkey(), hidden=(2,))
+    cfg = O.ObserverTrainConfig(batch=2, rollout_steps=1)
+    kw = dict(key=getkey(), config=cfg, steps=12, chunk=3)
+    _, info = O.fit(O.point_loss, params, stop=lambda p: True, min_steps=5, **kw)
+    assert info["stopped"] and info["steps"] == 6 and info["losses"].shape == (6,)
+    _, full = O.fit(O.point_loss, params, **kw)
+    assert not full["stopped"] and full["steps"] == 12
+    np.testing.assert_array_equal(info["losses"], full["losses"][:6])
 
 
 def test_fit_rejects_bad_steps(getkey):

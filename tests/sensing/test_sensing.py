@@ -2,10 +2,13 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from jaxlab import sensing
+from jaxlab._core import Checkpointer
 from jaxlab.sensing import GaussianExpert
+from tests.step_checks import check_step
 
 
 def _flower(**kw):
@@ -146,9 +149,49 @@ def test_elbo_improves_with_training(getkey):
 
     before = mean_elbo(model)
     trained, losses = sensing.train_model(model, data, key=getkey(), steps=200, chunk=100,
-                                          batch_size=16, progress=False)
+                                          batch_size=16)
     assert losses.shape == (200,)
     assert mean_elbo(trained) > before + 0.5 * abs(before)
+
+
+def test_vae_step_passes_the_shared_step_checks(getkey, tmp_path):
+    data = sensing.simulate_probes(8, 4, key=getkey())
+    model = _model(getkey())
+    step = sensing.VAEStep(model, data, optimizer=optax.adam(1e-3), batch_size=4)
+    check_step(step, step.init(model, getkey()), key=getkey(), steps=6, tmp_path=tmp_path)
+
+
+class _KillOnSave(Checkpointer):
+    """Raises on the n-th save (that save is not written): a kill between checkpoints."""
+
+    def save(self, tree):
+        _KillOnSave.saves += 1
+        if _KillOnSave.saves == _KillOnSave.kill_at:
+            raise KeyboardInterrupt
+        super().save(tree)
+
+
+@pytest.mark.parametrize("kill_at", [2, None])  # mid-training; after the last checkpoint
+def test_train_model_resume_equals_uninterrupted(getkey, tmp_path, kill_at):
+    """sensing_maps' bugs: a resume after the last checkpoint crashed on an empty loss
+    array, and after a mid-training resume the losses lacked the first part."""
+    data = sensing.simulate_probes(8, 4, key=getkey())
+    model, key = _model(getkey()), getkey()
+    kw = dict(key=key, steps=6, chunk=2, batch_size=4)
+    ref_model, ref = sensing.train_model(model, data, **kw)
+    _KillOnSave.saves, _KillOnSave.kill_at = 0, kill_at
+    ck = _KillOnSave(tmp_path / "vae.eqx", resume=True)
+    if kill_at is None:
+        sensing.train_model(model, data, checkpointer=ck, **kw)
+    else:
+        with pytest.raises(KeyboardInterrupt):
+            sensing.train_model(model, data, checkpointer=ck, **kw)
+    res_model, res = sensing.train_model(model, data, checkpointer=ck, **kw)
+    assert res.shape == (6,)
+    np.testing.assert_array_equal(res, ref)
+    for a, b in zip(jax.tree_util.tree_leaves(eqx.filter(res_model, eqx.is_array)),
+                    jax.tree_util.tree_leaves(eqx.filter(ref_model, eqx.is_array)), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_policies_gate_and_choices(getkey):
