@@ -58,6 +58,9 @@ def load_model(gguf_file, *, dtype=jnp.float32) -> Transformer:
         k_norm=stack("attn_k_norm.weight", (hd,)) if cfg.qk_norm else None,
         post_attn_norm=stack("post_attention_norm.weight", (d,)) if gemma else None,
         post_ffn_norm=stack("post_ffw_norm.weight", (d,)) if gemma else None,
+        bq=stack("attn_q.bias", (hq,)) if cfg.qkv_bias else None,
+        bk=stack("attn_k.bias", (hkv,)) if cfg.qkv_bias else None,
+        bv=stack("attn_v.bias", (hkv,)) if cfg.qkv_bias else None,
     )
     embed = jnp.asarray(get("token_embd.weight", (cfg.vocab_size, d)))
     head = None if cfg.tied_embeddings else jnp.asarray(get("output.weight", (cfg.vocab_size, d)))
