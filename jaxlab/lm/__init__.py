@@ -9,6 +9,8 @@
 - `generate` / `stream` / `generate_text`: KV-cache decoding under jit with
   bucketed shapes, batched left-padded prompts, `Greedy` or `Sample`
   (temperature, top-p), stop tokens.
+- `score(model, tokenizer, prompts, continuations)`: option log-likelihoods (sum and
+  per token) with one prompt KV cache per item and the head applied in vocabulary chunks.
 - `read_gguf`: the validated GGUF reader underneath.
 """
 
@@ -36,8 +38,11 @@ from ._model import SITES as SITES
 from ._model import KVCache as KVCache
 from ._model import Layers as Layers
 from ._model import Transformer as Transformer
+from ._pool import Pool as Pool
 from ._registry import MODELS as MODELS
 from ._registry import ModelInfo as ModelInfo
 from ._sampling import Greedy as Greedy
 from ._sampling import Sample as Sample
+from ._score import Scores as Scores
+from ._score import score as score
 from ._tokenizer import Tokenizer as Tokenizer

