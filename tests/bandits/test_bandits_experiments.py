@@ -6,13 +6,15 @@ import jax
 import matplotlib
 import pytest
 
+from experiments._harness._registry import find
+
 matplotlib.use("Agg")
 
 pytestmark = pytest.mark.slow
 
 
 def _run(name, **overrides):
-    mod = importlib.import_module(f"experiments.{name}")
+    mod = find(name)
     config = {**mod.QUICK, **overrides}
     return mod.run(config, jax.random.key(0))
 

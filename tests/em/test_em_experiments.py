@@ -21,7 +21,7 @@ def _contract(factors):
 
 
 def test_em_joint_declares_the_contract_keys():
-    mod = importlib.import_module("experiments.em_joint")
+    mod = importlib.import_module("experiments.em.joint")
     assert mod.NAME == "em_joint" and mod.PAPER == "P11"
     for config in (mod.QUICK, mod.FULL):
         keys = set(mod.metric_keys(config))
@@ -35,7 +35,7 @@ def test_em_joint_declares_the_contract_keys():
 
 
 def test_em_t0_declares_both_ends():
-    mod = importlib.import_module("experiments.em_t0")
+    mod = importlib.import_module("experiments.em.t0")
     assert mod.NAME == "em_t0" and mod.PAPER == "P11"
     for config in (mod.QUICK, mod.FULL):
         t0s = mod.t0_values(config)
@@ -48,7 +48,7 @@ def test_em_t0_declares_both_ends():
 
 @pytest.mark.slow
 def test_em_joint_tiny_run_writes_every_key():
-    mod = importlib.import_module("experiments.em_joint")
+    mod = importlib.import_module("experiments.em.joint")
     config = {**mod.QUICK, **TINY, "settings": [[2, "cremi_like"], [4, "cremi_like"],
                                                 [4, "noisy"]]}
     res = mod.run(config, jax.random.key(0))
@@ -62,7 +62,7 @@ def test_em_joint_tiny_run_writes_every_key():
 
 @pytest.mark.slow
 def test_em_t0_tiny_run_writes_every_key():
-    mod = importlib.import_module("experiments.em_t0")
+    mod = importlib.import_module("experiments.em.t0")
     config = {**mod.QUICK, **TINY, "t0_values": [0, 3, 10]}
     res = mod.run(config, jax.random.key(0))
     assert set(mod.metric_keys(config)) <= set(res.metrics)

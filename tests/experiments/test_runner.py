@@ -15,11 +15,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from experiments import __main__ as cli  # noqa: E402
-from experiments import _registry  # noqa: E402
-from experiments._api import Bench, Claim, Result, current_run  # noqa: E402
-from experiments._bench import run_bench  # noqa: E402
-from experiments._report import claims_table, write_report  # noqa: E402
-from experiments._runner import reproduce, run_experiment  # noqa: E402
+from experiments._harness import _registry  # noqa: E402
+from experiments._harness._api import Bench, Claim, Result, current_run  # noqa: E402
+from experiments._harness._bench import run_bench  # noqa: E402
+from experiments._harness._report import claims_table, write_report  # noqa: E402
+from experiments._harness._runner import reproduce, run_experiment  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
