@@ -27,8 +27,6 @@ from ._model import KVCache, Transformer, _rms_norm
 
 __all__ = ["Scores", "score"]
 
-_VOCAB_CHUNK = 16384
-
 
 class Scores(NamedTuple):
     """Output of `score`, one entry per item.
@@ -47,14 +45,14 @@ class Scores(NamedTuple):
         return [np.array([t.mean() for t in item]) for item in self.tokens]
 
 
-def _target_logprobs(model: Transformer, h, targets):
+def _target_logprobs(model: Transformer, h, targets, vocab_chunk):
     """log softmax(head(norm(h)))[target] for rows h (N, d), in vocabulary chunks."""
     cfg = model.config
     head = model.embed if model.lm_head is None else model.lm_head
     hn = _rms_norm(h, model.final_norm, cfg.norm_eps)
     picked = jnp.sum(hn * jnp.take(head, targets, axis=0).astype(jnp.float32), axis=-1)
     V = head.shape[0]
-    chunk = min(_VOCAB_CHUNK, V)
+    chunk = min(vocab_chunk, V)
     n_chunks = -(-V // chunk)
 
     def chunk_lse(i):
@@ -71,7 +69,7 @@ def _target_logprobs(model: Transformer, h, targets):
 
 
 @eqx.filter_jit
-def _score_jit(model, ptoks, pmask, ctoks, cmask):
+def _score_jit(model, ptoks, pmask, ctoks, cmask, vocab_chunk):
     cfg = model.config
     B, P = ptoks.shape
     _, K, C = ctoks.shape
@@ -95,7 +93,7 @@ def _score_jit(model, ptoks, pmask, ctoks, cmask):
         return jnp.concatenate([first, hc], axis=1)
 
     hs = jax.vmap(item)(ptoks, pmask, ctoks, cmask)
-    lp = _target_logprobs(model, hs.reshape(-1, hs.shape[-1]), ctoks.reshape(-1))
+    lp = _target_logprobs(model, hs.reshape(-1, hs.shape[-1]), ctoks.reshape(-1), vocab_chunk)
     return jnp.where(cmask > 0, lp.reshape(B, K, C), 0.0)
 
 
@@ -124,6 +122,7 @@ def score(
     continuations: Sequence[Sequence[str | Sequence[int]]],
     *,
     batch_size: int = 8,
+    vocab_chunk: int = 16384,
 ) -> Scores:
     """Log-likelihood of each continuation given its prompt (multiple-choice scoring).
 
@@ -138,6 +137,8 @@ def score(
     - `prompts`: N prompts, each a string or a list of token ids.
     - `continuations`: N lists of options, each a string or a list of token ids.
     - `batch_size`: items per compiled batch (the last batch is padded).
+    - `vocab_chunk`: output-head rows per step of the log-sum-exp (the largest
+      logits block is (positions in a batch) x `vocab_chunk`).
 
     **Returns:**
 
@@ -158,8 +159,9 @@ def score(
                          f"prompt), got {type(continuations).__name__}"
                          + ("" if isinstance(continuations, str) else
                             f" of length {len(continuations)}"))
-    if not isinstance(batch_size, int) or batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    for name, v in (("batch_size", batch_size), ("vocab_chunk", vocab_chunk)):
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
     cfg = model.config
     items = []
     for i, (p, opts) in enumerate(zip(prompts, continuations)):
@@ -184,14 +186,15 @@ def score(
 
     sums: list[np.ndarray] = [np.zeros(0)] * len(items)
     per_token: list[list[np.ndarray]] = [[] for _ in items]
-    # similar prompt lengths share a batch (and a bucket): fewer padded tokens
+    # similar prompt lengths share a batch (and a bucket): fewer padded tokens; the
+    # option count and length buckets are global so that batches share one compile
     order = sorted(range(len(items)), key=lambda i: len(items[i][0]))
+    K = max(len(os) for _, os in items)
+    C = max(4, 1 << (max(len(o) for _, os in items for o in os) - 1).bit_length())
     for b0 in range(0, len(order), batch_size):
         idx = order[b0:b0 + batch_size]
         batch = [items[i] for i in idx] + [items[idx[0]]] * (batch_size - len(idx))
         P = prompt_bucket(max(len(p) for p, _ in batch))
-        C = max(4, 1 << (max(len(o) for _, os in batch for o in os) - 1).bit_length())
-        K = max(len(os) for _, os in batch)
         ptoks = np.zeros((batch_size, P), np.int32)
         pmask = np.zeros((batch_size, P), np.int32)
         ctoks = np.zeros((batch_size, K, C), np.int32)
@@ -201,7 +204,7 @@ def score(
             for j, o in enumerate(os):
                 ctoks[r, j, :len(o)], cmask[r, j, :len(o)] = o, 1
         lp = np.asarray(_score_jit(model, jnp.asarray(ptoks), jnp.asarray(pmask),
-                                   jnp.asarray(ctoks), jnp.asarray(cmask)))
+                                   jnp.asarray(ctoks), jnp.asarray(cmask), vocab_chunk))
         for r, i in enumerate(idx):
             opts = items[i][1]
             per_token[i] = [lp[r, j, :len(o)].copy() for j, o in enumerate(opts)]
