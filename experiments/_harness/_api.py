@@ -1,28 +1,31 @@
 """What an experiment or benchmark module returns, and the context a run gives it.
 
-An experiment module `experiments/<component>_<claim>.py` declares
+An experiment module `experiments/<component>/<claim>.py` declares
 
-    NAME = "lowrank_ode_equals_gd"     # unique; by convention the module name
+    NAME = "<component>_<claim>"       # unique; checked against the module's place
     PAPER = "P1"                       # key of experiments._papers.PAPERS
     DESCRIPTION = "one line"
     QUICK = {...}                      # JSON-able config: 2 CPU cores, minutes
     FULL = {...}                       # paper scale, for a GPU/TPU
-    def run(config: dict, key: jax.Array) -> Result: ...
+    def run(config, key: jax.Array, ctx: RunContext) -> Result: ...
 
-and a benchmark module `experiments/bench/<name>.py` declares NAME, PAPER,
-DESCRIPTION, QUICK, FULL and `setup(config, key) -> Bench`.
+`ctx` is the run's context, passed explicitly (no global state): where the run writes,
+whether it resumes, and `ctx.checkpointer(tag)` for each training it runs. A benchmark
+module `experiments/bench/<name>.py` declares NAME, PAPER, DESCRIPTION, QUICK, FULL and
+`setup(config, key) -> Bench`.
 """
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Claim", "Result", "Bench", "RunContext", "current_run", "log"]
+from ._checkpointer import Checkpointer
+
+__all__ = ["Claim", "Result", "Bench", "RunContext", "log"]
 
 log = logging.getLogger("experiments")
 
@@ -82,12 +85,24 @@ class Bench:
 
 @dataclasses.dataclass(frozen=True)
 class RunContext:
-    """Where the current run writes, and whether it resumes from checkpoints."""
+    """What one run may use besides its config and key, passed to `run(config, key, ctx)`.
+
+    - `name`: the experiment's NAME.
+    - `out_dir`: the run's folder (`DIR/NAME`); checkpoints go to `out_dir/checkpoints`.
+    - `resume`: continue from the checkpoints there (`--resume`).
+    - `full`: whether this is the FULL (paper-scale) config.
+
+    Calling an experiment's `run` directly (tests, notebooks) takes
+    `RunContext(name, out_dir=some_folder)`.
+    """
 
     name: str
     out_dir: Path
-    resume: bool
-    full: bool
+    resume: bool = False
+    full: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "out_dir", Path(self.out_dir))
 
     @property
     def checkpoint_dir(self) -> Path:
@@ -95,12 +110,7 @@ class RunContext:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
-
-_CURRENT: contextvars.ContextVar[RunContext | None] = contextvars.ContextVar(
-    "experiments_run", default=None
-)
-
-
-def current_run() -> RunContext | None:
-    """The context of the run in progress (None when `run` is called directly)."""
-    return _CURRENT.get()
+    def checkpointer(self, tag: str, *, every: int | None = None) -> Checkpointer:
+        """The checkpointer of one training of this run: `checkpoints/<tag>.eqx`, saved every
+        `every` steps (None: the fit's default), resumed when the run resumes."""
+        return Checkpointer(self.checkpoint_dir / f"{tag}.eqx", every=every, resume=self.resume)

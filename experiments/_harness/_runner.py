@@ -17,7 +17,7 @@ import numpy as np
 
 from jaxlab._core import atomic_write, write_json
 
-from ._api import _CURRENT, Result, RunContext, log
+from ._api import Result, RunContext, log
 
 __all__ = ["run_experiment", "reproduce", "jax_info", "flatten_metrics"]
 
@@ -81,7 +81,7 @@ def run_experiment(
     seed: int = 0,
     resume: bool = False,
 ) -> dict[str, Any]:
-    """Run `mod.run(config, key)` and write DIR/NAME/{metrics.json, *.png, run.log}.
+    """Run `mod.run(config, key, ctx)` and write DIR/NAME/{metrics.json, *.png, run.log}.
 
     Returns the metrics.json content. Exceptions from the experiment propagate
     (after being logged to run.log); metrics.json is only replaced on success.
@@ -101,12 +101,12 @@ def run_experiment(
     for lg in loggers:
         lg.addHandler(handler)
         lg.setLevel(logging.INFO)
-    token = _CURRENT.set(RunContext(name=name, out_dir=run_dir, resume=resume, full=full))
+    ctx = RunContext(name=name, out_dir=run_dir, resume=resume, full=full)
     try:
         log.info("run %s config=%s seed=%d jax=%s", name, "full" if full else "quick", seed,
                  jax_info())
         t0 = time.perf_counter()
-        result = mod.run(config, jax.random.key(seed))
+        result = mod.run(config, jax.random.key(seed), ctx)
         if not isinstance(result, Result):
             raise TypeError(f"{name}.run must return experiments._api.Result, "
                             f"received {type(result).__name__}")
@@ -139,7 +139,6 @@ def run_experiment(
         log.error("failed %s:\n%s", name, traceback.format_exc())
         raise
     finally:
-        _CURRENT.reset(token)
         for lg in loggers:
             lg.removeHandler(handler)
         handler.close()

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from jaxlab import bandits
 from jaxlab._core import sweep
 
@@ -56,7 +56,7 @@ def _policies(config, fdim):
     }
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     k_data, k_log, k_pol = jax.random.split(key, 3)
     ml, feats, fdim, dim_names, feat_names, users, items, liked, valid = _prepare(config, k_data)
     feats_j = jnp.asarray(feats)

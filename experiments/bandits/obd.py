@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from jaxlab import bandits
 
 NAME = "bandits_obd"
@@ -59,7 +59,7 @@ def _action_probs(pol, state, items, n_samples, key):
     return jnp.bincount(arms, length=items.shape[0]).astype(items.dtype) / n_samples
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     rnd = bandits.load_open_bandit("random", "all")
     bts = bandits.load_open_bandit("bts", "all")
     items = jnp.asarray(rnd.item_features)

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from jaxlab import bandits
 from jaxlab._core import sweep
 
@@ -36,7 +36,7 @@ def _recovery(relevance, relevant):
     return np.mean([[d in row for d in relevant] for row in top.reshape(-1, k)])
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     n_values = tuple(config["n_values"])
     relevant = tuple(config["relevant"])
     horizon = config["horizon"]

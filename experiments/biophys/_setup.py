@@ -11,14 +11,13 @@ spatially correlated noise. The "sorting" is the ground-truth spike times
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
 
-from experiments._harness import current_run, log
+from experiments._harness import RunContext, log
 from jaxlab import biophys as bp
 
 # QUICK settings shared by the P12 experiments (each sets its own n_neurons / spacing_um),
@@ -96,8 +95,8 @@ def triangulate(syn: Synthetic) -> np.ndarray:
     return np.asarray(out, dtype=np.float32)
 
 
-def fit_population(syn: Synthetic, config: dict, *, anchored: bool, init_positions: np.ndarray,
-                   tag: str) -> bp.FitResult:
+def fit_population(syn: Synthetic, config, ctx: RunContext, *, anchored: bool,
+                   init_positions: np.ndarray, tag: str) -> bp.FitResult:
     """P12's inverse fit (anchored) or its ablation (trace loss only, constant start)."""
     problem = bp.make_fit_problem(
         syn.cell, syn.probe.electrodes(), syn.recording.traces, syn.spikes, dt=DT,
@@ -116,13 +115,12 @@ def fit_population(syn: Synthetic, config: dict, *, anchored: bool, init_positio
     start = init_positions.copy()
     start[:, 2] = np.maximum(start[:, 2], 5.0)
     params0 = bp.FitParams(jnp.asarray(start, dtype=F32), coeffs)
-    run = current_run()
-    ckpt = None if run is None else Path(run.checkpoint_dir) / f"fit_{tag}.eqx"
+    ckpt = ctx.checkpointer(f"fit_{tag}")
     log.info("biophys fit %s: %d neurons, %d steps, %d sites, %d samples", tag, n,
              config["fit_steps"], syn.probe.n_sites, problem.traces.shape[0])
     return bp.fit(problem, params0, n_steps=int(config["fit_steps"]), anchor=anchor,
                   optimizer=bp.default_optimizer(int(config["fit_steps"]), config["lr"]),
-                  checkpoint_path=ckpt, resume=bool(run is not None and run.resume))
+                  checkpoint_path=ckpt.path, resume=ckpt.resume)
 
 
 def evaluate(syn: Synthetic, res: bp.FitResult) -> dict[str, np.ndarray]:

@@ -14,7 +14,7 @@ import jax
 import matplotlib
 import numpy as np
 
-from experiments._harness import Claim, Result
+from experiments._harness import Claim, Result, RunContext
 from experiments.biophys import _setup as setup
 
 matplotlib.use("Agg")
@@ -28,12 +28,12 @@ QUICK = {"n_neurons": 8, "spacing_um": 60.0, **setup.BASE_QUICK}
 FULL = {**QUICK, **setup.FULL_OVERRIDES}
 
 
-def run(config: dict, key: jax.Array) -> Result:
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     syn = setup.make_synthetic(config, key)
     base = setup.triangulate(syn)
-    anchored = setup.fit_population(syn, config, anchored=True, init_positions=base,
+    anchored = setup.fit_population(syn, config, ctx, anchored=True, init_positions=base,
                                     tag="anchored")
-    ablation = setup.fit_population(syn, config, anchored=False, init_positions=base,
+    ablation = setup.fit_population(syn, config, ctx, anchored=False, init_positions=base,
                                     tag="no_anchor")
     ev, ev0 = setup.evaluate(syn, anchored), setup.evaluate(syn, ablation)
     corr, match = float(ev["corr"].mean()), float(ev["match"].mean())

@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from experiments._harness import Claim, Result
+from experiments._harness import Claim, Result, RunContext
 from experiments.biophys import _setup as setup
 
 NAME = "biophys_localize"
@@ -23,11 +23,11 @@ QUICK = {"n_neurons": 20, "spacing_um": 30.0, **setup.BASE_QUICK}
 FULL = {**QUICK, **setup.FULL_OVERRIDES}
 
 
-def run(config: dict, key: jax.Array) -> Result:
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     syn = setup.make_synthetic(config, key)
     base = setup.triangulate(syn)
     base_err = np.linalg.norm(base - syn.positions, axis=1)
-    res = setup.fit_population(syn, config, anchored=True, init_positions=base, tag="anchored")
+    res = setup.fit_population(syn, config, ctx, anchored=True, init_positions=base, tag="anchored")
     ev = setup.evaluate(syn, res)
     err = ev["err"]
     metrics = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from experiments._harness import current_run
+from experiments._harness import RunContext
 from jaxlab import cells
 
 
@@ -19,11 +19,11 @@ def pca_embedding(counts: np.ndarray, n_comps: int) -> np.ndarray:
     return np.asarray(a.obsm["X_pca"])
 
 
-def lecell_kwargs(config: dict, tag: str) -> dict:
-    run = current_run()
+def lecell_kwargs(config, ctx: RunContext, tag: str) -> dict:
+    """`cells.fit` settings of a config, checkpointed under `lecell_<tag>` in the run."""
+    ckpt = ctx.checkpointer(f"lecell_{tag}")
     return {
         "latent_dim": config["latent_dim"], "width": config["width"], "steps": config["steps"],
         "batch_size": config["batch_size"], "lam": config["lam"],
-        "checkpoint": None if run is None else run.checkpoint_dir / f"lecell_{tag}.eqx",
-        "resume": bool(run and run.resume),
+        "checkpoint": ckpt.path, "resume": ckpt.resume,
     }

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result
+from experiments._harness import Claim, Result, RunContext
 from experiments.cells._setup import lecell_kwargs
 from jaxlab import cells
 
@@ -18,10 +19,10 @@ FULL = {"fraction": 0.05, "doses": [2.0, 4.0], "latent_dim": 32, "width": 1024, 
         "batch_size": 512, "lam": 0.05}
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     adata = cells.spike_program(cells.load_pbmc68k(), config["fraction"],
                                 doses=tuple(config["doses"]), seed=0)
-    _, ann = cells.fit(adata, key=key, attributions=True, **lecell_kwargs(config, "genes"))
+    _, ann = cells.fit(adata, key=key, attributions=True, **lecell_kwargs(config, ctx, "genes"))
     attr = ann.layers["jepa_attribution"]
     stim = ann.obs["stimulated"].to_numpy()
     # Genes whose attribution differs most between stimulated and other cells.

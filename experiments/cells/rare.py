@@ -9,7 +9,7 @@ from scipy.stats import spearmanr
 from sklearn.ensemble import IsolationForest
 from sklearn.metrics import roc_auc_score
 
-from experiments._harness import Claim, Result
+from experiments._harness import Claim, Result, RunContext
 from experiments.cells._setup import lecell_kwargs, pca_embedding
 from jaxlab import cells
 
@@ -29,7 +29,7 @@ def _tag(f):
     return f"{pct:g}".replace(".", "p") + "pct"
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     base = cells.load_pbmc68k()
     metrics, rows = {}, []
     dose_rho = None
@@ -38,7 +38,7 @@ def run(config, key):
         y = adata.obs["stimulated"].to_numpy()
         counts = cells.counts_matrix(adata)
         _, ann = cells.fit(adata, key=jax.random.fold_in(key, i), attributions=False,
-                           **lecell_kwargs(config, f"rare{i}"))
+                           **lecell_kwargs(config, ctx, f"rare{i}"))
         # JEPA-SCORE density: log N(f(x); 0, I) + log-volume; low density = atypical.
         atyp = -ann.obs["jepa_logdensity"].to_numpy()
         score_only = -ann.obs["jepa_score"].to_numpy()

@@ -6,7 +6,7 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from experiments.cells._setup import lecell_kwargs, pca_embedding
 from jaxlab import cells
 
@@ -19,14 +19,14 @@ FULL = {"n_batches": 3, "latent_dim": 32, "width": 1024, "steps": 20000, "batch_
         "lam": 0.05, "vae_steps": 20000}
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     from scib_metrics.benchmark import Benchmarker
 
     k_fit, k_vae = jax.random.split(key)
     adata = cells.simulate_batches(cells.load_pbmc68k(), config["n_batches"], seed=0)
     counts = cells.counts_matrix(adata)
     d = config["latent_dim"]
-    _, ann = cells.fit(adata, key=k_fit, attributions=False, **lecell_kwargs(config, "scib"))
+    _, ann = cells.fit(adata, key=k_fit, attributions=False, **lecell_kwargs(config, ctx, "scib"))
     adata.obsm["X_lecell"] = ann.obsm["X_lecell"]
     adata.obsm["X_pca"] = pca_embedding(counts, d)
     codes = adata.obs["batch"].cat.codes.to_numpy()

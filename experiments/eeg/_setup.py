@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import current_run, log
+from experiments._harness import RunContext, log
 from jaxlab import eeg
 
 SIM_NOTE = (
@@ -111,16 +111,15 @@ def deep_inputs(tab):
     return x / x.std()
 
 
-def evaluate_deep(models, x, y, subject, folds, prefixes, metrics, key, *, epochs,
-                  batch_size=64, tag="", patience=3):
+def evaluate_deep(models, x, y, subject, folds, prefixes, metrics, key, *, ctx: RunContext,
+                  epochs, batch_size=64, tag="", patience=3):
     """Train each deep model once per fold and score it on one or more test sets.
 
     `folds`: tuples `(train_idx, test_idx_1, ..., test_idx_k)`; the k test sets write
     `<prefixes[j]>_<model>` (mean bacc over folds), CI bounds and macro-F1 like `evaluate`.
     Early stopping uses ~20 % of the training subjects as validation set. When a run is in
-    progress, training checkpoints go to its checkpoint dir and resume with `--resume`.
+    progress, training checkpoints go to `ctx`'s checkpoint dir and resume with `--resume`.
     """
-    run = current_run()
     subject = np.asarray(subject)
     n_classes = int(y.max()) + 1
     summaries = [{} for _ in prefixes]
@@ -131,14 +130,12 @@ def evaluate_deep(models, x, y, subject, folds, prefixes, metrics, key, *, epoch
             order = np.asarray(jax.random.permutation(jax.random.fold_in(key, i), len(ids)))
             val = np.isin(subject[train], ids[order][: max(1, len(ids) // 5)])
             tr, va = train[~val], train[val]
-            ckpt = (None if run is None
-                    else run.checkpoint_dir / f"eeg_{tag}{prefixes[0]}_{m}_fold{i}.eqx")
+            ckpt = ctx.checkpointer(f"eeg_{tag}{prefixes[0]}_{m}_fold{i}", every=50)
             clf = eeg.train_classifier(deep_model(m, n_classes), x[tr], y[tr],
                                        key=jax.random.fold_in(key, 100 + i), x_val=x[va],
                                        y_val=y[va], epochs=epochs, batch_size=batch_size,
-                                       patience=patience, checkpoint=ckpt,
-                                       checkpoint_every=50,
-                                       resume=bool(run is not None and run.resume))
+                                       patience=patience, checkpoint=ckpt.path,
+                                       checkpoint_every=ckpt.every, resume=ckpt.resume)
             for j, test in enumerate(tests):
                 pred = clf(x[test])
                 scores[j][0].append(eeg.balanced_accuracy(y[test], pred))

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments._harness import Claim, Result
+from experiments._harness import Claim, Result, RunContext
 from experiments.eeg import _setup as common
 from jaxlab import eeg
 
@@ -47,7 +47,7 @@ def _split(folds, sess, train_session, test_session):
     return [(tr[sess[tr] == train_session], te[sess[te] == test_session]) for tr, te in folds]
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     k_sim, k_fold = jax.random.split(key)
     tab, cfg, kept = common.epochs_for(config, k_sim)
     y, sess = np.asarray(tab.condition), np.asarray(tab.session)
@@ -72,10 +72,10 @@ def run(config, key):
     deep_folds = [(tr[sess[tr] == 0], te[sess[te] == 0], te[sess[te] == 1]) for tr, te in folds]
     dw, dc = common.evaluate_deep(deep_models, common.deep_inputs(tab), y, tab.subject,
                                   deep_folds, ("bacc_within", "bacc_cross"), metrics, k_deep,
-                                  epochs=epochs, tag="cross_")
+                                  ctx=ctx, epochs=epochs, tag="cross_")
     (da,) = common.evaluate_deep(deep_models, common.deep_inputs(aligned_tab), y, tab.subject,
                                  _split(folds, sess, 0, 1), ("bacc_cross_aligned",), metrics,
-                                 k_deep, epochs=epochs, tag="aligned_")
+                                 k_deep, ctx=ctx, epochs=epochs, tag="aligned_")
     within.update(dw)
     cross.update(dc)
     aligned.update(da)

@@ -6,7 +6,7 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result
+from experiments._harness import Claim, Result, RunContext
 from experiments.eeg import _setup as common
 from jaxlab import eeg
 
@@ -36,7 +36,7 @@ def _evaluate_scale(config, key, scale, tag, metrics):
     return s, t
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     metrics, curves = {}, {"state": [], "technique": []}
     zero = None
     for i, scale in enumerate(config["scales"]):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from experiments._harness import Claim, Result
+from experiments._harness import Claim, Result, RunContext
 from experiments.eeg import _setup as common
 from jaxlab import eeg
 
@@ -20,7 +20,7 @@ FULL = {"n_subjects": 74, "block_seconds": 300.0, "epoch_seconds": 2.0, "n_folds
         "deep_epochs": 100}
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     k_sim, k_fold = jax.random.split(key)
     tab, cfg, kept = common.epochs_for(config, k_sim)
     feats, covs = common.inputs_for(tab)
@@ -32,7 +32,8 @@ def run(config, key):
     (deep,) = common.evaluate_deep(config.get("deep_models", []), common.deep_inputs(tab), y,
                                    tab.subject, folds, ("bacc_state",), metrics,
                                    jax.random.fold_in(key, 7),
-                                   epochs=int(config.get("deep_epochs", 0)), tag="state_")
+                                   ctx=ctx, epochs=int(config.get("deep_epochs", 0)),
+                                   tag="state_")
     summary.update(deep)
     best = max(summary, key=lambda m: summary[m][0])
     mean, lo, hi = summary[best]

@@ -19,7 +19,6 @@ fine-tunes for `finetune_steps` with refined priors (precomputed once per traini
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -27,7 +26,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import current_run, log
+from experiments._harness import RunContext, log
 from jaxlab import em
 
 METHODS = ("bicubic", "separate", "joint", "joint_diffusion")
@@ -86,16 +85,16 @@ def _features(config, name="features") -> tuple[int, ...]:
     return tuple(int(f) for f in config[name])
 
 
-def _fit(objective, params, data, config, key, tag: str, steps_key: str = "steps"):
-    run = current_run()
-    ckpt = None if run is None else Path(run.checkpoint_dir) / f"{tag}.eqx"
+def _fit(objective, params, data, config, key, ctx: RunContext, tag: str,
+         steps_key: str = "steps"):
+    ckpt = ctx.checkpointer(tag)
     steps = int(config[steps_key])
     log.info("em: training %s for %d steps", tag, steps)
     params, losses = em.fit(objective, params, data, key=key, steps=steps,
                             batch_size=int(config["batch_size"]),
                             learning_rate=float(config["learning_rate"]),
-                            chunk=int(config["chunk"]), checkpoint=ckpt,
-                            resume=bool(run is not None and run.resume),
+                            chunk=int(config["chunk"]), checkpoint=ckpt.path,
+                            resume=ckpt.resume,
                             progress=bool(config["progress"]), desc=f"em {tag}")
     return params, losses
 
@@ -118,8 +117,8 @@ def _batched_apply(fn, x, batch: int = 16):
     return jnp.concatenate([fn(x[i:i + batch]) for i in range(0, x.shape[0], batch)])
 
 
-def train_methods(train: Split, factor: int, config: dict, key: jax.Array, tag: str,
-                  methods=METHODS) -> Trained:
+def train_methods(train: Split, factor: int, config, key: jax.Array, ctx: RunContext,
+                  tag: str, methods=METHODS) -> Trained:
     """Train every model the requested `methods` need on `train` (see module doc)."""
     feats, seg_feats = _features(config), _features(config, "seg_features")
     sr_net = em.SRNet(factor, feats)
@@ -136,24 +135,24 @@ def train_methods(train: Split, factor: int, config: dict, key: jax.Array, tag: 
         p = em.init_params(seg_net, train.bicubic[:1], key=ks[0])
         params["seg_bicubic"], losses["seg_bicubic"] = _fit(
             em.SegObjective(seg_net), p, {"image": train.bicubic, "boundary": train.boundary},
-            config, ks[1], f"{tag}_seg_bicubic")
+            config, ks[1], ctx, f"{tag}_seg_bicubic")
     if "separate" in methods:
         p = em.init_params(sr_net, x0, key=ks[2])
         params["sr"], losses["sr"] = _fit(em.SRObjective(sr_net), p,
-                                          {"lr": train.lr, "hr": train.hr}, config, ks[3],
+                                          {"lr": train.lr, "hr": train.hr}, config, ks[3], ctx,
                                           f"{tag}_sr")
         sr_train = _batched_apply(jax.jit(lambda x: sr_net.apply(params["sr"], x)), train.lr)
         p = em.init_params(seg_net, train.bicubic[:1], key=ks[4])
         params["seg_separate"], losses["seg_separate"] = _fit(
             em.SegObjective(seg_net), p, {"image": sr_train, "boundary": train.boundary},
-            config, ks[5], f"{tag}_seg_separate")
+            config, ks[5], ctx, f"{tag}_seg_separate")
     if "joint" in methods or "joint_diffusion" in methods:
         objective = em.JointObjective(joint_net, float(config["seg_weight"]))
         data = {"lr": train.lr, "hr": train.hr, "boundary": train.boundary}
         p = em.init_params(joint_net, x0, key=ks[6])
-        base, losses["joint_base"] = _fit(objective, p, data, config, ks[7], f"{tag}_joint")
+        base, losses["joint_base"] = _fit(objective, p, data, config, ks[7], ctx, f"{tag}_joint")
         if "joint" in methods:
-            params["joint"], losses["joint"] = _fit(objective, base, data, config, ks[8],
+            params["joint"], losses["joint"] = _fit(objective, base, data, config, ks[8], ctx,
                                                     f"{tag}_joint_ft", "finetune_steps")
         if "joint_diffusion" in methods:
             apply = jax.jit(lambda x: joint_net.apply(base, x).embedding)
@@ -162,13 +161,13 @@ def train_methods(train: Split, factor: int, config: dict, key: jax.Array, tag: 
             p = em.init_params(denoiser, cond[:1], jnp.ones((1,), jnp.int32), cond[:1], key=ks[9])
             params["denoiser"], losses["denoiser"] = _fit(
                 em.DenoiserObjective(denoiser), p,
-                {"cond": cond, "target": target}, config, ks[10], f"{tag}_denoiser",
+                {"cond": cond, "target": target}, config, ks[10], ctx, f"{tag}_denoiser",
                 "denoiser_steps")
             prior = refine(denoiser, params["denoiser"], schedule, cond, int(config["t0"]),
                            int(config["refine_steps"]), ks[11])
             params["joint_diffusion"], losses["joint_diffusion"] = _fit(
                 objective, base, {**data, "prior": prior}, config, jax.random.fold_in(ks[8], 1),
-                f"{tag}_joint_diffusion_ft", "finetune_steps")
+                ctx, f"{tag}_joint_diffusion_ft", "finetune_steps")
     return Trained(factor, sr_net, seg_net, joint_net, denoiser, schedule, params, losses)
 
 

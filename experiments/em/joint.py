@@ -6,7 +6,7 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from experiments.em._setup import (
     BASE_QUICK,
     FULL_OVERRIDES,
@@ -44,7 +44,7 @@ def _fmt(m, metric, suffix, methods=("separate", "joint", "joint_diffusion")):
     return ", ".join(f"{k}={m[f'{metric}_{k}_{suffix}']:.3f}" for k in methods)
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     m: dict[str, float] = {}
     figures = {}
     suffixes = []
@@ -56,7 +56,7 @@ def run(config, key):
         size, noise = int(config["size"]), float(config["lr_noise"])
         train = make_split(regime, factor, int(config["n_train"]), size, noise, key=k_train)
         test = make_split(regime, factor, int(config["n_test"]), size, noise, key=k_test)
-        tr = train_methods(train, factor, config, k_fit, f"{regime}_x{factor}")
+        tr = train_methods(train, factor, config, k_fit, ctx, f"{regime}_x{factor}")
         preds = {meth: predict(tr, test, meth, config, k_pred) for meth in METHODS}
         for meth, pred in preds.items():
             sc = scores(pred, test)

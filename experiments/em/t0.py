@@ -6,7 +6,7 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from experiments.em._setup import (
     BASE_QUICK,
     FULL_OVERRIDES,
@@ -39,7 +39,7 @@ def metric_keys(config) -> list[str]:
             for metric in ("voi", "voi_split", "voi_merge", "arand", "cremi", "emb_mse")]
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     T = int(config["T"])
     t0s = t0_values(config)
     if t0s[0] < 0 or t0s[-1] > T:
@@ -49,7 +49,7 @@ def run(config, key):
     size, noise = int(config["size"]), float(config["lr_noise"])
     train = make_split(regime, factor, int(config["n_train"]), size, noise, key=k_train)
     test = make_split(regime, factor, int(config["n_test"]), size, noise, key=k_test)
-    tr = train_methods(train, factor, config, k_fit, f"t0_{regime}_x{factor}",
+    tr = train_methods(train, factor, config, k_fit, ctx, f"t0_{regime}_x{factor}",
                        methods=("joint_diffusion",))
     hr_emb = np.asarray(em.structure_embedding(test.hr))
     m: dict[str, float] = {"T": T, "t0_trained": int(config["t0"])}

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from jaxlab import laplex
 
 NAME = "laplex_exactness"
@@ -100,7 +100,7 @@ _GRADS = {
 }
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
     rng = np.random.default_rng(seed)
     h = int(config["heads"])

@@ -28,7 +28,7 @@ import optax
 from PIL import Image
 from tqdm.auto import tqdm
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from jaxlab import laplex
 
 NAME = "laplex_gram"
@@ -104,7 +104,7 @@ def _score(model, ys, cfg, key):
                           for i, y in enumerate(ys)]))
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     size = int(config["crop"])
     train = [jnp.asarray(_load_crop(n, r, c, size).ravel()) for n, r, c in config["train"]]
     test = [jnp.asarray(_load_crop(n, r, c, size).ravel()) for n, r, c in config["test"]]

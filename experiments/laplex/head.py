@@ -18,7 +18,7 @@ import numpy as np
 import optax
 from tqdm.auto import tqdm
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from jaxlab import laplex
 
 NAME = "laplex_head"
@@ -112,7 +112,7 @@ def _train(model, x_tr, y_tr, x_te, y_te, steps, lr):
     return model, acc, float(loss)
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     x, y = _load_digits()
     x = (x - x.mean(0)) / (x.std(0) + 1.0)
     accs = {k: [] for k in ("laplex", "dense", "lowrank", "rff")}

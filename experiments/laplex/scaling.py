@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
-from experiments._harness import Claim, Result, log, timing_stats
+from experiments._harness import Claim, Result, RunContext, log, timing_stats
 from jaxlab import laplex
 
 NAME = "laplex_scaling"
@@ -37,7 +37,7 @@ _VG_FRESH = jax.jit(jax.value_and_grad(lambda v, t, s, a, c, w: _loss(v, t, s, a
 _PLAN = jax.jit(laplex.make_plan)
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     h = int(config["heads"])
     rows = []
     def median_s(fn):

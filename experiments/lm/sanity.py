@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 
 NAME = "lm_sanity"
 PAPER = "LM"  # the shared runtime P6 P7 P8 P13 P14 P17 P19 build on
@@ -45,7 +45,7 @@ def perplexity(model, tokens) -> float:
     return float(jnp.exp(jnp.mean(nll)))
 
 
-def run(config: dict, key) -> Result:
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     import jaxlab.lm as lm
 
     metrics: dict[str, float] = {}

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from jaxlab import lowrank as lr
 from jaxlab._core import sweep
 
@@ -83,7 +83,7 @@ def _slope(ns, errs) -> float:
     return float(np.polyfit(np.log(np.asarray(ns, float)), np.log(np.asarray(errs)), 1)[0])
 
 
-def run(config: dict, key: jax.Array) -> Result:
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     cfg = {**QUICK, **config}
     with jax.enable_x64(True):
         ts = jnp.linspace(0.0, cfg["horizon"], cfg["n_save"], dtype=jnp.float64)

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from jaxlab import lowrank as lr
 
 NAME = "lowrank_exposure"
@@ -46,7 +46,7 @@ def _base_overlaps():
     return g
 
 
-def run(config: dict, key: jax.Array) -> Result:
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     cfg = {**QUICK, **config}
     with jax.enable_x64(True):
         layout = lr.OverlapLayout(1, 1)

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from jaxlab import lowrank as lr
 
 NAME = "lowrank_memory"
@@ -175,7 +175,7 @@ def _condition(g0, cfg, weight_decay, tasks, visible, trained, pairs):
     return acc, losses, finals
 
 
-def run(config: dict, key: jax.Array) -> Result:
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     cfg = {**QUICK, **config}
     trained = LAYOUT.trained_mask(m=False, n=True)
     with jax.enable_x64(True):

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from experiments.lowrank.memory import LAYOUT, channel_task, random_init, train_history
 from jaxlab import lowrank as lr
 
@@ -65,7 +65,7 @@ def _time_to_criterion(ts, losses, criterion):
     return np.maximum(np.asarray(ts)[idx], float(ts[1]))
 
 
-def run(config: dict, key: jax.Array) -> Result:
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     cfg = {**QUICK, **config}
     trained = LAYOUT.trained_mask(m=False, n=True)
     with jax.enable_x64(True):

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import jaxlab.observers as O
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from experiments.observers import _setup as C
 
 NAME = "observers_benchmarks"
@@ -60,7 +60,7 @@ FULL = {
 _PLANTS = {"vanderpol": O.VanDerPol, "duffing": O.Duffing, "pendulum": O.DisturbedPendulum}
 
 
-def run(config: dict, key) -> Result:
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     with jax.enable_x64(True):
         return _run(config, key)
 

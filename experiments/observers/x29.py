@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import jaxlab.observers as O
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from experiments.observers import _setup as C
 
 NAME = "observers_x29"
@@ -58,7 +58,7 @@ FULL = {
 }
 
 
-def run(config: dict, key) -> Result:
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     with jax.enable_x64(True):
         return _run(config, key)
 

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result
+from experiments._harness import Claim, Result, RunContext
 from experiments.sensing._setup import trained_model
 from jaxlab import sensing
 
@@ -36,9 +36,9 @@ def _spread(info, grid):
     return jnp.sqrt(w @ jnp.sum((grid[:, :2] - mu) ** 2, -1))
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     k_train, k_eval, k_geo = jax.random.split(key, 3)
-    model, losses = trained_model(config, k_train)
+    model, losses = trained_model(config, k_train, ctx)
     grid = sensing.action_grid(config["grid"])
     n = config["n_eval"]
     flowers = jax.vmap(lambda k: sensing.sample_flower(key=k, kinds=(0,),

@@ -6,7 +6,7 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result
+from experiments._harness import Claim, Result, RunContext
 from experiments.sensing._setup import UNSEEN, trained_model
 from jaxlab import sensing
 
@@ -41,9 +41,9 @@ def _evaluate(model, flowers, policy, grid, n_steps, key):
             "uncertainty": np.asarray(ep.uncertainty).mean(0)}
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     k_train, k_seen, k_unseen, k_run = jax.random.split(key, 4)
-    model, _ = trained_model(config, k_train)
+    model, _ = trained_model(config, k_train, ctx)
     grid = sensing.action_grid(config["grid"])
     n = config["n_eval"]
     seen = jax.vmap(lambda k: sensing.sample_flower(key=k))(jax.random.split(k_seen, n))

@@ -8,13 +8,12 @@ import hashlib
 import json
 import tempfile
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments._harness import current_run, log
+from experiments._harness import RunContext, cache_dir, log
 from jaxlab import stereo
 from jaxlab._core import load_checkpoint, save_checkpoint
 
@@ -68,42 +67,38 @@ def _raft_model(config) -> stereo.RAFTStereo:
                              c["raft_levels"], c["raft_radius"], c["raft_downsample"])
 
 
-def trained_raft(config, key) -> tuple[object, dict[str, float]]:
+def trained_raft(config, key, ctx: RunContext) -> tuple[object, dict[str, float]]:
     """Train RAFT-Stereo-lite on a separately rendered training split (key folded away
-    from the evaluation set's), or reload it: the final params are cached in the run's
-    checkpoint dir as raft_<tag>.eqx (tag = hash of the model/training settings and the
-    key), also looked up in a sibling stereo_faces run of the same out dir, so stereo_ipd
-    reuses what stereo_faces trained. Training checkpoints every raft_checkpoint_every
-    steps and resumes with --resume. Returns (predict(left, right) -> disparity, info)."""
+    from the evaluation set's), or reload it: the final params are cached under
+    `cache_dir("stereo")` as raft_<tag>.eqx (tag = hash of the model/training settings and
+    the key), so stereo_ipd reuses what stereo_faces trained (and a rerun what it trained
+    before; delete the file after changing the training code). Training checkpoints every
+    raft_checkpoint_every steps in the run and resumes with --resume.
+    Returns (predict(left, right) -> disparity, info)."""
     model = _raft_model(config)
     train_key = jax.random.fold_in(key, 0x5AF7)  # never the evaluation set's key
     settings = {k: config[k] for k in RAFT_MODEL + RAFT_TRAIN}
     tag = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()
                          + np.asarray(jax.random.key_data(train_key)).tobytes()).hexdigest()[:12]
-    run = current_run()
+    cached = cache_dir("stereo") / f"raft_{tag}.eqx"
     like = stereo.init_raft(model, config["height"], config["width"], key=jax.random.key(0))
     info: dict[str, float] = {"raft_cached": 0.0}
-    params = None
-    if run is not None:
-        for d in (run.checkpoint_dir, run.out_dir.parent / "stereo_faces" / "checkpoints"):
-            if (Path(d) / f"raft_{tag}.eqx").is_file():
-                params = load_checkpoint(Path(d) / f"raft_{tag}.eqx", like)
-                log.info("RAFT params reused from %s", d)
-                info["raft_cached"] = 1.0
-                break
-    if params is None:
+    if cached.is_file():
+        params = load_checkpoint(cached, like)
+        log.info("RAFT params reused from %s", cached)
+        info["raft_cached"] = 1.0
+    else:
         t0 = time.perf_counter()
         train = face_set({**config, "n_pairs": config["raft_n_train"]}, train_key)
         info["raft_render_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
+        ckpt = ctx.checkpointer(f"raft_train_{tag}", every=config["raft_checkpoint_every"])
         params, losses = stereo.train_raft(
             model, train["left"], train["right"], train["disparity"],
             key=jax.random.fold_in(train_key, 1), steps=config["raft_steps"],
             batch_size=config["raft_batch"], n_iters=config["raft_iters"],
-            learning_rate=config["raft_lr"],
-            checkpoint=None if run is None else run.checkpoint_dir / f"raft_train_{tag}.eqx",
-            checkpoint_every=config["raft_checkpoint_every"],
-            resume=bool(run and run.resume))
+            learning_rate=config["raft_lr"], checkpoint=ckpt.path,
+            checkpoint_every=ckpt.every, resume=ckpt.resume)
         info["raft_train_s"] = time.perf_counter() - t0
         if len(losses):
             info["raft_loss_first10"] = float(np.mean(losses[:10]))
@@ -111,8 +106,7 @@ def trained_raft(config, key) -> tuple[object, dict[str, float]]:
         log.info("RAFT: rendered %d training pairs in %.0f s, trained %d steps in %.0f s",
                  config["raft_n_train"], info["raft_render_s"], config["raft_steps"],
                  info["raft_train_s"])
-        if run is not None:
-            save_checkpoint(run.checkpoint_dir / f"raft_{tag}.eqx", params)
+        save_checkpoint(cached, params)
     return stereo.raft_predictor(model, params, n_iters=config["raft_iters"]), info
 
 

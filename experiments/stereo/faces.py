@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result
+from experiments._harness import Claim, Result, RunContext
 from experiments.stereo._setup import (
     METHODS,
     RAFT_FULL,
@@ -33,9 +34,9 @@ def _ranking(scores: dict[str, float], higher_better: bool) -> list[str]:
     return sorted(scores, key=lambda m: -scores[m] if higher_better else scores[m])
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     data = face_set(config, key)
-    raft, raft_info = trained_raft(config, key)
+    raft, raft_info = trained_raft(config, key, ctx)
     disps = {m: fill_invalid(d) for m, d in predict_disparities(data, config, raft).items()}
     gt_depth, mask = data["depth"].astype(np.float64), data["mask"]
     f, b = data["camera"][:, 0], data["camera"][:, 3]

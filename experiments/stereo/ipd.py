@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result
+from experiments._harness import Claim, Result, RunContext
 from experiments.stereo._setup import (
     METHODS,
     RAFT_FULL,
@@ -28,9 +29,9 @@ FULL = {**_COMMON, **RAFT_FULL, "n_pairs": 1080, "height": 240, "width": 320, "b
         "n_disp": 112, "shard_size": 128}
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     data = face_set(config, key)
-    raft, raft_info = trained_raft(config, key)
+    raft, raft_info = trained_raft(config, key, ctx)
     disps = {m: fill_invalid(d) for m, d in predict_disparities(data, config, raft).items()}
     disps["gt_disparity"] = data["disparity"].astype(np.float64)  # interpolation floor
     vis = data["landmarks_visible"][:, :2].all(-1)

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result
+from experiments._harness import Claim, Result, RunContext
 from experiments.stereo._setup import opencv_sgbm
 from jaxlab import stereo
 
@@ -18,7 +18,7 @@ QUICK = {"scale": 2, "n_disp": 48, "p1": 8.0, "p2": 32.0, "window": 5}
 FULL = {"scale": 1, "n_disp": 80, "p1": 8.0, "p2": 32.0, "window": 5}
 
 
-def run(config, key):
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     left, right, gt = stereo.load_motorcycle(config["scale"])
     n = config["n_disp"]
     sgm = jax.jit(lambda a, b: stereo.sgm_disparity(

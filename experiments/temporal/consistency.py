@@ -19,7 +19,7 @@ import numpy as np
 from scipy import stats as sps
 from tqdm import tqdm
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from jaxlab.temporal import (
     PARAM_NAMES,
     TemporalNetworkParams,
@@ -58,7 +58,7 @@ def _prefix(stats, t):
     return eqx.tree_at(lambda s: s.weight, stats, stats.weight * mask)
 
 
-def run(config: dict, key) -> Result:
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     truth = TemporalNetworkParams(*config["params"])
     theta0 = np.asarray(truth.as_vector(), np.float64)
     grid = [int(t) for t in config["t_grid"]]

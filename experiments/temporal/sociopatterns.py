@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm import tqdm
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from jaxlab.temporal import (
     PARAM_NAMES,
     Capacity,
@@ -177,7 +177,7 @@ def _fit_dataset(name: str, config: dict, key):
     return est, cov, ci, pvals, p_all, (idx, obs, mean, np.sqrt(var)), info
 
 
-def run(config: dict, key) -> Result:
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     metrics: dict[str, float] = {}
     claims: list[Claim] = []
     fits = {}

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -19,9 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from experiments._harness import current_run, log
+from experiments._harness import RunContext, log
 from jaxlab import topology as tp
-from jaxlab._core import load_checkpoint, save_checkpoint, write_json
+from jaxlab._core import write_json
 
 F32 = jnp.float32
 MODELS = ("hopse", "homp")
@@ -63,14 +62,6 @@ def n_params(model) -> int:
     return int(sum(x.size for x in jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_array))))
 
 
-def _ckpt_paths(tag: str):
-    run = current_run()
-    if run is None:
-        return None, None, False
-    d = Path(run.checkpoint_dir)
-    return d / f"{tag}.eqx", d / f"{tag}.json", bool(run.resume)
-
-
 def train(
     tag: str,
     trainer: tp.Trainer,
@@ -80,6 +71,7 @@ def train(
     weights,
     key,
     *,
+    ctx: RunContext,
     epochs: int,
     vmapped: bool = False,
     evaluate=None,
@@ -95,10 +87,11 @@ def train(
     if vmapped:
         epoch_fn = eqx.filter_vmap(epoch_fn, in_axes=(0, None, None, 0, 0))
     epoch_fn = eqx.filter_jit(epoch_fn)
-    ckpt, meta, resume = _ckpt_paths(tag)
+    ckpt = ctx.checkpointer(tag, every=ckpt_every)
+    meta = ckpt.path.with_suffix(".json")
     start, elapsed, history = 0, 0.0, []
-    if resume and ckpt is not None and ckpt.exists() and meta.exists():
-        state = load_checkpoint(ckpt, state)
+    if ckpt.resume and ckpt.exists() and meta.exists():
+        state = ckpt.load(state)
         saved = json.loads(meta.read_text())
         start, elapsed, history = saved["epoch"], saved["elapsed"], saved["history"]
         log.info("%s: resumed at epoch %d", tag, start)
@@ -120,8 +113,8 @@ def train(
         elapsed += dt
         if evaluate is not None and eval_every and ((e + 1) % eval_every == 0 or e + 1 == epochs):
             history.append({"epoch": e + 1, "loss": np.asarray(loss).tolist(), **evaluate(state)})
-        if ckpt is not None and ((e + 1) % ckpt_every == 0 or e + 1 == epochs):
-            save_checkpoint(ckpt, state)
+        if (e + 1) % ckpt.every == 0 or e + 1 == epochs:
+            ckpt.save(state)
             write_json(meta, {"epoch": e + 1, "elapsed": elapsed, "history": history})
     log.info("%s: compile %.1f s, train %.1f s over %d epochs", tag, compile_s, elapsed, epochs)
     return state, elapsed, (float(np.median(per_epoch)) if per_epoch else float("nan")), history
@@ -135,7 +128,7 @@ def molecule_graphs(smiles: list[str]) -> list[tp.MolGraph]:
     return [tp.smiles_to_graph(s) for s in smiles]
 
 
-def regression_run(name: str, splits: dict, config: dict, key, *, metric: str):
+def regression_run(name: str, splits: dict, config, key, ctx: RunContext, *, metric: str):
     """Train HOPSE and HOMP on a train/val/test regression split; test metric at best val.
 
     `config["seeds"]` independent initialisations per model train at once (vmap);
@@ -182,7 +175,7 @@ def regression_run(name: str, splits: dict, config: dict, key, *, metric: str):
         state, secs, epoch_s, hist = train(
             f"{name}_{model_name}", trainer, eqx.filter_vmap(trainer.init)(models),
             data["train"], jnp.asarray((y["train"] - mu) / sd), jnp.ones((seeds, n_train), F32),
-            jax.random.fold_in(key, 100 + i), epochs=int(config["epochs"]), vmapped=True,
+            jax.random.fold_in(key, 100 + i), ctx=ctx, epochs=int(config["epochs"]), vmapped=True,
             evaluate=evaluate, eval_every=int(config["eval_every"]),
         )
         val = np.asarray([h["val"] for h in hist])  # [evals, seeds]

@@ -7,7 +7,9 @@ test RMSE (kcal/mol) at the best validation epoch.
 
 from __future__ import annotations
 
-from experiments._harness import Result
+import jax
+
+from experiments._harness import Result, RunContext
 from experiments.topology import _setup as ts
 from jaxlab import topology as tp
 
@@ -35,9 +37,9 @@ QUICK = {
 FULL = {**QUICK, "epochs": 400, "eval_every": 5, "width": 128, "depth": 2, "lr": 1e-3}
 
 
-def run(config: dict, key) -> Result:
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     splits = tp.load_freesolv(seed=0)
-    metrics, hist = ts.regression_run("freesolv", splits, config, key, metric="rmse")
+    metrics, hist = ts.regression_run("freesolv", splits, config, key, ctx, metric="rmse")
     metrics["n_train"], metrics["n_test"] = len(splits["train"][0]), len(splits["test"][0])
     metrics["target_std_test"] = float(splits["test"][1].std())
     claims = ts.regression_claims(

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result
+from experiments._harness import Claim, Result, RunContext
 from experiments.topology import _setup as ts
 from jaxlab import topology as tp
 
@@ -53,7 +53,7 @@ def stratified_folds(labels: np.ndarray, k: int, seed: int) -> np.ndarray:
     return fold
 
 
-def run(config: dict, key) -> Result:
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     graphs, labels = tp.load_mutag()
     data, cxs = ts.prepare("mutag", graphs, config)
     # encoding statistics over all 188 graphs: unsupervised, label-free preprocessing
@@ -75,7 +75,7 @@ def run(config: dict, key) -> Result:
         state = eqx.filter_vmap(trainer.init)(models)
         state, secs, epoch_s, _ = ts.train(
             f"mutag_{name}", trainer, state, data, y, weights, jax.random.fold_in(key, 10 + i),
-            epochs=int(config["epochs"]), vmapped=True,
+            ctx=ctx, epochs=int(config["epochs"]), vmapped=True,
         )
         preds = eqx.filter_jit(
             eqx.filter_vmap(lambda st, trainer=trainer: tp.predict(trainer.model(st), data))

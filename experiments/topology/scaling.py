@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import networkx as nx
 import numpy as np
 
-from experiments._harness import Claim, Result, log
+from experiments._harness import Claim, Result, RunContext, log
 from experiments.topology import _setup as ts
 from jaxlab import topology as tp
 
@@ -77,7 +77,7 @@ def _slope(cells, times) -> float:
     return float(np.polyfit(x, y, 1)[0])
 
 
-def run(config: dict, key) -> Result:
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     rows = []
     for i, n in enumerate(config["nodes"]):
         cx, arr, enc_s = _complex_arrays(int(n), config, seed=i)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import time
 
-from experiments._harness import Result, log
+import jax
+
+from experiments._harness import Result, RunContext, log
 from experiments.topology import _setup as ts
 from jaxlab import topology as tp
 
@@ -43,13 +45,13 @@ FULL = {**QUICK, "n_train": 12000, "n_val": 1000, "n_test": 1000, "epochs": 300,
         "eval_every": 5, "batch_size": 128, "width": 128, "depth": 4, "lr": 1e-3}
 
 
-def run(config: dict, key) -> Result:
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
     t0 = time.perf_counter()
     sizes = (int(config["n_train"]), int(config["n_val"]), int(config["n_test"]))
     splits = tp.load_zinc_subset(*sizes)
     log.info("penalized logP for %d molecules in %.1f s",
              sum(len(v[0]) for v in splits.values()), time.perf_counter() - t0)
-    metrics, hist = ts.regression_run("zinc", splits, config, key, metric="mae")
+    metrics, hist = ts.regression_run("zinc", splits, config, key, ctx, metric="mae")
     metrics["n_train"], metrics["n_test"] = len(splits["train"][0]), len(splits["test"][0])
     metrics["target_std_test"] = float(splits["test"][1].std())
     claims = ts.regression_claims(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import pytest
 
-from experiments._harness._api import Bench, Result
+from experiments._harness import Bench, Result, RunContext
 from experiments.bench import lowrank_speed
 from experiments.lowrank import agreement, exposure, memory, predictions
 
@@ -25,9 +25,9 @@ TINY = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mod", list(TINY), ids=lambda m: m.NAME)
-def test_experiment_contract(mod):
+def test_experiment_contract(mod, tmp_path):
     config, keys = TINY[mod]
-    result = mod.run({**mod.QUICK, **config}, jax.random.key(0))
+    result = mod.run({**mod.QUICK, **config}, jax.random.key(0), RunContext(mod.NAME, tmp_path))
     assert isinstance(result, Result)
     for k in keys:
         assert k in result.metrics
