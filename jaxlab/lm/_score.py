@@ -8,8 +8,9 @@ continuation token go through the output head, and the head is applied in
 vocabulary chunks with a running log-sum-exp, so no (batch, sequence, vocabulary)
 logits block is ever formed (8 x 512 float32 Qwen2 logits would be 2.5 GB).
 
-Shapes are bucketed (prompt and continuation lengths to powers of two, the batch
-padded to `batch_size`) so a scan over many items compiles a handful of times.
+Shapes are bucketed (prompt lengths to 2^k or 3 * 2^(k-1), continuation lengths to
+powers of two, the batch padded to `batch_size`) so a scan over many items compiles
+a handful of times.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._generate import prompt_bucket
 from ._model import KVCache, Transformer, _rms_norm
 
 __all__ = ["Scores", "score"]
@@ -43,6 +43,14 @@ class Scores(NamedTuple):
     def mean(self) -> list[np.ndarray]:
         """Per-token average log-likelihood of each option (length-normalised score)."""
         return [np.array([t.mean() for t in item]) for item in self.tokens]
+
+
+def _length_bucket(n: int) -> int:
+    """Padded prompt length: the next of 16, 24, 32, 48, 64, 96, ... (at most 1/3 padding)."""
+    b = 16
+    while b < n:
+        b = b * 3 // 2 if b & (b - 1) == 0 else b * 4 // 3
+    return b
 
 
 def _target_logprobs(model: Transformer, h, targets, vocab_chunk):
@@ -194,7 +202,7 @@ def score(
     for b0 in range(0, len(order), batch_size):
         idx = order[b0:b0 + batch_size]
         batch = [items[i] for i in idx] + [items[idx[0]]] * (batch_size - len(idx))
-        P = prompt_bucket(max(len(p) for p, _ in batch))
+        P = _length_bucket(max(len(p) for p, _ in batch))
         ptoks = np.zeros((batch_size, P), np.int32)
         pmask = np.zeros((batch_size, P), np.int32)
         ctoks = np.zeros((batch_size, K, C), np.int32)
