@@ -30,9 +30,9 @@ NAME = "lm_pool"
 PAPER = "LM"  # the shared runtime; the pool is what P6 and P19 route over
 DESCRIPTION = "model pool: ppl text vs shuffled, LogiQA accuracy by option log-likelihood"
 QUICK = {"models": ["smollm2-135m-instruct", "gemma3-270m", "qwen2.5-coder-0.5b-instruct"],
-         "n_items": 200, "chunk": 20, "batch_size": 4}
+         "n_items": 64, "chunk": 16, "batch_size": 4}
 FULL = {"models": ["smollm2-135m-instruct", "gemma3-270m", "qwen2.5-coder-0.5b-instruct",
-                   "qwen2.5-coder-1.5b-instruct"], "n_items": 1354, "chunk": 20, "batch_size": 4}
+                   "qwen2.5-coder-1.5b-instruct"], "n_items": 200, "chunk": 20, "batch_size": 4}
 
 # bump when the prompt format or the scoring changes: cached option scores then miss
 SCORE_VERSION = "lm_pool/score-v2"

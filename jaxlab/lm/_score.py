@@ -8,9 +8,9 @@ continuation token go through the output head, and the head is applied in
 vocabulary chunks with a running log-sum-exp, so no (batch, sequence, vocabulary)
 logits block is ever formed (8 x 512 float32 Qwen2 logits would be 2.5 GB).
 
-Shapes are bucketed (prompt lengths to 2^k or 3 * 2^(k-1), continuation lengths to
-powers of two, the batch padded to `batch_size`) so a scan over many items compiles
-a handful of times.
+Shapes are bucketed (prompt and continuation lengths and the number of real
+continuation positions to 2^k or 3 * 2^(k-1), the batch padded to `batch_size`) so a
+scan over many items compiles a handful of times.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ class Scores(NamedTuple):
         return [np.array([t.mean() for t in item]) for item in self.tokens]
 
 
-def _length_bucket(n: int) -> int:
-    """Padded prompt length: the next of 16, 24, 32, 48, 64, 96, ... (at most 1/3 padding)."""
-    b = 16
+def _length_bucket(n: int, smallest: int = 16) -> int:
+    """Padded length: the next of 16, 24, 32, 48, 64, 96, ... (at most 1/3 padding)."""
+    b = smallest
     while b < n:
         b = b * 3 // 2 if b & (b - 1) == 0 else b * 4 // 3
     return b
@@ -77,7 +77,8 @@ def _target_logprobs(model: Transformer, h, targets, vocab_chunk):
 
 
 @eqx.filter_jit
-def _score_jit(model, ptoks, pmask, ctoks, cmask, vocab_chunk):
+def _hidden_jit(model, ptoks, pmask, ctoks, cmask):
+    """(B, K, C, d) hidden states that predict each continuation token."""
     cfg = model.config
     B, P = ptoks.shape
     _, K, C = ctoks.shape
@@ -100,9 +101,15 @@ def _score_jit(model, ptoks, pmask, ctoks, cmask, vocab_chunk):
         first = jnp.broadcast_to(h[-1], (K, 1, h.shape[-1]))
         return jnp.concatenate([first, hc], axis=1)
 
-    hs = jax.vmap(item)(ptoks, pmask, ctoks, cmask)
-    lp = _target_logprobs(model, hs.reshape(-1, hs.shape[-1]), ctoks.reshape(-1), vocab_chunk)
-    return jnp.where(cmask > 0, lp.reshape(B, K, C), 0.0)
+    return jax.vmap(item)(ptoks, pmask, ctoks, cmask)
+
+
+@eqx.filter_jit
+def _head_jit(model, hs, ctoks, rows, vocab_chunk):
+    # only the real (unpadded) continuation positions go through the output head; a
+    # separate program, so that a new row count does not recompile the transformer
+    h = hs.reshape(-1, hs.shape[-1])[rows]
+    return _target_logprobs(model, h, ctoks.reshape(-1)[rows], vocab_chunk)
 
 
 def _ids(x, tokenizer, what, *, add_bos):
@@ -198,7 +205,7 @@ def score(
     # option count and length buckets are global so that batches share one compile
     order = sorted(range(len(items)), key=lambda i: len(items[i][0]))
     K = max(len(os) for _, os in items)
-    C = max(4, 1 << (max(len(o) for _, os in items for o in os) - 1).bit_length())
+    C = _length_bucket(max(len(o) for _, os in items for o in os), smallest=4)
     for b0 in range(0, len(order), batch_size):
         idx = order[b0:b0 + batch_size]
         batch = [items[i] for i in idx] + [items[idx[0]]] * (batch_size - len(idx))
@@ -211,8 +218,16 @@ def score(
             ptoks[r, P - len(p):], pmask[r, P - len(p):] = p, 1
             for j, o in enumerate(os):
                 ctoks[r, j, :len(o)], cmask[r, j, :len(o)] = o, 1
-        lp = np.asarray(_score_jit(model, jnp.asarray(ptoks), jnp.asarray(pmask),
-                                   jnp.asarray(ctoks), jnp.asarray(cmask), vocab_chunk))
+        real = np.flatnonzero(cmask.reshape(-1))
+        rows = np.zeros(_length_bucket(real.size), np.int32)  # padded with row 0, ignored
+        rows[:real.size] = real
+        ctoks_j = jnp.asarray(ctoks)
+        hs = _hidden_jit(model, jnp.asarray(ptoks), jnp.asarray(pmask), ctoks_j,
+                         jnp.asarray(cmask))
+        flat = np.asarray(_head_jit(model, hs, ctoks_j, jnp.asarray(rows), vocab_chunk))
+        lp = np.zeros(cmask.size, np.float32)
+        lp[real] = flat[:real.size]
+        lp = lp.reshape(cmask.shape)
         for r, i in enumerate(idx):
             opts = items[i][1]
             per_token[i] = [lp[r, j, :len(o)].copy() for j, o in enumerate(opts)]
