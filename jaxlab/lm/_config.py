@@ -18,7 +18,7 @@ class LMConfig:
         rope_bases: RoPE base per layer (Gemma-3: 10 000 on local, metadata base on global).
         sliding_windows: attention window per layer (0 = global causal attention).
         rope_style: "interleaved" (pairs (2j, 2j+1): llama.cpp's converted Llama Q/K
-            weights) or "half" (pairs (j, j + head_dim/2): NeoX, Gemma).
+            weights) or "half" (pairs (j, j + head_dim/2): NeoX, Gemma, Qwen2).
         qk_norm: RMSNorm on each query/key head (Gemma-3).
         qkv_bias: additive biases on the query, key and value projections (Qwen2).
         sandwich_norm: extra RMSNorm on the attention and MLP outputs (Gemma-3).
