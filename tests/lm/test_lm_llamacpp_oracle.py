@@ -98,6 +98,8 @@ def test_greedy_and_logits_match_llamacpp(engines):
 
 
 # ---- Qwen2.5-Coder-0.5B-Instruct (Q4_K_M): tokenizer and teacher-forced top-1 ----
+# Measured (llama-cpp-python 0.3.36, 2 threads): tokens identical on all 13 texts;
+# top-1 agreement 124/128, the 4 misses at llama.cpp top-2 margins 0.02-0.13.
 
 QWEN_TEXTS = [
     "The capital of France is",
