@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext, log
+from experiments.lm._setup import TEXT
 
 NAME = "lm_sanity"
 PAPER = "LM"  # the shared runtime P6 P7 P8 P13 P14 P17 P19 build on
@@ -34,16 +35,6 @@ QUICK = Config()
 FULL = Config(answer_tokens=32)
 
 
-# Charles Dickens, "A Tale of Two Cities" (1859), opening paragraph: public domain.
-TEXT = (
-    "It was the best of times, it was the worst of times, it was the age of wisdom, it was "
-    "the age of foolishness, it was the epoch of belief, it was the epoch of incredulity, it "
-    "was the season of Light, it was the season of Darkness, it was the spring of hope, it was "
-    "the winter of despair, we had everything before us, we had nothing before us, we were all "
-    "going direct to Heaven, we were all going direct the other way - in short, the period was "
-    "so far like the present period, that some of its noisiest authorities insisted on its "
-    "being received, for good or for evil, in the superlative degree of comparison only."
-)
 QUESTION = "What is the capital of France?"
 GEMMA_PROMPT = "Question: What is the capital of France?\nAnswer:"
 

@@ -32,6 +32,15 @@ def tiny_gemma(**kw) -> LMConfig:
     return LMConfig(**base)
 
 
+def tiny_qwen(**kw) -> LMConfig:
+    base = dict(arch="qwen2", vocab_size=67, d_model=24, n_layers=3, n_heads=6, n_kv_heads=2,
+                head_dim=4, d_ff=36, norm_eps=2.0**-20, rope_bases=(1000.0,) * 3,
+                sliding_windows=(0,) * 3, rope_style="half", qkv_bias=True,
+                tied_embeddings=False, context_length=256)
+    base.update(kw)
+    return LMConfig(**base)
+
+
 def _rms(x, w, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
@@ -56,22 +65,30 @@ def _gelu_tanh(x):
 def reference_logits(model, tokens, lora_merge=None) -> np.ndarray:
     """(T, V) float64 logits of one unpadded sequence."""
     c = model.config
-    P = {k: (None if v is None else np.asarray(v, np.float64))
-         for k, v in vars(model.layers).items()}
-    if lora_merge is not None:
-        for name, delta in lora_merge.items():
-            P[name] = P[name] + delta
-    E = np.asarray(model.embed, np.float64)
+    delta = lora_merge or {}
+
+    def weight(name, li):
+        # one layer at a time in float64 (a real 0.5B model would need 5 GB at once)
+        arr = getattr(model.layers, name)
+        if arr is None:
+            return None
+        w = np.asarray(arr[li], np.float64)
+        return w + delta[name][li] if name in delta else w
+
+    P = {k: _Layer(weight, k) for k in vars(model.layers)}
     tokens = np.asarray(tokens)
     T = len(tokens)
     pos = np.arange(T, dtype=np.float64)
-    x = E[tokens] * c.embed_scale
+    x = np.asarray(model.embed, np.float32)[tokens].astype(np.float64) * c.embed_scale
     G = c.n_heads // c.n_kv_heads
     for li in range(c.n_layers):
         h = _rms(x, P["attn_norm"][li], c.norm_eps)
-        q = (h @ P["wq"][li].T).reshape(T, c.n_heads, c.head_dim)
-        k = (h @ P["wk"][li].T).reshape(T, c.n_kv_heads, c.head_dim)
-        v = (h @ P["wv"][li].T).reshape(T, c.n_kv_heads, c.head_dim)
+        q, k, v = h @ P["wq"][li].T, h @ P["wk"][li].T, h @ P["wv"][li].T
+        if c.qkv_bias:
+            q, k, v = q + P["bq"][li], k + P["bk"][li], v + P["bv"][li]
+        q = q.reshape(T, c.n_heads, c.head_dim)
+        k = k.reshape(T, c.n_kv_heads, c.head_dim)
+        v = v.reshape(T, c.n_kv_heads, c.head_dim)
         if c.qk_norm:
             q, k = _rms(q, P["q_norm"][li], c.norm_eps), _rms(k, P["k_norm"][li], c.norm_eps)
         base = c.rope_bases[li]
@@ -97,5 +114,15 @@ def reference_logits(model, tokens, lora_merge=None) -> np.ndarray:
         if c.sandwich_norm:
             m = _rms(m, P["post_ffn_norm"][li], c.norm_eps)
         x = x + m
-    head = E if model.lm_head is None else np.asarray(model.lm_head, np.float64)
-    return _rms(x, np.asarray(model.final_norm, np.float64), c.norm_eps) @ head.T
+    head = model.embed if model.lm_head is None else model.lm_head
+    hn = _rms(x, np.asarray(model.final_norm, np.float64), c.norm_eps)
+    return np.concatenate([hn @ np.asarray(head[i:i + 8192], np.float64).T
+                           for i in range(0, head.shape[0], 8192)], axis=1)
+
+
+class _Layer:
+    def __init__(self, weight, name):
+        self.weight, self.name = weight, name
+
+    def __getitem__(self, li):
+        return self.weight(self.name, li)

@@ -11,7 +11,7 @@ import pytest
 
 import jaxlab.lm as lm
 
-from .lm_reference import tiny_gemma, tiny_llama
+from .lm_reference import tiny_gemma, tiny_llama, tiny_qwen
 
 
 def _write_model(path, model, *, corrupt=None):
@@ -34,9 +34,11 @@ def _write_model(path, model, *, corrupt=None):
              "wo": "attn_output", "ffn_norm": "ffn_norm", "w_gate": "ffn_gate",
              "w_up": "ffn_up", "w_down": "ffn_down", "q_norm": "attn_q_norm",
              "k_norm": "attn_k_norm", "post_attn_norm": "post_attention_norm",
-             "post_ffn_norm": "post_ffw_norm"}
+             "post_ffn_norm": "post_ffw_norm", "bq": "attn_q", "bk": "attn_k", "bv": "attn_v"}
     w.add_tensor("token_embd.weight", np.asarray(model.embed, np.float32))
     w.add_tensor("output_norm.weight", np.asarray(model.final_norm, np.float32))
+    if model.lm_head is not None:
+        w.add_tensor("output.weight", np.asarray(model.lm_head, np.float32))
     for field, gname in names.items():
         arr = getattr(model.layers, field)
         if arr is None:
@@ -45,7 +47,8 @@ def _write_model(path, model, *, corrupt=None):
             t = np.asarray(arr[i], np.float32)
             if corrupt == (gname, i):
                 t = t[:-1]
-            w.add_tensor(f"blk.{i}.{gname}.weight", t)
+            kind = "bias" if field.startswith("b") and field[1:] in "qkv" else "weight"
+            w.add_tensor(f"blk.{i}.{gname}.{kind}", t)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -58,7 +61,8 @@ def _gemma6():
                       sliding_windows=(3,) * 5 + (0,), embed_scale=4.0, attn_scale=8 ** -0.5)
 
 
-@pytest.mark.parametrize("cfg", [tiny_llama(), _gemma6()], ids=["llama", "gemma3"])
+@pytest.mark.parametrize("cfg", [tiny_llama(), _gemma6(), tiny_qwen()],
+                         ids=["llama", "gemma3", "qwen2"])
 def test_roundtrip_through_gguf(tmp_path, cfg):
     model = lm.Transformer.random(cfg, key=jax.random.key(1))
     path = tmp_path / "tiny.gguf"

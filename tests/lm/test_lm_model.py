@@ -11,15 +11,15 @@ import pytest
 
 import jaxlab.lm as lm
 
-from .lm_reference import reference_logits, tiny_gemma, tiny_llama
+from .lm_reference import reference_logits, tiny_gemma, tiny_llama, tiny_qwen
 
-CONFIGS = {"llama": tiny_llama(), "gemma3": tiny_gemma()}
+CONFIGS = {"llama": tiny_llama(), "gemma3": tiny_gemma(), "qwen2": tiny_qwen()}
 TOKENS = np.array([3, 5, 7, 1, 2, 9, 11, 4, 8, 6, 10, 12], np.int32)
 
 
 @pytest.fixture(scope="module", params=sorted(CONFIGS))
 def model(request):
-    """Both architectures: for the oracles that must hold for each."""
+    """Every architecture: for the oracles that must hold for each."""
     return lm.Transformer.random(CONFIGS[request.param], key=jax.random.key(7))
 
 

@@ -1,12 +1,16 @@
-"""The real shipped models: SmolLM2-135M-Instruct (default) and Gemma-3-270M (slow)."""
+"""The real shipped models: SmolLM2-135M-Instruct (default), Gemma-3-270M and
+Qwen2.5-Coder-0.5B/1.5B-Instruct (slow: loading them takes 10-100 s)."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxlab.lm as lm
+
+from .lm_reference import reference_logits
 
 CHATML = ("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
           "Face<|im_end|>\n<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
@@ -72,3 +76,80 @@ def test_gemma3_loads_and_completes():
     assert np.max(np.abs(np.asarray(gen.logits[0]) - ref)) < 1e-3 * np.max(np.abs(ref))
     logp = np.asarray(jnp.asarray(full[0, -9]) - jnp.max(full[0, -9]))
     assert logp[tok.encode(" Paris", add_bos=False)[0]] > -6.0  # Paris is a likely next word
+    # a base model: greedy continues "The capital of France is" with " the" (Paris is its
+    # third choice), so the known-answer checks use a question and the option scores
+    qa = tok.encode("Q: What is the capital of France?\nA:")
+    answer = tok.decode(np.asarray(lm.generate(model, [qa], max_new_tokens=6).tokens[0]).tolist())
+    assert answer.startswith(" The capital of France is Paris")
+    cities = [" Paris", " London", " Berlin", " Lyon"]
+    assert np.argmax(lm.score(model, tok, ["The capital of France is"], [cities]).sum[0]) == 0
+
+
+def _score_reference(model, tok, prompt, options):
+    """Per-token log p(option | prompt) from one padded full forward, and its logits."""
+    ids = tok.encode(prompt)
+    oids = [tok.encode(o, add_bos=False) for o in options]
+    toks, mask = lm.pad_prompts([ids + o for o in oids], pad_id=tok.pad_id)
+    logits, _ = lm.forward(model, toks, mask=mask)
+    logp = np.asarray(jax.nn.log_softmax(logits, -1))
+    T = toks.shape[1]
+    refs = [row[np.arange(T - len(o) - 1, T - 1), o] for row, o in zip(logp, oids)]
+    # the next-token logits after the prompt in row 0 (what greedy decoding picks from)
+    return refs, np.asarray(logits[0, T - len(oids[0]) - 1])
+
+
+def _check_score(model, tok, prompt, options):
+    got = lm.score(model, tok, [prompt], [options])
+    refs, next_logits = _score_reference(model, tok, prompt, options)
+    for j, ref in enumerate(refs):
+        np.testing.assert_allclose(got.tokens[0][j], ref, rtol=1e-4, atol=1e-4)
+    return got, next_logits
+
+
+def test_smollm2_completes_paris_and_scores_like_forward(smollm2):
+    model, tok = smollm2
+    # score = sum of log-softmax of a full forward (the real-model check)
+    got, next_logits = _check_score(model, tok, "The capital of France is",
+                                    [" Paris", " London", " the city of Lyon"])
+    assert tok.decode([int(np.argmax(next_logits))]) == " Paris"  # the greedy next token
+    assert np.argmax(got.sum[0]) == 0
+
+
+@pytest.fixture(scope="module")
+def qwen05():
+    return lm.load("qwen-0.5b")
+
+
+@pytest.mark.slow
+def test_qwen05_matches_numpy_reference_and_answers_paris(qwen05):
+    model, tok = qwen05
+    ids = tok.encode("The capital of France is")
+    got = np.asarray(lm.forward(model, np.asarray(ids, np.int32))[0])
+    ref = reference_logits(model, ids)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+    gen = lm.generate(model, [ids], max_new_tokens=1)
+    assert tok.decode(np.asarray(gen.tokens[0]).tolist()) == " Paris"
+    answer = lm.generate_text(model, tok, "What is the capital of France?", chat=True,
+                              max_new_tokens=12)
+    assert "Paris" in answer
+
+
+@pytest.mark.slow
+def test_qwen05_score_equals_forward(qwen05):
+    model, tok = qwen05
+    got, _ = _check_score(model, tok, "def add(a, b):\n    return", [" a + b", " a - b", " None"])
+    assert np.argmax(got.sum[0]) == 0
+
+
+@pytest.mark.slow
+def test_qwen15_answers_paris():
+    try:  # the wheels come from `make models`, outside the default set-up
+        lm.model_path("qwen-1.5b")
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    model, tok = lm.load("qwen-1.5b")
+    assert (model.config.n_layers, model.config.d_model, model.config.n_heads,
+            model.config.n_kv_heads) == (28, 1536, 12, 2)
+    ids = tok.encode("The capital of France is")
+    gen = lm.generate(model, [ids], max_new_tokens=1)
+    assert tok.decode(np.asarray(gen.tokens[0]).tolist()) == " Paris"
