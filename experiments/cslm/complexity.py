@@ -81,9 +81,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             lo = np.array([e.low for e in est])
             hi = np.array([e.high for e in est])
             ax.errorbar(np.array(sizes)[finite], values[finite],
-                        yerr=[values[finite] - lo[finite],
-                              np.where(np.isfinite(hi[finite]), hi[finite] - values[finite],
-                                       0.0)],
+                        yerr=[np.maximum(values[finite] - lo[finite], 0.0),
+                              np.where(np.isfinite(hi[finite]),
+                                       np.maximum(hi[finite] - values[finite], 0.0), 0.0)],
                         fmt="o", capsize=2, label=_setup.short(model))
             if finite.sum() >= 3:
                 sd = np.array([e.sd for e in est])[finite]

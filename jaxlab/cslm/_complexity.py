@@ -169,13 +169,8 @@ def fit_growth(n, y, *, sigma=None,
 
     **Returns:** a `GrowthFit`.
     """
-    n = np.asarray(n) if isinstance(n, list | tuple) else n
-    check_array("n", n, ndim=1)
-    y = np.asarray(y) if isinstance(y, list | tuple) else y
-    check_array("y", y, ndim=1)
-    n = np.asarray(n, np.float64)
-    y = np.asarray(y, np.float64)
-    if n.size < 2 or y.shape != n.shape:
+    n, y = np.asarray(n, np.float64), np.asarray(y, np.float64)
+    if n.ndim != 1 or n.size < 2 or y.shape != n.shape:
         raise ValueError(f"n, y: expected equal shapes with at least 2 points, received "
                          f"{n.shape} and {y.shape}")
     if not np.all(np.isfinite(y)):

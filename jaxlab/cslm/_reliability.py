@@ -51,13 +51,8 @@ def fit_step_error(steps, accuracy, *, items=None) -> StepErrorFit:
 
     **Returns:** a `StepErrorFit`.
     """
-    steps = np.asarray(steps) if isinstance(steps, list | tuple) else steps
-    check_array("steps", steps, ndim=1)
-    accuracy = np.asarray(accuracy) if isinstance(accuracy, list | tuple) else accuracy
-    check_array("accuracy", accuracy, ndim=1)
-    s = np.asarray(steps, np.float64)
-    a = np.asarray(accuracy, np.float64)
-    if a.shape != s.shape or s.size < 1:
+    s, a = np.asarray(steps, np.float64), np.asarray(accuracy, np.float64)
+    if s.ndim != 1 or a.shape != s.shape or s.size < 1:
         raise ValueError(f"steps, accuracy: expected equal non-empty shapes, received "
                          f"{s.shape} and {a.shape}")
     check_range("steps", s, low=0.0)

@@ -34,11 +34,17 @@ def _check_samples(name, x, ndim=2):
     return x
 
 
-def _check_k(k, samples):
+def _check_pair(name, x, correct, k):
+    """Validate (items, S) `x` and `correct` of one shape and 1 <= k <= S."""
+    x = _check_samples(name, x)
+    correct = _check_samples("correct", correct)
+    if x.shape != correct.shape:
+        raise ValueError(f"{name}: expected the shape of correct {correct.shape}, received "
+                         f"{x.shape}")
     k = check_positive_int("k", k)
-    if k > samples:
-        raise ValueError(f"k: expected at most {samples} (the samples per item), received {k}")
-    return k
+    if k > x.shape[1]:
+        raise ValueError(f"k: expected at most {x.shape[1]} (the samples per item), received {k}")
+    return x, correct, k
 
 
 def best_of_k(correct, scores, k: int) -> jnp.ndarray:
@@ -53,12 +59,7 @@ def best_of_k(correct, scores, k: int) -> jnp.ndarray:
 
     **Returns:** (items,) bool, whether the selected sample is correct.
     """
-    correct = _check_samples("correct", correct)
-    scores = _check_samples("scores", scores)
-    if scores.shape != correct.shape:
-        raise ValueError(f"scores: expected the shape of correct {correct.shape}, received "
-                         f"{scores.shape}")
-    k = _check_k(k, correct.shape[1])
+    scores, correct, k = _check_pair("scores", scores, correct, k)
     pick = jnp.argmax(scores[:, :k], axis=1)
     return jnp.take_along_axis(correct[:, :k], pick[:, None], axis=1)[:, 0].astype(bool)
 
@@ -95,12 +96,7 @@ def majority_vote(ids, correct, k: int) -> jnp.ndarray:
 
     **Returns:** (items,) bool, whether the voted answer is correct.
     """
-    ids = _check_samples("ids", ids)
-    correct = _check_samples("correct", correct)
-    if ids.shape != correct.shape:
-        raise ValueError(f"ids: expected the shape of correct {correct.shape}, received "
-                         f"{ids.shape}")
-    k = _check_k(k, ids.shape[1])
+    ids, correct, k = _check_pair("ids", ids, correct, k)
     a = ids[:, :k]
     valid = a >= 0
     votes = jnp.sum((a[:, :, None] == a[:, None, :]) & valid[:, None, :], axis=2)
