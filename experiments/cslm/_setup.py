@@ -129,7 +129,8 @@ def budget_chunk(models: Models, model: str, family: str, n: int, items: int,
 
     Returns arrays: `scores` (items, budgets, 1 + N_DISTRACTORS) option log-likelihoods
     (true answer first), `correct` (items, budgets) forced-answer correctness, `free_correct`
-    (items,) the free text's own final answer verified, `gen_tokens` (items,), `steps`.
+    (items,) the free text's own final answer verified, `gen_tokens` (items,), `steps`,
+    `generated` (items, max budget) the reasoning token ids (-1 after the end).
     """
     budgets = cslm.check_budgets(budgets)
     tasks = cslm.make_tasks(family, n, items, key=key)
@@ -153,7 +154,11 @@ def budget_chunk(models: Models, model: str, family: str, n: int, items: int,
     scores = cslm.budget_scores(net, tok, prompts, gen, budgets, options)
     t2 = time.perf_counter()
     texts = [tok.decode(g) for g in gen]
+    padded = np.full((len(gen), budgets[-1]), -1, np.int32)  # the reasoning, for inspection
+    for i, g in enumerate(gen):
+        padded[i, :len(g)] = g
     out = {
+        "generated": padded,
         "scores": scores,
         "correct": cslm.budget_accuracy(scores),
         "free_correct": np.array([t.verify(x) for t, x in zip(tasks, texts)]),

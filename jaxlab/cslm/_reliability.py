@@ -2,8 +2,7 @@
 
 P7's third difference: LM computation is probabilistically reliable. If each of s
 elementary steps fails independently with probability epsilon, accuracy is
-(1 - epsilon)^s. `fit_step_error` fits epsilon across sizes by weighted least squares of
-log accuracy on steps (through the origin; delta-method weights n acc / (1 - acc)) and
+(1 - epsilon)^s. `fit_step_error` fits epsilon across sizes (binomial maximum likelihood over a grid, no iterative fit) and
 reports R^2 of the fitted curve on the accuracy scale. `expected_calibration_error` is the
 binned ECE of Naeini et al. 2015 / Guo et al. 2017 ("On Calibration of Modern Neural
 Networks"), here for option-likelihood confidences.
@@ -40,14 +39,16 @@ class StepErrorFit:
 def fit_step_error(steps, accuracy, *, items=None) -> StepErrorFit:
     """Fit the per-step error rate epsilon of accuracy ~ (1 - epsilon)^steps.
 
-    Accuracies are floored at 1/(2 items) before the logarithm (a size with no solved
-    item still says the rate is high, not infinite).
+    epsilon maximises the binomial likelihood of the solved counts (accuracy x items) under
+    accuracy = (1 - epsilon)^steps, over a grid of 4001 points in logit(epsilon) from -14
+    to 14 refined by a parabola through the best three (no iterative fit); sizes with no
+    solved item count as evidence of a high rate, not as log(0).
 
     **Arguments:**
 
     - `steps`: (m,) elementary steps per size (>= 0; m >= 1, not all 0).
     - `accuracy`: (m,) measured accuracies in [0, 1].
-    - `items`: (m,) items behind each accuracy (weights and floor; default 100 each).
+    - `items`: (m,) items behind each accuracy (binomial counts; default 100 each).
 
     **Returns:** a `StepErrorFit`.
     """
@@ -62,15 +63,28 @@ def fit_step_error(steps, accuracy, *, items=None) -> StepErrorFit:
     m = np.full_like(a, 100.0) if items is None else np.asarray(items, np.float64)
     if m.shape != a.shape or not np.all(m >= 1):
         raise ValueError(f"items: expected {a.shape} counts >= 1, received {m}")
-    lo = 1.0 / (2.0 * m)
-    af = np.clip(a, lo, 1.0 - lo)
-    w = m * af / (1.0 - af)
-    slope = float(np.sum(w * s * np.log(af)) / np.sum(w * s * s))
-    eps = float(np.clip(-np.expm1(slope), 0.0, 1.0 - 1e-12))
+    eps = _max_likelihood_epsilon(s, a * m, m)
     pred = (1.0 - eps) ** s
     ss_tot = float(np.sum((a - a.mean()) ** 2))
     r2 = 1.0 - float(np.sum((a - pred) ** 2)) / ss_tot if ss_tot > 0 else float("nan")
     return StepErrorFit(eps, r2, pred)
+
+
+def _max_likelihood_epsilon(s, k, m) -> float:
+    u = np.linspace(-14.0, 14.0, 4001)
+
+    def loglik(u):
+        log_q = -np.logaddexp(0.0, u)[:, None] * s[None, :]  # log (1 - eps)^s, eps = sigmoid(u)
+        log_miss = np.log(-np.expm1(np.minimum(log_q, -1e-300)))
+        return np.sum(k * log_q + (m - k) * np.where(m - k > 0, log_miss, 0.0), axis=1)
+
+    ll = loglik(u)
+    i = int(np.clip(np.argmax(ll), 1, u.size - 2))
+    y0, y1, y2 = ll[i - 1:i + 2]
+    h = u[1] - u[0]
+    curv = y0 - 2 * y1 + y2
+    best = u[i] + (0.5 * h * (y0 - y2) / curv if curv < 0 else 0.0)
+    return float(1.0 / (1.0 + np.exp(-np.clip(best, u[0], u[-1]))))
 
 
 def option_confidence(scores) -> tuple[jax.Array, jax.Array]:
