@@ -2,10 +2,11 @@
 
 P7's third difference: LM computation is probabilistically reliable. If each of s
 elementary steps fails independently with probability epsilon, accuracy is
-(1 - epsilon)^s. `fit_step_error` fits epsilon across sizes (binomial maximum likelihood over a grid, no iterative fit) and
-reports R^2 of the fitted curve on the accuracy scale. `expected_calibration_error` is the
-binned ECE of Naeini et al. 2015 / Guo et al. 2017 ("On Calibration of Modern Neural
-Networks"), here for option-likelihood confidences.
+(1 - epsilon)^s. `fit_step_error` fits epsilon across sizes (binomial maximum
+likelihood over a grid, no iterative fit) and reports R^2 of the fitted curve on the
+accuracy scale. `expected_calibration_error` is the binned ECE of Naeini et al. 2015 /
+Guo et al. 2017 ("On Calibration of Modern Neural Networks"), here for option-likelihood
+confidences.
 """
 
 from __future__ import annotations
