@@ -108,6 +108,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             axh.set_xticks(range(len(sizes)), sizes, fontsize=6)
             axh.set_yticks(range(len(budgets)), budgets, fontsize=6)
             axh.set_title(f"{_setup.short(model)} {family}", fontsize=7)
+            axh.set_xlabel("n", fontsize=7)
+            axh.set_ylabel("budget B", fontsize=7)
     axes_b[0, 0].set_ylabel(f"B*(n, p={p})")
     fig_heat.colorbar(im, ax=axes_h, shrink=0.6, label="accuracy")
     metrics["pairs"] = pairs

@@ -43,6 +43,13 @@ FULL = {**QUICK, "models": ["smollm2-135m-instruct", "gemma3-270m",
         "items": 200, "samples": 16, "max_new_tokens": 512}
 
 
+def mean_gap(a, b) -> float:
+    """Mean of a - b over the budgets where both strategies fit (nan if none)."""
+    d = np.asarray(a) - np.asarray(b)
+    d = d[np.isfinite(d)]
+    return float(d.mean()) if d.size else float("nan")
+
+
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
     models = _setup.Models()
     S = int(config["samples"])
@@ -81,8 +88,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         grid = cost["majority"][1:]
         at = {s: cslm.accuracy_at_tokens(cost[s], acc[s], grid) for s in acc}
         tag = _setup.short(model)
-        gap_p = float(np.nanmean(at["program"] - at["majority"]))
-        gap_l = float(np.nanmean(at["lm_verifier"] - at["majority"]))
+        gap_p = mean_gap(at["program"], at["majority"])
+        gap_l = mean_gap(at["lm_verifier"], at["majority"])
         gaps_prog.append(gap_p)
         gaps_lm.append(gap_l)
         metrics[f"{tag}/gap_program_vs_majority"] = gap_p
