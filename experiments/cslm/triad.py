@@ -26,11 +26,11 @@ DESCRIPTION = "Best-of-k with a verifier vs majority vote at equal tokens (progr
 
 QUICK = {
     "models": ["smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct"],
-    "families": ["chain_sum", "addition", "counting"],
-    "sizes": {"chain_sum": [3, 6], "addition": [2, 3], "counting": [4, 8]},
-    "items": 10,
+    "families": ["chain_sum", "counting"],
+    "sizes": {"chain_sum": [3], "counting": [4]},
+    "items": 8,
     "samples": 4,
-    "max_new_tokens": 96,
+    "max_new_tokens": 64,
     "batch_size": 16,
 }
 FULL = {**QUICK, "models": ["smollm2-135m-instruct", "gemma3-270m",
