@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.cslm (NAME `cslm_<module>`); shared set-up in `_setup.py`."""

@@ -1,0 +1,68 @@
+"""Answer extraction from free model text: a parser with fixed rules, never eval.
+
+Rules (case-insensitive):
+
+1. The answer segment is the text after the last "answer:" / "answer =" / "answer is"
+   cue; without a cue it is the whole text.
+2. An integer answer is the first integer of the segment when there was a cue, the last
+   integer of the text otherwise. An integer is `-?digits`; the minus sign counts only
+   when it does not follow a digit, letter or closing bracket ("5-3" is 5 and 3).
+3. A list answer is the integers inside the first [...] group of the segment (cue) or the
+   last [...] group of the text (no cue); with a cue but no brackets, the integers of the
+   segment's first line.
+4. Nothing found: None (never correct).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["Answer", "extract_answer", "format_answer"]
+
+Answer = int | tuple[int, ...]
+
+_CUE = re.compile(r"answer\s*(?::|=|is\b)", re.IGNORECASE)
+_INT = re.compile(r"(?:(?<![\w\])])-)?\d+")
+_GROUP = re.compile(r"\[([^\[\]]*)\]")
+
+
+def _ints(text: str) -> list[int]:
+    return [int(m.group()) for m in _INT.finditer(text)]
+
+
+def extract_answer(text: str, kind: str) -> Answer | None:
+    """The answer stated by free text `text` (rules in the module docstring).
+
+    **Arguments:**
+
+    - `text`: model output.
+    - `kind`: "int" or "list".
+
+    **Returns:** an int, a tuple of ints, or None when the text states no answer.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"text: expected a str, received {type(text).__name__}")
+    if kind not in ("int", "list"):
+        raise ValueError(f"kind: expected 'int' or 'list', received {kind!r}")
+    cues = list(_CUE.finditer(text))
+    segment = text[cues[-1].end():] if cues else text
+    if kind == "int":
+        found = _ints(segment)
+        if not found:
+            return None
+        return found[0] if cues else found[-1]
+    groups = list(_GROUP.finditer(segment))
+    if groups:
+        return tuple(_ints((groups[0] if cues else groups[-1]).group(1)))
+    if cues:
+        line = segment.strip().split("\n", 1)[0] if segment.strip() else ""
+        found = _ints(line)
+        return tuple(found) if found else None
+    return None
+
+
+def format_answer(answer: Answer) -> str:
+    """The canonical text of an answer: "42" or "[1, 2, 3]" (what prompts ask for)."""
+    if isinstance(answer, tuple):
+        return "[" + ", ".join(str(int(a)) for a in answer) + "]"
+    return str(int(answer))
