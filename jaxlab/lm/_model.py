@@ -1,9 +1,9 @@
-"""Llama and Gemma-3 decoders as one equinox module with layer-stacked weights.
+"""Llama, Gemma-3 and Qwen2 decoders as one equinox module with layer-stacked weights.
 
 The per-layer weights are stacked along a leading layer axis and the layers run
 under `lax.scan` (one compiled block, fast compiles). Architectural differences
-(RoPE pairing, QK-norm, sandwich norms, GeGLU, embedding scale, sliding windows
-and per-layer RoPE bases) are fields of the static `LMConfig`.
+(RoPE pairing, QK-norm, Q/K/V biases, sandwich norms, GeGLU, embedding scale,
+sliding windows and per-layer RoPE bases) are fields of the static `LMConfig`.
 
 Every forward pass goes through a key/value cache: a full forward is a prefill
 into an empty cache of its own length, and decoding writes one slot per step.
@@ -11,8 +11,8 @@ Cache slots carry their token's position (-1 for empty or padding slots), so lef
 padding, causality and sliding windows are all one mask:
 `pos_k >= 0 and slot_k <= slot_q and (window == 0 or pos_q - pos_k < window)`.
 
-Papers: Llama (Touvron et al. 2023), Gemma 3 (Gemma Team 2025), RoPE (Su et al.
-2021), GQA (Ainslie et al. 2023).
+Papers: Llama (Touvron et al. 2023), Gemma 3 (Gemma Team 2025), Qwen2 (Yang et
+al. 2024), RoPE (Su et al. 2021), GQA (Ainslie et al. 2023).
 """
 
 from __future__ import annotations
@@ -52,6 +52,9 @@ class Layers(eqx.Module):
     k_norm: Float[Array, "L hd"] | None
     post_attn_norm: Float[Array, "L d"] | None
     post_ffn_norm: Float[Array, "L d"] | None
+    bq: Float[Array, "L hq"] | None = None
+    bk: Float[Array, "L hkv"] | None = None
+    bv: Float[Array, "L hkv"] | None = None
 
 
 class KVCache(eqx.Module):
@@ -107,6 +110,10 @@ def _linear(x, w, lora_layer, name):
     return x @ adapted_weight(w, lora_layer, name).astype(x.dtype).T
 
 
+def _add_bias(x, b):
+    return x + b.astype(x.dtype)
+
+
 def _edit(x, site, layer_idx, intervene):
     for (s, layer), fn in intervene.items():
         if s == site:
@@ -115,7 +122,7 @@ def _edit(x, site, layer_idx, intervene):
 
 
 class Transformer(eqx.Module):
-    """A decoder-only language model (Llama or Gemma-3 family).
+    """A decoder-only language model (Llama, Gemma-3 or Qwen2 family).
 
     Attributes:
         config: static `LMConfig`.
@@ -209,9 +216,14 @@ class Transformer(eqx.Module):
 
             x = site("resid_pre", x)
             h = _rms_norm(x, p.attn_norm, cfg.norm_eps)
-            q = _linear(h, p.wq, lo, "q").reshape(T, cfg.n_heads, cfg.head_dim)
-            k = _linear(h, p.wk, lo, "k").reshape(T, cfg.n_kv_heads, cfg.head_dim)
-            v = _linear(h, p.wv, lo, "v").reshape(T, cfg.n_kv_heads, cfg.head_dim)
+            q = _linear(h, p.wq, lo, "q")
+            k = _linear(h, p.wk, lo, "k")
+            v = _linear(h, p.wv, lo, "v")
+            if cfg.qkv_bias:
+                q, k, v = _add_bias(q, p.bq), _add_bias(k, p.bk), _add_bias(v, p.bv)
+            q = q.reshape(T, cfg.n_heads, cfg.head_dim)
+            k = k.reshape(T, cfg.n_kv_heads, cfg.head_dim)
+            v = v.reshape(T, cfg.n_kv_heads, cfg.head_dim)
             if cfg.qk_norm:
                 q = _rms_norm(q, p.q_norm, cfg.norm_eps)
                 k = _rms_norm(k, p.k_norm, cfg.norm_eps)
@@ -267,7 +279,10 @@ def _random_init(config: LMConfig, key, dtype) -> Transformer:
         q_norm=norm((L, config.head_dim)) if config.qk_norm else None,
         k_norm=norm((L, config.head_dim)) if config.qk_norm else None,
         post_attn_norm=norm((L, d)) if gemma else None,
-        post_ffn_norm=norm((L, d)) if gemma else None)
+        post_ffn_norm=norm((L, d)) if gemma else None,
+        bq=0.1 * w((L, hq), 1) if config.qkv_bias else None,
+        bk=0.1 * w((L, hkv), 1) if config.qkv_bias else None,
+        bv=0.1 * w((L, hkv), 1) if config.qkv_bias else None)
     embed = jax.random.normal(next(ks), (config.vocab_size, d), jnp.float32).astype(dtype)
     head = None if config.tied_embeddings else w((config.vocab_size, d), d)
     return Transformer(config, embed, layers, norm((d,)), head)

@@ -2,7 +2,11 @@
 
 Two GGUF tokenizer models are supported:
 
-- `gpt2` (byte-level BPE with merges; SmolLM2): digits split individually, then
+- `gpt2` (byte-level BPE with merges): the pre-tokenizer split is chosen by the
+  GGUF's `tokenizer.ggml.pre`: `qwen2` (Qwen2/2.5) splits with Qwen2's regex
+  (letters with at most one leading non-letter, single digits, punctuation runs,
+  newline runs, whitespace) before the byte-level mapping, as llama.cpp and Qwen's
+  own tokenizer do; otherwise (`smollm`: SmolLM2) digits split individually, then
   the GPT-2 byte-level pre-tokenizer, as in SmolLM2's own tokenizer;
 - `llama` (SentencePiece BPE with scores and byte fallback; Gemma-3): spaces
   become "▁", merges are derived from the piece scores (a pair merges when the
@@ -22,6 +26,10 @@ from typing import Any
 __all__ = ["Tokenizer"]
 
 _NORMAL, _UNKNOWN, _CONTROL, _USER, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
+
+# Qwen2's pre-tokenizer split (tokenizer.json of Qwen2/2.5; llama.cpp's LLAMA_VOCAB_PRE_TYPE_QWEN2).
+_QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+                r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
 class Tokenizer:
@@ -63,10 +71,16 @@ class Tokenizer:
         if kind == "gpt2":
             merges = [tuple(m.split(" ", 1)) for m in gguf_file.require("tokenizer.ggml.merges")]
             tok = HFTokenizer(models.BPE(vocab, merges, fuse_unk=False))
-            tok.pre_tokenizer = pre_tokenizers.Sequence([
-                pre_tokenizers.Digits(individual_digits=True),
-                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
-            ])
+            if meta.get("tokenizer.ggml.pre") == "qwen2":
+                tok.pre_tokenizer = pre_tokenizers.Sequence([
+                    pre_tokenizers.Split(Regex(_QWEN2_SPLIT), behavior="isolated"),
+                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+                ])
+            else:
+                tok.pre_tokenizer = pre_tokenizers.Sequence([
+                    pre_tokenizers.Digits(individual_digits=True),
+                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+                ])
             tok.decoder = decoders.ByteLevel()
         elif kind == "llama":
             scores = list(gguf_file.require("tokenizer.ggml.scores"))
@@ -102,7 +116,8 @@ class Tokenizer:
         eos = int(gguf_file.require("tokenizer.ggml.eos_token_id"))
         bos = int(meta.get("tokenizer.ggml.bos_token_id", eos))
         pad = int(meta.get("tokenizer.ggml.padding_token_id", eos))
-        stops = [eos] + [vocab[s] for s in ("<|im_end|>", "<end_of_turn>", "<|eot_id|>")
+        stops = [eos] + [vocab[s] for s in ("<|im_end|>", "<end_of_turn>", "<|eot_id|>",
+                                            "<|endoftext|>")
                          if s in vocab and types[vocab[s]] == _CONTROL]
         return cls(tok, bos_id=bos, eos_id=eos, pad_id=pad,
                    add_bos=bool(meta.get("tokenizer.ggml.add_bos_token", False)),
