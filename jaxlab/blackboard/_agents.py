@@ -113,11 +113,16 @@ class LMAgentModel(AgentModel):
                 todo.append((i, miss))
         for start in range(0, len(todo), self.batch_size):
             chunk = todo[start:start + self.batch_size]
-            s = lm.score(self.model, self.tokenizer, [prompts[i] for i, _ in chunk],
-                         [[options[i][j] for j in miss] for i, miss in chunk],
-                         batch_size=self.batch_size)
+            # bucket the option count and the batch to powers of two (repeating an option /
+            # an item), so that a run compiles a handful of shapes, not one per partition
+            k = max(8, 1 << (max(len(m) for _, m in chunk) - 1).bit_length())
+            b = 1 << (len(chunk) - 1).bit_length()
+            opts = [[options[i][j] for j in miss] for i, miss in chunk]
+            opts = [o + [o[0]] * (k - len(o)) for o in opts]
+            s = lm.score(self.model, self.tokenizer, [prompts[i] for i, _ in chunk], opts,
+                         batch_size=b)
             for (i, miss), means in zip(chunk, s.mean, strict=True):
-                for j, v in zip(miss, means, strict=True):
+                for j, v in zip(miss, means[: len(miss)], strict=True):
                     out[i][j] = float(v)
                     self.calls += 1
                     path = self._path(prompts[i], options[i][j])
