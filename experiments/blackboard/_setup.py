@@ -28,6 +28,15 @@ NOTES = ("Lake: real tables read as files from the pydataset 0.2.0 (Rdatasets), 
          "({ctx} tokens); the single agent's all-profiles prompt is truncated to it.")
 
 
+# One QUICK/FULL for the discovery and end-to-end runs: the same lake, tasks and model
+# calls, so the end-to-end run reuses the discovery run's cached option scores.
+QUICK = {"tables": 100, "tasks": 30, "model": "smollm2", "partition_size": 20,
+         "join_fraction": 0.2, "absent_fraction": 0.1, "threshold": 0.0, "margin": 0.3,
+         "snippet_chars": 60, "context_tokens": 512, "route_k": 2, "batch_size": 4}
+FULL = {**QUICK, "tables": 10_000, "tasks": 300, "model": "qwen2.5-coder-0.5b",
+        "snippet_chars": 90, "context_tokens": 2048}
+
+
 def discovery_config(config: dict) -> bb.DiscoveryConfig:
     return bb.DiscoveryConfig(threshold=float(config["threshold"]),
                               margin=float(config["margin"]),

@@ -14,11 +14,8 @@ NAME = "blackboard_discovery"
 PAPER = "P8"
 DESCRIPTION = "Data-discovery P/R/F1 of blackboard vs master-slave, single agent, BM25"
 
-QUICK = {"tables": 100, "tasks": 30, "model": "smollm2", "partition_size": 20,
-         "join_fraction": 0.2, "absent_fraction": 0.1, "threshold": 0.0, "margin": 0.3,
-         "snippet_chars": 60, "context_tokens": 512, "route_k": 2, "batch_size": 4}
-FULL = {**QUICK, "tables": 10_000, "tasks": 300, "model": "qwen2.5-coder-0.5b",
-        "snippet_chars": 90, "context_tokens": 2048}
+QUICK = dict(su.QUICK)
+FULL = dict(su.FULL)
 
 BASELINES = ("master_slave", "single_agent", "retrieval")
 

@@ -18,11 +18,8 @@ NAME = "blackboard_e2e"
 PAPER = "P8"
 DESCRIPTION = "End-to-end KramaBench-scored success: blackboard vs master-slave, single, BM25"
 
-QUICK = {"tables": 100, "tasks": 30, "model": "smollm2", "partition_size": 20,
-         "join_fraction": 0.2, "absent_fraction": 0.1, "threshold": 0.0, "margin": 0.3,
-         "snippet_chars": 60, "context_tokens": 512, "route_k": 2, "batch_size": 4}
-FULL = {**QUICK, "tables": 10_000, "tasks": 300, "model": "qwen2.5-coder-0.5b",
-        "snippet_chars": 90, "context_tokens": 2048}
+QUICK = dict(su.QUICK)
+FULL = dict(su.FULL)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
