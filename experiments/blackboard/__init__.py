@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.blackboard (NAME `blackboard_<module>`); shared set-up in `_setup.py`."""

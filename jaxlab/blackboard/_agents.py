@@ -1,0 +1,461 @@
+"""Agents for data discovery: the blackboard, its baselines, and the query planner.
+
+Every language-model judgement is an option likelihood (`jaxlab.lm.score`), so the same
+model, the same per-call context budget and the same cache serve every method:
+
+- relevance of a table to a request is the pointwise mutual information
+  `mean log p(snippet | request) - mean log p(snippet)` of the table's snippet (title and
+  columns) as a continuation, with and without the request;
+- `blackboard`: the central agent posts the request; each partition agent, seeing only its
+  own partition's snippets, computes its tables' relevance, volunteers when its best
+  relevance exceeds a threshold (its confidence) and offers its tables within a margin of
+  its best, with a one-line justification; the central agent keeps the offers within a
+  margin of the most confident one (Salemi et al., blackboard architecture for LLM data
+  discovery);
+- `master_slave`: the central agent routes from a description of each partition it must
+  know in advance to its `route_k` best partitions, whose agents then offer as above;
+- `single_agent`: all snippets numbered in one prompt truncated to the context budget
+  (the truncation is reported), the table chosen by the likelihood of its number;
+- `retrieval`: BM25 over the full profiles;
+- `oracle`: the task's true tables.
+
+The planner fills the slots of a typed plan (kind, measured column, group column, filter
+column) by option likelihood among the candidates the chosen tables allow; literals are
+the numbers written in the question; the plan text then goes through the strict
+`parse_plan` before `execute`. Model text is never evaluated.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import hashlib
+import json
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .._core import progress_bar
+from ._bm25 import BM25
+from ._lake import Lake, partition_description, profile_text
+from ._plan import ColumnRef, Condition, Plan, PlanError, execute, format_plan, parse_plan
+from ._table import Table
+from ._tasks import NOT_IN_LAKE
+
+__all__ = ["AgentModel", "LMAgentModel", "Discovery", "DiscoveryConfig", "snippet", "relevance",
+           "blackboard", "master_slave", "single_agent", "retrieval", "oracle",
+           "plan_query", "answer_query", "METHODS"]
+
+_RELEVANT = "The data set needed to answer it:"
+
+
+class AgentModel(abc.ABC):
+    """What the agents need from a language model: option likelihoods and token counts."""
+
+    name: str = "model"
+
+    @abc.abstractmethod
+    def option_scores(self, prompt: str, options: Sequence[str]) -> np.ndarray:
+        """Mean per-token log-likelihood of each option continuing `prompt`, shape (K,)."""
+
+    @abc.abstractmethod
+    def count_tokens(self, text: str) -> int:
+        """Number of tokens of `text`."""
+
+
+class LMAgentModel(AgentModel):
+    """A `jaxlab.lm` model as an `AgentModel`, every option score cached on disk.
+
+    **Arguments:**
+
+    - `model`, `tokenizer`: from `jaxlab.lm.load`.
+    - `name`: the model's name (part of the cache key, with the prompt and the option).
+    - `cache_dir`: folder of the score cache (`None`: no cache); one small JSON file per
+      (model, prompt, option) content hash, so runs resume and nested lakes share scores.
+    - `batch_size`: items per `lm.score` batch.
+    """
+
+    def __init__(self, model, tokenizer, *, name: str, cache_dir: str | Path | None = None,
+                 batch_size: int = 8):
+        self.model, self.tokenizer, self.name = model, tokenizer, name
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.batch_size = batch_size
+        self.calls = 0  # options actually scored by the model (cache misses)
+
+    def _path(self, prompt: str, option: str) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        h = hashlib.sha256(json.dumps([self.name, prompt, option]).encode()).hexdigest()
+        return self.cache_dir / h[:2] / f"{h}.json"
+
+    def option_scores(self, prompt: str, options: Sequence[str]) -> np.ndarray:
+        return self.option_scores_many([prompt], [options])[0]
+
+    def option_scores_many(self, prompts: Sequence[str],
+                           options: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """`option_scores` for several prompts, the cache misses scored in batches."""
+        import jaxlab.lm as lm
+
+        out = [np.full(len(o), np.nan) for o in options]
+        todo: list[tuple[int, list[int]]] = []
+        for i, (p, opts) in enumerate(zip(prompts, options, strict=True)):
+            miss = []
+            for j, o in enumerate(opts):
+                path = self._path(p, o)
+                if path is not None and path.is_file():
+                    out[i][j] = json.loads(path.read_text())["score"]
+                else:
+                    miss.append(j)
+            if miss:
+                todo.append((i, miss))
+        for start in range(0, len(todo), self.batch_size):
+            chunk = todo[start:start + self.batch_size]
+            # bucket the option count and the batch to powers of two (repeating an option /
+            # an item), so that a run compiles a handful of shapes, not one per partition
+            k = max(8, 1 << (max(len(m) for _, m in chunk) - 1).bit_length())
+            b = 1 << (len(chunk) - 1).bit_length()
+            opts = [[options[i][j] for j in miss] for i, miss in chunk]
+            opts = [o + [o[0]] * (k - len(o)) for o in opts]
+            s = lm.score(self.model, self.tokenizer, [prompts[i] for i, _ in chunk], opts,
+                         batch_size=b)
+            for (i, miss), means in zip(chunk, s.mean, strict=True):
+                for j, v in zip(miss, means[: len(miss)], strict=True):
+                    out[i][j] = float(v)
+                    self.calls += 1
+                    path = self._path(prompts[i], options[i][j])
+                    if path is not None:
+                        from .._core import write_json
+
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                        write_json(path, {"score": float(v)})
+        return out
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_bos=False))
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscoveryConfig:
+    """Selection rules shared by the methods (relevances in nats of PMI, BM25 in its units).
+
+    - `threshold`: a partition agent volunteers (and any LM method answers at all) only
+      when its best relevance exceeds this.
+    - `margin`: tables within this of the best relevance are kept.
+    - `max_tables`: the most tables a method returns.
+    - `snippet_chars`: characters of a table's snippet (title + columns).
+    - `context_tokens`: the per-call context budget (the single agent's prompt is
+      truncated to it).
+    - `route_k`: partitions the master routes to.
+    - `bm25_ratio`: BM25 keeps documents scoring at least this fraction of the best;
+      `bm25_threshold`: it answers only above this score.
+    """
+
+    threshold: float = 0.0
+    margin: float = 0.3
+    max_tables: int = 3
+    snippet_chars: int = 90
+    context_tokens: int = 512
+    route_k: int = 2
+    bm25_ratio: float = 0.8
+    bm25_threshold: float = 5.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Discovery:
+    """What a discovery method returns for one request.
+
+    - `tables`: the tables found (empty: "not in the lake").
+    - `tokens`: tokens the method's model calls processed for this request.
+    - `messages`: the blackboard / routing log (offers with confidence and justification).
+    - `visible`: fraction of the lake the deciding agent could see (single agent: < 1
+      when the context was truncated).
+    """
+
+    tables: tuple[str, ...]
+    tokens: int = 0
+    messages: tuple[str, ...] = ()
+    visible: float = 1.0
+
+
+def snippet(table: Table, *, chars: int = 90) -> str:
+    """A table's short description: its title, then its columns, cut at `chars`."""
+    s = f"{table.title.rstrip('. ')} (columns: {', '.join(list(table.columns)[:8])})"
+    return " " + (s if len(s) <= chars else s[:chars].rstrip() + "...")
+
+
+def _request_prompt(request: str) -> str:
+    return f"Question: {request}\n{_RELEVANT}"
+
+
+def relevance(model: AgentModel, request: str, snippets: Sequence[str]) -> tuple[np.ndarray, int]:
+    """PMI relevance of each snippet to `request` and the tokens the request-side call used.
+
+    **Returns:** `(scores, tokens)`: scores (K,) = mean log p(snippet | request) - mean log
+    p(snippet | no request), and the number of prompt + option tokens of the request call.
+    """
+    prompt = _request_prompt(request)
+    if isinstance(model, LMAgentModel):
+        cond, base = model.option_scores_many([prompt, _RELEVANT], [snippets, snippets])
+    else:
+        cond, base = model.option_scores(prompt, snippets), model.option_scores(
+            _RELEVANT, snippets)
+    tokens = model.count_tokens(prompt) + sum(model.count_tokens(s) for s in snippets)
+    return cond - base, tokens
+
+
+def _select(scores: dict[str, float], cfg: DiscoveryConfig, *, threshold: float,
+            margin: float | None = None, ratio: float | None = None) -> tuple[str, ...]:
+    if not scores:
+        return ()
+    best = max(scores.values())
+    if best <= threshold:
+        return ()
+    if ratio is not None:
+        keep = [(s, n) for n, s in scores.items() if s >= ratio * best]
+    else:
+        keep = [(s, n) for n, s in scores.items() if s >= best - (margin or cfg.margin)]
+    keep.sort(key=lambda x: (-x[0], x[1]))
+    return tuple(n for _, n in keep[: cfg.max_tables])
+
+
+def _offers(model, lake, partition, request, cfg) -> tuple[dict[str, float], float, int]:
+    names = lake.partitions[partition]
+    pmi, tok = relevance(model, request,
+                         [snippet(lake.tables[n], chars=cfg.snippet_chars) for n in names])
+    return dict(zip(names, pmi.tolist(), strict=True)), float(pmi.max()), tok
+
+
+def blackboard(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig) -> Discovery:
+    """Blackboard discovery: partition agents volunteer offers for the posted request.
+
+    **Arguments:**
+
+    - `lake`: the lake (each partition agent reads only its partition's tables).
+    - `request`: what the central agent posts (the task's question).
+    - `model`: the agents' language model.
+    - `cfg`: thresholds, margins and budgets.
+
+    **Returns:** a `Discovery` whose messages are the board's posts.
+    """
+    board = [f"central: REQUEST {request}"]
+    offered: dict[str, float] = {}
+    tokens = 0
+    for p in lake.partitions:
+        scores, conf, tok = _offers(model, lake, p, request, cfg)
+        tokens += tok
+        if conf <= cfg.threshold:
+            continue
+        mine = _select(scores, cfg, threshold=cfg.threshold)
+        best = lake.tables[mine[0]].title[:60]
+        board.append(f"{p}: VOLUNTEER confidence {conf:.3f}, offers {list(mine)} "
+                     f"(best match: {best!r})")
+        for n in mine:
+            offered[n] = scores[n]
+    chosen = _select(offered, cfg, threshold=cfg.threshold)
+    board.append(f"central: SELECT {list(chosen) or NOT_IN_LAKE}")
+    return Discovery(chosen, tokens, tuple(board))
+
+
+def master_slave(lake: Lake, request: str, model: AgentModel,
+                 cfg: DiscoveryConfig) -> Discovery:
+    """Master-slave discovery: the central agent routes by partition descriptions."""
+    parts = list(lake.partitions)
+    descs = [" " + partition_description(lake, p) for p in parts]
+    route, tokens = relevance(model, request, descs)
+    order = np.argsort(-route, kind="stable")[: cfg.route_k]
+    msgs = [f"central: ROUTE to {[parts[i] for i in order]}"]
+    offered: dict[str, float] = {}
+    for i in order:
+        scores, _, tok = _offers(model, lake, parts[i], request, cfg)
+        tokens += tok
+        for n in _select(scores, cfg, threshold=cfg.threshold):
+            offered[n] = scores[n]
+    chosen = _select(offered, cfg, threshold=cfg.threshold)
+    return Discovery(chosen, tokens, (*msgs, f"central: SELECT {list(chosen)}"))
+
+
+def single_agent(lake: Lake, request: str, model: AgentModel,
+                 cfg: DiscoveryConfig) -> Discovery:
+    """One agent with every snippet in its prompt, truncated to `cfg.context_tokens`."""
+    tail = f"Question: {request}\nThe number of the data set needed (or none):"
+    budget = cfg.context_tokens - model.count_tokens(tail) - 4
+    lines, names, used = ["Data sets:"], [], model.count_tokens("Data sets:")
+    for n in lake.tables:
+        line = f"[{len(names) + 1}]{snippet(lake.tables[n], chars=cfg.snippet_chars)}"
+        t = model.count_tokens(line) + 1
+        if used + t > budget:
+            break
+        lines.append(line)
+        names.append(n)
+        used += t
+    prompt = "\n".join(lines) + "\n" + tail
+    options = [f" {k + 1}" for k in range(len(names))] + [" none"]
+    lp = model.option_scores(prompt, options)
+    tokens = model.count_tokens(prompt) + sum(model.count_tokens(o) for o in options)
+    visible = len(names) / max(len(lake), 1)
+    msg = (f"single: {len(names)} of {len(lake)} tables fit in {cfg.context_tokens} tokens",)
+    if not names or lp[-1] >= lp[:-1].max():
+        return Discovery((), tokens, msg, visible)
+    scores = dict(zip(names, lp[:-1].tolist(), strict=True))
+    chosen = _select(scores, cfg, threshold=-math.inf)
+    return Discovery(chosen, tokens, msg, visible)
+
+
+def retrieval(lake: Lake, request: str, index: BM25, cfg: DiscoveryConfig) -> Discovery:
+    """BM25 over the full profiles (`index` built over `lake.tables` in order)."""
+    s = index.scores(request)
+    scores = dict(zip(lake.tables, s.tolist(), strict=True))
+    return Discovery(_select(scores, cfg, threshold=cfg.bm25_threshold, ratio=cfg.bm25_ratio))
+
+
+def oracle(data_sources: Sequence[str]) -> Discovery:
+    """The task's true tables (the ceiling of the end-to-end stage)."""
+    return Discovery(tuple(data_sources))
+
+
+def bm25_index(lake: Lake) -> BM25:
+    """The BM25 index of the lake's full profiles, in `lake.tables` order."""
+    return BM25([profile_text(t) for t in lake.tables.values()])
+
+
+METHODS = ("blackboard", "master_slave", "single_agent", "retrieval", "oracle")
+
+
+# ------------------------------------------------------------------------------ planner
+
+_KINDS = {
+    "value_mean": " the average of one column over all records",
+    "count": " the number of records above a threshold",
+    "argmax": " the group with the highest average",
+    "keys": " the list of groups whose average is above a threshold",
+}
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
+
+
+def _pick(model: AgentModel, prompt: str, options: Sequence[str]) -> tuple[int, int]:
+    lp = model.option_scores(prompt, options)
+    tok = model.count_tokens(prompt) + sum(model.count_tokens(o) for o in options)
+    return int(np.argmax(lp)), tok
+
+
+def _columns(tables: Sequence[Table], numeric: bool) -> list[tuple[int, str]]:
+    return [(i, c) for i, t in enumerate(tables) for c, dt in t.dtypes.items()
+            if (dt != "str") == numeric and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", c)]
+
+
+def plan_query(question: str, tables: Sequence[Table], model: AgentModel) -> tuple[str, int]:
+    """The central agent's plan for `question` over the chosen `tables`, slot by slot.
+
+    **Returns:** `(plan_text, tokens)`; the text is in `parse_plan`'s format. Raises
+    `PlanError` when the tables admit no plan (no numeric column, no join key).
+    """
+    if not tables:
+        raise PlanError("tables: no table to plan over")
+    q = f"Question: {question}\n"
+    kinds = list(_KINDS)
+    k, tokens = _pick(model, q + "The answer is", [_KINDS[x] for x in kinds])
+    kind = kinds[k]
+    nums = _columns(tables, numeric=True)
+    if not nums:
+        raise PlanError("tables: no numeric column to aggregate")
+    m, tok = _pick(model, q + "The column measured is",
+                   [f" {c} ({tables[i].label(c)})" for i, c in nums])
+    tokens += tok
+    mi, mc = nums[m]
+    order = [mi] + [i for i in range(len(tables)) if i != mi]  # the measured table is t0
+    alias = {i: f"t{order.index(i)}" for i in order}
+    ts = [tables[i] for i in order]
+    joins = []
+    for j in order[1:]:
+        shared = [c for c in tables[j].columns if c in ts[0].columns
+                  and tables[j].dtypes[c] == ts[0].dtypes[c] and tables[j].dtypes[c] == "str"]
+        if not shared:
+            raise PlanError(f"tables: no shared key column between {ts[0].name!r} and "
+                            f"{tables[j].name!r}")
+        joins.append((ColumnRef("t0", shared[0]), ColumnRef(alias[j], shared[0])))
+    numbers = [float(x) for x in _NUMBER.findall(question)]
+    where: tuple[Condition, ...] = ()
+    group = None
+    having = None
+    agg_ref = ColumnRef(alias[mi], mc)
+    if kind == "count":
+        if not numbers:
+            raise PlanError("question: a count needs a threshold and none is written")
+        where = (Condition(agg_ref, ">", numbers[-1]),)
+        plan = Plan(tuple(t.name for t in ts), "count", "value", joins=tuple(joins),
+                    where=where)
+        return format_plan(plan), tokens
+    if kind in ("argmax", "keys"):
+        cats = _columns(tables, numeric=False)
+        cats = [(i, c) for i, c in cats if not any(c == jr.column for _, jr in joins)] or cats
+        if not cats:
+            raise PlanError("tables: no text column to group by")
+        g, tok = _pick(model, q + "The groups are given by the column",
+                       [f" {c} ({tables[i].label(c)})" for i, c in cats])
+        tokens += tok
+        group = ColumnRef(alias[cats[g][0]], cats[g][1])
+        if kind == "keys":
+            if not numbers:
+                raise PlanError("question: a list above a threshold needs a threshold")
+            having = (">", numbers[-1])
+    if len(ts) == 3 and numbers:  # a filter on the third table, as 3-table questions ask
+        fnums = [(i, c) for i, c in nums if alias[i] == "t2"]
+        if fnums:
+            f, tok = _pick(model, q + "The records are filtered on the column",
+                           [f" {c} ({tables[i].label(c)})" for i, c in fnums])
+            tokens += tok
+            where = (Condition(ColumnRef("t2", fnums[f][1]), ">", numbers[-1]),)
+    plan = Plan(tuple(t.name for t in ts), "mean",
+                "value" if group is None else ("argmax" if kind != "keys" else "keys"),
+                agg_column=agg_ref, joins=tuple(joins), where=where, group=group, having=having)
+    return format_plan(plan), tokens
+
+
+def answer_query(question: str, found: Sequence[str], lake: Lake,
+                 model: AgentModel) -> tuple[object, str, int]:
+    """End to end after discovery: plan over the found tables, parse strictly, execute.
+
+    **Returns:** `(answer, plan_text, tokens)`; `NOT_IN_LAKE` when nothing was found, `None`
+    when no valid plan could be made or run.
+    """
+    if not found:
+        return NOT_IN_LAKE, "", 0
+    try:
+        text, tokens = plan_query(question, [lake.tables[n] for n in found], model)
+    except PlanError:
+        return None, "", 0
+    try:
+        ans = execute(parse_plan(text), lake.tables)
+    except PlanError:
+        return None, text, tokens
+    if isinstance(ans, list):
+        ans = [str(a) for a in ans]
+    elif not isinstance(ans, float):
+        ans = str(ans)
+    return ans, text, tokens
+
+
+def run_methods(lake: Lake, tasks, model: AgentModel, cfg: DiscoveryConfig, *,
+                methods: Sequence[str] = METHODS, progress: bool = True) -> dict[str, list]:
+    """Discovery of every method on every task: method -> list of `Discovery` (task order)."""
+    index = bm25_index(lake) if "retrieval" in methods else None
+    out: dict[str, list] = {m: [] for m in methods}
+    for task in progress_bar(tasks, desc="discovery", enabled=progress):
+        for m in methods:
+            if m == "blackboard":
+                d = blackboard(lake, task.query, model, cfg)
+            elif m == "master_slave":
+                d = master_slave(lake, task.query, model, cfg)
+            elif m == "single_agent":
+                d = single_agent(lake, task.query, model, cfg)
+            elif m == "retrieval":
+                d = retrieval(lake, task.query, index, cfg)
+            elif m == "oracle":
+                d = oracle(task.data_sources)
+            else:
+                raise ValueError(f"methods: expected names from {METHODS}, received {m!r}")
+            out[m].append(d)
+    return out

