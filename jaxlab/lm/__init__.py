@@ -8,9 +8,14 @@
 - `generate` / `stream` / `generate_text`: KV-cache decoding under jit with
   bucketed shapes, batched left-padded prompts, `Greedy` or `Sample`
   (temperature, top-p), stop tokens.
+- `collect(model, tokenizer, items, sites=, layers=, path=)` -> `ActivationStore`:
+  activations of chosen sites/layers on disk (memory-mapped, resumable shards).
 - `read_gguf`: the validated GGUF reader underneath.
 """
 
+from ._collect import POSITIONS as POSITIONS
+from ._collect import ActivationStore as ActivationStore
+from ._collect import collect as collect
 from ._config import LMConfig as LMConfig
 from ._config import config_from_gguf as config_from_gguf
 from ._files import MODELS as MODELS
