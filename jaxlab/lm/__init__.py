@@ -10,6 +10,8 @@
   (temperature, top-p), stop tokens.
 - `collect(model, tokenizer, items, sites=, layers=, path=)` -> `ActivationStore`:
   activations of chosen sites/layers on disk (memory-mapped, resumable shards).
+- `load(name, weights="int8" | "int4")`: weight-only quantised projections
+  (`QuantWeight`), dequantised inside the matmul (C++ kernel on CPU).
 - `read_gguf`: the validated GGUF reader underneath.
 """
 
@@ -41,6 +43,10 @@ from ._model import SITES as SITES
 from ._model import KVCache as KVCache
 from ._model import Layers as Layers
 from ._model import Transformer as Transformer
+from ._quant import WEIGHTS as WEIGHTS
+from ._quant import QuantWeight as QuantWeight
+from ._quant import project as project
+from ._quant import quantize as quantize
 from ._sampling import Greedy as Greedy
 from ._sampling import Sample as Sample
 from ._tokenizer import Tokenizer as Tokenizer
