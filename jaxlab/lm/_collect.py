@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab._core import atomic_write, write_json
+from jaxlab._core import AbstractProgress, NoProgress, atomic_write, write_json
 
 from ._forward import positions_from_mask
 from ._generate import prompt_bucket
@@ -228,7 +228,7 @@ def collect(
     dtype: str = "float32",
     shard_rows: int = 32768,
     batch_tokens: int = 4096,
-    progress: bool = False,
+    progress: AbstractProgress | None = None,
 ) -> ActivationStore:
     """Write the activations of chosen sites/layers of many items to a resumable store.
 
@@ -251,7 +251,8 @@ def collect(
     - `dtype`: `"float32"` or `"float16"` on disk.
     - `shard_rows`: a shard closes once it holds at least this many rows.
     - `batch_tokens`: padded tokens per forward batch.
-    - `progress`: show a progress bar over shards.
+    - `progress`: a progress strategy over shards (`jaxlab._core.TqdmProgress()` for a
+      bar; default `NoProgress()`).
 
     **Returns:** the finished `ActivationStore`.
     """
@@ -316,10 +317,8 @@ def collect(
     plan = _plan(items, positions, shard_rows, batch_tokens)
     done = {s["index"] for s in manifest["shards"]}
     todo = [k for k in range(len(plan)) if k not in done]
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=len(plan), initial=len(plan) - len(todo), desc="collect", unit="shard")
+    progress = NoProgress() if progress is None else progress
+    progress.start(len(plan), len(plan) - len(todo))
     try:
         for k in todo:
             arrays = _compute_shard(model, items, plan[k], columns, sites, layers, positions,
@@ -332,11 +331,9 @@ def collect(
                 entry["files"][name] = {"name": fname, "sha256": _file_sha256(folder / fname)}
             manifest["shards"] = sorted([*manifest["shards"], entry], key=lambda s: s["index"])
             write_json(manifest_path, manifest)
-            if bar is not None:
-                bar.update(1)
+            progress.update(1)
     finally:
-        if bar is not None:
-            bar.close()
+        progress.close()
     manifest["complete"] = True
     manifest["n_tokens"] = sum(s["rows"] for s in manifest["shards"])
     write_json(manifest_path, manifest)

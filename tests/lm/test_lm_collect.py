@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import jaxlab.lm as lm
+from jaxlab._core import AbstractProgress
 
 from .lm_reference import tiny_llama
 
@@ -31,10 +32,27 @@ def model():
     return lm.Transformer.random(tiny_llama(), key=jax.random.key(0))
 
 
+class _Record(AbstractProgress):
+    def __init__(self):
+        self.calls = []
+
+    def start(self, total, initial):
+        self.calls.append(("start", total, initial))
+
+    def update(self, n, loss=None):
+        self.calls.append(("update", n))
+
+    def close(self):
+        self.calls.append(("close",))
+
+
 def test_collect_equals_forward_capture(model, tmp_path):
     items = _items()
+    rec = _Record()
     store = lm.collect(model, None, items, sites=["resid_post", "mlp_out"], layers=[0, 2],
-                       path=tmp_path / "s", shard_rows=20)
+                       path=tmp_path / "s", shard_rows=20, progress=rec)
+    n_shards = len(store.shards("mlp_out", 0))
+    assert rec.calls == [("start", n_shards, 0), *[("update", 1)] * n_shards, ("close",)]
     assert store.n_tokens == sum(len(t) for t in items) and store.d == 24
     assert len(store.shards("mlp_out", 2)) > 1  # several shards exercised
     lengths = [len(t) for t in items]
