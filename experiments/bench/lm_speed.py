@@ -1,11 +1,18 @@
-"""Prefill and decode throughput of jaxlab.lm vs llama.cpp (llama-cpp-python) on SmolLM2.
+"""Prefill and decode throughput of jaxlab.lm vs llama.cpp (llama-cpp-python), same GGUF.
 
-Same GGUF file, same thread count. jaxlab dequantises to float32 and runs XLA;
-llama.cpp runs its quantised (Q4_1) kernels. Tokens per second = tokens / median
-time: prefill `prefill_tokens` / t, decode `decode_tokens * batch` / t. Each
-decode call also prefills a 16-token prompt (<3% of its work). llama-cpp-python
-has no batched decoding API, so batch 8 is measured for jaxlab only. Install the
-peer with `pip install llama-cpp-python` (it builds llama.cpp from source).
+Same GGUF file, same thread count. jaxlab runs three weight formats: float32
+(dequantised once at load; XLA dots), and `weights="int8"` / `"int4"` (integer
+levels with per-block-of-32 scales, exact for the file's Q4_1/Q8_0 blocks,
+dequantised inside the matmul by the C++ kernel of `kernels/lm` for up to 64
+rows, by dequantise + XLA dot beyond). llama.cpp runs its quantised kernels
+(which also quantise activations to 8 bits). Tokens per second = tokens / median
+time: prefill `prefill_tokens` / t, decode `decode_tokens * B` / t (each decode
+call also prefills a 16-token prompt, <3% of its work). llama-cpp-python has no
+batched decoding API, so batch 32 is measured for jaxlab only and compared with
+llama.cpp's batch-1 tokens/s. Models: SmolLM2-135M (Q4_1) always; Qwen2.5-Coder-0.5B
+(Q4_K_M) when this jaxlab knows it and its wheels are installed (`models` config).
+`score` items/s (4 options per item) when `jaxlab.lm.score` exists.
+Install the peer with `make peers` (llama-cpp-python, built from source).
 """
 
 from __future__ import annotations
@@ -18,66 +25,145 @@ from experiments._harness import Bench
 
 NAME = "lm_speed"
 PAPER = "LM"  # the shared runtime P6 P7 P8 P13 P14 P17 P19 build on
-DESCRIPTION = "SmolLM2-135M prefill (512 tokens) and decode (128 tokens, batch 1/8) tokens/s"
-QUICK = {"prefill_tokens": 512, "decode_tokens": 128, "batch": 8, "warmup": 1, "repeats": 3}
-FULL = {"prefill_tokens": 512, "decode_tokens": 128, "batch": 8, "warmup": 2, "repeats": 7}
+DESCRIPTION = ("SmolLM2-135M (and Qwen2.5-Coder-0.5B) prefill (512 tokens), decode "
+               "(128 tokens; batch 1 float32/int8/int4, batch 32) tokens/s vs llama.cpp")
+QUICK = {"prefill_tokens": 512, "decode_tokens": 128, "batch": 32, "warmup": 1, "repeats": 3,
+         "models": ["smollm2", "qwen2.5-coder-0.5b-instruct"], "score_items": 8}
+FULL = {**QUICK, "warmup": 2, "repeats": 7}
+
+_SHORT = {"smollm2": "smollm2", "qwen2.5-coder-0.5b-instruct": "qwen05"}
 
 
 def _threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
-def setup(config: dict, key) -> Bench:
-    import jaxlab.lm as lm
-
+def _model_impls(lm, name, tag, config, notes):
     n_pre, n_dec, batch = config["prefill_tokens"], config["decode_tokens"], config["batch"]
-    model, tok = lm.load("smollm2")
+    try:
+        models = {w: lm.load(name, weights=w) for w in ("float32", "int8", "int4")}
+    except (FileNotFoundError, ValueError) as e:
+        notes.append(f"{name}: not measured ({str(e).splitlines()[0][:160]}).")
+        return {}
+    model, tok = models["float32"]
     rng = np.random.default_rng(0)
     # real words, so that neither engine sees degenerate input
     words = tok.encode(" ".join(["the cat sat on a mat and looked at the stars"] * 64))
     long_prompt = (words * (n_pre // len(words) + 1))[:n_pre]
-    short = [words[:16] for _ in range(batch)]
+    short = [list(words[:16]) for _ in range(batch)]
     for row in short:
         row[-1] = int(rng.integers(100, 1000))
-
     tokens = np.asarray([long_prompt], np.int32)
 
+    def decode(m, rows):
+        return lambda: lm.generate(m, rows, max_new_tokens=n_dec).tokens
+
     impls = {
-        "jaxlab_prefill": lambda: lm.prefill(model, tokens)[0],
-        "jaxlab_decode_b1": lambda: lm.generate(model, short[:1], max_new_tokens=n_dec).tokens,
-        f"jaxlab_decode_b{batch}": lambda: lm.generate(model, short,
-                                                       max_new_tokens=n_dec).tokens,
+        f"jaxlab_{tag}_prefill_float32": lambda: lm.prefill(model, tokens)[0],
+        f"jaxlab_{tag}_prefill_int8": lambda: lm.prefill(models["int8"][0], tokens)[0],
     }
-    notes = [f"threads={_threads()}; jaxlab weights float32 (dequantised Q4_1/Q8_0)."]
+    for w, (m, _) in models.items():
+        impls[f"jaxlab_{tag}_decode_b1_{w}"] = decode(m, short[:1])
+    impls[f"jaxlab_{tag}_decode_b{batch}_float32"] = decode(model, short)
+    impls[f"jaxlab_{tag}_decode_b{batch}_int8"] = decode(models["int8"][0], short)
+    if hasattr(lm, "score") and config.get("score_items"):
+        prompts = [tok.decode(words[:48])] * config["score_items"]
+        options = [[" the stars", " a dog", " the mat and the cat", " blue"]] * len(prompts)
+        impls[f"jaxlab_{tag}_score_float32"] = lambda: lm.score(model, tok, prompts, options)
     try:
         from llama_cpp import Llama
     except ImportError:
-        notes.append("llama-cpp-python is not installed: peer not measured "
-                     "(pip install llama-cpp-python).")
-    else:
-        llm = Llama(model_path=str(lm.model_path("smollm2")), n_ctx=n_pre + n_dec + 32,
-                    n_batch=n_pre, n_threads=_threads(), n_threads_batch=_threads(),
-                    verbose=False)
+        notes.append("llama-cpp-python is not installed: peer not measured (make peers).")
+        return impls
+    llm = Llama(model_path=str(lm.model_path(name)), n_ctx=n_pre + n_dec + 32, n_batch=n_pre,
+                n_threads=_threads(), n_threads_batch=_threads(), verbose=False)
 
-        def llama_prefill():
-            llm.reset()
-            llm.eval(long_prompt)
-            return np.asarray(llm.scores[llm.n_tokens - 1])
+    def llama_prefill():
+        llm.reset()
+        llm.eval(long_prompt)
+        return np.asarray(llm.scores[llm.n_tokens - 1])
 
-        def llama_decode():
-            llm.reset()
-            out = []
-            for t in llm.generate(short[0], top_k=1, temp=0.0, reset=True):
-                out.append(t)
-                if len(out) == n_dec:
-                    break
-            return np.asarray(out)
+    def llama_decode():
+        llm.reset()
+        out = []
+        for t in llm.generate(short[0], top_k=1, temp=0.0, reset=True):
+            out.append(t)
+            if len(out) == n_dec:
+                break
+        return np.asarray(out)
 
-        impls["llamacpp_prefill"] = llama_prefill
-        impls["llamacpp_decode_b1"] = llama_decode
-        notes.append("llama.cpp via llama-cpp-python on the same GGUF (Q4_1 kernels).")
+    impls[f"llamacpp_{tag}_prefill"] = llama_prefill
+    impls[f"llamacpp_{tag}_decode_b1"] = llama_decode
+    return impls
+
+
+def _fields(tags, config, impls):
+    n_pre, n_dec, batch = config["prefill_tokens"], config["decode_tokens"], config["batch"]
+    fields = {}
+    for tag in tags:
+        j = f"jaxlab_{tag}_"
+        if j + "decode_b1_float32" not in impls:
+            continue
+        for w in ("float32", "int8", "int4"):
+            fields[f"{tag}_decode_b1_{w}_tok_s"] = (
+                lambda m, k=j + f"decode_b1_{w}": n_dec / m[k])
+        for w in ("float32", "int8"):
+            fields[f"{tag}_decode_b{batch}_{w}_tok_s"] = (
+                lambda m, k=j + f"decode_b{batch}_{w}": n_dec * batch / m[k])
+        fields[f"{tag}_decode_b{batch}_tok_s"] = (
+            lambda m, a=j + f"decode_b{batch}_float32", b=j + f"decode_b{batch}_int8":
+            n_dec * batch / min(m[a], m[b]))
+        for w in ("float32", "int8"):
+            fields[f"{tag}_prefill_{w}_tok_s"] = lambda m, k=j + f"prefill_{w}": n_pre / m[k]
+        if j + "score_float32" in impls:
+            fields[f"{tag}_score_items_s"] = (
+                lambda m, k=j + "score_float32": config["score_items"] / m[k])
+        peer = f"llamacpp_{tag}_"
+        if peer + "decode_b1" not in impls:
+            continue
+        fields[f"{tag}_llamacpp_decode_b1_tok_s"] = lambda m, k=peer + "decode_b1": n_dec / m[k]
+        fields[f"{tag}_llamacpp_prefill_tok_s"] = lambda m, k=peer + "prefill": n_pre / m[k]
+        for w in ("float32", "int8", "int4"):
+            fields[f"{tag}_decode_b1_{w}_ratio_vs_llamacpp"] = (
+                lambda m, a=j + f"decode_b1_{w}", b=peer + "decode_b1": m[b] / m[a])
+        # headline ratios: the best jaxlab path for each job
+        fields[f"{tag}_decode_b1_ratio_vs_llamacpp"] = (
+            lambda m, j=j, b=peer + "decode_b1": m[b] / min(m[j + "decode_b1_int8"],
+                                                            m[j + "decode_b1_int4"]))
+        fields[f"{tag}_prefill_ratio_vs_llamacpp"] = (
+            lambda m, j=j, b=peer + "prefill": m[b] / min(m[j + "prefill_float32"],
+                                                          m[j + "prefill_int8"]))
+        fields[f"{tag}_decode_b{batch}_vs_llamacpp_b1"] = (
+            lambda m, j=j, b=peer + "decode_b1": batch * m[b] / min(
+                m[j + f"decode_b{batch}_float32"], m[j + f"decode_b{batch}_int8"]))
+    first = tags[0] if tags else None
+    if first is not None:  # the issue's unprefixed fields: SmolLM2
+        for k in ("decode_b1_ratio_vs_llamacpp", "prefill_ratio_vs_llamacpp",
+                  f"decode_b{batch}_tok_s"):
+            if f"{first}_{k}" in fields:
+                fields[k if k != f"decode_b{batch}_tok_s" else "decode_b32_tok_s"] = \
+                    fields[f"{first}_{k}"]
+    return fields
+
+
+def setup(config: dict, key) -> Bench:
+    import jaxlab.lm as lm
+
+    notes = [f"threads={_threads()} for both engines; jaxlab float32 = dequantised once at "
+             "load; int8/int4 = exact GGUF levels, dequantised in the matmul."]
+    impls, tags = {}, []
+    for name in config["models"]:
+        tag = _SHORT.get(name, name.replace("-", "_").replace(".", ""))
+        got = _model_impls(lm, name, tag, config, notes)
+        if got:
+            impls.update(got)
+            tags.append(tag)
     ours = tuple(k for k in impls if k.startswith("jaxlab"))
-    size = {"prefill_tokens": n_pre, "decode_tokens": n_dec, "batch": batch,
-            "threads": _threads(),
+    size = {"prefill_tokens": config["prefill_tokens"], "decode_tokens": config["decode_tokens"],
+            "batch": config["batch"], "threads": _threads(), "models": tags,
             "tok_s": "prefill: prefill_tokens / median_s; decode_bB: decode_tokens * B / median_s"}
-    return Bench(impls=impls, ours=ours, size=size, notes=" ".join(notes))
+    pairs = tuple((o, p) for o in ours for p in impls for t in tags
+                  if p.startswith(f"llamacpp_{t}_") and o.startswith(f"jaxlab_{t}_")
+                  and o[len(f"jaxlab_{t}_"):].startswith(p[len(f"llamacpp_{t}_"):]))
+    return Bench(impls=impls, ours=ours, size=size, notes=" ".join(notes), pairs=pairs,
+                 fields=_fields(tags, config, impls), interleave=True)

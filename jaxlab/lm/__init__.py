@@ -11,9 +11,16 @@
   (temperature, top-p), stop tokens.
 - `score(model, tokenizer, prompts, continuations)`: option log-likelihoods (sum and
   per token) with one prompt KV cache per item and the head applied in vocabulary chunks.
+- `collect(model, tokenizer, items, sites=, layers=, path=)` -> `ActivationStore`:
+  activations of chosen sites/layers on disk (memory-mapped, resumable shards).
+- `load(name, weights="int8" | "int4")`: weight-only quantised projections
+  (`QuantWeight`), dequantised inside the matmul (C++ kernel on CPU).
 - `read_gguf`: the validated GGUF reader underneath.
 """
 
+from ._collect import POSITIONS as POSITIONS
+from ._collect import ActivationStore as ActivationStore
+from ._collect import collect as collect
 from ._config import LMConfig as LMConfig
 from ._config import config_from_gguf as config_from_gguf
 from ._files import model_path as model_path
@@ -39,6 +46,10 @@ from ._model import KVCache as KVCache
 from ._model import Layers as Layers
 from ._model import Transformer as Transformer
 from ._pool import Pool as Pool
+from ._quant import WEIGHTS as WEIGHTS
+from ._quant import QuantWeight as QuantWeight
+from ._quant import project as project
+from ._quant import quantize as quantize
 from ._registry import MODELS as MODELS
 from ._registry import ModelInfo as ModelInfo
 from ._sampling import Greedy as Greedy

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._model import KVCache, Transformer, _rms_norm
+from ._quant import embed_rows, project, slice_rows
 
 __all__ = ["Scores", "score"]
 
@@ -58,7 +59,7 @@ def _target_logprobs(model: Transformer, h, targets, vocab_chunk):
     cfg = model.config
     head = model.embed if model.lm_head is None else model.lm_head
     hn = _rms_norm(h, model.final_norm, cfg.norm_eps)
-    picked = jnp.sum(hn * jnp.take(head, targets, axis=0).astype(jnp.float32), axis=-1)
+    picked = jnp.sum(hn.astype(jnp.float32) * embed_rows(head, targets), axis=-1)
     V = head.shape[0]
     chunk = min(vocab_chunk, V)
     n_chunks = -(-V // chunk)
@@ -66,8 +67,7 @@ def _target_logprobs(model: Transformer, h, targets, vocab_chunk):
     def chunk_lse(i):
         # the last chunk is shifted left to stay in range; its repeated rows are masked
         start = jnp.minimum(i * chunk, V - chunk)
-        w = jax.lax.dynamic_slice_in_dim(head, start, chunk, axis=0).astype(jnp.float32)
-        logits = hn @ w.T
+        logits = project(hn.astype(jnp.float32), slice_rows(head, start, chunk))
         fresh = start + jnp.arange(chunk) >= i * chunk
         logits = jnp.where(fresh[None, :], logits, -jnp.inf)
         return jax.nn.logsumexp(logits, axis=-1)

@@ -16,19 +16,15 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import jaxlib
 import numpy as np
 
+from .._build import build_shared_library
+from .._build import source_dir as _source_dir
 from ._scan import AbstractScan
 
 __all__ = ["CpuScan", "cpu_kernel_available", "build_cpu_kernel"]
@@ -51,22 +47,9 @@ def fused_target(kind: str, dtype) -> str:
     return f"laplex_fused_{kind}_{_FUSED_SUFFIX[jnp.dtype(dtype)].lower()}"
 
 
-def _cache_dir() -> Path:
-    root = os.environ.get("JAXLAB_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
-    base = Path(root) if root else Path.home() / ".cache"
-    return base / "jaxlab" / "kernels"
-
-
 def source_dir() -> Path:
-    """The folder holding the C++ sources: beside this module in an installed wheel, the
-    repository's `kernels/laplex/` in a source checkout (editable installs included)."""
-    here = Path(__file__).resolve().parent
-    candidates = (here, here.parents[2] / "kernels" / "laplex")
-    for d in candidates:
-        if all((d / f).is_file() for f in _SOURCE_NAMES + _HEADER_NAMES):
-            return d
-    raise RuntimeError("laplex CPU kernel: C++ sources " + ", ".join(_SOURCE_NAMES)
-                       + " not found in " + " or ".join(map(str, candidates)))
+    """The folder holding the LAPLEX C++ sources (wheel copy or `kernels/laplex/`)."""
+    return _source_dir("laplex", _SOURCE_NAMES + _HEADER_NAMES)
 
 
 def build_cpu_kernel(*, force: bool = False) -> Path:
@@ -76,26 +59,9 @@ def build_cpu_kernel(*, force: bool = False) -> Path:
     compilation fails, and naming the folders looked in when the sources are missing.
     """
     d = source_dir()
-    sources = [d / f for f in _SOURCE_NAMES]
-    src = b"".join((d / f).read_bytes() for f in _SOURCE_NAMES + _HEADER_NAMES)
-    tag = hashlib.sha256(src + jaxlib.__version__.encode()).hexdigest()[:16]
-    out = _cache_dir() / f"laplex_scan_{tag}.so"
-    if out.exists() and not force:
-        return out
-    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if cxx is None:
-        raise RuntimeError("laplex CPU kernel: no C++ compiler found (set CXX)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=out.parent)
-    os.close(fd)
-    cmd = [cxx, "-O3", "-std=c++17", "-fno-trapping-math", "-shared", "-fPIC", "-pthread", "-w",
-           f"-I{jax.ffi.include_dir()}", *map(str, sources), "-o", tmp]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        os.unlink(tmp)
-        raise RuntimeError(f"laplex CPU kernel: compilation failed:\n{proc.stderr[-4000:]}")
-    os.replace(tmp, out)
-    return out
+    return build_shared_library("laplex_scan", [d / f for f in _SOURCE_NAMES],
+                                [d / f for f in _HEADER_NAMES], flags=["-fno-trapping-math"],
+                                force=force)
 
 
 @functools.cache
