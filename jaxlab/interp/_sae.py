@@ -71,8 +71,8 @@ class AbstractSAE(eqx.Module):
         return self.W_dec.shape[0]
 
     def pre_activation(self, x: Float[Array, " d_in"]) -> Float[Array, " d_sae"]:
-        """Encoder pre-activations `(x - b_dec) @ W_enc + b_enc`."""
-        return (x - self.b_dec) @ self.W_enc + self.b_enc
+        """Encoder pre-activations `(x - b_dec) @ W_enc + b_enc` (x cast to the SAE's dtype)."""
+        return (jnp.asarray(x).astype(self.W_enc.dtype) - self.b_dec) @ self.W_enc + self.b_enc
 
     def activation(self, pre: Float[Array, " d_sae"]) -> Float[Array, " d_sae"]:
         """The sparsifying non-linearity applied to the pre-activations."""
@@ -84,7 +84,7 @@ class AbstractSAE(eqx.Module):
 
     def decode(self, z: Float[Array, " d_sae"]) -> Float[Array, " d_in"]:
         """Reconstruction `z @ W_dec + b_dec` (d_in,) of a code z (d_sae,)."""
-        return z @ self.W_dec + self.b_dec
+        return jnp.asarray(z).astype(self.W_dec.dtype) @ self.W_dec + self.b_dec
 
     def __call__(self, x: Float[Array, " d_in"]) -> Float[Array, " d_in"]:
         """Reconstruction of x (d_in,)."""

@@ -31,6 +31,13 @@ def _float(x):
     return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.float32)
 
 
+def _floats(*xs):
+    """The arrays in one common float dtype (the widest float among them, else float32)."""
+    xs = [_float(x) for x in xs]
+    dt = jnp.result_type(*[x.dtype for x in xs])
+    return [x.astype(dt) for x in xs]
+
+
 def r2_score(y_true: Float[Array, " n"], y_pred: Float[Array, " n"], *,
              weights: Float[Array, " n"] | None = None) -> Float[Array, ""]:
     """Coefficient of determination `1 - sum w (y - p)^2 / sum w (y - mean_w y)^2`.
@@ -39,7 +46,7 @@ def r2_score(y_true: Float[Array, " n"], y_pred: Float[Array, " n"], *,
 
     **Returns:** () R^2.
     """
-    y, p = _float(y_true), _float(y_pred)
+    y, p = _floats(y_true, y_pred)
     w = _w(weights, y.shape[0], y.dtype)
     mean = jnp.sum(w * y) / jnp.sum(w)
     return 1 - jnp.sum(w * (y - p) ** 2) / jnp.sum(w * (y - mean) ** 2)
@@ -75,7 +82,7 @@ def spearman(x: Float[Array, " n"], y: Float[Array, " n"], *,
 
     **Returns:** () correlation in [-1, 1].
     """
-    x, y = _float(x), _float(y)
+    x, y = _floats(x, y)
     w = _w(weights, x.shape[0], x.dtype)
     rx, ry = _ranks(x, w), _ranks(y, w)
     sw = jnp.sum(w)
@@ -147,8 +154,8 @@ def bootstrap_ci(
     n_groups = int(jnp.max(gid)) + 1 if n else 0
     # only groups with some evaluated row are resampled
     present = jnp.zeros((n_groups,), base.dtype).at[gid].add(base) > 0
-    p = present / jnp.sum(present)
     n_draw = int(jnp.sum(present))
+    p = present.astype(base.dtype) / n_draw
 
     def one(k):
         draw = jax.random.choice(k, n_groups, (n_draw,), p=p)

@@ -181,7 +181,7 @@ class SAEStep(AbstractStep):
         if isinstance(sae, ReLUSAE) and self.resample_every > 0:
             due = (state.step + 1) % self.resample_every == 0
             sae, opt_state, since = jax.lax.cond(
-                due, lambda a: self._resample(*a), lambda a: a[1:],
+                due, lambda a: self._resample(*a), lambda a: a[3:],
                 (kr, x, x_hat, sae, opt_state, since))
         aux = {"loss": loss, "mse": mse, "l0": jnp.mean(jnp.sum(z > 0, axis=-1).astype(x.dtype)),
                "aux_loss": aux_loss, "l1": l1,
@@ -196,12 +196,13 @@ class SAEStep(AbstractStep):
         v = x[pick] - sae.b_dec
         v = v / jnp.maximum(jnp.linalg.norm(v, axis=1, keepdims=True), 1e-12)
         enc_norm = jnp.linalg.norm(sae.W_enc, axis=0)
-        n_alive = jnp.sum(~dead)
-        mean_alive = jnp.where(n_alive > 0, jnp.sum(jnp.where(dead, 0.0, enc_norm))
-                               / jnp.maximum(n_alive, 1), 1.0).astype(v.dtype)
+        n_alive = jnp.sum(~dead).astype(v.dtype)
+        one = jnp.ones((), v.dtype)
+        mean_alive = jnp.where(n_alive > 0, jnp.sum(jnp.where(dead, 0, enc_norm))
+                               / jnp.maximum(n_alive, one), one)
         w_dec = jnp.where(dead[:, None], v, sae.W_dec)
         w_enc = jnp.where(dead[None, :], (0.2 * mean_alive * v).T, sae.W_enc)
-        b_enc = jnp.where(dead, 0.0, sae.b_enc).astype(sae.b_enc.dtype)
+        b_enc = jnp.where(dead, jnp.zeros((), sae.b_enc.dtype), sae.b_enc)
         sae = _with_params(sae, (w_enc, b_enc, w_dec, sae.b_dec))
         keep = (~dead).astype(v.dtype)
         masks = (keep[None, :], keep, keep[:, None], jnp.ones_like(sae.b_dec))
