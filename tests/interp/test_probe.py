@@ -157,3 +157,12 @@ def test_probe_bad_inputs(getkey):
         ip.probe_sweep(x[None], y, train=jnp.ones(20, bool))
     with pytest.raises(ValueError, match="acts"):
         ip.probe_sweep(x, y, train=jnp.arange(20) < 10)
+
+
+def test_logistic_step_passes_shared_step_checks(getkey, tmp_path):
+    from tests.step_checks import check_step
+
+    x = jax.random.normal(getkey(), (2, 40, 3), jnp.float64)
+    labels = (x[0, :, 0] > 0).astype(jnp.int32)
+    step = ip.LogisticStep(x, labels, jnp.ones(40, jnp.float64), jnp.asarray(0.1), 2)
+    check_step(step, step.init(), key=getkey(), steps=6, tmp_path=tmp_path)

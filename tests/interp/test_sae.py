@@ -103,6 +103,7 @@ def test_loss_gradient_equals_finite_differences(getkey):
     assert float(jnp.max(jnp.abs(g[0] - g0[0]))) > 1e-3
 
 
+@pytest.mark.slow  # the eager step dispatches a few hundred ops one by one
 def test_step_jit_equals_eager_and_keeps_unit_decoder(getkey):
     x, _ = planted(getkey(), n=256, d=8, m=16)
     step = ip.SAEStep(x, optax.adam(1e-2), batch_size=32)
@@ -172,3 +173,19 @@ def test_batch_topk_mean_l0_and_threshold(getkey):
     m = ip.sae_metrics(sae, x[:4096])
     assert 1.5 < float(m["l0"]) < 6 and float(m["explained_variance"]) > 0.8
     assert mcc(D, sae.W_dec) > 0.85
+
+
+@pytest.mark.parametrize("kind", ["topk", pytest.param("relu", marks=pytest.mark.slow),
+                                  pytest.param("batchtopk", marks=pytest.mark.slow)])
+def test_sae_step_passes_shared_step_checks(getkey, tmp_path, kind):
+    from tests.step_checks import check_step
+
+    x, _ = planted(getkey(), n=512, d=8, m=16)
+    if kind == "topk":
+        sae, opts = ip.TopKSAE(8, 24, 3, key=getkey()), {}
+    elif kind == "relu":
+        sae, opts = ip.ReLUSAE(8, 24, key=getkey()), {"resample_every": 3, "dead_window": 2}
+    else:
+        sae, opts = ip.BatchTopKSAE(8, 24, 3, key=getkey()), {}
+    step = ip.SAEStep(x, optax.adam(1e-2), batch_size=32, **opts)
+    check_step(step, step.init(sae, getkey()), key=getkey(), steps=8, tmp_path=tmp_path)
