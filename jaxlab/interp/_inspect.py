@@ -45,7 +45,7 @@ def top_activating_contexts(activations: Float[Array, " N"], tokens: Int[Array, 
 @jax.jit(static_argnums=(3, 4))
 def _contexts(a, tokens, seq, k, window):
     vals, idx = jax.lax.top_k(a, k)
-    offs = jnp.arange(-window, window + 1)
+    offs = jnp.arange(-window, window + 1, dtype=idx.dtype)
     pos = idx[:, None] + offs[None, :]
     inside = (pos >= 0) & (pos < a.shape[0])
     p = jnp.clip(pos, 0, a.shape[0] - 1)

@@ -101,7 +101,7 @@ def auroc(y_true: Int[Array, " n"], score: Float[Array, " n"], *,
     """
     s = _float(score)
     w = _w(weights, s.shape[0], s.dtype)
-    pos = (jnp.asarray(y_true) > 0).astype(s.dtype)
+    pos = (jnp.asarray(y_true).astype(jnp.int32) > 0).astype(s.dtype)
     wp, wn = w * pos, w * (1 - pos)
     lo, hi = _weight_below(s, wn, s)
     return jnp.sum(wp * (lo + (hi - lo) / 2)) / (jnp.sum(wp) * jnp.sum(wn))
