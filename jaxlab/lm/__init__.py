@@ -8,9 +8,16 @@
 - `generate` / `stream` / `generate_text`: KV-cache decoding under jit with
   bucketed shapes, batched left-padded prompts, `Greedy` or `Sample`
   (temperature, top-p), stop tokens.
+- `collect(model, tokenizer, items, sites=, layers=, path=)` -> `ActivationStore`:
+  activations of chosen sites/layers on disk (memory-mapped, resumable shards).
+- `load(name, weights="int8" | "int4")`: weight-only quantised projections
+  (`QuantWeight`), dequantised inside the matmul (C++ kernel on CPU).
 - `read_gguf`: the validated GGUF reader underneath.
 """
 
+from ._collect import POSITIONS as POSITIONS
+from ._collect import ActivationStore as ActivationStore
+from ._collect import collect as collect
 from ._config import LMConfig as LMConfig
 from ._config import config_from_gguf as config_from_gguf
 from ._files import MODELS as MODELS
@@ -36,6 +43,10 @@ from ._model import SITES as SITES
 from ._model import KVCache as KVCache
 from ._model import Layers as Layers
 from ._model import Transformer as Transformer
+from ._quant import WEIGHTS as WEIGHTS
+from ._quant import QuantWeight as QuantWeight
+from ._quant import project as project
+from ._quant import quantize as quantize
 from ._sampling import Greedy as Greedy
 from ._sampling import Sample as Sample
 from ._tokenizer import Tokenizer as Tokenizer

@@ -27,6 +27,7 @@ from jaxtyping import Array, Float, Int
 
 from ._config import LMConfig
 from ._lora import LoRA, adapted_weight
+from ._quant import QuantWeight, embed_rows, project
 
 __all__ = ["Transformer", "Layers", "KVCache", "SITES"]
 
@@ -104,7 +105,9 @@ def _rope(x, pos, base, style):
 
 
 def _linear(x, w, lora_layer, name):
-    return x @ adapted_weight(w, lora_layer, name).astype(x.dtype).T
+    if isinstance(w, QuantWeight) and lora_layer is not None and name in lora_layer.a:
+        w = w.dequantize()  # an adapter merges into the float weight
+    return project(x, adapted_weight(w, lora_layer, name))
 
 
 def _edit(x, site, layer_idx, intervene):
@@ -151,7 +154,7 @@ class Transformer(eqx.Module):
         """Output logits (float32) from final hidden states (before the final norm)."""
         hn = _rms_norm(h, self.final_norm, self.config.norm_eps)
         head = self.embed if self.lm_head is None else self.lm_head
-        return hn @ head.astype(jnp.float32).T
+        return project(hn, head)
 
     def run(
         self,
@@ -182,7 +185,7 @@ class Transformer(eqx.Module):
         intervene = dict(intervene or {})
         T = tokens.shape[0]
         start = cache.length
-        x = jnp.take(self.embed, tokens, axis=0).astype(jnp.float32)
+        x = embed_rows(self.embed, tokens)
         if cfg.embed_scale != 1.0:
             x = x * jnp.float32(cfg.embed_scale)
         positions = positions.astype(jnp.int32)

@@ -15,19 +15,14 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import jaxlib
 import numpy as np
 
+from .._build import build_shared_library
 from ._scan import AbstractScan
 
 __all__ = ["CpuScan", "cpu_kernel_available", "build_cpu_kernel"]
@@ -51,37 +46,14 @@ def fused_target(kind: str, dtype) -> str:
     return f"laplex_fused_{kind}_{_FUSED_SUFFIX[jnp.dtype(dtype)].lower()}"
 
 
-def _cache_dir() -> Path:
-    root = os.environ.get("JAXLAB_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
-    base = Path(root) if root else Path.home() / ".cache"
-    return base / "jaxlab" / "kernels"
-
-
 def build_cpu_kernel(*, force: bool = False) -> Path:
     """Compile the C++ sources into one shared library (cached); returns its path.
 
     Raises `RuntimeError` with the compiler output when no compiler is found or
     compilation fails.
     """
-    src = b"".join(p.read_bytes() for p in _SOURCES + _HEADERS)
-    tag = hashlib.sha256(src + jaxlib.__version__.encode()).hexdigest()[:16]
-    out = _cache_dir() / f"laplex_scan_{tag}.so"
-    if out.exists() and not force:
-        return out
-    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if cxx is None:
-        raise RuntimeError("laplex CPU kernel: no C++ compiler found (set CXX)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=out.parent)
-    os.close(fd)
-    cmd = [cxx, "-O3", "-std=c++17", "-fno-trapping-math", "-shared", "-fPIC", "-pthread", "-w",
-           f"-I{jax.ffi.include_dir()}", *map(str, _SOURCES), "-o", tmp]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        os.unlink(tmp)
-        raise RuntimeError(f"laplex CPU kernel: compilation failed:\n{proc.stderr[-4000:]}")
-    os.replace(tmp, out)
-    return out
+    return build_shared_library("laplex_scan", _SOURCES, _HEADERS, flags=["-fno-trapping-math"],
+                                force=force)
 
 
 @functools.cache

@@ -1,0 +1,293 @@
+"""Weight-only quantised projections: int8 or 4-bit weights, dequantised inside the matmul.
+
+A `QuantWeight` stores an (N, K) weight as integer levels with one scale and one
+offset per block of 32 weights of a row, `W[n, k] = q[n, k] * scale[n, k // 32] +
+offset[n, k // 32]`: int8 levels (1.25 bytes per weight with the float32 scales),
+or two 4-bit levels per byte (0.75 bytes per weight), against 4 bytes for float32.
+Batch-1 decode is bound by the bytes of weights it reads, so it reads ~1/3 (int8)
+or ~1/5 (4-bit) of the float32 path's.
+
+From GGUF (`quantize_model`): the legacy block formats map onto this exactly, so a
+quantised model computes the same weights as the float32 one (to the rounding of
+one fused multiply-add): Q4_0 and Q4_1 as 4-bit (or int8) levels with the block's
+own scale and offset, Q5_0/Q5_1/Q8_0 as int8 levels. Other formats (the k-quants,
+F16, F32) are re-quantised per block of 32 to 8 bits (`quantize`: asymmetric,
+error at most half a step of (max - min) / 255).
+
+Every projection of `_model.py` goes through `project` (and the token lookup
+through `embed_rows`): float arrays as `x @ w.T`, `QuantWeight`s through the C++
+kernel of `kernels.lm` on CPU for up to `KERNEL_MAX_ROWS` rows of x (decode,
+small batches: XLA's CPU dot does not fuse the int-to-float conversion, so a
+dequantise-then-dot reads and writes a float32 copy of every weight), and
+otherwise through the pure-JAX dequantise-then-matmul, which is also the oracle
+and the path on other backends. Gradients with respect to x flow through both.
+
+Reference: LLM.int8() (Dettmers et al. 2022) and GPTQ (Frantar et al. 2023) for
+weight-only quantisation; the block formats are llama.cpp's (Gerganov et al.).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+__all__ = ["QuantWeight", "quantize", "quantize_model", "project", "embed_rows", "WEIGHTS",
+           "KERNEL_MAX_ROWS"]
+
+BLOCK = 32
+#: weight formats accepted by `jaxlab.lm.load(..., weights=...)`.
+WEIGHTS = ("float32", "int8", "int4")
+#: rows of x up to which `project` uses the C++ kernel (beyond: dequantise + XLA dot).
+KERNEL_MAX_ROWS = 64
+
+
+class QuantWeight(eqx.Module):
+    """An (..., N, K) weight as integer levels with per-block-of-32 scales and offsets.
+
+    Attributes:
+        q: (..., N, K) int8 levels (`bits=8`), or (..., N, K/2) uint8 holding two
+            4-bit levels per byte (`bits=4`: low nibble weight j, high nibble weight
+            j + 16 of each block of 32).
+        scale, offset: (..., N, K/32) float32.
+        bits: 8 or 4 (static).
+
+    Leading axes (the layer axis of `Layers`) slice like any pytree under `lax.scan`.
+    """
+
+    q: Int[Array, "... N Kq"]
+    scale: Float[Array, "... N B"]
+    offset: Float[Array, "... N B"]
+    bits: int = eqx.field(static=True)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the dequantised weight."""
+        return (*self.scale.shape[:-1], self.scale.shape[-1] * BLOCK)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held (levels, scales and offsets)."""
+        return int(self.q.size * self.q.dtype.itemsize + 4 * (self.scale.size + self.offset.size))
+
+    def levels(self) -> Int[Array, "... N K"]:
+        """The integer levels as (..., N, K) int32."""
+        if self.bits == 8:
+            return self.q.astype(jnp.int32)
+        b = self.q.reshape(*self.q.shape[:-1], -1, BLOCK // 2).astype(jnp.int32)
+        lv = jnp.concatenate([b & 0x0F, b >> 4], axis=-1)
+        return lv.reshape(*self.q.shape[:-1], -1)
+
+    def dequantize(self) -> Float[Array, "... N K"]:
+        """The float32 weight."""
+        lv = self.levels().astype(jnp.float32)
+        lv = lv.reshape(*self.scale.shape, BLOCK)
+        w = lv * self.scale[..., None] + self.offset[..., None]
+        return w.reshape(self.shape)
+
+
+def _pack4(levels: np.ndarray) -> np.ndarray:
+    b = levels.reshape(*levels.shape[:-1], -1, 2, BLOCK // 2).astype(np.uint8)
+    return (b[..., 0, :] | (b[..., 1, :] << 4)).reshape(*levels.shape[:-1], -1)
+
+
+def _from_levels(levels, scale, offset, bits) -> QuantWeight:
+    q = _pack4(levels) if bits == 4 else levels.astype(np.int8)
+    return QuantWeight(jnp.asarray(q), jnp.asarray(scale, jnp.float32),
+                       jnp.asarray(offset, jnp.float32), bits)
+
+
+def quantize(w, *, bits: int = 8) -> QuantWeight:
+    """Quantise a float (..., N, K) weight per block of 32 (asymmetric, min-max).
+
+    **Arguments:**
+
+    - `w`: float array, K a multiple of 32.
+    - `bits`: 8 (256 levels) or 4 (16 levels).
+
+    **Returns:** a `QuantWeight`; each weight is within half a step
+    ((max - min) / (2^bits - 1) of its block) of `w`.
+    """
+    if bits not in (4, 8):
+        raise ValueError(f"bits must be 4 or 8, got {bits!r}")
+    w = np.asarray(w, np.float32)
+    if w.ndim < 2 or w.shape[-1] % BLOCK:
+        raise ValueError(f"w must be (..., N, K) with K a multiple of {BLOCK}, got {w.shape}")
+    blocks = w.reshape(*w.shape[:-1], -1, BLOCK)
+    lo, hi = blocks.min(-1), blocks.max(-1)
+    top = (1 << bits) - 1
+    scale = (hi - lo) / np.float32(top)
+    safe = np.where(scale > 0, scale, np.float32(1.0))
+    lv = np.clip(np.rint((blocks - lo[..., None]) / safe[..., None]), 0, top)
+    shift = 128 if bits == 8 else 0  # int8 levels are centred on zero
+    levels = (lv - shift).reshape(w.shape)
+    offset = lo + np.float32(shift) * scale
+    return _from_levels(levels, scale.astype(np.float32), offset.astype(np.float32), bits)
+
+
+# block formats whose dequantisation is d * level + offset per block of 32:
+# type -> (block bytes, has an f16 minimum after d, level shift)
+_EXACT = {"Q4_0": (18, False, -8), "Q4_1": (20, True, 0), "Q5_0": (22, False, -16),
+          "Q5_1": (24, True, 0), "Q8_0": (34, False, 0)}
+
+
+def quantize_tensor(gguf_file, name: str, *, bits: int, dequantized=None) -> QuantWeight:
+    """One GGUF tensor as a `QuantWeight`: exact for the legacy block formats, else `quantize`.
+
+    Q4_0/Q4_1 levels are the file's nibbles (kept packed with `bits=4`, one per
+    byte otherwise), Q8_0 levels its bytes; Q5_0/Q5_1 levels are recovered from the
+    dequantised values (and checked); every other format is re-quantised to 8 bits.
+    `dequantized` may pass the float32 tensor if the caller already has it.
+    """
+    qtype, begin, nbytes, shape = gguf_file._raw[name]
+    spec = _EXACT.get(qtype.name)
+    w = None
+    if spec is None or len(shape) != 2:
+        w = gguf_file.array(name) if dequantized is None else np.asarray(dequantized)
+        return quantize(w, bits=8)
+    block_bytes, has_min, shift = spec
+    n_rows, k = shape
+    raw = np.asarray(gguf_file._buf[begin:begin + nbytes]).reshape(-1, block_bytes)
+    d = raw[:, 0:2].copy().view(np.float16).astype(np.float32)[:, 0]
+    m = raw[:, 2:4].copy().view(np.float16).astype(np.float32)[:, 0] if has_min else \
+        np.zeros_like(d)
+    offset = m + np.float32(shift) * d  # w = d * stored level + offset
+    body = raw[:, 4 if has_min else 2:]
+    if qtype.name in ("Q4_0", "Q4_1"):
+        if bits == 4:
+            return QuantWeight(jnp.asarray(np.ascontiguousarray(body).reshape(n_rows, k // 2)),
+                               jnp.asarray(d.reshape(n_rows, -1)),
+                               jnp.asarray(offset.reshape(n_rows, -1)), 4)
+        levels = np.concatenate([body & 0x0F, body >> 4], axis=1).astype(np.int8)
+    elif qtype.name == "Q8_0":
+        levels = body.view(np.int8)
+    else:  # Q5_*: the fifth bit is stored apart; recover the levels from the values
+        w = gguf_file.array(name) if dequantized is None else np.asarray(dequantized)
+        blocks = w.reshape(-1, BLOCK)
+        safe = np.where(d != 0, d, np.float32(1.0))
+        levels = np.where(d[:, None] != 0,
+                          np.rint((blocks - offset[:, None]) / safe[:, None]), 0)
+        recon = levels.astype(np.float32) * d[:, None] + offset[:, None]
+        if not np.allclose(recon, blocks, rtol=1e-6, atol=0.0):
+            return quantize(w, bits=8)
+    return _from_levels(levels.reshape(n_rows, k), d.reshape(n_rows, -1),
+                        offset.reshape(n_rows, -1), 8)
+
+
+_GGUF_NAMES = {"wq": "attn_q", "wk": "attn_k", "wv": "attn_v", "wo": "attn_output",
+               "w_gate": "ffn_gate", "w_up": "ffn_up", "w_down": "ffn_down"}
+
+
+def _stack(ws: list[QuantWeight]) -> QuantWeight:
+    return QuantWeight(jnp.stack([w.q for w in ws]), jnp.stack([w.scale for w in ws]),
+                       jnp.stack([w.offset for w in ws]), ws[0].bits)
+
+
+def quantize_model(model, gguf_file, *, weights: str):
+    """Replace a loaded model's projections, embedding and head by `QuantWeight`s.
+
+    **Arguments:**
+
+    - `model`: a float `Transformer` loaded from `gguf_file`.
+    - `gguf_file`: the open `GGUFFile` (its blocks give the exact levels).
+    - `weights`: "int8" or "int4" (4-bit where the file's blocks are 4-bit).
+
+    **Returns:** the model with quantised weights (norms stay float32).
+    """
+    if weights not in WEIGHTS[1:]:
+        raise ValueError(f"weights must be one of {WEIGHTS[1:]}, got {weights!r}")
+    bits = 4 if weights == "int4" else 8
+    n = model.config.n_layers
+    new = {attr: _stack([quantize_tensor(gguf_file, f"blk.{i}.{g}.weight", bits=bits)
+                         for i in range(n)]) for attr, g in _GGUF_NAMES.items()}
+    layers = eqx.tree_at(lambda ly: [getattr(ly, a) for a in new], model.layers, list(new.values()))
+    embed = quantize_tensor(gguf_file, "token_embd.weight", bits=bits)
+    model = eqx.tree_at(lambda m: (m.layers, m.embed), model, (layers, embed))
+    if model.lm_head is not None:
+        model = eqx.tree_at(lambda m: m.lm_head, model,
+                            quantize_tensor(gguf_file, "output.weight", bits=bits))
+    return model
+
+
+def _reference(x, q, scale, offset, bits):
+    w = QuantWeight(q, scale, offset, bits).dequantize()
+    return x @ w.T
+
+
+@functools.cache
+def _kernel_op(bits: int):
+    from kernels.lm import qmatmul_cpu
+
+    @jax.custom_batching.custom_vmap
+    def op(x, q, scale, offset):
+        return qmatmul_cpu(x, q, scale, offset, bits=bits)
+
+    @op.def_vmap
+    def _rule(axis_size, in_batched, x, q, scale, offset):
+        xb, *wb = in_batched
+        if any(wb):  # batched weights: the vmappable reference
+            axes = tuple(0 if b else None for b in in_batched)
+            out = jax.vmap(functools.partial(_reference, bits=bits), in_axes=axes)(
+                x, q, scale, offset)
+            return out, True
+        m, k = x.shape[-2:]
+        out = op(x.reshape(axis_size * m, k), q, scale, offset)
+        return out.reshape(axis_size, m, -1), True
+
+    @jax.custom_vjp
+    def f(x, q, scale, offset):
+        return op(x, q, scale, offset)
+
+    def fwd(x, q, scale, offset):
+        return op(x, q, scale, offset), (q, scale, offset)
+
+    def bwd(res, g):
+        q, scale, offset = res
+        return g @ QuantWeight(q, scale, offset, bits).dequantize(), None, None, None
+
+    f.defvjp(fwd, bwd)
+    return f
+
+
+@functools.cache
+def _kernel_ready() -> bool:
+    try:
+        from kernels.lm import qmatmul_kernel_available
+    except ImportError:
+        return False
+    return qmatmul_kernel_available()
+
+
+def project(x: Float[Array, "... K"], w) -> Float[Array, "... N"]:
+    """x @ W.T for a float (N, K) array or a `QuantWeight` (dequantised in the matmul).
+
+    **Arguments:**
+
+    - `x`: (..., K) activations.
+    - `w`: (N, K) float array, or `QuantWeight` of shape (N, K).
+
+    **Returns:** (..., N), float32 for a `QuantWeight`, x's dtype otherwise.
+    """
+    if not isinstance(w, QuantWeight):
+        return x @ w.astype(x.dtype).T
+    lead, k = x.shape[:-1], x.shape[-1]
+    x2 = x.reshape(-1, k).astype(jnp.float32)
+    if (x2.shape[0] <= KERNEL_MAX_ROWS and jax.default_backend() == "cpu"
+            and _kernel_ready()):
+        out = _kernel_op(w.bits)(x2, w.q, w.scale, w.offset)
+    else:
+        out = x2 @ w.dequantize().T
+    return out.reshape(*lead, -1)
+
+
+def embed_rows(w, tokens: Int[Array, " T"]) -> Float[Array, "T d"]:
+    """Rows `tokens` of an embedding table (float array or `QuantWeight`), as float32."""
+    if not isinstance(w, QuantWeight):
+        return jnp.take(w, tokens, axis=0).astype(jnp.float32)
+    rows = QuantWeight(jnp.take(w.q, tokens, axis=0), jnp.take(w.scale, tokens, axis=0),
+                       jnp.take(w.offset, tokens, axis=0), w.bits)
+    return rows.dequantize()

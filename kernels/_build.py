@@ -1,0 +1,61 @@
+"""Compiling the C++ XLA-FFI kernels on first use, into a per-user cache (shared by
+`kernels.laplex` and `kernels.lm`).
+
+The shared library is named by a hash of its sources, headers, compiler flags and
+the jaxlib version, built with the system C++ compiler against the FFI headers
+that jaxlib ships (`jax.ffi.include_dir()`), and published atomically (temp file +
+rename), so concurrent processes are safe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import jax
+import jaxlib
+
+__all__ = ["build_shared_library", "kernel_cache_dir"]
+
+
+def kernel_cache_dir() -> Path:
+    """`$JAXLAB_CACHE_DIR/kernels` (or `$XDG_CACHE_HOME/jaxlab/kernels`, `~/.cache/...`)."""
+    root = os.environ.get("JAXLAB_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
+    base = Path(root) if root else Path.home() / ".cache"
+    return base / "jaxlab" / "kernels"
+
+
+def build_shared_library(stem: str, sources: Sequence[Path], headers: Sequence[Path] = (),
+                         *, flags: Sequence[str] = (), tag_extra: bytes = b"",
+                         force: bool = False) -> Path:
+    """Compile `sources` into `<cache>/<stem>_<hash>.so` unless it exists; returns its path.
+
+    Raises `RuntimeError` with the compiler output when no compiler is found or
+    compilation fails.
+    """
+    src = b"".join(Path(p).read_bytes() for p in (*sources, *headers))
+    flags = ["-O3", "-std=c++17", *flags]
+    key = src + jaxlib.__version__.encode() + " ".join(flags).encode() + tag_extra
+    tag = hashlib.sha256(key).hexdigest()[:16]
+    out = kernel_cache_dir() / f"{stem}_{tag}.so"
+    if out.exists() and not force:
+        return out
+    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    if cxx is None:
+        raise RuntimeError(f"{stem}: no C++ compiler found (set CXX)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=out.parent)
+    os.close(fd)
+    cmd = [cxx, *flags, "-shared", "-fPIC", "-pthread", "-w", f"-I{jax.ffi.include_dir()}",
+           *map(str, sources), "-o", tmp]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        os.unlink(tmp)
+        raise RuntimeError(f"{stem}: compilation failed:\n{proc.stderr[-4000:]}")
+    os.replace(tmp, out)
+    return out

@@ -1,0 +1,71 @@
+"""`qmatmul_cpu`: x @ dequantise(q, scale, offset).T as an XLA FFI custom call in C++.
+
+The source `lm_qmatmul.cc` ships inside this package and is compiled on first use
+(see `kernels._build`) with `-march=native` (the library is cached per CPU model:
+the CPU's flags are part of its name), then registered as an FFI target for the CPU
+platform. Without a compiler `qmatmul_kernel_available()` is False and `jaxlab.lm`
+uses its pure-JAX path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import platform
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._build import build_shared_library
+
+__all__ = ["qmatmul_cpu", "qmatmul_kernel_available", "build_qmatmul_kernel"]
+
+_SOURCE = Path(__file__).with_name("lm_qmatmul.cc")
+_TARGET = "jaxlab_lm_qmatmul_f32"
+
+
+def _cpu_tag() -> bytes:
+    try:
+        with open("/proc/cpuinfo", "rb") as f:
+            flags = next((ln for ln in f if ln.startswith(b"flags")), b"")
+    except OSError:
+        flags = b""
+    return platform.machine().encode() + flags
+
+
+def build_qmatmul_kernel(*, force: bool = False) -> Path:
+    """Compile `lm_qmatmul.cc` (cached); returns the shared library's path."""
+    return build_shared_library("lm_qmatmul", [_SOURCE], flags=["-march=native"],
+                                tag_extra=_cpu_tag(), force=force)
+
+
+@functools.cache
+def _register() -> bool:
+    try:
+        lib = ctypes.cdll.LoadLibrary(str(build_qmatmul_kernel()))
+    except (RuntimeError, OSError):
+        return False
+    jax.ffi.register_ffi_target(_TARGET, jax.ffi.pycapsule(lib.LmQMatmulF32), platform="cpu")
+    return True
+
+
+def qmatmul_kernel_available() -> bool:
+    """Whether the C++ quantised matmul could be built and registered in this process."""
+    return _register()
+
+
+def qmatmul_cpu(x, q, scale, offset, *, bits: int):
+    """(M, K) float32 x times the dequantised (N, K) weights, transposed: (M, N) float32.
+
+    `q` is (N, K) int8 (`bits=8`) or (N, K/2) uint8 holding two 4-bit values per
+    byte (`bits=4`, low nibble weight j, high nibble weight j + 16 of each block of
+    32); `scale` and `offset` are (N, K/32) float32. CPU only; no batching rule
+    (callers fold batches into M).
+    """
+    if not _register():
+        raise RuntimeError("qmatmul_cpu: the C++ kernel is unavailable (no compiler?)")
+    q = jax.lax.bitcast_convert_type(q, jnp.uint8) if q.dtype == jnp.int8 else q
+    call = jax.ffi.ffi_call(_TARGET, jax.ShapeDtypeStruct((x.shape[0], q.shape[0]), jnp.float32))
+    return call(x, q, scale, offset, bits=np.int32(bits))
