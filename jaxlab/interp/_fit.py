@@ -77,7 +77,7 @@ def _fit_store(store, sae, key, steps, batch_size, optimizer, buffer_size, check
     done, epoch = 0, 0
     while done < steps:
         kb = jax.random.fold_in(key, 2 * epoch)
-        for buf in store.batches(size, key=kb, shuffle=True):
+        for buf in store.batches(size, key=kb, shuffle=True, buffer=max(size, 65536)):
             if done >= steps:
                 break
             data: Float[Array, "n d"] = jnp.asarray(buf)

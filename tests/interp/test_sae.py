@@ -189,3 +189,24 @@ def test_sae_step_passes_shared_step_checks(getkey, tmp_path, kind):
         sae, opts = ip.BatchTopKSAE(8, 24, 3, key=getkey()), {}
     step = ip.SAEStep(x, optax.adam(1e-2), batch_size=32, **opts)
     check_step(step, step.init(sae, getkey()), key=getkey(), steps=8, tmp_path=tmp_path)
+
+
+def test_fit_sae_streams_an_activation_store(getkey, tmp_path):
+    import jaxlab.lm as lm
+    from tests.lm.lm_reference import tiny_llama
+
+    model = lm.Transformer.random(tiny_llama(), key=getkey())
+    texts = [list(map(int, jax.random.randint(getkey(), (20,), 0, 61))) for _ in range(30)]
+    store = lm.collect(model, None, texts, layers=[1], path=tmp_path / "store")
+    assert store.n_tokens == 600 and store.d == 24
+    sae = ip.TopKSAE(24, 48, 4, key=getkey(), b_dec=jnp.asarray(store.array()[:200]))
+    trained, state, hists = ip.fit_sae(store, sae, key=getkey(), steps=30, batch_size=64,
+                                       buffer_size=256, optimizer=optax.adam(1e-2))
+    assert len(hists) == 8 and int(state.step) == 30  # 4 steps per 256-row buffer
+    x = jnp.asarray(store.array())
+    before = ip.sae_metrics(sae, x)["explained_variance"]
+    assert float(ip.sae_metrics(trained, x)["explained_variance"]) > float(before) + 0.1
+    with pytest.raises(ValueError, match="source"):
+        ip.fit_sae(store, ip.TopKSAE(16, 32, 4, key=getkey()), key=getkey(), steps=2)
+    with pytest.raises(ValueError, match="data"):
+        ip.fit_sae(jnp.zeros((0, 24), jnp.float32), sae, key=getkey(), steps=2)
