@@ -26,6 +26,7 @@ def fit_sae(
     checkpointer=None,
     progress=None,
     chunk: int = 100,
+    scale: float = 1.0,
     **step_options,
 ):
     """Train `sae` for `steps` steps of `SAEStep` on activations from `source`.
@@ -43,6 +44,8 @@ def fit_sae(
     - `buffer_size`: tokens per store buffer (default 64 batches, at most the store).
     - `checkpointer`, `progress`, `chunk`: passed to `jaxlab._core.run_steps` (arrays; a
       store run checkpoints per buffer when `checkpointer` is a callable buffer -> Checkpointer).
+    - `scale`: activations are multiplied by this before training (SAELens normalises so
+      that the mean norm is sqrt(d_in); pass the same `input_scale` to `ce_loss_score`).
     - `**step_options`: further `SAEStep` fields (`aux_coefficient`, `dead_window`, ...).
 
     **Returns:** (trained SAE, final `SAEState`, list of the driver's `History` per buffer).
@@ -51,10 +54,14 @@ def fit_sae(
     batch_size = check_positive_int("batch_size", batch_size)
     optimizer = optax.adam(2e-4) if optimizer is None else optimizer
     progress = NoProgress() if progress is None else progress
+    if not scale > 0:
+        raise ValueError(f"scale: expected a positive number, received {scale!r}")
     if hasattr(source, "batches"):
         return _fit_store(source, sae, key, steps, batch_size, optimizer, buffer_size,
-                          checkpointer, progress, chunk, step_options)
+                          checkpointer, progress, chunk, scale, step_options)
     data = jnp.asarray(source)
+    if scale != 1.0:
+        data = data * jnp.asarray(scale, data.dtype)
     step = SAEStep(data, optimizer, batch_size, **step_options)
     state, hist = run_steps(step, step.init(sae, key), key=key, steps=steps,
                             chunk=min(chunk, steps), checkpointer=checkpointer, progress=progress)
@@ -62,7 +69,7 @@ def fit_sae(
 
 
 def _fit_store(store, sae, key, steps, batch_size, optimizer, buffer_size, checkpointer,
-               progress, chunk, step_options):
+               progress, chunk, scale, step_options):
     n_tokens = int(store.n_tokens)
     if n_tokens == 0:
         raise ValueError("source: expected a non-empty activation store, received 0 tokens")
@@ -80,7 +87,7 @@ def _fit_store(store, sae, key, steps, batch_size, optimizer, buffer_size, check
         for buf in store.batches(size, key=kb, shuffle=True, buffer=max(size, 65536)):
             if done >= steps:
                 break
-            data: Float[Array, "n d"] = jnp.asarray(buf)
+            data: Float[Array, "n d"] = jnp.asarray(buf) * jnp.float32(scale)
             step = SAEStep(data, optimizer, batch_size, **step_options)
             if state is None:
                 state = step.init(sae, key)

@@ -129,6 +129,12 @@ class TopKSAE(AbstractSAE):
     def activation(self, pre):
         return _topk_relu(pre, self.k)
 
+    def with_k(self, k: int) -> TopKSAE:
+        """The same weights with another number of active latents at inference."""
+        new = TopKSAE(self.d_in, self.d_sae, k, key=jax.random.key(0), dtype=self.W_dec.dtype)
+        return eqx.tree_at(lambda s: (s.W_enc, s.b_enc, s.W_dec, s.b_dec), new,
+                           (self.W_enc, self.b_enc, self.W_dec, self.b_dec))
+
 
 class ReLUSAE(AbstractSAE):
     """ReLU sparse autoencoder (sparsity from an L1 penalty in training).

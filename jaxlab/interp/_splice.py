@@ -33,17 +33,21 @@ class Splice(eqx.Module):
     """Intervention `x -> keep * x + recon * sae(x * scale) / scale` on a (T, d) site.
 
     **Attributes:** `sae` (a callable (d,) -> (d,), e.g. an SAE); `keep`, `recon`, `scale`
-    () traced floats (clean: (1, 0), reconstruction: (0, 1), zero-ablation: (0, 0)).
+    () traced floats (clean: (1, 0), reconstruction: (0, 1), zero-ablation: (0, 0));
+    `skip` () int: the first `skip` positions keep their clean value in every mode.
     """
 
     sae: Callable
     keep: Float[Array, ""]
     recon: Float[Array, ""]
     scale: Float[Array, ""]
+    skip: Int[Array, ""]
 
     def __call__(self, x: Float[Array, "T d"]) -> Float[Array, "T d"]:
         r = jax.vmap(self.sae)(x * self.scale) / self.scale
-        return self.keep * x + self.recon * r.astype(x.dtype)
+        out = self.keep * x + self.recon * r.astype(x.dtype)
+        first = jnp.arange(x.shape[0]) < self.skip
+        return jnp.where(first[:, None], x, out)
 
 
 @jax.jit
@@ -64,6 +68,7 @@ def ce_loss_score(
     site: str = "resid_post",
     mask: Int[Array, "B T"] | None = None,
     input_scale: float = 1.0,
+    skip_first: int = 0,
     batch_size: int = 8,
 ) -> dict[str, float]:
     """CE-loss score and KL score of splicing `sae` at (site, layer) (module docstring).
@@ -76,6 +81,9 @@ def ce_loss_score(
       activation multiplied by `input_scale` and its output is divided by it.
     - `layer`, `site`: where to splice (see `jaxlab.lm.SITES`).
     - `mask`: (B, T) 1 on real tokens (default all).
+    - `skip_first`: leading positions of every row left clean in all three passes (1 keeps
+      the BOS token, whose outsized activations SAEs are usually not trained on; rows must
+      then not be left-padded).
     - `batch_size`: sequences per forward pass.
 
     **Returns:** {"ce_clean", "ce_sae", "ce_ablated", "ce_loss_score", "kl_sae",
@@ -96,11 +104,13 @@ def ce_loss_score(
     if not input_scale > 0:
         raise ValueError(f"input_scale: expected a positive number, received {input_scale!r}")
     batch_size = check_positive_int("batch_size", batch_size)
+    if isinstance(skip_first, bool) or not isinstance(skip_first, int) or skip_first < 0:
+        raise ValueError(f"skip_first: expected an int >= 0, received {skip_first!r}")
     f32 = jnp.float32
 
     def splice(keep, recon):
         return Splice(sae, jnp.asarray(keep, f32), jnp.asarray(recon, f32),
-                      jnp.asarray(input_scale, f32))
+                      jnp.asarray(input_scale, f32), jnp.asarray(skip_first, jnp.int32))
 
     tot = np.zeros((3, 2))
     count = 0.0
