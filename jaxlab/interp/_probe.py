@@ -401,7 +401,9 @@ def probe_sweep(
 
     **Arguments:**
 
-    - `acts`: (L, n, d) activations of n rows at L layers.
+    - `acts`: (L, n, d) activations of n rows at L layers, or an activation store
+      (`jaxlab.lm.collect`), whose columns (site/layer pairs, in store order) become the L
+      axis (per-prompt labels map to rows through `store.text_index`).
     - `y`: (n,) targets (ridge) or int labels (logistic).
     - `train`: (n,) bool training mask (e.g. `group_split`); the rest is held out.
     - `kind`: "ridge" (penalty by GCV over `penalties`) or "logistic" (the first of
@@ -412,6 +414,11 @@ def probe_sweep(
     for two classes else the argmax), "r2" or "accuracy": (L,) held-out metric,
     "coef": (L, d[, K])}.
     """
+    if hasattr(acts, "columns") and hasattr(acts, "array"):
+        if acts.n_tokens == 0:
+            raise ValueError("acts: expected a non-empty activation store, received 0 rows")
+        cols = [c.rsplit(".L", 1) for c in acts.columns]
+        acts = jnp.stack([jnp.asarray(acts.array(site, int(layer))) for site, layer in cols])
     acts = jnp.asarray(acts)
     if not jnp.issubdtype(acts.dtype, jnp.floating):
         acts = acts.astype(jnp.float32)

@@ -166,3 +166,18 @@ def test_logistic_step_passes_shared_step_checks(getkey, tmp_path):
     labels = (x[0, :, 0] > 0).astype(jnp.int32)
     step = ip.LogisticStep(x, labels, jnp.ones(40, jnp.float64), jnp.asarray(0.1), 2)
     check_step(step, step.init(), key=getkey(), steps=6, tmp_path=tmp_path)
+
+
+def test_probe_sweep_over_a_store_equals_arrays(getkey, tmp_path):
+    import jaxlab.lm as lm
+    from tests.lm.lm_reference import tiny_llama
+
+    model = lm.Transformer.random(tiny_llama(), key=getkey())
+    texts = [list(map(int, jax.random.randint(getkey(), (10,), 0, 61))) for _ in range(12)]
+    store = lm.collect(model, None, texts, layers=[0, 2], path=tmp_path / "s")
+    y = jnp.asarray(store.tokens % 2, jnp.float32)
+    train = jnp.asarray(store.text_index % 3 != 0)
+    out = ip.probe_sweep(store, y, train=train)
+    acts = jnp.stack([jnp.asarray(store.array(layer=i)) for i in (0, 2)])
+    ref = ip.probe_sweep(acts, y, train=train)
+    np.testing.assert_array_equal(out["r2"], ref["r2"])
