@@ -101,6 +101,17 @@ def _store(model, items, layer, tag):
     return store
 
 
+def _first_rows(store, n):
+    """The first n rows of a store without reading the rest (shards are memory-mapped)."""
+    parts, held = [], 0
+    for shard in store.shards():
+        parts.append(np.asarray(shard[: n - held], np.float32))
+        held += parts[-1].shape[0]
+        if held >= n:
+            break
+    return np.concatenate(parts)
+
+
 def run(config: dict, key, ctx: RunContext) -> Result:
     import matplotlib
 
@@ -128,7 +139,7 @@ def run(config: dict, key, ctx: RunContext) -> Result:
     held = _store(head, eval_items, layer, "eval")
     x_eval = jnp.asarray(held.array())
     # the dead-fraction window and the PCA/init sample: the first `window_tokens` rows
-    x_train = jnp.asarray(train.array()[: int(config["window_tokens"])])
+    x_train = jnp.asarray(_first_rows(train, int(config["window_tokens"])))
     sample = x_train[:: max(x_train.shape[0] // 8192, 1)]
     d = cfg.d_model
     scale = float(np.sqrt(d) / jnp.mean(jnp.linalg.norm(sample, axis=1)))

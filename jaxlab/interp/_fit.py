@@ -76,6 +76,9 @@ def _fit_store(store, sae, key, steps, batch_size, optimizer, buffer_size, check
     if int(store.d) != sae.d_in:
         raise ValueError(f"source: expected activations of width d_in={sae.d_in}, received a "
                          f"store of width {store.d}")
+    if checkpointer is not None and not callable(checkpointer):
+        raise ValueError("checkpointer: for a store, expected a callable buffer index -> "
+                         f"Checkpointer, received {type(checkpointer).__name__}")
     size = min(64 * batch_size if buffer_size is None else
                check_positive_int("buffer_size", buffer_size), n_tokens)
     per_buffer = max(size // batch_size, 1)
