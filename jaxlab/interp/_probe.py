@@ -298,7 +298,8 @@ class LogisticStep(AbstractStep):
     **Arguments (fields):** `x` (*L, n, d) float; `labels` (n,) int in [0, n_classes);
     `weights` (n,) 0/1 training mask; `penalty` () > 0; static `n_classes`.
 
-    aux: "loss" (objective before the step, mean over layers) and "grad_norm".
+    aux: "loss" (objective after the step, mean over layers) and "grad_norm" (largest
+    gradient norm over layers, before the step).
     """
 
     x: Float[Array, "*L n d"]
