@@ -241,8 +241,8 @@ def run(config: dict, key, ctx: RunContext) -> Result:
              f"tokens, {metrics['eval_tokens']} held-out tokens for EV/L0, "
              f"{metrics['ce_tokens']} for the CE/KL scores (zero-ablation baseline). Inputs "
              f"scaled by {scale:.4g} so the mean norm is sqrt(d). The SAE EV-vs-L0 curve "
-             f"evaluates the one SAE trained at k={k} with other k' at inference. Qwen-0.5B "
-             f"not run (see the README).")
+             f"evaluates the one SAE trained at k={k} with other k' at inference. SmolLM2 "
+             f"only: the Qwen2 runtime was not merged when this experiment was written.")
     return Result(metrics=metrics, claims=claims, figures={"density_and_ev_l0": fig},
                   notes=notes)
 
