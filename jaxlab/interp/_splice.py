@@ -46,7 +46,7 @@ class Splice(eqx.Module):
     def __call__(self, x: Float[Array, "T d"]) -> Float[Array, "T d"]:
         r = jax.vmap(self.sae)(x * self.scale) / self.scale
         out = self.keep * x + self.recon * r.astype(x.dtype)
-        first = jnp.arange(x.shape[0]) < self.skip
+        first = jnp.arange(x.shape[0], dtype=self.skip.dtype) < self.skip
         return jnp.where(first[:, None], x, out)
 
 

@@ -168,6 +168,7 @@ def test_logistic_step_passes_shared_step_checks(getkey, tmp_path):
     check_step(step, step.init(), key=getkey(), steps=6, tmp_path=tmp_path)
 
 
+@pytest.mark.slow
 def test_probe_sweep_over_a_store_equals_arrays(getkey, tmp_path):
     import jaxlab.lm as lm
     from tests.lm.lm_reference import tiny_llama

@@ -175,6 +175,7 @@ def test_batch_topk_mean_l0_and_threshold(getkey):
     assert mcc(D, sae.W_dec) > 0.85
 
 
+@pytest.mark.slow  # compiles four chunk layouts per SAE (run with -m slow)
 @pytest.mark.parametrize("kind", ["topk", pytest.param("relu", marks=pytest.mark.slow),
                                   pytest.param("batchtopk", marks=pytest.mark.slow)])
 def test_sae_step_passes_shared_step_checks(getkey, tmp_path, kind):

@@ -39,6 +39,10 @@ def test_ce_loss_score_identity_is_one_zero_is_zero(model, tokens, getkey):
     assert one["ce_sae"] == one["ce_clean"] and one["kl_sae"] == 0.0
     zero = ip.ce_loss_score(model, tokens, _Zero(), layer=1, input_scale=2.0)
     assert zero["ce_loss_score"] == 0.0 and zero["kl_score"] == 0.0
+    # skip_first keeps the leading positions clean in every pass: still exact
+    assert ip.ce_loss_score(model, tokens, _Identity(), layer=1, skip_first=1)[
+        "ce_loss_score"] == 1.0
+    assert ip.ce_loss_score(model, tokens, _Zero(), layer=1, skip_first=1)["ce_loss_score"] == 0.0
     # an SAE in between: the score is the stated ratio of independently computed CEs
     sae = ip.TopKSAE(24, 48, 4, key=getkey())
     out = ip.ce_loss_score(model, tokens, sae, layer=1, batch_size=2)
