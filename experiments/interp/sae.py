@@ -142,7 +142,7 @@ def run(config: dict, key, ctx: RunContext) -> Result:
     x_train = jnp.asarray(_first_rows(train, int(config["window_tokens"])))
     sample = x_train[:: max(x_train.shape[0] // 8192, 1)]
     d = cfg.d_model
-    scale = float(np.sqrt(d) / jnp.mean(jnp.linalg.norm(sample, axis=1)))
+    scale = float(np.sqrt(d) / float(jnp.mean(jnp.linalg.norm(sample, axis=1))))
 
     k_sae, k_fit = jax.random.split(key)
     sae = ip.TopKSAE(d, int(config["expansion"]) * d, int(config["k"]), key=k_sae,
