@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.interp (NAME `interp_<module>`)."""

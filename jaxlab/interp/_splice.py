@@ -1,0 +1,134 @@
+"""Model-level SAE metrics: splice the reconstruction into `lm.forward` via `intervene`.
+
+With p the clean next-token distribution and CE the mean next-token cross-entropy
+over positions t whose token t and t+1 are both real (mask):
+
+- `ce_loss_score = (CE_ablated - CE_sae) / (CE_ablated - CE_clean)`, SAELens'
+  definition with zero-ablation of the site as the ablated baseline
+  (1: the reconstruction loses nothing; 0: as bad as deleting the activation);
+- `kl_score = (KL_ablated - KL_sae) / KL_ablated`, KL = mean_t KL(p_clean || p_edited).
+
+The clean, spliced and ablated passes run the same compiled program (`Splice` with
+traced mixing weights), so an identity reconstruction gives exactly CE_clean and a
+zero reconstruction exactly CE_ablated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from .._core import check_positive_int
+from ..lm import Transformer, forward
+
+__all__ = ["Splice", "ce_loss_score"]
+
+
+class Splice(eqx.Module):
+    """Intervention `x -> keep * x + recon * sae(x * scale) / scale` on a (T, d) site.
+
+    **Attributes:** `sae` (a callable (d,) -> (d,), e.g. an SAE); `keep`, `recon`, `scale`
+    () traced floats (clean: (1, 0), reconstruction: (0, 1), zero-ablation: (0, 0));
+    `skip` () int: the first `skip` positions keep their clean value in every mode.
+    """
+
+    sae: Callable
+    keep: Float[Array, ""]
+    recon: Float[Array, ""]
+    scale: Float[Array, ""]
+    skip: Int[Array, ""]
+
+    def __call__(self, x: Float[Array, "T d"]) -> Float[Array, "T d"]:
+        r = jax.vmap(self.sae)(x * self.scale) / self.scale
+        out = self.keep * x + self.recon * r.astype(x.dtype)
+        first = jnp.arange(x.shape[0], dtype=self.skip.dtype) < self.skip
+        return jnp.where(first[:, None], x, out)
+
+
+@jax.jit
+def _losses(logits, ref_logp, tokens, mask):
+    logp = jax.nn.log_softmax(logits[:, :-1], axis=-1)
+    valid = (mask[:, :-1] * mask[:, 1:]).astype(logp.dtype)
+    nll = -jnp.take_along_axis(logp, tokens[:, 1:, None], axis=-1)[..., 0]
+    kl = jnp.sum(jnp.exp(ref_logp) * (ref_logp - logp), axis=-1)
+    return jnp.sum(valid * nll), jnp.sum(valid * kl), jnp.sum(valid)
+
+
+def ce_loss_score(
+    model: Transformer,
+    tokens: Int[Array, "B T"],
+    sae: Callable,
+    *,
+    layer: int,
+    site: str = "resid_post",
+    mask: Int[Array, "B T"] | None = None,
+    input_scale: float = 1.0,
+    skip_first: int = 0,
+    batch_size: int = 8,
+) -> dict[str, float]:
+    """CE-loss score and KL score of splicing `sae` at (site, layer) (module docstring).
+
+    **Arguments:**
+
+    - `model`: a `jaxlab.lm.Transformer`.
+    - `tokens`: (B, T) token ids (left padding marked by `mask`).
+    - `sae`: callable (d,) -> (d,) reconstruction (an SAE, `TopKPCA`, ...); it sees the
+      activation multiplied by `input_scale` and its output is divided by it.
+    - `layer`, `site`: where to splice (see `jaxlab.lm.SITES`).
+    - `mask`: (B, T) 1 on real tokens (default all).
+    - `skip_first`: leading positions of every row left clean in all three passes (1 keeps
+      the BOS token, whose outsized activations SAEs are usually not trained on; rows must
+      then not be left-padded).
+    - `batch_size`: sequences per forward pass.
+
+    **Returns:** {"ce_clean", "ce_sae", "ce_ablated", "ce_loss_score", "kl_sae",
+    "kl_ablated", "kl_score"} as floats.
+    """
+    if not isinstance(model, Transformer):
+        raise ValueError(f"model: expected a jaxlab.lm.Transformer, received "
+                         f"{type(model).__name__}")
+    if not callable(sae):
+        raise ValueError(f"sae: expected a callable (d,) -> (d,), received {type(sae).__name__}")
+    tokens = jnp.asarray(tokens)
+    if tokens.ndim != 2 or tokens.shape[1] < 2 or tokens.shape[0] == 0:
+        raise ValueError(f"tokens: expected shape (B, T) with B >= 1 and T >= 2, received "
+                         f"{tokens.shape}")
+    mask = jnp.ones(tokens.shape, jnp.int32) if mask is None else jnp.asarray(mask)
+    if mask.shape != tokens.shape:
+        raise ValueError(f"mask: expected shape {tokens.shape}, received {mask.shape}")
+    if not input_scale > 0:
+        raise ValueError(f"input_scale: expected a positive number, received {input_scale!r}")
+    batch_size = check_positive_int("batch_size", batch_size)
+    if isinstance(skip_first, bool) or not isinstance(skip_first, int) or skip_first < 0:
+        raise ValueError(f"skip_first: expected an int >= 0, received {skip_first!r}")
+    f32 = jnp.float32
+
+    def splice(keep, recon):
+        return Splice(sae, jnp.asarray(keep, f32), jnp.asarray(recon, f32),
+                      jnp.asarray(input_scale, f32), jnp.asarray(skip_first, jnp.int32))
+
+    tot = np.zeros((3, 2))
+    count = 0.0
+    for s in range(0, tokens.shape[0], batch_size):
+        tb, mb = tokens[s:s + batch_size].astype(jnp.int32), mask[s:s + batch_size]
+        runs = [forward(model, tb, mask=mb, intervene={(site, layer): splice(k, r)})[0]
+                for k, r in ((1, 0), (0, 1), (0, 0))]
+        ref = jax.nn.log_softmax(runs[0][:, :-1], axis=-1)
+        for i, lg in enumerate(runs):
+            nll, kl, n = _losses(lg, ref, tb, mb)
+            tot[i] += (float(nll), float(kl))
+        count += float(n)
+    if count == 0:
+        raise ValueError("mask: expected at least one pair of consecutive real tokens")
+    (ce_clean, _), (ce_sae, kl_sae), (ce_abl, kl_abl) = tot / count
+    if ce_abl == ce_clean or kl_abl == 0:
+        raise ValueError(f"layer: zero-ablating ({site!r}, {layer}) leaves the loss unchanged "
+                         f"(CE {ce_clean:.6g}); the scores are undefined there")
+    return {"ce_clean": ce_clean, "ce_sae": ce_sae, "ce_ablated": ce_abl,
+            "ce_loss_score": (ce_abl - ce_sae) / (ce_abl - ce_clean),
+            "kl_sae": kl_sae, "kl_ablated": kl_abl, "kl_score": (kl_abl - kl_sae) / kl_abl}
