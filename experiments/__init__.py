@@ -1,5 +1,7 @@
-"""Claim-checking experiments and benchmarks; run as `python -m experiments`.
+"""Claim-checking experiments and benchmarks; run from the repository as `python -m experiments`.
 
-One module per headline claim (see `experiments._api` for the contract);
-benchmarks in `experiments.bench`.
+One subpackage per component, one module per headline claim (`experiments/cells/rare.py`
+is the experiment `cells_rare`), the component's shared set-up in its `_setup.py`;
+benchmarks in `experiments/bench/`; the harness (contract, runner, report) in
+`experiments/_harness/`. Not installed with the jaxlab wheel.
 """

@@ -7,10 +7,10 @@ import sys
 import time
 from pathlib import Path
 
-from . import _registry
-from ._bench import run_bench
-from ._report import claims_table, load_records, write_report
-from ._runner import jax_info, reproduce, run_experiment
+from ._harness import _registry
+from ._harness._bench import run_bench
+from ._harness._report import claims_table, load_records, write_report
+from ._harness._runner import jax_info, reproduce, run_experiment
 
 
 def _cmd_list(args) -> int:

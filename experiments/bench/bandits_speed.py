@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments._api import Bench
+from experiments._harness import Bench
 from jaxlab import bandits
 
 NAME = "bandits_speed"

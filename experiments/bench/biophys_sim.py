@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments._api import Bench, log
+from experiments._harness import Bench, log
 from jaxlab import biophys as bp
 
 NAME = "biophys_sim"

@@ -37,8 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments._api import Bench
-from experiments._bench import timing_stats
+from experiments._harness import Bench, timing_stats
 from jaxlab import laplex
 from jaxlab._core import write_json
 from kernels.laplex import AssociativeScan, BlockedScan, PallasScan

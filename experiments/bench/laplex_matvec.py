@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments._api import Bench
+from experiments._harness import Bench
 from jaxlab import laplex
 from kernels.laplex import AssociativeScan, default_scan
 

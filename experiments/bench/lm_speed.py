@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from experiments._api import Bench
+from experiments._harness import Bench
 
 NAME = "lm_speed"
 PAPER = "LM"  # the shared runtime P6 P7 P8 P13 P14 P17 P19 build on

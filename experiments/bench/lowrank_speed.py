@@ -12,7 +12,7 @@ import diffrax
 import jax
 import jax.numpy as jnp
 
-from experiments._api import Bench
+from experiments._harness import Bench
 from jaxlab import lowrank as lr
 
 NAME = "lowrank_speed"

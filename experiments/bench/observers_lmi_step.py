@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxlab.observers as O
-from experiments._api import Bench
+from experiments._harness import Bench
 
 NAME = "observers_lmi_step"
 PAPER = "P2"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from experiments._api import Bench
-from experiments.stereo_middlebury import opencv_sgbm
+from experiments._harness import Bench
+from experiments.stereo._setup import opencv_sgbm
 from jaxlab import stereo
 
 NAME = "stereo_sgm"

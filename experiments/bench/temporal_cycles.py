@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 
-from experiments._api import Bench
+from experiments._harness import Bench
 from jaxlab.temporal import (
     TemporalNetworkParams,
     contacts_to_snapshots,

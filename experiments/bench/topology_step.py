@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments import _topology_setup as ts
-from experiments._api import Bench
+from experiments._harness import Bench
+from experiments.topology import _setup as ts
 from jaxlab import topology as tp
 
 NAME = "topology_step"

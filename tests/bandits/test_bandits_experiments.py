@@ -6,19 +6,22 @@ import jax
 import matplotlib
 import pytest
 
+from experiments._harness import RunContext
+from experiments._harness._registry import find
+
 matplotlib.use("Agg")
 
 pytestmark = pytest.mark.slow
 
 
-def _run(name, **overrides):
-    mod = importlib.import_module(f"experiments.{name}")
+def _run(name, tmp_path, **overrides):
+    mod = find(name)
     config = {**mod.QUICK, **overrides}
-    return mod.run(config, jax.random.key(0))
+    return mod.run(config, jax.random.key(0), RunContext(mod.NAME, tmp_path))
 
 
-def test_synthetic_contract():
-    res = _run("bandits_synthetic", n_items=40, n_values=[3, 3, 3], relevant=[1], horizon=40,
+def test_synthetic_contract(tmp_path):
+    res = _run("bandits_synthetic", tmp_path, n_items=40, n_values=[3, 3, 3], relevant=[1], horizon=40,
                seeds=2)
     for k in ("regret_tdge", "regret_linucb", "regret_lints", "regret_egreedy",
               "dim_recovery_tdge"):
@@ -27,16 +30,16 @@ def test_synthetic_contract():
     assert "regret" in res.figures and len(res.claims) == 2
 
 
-def test_movielens_contract():
-    res = _run("bandits_movielens", n_users=3, events=60, pool=40)
+def test_movielens_contract(tmp_path):
+    res = _run("bandits_movielens", tmp_path, n_users=3, events=60, pool=40)
     for k in ("reward_tdge", "reward_linucb", "reward_lints", "reward_egreedy",
               "coldstart_reward_tdge", "coldstart_reward_linucb"):
         assert 0.0 <= res.metrics[k] <= 1.0
     assert "trajectory" in res.figures
 
 
-def test_obd_contract():
-    res = _run("bandits_obd", n_boot=10, policy_samples=8)
+def test_obd_contract(tmp_path):
+    res = _run("bandits_obd", tmp_path, n_boot=10, policy_samples=8)
     for name in ("tdge", "linucb", "lints", "egreedy"):
         for est in ("ips", "snips", "dr"):
             m = res.metrics

@@ -9,8 +9,8 @@ import types
 
 import pytest
 
-from experiments._registry import validate_module
-from experiments._runner import run_experiment
+from experiments._harness._registry import find
+from experiments._harness._runner import run_experiment
 
 EXPERIMENTS = ["eeg_state", "eeg_technique", "eeg_cross_session", "eeg_effect_size"]
 TINY = {"n_subjects": 6, "block_seconds": 8.0, "epoch_seconds": 2.0, "n_folds": 2,
@@ -19,20 +19,20 @@ TINY = {"n_subjects": 6, "block_seconds": 8.0, "epoch_seconds": 2.0, "n_folds": 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_contract(name):
-    mod = validate_module(importlib.import_module(f"experiments.{name}"))
+    mod = find(name)
     assert mod.NAME == name and mod.PAPER == "P10"
 
 
 def test_quick_configs_run_the_deep_models():
-    state = importlib.import_module("experiments.eeg_state").QUICK
+    state = importlib.import_module("experiments.eeg.state").QUICK
     assert {"eegnet", "shallow"} <= set(state["deep_models"])
     for name in ("eeg_technique", "eeg_cross_session"):
         assert {"eegnet", "shallow"} <= set(
-            importlib.import_module(f"experiments.{name}").QUICK["deep_models"])
+            find(name).QUICK["deep_models"])
 
 
 def _tiny(name, **extra):
-    mod = importlib.import_module(f"experiments.{name}")
+    mod = find(name)
     return types.SimpleNamespace(NAME=mod.NAME, PAPER=mod.PAPER, DESCRIPTION=mod.DESCRIPTION,
                                  QUICK=dict(TINY, **extra), FULL=mod.FULL, run=mod.run)
 

@@ -7,6 +7,8 @@ import matplotlib
 import numpy as np
 import pytest
 
+from experiments._harness import RunContext
+
 matplotlib.use("Agg")
 
 METHODS = ("bicubic", "separate", "joint", "joint_diffusion")
@@ -21,7 +23,7 @@ def _contract(factors):
 
 
 def test_em_joint_declares_the_contract_keys():
-    mod = importlib.import_module("experiments.em_joint")
+    mod = importlib.import_module("experiments.em.joint")
     assert mod.NAME == "em_joint" and mod.PAPER == "P11"
     for config in (mod.QUICK, mod.FULL):
         keys = set(mod.metric_keys(config))
@@ -34,8 +36,8 @@ def test_em_joint_declares_the_contract_keys():
                                                           mod.FULL["settings"]}
 
 
-def test_em_t0_declares_both_ends():
-    mod = importlib.import_module("experiments.em_t0")
+def test_em_t0_declares_both_ends(tmp_path):
+    mod = importlib.import_module("experiments.em.t0")
     assert mod.NAME == "em_t0" and mod.PAPER == "P11"
     for config in (mod.QUICK, mod.FULL):
         t0s = mod.t0_values(config)
@@ -43,15 +45,16 @@ def test_em_t0_declares_both_ends():
         keys = set(mod.metric_keys(config))
         assert {f"{m}_t0_{t}" for t in t0s for m in ("voi", "arand", "cremi")} <= keys
     with pytest.raises(ValueError, match="t0_values"):
-        mod.run({**mod.QUICK, **TINY, "t0_values": [0, 11]}, jax.random.key(0))
+        mod.run({**mod.QUICK, **TINY, "t0_values": [0, 11]}, jax.random.key(0),
+                RunContext(mod.NAME, tmp_path))
 
 
 @pytest.mark.slow
-def test_em_joint_tiny_run_writes_every_key():
-    mod = importlib.import_module("experiments.em_joint")
+def test_em_joint_tiny_run_writes_every_key(tmp_path):
+    mod = importlib.import_module("experiments.em.joint")
     config = {**mod.QUICK, **TINY, "settings": [[2, "cremi_like"], [4, "cremi_like"],
                                                 [4, "noisy"]]}
-    res = mod.run(config, jax.random.key(0))
+    res = mod.run(config, jax.random.key(0), RunContext(mod.NAME, tmp_path))
     assert set(mod.metric_keys(config)) <= set(res.metrics)
     assert _contract((2, 4)) <= set(res.metrics)
     assert all(k + "_noisy" in res.metrics for k in _contract((4,)))
@@ -61,10 +64,10 @@ def test_em_joint_tiny_run_writes_every_key():
 
 
 @pytest.mark.slow
-def test_em_t0_tiny_run_writes_every_key():
-    mod = importlib.import_module("experiments.em_t0")
+def test_em_t0_tiny_run_writes_every_key(tmp_path):
+    mod = importlib.import_module("experiments.em.t0")
     config = {**mod.QUICK, **TINY, "t0_values": [0, 3, 10]}
-    res = mod.run(config, jax.random.key(0))
+    res = mod.run(config, jax.random.key(0), RunContext(mod.NAME, tmp_path))
     assert set(mod.metric_keys(config)) <= set(res.metrics)
     # t0 = 0 leaves the SR embedding unchanged; t0 = T moves it
     assert res.metrics["emb_mse_t0_0"] != res.metrics["emb_mse_t0_10"]

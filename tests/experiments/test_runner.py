@@ -15,11 +15,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from experiments import __main__ as cli  # noqa: E402
-from experiments import _registry  # noqa: E402
-from experiments._api import Bench, Claim, Result, current_run  # noqa: E402
-from experiments._bench import run_bench  # noqa: E402
-from experiments._report import claims_table, write_report  # noqa: E402
-from experiments._runner import reproduce, run_experiment  # noqa: E402
+from experiments._harness import _registry  # noqa: E402
+from experiments._harness._api import Bench, Claim, Result, RunContext  # noqa: E402
+from experiments._harness._bench import run_bench  # noqa: E402
+from experiments._harness._report import claims_table, write_report  # noqa: E402
+from experiments._harness._runner import reproduce, run_experiment  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,11 +34,11 @@ def _module(name, run, paper="P9", **extra):
     return _registry.validate_module(mod)
 
 
-def _good_run(config, key):
+def _good_run(config, key, ctx):
     x = jax.random.normal(key, (config["n"],))
     fig, ax = plt.subplots()
     ax.plot(x)
-    assert current_run() is not None and current_run().name == "good"
+    assert isinstance(ctx, RunContext) and ctx.name == "good" and ctx.out_dir.name == "good"
     return Result(
         metrics={"mean": jnp.mean(x), "nested": {"n": config["n"], "flag": True},
                  "nan": float("nan")},
@@ -48,7 +48,7 @@ def _good_run(config, key):
     )
 
 
-def _bad_run(config, key):
+def _bad_run(config, key, ctx):
     raise RuntimeError("deliberate failure")
 
 
@@ -66,7 +66,6 @@ def test_run_writes_valid_metrics(tmp_path):
     assert set(data["jax"]) == {"version", "backend", "devices"}
     assert (tmp_path / "good" / "trace.png").read_bytes()[:4] == b"\x89PNG"
     assert "done good" in (tmp_path / "good" / "run.log").read_text()
-    assert current_run() is None
     # Same seed -> same metrics; FULL config is passed through.
     again = run_experiment(_module("good", _good_run), out=tmp_path, seed=3)
     assert again["metrics"]["mean"] == rec["metrics"]["mean"]
@@ -75,7 +74,7 @@ def test_run_writes_valid_metrics(tmp_path):
 
 
 def test_non_scalar_metric_rejected(tmp_path):
-    def run(config, key):
+    def run(config, key, ctx):
         return Result(metrics={"vec": jnp.zeros(3)})
 
     with pytest.raises(ValueError, match=r"metrics\['vec'\]: metric must be a scalar"):

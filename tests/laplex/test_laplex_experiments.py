@@ -7,7 +7,8 @@ import importlib
 import jax
 import pytest
 
-from experiments._registry import validate_module
+from experiments._harness import RunContext
+from experiments._harness._registry import find, validate_module
 
 EXPERIMENTS = ["laplex_exactness", "laplex_scaling", "laplex_head", "laplex_gram"]
 BENCHES = ["laplex_matvec", "laplex_gpu"]
@@ -15,7 +16,7 @@ BENCHES = ["laplex_matvec", "laplex_gpu"]
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_contract(name):
-    mod = validate_module(importlib.import_module(f"experiments.{name}"))
+    mod = find(name)
     assert mod.NAME == name and mod.PAPER == "P9"
 
 
@@ -26,10 +27,10 @@ def test_bench_contract(name):
 
 
 @pytest.mark.slow  # compiles every matvec/gradient variant: ~10 s idle, a minute under load
-def test_exactness_tiny_run():
-    mod = importlib.import_module("experiments.laplex_exactness")
+def test_exactness_tiny_run(tmp_path):
+    mod = importlib.import_module("experiments.laplex.exactness")
     res = mod.run({"sizes": [7], "grad_sizes": [5], "heads": 1, "decay_scales": [1e-6, 1e6],
-                   "sym_sizes": [9]}, jax.random.key(0))
+                   "sym_sizes": [9]}, jax.random.key(0), RunContext(mod.NAME, tmp_path))
     assert res.metrics["max_rel_err_f64"] < 1e-10
     assert res.metrics["max_grad_rel_err_f64"] < 1e-8
     assert {"max_rel_err_f64", "max_rel_err_f32", "max_grad_rel_err_f64",

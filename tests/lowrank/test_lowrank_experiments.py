@@ -5,29 +5,29 @@ from __future__ import annotations
 import jax
 import pytest
 
-from experiments import lowrank_agreement, lowrank_exposure, lowrank_memory, lowrank_predictions
-from experiments._api import Bench, Result
+from experiments._harness import Bench, Result, RunContext
 from experiments.bench import lowrank_speed
+from experiments.lowrank import agreement, exposure, memory, predictions
 
 TINY = {
-    lowrank_agreement: ({"ns": [30, 120], "tanh_seeds": 2, "horizon": 0.5, "n_save": 3,
+    agreement: ({"ns": [30, 120], "tanh_seeds": 2, "horizon": 0.5, "n_save": 3,
                          "sgd_n": 20, "sgd_steps": 3},
                         ["linear_max_err", "tanh_err_slope"]),
-    lowrank_exposure: ({"n_neurons": 40, "horizon": 1.0, "n_save": 5},
+    exposure: ({"n_neurons": 40, "horizon": 1.0, "n_save": 5},
                        ["initial_output_diff", "final_output_diff"]),
-    lowrank_memory: ({"n_nets": 8, "t_first": 2.0, "t_last": 4.0, "weight_decays": [0.0, 0.1],
+    memory: ({"n_nets": 8, "t_first": 2.0, "t_last": 4.0, "weight_decays": [0.0, 0.1],
                       "input_correlations": [0.0, 0.9]},
                      ["history_decode_acc_invisible", "history_decode_acc_visible"]),
-    lowrank_predictions: ({"n_nets": 4, "t_phase": 2.0, "t_probe": 2.0, "n_save": 5},
+    predictions: ({"n_nets": 4, "t_phase": 2.0, "t_probe": 2.0, "n_save": 5},
                           ["savings_ratio", "connectivity_signature_gap"]),
 }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mod", list(TINY), ids=lambda m: m.NAME)
-def test_experiment_contract(mod):
+def test_experiment_contract(mod, tmp_path):
     config, keys = TINY[mod]
-    result = mod.run({**mod.QUICK, **config}, jax.random.key(0))
+    result = mod.run({**mod.QUICK, **config}, jax.random.key(0), RunContext(mod.NAME, tmp_path))
     assert isinstance(result, Result)
     for k in keys:
         assert k in result.metrics

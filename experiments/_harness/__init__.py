@@ -1,0 +1,17 @@
+"""The experiment harness: the contract (`Result`, `Claim`, `Bench`, `RunContext`), discovery,
+the runner, benchmarks timing and the report. Experiments import from here only."""
+
+from ._api import Bench as Bench
+from ._api import Claim as Claim
+from ._api import Result as Result
+from ._api import RunContext as RunContext
+from ._api import log as log
+from ._bench import interleaved_stats as interleaved_stats
+from ._bench import run_bench as run_bench
+from ._bench import time_callable as time_callable
+from ._bench import timing_stats as timing_stats
+from ._cache import cache_dir as cache_dir
+from ._papers import PAPERS as PAPERS
+from ._runner import jax_info as jax_info
+from ._runner import reproduce as reproduce
+from ._runner import run_experiment as run_experiment

@@ -1,0 +1,116 @@
+"""What an experiment or benchmark module returns, and the context a run gives it.
+
+An experiment module `experiments/<component>/<claim>.py` declares
+
+    NAME = "<component>_<claim>"       # unique; checked against the module's place
+    PAPER = "P1"                       # key of experiments._papers.PAPERS
+    DESCRIPTION = "one line"
+    QUICK = {...}                      # JSON-able config: 2 CPU cores, minutes
+    FULL = {...}                       # paper scale, for a GPU/TPU
+    def run(config, key: jax.Array, ctx: RunContext) -> Result: ...
+
+`ctx` is the run's context, passed explicitly (no global state): where the run writes,
+whether it resumes, and `ctx.checkpointer(tag)` for each training it runs. A benchmark
+module `experiments/bench/<name>.py` declares NAME, PAPER, DESCRIPTION, QUICK, FULL and
+`setup(config, key) -> Bench`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ._checkpointer import Checkpointer
+
+__all__ = ["Claim", "Result", "Bench", "RunContext", "log"]
+
+log = logging.getLogger("experiments")
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """One headline claim: what the paper reports vs what this run measured."""
+
+    claim: str
+    paper: str  # the paper's value or statement, e.g. "MSE 0.0499" or "ODE = GD"
+    measured: str  # what we measured, human-readable with units
+    holds: bool
+
+
+@dataclasses.dataclass
+class Result:
+    """What `run(config, key)` returns.
+
+    - `metrics`: flat (or nested, flattened with "/") name -> number.
+    - `claims`: the paper's claims checked by this run.
+    - `figures`: name -> matplotlib Figure; saved as NAME/<name>.png.
+    - `notes`: free text for the report (data source, synthetic or real, caveats).
+    """
+
+    metrics: Mapping[str, Any]
+    claims: list[Claim] = dataclasses.field(default_factory=list)
+    figures: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    notes: str = ""
+
+
+@dataclasses.dataclass
+class Bench:
+    """What a benchmark's `setup(config, key)` returns.
+
+    - `impls`: implementation name -> zero-argument callable doing the work once
+      (its output is blocked on with `jax.block_until_ready`).
+    - `ours`: the names in `impls` that are jaxlab's; all others are peers.
+    - `size`: problem size description (JSON-able), e.g. {"N": 4096}.
+    - `pairs`: (ours, peer) pairs to report ratios for; empty means every ours x peer.
+    - `fields`: named flat results an issue asks for, each computed from the median
+      seconds per implementation, e.g. `{"jaxlab_s": lambda m: m["jaxlab"],
+      "speedup": lambda m: m["opencv"] / m["jaxlab"]}`; written under "fields".
+    - `interleave`: time the implementations in rounds (one call of each per round)
+      rather than one after another, so that drifts of a shared machine hit all of
+      them alike (for large, memory-bound problems; small ones lose their warm caches).
+    """
+
+    impls: Mapping[str, Callable[[], Any]]
+    ours: tuple[str, ...]
+    size: Mapping[str, Any]
+    notes: str = ""
+    pairs: tuple[tuple[str, str], ...] = ()
+    fields: Mapping[str, Callable[[Mapping[str, float]], float]] = dataclasses.field(
+        default_factory=dict)
+    interleave: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+    """What one run may use besides its config and key, passed to `run(config, key, ctx)`.
+
+    - `name`: the experiment's NAME.
+    - `out_dir`: the run's folder (`DIR/NAME`); checkpoints go to `out_dir/checkpoints`.
+    - `resume`: continue from the checkpoints there (`--resume`).
+    - `full`: whether this is the FULL (paper-scale) config.
+
+    Calling an experiment's `run` directly (tests, notebooks) takes
+    `RunContext(name, out_dir=some_folder)`.
+    """
+
+    name: str
+    out_dir: Path
+    resume: bool = False
+    full: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "out_dir", Path(self.out_dir))
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        d = self.out_dir / "checkpoints"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def checkpointer(self, tag: str, *, every: int | None = None) -> Checkpointer:
+        """The checkpointer of one training of this run: `checkpoints/<tag>.eqx`, saved every
+        `every` steps (None: the fit's default), resumed when the run resumes."""
+        return Checkpointer(self.checkpoint_dir / f"{tag}.eqx", every=every, resume=self.resume)

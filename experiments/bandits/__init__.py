@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.bandits (NAME `bandits_<module>`); shared set-up in `_setup.py`."""

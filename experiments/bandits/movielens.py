@@ -1,0 +1,154 @@
+"""P16: TDGE vs bandit baselines on MovieLens-100k, Li et al. replay, cold-start users."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import numpy as np
+
+from experiments._harness import Claim, Result, RunContext, log
+from jaxlab import bandits
+from jaxlab._core import sweep
+
+NAME = "bandits_movielens"
+PAPER = "P16"
+DESCRIPTION = "MovieLens-100k replay: average reward and cold-start reward of new users"
+QUICK = {"n_users": 48, "min_ratings": 60, "pool": 150, "events": 1500, "candidates": 10,
+         "like_threshold": 4.0, "cold_k": 10, "alpha": 0.5, "ts_v": 0.3, "epsilon": 0.1,
+         "probe_rounds": 5, "test_fraction": 0.2}
+FULL = {"n_users": 180, "min_ratings": 60, "pool": 300, "events": 20000, "candidates": 10,
+        "like_threshold": 4.0, "cold_k": 10, "alpha": 0.5, "ts_v": 0.3, "epsilon": 0.1,
+        "probe_rounds": 5, "test_fraction": 0.2}
+
+
+def _prepare(config, key):
+    """New (held-out) users, their rated-item pools and item features from the other users."""
+    ml = bandits.load_movielens_100k()
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel()[-1])
+    n_test = int(round(config["test_fraction"] * ml.n_users))
+    test_users = rng.permutation(ml.n_users)[:n_test]
+    is_test = np.isin(ml.user, test_users)
+    feats, fdim, dim_names, feat_names = bandits.movielens_item_dimensions(ml, ~is_test)
+    counts = np.bincount(ml.user, minlength=ml.n_users)
+    eligible = [u for u in test_users if counts[u] >= config["min_ratings"]]
+    users = np.asarray(sorted(eligible)[: config["n_users"]])
+    pool = config["pool"]
+    items = np.zeros((len(users), pool), np.int32)
+    liked = np.zeros((len(users), pool), np.float32)
+    valid = np.zeros((len(users), pool), bool)
+    for j, u in enumerate(users):
+        rows = np.flatnonzero(ml.user == u)
+        rows = rows[rng.permutation(len(rows))[:pool]]
+        items[j, : len(rows)] = ml.item[rows]
+        liked[j, : len(rows)] = (ml.rating[rows] >= config["like_threshold"]).astype(np.float32)
+        valid[j, : len(rows)] = True
+    return ml, feats, fdim, dim_names, feat_names, users, items, liked, valid
+
+
+def _policies(config, fdim):
+    return {
+        "tdge": bandits.TDGE(bandits.LinUCB(alpha=config["alpha"]), fdim,
+                             probe_rounds=config["probe_rounds"]),
+        "linucb": bandits.LinUCB(alpha=config["alpha"]),
+        "lints": bandits.LinearTS(v=config["ts_v"]),
+        "egreedy": bandits.EpsilonGreedy(epsilon=config["epsilon"]),
+    }
+
+
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
+    k_data, k_log, k_pol = jax.random.split(key, 3)
+    ml, feats, fdim, dim_names, feat_names, users, items, liked, valid = _prepare(config, k_data)
+    feats_j = jnp.asarray(feats)
+    items_j, liked_j, valid_j = jnp.asarray(items), jnp.asarray(liked), jnp.asarray(valid)
+    t_len, k = config["events"], config["candidates"]
+    cold = config["cold_k"]
+    log.info("bandits_movielens: %d new users, %d logged events each, %d candidates",
+             len(users), t_len, k)
+
+    def logged_stream(j):
+        """Uniform logging: K candidates from the user's rated pool, a uniform logged arm."""
+        kc, ka = jax.random.split(jax.random.fold_in(k_log, j))
+        v = valid_j[j].astype(jnp.float32)
+        p = v / jnp.sum(v)
+        cand = jax.vmap(lambda kk: jax.random.choice(kk, p.shape[0], (k,), replace=False, p=p))(
+            jax.random.split(kc, t_len))
+        arm = jax.random.randint(ka, (t_len,), 0, k).astype(jnp.int32)
+        contexts = feats_j[items_j[j][cand]]
+        reward = liked_j[j][cand[jnp.arange(t_len), arm]]
+        return contexts, arm, reward
+
+    metrics, per_user, traj = {}, {}, None
+    for name, pol in _policies(config, fdim).items():
+        log.info("bandits_movielens: replaying %s", name)
+
+        def one_user(j, pol=pol, name=name):
+            contexts, arm, reward = logged_stream(j)
+            res = bandits.replay(pol, contexts, arm, reward, key=jax.random.fold_in(k_pol, j))
+            order = jnp.cumsum(res.matched.astype(jnp.int32))
+            first = res.matched & (order <= cold)
+            cold_r = jnp.sum(jnp.where(first, res.rewards, 0.0)) / jnp.maximum(
+                jnp.sum(first.astype(res.rewards.dtype)), 1.0)
+            extra = (res.matched, res.choices.dimension, res.choices.feature, res.rewards) if (
+                name == "tdge") else ()
+            return res.value, res.n_matched, cold_r, extra
+
+        value, n_matched, cold_r, extra = sweep(one_user, jnp.arange(len(users)))
+        value, cold_r = np.asarray(value), np.asarray(cold_r)
+        per_user[name] = value
+        metrics[f"reward_{name}"] = float(value.mean())
+        metrics[f"reward_{name}_se"] = float(value.std(ddof=1) / np.sqrt(len(value)))
+        metrics[f"coldstart_reward_{name}"] = float(cold_r.mean())
+        metrics[f"coldstart_reward_{name}_se"] = float(cold_r.std(ddof=1) / np.sqrt(len(value)))
+        metrics[f"matched_events_{name}"] = float(np.asarray(n_matched).mean())
+        if name == "tdge":
+            traj = [np.asarray(e[0]) for e in extra]
+    # Uniform-random policy: its value is the mean like-rate of the candidate pool (exact).
+    pool_rate = (liked * valid).sum(1) / valid.sum(1)
+    metrics["reward_random"] = float(pool_rate.mean())
+    metrics["n_users"] = len(users)
+
+    # Trajectory of the first new user through dimensions and features (matched rounds).
+    hit, dims, feats_chosen, rew = traj
+    dims, feats_chosen, rew = dims[hit], feats_chosen[hit], rew[hit]
+    fig, ax = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+    r_idx = np.arange(len(dims))
+    ax[0].scatter(r_idx, dims, c=np.where(rew > 0, "C2", "C3"), s=18)
+    ax[0].set_yticks(range(len(dim_names)), dim_names)
+    ax[0].set(title=f"TDGE trajectory of new user {int(users[0]) + 1} "
+                    "(green = liked, red = not liked)", ylabel="dimension")
+    ax[1].scatter(r_idx, feats_chosen, c=np.asarray(fdim)[feats_chosen], cmap="tab10", s=18)
+    used = sorted(set(feats_chosen.tolist()))
+    ax[1].set_yticks(used, [feat_names[f] for f in used], fontsize=7)
+    ax[1].set(xlabel="matched round (replay)", ylabel="feature")
+    fig.tight_layout()
+
+    baselines = ("linucb", "lints", "egreedy")
+    best = max(baselines, key=lambda b: metrics[f"reward_{b}"])
+    diff = per_user["tdge"] - per_user[best]  # paired over users
+    diff_se = diff.std(ddof=1) / np.sqrt(len(diff))
+    cold_gap = metrics["coldstart_reward_tdge"] - metrics["coldstart_reward_linucb"]
+    cold_se = np.hypot(metrics["coldstart_reward_tdge_se"], metrics["coldstart_reward_linucb_se"])
+    claims = [
+        Claim("TDGE reaches higher replay reward than bandit baselines on real ratings",
+              "TDGE substantially improves exploration efficiency (MovieLens-20M, Last.fm, Amazon)",
+              f"MovieLens-100k replay reward {metrics['reward_tdge']:.3f} vs best baseline {best} "
+              f"{metrics[f'reward_{best}']:.3f} (paired diff {diff.mean():+.3f} ± {diff_se:.3f}; "
+              f"random {metrics['reward_random']:.3f}); holds if diff > 2 s.e.",
+              bool(diff.mean() > 2 * diff_se)),
+        Claim("TDGE adapts faster for cold-start users (first rounds)",
+              "TDGE improves cold-start adaptation",
+              f"first-{cold} reward {metrics['coldstart_reward_tdge']:.3f} vs LinUCB "
+              f"{metrics['coldstart_reward_linucb']:.3f} (diff {cold_gap:+.3f} ± {cold_se:.3f});"
+              " holds if diff > 2 s.e.",
+              bool(cold_gap > 2 * cold_se)),
+    ]
+    notes = ("Real data: MovieLens-100k from recbole's wheel. Reward = 1 if the user rated the "
+             f"movie >= {config['like_threshold']}. Held-out ('new', cold-start) users, each with "
+             f"no history; per logged event {k} candidates are drawn uniformly from the user's "
+             "rated movies and the logged arm is uniform among them, so Li et al.'s (2011) replay "
+             "estimator is unbiased for this candidate distribution. Item dimensions: genre, "
+             "release decade, popularity tier and mean-rating tier (tiers from the other users' "
+             "ratings only). Paper datasets (MovieLens-20M, Last.fm, Amazon) are not shipped in "
+             "wheels; this is a smaller stand-in.")
+    return Result(metrics=metrics, claims=claims, figures={"trajectory": fig}, notes=notes)

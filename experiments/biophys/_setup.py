@@ -1,0 +1,170 @@
+"""Shared synthetic ground truth and fitting pipeline of the P12 biophys experiments.
+
+Synthetic data (no paired patch/Neuropixels recording ships in a pip wheel):
+ball-and-stick HH cells (dendrite along the shank) at random positions beside
+a Neuropixels 1.0 probe, each driven by its own smooth random somatic current
+(Gaussian-filtered white noise), recorded at 30 kHz with white + 1/f +
+spatially correlated noise. The "sorting" is the ground-truth spike times
+(somatic voltage peaks), as if a sorter had found every spike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.ndimage import gaussian_filter1d
+
+from experiments._harness import RunContext, log
+from jaxlab import biophys as bp
+
+# QUICK settings shared by the P12 experiments (each sets its own n_neurons / spacing_um),
+# and the paper-scale overrides for FULL.
+BASE_QUICK = {
+    "duration_ms": 1000.0, "z_min_um": 15.0, "z_max_um": 40.0,
+    "current_mean_na": [0.3, 0.45], "current_std_na": 0.15, "current_tau_ms": 8.0,
+    "noise_white_uv": 2.5, "noise_pink_uv": 0.8, "noise_correlated_uv": 1.5,
+    "knot_ms": 5.0, "fit_steps": 150, "lr": 0.1,
+}
+FULL_OVERRIDES = {"n_neurons": 200, "duration_ms": 60000.0, "spacing_um": 17.0,
+                  "fit_steps": 1000}
+
+DT = 1.0 / 30.0  # ms: 30 kHz
+F32 = jnp.float32
+
+
+@dataclasses.dataclass
+class Synthetic:
+    cell: bp.BallAndStick
+    probe: bp.Probe
+    positions: np.ndarray  # (N, 3)
+    currents: np.ndarray  # (N, T)
+    recording: bp.Recording
+    spikes: list[np.ndarray]
+    noise: bp.NoiseModel
+    snr: np.ndarray  # (N,) peak |template| on the best site / noise std
+
+
+def make_synthetic(config: dict, key: jax.Array) -> Synthetic:
+    """Population, currents, noisy recording, sorted spikes (see module doc)."""
+    n = int(config["n_neurons"])
+    t_steps = int(round(config["duration_ms"] / DT))
+    seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    cell = bp.BallAndStick()
+    full_probe = bp.neuropixels_1(dtype=F32)
+    depth0 = 200.0
+    ys = depth0 + np.sort(rng.uniform(0.0, config["spacing_um"] * n, n))
+    positions = np.stack([rng.uniform(-10.0, 80.0, n), ys,
+                          rng.uniform(config["z_min_um"], config["z_max_um"], n)], 1)
+    positions = positions.astype(np.float32)
+    # Sites spanning the population (all 384 when the population spans the shank).
+    sites = full_probe.sites_between(ys.min() - 120.0, ys.max() + 400.0)
+    probe = full_probe.select(sites)
+    white = rng.standard_normal((n, t_steps))
+    white = gaussian_filter1d(white, config["current_tau_ms"] / DT, axis=1)
+    white /= white.std(axis=1, keepdims=True)
+    mean = rng.uniform(config["current_mean_na"][0], config["current_mean_na"][1], (n, 1))
+    currents = (mean + config["current_std_na"] * white).astype(np.float32)
+    noise = bp.NoiseModel(white_uv=config["noise_white_uv"], pink_uv=config["noise_pink_uv"],
+                          correlated_uv=config["noise_correlated_uv"])
+    rec = bp.record(cell, jnp.asarray(positions), jnp.asarray(currents), probe, dt=DT,
+                    noise=noise, key=jax.random.fold_in(key, 1))
+    spikes = [bp.spike_indices(v) for v in np.asarray(rec.voltage)]
+    clean = np.asarray(rec.clean)
+    snr = []
+    for s in spikes:
+        if s.size == 0:
+            snr.append(0.0)
+            continue
+        idx = s[(s >= 30) & (s + 45 <= clean.shape[0])]
+        tmpl = clean[idx[:, None] + np.arange(-30, 45)[None, :]].mean(0)
+        snr.append(float(np.abs(tmpl).max() / noise.total_std))
+    return Synthetic(cell, probe, positions, currents, rec, spikes, noise, np.asarray(snr))
+
+
+def triangulate(syn: Synthetic) -> np.ndarray:
+    """Monopolar-triangulation (x, y, z) of every neuron from its noisy template."""
+    out = []
+    traces = np.asarray(syn.recording.traces)
+    for s in syn.spikes:
+        ptp = bp.template_ptp(traces, s, before=30, after=45)
+        out.append(bp.monopolar_triangulation(ptp, np.asarray(syn.probe.positions))[:3])
+    return np.asarray(out, dtype=np.float32)
+
+
+def fit_population(syn: Synthetic, config, ctx: RunContext, *, anchored: bool,
+                   init_positions: np.ndarray, tag: str) -> bp.FitResult:
+    """P12's inverse fit (anchored) or its ablation (trace loss only, constant start)."""
+    problem = bp.make_fit_problem(
+        syn.cell, syn.probe.electrodes(), syn.recording.traces, syn.spikes, dt=DT,
+        noise_std=syn.noise.total_std, knot_spacing_ms=config["knot_ms"])
+    n = syn.positions.shape[0]
+    k = problem.basis.n_knots
+    if anchored:
+        grid = jnp.linspace(0.0, 1.4, 29, dtype=F32)
+        rates = bp.firing_rate_curve(syn.cell, grid, dt=DT)
+        coeffs = jnp.stack([bp.rate_initial_current(s, problem.basis, grid, rates)
+                            for s in syn.spikes]).astype(F32)
+        anchor = bp.SpikeAnchor()
+    else:
+        coeffs = jnp.full((n, k), 0.2, dtype=F32)
+        anchor = None
+    start = init_positions.copy()
+    start[:, 2] = np.maximum(start[:, 2], 5.0)
+    params0 = bp.FitParams(jnp.asarray(start, dtype=F32), coeffs)
+    ckpt = ctx.checkpointer(f"fit_{tag}")
+    log.info("biophys fit %s: %d neurons, %d steps, %d sites, %d samples", tag, n,
+             config["fit_steps"], syn.probe.n_sites, problem.traces.shape[0])
+    return bp.fit(problem, params0, n_steps=int(config["fit_steps"]), anchor=anchor,
+                  optimizer=bp.default_optimizer(int(config["fit_steps"]), config["lr"]),
+                  checkpoint_path=ckpt.path, resume=ckpt.resume)
+
+
+def evaluate(syn: Synthetic, res: bp.FitResult) -> dict[str, np.ndarray]:
+    """Per-neuron localisation error, current correlation and spike match (+/- 1 ms)."""
+    err = np.linalg.norm(np.asarray(res.params.positions) - syn.positions, axis=1)
+    fc = np.asarray(res.currents)
+    corr = np.asarray([np.corrcoef(fc[i], syn.currents[i])[0, 1] for i in range(len(fc))])
+    _, volts, _ = bp.population_traces(syn.cell, res.params.positions, res.currents,
+                                       syn.probe.electrodes(), dt=DT)
+    tol = int(round(1.0 / DT))
+    match = np.asarray([bp.match_fraction(s, bp.spike_indices(np.asarray(v)), tolerance=tol)
+                        for s, v in zip(syn.spikes, volts)])
+    return {"err": err, "corr": corr, "match": match}
+
+
+def plot_fit(syn: Synthetic, res: bp.FitResult, neuron: int):
+    """Figure: recorded vs fitted traces over the probe around one neuron's spike."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fitted, _, _ = bp.population_traces(syn.cell, res.params.positions, res.currents,
+                                        syn.probe.electrodes(), dt=DT)
+    traces = np.asarray(syn.recording.traces)
+    fitted = np.asarray(fitted)
+    s = syn.spikes[neuron]
+    t0 = int(s[len(s) // 2]) if s.size else traces.shape[0] // 2
+    win = np.arange(max(t0 - 60, 0), min(t0 + 90, traces.shape[0]))
+    pos = np.asarray(syn.probe.positions)
+    near = np.argsort(np.linalg.norm(pos - syn.positions[neuron, :2], axis=1))[:12]
+    fig, ax = plt.subplots(figsize=(6, 7))
+    scale = 0.9 * 20.0 / max(np.abs(traces[np.ix_(win, near)]).max(), 1e-6)
+    tt = (win - t0) * DT
+    for j in near:
+        x0, y0 = pos[j]
+        ax.plot(x0 + tt * 4.0, y0 + scale * traces[win, j], color="0.6", lw=0.8)
+        ax.plot(x0 + tt * 4.0, y0 + scale * fitted[win, j], color="C3", lw=1.0)
+    ax.plot(*syn.positions[neuron, :2], "k*", ms=12, label="true soma (x, y)")
+    ax.plot(*np.asarray(res.params.positions)[neuron, :2], "C3x", ms=10, mew=2,
+            label="fitted soma")
+    ax.set_xlabel("x (um); each trace spans 5 ms (4 um per ms)")
+    ax.set_ylabel("depth y (um)")
+    ax.set_title(f"neuron {neuron}: recorded (grey) vs fitted (red) traces")
+    ax.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    return fig

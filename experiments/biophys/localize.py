@@ -1,0 +1,64 @@
+"""P12 claim: the spike-anchored differentiable fit localises neurons relative to the probe.
+
+Synthetic ground truth (see experiments/_biophys_setup.py): ball-and-stick HH
+cells beside a Neuropixels 1.0 probe at peak SNR ~5-15. The inverse fit
+recovers each neuron's 3-D soma position jointly with its input current by
+gradient descent through simulator + volume conductor, started from the
+monopolar-triangulation estimate, which is also the baseline.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from experiments._harness import Claim, Result, RunContext
+from experiments.biophys import _setup as setup
+
+NAME = "biophys_localize"
+PAPER = "P12"
+DESCRIPTION = "Spike-anchored inverse fit localises neurons (mean error) vs monopolar triangulation"
+
+QUICK = {"n_neurons": 20, "spacing_um": 30.0, **setup.BASE_QUICK}
+FULL = {**QUICK, **setup.FULL_OVERRIDES}
+
+
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
+    syn = setup.make_synthetic(config, key)
+    base = setup.triangulate(syn)
+    base_err = np.linalg.norm(base - syn.positions, axis=1)
+    res = setup.fit_population(syn, config, ctx, anchored=True, init_positions=base, tag="anchored")
+    ev = setup.evaluate(syn, res)
+    err = ev["err"]
+    metrics = {
+        "loc_err_um_mean": float(err.mean()),
+        "loc_err_um_median": float(np.median(err)),
+        "loc_err_um_baseline": float(base_err.mean()),
+        "loc_err_um_baseline_median": float(np.median(base_err)),
+        "peak_snr_min": float(syn.snr.min()), "peak_snr_median": float(np.median(syn.snr)),
+        "peak_snr_max": float(syn.snr.max()),
+        "current_corr_mean": float(ev["corr"].mean()),
+        "spike_match_frac": float(ev["match"].mean()),
+        "n_neurons": int(len(err)), "n_sites": int(syn.probe.n_sites),
+        "final_loss": float(res.losses[-1]),
+    }
+    claims = [
+        Claim(claim="mean localisation error (synthetic, our bar <= 10 um)",
+              paper="< 40 um mean on real SPE-1 paired data",
+              measured=f"{err.mean():.1f} um mean, {np.median(err):.1f} um median",
+              holds=bool(err.mean() <= 10.0)),
+        Claim(claim="inverse fit beats monopolar triangulation",
+              paper="(baseline of this repo: SpikeInterface monopolar triangulation)",
+              measured=f"{err.mean():.1f} um vs {base_err.mean():.1f} um",
+              holds=bool(err.mean() < base_err.mean())),
+    ]
+    best = int(np.argmax(syn.snr))
+    return Result(
+        metrics=metrics, claims=claims,
+        figures={"fitted_trace": setup.plot_fit(syn, res, best)},
+        notes=("Synthetic ground truth (ball-and-stick HH cells, Neuropixels 1.0 geometry, "
+               "white + 1/f + spatially correlated noise); sorted spike times are the true "
+               "ones. The model class of the fit equals the generator's (known morphology "
+               "and orientation), so this checks the optimiser and identifiability, not model "
+               f"mismatch. Peak SNR {syn.snr.min():.1f}-{syn.snr.max():.1f}."),
+    )

@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.cells (NAME `cells_<module>`); shared set-up in `_setup.py`."""

@@ -1,0 +1,29 @@
+"""Shared pieces of the P5 cells experiments: PCA embedding and LeCellModel training."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from experiments._harness import RunContext
+from jaxlab import cells
+
+
+def pca_embedding(counts: np.ndarray, n_comps: int) -> np.ndarray:
+    """scanpy PCA of log-normalised, scaled expression (the standard pipeline)."""
+    import anndata
+    import scanpy as sc
+
+    a = anndata.AnnData(X=cells.log_normalize(counts))
+    sc.pp.scale(a, max_value=10)
+    sc.tl.pca(a, n_comps=n_comps, svd_solver="arpack")
+    return np.asarray(a.obsm["X_pca"])
+
+
+def lecell_kwargs(config, ctx: RunContext, tag: str) -> dict:
+    """`cells.fit` settings of a config, checkpointed under `lecell_<tag>` in the run."""
+    ckpt = ctx.checkpointer(f"lecell_{tag}")
+    return {
+        "latent_dim": config["latent_dim"], "width": config["width"], "steps": config["steps"],
+        "batch_size": config["batch_size"], "lam": config["lam"],
+        "checkpoint": ckpt.path, "resume": ckpt.resume,
+    }

@@ -1,0 +1,63 @@
+"""P5: gene-level attribution of JEPA-SCORE recovers a spiked response program."""
+
+from __future__ import annotations
+
+import jax
+import matplotlib.pyplot as plt
+import numpy as np
+
+from experiments._harness import Claim, Result, RunContext
+from experiments.cells._setup import lecell_kwargs
+from jaxlab import cells
+
+NAME = "cells_genes"
+PAPER = "P5"
+DESCRIPTION = "Top-20 JEPA-SCORE gene attributions vs a spiked interferon program (PBMC68k)"
+QUICK = {"fraction": 0.05, "doses": [2.0, 4.0], "latent_dim": 16, "width": 256, "steps": 1000,
+         "batch_size": 256, "lam": 0.05}
+FULL = {"fraction": 0.05, "doses": [2.0, 4.0], "latent_dim": 32, "width": 1024, "steps": 20000,
+        "batch_size": 512, "lam": 0.05}
+
+
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
+    adata = cells.spike_program(cells.load_pbmc68k(), config["fraction"],
+                                doses=tuple(config["doses"]), seed=0)
+    _, ann = cells.fit(adata, key=key, attributions=True, **lecell_kwargs(config, ctx, "genes"))
+    attr = ann.layers["jepa_attribution"]
+    stim = ann.obs["stimulated"].to_numpy()
+    # Genes whose attribution differs most between stimulated and other cells.
+    diff = np.abs(attr[stim].mean(0) - attr[~stim].mean(0))
+    order = np.argsort(-diff)
+    genes = np.asarray(ann.var_names)
+    program = set(cells.INTERFERON_PROGRAM)
+    top20 = genes[order[:20]]
+    k = len(program)
+    metrics = {
+        "program_precision_at_20": float(np.mean([g in program for g in top20])),
+        "program_recall_at_20": float(np.sum([g in program for g in top20]) / k),
+        "program_precision_at_k": float(np.mean([g in program for g in genes[order[:k]]])),
+        "program_size": k,
+        "chance_precision": k / len(genes),
+    }
+    claims = [Claim("JEPA-SCORE gene attribution recovers the stimulated program",
+                    "attribution identifies response genes",
+                    f"precision@20 {metrics['program_precision_at_20']:.2f} (max {k / 20:.2f} "
+                    f"with a {k}-gene program; chance {metrics['chance_precision']:.3f})",
+                    metrics["program_precision_at_20"] > 5 * metrics["chance_precision"])]
+    types = ann.obs["bulk_labels"].astype("category")
+    top = order[:20]
+    mat = np.stack([np.abs(attr[(types == t).to_numpy()][:, top]).mean(0)
+                    for t in types.cat.categories])
+    fig, ax = plt.subplots(figsize=(10, 4))
+    im = ax.imshow(mat / mat.max(), aspect="auto", cmap="viridis")
+    ax.set_xticks(range(20), [f"{g}{'*' if g in program else ''}" for g in genes[top]],
+                  rotation=90, fontsize=7)
+    ax.set_yticks(range(len(types.cat.categories)), list(types.cat.categories), fontsize=7)
+    ax.set_title("|gradient x input| of JEPA-SCORE per cell type (top-20 genes; * = program)")
+    fig.colorbar(im, ax=ax)
+    notes = ("Real PBMCs with the interferon program spiked into "
+             f"{config['fraction'] * 100:g}% of cells (doses {config['doses']}); the program has "
+             f"{k} genes, so precision@20 is at most {k / 20:.2f}. Attribution: gradient x input "
+             "of each cell's JEPA-SCORE; genes ranked by |mean(stimulated) - mean(rest)|. Top-20: "
+             + ", ".join(top20))
+    return Result(metrics=metrics, claims=claims, figures={"attribution": fig}, notes=notes)

@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.eeg (NAME `eeg_<module>`); shared set-up in `_setup.py`."""

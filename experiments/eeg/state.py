@@ -1,0 +1,56 @@
+"""P10 task 1: resting vs meditation state decoding, leave-subjects-out, classical baselines."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from experiments._harness import Claim, Result, RunContext
+from experiments.eeg import _setup as common
+from jaxlab import eeg
+
+NAME = "eeg_state"
+PAPER = "P10"
+DESCRIPTION = "Rest vs meditation decoding on the L-FAME-design simulator (leave-subjects-out)"
+QUICK = {"n_subjects": 24, "block_seconds": 30.0, "epoch_seconds": 2.0, "n_folds": 4,
+         "models": list(eeg.CLASSICAL_MODELS), "deep_models": ["eegnet", "shallow", "deep"],
+         "deep_epochs": 4}
+FULL = {"n_subjects": 74, "block_seconds": 300.0, "epoch_seconds": 2.0, "n_folds": 5,
+        "models": list(eeg.CLASSICAL_MODELS), "deep_models": ["eegnet", "shallow", "deep"],
+        "deep_epochs": 100}
+
+
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
+    k_sim, k_fold = jax.random.split(key)
+    tab, cfg, kept = common.epochs_for(config, k_sim)
+    feats, covs = common.inputs_for(tab)
+    y = np.asarray(tab.condition)
+    folds = common.folds_for(tab.subject, config["n_folds"], k_fold)
+    metrics = {"n_subjects": cfg.n_subjects, "n_epochs": int(len(y)), "kept_fraction": kept,
+               **{f"effect_{k}": v for k, v in cfg.effect_sizes().items()}}
+    summary = common.evaluate(config["models"], feats, covs, y, folds, "bacc_state", metrics)
+    (deep,) = common.evaluate_deep(config.get("deep_models", []), common.deep_inputs(tab), y,
+                                   tab.subject, folds, ("bacc_state",), metrics,
+                                   jax.random.fold_in(key, 7),
+                                   ctx=ctx, epochs=int(config.get("deep_epochs", 0)),
+                                   tag="state_")
+    summary.update(deep)
+    best = max(summary, key=lambda m: summary[m][0])
+    mean, lo, hi = summary[best]
+    above = [m for m, (_, lo_m, _) in summary.items() if lo_m > 0.5]
+    claims = [Claim(
+        claim="the best classical or deep baseline decodes resting vs meditation state above "
+              "chance (subject-independent)",
+        paper="baselines reported for task 1 (no numbers in the abstract)",
+        measured=f"best {best}: bacc {mean:.3f} [95% CI {lo:.3f}, {hi:.3f}]; CI above 0.5 for "
+                 f"{len(above)}/{len(summary)} models ({', '.join(above)}) (simulator)",
+        holds=bool(lo > 0.5),
+    )]
+    fig = common.bar_figure({"rest vs meditation": summary}, 0.5,
+                            "eeg_state: leave-subjects-out (simulated L-FAME)")
+    notes = (common.SIM_NOTE + f" This run: {cfg.n_subjects} subjects, "
+             f"{cfg.block_seconds:.0f} s blocks, deep models {config.get('deep_models')} for at "
+             f"most {config.get('deep_epochs')} epochs (QUICK keeps the deep models short so "
+             "that the experiment fits a few CPU minutes; FULL: 74 subjects, 300 s blocks, "
+             f"100 epochs). Effect sizes: {cfg.effect_sizes()}.")
+    return Result(metrics=metrics, claims=claims, figures={"state": fig}, notes=notes)

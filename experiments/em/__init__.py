@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.em (NAME `em_<module>`); shared set-up in `_setup.py`."""

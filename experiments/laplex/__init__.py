@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.laplex (NAME `laplex_<module>`); shared set-up in `_setup.py`."""

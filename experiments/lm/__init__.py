@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.lm (NAME `lm_<module>`); shared set-up in `_setup.py`."""

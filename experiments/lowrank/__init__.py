@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.lowrank (NAME `lowrank_<module>`); shared set-up in `_setup.py`."""

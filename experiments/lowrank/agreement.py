@@ -1,0 +1,200 @@
+"""P1 claim: the overlap ODE equals full N-space gradient descent.
+
+Linear units: exact at every N (agreement to solver tolerance). Tanh units: the
+Gaussian mean-field closure is asymptotically exact, error ~ N^-1/2.
+The oracle is gradient flow on the N-dimensional vectors themselves, with the
+loss computed by simulating the N-neuron network (no overlap algebra), solved
+by diffrax at the same tolerance as the 10-dimensional overlap ODE.
+"""
+
+from __future__ import annotations
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import numpy as np
+from tqdm.auto import tqdm
+
+from experiments._harness import Claim, Result, RunContext, log
+from jaxlab import lowrank as lr
+from jaxlab._core import sweep
+
+NAME = "lowrank_agreement"
+PAPER = "P1"
+DESCRIPTION = "Overlap ODE vs full N-space gradient descent: linear exact at every N, tanh ~N^-1/2"
+
+QUICK = {
+    "ns": [100, 1000, 10000],
+    "linear_seeds": 1,
+    "tanh_seeds": 3,
+    "horizon": 5.0,
+    "n_save": 11,
+    "linear_rtol": 1e-10,
+    "tanh_rtol": 1e-8,
+    "init_scale": 1.0,
+    "init_corr": 0.4,
+    "amplitude": 1.0,
+    "sgd_n": 1000,
+    "sgd_steps": 50,
+    "sgd_eta": 0.05,
+}
+FULL = {
+    **QUICK,
+    "ns": [100, 300, 1000, 3000, 10000, 30000, 100000],
+    "linear_seeds": 4,
+    "tanh_seeds": 32,
+    "n_save": 21,
+}
+
+
+def _init_cov(scale: float, corr: float) -> jnp.ndarray:
+    # Order (m, n, I, w). m.w and n.I start correlated so learning leaves the
+    # saddle at zero output immediately (a generic, not a special, start).
+    cov = scale * jnp.eye(4, dtype=jnp.float64)
+    for a, b in ((0, 3), (1, 2)):
+        cov = cov.at[a, b].set(corr).at[b, a].set(corr)
+    return cov
+
+
+def _compare(act, n, keys, cfg, ts, rtol):
+    layout = lr.OverlapLayout(1, 1)
+    task = lr.fixed_point_task(amplitude=cfg["amplitude"]).astype(jnp.float64)
+    trained = layout.trained_mask()
+    net_loss = lr.NetworkLoss(task, layout, act)
+    ov_loss = lr.OverlapLoss(task, layout, act)
+    ctrl = diffrax.PIDController(rtol=rtol, atol=rtol * 1e-2)
+    cov = _init_cov(cfg["init_scale"], cfg["init_corr"])
+
+    def one(key):
+        v0 = lr.gaussian_vectors(cov, n, key=key)
+        g0 = lr.gram(v0)
+        vs = lr.solve_network_flow(net_loss, v0, trained, ts, stepsize_controller=ctrl)
+        g_sim = jax.vmap(lr.gram)(vs)
+        g_ode = lr.solve_overlap_flow(ov_loss, g0, trained, ts, stepsize_controller=ctrl)
+        err_t = jnp.max(jnp.abs(g_sim - g_ode), axis=(1, 2))
+        losses = jnp.stack([ov_loss(g_ode[0]), ov_loss(g_ode[-1]), net_loss(vs[-1])])
+        return g_sim, g_ode, err_t, losses
+
+    return sweep(one, keys)
+
+
+def _slope(ns, errs) -> float:
+    return float(np.polyfit(np.log(np.asarray(ns, float)), np.log(np.asarray(errs)), 1)[0])
+
+
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
+    cfg = {**QUICK, **config}
+    with jax.enable_x64(True):
+        ts = jnp.linspace(0.0, cfg["horizon"], cfg["n_save"], dtype=jnp.float64)
+        metrics: dict[str, float] = {}
+        curves = {}
+        k_lin, k_tanh, k_sgd = jax.random.split(key, 3)
+        lin_errs, tanh_errs, tanh_early = [], [], []
+        for n in tqdm(cfg["ns"], desc="lowrank_agreement N"):
+            keys = jax.random.split(jax.random.fold_in(k_lin, n), cfg["linear_seeds"])
+            g_sim, g_ode, err_t, losses = _compare(lr.Linear(), n, keys, cfg, ts,
+                                                   cfg["linear_rtol"])
+            lin_errs.append(float(jnp.max(err_t)))
+            metrics[f"linear_max_err_N{n}"] = lin_errs[-1]
+            metrics[f"linear_loss_start_N{n}"] = float(losses[0, 0])
+            metrics[f"linear_loss_end_N{n}"] = float(losses[0, 1])
+            curves[("linear", n)] = (np.asarray(g_sim[0]), np.asarray(g_ode[0]))
+            log.info("linear N=%d max|G_sim-G_ode|=%.3g", n, lin_errs[-1])
+
+            keys = jax.random.split(jax.random.fold_in(k_tanh, n), cfg["tanh_seeds"])
+            g_sim, g_ode, err_t, losses = _compare(lr.Tanh(), n, keys, cfg, ts,
+                                                   cfg["tanh_rtol"])
+            tanh_errs.append(float(jnp.mean(jnp.max(err_t, axis=1))))
+            tanh_early.append(float(jnp.mean(err_t[:, 1])))
+            metrics[f"tanh_err_N{n}"] = tanh_errs[-1]
+            metrics[f"tanh_err_early_N{n}"] = tanh_early[-1]
+            metrics[f"tanh_loss_start_N{n}"] = float(jnp.mean(losses[:, 0]))
+            metrics[f"tanh_loss_end_ode_N{n}"] = float(jnp.mean(losses[:, 1]))
+            metrics[f"tanh_loss_end_sim_N{n}"] = float(jnp.mean(losses[:, 2]))
+            curves[("tanh", n)] = (np.asarray(g_sim[0]), np.asarray(g_ode[0]))
+            log.info("tanh N=%d mean max|dG|=%.3g (early %.3g)", n, tanh_errs[-1],
+                     tanh_early[-1])
+
+        metrics["linear_max_err"] = max(lin_errs)
+        metrics["tanh_err_slope"] = _slope(cfg["ns"], tanh_errs)
+        metrics["tanh_err_slope_early"] = _slope(cfg["ns"], tanh_early)
+        metrics["early_time"] = float(ts[1])
+
+        # Discrete-time optax SGD in N space vs the exact discrete overlap map.
+        layout = lr.OverlapLayout(1, 1)
+        task = lr.fixed_point_task(amplitude=cfg["amplitude"]).astype(jnp.float64)
+        trained = layout.trained_mask()
+        v0 = lr.gaussian_vectors(_init_cov(cfg["init_scale"], cfg["init_corr"]), cfg["sgd_n"],
+                                 key=k_sgd)
+        _, g_net, _ = lr.network_gd(lr.NetworkLoss(task, layout, lr.Linear()), v0, trained,
+                                    eta=cfg["sgd_eta"], n_steps=cfg["sgd_steps"])
+        g_map = lr.overlap_gd(lr.OverlapLoss(task, layout, lr.Linear()), lr.gram(v0), trained,
+                              eta=cfg["sgd_eta"], n_steps=cfg["sgd_steps"])
+        metrics["linear_sgd_max_err"] = float(jnp.max(jnp.abs(g_net - g_map)))
+
+    slope = metrics["tanh_err_slope"]
+    claims = [
+        Claim("linear RNN: overlap ODE = full GD at every N",
+              "exact (to solver tolerance)",
+              f"max_t,N |G_sim - G_ode| = {metrics['linear_max_err']:.2e} at N = {cfg['ns']} "
+              f"(rtol {cfg['linear_rtol']:g}); optax SGD vs exact overlap map "
+              f"{metrics['linear_sgd_max_err']:.1e}",
+              metrics["linear_max_err"] <= 1e-6),
+        Claim("tanh RNN: ODE error shrinks ~N^-1/2 over the training horizon",
+              "asymptotically exact, slope -1/2",
+              f"slope {slope:.2f} (errors {', '.join(f'{e:.2g}' for e in tanh_errs)}; "
+              f"horizon t = {cfg['horizon']:g})",
+              -0.7 <= slope <= -0.3),
+        Claim("tanh RNN: ODE error ~N^-1/2 early in learning",
+              "slope -1/2",
+              f"slope {metrics['tanh_err_slope_early']:.2f} at t = {float(ts[1]):.2g} "
+              f"(errors {', '.join(f'{e:.2g}' for e in tanh_early)})",
+              -0.7 <= metrics["tanh_err_slope_early"] <= -0.3),
+    ]
+
+    figures = {"trajectories": _figure(curves, ts, cfg["ns"], tanh_errs, tanh_early, lin_errs)}
+    notes = (
+        "Synthetic: rank-1 RNN, one input, fixed-point task (5 input levels, target 0.8 u), "
+        "m and n trained by gradient flow with learning rate N (overlap time). Initial vectors "
+        "i.i.d. Gaussian per neuron; the ODE starts from their empirical Gram matrix. Errors "
+        "are max over entries (and time) of |G_sim - G_ode|; tanh errors are means over seeds. "
+        "The tanh closure assumes the per-neuron distribution of (m, n, I, w) stays Gaussian; "
+        "the true gradient dn_i ~ tanh(x_i) is nonlinear in the neuron's entries, so the "
+        "population becomes non-Gaussian as learning proceeds, which adds an N-independent "
+        "error that grows with the distance travelled (compare the early-time slope)."
+    )
+    return Result(metrics=metrics, claims=claims, figures=figures, notes=notes)
+
+
+def _figure(curves, ts, ns, tanh_errs, tanh_early, lin_errs):
+    layout = lr.OverlapLayout(1, 1)
+    names = layout.overlap_names()
+    iu, ju = np.triu_indices(layout.size)
+    n_show = ns[min(1, len(ns) - 1)]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    t = np.asarray(ts)
+    for ax, kind in zip(axes[:2], ("linear", "tanh")):
+        g_sim, g_ode = curves[(kind, n_show)]
+        for c, (i, j) in enumerate(zip(iu, ju)):
+            if i == j == 2 or i == j == 3 or (i == 2 and j == 3):
+                continue  # untrained I.I, w.w, I.w are constant
+            color = f"C{c % 10}"
+            ax.plot(t, g_sim[:, i, j], color=color, lw=2, alpha=0.5, label=names[c])
+            ax.plot(t, g_ode[:, i, j], color=color, ls="--", lw=1)
+        ax.set_title(f"{kind} units, N = {n_show}")
+        ax.set_xlabel("learning time (overlap units)")
+        ax.set_ylabel("overlap")
+    axes[0].legend(fontsize=7, ncol=2)
+    fig.suptitle("overlaps during learning: full N-space GD (thick) vs overlap ODE (dashed)")
+    ax = axes[2]
+    ax.loglog(ns, tanh_errs, "o-", label="tanh, whole horizon")
+    ax.loglog(ns, tanh_early, "s-", label=f"tanh, t = {float(ts[1]):.2g}")
+    ax.loglog(ns, np.maximum(lin_errs, 1e-16), "^-", label="linear")
+    ref = np.asarray(ns, float)
+    ax.loglog(ref, tanh_early[0] * (ref / ref[0]) ** -0.5, "k:", label="N^-1/2")
+    ax.set_xlabel("N")
+    ax.set_ylabel("max |G_sim - G_ode|")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.observers (NAME `observers_<module>`); shared set-up in `_setup.py`."""

@@ -1,0 +1,179 @@
+"""P2 claim (X-29 ablations): certified neural observers stay accurate under model error.
+
+One two-stage neural observer per X-29 model (trained on the nominal model only),
+evaluated with diffrax on many plants whose true matrix is `A (1 + U)`, `U`
+entrywise uniform in [-delta, delta], plus external disturbances. Reports the RMSE
+distribution (median, mean, 90th percentile) per method: neural (two-stage),
+point-only, linear high-gain ESO, Luenberger and EKF; also the median RMSE after
+the initial transient (from `settle_time`), where the model error shows.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import numpy as np
+
+import jaxlab.observers as O
+from experiments._harness import Claim, Result, RunContext, log
+from experiments.observers import _setup as C
+
+NAME = "observers_ablation"
+PAPER = "P2"
+DESCRIPTION = "X-29 robustness: RMSE distribution per observer across random model perturbations"
+
+PAPER_POLES = [-0.5, -1 + 0.2j, -1 - 0.2j, -1.5 + 0.5j, -1.5 - 0.5j, -2 + 0.2j, -2 - 0.2j, -2.5]
+
+QUICK = {
+    "models": ["longitudinal"],
+    "hidden": [16, 16],
+    "epsilon": 0.01,
+    "delta": 0.3,
+    "num_plants": 8,
+    "num_initial": 2,
+    "horizon": 5.0,
+    "num_save": 201,
+    "settle_time": 0.5,
+    "stage1_steps": 1000,
+    "stage2_max_steps": 8000,
+    "train": {"batch": 64, "rollout_steps": 10, "rollout_dt": 0.1, "learning_rate": 0.01},
+}
+FULL = {
+    **QUICK,
+    "models": ["longitudinal", "lateral"],
+    "hidden": [32, 64, 32],
+    "num_plants": 128,
+    "num_initial": 8,
+    "stage1_steps": 10000,
+    "stage2_max_steps": 10000,
+    "num_save": 1001,
+}
+
+_MODELS = {"longitudinal": O.x29_longitudinal, "lateral": O.x29_lateral}
+
+
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
+    with jax.enable_x64(True):
+        return _run(config, key)
+
+
+_DIVERGED = 1e6  # an RMSE above this (or a failed solve) counts as divergence
+
+
+def _rmse_per_plant(traj, start=0):
+    err = np.asarray((traj.x - traj.x_hat)[:, :, start:] ** 2)  # (plants, initial, T, n)
+    ok = np.asarray(traj.ok).all(axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.sqrt(err.mean(axis=(1, 2, 3)))
+    return np.where(ok & np.isfinite(r) & (r < _DIVERGED), r, np.inf)
+
+
+def _run(cfg, key):
+    tc = C.train_config(cfg)
+    metrics, claims, figures = {}, [], {}
+    for model, k in zip(cfg["models"], jax.random.split(key, len(cfg["models"]))):
+        log.info("X-29 %s", model)
+        k_init, k_train, k_unc, k_ic = jax.random.split(k, 4)
+        nominal = _MODELS[model](0.0)
+        n = nominal.state_dim
+        obs0 = O.NeuralObserver.from_plant(
+            nominal, tuple(cfg["hidden"]), epsilon=cfg["epsilon"], key=k_init
+        )
+        p_point, p_two, _ = C.two_stage(
+            O.CertifiedObserver.from_observer(obs0),
+            key=k_train,
+            tc=tc,
+            stage1_steps=cfg["stage1_steps"],
+            stage2_steps=cfg["stage2_max_steps"],
+        )
+        cert = O.certify_lmi(p_two.observer)
+        metrics[f"certified_{model}"] = int(cert.certified)
+        p = nominal.C.shape[0]
+        luen_poles = [-5.0, -6.0, -7.0, -8.0][:n]
+        observers = {
+            "neural": p_two.observer,
+            "point_only": p_point.observer,
+            "eso": C.eso_for(nominal, epsilon=cfg["epsilon"], poles=PAPER_POLES, key=k_init),
+            "luenberger": O.LuenbergerObserver.from_plant(nominal, luen_poles),
+            "ekf": C.ekf_for(nominal),
+        }
+        del p
+        U = jax.random.uniform(
+            k_unc, (cfg["num_plants"], n, n), minval=-cfg["delta"], maxval=cfg["delta"]
+        )
+        x0s = jax.random.normal(k_ic, (cfg["num_initial"], n)) * jnp.asarray(
+            [5.0, 0.05, 0.05, 0.05]
+        )
+        xh0s = jnp.zeros_like(x0s)
+        ts = jnp.linspace(0.0, cfg["horizon"], cfg["num_save"])
+
+        @eqx.filter_jit
+        def evaluate(observer, U):
+            def one(u):
+                plant = eqx.tree_at(lambda q: q.delta_A, nominal, u * nominal.A)
+                return jax.vmap(
+                    lambda a, b: O.simulate(plant, observer, a, b, ts, rtol=1e-5, atol=1e-7)
+                )(x0s, xh0s)
+
+            return jax.vmap(one)(U)
+
+        rmses = {}
+        for m, o in observers.items():
+            traj = evaluate(o, U)
+            rmses[m] = _rmse_per_plant(traj)
+            settled = _rmse_per_plant(
+                traj, int(np.searchsorted(np.asarray(ts), cfg["settle_time"]))
+            )
+            metrics[f"rmse_after_transient_median_{model}_{m}"] = float(
+                np.percentile(settled, 50, method="higher")
+            )
+            finite = rmses[m][np.isfinite(rmses[m])]
+            # "higher" percentiles never interpolate between inf values (diverged runs)
+            metrics[f"rmse_median_{model}_{m}"] = float(
+                np.percentile(rmses[m], 50, method="higher")
+            )
+            metrics[f"rmse_mean_{model}_{m}"] = (
+                float(np.mean(rmses[m])) if finite.size == rmses[m].size else float("inf")
+            )
+            metrics[f"rmse_p90_{model}_{m}"] = float(np.percentile(rmses[m], 90, method="higher"))
+            metrics[f"diverged_{model}_{m}"] = int(np.sum(~np.isfinite(rmses[m])))
+        best_base = min(metrics[f"rmse_median_{model}_{m}"] for m in ("eso", "luenberger", "ekf"))
+        claims.append(
+            Claim(
+                f"X-29 {model}: certified neural observer's median RMSE over perturbed plants <= "
+                "best baseline",
+                "robust generalisation across X-29 ablations",
+                f"neural {C.fmt(metrics[f'rmse_median_{model}_neural'])} "
+                f"(certified={cert.certified}) vs "
+                f"ESO {C.fmt(metrics[f'rmse_median_{model}_eso'])}, Luenberger "
+                f"{C.fmt(metrics[f'rmse_median_{model}_luenberger'])}, EKF "
+                f"{C.fmt(metrics[f'rmse_median_{model}_ekf'])}",
+                metrics[f"rmse_median_{model}_neural"] <= best_base,
+            )
+        )
+        claims.append(
+            Claim(
+                f"X-29 {model}: no divergence of the certified observer on any perturbed plant",
+                "provably stable",
+                f"{metrics[f'diverged_{model}_neural']} of {cfg['num_plants']} diverged",
+                metrics[f"diverged_{model}_neural"] == 0,
+            )
+        )
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        names = list(rmses)
+        data = [np.log10(np.clip(rmses[m], 1e-12, 1e12)) for m in names]
+        ax.boxplot(data, tick_labels=names)
+        ax.set_ylabel("log10 RMSE (clipped at 1e12)")
+        ax.set_title(f"X-29 {model}: {cfg['num_plants']} perturbed plants, delta={cfg['delta']}")
+        fig.tight_layout()
+        figures[f"ablation_{model}"] = fig
+    notes = (
+        "Synthetic: X-29 ND-PA matrices with relative entrywise model error U(-delta, delta), LQR "
+        "inner "
+        "loop and sinusoidal disturbances (unknown to all observers; the observers are built on "
+        "the "
+        "nominal model). Neural observers trained once per model on the nominal model."
+    )
+    return Result(metrics=metrics, claims=claims, figures=figures, notes=notes)

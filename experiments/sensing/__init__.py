@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.sensing (NAME `sensing_<module>`); shared set-up in `_setup.py`."""

@@ -1,0 +1,24 @@
+"""Shared set-up of the two P4 sensing experiments: simulate probes, train the model."""
+
+from __future__ import annotations
+
+import jax
+
+from experiments._harness import RunContext, log
+from jaxlab import sensing
+
+UNSEEN = {"kinds": (1,), "curvature_range": (1.0, 1.6), "contrast_range": (0.25, 0.4)}
+
+
+def trained_model(config, key: jax.Array,
+                  ctx: RunContext) -> tuple[sensing.MultimodalVAE, jax.Array]:
+    """Train the multimodal VAE on simulated probes of training-condition flowers."""
+    kd, km, kt = jax.random.split(key, 3)
+    data = sensing.simulate_probes(config["n_flowers"], config["n_probes"], key=kd)
+    model = sensing.MultimodalVAE(latent_dim=config["latent_dim"], width=config["width"], key=km)
+    ckpt = ctx.checkpointer("vae")
+    model, losses = sensing.train_model(
+        model, data, key=kt, steps=config["steps"], checkpoint=ckpt.path,
+        resume=ckpt.resume)
+    log.info("sensing VAE: -ELBO %.1f -> %.1f", float(losses[0]), float(losses[-1]))
+    return model, losses

@@ -1,0 +1,97 @@
+"""P4: uncertainty-gated lexicographic foraging vs exploit-only, epsilon-greedy, weighted sum."""
+
+from __future__ import annotations
+
+import jax
+import matplotlib.pyplot as plt
+import numpy as np
+
+from experiments._harness import Claim, Result, RunContext
+from experiments.sensing._setup import UNSEEN, trained_model
+from jaxlab import sensing
+
+NAME = "sensing_policy"
+PAPER = "P4"
+DESCRIPTION = "Foraging with information maps: lexicographic gate vs exploit / e-greedy / weighted"
+QUICK = {"n_flowers": 1024, "n_probes": 16, "latent_dim": 6, "width": 64, "steps": 3000,
+         "n_eval": 64, "n_steps": 12, "grid": 17, "gate": 0.05, "epsilon": 0.2, "beta": 0.05}
+FULL = {"n_flowers": 32768, "n_probes": 32, "latent_dim": 8, "width": 256, "steps": 50000,
+        "n_eval": 2048, "n_steps": 20, "grid": 41, "gate": 0.05, "epsilon": 0.2, "beta": 0.05}
+
+
+def _policies(config):
+    return {
+        "lexicographic": sensing.LexicographicPolicy(gate=config["gate"]),
+        "exploit": sensing.ExploitPolicy(),
+        "egreedy": sensing.EpsilonGreedyPolicy(epsilon=config["epsilon"]),
+        "weighted": sensing.WeightedPolicy(beta=config["beta"]),
+    }
+
+
+def _evaluate(model, flowers, policy, grid, n_steps, key):
+    n = flowers.curvature.shape[0]
+    run = jax.jit(jax.vmap(lambda f, k: sensing.run_episode(model, f, policy, grid, n_steps,
+                                                            key=k)))
+    ep = run(flowers, jax.random.split(key, n))
+    hit = np.asarray(ep.rewards) > 0
+    first = np.where(hit.any(1), hit.argmax(1) + 1, n_steps + 1)  # 1-indexed; T+1 = never
+    found_by = (np.arange(1, n_steps + 1)[None, :] >= first[:, None]).mean(0)
+    return {"steps_to_nectar": float(first.mean()), "reward_auc": float(found_by.mean()),
+            "success": float(hit.any(1).mean()), "curve": found_by,
+            "uncertainty": np.asarray(ep.uncertainty).mean(0)}
+
+
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
+    k_train, k_seen, k_unseen, k_run = jax.random.split(key, 4)
+    model, _ = trained_model(config, k_train, ctx)
+    grid = sensing.action_grid(config["grid"])
+    n = config["n_eval"]
+    seen = jax.vmap(lambda k: sensing.sample_flower(key=k))(jax.random.split(k_seen, n))
+    unseen = jax.vmap(lambda k: sensing.sample_flower(key=k, **UNSEEN))(
+        jax.random.split(k_unseen, n))
+    metrics, curves = {}, {}
+    for name, pol in _policies(config).items():
+        r = _evaluate(model, seen, pol, grid, config["n_steps"], k_run)
+        u = _evaluate(model, unseen, pol, grid, config["n_steps"], jax.random.fold_in(k_run, 1))
+        metrics[f"steps_to_nectar_{name}"] = r["steps_to_nectar"]
+        metrics[f"reward_auc_{name}"] = r["reward_auc"]
+        metrics[f"success_{name}"] = r["success"]
+        metrics[f"unseen_success_{name}"] = u["success"]
+        curves[name] = r["curve"]
+    others = ("exploit", "egreedy", "weighted")
+    lex = "lexicographic"
+    best_other = {k: max(others, key=lambda o: metrics[f"{k}_{o}"] * (1 if k != "steps_to_nectar"
+                                                                       else -1))
+                  for k in ("steps_to_nectar", "reward_auc", "unseen_success")}
+    claims = [
+        Claim("lexicographic policy learns faster (fewer probes to first nectar)",
+              "faster than exploitation-only, e-greedy, weighted",
+              f"{metrics['steps_to_nectar_lexicographic']:.2f} vs best baseline "
+              f"{best_other['steps_to_nectar']} "
+              f"{metrics['steps_to_nectar_' + best_other['steps_to_nectar']]:.2f}",
+              all(metrics[f"steps_to_nectar_{lex}"] < metrics[f"steps_to_nectar_{o}"]
+                  for o in others)),
+        Claim("lexicographic policy is more sample-efficient (area under the success curve)",
+              "more sample-efficient",
+              f"AUC {metrics['reward_auc_lexicographic']:.3f} vs best baseline "
+              f"{best_other['reward_auc']} {metrics['reward_auc_' + best_other['reward_auc']]:.3f}",
+              all(metrics[f"reward_auc_{lex}"] > metrics[f"reward_auc_{o}"] for o in others)),
+        Claim("lexicographic policy generalises better to unseen flowers",
+              "better generalisation",
+              f"unseen success {metrics['unseen_success_lexicographic']:.2f} vs best baseline "
+              f"{best_other['unseen_success']} "
+              f"{metrics['unseen_success_' + best_other['unseen_success']]:.2f}",
+              all(metrics[f"unseen_success_{lex}"] > metrics[f"unseen_success_{o}"]
+                  for o in others)),
+    ]
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    t = np.arange(1, config["n_steps"] + 1)
+    for name, c in curves.items():
+        ax.plot(t, c, label=name)
+    ax.set_xlabel("probe")
+    ax.set_ylabel("fraction of flowers with nectar found")
+    ax.legend()
+    notes = ("Synthetic flowers; the model is the multimodal VAE trained on random probes. "
+             "Unseen flowers: ring patterns, deeper corollas (curvature 1.0-1.6), low contrast. "
+             f"{n} flowers per condition, {config['n_steps']} probes per visit.")
+    return Result(metrics=metrics, claims=claims, figures={"success_curve": fig}, notes=notes)

@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.stereo (NAME `stereo_<module>`); shared set-up in `_setup.py`."""

@@ -1,0 +1,192 @@
+"""P3: consistency, sqrt(T) rate and CI coverage of the cycle-count method of moments.
+
+Replicate chains of the sparse size-varying model are simulated at known
+parameters; the estimator is applied to prefixes of length T on a growing grid.
+Reported: relative bias at the largest T, the log-log slope of RMSE vs T
+(-0.5 for a sqrt(T)-consistent estimator), and the empirical coverage of 95%
+intervals whose covariance is the simulation-based plug-in evaluated at each
+replicate's own estimate (the paper's procedure), plus the same with the
+empirical sandwich.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import numpy as np
+from scipy import stats as sps
+from tqdm import tqdm
+
+from experiments._harness import Claim, Result, RunContext, log
+from jaxlab.temporal import (
+    PARAM_NAMES,
+    TemporalNetworkParams,
+    default_capacity,
+    estimate_moments,
+    plugin_covariance,
+    sandwich_covariance,
+    simulate_transitions,
+)
+
+NAME = "temporal_consistency"
+PAPER = "P3"
+DESCRIPTION = "MoM from cycle counts: bias -> 0, RMSE ~ T^-1/2, 95% plug-in CI coverage"
+
+QUICK = {
+    "params": [1.5, 0.075, 0.6, 1.5, 1.0],  # lambda, q, p, alpha, gamma (mean size 20)
+    "t_grid": [50, 100, 200, 400],
+    "replicates": 64,
+    "burn_in": 100,
+    "plugin_chains": 2,
+    "plugin_steps": 200,
+}
+FULL = {
+    "params": [4.0, 0.08, 0.6, 1.5, 1.0],  # mean size 50
+    "t_grid": [100, 200, 400, 800, 1600, 3200],
+    "replicates": 500,
+    "burn_in": 200,
+    "plugin_chains": 4,
+    "plugin_steps": 800,
+}
+
+
+def _prefix(stats, t):
+    """The first `t` transitions, as weights (one shape, so one compilation for all t)."""
+    mask = (jnp.arange(stats.weight.shape[-1]) < t).astype(stats.weight.dtype)
+    return eqx.tree_at(lambda s: s.weight, stats, stats.weight * mask)
+
+
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
+    truth = TemporalNetworkParams(*config["params"])
+    theta0 = np.asarray(truth.as_vector(), np.float64)
+    grid = [int(t) for t in config["t_grid"]]
+    reps = int(config["replicates"])
+    burn = int(config["burn_in"])
+    cap = default_capacity(truth, slack=1.5)
+    k_sim, k_plug = jax.random.split(key)
+
+    log.info("simulating %d chains of %d transitions", reps, grid[-1])
+    chunk = 16
+    parts = []
+    keys = jax.random.split(k_sim, reps)
+    for s in tqdm(range(0, reps, chunk), desc="simulate"):
+        parts.append(
+            jax.vmap(
+                lambda k: simulate_transitions(truth, grid[-1], key=k, capacity=cap, burn_in=burn)
+            )(keys[s : s + chunk])
+        )
+    stats = jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
+
+    est_fn = jax.jit(jax.vmap(lambda s: estimate_moments(s).theta))
+    sand_fn = jax.jit(jax.vmap(lambda th, s: jnp.sqrt(jnp.diagonal(sandwich_covariance(th, s)))))
+    thetas, sand_sd = {}, {}
+    for t in tqdm(grid, desc="estimate"):
+        sub = _prefix(stats, t)
+        thetas[t] = np.asarray(est_fn(sub), np.float64)
+        sand_sd[t] = np.asarray(sand_fn(jnp.asarray(thetas[t]), sub), np.float64)
+
+    # simulation-based plug-in covariance at each replicate's own estimate (largest T)
+    t_max = grid[-1]
+    n_ch, n_st = int(config["plugin_chains"]), int(config["plugin_steps"])
+
+    def plug_sd(theta, k):
+        cov = plugin_covariance(
+            theta, float(t_max), key=k, n_chains=n_ch, n_steps=n_st, burn_in=burn, capacity=cap
+        )
+        return jnp.sqrt(jnp.diagonal(cov))
+
+    pkeys = jax.random.split(k_plug, reps)
+    plug_parts = []
+    for s in tqdm(range(0, reps, chunk), desc="plug-in"):
+        plug_parts.append(
+            np.asarray(
+                jax.vmap(plug_sd)(jnp.asarray(thetas[t_max][s : s + chunk]), pkeys[s : s + chunk])
+            )
+        )
+    plugin_sd = np.concatenate(plug_parts).astype(np.float64)
+
+    metrics: dict[str, float] = {}
+    err_max = thetas[t_max] - theta0
+    for i, name in enumerate(PARAM_NAMES):
+        metrics[f"mom_rel_bias_{name}"] = float(err_max[:, i].mean() / theta0[i])
+    rmse = np.array(
+        [[np.sqrt(np.mean((thetas[t][:, i] - theta0[i]) ** 2)) for i in range(5)] for t in grid]
+    )
+    slopes = [float(np.polyfit(np.log(grid), np.log(rmse[:, i]), 1)[0]) for i in range(5)]
+    for i, name in enumerate(PARAM_NAMES):
+        metrics[f"rmse_slope_{name}"] = slopes[i]
+        metrics[f"rmse_{name}_T{t_max}"] = float(rmse[-1, i])
+    metrics["rmse_slope"] = float(np.mean(slopes))
+    covered = np.abs(err_max) < 1.96 * plugin_sd
+    metrics["ci_coverage_95"] = float(covered.mean())
+    for i, name in enumerate(PARAM_NAMES):
+        metrics[f"ci_coverage_95_{name}"] = float(covered[:, i].mean())
+    for t in grid:
+        cov_t = np.abs(thetas[t] - theta0) < 1.96 * sand_sd[t]
+        metrics[f"ci_coverage_95_sandwich_T{t}"] = float(cov_t.mean())
+    mc_sd = err_max.std(axis=0, ddof=1)
+    metrics["plugin_sd_over_mc_sd"] = float(np.mean(plugin_sd.mean(axis=0) / mc_sd))
+    metrics["replicates"] = reps
+    metrics["t_max"] = t_max
+
+    # figures: sampling distributions vs the normal limit; RMSE vs T
+    fig, axes = plt.subplots(1, 5, figsize=(17, 3.2))
+    zgrid = np.linspace(-4, 4, 200)
+    for i, name in enumerate(PARAM_NAMES):
+        z = err_max[:, i] / plugin_sd[:, i]
+        axes[i].hist(z, bins=20, density=True, alpha=0.6, label="(est - true) / plug-in sd")
+        axes[i].plot(zgrid, sps.norm.pdf(zgrid), "k-", label="N(0, 1)")
+        axes[i].set_title(f"{name}, T={t_max}")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig2, ax = plt.subplots(figsize=(5, 4))
+    for i, name in enumerate(PARAM_NAMES):
+        ax.loglog(grid, rmse[:, i] / theta0[i], "o-", label=f"{name} (slope {slopes[i]:.2f})")
+    ax.loglog(
+        grid,
+        rmse[0].mean() / theta0.mean() * (np.array(grid) / grid[0]) ** -0.5,
+        "k--",
+        label="T^-1/2",
+    )
+    ax.set_xlabel("T (transitions)")
+    ax.set_ylabel("relative RMSE")
+    ax.legend(fontsize=7)
+    fig2.tight_layout()
+
+    max_bias = max(abs(metrics[f"mom_rel_bias_{n}"]) for n in PARAM_NAMES)
+    cov = metrics["ci_coverage_95"]
+    claims = [
+        Claim(
+            claim="MoM estimators are consistent (bias vanishes)",
+            paper="strong consistency",
+            measured=f"max |relative bias| at T={t_max}: {max_bias:.3f}",
+            holds=max_bias < 0.05,
+        ),
+        Claim(
+            claim="root-T asymptotic normality: RMSE ~ T^-1/2",
+            paper="log-log slope -0.5",
+            measured=f"mean slope {metrics['rmse_slope']:.3f} (per parameter "
+            + ", ".join(f"{s:.2f}" for s in slopes)
+            + ")",
+            holds=-0.6 <= metrics["rmse_slope"] <= -0.4,
+        ),
+        Claim(
+            claim="simulation-based plug-in variance gives calibrated 95% CIs",
+            paper="coverage ~0.95",
+            measured=f"coverage {cov:.3f} over {reps} replicates x 5 parameters at T={t_max}",
+            holds=0.93 <= cov <= 0.97,
+        ),
+    ]
+    notes = (
+        f"Synthetic data from the jaxlab.temporal model at (lambda, q, p, alpha, gamma) = "
+        f"{config['params']}; {reps} replicate chains, burn-in {burn}. Plug-in covariance: "
+        f"{n_ch} chains x {n_st} transitions simulated at each replicate's estimate."
+    )
+    return Result(
+        metrics=metrics,
+        claims=claims,
+        figures={"sampling_distributions": fig, "rmse_vs_T": fig2},
+        notes=notes,
+    )

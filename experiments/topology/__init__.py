@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.topology (NAME `topology_<module>`); shared set-up in `_setup.py`."""

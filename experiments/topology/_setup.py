@@ -1,0 +1,249 @@
+"""Shared pipeline of the P18 topology experiments: data -> complexes -> HOPSE vs HOMP.
+
+Both models see the same lifted complexes and features, have the same width and
+depth, and run the same jitted training loop (AdamW, one `lax.scan` per epoch);
+HOPSE additionally gets the precomputed Hasse-route encodings, HOMP passes
+messages along the same routes instead. Training times exclude compilation.
+Checkpoints (every `ckpt_every` epochs) let `--resume` continue a run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm.auto import tqdm
+
+from experiments._harness import RunContext, log
+from jaxlab import topology as tp
+from jaxlab._core import write_json
+
+F32 = jnp.float32
+MODELS = ("hopse", "homp")
+
+
+def spec_from(config: dict) -> tp.EncodingSpec:
+    return tp.EncodingSpec(
+        lappe_k=int(config.get("lappe_k", 4)),
+        rwse_steps=int(config.get("rwse_steps", 8)),
+        heat_times=tuple(float(t) for t in config.get("heat_times", (0.5, 1.0, 2.0, 4.0))),
+        elstatic=bool(config.get("elstatic", True)),
+        cycle_lengths=tuple(int(c) for c in config.get("cycle_lengths", (3, 4, 5, 6))),
+    )
+
+
+def lift_from(config: dict) -> tp.LiftSpec:
+    return tp.LiftSpec(kind=config.get("lift", "cycle"), max_length=int(config.get("max_ring", 8)),
+                       max_rank=2)
+
+
+def prepare(name: str, graphs, config: dict, sizes=None):
+    t0 = time.perf_counter()
+    data, cxs = tp.prepare_dataset(name, graphs, lift=lift_from(config), spec=spec_from(config),
+                                   sizes=sizes, dtype=np.float32)
+    log.info("%s: %d complexes prepared in %.1f s", name, len(cxs), time.perf_counter() - t0)
+    return data, cxs
+
+
+def build(name: str, data: tp.ComplexArrays, out_dim: int, config: dict, key):
+    fd = [x.shape[-1] for x in data.x]
+    width, depth = int(config["width"]), int(config["depth"])
+    if name == "hopse":
+        return tp.HOPSE(fd, data.enc[0][0].shape[-1], out_dim, width=width, depth=depth, key=key,
+                        dtype=F32)
+    return tp.HOMP(fd, out_dim, width=width, depth=depth, key=key, dtype=F32)
+
+
+def n_params(model) -> int:
+    return int(sum(x.size for x in jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_array))))
+
+
+def train(
+    tag: str,
+    trainer: tp.Trainer,
+    state,
+    data,
+    targets,
+    weights,
+    key,
+    *,
+    ctx: RunContext,
+    epochs: int,
+    vmapped: bool = False,
+    evaluate=None,
+    eval_every: int = 0,
+    ckpt_every: int = 10,
+):
+    """Run `epochs` epochs; returns (state, train seconds, per-epoch seconds, eval history).
+
+    `vmapped`: `state`, `weights` and the per-epoch keys carry a leading fold axis.
+    `evaluate(state) -> dict` is called every `eval_every` epochs (not timed).
+    """
+    epoch_fn = trainer.epoch
+    if vmapped:
+        epoch_fn = eqx.filter_vmap(epoch_fn, in_axes=(0, None, None, 0, 0))
+    epoch_fn = eqx.filter_jit(epoch_fn)
+    ckpt = ctx.checkpointer(tag, every=ckpt_every)
+    meta = ckpt.path.with_suffix(".json")
+    start, elapsed, history = 0, 0.0, []
+    if ckpt.resume and ckpt.exists() and meta.exists():
+        state = ckpt.load(state)
+        saved = json.loads(meta.read_text())
+        start, elapsed, history = saved["epoch"], saved["elapsed"], saved["history"]
+        log.info("%s: resumed at epoch %d", tag, start)
+
+    def keys_for(e):
+        k = jax.random.fold_in(key, e)
+        return jax.random.split(k, weights.shape[0]) if vmapped else k
+
+    t0 = time.perf_counter()
+    compiled = epoch_fn.lower(state, data, targets, weights, keys_for(0)).compile()
+    compile_s = time.perf_counter() - t0
+    per_epoch = []
+    for e in tqdm(range(start, epochs), desc=tag, leave=False):
+        t0 = time.perf_counter()
+        state, loss = compiled(state, data, targets, weights, keys_for(e))
+        jax.block_until_ready(loss)
+        dt = time.perf_counter() - t0
+        per_epoch.append(dt)
+        elapsed += dt
+        if evaluate is not None and eval_every and ((e + 1) % eval_every == 0 or e + 1 == epochs):
+            history.append({"epoch": e + 1, "loss": np.asarray(loss).tolist(), **evaluate(state)})
+        if (e + 1) % ckpt.every == 0 or e + 1 == epochs:
+            ckpt.save(state)
+            write_json(meta, {"epoch": e + 1, "elapsed": elapsed, "history": history})
+    log.info("%s: compile %.1f s, train %.1f s over %d epochs", tag, compile_s, elapsed, epochs)
+    return state, elapsed, (float(np.median(per_epoch)) if per_epoch else float("nan")), history
+
+
+def predict(trainer: tp.Trainer, state, data) -> np.ndarray:
+    return np.asarray(eqx.filter_jit(tp.predict)(trainer.model(state), data))
+
+
+def molecule_graphs(smiles: list[str]) -> list[tp.MolGraph]:
+    return [tp.smiles_to_graph(s) for s in smiles]
+
+
+def regression_run(name: str, splits: dict, config, key, ctx: RunContext, *, metric: str):
+    """Train HOPSE and HOMP on a train/val/test regression split; test metric at best val.
+
+    `config["seeds"]` independent initialisations per model train at once (vmap);
+    metrics are the mean (and std) over seeds of the test error at each seed's
+    best validation evaluation. `metric`: "mae" (L1 loss) or "rmse" (MSE loss).
+    Targets are standardised with the training mean/std for training; metrics are
+    in the original units.
+    """
+    graphs = {k: molecule_graphs(v[0]) for k, v in splits.items()}
+    sizes = tp.max_sizes([tp.lift_graph(g, lift_from(config)) for k in graphs for g in graphs[k]])
+    data = {k: prepare(f"{name}-{k}", graphs[k], config, sizes=sizes)[0] for k in graphs}
+    stats = tp.encoding_stats(data["train"])
+    data = {k: tp.standardize_encodings(v, stats) for k, v in data.items()}
+    y = {k: np.asarray(v[1], np.float32) for k, v in splits.items()}
+    mu, sd = float(y["train"].mean()), float(y["train"].std())
+    loss = "l1" if metric == "mae" else "mse"
+    out: dict = {"mean_cells_per_graph": float(np.mean(
+        [sum(np.asarray(m).sum(-1).mean() for m in data["test"].mask)]))}
+    histories = {}
+    seeds = int(config.get("seeds", 1))
+    n_train = len(y["train"])
+    for i, model_name in enumerate(MODELS):
+        mkeys = jax.random.split(jax.random.fold_in(key, i), seeds)
+        models = eqx.filter_vmap(
+            lambda kk, model_name=model_name: build(model_name, data["train"], 1, config, kk)
+        )(mkeys)
+        single = build(model_name, data["train"], 1, config, mkeys[0])
+        trainer = tp.Trainer(single, loss=loss, batch_size=int(config["batch_size"]),
+                             learning_rate=float(config["lr"]),
+                             weight_decay=float(config.get("weight_decay", 0.0)))
+        predict_all = eqx.filter_jit(eqx.filter_vmap(
+            lambda st, d, trainer=trainer: tp.predict(trainer.model(st), d),
+            in_axes=(0, None)))
+
+        def evaluate(state, predict_all=predict_all):
+            res = {}
+            for split in ("val", "test"):
+                pred = np.asarray(predict_all(state, data[split]))[..., 0] * sd + mu  # [S, n]
+                err = pred - y[split][None, :]
+                res[split] = (np.mean(np.abs(err), 1) if metric == "mae"
+                              else np.sqrt(np.mean(err**2, 1))).tolist()
+            return res
+
+        state, secs, epoch_s, hist = train(
+            f"{name}_{model_name}", trainer, eqx.filter_vmap(trainer.init)(models),
+            data["train"], jnp.asarray((y["train"] - mu) / sd), jnp.ones((seeds, n_train), F32),
+            jax.random.fold_in(key, 100 + i), ctx=ctx, epochs=int(config["epochs"]), vmapped=True,
+            evaluate=evaluate, eval_every=int(config["eval_every"]),
+        )
+        val = np.asarray([h["val"] for h in hist])  # [evals, seeds]
+        test = np.asarray([h["test"] for h in hist])
+        best = np.argmin(val, axis=0)  # model selection per seed
+        per_seed = test[best, np.arange(seeds)]
+        out[f"{metric}_{model_name}"] = float(per_seed.mean())
+        out[f"{metric}_{model_name}_std"] = float(per_seed.std(ddof=1)) if seeds > 1 else 0.0
+        out[f"{metric}_{model_name}_val"] = float(val[best, np.arange(seeds)].mean())
+        out[f"{metric}_{model_name}_final"] = float(test[-1].mean())
+        out[f"train_time_{model_name}_s"] = secs
+        out[f"epoch_time_{model_name}_s"] = epoch_s
+        out[f"params_{model_name}"] = n_params(single)
+        histories[model_name] = [
+            {"epoch": h["epoch"], "val": float(np.mean(h["val"])),
+             "test": float(np.mean(h["test"]))}
+            for h in hist
+        ]
+    out["seeds"] = seeds
+    out[f"{metric}_diff"] = out[f"{metric}_hopse"] - out[f"{metric}_homp"]
+    out[f"{metric}_diff_se"] = float(np.sqrt(
+        (out[f"{metric}_hopse_std"] ** 2 + out[f"{metric}_homp_std"] ** 2) / seeds))
+    out["speedup_epoch_vs_homp"] = out["epoch_time_homp_s"] / out["epoch_time_hopse_s"]
+    return out, histories
+
+
+def curves_figure(histories: dict, metric: str, title: str):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for name, hist in histories.items():
+        ax.plot([h["epoch"] for h in hist], [h["test"] for h in hist], label=f"{name} test")
+        ax.plot([h["epoch"] for h in hist], [h["val"] for h in hist], "--", label=f"{name} val")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(metric)
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def regression_claims(metrics: dict, *, metric: str, dataset: str, label: str, unit: str,
+                      paper: str, time_digits: int) -> list:
+    """The two claims of a HOPSE-vs-HOMP regression run: accuracy within noise, faster epochs.
+
+    `metric` is the metrics prefix ("rmse", "mae"); `label` the claim's data-set wording.
+    """
+    from experiments._harness import Claim
+
+    gap, se = metrics[f"{metric}_diff"], metrics[f"{metric}_diff_se"]
+    m, td = metric.upper(), time_digits
+    return [
+        Claim(
+            claim=f"{label}: HOPSE test {m} within noise of or better than HOMP",
+            paper=paper,
+            measured=(f"{m} HOPSE {metrics[f'{metric}_hopse']:.3f}±"
+                      f"{metrics[f'{metric}_hopse_std']:.3f} vs "
+                      f"HOMP {metrics[f'{metric}_homp']:.3f}±{metrics[f'{metric}_homp_std']:.3f}"
+                      f"{unit} ({metrics['seeds']} seeds; diff {gap:+.3f}, 2·SE {2 * se:.3f})"),
+            # 'within noise': HOPSE no worse than HOMP by more than two standard errors
+            holds=bool(gap <= 2 * se),
+        ),
+        Claim(
+            claim=f"{dataset}: HOPSE epochs are faster than HOMP epochs",
+            paper="consistent speedups over HOMP, up to 7x",
+            measured=(f"{metrics['epoch_time_hopse_s']:.{td}f} s vs "
+                      f"{metrics['epoch_time_homp_s']:.{td}f}"
+                      f" s per epoch ({metrics['speedup_epoch_vs_homp']:.2f}x)"),
+            holds=bool(metrics["speedup_epoch_vs_homp"] > 1.0),
+        ),
+    ]
