@@ -14,6 +14,7 @@ from experiments.em._setup import (
     METRICS,
     NOTES,
     make_split,
+    optimizer,
     predict,
     sample_figure,
     scores,
@@ -48,6 +49,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     m: dict[str, float] = {}
     figures = {}
     suffixes = []
+    opt = optimizer(config)
     for i, (factor, regime) in enumerate(config["settings"]):
         factor = int(factor)
         sfx = _suffix(factor, regime)
@@ -56,8 +58,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         size, noise = int(config["size"]), float(config["lr_noise"])
         train = make_split(regime, factor, int(config["n_train"]), size, noise, key=k_train)
         test = make_split(regime, factor, int(config["n_test"]), size, noise, key=k_test)
-        tr = train_methods(train, factor, config, k_fit, ctx, f"{regime}_x{factor}")
-        preds = {meth: predict(tr, test, meth, config, k_pred) for meth in METHODS}
+        tr = train_methods(train, factor, config, k_fit, ctx, f"{regime}_x{factor}", opt)
+        preds = {meth: predict(tr, test, meth, k_pred) for meth in METHODS}
         for meth, pred in preds.items():
             sc = scores(pred, test)
             for metric, v in sc.items():
