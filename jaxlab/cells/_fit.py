@@ -9,17 +9,11 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float
 
-from jaxlab._core import (
-    AbstractProgress,
-    AbstractStep,
-    Checkpointer,
-    check_positive_int,
-    optimizer_update,
-    run_steps,
-)
+from jaxlab._core import AbstractProgress, Checkpointer, check_positive_int, run_steps
 
 from ._data import counts_matrix, log_normalize
 from ._model import LeCellModel, jepa_loss
+from ._model_step import AbstractModelStep
 from ._score import gene_attribution, jepa_score
 
 __all__ = ["LeCellStep", "fit", "train_lecell", "annotate"]
@@ -30,13 +24,14 @@ def _float():
     return jnp.result_type(float)
 
 
-class LeCellStep(AbstractStep):
+class LeCellStep(AbstractModelStep):
     """One LeJEPA step of a `LeCellModel`: a minibatch of cells (drawn without
     replacement), `jepa_loss` on augmented views, one optimiser update.
 
     State: `(params, opt_state)` with `params = eqx.filter(model, eqx.is_array)` (the
     model's functions stay in the step, so the state is all arrays and scans);
     `combine(params)` gives the model back. Aux: `loss`, `sigreg`, `invariance`.
+    `init(model, key)` checks that `model` has the structure the step was built for.
 
     **Arguments:**
 
@@ -67,31 +62,10 @@ class LeCellStep(AbstractStep):
         self.lam = float(lam)
         self.n_views = check_positive_int("n_views", n_views)
 
-    def combine(self, params) -> LeCellModel:
-        """The model with trained `params` (the first element of the state)."""
-        return eqx.combine(params, self.structure)
-
-    def init(self, model: LeCellModel, key: jax.Array):
-        del key
-        if eqx.filter(model, eqx.is_array, inverse=True) != self.structure:
-            raise ValueError("model: expected a LeCellModel of the structure this step was "
-                             "built for")
-        params = eqx.filter(model, eqx.is_array)
-        return params, self.optimizer.init(params)
-
-    def step(self, state, key):
-        params, opt_state = state
+    def loss(self, model: LeCellModel, key: jax.Array):
         ki, kl = jax.random.split(key)
         idx = jax.random.choice(ki, self.counts.shape[0], (self.batch_size,), replace=False)
-
-        def loss_fn(p):
-            return jepa_loss(self.combine(p), self.counts[idx], key=kl, n_views=self.n_views,
-                             lam=self.lam)
-
-        (loss, parts), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-        updates, opt_state = optimizer_update(self.optimizer, grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), {
-            "loss": loss, "sigreg": parts["sigreg"], "invariance": parts["invariance"]}
+        return jepa_loss(model, self.counts[idx], key=kl, n_views=self.n_views, lam=self.lam)
 
 
 def train_lecell(

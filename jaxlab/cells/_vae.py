@@ -16,14 +16,9 @@ import optax
 from jax.scipy.special import gammaln
 from jaxtyping import Array, Float
 
-from jaxlab._core import (
-    AbstractProgress,
-    AbstractStep,
-    Checkpointer,
-    check_positive_int,
-    optimizer_update,
-    run_steps,
-)
+from jaxlab._core import AbstractProgress, Checkpointer, check_positive_int, run_steps
+
+from ._model_step import AbstractModelStep
 
 __all__ = ["NBVAE", "NBVAEStep", "nb_log_likelihood", "train_nbvae"]
 
@@ -65,7 +60,7 @@ class NBVAE(eqx.Module):
         return rec - kl
 
 
-class NBVAEStep(AbstractStep):
+class NBVAEStep(AbstractModelStep):
     """One ELBO step of an `NBVAE`: a minibatch of cells (drawn without replacement),
     the negative mean ELBO with one reparameterised sample per cell, one optimiser update.
 
@@ -101,31 +96,13 @@ class NBVAEStep(AbstractStep):
         self.batch_size = min(check_positive_int("batch_size", batch_size),
                               self.counts.shape[0])
 
-    def combine(self, params) -> NBVAE:
-        """The model with trained `params` (the first element of the state)."""
-        return eqx.combine(params, self.structure)
-
-    def init(self, model: NBVAE, key: jax.Array):
-        del key
-        if eqx.filter(model, eqx.is_array, inverse=True) != self.structure:
-            raise ValueError("model: expected an NBVAE of the structure this step was built for")
-        params = eqx.filter(model, eqx.is_array)
-        return params, self.optimizer.init(params)
-
-    def step(self, state, key):
-        params, opt_state = state
+    def loss(self, model: NBVAE, key: jax.Array):
         ki, ke = jax.random.split(key)
         idx = jax.random.choice(ki, self.counts.shape[0], (self.batch_size,), replace=False)
-
-        def loss(p):
-            m = self.combine(p)
-            keys = jax.random.split(ke, self.batch_size)
-            return -jnp.mean(jax.vmap(lambda xx, bb, kk: m.elbo(xx, bb, key=kk))(
-                self.counts[idx], self.batch_onehot[idx], keys))
-
-        val, grads = jax.value_and_grad(loss)(params)
-        updates, opt_state = optimizer_update(self.optimizer, grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), {"loss": val}
+        keys = jax.random.split(ke, self.batch_size)
+        elbo = jax.vmap(lambda xx, bb, kk: model.elbo(xx, bb, key=kk))(
+            self.counts[idx], self.batch_onehot[idx], keys)
+        return -jnp.mean(elbo), {}
 
 
 def train_nbvae(counts: np.ndarray, batch: np.ndarray | None = None, *, key: jax.Array,
