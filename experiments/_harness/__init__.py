@@ -11,6 +11,8 @@ from ._bench import run_bench as run_bench
 from ._bench import time_callable as time_callable
 from ._bench import timing_stats as timing_stats
 from ._cache import cache_dir as cache_dir
+from ._config import config_from_json as config_from_json
+from ._config import config_to_json as config_to_json
 from ._papers import PAPERS as PAPERS
 from ._runner import jax_info as jax_info
 from ._runner import reproduce as reproduce

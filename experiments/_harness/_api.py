@@ -3,11 +3,18 @@
 An experiment module `experiments/<component>/<claim>.py` declares
 
     NAME = "<component>_<claim>"       # unique; checked against the module's place
-    PAPER = "P1"                       # key of experiments._papers.PAPERS
+    PAPER = "P1"                       # key of experiments._harness.PAPERS
     DESCRIPTION = "one line"
-    QUICK = {...}                      # JSON-able config: 2 CPU cores, minutes
-    FULL = {...}                       # paper scale, for a GPU/TPU
-    def run(config, key: jax.Array, ctx: RunContext) -> Result: ...
+    @dataclasses.dataclass(frozen=True)
+    class Config:                      # typed fields; the defaults are QUICK
+        n: int = 100
+    QUICK = Config()                   # 2 CPU cores, minutes
+    FULL = Config(n=100_000)           # paper scale, for a GPU/TPU
+    def run(config: Config, key: jax.Array, ctx: RunContext) -> Result: ...
+
+The config is written to metrics.json as `dataclasses.asdict(config)` (tuples as lists)
+and read back with `config_from_json`; shared settings of a component's experiments are
+a base class in its `_setup.py`.
 
 `ctx` is the run's context, passed explicitly (no global state): where the run writes,
 whether it resumes, and `ctx.checkpointer(tag)` for each training it runs. A benchmark
@@ -23,7 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ._checkpointer import Checkpointer
+from jaxlab._core import Checkpointer
 
 __all__ = ["Claim", "Result", "Bench", "RunContext", "log"]
 

@@ -68,7 +68,7 @@ def run_bench(
     repeats = int(config.pop("repeats", 7))
     bench = mod.setup(config, jax.random.key(seed))
     if not isinstance(bench, Bench):
-        raise TypeError(f"{mod.NAME}.setup must return experiments._api.Bench")
+        raise TypeError(f"{mod.NAME}.setup must return experiments._harness.Bench")
     unknown = [o for o in bench.ours if o not in bench.impls]
     if unknown:
         raise ValueError(f"{mod.NAME}: ours names {unknown} not among impls {list(bench.impls)}")

@@ -3,18 +3,23 @@
 Experiments live in one subpackage per component, `experiments/<component>/<claim>.py`,
 with NAME `<component>_<claim>` (`experiments/cells/rare.py` is `cells_rare`); modules whose
 name starts with `_` (the component's `_setup.py`) are shared set-up, not experiments.
-Benchmarks live in `experiments/bench/<name>.py` with NAME `<name>`.
+Benchmarks live in `experiments/bench/<name>.py` with NAME `<name>`. No module under
+`experiments` imports an experiment module: what experiments share lives in the
+component's `_setup.py` (or in the library).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
+from pathlib import Path
 from types import ModuleType
 
+from ._config import check_config_pair
 from ._papers import PAPERS
 
-__all__ = ["discover", "validate_module", "find"]
+__all__ = ["discover", "validate_module", "find", "check_imports"]
 
 _EXPERIMENT_ATTRS = ("NAME", "PAPER", "DESCRIPTION", "QUICK", "FULL", "run")
 _BENCH_ATTRS = ("NAME", "PAPER", "DESCRIPTION", "QUICK", "FULL", "setup")
@@ -30,7 +35,57 @@ def validate_module(mod: ModuleType, *, bench: bool = False) -> ModuleType:
     if mod.PAPER not in PAPERS:
         raise ValueError(f"{mod.__name__}: PAPER must be one of {', '.join(PAPERS)}, "
                          f"received {mod.PAPER!r}")
+    if not bench:
+        check_config_pair(mod.__name__, mod.QUICK, mod.FULL)
     return mod
+
+
+def _experiment_path(dotted: str, package: str) -> bool:
+    """Whether `dotted` names an experiment module `<package>.<component>.<claim>`."""
+    parts = dotted.split(".")
+    return (len(parts) >= 3 and parts[0] == package and parts[1] != _BENCH_PACKAGE
+            and not parts[1].startswith("_") and not parts[2].startswith("_"))
+
+
+def _imported_names(tree: ast.Module, modname: str, is_package: bool) -> list[str]:
+    """Dotted names of everything `modname` imports (relative imports resolved)."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = modname.split(".")
+                drop = node.level - 1 if is_package else node.level
+                base_parts = base_parts[:len(base_parts) - drop]
+                base = ".".join(base_parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            names += [base] + [f"{base}.{a.name}" for a in node.names]
+    return names
+
+
+def check_imports(path: Path, modname: str, *, package: str = "experiments") -> None:
+    """`ValueError` if the module at `path` (called `modname`) imports an experiment module.
+
+    Read from the source (nothing is imported): `import`, `from ... import` and relative
+    imports anywhere in the file count.
+    """
+    tree = ast.parse(Path(path).read_text(), filename=str(path))
+    is_package = Path(path).name == "__init__.py"
+    bad = sorted({".".join(n.split(".")[:3]) for n in _imported_names(tree, modname, is_package)
+                  if _experiment_path(n, package)} - {modname})
+    if bad:
+        raise ValueError(f"{modname} imports the experiment module(s) {', '.join(bad)}; "
+                         "experiments never import each other: move what they share to the "
+                         "component's _setup.py (or into the library)")
+
+
+def _check_package_imports(pkg: ModuleType, package: str) -> None:
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if not info.ispkg:
+            check_imports(Path(pkg.__path__[0]) / f"{info.name}.py", f"{pkg.__name__}.{info.name}",
+                          package=package)
 
 
 def _public_modules(pkg: ModuleType, *, packages: bool) -> list[str]:
@@ -43,12 +98,14 @@ def _module_names(package: str, bench: bool) -> list[tuple[str, str]]:
     root = importlib.import_module(package)
     if bench:
         pkg = importlib.import_module(f"{package}.{_BENCH_PACKAGE}")
+        _check_package_imports(pkg, package)
         return [(f"{pkg.__name__}.{m}", m) for m in _public_modules(pkg, packages=False)]
     out = []
     for comp in _public_modules(root, packages=True):
         if comp == _BENCH_PACKAGE:
             continue
         pkg = importlib.import_module(f"{package}.{comp}")
+        _check_package_imports(pkg, package)
         mods = _public_modules(pkg, packages=False)
         out += [(f"{pkg.__name__}.{m}", f"{comp}_{m}") for m in mods]
     return out

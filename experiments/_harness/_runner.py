@@ -18,6 +18,7 @@ import numpy as np
 from jaxlab._core import atomic_write, write_json
 
 from ._api import Result, RunContext, log
+from ._config import config_to_json
 
 __all__ = ["run_experiment", "reproduce", "jax_info", "flatten_metrics"]
 
@@ -108,7 +109,7 @@ def run_experiment(
         t0 = time.perf_counter()
         result = mod.run(config, jax.random.key(seed), ctx)
         if not isinstance(result, Result):
-            raise TypeError(f"{name}.run must return experiments._api.Result, "
+            raise TypeError(f"{name}.run must return experiments._harness.Result, "
                             f"received {type(result).__name__}")
         runtime = time.perf_counter() - t0
         figures = []
@@ -123,7 +124,7 @@ def run_experiment(
             "paper": mod.PAPER,
             "description": mod.DESCRIPTION,
             "config": "full" if full else "quick",
-            "config_values": config,
+            "config_values": config_to_json(config),
             "seed": seed,
             "metrics": flatten_metrics(result.metrics),
             "claims": _claims_json(result, mod.PAPER),

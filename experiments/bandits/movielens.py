@@ -2,38 +2,55 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext, log
-from jaxlab import bandits
-from jaxlab._core import sweep
+from jaxlab import bandits, sweep
 
 NAME = "bandits_movielens"
 PAPER = "P16"
 DESCRIPTION = "MovieLens-100k replay: average reward and cold-start reward of new users"
-QUICK = {"n_users": 48, "min_ratings": 60, "pool": 150, "events": 1500, "candidates": 10,
-         "like_threshold": 4.0, "cold_k": 10, "alpha": 0.5, "ts_v": 0.3, "epsilon": 0.1,
-         "probe_rounds": 5, "test_fraction": 0.2}
-FULL = {"n_users": 180, "min_ratings": 60, "pool": 300, "events": 20000, "candidates": 10,
-        "like_threshold": 4.0, "cold_k": 10, "alpha": 0.5, "ts_v": 0.3, "epsilon": 0.1,
-        "probe_rounds": 5, "test_fraction": 0.2}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    n_users: int = 48
+    min_ratings: int = 60
+    pool: int = 150
+    events: int = 1500
+    candidates: int = 10
+    like_threshold: float = 4.0
+    cold_k: int = 10
+    alpha: float = 0.5
+    ts_v: float = 0.3
+    epsilon: float = 0.1
+    probe_rounds: int = 5
+    test_fraction: float = 0.2
+
+
+QUICK = Config()
+FULL = Config(n_users=180, pool=300, events=20000)
 
 
 def _prepare(config, key):
     """New (held-out) users, their rated-item pools and item features from the other users."""
     ml = bandits.load_movielens_100k()
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel()[-1])
-    n_test = int(round(config["test_fraction"] * ml.n_users))
+    n_test = int(round(config.test_fraction * ml.n_users))
     test_users = rng.permutation(ml.n_users)[:n_test]
     is_test = np.isin(ml.user, test_users)
     feats, fdim, dim_names, feat_names = bandits.movielens_item_dimensions(ml, ~is_test)
     counts = np.bincount(ml.user, minlength=ml.n_users)
-    eligible = [u for u in test_users if counts[u] >= config["min_ratings"]]
-    users = np.asarray(sorted(eligible)[: config["n_users"]])
-    pool = config["pool"]
+    eligible = [u for u in test_users if counts[u] >= config.min_ratings]
+    users = np.asarray(sorted(eligible)[: config.n_users])
+    pool = config.pool
     items = np.zeros((len(users), pool), np.int32)
     liked = np.zeros((len(users), pool), np.float32)
     valid = np.zeros((len(users), pool), bool)
@@ -41,18 +58,18 @@ def _prepare(config, key):
         rows = np.flatnonzero(ml.user == u)
         rows = rows[rng.permutation(len(rows))[:pool]]
         items[j, : len(rows)] = ml.item[rows]
-        liked[j, : len(rows)] = (ml.rating[rows] >= config["like_threshold"]).astype(np.float32)
+        liked[j, : len(rows)] = (ml.rating[rows] >= config.like_threshold).astype(np.float32)
         valid[j, : len(rows)] = True
     return ml, feats, fdim, dim_names, feat_names, users, items, liked, valid
 
 
 def _policies(config, fdim):
     return {
-        "tdge": bandits.TDGE(bandits.LinUCB(alpha=config["alpha"]), fdim,
-                             probe_rounds=config["probe_rounds"]),
-        "linucb": bandits.LinUCB(alpha=config["alpha"]),
-        "lints": bandits.LinearTS(v=config["ts_v"]),
-        "egreedy": bandits.EpsilonGreedy(epsilon=config["epsilon"]),
+        "tdge": bandits.TDGE(bandits.LinUCB(alpha=config.alpha), fdim,
+                             probe_rounds=config.probe_rounds),
+        "linucb": bandits.LinUCB(alpha=config.alpha),
+        "lints": bandits.LinearTS(v=config.ts_v),
+        "egreedy": bandits.EpsilonGreedy(epsilon=config.epsilon),
     }
 
 
@@ -61,8 +78,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     ml, feats, fdim, dim_names, feat_names, users, items, liked, valid = _prepare(config, k_data)
     feats_j = jnp.asarray(feats)
     items_j, liked_j, valid_j = jnp.asarray(items), jnp.asarray(liked), jnp.asarray(valid)
-    t_len, k = config["events"], config["candidates"]
-    cold = config["cold_k"]
+    t_len, k = config.events, config.candidates
+    cold = config.cold_k
     log.info("bandits_movielens: %d new users, %d logged events each, %d candidates",
              len(users), t_len, k)
 
@@ -144,7 +161,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
               bool(cold_gap > 2 * cold_se)),
     ]
     notes = ("Real data: MovieLens-100k from recbole's wheel. Reward = 1 if the user rated the "
-             f"movie >= {config['like_threshold']}. Held-out ('new', cold-start) users, each with "
+             f"movie >= {config.like_threshold}. Held-out ('new', cold-start) users, each with "
              f"no history; per logged event {k} candidates are drawn uniformly from the user's "
              "rated movies and the logged arm is uniform among them, so Li et al.'s (2011) replay "
              "estimator is unbiased for this candidate distribution. Item dimensions: genre, "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -13,10 +15,24 @@ from jaxlab import bandits
 NAME = "bandits_obd"
 PAPER = "P16"
 DESCRIPTION = "Open Bandit samples: IPS / SNIPS / DR value estimates with bootstrap CIs"
-QUICK = {"train_fraction": 0.5, "n_boot": 300, "policy_samples": 256, "alpha": 1.0,
-         "ts_v": 0.3, "epsilon": 0.1, "lam": 1.0, "level": 0.95}
-FULL = {"train_fraction": 0.5, "n_boot": 2000, "policy_samples": 4096, "alpha": 1.0,
-        "ts_v": 0.3, "epsilon": 0.1, "lam": 1.0, "level": 0.95}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    train_fraction: float = 0.5
+    n_boot: int = 300
+    policy_samples: int = 256
+    alpha: float = 1.0
+    ts_v: float = 0.3
+    epsilon: float = 0.1
+    lam: float = 1.0
+    level: float = 0.95
+
+
+QUICK = Config()
+FULL = Config(n_boot=2000, policy_samples=4096)
 
 
 def _train(pol, items, actions, rewards, key):
@@ -64,28 +80,28 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     bts = bandits.load_open_bandit("bts", "all")
     items = jnp.asarray(rnd.item_features)
     n = rnd.action.shape[0]
-    n_train = int(config["train_fraction"] * n)
+    n_train = int(config.train_fraction * n)
     perm = np.asarray(jax.random.permutation(jax.random.fold_in(key, 0), n))
     tr, te = perm[:n_train], perm[n_train:]
     a_tr, r_tr = jnp.asarray(rnd.action[tr], jnp.int32), jnp.asarray(rnd.reward[tr])
 
     # Reward model for DR: ridge regression of click on item features (train half only).
     x = np.asarray(items)[rnd.action[tr]]
-    w = np.linalg.solve(config["lam"] * np.eye(x.shape[1]) + x.T @ x, x.T @ rnd.reward[tr])
+    w = np.linalg.solve(config.lam * np.eye(x.shape[1]) + x.T @ x, x.T @ rnd.reward[tr])
     q_item = np.clip(np.asarray(items) @ w, 0.0, 1.0).astype(np.float32)
 
     policies = {
-        "tdge": bandits.TDGE(bandits.LinUCB(alpha=config["alpha"], lam=config["lam"]),
+        "tdge": bandits.TDGE(bandits.LinUCB(alpha=config.alpha, lam=config.lam),
                              rnd.item_feature_dim, probe_rounds=0),
-        "linucb": bandits.LinUCB(alpha=config["alpha"], lam=config["lam"]),
-        "lints": bandits.LinearTS(v=config["ts_v"], lam=config["lam"]),
-        "egreedy": bandits.EpsilonGreedy(epsilon=config["epsilon"], lam=config["lam"]),
+        "linucb": bandits.LinUCB(alpha=config.alpha, lam=config.lam),
+        "lints": bandits.LinearTS(v=config.ts_v, lam=config.lam),
+        "egreedy": bandits.EpsilonGreedy(epsilon=config.epsilon, lam=config.lam),
     }
     probs = {}
     for i, (name, pol) in enumerate(policies.items()):
         log.info("bandits_obd: training %s on %d uniformly logged events", name, n_train)
         state = jax.jit(lambda p=pol: _train(p, items, a_tr, r_tr, jax.random.fold_in(key, 1)))()
-        probs[name] = np.asarray(_action_probs(pol, state, items, config["policy_samples"],
+        probs[name] = np.asarray(_action_probs(pol, state, items, config.policy_samples,
                                                jax.random.fold_in(key, 10 + i)))
     probs["uniform"] = np.full(items.shape[0], 1.0 / items.shape[0], np.float32)
 
@@ -102,8 +118,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             for est_name, est in estimators.items():
                 args = (a, r, p, pi, q) if est_name == "dr" else (a, r, p, pi)
                 k = jax.random.fold_in(key, 100 + len(intervals))
-                e = bandits.estimate_with_ci(est, *args, key=k, n_boot=config["n_boot"],
-                                             level=config["level"])
+                e = bandits.estimate_with_ci(est, *args, key=k, n_boot=config.n_boot,
+                                             level=config.level)
                 base = f"{log_name}/{est_name}_{name}"
                 metrics[base] = float(e.value)
                 metrics[base + "_low"] = float(e.low)

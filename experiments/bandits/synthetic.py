@@ -2,24 +2,40 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext, log
-from jaxlab import bandits
-from jaxlab._core import sweep
+from jaxlab import bandits, sweep
 
 NAME = "bandits_synthetic"
 PAPER = "P16"
 DESCRIPTION = "Synthetic items with known reward-relevant dimensions: cumulative regret, recovery"
-QUICK = {"n_items": 300, "n_values": [4, 4, 4, 4, 4, 4], "relevant": [0, 2], "horizon": 500,
-         "seeds": 8, "noise": 0.5, "alpha": 1.0, "ts_v": 0.5, "epsilon": 0.1,
-         "probe_rounds": 3}
-FULL = {"n_items": 5000, "n_values": [5] * 12, "relevant": [0, 3, 7], "horizon": 5000,
-        "seeds": 64, "noise": 0.5, "alpha": 1.0, "ts_v": 0.5, "epsilon": 0.1,
-        "probe_rounds": 3}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    n_items: int = 300
+    n_values: tuple[int, ...] = (4, 4, 4, 4, 4, 4)
+    relevant: tuple[int, ...] = (0, 2)
+    horizon: int = 500
+    seeds: int = 8
+    noise: float = 0.5
+    alpha: float = 1.0
+    ts_v: float = 0.5
+    epsilon: float = 0.1
+    probe_rounds: int = 3
+
+
+QUICK = Config()
+FULL = Config(n_items=5000, n_values=(5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5), relevant=(0, 3, 7),
+              horizon=5000, seeds=64)
 
 
 def _relevance_from_theta(theta, feature_dim, n_dims):
@@ -37,30 +53,30 @@ def _recovery(relevance, relevant):
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    n_values = tuple(config["n_values"])
-    relevant = tuple(config["relevant"])
-    horizon = config["horizon"]
+    n_values = tuple(config.n_values)
+    relevant = tuple(config.relevant)
+    horizon = config.horizon
     backbones = {
-        "linucb": bandits.LinUCB(alpha=config["alpha"]),
-        "lints": bandits.LinearTS(v=config["ts_v"]),
-        "egreedy": bandits.EpsilonGreedy(epsilon=config["epsilon"]),
-        "neurallinear": bandits.NeuralLinear(alpha=config["alpha"]),
+        "linucb": bandits.LinUCB(alpha=config.alpha),
+        "lints": bandits.LinearTS(v=config.ts_v),
+        "egreedy": bandits.EpsilonGreedy(epsilon=config.epsilon),
+        "neurallinear": bandits.NeuralLinear(alpha=config.alpha),
     }
     feature_dim = tuple(i for i, v in enumerate(n_values) for _ in range(v))
     policies = {
         "tdge": bandits.TDGE(backbones["linucb"], feature_dim,
-                             probe_rounds=config["probe_rounds"]),
+                             probe_rounds=config.probe_rounds),
         # variant: the dimension level is credited with the item model's gain (relevance)
         "tdge_gain": bandits.TDGE(backbones["linucb"], feature_dim,
-                                  probe_rounds=config["probe_rounds"], dimension_credit="gain"),
+                                  probe_rounds=config.probe_rounds, dimension_credit="gain"),
         **backbones,
     }
 
     def one_seed(seed, name):
         k = jax.random.fold_in(key, seed)
         k_world, k_rew, k_pol = jax.random.split(k, 3)
-        world = bandits.make_dimension_world(config["n_items"], n_values, relevant, key=k_world,
-                                             noise=config["noise"])
+        world = bandits.make_dimension_world(config.n_items, n_values, relevant, key=k_world,
+                                             noise=config.noise)
         pol = policies[name]
         tr = bandits.play(pol, world.features, world.sample_rewards(horizon, key=k_rew),
                           key=k_pol)
@@ -76,12 +92,12 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             dims = jnp.zeros(horizon, jnp.int32)
         return regret, rel, dims
 
-    seeds = jnp.arange(config["seeds"])
+    seeds = jnp.arange(config.seeds)
     curves, metrics = {}, {}
     rel_tdge = rel_linucb = None
     dims = {}
     for name in policies:
-        log.info("bandits_synthetic: running %s over %d seeds", name, config["seeds"])
+        log.info("bandits_synthetic: running %s over %d seeds", name, config.seeds)
         regret, rel, dims[name] = sweep(lambda s, name=name: one_seed(s, name), seeds)
         regret = np.asarray(regret)
         curves[name] = regret
@@ -129,11 +145,11 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
               f"{len(relevant)} (LinUCB weights: {metrics['dim_recovery_linucb']:.2f})",
               metrics["dim_recovery_tdge"] >= 0.9),
     ]
-    notes = (f"Synthetic world (known answer): {config['n_items']} items, dimensions with "
+    notes = (f"Synthetic world (known answer): {config.n_items} items, dimensions with "
              f"{list(n_values)} values, reward = sum of value weights of dimensions "
              f"{list(relevant)}"
-             f" + N(0, {config['noise']}^2) noise. Backbone of TDGE: LinUCB(alpha="
-             f"{config['alpha']}). Neural-linear reported as an extra baseline. 'tdge' credits the "
+             f" + N(0, {config.noise}^2) noise. Backbone of TDGE: LinUCB(alpha="
+             f"{config.alpha}). Neural-linear reported as an extra baseline. 'tdge' credits the "
              "dimension level with the observed reward; 'tdge_gain' with the item model's "
              "predicted gain of the chosen feature (how relevant the dimension is).")
     return Result(metrics=metrics, claims=claims, figures={"regret": fig}, notes=notes)

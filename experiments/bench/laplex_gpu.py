@@ -40,7 +40,7 @@ import numpy as np
 from experiments._harness import Bench, timing_stats
 from jaxlab import laplex
 from jaxlab._core import write_json
-from kernels.laplex import AssociativeScan, BlockedScan, PallasScan
+from jaxlab.laplex import AssociativeScan, BlockedScan, PallasScan
 
 NAME = "laplex_gpu"
 PAPER = "P9"

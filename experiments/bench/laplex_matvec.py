@@ -26,7 +26,7 @@ import numpy as np
 
 from experiments._harness import Bench
 from jaxlab import laplex
-from kernels.laplex import AssociativeScan, default_scan
+from jaxlab.laplex import AssociativeScan, default_scan
 
 NAME = "laplex_matvec"
 PAPER = "P9"

@@ -27,14 +27,15 @@ FULL = {"batch": 188, "width": 128, "depth": 4, "warmup": 3, "repeats": 30}
 
 def setup(config: dict, key: jax.Array) -> Bench:
     graphs, labels = tp.load_mutag()
-    data, _ = ts.prepare("mutag", graphs, {})
+    data, _ = ts.prepare("mutag", graphs, ts.Encodings())
     data = tp.standardize_encodings(data, tp.encoding_stats(data))
     b = int(config["batch"])
     batch = jax.tree_util.tree_map(lambda a: a[:b], data)
     y = jnp.asarray(labels[:b])
     impls = {}
     for i, name in enumerate(ts.MODELS):
-        model = ts.build(name, data, 2, config, jax.random.fold_in(key, i))
+        model = ts.build(name, data, 2, config["width"], config["depth"],
+                         jax.random.fold_in(key, i))
 
         @eqx.filter_jit
         def step(m, batch=batch):

@@ -20,14 +20,28 @@ from scipy.ndimage import gaussian_filter1d
 from experiments._harness import RunContext, log
 from jaxlab import biophys as bp
 
-# QUICK settings shared by the P12 experiments (each sets its own n_neurons / spacing_um),
-# and the paper-scale overrides for FULL.
-BASE_QUICK = {
-    "duration_ms": 1000.0, "z_min_um": 15.0, "z_max_um": 40.0,
-    "current_mean_na": [0.3, 0.45], "current_std_na": 0.15, "current_tau_ms": 8.0,
-    "noise_white_uv": 2.5, "noise_pink_uv": 0.8, "noise_correlated_uv": 1.5,
-    "knot_ms": 5.0, "fit_steps": 150, "lr": 0.1,
-}
+
+@dataclasses.dataclass(frozen=True)
+class BiophysConfig:
+    """QUICK settings shared by the P12 experiments (each sets its own n_neurons and
+    spacing_um); `FULL_OVERRIDES` are the paper-scale values of FULL."""
+
+    n_neurons: int = 20
+    spacing_um: float = 30.0
+    duration_ms: float = 1000.0
+    z_min_um: float = 15.0
+    z_max_um: float = 40.0
+    current_mean_na: tuple[float, float] = (0.3, 0.45)
+    current_std_na: float = 0.15
+    current_tau_ms: float = 8.0
+    noise_white_uv: float = 2.5
+    noise_pink_uv: float = 0.8
+    noise_correlated_uv: float = 1.5
+    knot_ms: float = 5.0
+    fit_steps: int = 150
+    lr: float = 0.1
+
+
 FULL_OVERRIDES = {"n_neurons": 200, "duration_ms": 60000.0, "spacing_um": 17.0,
                   "fit_steps": 1000}
 
@@ -47,29 +61,29 @@ class Synthetic:
     snr: np.ndarray  # (N,) peak |template| on the best site / noise std
 
 
-def make_synthetic(config: dict, key: jax.Array) -> Synthetic:
+def make_synthetic(config: BiophysConfig, key: jax.Array) -> Synthetic:
     """Population, currents, noisy recording, sorted spikes (see module doc)."""
-    n = int(config["n_neurons"])
-    t_steps = int(round(config["duration_ms"] / DT))
+    n = int(config.n_neurons)
+    t_steps = int(round(config.duration_ms / DT))
     seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
     rng = np.random.default_rng(seed)
     cell = bp.BallAndStick()
     full_probe = bp.neuropixels_1(dtype=F32)
     depth0 = 200.0
-    ys = depth0 + np.sort(rng.uniform(0.0, config["spacing_um"] * n, n))
+    ys = depth0 + np.sort(rng.uniform(0.0, config.spacing_um * n, n))
     positions = np.stack([rng.uniform(-10.0, 80.0, n), ys,
-                          rng.uniform(config["z_min_um"], config["z_max_um"], n)], 1)
+                          rng.uniform(config.z_min_um, config.z_max_um, n)], 1)
     positions = positions.astype(np.float32)
     # Sites spanning the population (all 384 when the population spans the shank).
     sites = full_probe.sites_between(ys.min() - 120.0, ys.max() + 400.0)
     probe = full_probe.select(sites)
     white = rng.standard_normal((n, t_steps))
-    white = gaussian_filter1d(white, config["current_tau_ms"] / DT, axis=1)
+    white = gaussian_filter1d(white, config.current_tau_ms / DT, axis=1)
     white /= white.std(axis=1, keepdims=True)
-    mean = rng.uniform(config["current_mean_na"][0], config["current_mean_na"][1], (n, 1))
-    currents = (mean + config["current_std_na"] * white).astype(np.float32)
-    noise = bp.NoiseModel(white_uv=config["noise_white_uv"], pink_uv=config["noise_pink_uv"],
-                          correlated_uv=config["noise_correlated_uv"])
+    mean = rng.uniform(config.current_mean_na[0], config.current_mean_na[1], (n, 1))
+    currents = (mean + config.current_std_na * white).astype(np.float32)
+    noise = bp.NoiseModel(white_uv=config.noise_white_uv, pink_uv=config.noise_pink_uv,
+                          correlated_uv=config.noise_correlated_uv)
     rec = bp.record(cell, jnp.asarray(positions), jnp.asarray(currents), probe, dt=DT,
                     noise=noise, key=jax.random.fold_in(key, 1))
     spikes = [bp.spike_indices(v) for v in np.asarray(rec.voltage)]
@@ -95,12 +109,12 @@ def triangulate(syn: Synthetic) -> np.ndarray:
     return np.asarray(out, dtype=np.float32)
 
 
-def fit_population(syn: Synthetic, config, ctx: RunContext, *, anchored: bool,
+def fit_population(syn: Synthetic, config: BiophysConfig, ctx: RunContext, *, anchored: bool,
                    init_positions: np.ndarray, tag: str) -> bp.FitResult:
     """P12's inverse fit (anchored) or its ablation (trace loss only, constant start)."""
     problem = bp.make_fit_problem(
         syn.cell, syn.probe.electrodes(), syn.recording.traces, syn.spikes, dt=DT,
-        noise_std=syn.noise.total_std, knot_spacing_ms=config["knot_ms"])
+        noise_std=syn.noise.total_std, knot_spacing_ms=config.knot_ms)
     n = syn.positions.shape[0]
     k = problem.basis.n_knots
     if anchored:
@@ -117,9 +131,9 @@ def fit_population(syn: Synthetic, config, ctx: RunContext, *, anchored: bool,
     params0 = bp.FitParams(jnp.asarray(start, dtype=F32), coeffs)
     ckpt = ctx.checkpointer(f"fit_{tag}")
     log.info("biophys fit %s: %d neurons, %d steps, %d sites, %d samples", tag, n,
-             config["fit_steps"], syn.probe.n_sites, problem.traces.shape[0])
-    return bp.fit(problem, params0, n_steps=int(config["fit_steps"]), anchor=anchor,
-                  optimizer=bp.default_optimizer(int(config["fit_steps"]), config["lr"]),
+             config.fit_steps, syn.probe.n_sites, problem.traces.shape[0])
+    return bp.fit(problem, params0, n_steps=int(config.fit_steps), anchor=anchor,
+                  optimizer=bp.default_optimizer(int(config.fit_steps), config.lr),
                   checkpoint_path=ckpt.path, resume=ckpt.resume)
 
 

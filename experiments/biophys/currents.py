@@ -10,6 +10,8 @@ describes). Both start from the triangulated positions.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import matplotlib
 import numpy as np
@@ -24,8 +26,18 @@ NAME = "biophys_currents"
 PAPER = "P12"
 DESCRIPTION = "Recovered input currents and spike timing with vs without spike-time anchors"
 
-QUICK = {"n_neurons": 8, "spacing_um": 60.0, **setup.BASE_QUICK}
-FULL = {**QUICK, **setup.FULL_OVERRIDES}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(setup.BiophysConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    n_neurons: int = 8
+    spacing_um: float = 60.0
+
+
+QUICK = Config()
+FULL = Config(**setup.FULL_OVERRIDES)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:

@@ -9,6 +9,8 @@ monopolar-triangulation estimate, which is also the baseline.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import numpy as np
 
@@ -19,8 +21,18 @@ NAME = "biophys_localize"
 PAPER = "P12"
 DESCRIPTION = "Spike-anchored inverse fit localises neurons (mean error) vs monopolar triangulation"
 
-QUICK = {"n_neurons": 20, "spacing_um": 30.0, **setup.BASE_QUICK}
-FULL = {**QUICK, **setup.FULL_OVERRIDES}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(setup.BiophysConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    n_neurons: int = 20
+    spacing_um: float = 30.0
+
+
+QUICK = Config()
+FULL = Config(**setup.FULL_OVERRIDES)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
@@ -16,12 +18,25 @@ from jaxlab import cells
 NAME = "cells_rare"
 PAPER = "P5"
 DESCRIPTION = "AUROC of rare interferon-stimulated cells: JEPA-SCORE vs kNN density, iForest"
-QUICK = {"fractions": [0.005, 0.01, 0.02, 0.05, 0.10], "doses": [1.0, 2.0, 4.0],
-         "latent_dim": 16, "width": 256, "steps": 1000, "batch_size": 256, "lam": 0.05,
-         "n_pcs": 16}
-FULL = {"fractions": [0.005, 0.01, 0.02, 0.05, 0.10], "doses": [0.5, 1.0, 2.0, 4.0, 8.0],
-        "latent_dim": 32, "width": 1024, "steps": 20000, "batch_size": 512, "lam": 0.05,
-        "n_pcs": 32}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    fractions: tuple[float, ...] = (0.005, 0.01, 0.02, 0.05, 0.10)
+    doses: tuple[float, ...] = (1.0, 2.0, 4.0)
+    latent_dim: int = 16
+    width: int = 256
+    steps: int = 1000
+    batch_size: int = 256
+    lam: float = 0.05
+    n_pcs: int = 16
+
+
+QUICK = Config()
+FULL = Config(doses=(0.5, 1.0, 2.0, 4.0, 8.0), latent_dim=32, width=1024, steps=20000,
+              batch_size=512, n_pcs=32)
 
 
 def _tag(f):
@@ -33,8 +48,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     base = cells.load_pbmc68k()
     metrics, rows = {}, []
     dose_rho = None
-    for i, f in enumerate(config["fractions"]):
-        adata = cells.spike_program(base, f, doses=tuple(config["doses"]), seed=i)
+    for i, f in enumerate(config.fractions):
+        adata = cells.spike_program(base, f, doses=tuple(config.doses), seed=i)
         y = adata.obs["stimulated"].to_numpy()
         counts = cells.counts_matrix(adata)
         _, ann = cells.fit(adata, key=jax.random.fold_in(key, i), attributions=False,
@@ -42,7 +57,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         # JEPA-SCORE density: log N(f(x); 0, I) + log-volume; low density = atypical.
         atyp = -ann.obs["jepa_logdensity"].to_numpy()
         score_only = -ann.obs["jepa_score"].to_numpy()
-        pcs = pca_embedding(counts, config["n_pcs"])
+        pcs = pca_embedding(counts, config.n_pcs)
         knn = cells.knn_atypicality(pcs, k=15)
         iforest = -IsolationForest(random_state=0).fit(pcs).score_samples(pcs)
         t = _tag(f)
@@ -52,7 +67,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         metrics[f"auroc_jepascore_only_{t}"] = roc_auc_score(y, score_only)
         rows.append((f, metrics[f"auroc_lecell_{t}"], metrics[f"auroc_knn_{t}"],
                      metrics[f"auroc_iforest_{t}"]))
-        if f == max(config["fractions"]):
+        if f == max(config.fractions):
             stim = y.astype(bool)
             dose_rho = spearmanr(adata.obs["dose"].to_numpy()[stim], atyp[stim]).statistic
     metrics["dose_spearman_lecell"] = float(dose_rho)
@@ -66,7 +81,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
               wins == len(rows)),
         Claim("JEPA-SCORE atypicality tracks response magnitude (dose)",
               "monotone in dose", f"Spearman rho = {dose_rho:.2f} (stimulated cells, "
-              f"{max(config['fractions']) * 100:g}% fraction)", bool(dose_rho > 0.3)),
+              f"{max(config.fractions) * 100:g}% fraction)", bool(dose_rho > 0.3)),
     ]
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for j, name in enumerate(("lecell", "knn", "iforest")):
@@ -79,7 +94,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     notes = ("Real PBMCs (scanpy's pbmc68k_reduced) with a synthetic interferon response spiked "
              f"into a random minority: genes {', '.join(cells.INTERFERON_PROGRAM)} re-drawn as "
              "Poisson(x (1 + d) + d), dose d drawn from "
-             f"{config['doses']} (jaxlab.cells.spike_program). Baselines on {config['n_pcs']} "
+             f"{list(config.doses)} (jaxlab.cells.spike_program). Baselines on {config.n_pcs} "
              "scanpy PCs: mean 15-NN distance and scikit-learn IsolationForest. LeCellModel's "
              "atypicality is minus the JEPA-SCORE density (log-volume + Gaussian log-prior of "
              "the embedding); auroc_jepascore_only_* uses the log-volume alone.")

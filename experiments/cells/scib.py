@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
@@ -14,25 +16,38 @@ from jaxlab._core import TqdmProgress
 NAME = "cells_scib"
 PAPER = "P5"
 DESCRIPTION = "scIB bio/batch/total (scib-metrics) of LeCellModel, PCA and NB-VAE on PBMC68k"
-QUICK = {"n_batches": 3, "latent_dim": 16, "width": 256, "steps": 1500, "batch_size": 256,
-         "lam": 0.05, "vae_steps": 1500}
-FULL = {"n_batches": 3, "latent_dim": 32, "width": 1024, "steps": 20000, "batch_size": 512,
-        "lam": 0.05, "vae_steps": 20000}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    n_batches: int = 3
+    latent_dim: int = 16
+    width: int = 256
+    steps: int = 1500
+    batch_size: int = 256
+    lam: float = 0.05
+    vae_steps: int = 1500
+
+
+QUICK = Config()
+FULL = Config(latent_dim=32, width=1024, steps=20000, batch_size=512, vae_steps=20000)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
     from scib_metrics.benchmark import Benchmarker
 
     k_fit, k_vae = jax.random.split(key)
-    adata = cells.simulate_batches(cells.load_pbmc68k(), config["n_batches"], seed=0)
+    adata = cells.simulate_batches(cells.load_pbmc68k(), config.n_batches, seed=0)
     counts = cells.counts_matrix(adata)
-    d = config["latent_dim"]
+    d = config.latent_dim
     _, ann = cells.fit(adata, key=k_fit, attributions=False, **lecell_kwargs(config, ctx, "scib"))
     adata.obsm["X_lecell"] = ann.obsm["X_lecell"]
     adata.obsm["X_pca"] = pca_embedding(counts, d)
     codes = adata.obs["batch"].cat.codes.to_numpy()
     _, adata.obsm["X_vae"] = cells.train_nbvae(
-        counts, codes, key=k_vae, steps=config["vae_steps"], latent_dim=d,
+        counts, codes, key=k_vae, steps=config.vae_steps, latent_dim=d,
         checkpointer=ctx.checkpointer("nbvae_scib"), progress=TqdmProgress(desc="cells: NB-VAE"))
     bm = Benchmarker(adata, batch_key="batch", label_key="bulk_labels",
                      embedding_obsm_keys=["X_lecell", "X_pca", "X_vae"],
@@ -67,7 +82,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         axes[1, 2].legend(fontsize=7, markerscale=2)
     notes = ("Real PBMCs (scanpy's 10x_pbmc68k_reduced, 700 cells x 765 genes, counts recovered "
              "from the stored log-normalised values). Batches are synthetic: random split into "
-             f"{config['n_batches']} batches with library-size, gene-wise capture and dropout "
+             f"{config.n_batches} batches with library-size, gene-wise capture and dropout "
              "effects (jaxlab.cells.simulate_batches). scIB metrics by scib-metrics' "
              "Benchmarker (total = 0.4 batch + 0.6 bio, unscaled). Embedding plots: first two "
              "principal components of each embedding.")

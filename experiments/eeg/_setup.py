@@ -3,6 +3,8 @@ features / covariances -> leave-subjects-out evaluation with fold CIs."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -28,19 +30,32 @@ SIM_NOTE = (
 )
 
 
+@dataclasses.dataclass(frozen=True)
+class EegConfig:
+    """QUICK settings shared by the P10 experiments; `FULL_OVERRIDES` are the paper-scale
+    values of FULL."""
+
+    n_subjects: int = 24
+    block_seconds: float = 30.0
+    epoch_seconds: float = 2.0
+    n_folds: int = 4
+    models: tuple[str, ...] = ("lda", "logreg", "svm", "rf", "tangent")
+
+
+FULL_OVERRIDES = {"n_subjects": 74, "block_seconds": 300.0, "n_folds": 5}
+
+
 def sim_config(config, scale: float = 1.0) -> eeg.SimulationConfig:
-    """Simulator settings of an experiment config (`"sim"`: optional overrides of
-    `SimulationConfig` fields), with every effect times `scale`."""
-    return eeg.SimulationConfig(n_subjects=int(config["n_subjects"]),
-                                block_seconds=float(config["block_seconds"]),
-                                **dict(config.get("sim", {}))).scaled(scale)
+    """Simulator settings of an experiment config, with every effect times `scale`."""
+    return eeg.SimulationConfig(n_subjects=int(config.n_subjects),
+                                block_seconds=float(config.block_seconds)).scaled(scale)
 
 
 def epochs_for(config, key, scale: float = 1.0):
     """Simulated, preprocessed, epoched, artefact-rejected table and its sim config."""
     cfg = sim_config(config, scale)
     data = eeg.preprocess_dataset(eeg.simulate(cfg, key=key))
-    tab = eeg.make_epochs(data, seconds=float(config["epoch_seconds"]), reject_uv=150.0)
+    tab = eeg.make_epochs(data, seconds=float(config.epoch_seconds), reject_uv=150.0)
     kept = float(jnp.mean(tab.keep))
     log.info("simulated %d subjects, %d epochs, kept %.3f", cfg.n_subjects, tab.x.shape[0], kept)
     return tab.select(tab.keep), cfg, kept

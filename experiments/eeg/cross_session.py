@@ -3,6 +3,8 @@ Euclidean alignment per (subject, session)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,12 +16,19 @@ from jaxlab import eeg
 NAME = "eeg_cross_session"
 PAPER = "P10"
 DESCRIPTION = "Rest vs meditation trained on pre, tested on post, with/without Euclidean alignment"
-QUICK = {"n_subjects": 24, "block_seconds": 30.0, "epoch_seconds": 2.0, "n_folds": 4,
-         "models": list(eeg.CLASSICAL_MODELS), "deep_models": ["eegnet", "shallow"],
-         "deep_epochs": 4}
-FULL = {"n_subjects": 74, "block_seconds": 300.0, "epoch_seconds": 2.0, "n_folds": 5,
-        "models": list(eeg.CLASSICAL_MODELS), "deep_models": ["eegnet", "shallow", "deep"],
-        "deep_epochs": 100}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(common.EegConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    deep_models: tuple[str, ...] = ("eegnet", "shallow")
+    deep_epochs: int = 4
+
+
+QUICK = Config()
+FULL = Config(**common.FULL_OVERRIDES,
+              deep_models=("eegnet", "shallow", "deep"), deep_epochs=100)
 
 
 def _aligned(tab):
@@ -51,11 +60,11 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     k_sim, k_fold = jax.random.split(key)
     tab, cfg, kept = common.epochs_for(config, k_sim)
     y, sess = np.asarray(tab.condition), np.asarray(tab.session)
-    folds = common.folds_for(tab.subject, config["n_folds"], k_fold)
+    folds = common.folds_for(tab.subject, config.n_folds, k_fold)
     metrics = {"n_subjects": cfg.n_subjects, "n_epochs": int(len(y)), "kept_fraction": kept,
                **{f"effect_{k}": v for k, v in cfg.effect_sizes().items()}}
-    models = config["models"]
-    deep_models = list(config.get("deep_models", []))
+    models = config.models
+    deep_models = list(config.deep_models)
     feats, covs = common.inputs_for(tab)
     within = common.evaluate(models, feats, covs, y, _split(folds, sess, 0, 0), "bacc_within",
                              metrics)
@@ -68,7 +77,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     # deep models: one training on the pre session scores both the within (pre) and the
     # cross (post) test sets; a second training on aligned epochs scores cross + EA
     k_deep = jax.random.fold_in(key, 7)
-    epochs = int(config.get("deep_epochs", 0))
+    epochs = int(config.deep_epochs)
     deep_folds = [(tr[sess[tr] == 0], te[sess[te] == 0], te[sess[te] == 1]) for tr, te in folds]
     dw, dc = common.evaluate_deep(deep_models, common.deep_inputs(tab), y, tab.subject,
                                   deep_folds, ("bacc_within", "bacc_cross"), metrics, k_deep,

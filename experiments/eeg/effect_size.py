@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
@@ -13,11 +15,20 @@ from jaxlab import eeg
 NAME = "eeg_effect_size"
 PAPER = "P10"
 DESCRIPTION = "State / technique accuracy vs simulated effect size; chance at zero (no leakage)"
-QUICK = {"n_subjects": 24, "block_seconds": 30.0, "epoch_seconds": 2.0, "n_folds": 4,
-         "scales": [0.0, 0.5, 1.0, 2.0], "models": ["lda", "logreg"], "zero_repeats": 4}
-FULL = {"n_subjects": 74, "block_seconds": 300.0, "epoch_seconds": 2.0, "n_folds": 5,
-        "scales": [0.0, 0.25, 0.5, 1.0, 2.0], "models": ["lda", "logreg", "svm", "rf", "tangent"],
-        "zero_repeats": 4}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(common.EegConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    scales: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0)
+    models: tuple[str, ...] = ("lda", "logreg")
+    zero_repeats: int = 4
+
+
+QUICK = Config()
+FULL = Config(**common.FULL_OVERRIDES, scales=(0.0, 0.25, 0.5, 1.0, 2.0),
+              models=("lda", "logreg", "svm", "rf", "tangent"))
 
 
 def _evaluate_scale(config, key, scale, tag, metrics):
@@ -25,13 +36,13 @@ def _evaluate_scale(config, key, scale, tag, metrics):
     k_sim, k_fold = jax.random.split(key)
     tab, _, _ = common.epochs_for(config, k_sim, scale)
     feats, covs = common.inputs_for(tab)
-    folds = common.folds_for(tab.subject, config["n_folds"], k_fold)
-    s = common.evaluate(config["models"], feats, covs, np.asarray(tab.condition), folds,
+    folds = common.folds_for(tab.subject, config.n_folds, k_fold)
+    s = common.evaluate(config.models, feats, covs, np.asarray(tab.condition), folds,
                         f"bacc_state_scale{tag}", metrics)
     med = np.asarray(tab.condition) == 1
     mt = tab.select(med)
-    tf = common.folds_for(mt.subject, config["n_folds"], k_fold)
-    t = common.evaluate(config["models"], feats[med], covs[med], np.asarray(mt.group), tf,
+    tf = common.folds_for(mt.subject, config.n_folds, k_fold)
+    t = common.evaluate(config.models, feats[med], covs[med], np.asarray(mt.group), tf,
                         f"bacc_technique_scale{tag}", metrics)
     return s, t
 
@@ -39,11 +50,11 @@ def _evaluate_scale(config, key, scale, tag, metrics):
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
     metrics, curves = {}, {"state": [], "technique": []}
     zero = None
-    for i, scale in enumerate(config["scales"]):
+    for i, scale in enumerate(config.scales):
         tag = f"{scale:g}".replace(".", "p")
         # at zero effect, average over independent simulated data sets: the epochs of one
         # block share its artefacts and noise, so one data set's fold CIs are too narrow
-        reps = int(config.get("zero_repeats", 1)) if scale == 0.0 else 1
+        reps = int(config.zero_repeats) if scale == 0.0 else 1
         rep_metrics, rep_state, rep_tech = [], [], []
         for r in range(reps):
             k = jax.random.fold_in(key, i)
@@ -82,7 +93,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                 paper=f"chance {chance:.3g}",
                 measured=f"bacc {m:.3f}, 95% CI [{lo:.3f}, {hi:.3f}] over {len(vals)} "
                          "independent simulated data sets (per data set: "
-                         + ", ".join(f"{v:.3f}" for v in vals) + f"; mean of {config['models']})",
+                         + ", ".join(f"{v:.3f}" for v in vals)
+                         + f"; mean of {list(config.models)})",
                 holds=bool(lo <= chance <= hi and abs(m - chance) < 0.05)))
     claims.append(Claim(
         claim="accuracy grows with the simulated effect size",
@@ -92,8 +104,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         holds=bool(curves["state"][-1] > curves["state"][0] + 0.05
                    and curves["technique"][-1] > curves["technique"][0] + 0.05)))
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.plot(config["scales"], curves["state"], "o-", label="state (chance 0.5)")
-    ax.plot(config["scales"], curves["technique"], "s-", label="technique (chance 1/3)")
+    ax.plot(config.scales, curves["state"], "o-", label="state (chance 0.5)")
+    ax.plot(config.scales, curves["technique"], "s-", label="technique (chance 1/3)")
     ax.axhline(0.5, color="C0", ls=":")
     ax.axhline(1 / 3, color="C1", ls=":")
     ax.set_xlabel("effect-size multiplier (1 = default simulator)")
@@ -103,8 +115,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     cfg = common.sim_config(config)
     notes = (common.SIM_NOTE + f" Scales multiply theta/alpha/technique effects and the "
              f"training gain; at scale 1: {cfg.effect_sizes()}. QUICK: {cfg.n_subjects} "
-             f"subjects, {cfg.block_seconds:.0f} s blocks, models {config['models']}. The "
-             f"zero-effect check averages {config.get('zero_repeats', 1)} independent "
+             f"subjects, {cfg.block_seconds:.0f} s blocks, models {list(config.models)}. The "
+             f"zero-effect check averages {config.zero_repeats} independent "
              "simulated data sets (CI over data sets): the epochs of one block share its "
              "artefacts (blink and EMG counts) and noise, so one data set's fold CIs are too "
              "narrow for a chance-level test.")

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext
 from experiments.eeg import _setup as common
-from jaxlab import eeg
 
 NAME = "eeg_state"
 PAPER = "P10"
 DESCRIPTION = "Rest vs meditation decoding on the L-FAME-design simulator (leave-subjects-out)"
-QUICK = {"n_subjects": 24, "block_seconds": 30.0, "epoch_seconds": 2.0, "n_folds": 4,
-         "models": list(eeg.CLASSICAL_MODELS), "deep_models": ["eegnet", "shallow", "deep"],
-         "deep_epochs": 4}
-FULL = {"n_subjects": 74, "block_seconds": 300.0, "epoch_seconds": 2.0, "n_folds": 5,
-        "models": list(eeg.CLASSICAL_MODELS), "deep_models": ["eegnet", "shallow", "deep"],
-        "deep_epochs": 100}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(common.EegConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    deep_models: tuple[str, ...] = ("eegnet", "shallow", "deep")
+    deep_epochs: int = 4
+
+
+QUICK = Config()
+FULL = Config(**common.FULL_OVERRIDES, deep_epochs=100)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
@@ -25,14 +32,14 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     tab, cfg, kept = common.epochs_for(config, k_sim)
     feats, covs = common.inputs_for(tab)
     y = np.asarray(tab.condition)
-    folds = common.folds_for(tab.subject, config["n_folds"], k_fold)
+    folds = common.folds_for(tab.subject, config.n_folds, k_fold)
     metrics = {"n_subjects": cfg.n_subjects, "n_epochs": int(len(y)), "kept_fraction": kept,
                **{f"effect_{k}": v for k, v in cfg.effect_sizes().items()}}
-    summary = common.evaluate(config["models"], feats, covs, y, folds, "bacc_state", metrics)
-    (deep,) = common.evaluate_deep(config.get("deep_models", []), common.deep_inputs(tab), y,
+    summary = common.evaluate(config.models, feats, covs, y, folds, "bacc_state", metrics)
+    (deep,) = common.evaluate_deep(config.deep_models, common.deep_inputs(tab), y,
                                    tab.subject, folds, ("bacc_state",), metrics,
                                    jax.random.fold_in(key, 7),
-                                   ctx=ctx, epochs=int(config.get("deep_epochs", 0)),
+                                   ctx=ctx, epochs=int(config.deep_epochs),
                                    tag="state_")
     summary.update(deep)
     best = max(summary, key=lambda m: summary[m][0])
@@ -49,8 +56,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     fig = common.bar_figure({"rest vs meditation": summary}, 0.5,
                             "eeg_state: leave-subjects-out (simulated L-FAME)")
     notes = (common.SIM_NOTE + f" This run: {cfg.n_subjects} subjects, "
-             f"{cfg.block_seconds:.0f} s blocks, deep models {config.get('deep_models')} for at "
-             f"most {config.get('deep_epochs')} epochs (QUICK keeps the deep models short so "
+             f"{cfg.block_seconds:.0f} s blocks, deep models {list(config.deep_models)} for at "
+             f"most {config.deep_epochs} epochs (QUICK keeps the deep models short so "
              "that the experiment fits a few CPU minutes; FULL: 74 subjects, 300 s blocks, "
              f"100 epochs). Effect sizes: {cfg.effect_sizes()}.")
     return Result(metrics=metrics, claims=claims, figures={"state": fig}, notes=notes)

@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext
 from experiments.eeg import _setup as common
-from jaxlab import eeg
 
 NAME = "eeg_technique"
 PAPER = "P10"
 DESCRIPTION = "SA-TA-NA-MA vs Hare Krishna vs Breath Focus from meditation EEG (simulator)"
-QUICK = {"n_subjects": 24, "block_seconds": 30.0, "epoch_seconds": 2.0, "n_folds": 4,
-         "models": list(eeg.CLASSICAL_MODELS), "deep_models": ["eegnet", "shallow"],
-         "deep_epochs": 6}
-FULL = {"n_subjects": 74, "block_seconds": 300.0, "epoch_seconds": 2.0, "n_folds": 5,
-        "models": list(eeg.CLASSICAL_MODELS), "deep_models": ["eegnet", "shallow", "deep"],
-        "deep_epochs": 100}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(common.EegConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    deep_models: tuple[str, ...] = ("eegnet", "shallow")
+    deep_epochs: int = 6
+
+
+QUICK = Config()
+FULL = Config(**common.FULL_OVERRIDES,
+              deep_models=("eegnet", "shallow", "deep"), deep_epochs=100)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
@@ -26,15 +34,15 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     tab = tab.select(np.asarray(tab.condition) == 1)
     feats, covs = common.inputs_for(tab)
     y = np.asarray(tab.group)
-    folds = common.folds_for(tab.subject, config["n_folds"], k_fold)
+    folds = common.folds_for(tab.subject, config.n_folds, k_fold)
     metrics = {"n_subjects": cfg.n_subjects, "n_epochs": int(len(y)), "kept_fraction": kept,
                **{f"effect_{k}": v for k, v in cfg.effect_sizes().items()}}
-    summary = common.evaluate(config["models"], feats, covs, y, folds, "bacc_technique",
+    summary = common.evaluate(config.models, feats, covs, y, folds, "bacc_technique",
                               metrics)
-    (deep,) = common.evaluate_deep(config.get("deep_models", []), common.deep_inputs(tab), y,
+    (deep,) = common.evaluate_deep(config.deep_models, common.deep_inputs(tab), y,
                                    tab.subject, folds, ("bacc_technique",), metrics,
                                    jax.random.fold_in(key, 7),
-                                   ctx=ctx, epochs=int(config.get("deep_epochs", 0)),
+                                   ctx=ctx, epochs=int(config.deep_epochs),
                                    tag="technique_")
     summary.update(deep)
     best = max(summary, key=lambda m: summary[m][0])
@@ -53,7 +61,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                             "eeg_technique: leave-subjects-out (simulated L-FAME)")
     notes = (common.SIM_NOTE + f" Meditation epochs of both sessions; this run: "
              f"{cfg.n_subjects} subjects, {cfg.block_seconds:.0f} s blocks, deep models "
-             f"{config.get('deep_models')} for at most {config.get('deep_epochs')} epochs "
+             f"{list(config.deep_models)} for at most {config.deep_epochs} epochs "
              "(QUICK: short deep training and no DeepConvNet, to fit a few CPU minutes). "
              f"Effect sizes: {cfg.effect_sizes()}.")
     return Result(metrics=metrics, claims=claims, figures={"technique": fig}, notes=notes)

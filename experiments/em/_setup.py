@@ -24,16 +24,37 @@ from jaxlab._core import NoProgress, TqdmProgress
 METHODS = em.METHODS
 METRICS = ("psnr", "ssim", "voi", "arand", "cremi")
 
-BASE_QUICK = {
-    "size": 64, "n_train": 96, "n_test": 12, "lr_noise": 0.01,
-    "features": [16, 32], "seg_features": [16, 32, 64], "denoiser_features": 16,
-    "steps": 300, "finetune_steps": 100, "denoiser_steps": 300, "batch_size": 8,
-    "learning_rate": 2e-3, "seg_weight": 0.5, "T": 100, "schedule": "linear", "t0": 30,
-    "refine_steps": 5, "chunk": 50, "progress": False,
-}
+
+
+@dataclasses.dataclass(frozen=True)
+class EmConfig:
+    """QUICK settings shared by the P11 experiments; `FULL_OVERRIDES` are the paper-scale
+    values of FULL."""
+
+    size: int = 64
+    n_train: int = 96
+    n_test: int = 12
+    lr_noise: float = 0.01
+    features: tuple[int, ...] = (16, 32)
+    seg_features: tuple[int, ...] = (16, 32, 64)
+    denoiser_features: int = 16
+    steps: int = 300
+    finetune_steps: int = 100
+    denoiser_steps: int = 300
+    batch_size: int = 8
+    learning_rate: float = 2e-3
+    seg_weight: float = 0.5
+    T: int = 100
+    schedule: str = "linear"
+    t0: int = 30
+    refine_steps: int = 5
+    chunk: int = 50
+    progress: bool = False
+
+
 FULL_OVERRIDES = {
-    "size": 128, "n_train": 512, "n_test": 48, "features": [32, 64, 128],
-    "seg_features": [32, 64, 128, 256], "denoiser_features": 48, "steps": 4000,
+    "size": 128, "n_train": 512, "n_test": 48, "features": (32, 64, 128),
+    "seg_features": (32, 64, 128, 256), "denoiser_features": 48, "steps": 4000,
     "finetune_steps": 1000, "denoiser_steps": 4000, "batch_size": 16, "learning_rate": 1e-3,
     "T": 200, "t0": 60, "refine_steps": 10, "chunk": 250, "progress": True,
 }
@@ -73,33 +94,33 @@ def make_split(regime: str, factor: int, n: int, size: int, noise: float, *,
     return Split(s.image, lr, bic, s.boundaries, np.asarray(s.labels))
 
 
-def methods_config(config) -> em.MethodsConfig:
+def methods_config(config: EmConfig) -> em.MethodsConfig:
     """The `em.MethodsConfig` of an experiment config."""
     return em.MethodsConfig(
-        features=tuple(int(f) for f in config["features"]),
-        seg_features=tuple(int(f) for f in config["seg_features"]),
-        denoiser_features=int(config["denoiser_features"]), steps=int(config["steps"]),
-        finetune_steps=int(config["finetune_steps"]),
-        denoiser_steps=int(config["denoiser_steps"]), batch_size=int(config["batch_size"]),
-        learning_rate=float(config["learning_rate"]), seg_weight=float(config["seg_weight"]),
-        num_timesteps=int(config["T"]), schedule=config["schedule"], t0=int(config["t0"]),
-        refine_steps=int(config["refine_steps"]), chunk=int(config["chunk"]))
+        features=tuple(int(f) for f in config.features),
+        seg_features=tuple(int(f) for f in config.seg_features),
+        denoiser_features=int(config.denoiser_features), steps=int(config.steps),
+        finetune_steps=int(config.finetune_steps), denoiser_steps=int(config.denoiser_steps),
+        batch_size=int(config.batch_size), learning_rate=float(config.learning_rate),
+        seg_weight=float(config.seg_weight), num_timesteps=int(config.T),
+        schedule=config.schedule, t0=int(config.t0), refine_steps=int(config.refine_steps),
+        chunk=int(config.chunk))
 
 
-def optimizer(config) -> optax.GradientTransformation:
+def optimizer(config: EmConfig) -> optax.GradientTransformation:
     """`em.fit`'s default (Adam at the configured rate), built once per run so that the
     trainings of all settings share compiled steps."""
-    return optax.adam(float(config["learning_rate"]))
+    return optax.adam(float(config.learning_rate))
 
 
-def train_methods(train: Split, factor: int, config, key: jax.Array, ctx: RunContext,
-                  tag: str, opt: optax.GradientTransformation,
+def train_methods(train: Split, factor: int, config: EmConfig, key: jax.Array,
+                  ctx: RunContext, tag: str, opt: optax.GradientTransformation,
                   methods=METHODS) -> em.TrainedMethods:
     """`em.train_methods` on `train`, checkpointed under `<tag>_<model>` in the run."""
 
     def progress(name):
         log.info("em: training %s_%s", tag, name)
-        return TqdmProgress(desc=f"em {tag}_{name}") if config["progress"] else NoProgress()
+        return TqdmProgress(desc=f"em {tag}_{name}") if config.progress else NoProgress()
 
     return em.train_methods(train.hr, train.lr, train.bicubic, train.boundary, factor,
                             methods_config(config), key=key, methods=methods, optimizer=opt,

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext, log
 from experiments.em._setup import (
-    BASE_QUICK,
     FULL_OVERRIDES,
     METHODS,
     METRICS,
     NOTES,
+    EmConfig,
     make_split,
     optimizer,
     predict,
@@ -26,9 +28,19 @@ PAPER = "P11"
 DESCRIPTION = ("PSNR/SSIM and VOI/ARAND/CREMI of bicubic, separate, joint and joint+partial-"
                "diffusion SR + segmentation on synthetic EM at x2/x4")
 MAIN_REGIME = "cremi_like"
-QUICK = {**BASE_QUICK, "settings": [[2, MAIN_REGIME], [4, MAIN_REGIME], [4, "noisy"]]}
-FULL = {**BASE_QUICK, **FULL_OVERRIDES,
-        "settings": [[f, r] for r in (MAIN_REGIME, "dense", "noisy") for f in (2, 4)]}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(EmConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    # (factor, regime) pairs
+    settings: tuple[tuple[int, str], ...] = ((2, MAIN_REGIME), (4, MAIN_REGIME), (4, "noisy"))
+
+
+QUICK = Config()
+FULL = Config(**FULL_OVERRIDES,
+              settings=tuple((f, r) for r in (MAIN_REGIME, "dense", "noisy") for f in (2, 4)))
 
 
 def _suffix(factor: int, regime: str) -> str:
@@ -37,7 +49,7 @@ def _suffix(factor: int, regime: str) -> str:
 
 def metric_keys(config) -> list[str]:
     """The contract keys `run(config, ...)` writes: `<metric>_<method>_x<k>[_<regime>]`."""
-    return [f"{metric}_{meth}_{_suffix(int(f), r)}" for f, r in config["settings"]
+    return [f"{metric}_{meth}_{_suffix(int(f), r)}" for f, r in config.settings
             for meth in METHODS for metric in METRICS]
 
 
@@ -50,14 +62,14 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     figures = {}
     suffixes = []
     opt = optimizer(config)
-    for i, (factor, regime) in enumerate(config["settings"]):
+    for i, (factor, regime) in enumerate(config.settings):
         factor = int(factor)
         sfx = _suffix(factor, regime)
         suffixes.append(sfx)
         k_train, k_test, k_fit, k_pred = jax.random.split(jax.random.fold_in(key, i), 4)
-        size, noise = int(config["size"]), float(config["lr_noise"])
-        train = make_split(regime, factor, int(config["n_train"]), size, noise, key=k_train)
-        test = make_split(regime, factor, int(config["n_test"]), size, noise, key=k_test)
+        size, noise = int(config.size), float(config.lr_noise)
+        train = make_split(regime, factor, int(config.n_train), size, noise, key=k_train)
+        test = make_split(regime, factor, int(config.n_test), size, noise, key=k_test)
         tr = train_methods(train, factor, config, k_fit, ctx, f"{regime}_x{factor}", opt)
         preds = {meth: predict(tr, test, meth, k_pred) for meth in METHODS}
         for meth, pred in preds.items():

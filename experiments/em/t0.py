@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext, log
 from experiments.em._setup import (
-    BASE_QUICK,
     FULL_OVERRIDES,
     NOTES,
+    EmConfig,
     make_split,
     optimizer,
     predict,
@@ -23,15 +25,24 @@ NAME = "em_t0"
 PAPER = "P11"
 DESCRIPTION = ("VOI/ARAND/CREMI and distance to the HR embedding vs the partial-diffusion "
                "start step t0 (0 = none, T = from pure noise) on synthetic EM x4")
-QUICK = {**BASE_QUICK, "factor": 4, "regime": "cremi_like",
-         "t0_values": [0, 5, 10, 20, 30, 50, 75, 100]}
-FULL = {**BASE_QUICK, **FULL_OVERRIDES, "factor": 4, "regime": "cremi_like",
-        "t0_values": [0, 10, 20, 40, 60, 90, 120, 160, 200]}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(EmConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    factor: int = 4
+    regime: str = "cremi_like"
+    t0_values: tuple[int, ...] = (0, 5, 10, 20, 30, 50, 75, 100)
+
+
+QUICK = Config()
+FULL = Config(**FULL_OVERRIDES, t0_values=(0, 10, 20, 40, 60, 90, 120, 160, 200))
 
 
 def t0_values(config) -> list[int]:
     """The ablated start steps: the configured ones plus 0 (no diffusion) and T (full)."""
-    return sorted({int(t) for t in config["t0_values"]} | {0, int(config["T"])})
+    return sorted({int(t) for t in config.t0_values} | {0, int(config.T)})
 
 
 def metric_keys(config) -> list[str]:
@@ -41,19 +52,19 @@ def metric_keys(config) -> list[str]:
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    T = int(config["T"])
+    T = int(config.T)
     t0s = t0_values(config)
     if t0s[0] < 0 or t0s[-1] > T:
         raise ValueError(f"t0_values: expected values in [0, {T}], received {t0s}")
-    factor, regime = int(config["factor"]), config["regime"]
+    factor, regime = int(config.factor), config.regime
     k_train, k_test, k_fit, k_pred = jax.random.split(key, 4)
-    size, noise = int(config["size"]), float(config["lr_noise"])
-    train = make_split(regime, factor, int(config["n_train"]), size, noise, key=k_train)
-    test = make_split(regime, factor, int(config["n_test"]), size, noise, key=k_test)
+    size, noise = int(config.size), float(config.lr_noise)
+    train = make_split(regime, factor, int(config.n_train), size, noise, key=k_train)
+    test = make_split(regime, factor, int(config.n_test), size, noise, key=k_test)
     tr = train_methods(train, factor, config, k_fit, ctx, f"t0_{regime}_x{factor}",
                        optimizer(config), methods=("joint_diffusion",))
     hr_emb = np.asarray(em.structure_embedding(test.hr))
-    m: dict[str, float] = {"T": T, "t0_trained": int(config["t0"])}
+    m: dict[str, float] = {"T": T, "t0_trained": int(config.t0)}
     priors = {}
     for t0 in t0s:
         pred = predict(tr, test, "joint_diffusion", k_pred, t0=t0)
@@ -85,7 +96,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     return Result(metrics=m, claims=claims, figures={"t0_ablation": _figure(m, t0s, T),
                                                      "priors": _prior_figure(priors, hr_emb)},
                   notes=NOTES + f" The segmentation decoder was fine-tuned once with priors "
-                  f"refined from t0 = {config['t0']}; the other t0 values change only the "
+                  f"refined from t0 = {config.t0}; the other t0 values change only the "
                   f"refiner at inference.")
 
 

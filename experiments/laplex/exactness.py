@@ -12,6 +12,7 @@ decay fast enough) is checked separately at sizes spanning several chunks.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import jax
@@ -27,10 +28,20 @@ NAME = "laplex_exactness"
 PAPER = "P9"
 DESCRIPTION = "LAPLEX matvec and all gradients equal the dense matrix (float64 and float32)"
 
-QUICK = {"sizes": [7, 100, 4096], "grad_sizes": [7, 100, 512], "heads": 2,
-         "decay_scales": [1e-6, 1.0, 1e6], "sym_sizes": [100, 3 * 2048 + 5]}
-FULL = {**QUICK, "grad_sizes": [7, 100, 1024, 2048], "heads": 3,
-        "decay_scales": [1e-6, 1e-3, 1.0, 1e3, 1e6]}
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    sizes: tuple[int, ...] = (7, 100, 4096)
+    grad_sizes: tuple[int, ...] = (7, 100, 512)
+    heads: int = 2
+    decay_scales: tuple[float, ...] = (1e-6, 1.0, 1e6)
+    sym_sizes: tuple[int, ...] = (100, 3 * 2048 + 5)
+
+
+QUICK = Config()
+FULL = Config(grad_sizes=(7, 100, 1024, 2048), heads=3, decay_scales=(1e-6, 1e-3, 1.0, 1e3, 1e6))
 
 
 NOTES = (
@@ -103,11 +114,11 @@ _GRADS = {
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
     seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
     rng = np.random.default_rng(seed)
-    h = int(config["heads"])
+    h = int(config.heads)
     rows = []
     with jax.enable_x64(True):
-        cases = list(itertools.product(config["sizes"], (False, True), (False, True),
-                                       config["decay_scales"]))
+        cases = list(itertools.product(config.sizes, (False, True), (False, True),
+                                       config.decay_scales))
         for n, phased, ties, scale in tqdm(cases, desc="laplex exactness"):
             v, t, s, a, b, c = _problem(rng, h, n, ties=ties, phased=phased, scale=scale)
             ref = _dense_np(v, t, s, a, b, c)
@@ -121,7 +132,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                          "err64": _rel(y64, ref), "err32": _rel(y32, ref32),
                          "err32_dense": _rel(d32, ref32)})
         sym_rows = []
-        for n, ties, scale in itertools.product(config["sym_sizes"], (False, True),
+        for n, ties, scale in itertools.product(config.sym_sizes, (False, True),
                                                 (1e-6, 1e-2, 0.2, 1.0, 1e6)):
             # pre-sorted anchors, t is s (one array), one real column, one head
             _, _, s, a, _, c = _problem(rng, 1, n, ties=ties, phased=False, scale=scale)
@@ -136,9 +147,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                              "err64": _rel(y64, _dense_np(v, s, s, a, None, c)),
                              "err32": _rel(y32, ref32)})
         grad_rows = []
-        for n, phased, ties in tqdm(list(itertools.product(config["grad_sizes"], (False, True),
+        for n, phased, ties in tqdm(list(itertools.product(config.grad_sizes, (False, True),
                                                            (False, True))), desc="gradients"):
-            for scale in (config["decay_scales"][0], 1.0, config["decay_scales"][-1]):
+            for scale in (config.decay_scales[0], 1.0, config.decay_scales[-1]):
                 v, t, s, a, b, c = _problem(rng, h, n, ties=ties, phased=phased, scale=scale)
                 m = t.shape[1]
                 w1, w2 = rng.standard_normal(m), rng.standard_normal(m)
@@ -160,7 +171,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                "max_rel_err_f32_sym_presorted": max32_sym,
                "max_rel_err_f64_sym_presorted": max(r["err64"] for r in sym_rows),
                "n_cases": len(rows) + len(sym_rows), "n_grad_cases": len(grad_rows)}
-    for n in config["sizes"]:
+    for n in config.sizes:
         metrics[f"max_rel_err_f64_n{n}"] = max(r["err64"] for r in rows if r["n"] == n)
         metrics[f"max_rel_err_f32_n{n}"] = max(r["err32"] for r in rows if r["n"] == n)
     for nm in ["v", "t", "s", "a", "b", "c"]:

@@ -17,6 +17,7 @@ model the log-determinant is also computed exactly from the 1-D eigenvalues
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 
 import equinox as eqx
@@ -35,12 +36,29 @@ NAME = "laplex_gram"
 PAPER = "P9"
 DESCRIPTION = "LAPLEX Gram covariance on flattened photos vs diagonal and fixed-grid Laplace"
 
-QUICK = {"crop": 224, "train": [["camera.png", 160, 60]],
-         "test": [["camera.png", 288, 288], ["coins.png", 0, 0]],
-         "heads": 3, "steps": 20, "lr": 0.03, "probes": 2, "lanczos": 25, "cg_tol": 1e-3,
-         "cg_maxiter": 400, "eval_probes": 4, "eval_lanczos": 40, "eval_cg_tol": 1e-4}
-FULL = {**QUICK, "crop": 1732, "train": [["hubble_deep_field.jpg", 0, 0]],
-        "test": [["hubble_deep_field.jpg", 100, 100]], "steps": 100, "probes": 4}
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    crop: int = 224
+    train: tuple[tuple[str, int, int], ...] = (("camera.png", 160, 60),)
+    test: tuple[tuple[str, int, int], ...] = (("camera.png", 288, 288), ("coins.png", 0, 0))
+    heads: int = 3
+    steps: int = 20
+    lr: float = 0.03
+    probes: int = 2
+    lanczos: int = 25
+    cg_tol: float = 1e-3
+    cg_maxiter: int = 400
+    eval_probes: int = 4
+    eval_lanczos: int = 40
+    eval_cg_tol: float = 1e-4
+
+
+QUICK = Config()
+FULL = Config(crop=1732, train=(("hubble_deep_field.jpg", 0, 0),),
+              test=(("hubble_deep_field.jpg", 100, 100),), steps=100, probes=4)
 
 
 def _load_crop(name, r0, c0, size):
@@ -73,15 +91,15 @@ def _exact_grid_nll(model, y):
 
 
 def _fit(model, ys, cfg, key, desc):
-    opt = optax.adam(cfg["lr"])
+    opt = optax.adam(cfg.lr)
     params, static = eqx.partition(model, eqx.is_array)
     state = opt.init(params)
 
     def loss(p, k):
         m = eqx.combine(p, static)
-        nll = [m.neg_log_likelihood(y, key=jax.random.fold_in(k, i), probes=cfg["probes"],
-                                    lanczos_steps=cfg["lanczos"], cg_tol=cfg["cg_tol"],
-                                    cg_maxiter=cfg["cg_maxiter"]) for i, y in enumerate(ys)]
+        nll = [m.neg_log_likelihood(y, key=jax.random.fold_in(k, i), probes=cfg.probes,
+                                    lanczos_steps=cfg.lanczos, cg_tol=cfg.cg_tol,
+                                    cg_maxiter=cfg.cg_maxiter) for i, y in enumerate(ys)]
         return sum(nll) / (len(ys) * ys[0].size)
 
     @jax.jit
@@ -90,7 +108,7 @@ def _fit(model, ys, cfg, key, desc):
         upd, st = opt.update(g, st, p)
         return optax.apply_updates(p, upd), st, val
 
-    for i in tqdm(range(cfg["steps"]), desc=desc):
+    for i in tqdm(range(cfg.steps), desc=desc):
         params, state, val = step(params, state, jax.random.fold_in(key, i))
     log.warning("%s: final train NLL/dim %.4f", desc, float(val))
     return eqx.combine(params, static)
@@ -98,16 +116,16 @@ def _fit(model, ys, cfg, key, desc):
 
 def _score(model, ys, cfg, key):
     f = jax.jit(lambda m, y, k: m.neg_log_likelihood(
-        y, key=k, probes=cfg["eval_probes"], lanczos_steps=cfg["eval_lanczos"],
-        cg_tol=cfg["eval_cg_tol"], cg_maxiter=4 * cfg["cg_maxiter"]))
+        y, key=k, probes=cfg.eval_probes, lanczos_steps=cfg.eval_lanczos,
+        cg_tol=cfg.eval_cg_tol, cg_maxiter=4 * cfg.cg_maxiter))
     return float(np.mean([float(f(model, y, jax.random.fold_in(key, i))) / y.size
                           for i, y in enumerate(ys)]))
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    size = int(config["crop"])
-    train = [jnp.asarray(_load_crop(n, r, c, size).ravel()) for n, r, c in config["train"]]
-    test = [jnp.asarray(_load_crop(n, r, c, size).ravel()) for n, r, c in config["test"]]
+    size = int(config.crop)
+    train = [jnp.asarray(_load_crop(n, r, c, size).ravel()) for n, r, c in config.train]
+    test = [jnp.asarray(_load_crop(n, r, c, size).ravel()) for n, r, c in config.test]
     coords = [jnp.arange(size, dtype=jnp.float32)] * 2
     k_grid, k_lap, k_eval, k_samp = jax.random.split(key, 4)
     # diagonal: sigma^2 fitted on the training crops (~1 after standardisation)
@@ -116,7 +134,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                               for y in test]))
     grid0 = laplex.LaplexGram(coords, 1, key=k_grid, decay=0.2, noise=0.1, learn_anchors=False)
     grid = _fit(grid0, train, config, k_grid, "grid model")
-    lap0 = laplex.LaplexGram(coords, config["heads"], key=k_lap, decay=0.2, noise=0.1)
+    lap0 = laplex.LaplexGram(coords, config.heads, key=k_lap, decay=0.2, noise=0.1)
     lap = _fit(lap0, train, config, k_lap, "laplex model")
     nll_grid = _score(grid, test, config, k_eval)
     nll_lap = _score(lap, test, config, k_eval)

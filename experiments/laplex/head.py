@@ -10,6 +10,8 @@ classes (figure).
 
 from __future__ import annotations
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -25,9 +27,23 @@ NAME = "laplex_head"
 PAPER = "P9"
 DESCRIPTION = "LAPLEX head vs dense, low-rank and random features at matched params (digits)"
 
-QUICK = {"heads": 8, "rank": 8, "rff": 64, "steps": 600, "lr": 0.02, "seeds": 2,
-         "test_fraction": 0.3, "phased": False}
-FULL = {**QUICK, "steps": 3000, "seeds": 5}
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    heads: int = 8
+    rank: int = 8
+    rff: int = 64
+    steps: int = 600
+    lr: float = 0.02
+    seeds: int = 2
+    test_fraction: float = 0.3
+    phased: bool = False
+
+
+QUICK = Config()
+FULL = Config(steps=3000, seeds=5)
 
 
 class Dense(eqx.Module):
@@ -118,21 +134,21 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     accs = {k: [] for k in ("laplex", "dense", "lowrank", "rff")}
     params = {}
     best = None
-    for seed in tqdm(range(int(config["seeds"])), desc="laplex head seeds"):
+    for seed in tqdm(range(int(config.seeds)), desc="laplex head seeds"):
         key, kperm, *ks = jax.random.split(key, 6)
         perm = np.asarray(jax.random.permutation(kperm, len(y)))
-        n_te = int(config["test_fraction"] * len(y))
+        n_te = int(config.test_fraction * len(y))
         te, tr = perm[:n_te], perm[n_te:]
         data = (jnp.asarray(x[tr]), jnp.asarray(y[tr]), jnp.asarray(x[te]), jnp.asarray(y[te]))
         models = {
-            "laplex": laplex.LaplexLinear(64, 10, config["heads"], phased=config["phased"],
+            "laplex": laplex.LaplexLinear(64, 10, config.heads, phased=config.phased,
                                           key=ks[0]),
             "dense": Dense(64, 10, key=ks[1]),
-            "lowrank": LowRank(64, 10, config["rank"], key=ks[2]),
-            "rff": RandomFeatures(64, 10, config["rff"], key=ks[3]),
+            "lowrank": LowRank(64, 10, config.rank, key=ks[2]),
+            "rff": RandomFeatures(64, 10, config.rff, key=ks[3]),
         }
         for name, m in models.items():
-            trained, acc, loss = _train(m, *data, config["steps"], config["lr"])
+            trained, acc, loss = _train(m, *data, config.steps, config.lr)
             accs[name].append(acc)
             params[name] = _count(m)
             log.info("seed %d %s: test acc %.4f (train loss %.3f, %d params)", seed, name, acc,
@@ -173,6 +189,6 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     fig.tight_layout()
     return Result(metrics=metrics, claims=claims, figures={"routing": fig},
                   notes="scikit-learn digits (1797 8x8 images, from the scikit-learn wheel); "
-                        f"{config['seeds']} random 70/30 splits; full-batch Adam, "
-                        f"{config['steps']} steps, lr {config['lr']}; RFF count = trained "
+                        f"{config.seeds} random 70/30 splits; full-batch Adam, "
+                        f"{config.steps} steps, lr {config.lr}; RFF count = trained "
                         "readout parameters (random projection fixed).")

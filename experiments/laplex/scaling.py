@@ -8,6 +8,8 @@ slope over the largest decades is the claim (near 1, not 2 as for dense).
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -21,10 +23,19 @@ NAME = "laplex_scaling"
 PAPER = "P9"
 DESCRIPTION = "Matvec + gradient time grows near-linearly in N (log-log slope <= 1.15)"
 
-QUICK = {"sizes": [1000, 10_000, 100_000, 1_000_000, 10_000_000], "repeats": 2, "heads": 1,
-         "fit_from": 100_000}
-FULL = {**QUICK, "sizes": [1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000],
-        "repeats": 5}
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    sizes: tuple[int, ...] = (1000, 10_000, 100_000, 1_000_000, 10_000_000)
+    repeats: int = 2
+    heads: int = 1
+    fit_from: int = 100_000
+
+
+QUICK = Config()
+FULL = Config(sizes=(1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000), repeats=5)
 
 
 def _loss(v, t, s, a, c, w, plan):
@@ -38,12 +49,12 @@ _PLAN = jax.jit(laplex.make_plan)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    h = int(config["heads"])
+    h = int(config.heads)
     rows = []
     def median_s(fn):
-        return timing_stats(fn, warmup=1, repeats=config["repeats"])["median_s"]
+        return timing_stats(fn, warmup=1, repeats=config.repeats)["median_s"]
 
-    for n in tqdm(config["sizes"], desc="laplex scaling"):
+    for n in tqdm(config.sizes, desc="laplex scaling"):
         k1, k2, k3, key = jax.random.split(key, 4)
         t = jax.random.uniform(k1, (h, n), jnp.float32, 0, n)
         s = jax.random.uniform(k2, (h, n), jnp.float32, 0, n)
@@ -60,7 +71,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         log.info("N=%d matvec+grad %.4fs (fresh plan), %.4fs (reused plan), plan %.4fs",
                  n, fresh, reused, sort)
     ns = np.array([r["n"] for r in rows], float)
-    sel = ns >= config["fit_from"]
+    sel = ns >= config.fit_from
     slope = float(np.polyfit(np.log(ns[sel]), np.log([r["fresh"] for r in rows])[sel], 1)[0])
     slope_r = float(np.polyfit(np.log(ns[sel]), np.log([r["reused"] for r in rows])[sel], 1)[0])
     metrics = {"loglog_slope": slope, "loglog_slope_reused_plan": slope_r}
@@ -70,7 +81,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         metrics[f"t_plan_s_n{r['n']}"] = r["sort"]
         metrics[f"ns_per_element_n{r['n']}"] = 1e9 * r["fresh"] / r["n"]
     claims = [Claim("matvec + gradient scale near-linearly (FFT-like)", "log-log slope <= 1.15",
-                    f"slope {slope:.2f} (N >= {config['fit_from']:.0e}); "
+                    f"slope {slope:.2f} (N >= {config.fit_from:.0e}); "
                     f"{slope_r:.2f} with a reused plan", slope <= 1.15)]
     fig, ax = plt.subplots(figsize=(5.5, 4))
     ax.loglog(ns, [r["fresh"] for r in rows], "o-", label="matvec+grad, fresh sort")

@@ -7,6 +7,7 @@ against the same tokens shuffled.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import jax
@@ -18,8 +19,20 @@ from experiments._harness import Claim, Result, RunContext, log
 NAME = "lm_sanity"
 PAPER = "LM"  # the shared runtime P6 P7 P8 P13 P14 P17 P19 build on
 DESCRIPTION = "jaxlab.lm runtime sanity: known answers, KV cache = recompute, text vs shuffled ppl"
-QUICK = {"kv_tokens": 32, "answer_tokens": 16, "gemma": True}
-FULL = {"kv_tokens": 32, "answer_tokens": 32, "gemma": True}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    kv_tokens: int = 32
+    answer_tokens: int = 16
+    gemma: bool = True
+
+
+QUICK = Config()
+FULL = Config(answer_tokens=32)
+
 
 # Charles Dickens, "A Tale of Two Cities" (1859), opening paragraph: public domain.
 TEXT = (
@@ -53,13 +66,13 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     model, tok = lm.load("smollm2")
     log.info("SmolLM2 loaded in %.1f s", time.perf_counter() - t0)
     answer = lm.generate_text(model, tok, QUESTION, chat=True,
-                              max_new_tokens=config["answer_tokens"])
+                              max_new_tokens=config.answer_tokens)
     metrics["smollm2_paris"] = float("Paris" in answer)
     log.info("SmolLM2 answer: %r", answer)
 
     # KV cache vs full recomputation over kv_tokens greedy tokens (no stop token)
     prompt = tok.encode(tok.apply_chat_template([{"role": "user", "content": QUESTION}]))
-    n = int(config["kv_tokens"])
+    n = int(config.kv_tokens)
     gen = lm.generate(model, [prompt], max_new_tokens=n, return_logits=True)
     new = np.asarray(gen.tokens[0]).tolist()
     toks, mask = lm.pad_prompts([prompt + new])
@@ -76,11 +89,11 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     metrics["text_tokens"] = len(ids)
     del model
 
-    if config.get("gemma", True):
+    if config.gemma:
         t0 = time.perf_counter()
         gmodel, gtok = lm.load("gemma3")
         log.info("Gemma-3 loaded in %.1f s", time.perf_counter() - t0)
-        gans = lm.generate_text(gmodel, gtok, GEMMA_PROMPT, max_new_tokens=config["answer_tokens"])
+        gans = lm.generate_text(gmodel, gtok, GEMMA_PROMPT, max_new_tokens=config.answer_tokens)
         log.info("Gemma-3 completion: %r", gans)
         metrics["gemma3_paris"] = float("Paris" in gans)
         metrics["gemma3_ppl_text"] = perplexity(gmodel, gtok.encode(TEXT))

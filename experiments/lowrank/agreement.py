@@ -9,6 +9,8 @@ by diffrax at the same tolerance as the 10-dimensional overlap ODE.
 
 from __future__ import annotations
 
+import dataclasses
+
 import diffrax
 import jax
 import jax.numpy as jnp
@@ -18,34 +20,35 @@ from tqdm.auto import tqdm
 
 from experiments._harness import Claim, Result, RunContext, log
 from jaxlab import lowrank as lr
-from jaxlab._core import sweep
+from jaxlab import sweep
 
 NAME = "lowrank_agreement"
 PAPER = "P1"
 DESCRIPTION = "Overlap ODE vs full N-space gradient descent: linear exact at every N, tanh ~N^-1/2"
 
-QUICK = {
-    "ns": [100, 1000, 10000],
-    "linear_seeds": 1,
-    "tanh_seeds": 3,
-    "horizon": 5.0,
-    "n_save": 11,
-    "linear_rtol": 1e-10,
-    "tanh_rtol": 1e-8,
-    "init_scale": 1.0,
-    "init_corr": 0.4,
-    "amplitude": 1.0,
-    "sgd_n": 1000,
-    "sgd_steps": 50,
-    "sgd_eta": 0.05,
-}
-FULL = {
-    **QUICK,
-    "ns": [100, 300, 1000, 3000, 10000, 30000, 100000],
-    "linear_seeds": 4,
-    "tanh_seeds": 32,
-    "n_save": 21,
-}
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    ns: tuple[int, ...] = (100, 1000, 10000)
+    linear_seeds: int = 1
+    tanh_seeds: int = 3
+    horizon: float = 5.0
+    n_save: int = 11
+    linear_rtol: float = 1e-10
+    tanh_rtol: float = 1e-8
+    init_scale: float = 1.0
+    init_corr: float = 0.4
+    amplitude: float = 1.0
+    sgd_n: int = 1000
+    sgd_steps: int = 50
+    sgd_eta: float = 0.05
+
+
+QUICK = Config()
+FULL = Config(ns=(100, 300, 1000, 3000, 10000, 30000, 100000), linear_seeds=4, tanh_seeds=32,
+              n_save=21)
 
 
 def _init_cov(scale: float, corr: float) -> jnp.ndarray:
@@ -57,14 +60,14 @@ def _init_cov(scale: float, corr: float) -> jnp.ndarray:
     return cov
 
 
-def _compare(act, n, keys, cfg, ts, rtol):
+def _compare(act, n, keys, config, ts, rtol):
     layout = lr.OverlapLayout(1, 1)
-    task = lr.fixed_point_task(amplitude=cfg["amplitude"]).astype(jnp.float64)
+    task = lr.fixed_point_task(amplitude=config.amplitude).astype(jnp.float64)
     trained = layout.trained_mask()
     net_loss = lr.NetworkLoss(task, layout, act)
     ov_loss = lr.OverlapLoss(task, layout, act)
     ctrl = diffrax.PIDController(rtol=rtol, atol=rtol * 1e-2)
-    cov = _init_cov(cfg["init_scale"], cfg["init_corr"])
+    cov = _init_cov(config.init_scale, config.init_corr)
 
     def one(key):
         v0 = lr.gaussian_vectors(cov, n, key=key)
@@ -84,17 +87,16 @@ def _slope(ns, errs) -> float:
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    cfg = {**QUICK, **config}
     with jax.enable_x64(True):
-        ts = jnp.linspace(0.0, cfg["horizon"], cfg["n_save"], dtype=jnp.float64)
+        ts = jnp.linspace(0.0, config.horizon, config.n_save, dtype=jnp.float64)
         metrics: dict[str, float] = {}
         curves = {}
         k_lin, k_tanh, k_sgd = jax.random.split(key, 3)
         lin_errs, tanh_errs, tanh_early = [], [], []
-        for n in tqdm(cfg["ns"], desc="lowrank_agreement N"):
-            keys = jax.random.split(jax.random.fold_in(k_lin, n), cfg["linear_seeds"])
-            g_sim, g_ode, err_t, losses = _compare(lr.Linear(), n, keys, cfg, ts,
-                                                   cfg["linear_rtol"])
+        for n in tqdm(config.ns, desc="lowrank_agreement N"):
+            keys = jax.random.split(jax.random.fold_in(k_lin, n), config.linear_seeds)
+            g_sim, g_ode, err_t, losses = _compare(lr.Linear(), n, keys, config, ts,
+                                                   config.linear_rtol)
             lin_errs.append(float(jnp.max(err_t)))
             metrics[f"linear_max_err_N{n}"] = lin_errs[-1]
             metrics[f"linear_loss_start_N{n}"] = float(losses[0, 0])
@@ -102,9 +104,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             curves[("linear", n)] = (np.asarray(g_sim[0]), np.asarray(g_ode[0]))
             log.info("linear N=%d max|G_sim-G_ode|=%.3g", n, lin_errs[-1])
 
-            keys = jax.random.split(jax.random.fold_in(k_tanh, n), cfg["tanh_seeds"])
-            g_sim, g_ode, err_t, losses = _compare(lr.Tanh(), n, keys, cfg, ts,
-                                                   cfg["tanh_rtol"])
+            keys = jax.random.split(jax.random.fold_in(k_tanh, n), config.tanh_seeds)
+            g_sim, g_ode, err_t, losses = _compare(lr.Tanh(), n, keys, config, ts,
+                                                   config.tanh_rtol)
             tanh_errs.append(float(jnp.mean(jnp.max(err_t, axis=1))))
             tanh_early.append(float(jnp.mean(err_t[:, 1])))
             metrics[f"tanh_err_N{n}"] = tanh_errs[-1]
@@ -117,34 +119,34 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                      tanh_early[-1])
 
         metrics["linear_max_err"] = max(lin_errs)
-        metrics["tanh_err_slope"] = _slope(cfg["ns"], tanh_errs)
-        metrics["tanh_err_slope_early"] = _slope(cfg["ns"], tanh_early)
+        metrics["tanh_err_slope"] = _slope(config.ns, tanh_errs)
+        metrics["tanh_err_slope_early"] = _slope(config.ns, tanh_early)
         metrics["early_time"] = float(ts[1])
 
         # Discrete-time optax SGD in N space vs the exact discrete overlap map.
         layout = lr.OverlapLayout(1, 1)
-        task = lr.fixed_point_task(amplitude=cfg["amplitude"]).astype(jnp.float64)
+        task = lr.fixed_point_task(amplitude=config.amplitude).astype(jnp.float64)
         trained = layout.trained_mask()
-        v0 = lr.gaussian_vectors(_init_cov(cfg["init_scale"], cfg["init_corr"]), cfg["sgd_n"],
+        v0 = lr.gaussian_vectors(_init_cov(config.init_scale, config.init_corr), config.sgd_n,
                                  key=k_sgd)
         _, g_net, _ = lr.network_gd(lr.NetworkLoss(task, layout, lr.Linear()), v0, trained,
-                                    eta=cfg["sgd_eta"], n_steps=cfg["sgd_steps"])
+                                    eta=config.sgd_eta, n_steps=config.sgd_steps)
         g_map = lr.overlap_gd(lr.OverlapLoss(task, layout, lr.Linear()), lr.gram(v0), trained,
-                              eta=cfg["sgd_eta"], n_steps=cfg["sgd_steps"])
+                              eta=config.sgd_eta, n_steps=config.sgd_steps)
         metrics["linear_sgd_max_err"] = float(jnp.max(jnp.abs(g_net - g_map)))
 
     slope = metrics["tanh_err_slope"]
     claims = [
         Claim("linear RNN: overlap ODE = full GD at every N",
               "exact (to solver tolerance)",
-              f"max_t,N |G_sim - G_ode| = {metrics['linear_max_err']:.2e} at N = {cfg['ns']} "
-              f"(rtol {cfg['linear_rtol']:g}); optax SGD vs exact overlap map "
+              f"max_t,N |G_sim - G_ode| = {metrics['linear_max_err']:.2e} at N = {list(config.ns)} "
+              f"(rtol {config.linear_rtol:g}); optax SGD vs exact overlap map "
               f"{metrics['linear_sgd_max_err']:.1e}",
               metrics["linear_max_err"] <= 1e-6),
         Claim("tanh RNN: ODE error shrinks ~N^-1/2 over the training horizon",
               "asymptotically exact, slope -1/2",
               f"slope {slope:.2f} (errors {', '.join(f'{e:.2g}' for e in tanh_errs)}; "
-              f"horizon t = {cfg['horizon']:g})",
+              f"horizon t = {config.horizon:g})",
               -0.7 <= slope <= -0.3),
         Claim("tanh RNN: ODE error ~N^-1/2 early in learning",
               "slope -1/2",
@@ -153,7 +155,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
               -0.7 <= metrics["tanh_err_slope_early"] <= -0.3),
     ]
 
-    figures = {"trajectories": _figure(curves, ts, cfg["ns"], tanh_errs, tanh_early, lin_errs)}
+    figures = {"trajectories": _figure(curves, ts, config.ns, tanh_errs, tanh_early, lin_errs)}
     notes = (
         "Synthetic: rank-1 RNN, one input, fixed-point task (5 input levels, target 0.8 u), "
         "m and n trained by gradient flow with learning rate N (overlap time). Initial vectors "

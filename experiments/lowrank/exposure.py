@@ -9,6 +9,8 @@ learning flow.
 
 from __future__ import annotations
 
+import dataclasses
+
 import diffrax
 import jax
 import jax.numpy as jnp
@@ -23,15 +25,22 @@ PAPER = "P1"
 DESCRIPTION = "Functionally equivalent networks (same visible, different invisible overlaps) " \
               "separate when trained on a new task"
 
-QUICK = {
-    "n_neurons": 1000,
-    "horizon": 8.0,
-    "n_save": 33,
-    "new_gain": -0.6,
-    "invisible_shift": {"m1.m1": 4.0, "n1.n1": 2.0, "m1.I1": -0.5, "n1.w": 0.5},
-    "rtol": 1e-9,
-}
-FULL = {**QUICK, "n_neurons": 10000, "n_save": 81}
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    n_neurons: int = 1000
+    horizon: float = 8.0
+    n_save: int = 33
+    new_gain: float = -0.6
+    invisible_shift: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {"m1.m1": 4.0, "n1.n1": 2.0, "m1.I1": -0.5, "n1.w": 0.5})
+    rtol: float = 1e-9
+
+
+QUICK = Config()
+FULL = Config(n_neurons=10000, n_save=81)
 
 
 def _base_overlaps():
@@ -47,11 +56,10 @@ def _base_overlaps():
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    cfg = {**QUICK, **config}
     with jax.enable_x64(True):
         layout = lr.OverlapLayout(1, 1)
         act = lr.Linear()
-        task = lr.fixed_point_task(gain=cfg["new_gain"]).astype(jnp.float64)
+        task = lr.fixed_point_task(gain=config.new_gain).astype(jnp.float64)
         loss = lr.OverlapLoss(task, layout, act)
         trained = layout.trained_mask()
 
@@ -62,7 +70,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             loss, lr.random_overlaps(layout, 8, key=jax.random.fold_in(key, 1),
                                      dtype=jnp.float64))
         g_b = g_a
-        for nm, d in cfg["invisible_shift"].items():
+        for nm, d in config.invisible_shift.items():
             i, j = index[nm]
             if bool(visible[i, j]):
                 raise ValueError(f"invisible_shift: {nm} is loss-visible")
@@ -73,8 +81,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         if min_eig <= 0:
             raise ValueError("invisible_shift: the shifted overlaps are not positive definite")
 
-        ts = jnp.linspace(0.0, cfg["horizon"], cfg["n_save"], dtype=jnp.float64)
-        ctrl = diffrax.PIDController(rtol=cfg["rtol"], atol=cfg["rtol"] * 1e-2)
+        ts = jnp.linspace(0.0, config.horizon, config.n_save, dtype=jnp.float64)
+        ctrl = diffrax.PIDController(rtol=config.rtol, atol=config.rtol * 1e-2)
         traj = {nm: lr.solve_overlap_flow(loss, g0, trained, ts, stepsize_controller=ctrl)
                 for nm, g0 in (("A", g_a), ("B", g_b))}
         z = {nm: jax.vmap(lambda g: lr.overlap_outputs(g, task, layout, act))(gs)
@@ -83,7 +91,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         ode_diff = jnp.max(jnp.abs(z["A"] - z["B"]), axis=(1, 2))
 
         # Neuron-space check: networks realising g_a and g_b, trained by full GD.
-        n = cfg["n_neurons"]
+        n = config.n_neurons
         net_loss = lr.NetworkLoss(task, layout, act)
         ka, kb = jax.random.split(key)
         vs = {nm: lr.solve_network_flow(net_loss, lr.vectors_from_gram(g0, n, key=k), trained,
@@ -129,9 +137,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     ]
     notes = (
         "Synthetic, linear rank-1 RNN with one input. Network A's overlaps are hand-set; B "
-        f"differs only in the loss-invisible overlaps {list(cfg['invisible_shift'])} (checked "
+        f"differs only in the loss-invisible overlaps {list(config.invisible_shift)} (checked "
         "invisible by the loss-sensitivity classifier). Both are trained on a fixed-point task "
-        f"with gain {cfg['new_gain']}; output differences are max over trials and all time "
+        f"with gain {config.new_gain}; output differences are max over trials and all time "
         "steps of the trial (transients included), measured on N-neuron networks that realise "
         "the overlaps exactly and are trained by full N-space gradient flow; the overlap ODE "
         "gives the same curves (sim_vs_ode_max_err)."

@@ -12,8 +12,8 @@ and correlated input channels (B's learning then overwrites A's trace).
 
 from __future__ import annotations
 
-import diffrax
-import equinox as eqx
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -21,96 +21,34 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from experiments._harness import Claim, Result, RunContext, log
+from experiments.lowrank._setup import LAYOUT, channel_task, random_init, train_histories
 from jaxlab import lowrank as lr
 
 NAME = "lowrank_memory"
 PAPER = "P1"
 DESCRIPTION = "Training history is decodable from loss-invisible overlaps, not from visible ones"
 
-QUICK = {
-    "n_nets": 32,
-    "t_first": 20.0,
-    "t_last": 1000.0,
-    "gain_a": 0.8,
-    "gain_b": -0.6,
-    "init_jitter": 0.15,
-    "readout_overlap": 0.6,
-    "obs_noise": 0.02,
-    "weight_decays": [0.0, 0.001, 0.003, 0.01],
-    "input_correlations": [0.0, 0.99, 0.999],
-    "rtol": 1e-7,
-}
-FULL = {**QUICK, "n_nets": 512, "weight_decays": [0.0, 0.0003, 0.001, 0.002, 0.003, 0.01],
-        "input_correlations": [0.0, 0.5, 0.9, 0.99, 0.995, 0.999, 0.9999]}
 
-LAYOUT = lr.OverlapLayout(1, 2)  # rows (m, n, I1, I2, w)
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
 
-
-def channel_task(gain: float, channel: int, readout_overlap: float = 0.6,
-                 recurrence: float = 0.5) -> lr.Task:
-    """Teacher-student task on input `channel` (of two): steps and pulses of 5 amplitudes.
-
-    Targets are the full output time courses of a linear rank-1 teacher with
-    `m.n = recurrence`, `m.w = readout_overlap` and `n.I = gain (1 - m.n) / m.w`
-    (steady-state gain `gain`); every time step counts and pulse responses expose
-    the recurrent time constant, so the task pins down `m.n` and `n.I` separately.
-    """
-    step = lr.fixed_point_task(gain=gain).astype(jnp.float64)
-    n_steps = step.inputs.shape[1]
-    pulse = step.inputs * (jnp.arange(n_steps) < 5).astype(jnp.float64)[None, :, None]
-    u = jnp.concatenate([step.inputs, pulse], axis=0)
-    zeros = jnp.zeros_like(u)
-    inputs = jnp.concatenate([u, zeros] if channel == 0 else [zeros, u], axis=-1)
-    mn = recurrence
-    g_t = jnp.eye(5, dtype=jnp.float64)
-    g_t = g_t.at[0, 1].set(mn).at[1, 0].set(mn)
-    g_t = g_t.at[0, 4].set(readout_overlap).at[4, 0].set(readout_overlap)
-    n_i = gain * (1.0 - mn) / readout_overlap
-    g_t = g_t.at[1, 2 + channel].set(n_i).at[2 + channel, 1].set(n_i)
-    mask = jnp.ones(u.shape[:2], jnp.float64)
-    probe = lr.Task(inputs, mask, mask, step.dt)
-    targets = lr.overlap_outputs(g_t, probe, LAYOUT, lr.Linear())
-    return lr.Task(inputs, targets, mask, step.dt, f"teacher_ch{channel + 1}")
+    n_nets: int = 32
+    t_first: float = 20.0
+    t_last: float = 1000.0
+    gain_a: float = 0.8
+    gain_b: float = -0.6
+    init_jitter: float = 0.15
+    readout_overlap: float = 0.6
+    obs_noise: float = 0.02
+    weight_decays: tuple[float, ...] = (0.0, 0.001, 0.003, 0.01)
+    input_correlations: tuple[float, ...] = (0.0, 0.99, 0.999)
+    rtol: float = 1e-7
 
 
-def random_init(key, n_nets: int, jitter: float, input_corr: float = 0.0,
-                readout_overlap: float = 0.6):
-    """Random initial overlaps `(n_nets, 5, 5)`: a fixed skeleton plus per-network jitter.
-
-    Skeleton: unit-norm m, I1, I2, w; I1.I2 = `input_corr`; m.w = `readout_overlap`
-    (the readout sees the recurrent mode); small n. Jitter perturbs the n row of a
-    square-root factor (the fixed vectors match the teacher's), so every sample is
-    positive semi-definite.
-    """
-    base = jnp.eye(5, dtype=jnp.float64).at[1, 1].set(0.1)
-    base = base.at[2, 3].set(input_corr).at[3, 2].set(input_corr)
-    base = base.at[0, 4].set(readout_overlap).at[4, 0].set(readout_overlap)
-    fac = jnp.concatenate([jnp.linalg.cholesky(base), jnp.zeros((5, 5), jnp.float64)], 1)
-    noise = jax.random.normal(key, (n_nets, 10), jnp.float64) * jitter / np.sqrt(10)
-    f = fac[None].repeat(n_nets, axis=0).at[:, 1, :].add(noise)
-    return f @ jnp.swapaxes(f, 1, 2)
-
-
-@eqx.filter_jit
-def _phase(gs, task, duration, weight_decay, trained, rtol):
-    """Train a batch of networks `gs` (B, P, P) on `task` for `duration` (one compile)."""
-    layout = lr.OverlapLayout(1, task.n_inputs)
-    ctrl = diffrax.PIDController(rtol=rtol, atol=rtol * 1e-2)
-    loss = lr.OverlapLoss(task, layout, lr.Linear(), weight_decay=weight_decay)
-    ts = jnp.stack([jnp.zeros_like(duration), duration])
-
-    def one(g):
-        return lr.solve_overlap_flow(loss, g, trained, ts, stepsize_controller=ctrl)[-1]
-
-    return jax.vmap(one)(gs)
-
-
-def train_history(gs, phases, weight_decay, rtol, trained):
-    """Apply the training phases `[(task, duration), ...]` in order to every network."""
-    for task, duration in phases:
-        gs = _phase(gs, task, jnp.asarray(duration, jnp.float64),
-                    jnp.asarray(weight_decay, jnp.float64), trained, rtol)
-    return gs
+QUICK = Config()
+FULL = Config(n_nets=512, weight_decays=(0.0, 0.0003, 0.001, 0.002, 0.003, 0.01),
+              input_correlations=(0.0, 0.5, 0.9, 0.99, 0.995, 0.999, 0.9999))
 
 
 def decode_accuracy(features: np.ndarray, labels: np.ndarray, *, ridge: float = 1e-3,
@@ -146,8 +84,8 @@ def _features(gs: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return gs[:, iu[sel], ju[sel]]
 
 
-def _condition(g0, cfg, weight_decay, tasks, visible, trained, pairs):
-    t1, t2 = cfg["t_first"], cfg["t_last"]
+def _condition(g0, config, weight_decay, tasks, visible, trained, pairs):
+    t1, t2 = config.t_first, config.t_last
     phases = {
         "B": [(tasks["B"], t2)],
         "A>B": [(tasks["A"], t1), (tasks["B"], t2)],
@@ -155,12 +93,12 @@ def _condition(g0, cfg, weight_decay, tasks, visible, trained, pairs):
         "B>A": [(tasks["B"], t1), (tasks["A"], t2)],
     }
     needed = sorted({h for pair in pairs for h in pair})
-    finals = {h: np.asarray(train_history(g0, phases[h], weight_decay, cfg["rtol"], trained))
+    finals = {h: np.asarray(train_histories(g0, phases[h], weight_decay, config.rtol, trained))
               for h in needed}
     rng = np.random.default_rng(0)
     acc = {}
     for kind in ("invisible", "visible"):
-        for noise in (0.0, cfg["obs_noise"]):
+        for noise in (0.0, config.obs_noise):
             accs = []
             for pair in pairs:
                 vis = np.asarray(visible[pair[0][-1]])
@@ -176,27 +114,26 @@ def _condition(g0, cfg, weight_decay, tasks, visible, trained, pairs):
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    cfg = {**QUICK, **config}
     trained = LAYOUT.trained_mask(m=False, n=True)
     with jax.enable_x64(True):
-        tasks = {"A": channel_task(cfg["gain_a"], 0, cfg["readout_overlap"]),
-                 "B": channel_task(cfg["gain_b"], 1, cfg["readout_overlap"])}
+        tasks = {"A": channel_task(config.gain_a, 0, config.readout_overlap),
+                 "B": channel_task(config.gain_b, 1, config.readout_overlap)}
         samples = lr.random_overlaps(LAYOUT, 8, key=jax.random.fold_in(key, 7),
                                      dtype=jnp.float64)
         visible = {k: lr.classify_overlaps(lr.OverlapLoss(t, LAYOUT, lr.Linear()), samples)
                    for k, t in tasks.items()}
         k_init = jax.random.fold_in(key, 0)
-        grid = [("wd", wd) for wd in cfg["weight_decays"]]
-        grid += [("rho", r) for r in cfg["input_correlations"] if r != 0.0]
+        grid = [("wd", wd) for wd in config.weight_decays]
+        grid += [("rho", r) for r in config.input_correlations if r != 0.0]
         table = {}
         finals0 = None
         for kind, val in tqdm(grid, desc="lowrank_memory conditions"):
             wd, rho = (val, 0.0) if kind == "wd" else (0.0, val)
-            g0 = random_init(k_init, cfg["n_nets"], cfg["init_jitter"], rho,
-                             cfg["readout_overlap"])
+            g0 = random_init(k_init, config.n_nets, config.init_jitter, rho,
+                             config.readout_overlap)
             pairs = ([("B", "A>B"), ("A", "B>A")] if (kind, val) == ("wd", 0.0)
                      else [("B", "A>B")])
-            acc, losses, finals = _condition(g0, cfg, wd, tasks, visible, trained, pairs)
+            acc, losses, finals = _condition(g0, config, wd, tasks, visible, trained, pairs)
             table[(kind, val)] = (acc, losses)
             if kind == "wd" and val == 0.0:
                 finals0 = finals
@@ -209,27 +146,27 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "history_decode_acc_visible": acc0["visible"],
         "history_decode_acc_invisible_noiseless": acc0["invisible_noiseless"],
         "history_decode_acc_visible_noiseless": acc0["visible_noiseless"],
-        "obs_noise": cfg["obs_noise"],
+        "obs_noise": config.obs_noise,
         "chance": 0.5,
         **{f"final_loss_{h}": v for h, v in losses0.items()},
     }
     for (kind, val), (acc, _) in table.items():
         for name, v in acc.items():
             metrics[f"sweep/{kind}{val:g}/acc_{name}"] = v
-    wd_max = cfg["weight_decays"][-1]
-    rho_max = cfg["input_correlations"][-1]
+    wd_max = config.weight_decays[-1]
+    rho_max = config.input_correlations[-1]
     acc_wd = table[("wd", wd_max)][0]["invisible"]
     acc_rho = table[("rho", rho_max)][0]["invisible"] if rho_max != 0.0 else float("nan")
     claims = [
         Claim("invisible overlaps encode training history (linear decoder)",
               "decodable (target >= 0.95)",
-              f"accuracy {acc0['invisible']:.3f} with read-out noise {cfg['obs_noise']:g} "
-              f"({acc0['invisible_noiseless']:.3f} noiseless; chance 0.5; {cfg['n_nets']} nets"
+              f"accuracy {acc0['invisible']:.3f} with read-out noise {config.obs_noise:g} "
+              f"({acc0['invisible_noiseless']:.3f} noiseless; chance 0.5; {config.n_nets} nets"
               f" per history; final losses B {losses0['B']:.1e}, A>B {losses0['A>B']:.1e})",
               acc0["invisible"] >= 0.95),
         Claim("visible overlaps do not encode training history",
               "~chance",
-              f"accuracy {acc0['visible']:.3f} with read-out noise {cfg['obs_noise']:g} "
+              f"accuracy {acc0['visible']:.3f} with read-out noise {config.obs_noise:g} "
               f"({acc0['visible_noiseless']:.3f} noiseless: visible overlaps converge to the "
               f"same point only as t -> inf)",
               acc0["visible"] <= 0.65),
@@ -241,14 +178,14 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     ]
     notes = (
         "Synthetic, linear rank-1 RNN with two input channels; n trained (m, I1, I2, w "
-        f"fixed, m.w = {cfg['readout_overlap']}). Task A / B: reproduce a linear rank-1 "
+        f"fixed, m.w = {config.readout_overlap}). Task A / B: reproduce a linear rank-1 "
         f"teacher's responses to input steps and pulses on channel 1 / 2 (steady-state gains "
-        f"{cfg['gain_a']} / {cfg['gain_b']}). Histories are compared pairwise "
+        f"{config.gain_a} / {config.gain_b}). Histories are compared pairwise "
         "among those ending on the same task: {B only vs A then B} and {A only vs B then A}, "
         "same initial networks in both; visible/invisible is relative to the last task's loss "
         "(loss-sensitivity classifier). Accuracies: mean over the two pairs (sweep: the B "
         "pair), 4-fold cross-validated ridge classifier on standardised overlaps read out "
-        f"with Gaussian noise of s.d. {cfg['obs_noise']:g} (overlaps estimated from ~2500 "
+        f"with Gaussian noise of s.d. {config.obs_noise:g} (overlaps estimated from ~2500 "
         "recorded neurons); noiseless accuracies are reported too: without noise any "
         "residual of the slow convergence of the visible overlaps is decodable. Training "
         "by the overlap ODE (validated against full GD in lowrank_agreement). Weight decay "
@@ -256,15 +193,15 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "symmetry leaves a gauge direction in the visible overlaps that can also carry "
         "history."
     )
-    fig = _figure(cfg, table, finals0, visible["B"])
+    fig = _figure(config, table, finals0, visible["B"])
     return Result(metrics=metrics, claims=claims, figures={"memory": fig}, notes=notes)
 
 
-def _figure(cfg, table, finals, visible_b):
+def _figure(config, table, finals, visible_b):
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     for ax, kind, key_name, label in ((axes[0], "wd", "weight_decays", "weight decay"),
                                       (axes[1], "rho", "input_correlations", "I1.I2")):
-        vals = [v for v in cfg[key_name] if (kind, v) in table or v == 0.0]
+        vals = [v for v in getattr(config, key_name) if (kind, v) in table or v == 0.0]
         accs = [table[(kind, v) if (kind, v) in table else ("wd", 0.0)][0] for v in vals]
         xs = np.arange(len(vals))
         ax.plot(xs, [a["invisible"] for a in accs], "o-", label="from invisible overlaps")

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import diffrax
 import equinox as eqx
 import jax
@@ -19,30 +21,36 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext, log
-from experiments.lowrank.memory import LAYOUT, channel_task, random_init, train_history
+from experiments.lowrank._setup import LAYOUT, channel_task, random_init, train_histories
 from jaxlab import lowrank as lr
 
 NAME = "lowrank_predictions"
 PAPER = "P1"
 DESCRIPTION = "Predictions: history-dependent connectivity changes and savings in relearning"
 
-QUICK = {
-    "n_nets": 32,
-    "t_phase": 20.0,
-    "t_probe": 10.0,
-    "n_save": 41,
-    "gain_a": 0.8,
-    "gain_b": -0.6,
-    "gain_c": -0.4,
-    "recurrence_a": 0.2,
-    "recurrence_b": 0.7,
-    "recurrence_c": 0.2,
-    "readout_overlap": 0.6,
-    "init_jitter": 0.15,
-    "criterion": 0.01,
-    "rtol": 1e-7,
-}
-FULL = {**QUICK, "n_nets": 256, "n_save": 161}
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    n_nets: int = 32
+    t_phase: float = 20.0
+    t_probe: float = 10.0
+    n_save: int = 41
+    gain_a: float = 0.8
+    gain_b: float = -0.6
+    gain_c: float = -0.4
+    recurrence_a: float = 0.2
+    recurrence_b: float = 0.7
+    recurrence_c: float = 0.2
+    readout_overlap: float = 0.6
+    init_jitter: float = 0.15
+    criterion: float = 0.01
+    rtol: float = 1e-7
+
+
+QUICK = Config()
+FULL = Config(n_nets=256, n_save=161)
 
 
 @eqx.filter_jit
@@ -66,20 +74,19 @@ def _time_to_criterion(ts, losses, criterion):
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    cfg = {**QUICK, **config}
     trained = LAYOUT.trained_mask(m=False, n=True)
     with jax.enable_x64(True):
         layout = LAYOUT
-        tasks = {k: channel_task(cfg[f"gain_{k.lower()}"], ch, cfg["readout_overlap"],
-                                 cfg[f"recurrence_{k.lower()}"])
+        tasks = {k: channel_task(getattr(config, f"gain_{k.lower()}"), ch, config.readout_overlap,
+                                 getattr(config, f"recurrence_{k.lower()}"))
                  for k, ch in (("A", 0), ("B", 1), ("C", 0))}
-        g0 = random_init(jax.random.fold_in(key, 0), cfg["n_nets"], cfg["init_jitter"], 0.0,
-                         cfg["readout_overlap"])
-        ts = jnp.linspace(0.0, cfg["t_probe"], cfg["n_save"], dtype=jnp.float64)
-        rtol = cfg["rtol"]
-        g_b = train_history(g0, [(tasks["B"], cfg["t_phase"])], 0.0, rtol, trained)
-        g_ab = train_history(g0, [(tasks["A"], cfg["t_phase"]), (tasks["B"], cfg["t_phase"])],
-                             0.0, rtol, trained)
+        g0 = random_init(jax.random.fold_in(key, 0), config.n_nets, config.init_jitter, 0.0,
+                         config.readout_overlap)
+        ts = jnp.linspace(0.0, config.t_probe, config.n_save, dtype=jnp.float64)
+        rtol = config.rtol
+        g_b = train_histories(g0, [(tasks["B"], config.t_phase)], 0.0, rtol, trained)
+        g_ab = train_histories(g0, [(tasks["A"], config.t_phase), (tasks["B"], config.t_phase)],
+                               0.0, rtol, trained)
         # Prediction 1: learn C from behaviourally matched B-experts with different history.
         gs_c_b, l_c_b = _probe(g_b, tasks["C"], ts, trained, rtol)
         gs_c_ab, l_c_ab = _probe(g_ab, tasks["C"], ts, trained, rtol)
@@ -91,7 +98,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
 
     l_c_b, l_c_ab = np.asarray(l_c_b), np.asarray(l_c_ab)
     l_a_naive, l_a_re = np.asarray(l_a_naive), np.asarray(l_a_re)
-    crit = cfg["criterion"]
+    crit = config.criterion
     t_c_b = _time_to_criterion(ts, l_c_b, crit)
     t_c_ab = _time_to_criterion(ts, l_c_ab, crit)
     t_naive = _time_to_criterion(ts, l_a_naive, crit)
@@ -144,12 +151,12 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "Synthetic, linear rank-1 RNN with two input channels, n trained, overlap ODE "
         "(validated in lowrank_agreement). Tasks A, B, C: teacher-student step-response "
         "tasks (see lowrank_memory) with steady-state gains "
-        f"{cfg['gain_a']}, {cfg['gain_b']}, {cfg['gain_c']} and teacher recurrence m.n = "
-        f"{cfg['recurrence_a']}, {cfg['recurrence_b']}, {cfg['recurrence_c']} on input "
+        f"{config.gain_a}, {config.gain_b}, {config.gain_c} and teacher recurrence m.n = "
+        f"{config.recurrence_a}, {config.recurrence_b}, {config.recurrence_c} on input "
         "channels 1, 2, 1 (B's different recurrence makes learning B interfere with A); "
-        f"{cfg['n_nets']} random initial "
+        f"{config.n_nets} random initial "
         "networks, each phase trained for t = "
-        f"{cfg['t_phase']:g}. 'Behaviourally matched' = both histories end on B and reach the "
+        f"{config.t_phase:g}. 'Behaviourally matched' = both histories end on B and reach the "
         "same loss on B; their responses to C differ through loss-invisible overlaps."
     )
     return Result(metrics=metrics, claims=claims, figures={"predictions": fig}, notes=notes)

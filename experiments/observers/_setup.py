@@ -23,9 +23,13 @@ def machine() -> str:
     )
 
 
-def train_config(cfg: dict) -> O.ObserverTrainConfig:
+# the training settings (ObserverTrainConfig fields) the P2 experiments' QUICK configs share
+TRAIN_QUICK = {"batch": 64, "rollout_steps": 10, "rollout_dt": 0.1, "learning_rate": 0.01}
+
+
+def train_config(cfg) -> O.ObserverTrainConfig:
     keys = {f.name for f in O.ObserverTrainConfig.__dataclass_fields__.values()}
-    return O.ObserverTrainConfig(**{k: v for k, v in cfg.get("train", {}).items() if k in keys})
+    return O.ObserverTrainConfig(**{k: v for k, v in cfg.train.items() if k in keys})
 
 
 @eqx.filter_jit

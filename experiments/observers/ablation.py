@@ -10,6 +10,8 @@ the initial transient (from `settle_time`), where the model error shows.
 
 from __future__ import annotations
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -26,30 +28,30 @@ DESCRIPTION = "X-29 robustness: RMSE distribution per observer across random mod
 
 PAPER_POLES = [-0.5, -1 + 0.2j, -1 - 0.2j, -1.5 + 0.5j, -1.5 - 0.5j, -2 + 0.2j, -2 - 0.2j, -2.5]
 
-QUICK = {
-    "models": ["longitudinal"],
-    "hidden": [16, 16],
-    "epsilon": 0.01,
-    "delta": 0.3,
-    "num_plants": 8,
-    "num_initial": 2,
-    "horizon": 5.0,
-    "num_save": 201,
-    "settle_time": 0.5,
-    "stage1_steps": 1000,
-    "stage2_max_steps": 8000,
-    "train": {"batch": 64, "rollout_steps": 10, "rollout_dt": 0.1, "learning_rate": 0.01},
-}
-FULL = {
-    **QUICK,
-    "models": ["longitudinal", "lateral"],
-    "hidden": [32, 64, 32],
-    "num_plants": 128,
-    "num_initial": 8,
-    "stage1_steps": 10000,
-    "stage2_max_steps": 10000,
-    "num_save": 1001,
-}
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    models: tuple[str, ...] = ("longitudinal",)
+    hidden: tuple[int, ...] = (16, 16)
+    epsilon: float = 0.01
+    delta: float = 0.3
+    num_plants: int = 8
+    num_initial: int = 2
+    horizon: float = 5.0
+    num_save: int = 201
+    settle_time: float = 0.5
+    stage1_steps: int = 1000
+    stage2_max_steps: int = 8000
+    # ObserverTrainConfig fields
+    train: dict[str, float] = dataclasses.field(default_factory=lambda: dict(C.TRAIN_QUICK))
+
+
+QUICK = Config()
+FULL = Config(models=("longitudinal", "lateral"), hidden=(32, 64, 32), num_plants=128,
+              num_initial=8, num_save=1001, stage1_steps=10000, stage2_max_steps=10000)
+
 
 _MODELS = {"longitudinal": O.x29_longitudinal, "lateral": O.x29_lateral}
 
@@ -73,20 +75,20 @@ def _rmse_per_plant(traj, start=0):
 def _run(cfg, key):
     tc = C.train_config(cfg)
     metrics, claims, figures = {}, [], {}
-    for model, k in zip(cfg["models"], jax.random.split(key, len(cfg["models"]))):
+    for model, k in zip(cfg.models, jax.random.split(key, len(cfg.models))):
         log.info("X-29 %s", model)
         k_init, k_train, k_unc, k_ic = jax.random.split(k, 4)
         nominal = _MODELS[model](0.0)
         n = nominal.state_dim
         obs0 = O.NeuralObserver.from_plant(
-            nominal, tuple(cfg["hidden"]), epsilon=cfg["epsilon"], key=k_init
+            nominal, tuple(cfg.hidden), epsilon=cfg.epsilon, key=k_init
         )
         p_point, p_two, _ = C.two_stage(
             O.CertifiedObserver.from_observer(obs0),
             key=k_train,
             tc=tc,
-            stage1_steps=cfg["stage1_steps"],
-            stage2_steps=cfg["stage2_max_steps"],
+            stage1_steps=cfg.stage1_steps,
+            stage2_steps=cfg.stage2_max_steps,
         )
         cert = O.certify_lmi(p_two.observer)
         metrics[f"certified_{model}"] = int(cert.certified)
@@ -95,19 +97,19 @@ def _run(cfg, key):
         observers = {
             "neural": p_two.observer,
             "point_only": p_point.observer,
-            "eso": C.eso_for(nominal, epsilon=cfg["epsilon"], poles=PAPER_POLES, key=k_init),
+            "eso": C.eso_for(nominal, epsilon=cfg.epsilon, poles=PAPER_POLES, key=k_init),
             "luenberger": O.LuenbergerObserver.from_plant(nominal, luen_poles),
             "ekf": C.ekf_for(nominal),
         }
         del p
         U = jax.random.uniform(
-            k_unc, (cfg["num_plants"], n, n), minval=-cfg["delta"], maxval=cfg["delta"]
+            k_unc, (cfg.num_plants, n, n), minval=-cfg.delta, maxval=cfg.delta
         )
-        x0s = jax.random.normal(k_ic, (cfg["num_initial"], n)) * jnp.asarray(
+        x0s = jax.random.normal(k_ic, (cfg.num_initial, n)) * jnp.asarray(
             [5.0, 0.05, 0.05, 0.05]
         )
         xh0s = jnp.zeros_like(x0s)
-        ts = jnp.linspace(0.0, cfg["horizon"], cfg["num_save"])
+        ts = jnp.linspace(0.0, cfg.horizon, cfg.num_save)
 
         @eqx.filter_jit
         def evaluate(observer, U):
@@ -124,7 +126,7 @@ def _run(cfg, key):
             traj = evaluate(o, U)
             rmses[m] = _rmse_per_plant(traj)
             settled = _rmse_per_plant(
-                traj, int(np.searchsorted(np.asarray(ts), cfg["settle_time"]))
+                traj, int(np.searchsorted(np.asarray(ts), cfg.settle_time))
             )
             metrics[f"rmse_after_transient_median_{model}_{m}"] = float(
                 np.percentile(settled, 50, method="higher")
@@ -157,7 +159,7 @@ def _run(cfg, key):
             Claim(
                 f"X-29 {model}: no divergence of the certified observer on any perturbed plant",
                 "provably stable",
-                f"{metrics[f'diverged_{model}_neural']} of {cfg['num_plants']} diverged",
+                f"{metrics[f'diverged_{model}_neural']} of {cfg.num_plants} diverged",
                 metrics[f"diverged_{model}_neural"] == 0,
             )
         )
@@ -166,7 +168,7 @@ def _run(cfg, key):
         data = [np.log10(np.clip(rmses[m], 1e-12, 1e12)) for m in names]
         ax.boxplot(data, tick_labels=names)
         ax.set_ylabel("log10 RMSE (clipped at 1e12)")
-        ax.set_title(f"X-29 {model}: {cfg['num_plants']} perturbed plants, delta={cfg['delta']}")
+        ax.set_title(f"X-29 {model}: {cfg.num_plants} perturbed plants, delta={cfg.delta}")
         fig.tight_layout()
         figures[f"ablation_{model}"] = fig
     notes = (

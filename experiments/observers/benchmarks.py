@@ -10,6 +10,8 @@ the probabilistic coverage level of the point-guided (stage-1) observer.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -25,37 +27,33 @@ DESCRIPTION = (
     "Van der Pol / Duffing / pendulum: neural observer vs Luenberger, ESO, EKF; radius and coverage"
 )
 
-QUICK = {
-    "systems": ["vanderpol", "duffing", "pendulum"],
-    "hidden": [8, 8],
-    "epsilon": 0.05,
-    "eso_poles": [-1.0, -1.5, -2.0],
-    "stage1_steps": 400,
-    "stage2_max_steps": 8000,
-    "num_initial": 4,
-    "horizon": 10.0,
-    "num_save": 201,
-    "settle_time": 1.0,
-    "coverage_samples": 2000,
-    "coverage_confidence": 0.99,
-    "domain_radius": 2.0,
-    "train": {
-        "batch": 64,
-        "rollout_steps": 10,
-        "rollout_dt": 0.1,
-        "learning_rate": 0.01,
-        "disturbance_bound": 0.5,
-        "rate": 0.1,
-    },
-}
-FULL = {
-    **QUICK,
-    "hidden": [32, 64, 32],
-    "stage1_steps": 5000,
-    "stage2_max_steps": 10000,
-    "num_initial": 32,
-    "coverage_samples": 100000,
-}
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    systems: tuple[str, ...] = ("vanderpol", "duffing", "pendulum")
+    hidden: tuple[int, ...] = (8, 8)
+    epsilon: float = 0.05
+    eso_poles: tuple[float, ...] = (-1.0, -1.5, -2.0)
+    stage1_steps: int = 400
+    stage2_max_steps: int = 8000
+    num_initial: int = 4
+    horizon: float = 10.0
+    num_save: int = 201
+    settle_time: float = 1.0
+    coverage_samples: int = 2000
+    coverage_confidence: float = 0.99
+    domain_radius: float = 2.0
+    # ObserverTrainConfig fields
+    train: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {**C.TRAIN_QUICK, "disturbance_bound": 0.5, "rate": 0.1})
+
+
+QUICK = Config()
+FULL = Config(hidden=(32, 64, 32), stage1_steps=5000, stage2_max_steps=10000, num_initial=32,
+              coverage_samples=100000)
+
 
 _PLANTS = {"vanderpol": O.VanDerPol, "duffing": O.Duffing, "pendulum": O.DisturbedPendulum}
 
@@ -69,22 +67,22 @@ def _run(cfg, key):
     tc = C.train_config(cfg)
     metrics, claims, figures = {}, [], {}
     all_certified = True
-    for name, k in zip(cfg["systems"], jax.random.split(key, len(cfg["systems"]))):
+    for name, k in zip(cfg.systems, jax.random.split(key, len(cfg.systems))):
         log.info("system %s", name)
         plant = _PLANTS[name]()
         k_init, k_train, k_ic, k_rad, k_cov = jax.random.split(k, 5)
         # the output-injection gain starts from the pole-placed ESO gain (the paper's
         # observer = nominal model + gain + neural correction); the MLP is random
-        eso = C.eso_for(plant, epsilon=cfg["epsilon"], poles=cfg["eso_poles"], key=k_init)
+        eso = C.eso_for(plant, epsilon=cfg.epsilon, poles=cfg.eso_poles, key=k_init)
         obs0 = O.NeuralObserver.from_plant(
-            plant, tuple(cfg["hidden"]), epsilon=cfg["epsilon"], key=k_init, gain=eso.gain
+            plant, tuple(cfg.hidden), epsilon=cfg.epsilon, key=k_init, gain=eso.gain
         )
         p_point, p_two, info = C.two_stage(
             O.CertifiedObserver.from_observer(obs0),
             key=k_train,
             tc=tc,
-            stage1_steps=cfg["stage1_steps"],
-            stage2_steps=cfg["stage2_max_steps"],
+            stage1_steps=cfg.stage1_steps,
+            stage2_steps=cfg.stage2_max_steps,
         )
         cert = O.certify_lmi(p_two.observer)
         all_certified &= cert.certified
@@ -98,15 +96,15 @@ def _run(cfg, key):
             p_point.observer,
             P1,
             key=k_rad,
-            radius=cfg["domain_radius"],
-            num_samples=cfg["coverage_samples"],
+            radius=cfg.domain_radius,
+            num_samples=cfg.coverage_samples,
         )
         metrics[f"radius_{name}"] = O.local_stability_radius(p_point.observer, P1, etas, vals)
         cov_etas = O.sample_errors(
             k_cov,
-            cfg["coverage_samples"],
+            cfg.coverage_samples,
             obs0.extended_dim,
-            radius=cfg["domain_radius"],
+            radius=cfg.domain_radius,
             min_radius=tc.min_radius,
         )
         robust = jax.vmap(
@@ -116,7 +114,7 @@ def _run(cfg, key):
         )(cov_etas)
         fails = int(np.sum(np.asarray(robust) >= 0))
         metrics[f"coverage_{name}"] = O.coverage_bound(
-            cfg["coverage_samples"], fails, cfg["coverage_confidence"]
+            cfg.coverage_samples, fails, cfg.coverage_confidence
         )
         metrics[f"coverage_failures_{name}"] = fails
 
@@ -128,11 +126,11 @@ def _run(cfg, key):
             "eso": eso,
             "ekf": C.ekf_for(plant, q_state=1e-3, q_dist=10.0, r=1e-3),
         }
-        ts = jnp.linspace(0.0, cfg["horizon"], cfg["num_save"])
-        x0s = jax.random.normal(k_ic, (cfg["num_initial"], 2))
+        ts = jnp.linspace(0.0, cfg.horizon, cfg.num_save)
+        x0s = jax.random.normal(k_ic, (cfg.num_initial, 2))
         xh0s = jnp.zeros_like(x0s)
         trajs = {m: C.simulate_many(plant, o, x0s, xh0s, ts) for m, o in observers.items()}
-        settle = int(np.searchsorted(np.asarray(ts), cfg["settle_time"]))
+        settle = int(np.searchsorted(np.asarray(ts), cfg.settle_time))
         for m, tr in trajs.items():
             metrics[f"rmse_{name}_{m}"] = float(np.sqrt(C.mse(tr)))
             after = np.asarray((tr.x - tr.x_hat)[:, settle:] ** 2)
@@ -173,8 +171,8 @@ def _run(cfg, key):
         Claim(
             "all benchmark neural observers certified by the independent cvxpy check",
             "LMI-certified",
-            f"{sum(metrics[f'certified_{s}'] for s in cfg['systems'])}"
-            f"/{len(cfg['systems'])} certified",
+            f"{sum(metrics[f'certified_{s}'] for s in cfg.systems)}"
+            f"/{len(cfg.systems)} certified",
             bool(all_certified),
         ),
     )
@@ -190,7 +188,7 @@ def _run(cfg, key):
         "model. radius_*: largest ball inside the largest V-sublevel set free of sampled nominal "
         "decrease violations of the stage-1 observer (scaled error coordinates; assumes Lipschitz "
         "decrease and dense samples). coverage_*: one-sided Clopper-Pearson lower bound "
-        f"(confidence {cfg['coverage_confidence']}) on the probability, under the sampling "
+        f"(confidence {cfg.coverage_confidence}) on the probability, under the sampling "
         "distribution on the annulus min_radius <= |eta| <= domain_radius, that the robust "
         "decrease "
         "condition (rate, disturbance bound) of the stage-1 observer holds. rmse_* is over the "

@@ -17,6 +17,8 @@ over the four states and all saved times of several random initial errors.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -32,30 +34,30 @@ DESCRIPTION = "X-29: two-stage vs LMI-only vs point-only vs direct SDP (MSE, tim
 
 PAPER_POLES = [-0.5, -1 + 0.2j, -1 - 0.2j, -1.5 + 0.5j, -1.5 - 0.5j, -2 + 0.2j, -2 - 0.2j, -2.5]
 
-QUICK = {
-    "hidden": [16, 16],
-    "epsilon": 0.01,
-    "uncertainty": 0.1,
-    "stage1_steps": 1000,
-    "stage2_max_steps": 8000,
-    "lmi_only_max_steps": 8000,
-    "direct_max_steps": 6,
-    "num_initial": 4,
-    "horizon": 10.0,
-    "num_save": 401,
-    "init_spread": [5.0, 0.05, 0.05, 0.05],
-    "train": {"batch": 64, "rollout_steps": 10, "rollout_dt": 0.1, "learning_rate": 0.01},
-}
-FULL = {
-    **QUICK,
-    "hidden": [32, 64, 32],  # the paper's "small" network
-    "stage1_steps": 10000,
-    "stage2_max_steps": 10000,
-    "lmi_only_max_steps": 20000,
-    "direct_max_steps": 200,
-    "num_initial": 32,
-    "num_save": 2001,
-}
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    hidden: tuple[int, ...] = (16, 16)
+    epsilon: float = 0.01
+    uncertainty: float = 0.1
+    stage1_steps: int = 1000
+    stage2_max_steps: int = 8000
+    lmi_only_max_steps: int = 8000
+    direct_max_steps: int = 6
+    num_initial: int = 4
+    horizon: float = 10.0
+    num_save: int = 401
+    init_spread: tuple[float, ...] = (5.0, 0.05, 0.05, 0.05)
+    # ObserverTrainConfig fields
+    train: dict[str, float] = dataclasses.field(default_factory=lambda: dict(C.TRAIN_QUICK))
+
+
+QUICK = Config()
+# FULL: hidden (32, 64, 32) is the paper's "small" network
+FULL = Config(hidden=(32, 64, 32), stage1_steps=10000, stage2_max_steps=10000,
+              lmi_only_max_steps=20000, direct_max_steps=200, num_initial=32, num_save=2001)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
@@ -66,9 +68,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
 def _run(cfg, key):
     tc = C.train_config(cfg)
     k_init, k_train, k_lmi, k_sdp, k_ic = jax.random.split(key, 5)
-    plant = O.x29_longitudinal(cfg["uncertainty"])
+    plant = O.x29_longitudinal(cfg.uncertainty)
     obs0 = O.NeuralObserver.from_plant(
-        plant, tuple(cfg["hidden"]), epsilon=cfg["epsilon"], key=k_init
+        plant, tuple(cfg.hidden), epsilon=cfg.epsilon, key=k_init
     )
     params0 = O.CertifiedObserver.from_observer(obs0)
 
@@ -77,19 +79,19 @@ def _run(cfg, key):
         params0,
         key=k_train,
         tc=tc,
-        stage1_steps=cfg["stage1_steps"],
-        stage2_steps=cfg["stage2_max_steps"],
+        stage1_steps=cfg.stage1_steps,
+        stage2_steps=cfg.stage2_max_steps,
         progress=True,
     )
     t_point = info_two["stage1"]["seconds"]
     t_two = t_point + info_two["stage2"]["seconds"]
     log.info("LMI-only training")
     p_lmi, info_lmi = C.lmi_only(
-        params0, key=k_lmi, tc=tc, steps=cfg["lmi_only_max_steps"], progress=True
+        params0, key=k_lmi, tc=tc, steps=cfg.lmi_only_max_steps, progress=True
     )
     log.info("direct-SDP training")
     o_sdp, info_sdp = O.train_direct_sdp(
-        obs0, key=k_sdp, config=tc, max_steps=cfg["direct_max_steps"]
+        obs0, key=k_sdp, config=tc, max_steps=cfg.direct_max_steps
     )
 
     observers = {
@@ -110,13 +112,13 @@ def _run(cfg, key):
         )
 
     # evaluation: random initial errors around a trimmed state, estimate starts at 0
-    ts = jnp.linspace(0.0, cfg["horizon"], cfg["num_save"])
-    spread = jnp.asarray(cfg["init_spread"])
-    x0s = spread * jax.random.normal(k_ic, (cfg["num_initial"], 4))
+    ts = jnp.linspace(0.0, cfg.horizon, cfg.num_save)
+    spread = jnp.asarray(cfg.init_spread)
+    x0s = spread * jax.random.normal(k_ic, (cfg.num_initial, 4))
     xh0s = jnp.zeros_like(x0s)
     baselines = {
         "luenberger": O.LuenbergerObserver.from_plant(plant, [-5.0, -6.0, -7.0, -8.0]),
-        "eso": C.eso_for(plant, epsilon=cfg["epsilon"], poles=PAPER_POLES, key=k_init),
+        "eso": C.eso_for(plant, epsilon=cfg.epsilon, poles=PAPER_POLES, key=k_init),
         "ekf": C.ekf_for(plant),
     }
     trajs = {
@@ -225,7 +227,7 @@ def _run(cfg, key):
         "seconds without the one-off JIT compilation / SDP construction (reported separately as "
         f"compile_*/setup_* metrics), measured on {C.machine()}; the paper's seconds come from "
         "its own (different) machine, so only the ordering is comparable. Network: hidden "
-        f"{cfg['hidden']} tanh (paper: 32-64-32). MSE also reported for baselines: Luenberger "
+        f"{list(cfg.hidden)} tanh (paper: 32-64-32). MSE also reported for baselines: Luenberger "
         "(no disturbance estimate), linear high-gain ESO with the paper's poles, EKF on the "
         "extended state."
     )

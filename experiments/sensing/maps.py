@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -9,16 +11,26 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext
-from experiments.sensing._setup import trained_model
+from experiments.sensing._setup import FULL_OVERRIDES, SensingConfig, trained_model
 from jaxlab import sensing
 
 NAME = "sensing_maps"
 PAPER = "P4"
 DESCRIPTION = "Visual / mechanosensory / joint information maps of a multimodal VAE on flowers"
-QUICK = {"n_flowers": 1024, "n_probes": 16, "latent_dim": 6, "width": 64, "steps": 3000,
-         "n_eval": 48, "n_context": 3, "grid": 21}
-FULL = {"n_flowers": 32768, "n_probes": 32, "latent_dim": 8, "width": 256, "steps": 50000,
-        "n_eval": 1024, "n_context": 3, "grid": 61}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(SensingConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    n_eval: int = 48
+    n_context: int = 3
+    grid: int = 21
+
+
+QUICK = Config()
+FULL = Config(**FULL_OVERRIDES, n_eval=1024,
+              grid=61)
 
 
 def _maps(model, flower, grid, n_context, key):
@@ -39,12 +51,12 @@ def _spread(info, grid):
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
     k_train, k_eval, k_geo = jax.random.split(key, 3)
     model, losses = trained_model(config, k_train, ctx)
-    grid = sensing.action_grid(config["grid"])
-    n = config["n_eval"]
+    grid = sensing.action_grid(config.grid)
+    n = config.n_eval
     flowers = jax.vmap(lambda k: sensing.sample_flower(key=k, kinds=(0,),
                                                        contrast_range=(0.8, 1.0)))(
         jax.random.split(k_eval, n))
-    maps = jax.jit(jax.vmap(lambda f, k: _maps(model, f, grid, config["n_context"], k)))(
+    maps = jax.jit(jax.vmap(lambda f, k: _maps(model, f, grid, config.n_context, k)))(
         flowers, jax.random.split(jax.random.fold_in(k_eval, 1), n))
     pattern = jax.vmap(lambda f: jax.vmap(lambda a: sensing.pattern_intensity(f, a[:2]))(grid))(
         flowers)
@@ -65,14 +77,14 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     curved = eqx.tree_at(lambda f: f.curvature, flowers, jnp.ones(n))
     spreads = {}
     for label, fl in (("flat", flat), ("curved", curved)):
-        mp = jax.jit(jax.vmap(lambda f, k: _maps(model, f, grid, config["n_context"], k)))(
+        mp = jax.jit(jax.vmap(lambda f, k: _maps(model, f, grid, config.n_context, k)))(
             fl, jax.random.split(k_geo, n))
         spreads[label] = np.asarray(jax.vmap(lambda i: _spread(i, grid))(mp["mechano"]))
     geometry_effect = float(np.mean(spreads["curved"] - spreads["flat"]))
     se_geo = float(np.std(spreads["curved"] - spreads["flat"]) / np.sqrt(n))
 
     figs = {}
-    g = config["grid"]
+    g = config.grid
     mask = sensing.grid_mask(g)
 
     def image(values):
@@ -127,6 +139,6 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     notes = ("Synthetic flowers (jaxlab.sensing simulator); no real moth trajectories ship "
              "offline, so the maps are compared with the behavioural features the paper names, "
              "not with recorded behaviour. Maps: linearised expected information gain about the "
-             f"flower latents after {config['n_context']} random probes.")
+             f"flower latents after {config.n_context} random probes.")
     return Result(metrics=metrics, claims=claims, figures=figs, notes=notes)
 

@@ -2,29 +2,44 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext
-from experiments.sensing._setup import UNSEEN, trained_model
+from experiments.sensing._setup import FULL_OVERRIDES, UNSEEN, SensingConfig, trained_model
 from jaxlab import sensing
 
 NAME = "sensing_policy"
 PAPER = "P4"
 DESCRIPTION = "Foraging with information maps: lexicographic gate vs exploit / e-greedy / weighted"
-QUICK = {"n_flowers": 1024, "n_probes": 16, "latent_dim": 6, "width": 64, "steps": 3000,
-         "n_eval": 64, "n_steps": 12, "grid": 17, "gate": 0.05, "epsilon": 0.2, "beta": 0.05}
-FULL = {"n_flowers": 32768, "n_probes": 32, "latent_dim": 8, "width": 256, "steps": 50000,
-        "n_eval": 2048, "n_steps": 20, "grid": 41, "gate": 0.05, "epsilon": 0.2, "beta": 0.05}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(SensingConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    n_eval: int = 64
+    n_steps: int = 12
+    grid: int = 17
+    gate: float = 0.05
+    epsilon: float = 0.2
+    beta: float = 0.05
+
+
+QUICK = Config()
+FULL = Config(**FULL_OVERRIDES, n_eval=2048,
+              n_steps=20, grid=41)
 
 
 def _policies(config):
     return {
-        "lexicographic": sensing.LexicographicPolicy(gate=config["gate"]),
+        "lexicographic": sensing.LexicographicPolicy(gate=config.gate),
         "exploit": sensing.ExploitPolicy(),
-        "egreedy": sensing.EpsilonGreedyPolicy(epsilon=config["epsilon"]),
-        "weighted": sensing.WeightedPolicy(beta=config["beta"]),
+        "egreedy": sensing.EpsilonGreedyPolicy(epsilon=config.epsilon),
+        "weighted": sensing.WeightedPolicy(beta=config.beta),
     }
 
 
@@ -44,15 +59,15 @@ def _evaluate(model, flowers, policy, grid, n_steps, key):
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
     k_train, k_seen, k_unseen, k_run = jax.random.split(key, 4)
     model, _ = trained_model(config, k_train, ctx)
-    grid = sensing.action_grid(config["grid"])
-    n = config["n_eval"]
+    grid = sensing.action_grid(config.grid)
+    n = config.n_eval
     seen = jax.vmap(lambda k: sensing.sample_flower(key=k))(jax.random.split(k_seen, n))
     unseen = jax.vmap(lambda k: sensing.sample_flower(key=k, **UNSEEN))(
         jax.random.split(k_unseen, n))
     metrics, curves = {}, {}
     for name, pol in _policies(config).items():
-        r = _evaluate(model, seen, pol, grid, config["n_steps"], k_run)
-        u = _evaluate(model, unseen, pol, grid, config["n_steps"], jax.random.fold_in(k_run, 1))
+        r = _evaluate(model, seen, pol, grid, config.n_steps, k_run)
+        u = _evaluate(model, unseen, pol, grid, config.n_steps, jax.random.fold_in(k_run, 1))
         metrics[f"steps_to_nectar_{name}"] = r["steps_to_nectar"]
         metrics[f"reward_auc_{name}"] = r["reward_auc"]
         metrics[f"success_{name}"] = r["success"]
@@ -85,7 +100,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                   for o in others)),
     ]
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    t = np.arange(1, config["n_steps"] + 1)
+    t = np.arange(1, config.n_steps + 1)
     for name, c in curves.items():
         ax.plot(t, c, label=name)
     ax.set_xlabel("probe")
@@ -93,5 +108,5 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     ax.legend()
     notes = ("Synthetic flowers; the model is the multimodal VAE trained on random probes. "
              "Unseen flowers: ring patterns, deeper corollas (curvature 1.0-1.6), low contrast. "
-             f"{n} flowers per condition, {config['n_steps']} probes per visit.")
+             f"{n} flowers per condition, {config.n_steps} probes per visit.")
     return Result(metrics=metrics, claims=claims, figures={"success_curve": fig}, notes=notes)

@@ -4,6 +4,7 @@ read depth at landmark pixels."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import tempfile
@@ -22,14 +23,47 @@ RAFT_MODEL = ("raft_feature_dim", "raft_hidden_dim", "raft_context_dim", "raft_l
               "raft_radius", "raft_downsample")
 RAFT_TRAIN = ("raft_n_train", "raft_steps", "raft_batch", "raft_iters", "raft_lr",
               "height", "width", "n_steps", "batch", "shard_size")
-# the learned matcher's settings, shared by stereo_faces and stereo_ipd (same cache tag)
-RAFT_QUICK = {"raft_feature_dim": 48, "raft_hidden_dim": 48, "raft_context_dim": 32,
-              "raft_levels": 4, "raft_radius": 4, "raft_downsample": 4, "raft_iters": 6,
-              "raft_n_train": 96, "raft_steps": 400, "raft_batch": 4, "raft_lr": 1e-3,
-              "raft_checkpoint_every": 50}
-RAFT_FULL = {**RAFT_QUICK, "raft_feature_dim": 64, "raft_hidden_dim": 64,
-             "raft_context_dim": 64, "raft_iters": 8, "raft_n_train": 2160, "raft_steps": 20000,
-             "raft_batch": 8, "raft_checkpoint_every": 500}
+
+
+@dataclasses.dataclass(frozen=True)
+class FaceStereoConfig:
+    """QUICK settings shared by the P15 face experiments; `FULL_OVERRIDES` are the
+    paper-scale values of FULL."""
+
+    # matching
+    n_disp: int = 48
+    window: int = 5
+    p1: float = 8.0
+    p2: float = 32.0
+    bm_radius: int = 2
+    # rendering
+    n_steps: int = 160
+    shard_size: int = 16
+    # the learned matcher, shared by stereo_faces and stereo_ipd (same cache tag)
+    raft_feature_dim: int = 48
+    raft_hidden_dim: int = 48
+    raft_context_dim: int = 32
+    raft_levels: int = 4
+    raft_radius: int = 4
+    raft_downsample: int = 4
+    raft_iters: int = 6
+    raft_n_train: int = 96
+    raft_steps: int = 400
+    raft_batch: int = 4
+    raft_lr: float = 1e-3
+    raft_checkpoint_every: int = 50
+    # the evaluation set
+    n_pairs: int = 24
+    height: int = 96
+    width: int = 128
+    batch: int = 8
+
+
+FULL_OVERRIDES = {
+    "raft_feature_dim": 64, "raft_hidden_dim": 64, "raft_context_dim": 64, "raft_iters": 8,
+    "raft_n_train": 2160, "raft_steps": 20000, "raft_batch": 8, "raft_checkpoint_every": 500,
+    "n_pairs": 1080, "height": 240, "width": 320, "batch": 36, "n_disp": 112, "shard_size": 128,
+}
 GRAY = np.array([0.299, 0.587, 0.114])
 
 
@@ -50,21 +84,21 @@ def opencv_sgbm(left: np.ndarray, right: np.ndarray, n_disp: int, window: int, p
 
 def face_set(config, key) -> dict[str, np.ndarray]:
     """Render the set, write it as npz shards and read it back through the loader."""
-    data = stereo.render_dataset(key, config["n_pairs"], config["height"], config["width"],
-                                 batch=config["batch"], n_steps=config["n_steps"])
+    data = stereo.render_dataset(key, config.n_pairs, config.height, config.width,
+                                 batch=config.batch, n_steps=config.n_steps)
     with tempfile.TemporaryDirectory() as tmp:
-        stereo.write_face_shards(tmp, data, shard_size=config["shard_size"],
-                                 configs=stereo.rig_configurations(config["width"]))
+        stereo.write_face_shards(tmp, data, shard_size=config.shard_size,
+                                 configs=stereo.rig_configurations(config.width))
         ds = stereo.FaceStereoDataset(tmp)
         out = ds.arrays()
-    log.info("rendered %d face pairs %dx%d", len(ds), config["height"], config["width"])
+    log.info("rendered %d face pairs %dx%d", len(ds), config.height, config.width)
     return out
 
 
 def _raft_model(config) -> stereo.RAFTStereo:
     c = config
-    return stereo.RAFTStereo(c["raft_feature_dim"], c["raft_hidden_dim"], c["raft_context_dim"],
-                             c["raft_levels"], c["raft_radius"], c["raft_downsample"])
+    return stereo.RAFTStereo(c.raft_feature_dim, c.raft_hidden_dim, c.raft_context_dim,
+                             c.raft_levels, c.raft_radius, c.raft_downsample)
 
 
 def trained_raft(config, key, ctx: RunContext) -> tuple[object, dict[str, float]]:
@@ -77,11 +111,11 @@ def trained_raft(config, key, ctx: RunContext) -> tuple[object, dict[str, float]
     Returns (predict(left, right) -> disparity, info)."""
     model = _raft_model(config)
     train_key = jax.random.fold_in(key, 0x5AF7)  # never the evaluation set's key
-    settings = {k: config[k] for k in RAFT_MODEL + RAFT_TRAIN}
+    settings = {k: getattr(config, k) for k in RAFT_MODEL + RAFT_TRAIN}
     tag = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()
                          + np.asarray(jax.random.key_data(train_key)).tobytes()).hexdigest()[:12]
     cached = cache_dir("stereo") / f"raft_{tag}.eqx"
-    like = stereo.init_raft(model, config["height"], config["width"], key=jax.random.key(0))
+    like = stereo.init_raft(model, config.height, config.width, key=jax.random.key(0))
     info: dict[str, float] = {"raft_cached": 0.0}
     if cached.is_file():
         params = load_checkpoint(cached, like)
@@ -89,33 +123,33 @@ def trained_raft(config, key, ctx: RunContext) -> tuple[object, dict[str, float]
         info["raft_cached"] = 1.0
     else:
         t0 = time.perf_counter()
-        train = face_set({**config, "n_pairs": config["raft_n_train"]}, train_key)
+        train = face_set(dataclasses.replace(config, n_pairs=config.raft_n_train), train_key)
         info["raft_render_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ckpt = ctx.checkpointer(f"raft_train_{tag}", every=config["raft_checkpoint_every"])
+        ckpt = ctx.checkpointer(f"raft_train_{tag}", every=config.raft_checkpoint_every)
         params, losses = stereo.train_raft(
             model, train["left"], train["right"], train["disparity"],
-            key=jax.random.fold_in(train_key, 1), steps=config["raft_steps"],
-            batch_size=config["raft_batch"], n_iters=config["raft_iters"],
-            learning_rate=config["raft_lr"], checkpointer=ckpt,
+            key=jax.random.fold_in(train_key, 1), steps=config.raft_steps,
+            batch_size=config.raft_batch, n_iters=config.raft_iters,
+            learning_rate=config.raft_lr, checkpointer=ckpt,
             progress=TqdmProgress(desc="stereo: RAFT training"))
         info["raft_train_s"] = time.perf_counter() - t0
         if len(losses):
             info["raft_loss_first10"] = float(np.mean(losses[:10]))
             info["raft_loss_last10"] = float(np.mean(losses[-10:]))
         log.info("RAFT: rendered %d training pairs in %.0f s, trained %d steps in %.0f s",
-                 config["raft_n_train"], info["raft_render_s"], config["raft_steps"],
+                 config.raft_n_train, info["raft_render_s"], config.raft_steps,
                  info["raft_train_s"])
         save_checkpoint(cached, params)
-    return stereo.raft_predictor(model, params, n_iters=config["raft_iters"]), info
+    return stereo.raft_predictor(model, params, n_iters=config.raft_iters), info
 
 
 def predict_disparities(data, config, raft=None) -> dict[str, np.ndarray]:
     """Disparity maps (N, H, W) of each method (NaN = no estimate): BM and the SGMs on the
     gray images, the learned matcher `raft` (from `trained_raft`) on the colour images."""
-    n, win, p1, p2 = config["n_disp"], config["window"], config["p1"], config["p2"]
+    n, win, p1, p2 = config.n_disp, config.window, config.p1, config.p2
     cost = jax.jit(lambda a, b: stereo.census_cost_volume(a, b, n, win))
-    bm = jax.jit(lambda a, b: stereo.block_matching(cost(a, b), config["bm_radius"]))
+    bm = jax.jit(lambda a, b: stereo.block_matching(cost(a, b), config.bm_radius))
     sgm = jax.jit(lambda a, b: stereo.sgm_disparity(cost(a, b), p1, p2))
     left = data["left"] @ GRAY
     right = data["right"] @ GRAY

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext
 from experiments.stereo._setup import (
+    FULL_OVERRIDES,
     METHODS,
-    RAFT_FULL,
-    RAFT_QUICK,
+    FaceStereoConfig,
     face_set,
     fill_invalid,
     landmarks_from_disparity,
@@ -23,11 +25,17 @@ NAME = "stereo_faces"
 PAPER = "P15"
 DESCRIPTION = ("IR / L3DE vs delta_1 / RMSE of BM, jaxlab SGM, OpenCV SGBM and a learned "
                "RAFT-Stereo-lite on synthetic faces")
-_COMMON = {"n_disp": 48, "window": 5, "p1": 8.0, "p2": 32.0, "bm_radius": 2,
-           "taus_mm": [1.0, 2.0, 5.0, 10.0], "n_steps": 160, "shard_size": 16}
-QUICK = {**_COMMON, **RAFT_QUICK, "n_pairs": 24, "height": 96, "width": 128, "batch": 8}
-FULL = {**_COMMON, **RAFT_FULL, "n_pairs": 1080, "height": 240, "width": 320, "batch": 36,
-        "n_disp": 112, "shard_size": 128}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(FaceStereoConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    taus_mm: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0)
+
+
+QUICK = Config()
+FULL = Config(**FULL_OVERRIDES)
 
 
 def _ranking(scores: dict[str, float], higher_better: bool) -> list[str]:
@@ -46,7 +54,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     for meth, d in disps.items():
         z = f[:, None, None] * b[:, None, None] / d
         depths[meth] = z
-        for tau in config["taus_mm"]:
+        for tau in config.taus_mm:
             m[f"ir_{tau:g}mm_{meth}"] = float(stereo.inlier_ratio(z, gt_depth, tau, mask))
         m[f"delta1_{meth}"] = float(stereo.delta1(z, gt_depth, mask))
         m[f"rmse_mm_{meth}"] = float(stereo.rmse(z, gt_depth, mask))

@@ -8,9 +8,9 @@ import numpy as np
 
 from experiments._harness import Claim, Result, RunContext
 from experiments.stereo._setup import (
+    FULL_OVERRIDES,
     METHODS,
-    RAFT_FULL,
-    RAFT_QUICK,
+    FaceStereoConfig,
     face_set,
     fill_invalid,
     landmarks_from_disparity,
@@ -22,11 +22,8 @@ NAME = "stereo_ipd"
 PAPER = "P15"
 DESCRIPTION = "IPD error (mm) from pupil landmarks + stereo depth vs the 0.5 mm clinical bar"
 CLINICAL_MM = 0.5
-_COMMON = {"n_disp": 48, "window": 5, "p1": 8.0, "p2": 32.0, "bm_radius": 2, "n_steps": 160,
-           "shard_size": 16}
-QUICK = {**_COMMON, **RAFT_QUICK, "n_pairs": 24, "height": 96, "width": 128, "batch": 8}
-FULL = {**_COMMON, **RAFT_FULL, "n_pairs": 1080, "height": 240, "width": 320, "batch": 36,
-        "n_disp": 112, "shard_size": 128}
+QUICK = FaceStereoConfig()
+FULL = FaceStereoConfig(**FULL_OVERRIDES)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:

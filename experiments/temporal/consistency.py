@@ -11,6 +11,8 @@ empirical sandwich.
 
 from __future__ import annotations
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -34,22 +36,23 @@ NAME = "temporal_consistency"
 PAPER = "P3"
 DESCRIPTION = "MoM from cycle counts: bias -> 0, RMSE ~ T^-1/2, 95% plug-in CI coverage"
 
-QUICK = {
-    "params": [1.5, 0.075, 0.6, 1.5, 1.0],  # lambda, q, p, alpha, gamma (mean size 20)
-    "t_grid": [50, 100, 200, 400],
-    "replicates": 64,
-    "burn_in": 100,
-    "plugin_chains": 2,
-    "plugin_steps": 200,
-}
-FULL = {
-    "params": [4.0, 0.08, 0.6, 1.5, 1.0],  # mean size 50
-    "t_grid": [100, 200, 400, 800, 1600, 3200],
-    "replicates": 500,
-    "burn_in": 200,
-    "plugin_chains": 4,
-    "plugin_steps": 800,
-}
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    # lambda, q, p, alpha, gamma (mean size 20)
+    params: tuple[float, ...] = (1.5, 0.075, 0.6, 1.5, 1.0)
+    t_grid: tuple[int, ...] = (50, 100, 200, 400)
+    replicates: int = 64
+    burn_in: int = 100
+    plugin_chains: int = 2
+    plugin_steps: int = 200
+
+
+QUICK = Config()
+FULL = Config(params=(4.0, 0.08, 0.6, 1.5, 1.0), t_grid=(100, 200, 400, 800, 1600, 3200),
+              replicates=500, burn_in=200, plugin_chains=4, plugin_steps=800)
 
 
 def _prefix(stats, t):
@@ -59,11 +62,11 @@ def _prefix(stats, t):
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    truth = TemporalNetworkParams(*config["params"])
+    truth = TemporalNetworkParams(*config.params)
     theta0 = np.asarray(truth.as_vector(), np.float64)
-    grid = [int(t) for t in config["t_grid"]]
-    reps = int(config["replicates"])
-    burn = int(config["burn_in"])
+    grid = [int(t) for t in config.t_grid]
+    reps = int(config.replicates)
+    burn = int(config.burn_in)
     cap = default_capacity(truth, slack=1.5)
     k_sim, k_plug = jax.random.split(key)
 
@@ -89,7 +92,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
 
     # simulation-based plug-in covariance at each replicate's own estimate (largest T)
     t_max = grid[-1]
-    n_ch, n_st = int(config["plugin_chains"]), int(config["plugin_steps"])
+    n_ch, n_st = int(config.plugin_chains), int(config.plugin_steps)
 
     def plug_sd(theta, k):
         cov = plugin_covariance(
@@ -181,7 +184,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     ]
     notes = (
         f"Synthetic data from the jaxlab.temporal model at (lambda, q, p, alpha, gamma) = "
-        f"{config['params']}; {reps} replicate chains, burn-in {burn}. Plug-in covariance: "
+        f"{list(config.params)}; {reps} replicate chains, burn-in {burn}. Plug-in covariance: "
         f"{n_ch} chains x {n_st} transitions simulated at each replicate's estimate."
     )
     return Result(

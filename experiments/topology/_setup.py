@@ -9,6 +9,7 @@ Checkpoints (every `ckpt_every` epochs) let `--resume` continue a run.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -26,22 +27,47 @@ F32 = jnp.float32
 MODELS = ("hopse", "homp")
 
 
-def spec_from(config: dict) -> tp.EncodingSpec:
+@dataclasses.dataclass(frozen=True)
+class Encodings:
+    """Lifting and encoding settings shared by the topology experiments (their configs
+    extend it) and the topology_step benchmark."""
+
+    lift: str = "cycle"
+    max_ring: int = 8
+    lappe_k: int = 4
+    rwse_steps: int = 8
+    heat_times: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+    elstatic: bool = True
+    cycle_lengths: tuple[int, ...] = (3, 4, 5, 6)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig(Encodings):
+    """Model and optimiser settings shared by the HOPSE-vs-HOMP experiments (defaults:
+    their QUICK values)."""
+
+    batch_size: int = 32
+    width: int = 32
+    depth: int = 2
+    lr: float = 2e-3
+    weight_decay: float = 1e-4
+
+
+def spec_from(config: Encodings) -> tp.EncodingSpec:
     return tp.EncodingSpec(
-        lappe_k=int(config.get("lappe_k", 4)),
-        rwse_steps=int(config.get("rwse_steps", 8)),
-        heat_times=tuple(float(t) for t in config.get("heat_times", (0.5, 1.0, 2.0, 4.0))),
-        elstatic=bool(config.get("elstatic", True)),
-        cycle_lengths=tuple(int(c) for c in config.get("cycle_lengths", (3, 4, 5, 6))),
+        lappe_k=int(config.lappe_k),
+        rwse_steps=int(config.rwse_steps),
+        heat_times=tuple(float(t) for t in config.heat_times),
+        elstatic=bool(config.elstatic),
+        cycle_lengths=tuple(int(c) for c in config.cycle_lengths),
     )
 
 
-def lift_from(config: dict) -> tp.LiftSpec:
-    return tp.LiftSpec(kind=config.get("lift", "cycle"), max_length=int(config.get("max_ring", 8)),
-                       max_rank=2)
+def lift_from(config: Encodings) -> tp.LiftSpec:
+    return tp.LiftSpec(kind=config.lift, max_length=int(config.max_ring), max_rank=2)
 
 
-def prepare(name: str, graphs, config: dict, sizes=None):
+def prepare(name: str, graphs, config: Encodings, sizes=None):
     t0 = time.perf_counter()
     data, cxs = tp.prepare_dataset(name, graphs, lift=lift_from(config), spec=spec_from(config),
                                    sizes=sizes, dtype=np.float32)
@@ -49,9 +75,9 @@ def prepare(name: str, graphs, config: dict, sizes=None):
     return data, cxs
 
 
-def build(name: str, data: tp.ComplexArrays, out_dim: int, config: dict, key):
+def build(name: str, data: tp.ComplexArrays, out_dim: int, width: int, depth: int, key):
     fd = [x.shape[-1] for x in data.x]
-    width, depth = int(config["width"]), int(config["depth"])
+    width, depth = int(width), int(depth)
     if name == "hopse":
         return tp.HOPSE(fd, data.enc[0][0].shape[-1], out_dim, width=width, depth=depth, key=key,
                         dtype=F32)
@@ -131,7 +157,7 @@ def molecule_graphs(smiles: list[str]) -> list[tp.MolGraph]:
 def regression_run(name: str, splits: dict, config, key, ctx: RunContext, *, metric: str):
     """Train HOPSE and HOMP on a train/val/test regression split; test metric at best val.
 
-    `config["seeds"]` independent initialisations per model train at once (vmap);
+    `config.seeds` independent initialisations per model train at once (vmap);
     metrics are the mean (and std) over seeds of the test error at each seed's
     best validation evaluation. `metric`: "mae" (L1 loss) or "rmse" (MSE loss).
     Targets are standardised with the training mean/std for training; metrics are
@@ -148,17 +174,18 @@ def regression_run(name: str, splits: dict, config, key, ctx: RunContext, *, met
     out: dict = {"mean_cells_per_graph": float(np.mean(
         [sum(np.asarray(m).sum(-1).mean() for m in data["test"].mask)]))}
     histories = {}
-    seeds = int(config.get("seeds", 1))
+    seeds = int(config.seeds)
     n_train = len(y["train"])
     for i, model_name in enumerate(MODELS):
         mkeys = jax.random.split(jax.random.fold_in(key, i), seeds)
         models = eqx.filter_vmap(
-            lambda kk, model_name=model_name: build(model_name, data["train"], 1, config, kk)
+            lambda kk, model_name=model_name: build(
+                model_name, data["train"], 1, config.width, config.depth, kk)
         )(mkeys)
-        single = build(model_name, data["train"], 1, config, mkeys[0])
-        trainer = tp.Trainer(single, loss=loss, batch_size=int(config["batch_size"]),
-                             learning_rate=float(config["lr"]),
-                             weight_decay=float(config.get("weight_decay", 0.0)))
+        single = build(model_name, data["train"], 1, config.width, config.depth, mkeys[0])
+        trainer = tp.Trainer(single, loss=loss, batch_size=int(config.batch_size),
+                             learning_rate=float(config.lr),
+                             weight_decay=float(config.weight_decay))
         predict_all = eqx.filter_jit(eqx.filter_vmap(
             lambda st, d, trainer=trainer: tp.predict(trainer.model(st), d),
             in_axes=(0, None)))
@@ -175,8 +202,8 @@ def regression_run(name: str, splits: dict, config, key, ctx: RunContext, *, met
         state, secs, epoch_s, hist = train(
             f"{name}_{model_name}", trainer, eqx.filter_vmap(trainer.init)(models),
             data["train"], jnp.asarray((y["train"] - mu) / sd), jnp.ones((seeds, n_train), F32),
-            jax.random.fold_in(key, 100 + i), ctx=ctx, epochs=int(config["epochs"]), vmapped=True,
-            evaluate=evaluate, eval_every=int(config["eval_every"]),
+            jax.random.fold_in(key, 100 + i), ctx=ctx, epochs=int(config.epochs), vmapped=True,
+            evaluate=evaluate, eval_every=int(config.eval_every),
         )
         val = np.asarray([h["val"] for h in hist])  # [evals, seeds]
         test = np.asarray([h["test"] for h in hist])

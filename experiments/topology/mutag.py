@@ -8,6 +8,8 @@ Accuracy is the test-fold accuracy after the last epoch (no model selection).
 
 from __future__ import annotations
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -22,23 +24,17 @@ NAME = "topology_mutag"
 PAPER = "P18"
 DESCRIPTION = "MUTAG 10-fold CV: HOPSE-M accuracy vs a HOMP (CWN/SCCN-style) baseline, and speed"
 
-QUICK = {
-    "folds": 10,
-    "epochs": 40,
-    "batch_size": 32,
-    "width": 32,
-    "depth": 2,
-    "lr": 2e-3,
-    "weight_decay": 1e-4,
-    "lift": "cycle",
-    "max_ring": 8,
-    "lappe_k": 4,
-    "rwse_steps": 8,
-    "heat_times": [0.5, 1.0, 2.0, 4.0],
-    "elstatic": True,
-    "cycle_lengths": [3, 4, 5, 6],
-}
-FULL = {**QUICK, "epochs": 200, "width": 128, "depth": 2, "batch_size": 32}
+
+@dataclasses.dataclass(frozen=True)
+class Config(ts.TrainConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    folds: int = 10
+    epochs: int = 40
+
+
+QUICK = Config()
+FULL = Config(epochs=200, width=128)
 
 
 def stratified_folds(labels: np.ndarray, k: int, seed: int) -> np.ndarray:
@@ -58,7 +54,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     data, cxs = ts.prepare("mutag", graphs, config)
     # encoding statistics over all 188 graphs: unsupervised, label-free preprocessing
     data = tp.standardize_encodings(data, tp.encoding_stats(data))
-    k = int(config["folds"])
+    k = int(config.folds)
     fold = stratified_folds(labels, k, seed=int(jax.random.randint(key, (), 0, 2**31 - 1)))
     weights = jnp.asarray(np.stack([(fold != f) for f in range(k)]).astype(np.float32))
     y = jnp.asarray(labels)
@@ -67,15 +63,16 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     per_fold = {}
     for i, name in enumerate(ts.MODELS):
         mkeys = jax.random.split(jax.random.fold_in(key, i), k)
-        models = eqx.filter_vmap(lambda kk, name=name: ts.build(name, data, 2, config, kk))(mkeys)
-        single = ts.build(name, data, 2, config, mkeys[0])
-        trainer = tp.Trainer(single, loss="cross_entropy", batch_size=int(config["batch_size"]),
-                             learning_rate=float(config["lr"]),
-                             weight_decay=float(config["weight_decay"]))
+        models = eqx.filter_vmap(
+            lambda kk, name=name: ts.build(name, data, 2, config.width, config.depth, kk))(mkeys)
+        single = ts.build(name, data, 2, config.width, config.depth, mkeys[0])
+        trainer = tp.Trainer(single, loss="cross_entropy", batch_size=int(config.batch_size),
+                             learning_rate=float(config.lr),
+                             weight_decay=float(config.weight_decay))
         state = eqx.filter_vmap(trainer.init)(models)
         state, secs, epoch_s, _ = ts.train(
             f"mutag_{name}", trainer, state, data, y, weights, jax.random.fold_in(key, 10 + i),
-            ctx=ctx, epochs=int(config["epochs"]), vmapped=True,
+            ctx=ctx, epochs=int(config.epochs), vmapped=True,
         )
         preds = eqx.filter_jit(
             eqx.filter_vmap(lambda st, trainer=trainer: tp.predict(trainer.model(st), data))
@@ -119,7 +116,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     ]
     notes = (
         "Real data: MUTAG TU files from the grakel wheel; cycle lift (chordless rings up to "
-        f"{config['max_ring']} atoms as 2-cells), one-hot atom/bond labels lifted by projection "
+        f"{config.max_ring} atoms as 2-cells), one-hot atom/bond labels lifted by projection "
         "sums. Both models: same width/depth/optimiser, all folds trained in one vmapped run on "
         "this machine's CPU; times exclude compilation. Accuracy after the last epoch (no "
         "validation-based model selection, unlike the paper's protocol)."

@@ -10,6 +10,7 @@ route, sparse products) are preprocessing and not timed.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import equinox as eqx
@@ -27,29 +28,35 @@ NAME = "topology_scaling"
 PAPER = "P18"
 DESCRIPTION = "Forward+backward time vs number of cells: HOPSE-M linear, speedup over HOMP"
 
-QUICK = {
-    "nodes": [500, 1000, 2000, 4000, 8000],
-    "width": 64,
-    "depth": 2,
-    "repeats": 3,
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    nodes: tuple[int, ...] = (500, 1000, 2000, 4000, 8000)
+    width: int = 64
+    depth: int = 2
+    repeats: int = 3
     # diag((D^-1 A)^t) needs the t-hop balls, which grow fast on small-world graphs
-    "rwse_steps": 4,
-    "feature_dim": 8,
-}
-FULL = {**QUICK, "nodes": [1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000], "width": 128,
-        "repeats": 10, "rwse_steps": 8}
+    rwse_steps: int = 4
+    feature_dim: int = 8
 
 
-def _complex_arrays(n: int, config: dict, seed: int):
+QUICK = Config()
+FULL = Config(nodes=(1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000), width=128, repeats=10,
+              rwse_steps=8)
+
+
+def _complex_arrays(n: int, config: Config, seed: int):
     g = nx.connected_watts_strogatz_graph(n, 6, 0.1, seed=seed)
     edges = np.array(sorted(tuple(sorted(e)) for e in g.edges()), dtype=np.int64)
     cx = tp.clique_lift(n, edges, max_rank=2)
-    spec = tp.EncodingSpec(lappe_k=0, rwse_steps=int(config["rwse_steps"]), heat_times=(),
+    spec = tp.EncodingSpec(lappe_k=0, rwse_steps=int(config.rwse_steps), heat_times=(),
                            elstatic=False, cycle_lengths=())
     t0 = time.perf_counter()
     enc = tp.complex_encodings(cx, spec)
     enc_s = time.perf_counter() - t0
-    x0 = np.random.default_rng(seed).normal(size=(n, int(config["feature_dim"])))
+    x0 = np.random.default_rng(seed).normal(size=(n, int(config.feature_dim)))
     arr = tp.complex_arrays(cx, tp.lift_features(cx, x0), enc, dtype=np.float32)
     arr = tp.standardize_encodings(arr, tp.encoding_stats(arr))
     return cx, arr, enc_s
@@ -79,12 +86,12 @@ def _slope(cells, times) -> float:
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
     rows = []
-    for i, n in enumerate(config["nodes"]):
+    for i, n in enumerate(config.nodes):
         cx, arr, enc_s = _complex_arrays(int(n), config, seed=i)
         t = {}
         for j, name in enumerate(ts.MODELS):
-            model = ts.build(name, arr, 1, config, jax.random.fold_in(key, j))
-            t[name] = _time_fwd_bwd(model, arr, int(config["repeats"]))
+            model = ts.build(name, arr, 1, config.width, config.depth, jax.random.fold_in(key, j))
+            t[name] = _time_fwd_bwd(model, arr, int(config.repeats))
         cells = sum(cx.sizes)
         rows.append({"nodes": int(n), "cells": cells, "hopse": t["hopse"], "homp": t["homp"],
                      "encode_s": enc_s})

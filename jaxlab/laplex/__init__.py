@@ -1,5 +1,13 @@
 """LAPLEX: exact trainable (phased) Laplace-kernel operators (P9)."""
 
+from jaxlab._kernels.laplex import AbstractScan as AbstractScan
+from jaxlab._kernels.laplex import AssociativeScan as AssociativeScan
+from jaxlab._kernels.laplex import BlockedScan as BlockedScan
+from jaxlab._kernels.laplex import CpuScan as CpuScan
+from jaxlab._kernels.laplex import PallasScan as PallasScan
+from jaxlab._kernels.laplex import cpu_kernel_available as cpu_kernel_available
+from jaxlab._kernels.laplex import default_scan as default_scan
+
 from ._dense import dense_matrix as dense_matrix
 from ._gram import LaplexGram as LaplexGram
 from ._linalg import conjugate_gradient as conjugate_gradient

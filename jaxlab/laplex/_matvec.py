@@ -23,7 +23,7 @@ e^{-lambda (s_r - t)} B_r`. The backward pass reuses the same scans:
 - `c`: the per-head outputs.
 
 On CPU the default strategy (`CpuScan(fused=True)`) runs each of these as fused
-C++ passes over the sorted anchors (`kernels.laplex.fused_apply` / `fused_parts`,
+C++ passes over the sorted anchors (`jaxlab._kernels.laplex.fused_apply` / `fused_parts`,
 in double precision for every storage dtype), and, when `t is s` (one array for
 both roles, e.g. a Gram operator), as one interleaved forward/backward loop with
 `y = F + B - x` (`fused_sym`; for one real float32 column on AVX-512 CPUs, on all
@@ -45,7 +45,7 @@ import numpy as np
 from jaxtyping import Array, Float, Inexact
 
 from jaxlab._core import check_array, check_finite, check_range
-from kernels.laplex import (
+from jaxlab._kernels.laplex import (
     AbstractScan,
     CpuScan,
     default_scan,
@@ -180,7 +180,7 @@ def _core_bwd(scan, sym, res, w):
 
 
 def _fused_bwd(x, t, s, lam, c, plan, w):
-    """Per-head cotangents from two fused calls (see `kernels.laplex.fused_parts`)."""
+    """Per-head cotangents from two fused calls (see `jaxlab._kernels.laplex.fused_parts`)."""
     p = fused_parts(x, t, s, lam, plan.perm_s, plan.rank_t, plan.perm_t, jordan=True, tie=False)
     q = fused_parts(w, s, t, lam, plan.perm_t, plan.rank_s, plan.perm_s, jordan=False, tie=True)
     lc = (lam * c)[:, None]
@@ -268,7 +268,8 @@ def matvec(
     - `c`: (H,) head weights.
     - `plan`: a `LaplexPlan` from `make_plan(t, s)` (reused across calls while the
       anchor order is unchanged); None sorts afresh.
-    - `scan`: scan strategy from `kernels.laplex` (default: fastest available).
+    - `scan`: scan strategy (`BlockedScan`, `CpuScan`, `PallasScan`, ...; default: the
+      fastest available, `default_scan()`).
 
     **Returns:** (M,) or (M, K); complex when `b` is given or `v` is complex.
 

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
-from kernels.laplex import cpu_kernel_available, cpu_plan
+from jaxlab._kernels.laplex import cpu_kernel_available, cpu_plan
 
 __all__ = ["LaplexPlan", "make_plan", "plan_is_valid", "update_plan"]
 
@@ -55,7 +55,7 @@ def make_plan(t: Float[Array, "H M"], s: Float[Array, "H N"]) -> LaplexPlan:
     """Sort both anchor sets and merge-rank them: O((M + N) log(M + N)) per head.
 
     Passing the same array for `t` and `s` (a symmetric operator) sorts once. On
-    CPU (when the C++ kernels build) the plan comes from `kernels.laplex.cpu_plan`
+    CPU (when the C++ kernels build) the plan comes from `jaxlab._kernels.laplex.cpu_plan`
     (radix argsort, several times faster than XLA's sort); elsewhere from
     `jnp.argsort` / `jnp.searchsorted`. Both give the same plan.
     """

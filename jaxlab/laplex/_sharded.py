@@ -20,7 +20,7 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 from jaxtyping import Array, Float, Inexact
 
-from kernels.laplex import AbstractScan, default_scan
+from jaxlab._kernels.laplex import AbstractScan, default_scan
 
 from ._matvec import _COMPLEX, _validate
 

@@ -21,6 +21,7 @@ from ._flow import solve_overlap_flow as solve_overlap_flow
 from ._gram import gaussian_vectors as gaussian_vectors
 from ._gram import gram as gram
 from ._gram import vectors_from_gram as vectors_from_gram
+from ._history import train_history as train_history
 from ._layout import OverlapLayout as OverlapLayout
 from ._losses import NetworkLoss as NetworkLoss
 from ._losses import OverlapLoss as OverlapLoss

@@ -1,5 +1,6 @@
 """The P16 experiments and benchmark write the metric keys issue 10 names (tiny configs)."""
 
+import dataclasses
 import importlib
 
 import jax
@@ -16,13 +17,13 @@ pytestmark = pytest.mark.slow
 
 def _run(name, tmp_path, **overrides):
     mod = find(name)
-    config = {**mod.QUICK, **overrides}
+    config = dataclasses.replace(mod.QUICK, **overrides)
     return mod.run(config, jax.random.key(0), RunContext(mod.NAME, tmp_path))
 
 
 def test_synthetic_contract(tmp_path):
-    res = _run("bandits_synthetic", tmp_path, n_items=40, n_values=[3, 3, 3], relevant=[1], horizon=40,
-               seeds=2)
+    res = _run("bandits_synthetic", tmp_path, n_items=40, n_values=(3, 3, 3), relevant=(1,),
+               horizon=40, seeds=2)
     for k in ("regret_tdge", "regret_linucb", "regret_lints", "regret_egreedy",
               "dim_recovery_tdge"):
         assert k in res.metrics

@@ -3,6 +3,7 @@ and resume deep training from checkpoints when the runner says so."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import types
@@ -14,7 +15,7 @@ from experiments._harness._runner import run_experiment
 
 EXPERIMENTS = ["eeg_state", "eeg_technique", "eeg_cross_session", "eeg_effect_size"]
 TINY = {"n_subjects": 6, "block_seconds": 8.0, "epoch_seconds": 2.0, "n_folds": 2,
-        "models": ["lda"], "deep_epochs": 2}
+        "models": ("lda",), "deep_epochs": 2}
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
@@ -25,21 +26,22 @@ def test_experiment_contract(name):
 
 def test_quick_configs_run_the_deep_models():
     state = importlib.import_module("experiments.eeg.state").QUICK
-    assert {"eegnet", "shallow"} <= set(state["deep_models"])
+    assert {"eegnet", "shallow"} <= set(state.deep_models)
     for name in ("eeg_technique", "eeg_cross_session"):
         assert {"eegnet", "shallow"} <= set(
-            find(name).QUICK["deep_models"])
+            find(name).QUICK.deep_models)
 
 
 def _tiny(name, **extra):
     mod = find(name)
     return types.SimpleNamespace(NAME=mod.NAME, PAPER=mod.PAPER, DESCRIPTION=mod.DESCRIPTION,
-                                 QUICK=dict(TINY, **extra), FULL=mod.FULL, run=mod.run)
+                                 QUICK=dataclasses.replace(mod.QUICK, **TINY, **extra),
+                                 FULL=mod.FULL, run=mod.run)
 
 
 @pytest.mark.slow  # trains two small deep models twice: ~30 s idle
 def test_cross_session_deep_keys_and_resume(tmp_path):
-    mod = _tiny("eeg_cross_session", deep_models=["shallow", "deep"])
+    mod = _tiny("eeg_cross_session", deep_models=("shallow", "deep"))
     first = run_experiment(mod, out=tmp_path)
     m = first["metrics"]
     for model in ("lda", "shallow", "deep"):
@@ -57,8 +59,8 @@ def test_cross_session_deep_keys_and_resume(tmp_path):
 
 @pytest.mark.slow  # ~20 s idle
 def test_state_and_technique_write_deep_keys(tmp_path):
-    state = run_experiment(_tiny("eeg_state", deep_models=["eegnet", "shallow"]), out=tmp_path)
+    state = run_experiment(_tiny("eeg_state", deep_models=("eegnet", "shallow")), out=tmp_path)
     assert {"bacc_state_eegnet", "bacc_state_shallow", "bacc_state_lda"} <= set(
         state["metrics"])
-    tech = run_experiment(_tiny("eeg_technique", deep_models=["shallow"]), out=tmp_path)
+    tech = run_experiment(_tiny("eeg_technique", deep_models=("shallow",)), out=tmp_path)
     assert {"bacc_technique_shallow", "bacc_technique_lda"} <= set(tech["metrics"])

@@ -1,5 +1,6 @@
 """The P11 experiments write the metric keys issue 14 names (fast key lists; tiny runs slow)."""
 
+import dataclasses
 import importlib
 
 import jax
@@ -13,7 +14,7 @@ matplotlib.use("Agg")
 
 METHODS = ("bicubic", "separate", "joint", "joint_diffusion")
 METRICS = ("psnr", "ssim", "voi", "arand", "cremi")
-TINY = {"size": 32, "n_train": 6, "n_test": 2, "features": [2, 4], "seg_features": [2, 4],
+TINY = {"size": 32, "n_train": 6, "n_test": 2, "features": (2, 4), "seg_features": (2, 4),
         "denoiser_features": 4, "steps": 3, "finetune_steps": 2, "denoiser_steps": 3,
         "batch_size": 2, "T": 10, "t0": 3, "refine_steps": 2, "chunk": 2, "progress": False}
 
@@ -29,11 +30,11 @@ def test_em_joint_declares_the_contract_keys():
         keys = set(mod.metric_keys(config))
         assert _contract((2, 4)) <= keys
     # QUICK has at least one extra regime at x4; FULL has all regimes at x2 and x4
-    assert any(int(f) == 4 and r != "cremi_like" for f, r in mod.QUICK["settings"])
+    assert any(int(f) == 4 and r != "cremi_like" for f, r in mod.QUICK.settings)
     from jaxlab import em
 
     assert {(f, r) for f in (2, 4) for r in em.REGIMES} <= {tuple(s) for s in
-                                                          mod.FULL["settings"]}
+                                                          mod.FULL.settings}
 
 
 def test_em_t0_declares_both_ends(tmp_path):
@@ -41,19 +42,19 @@ def test_em_t0_declares_both_ends(tmp_path):
     assert mod.NAME == "em_t0" and mod.PAPER == "P11"
     for config in (mod.QUICK, mod.FULL):
         t0s = mod.t0_values(config)
-        assert 0 in t0s and config["T"] in t0s and len(t0s) >= 4
+        assert 0 in t0s and config.T in t0s and len(t0s) >= 4
         keys = set(mod.metric_keys(config))
         assert {f"{m}_t0_{t}" for t in t0s for m in ("voi", "arand", "cremi")} <= keys
     with pytest.raises(ValueError, match="t0_values"):
-        mod.run({**mod.QUICK, **TINY, "t0_values": [0, 11]}, jax.random.key(0),
+        mod.run(dataclasses.replace(mod.QUICK, **TINY, t0_values=(0, 11)), jax.random.key(0),
                 RunContext(mod.NAME, tmp_path))
 
 
 @pytest.mark.slow
 def test_em_joint_tiny_run_writes_every_key(tmp_path):
     mod = importlib.import_module("experiments.em.joint")
-    config = {**mod.QUICK, **TINY, "settings": [[2, "cremi_like"], [4, "cremi_like"],
-                                                [4, "noisy"]]}
+    config = dataclasses.replace(mod.QUICK, **TINY, settings=((2, "cremi_like"),
+                                                              (4, "cremi_like"), (4, "noisy")))
     res = mod.run(config, jax.random.key(0), RunContext(mod.NAME, tmp_path))
     assert set(mod.metric_keys(config)) <= set(res.metrics)
     assert _contract((2, 4)) <= set(res.metrics)
@@ -66,7 +67,7 @@ def test_em_joint_tiny_run_writes_every_key(tmp_path):
 @pytest.mark.slow
 def test_em_t0_tiny_run_writes_every_key(tmp_path):
     mod = importlib.import_module("experiments.em.t0")
-    config = {**mod.QUICK, **TINY, "t0_values": [0, 3, 10]}
+    config = dataclasses.replace(mod.QUICK, **TINY, t0_values=(0, 3, 10))
     res = mod.run(config, jax.random.key(0), RunContext(mod.NAME, tmp_path))
     assert set(mod.metric_keys(config)) <= set(res.metrics)
     # t0 = 0 leaves the SR embedding unchanged; t0 = T moves it

@@ -1,5 +1,7 @@
 """The experiment runner, report and benchmark harness, on test-only experiments."""
 
+import dataclasses
+import importlib
 import json
 import subprocess
 import sys
@@ -18,16 +20,23 @@ from experiments import __main__ as cli  # noqa: E402
 from experiments._harness import _registry  # noqa: E402
 from experiments._harness._api import Bench, Claim, Result, RunContext  # noqa: E402
 from experiments._harness._bench import run_bench  # noqa: E402
+from experiments._harness._config import config_from_json  # noqa: E402
 from experiments._harness._report import claims_table, write_report  # noqa: E402
 from experiments._harness._runner import reproduce, run_experiment  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@dataclasses.dataclass(frozen=True)
+class _Config:
+    n: int = 3
+    sizes: tuple[int, ...] = (1, 2)
+
+
 def _module(name, run, paper="P9", **extra):
     mod = types.ModuleType(f"test_exp_{name}")
     mod.NAME, mod.PAPER, mod.DESCRIPTION = name, paper, f"test experiment {name}"
-    mod.QUICK, mod.FULL = {"n": 3}, {"n": 30}
+    mod.QUICK, mod.FULL = _Config(), _Config(n=30, sizes=(4,))
     mod.run = run
     for k, v in extra.items():
         setattr(mod, k, v)
@@ -35,12 +44,12 @@ def _module(name, run, paper="P9", **extra):
 
 
 def _good_run(config, key, ctx):
-    x = jax.random.normal(key, (config["n"],))
+    x = jax.random.normal(key, (config.n,))
     fig, ax = plt.subplots()
     ax.plot(x)
     assert isinstance(ctx, RunContext) and ctx.name == "good" and ctx.out_dir.name == "good"
     return Result(
-        metrics={"mean": jnp.mean(x), "nested": {"n": config["n"], "flag": True},
+        metrics={"mean": jnp.mean(x), "nested": {"n": config.n, "flag": True},
                  "nan": float("nan")},
         claims=[Claim("sum |x| is finite", "finite", f"{float(jnp.sum(x)):.3f}", True)],
         figures={"trace": fig},
@@ -63,6 +72,8 @@ def test_run_writes_valid_metrics(tmp_path):
     (claim,) = data["claims"]
     assert set(claim) >= {"claim", "paper", "measured", "holds"} and claim["holds"] is True
     assert data["runtime_s"] > 0
+    assert data["config_values"] == {"n": 3, "sizes": [1, 2]}  # the config as JSON
+    assert config_from_json(_Config, data["config_values"]) == _Config()
     assert set(data["jax"]) == {"version", "backend", "devices"}
     assert (tmp_path / "good" / "trace.png").read_bytes()[:4] == b"\x89PNG"
     assert "done good" in (tmp_path / "good" / "run.log").read_text()
@@ -198,11 +209,21 @@ def test_bench_interleaved_rounds(tmp_path):
     assert set(rec["ratios"]) == {"ours_vs_peer"}
 
 
-def test_cli_list_runs():
+def test_cli_list_finds_every_experiment_in_the_subpackages():
+    # every experiments/<component>/<claim>.py is listed as <component>_<claim> (importing it
+    # and checking its contract, configs included), every experiments/bench/<name>.py as <name>
     proc = subprocess.run([sys.executable, "-m", "experiments", "list"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "experiments (" in proc.stdout and "benchmarks (" in proc.stdout
+    exp_part, bench_part = proc.stdout.split("benchmarks (")
+    listed = [line.split()[0] for line in exp_part.splitlines()[1:]]
+    benches = [line.split()[0] for line in bench_part.splitlines()[1:]]
+    tree = ROOT / "experiments"
+    files = sorted(f"{p.parent.name}_{p.stem}" for p in tree.glob("*/[!_]*.py")
+                   if p.parent.name not in ("bench", "_harness"))
+    assert listed == files and len(files) >= 37
+    assert benches == sorted(p.stem for p in (tree / "bench").glob("[!_]*.py"))
+    assert exp_part.startswith(f"experiments ({len(files)}):")
 
 
 def test_claims_table_orders_papers_and_escapes():
@@ -213,3 +234,135 @@ def test_claims_table_orders_papers_and_escapes():
     table = claims_table([rec("z", "P10", False), rec("y", "P2", True)]).splitlines()
     assert table[2] == "| P2 | y | a\\|b | p | m | yes |"
     assert table[3] == "| P10 | z | a\\|b | p | m | **no** |" and len(table) == 4
+
+
+def test_config_must_be_frozen_dataclass_and_json_round_trip():
+    mod = _module("cfg", _good_run)
+    mod.QUICK = {"n": 3}
+    with pytest.raises(ValueError, match="QUICK must be an instance of a frozen dataclass"):
+        _registry.validate_module(mod)
+
+    @dataclasses.dataclass
+    class Mutable:
+        n: int = 3
+
+    mod.QUICK = mod.FULL = Mutable()
+    with pytest.raises(ValueError, match="frozen dataclass"):
+        _registry.validate_module(mod)
+    mod.QUICK, mod.FULL = _Config(sizes=[1, 2]), _Config()  # a list does not come back as such
+    with pytest.raises(ValueError, match="QUICK does not survive the JSON round trip"):
+        _registry.validate_module(mod)
+
+    @dataclasses.dataclass(frozen=True)
+    class Other:
+        n: int = 3
+
+    mod.QUICK, mod.FULL = _Config(), Other()
+    with pytest.raises(ValueError, match="one config class"):
+        _registry.validate_module(mod)
+    with pytest.raises(ValueError, match=r"unknown config keys \['m'\]"):
+        config_from_json(_Config, {"n": 1, "m": 2})
+
+
+def test_run_context_checkpointer(tmp_path):
+    ctx = RunContext("x", tmp_path / "x", resume=True)
+    ckpt = ctx.checkpointer("fit_a", every=25)
+    assert ckpt.path == tmp_path / "x" / "checkpoints" / "fit_a.eqx"
+    assert ckpt.every == 25 and ckpt.resume is True and not ckpt.exists()
+    tree = {"w": jnp.arange(3.0)}
+    ckpt.save(tree)
+    assert ckpt.exists() and jnp.array_equal(ckpt.load(tree)["w"], tree["w"])
+    fresh = RunContext("x", tmp_path / "x").checkpointer("fit_a")
+    assert fresh.resume is False and fresh.every is None and fresh.path == ckpt.path
+
+
+def _fake_tree(root, files, monkeypatch):
+    """A package `root.name` made of `files` on sys.path, none of it imported yet."""
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    monkeypatch.syspath_prepend(str(root.parent))
+    for m in [m for m in sys.modules if m.split(".")[0] == root.name]:
+        monkeypatch.delitem(sys.modules, m)
+    importlib.invalidate_caches()
+
+
+_FAKE_EXPERIMENT = '''
+import dataclasses
+
+NAME, PAPER, DESCRIPTION = "{name}", "P5", "a fake experiment"
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    n: int = 1
+
+
+QUICK, FULL = Config(), Config(n=2)
+
+
+def run(config, key, ctx):
+    raise NotImplementedError
+'''
+
+
+@pytest.mark.parametrize("importer", [
+    "from fakeexp.cells.rare import run as other_run\n",  # absolute
+    "from fakeexp.cells import rare\n",  # the module from its package
+    "import fakeexp.cells.rare\n",
+    "from . import rare\n",  # relative
+    "def f():\n    from .rare import Config\n",  # inside a function
+])
+def test_registry_rejects_an_experiment_importing_another(tmp_path, monkeypatch, importer):
+    _fake_tree(tmp_path / "fakeexp", {
+        "__init__.py": "", "bench/__init__.py": "", "cells/__init__.py": "",
+        "cells/rare.py": _FAKE_EXPERIMENT.format(name="cells_rare"),
+        "cells/genes.py": importer + _FAKE_EXPERIMENT.format(name="cells_genes"),
+    }, monkeypatch)
+    with pytest.raises(ValueError, match=r"fakeexp\.cells\.genes imports the experiment "
+                                         r"module\(s\) fakeexp\.cells\.rare; experiments never"):
+        _registry.discover(package="fakeexp")
+    with pytest.raises(ValueError, match="imports the experiment"):
+        _registry.find("cells_rare", package="fakeexp")
+
+
+def test_registry_finds_subpackage_experiments_and_rejects_setup_importing_one(tmp_path,
+                                                                               monkeypatch):
+    files = {"__init__.py": "", "bench/__init__.py": "", "cells/__init__.py": "",
+             "eeg/__init__.py": "",
+             "cells/_setup.py": "from fakeexp2._harness import x\nSHARED = 1\n",
+             "cells/rare.py": "from fakeexp2.cells._setup import SHARED\n"
+                              + _FAKE_EXPERIMENT.format(name="cells_rare"),
+             "eeg/state.py": _FAKE_EXPERIMENT.format(name="eeg_state")}
+    _fake_tree(tmp_path / "fakeexp2", files, monkeypatch)
+    # the harness import in _setup.py is not an experiment; the names follow the tree
+    assert _registry.check_imports(tmp_path / "fakeexp2/cells/_setup.py",
+                                   "fakeexp2.cells._setup", package="fakeexp2") is None
+    (tmp_path / "fakeexp2/cells/_setup.py").write_text("SHARED = 1\n")
+    assert sorted(_registry.discover(package="fakeexp2")) == ["cells_rare", "eeg_state"]
+    assert _registry.find("eeg_state", package="fakeexp2").NAME == "eeg_state"
+    with pytest.raises(KeyError, match="unknown experiment 'eeg_nope'; known: cells_rare, "
+                                       "eeg_state"):
+        _registry.find("eeg_nope", package="fakeexp2")
+    (tmp_path / "fakeexp2/cells/_setup.py").write_text("from fakeexp2.eeg.state import NAME\n")
+    with pytest.raises(ValueError, match=r"fakeexp2\.cells\._setup imports the experiment "
+                                         r"module\(s\) fakeexp2\.eeg\.state"):
+        _registry.discover(package="fakeexp2")
+    # a module whose NAME does not follow its place in the tree is rejected
+    (tmp_path / "fakeexp2/cells/_setup.py").write_text("SHARED = 1\n")
+    (tmp_path / "fakeexp2/eeg/state.py").write_text(_FAKE_EXPERIMENT.format(name="state"))
+    _fake_tree(tmp_path / "fakeexp2", {}, monkeypatch)
+    with pytest.raises(ValueError, match=r"NAME must be 'eeg_state'"):
+        _registry.discover(package="fakeexp2")
+
+
+def test_cache_dir_follows_jaxlab_cache_dir(tmp_path, monkeypatch):
+    from experiments._harness import cache_dir
+
+    monkeypatch.setenv("JAXLAB_CACHE_DIR", str(tmp_path / "c"))
+    d = cache_dir("stereo")
+    assert d == tmp_path / "c" / "stereo" and d.is_dir()
+    monkeypatch.delenv("JAXLAB_CACHE_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir("x") == tmp_path / "home" / ".cache" / "jaxlab" / "x"

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from kernels.laplex import (
+from jaxlab._kernels.laplex import (
     AssociativeScan,
     BlockedScan,
     CpuScan,

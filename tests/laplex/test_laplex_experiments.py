@@ -29,8 +29,9 @@ def test_bench_contract(name):
 @pytest.mark.slow  # compiles every matvec/gradient variant: ~10 s idle, a minute under load
 def test_exactness_tiny_run(tmp_path):
     mod = importlib.import_module("experiments.laplex.exactness")
-    res = mod.run({"sizes": [7], "grad_sizes": [5], "heads": 1, "decay_scales": [1e-6, 1e6],
-                   "sym_sizes": [9]}, jax.random.key(0), RunContext(mod.NAME, tmp_path))
+    config = mod.Config(sizes=(7,), grad_sizes=(5,), heads=1, decay_scales=(1e-6, 1e6),
+                        sym_sizes=(9,))
+    res = mod.run(config, jax.random.key(0), RunContext(mod.NAME, tmp_path))
     assert res.metrics["max_rel_err_f64"] < 1e-10
     assert res.metrics["max_grad_rel_err_f64"] < 1e-8
     assert {"max_rel_err_f64", "max_rel_err_f32", "max_grad_rel_err_f64",

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jaxlab import laplex
-from kernels.laplex import CpuScan, cpu_kernel_available, fused_parts, fused_sym
+from jaxlab._kernels.laplex import CpuScan, cpu_kernel_available, fused_parts, fused_sym
 
 from .test_laplex_matvec import _dense, _dense_np, _loss, _rel
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxlab import laplex
-from kernels.laplex import AssociativeScan, BlockedScan, CpuScan, PallasScan
+from jaxlab._kernels.laplex import AssociativeScan, BlockedScan, CpuScan, PallasScan
 
 
 def _problem(seed, h, m, n, *, ties=False, phased=True, decay_scale=1.0):

@@ -13,7 +13,7 @@ SCRIPT = textwrap.dedent("""
     jax.config.update("jax_enable_x64", True)
     assert len(jax.devices()) == 4, jax.devices()
     from jaxlab import laplex
-    from kernels.laplex import BlockedScan, CpuScan
+    from jaxlab._kernels.laplex import BlockedScan, CpuScan
     rng = np.random.default_rng(0)
     worst = 0.0
     for phased in (False, True):

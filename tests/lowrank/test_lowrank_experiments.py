@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import pytest
 
@@ -27,7 +29,8 @@ TINY = {
 @pytest.mark.parametrize("mod", list(TINY), ids=lambda m: m.NAME)
 def test_experiment_contract(mod, tmp_path):
     config, keys = TINY[mod]
-    result = mod.run({**mod.QUICK, **config}, jax.random.key(0), RunContext(mod.NAME, tmp_path))
+    result = mod.run(dataclasses.replace(mod.QUICK, **config), jax.random.key(0),
+                     RunContext(mod.NAME, tmp_path))
     assert isinstance(result, Result)
     for k in keys:
         assert k in result.metrics

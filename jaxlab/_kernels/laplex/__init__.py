@@ -5,6 +5,7 @@
 - `CpuScan`: C++ XLA FFI custom call (CPU; compiled on first use).
 - `fused_apply` / `fused_sym` / `fused_parts`: whole LAPLEX operator passes fused in C++ (CPU).
 - `cpu_plan`: the LAPLEX sort plan in C++ (radix argsort + merge ranks, CPU).
+- `source_dir()`: where the C++ sources are (the wheel's copy, or `kernels/laplex/` of a checkout).
 - `PallasScan`: chunked Pallas kernel (GPU/TPU; `interpret=True` on CPU).
 - `default_scan()`: the fastest strategy available on the default backend.
 """
@@ -12,6 +13,7 @@
 from ._cpu import CpuScan as CpuScan
 from ._cpu import build_cpu_kernel as build_cpu_kernel
 from ._cpu import cpu_kernel_available as cpu_kernel_available
+from ._cpu import source_dir as source_dir
 from ._default import default_scan as default_scan
 from ._fused import cpu_plan as cpu_plan
 from ._fused import fused_apply as fused_apply

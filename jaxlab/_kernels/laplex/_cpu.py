@@ -2,7 +2,8 @@
 
 The C++ sources `laplex_scan.cc` (the scan), `laplex_fused.cc` (whole fused
 operator passes, see `_fused.py`) and `laplex_plan.cc` (radix argsort + merge
-ranks, `cpu_plan`) ship inside this package. On first use they are
+ranks, `cpu_plan`) live in the repository's `kernels/laplex/` and ship inside the
+wheel beside this module (`jaxlab/_kernels/laplex/`). On first use they are
 compiled with the system C++ compiler against the FFI headers that jaxlib ships
 (`jax.ffi.include_dir()`), into a per-user cache directory keyed by the source
 hash and the jaxlib version, and registered as an FFI target for the CPU
@@ -32,10 +33,9 @@ from ._scan import AbstractScan
 
 __all__ = ["CpuScan", "cpu_kernel_available", "build_cpu_kernel"]
 
-_SOURCES = tuple(Path(__file__).with_name(f)
-                 for f in ("laplex_scan.cc", "laplex_fused.cc", "laplex_plan.cc"))
+_SOURCE_NAMES = ("laplex_scan.cc", "laplex_fused.cc", "laplex_plan.cc")
 # headers: hashed into the cache key too, not compiled alone
-_HEADERS = tuple(Path(__file__).with_name(f) for f in ("laplex_mem.h", "laplex_par.h"))
+_HEADER_NAMES = ("laplex_mem.h", "laplex_par.h")
 _TARGETS = {
     jnp.dtype(jnp.float32): ("laplex_scan_f32", "LaplexScanF32"),
     jnp.dtype(jnp.float64): ("laplex_scan_f64", "LaplexScanF64"),
@@ -57,13 +57,27 @@ def _cache_dir() -> Path:
     return base / "jaxlab" / "kernels"
 
 
+def source_dir() -> Path:
+    """The folder holding the C++ sources: beside this module in an installed wheel, the
+    repository's `kernels/laplex/` in a source checkout (editable installs included)."""
+    here = Path(__file__).resolve().parent
+    candidates = (here, here.parents[2] / "kernels" / "laplex")
+    for d in candidates:
+        if all((d / f).is_file() for f in _SOURCE_NAMES + _HEADER_NAMES):
+            return d
+    raise RuntimeError("laplex CPU kernel: C++ sources " + ", ".join(_SOURCE_NAMES)
+                       + " not found in " + " or ".join(map(str, candidates)))
+
+
 def build_cpu_kernel(*, force: bool = False) -> Path:
     """Compile the C++ sources into one shared library (cached); returns its path.
 
     Raises `RuntimeError` with the compiler output when no compiler is found or
-    compilation fails.
+    compilation fails, and naming the folders looked in when the sources are missing.
     """
-    src = b"".join(p.read_bytes() for p in _SOURCES + _HEADERS)
+    d = source_dir()
+    sources = [d / f for f in _SOURCE_NAMES]
+    src = b"".join((d / f).read_bytes() for f in _SOURCE_NAMES + _HEADER_NAMES)
     tag = hashlib.sha256(src + jaxlib.__version__.encode()).hexdigest()[:16]
     out = _cache_dir() / f"laplex_scan_{tag}.so"
     if out.exists() and not force:
@@ -75,7 +89,7 @@ def build_cpu_kernel(*, force: bool = False) -> Path:
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=out.parent)
     os.close(fd)
     cmd = [cxx, "-O3", "-std=c++17", "-fno-trapping-math", "-shared", "-fPIC", "-pthread", "-w",
-           f"-I{jax.ffi.include_dir()}", *map(str, _SOURCES), "-o", tmp]
+           f"-I{jax.ffi.include_dir()}", *map(str, sources), "-o", tmp]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         os.unlink(tmp)
@@ -121,7 +135,7 @@ class CpuScan(AbstractScan):
 
     `fused=True` (default) lets `jaxlab.laplex.matvec` replace its whole
     gather -> scans -> combine -> scatter pipeline by the fused C++ passes of
-    `laplex_fused.cc` (`kernels.laplex.fused_apply` / `fused_parts`);
+    `laplex_fused.cc` (`jaxlab._kernels.laplex.fused_apply` / `fused_parts`);
     `fused=False` keeps the scan-by-scan path (the scans still run in C++).
     """
 

