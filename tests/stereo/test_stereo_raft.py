@@ -171,14 +171,18 @@ def test_training_on_planes_reduces_epe(getkey):
                                np.asarray(predict(tl, tr))[3], rtol=1e-5, atol=1e-5)
 
 
+# The step-check and the resume tests build equal steps (same model, optimizer object,
+# settings and data shapes), so they share one compiled update.
+TINY_TRAIN = {"batch_size": 2, "n_iters": 2, "optimizer": stereo.raft_optimizer(2e-3, 1e-5, 4)}
+
+
 def test_raft_step_passes_the_shared_step_checks(getkey, tmp_path):
     from tests.step_checks import check_step
 
     left, right, disp = _plane_pairs(getkey(), 4)
     model = stereo.RAFTStereo(**TINY)
     step = stereo.RaftStep(jnp.asarray(left), jnp.asarray(right), jnp.asarray(disp),
-                           jnp.asarray(np.isfinite(disp)), model,
-                           stereo.raft_optimizer(2e-3, 1e-5, 4), batch_size=2, n_iters=2)
+                           jnp.asarray(np.isfinite(disp)), model, **TINY_TRAIN)
     check_step(step, step.init(None, getkey()), key=getkey(), steps=4, tmp_path=tmp_path,
                loop=StepLoop())
 
@@ -187,8 +191,7 @@ def test_train_raft_resumes_from_a_checkpointer(getkey, tmp_path, tree_allclose)
     left, right, disp = _plane_pairs(getkey(), 4)
     disp[0, :4] = np.nan  # unknown ground truth is ignored
     model = stereo.RAFTStereo(**TINY)
-    kw = {"key": getkey(), "steps": 4, "batch_size": 2, "n_iters": 2, "chunk": 2,
-          "optimizer": stereo.raft_optimizer(2e-3, 1e-5, 4)}
+    kw = {"key": getkey(), "steps": 4, "chunk": 2, **TINY_TRAIN}
     full, full_losses = stereo.train_raft(model, left, right, disp, **kw)
     assert full_losses.shape == (4,) and np.all(np.isfinite(full_losses))
     ckpt = Checkpointer(tmp_path / "raft.eqx", every=2, resume=True)
