@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import optax
 
 from experiments._harness import RunContext
 from jaxlab import cells
+from jaxlab._core import TqdmProgress
+
+# cells.train_lecell's default optimiser, built once: fits of same-shaped data share one
+# compiled chunk (the driver caches it per step object, the optimiser included).
+LECELL_OPTIMIZER = optax.adamw(1e-3, weight_decay=1e-4)
 
 
 def pca_embedding(counts: np.ndarray, n_comps: int) -> np.ndarray:
@@ -25,5 +31,6 @@ def lecell_kwargs(config, ctx: RunContext, tag: str) -> dict:
     return {
         "latent_dim": config.latent_dim, "width": config.width, "steps": config.steps,
         "batch_size": config.batch_size, "lam": config.lam,
-        "checkpoint": ckpt.path, "resume": ckpt.resume,
+        "optimizer": LECELL_OPTIMIZER, "checkpointer": ckpt,
+        "progress": TqdmProgress(desc=f"cells: LeJEPA {tag}"),
     }

@@ -11,6 +11,7 @@ import numpy as np
 from experiments._harness import Claim, Result, RunContext, log
 from experiments.cells._setup import lecell_kwargs, pca_embedding
 from jaxlab import cells
+from jaxlab._core import TqdmProgress
 
 NAME = "cells_scib"
 PAPER = "P5"
@@ -45,8 +46,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     adata.obsm["X_lecell"] = ann.obsm["X_lecell"]
     adata.obsm["X_pca"] = pca_embedding(counts, d)
     codes = adata.obs["batch"].cat.codes.to_numpy()
-    _, adata.obsm["X_vae"] = cells.train_nbvae(counts, codes, key=k_vae,
-                                               steps=config.vae_steps, latent_dim=d)
+    _, adata.obsm["X_vae"] = cells.train_nbvae(
+        counts, codes, key=k_vae, steps=config.vae_steps, latent_dim=d,
+        checkpointer=ctx.checkpointer("nbvae_scib"), progress=TqdmProgress(desc="cells: NB-VAE"))
     bm = Benchmarker(adata, batch_key="batch", label_key="bulk_labels",
                      embedding_obsm_keys=["X_lecell", "X_pca", "X_vae"],
                      pre_integrated_embedding_obsm_key="X_pca", n_jobs=1, progress_bar=False)

@@ -9,9 +9,11 @@ import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
+import optax
 
 from experiments._harness import RunContext, log
 from jaxlab import eeg
+from jaxlab._core import TqdmProgress
 
 SIM_NOTE = (
     "All numbers come from jaxlab.eeg's L-FAME-design SIMULATOR (the real L-FAME data set "
@@ -138,6 +140,7 @@ def evaluate_deep(models, x, y, subject, folds, prefixes, metrics, key, *, ctx: 
     subject = np.asarray(subject)
     n_classes = int(y.max()) + 1
     summaries = [{} for _ in prefixes]
+    optimizer = optax.adam(1e-3)  # train_classifier's default, one object: folds share compiles
     for m in models:
         scores = [([], []) for _ in prefixes]
         for i, (train, *tests) in enumerate(folds):
@@ -149,8 +152,9 @@ def evaluate_deep(models, x, y, subject, folds, prefixes, metrics, key, *, ctx: 
             clf = eeg.train_classifier(deep_model(m, n_classes), x[tr], y[tr],
                                        key=jax.random.fold_in(key, 100 + i), x_val=x[va],
                                        y_val=y[va], epochs=epochs, batch_size=batch_size,
-                                       patience=patience, checkpoint=ckpt.path,
-                                       checkpoint_every=ckpt.every, resume=ckpt.resume)
+                                       patience=patience, optimizer=optimizer,
+                                       checkpointer=ckpt,
+                                       progress=TqdmProgress(desc=f"eeg {m} fold {i}"))
             for j, test in enumerate(tests):
                 pred = clf(x[test])
                 scores[j][0].append(eeg.balanced_accuracy(y[test], pred))

@@ -2,34 +2,26 @@
 
 Synthetic data only (no EM of neural tissue ships offline): `jaxlab.em.generate_em_dataset`
 images with instance labels and membrane maps, degraded x2 / x4 by `jaxlab.em.degrade`.
-Four methods, all trained with the one loop `jaxlab.em.fit` and evaluated by watershed
-instance segmentation of the predicted boundary probabilities against the GT labels:
-
-- `bicubic`: bicubic upsampling + a segmentation-only U-Net trained on bicubic images;
-- `separate`: an SR-only U-Net, then a segmentation-only U-Net trained on its outputs;
-- `joint`: shared encoder + SR and segmentation decoders (no refiner);
-- `joint_diffusion`: the joint model whose segmentation decoder is guided by the
-  partial-diffusion refinement (from step t0) of its SR embedding.
-
-`joint` and `joint_diffusion` get the same number of steps: both start from one joint
-model trained for `steps`; `joint` continues for `finetune_steps`, `joint_diffusion`
-fine-tunes for `finetune_steps` with refined priors (precomputed once per training image).
+The four methods (bicubic, separate, joint, joint_diffusion) are trained and applied
+by `jaxlab.em.train_methods` / `jaxlab.em.predict_method` (see there) and evaluated by
+watershed instance segmentation of the predicted boundary probabilities against the GT
+labels.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import jax
-import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
+import optax
 
 from experiments._harness import RunContext, log
 from jaxlab import em
+from jaxlab._core import NoProgress, TqdmProgress
 
-METHODS = ("bicubic", "separate", "joint", "joint_diffusion")
+METHODS = em.METHODS
 METRICS = ("psnr", "ssim", "voi", "arand", "cremi")
 
 
@@ -102,149 +94,47 @@ def make_split(regime: str, factor: int, n: int, size: int, noise: float, *,
     return Split(s.image, lr, bic, s.boundaries, np.asarray(s.labels))
 
 
-def _features(config, name="features") -> tuple[int, ...]:
-    return tuple(int(f) for f in getattr(config, name))
+def methods_config(config: EmConfig) -> em.MethodsConfig:
+    """The `em.MethodsConfig` of an experiment config."""
+    return em.MethodsConfig(
+        features=tuple(int(f) for f in config.features),
+        seg_features=tuple(int(f) for f in config.seg_features),
+        denoiser_features=int(config.denoiser_features), steps=int(config.steps),
+        finetune_steps=int(config.finetune_steps), denoiser_steps=int(config.denoiser_steps),
+        batch_size=int(config.batch_size), learning_rate=float(config.learning_rate),
+        seg_weight=float(config.seg_weight), num_timesteps=int(config.T),
+        schedule=config.schedule, t0=int(config.t0), refine_steps=int(config.refine_steps),
+        chunk=int(config.chunk))
 
 
-def _fit(objective, params, data, config, key, ctx: RunContext, tag: str,
-         steps_key: str = "steps"):
-    ckpt = ctx.checkpointer(tag)
-    steps = int(getattr(config, steps_key))
-    log.info("em: training %s for %d steps", tag, steps)
-    params, losses = em.fit(objective, params, data, key=key, steps=steps,
-                            batch_size=int(config.batch_size),
-                            learning_rate=float(config.learning_rate),
-                            chunk=int(config.chunk), checkpoint=ckpt.path,
-                            resume=ckpt.resume,
-                            progress=bool(config.progress), desc=f"em {tag}")
-    return params, losses
+def optimizer(config: EmConfig) -> optax.GradientTransformation:
+    """`em.fit`'s default (Adam at the configured rate), built once per run so that the
+    trainings of all settings share compiled steps."""
+    return optax.adam(float(config.learning_rate))
 
 
-@dataclasses.dataclass
-class Trained:
-    """All trained models of one setting (factor, regime)."""
+def train_methods(train: Split, factor: int, config: EmConfig, key: jax.Array,
+                  ctx: RunContext, tag: str, opt: optax.GradientTransformation,
+                  methods=METHODS) -> em.TrainedMethods:
+    """`em.train_methods` on `train`, checkpointed under `<tag>_<model>` in the run."""
 
-    factor: int
-    sr_net: em.SRNet
-    seg_net: em.SegNet
-    joint_net: em.JointSRSeg
-    denoiser: em.Denoiser
-    schedule: em.NoiseSchedule
-    params: dict[str, Any]
-    losses: dict[str, np.ndarray]
+    def progress(name):
+        log.info("em: training %s_%s", tag, name)
+        return TqdmProgress(desc=f"em {tag}_{name}") if config.progress else NoProgress()
 
-
-def _batched_apply(fn, x, batch: int = 16):
-    return jnp.concatenate([fn(x[i:i + batch]) for i in range(0, x.shape[0], batch)])
+    return em.train_methods(train.hr, train.lr, train.bicubic, train.boundary, factor,
+                            methods_config(config), key=key, methods=methods, optimizer=opt,
+                            checkpointers=lambda name: ctx.checkpointer(f"{tag}_{name}"),
+                            progress=progress)
 
 
-def train_methods(train: Split, factor: int, config: EmConfig, key: jax.Array, ctx: RunContext,
-                  tag: str, methods=METHODS) -> Trained:
-    """Train every model the requested `methods` need on `train` (see module doc)."""
-    feats, seg_feats = _features(config), _features(config, "seg_features")
-    sr_net = em.SRNet(factor, feats)
-    seg_net = em.SegNet(seg_feats)
-    joint_net = em.JointSRSeg(factor, feats)
-    T = int(config.T)
-    denoiser = em.Denoiser(T, int(config.denoiser_features), config.schedule)
-    schedule = em.make_schedule(config.schedule, T)
-    ks = jax.random.split(key, 12)
-    x0 = train.lr[:1]
-    params: dict[str, Any] = {}
-    losses: dict[str, np.ndarray] = {}
-    if "bicubic" in methods:
-        p = em.init_params(seg_net, train.bicubic[:1], key=ks[0])
-        params["seg_bicubic"], losses["seg_bicubic"] = _fit(
-            em.SegObjective(seg_net), p, {"image": train.bicubic, "boundary": train.boundary},
-            config, ks[1], ctx, f"{tag}_seg_bicubic")
-    if "separate" in methods:
-        p = em.init_params(sr_net, x0, key=ks[2])
-        params["sr"], losses["sr"] = _fit(em.SRObjective(sr_net), p,
-                                          {"lr": train.lr, "hr": train.hr}, config, ks[3], ctx,
-                                          f"{tag}_sr")
-        sr_train = _batched_apply(jax.jit(lambda x: sr_net.apply(params["sr"], x)), train.lr)
-        p = em.init_params(seg_net, train.bicubic[:1], key=ks[4])
-        params["seg_separate"], losses["seg_separate"] = _fit(
-            em.SegObjective(seg_net), p, {"image": sr_train, "boundary": train.boundary},
-            config, ks[5], ctx, f"{tag}_seg_separate")
-    if "joint" in methods or "joint_diffusion" in methods:
-        objective = em.JointObjective(joint_net, float(config.seg_weight))
-        data = {"lr": train.lr, "hr": train.hr, "boundary": train.boundary}
-        p = em.init_params(joint_net, x0, key=ks[6])
-        base, losses["joint_base"] = _fit(objective, p, data, config, ks[7], ctx, f"{tag}_joint")
-        if "joint" in methods:
-            params["joint"], losses["joint"] = _fit(objective, base, data, config, ks[8], ctx,
-                                                    f"{tag}_joint_ft", "finetune_steps")
-        if "joint_diffusion" in methods:
-            apply = jax.jit(lambda x: joint_net.apply(base, x).embedding)
-            cond = _batched_apply(apply, train.lr)
-            target = em.structure_embedding(train.hr)
-            p = em.init_params(denoiser, cond[:1], jnp.ones((1,), jnp.int32), cond[:1], key=ks[9])
-            params["denoiser"], losses["denoiser"] = _fit(
-                em.DenoiserObjective(denoiser), p,
-                {"cond": cond, "target": target}, config, ks[10], ctx, f"{tag}_denoiser",
-                "denoiser_steps")
-            prior = refine(denoiser, params["denoiser"], schedule, cond, int(config.t0),
-                           int(config.refine_steps), ks[11])
-            params["joint_diffusion"], losses["joint_diffusion"] = _fit(
-                objective, base, {**data, "prior": prior}, config, jax.random.fold_in(ks[8], 1),
-                ctx, f"{tag}_joint_diffusion_ft", "finetune_steps")
-    return Trained(factor, sr_net, seg_net, joint_net, denoiser, schedule, params, losses)
+def predict(tr: em.TrainedMethods, test: Split, method: str, key: jax.Array,
+            t0: int | None = None) -> em.MethodPrediction:
+    """`em.predict_method` of `method` on `test`."""
+    return em.predict_method(tr, test.lr, test.bicubic, method, key=key, t0=t0)
 
 
-def refine(denoiser, dparams, schedule, cond, t0: int, n_steps: int, key) -> jax.Array:
-    """`em.refine_embedding` over a data set, in jitted batches."""
-    fn = jax.jit(lambda z, k: em.refine_embedding(denoiser, dparams, schedule, z, t0=t0,
-                                                  n_steps=n_steps, key=k))
-    out, b = [], 16
-    for i in range(0, cond.shape[0], b):
-        out.append(fn(cond[i:i + b], jax.random.fold_in(key, i)))
-    return jnp.concatenate(out)
-
-
-@dataclasses.dataclass
-class Prediction:
-    sr: np.ndarray  # (N, S, S) clipped to [0, 1]
-    prob: np.ndarray  # (N, S, S) boundary probabilities
-    instances: np.ndarray  # (N, S, S) watershed labels
-    prior: Any = None  # (N, S, S, C) refined structural prior (joint_diffusion only)
-
-
-def _predict(sr, logits) -> Prediction:
-    sr = np.clip(np.asarray(sr, np.float64), 0.0, 1.0)
-    prob = np.asarray(jax.nn.sigmoid(logits), np.float64)
-    inst = np.stack([em.segment_watershed(p) for p in prob])
-    return Prediction(sr, prob, inst)
-
-
-def predict(tr: Trained, test: Split, method: str, config: EmConfig, key: jax.Array,
-            t0: int | None = None) -> Prediction:
-    """SR image, boundary probabilities and watershed instances of `method` on `test`."""
-    p = tr.params
-    if method == "bicubic":
-        logits = _batched_apply(jax.jit(lambda x: tr.seg_net.apply(p["seg_bicubic"], x)),
-                                test.bicubic)
-        return _predict(test.bicubic, logits)
-    if method == "separate":
-        sr = _batched_apply(jax.jit(lambda x: tr.sr_net.apply(p["sr"], x)), test.lr)
-        logits = _batched_apply(jax.jit(lambda x: tr.seg_net.apply(p["seg_separate"], x)), sr)
-        return _predict(sr, logits)
-    if method == "joint":
-        out = tr.joint_net.apply(p["joint"], test.lr)
-        return _predict(out.sr, out.boundary_logits)
-    if method == "joint_diffusion":
-        jp = p["joint_diffusion"]
-        out = tr.joint_net.apply(jp, test.lr)
-        t0 = int(config.t0) if t0 is None else t0
-        prior = refine(tr.denoiser, p["denoiser"], tr.schedule, out.embedding, t0,
-                       int(config.refine_steps), key)
-        logits = tr.joint_net.apply(jp, test.lr, prior).boundary_logits
-        pred = _predict(out.sr, logits)
-        return dataclasses.replace(pred, prior=prior)
-    raise ValueError(f"method: expected one of {METHODS}, received {method!r}")
-
-
-def scores(pred: Prediction, test: Split) -> dict[str, float]:
+def scores(pred: em.MethodPrediction, test: Split) -> dict[str, float]:
     """Mean PSNR, SSIM, VOI (split + merge), ARAND and CREMI score over the test images."""
     hr = np.asarray(test.hr, np.float64)
     rows = []
@@ -257,7 +147,7 @@ def scores(pred: Prediction, test: Split) -> dict[str, float]:
     return {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
 
 
-def sample_figure(test: Split, preds: dict[str, Prediction], title: str, i: int = 0):
+def sample_figure(test: Split, preds: dict[str, em.MethodPrediction], title: str, i: int = 0):
     """Rows: images (LR, bicubic, SR per method, GT), boundary maps, watershed instances."""
     names = list(preds)
     ncol = len(names) + 2

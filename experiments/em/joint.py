@@ -16,6 +16,7 @@ from experiments.em._setup import (
     NOTES,
     EmConfig,
     make_split,
+    optimizer,
     predict,
     sample_figure,
     scores,
@@ -60,6 +61,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     m: dict[str, float] = {}
     figures = {}
     suffixes = []
+    opt = optimizer(config)
     for i, (factor, regime) in enumerate(config.settings):
         factor = int(factor)
         sfx = _suffix(factor, regime)
@@ -68,8 +70,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         size, noise = int(config.size), float(config.lr_noise)
         train = make_split(regime, factor, int(config.n_train), size, noise, key=k_train)
         test = make_split(regime, factor, int(config.n_test), size, noise, key=k_test)
-        tr = train_methods(train, factor, config, k_fit, ctx, f"{regime}_x{factor}")
-        preds = {meth: predict(tr, test, meth, config, k_pred) for meth in METHODS}
+        tr = train_methods(train, factor, config, k_fit, ctx, f"{regime}_x{factor}", opt)
+        preds = {meth: predict(tr, test, meth, k_pred) for meth in METHODS}
         for meth, pred in preds.items():
             sc = scores(pred, test)
             for metric, v in sc.items():

@@ -14,6 +14,7 @@ from experiments.em._setup import (
     NOTES,
     EmConfig,
     make_split,
+    optimizer,
     predict,
     scores,
     train_methods,
@@ -61,12 +62,12 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     train = make_split(regime, factor, int(config.n_train), size, noise, key=k_train)
     test = make_split(regime, factor, int(config.n_test), size, noise, key=k_test)
     tr = train_methods(train, factor, config, k_fit, ctx, f"t0_{regime}_x{factor}",
-                       methods=("joint_diffusion",))
+                       optimizer(config), methods=("joint_diffusion",))
     hr_emb = np.asarray(em.structure_embedding(test.hr))
     m: dict[str, float] = {"T": T, "t0_trained": int(config.t0)}
     priors = {}
     for t0 in t0s:
-        pred = predict(tr, test, "joint_diffusion", config, k_pred, t0=t0)
+        pred = predict(tr, test, "joint_diffusion", k_pred, t0=t0)
         sc = scores(pred, test)
         for metric in ("voi", "voi_split", "voi_merge", "arand", "cremi"):
             m[f"{metric}_t0_{t0}"] = sc[metric]

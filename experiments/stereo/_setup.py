@@ -16,7 +16,7 @@ import numpy as np
 
 from experiments._harness import RunContext, cache_dir, log
 from jaxlab import stereo
-from jaxlab._core import load_checkpoint, save_checkpoint
+from jaxlab._core import TqdmProgress, load_checkpoint, save_checkpoint
 
 METHODS = ("bm", "sgm_jaxlab", "sgbm_opencv", "raft")
 RAFT_MODEL = ("raft_feature_dim", "raft_hidden_dim", "raft_context_dim", "raft_levels",
@@ -131,8 +131,8 @@ def trained_raft(config, key, ctx: RunContext) -> tuple[object, dict[str, float]
             model, train["left"], train["right"], train["disparity"],
             key=jax.random.fold_in(train_key, 1), steps=config.raft_steps,
             batch_size=config.raft_batch, n_iters=config.raft_iters,
-            learning_rate=config.raft_lr, checkpoint=ckpt.path,
-            checkpoint_every=ckpt.every, resume=ckpt.resume)
+            learning_rate=config.raft_lr, checkpointer=ckpt,
+            progress=TqdmProgress(desc="stereo: RAFT training"))
         info["raft_train_s"] = time.perf_counter() - t0
         if len(losses):
             info["raft_loss_first10"] = float(np.mean(losses[:10]))

@@ -12,6 +12,7 @@ from ._data import log_normalize as log_normalize
 from ._data import simulate_batches as simulate_batches
 from ._data import spike_program as spike_program
 from ._density import knn_atypicality as knn_atypicality
+from ._fit import LeCellStep as LeCellStep
 from ._fit import annotate as annotate
 from ._fit import fit as fit
 from ._fit import train_lecell as train_lecell
@@ -25,5 +26,6 @@ from ._sigreg import epps_pulley as epps_pulley
 from ._sigreg import epps_pulley_null_mean as epps_pulley_null_mean
 from ._sigreg import sigreg as sigreg
 from ._vae import NBVAE as NBVAE
+from ._vae import NBVAEStep as NBVAEStep
 from ._vae import nb_log_likelihood as nb_log_likelihood
 from ._vae import train_nbvae as train_nbvae

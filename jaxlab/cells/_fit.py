@@ -1,28 +1,71 @@
-"""`fit`: AnnData in, AnnData out — train LeCellModel and annotate the cells."""
+"""`fit`: AnnData in, AnnData out — train LeCellModel (`LeCellStep`) and annotate the cells."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from tqdm.auto import tqdm
+from jaxtyping import Array, Float
 
-from jaxlab._core import check_positive_int, load_checkpoint, optimizer_update, save_checkpoint
+from jaxlab._core import AbstractProgress, Checkpointer, check_positive_int, run_steps
 
 from ._data import counts_matrix, log_normalize
 from ._model import LeCellModel, jepa_loss
+from ._model_step import AbstractModelStep
 from ._score import gene_attribution, jepa_score
 
-__all__ = ["fit", "train_lecell", "annotate"]
+__all__ = ["LeCellStep", "fit", "train_lecell", "annotate"]
 
 
 def _float():
     """JAX's default float dtype (float64 when x64 is enabled): data match the parameters."""
     return jnp.result_type(float)
+
+
+class LeCellStep(AbstractModelStep):
+    """One LeJEPA step of a `LeCellModel`: a minibatch of cells (drawn without
+    replacement), `jepa_loss` on augmented views, one optimiser update.
+
+    State: `(params, opt_state)` with `params = eqx.filter(model, eqx.is_array)` (the
+    model's functions stay in the step, so the state is all arrays and scans);
+    `combine(params)` gives the model back. Aux: `loss`, `sigreg`, `invariance`.
+    `init(model, key)` checks that `model` has the structure the step was built for.
+
+    **Arguments:**
+
+    - `model`: a `LeCellModel` whose structure (sizes, activations) the step trains.
+    - `counts`: `(N, G)` raw counts of the training cells.
+    - `optimizer`: an optax transformation (`train_lecell`: AdamW, lr 1e-3, decay 1e-4).
+    - `batch_size`: cells per step (at most N); `lam`: SIGReg weight; `n_views`: views per cell.
+
+    Paper: P5 (LeCellModel; LeJEPA's SIGReg, Balestriero & LeCun 2025).
+    """
+
+    counts: Float[Array, "N G"]
+    structure: LeCellModel = eqx.field(static=True)
+    optimizer: optax.GradientTransformation = eqx.field(static=True)
+    batch_size: int = eqx.field(static=True)
+    lam: float = eqx.field(static=True)
+    n_views: int = eqx.field(static=True)
+
+    def __init__(self, model: LeCellModel, counts, *, optimizer: optax.GradientTransformation,
+                 batch_size: int = 256, lam: float = 0.05, n_views: int = 2):
+        self.counts = jnp.asarray(counts, dtype=_float())
+        if self.counts.ndim != 2:
+            raise ValueError(f"counts: expected (cells, genes), received {self.counts.shape}")
+        self.structure = eqx.filter(model, eqx.is_array, inverse=True)
+        self.optimizer = optimizer
+        self.batch_size = min(check_positive_int("batch_size", batch_size),
+                              self.counts.shape[0])
+        self.lam = float(lam)
+        self.n_views = check_positive_int("n_views", n_views)
+
+    def loss(self, model: LeCellModel, key: jax.Array):
+        ki, kl = jax.random.split(key)
+        idx = jax.random.choice(ki, self.counts.shape[0], (self.batch_size,), replace=False)
+        return jepa_loss(model, self.counts[idx], key=kl, n_views=self.n_views, lam=self.lam)
 
 
 def train_lecell(
@@ -37,60 +80,38 @@ def train_lecell(
     lam: float = 0.05,
     n_views: int = 2,
     chunk: int = 50,
-    checkpoint: str | Path | None = None,
-    resume: bool = False,
-    progress: bool = True,
+    optimizer: optax.GradientTransformation | None = None,
+    checkpointer: Checkpointer | None = None,
+    progress: AbstractProgress | None = None,
 ) -> tuple[LeCellModel, dict[str, np.ndarray]]:
-    """Train on a (cells x genes) count matrix; returns the model and loss curves."""
+    """Train a `LeCellModel` on a (cells x genes) count matrix with `LeCellStep`.
+
+    **Arguments:**
+
+    - `counts`: `(N, G)` raw counts; `key`: PRNG key (keyword-only; the model is
+      initialised from its first split, step `i` uses `fold_in(second split, i)`).
+    - `latent_dim`, `width`: model sizes; `steps`, `batch_size`, `lam`, `n_views`: training.
+    - `optimizer`: default AdamW(`learning_rate`, weight decay 1e-4); pass one object to
+      several calls to reuse the compiled step.
+    - `chunk`: steps per jitted chunk (no effect on the results); `checkpointer`: a
+      `jaxlab._core.Checkpointer` (save/resume); `progress`: a progress strategy.
+
+    **Returns:** `(model, curves)`, curves `loss`, `sigreg`, `invariance` of shape `(steps,)`.
+    """
     check_positive_int("steps", steps)
     check_positive_int("batch_size", batch_size)
-    n, g = counts.shape
+    _, g = counts.shape
     logx = log_normalize(counts)
     km, kt = jax.random.split(key)
     model = LeCellModel(g, latent_dim, width, gene_mean=logx.mean(0),
                         gene_scale=logx.std(0) + 0.1, key=km)
-    opt = optax.adamw(learning_rate, weight_decay=1e-4)
-    state = opt.init(eqx.filter(model, eqx.is_array))
-    start = 0
-    if resume and checkpoint is not None and Path(checkpoint).is_file():
-        model, state, s = load_checkpoint(checkpoint, (model, state, jnp.array(0)))
-        start = int(s)
-    data = jnp.asarray(counts, dtype=_float())
-    bsz = min(batch_size, n)
-
-    @eqx.filter_jit
-    def run_chunk(model, state, k):
-        params, static = eqx.partition(model, eqx.is_array)
-
-        def body(carry, kk):
-            p, s = carry
-            ki, kl = jax.random.split(kk)
-            idx = jax.random.choice(ki, n, (bsz,), replace=False)
-
-            def loss_fn(pp):
-                return jepa_loss(eqx.combine(pp, static), data[idx], key=kl, n_views=n_views,
-                                 lam=lam)
-
-            (loss, parts), grads = jax.value_and_grad(loss_fn, has_aux=True)(p)
-            upd, s = optimizer_update(opt, grads, s, p)
-            return (optax.apply_updates(p, upd), s), (loss, parts["sigreg"], parts["invariance"])
-
-        (params, state), hist = jax.lax.scan(body, (params, state), jax.random.split(k, chunk))
-        return eqx.combine(params, static), state, hist
-
-    curves = {"loss": [], "sigreg": [], "invariance": []}
-    n_chunks = max(0, -(-(steps - start) // chunk))
-    bar = tqdm(range(n_chunks), desc="cells: LeJEPA", disable=not progress)
-    done = start
-    for _ in bar:
-        model, state, (loss, sig, inv) = run_chunk(model, state, jax.random.fold_in(kt, done))
-        done += chunk
-        for name, v in (("loss", loss), ("sigreg", sig), ("invariance", inv)):
-            curves[name].append(np.asarray(v))
-        bar.set_postfix(loss=float(loss[-1]), sigreg=float(sig[-1]))
-        if checkpoint is not None:
-            save_checkpoint(checkpoint, (model, state, jnp.array(done)))
-    return model, {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in curves.items()}
+    if optimizer is None:
+        optimizer = optax.adamw(learning_rate, weight_decay=1e-4)
+    step = LeCellStep(model, counts, optimizer=optimizer, batch_size=batch_size, lam=lam,
+                      n_views=n_views)
+    (params, _), hist = run_steps(step, step.init(model, kt), key=kt, steps=steps, chunk=chunk,
+                                  checkpointer=checkpointer, progress=progress)
+    return step.combine(params), hist.aux
 
 
 def annotate(model: LeCellModel, counts: np.ndarray, *, attributions: bool = True,
@@ -130,6 +151,5 @@ def fit(adata, *, key: jax.Array, layer: str | None = None, attributions: bool =
     out.obs["jepa_logdensity"] = ann["score"] - 0.5 * np.sum(ann["embedding"] ** 2, axis=1)
     if attributions:
         out.layers["jepa_attribution"] = ann["attribution"].astype(np.float32)
-    out.uns["lecell"] = {"final_loss": float(curves["loss"][-1]) if len(curves["loss"]) else
-                         float("nan")}
+    out.uns["lecell"] = {"final_loss": float(curves["loss"][-1])}
     return model, out

@@ -15,11 +15,12 @@ import numpy as np
 import optax
 from jax.scipy.special import gammaln
 from jaxtyping import Array, Float
-from tqdm.auto import tqdm
 
-from jaxlab._core import check_positive_int, optimizer_update
+from jaxlab._core import AbstractProgress, Checkpointer, check_positive_int, run_steps
 
-__all__ = ["NBVAE", "nb_log_likelihood", "train_nbvae"]
+from ._model_step import AbstractModelStep
+
+__all__ = ["NBVAE", "NBVAEStep", "nb_log_likelihood", "train_nbvae"]
 
 
 def nb_log_likelihood(x, mean, theta):
@@ -59,38 +60,78 @@ class NBVAE(eqx.Module):
         return rec - kl
 
 
+class NBVAEStep(AbstractModelStep):
+    """One ELBO step of an `NBVAE`: a minibatch of cells (drawn without replacement),
+    the negative mean ELBO with one reparameterised sample per cell, one optimiser update.
+
+    State: `(params, opt_state)` with `params = eqx.filter(model, eqx.is_array)`;
+    `combine(params)` gives the model back. Aux: `loss` (the negative ELBO per cell).
+
+    **Arguments:**
+
+    - `model`: an `NBVAE` whose structure the step trains.
+    - `counts`: `(N, G)` raw counts; `batch_onehot`: `(N, B)` one-hot batch labels.
+    - `optimizer`: an optax transformation (`train_nbvae`: Adam, lr 1e-3).
+    - `batch_size`: cells per step (at most N).
+
+    Paper: scVI (Lopez et al., 2018), the P5 baseline.
+    """
+
+    counts: Float[Array, "N G"]
+    batch_onehot: Float[Array, "N B"]
+    structure: NBVAE = eqx.field(static=True)
+    optimizer: optax.GradientTransformation = eqx.field(static=True)
+    batch_size: int = eqx.field(static=True)
+
+    def __init__(self, model: NBVAE, counts, batch_onehot, *,
+                 optimizer: optax.GradientTransformation, batch_size: int = 128):
+        dt = jnp.result_type(float)  # the parameters' dtype
+        self.counts = jnp.asarray(counts, dt)
+        self.batch_onehot = jnp.asarray(batch_onehot, dt)
+        if self.counts.ndim != 2 or self.batch_onehot.shape[:1] != self.counts.shape[:1]:
+            raise ValueError(f"counts/batch_onehot: expected (N, G) and (N, B), received "
+                             f"{self.counts.shape} and {self.batch_onehot.shape}")
+        self.structure = eqx.filter(model, eqx.is_array, inverse=True)
+        self.optimizer = optimizer
+        self.batch_size = min(check_positive_int("batch_size", batch_size),
+                              self.counts.shape[0])
+
+    def loss(self, model: NBVAE, key: jax.Array):
+        ki, ke = jax.random.split(key)
+        idx = jax.random.choice(ki, self.counts.shape[0], (self.batch_size,), replace=False)
+        keys = jax.random.split(ke, self.batch_size)
+        elbo = jax.vmap(lambda xx, bb, kk: model.elbo(xx, bb, key=kk))(
+            self.counts[idx], self.batch_onehot[idx], keys)
+        return -jnp.mean(elbo), {}
+
+
 def train_nbvae(counts: np.ndarray, batch: np.ndarray | None = None, *, key: jax.Array,
                 steps: int = 1500, batch_size: int = 128, learning_rate: float = 1e-3,
-                latent_dim: int = 10, progress: bool = True) -> tuple[NBVAE, np.ndarray]:
-    """Train on counts (cells x genes) with integer batch labels; returns (model, embedding)."""
+                latent_dim: int = 10, chunk: int = 100,
+                optimizer: optax.GradientTransformation | None = None,
+                checkpointer: Checkpointer | None = None,
+                progress: AbstractProgress | None = None) -> tuple[NBVAE, np.ndarray]:
+    """Train an `NBVAE` (`NBVAEStep`) on counts (cells x genes) with integer batch labels.
+
+    **Arguments:** `counts` `(N, G)`; `batch` `(N,)` integer labels (None: one batch);
+    `key` (keyword-only: model from its first split, step `i` from `fold_in(second, i)`);
+    `steps`, `batch_size`, `latent_dim`; `optimizer` (default Adam(`learning_rate`));
+    `chunk` steps per jitted chunk; `checkpointer`; `progress`.
+
+    **Returns:** `(model, embedding)`, the embedding `(N, latent_dim)` the posterior means.
+    """
     check_positive_int("steps", steps)
     n, g = counts.shape
     codes = np.zeros(n, dtype=np.int64) if batch is None else np.asarray(batch)
     n_b = int(codes.max()) + 1
-    dt = jnp.result_type(float)  # the parameters' dtype
-    onehot = jnp.asarray(np.eye(n_b)[codes], dtype=dt)
-    x = jnp.asarray(counts, dtype=dt)
     km, kt = jax.random.split(key)
     model = NBVAE(g, n_b, latent_dim, key=km)
-    opt = optax.adam(learning_rate)
-    state = opt.init(eqx.filter(model, eqx.is_array))
-    bsz = min(batch_size, n)
-
-    @eqx.filter_jit
-    def step(model, state, k):
-        ki, ke = jax.random.split(k)
-        idx = jax.random.choice(ki, n, (bsz,), replace=False)
-
-        def loss(m):
-            keys = jax.random.split(ke, bsz)
-            return -jnp.mean(jax.vmap(lambda xx, bb, kk: m.elbo(xx, bb, key=kk))(
-                x[idx], onehot[idx], keys))
-
-        val, grads = eqx.filter_value_and_grad(loss)(model)
-        upd, state = optimizer_update(opt, grads, state, eqx.filter(model, eqx.is_array))
-        return eqx.apply_updates(model, upd), state, val
-
-    for i in tqdm(range(steps), desc="cells: NB-VAE", disable=not progress):
-        model, state, _ = step(model, state, jax.random.fold_in(kt, i))
-    emb = jax.vmap(lambda xx, bb: model.encode(xx, bb)[0])(x, onehot)
+    if optimizer is None:
+        optimizer = optax.adam(learning_rate)
+    step = NBVAEStep(model, counts, np.eye(n_b)[codes], optimizer=optimizer,
+                     batch_size=batch_size)
+    (params, _), _ = run_steps(step, step.init(model, kt), key=kt, steps=steps, chunk=chunk,
+                               checkpointer=checkpointer, progress=progress)
+    model = step.combine(params)
+    emb = jax.vmap(lambda xx, bb: model.encode(xx, bb)[0])(step.counts, step.batch_onehot)
     return model, np.array(emb)  # a writable copy (jax-backed arrays are read-only)

@@ -11,6 +11,7 @@ from ._data import GROUPS as GROUPS
 from ._data import SESSIONS as SESSIONS
 from ._data import EEGDataset as EEGDataset
 from ._data import EpochTable as EpochTable
+from ._deep import ClassifierStep as ClassifierStep
 from ._deep import DeepConvNet as DeepConvNet
 from ._deep import EEGNet as EEGNet
 from ._deep import ShallowConvNet as ShallowConvNet

@@ -1,24 +1,33 @@
 """Deep baselines in flax (P10): EEGNet (Lawhern et al. 2018), ShallowConvNet and
 DeepConvNet (Schirrmeister et al. 2017) with braindecode's default hyper-parameters,
-trained with optax (Adam, mini-batches, early stopping on a held-out validation split,
-tqdm, checkpoints every N steps with exact resume)."""
+trained with optax (`ClassifierStep`: Adam, shuffled mini-batches per epoch, early
+stopping on a held-out validation split) by the one driver (progress, checkpoints,
+exact resume)."""
 
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Any
 
+import equinox as eqx
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from tqdm.auto import tqdm
+from jaxtyping import Array, Float, Int
 
-from jaxlab._core import load_checkpoint, optimizer_update, save_checkpoint
+from jaxlab._core import (
+    AbstractProgress,
+    AbstractStep,
+    Checkpointer,
+    StepLoop,
+    optimizer_update,
+    run_steps,
+)
 
-__all__ = ["EEGNet", "ShallowConvNet", "DeepConvNet", "TrainedClassifier", "train_classifier"]
+__all__ = ["EEGNet", "ShallowConvNet", "DeepConvNet", "ClassifierStep", "TrainedClassifier",
+           "train_classifier"]
 
 
 def _avg_pool(h, length: int, stride: int):
@@ -182,49 +191,141 @@ class DeepConvNet(nn.Module):
         return nn.Dense(self.n_classes, dtype=dt, param_dtype=dt)(h.reshape(h.shape[0], -1))
 
 
+@functools.partial(jax.jit, static_argnames="model")
+def _logits(model: nn.Module, params, batch_stats, x):
+    return model.apply({"params": params, "batch_stats": batch_stats}, x, train=False)
+
+
+def _cross_entropy(logits, labels):
+    return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+
+
+class ClassifierStep(AbstractStep):
+    """One Adam step of a flax EEG classifier on cross-entropy, with per-epoch shuffling,
+    validation and early stopping.
+
+    Step `t` trains on batch `t mod B` of epoch `t // B` (`B = max(N // batch_size, 1)`
+    batches, epoch `e` in the order `state["order"][e]`, dropout from the step key). At
+    the end of each epoch the validation loss is computed; the best weights are kept and
+    after `patience` epochs without improvement `state["done"]` is set and every later
+    step leaves the state unchanged (loss NaN), so the result does not depend on where
+    the driver checks `stop=lambda s: s["done"]`. Without validation data the best
+    weights are the last epoch's.
+
+    State (a dict): `params`, `batch_stats`, `opt_state`, `best_params`, `best_stats`,
+    `best_val`, `bad` (epochs without improvement), `done`, `t` (steps taken),
+    `val_losses` `(epochs,)` (NaN where not run), `order` `(epochs, N)`. `init(None, key)`
+    draws the weights from `split(key, 3)[0]` and the epoch orders from
+    `fold_in(split(key, 3)[2], epoch)`; `init(variables, key)` starts from given flax
+    variables. Aux: `loss` (training cross-entropy of the step).
+
+    **Arguments:**
+
+    - `model`: a flax module (`EEGNet`, `ShallowConvNet`, `DeepConvNet`).
+    - `x` `(N, C, L)` float32 epochs, `y` `(N,)` int32 labels; `x_val`, `y_val` optional
+      validation set (both or neither).
+    - `optimizer`: an optax transformation (`train_classifier`: Adam, lr 1e-3).
+    - `epochs`, `batch_size`, `patience`.
+    """
+
+    x: Float[Array, "N C L"]
+    y: Int[Array, " N"]
+    x_val: Float[Array, "M C L"] | None
+    y_val: Int[Array, " M"] | None
+    model: nn.Module = eqx.field(static=True)
+    optimizer: optax.GradientTransformation = eqx.field(static=True)
+    epochs: int = eqx.field(static=True, default=30)
+    batch_size: int = eqx.field(static=True, default=64)
+    patience: int = eqx.field(static=True, default=5)
+
+    @property
+    def n_batches(self) -> int:
+        """Optimizer steps per epoch."""
+        return max(self.x.shape[0] // self.batch_size, 1)
+
+    @property
+    def total_steps(self) -> int:
+        """`epochs * n_batches`: the `steps` to run."""
+        return self.epochs * self.n_batches
+
+    def init(self, model, key):
+        k_init, _, k_perm = jax.random.split(key, 3)
+        variables = self.model.init({"params": k_init}, self.x[:2]) if model is None else model
+        params, stats = variables["params"], variables["batch_stats"]
+        n = self.x.shape[0]
+        order = jnp.stack([jax.random.permutation(jax.random.fold_in(k_perm, e), n)
+                           for e in range(self.epochs)]).astype(jnp.int32)
+        return {"params": params, "batch_stats": stats, "opt_state": self.optimizer.init(params),
+                "best_params": params, "best_stats": stats,
+                "best_val": jnp.asarray(jnp.inf, jnp.float32), "bad": jnp.asarray(0, jnp.int32),
+                "done": jnp.asarray(False), "t": jnp.asarray(0, jnp.int32),
+                "val_losses": jnp.full((self.epochs,), jnp.nan, jnp.float32), "order": order}
+
+    def _train(self, state, key):
+        t = state["t"]
+        nb = self.n_batches
+        bs = min(self.batch_size, self.x.shape[0])
+        ep, b = t // nb, t % nb
+        idx = jax.lax.dynamic_slice(state["order"][ep], (b * bs,), (bs,))
+
+        def loss_fn(p):
+            logits, upd = self.model.apply({"params": p, "batch_stats": state["batch_stats"]},
+                                           self.x[idx], train=True, rngs={"dropout": key},
+                                           mutable=["batch_stats"])
+            return _cross_entropy(logits, self.y[idx]), upd["batch_stats"]
+
+        (loss, stats), g = jax.value_and_grad(loss_fn, has_aux=True)(state["params"])
+        updates, opt_state = optimizer_update(self.optimizer, g, state["opt_state"],
+                                              state["params"])
+        new = {**state, "params": optax.apply_updates(state["params"], updates),
+               "batch_stats": stats, "opt_state": opt_state, "t": t + 1}
+        new = jax.lax.cond((t + 1) % nb == 0, lambda s: self._end_epoch(s, ep), lambda s: s,
+                           new)
+        return new, loss
+
+    def _end_epoch(self, s, ep):
+        if self.x_val is None or self.y_val is None:
+            return {**s, "best_params": s["params"], "best_stats": s["batch_stats"]}
+        v = _cross_entropy(_logits(self.model, s["params"], s["batch_stats"], self.x_val),
+                           self.y_val).astype(jnp.float32)
+        better = v < s["best_val"]
+        keep = lambda new, old: jax.tree_util.tree_map(  # noqa: E731
+            lambda a, b: jnp.where(better, a, b), new, old)
+        bad = jnp.where(better, 0, s["bad"] + 1)
+        return {**s, "val_losses": s["val_losses"].at[ep].set(v),
+                "best_val": jnp.where(better, v, s["best_val"]),
+                "best_params": keep(s["params"], s["best_params"]),
+                "best_stats": keep(s["batch_stats"], s["best_stats"]),
+                "bad": bad, "done": bad >= self.patience}
+
+    def step(self, state, key):
+        def frozen(s):
+            return s, jnp.asarray(jnp.nan, jnp.float32)
+
+        new, loss = jax.lax.cond(state["done"], frozen, lambda s: self._train(s, key), state)
+        return new, {"loss": loss.astype(jnp.float32)}
+
+
 class TrainedClassifier:
     """What `train_classifier` returns: call it on `(N, C, L)` epochs for labels `(N,)`.
 
     Attributes: `model`, `params`, `batch_stats` (the best weights), `val_losses`
     (per-epoch validation loss, NaN where not run), `steps` (optimizer steps taken),
-    `stopped_early`.
+    `stopped_early`, `losses` (per-step training loss, NaN after an early stop).
     """
 
-    def __init__(self, model, logits_fn, params, batch_stats, val_losses, steps,
-                 stopped_early):
-        self.model, self._logits = model, logits_fn
+    def __init__(self, model, params, batch_stats, val_losses, steps, stopped_early, losses):
+        self.model = model
         self.params, self.batch_stats = params, batch_stats
         self.val_losses, self.steps, self.stopped_early = val_losses, steps, stopped_early
+        self.losses = losses
 
     def logits(self, x):
         """Logits `(N, n_classes)` of epochs `x` `(N, C, L)` (inference mode)."""
-        return self._logits(self.params, self.batch_stats, jnp.asarray(x, jnp.float32))
+        return _logits(self.model, self.params, self.batch_stats, jnp.asarray(x, jnp.float32))
 
     def __call__(self, x):
         return np.asarray(jnp.argmax(self.logits(x), -1))
-
-
-@functools.lru_cache(maxsize=32)
-def _compiled(model: nn.Module, learning_rate: float):
-    """Jitted (train step, logits) for `model`, cached so that folds reuse compilations."""
-    opt = optax.adam(learning_rate)
-
-    def loss_fn(p, s, xb, yb, kd):
-        logits, upd = model.apply({"params": p, "batch_stats": s}, xb, train=True,
-                                  rngs={"dropout": kd}, mutable=["batch_stats"])
-        return optax.softmax_cross_entropy_with_integer_labels(logits, yb).mean(), upd
-
-    @jax.jit
-    def step(p, s, o, xb, yb, kd):
-        (loss, upd), g = jax.value_and_grad(loss_fn, has_aux=True)(p, s, xb, yb, kd)
-        updates, o = optimizer_update(opt, g, o, p)
-        return optax.apply_updates(p, updates), upd["batch_stats"], o, loss
-
-    @jax.jit
-    def logits_of(p, s, xb):
-        return model.apply({"params": p, "batch_stats": s}, xb, train=False)
-
-    return step, logits_of, opt
 
 
 def train_classifier(
@@ -239,96 +340,46 @@ def train_classifier(
     batch_size: int = 64,
     learning_rate: float = 1e-3,
     patience: int = 5,
-    progress: bool = True,
-    checkpoint: str | Path | None = None,
-    checkpoint_every: int = 100,
-    resume: bool = False,
-    max_steps: int | None = None,
+    optimizer: optax.GradientTransformation | None = None,
+    checkpointer: Checkpointer | None = None,
+    progress: AbstractProgress | None = None,
 ) -> TrainedClassifier:
-    """Train `model` with Adam on cross-entropy; early-stop on validation loss.
+    """Train `model` with Adam on cross-entropy; early-stop on validation loss
+    (`ClassifierStep` run by `jaxlab._core.run_steps`, one jitted step per call).
 
     **Arguments:**
 
     - `model`: a flax module (`EEGNet`, `ShallowConvNet`, `DeepConvNet`).
     - `x` `(N, C, L)`, `y` `(N,)` int labels; optional `x_val`, `y_val` for early stopping
       (stop after `patience` epochs without a lower validation loss; the best weights win).
-    - `key`: PRNG key (keyword-only); initialisation, batch order and dropout derive from
-      it per step, so a resumed run repeats the uninterrupted one exactly.
-    - `checkpoint`: file to save the full training state to every `checkpoint_every`
-      optimizer steps (atomically, `jaxlab._core.save_checkpoint`) and when training ends.
-    - `resume`: continue from `checkpoint` when it exists (a finished run is not retrained).
-    - `max_steps`: stop after this many optimizer steps in total (a compute budget; a later
-      call with `resume=True` and no or a larger budget continues).
+    - `key`: PRNG key (keyword-only): weights from `split(key, 3)[0]`, step `t`'s dropout
+      from `fold_in(split(key, 3)[1], t)`, epoch orders from `split(key, 3)[2]`.
+    - `optimizer`: default Adam(`learning_rate`); pass one object to several calls (folds)
+      to reuse the compiled step.
+    - `checkpointer`: a `Checkpointer`; saves every `checkpointer.every` steps (default
+      every epoch) and at the end; with `resume=True` continues exactly (a finished or
+      early-stopped run is not retrained).
+    - `progress`: a progress strategy (default silent).
 
     **Returns:** `TrainedClassifier`: `clf(x) -> labels`, with the best weights.
     """
     x, y = jnp.asarray(x, jnp.float32), jnp.asarray(y).astype(jnp.int32)
     if x.ndim != 3 or y.shape != x.shape[:1]:
         raise ValueError(f"x/y: expected (N, C, L) and (N,), got {x.shape} and {y.shape}")
-    for name, v in (("epochs", epochs), ("batch_size", batch_size),
-                    ("checkpoint_every", checkpoint_every)):
+    for name, v in (("epochs", epochs), ("batch_size", batch_size), ("patience", patience)):
         if not (isinstance(v, int | np.integer) and v > 0):
             raise ValueError(f"{name}: expected a positive int, got {v!r}")
-    k_init, k_drop, k_perm = jax.random.split(key, 3)
-    variables = model.init({"params": k_init}, x[:2])
-    params, stats = variables["params"], variables["batch_stats"]
-    step, logits_of, opt = _compiled(model, float(learning_rate))
-    opt_state = opt.init(params)
+    if (x_val is None) != (y_val is None):
+        raise ValueError("x_val/y_val: expected both or neither")
     has_val = x_val is not None
-    if has_val:
-        xv = jnp.asarray(x_val, jnp.float32)
-        yv = jnp.asarray(y_val).astype(jnp.int32)
-
-    n = x.shape[0]
-    n_batches = max(n // batch_size, 1)
-    total = epochs * n_batches
-    # counters: step, epochs without improvement, stopped early, N, batch size, epochs
-    state = {"params": params, "stats": stats, "opt": opt_state, "best_params": params,
-             "best_stats": stats,
-             "counters": np.asarray([0, 0, 0, n, batch_size, epochs], np.int64),
-             "best_val": np.asarray(np.inf), "val_losses": np.full(epochs, np.nan)}
-    ckpt = None if checkpoint is None else Path(checkpoint)
-    if resume and ckpt is not None and ckpt.exists():
-        state = load_checkpoint(ckpt, state)
-        if tuple(state["counters"][3:]) != (n, batch_size, epochs):
-            raise ValueError(f"checkpoint: {ckpt} was written for (samples, batch size, "
-                             f"epochs) = {tuple(int(v) for v in state['counters'][3:])}, not "
-                             f"{(n, batch_size, epochs)}")
-    t, bad, done = (int(v) for v in state["counters"][:3])
-    budget = total if max_steps is None else min(total, int(max_steps))
-    perm_epoch, perm = -1, None
-    bar = tqdm(total=total, initial=min(t, total), desc=type(model).__name__,
-               disable=not progress, leave=False)
-    while t < budget and not done:
-        ep, b = divmod(t, n_batches)
-        if ep != perm_epoch:
-            perm_epoch, perm = ep, jax.random.permutation(jax.random.fold_in(k_perm, ep), n)
-        idx = perm[b * batch_size : (b + 1) * batch_size]
-        kd = jax.random.fold_in(k_drop, t)
-        state["params"], state["stats"], state["opt"], _ = step(
-            state["params"], state["stats"], state["opt"], x[idx], y[idx], kd)
-        t += 1
-        bar.update(1)
-        if t % n_batches == 0:  # end of an epoch: validation and early stopping
-            if not has_val:
-                state["best_params"], state["best_stats"] = state["params"], state["stats"]
-            else:
-                lg = logits_of(state["params"], state["stats"], xv)
-                v = float(optax.softmax_cross_entropy_with_integer_labels(lg, yv).mean())
-                state["val_losses"][ep] = v
-                if v < float(state["best_val"]):
-                    state["best_val"] = np.asarray(v)
-                    state["best_params"], state["best_stats"] = state["params"], state["stats"]
-                    bad = 0
-                else:
-                    bad += 1
-                    done = int(bad >= patience)
-        state["counters"] = np.asarray([t, bad, done, n, batch_size, epochs], np.int64)
-        if ckpt is not None and (t % checkpoint_every == 0 or done or t == budget):
-            save_checkpoint(ckpt, state)
-    bar.close()
-    if not np.isfinite(state["best_val"]) and has_val:  # budget ended before any validation
-        state["best_params"], state["best_stats"] = state["params"], state["stats"]
-    return TrainedClassifier(model, logits_of, state["best_params"], state["best_stats"],
-                             np.asarray(state["val_losses"]), t, bool(done))
-
+    optimizer = optax.adam(learning_rate) if optimizer is None else optimizer
+    step = ClassifierStep(x, y, jnp.asarray(x_val, jnp.float32) if has_val else None,
+                          jnp.asarray(y_val).astype(jnp.int32) if has_val else None,
+                          model, optimizer, int(epochs), int(batch_size), int(patience))
+    state, hist = run_steps(step, step.init(None, key), key=jax.random.split(key, 3)[1],
+                            steps=step.total_steps, chunk=step.n_batches,
+                            checkpointer=checkpointer, progress=progress,
+                            stop=lambda s: bool(s["done"]), loop=StepLoop())
+    return TrainedClassifier(model, state["best_params"], state["best_stats"],
+                             np.asarray(state["val_losses"]), int(state["t"]),
+                             bool(state["done"]), hist.losses)

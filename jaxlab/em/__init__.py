@@ -27,7 +27,8 @@ from ._segment import merge_small_segments as merge_small_segments
 from ._segment import relabel_connected as relabel_connected
 from ._segment import segment_watershed as segment_watershed
 
-# Models (shared-encoder U-Nets, partial-diffusion refiner) and their training.
+# Models (shared-encoder U-Nets, partial-diffusion refiner), their training and the four
+# P11 methods.
 # isort: split
 from ._diffusion import Denoiser as Denoiser
 from ._diffusion import NoiseSchedule as NoiseSchedule
@@ -38,8 +39,16 @@ from ._diffusion import q_sample as q_sample
 from ._diffusion import refine_embedding as refine_embedding
 from ._diffusion import refine_timesteps as refine_timesteps
 from ._diffusion import structure_embedding as structure_embedding
+from ._methods import METHODS as METHODS
+from ._methods import MethodPrediction as MethodPrediction
+from ._methods import MethodsConfig as MethodsConfig
+from ._methods import TrainedMethods as TrainedMethods
+from ._methods import predict_method as predict_method
+from ._methods import refine_dataset as refine_dataset
+from ._methods import train_methods as train_methods
 from ._train import DenoiserObjective as DenoiserObjective
 from ._train import JointObjective as JointObjective
+from ._train import ObjectiveStep as ObjectiveStep
 from ._train import SegObjective as SegObjective
 from ._train import SRObjective as SRObjective
 from ._train import balanced_bce as balanced_bce

@@ -1,7 +1,7 @@
-"""Training of the P11 models: one optax loop, parameterised by the objective.
+"""Training of the P11 models: one step object, parameterised by the objective.
 
-Objectives (hashable strategy objects, so a jitted chunk of steps compiles once per
-model configuration and is reused across data sets):
+Objectives (hashable strategy objects, so the driver compiles one step per model
+configuration and reuses it across data sets):
 
 - `SRObjective`: SR-only net, L1 or L2 reconstruction loss;
 - `SegObjective`: segmentation-only net, class-balanced BCE on boundaries;
@@ -11,28 +11,35 @@ model configuration and is reused across data sets):
 - `DenoiserObjective`: epsilon-prediction MSE of the refiner's denoiser on noised
   HR embeddings, conditioned on SR embeddings.
 
-`fit` runs jitted Adam steps (minibatches drawn with replacement) in chunks under a
-tqdm bar, saves `(params, opt_state, step)` with
-`jaxlab._core.save_checkpoint` after every chunk when `checkpoint` is given, and
-continues from it with `resume=True` (same result as an uninterrupted run).
+`ObjectiveStep` is one optimiser step on a random minibatch (drawn with replacement);
+`fit` runs it with `jaxlab._core.run_steps` (one jitted call per step, `StepLoop`:
+on XLA:CPU, convolutions inside a `lax.scan` body run an order of magnitude slower
+than in a top-level computation), with checkpoints and exact resume from a
+`Checkpointer`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
+import equinox as eqx
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from tqdm.auto import tqdm
 
-from jaxlab._core import check_positive_int, load_checkpoint, optimizer_update, save_checkpoint
+from jaxlab._core import (
+    AbstractProgress,
+    AbstractStep,
+    Checkpointer,
+    StepLoop,
+    check_positive_int,
+    optimizer_update,
+    run_steps,
+)
 
 from ._diffusion import Denoiser, make_schedule, q_sample
 
@@ -43,6 +50,7 @@ __all__ = [
     "SegObjective",
     "JointObjective",
     "DenoiserObjective",
+    "ObjectiveStep",
     "fit",
     "init_params",
 ]
@@ -150,22 +158,57 @@ def init_params(model: nn.Module, *args: Any, key: jax.Array) -> Any:
     return jax.jit(model.init)(jax.random.key(seed, impl="rbg"), *args)
 
 
-@functools.cache
-def _adam(learning_rate: float) -> optax.GradientTransformation:
-    return optax.adam(learning_rate)
+def _check_data(data: Mapping[str, Any]) -> dict[str, jax.Array]:
+    data = {k: jnp.asarray(v) for k, v in data.items()}
+    if not data:
+        raise ValueError("data: expected at least one array")
+    sizes = {k: v.shape[0] if v.ndim else None for k, v in data.items()}
+    if len(set(sizes.values())) != 1 or None in sizes.values():
+        raise ValueError(f"data: expected arrays with a common leading axis, received {sizes}")
+    return data
 
 
-@functools.partial(jax.jit, static_argnames=("objective", "learning_rate", "batch_size"))
-def _step(objective, learning_rate, batch_size, params, opt_state, data, key):
-    # One jitted step driven from Python: on XLA:CPU, convolutions inside a
-    # `lax.scan` body run an order of magnitude slower than in a top-level computation.
-    n = jax.tree_util.tree_leaves(data)[0].shape[0]
-    ki, kl = jax.random.split(key)
-    idx = jax.random.randint(ki, (batch_size,), 0, n)
-    batch = {name: v[idx] for name, v in data.items()}
-    loss, grads = jax.value_and_grad(objective)(params, batch, kl)
-    updates, opt_state = optimizer_update(_adam(learning_rate), grads, opt_state, params)
-    return optax.apply_updates(params, updates), opt_state, loss
+class ObjectiveStep(AbstractStep):
+    """One optimiser step on `objective(params, batch, key)` for a random minibatch.
+
+    The minibatch is `batch_size` rows of `data` drawn with replacement; state
+    `(params, opt_state)` with `params` the flax variables; aux `loss`.
+
+    **Arguments:**
+
+    - `objective`: one of the objectives above (any hashable callable
+      `(params, batch, key) -> scalar`).
+    - `data`: name -> array with a common leading axis N (the keys the objective reads).
+    - `optimizer`: an optax transformation (`fit`: Adam(`learning_rate`)).
+    - `batch_size`: rows per step.
+    """
+
+    data: dict[str, jax.Array]
+    objective: Any = eqx.field(static=True)
+    optimizer: optax.GradientTransformation = eqx.field(static=True)
+    batch_size: int = eqx.field(static=True)
+
+    def __init__(self, objective: Any, data: Mapping[str, Any], *,
+                 optimizer: optax.GradientTransformation, batch_size: int = 8):
+        self.data = _check_data(data)
+        self.objective = objective
+        self.optimizer = optimizer
+        self.batch_size = check_positive_int("batch_size", batch_size)
+
+    def init(self, model: Any, key: jax.Array):
+        """`model`: the initial flax variables (see `init_params`)."""
+        del key
+        return model, self.optimizer.init(model)
+
+    def step(self, state, key):
+        params, opt_state = state
+        n = jax.tree_util.tree_leaves(self.data)[0].shape[0]
+        ki, kl = jax.random.split(key)
+        idx = jax.random.randint(ki, (self.batch_size,), 0, n)
+        batch = {name: v[idx] for name, v in self.data.items()}
+        loss, grads = jax.value_and_grad(self.objective)(params, batch, kl)
+        updates, opt_state = optimizer_update(self.optimizer, grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), {"loss": loss}
 
 
 def fit(
@@ -177,55 +220,31 @@ def fit(
     steps: int,
     batch_size: int = 8,
     learning_rate: float = 1e-3,
+    optimizer: optax.GradientTransformation | None = None,
     chunk: int = 25,
-    checkpoint: str | Path | None = None,
-    resume: bool = False,
-    progress: bool = True,
-    desc: str = "em",
+    checkpointer: Checkpointer | None = None,
+    progress: AbstractProgress | None = None,
 ) -> tuple[Any, np.ndarray]:
-    """Minimise `objective(params, batch, key)` with Adam on random minibatches of `data`.
+    """Minimise `objective(params, batch, key)` on random minibatches of `data`
+    (`ObjectiveStep` run by `jaxlab._core.run_steps`).
 
     **Arguments:** `objective` one of the objectives above (any hashable callable);
     `params` initial flax variables; `data` name -> array with a common leading axis N
-    (the keys the objective reads); `key` PRNG key (keyword-only); `steps` total steps;
-    `checkpoint` file written after every `chunk` steps;
-    `resume` continue from `checkpoint` when it exists.
+    (the keys the objective reads); `key` PRNG key (keyword-only; step `i` uses
+    `fold_in(key, i)`); `steps` total steps; `optimizer` (default Adam(`learning_rate`);
+    pass one object to several calls to reuse the compiled step); `chunk` steps between
+    progress updates (no effect on the results); `checkpointer` a `Checkpointer`
+    (saves every `checkpointer.every` steps, default every chunk; resumes exactly);
+    `progress` a progress strategy.
 
-    **Returns:** `(params, losses)`, losses `(steps,)` per-step training loss (NaN for
-    steps done before a resume).
+    **Returns:** `(params, losses)`, losses `(steps,)` per-step training loss.
     """
     steps = check_positive_int("steps", steps)
     chunk = check_positive_int("chunk", chunk)
-    batch_size = check_positive_int("batch_size", batch_size)
-    data = {k: jnp.asarray(v) for k, v in data.items()}
-    if not data:
-        raise ValueError("data: expected at least one array")
-    sizes = {k: v.shape[0] if v.ndim else None for k, v in data.items()}
-    if len(set(sizes.values())) != 1 or None in sizes.values():
-        raise ValueError(f"data: expected arrays with a common leading axis, received {sizes}")
-    lr = float(learning_rate)
-    opt_state = _adam(lr).init(params)
-    ref_dtype = jax.tree_util.tree_leaves(params)[0].dtype
-    losses = np.full((steps,), np.nan, np.dtype(ref_dtype))
-    done = 0
-    ckpt = Path(checkpoint) if checkpoint is not None else None
-    if resume and ckpt is not None and ckpt.is_file():
-        params, opt_state, done_arr = load_checkpoint(ckpt, (params, opt_state, jnp.array(0)))
-        done = int(done_arr)
-    bar = tqdm(total=steps, initial=min(done, steps), desc=desc, disable=not progress,
-               leave=False)
-    while done < steps:
-        n = min(chunk, steps - done)
-        ls = []
-        for i in range(done, done + n):
-            params, opt_state, loss = _step(objective, lr, batch_size, params, opt_state,
-                                            data, jax.random.fold_in(key, i))
-            ls.append(loss)
-        losses[done:done + n] = np.asarray(jnp.stack(ls))
-        done += n
-        bar.update(n)
-        bar.set_postfix(loss=float(ls[-1]))
-        if ckpt is not None:
-            save_checkpoint(ckpt, (params, opt_state, jnp.array(done)))
-    bar.close()
-    return params, losses
+    if optimizer is None:
+        optimizer = optax.adam(float(learning_rate))
+    step = ObjectiveStep(objective, data, optimizer=optimizer, batch_size=batch_size)
+    (params, _), hist = run_steps(step, step.init(params, key), key=key, steps=steps,
+                                  chunk=chunk, checkpointer=checkpointer, progress=progress,
+                                  loop=StepLoop())
+    return params, hist.losses

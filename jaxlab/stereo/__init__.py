@@ -12,9 +12,11 @@ from ._faces import render_pair as render_pair
 from ._faces import rig_configurations as rig_configurations
 from ._faces import sample_face_scene as sample_face_scene
 from ._faces import write_face_shards as write_face_shards
+from ._learned import RaftStep as RaftStep
 from ._learned import init_raft as init_raft
 from ._learned import raft_disparity as raft_disparity
 from ._learned import raft_loss as raft_loss
+from ._learned import raft_optimizer as raft_optimizer
 from ._learned import raft_predictor as raft_predictor
 from ._learned import train_raft as train_raft
 from ._matching import block_matching as block_matching

@@ -3,12 +3,12 @@
 Loss (RAFT-Stereo): sum over iterations i = 1..N of gamma^(N - i) times the mean
 absolute error between the i-th full-resolution disparity and the ground truth over
 the pixels where the ground truth is finite (and, optionally, inside a given mask).
-AdamW with a warm-up + cosine-decay learning rate and gradient clipping; light
-photometric augmentation (per-image brightness, contrast, gamma, colour gain, noise;
-left and right jittered independently). Steps run one jitted update at a time with a
-tqdm bar; with `checkpoint`, (params, optimiser state, step) are saved every
-`checkpoint_every` steps and `resume=True` continues from the saved step with the same
-per-step random streams, so an interrupted and resumed run equals an uninterrupted one.
+AdamW with a warm-up + cosine-decay learning rate and gradient clipping
+(`raft_optimizer`); light photometric augmentation (per-image brightness, contrast,
+gamma, colour gain, noise; left and right jittered independently). `RaftStep` is one
+update; `train_raft` runs it with `jaxlab._core.run_steps`, one jitted update at a time
+(`StepLoop`: convolutions inside a `lax.scan` body are much slower on XLA:CPU), with
+checkpoints and exact resume from a `Checkpointer`.
 
 Paper: P15 (learned stereo matchers on synthetic faces).
 """
@@ -17,29 +17,30 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from jaxtyping import Array, Float, PRNGKeyArray
-from tqdm.auto import tqdm
+from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from jaxlab._core import (
+    AbstractProgress,
+    AbstractStep,
+    Checkpointer,
+    StepLoop,
     check_array,
     check_finite,
     check_positive_int,
-    load_checkpoint,
     optimizer_update,
-    save_checkpoint,
+    run_steps,
 )
 
 from ._raft import RAFTStereo
 
-__all__ = ["init_raft", "raft_loss", "train_raft", "raft_predictor", "raft_disparity"]
+__all__ = ["init_raft", "raft_loss", "raft_optimizer", "RaftStep", "train_raft",
+           "raft_predictor", "raft_disparity"]
 
 
 def _check_pair(left, right, n_iters, downsample):
@@ -109,35 +110,73 @@ def _jitter(img, key):
     return jnp.clip(img + 0.01 * jax.random.normal(k[4], img.shape, dt), 0.0, 1.0)
 
 
-@functools.lru_cache(maxsize=8)
-def _optimizer(learning_rate: float, weight_decay: float, steps: int):
-    """AdamW with linear warm-up (5 %) and cosine decay to 5 %, global-norm clipping at 1
-    (cached, so repeated training calls share one compiled step)."""
+def raft_optimizer(learning_rate: float = 4e-4, weight_decay: float = 1e-5,
+                   steps: int = 300) -> optax.GradientTransformation:
+    """`train_raft`'s default: AdamW with linear warm-up (5 % of `steps`) and cosine decay
+    to 5 % of `learning_rate` at `steps`, global-norm clipping at 1 (RAFT-Stereo's
+    recipe, shortened). Build it once and pass it to several `train_raft` calls to reuse
+    the compiled step."""
+    steps = check_positive_int("steps", steps)
     schedule = optax.warmup_cosine_decay_schedule(
         0.0, learning_rate, max(1, steps // 20), steps, learning_rate * 0.05)
     return optax.chain(optax.clip_by_global_norm(1.0),
                        optax.adamw(schedule, weight_decay=weight_decay))
 
 
-@functools.partial(jax.jit, static_argnames=("model", "opt", "batch_size", "n_iters", "gamma",
-                                             "augment"))
-def _train_step(params, opt_state, key, left, right, disp, valid, *, model, opt, batch_size,
-                n_iters, gamma, augment):
-    ki, ka = jax.random.split(key)
-    n = left.shape[0]
-    idx = jax.random.choice(ki, n, (batch_size,), replace=n < batch_size)
+class RaftStep(AbstractStep):
+    """One RAFT-Stereo update: a random batch of pairs (drawn without replacement when
+    there are enough), optional photometric jitter, `raft_loss`, one optimiser update.
 
-    def batch_loss(p):
-        a, b = left[idx], right[idx]
-        if augment:
-            k1, k2 = jax.random.split(ka)
-            a = jax.vmap(_jitter)(a, jax.random.split(k1, batch_size))
-            b = jax.vmap(_jitter)(b, jax.random.split(k2, batch_size))
-        return raft_loss(model, p, a, b, disp[idx], valid[idx], n_iters=n_iters, gamma=gamma)
+    State `(params, opt_state)`; aux `loss`. `init(params, key)` starts from `params`, or
+    from `init_raft(model, H, W, key=key)` when `params` is None.
 
-    loss, g = jax.value_and_grad(batch_loss)(params)
-    upd, opt_state = optimizer_update(opt, g, opt_state, params)
-    return optax.apply_updates(params, upd), opt_state, loss
+    **Arguments:**
+
+    - `model`: a `RAFTStereo`; `left`, `right` `(N, H, W, 3)` images in [0, 1];
+      `disparity` `(N, H, W)` ground truth (values ignored where `valid` is False);
+      `valid` `(N, H, W)` bool.
+    - `optimizer`: an optax transformation (`train_raft`: `raft_optimizer(...)`).
+    - `batch_size`, `n_iters` (refinement iterations), `gamma` (sequence-loss decay),
+      `augment` (photometric jitter).
+
+    Paper: P15; RAFT-Stereo (Lipson, Teed & Deng, 2021).
+    """
+
+    left: Float[Array, "N H W 3"]
+    right: Float[Array, "N H W 3"]
+    disparity: Float[Array, "N H W"]
+    valid: Bool[Array, "N H W"]
+    model: RAFTStereo = eqx.field(static=True)
+    optimizer: optax.GradientTransformation = eqx.field(static=True)
+    batch_size: int = eqx.field(static=True, default=4)
+    n_iters: int = eqx.field(static=True, default=6)
+    gamma: float = eqx.field(static=True, default=0.9)
+    augment: bool = eqx.field(static=True, default=True)
+
+    def init(self, model, key):
+        params = model
+        if params is None:
+            params = init_raft(self.model, self.left.shape[1], self.left.shape[2], key=key)
+        return params, self.optimizer.init(params)
+
+    def step(self, state, key):
+        params, opt_state = state
+        ki, ka = jax.random.split(key)
+        n, bs = self.left.shape[0], self.batch_size
+        idx = jax.random.choice(ki, n, (bs,), replace=n < bs)
+
+        def batch_loss(p):
+            a, b = self.left[idx], self.right[idx]
+            if self.augment:
+                k1, k2 = jax.random.split(ka)
+                a = jax.vmap(_jitter)(a, jax.random.split(k1, bs))
+                b = jax.vmap(_jitter)(b, jax.random.split(k2, bs))
+            return raft_loss(self.model, p, a, b, self.disparity[idx], self.valid[idx],
+                             n_iters=self.n_iters, gamma=self.gamma)
+
+        loss, g = jax.value_and_grad(batch_loss)(params)
+        upd, opt_state = optimizer_update(self.optimizer, g, opt_state, params)
+        return (optax.apply_updates(params, upd), opt_state), {"loss": loss}
 
 
 def train_raft(
@@ -156,24 +195,26 @@ def train_raft(
     weight_decay: float = 1e-5,
     gamma: float = 0.9,
     augment: bool = True,
-    checkpoint: str | Path | None = None,
-    checkpoint_every: int = 50,
-    resume: bool = False,
-    callback: Callable[[int, float], Any] | None = None,
-    progress: bool = True,
+    optimizer: optax.GradientTransformation | None = None,
+    chunk: int = 50,
+    checkpointer: Checkpointer | None = None,
+    progress: AbstractProgress | None = None,
 ):
-    """Train `model` on stereo pairs with ground-truth disparity.
+    """Train `model` on stereo pairs with ground-truth disparity (`RaftStep` on the driver).
 
-    Arguments:
-        model: a `RAFTStereo`; left, right: (N, H, W, 3) images in [0, 1]; disparity:
-        (N, H, W) ground truth in pixels (NaN/inf = unknown, not supervised); key: PRNG key
-        (initialisation when `params` is None, batches, augmentation); mask: optional
-        (N, H, W) bool restricting supervision; steps, batch_size, n_iters, learning_rate,
-        weight_decay, gamma: optimisation settings; checkpoint: file for (params, optimiser
-        state, step), written every `checkpoint_every` steps and at the end; resume: start
-        from `checkpoint` when it exists; callback(step, loss) after every step.
-    Returns:
-        (params, losses) with losses (steps - start,) the per-step training losses.
+    **Arguments:**
+
+    - `model`: a `RAFTStereo`; `left`, `right`: `(N, H, W, 3)` images in [0, 1];
+      `disparity`: `(N, H, W)` ground truth in pixels (NaN/inf = unknown, not supervised).
+    - `key`: PRNG key (keyword-only): initialisation from its first split when `params`
+      is None, step `i` (batch, augmentation) from `fold_in(second split, i)`.
+    - `mask`: optional `(N, H, W)` bool restricting supervision.
+    - `steps`, `batch_size`, `n_iters`, `gamma`, `augment`: training settings.
+    - `optimizer`: default `raft_optimizer(learning_rate, weight_decay, steps)`.
+    - `chunk`: steps between progress updates (and saves when `checkpointer.every` is
+      None); `checkpointer`: a `Checkpointer` (save/resume); `progress`: a strategy.
+
+    **Returns:** `(params, losses)`, losses `(steps,)` the per-step training losses.
     """
     sizes = check_array("left", left, shape=("N", "H", "W", 3), dtype=jnp.floating)
     check_array("right", right, shape=("N", "H", "W", 3), dtype=jnp.floating, sizes=sizes)
@@ -182,44 +223,24 @@ def train_raft(
     check_finite("right", right)
     if mask is not None:
         check_array("mask", mask, shape=("N", "H", "W"), sizes=sizes)
-    for name, v in (("steps", steps), ("batch_size", batch_size), ("n_iters", n_iters),
-                    ("checkpoint_every", checkpoint_every)):
+    for name, v in (("steps", steps), ("batch_size", batch_size), ("n_iters", n_iters)):
         check_positive_int(name, v)
     _check_pair(left[:1], right[:1], n_iters, model.downsample)
     dt = model.dtype
     valid = np.isfinite(np.asarray(disparity))
     if mask is not None:
         valid &= np.asarray(mask, bool)
-    left_d, right_d = jnp.asarray(left, dt), jnp.asarray(right, dt)
-    disp_d = jnp.asarray(np.where(valid, np.asarray(disparity), 0.0), dt)
-    valid_d = jnp.asarray(valid)
+    if optimizer is None:
+        optimizer = raft_optimizer(float(learning_rate), float(weight_decay), steps)
+    step = RaftStep(jnp.asarray(left, dt), jnp.asarray(right, dt),
+                    jnp.asarray(np.where(valid, np.asarray(disparity), 0.0), dt),
+                    jnp.asarray(valid), model, optimizer, batch_size, n_iters, float(gamma),
+                    augment)
     k_init, k_data = jax.random.split(key)
-    if params is None:
-        params = init_raft(model, sizes["H"], sizes["W"], key=k_init)
-    opt = _optimizer(float(learning_rate), float(weight_decay), steps)
-    opt_state = opt.init(params)
-    start = 0
-    ckpt = None if checkpoint is None else Path(checkpoint)
-    if resume and ckpt is not None and ckpt.is_file():
-        params, opt_state, s = load_checkpoint(ckpt, (params, opt_state, jnp.zeros((), jnp.int32)))
-        start = int(s)
-
-    losses = []
-    bar = tqdm(range(start, steps), desc="stereo: RAFT training", disable=not progress,
-               initial=start, total=steps)
-    for i in bar:
-        params, opt_state, loss = _train_step(
-            params, opt_state, jax.random.fold_in(k_data, i), left_d, right_d, disp_d, valid_d,
-            model=model, opt=opt, batch_size=batch_size, n_iters=n_iters, gamma=float(gamma),
-            augment=augment)
-        losses.append(float(loss))
-        bar.set_postfix(loss=f"{losses[-1]:.3f}")
-        done = i + 1
-        if ckpt is not None and (done % checkpoint_every == 0 or done == steps):
-            save_checkpoint(ckpt, (params, opt_state, jnp.asarray(done, jnp.int32)))
-        if callback is not None:
-            callback(done, losses[-1])
-    return params, np.asarray(losses)
+    (params, _), hist = run_steps(step, step.init(params, k_init), key=k_data, steps=steps,
+                                  chunk=chunk, checkpointer=checkpointer, progress=progress,
+                                  loop=StepLoop())
+    return params, hist.losses
 
 
 def raft_predictor(model: RAFTStereo, params, *, n_iters: int = 6):

@@ -2,6 +2,7 @@ import anndata
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from jaxlab import cells
@@ -102,7 +103,7 @@ def test_pbmc_counts_recovered_exactly(pbmc):
 def test_fit_anndata_roundtrip_keeps_obs_var(pbmc, getkey):
     small = pbmc[:64].copy()
     model, out = cells.fit(small, key=getkey(), steps=4, chunk=2, batch_size=32, width=32,
-                           latent_dim=4, progress=False)
+                           latent_dim=4)
     assert out.obsm["X_lecell"].shape == (64, 4)
     assert out.obs["jepa_score"].shape == (64,) and np.all(np.isfinite(out.obs["jepa_score"]))
     assert out.layers["jepa_attribution"].shape == (64, 765)
@@ -118,8 +119,35 @@ def test_fit_anndata_roundtrip_keeps_obs_var(pbmc, getkey):
 def test_train_reduces_loss(pbmc, getkey):
     counts = cells.counts_matrix(pbmc[:200])
     _, curves = cells.train_lecell(counts, key=getkey(), steps=120, chunk=40, batch_size=64,
-                                   width=64, latent_dim=4, progress=False)
+                                   width=64, latent_dim=4)
+    assert curves["loss"].shape == curves["sigreg"].shape == (120,)
     assert curves["loss"][-10:].mean() < 0.5 * curves["loss"][:10].mean()
+
+
+def test_lecell_step_passes_the_shared_step_checks(pbmc, getkey, tmp_path):
+    from tests.step_checks import check_step
+
+    counts = cells.counts_matrix(pbmc[:40])
+    model = cells.LeCellModel(counts.shape[1], 3, 16, key=getkey())
+    step = cells.LeCellStep(model, counts, optimizer=optax.adamw(1e-3, weight_decay=1e-4),
+                            batch_size=16)
+    check_step(step, step.init(model, getkey()), key=getkey(), steps=6, tmp_path=tmp_path)
+    with pytest.raises(ValueError, match="model"):
+        step.init(cells.LeCellModel(counts.shape[1], 4, 16, key=getkey()), getkey())
+
+
+def test_train_lecell_resumes_from_a_checkpointer(pbmc, getkey, tmp_path):
+    from jaxlab._core import Checkpointer
+
+    counts = cells.counts_matrix(pbmc[:40])
+    kw = dict(key=getkey(), steps=6, chunk=2, batch_size=16, width=16, latent_dim=3)
+    ref, ref_curves = cells.train_lecell(counts, **kw)
+    ck = Checkpointer(tmp_path / "lecell.eqx", every=4, resume=True)
+    cells.train_lecell(counts, checkpointer=ck, **kw)
+    again, curves = cells.train_lecell(counts, checkpointer=ck, **kw)  # finished: reloads
+    np.testing.assert_array_equal(curves["loss"], ref_curves["loss"])
+    np.testing.assert_array_equal(np.asarray(again.encoder.layers[0].weight),
+                                  np.asarray(ref.encoder.layers[0].weight))
 
 
 def test_batches_and_spike(pbmc):
@@ -172,5 +200,15 @@ def test_bad_inputs(pbmc):
 def test_nbvae_trains(pbmc, getkey):
     counts = cells.counts_matrix(pbmc[:100])
     model, emb = cells.train_nbvae(counts, np.arange(100) % 2, key=getkey(), steps=30,
-                                   batch_size=32, latent_dim=3, progress=False)
+                                   batch_size=32, latent_dim=3)
     assert emb.shape == (100, 3) and np.all(np.isfinite(emb))
+
+
+def test_nbvae_step_passes_the_shared_step_checks(pbmc, getkey, tmp_path):
+    from tests.step_checks import check_step
+
+    counts = cells.counts_matrix(pbmc[:40])
+    model = cells.NBVAE(counts.shape[1], 2, 3, 16, key=getkey())
+    step = cells.NBVAEStep(model, counts, np.eye(2)[np.arange(40) % 2], optimizer=optax.adam(1e-3),
+                           batch_size=16)
+    check_step(step, step.init(model, getkey()), key=getkey(), steps=6, tmp_path=tmp_path)

@@ -5,9 +5,11 @@ problem, and checkpoint/resume reproduces an uninterrupted run exactly."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from jaxlab import eeg
+from jaxlab._core import Checkpointer, StepLoop, run_steps
 
 # DeepConvNet needs >= 441 samples with braindecode's defaults (see test below)
 LENGTH = {eeg.EEGNet: 128, eeg.ShallowConvNet: 128, eeg.DeepConvNet: 448}
@@ -65,43 +67,58 @@ def test_train_classifier_learns_separable_power(getkey):
     x[y == 1, 0] *= 3.0
     predict = eeg.train_classifier(eeg.ShallowConvNet(n_classes=2, n_filters=4), x[:64], y[:64],
                                    key=getkey(), x_val=x[64:80], y_val=y[64:80], epochs=15,
-                                   batch_size=16, learning_rate=1e-2, progress=False)
+                                   batch_size=16, learning_rate=1e-2)
     assert eeg.balanced_accuracy(y[80:], predict(x[80:])) >= 0.9
     with pytest.raises(ValueError, match="x/y"):
         eeg.train_classifier(eeg.EEGNet(n_classes=2), x[:, 0], y, key=getkey())
 
 
-def test_checkpoint_resume_equals_uninterrupted_and_early_stopping(getkey, tmp_path,
-                                                                   tree_allclose):
+def _random_labels(getkey):
     # random labels: the validation loss soon stops improving, so early stopping fires
     x = np.asarray(jax.random.normal(getkey(), (80, 4, 128), jnp.float32))
     y = np.asarray(jax.random.bernoulli(getkey(), 0.5, (80,))).astype(int)
-    key = getkey()
-    kw = dict(key=key, x_val=x[64:], y_val=y[64:], epochs=30, batch_size=16,
-              learning_rate=3e-2, patience=2, progress=False)
+    return x, y
+
+
+def test_classifier_step_passes_the_shared_step_checks_through_an_early_stop(getkey,
+                                                                             tmp_path):
+    from tests.step_checks import check_step
+
+    x, y = _random_labels(getkey)
+    step = eeg.ClassifierStep(jnp.asarray(x[:32]), jnp.asarray(y[:32], jnp.int32),
+                              jnp.asarray(x[64:]), jnp.asarray(y[64:], jnp.int32),
+                              eeg.ShallowConvNet(n_classes=2, n_filters=4), optax.adam(3e-2),
+                              epochs=10, batch_size=16, patience=1)
+    state = step.init(None, getkey())
+    check_step(step, state, key=getkey(), steps=12, tmp_path=tmp_path, loop=StepLoop())
+    final, hist = run_steps(step, state, key=getkey(), steps=12, chunk=5, loop=StepLoop())
+    t = int(final["t"])
+    assert bool(final["done"]) and t % 2 == 0 and t < 12  # stopped at an epoch end
+    assert np.isnan(hist.losses[t:]).all() and np.isfinite(hist.losses[:t]).all()
+
+
+def test_train_classifier_early_stops_and_resumes_a_finished_run(getkey, tmp_path,
+                                                                 tree_allclose):
+    x, y = _random_labels(getkey)
+    kw = dict(key=getkey(), x_val=x[64:], y_val=y[64:], epochs=30, batch_size=16,
+              optimizer=optax.adam(3e-2), patience=2)
     model = eeg.ShallowConvNet(n_classes=2, n_filters=4)
     full = eeg.train_classifier(model, x[:64], y[:64], **kw)
     assert full.stopped_early and full.steps < 30 * 4
     assert full.steps % 4 == 0  # stops at an epoch end
-    ckpt = tmp_path / "shallow.eqx"
-    half = full.steps // 2 + 1  # interrupt mid-epoch
-    part = eeg.train_classifier(model, x[:64], y[:64], checkpoint=ckpt, checkpoint_every=3,
-                                max_steps=half, **kw)
-    assert part.steps == half and not part.stopped_early and ckpt.exists()
-    resumed = eeg.train_classifier(model, x[:64], y[:64], checkpoint=ckpt, checkpoint_every=3,
-                                   resume=True, **kw)
-    assert resumed.steps == full.steps and resumed.stopped_early
-    assert tree_allclose((resumed.params, resumed.batch_stats), (full.params, full.batch_stats),
-                         rtol=0, atol=0)
-    np.testing.assert_array_equal(resumed.val_losses, full.val_losses)
-    np.testing.assert_array_equal(resumed(x), full(x))
+    ep = full.steps // 4
+    assert np.isfinite(full.val_losses[:ep]).all() and np.isnan(full.val_losses[ep:]).all()
+    best = int(np.argmin(full.val_losses[:ep]))
+    assert best == ep - 1 - 2  # patience epochs without improvement after the best
+    ckpt = Checkpointer(tmp_path / "shallow.eqx", every=3, resume=True)
+    done = eeg.train_classifier(model, x[:64], y[:64], checkpointer=ckpt, **kw)
+    assert ckpt.exists() and done.steps == full.steps
     # a finished run resumes to the same result without training
-    again = eeg.train_classifier(model, x[:64], y[:64], checkpoint=ckpt, resume=True, **kw)
-    assert again.steps == full.steps
-    assert tree_allclose(again.params, full.params, rtol=0, atol=0)
-    # without resume the checkpoint is overwritten by a fresh run, not read
-    fresh = eeg.train_classifier(model, x[:64], y[:64], checkpoint=ckpt, max_steps=2, **kw)
-    assert fresh.steps == 2
+    again = eeg.train_classifier(model, x[:64], y[:64], checkpointer=ckpt, **kw)
+    assert again.steps == full.steps and again.stopped_early
+    assert tree_allclose((again.params, again.batch_stats), (full.params, full.batch_stats),
+                         rtol=0, atol=0)
+    np.testing.assert_array_equal(again.val_losses, full.val_losses)
+    np.testing.assert_array_equal(again(x), full(x))
     with pytest.raises(ValueError, match="checkpoint"):
-        eeg.train_classifier(model, x[:64], y[:64], checkpoint=ckpt, resume=True,
-                             **dict(kw, batch_size=8))
+        eeg.train_classifier(model, x[:64], y[:64], checkpointer=ckpt, **dict(kw, batch_size=8))

@@ -169,6 +169,6 @@ def test_denoiser_shapes_and_training_decreases_loss(getkey):
     objective = em.DenoiserObjective(den)
     data = {"cond": cond, "target": target}
     _, losses = em.fit(objective, params, data, key=getkey(), steps=80, batch_size=8,
-                       learning_rate=3e-3, chunk=40, progress=False)
+                       learning_rate=3e-3, chunk=40)
     assert np.all(np.isfinite(losses))
     assert losses[-20:].mean() < 0.85 * losses[:20].mean()

@@ -5,9 +5,11 @@ import itertools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from jaxlab import em
+from jaxlab._core import Checkpointer, StepLoop
 
 F64 = jnp.float64
 
@@ -150,31 +152,39 @@ def test_training_decreases_loss(getkey):
     batch = {"image": batch["hr"], "boundary": batch["boundary"]}
     before = float(objective(params, batch, getkey()))
     params, losses = em.fit(objective, params, batch, key=getkey(), steps=60, batch_size=4,
-                            learning_rate=1e-2, chunk=30, progress=False)
+                            learning_rate=1e-2, chunk=30)
     after = float(objective(params, batch, getkey()))
     assert losses.shape == (60,) and np.all(np.isfinite(losses))
     assert after < 0.9 * before
     assert losses[-10:].mean() < losses[:10].mean()
 
 
-def test_checkpoint_resume_equals_uninterrupted_run(tmp_path, getkey, tree_allclose):
+def test_objective_step_passes_the_shared_step_checks(tmp_path, getkey):
+    from tests.step_checks import check_step
+
+    batch = _toy_batch(getkey(), 6, 8, 2)
+    model = em.SRNet(2, (2, 4))
+    params0 = em.init_params(model, batch["lr"][:1], key=getkey())
+    step = em.ObjectiveStep(em.SRObjective(model), batch, optimizer=optax.adam(1e-2),
+                            batch_size=2)
+    check_step(step, step.init(params0, getkey()), key=getkey(), steps=4, tmp_path=tmp_path,
+               loop=StepLoop())
+
+
+def test_fit_resumes_from_a_checkpointer(tmp_path, getkey, tree_allclose):
     batch = _toy_batch(getkey(), 6, 8, 2)
     model = em.SRNet(2, (2, 4))
     params0 = em.init_params(model, batch["lr"][:1], key=getkey())
     objective = em.SRObjective(model)
-    kw = dict(key=getkey(), batch_size=2, learning_rate=1e-2, chunk=2, progress=False)
-    full, full_losses = em.fit(objective, params0, batch, steps=6, **kw)
-    ckpt = tmp_path / "sr.eqx"
-    part, _ = em.fit(objective, params0, batch, steps=4, checkpoint=ckpt, **kw)  # interrupted
-    assert not tree_allclose(part, full)
-    resumed, losses = em.fit(objective, params0, batch, steps=6, checkpoint=ckpt, resume=True,
-                             **kw)
-    assert tree_allclose(resumed, full, rtol=0, atol=0)
-    np.testing.assert_array_equal(losses[4:], full_losses[4:])
-    assert np.all(np.isnan(losses[:4]))
-    # without resume the checkpoint is ignored (a fresh run)
-    fresh, _ = em.fit(objective, params0, batch, steps=6, checkpoint=ckpt, **kw)
-    assert tree_allclose(fresh, full, rtol=0, atol=0)
+    kw = dict(key=getkey(), steps=6, batch_size=2, optimizer=optax.adam(1e-2), chunk=2)
+    full, full_losses = em.fit(objective, params0, batch, **kw)
+    ckpt = Checkpointer(tmp_path / "sr.eqx", every=2, resume=True)
+    done, _ = em.fit(objective, params0, batch, checkpointer=ckpt, **kw)
+    # a finished run resumes to the same result without training
+    again, losses = em.fit(objective, params0, batch, checkpointer=ckpt, **kw)
+    assert tree_allclose(done, full, rtol=0, atol=0)
+    assert tree_allclose(again, full, rtol=0, atol=0)
+    np.testing.assert_array_equal(losses, full_losses)
 
 
 def test_bad_inputs_raise(getkey):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from jaxlab import stereo
+from jaxlab._core import Checkpointer, StepLoop
 
 TINY = {"feature_dim": 8, "hidden_dim": 8, "context_dim": 8, "n_levels": 2, "radius": 2,
         "downsample": 2}
@@ -146,8 +147,8 @@ def _plane_pairs(key, n, h=16, w=32, disparities=(2, 3, 4, 5)):
 # The learning and the checkpoint tests train the same model on same-shaped data with the
 # same settings, so they share one compiled training step.
 PLANE_MODEL = {**TINY, "feature_dim": 16, "hidden_dim": 16}
-PLANE_TRAIN = {"steps": 120, "batch_size": 4, "n_iters": 4, "learning_rate": 2e-3,
-               "progress": False}
+PLANE_TRAIN = {"steps": 120, "batch_size": 4, "n_iters": 4,
+               "optimizer": stereo.raft_optimizer(2e-3, 1e-5, 120)}
 
 
 def test_training_on_planes_reduces_epe(getkey):
@@ -170,30 +171,36 @@ def test_training_on_planes_reduces_epe(getkey):
                                np.asarray(predict(tl, tr))[3], rtol=1e-5, atol=1e-5)
 
 
-def test_checkpoint_resume_equals_uninterrupted(getkey, tmp_path, tree_allclose):
-    left, right, disp = _plane_pairs(getkey(), 16)
+# The step-check and the resume tests build equal steps (same model, optimizer object,
+# settings and data shapes), so they share one compiled update.
+TINY_TRAIN = {"batch_size": 2, "n_iters": 2, "optimizer": stereo.raft_optimizer(2e-3, 1e-5, 4)}
+
+
+def test_raft_step_passes_the_shared_step_checks(getkey, tmp_path):
+    from tests.step_checks import check_step
+
+    left, right, disp = _plane_pairs(getkey(), 4)
+    model = stereo.RAFTStereo(**TINY)
+    step = stereo.RaftStep(jnp.asarray(left), jnp.asarray(right), jnp.asarray(disp),
+                           jnp.asarray(np.isfinite(disp)), model, **TINY_TRAIN)
+    check_step(step, step.init(None, getkey()), key=getkey(), steps=4, tmp_path=tmp_path,
+               loop=StepLoop())
+
+
+def test_train_raft_resumes_from_a_checkpointer(getkey, tmp_path, tree_allclose):
+    left, right, disp = _plane_pairs(getkey(), 4)
     disp[0, :4] = np.nan  # unknown ground truth is ignored
-    model = stereo.RAFTStereo(**PLANE_MODEL)
-    kw = {"key": getkey(), **PLANE_TRAIN}
-    full, _ = stereo.train_raft(model, left, right, disp, **kw)
-
-    class Stop(Exception):
-        pass
-
-    def crash(step, loss):
-        if step == 50:
-            raise Stop
-
-    ckpt = tmp_path / "raft.eqx"
-    with pytest.raises(Stop):
-        stereo.train_raft(model, left, right, disp, checkpoint=ckpt, checkpoint_every=40,
-                          callback=crash, **kw)
-    resumed, losses = stereo.train_raft(model, left, right, disp, checkpoint=ckpt,
-                                        checkpoint_every=40, resume=True, **kw)
-    assert losses.shape == (80,)  # steps 41..120 redone from the step-40 checkpoint
-    assert np.all(np.isfinite(losses))
-    assert tree_allclose(resumed, full, rtol=1e-5, atol=1e-6)
-    assert not tree_allclose(resumed, stereo.init_raft(model, 16, 32, key=getkey()))
+    model = stereo.RAFTStereo(**TINY)
+    kw = {"key": getkey(), "steps": 4, "chunk": 2, **TINY_TRAIN}
+    full, full_losses = stereo.train_raft(model, left, right, disp, **kw)
+    assert full_losses.shape == (4,) and np.all(np.isfinite(full_losses))
+    ckpt = Checkpointer(tmp_path / "raft.eqx", every=2, resume=True)
+    stereo.train_raft(model, left, right, disp, checkpointer=ckpt, **kw)
+    # a finished run resumes to the same result without training
+    again, losses = stereo.train_raft(model, left, right, disp, checkpointer=ckpt, **kw)
+    assert tree_allclose(again, full, rtol=0, atol=0)
+    np.testing.assert_array_equal(losses, full_losses)
+    assert not tree_allclose(again, stereo.init_raft(model, 16, 32, key=getkey()))
 
 
 def test_bad_inputs_raise(getkey):
@@ -218,9 +225,9 @@ def test_bad_inputs_raise(getkey):
     batch = np.zeros((2, 8, 16, 3), np.float32)
     with pytest.raises(ValueError, match="n_iters"):
         stereo.train_raft(model, batch, batch, np.zeros((2, 8, 16), np.float32),
-                          key=getkey(), n_iters=0, progress=False)
+                          key=getkey(), n_iters=0)
     with pytest.raises(ValueError, match="right"):
         stereo.train_raft(model, batch, batch[:, :, :8], np.zeros((2, 8, 16), np.float32),
-                          key=getkey(), progress=False)
+                          key=getkey())
     with pytest.raises(ValueError, match="f_right"):
         stereo.correlation_volume(jnp.zeros((2, 3, 4)), jnp.zeros((2, 4, 4)))

@@ -1,0 +1,241 @@
+"""The four P11 methods, trained and applied: bicubic, separate, joint, joint + diffusion.
+
+All models are trained with `fit` (`ObjectiveStep` on the one driver); segmentation is
+`segment_watershed` of the predicted boundary probabilities.
+
+- `bicubic`: bicubic upsampling + a segmentation-only U-Net trained on bicubic images;
+- `separate`: an SR-only U-Net, then a segmentation-only U-Net trained on its outputs;
+- `joint`: shared encoder + SR and segmentation decoders (no refiner);
+- `joint_diffusion`: the joint model whose segmentation decoder is guided by the
+  partial-diffusion refinement (from step t0) of its SR embedding.
+
+`joint` and `joint_diffusion` get the same number of steps: both start from one joint
+model trained for `steps`; `joint` continues for `finetune_steps`, `joint_diffusion`
+fine-tunes for `finetune_steps` with refined priors (precomputed once per training image).
+
+Paper: P11 (joint EM super-resolution and segmentation with a partial-diffusion refiner).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxlab._core import AbstractProgress, Checkpointer, check_positive_int
+
+from ._diffusion import (
+    Denoiser,
+    NoiseSchedule,
+    make_schedule,
+    refine_embedding,
+    structure_embedding,
+)
+from ._segment import segment_watershed
+from ._train import DenoiserObjective, JointObjective, SegObjective, SRObjective, fit, init_params
+from ._unet import JointSRSeg, SegNet, SRNet
+
+__all__ = ["METHODS", "MethodsConfig", "TrainedMethods", "MethodPrediction", "train_methods",
+           "predict_method", "refine_dataset"]
+
+METHODS = ("bicubic", "separate", "joint", "joint_diffusion")
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodsConfig:
+    """Model sizes and training settings of `train_methods`.
+
+    `features` / `seg_features`: U-Net widths of the SR / joint and segmentation nets;
+    `denoiser_features`: refiner width; `steps`, `finetune_steps`, `denoiser_steps`,
+    `batch_size`, `learning_rate` (Adam), `chunk`: training; `seg_weight`: joint loss
+    weight; `num_timesteps`, `schedule`: the refiner's diffusion; `t0`, `refine_steps`:
+    partial-diffusion start step and number of reverse steps.
+    """
+
+    features: tuple[int, ...] = (16, 32)
+    seg_features: tuple[int, ...] = (16, 32, 64)
+    denoiser_features: int = 16
+    steps: int = 300
+    finetune_steps: int = 100
+    denoiser_steps: int = 300
+    batch_size: int = 8
+    learning_rate: float = 2e-3
+    seg_weight: float = 0.5
+    num_timesteps: int = 100
+    schedule: str = "linear"
+    t0: int = 30
+    refine_steps: int = 5
+    chunk: int = 50
+
+
+@dataclasses.dataclass
+class TrainedMethods:
+    """All trained models of one setting: the nets, their `params` and training `losses`
+    by name (`seg_bicubic`, `sr`, `seg_separate`, `joint_base`, `joint`, `denoiser`,
+    `joint_diffusion`, as far as the requested methods need them)."""
+
+    factor: int
+    config: MethodsConfig
+    sr_net: SRNet
+    seg_net: SegNet
+    joint_net: JointSRSeg
+    denoiser: Denoiser
+    schedule: NoiseSchedule
+    params: dict[str, Any]
+    losses: dict[str, np.ndarray]
+
+
+@dataclasses.dataclass
+class MethodPrediction:
+    """`sr` `(N, S, S)` clipped to [0, 1], boundary probabilities `prob` `(N, S, S)`,
+    watershed `instances` `(N, S, S)`, and the refined structural `prior`
+    `(N, S, S, C)` (joint_diffusion only, else None)."""
+
+    sr: np.ndarray
+    prob: np.ndarray
+    instances: np.ndarray
+    prior: Any = None
+
+
+def _batched_apply(fn, x, batch: int = 16):
+    return jnp.concatenate([fn(x[i:i + batch]) for i in range(0, x.shape[0], batch)])
+
+
+def refine_dataset(denoiser: Denoiser, params: Any, schedule: NoiseSchedule, cond: jax.Array,
+                   *, t0: int, n_steps: int, key: jax.Array, batch: int = 16) -> jax.Array:
+    """`refine_embedding` over a data set `cond` `(N, H, W, C)` in jitted batches (batch
+    starting at row i uses `fold_in(key, i)`). **Returns:** `(N, H, W, C)`."""
+    fn = jax.jit(lambda z, k: refine_embedding(denoiser, params, schedule, z, t0=t0,
+                                               n_steps=n_steps, key=k))
+    return jnp.concatenate([fn(cond[i:i + batch], jax.random.fold_in(key, i))
+                            for i in range(0, cond.shape[0], batch)])
+
+
+def train_methods(
+    hr: jax.Array,
+    lr: jax.Array,
+    bicubic: jax.Array,
+    boundary: jax.Array,
+    factor: int,
+    config: MethodsConfig,
+    *,
+    key: jax.Array,
+    methods: Sequence[str] = METHODS,
+    optimizer: optax.GradientTransformation | None = None,
+    checkpointers: Callable[[str], Checkpointer | None] | None = None,
+    progress: Callable[[str], AbstractProgress] | None = None,
+) -> TrainedMethods:
+    """Train every model the requested `methods` need (see module doc).
+
+    **Arguments:**
+
+    - `hr` `(N, S, S)` images, `lr` `(N, S/f, S/f)` their degradations, `bicubic`
+      `(N, S, S)` bicubic upsamplings of `lr`, `boundary` `(N, S, S)` membrane maps.
+    - `factor`: the SR factor f; `config`: a `MethodsConfig`; `key` (keyword-only).
+    - `methods`: a subset of `METHODS`.
+    - `optimizer`: shared by every fit (default Adam(`config.learning_rate`)); pass one
+      object to several calls to reuse the compiled steps.
+    - `checkpointers`: `name -> Checkpointer` per training (names as in
+      `TrainedMethods.losses`, fine-tunings `joint_ft`, `joint_diffusion_ft`).
+    - `progress`: `name -> progress strategy` per training (default silent).
+
+    **Returns:** `TrainedMethods`.
+    """
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        raise ValueError(f"methods: expected a subset of {METHODS}, received {tuple(methods)}")
+    check_positive_int("factor", factor)
+    c = config
+    optimizer = optax.adam(float(c.learning_rate)) if optimizer is None else optimizer
+    sr_net = SRNet(factor, tuple(c.features))
+    seg_net = SegNet(tuple(c.seg_features))
+    joint_net = JointSRSeg(factor, tuple(c.features))
+    denoiser = Denoiser(c.num_timesteps, c.denoiser_features, c.schedule)
+    schedule = make_schedule(c.schedule, c.num_timesteps)
+    ks = jax.random.split(key, 12)
+
+    def train(name, objective, p, data, k, steps):
+        return fit(objective, p, data, key=k, steps=steps, batch_size=c.batch_size,
+                   optimizer=optimizer, chunk=c.chunk,
+                   checkpointer=None if checkpointers is None else checkpointers(name),
+                   progress=None if progress is None else progress(name))
+
+    params: dict[str, Any] = {}
+    losses: dict[str, np.ndarray] = {}
+    if "bicubic" in methods:
+        p = init_params(seg_net, bicubic[:1], key=ks[0])
+        params["seg_bicubic"], losses["seg_bicubic"] = train(
+            "seg_bicubic", SegObjective(seg_net), p, {"image": bicubic, "boundary": boundary},
+            ks[1], c.steps)
+    if "separate" in methods:
+        p = init_params(sr_net, lr[:1], key=ks[2])
+        params["sr"], losses["sr"] = train("sr", SRObjective(sr_net), p, {"lr": lr, "hr": hr},
+                                           ks[3], c.steps)
+        sr_train = _batched_apply(jax.jit(lambda x: sr_net.apply(params["sr"], x)), lr)
+        p = init_params(seg_net, bicubic[:1], key=ks[4])
+        params["seg_separate"], losses["seg_separate"] = train(
+            "seg_separate", SegObjective(seg_net), p, {"image": sr_train, "boundary": boundary},
+            ks[5], c.steps)
+    if "joint" in methods or "joint_diffusion" in methods:
+        objective = JointObjective(joint_net, float(c.seg_weight))
+        data = {"lr": lr, "hr": hr, "boundary": boundary}
+        p = init_params(joint_net, lr[:1], key=ks[6])
+        base, losses["joint_base"] = train("joint", objective, p, data, ks[7], c.steps)
+        if "joint" in methods:
+            params["joint"], losses["joint"] = train("joint_ft", objective, base, data, ks[8],
+                                                     c.finetune_steps)
+        if "joint_diffusion" in methods:
+            cond = _batched_apply(jax.jit(lambda x: joint_net.apply(base, x).embedding), lr)
+            target = structure_embedding(hr)
+            p = init_params(denoiser, cond[:1], jnp.ones((1,), jnp.int32), cond[:1], key=ks[9])
+            params["denoiser"], losses["denoiser"] = train(
+                "denoiser", DenoiserObjective(denoiser), p, {"cond": cond, "target": target},
+                ks[10], c.denoiser_steps)
+            prior = refine_dataset(denoiser, params["denoiser"], schedule, cond, t0=c.t0,
+                                   n_steps=c.refine_steps, key=ks[11])
+            params["joint_diffusion"], losses["joint_diffusion"] = train(
+                "joint_diffusion_ft", objective, base, {**data, "prior": prior},
+                jax.random.fold_in(ks[8], 1), c.finetune_steps)
+    return TrainedMethods(factor, c, sr_net, seg_net, joint_net, denoiser, schedule, params,
+                          losses)
+
+
+def _prediction(sr, logits) -> MethodPrediction:
+    sr = np.clip(np.asarray(sr, np.float64), 0.0, 1.0)
+    prob = np.asarray(jax.nn.sigmoid(logits), np.float64)
+    inst = np.stack([segment_watershed(p) for p in prob])
+    return MethodPrediction(sr, prob, inst)
+
+
+def predict_method(trained: TrainedMethods, lr: jax.Array, bicubic: jax.Array, method: str, *,
+                   key: jax.Array, t0: int | None = None) -> MethodPrediction:
+    """SR image, boundary probabilities and watershed instances of `method` on LR images
+    `lr` `(N, S/f, S/f)` (and their bicubic upsamplings `(N, S, S)`); `key` drives the
+    refiner of `joint_diffusion`, started at `t0` (default `trained.config.t0`)."""
+    p = trained.params
+    if method == "bicubic":
+        logits = _batched_apply(jax.jit(lambda x: trained.seg_net.apply(p["seg_bicubic"], x)),
+                                bicubic)
+        return _prediction(bicubic, logits)
+    if method == "separate":
+        sr = _batched_apply(jax.jit(lambda x: trained.sr_net.apply(p["sr"], x)), lr)
+        logits = _batched_apply(jax.jit(lambda x: trained.seg_net.apply(p["seg_separate"], x)),
+                                sr)
+        return _prediction(sr, logits)
+    if method == "joint":
+        out = trained.joint_net.apply(p["joint"], lr)
+        return _prediction(out.sr, out.boundary_logits)
+    if method == "joint_diffusion":
+        jp = p["joint_diffusion"]
+        out = trained.joint_net.apply(jp, lr)
+        t0 = trained.config.t0 if t0 is None else t0
+        prior = refine_dataset(trained.denoiser, p["denoiser"], trained.schedule, out.embedding,
+                               t0=t0, n_steps=trained.config.refine_steps, key=key)
+        logits = trained.joint_net.apply(jp, lr, prior).boundary_logits
+        return dataclasses.replace(_prediction(out.sr, logits), prior=prior)
+    raise ValueError(f"method: expected one of {METHODS}, received {method!r}")
