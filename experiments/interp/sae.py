@@ -33,13 +33,32 @@ from experiments._harness import Claim, Result, RunContext, cache_dir, log
 NAME = "interp_sae"
 PAPER = "P14"
 DESCRIPTION = "TopK SAE (aux-k) on SmolLM2 resid_post mid-layer: EV, L0, dead, CE/KL score vs PCA"
-QUICK = {"model": "smollm2", "train_tokens": 49152, "eval_tokens": 4096, "segment_tokens": 128,
-         "eval_every": 8, "expansion": 8, "k": 32, "batch_size": 512, "steps": 600,
-         "lr": 4e-4, "buffer_size": 16384, "dead_window": 200, "window_tokens": 1 << 20,
-         "ce_sequences": 16, "curve_k": [8, 16, 32, 64, 128]}
-FULL = {**QUICK, "train_tokens": 20_000_000, "eval_tokens": 65536, "expansion": 16,
-        "batch_size": 4096, "steps": 30_000, "buffer_size": 1 << 20, "dead_window": 1000,
-        "ce_sequences": 256}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    model: str = "smollm2"
+    train_tokens: int = 49152
+    eval_tokens: int = 4096
+    segment_tokens: int = 128
+    eval_every: int = 8
+    expansion: int = 8
+    k: int = 32
+    batch_size: int = 512
+    steps: int = 600
+    lr: float = 4e-4
+    buffer_size: int = 16384
+    dead_window: int = 200
+    window_tokens: int = 1 << 20
+    ce_sequences: int = 16
+    curve_k: tuple[int, ...] = (8, 16, 32, 64, 128)
+
+
+QUICK = Config()
+FULL = Config(train_tokens=20_000_000, eval_tokens=65536, expansion=16, batch_size=4096,
+              steps=30_000, buffer_size=1 << 20, dead_window=1000, ce_sequences=256)
 
 
 def package_texts() -> list[tuple[str, str]]:
@@ -112,7 +131,7 @@ def _first_rows(store, n):
     return np.concatenate(parts)
 
 
-def run(config: dict, key, ctx: RunContext) -> Result:
+def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -122,16 +141,16 @@ def run(config: dict, key, ctx: RunContext) -> Result:
     import jaxlab.lm as lm
     from jaxlab._core import TqdmProgress
 
-    model, tok = lm.load(config["model"])
+    model, tok = lm.load(config.model)
     cfg = model.config
     layer = cfg.n_layers // 2
     texts = package_texts()
-    ev_every = int(config["eval_every"])
+    ev_every = config.eval_every
     train_texts = [t for i, t in enumerate(texts) if i % ev_every != 0]
     eval_texts = [t for i, t in enumerate(texts) if i % ev_every == 0]
-    L = int(config["segment_tokens"])
-    train_items = segments(tok, train_texts, int(config["train_tokens"]), L)
-    eval_items = segments(tok, eval_texts, int(config["eval_tokens"]), L)
+    L = config.segment_tokens
+    train_items = segments(tok, train_texts, config.train_tokens, L)
+    eval_items = segments(tok, eval_texts, config.eval_tokens, L)
     log.info("%d distributions' descriptions: %d train / %d eval segments of %d tokens",
              len(texts), len(train_items), len(eval_items), L)
     head = truncated(model, layer + 1)
@@ -139,38 +158,37 @@ def run(config: dict, key, ctx: RunContext) -> Result:
     held = _store(head, eval_items, layer, "eval")
     x_eval = jnp.asarray(held.array())
     # the dead-fraction window and the PCA/init sample: the first `window_tokens` rows
-    x_train = jnp.asarray(_first_rows(train, int(config["window_tokens"])))
+    x_train = jnp.asarray(_first_rows(train, config.window_tokens))
     sample = x_train[:: max(x_train.shape[0] // 8192, 1)]
     d = cfg.d_model
     scale = float(np.sqrt(d) / float(jnp.mean(jnp.linalg.norm(sample, axis=1))))
 
     k_sae, k_fit = jax.random.split(key)
-    sae = ip.TopKSAE(d, int(config["expansion"]) * d, int(config["k"]), key=k_sae,
-                     b_dec=sample * scale)
+    sae = ip.TopKSAE(d, config.expansion * d, config.k, key=k_sae, b_dec=sample * scale)
     t0 = time.perf_counter()
     sae, state, hists = ip.fit_sae(
-        train, sae, key=k_fit, steps=int(config["steps"]), batch_size=int(config["batch_size"]),
-        optimizer=optax.adam(float(config["lr"])), buffer_size=int(config["buffer_size"]),
-        scale=scale, dead_window=int(config["dead_window"]), progress=TqdmProgress(),
+        train, sae, key=k_fit, steps=config.steps, batch_size=config.batch_size,
+        optimizer=optax.adam(config.lr), buffer_size=config.buffer_size,
+        scale=scale, dead_window=config.dead_window, progress=TqdmProgress(),
         checkpointer=lambda b: ctx.checkpointer(f"sae_buffer{b:04d}"), chunk=50)
     train_s = time.perf_counter() - t0
     losses = np.concatenate([h.losses for h in hists])
     log.info("SAE trained: %d steps in %.0f s, loss %.3f -> %.3f", losses.size, train_s,
              losses[0], losses[-1])
 
-    k = int(config["k"])
+    k = config.k
     pca = ip.TopKPCA(sample * scale, k)
     m_sae = ip.sae_metrics(sae, x_eval * scale)
     m_pca = ip.sae_metrics(pca, x_eval * scale)
     window = ip.sae_metrics(sae, x_train * scale)
-    ce_tokens = jnp.asarray(np.asarray(eval_items[: int(config["ce_sequences"])], np.int32))
+    ce_tokens = jnp.asarray(np.asarray(eval_items[: config.ce_sequences], np.int32))
     ce_sae = ip.ce_loss_score(model, ce_tokens, sae, layer=layer, input_scale=scale,
                               skip_first=1)
     ce_pca = ip.ce_loss_score(model, ce_tokens, pca, layer=layer, input_scale=scale,
                               skip_first=1)
 
     curve = {"sae": [], "pca": []}
-    for kk in config["curve_k"]:
+    for kk in config.curve_k:
         if kk <= sae.d_sae:
             curve["sae"].append((kk, float(ip.sae_metrics(sae.with_k(kk), x_eval * scale)
                                            ["explained_variance"])))

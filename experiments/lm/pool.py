@@ -13,6 +13,7 @@ of items, so an interrupted run resumes at the chunk it was in.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -29,10 +30,22 @@ from jaxlab._core import progress_bar, write_json
 NAME = "lm_pool"
 PAPER = "LM"  # the shared runtime; the pool is what P6 and P19 route over
 DESCRIPTION = "model pool: ppl text vs shuffled, LogiQA accuracy by option log-likelihood"
-QUICK = {"models": ["smollm2-135m-instruct", "gemma3-270m", "qwen2.5-coder-0.5b-instruct"],
-         "n_items": 64, "chunk": 16, "batch_size": 4}
-FULL = {"models": ["smollm2-135m-instruct", "gemma3-270m", "qwen2.5-coder-0.5b-instruct",
-                   "qwen2.5-coder-1.5b-instruct"], "n_items": 200, "chunk": 20, "batch_size": 4}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    models: tuple[str, ...] = ("smollm2-135m-instruct", "gemma3-270m",
+                               "qwen2.5-coder-0.5b-instruct")
+    n_items: int = 64
+    chunk: int = 16
+    batch_size: int = 4
+
+
+QUICK = Config()
+FULL = Config(models=("smollm2-135m-instruct", "gemma3-270m", "qwen2.5-coder-0.5b-instruct",
+                      "qwen2.5-coder-1.5b-instruct"), n_items=200, chunk=20)
 
 # bump when the prompt format or the scoring changes: cached option scores then miss
 SCORE_VERSION = "lm_pool/score-v2"
@@ -90,16 +103,16 @@ def _binomial_tail(k: int, n: int, p: float) -> float:
     return float(sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1)))
 
 
-def run(config, key: jax.Array, ctx: RunContext) -> Result:
+def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     import jaxlab.lm as lm
 
     del ctx  # option scores live in the shared content-hashed cache, not in the run folder
-    items = logiqa_items(int(config["n_items"]))
+    items = logiqa_items(config.n_items)
     answers = np.array([it["answer"] for it in items])
     metrics: dict[str, float] = {"n_items": len(items)}
     correct = {}
     ppl = {}
-    pool = lm.Pool(config["models"])
+    pool = lm.Pool(config.models)
     for info, model, tok in pool:
         t0 = time.perf_counter()
         k = _key(info.name)
@@ -108,8 +121,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                                                  np.asarray(ids[1:]))).tolist()
         ppl[k] = (_perplexity(model, tok, ids), _perplexity(model, tok, [ids[0], *perm]))
         metrics[f"ppl_{k}"], metrics[f"ppl_shuffled_{k}"] = ppl[k]
-        s_sum, s_mean = _option_scores(info, model, tok, items, chunk=int(config["chunk"]),
-                                       batch_size=int(config["batch_size"]))
+        s_sum, s_mean = _option_scores(info, model, tok, items, chunk=config.chunk,
+                                       batch_size=config.batch_size)
         correct[k] = np.argmax(s_sum, axis=1) == answers
         metrics[f"logiqa_acc_{k}"] = float(correct[k].mean())
         metrics[f"logiqa_acc_norm_{k}"] = float((np.argmax(s_mean, axis=1) == answers).mean())
