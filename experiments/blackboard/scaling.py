@@ -5,6 +5,8 @@ nested, so a larger lake only adds distractor partitions). Figure: F1 and tokens
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import matplotlib.pyplot as plt
 
@@ -16,18 +18,25 @@ NAME = "blackboard_scaling"
 PAPER = "P8"
 DESCRIPTION = "Discovery F1 and tokens per task vs lake size (nested lakes, same tasks)"
 
-QUICK = {"sizes": [50, 100, 200], "tasks": 10, "model": "smollm2", "partition_size": 20,
-         "join_fraction": 0.2, "absent_fraction": 0.1, "threshold": 0.0, "margin": 0.3,
-         "snippet_chars": 60, "context_tokens": 512, "route_k": 2, "batch_size": 4}
-FULL = {**QUICK, "sizes": [50, 200, 500, 10_000], "tasks": 300,
-        "model": "qwen2.5-coder-0.5b", "snippet_chars": 90, "context_tokens": 2048}
+
+@dataclasses.dataclass(frozen=True)
+class Config(su.LakeConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    sizes: tuple[int, ...] = (50, 100, 200)  # tables in the nested lakes
+    tasks: int = 10
+
+
+QUICK = Config()
+FULL = Config(**su.FULL_OVERRIDES, sizes=(50, 200, 500, 10_000))
+
 BASELINES = ("master_slave", "single_agent", "retrieval")
 
 
-def run(config, key: jax.Array, ctx: RunContext) -> Result:
+def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     k_data, k_boot = jax.random.split(key)
     k_lake, _ = jax.random.split(k_data)
-    sizes = [int(s) for s in config["sizes"]]
+    sizes = [int(s) for s in config.sizes]
     full, small, tasks = su.lake_and_tasks(config, k_data, sizes[0])
     keep = tuple(s for t in tasks for s in t.data_sources)
     model = su.agent_model(config)
@@ -68,5 +77,5 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "margins " + ", ".join(f"{a} tables: {x:+.3f}" for a, x in zip(actual, margins,
                                                                         strict=True)),
         bool(margins[-1] >= margins[0]))]
-    notes = su.NOTES.format(model=config["model"], ctx=config["context_tokens"])
+    notes = su.NOTES.format(model=config.model, ctx=config.context_tokens)
     return Result(metrics=m, claims=claims, figures={"scaling": fig}, notes=notes)

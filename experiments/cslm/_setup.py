@@ -10,6 +10,7 @@ chunk, and a QUICK experiment whose cache is complete makes no model call.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import io
@@ -29,31 +30,49 @@ CODE_VERSION = "cslm-v1"  # bump when prompts, options or the scoring change
 N_DISTRACTORS = 3
 TEMPERATURE = 0.7
 
-# the budget table shared by cslm_complexity and cslm_reliability
-SIZES = {"chain_sum": [2, 4, 8, 16], "addition": [1, 2, 3, 4], "multiplication": [1, 2, 3, 4],
-         "sorting": [2, 4, 8, 16], "counting": [2, 4, 8, 16], "tracking": [1, 2, 4, 8],
-         "word_problem": [1, 2, 4, 8]}
+# the sizes per family of the budget table shared by cslm_complexity and cslm_reliability
+SIZES = (("chain_sum", (2, 4, 8, 16)), ("addition", (1, 2, 3, 4)),
+         ("multiplication", (1, 2, 3, 4)), ("sorting", (2, 4, 8, 16)),
+         ("counting", (2, 4, 8, 16)), ("tracking", (1, 2, 4, 8)), ("word_problem", (1, 2, 4, 8)))
 
-BUDGET_QUICK = {
-    "models": ["smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct"],
+
+@dataclasses.dataclass(frozen=True)
+class ChunkConfig:
+    """Models, families and sizes of a cslm experiment's cached chunks; the defaults are the
+    QUICK budget table."""
+
+    models: tuple[str, ...] = ("smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct")
     # the three families the complexity claim names; FULL runs all seven
-    "families": ["chain_sum", "counting", "sorting"],
-    "sizes": SIZES,
-    "items": 12,
-    "budgets": [16, 32, 64, 128],
-    "batch_size": 16,
+    families: tuple[str, ...] = ("chain_sum", "counting", "sorting")
+    # (family, sizes) pairs
+    sizes: tuple[tuple[str, tuple[int, ...]], ...] = SIZES
+    items: int = 12
+    batch_size: int = 16
+
+    def sizes_of(self, family: str) -> tuple[int, ...]:
+        """The problem sizes of `family`."""
+        return dict(self.sizes)[family]
+
+
+@dataclasses.dataclass(frozen=True)
+class BudgetConfig(ChunkConfig):
+    """The budget table shared by cslm_complexity and cslm_reliability (QUICK defaults);
+    `BUDGET_FULL_OVERRIDES` are the FULL values."""
+
+    budgets: tuple[int, ...] = (16, 32, 64, 128)
+
+
+BUDGET_FULL_OVERRIDES = {
+    "families": tuple(f for f, _ in SIZES),
+    "models": ("smollm2-135m-instruct", "gemma3-270m", "qwen2.5-coder-0.5b-instruct",
+               "qwen2.5-coder-1.5b-instruct"),
+    "sizes": (("chain_sum", (1, 2, 4, 6, 8, 12, 16, 24)), ("addition", tuple(range(1, 9))),
+              ("multiplication", tuple(range(1, 9))), ("sorting", (2, 3, 4, 6, 8, 12, 16, 24)),
+              ("counting", (2, 3, 4, 6, 8, 12, 16, 24)), ("tracking", (1, 2, 3, 4, 6, 8, 10, 12)),
+              ("word_problem", (1, 2, 3, 4, 6, 8, 10, 12))),
+    "items": 200,
+    "budgets": (16, 32, 64, 128, 256, 512, 1024),
 }
-BUDGET_FULL = {**BUDGET_QUICK, "families": list(SIZES),
-               "models": ["smollm2-135m-instruct", "gemma3-270m",
-                                          "qwen2.5-coder-0.5b-instruct",
-                                          "qwen2.5-coder-1.5b-instruct"],
-               "sizes": {"chain_sum": [1, 2, 4, 6, 8, 12, 16, 24],
-                         "addition": list(range(1, 9)), "multiplication": list(range(1, 9)),
-                         "sorting": [2, 3, 4, 6, 8, 12, 16, 24],
-                         "counting": [2, 3, 4, 6, 8, 12, 16, 24],
-                         "tracking": [1, 2, 3, 4, 6, 8, 10, 12],
-                         "word_problem": [1, 2, 3, 4, 6, 8, 10, 12]},
-               "items": 200, "budgets": [16, 32, 64, 128, 256, 512, 1024]}
 
 CAVEAT = ("Small open models (135M-0.5B parameters, 4-bit GGUF weights dequantised to "
           "float32); the paper's thesis is about LMs in general, and larger models may "
@@ -219,15 +238,15 @@ def triad_chunk(models: Models, model: str, family: str, n: int, items: int, sam
     return out
 
 
-def budget_table(config: dict, key: jax.Array, models: Models | None = None
+def budget_table(config: BudgetConfig, key: jax.Array, models: Models | None = None
                  ) -> dict[tuple[str, str, int], dict[str, np.ndarray]]:
     """Every (model, family, size) budget chunk of a config, built where missing."""
     models = models or Models()
-    jobs = [(m, f, n) for m in config["models"] for f in config["families"]
-            for n in config["sizes"][f]]
+    jobs = [(m, f, n) for m in config.models for f in config.families
+            for n in config.sizes_of(f)]
     out = {}
     for m, f, n in progress_bar(jobs, total=len(jobs), desc="cslm budget chunks"):
         k = jax.random.fold_in(jax.random.fold_in(key, sorted(cslm.FAMILIES).index(f)), n)
-        out[(m, f, n)] = budget_chunk(models, m, f, n, config["items"], config["budgets"], k,
-                                      batch_size=config.get("batch_size", 16))
+        out[(m, f, n)] = budget_chunk(models, m, f, n, config.items, config.budgets, k,
+                                      batch_size=config.batch_size)
     return out

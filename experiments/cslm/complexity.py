@@ -12,6 +12,8 @@ scored by likelihood; chance 0.25).
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
@@ -27,8 +29,18 @@ DESCRIPTION = "Token complexity B*(n): grows with n, growth class = the algorith
 EXPECTED = {"chain_sum": ("n",), "counting": ("n",), "addition": ("n",), "tracking": ("n",),
             "word_problem": ("n",), "multiplication": ("n^2",),
             "sorting": ("n", "n log n", "n^2", "2^n")}
-QUICK = {**_setup.BUDGET_QUICK, "p": 0.5, "n_boot": 500}
-FULL = {**_setup.BUDGET_FULL, "p": 0.5, "n_boot": 2000}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(_setup.BudgetConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    p: float = 0.5  # the accuracy B* reaches
+    n_boot: int = 500
+
+
+QUICK = Config()
+FULL = Config(**_setup.BUDGET_FULL_OVERRIDES, n_boot=2000)
 
 
 def kendall_tau(x, y) -> float:
@@ -45,25 +57,25 @@ def kendall_tau(x, y) -> float:
     return s / pairs if pairs else float("nan")
 
 
-def run(config, key: jax.Array, ctx: RunContext) -> Result:
+def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     table = _setup.budget_table(config, key)
-    budgets, p = list(config["budgets"]), float(config["p"])
+    budgets, p = list(config.budgets), float(config.p)
     metrics: dict[str, float] = {}
     grows, matches, fitted_pairs = 0, 0, 0
     pairs = 0
     classes: dict[str, str] = {}
-    fig_heat, axes_h = plt.subplots(len(config["models"]), len(config["families"]),
-                                    figsize=(2.6 * len(config["families"]),
-                                             2.4 * len(config["models"])), squeeze=False)
-    fig_b, axes_b = plt.subplots(1, len(config["families"]),
-                                 figsize=(2.8 * len(config["families"]), 2.8), squeeze=False)
-    for mi, model in enumerate(config["models"]):
-        for fi, family in enumerate(config["families"]):
-            sizes = list(config["sizes"][family])
+    fig_heat, axes_h = plt.subplots(len(config.models), len(config.families),
+                                    figsize=(2.6 * len(config.families),
+                                             2.4 * len(config.models)), squeeze=False)
+    fig_b, axes_b = plt.subplots(1, len(config.families),
+                                 figsize=(2.8 * len(config.families), 2.8), squeeze=False)
+    for mi, model in enumerate(config.models):
+        for fi, family in enumerate(config.families):
+            sizes = list(config.sizes_of(family))
             acc = np.array([table[(model, family, n)]["correct"].mean(0) for n in sizes])
             est = [cslm.min_budget_ci(table[(model, family, n)]["correct"], budgets, p,
                                       key=jax.random.fold_in(key, 97 * mi + fi),
-                                      n_boot=config["n_boot"]) for n in sizes]
+                                      n_boot=config.n_boot) for n in sizes]
             tag = f"{_setup.short(model)}/{family}"
             for n, a, e in zip(sizes, acc, est):
                 metrics[f"{tag}/n{n}/acc_max_budget"] = float(a[-1])
@@ -136,7 +148,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
              "the reasoning is truncated, '\\nAnswer:' appended and the true answer scored "
              "against three perturbed distractors (chance accuracy 0.25). B* interpolates "
              "accuracy linearly in log budget; intervals: bootstrap over items (90%). Items, "
-             f"sizes, budgets: {config['items']} per size, {config['sizes']}, {budgets}. "
+             f"sizes, budgets: {config.items} per size, "
+             f"{ {f: list(s) for f, s in config.sizes} }, {budgets}. "
              f"growth_class_index indexes {list(cslm.GROWTH_CLASSES)}; selected classes: "
              f"{classes}.")
     return Result(metrics=metrics, claims=claims,

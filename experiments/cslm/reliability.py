@@ -13,6 +13,8 @@ Reads the same cached generations as cslm_complexity (built when absent).
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
@@ -25,21 +27,30 @@ NAME = "cslm_reliability"
 PAPER = "P7"
 DESCRIPTION = "Accuracy ~ (1 - epsilon)^steps across sizes (R^2 >= 0.8?), confidence ECE"
 
-QUICK = {**_setup.BUDGET_QUICK, "r2_threshold": 0.8, "ece_bins": 10}
-FULL = {**_setup.BUDGET_FULL, "r2_threshold": 0.8, "ece_bins": 15}
+
+@dataclasses.dataclass(frozen=True)
+class Config(_setup.BudgetConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    r2_threshold: float = 0.8
+    ece_bins: int = 10
 
 
-def run(config, key: jax.Array, ctx: RunContext) -> Result:
+QUICK = Config()
+FULL = Config(**_setup.BUDGET_FULL_OVERRIDES, ece_bins=15)
+
+
+def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     table = _setup.budget_table(config, key)
     k = 1 + _setup.N_DISTRACTORS
     metrics: dict[str, float] = {}
     fits_ok, fits, free_ok = 0, 0, 0
-    fams = config["families"]
+    fams = config.families
     fig, axes = plt.subplots(1, len(fams), figsize=(2.8 * len(fams), 2.8), squeeze=False)
-    for model in config["models"]:
+    for model in config.models:
         conf_all, corr_all = [], []
         for fi, family in enumerate(fams):
-            sizes = list(config["sizes"][family])
+            sizes = list(config.sizes_of(family))
             chunks = [table[(model, family, n)] for n in sizes]
             steps = np.array([c["steps"].mean() for c in chunks])
             forced = np.array([c["correct"][:, -1].mean() for c in chunks])
@@ -63,8 +74,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                 metrics[f"{tag}/n{n}/acc_corrected"] = float(a)
                 metrics[f"{tag}/n{n}/acc_free"] = float(f)
             fits += 1
-            fits_ok += bool(np.isfinite(fit.r2) and fit.r2 >= config["r2_threshold"])
-            free_ok += bool(np.isfinite(free_fit.r2) and free_fit.r2 >= config["r2_threshold"])
+            fits_ok += bool(np.isfinite(fit.r2) and fit.r2 >= config.r2_threshold)
+            free_ok += bool(np.isfinite(free_fit.r2) and free_fit.r2 >= config.r2_threshold)
             ax = axes[0, fi]
             line = ax.plot(steps, acc, "o", label=f"{_setup.short(model)}")[0]
             grid = np.linspace(0, steps.max(), 50)
@@ -76,7 +87,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             ax.legend(fontsize=5)
         conf, corr = np.concatenate(conf_all), np.concatenate(corr_all)
         metrics[f"{_setup.short(model)}/ece"] = float(cslm.expected_calibration_error(
-            conf, corr, bins=config["ece_bins"]))
+            conf, corr, bins=config.ece_bins))
         metrics[f"{_setup.short(model)}/mean_confidence"] = float(conf.mean())
         metrics[f"{_setup.short(model)}/option_accuracy"] = float(corr.mean())
     axes[0, 0].set_ylabel("chance-corrected accuracy")
@@ -84,10 +95,10 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     metrics["fits_r2_ok"] = fits_ok
     metrics["free_fits_r2_ok"] = free_ok
     frame = "The paper's thesis, made falsifiable, measured on these models: "
-    eces = {m: round(metrics[f"{_setup.short(m)}/ece"], 3) for m in config["models"]}
+    eces = {m: round(metrics[f"{_setup.short(m)}/ece"], 3) for m in config.models}
     claims = [
         Claim(frame + f"accuracy ~ (1 - epsilon)^steps fits with R^2 >= "
-              f"{config['r2_threshold']} on most families",
+              f"{config.r2_threshold} on most families",
               "probabilistic reliability: errors compound per step",
               f"{fits_ok}/{fits} family-model fits of the forced answer reach it (R^2 nan where "
               f"accuracy does not vary); free-text answers: {free_ok}/{fits}",

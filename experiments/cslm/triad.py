@@ -12,6 +12,8 @@ k whose mean cost fits the budget, read off at the majority vote's costs for k =
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
@@ -24,23 +26,28 @@ NAME = "cslm_triad"
 PAPER = "P7"
 DESCRIPTION = "Best-of-k with a verifier vs majority vote at equal tokens (program vs LM verifier)"
 
-QUICK = {
-    "models": ["smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct"],
-    "families": ["chain_sum", "counting"],
-    "sizes": {"chain_sum": [3], "counting": [4]},
-    "items": 8,
-    "samples": 4,
-    "max_new_tokens": 64,
-    "batch_size": 16,
-}
-FULL = {**QUICK, "models": ["smollm2-135m-instruct", "gemma3-270m",
-                            "qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct"],
-        "families": ["chain_sum", "addition", "multiplication", "counting", "sorting",
-                     "tracking", "word_problem"],
-        "sizes": {"chain_sum": [3, 6, 12], "addition": [2, 4, 6], "multiplication": [1, 2, 3],
-                  "counting": [4, 8, 16], "sorting": [4, 8, 12], "tracking": [2, 4, 6],
-                  "word_problem": [2, 4, 6]},
-        "items": 200, "samples": 16, "max_new_tokens": 512}
+
+@dataclasses.dataclass(frozen=True)
+class Config(_setup.ChunkConfig):
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    families: tuple[str, ...] = ("chain_sum", "counting")
+    sizes: tuple[tuple[str, tuple[int, ...]], ...] = (("chain_sum", (3,)), ("counting", (4,)))
+    items: int = 8
+    samples: int = 4
+    max_new_tokens: int = 64
+
+
+QUICK = Config()
+FULL = Config(models=("smollm2-135m-instruct", "gemma3-270m", "qwen2.5-coder-0.5b-instruct",
+                      "qwen2.5-coder-1.5b-instruct"),
+              families=("chain_sum", "addition", "multiplication", "counting", "sorting",
+                        "tracking", "word_problem"),
+              sizes=(("chain_sum", (3, 6, 12)), ("addition", (2, 4, 6)),
+                     ("multiplication", (1, 2, 3)), ("counting", (4, 8, 16)),
+                     ("sorting", (4, 8, 12)), ("tracking", (2, 4, 6)),
+                     ("word_problem", (2, 4, 6))),
+              items=200, samples=16, max_new_tokens=512)
 
 
 def mean_gap(a, b) -> float:
@@ -50,22 +57,22 @@ def mean_gap(a, b) -> float:
     return float(d.mean()) if d.size else float("nan")
 
 
-def run(config, key: jax.Array, ctx: RunContext) -> Result:
+def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     models = _setup.Models()
-    S = int(config["samples"])
+    S = int(config.samples)
     metrics: dict[str, float] = {}
-    fig, axes = plt.subplots(1, len(config["models"]), figsize=(4.2 * len(config["models"]), 3.2),
+    fig, axes = plt.subplots(1, len(config.models), figsize=(4.2 * len(config.models), 3.2),
                              squeeze=False)
     gaps_prog, gaps_lm = [], []
-    for mi, model in enumerate(config["models"]):
+    for mi, model in enumerate(config.models):
         chunks = []
-        for family in config["families"]:
-            for n in config["sizes"][family]:
+        for family in config.families:
+            for n in config.sizes_of(family):
                 k = jax.random.fold_in(jax.random.fold_in(key, sorted(cslm.FAMILIES).index(family)),
                                        n)
-                chunks.append(_setup.triad_chunk(models, model, family, n, config["items"], S,
-                                                 config["max_new_tokens"], k,
-                                                 batch_size=config["batch_size"]))
+                chunks.append(_setup.triad_chunk(models, model, family, n, config.items, S,
+                                                 config.max_new_tokens, k,
+                                                 batch_size=config.batch_size))
         cat = {f: np.concatenate([c[f] for c in chunks]) for f in chunks[0]}
         correct, gen = cat["correct"], cat["gen_tokens"].astype(float)
         vtok = cat["verify_tokens"].astype(float)

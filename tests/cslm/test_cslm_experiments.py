@@ -3,17 +3,19 @@ calls), and a second run reads the content-hashed cache without loading the mode
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import pytest
 
 from experiments._harness import Result, RunContext
 from experiments.cslm import _setup, complexity, reliability, triad
 
-TINY_BUDGET = {"models": ["smollm2-135m-instruct"], "families": ["chain_sum"],
-               "sizes": {"chain_sum": [1, 2, 3]}, "items": 3, "budgets": [2, 4, 8],
-               "batch_size": 4, "n_boot": 20}
-TINY_TRIAD = {"models": ["smollm2-135m-instruct"], "families": ["chain_sum"],
-              "sizes": {"chain_sum": [2]}, "items": 2, "samples": 2, "max_new_tokens": 8,
+TINY_BUDGET = {"models": ("smollm2-135m-instruct",), "families": ("chain_sum",),
+               "sizes": (("chain_sum", (1, 2, 3)),), "items": 3, "budgets": (2, 4, 8),
+               "batch_size": 4}
+TINY_TRIAD = {"models": ("smollm2-135m-instruct",), "families": ("chain_sum",),
+              "sizes": (("chain_sum", (2,)),), "items": 2, "samples": 2, "max_new_tokens": 8,
               "batch_size": 4}
 
 
@@ -26,17 +28,18 @@ def cache(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_experiment_contracts_and_cache(cache, tmp_path):
     key = jax.random.key(0)
-    res = complexity.run({**complexity.QUICK, **TINY_BUDGET}, key,
-                         RunContext(complexity.NAME, tmp_path / "c"))
+    tiny = dataclasses.replace(complexity.QUICK, **TINY_BUDGET, n_boot=20)
+    res = complexity.run(tiny, key, RunContext(complexity.NAME, tmp_path / "c"))
     assert isinstance(res, Result) and res.claims and res.figures
     assert "smollm2/chain_sum/kendall_tau" in res.metrics
     assert len(list(cache.glob("budget-*.npz"))) == 3
     models = _setup.Models()
-    table = _setup.budget_table({**complexity.QUICK, **TINY_BUDGET}, key, models)
+    table = _setup.budget_table(tiny, key, models)
     assert models._name is None and len(table) == 3  # all from the cache
-    res = reliability.run({**reliability.QUICK, **TINY_BUDGET}, key,
+    res = reliability.run(dataclasses.replace(reliability.QUICK, **TINY_BUDGET), key,
                           RunContext(reliability.NAME, tmp_path / "r"))
     assert "smollm2/ece" in res.metrics and res.claims
-    res = triad.run({**triad.QUICK, **TINY_TRIAD}, key, RunContext(triad.NAME, tmp_path / "t"))
+    res = triad.run(dataclasses.replace(triad.QUICK, **TINY_TRIAD), key,
+                    RunContext(triad.NAME, tmp_path / "t"))
     assert "smollm2/lm_verifier_precision" in res.metrics and len(res.claims) == 2
     assert len(list(cache.glob("triad-*.npz"))) == 1
