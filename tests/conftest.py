@@ -4,11 +4,16 @@
 - float64 enabled so that oracles (dense matrices, finite differences) are exact
   enough to be meaningful; library code states its dtypes explicitly;
 - `getkey`: a fresh PRNG key per call, deterministic per test;
-- `tree_allclose`: pytree comparison helper.
+- `tree_allclose`: pytree comparison helper;
+- compiled executables are dropped after every test module (`jax.clear_caches`): each
+  XLA:CPU executable holds ~3 memory mappings, and one process running the whole suite
+  compiles enough of them to pass Linux's `vm.max_map_count` (65530), after which the
+  next compilation segfaults inside XLA.
 """
 
 from __future__ import annotations
 
+import gc
 import itertools
 import zlib
 
@@ -34,6 +39,13 @@ def tree_allclose(x, y, *, rtol=1e-5, atol=1e-8) -> bool:
         if not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
             return False
     return True
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_executables():
+    yield
+    jax.clear_caches()
+    gc.collect()
 
 
 @pytest.fixture
