@@ -27,8 +27,10 @@ def _cmd_run(args) -> int:
     rec = run_experiment(mod, out=args.out, full=args.full, seed=args.seed, resume=args.resume)
     print(f"wrote {Path(args.out) / args.name / 'metrics.json'} ({rec['runtime_s']:.1f} s)")
     for c in rec["claims"]:
-        print(f"  [{'holds' if c['holds'] else 'FAILS'}] {c['claim']}: paper {c['paper']}, "
-              f"measured {c['measured']}")
+        print(
+            f"  [{'holds' if c['holds'] else 'FAILS'}] {c['claim']}: paper {c['paper']}, "
+            f"measured {c['measured']}"
+        )
     return 0
 
 
@@ -36,11 +38,12 @@ def _cmd_reproduce(args) -> int:
     mods = list(_registry.discover().values())
     t0 = time.perf_counter()
     done, failed = reproduce(mods, out=args.out, full=args.full, seed=args.seed, only=args.only)
-    header = (f"{'FULL' if args.full else 'QUICK'} configs, seed {args.seed}; "
-              f"{len(done)} succeeded, {len(failed)} failed in {time.perf_counter() - t0:.0f} s; "
-              f"jax {jax_info()}")
-    md, page = write_report(args.out, names=[m.NAME for m in mods], failures=failed,
-                            header=header)
+    header = (
+        f"{'FULL' if args.full else 'QUICK'} configs, seed {args.seed}; "
+        f"{len(done)} succeeded, {len(failed)} failed in {time.perf_counter() - t0:.0f} s; "
+        f"jax {jax_info()}"
+    )
+    md, page = write_report(args.out, names=[m.NAME for m in mods], failures=failed, header=header)
     print(f"report: {page} and {md}")
     for f in failed:
         print(f"FAILED {f['experiment']}: {f['error']}", file=sys.stderr)
@@ -48,8 +51,9 @@ def _cmd_reproduce(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    rec = run_bench(_registry.find(args.name, bench=True), out=args.out, full=args.full,
-                    seed=args.seed)
+    rec = run_bench(
+        _registry.find(args.name, bench=True), out=args.out, full=args.full, seed=args.seed
+    )
     print(f"wrote {Path(args.out) / 'bench' / (args.name + '.json')}")
     for impl, t in rec["timings"].items():
         print(f"  {impl:30s} median {t['median_s']:.4g} s")
@@ -89,8 +93,13 @@ def main(argv=None) -> int:
         q.add_argument("--seed", type=int, default=0)
         q.add_argument("--out", default="results")
     args = p.parse_args(argv)
-    return {"list": _cmd_list, "run": _cmd_run, "reproduce": _cmd_reproduce,
-            "bench": _cmd_bench, "claims": _cmd_claims}[args.cmd](args)
+    return {
+        "list": _cmd_list,
+        "run": _cmd_run,
+        "reproduce": _cmd_reproduce,
+        "bench": _cmd_bench,
+        "claims": _cmd_claims,
+    }[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -41,8 +41,9 @@ def check_step(step: AbstractStep, state, *, key, steps: int, tmp_path, loop=Non
     assert steps % 2 == 0
     half = steps // 2
     ref_state, ref = run_steps(step, state, key=key, steps=steps, chunk=steps, loop=loop)
-    other_state, other = run_steps(step, state, key=key, steps=steps, chunk=half - 1 or 1,
-                                   loop=loop)
+    other_state, other = run_steps(
+        step, state, key=key, steps=steps, chunk=half - 1 or 1, loop=loop
+    )
     assert_trees_equal(ref_state, other_state)
     for name, v in ref.aux.items():
         assert v.shape[0] == steps, name
@@ -62,8 +63,9 @@ def check_step(step: AbstractStep, state, *, key, steps: int, tmp_path, loop=Non
         return False
 
     try:
-        run_steps(step, state, key=key, steps=steps, chunk=half, checkpointer=ck, stop=kill,
-                  loop=loop)
+        run_steps(
+            step, state, key=key, steps=steps, chunk=half, checkpointer=ck, stop=kill, loop=loop
+        )
     except _Kill:
         pass
     else:  # pragma: no cover - the stop callable always raises
@@ -71,11 +73,13 @@ def check_step(step: AbstractStep, state, *, key, steps: int, tmp_path, loop=Non
     assert ck.exists()
     # Killed after the second chunk ran but before its checkpoint: resume from the first
     # checkpoint; then once more after the end (runs nothing, same results).
-    res_state, res = run_steps(step, state, key=key, steps=steps, chunk=half, checkpointer=ck,
-                               loop=loop)
+    res_state, res = run_steps(
+        step, state, key=key, steps=steps, chunk=half, checkpointer=ck, loop=loop
+    )
     assert_trees_equal(ref_state, res_state)
-    again_state, again = run_steps(step, state, key=key, steps=steps, chunk=half,
-                                   checkpointer=ck, loop=loop)
+    again_state, again = run_steps(
+        step, state, key=key, steps=steps, chunk=half, checkpointer=ck, loop=loop
+    )
     assert_trees_equal(ref_state, again_state)
     for name, v in ref.aux.items():
         np.testing.assert_array_equal(v, res.aux[name])

@@ -12,17 +12,32 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNEL_SOURCES = sorted(p.name for p in (ROOT / "kernels" / "laplex").iterdir()
-                        if p.suffix in (".cc", ".h"))
+KERNEL_SOURCES = sorted(
+    p.name for p in (ROOT / "kernels" / "laplex").iterdir() if p.suffix in (".cc", ".h")
+)
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     pytest.importorskip("hatchling")  # the build backend, from the `test` extra
     out = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps",
-                           "--no-build-isolation", "-q", "-w", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(ROOT),
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (whl,) = out.glob("jaxlab-*.whl")
     return whl
@@ -48,8 +63,22 @@ def test_checkout_compiles_the_repository_sources():
 @pytest.mark.slow  # a fresh interpreter imports jax and the library from the wheel: ~15 s
 def test_kernels_build_and_load_from_the_installed_wheel(wheel, tmp_path):
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
-                    str(target), str(wheel)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     code = (
         "import jax, jax.numpy as jnp, numpy as np\n"
         "jax.config.update('jax_enable_x64', True)\n"
@@ -63,8 +92,14 @@ def test_kernels_build_and_load_from_the_installed_wheel(wheel, tmp_path):
         "print(float(jnp.max(jnp.abs(y - L.dense_matrix(t, t, a, None, c) @ v))))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     where, sources, err = proc.stdout.split()
     assert where == str(target / "jaxlab" / "__init__.py")

@@ -86,7 +86,8 @@ class Bench:
     notes: str = ""
     pairs: tuple[tuple[str, str], ...] = ()
     fields: Mapping[str, Callable[[Mapping[str, float]], float]] = dataclasses.field(
-        default_factory=dict)
+        default_factory=dict
+    )
     interleave: bool = False
 
 

@@ -37,8 +37,13 @@ def timing_stats(fn, *, warmup: int, repeats: int) -> dict[str, float | int]:
 
 
 def _stats(ts, warmup, repeats):
-    return {"median_s": statistics.median(ts), "min_s": min(ts), "max_s": max(ts),
-            "repeats": repeats, "warmup": warmup}
+    return {
+        "median_s": statistics.median(ts),
+        "min_s": min(ts),
+        "max_s": max(ts),
+        "repeats": repeats,
+        "warmup": warmup,
+    }
 
 
 def interleaved_stats(fns, *, warmup: int, repeats: int) -> dict[str, dict[str, float | int]]:
@@ -73,8 +78,9 @@ def run_bench(
     if unknown:
         raise ValueError(f"{mod.NAME}: ours names {unknown} not among impls {list(bench.impls)}")
     if bench.interleave:
-        log.info("bench %s: timing %s in %d interleaved rounds", mod.NAME, list(bench.impls),
-                 repeats)
+        log.info(
+            "bench %s: timing %s in %d interleaved rounds", mod.NAME, list(bench.impls), repeats
+        )
         timings = interleaved_stats(bench.impls, warmup=warmup, repeats=repeats)
     else:
         timings = {}
@@ -82,12 +88,15 @@ def run_bench(
             log.info("bench %s: timing %s", mod.NAME, impl)
             timings[impl] = timing_stats(fn, warmup=warmup, repeats=repeats)
     pairs = bench.pairs or tuple(
-        (ours, peer) for ours in bench.ours for peer in bench.impls if peer not in bench.ours)
+        (ours, peer) for ours in bench.ours for peer in bench.impls if peer not in bench.ours
+    )
     bad = [p for p in pairs if p[0] not in bench.impls or p[1] not in bench.impls]
     if bad:
         raise ValueError(f"{mod.NAME}: pairs {bad} name implementations not in {list(bench.impls)}")
-    ratios = {f"{ours}_vs_{peer}": timings[peer]["median_s"] / timings[ours]["median_s"]
-              for ours, peer in pairs}
+    ratios = {
+        f"{ours}_vs_{peer}": timings[peer]["median_s"] / timings[ours]["median_s"]
+        for ours, peer in pairs
+    }
     medians = {impl: t["median_s"] for impl, t in timings.items()}
     fields = {name: float(fn(medians)) for name, fn in bench.fields.items()}
     record = {
@@ -105,8 +114,11 @@ def run_bench(
         "fields": fields,
         "notes": bench.notes,
         "jax": jax_info(),
-        "machine": {"platform": platform.platform(), "processor": platform.processor(),
-                    "python": platform.python_version()},
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor(),
+            "python": platform.python_version(),
+        },
     }
     write_json(Path(out) / "bench" / f"{mod.NAME}.json", record)
     return record

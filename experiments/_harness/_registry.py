@@ -33,8 +33,9 @@ def validate_module(mod: ModuleType, *, bench: bool = False) -> ModuleType:
     if missing:
         raise ValueError(f"{mod.__name__}: missing {', '.join(missing)}")
     if mod.PAPER not in PAPERS:
-        raise ValueError(f"{mod.__name__}: PAPER must be one of {', '.join(PAPERS)}, "
-                         f"received {mod.PAPER!r}")
+        raise ValueError(
+            f"{mod.__name__}: PAPER must be one of {', '.join(PAPERS)}, received {mod.PAPER!r}"
+        )
     if not bench:
         check_config_pair(mod.__name__, mod.QUICK, mod.FULL)
     return mod
@@ -43,8 +44,13 @@ def validate_module(mod: ModuleType, *, bench: bool = False) -> ModuleType:
 def _experiment_path(dotted: str, package: str) -> bool:
     """Whether `dotted` names an experiment module `<package>.<component>.<claim>`."""
     parts = dotted.split(".")
-    return (len(parts) >= 3 and parts[0] == package and parts[1] != _BENCH_PACKAGE
-            and not parts[1].startswith("_") and not parts[2].startswith("_"))
+    return (
+        len(parts) >= 3
+        and parts[0] == package
+        and parts[1] != _BENCH_PACKAGE
+        and not parts[1].startswith("_")
+        and not parts[2].startswith("_")
+    )
 
 
 def _imported_names(tree: ast.Module, modname: str, is_package: bool) -> list[str]:
@@ -57,7 +63,7 @@ def _imported_names(tree: ast.Module, modname: str, is_package: bool) -> list[st
             if node.level:
                 base_parts = modname.split(".")
                 drop = node.level - 1 if is_package else node.level
-                base_parts = base_parts[:len(base_parts) - drop]
+                base_parts = base_parts[: len(base_parts) - drop]
                 base = ".".join(base_parts + ([node.module] if node.module else []))
             else:
                 base = node.module or ""
@@ -73,24 +79,38 @@ def check_imports(path: Path, modname: str, *, package: str = "experiments") -> 
     """
     tree = ast.parse(Path(path).read_text(), filename=str(path))
     is_package = Path(path).name == "__init__.py"
-    bad = sorted({".".join(n.split(".")[:3]) for n in _imported_names(tree, modname, is_package)
-                  if _experiment_path(n, package)} - {modname})
+    bad = sorted(
+        {
+            ".".join(n.split(".")[:3])
+            for n in _imported_names(tree, modname, is_package)
+            if _experiment_path(n, package)
+        }
+        - {modname}
+    )
     if bad:
-        raise ValueError(f"{modname} imports the experiment module(s) {', '.join(bad)}; "
-                         "experiments never import each other: move what they share to the "
-                         "component's _setup.py (or into the library)")
+        raise ValueError(
+            f"{modname} imports the experiment module(s) {', '.join(bad)}; "
+            "experiments never import each other: move what they share to the "
+            "component's _setup.py (or into the library)"
+        )
 
 
 def _check_package_imports(pkg: ModuleType, package: str) -> None:
     for info in pkgutil.iter_modules(pkg.__path__):
         if not info.ispkg:
-            check_imports(Path(pkg.__path__[0]) / f"{info.name}.py", f"{pkg.__name__}.{info.name}",
-                          package=package)
+            check_imports(
+                Path(pkg.__path__[0]) / f"{info.name}.py",
+                f"{pkg.__name__}.{info.name}",
+                package=package,
+            )
 
 
 def _public_modules(pkg: ModuleType, *, packages: bool) -> list[str]:
-    return [i.name for i in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name)
-            if not i.name.startswith("_") and i.ispkg == packages]
+    return [
+        i.name
+        for i in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name)
+        if not i.name.startswith("_") and i.ispkg == packages
+    ]
 
 
 def _module_names(package: str, bench: bool) -> list[tuple[str, str]]:
@@ -114,8 +134,9 @@ def _module_names(package: str, bench: bool) -> list[tuple[str, str]]:
 def _load(path: str, expected: str, bench: bool) -> ModuleType:
     mod = validate_module(importlib.import_module(path), bench=bench)
     if mod.NAME != expected:
-        raise ValueError(f"{path}: NAME must be {expected!r} (from its place in the tree), "
-                         f"received {mod.NAME!r}")
+        raise ValueError(
+            f"{path}: NAME must be {expected!r} (from its place in the tree), received {mod.NAME!r}"
+        )
     return mod
 
 

@@ -71,16 +71,30 @@ def _markdown(groups, out: Path, header: str) -> str:
     for paper, g in groups.items():
         lines += [f"## {_title(paper)}", ""]
         for f in g["failed"]:
-            lines += [f"### {f['experiment']} — FAILED", "", f"`{f['error']}`", "", "```",
-                      f["traceback"], "```", ""]
+            lines += [
+                f"### {f['experiment']} — FAILED",
+                "",
+                f"`{f['error']}`",
+                "",
+                "```",
+                f["traceback"],
+                "```",
+                "",
+            ]
         for r in g["ok"]:
-            lines += [f"### {r['experiment']} ({r['config']}, seed {r['seed']}, "
-                      f"{r['runtime_s']:.1f} s)", "", r.get("description", ""), ""]
+            lines += [
+                f"### {r['experiment']} ({r['config']}, seed {r['seed']}, {r['runtime_s']:.1f} s)",
+                "",
+                r.get("description", ""),
+                "",
+            ]
             if r["claims"]:
                 lines += ["| claim | paper | measured | holds |", "|---|---|---|---|"]
                 for c in r["claims"]:
-                    lines.append(f"| {_cell(c['claim'])} | {_cell(c['paper'])} | "
-                                 f"{_cell(c['measured'])} | {'yes' if c['holds'] else '**no**'} |")
+                    lines.append(
+                        f"| {_cell(c['claim'])} | {_cell(c['paper'])} | "
+                        f"{_cell(c['measured'])} | {'yes' if c['holds'] else '**no**'} |"
+                    )
                 lines.append("")
             if r["metrics"]:
                 lines += ["| metric | value |", "|---|---|"]
@@ -91,12 +105,18 @@ def _markdown(groups, out: Path, header: str) -> str:
             for fig in r.get("figures", []):
                 lines += [f"![{fig}]({r['experiment']}/{fig})", ""]
         for b in g["bench"]:
-            lines += [f"### benchmark {b['bench']} ({b['config']})", "",
-                      f"size: `{json.dumps(b['size'])}`", "",
-                      "| implementation | median s | min s | max s |", "|---|---|---|---|"]
+            lines += [
+                f"### benchmark {b['bench']} ({b['config']})",
+                "",
+                f"size: `{json.dumps(b['size'])}`",
+                "",
+                "| implementation | median s | min s | max s |",
+                "|---|---|---|---|",
+            ]
             for impl, t in b["timings"].items():
-                lines.append(f"| {impl} | {t['median_s']:.4g} | {t['min_s']:.4g} | "
-                             f"{t['max_s']:.4g} |")
+                lines.append(
+                    f"| {impl} | {t['median_s']:.4g} | {t['min_s']:.4g} | {t['max_s']:.4g} |"
+                )
             lines += ["", "| ratio (peer median / ours median) | value |", "|---|---|"]
             lines += [f"| {k} | {v:.3g} |" for k, v in b["ratios"].items()]
             lines.append("")
@@ -106,15 +126,18 @@ def _markdown(groups, out: Path, header: str) -> str:
 def claims_table(records: Sequence[dict[str, Any]]) -> str:
     """One Markdown table of every claim (paper, experiment, claim, paper value, measured,
     holds), papers in order: the README's claims table."""
-    rows = ["| paper | experiment | claim | paper value | measured | holds |",
-            "|---|---|---|---|---|---|"]
-    ordered = sorted(records, key=lambda r: (paper_sort_key(r.get("paper", "?")),
-                                             r["experiment"]))
+    rows = [
+        "| paper | experiment | claim | paper value | measured | holds |",
+        "|---|---|---|---|---|---|",
+    ]
+    ordered = sorted(records, key=lambda r: (paper_sort_key(r.get("paper", "?")), r["experiment"]))
     for r in ordered:
         for c in r["claims"]:
-            rows.append(f"| {r.get('paper', '?')} | {r['experiment']} | {_cell(c['claim'])} | "
-                        f"{_cell(c['paper'])} | {_cell(c['measured'])} | "
-                        f"{'yes' if c['holds'] else '**no**'} |")
+            rows.append(
+                f"| {r.get('paper', '?')} | {r['experiment']} | {_cell(c['claim'])} | "
+                f"{_cell(c['paper'])} | {_cell(c['measured'])} | "
+                f"{'yes' if c['holds'] else '**no**'} |"
+            )
     return "\n".join(rows) + "\n"
 
 
@@ -133,21 +156,34 @@ def _html(groups, out: Path, header: str) -> str:
         "padding:3px 8px;text-align:left}.no{color:#b00;font-weight:bold}.yes{color:#070}"
         ".failed{color:#b00}pre{background:#f6f6f6;padding:.5em;overflow:auto}"
         "img{max-width:100%}</style></head><body>",
-        "<h1>jaxlab report</h1>", f"<p>{e(header)}</p>",
+        "<h1>jaxlab report</h1>",
+        f"<p>{e(header)}</p>",
     ]
     for paper, g in groups.items():
         parts.append(f"<h2 id='{e(paper)}'>{e(_title(paper))}</h2>")
         for f in g["failed"]:
-            parts.append(f"<h3 class='failed'>{e(f['experiment'])} — FAILED</h3>"
-                         f"<p><code>{e(f['error'])}</code></p><pre>{e(f['traceback'])}</pre>")
+            parts.append(
+                f"<h3 class='failed'>{e(f['experiment'])} — FAILED</h3>"
+                f"<p><code>{e(f['error'])}</code></p><pre>{e(f['traceback'])}</pre>"
+            )
         for r in g["ok"]:
-            parts.append(f"<h3>{e(r['experiment'])} <small>({e(r['config'])}, seed {r['seed']}, "
-                         f"{r['runtime_s']:.1f} s)</small></h3>"
-                         f"<p>{e(r.get('description', ''))}</p>")
+            parts.append(
+                f"<h3>{e(r['experiment'])} <small>({e(r['config'])}, seed {r['seed']}, "
+                f"{r['runtime_s']:.1f} s)</small></h3>"
+                f"<p>{e(r.get('description', ''))}</p>"
+            )
             if r["claims"]:
-                rows = [[e(c["claim"]), e(str(c["paper"])), e(str(c["measured"])),
-                         "<span class='yes'>yes</span>" if c["holds"]
-                         else "<span class='no'>no</span>"] for c in r["claims"]]
+                rows = [
+                    [
+                        e(c["claim"]),
+                        e(str(c["paper"])),
+                        e(str(c["measured"])),
+                        "<span class='yes'>yes</span>"
+                        if c["holds"]
+                        else "<span class='no'>no</span>",
+                    ]
+                    for c in r["claims"]
+                ]
                 parts.append(_table(["claim", "paper", "measured", "holds"], rows))
             if r["metrics"]:
                 rows = [[e(k), e(_fmt(v))] for k, v in r["metrics"].items()]
@@ -158,13 +194,19 @@ def _html(groups, out: Path, header: str) -> str:
                 png = out / r["experiment"] / fig
                 if png.is_file():
                     b64 = base64.b64encode(png.read_bytes()).decode()
-                    parts.append(f"<figure><img alt='{e(fig)}' src='data:image/png;base64,{b64}'>"
-                                 f"<figcaption>{e(fig)}</figcaption></figure>")
+                    parts.append(
+                        f"<figure><img alt='{e(fig)}' src='data:image/png;base64,{b64}'>"
+                        f"<figcaption>{e(fig)}</figcaption></figure>"
+                    )
         for b in g["bench"]:
-            parts.append(f"<h3>benchmark {e(b['bench'])} <small>({e(b['config'])})</small></h3>"
-                         f"<p>size: <code>{e(json.dumps(b['size']))}</code></p>")
-            rows = [[e(i), f"{t['median_s']:.4g}", f"{t['min_s']:.4g}", f"{t['max_s']:.4g}"]
-                    for i, t in b["timings"].items()]
+            parts.append(
+                f"<h3>benchmark {e(b['bench'])} <small>({e(b['config'])})</small></h3>"
+                f"<p>size: <code>{e(json.dumps(b['size']))}</code></p>"
+            )
+            rows = [
+                [e(i), f"{t['median_s']:.4g}", f"{t['min_s']:.4g}", f"{t['max_s']:.4g}"]
+                for i, t in b["timings"].items()
+            ]
             parts.append(_table(["implementation", "median s", "min s", "max s"], rows))
             rows = [[e(k), f"{v:.3g}"] for k, v in b["ratios"].items()]
             parts.append(_table(["ratio (peer median / ours median)", "value"], rows))

@@ -104,13 +104,16 @@ def run_experiment(
         lg.setLevel(logging.INFO)
     ctx = RunContext(name=name, out_dir=run_dir, resume=resume, full=full)
     try:
-        log.info("run %s config=%s seed=%d jax=%s", name, "full" if full else "quick", seed,
-                 jax_info())
+        log.info(
+            "run %s config=%s seed=%d jax=%s", name, "full" if full else "quick", seed, jax_info()
+        )
         t0 = time.perf_counter()
         result = mod.run(config, jax.random.key(seed), ctx)
         if not isinstance(result, Result):
-            raise TypeError(f"{name}.run must return experiments._harness.Result, "
-                            f"received {type(result).__name__}")
+            raise TypeError(
+                f"{name}.run must return experiments._harness.Result, "
+                f"received {type(result).__name__}"
+            )
         runtime = time.perf_counter() - t0
         figures = []
         for fig_name, fig in result.figures.items():
@@ -170,11 +173,13 @@ def reproduce(
             done.append(run_experiment(mod, out=out, full=full, seed=seed))
         except Exception as e:  # noqa: BLE001 - report every failure, keep going
             tb = traceback.format_exc()
-            failed.append({
-                "experiment": mod.NAME,
-                "paper": mod.PAPER,
-                "description": getattr(mod, "DESCRIPTION", ""),
-                "error": f"{type(e).__name__}: {e}",
-                "traceback": "\n".join(tb.strip().splitlines()[-12:]),
-            })
+            failed.append(
+                {
+                    "experiment": mod.NAME,
+                    "paper": mod.PAPER,
+                    "description": getattr(mod, "DESCRIPTION", ""),
+                    "error": f"{type(e).__name__}: {e}",
+                    "traceback": "\n".join(tb.strip().splitlines()[-12:]),
+                }
+            )
     return done, failed

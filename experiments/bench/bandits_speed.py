@@ -28,11 +28,14 @@ def _stream(rounds):
     order = np.argsort(ml.timestamp, kind="stable")[:rounds]
     u, i = ml.user[order], ml.item[order]
     n_occ = len(ml.occupation_names)
-    ctx = np.concatenate([
-        np.eye(2)[ml.user_gender[u]],
-        np.eye(len(_AGE_EDGES) + 1)[np.digitize(ml.user_age[u], _AGE_EDGES)],
-        np.eye(n_occ)[ml.user_occupation[u]],
-    ], axis=1)
+    ctx = np.concatenate(
+        [
+            np.eye(2)[ml.user_gender[u]],
+            np.eye(len(_AGE_EDGES) + 1)[np.digitize(ml.user_age[u], _AGE_EDGES)],
+            np.eye(n_occ)[ml.user_occupation[u]],
+        ],
+        axis=1,
+    )
     era = np.digitize(ml.year[i], _DECADE_EDGES)
     k = len(_DECADE_EDGES) + 1
     rewards = (np.eye(k)[era] * (ml.rating[order] >= 4)[:, None]).astype(np.float64)
@@ -43,8 +46,11 @@ def _mabwiser_run(ctx, rewards, alpha):
     from mabwiser.mab import MAB, LearningPolicy
 
     k = rewards.shape[1]
-    mab = MAB(arms=list(range(k)), learning_policy=LearningPolicy.LinUCB(alpha=alpha,
-                                                                         l2_lambda=1.0), seed=0)
+    mab = MAB(
+        arms=list(range(k)),
+        learning_policy=LearningPolicy.LinUCB(alpha=alpha, l2_lambda=1.0),
+        seed=0,
+    )
     arms = [0]  # every arm scores the same before any data; both pick the first
     mab.fit([0], [rewards[0, 0]], ctx[:1])
     for t in range(1, ctx.shape[0]):
@@ -81,24 +87,33 @@ def setup(config, key):
     jl = rounds / statistics.median(t_ours)
     mw = rounds / t_mab
     size = {
-        "rounds": rounds, "arms": k, "dim": d, "dtype": str(dtype),
-        "jaxlab_decisions_s": jl, "mabwiser_decisions_s": mw, "decisions_ratio": jl / mw,
+        "rounds": rounds,
+        "arms": k,
+        "dim": d,
+        "dtype": str(dtype),
+        "jaxlab_decisions_s": jl,
+        "mabwiser_decisions_s": mw,
+        "decisions_ratio": jl / mw,
         "arm_agreement": agree,
         "first_divergence": int(diverge[0]) if diverge.size else -1,
         "reward_jaxlab": float(rewards[np.arange(rounds), jaxlab_arms].mean()),
         "reward_mabwiser": float(rewards[np.arange(rounds), mab_arms].mean()),
     }
     return Bench(
-        impls={"jaxlab_linucb": jaxlab_run,
-               "mabwiser_linucb": lambda: _mabwiser_run(ctx, rewards, alpha)},
+        impls={
+            "jaxlab_linucb": jaxlab_run,
+            "mabwiser_linucb": lambda: _mabwiser_run(ctx, rewards, alpha),
+        },
         ours=("jaxlab_linucb",),
         size=size,
-        notes=("Same stream for both: the first `rounds` MovieLens-100k ratings in time order; "
-               "context = one-hot user gender, age band and occupation; arm = release era of the "
-               "movie (5 bins); reward 1 if the rated movie is of that era and rated >= 4. Both "
-               "run disjoint LinUCB (per-arm ridge, lambda = 1) online: predict then update, one "
-               "event at a time (mabwiser: predict + partial_fit; jaxlab: one jitted lax.scan "
-               "with Sherman-Morrison updates). size.*_decisions_s and arm_agreement come from a "
-               "pre-run in setup (median of 3 for jaxlab, 1 for mabwiser); the timings below "
-               "time the same full runs."),
+        notes=(
+            "Same stream for both: the first `rounds` MovieLens-100k ratings in time order; "
+            "context = one-hot user gender, age band and occupation; arm = release era of the "
+            "movie (5 bins); reward 1 if the rated movie is of that era and rated >= 4. Both "
+            "run disjoint LinUCB (per-arm ridge, lambda = 1) online: predict then update, one "
+            "event at a time (mabwiser: predict + partial_fit; jaxlab: one jitted lax.scan "
+            "with Sherman-Morrison updates). size.*_decisions_s and arm_agreement come from a "
+            "pre-run in setup (median of 3 for jaxlab, 1 for mabwiser); the timings below "
+            "time the same full runs."
+        ),
     )

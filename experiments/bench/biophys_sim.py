@@ -57,8 +57,9 @@ def _jaxley(dens: np.ndarray, steps: int, dt: float):
     net.set("HH_eLeak", -54.387)  # jaxlab's value (rest exactly -65 mV)
     net.init_states()
     net.cell("all").branch(0).comp(0).record("v", verbose=False)
-    amps = jnp.asarray(np.repeat((dens * _AREA_CM2 * 1e3)[:, None], steps, axis=1),
-                       dtype=jnp.float32)  # nA
+    amps = jnp.asarray(
+        np.repeat((dens * _AREA_CM2 * 1e3)[:, None], steps, axis=1), dtype=jnp.float32
+    )  # nA
 
     def integrate(amps):
         data = None
@@ -87,8 +88,15 @@ def _brian2(dens: np.ndarray, steps: int, dt: float):
     bn = 0.125*exp(-(v + 65)/80) / ms : Hz
     I : 1
     """
-    ns = {"gna": 120.0, "gk": 36.0, "gl": 0.3, "ena": 50.0, "ek": -77.0, "el": -54.387,
-          "cm": 1.0 * b2.ms}
+    ns = {
+        "gna": 120.0,
+        "gk": 36.0,
+        "gl": 0.3,
+        "ena": 50.0,
+        "ek": -77.0,
+        "el": -54.387,
+        "cm": 1.0 * b2.ms,
+    }
 
     def run():
         b2.start_scope()
@@ -109,8 +117,10 @@ def setup(config: dict, key: jax.Array) -> Bench:
     dt = float(config["dt_ms"])
     steps = int(round(config["duration_ms"] / dt))
     dens = _densities(n)
-    impls = {"jaxlab": _jaxlab(dens, steps, dt),
-             "jaxlab_euler": _jaxlab(dens, steps, dt, solver=diffrax.Euler())}
+    impls = {
+        "jaxlab": _jaxlab(dens, steps, dt),
+        "jaxlab_euler": _jaxlab(dens, steps, dt, solver=diffrax.Euler()),
+    }
     notes = []
     # voltage agreement over 100 ms on 8 neurons of the population
     sub = dens[:: max(n // 8, 1)][:8]
@@ -120,19 +130,31 @@ def setup(config: dict, key: jax.Array) -> Bench:
     def ref_one(d):
         ts = jnp.arange(1, agree_steps + 1) * dt
         sol = diffrax.diffeqsolve(
-            diffrax.ODETerm(hh.vector_field), diffrax.Tsit5(), 0.0, float(ts[-1]), dt / 4,
-            hh.init_state(), args=jnp.asarray(d), saveat=diffrax.SaveAt(ts=ts),
+            diffrax.ODETerm(hh.vector_field),
+            diffrax.Tsit5(),
+            0.0,
+            float(ts[-1]),
+            dt / 4,
+            hh.init_state(),
+            args=jnp.asarray(d),
+            saveat=diffrax.SaveAt(ts=ts),
             stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-10),
-            max_steps=200000)
+            max_steps=200000,
+        )
         return sol.ys[:, 0]
 
     with jax.enable_x64(True):  # the agreement runs in float64, like Brian2
         ref = np.stack([np.asarray(ref_one(d)) for d in sub])
         ours = np.asarray(_jaxlab(sub, agree_steps, dt, jnp.float64)())
         ours5 = np.asarray(_jaxlab(sub, agree_steps, dt, jnp.float64, diffrax.Tsit5())())
-    size = {"n_neurons": n, "steps": steps, "dt_ms": dt, "neuron_steps": n * steps,
-            "max_abs_dv_mv_vs_reference": float(np.abs(ours - ref).max()),
-            "max_abs_dv_mv_tsit5_vs_reference": float(np.abs(ours5 - ref).max())}
+    size = {
+        "n_neurons": n,
+        "steps": steps,
+        "dt_ms": dt,
+        "neuron_steps": n * steps,
+        "max_abs_dv_mv_vs_reference": float(np.abs(ours - ref).max()),
+        "max_abs_dv_mv_tsit5_vs_reference": float(np.abs(ours5 - ref).max()),
+    }
     try:
         impls["jaxley"] = _jaxley(dens, steps, dt)
         vj = np.asarray(_jaxley(sub, agree_steps + 1, dt)())[:, 1:]
@@ -147,11 +169,15 @@ def setup(config: dict, key: jax.Array) -> Bench:
         impls["brian2"] = _brian2(dens, steps, dt)
     except (ImportError, AttributeError) as err:
         size["max_abs_dv_mv_vs_brian2"] = None
-        notes.append(f"Brian2 unavailable ({type(err).__name__}: {err}); Brian2 2.9.0, the last "
-                     "release for Python 3.11, does not import with NumPy 2 (ndarray.ptp).")
+        notes.append(
+            f"Brian2 unavailable ({type(err).__name__}: {err}); Brian2 2.9.0, the last "
+            "release for Python 3.11, does not import with NumPy 2 (ndarray.ptp)."
+        )
     log.info("biophys_sim agreement: %s", size)
-    notes.append("neuron-steps/s = size.neuron_steps / timings[impl].median_s. Jaxley integrates "
-                 "with a first-order implicit scheme, so its spike times drift from the "
-                 "second-order jaxlab/reference solutions over 100 ms; the reference column "
-                 "is the accuracy oracle.")
+    notes.append(
+        "neuron-steps/s = size.neuron_steps / timings[impl].median_s. Jaxley integrates "
+        "with a first-order implicit scheme, so its spike times drift from the "
+        "second-order jaxlab/reference solutions over 100 ms; the reference column "
+        "is the accuracy oracle."
+    )
     return Bench(impls=impls, ours=("jaxlab", "jaxlab_euler"), size=size, notes=" ".join(notes))

@@ -20,8 +20,15 @@ from experiments._harness import Bench
 NAME = "interp_sae_step"
 PAPER = "P14"
 DESCRIPTION = "TopK SAE step (batch 4096, expansion 16, k 32, aux-k) tokens/s: jaxlab vs NumPy"
-QUICK = {"dims": [576, 896], "expansion": 16, "batch": 4096, "k": 32, "buffer": 8192,
-         "warmup": 1, "repeats": 3}
+QUICK = {
+    "dims": [576, 896],
+    "expansion": 16,
+    "batch": 4096,
+    "k": 32,
+    "buffer": 8192,
+    "warmup": 1,
+    "repeats": 3,
+}
 FULL = {**QUICK, "warmup": 2, "repeats": 10}
 
 LR, B1, B2, EPS, AUX_C = 2e-4, 0.9, 0.999, 1e-8, 1.0 / 32
@@ -94,27 +101,33 @@ def setup(config: dict, key: jax.Array) -> Bench:
         m = int(config["expansion"]) * d
         data = jax.random.normal(kd, (int(config["buffer"]), d), np.float32)
         sae = ip.TopKSAE(d, m, k, key=ks, b_dec=data[:1024])
-        step = ip.SAEStep(data, optax.adam(LR), batch_size=B, aux_coefficient=AUX_C,
-                          dead_window=1)
+        step = ip.SAEStep(data, optax.adam(LR), batch_size=B, aux_coefficient=AUX_C, dead_window=1)
         state = step.init(sae, kk)
         # a quarter of the latents dead (aux-k active), as mid-training
         dead = np.arange(m) % 4 == 0
-        state = eqx.tree_at(lambda s: s.steps_since_fired, state,
-                            jax.numpy.asarray(np.where(dead, 5, 0), np.int32))
+        state = eqx.tree_at(
+            lambda s: s.steps_since_fired, state, jax.numpy.asarray(np.where(dead, 5, 0), np.int32)
+        )
         jitted = eqx.filter_jit(step.step)
-        impls[f"jaxlab_d{d}"] = (lambda jitted=jitted, state=state, kk=kk: jitted(state, kk))
+        impls[f"jaxlab_d{d}"] = lambda jitted=jitted, state=state, kk=kk: jitted(state, kk)
         impls[f"numpy_d{d}"] = NumpyTopKStep(sae, data, B, dead)
-        fields[f"jaxlab_tokens_per_s_d{d}"] = (lambda t, d=d: B / t[f"jaxlab_d{d}"])
-        fields[f"numpy_tokens_per_s_d{d}"] = (lambda t, d=d: B / t[f"numpy_d{d}"])
-        fields[f"speedup_vs_numpy_d{d}"] = (lambda t, d=d: t[f"numpy_d{d}"] / t[f"jaxlab_d{d}"])
+        fields[f"jaxlab_tokens_per_s_d{d}"] = lambda t, d=d: B / t[f"jaxlab_d{d}"]
+        fields[f"numpy_tokens_per_s_d{d}"] = lambda t, d=d: B / t[f"numpy_d{d}"]
+        fields[f"speedup_vs_numpy_d{d}"] = lambda t, d=d: t[f"numpy_d{d}"] / t[f"jaxlab_d{d}"]
         size[f"d_sae_d{d}"] = m
     dims = list(config["dims"])
-    fields["speedup_vs_numpy"] = (lambda t: float(np.exp(np.mean(
-        [np.log(t[f"numpy_d{d}"] / t[f"jaxlab_d{d}"]) for d in dims]))))
+    fields["speedup_vs_numpy"] = lambda t: float(
+        np.exp(np.mean([np.log(t[f"numpy_d{d}"] / t[f"jaxlab_d{d}"]) for d in dims]))
+    )
     size.update({"batch": B, "k": k, "expansion": int(config["expansion"]), "dims": dims})
-    return Bench(impls=impls, ours=tuple(n for n in impls if n.startswith("jaxlab")), size=size,
-                 pairs=tuple((f"jaxlab_d{d}", f"numpy_d{d}") for d in dims), fields=fields,
-                 notes="float32; random Gaussian buffer of activations; one quarter of the "
-                       "latents dead so the aux-k branch runs; speedup_vs_numpy is the "
-                       "geometric mean over the widths. SAELens (PyTorch) not installed: "
-                       "no PyTorch in the default set-up.")
+    return Bench(
+        impls=impls,
+        ours=tuple(n for n in impls if n.startswith("jaxlab")),
+        size=size,
+        pairs=tuple((f"jaxlab_d{d}", f"numpy_d{d}") for d in dims),
+        fields=fields,
+        notes="float32; random Gaussian buffer of activations; one quarter of the "
+        "latents dead so the aux-k branch runs; speedup_vs_numpy is the "
+        "geometric mean over the widths. SAELens (PyTorch) not installed: "
+        "no PyTorch in the default set-up.",
+    )

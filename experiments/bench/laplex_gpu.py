@@ -46,8 +46,15 @@ NAME = "laplex_gpu"
 PAPER = "P9"
 DESCRIPTION = "LAPLEX matvec + gradient at N=1e8/1e9 on one GPU (Pallas kernel), bandwidth"
 
-QUICK = {"n": 100_000_000, "warmup": 1, "repeats": 5, "peak_bandwidth_gbs": 4800.0,
-         "bytes_per_element": 20, "decay": 0.5, "phase": 0.3}
+QUICK = {
+    "n": 100_000_000,
+    "warmup": 1,
+    "repeats": 5,
+    "peak_bandwidth_gbs": 4800.0,
+    "bytes_per_element": 20,
+    "decay": 0.5,
+    "phase": 0.3,
+}
 FULL = {**QUICK, "n": 1_000_000_000, "repeats": 3}
 _GPU = ("gpu", "cuda", "rocm", "tpu")
 
@@ -65,16 +72,21 @@ def _problem(n, key, decay, phase):
 def setup(config, key, *, scan=None):
     """Bench at size `config["n"]`; `scan` overrides the Pallas strategy (CPU dry runs)."""
     if scan is None and jax.default_backend() not in _GPU:
-        raise RuntimeError("laplex_gpu: needs a GPU/TPU backend; found "
-                           f"{jax.default_backend()} (use the laplex_matvec benchmark on CPU)")
+        raise RuntimeError(
+            "laplex_gpu: needs a GPU/TPU backend; found "
+            f"{jax.default_backend()} (use the laplex_matvec benchmark on CPU)"
+        )
     n = int(config["n"])
     x, v, a, b, c, k3 = _problem(n, key, float(config["decay"]), float(config["phase"]))
     plan = jax.block_until_ready(jax.jit(laplex.make_plan)(x, x))
     pallas = PallasScan() if scan is None else scan
 
     def mv(strategy, phased=False):
-        return jax.jit(lambda v, x, p: laplex.matvec(
-            v, x, x, a, b if phased else None, c, plan=p, scan=strategy))
+        return jax.jit(
+            lambda v, x, p: laplex.matvec(
+                v, x, x, a, b if phased else None, c, plan=p, scan=strategy
+            )
+        )
 
     def loss(v, x, a, c, p):
         return jnp.sum(laplex.matvec(v, x, x, a, None, c, plan=p, scan=pallas))
@@ -119,15 +131,23 @@ def setup(config, key, *, scan=None):
         "grad_over_matvec": lambda m: m["pallas_matvec_grad"] / m["pallas_matvec"],
     }
     return Bench(
-        impls=impls, ours=("pallas_matvec", "pallas_matvec_grad", "pallas_matvec_phased",
-                           "plan_sort"),
+        impls=impls,
+        ours=("pallas_matvec", "pallas_matvec_grad", "pallas_matvec_phased", "plan_sort"),
         pairs=(("pallas_matvec", "blocked_matvec"), ("pallas_matvec", "assoc_matvec")),
         fields=fields,
-        size={"N": n, "dtype": "float32", "heads": 1, "device": str(jax.devices()[0]),
-              "bytes_per_element": bpe, "peak_bandwidth_gbs": peak},
-        notes=("t = s pre-sorted with a reused plan; achieved_fraction = bytes_per_element * N "
-               "/ median_s / peak_bandwidth; ratio_to_stream_floor compares with the measured "
-               "device_stream pass scaled to the same bytes per element."),
+        size={
+            "N": n,
+            "dtype": "float32",
+            "heads": 1,
+            "device": str(jax.devices()[0]),
+            "bytes_per_element": bpe,
+            "peak_bandwidth_gbs": peak,
+        },
+        notes=(
+            "t = s pre-sorted with a reused plan; achieved_fraction = bytes_per_element * N "
+            "/ median_s / peak_bandwidth; ratio_to_stream_floor compares with the measured "
+            "device_stream pass scaled to the same bytes per element."
+        ),
     )
 
 
@@ -140,12 +160,19 @@ def exactness(n, key, *, scan):
     for phased in (False, True):
         bb = b if phased else None
         y = laplex.matvec(v, x, x, a, bb, c, scan=scan)
-        kd = np.asarray(laplex.dense_matrix(
-            jnp.asarray(xd), jnp.asarray(xd), jnp.asarray(a, jnp.float64),
-            None if bb is None else jnp.asarray(bb, jnp.float64), jnp.asarray(c, jnp.float64)))
+        kd = np.asarray(
+            laplex.dense_matrix(
+                jnp.asarray(xd),
+                jnp.asarray(xd),
+                jnp.asarray(a, jnp.float64),
+                None if bb is None else jnp.asarray(bb, jnp.float64),
+                jnp.asarray(c, jnp.float64),
+            )
+        )
         ref = kd @ vd
         out["max_rel_err_phased" if phased else "max_rel_err_real"] = float(
-            np.max(np.abs(np.asarray(y) - ref)) / np.max(np.abs(ref)))
+            np.max(np.abs(np.asarray(y) - ref)) / np.max(np.abs(ref))
+        )
 
     def f_fast(v, x, a, c):
         return jnp.sum(jnp.sin(laplex.matvec(v, x, x, a, None, c, scan=scan)))
@@ -157,8 +184,12 @@ def exactness(n, key, *, scan):
     args64 = [jnp.asarray(np.asarray(z, np.float64)) for z in (v, x, a, c)]
     g_ref = jax.grad(f_dense, argnums=(0, 1, 2, 3))(*args64)
     out["max_grad_rel_err"] = max(
-        float(np.max(np.abs(np.asarray(gi, np.float64) - np.asarray(ri)))
-              / np.max(np.abs(np.asarray(ri)))) for gi, ri in zip(g, g_ref))
+        float(
+            np.max(np.abs(np.asarray(gi, np.float64) - np.asarray(ri)))
+            / np.max(np.abs(np.asarray(ri)))
+        )
+        for gi, ri in zip(g, g_ref)
+    )
     return out
 
 
@@ -167,17 +198,31 @@ def main(argv=None):
     p.add_argument("--out", default="results")
     p.add_argument("--sizes", default="1e8,1e9", help="comma-separated N values")
     p.add_argument("--check-n", type=int, default=8192)
-    p.add_argument("--chunks", default="64,128,512,1024",
-                   help="Pallas chunk lengths timed at the first size after the main runs")
-    p.add_argument("--dry-run", action="store_true",
-                   help="CPU: Pallas in interpret mode at tiny sizes (tests the script)")
+    p.add_argument(
+        "--chunks",
+        default="64,128,512,1024",
+        help="Pallas chunk lengths timed at the first size after the main runs",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="CPU: Pallas in interpret mode at tiny sizes (tests the script)",
+    )
     args = p.parse_args(argv)
     jax.config.update("jax_enable_x64", True)  # float64 oracle; the benchmark stays float32
     scan = PallasScan(chunk=64, interpret=True) if args.dry_run else None
-    record = {"bench": NAME, "paper": PAPER, "description": DESCRIPTION,
-              "device": str(jax.devices()[0]), "backend": jax.default_backend(),
-              "jax": jax.__version__, "machine": platform.platform(),
-              "dry_run": args.dry_run, "exactness": {}, "sizes": {}}
+    record = {
+        "bench": NAME,
+        "paper": PAPER,
+        "description": DESCRIPTION,
+        "device": str(jax.devices()[0]),
+        "backend": jax.default_backend(),
+        "jax": jax.__version__,
+        "machine": platform.platform(),
+        "dry_run": args.dry_run,
+        "exactness": {},
+        "sizes": {},
+    }
     path = Path(args.out) / "bench" / f"{NAME}.json"
 
     def save():
@@ -185,8 +230,7 @@ def main(argv=None):
         print(f"[{time.strftime('%H:%M:%S')}] wrote {path}", flush=True)
 
     try:
-        record["exactness"] = exactness(args.check_n, jax.random.key(1),
-                                        scan=scan or PallasScan())
+        record["exactness"] = exactness(args.check_n, jax.random.key(1), scan=scan or PallasScan())
     except Exception:  # noqa: BLE001 - recorded, the timings still run
         record["exactness"] = {"error": traceback.format_exc()[-3000:]}
     print("exactness", record["exactness"], flush=True)
@@ -208,8 +252,11 @@ def main(argv=None):
                 entry["timings"][impl] = timing_stats(fn, warmup=warmup, repeats=repeats)
             except Exception:  # noqa: BLE001 - e.g. out of memory at 1e9
                 entry["errors"][impl] = traceback.format_exc()[-2000:]
-            print(f"N={n:.0e} {impl}: {entry['timings'].get(impl, 'ERROR')} "
-                  f"({time.perf_counter() - t0:.1f} s incl. compile)", flush=True)
+            print(
+                f"N={n:.0e} {impl}: {entry['timings'].get(impl, 'ERROR')} "
+                f"({time.perf_counter() - t0:.1f} s incl. compile)",
+                flush=True,
+            )
             med = {k: t["median_s"] for k, t in entry["timings"].items()}
             entry["fields"] = {}
             for name, f in bench.fields.items():

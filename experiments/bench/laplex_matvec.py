@@ -32,8 +32,14 @@ NAME = "laplex_matvec"
 PAPER = "P9"
 DESCRIPTION = "LAPLEX CPU matvec at N=1e7 vs associative scan, celerite2, tinygp, stream floor"
 
-QUICK = {"n": 10_000_000, "n_dense": 16384, "decay": 0.5, "warmup": 1, "repeats": 9,
-         "peers": ["celerite2", "tinygp"]}
+QUICK = {
+    "n": 10_000_000,
+    "n_dense": 16384,
+    "decay": 0.5,
+    "warmup": 1,
+    "repeats": 9,
+    "peers": ["celerite2", "tinygp"],
+}
 FULL = {**QUICK, "repeats": 9}
 
 
@@ -63,6 +69,7 @@ def setup(config, key):
         "jaxlab_sort_only": lambda: sort_only(tu),
         "assoc_scan": lambda: mv_assoc(vj, ts, plan),
     }
+
     def one_thread():
         old = os.environ.get("JAXLAB_LAPLEX_THREADS")
         os.environ["JAXLAB_LAPLEX_THREADS"] = "1"  # read by the C++ pass on every call
@@ -86,6 +93,7 @@ def setup(config, key):
     pool = ThreadPoolExecutor(cores)  # numpy releases the GIL: one slice per core
     bounds = np.linspace(0, n, cores + 1).astype(int)
     slices = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
     def all_cores():
         return list(pool.map(stream, slices))
 
@@ -125,9 +133,12 @@ def setup(config, key):
     fields = {
         "t_jaxlab_s": lambda m: m["jaxlab"],
         "t_assoc_scan_s": lambda m: m["assoc_scan"],
-        "t_stream_floor_s": lambda m: min(m["stream_floor"], m["stream_floor_all_cores"],
-                                          m["stream_floor_x3"] / 3,
-                                          m["stream_floor_all_cores_x3"] / 3),
+        "t_stream_floor_s": lambda m: min(
+            m["stream_floor"],
+            m["stream_floor_all_cores"],
+            m["stream_floor_x3"] / 3,
+            m["stream_floor_all_cores_x3"] / 3,
+        ),
         "t_stream_floor_1thread_s": lambda m: m["stream_floor"],
         "t_stream_floor_all_cores_s": lambda m: m["stream_floor_all_cores"],
         "t_jaxlab_1thread_s": lambda m: m["jaxlab_1thread"],
@@ -144,22 +155,33 @@ def setup(config, key):
             fields[f"speedup_vs_{peer}"] = lambda m, p=peer: m[p] / m["jaxlab"]
             fields[f"speedup_vs_{peer}_1thread"] = lambda m, p=peer: m[p] / m["jaxlab_1thread"]
     return Bench(
-        impls=impls, ours=("jaxlab", "jaxlab_1thread", "jaxlab_unsorted", "jaxlab_sort_only"),
-        fields=fields, interleave=True,
-        size={"N": n, "N_dense": nd, "heads": 1, "dtype": "float32", "kernel": "real",
-              "bytes_per_element_floor": 24, "cores": cores},
-        notes=("Square symmetric real kernel exp(-a|x_i - x_j|), t = s, float32 (celerite2 "
-               "runs in float64, its only precision). 'jaxlab' reuses the sort plan on "
-               "pre-sorted anchors and, t being s, takes the fused symmetric C++ pass "
-               "(y = F + B - x; on AVX-512 CPUs decay factors formed once per chunk, "
-               "register scans and a chunk-carry pass, chunks split over all cores with "
-               "carries between thread groups; here every chunk passes the window "
-               "criterion, so the recurrences run in float32, 16 lanes per vector; "
-               "'jaxlab_1thread' is the same pass on one thread, like celerite2 and "
-               "tinygp); "
-               "'jaxlab_unsorted' sorts afresh (one sort, t being s). All implementations are "
-               "timed in interleaved rounds (one call of each per round), so the drifts of "
-               "the shared machine hit them alike; on the 2-core VM the streaming floor "
-               "itself ranged 2.3-5.6 ms between runs and protocols. Ratios within one run "
-               "are what to compare; absolute times depend on the machine's load."),
+        impls=impls,
+        ours=("jaxlab", "jaxlab_1thread", "jaxlab_unsorted", "jaxlab_sort_only"),
+        fields=fields,
+        interleave=True,
+        size={
+            "N": n,
+            "N_dense": nd,
+            "heads": 1,
+            "dtype": "float32",
+            "kernel": "real",
+            "bytes_per_element_floor": 24,
+            "cores": cores,
+        },
+        notes=(
+            "Square symmetric real kernel exp(-a|x_i - x_j|), t = s, float32 (celerite2 "
+            "runs in float64, its only precision). 'jaxlab' reuses the sort plan on "
+            "pre-sorted anchors and, t being s, takes the fused symmetric C++ pass "
+            "(y = F + B - x; on AVX-512 CPUs decay factors formed once per chunk, "
+            "register scans and a chunk-carry pass, chunks split over all cores with "
+            "carries between thread groups; here every chunk passes the window "
+            "criterion, so the recurrences run in float32, 16 lanes per vector; "
+            "'jaxlab_1thread' is the same pass on one thread, like celerite2 and "
+            "tinygp); "
+            "'jaxlab_unsorted' sorts afresh (one sort, t being s). All implementations are "
+            "timed in interleaved rounds (one call of each per round), so the drifts of "
+            "the shared machine hit them alike; on the 2-core VM the streaming floor "
+            "itself ranged 2.3-5.6 ms between runs and protocols. Ratios within one run "
+            "are what to compare; absolute times depend on the machine's load."
+        ),
     )

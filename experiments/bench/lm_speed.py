@@ -25,10 +25,19 @@ from experiments._harness import Bench
 
 NAME = "lm_speed"
 PAPER = "LM"  # the shared runtime P6 P7 P8 P13 P14 P17 P19 build on
-DESCRIPTION = ("SmolLM2-135M (and Qwen2.5-Coder-0.5B) prefill (512 tokens), decode "
-               "(128 tokens; batch 1 float32/int8/int4, batch 32) tokens/s vs llama.cpp")
-QUICK = {"prefill_tokens": 512, "decode_tokens": 128, "batch": 32, "warmup": 1, "repeats": 3,
-         "models": ["smollm2", "qwen2.5-coder-0.5b-instruct"], "score_items": 8}
+DESCRIPTION = (
+    "SmolLM2-135M (and Qwen2.5-Coder-0.5B) prefill (512 tokens), decode "
+    "(128 tokens; batch 1 float32/int8/int4, batch 32) tokens/s vs llama.cpp"
+)
+QUICK = {
+    "prefill_tokens": 512,
+    "decode_tokens": 128,
+    "batch": 32,
+    "warmup": 1,
+    "repeats": 3,
+    "models": ["smollm2", "qwen2.5-coder-0.5b-instruct"],
+    "score_items": 8,
+}
 FULL = {**QUICK, "warmup": 2, "repeats": 7}
 
 _SHORT = {"smollm2": "smollm2", "qwen2.5-coder-0.5b-instruct": "qwen05"}
@@ -75,8 +84,14 @@ def _model_impls(lm, name, tag, config, notes):
     except ImportError:
         notes.append("llama-cpp-python is not installed: peer not measured (make peers).")
         return impls
-    llm = Llama(model_path=str(lm.model_path(name)), n_ctx=n_pre + n_dec + 32, n_batch=n_pre,
-                n_threads=_threads(), n_threads_batch=_threads(), verbose=False)
+    llm = Llama(
+        model_path=str(lm.model_path(name)),
+        n_ctx=n_pre + n_dec + 32,
+        n_batch=n_pre,
+        n_threads=_threads(),
+        n_threads_batch=_threads(),
+        verbose=False,
+    )
 
     def llama_prefill():
         llm.reset()
@@ -105,19 +120,22 @@ def _fields(tags, config, impls):
         if j + "decode_b1_float32" not in impls:
             continue
         for w in ("float32", "int8", "int4"):
-            fields[f"{tag}_decode_b1_{w}_tok_s"] = (
-                lambda m, k=j + f"decode_b1_{w}": n_dec / m[k])
+            fields[f"{tag}_decode_b1_{w}_tok_s"] = lambda m, k=j + f"decode_b1_{w}": n_dec / m[k]
         for w in ("float32", "int8"):
-            fields[f"{tag}_decode_b{batch}_{w}_tok_s"] = (
-                lambda m, k=j + f"decode_b{batch}_{w}": n_dec * batch / m[k])
+            fields[f"{tag}_decode_b{batch}_{w}_tok_s"] = lambda m, k=j + f"decode_b{batch}_{w}": (
+                n_dec * batch / m[k]
+            )
         fields[f"{tag}_decode_b{batch}_tok_s"] = (
-            lambda m, a=j + f"decode_b{batch}_float32", b=j + f"decode_b{batch}_int8":
-            n_dec * batch / min(m[a], m[b]))
+            lambda m, a=j + f"decode_b{batch}_float32", b=j + f"decode_b{batch}_int8": (
+                n_dec * batch / min(m[a], m[b])
+            )
+        )
         for w in ("float32", "int8"):
             fields[f"{tag}_prefill_{w}_tok_s"] = lambda m, k=j + f"prefill_{w}": n_pre / m[k]
         if j + "score_float32" in impls:
-            fields[f"{tag}_score_items_s"] = (
-                lambda m, k=j + "score_float32": config["score_items"] / m[k])
+            fields[f"{tag}_score_items_s"] = lambda m, k=j + "score_float32": (
+                config["score_items"] / m[k]
+            )
         peer = f"llamacpp_{tag}_"
         if peer + "decode_b1" not in impls:
             continue
@@ -125,32 +143,39 @@ def _fields(tags, config, impls):
         fields[f"{tag}_llamacpp_prefill_tok_s"] = lambda m, k=peer + "prefill": n_pre / m[k]
         for w in ("float32", "int8", "int4"):
             fields[f"{tag}_decode_b1_{w}_ratio_vs_llamacpp"] = (
-                lambda m, a=j + f"decode_b1_{w}", b=peer + "decode_b1": m[b] / m[a])
+                lambda m, a=j + f"decode_b1_{w}", b=peer + "decode_b1": m[b] / m[a]
+            )
         # headline ratios: the best jaxlab path for each job
-        fields[f"{tag}_decode_b1_ratio_vs_llamacpp"] = (
-            lambda m, j=j, b=peer + "decode_b1": m[b] / min(m[j + "decode_b1_int8"],
-                                                            m[j + "decode_b1_int4"]))
-        fields[f"{tag}_prefill_ratio_vs_llamacpp"] = (
-            lambda m, j=j, b=peer + "prefill": m[b] / min(m[j + "prefill_float32"],
-                                                          m[j + "prefill_int8"]))
-        fields[f"{tag}_decode_b{batch}_vs_llamacpp_b1"] = (
-            lambda m, j=j, b=peer + "decode_b1": batch * m[b] / min(
-                m[j + f"decode_b{batch}_float32"], m[j + f"decode_b{batch}_int8"]))
+        fields[f"{tag}_decode_b1_ratio_vs_llamacpp"] = lambda m, j=j, b=peer + "decode_b1": (
+            m[b] / min(m[j + "decode_b1_int8"], m[j + "decode_b1_int4"])
+        )
+        fields[f"{tag}_prefill_ratio_vs_llamacpp"] = lambda m, j=j, b=peer + "prefill": (
+            m[b] / min(m[j + "prefill_float32"], m[j + "prefill_int8"])
+        )
+        fields[f"{tag}_decode_b{batch}_vs_llamacpp_b1"] = lambda m, j=j, b=peer + "decode_b1": (
+            batch * m[b] / min(m[j + f"decode_b{batch}_float32"], m[j + f"decode_b{batch}_int8"])
+        )
     first = tags[0] if tags else None
     if first is not None:  # the unprefixed fields: SmolLM2
-        for k in ("decode_b1_ratio_vs_llamacpp", "prefill_ratio_vs_llamacpp",
-                  f"decode_b{batch}_tok_s"):
+        for k in (
+            "decode_b1_ratio_vs_llamacpp",
+            "prefill_ratio_vs_llamacpp",
+            f"decode_b{batch}_tok_s",
+        ):
             if f"{first}_{k}" in fields:
-                fields[k if k != f"decode_b{batch}_tok_s" else "decode_b32_tok_s"] = \
-                    fields[f"{first}_{k}"]
+                fields[k if k != f"decode_b{batch}_tok_s" else "decode_b32_tok_s"] = fields[
+                    f"{first}_{k}"
+                ]
     return fields
 
 
 def setup(config: dict, key) -> Bench:
     import jaxlab.lm as lm
 
-    notes = [f"threads={_threads()} for both engines; jaxlab float32 = dequantised once at "
-             "load; int8/int4 = exact GGUF levels, dequantised in the matmul."]
+    notes = [
+        f"threads={_threads()} for both engines; jaxlab float32 = dequantised once at "
+        "load; int8/int4 = exact GGUF levels, dequantised in the matmul."
+    ]
     impls, tags = {}, []
     for name in config["models"]:
         tag = _SHORT.get(name, name.replace("-", "_").replace(".", ""))
@@ -159,11 +184,29 @@ def setup(config: dict, key) -> Bench:
             impls.update(got)
             tags.append(tag)
     ours = tuple(k for k in impls if k.startswith("jaxlab"))
-    size = {"prefill_tokens": config["prefill_tokens"], "decode_tokens": config["decode_tokens"],
-            "batch": config["batch"], "threads": _threads(), "models": tags,
-            "tok_s": "prefill: prefill_tokens / median_s; decode_bB: decode_tokens * B / median_s"}
-    pairs = tuple((o, p) for o in ours for p in impls for t in tags
-                  if p.startswith(f"llamacpp_{t}_") and o.startswith(f"jaxlab_{t}_")
-                  and o[len(f"jaxlab_{t}_"):].startswith(p[len(f"llamacpp_{t}_"):]))
-    return Bench(impls=impls, ours=ours, size=size, notes=" ".join(notes), pairs=pairs,
-                 fields=_fields(tags, config, impls), interleave=True)
+    size = {
+        "prefill_tokens": config["prefill_tokens"],
+        "decode_tokens": config["decode_tokens"],
+        "batch": config["batch"],
+        "threads": _threads(),
+        "models": tags,
+        "tok_s": "prefill: prefill_tokens / median_s; decode_bB: decode_tokens * B / median_s",
+    }
+    pairs = tuple(
+        (o, p)
+        for o in ours
+        for p in impls
+        for t in tags
+        if p.startswith(f"llamacpp_{t}_")
+        and o.startswith(f"jaxlab_{t}_")
+        and o[len(f"jaxlab_{t}_") :].startswith(p[len(f"llamacpp_{t}_") :])
+    )
+    return Bench(
+        impls=impls,
+        ours=ours,
+        size=size,
+        notes=" ".join(notes),
+        pairs=pairs,
+        fields=_fields(tags, config, impls),
+        interleave=True,
+    )

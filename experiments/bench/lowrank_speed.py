@@ -20,8 +20,13 @@ PAPER = "P1"
 DESCRIPTION = "Full N-space gradient flow vs overlap ODE (diffrax, same horizon) at N = 1e3..1e5"
 
 QUICK = {"ns": [1000, 10000, 100000], "horizon": 1.0, "rtol": 1e-6, "warmup": 1, "repeats": 3}
-FULL = {"ns": [1000, 3000, 10000, 30000, 100000, 300000], "horizon": 5.0, "rtol": 1e-8,
-        "warmup": 2, "repeats": 7}
+FULL = {
+    "ns": [1000, 3000, 10000, 30000, 100000, 300000],
+    "horizon": 5.0,
+    "rtol": 1e-8,
+    "warmup": 2,
+    "repeats": 7,
+}
 
 
 def setup(config: dict, key: jax.Array) -> Bench:
@@ -38,19 +43,28 @@ def setup(config: dict, key: jax.Array) -> Bench:
     for n in config["ns"]:
         v0 = lr.gaussian_vectors(cov, n, key=jax.random.fold_in(key, n))
         g0 = lr.gram(v0)
-        impls[f"ode_N{n}"] = (lambda g0=g0: lr.solve_overlap_flow(
-            ov_loss, g0, trained, ts, stepsize_controller=ctrl))
-        impls[f"full_gd_N{n}"] = (lambda v0=v0: lr.solve_network_flow(
-            net_loss, v0, trained, ts, stepsize_controller=ctrl))
+        impls[f"ode_N{n}"] = lambda g0=g0: lr.solve_overlap_flow(
+            ov_loss, g0, trained, ts, stepsize_controller=ctrl
+        )
+        impls[f"full_gd_N{n}"] = lambda v0=v0: lr.solve_network_flow(
+            net_loss, v0, trained, ts, stepsize_controller=ctrl
+        )
     ns = list(config["ns"])
     return Bench(
         impls=impls,
         ours=tuple(f"ode_N{n}" for n in ns),
         pairs=tuple((f"ode_N{n}", f"full_gd_N{n}") for n in ns),
-        size={"ns": ns, "max_n": max(ns), "horizon": config["horizon"], "rank": 1,
-              "n_inputs": 1, "trials": 5, "time_steps": 40,
-              "speedup_at_max_n": f"ratios.ode_N{max(ns)}_vs_full_gd_N{max(ns)}"},
+        size={
+            "ns": ns,
+            "max_n": max(ns),
+            "horizon": config["horizon"],
+            "rank": 1,
+            "n_inputs": 1,
+            "trials": 5,
+            "time_steps": 40,
+            "speedup_at_max_n": f"ratios.ode_N{max(ns)}_vs_full_gd_N{max(ns)}",
+        },
         notes="float32, linear rank-1 RNN, fixed-point task; Tsit5 with PID step control at "
-              "equal tolerance for both. Per-N times: timings.ode_N* (flat in N) and "
-              "timings.full_gd_N* (grow ~N).",
+        "equal tolerance for both. Per-N times: timings.ode_N* (flat in N) and "
+        "timings.full_gd_N* (grow ~N).",
     )

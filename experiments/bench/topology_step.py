@@ -34,23 +34,30 @@ def setup(config: dict, key: jax.Array) -> Bench:
     y = jnp.asarray(labels[:b])
     impls = {}
     for i, name in enumerate(ts.MODELS):
-        model = ts.build(name, data, 2, config["width"], config["depth"],
-                         jax.random.fold_in(key, i))
+        model = ts.build(
+            name, data, 2, config["width"], config["depth"], jax.random.fold_in(key, i)
+        )
 
         @eqx.filter_jit
         def step(m, batch=batch):
             def loss(mm):
                 out = jax.vmap(mm)(batch)
-                return jnp.mean(jax.nn.logsumexp(out, -1) - jnp.take_along_axis(
-                    out, y[:, None], axis=1)[:, 0])
+                return jnp.mean(
+                    jax.nn.logsumexp(out, -1) - jnp.take_along_axis(out, y[:, None], axis=1)[:, 0]
+                )
+
             return eqx.filter_value_and_grad(loss)(m)
 
-        impls[name] = (lambda step=step, model=model: step(model))
+        impls[name] = lambda step=step, model=model: step(model)
     return Bench(
         impls=impls,
         ours=("hopse",),
-        size={"graphs": b, "width": int(config["width"]), "depth": int(config["depth"]),
-              "cells_padded": int(sum(np.asarray(m).shape[-1] for m in data.mask)) * b},
+        size={
+            "graphs": b,
+            "width": int(config["width"]),
+            "depth": int(config["depth"]),
+            "cells_padded": int(sum(np.asarray(m).shape[-1] for m in data.mask)) * b,
+        },
         notes="MUTAG (grakel wheel), cycle lift, default encodings; float32; ratio homp/hopse "
-              "= HOPSE's speedup.",
+        "= HOPSE's speedup.",
     )

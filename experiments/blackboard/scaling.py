@@ -50,8 +50,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         lake = small if n == sizes[0] else full.subset(n, key=k_lake, keep=keep)
         assert set(small.tables) <= set(lake.tables)
         actual.append(len(lake))
-        found = bb.run_methods(lake, tasks, model, cfg,
-                               methods=("blackboard", *BASELINES))
+        found = bb.run_methods(lake, tasks, model, cfg, methods=("blackboard", *BASELINES))
         mm = su.discovery_metrics(tasks, found, k_boot)
         for b in curves:
             curves[b].append(mm[f"{b}/f1"])
@@ -71,11 +70,14 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     ax[1].set(xlabel="tables in the lake", ylabel="tokens per task", yscale="log")
     ax[0].legend(fontsize=7)
     fig.tight_layout()
-    claims = [Claim(
-        "blackboard's F1 margin over the best baseline grows or holds with lake size",
-        "blackboard scales to large lakes where baselines degrade",
-        "margins " + ", ".join(f"{a} tables: {x:+.3f}" for a, x in zip(actual, margins,
-                                                                        strict=True)),
-        bool(margins[-1] >= margins[0]))]
+    claims = [
+        Claim(
+            "blackboard's F1 margin over the best baseline grows or holds with lake size",
+            "blackboard scales to large lakes where baselines degrade",
+            "margins "
+            + ", ".join(f"{a} tables: {x:+.3f}" for a, x in zip(actual, margins, strict=True)),
+            bool(margins[-1] >= margins[0]),
+        )
+    ]
     notes = su.NOTES.format(model=config.model, ctx=config.context_tokens)
     return Result(metrics=m, claims=claims, figures={"scaling": fig}, notes=notes)

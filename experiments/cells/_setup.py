@@ -29,8 +29,12 @@ def lecell_kwargs(config, ctx: RunContext, tag: str) -> dict:
     """`cells.fit` settings of a config, checkpointed under `lecell_<tag>` in the run."""
     ckpt = ctx.checkpointer(f"lecell_{tag}")
     return {
-        "latent_dim": config.latent_dim, "width": config.width, "steps": config.steps,
-        "batch_size": config.batch_size, "lam": config.lam,
-        "optimizer": LECELL_OPTIMIZER, "checkpointer": ckpt,
+        "latent_dim": config.latent_dim,
+        "width": config.width,
+        "steps": config.steps,
+        "batch_size": config.batch_size,
+        "lam": config.lam,
+        "optimizer": LECELL_OPTIMIZER,
+        "checkpointer": ckpt,
         "progress": TqdmProgress(desc=f"cells: LeJEPA {tag}"),
     }

@@ -35,8 +35,9 @@ FULL = Config(latent_dim=32, width=1024, steps=20000, batch_size=512)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    adata = cells.spike_program(cells.load_pbmc68k(), config.fraction,
-                                doses=tuple(config.doses), seed=0)
+    adata = cells.spike_program(
+        cells.load_pbmc68k(), config.fraction, doses=tuple(config.doses), seed=0
+    )
     _, ann = cells.fit(adata, key=key, attributions=True, **lecell_kwargs(config, ctx, "genes"))
     attr = ann.layers["jepa_attribution"]
     stim = ann.obs["stimulated"].to_numpy()
@@ -54,25 +55,36 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "program_size": k,
         "chance_precision": k / len(genes),
     }
-    claims = [Claim("JEPA-SCORE gene attribution recovers the stimulated program",
-                    "attribution identifies response genes",
-                    f"precision@20 {metrics['program_precision_at_20']:.2f} (max {k / 20:.2f} "
-                    f"with a {k}-gene program; chance {metrics['chance_precision']:.3f})",
-                    metrics["program_precision_at_20"] > 5 * metrics["chance_precision"])]
+    claims = [
+        Claim(
+            "JEPA-SCORE gene attribution recovers the stimulated program",
+            "attribution identifies response genes",
+            f"precision@20 {metrics['program_precision_at_20']:.2f} (max {k / 20:.2f} "
+            f"with a {k}-gene program; chance {metrics['chance_precision']:.3f})",
+            metrics["program_precision_at_20"] > 5 * metrics["chance_precision"],
+        )
+    ]
     types = ann.obs["bulk_labels"].astype("category")
     top = order[:20]
-    mat = np.stack([np.abs(attr[(types == t).to_numpy()][:, top]).mean(0)
-                    for t in types.cat.categories])
+    mat = np.stack(
+        [np.abs(attr[(types == t).to_numpy()][:, top]).mean(0) for t in types.cat.categories]
+    )
     fig, ax = plt.subplots(figsize=(10, 4))
     im = ax.imshow(mat / mat.max(), aspect="auto", cmap="viridis")
-    ax.set_xticks(range(20), [f"{g}{'*' if g in program else ''}" for g in genes[top]],
-                  rotation=90, fontsize=7)
+    ax.set_xticks(
+        range(20),
+        [f"{g}{'*' if g in program else ''}" for g in genes[top]],
+        rotation=90,
+        fontsize=7,
+    )
     ax.set_yticks(range(len(types.cat.categories)), list(types.cat.categories), fontsize=7)
     ax.set_title("|gradient x input| of JEPA-SCORE per cell type (top-20 genes; * = program)")
     fig.colorbar(im, ax=ax)
-    notes = ("Real PBMCs with the interferon program spiked into "
-             f"{config.fraction * 100:g}% of cells (doses {list(config.doses)}); the program has "
-             f"{k} genes, so precision@20 is at most {k / 20:.2f}. Attribution: gradient x input "
-             "of each cell's JEPA-SCORE; genes ranked by |mean(stimulated) - mean(rest)|. Top-20: "
-             + ", ".join(top20))
+    notes = (
+        "Real PBMCs with the interferon program spiked into "
+        f"{config.fraction * 100:g}% of cells (doses {list(config.doses)}); the program has "
+        f"{k} genes, so precision@20 is at most {k / 20:.2f}. Attribution: gradient x input "
+        "of each cell's JEPA-SCORE; genes ranked by |mean(stimulated) - mean(rest)|. Top-20: "
+        + ", ".join(top20)
+    )
     return Result(metrics=metrics, claims=claims, figures={"attribution": fig}, notes=notes)

@@ -47,11 +47,23 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     adata.obsm["X_pca"] = pca_embedding(counts, d)
     codes = adata.obs["batch"].cat.codes.to_numpy()
     _, adata.obsm["X_vae"] = cells.train_nbvae(
-        counts, codes, key=k_vae, steps=config.vae_steps, latent_dim=d,
-        checkpointer=ctx.checkpointer("nbvae_scib"), progress=TqdmProgress(desc="cells: NB-VAE"))
-    bm = Benchmarker(adata, batch_key="batch", label_key="bulk_labels",
-                     embedding_obsm_keys=["X_lecell", "X_pca", "X_vae"],
-                     pre_integrated_embedding_obsm_key="X_pca", n_jobs=1, progress_bar=False)
+        counts,
+        codes,
+        key=k_vae,
+        steps=config.vae_steps,
+        latent_dim=d,
+        checkpointer=ctx.checkpointer("nbvae_scib"),
+        progress=TqdmProgress(desc="cells: NB-VAE"),
+    )
+    bm = Benchmarker(
+        adata,
+        batch_key="batch",
+        label_key="bulk_labels",
+        embedding_obsm_keys=["X_lecell", "X_pca", "X_vae"],
+        pre_integrated_embedding_obsm_key="X_pca",
+        n_jobs=1,
+        progress_bar=False,
+    )
     bm.benchmark()
     df = bm.get_results(min_max_scale=False)
     log.info("scib results:\n%s", df.to_string())
@@ -61,10 +73,14 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         metrics[f"scib_batch_{method}"] = float(df.loc[key_, "Batch correction"])
         metrics[f"scib_total_{method}"] = float(df.loc[key_, "Total"])
     tot = {m: metrics[f"scib_total_{m}"] for m in ("lecell", "pca", "vae")}
-    claims = [Claim("LeCellModel scIB total >= PCA and VAE baselines",
-                    "LeCellModel best total score",
-                    f"total lecell {tot['lecell']:.3f}, pca {tot['pca']:.3f}, vae {tot['vae']:.3f}",
-                    tot["lecell"] >= max(tot["pca"], tot["vae"]))]
+    claims = [
+        Claim(
+            "LeCellModel scIB total >= PCA and VAE baselines",
+            "LeCellModel best total score",
+            f"total lecell {tot['lecell']:.3f}, pca {tot['pca']:.3f}, vae {tot['vae']:.3f}",
+            tot["lecell"] >= max(tot["pca"], tot["vae"]),
+        )
+    ]
     fig, axes = plt.subplots(2, 3, figsize=(13, 8))
     for col, key_ in enumerate(("X_lecell", "X_pca", "X_vae")):
         z = adata.obsm[key_]
@@ -80,12 +96,14 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             ax.set_yticks([])
         axes[0, 2].legend(fontsize=6, markerscale=2, loc="best")
         axes[1, 2].legend(fontsize=7, markerscale=2)
-    notes = ("Real PBMCs (scanpy's 10x_pbmc68k_reduced, 700 cells x 765 genes, counts recovered "
-             "from the stored log-normalised values). Batches are synthetic: random split into "
-             f"{config.n_batches} batches with library-size, gene-wise capture and dropout "
-             "effects (jaxlab.cells.simulate_batches). scIB metrics by scib-metrics' "
-             "Benchmarker (total = 0.4 batch + 0.6 bio, unscaled). Embedding plots: first two "
-             "principal components of each embedding.")
+    notes = (
+        "Real PBMCs (scanpy's 10x_pbmc68k_reduced, 700 cells x 765 genes, counts recovered "
+        "from the stored log-normalised values). Batches are synthetic: random split into "
+        f"{config.n_batches} batches with library-size, gene-wise capture and dropout "
+        "effects (jaxlab.cells.simulate_batches). scIB metrics by scib-metrics' "
+        "Benchmarker (total = 0.4 batch + 0.6 bio, unscaled). Embedding plots: first two "
+        "principal components of each embedding."
+    )
     return Result(metrics=metrics, claims=claims, figures={"embeddings": fig}, notes=notes)
 
 

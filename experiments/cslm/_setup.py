@@ -31,9 +31,15 @@ N_DISTRACTORS = 3
 TEMPERATURE = 0.7
 
 # the sizes per family of the budget table shared by cslm_complexity and cslm_reliability
-SIZES = (("chain_sum", (2, 4, 8, 16)), ("addition", (1, 2, 3, 4)),
-         ("multiplication", (1, 2, 3, 4)), ("sorting", (2, 4, 8, 16)),
-         ("counting", (2, 4, 8, 16)), ("tracking", (1, 2, 4, 8)), ("word_problem", (1, 2, 4, 8)))
+SIZES = (
+    ("chain_sum", (2, 4, 8, 16)),
+    ("addition", (1, 2, 3, 4)),
+    ("multiplication", (1, 2, 3, 4)),
+    ("sorting", (2, 4, 8, 16)),
+    ("counting", (2, 4, 8, 16)),
+    ("tracking", (1, 2, 4, 8)),
+    ("word_problem", (1, 2, 4, 8)),
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,25 +70,39 @@ class BudgetConfig(ChunkConfig):
 
 BUDGET_FULL_OVERRIDES = {
     "families": tuple(f for f, _ in SIZES),
-    "models": ("smollm2-135m-instruct", "gemma3-270m", "qwen2.5-coder-0.5b-instruct",
-               "qwen2.5-coder-1.5b-instruct"),
-    "sizes": (("chain_sum", (1, 2, 4, 6, 8, 12, 16, 24)), ("addition", tuple(range(1, 9))),
-              ("multiplication", tuple(range(1, 9))), ("sorting", (2, 3, 4, 6, 8, 12, 16, 24)),
-              ("counting", (2, 3, 4, 6, 8, 12, 16, 24)), ("tracking", (1, 2, 3, 4, 6, 8, 10, 12)),
-              ("word_problem", (1, 2, 3, 4, 6, 8, 10, 12))),
+    "models": (
+        "smollm2-135m-instruct",
+        "gemma3-270m",
+        "qwen2.5-coder-0.5b-instruct",
+        "qwen2.5-coder-1.5b-instruct",
+    ),
+    "sizes": (
+        ("chain_sum", (1, 2, 4, 6, 8, 12, 16, 24)),
+        ("addition", tuple(range(1, 9))),
+        ("multiplication", tuple(range(1, 9))),
+        ("sorting", (2, 3, 4, 6, 8, 12, 16, 24)),
+        ("counting", (2, 3, 4, 6, 8, 12, 16, 24)),
+        ("tracking", (1, 2, 3, 4, 6, 8, 10, 12)),
+        ("word_problem", (1, 2, 3, 4, 6, 8, 10, 12)),
+    ),
     "items": 200,
     "budgets": (16, 32, 64, 128, 256, 512, 1024),
 }
 
-CAVEAT = ("Small open models (135M-0.5B parameters, 4-bit GGUF weights dequantised to "
-          "float32); the paper's thesis is about LMs in general, and larger models may "
-          "behave differently.")
+CAVEAT = (
+    "Small open models (135M-0.5B parameters, 4-bit GGUF weights dequantised to "
+    "float32); the paper's thesis is about LMs in general, and larger models may "
+    "behave differently."
+)
 
 
 def short(model: str) -> str:
     """Short model tag for metric names: smollm2, qwen-0.5b, ..."""
-    return model.split("-")[0] if model.startswith("smollm") else model.replace(
-        "qwen2.5-coder-", "qwen-").replace("-instruct", "")
+    return (
+        model.split("-")[0]
+        if model.startswith("smollm")
+        else model.replace("qwen2.5-coder-", "qwen-").replace("-instruct", "")
+    )
 
 
 @functools.cache
@@ -143,9 +163,17 @@ def _tokenizer(path) -> lm.Tokenizer:
     return lm.Tokenizer.from_gguf(lm.read_gguf(path))
 
 
-def budget_chunk(models: Models, model: str, family: str, n: int, items: int,
-                 budgets: Sequence[int], key: jax.Array, *, batch_size: int = 16
-                 ) -> dict[str, np.ndarray]:
+def budget_chunk(
+    models: Models,
+    model: str,
+    family: str,
+    n: int,
+    items: int,
+    budgets: Sequence[int],
+    key: jax.Array,
+    *,
+    batch_size: int = 16,
+) -> dict[str, np.ndarray]:
     """accuracy(n, B) data for one chunk: greedy reasoning once, forced answers at each B.
 
     Returns arrays: `scores` (items, budgets, 1 + N_DISTRACTORS) option log-likelihoods
@@ -157,27 +185,45 @@ def budget_chunk(models: Models, model: str, family: str, n: int, items: int,
     tasks = cslm.make_tasks(family, n, items, key=key)
     tok = tokenizer_of(model)
     prompts = [cslm.prompt_ids(tok, t.prompt) for t in tasks]
-    options = [[cslm.answer_continuation(a) for a in
-                (t.answer, *cslm.perturbed_answers(t, N_DISTRACTORS,
-                                                   key=jax.random.fold_in(key, 10_000 + i)))]
-               for i, t in enumerate(tasks)]
-    h = _content_hash(kind="budget", model=model_sha256(model), prompts=prompts,
-                      options=options, budgets=budgets, code=CODE_VERSION)
+    options = [
+        [
+            cslm.answer_continuation(a)
+            for a in (
+                t.answer,
+                *cslm.perturbed_answers(t, N_DISTRACTORS, key=jax.random.fold_in(key, 10_000 + i)),
+            )
+        ]
+        for i, t in enumerate(tasks)
+    ]
+    h = _content_hash(
+        kind="budget",
+        model=model_sha256(model),
+        prompts=prompts,
+        options=options,
+        budgets=budgets,
+        code=CODE_VERSION,
+    )
     path = cache_dir("cslm") / f"budget-{family}-n{n}-{h}.npz"
     cached = _load(path)
     if cached is not None:
         return cached
     net, tok = models(model)
     t0 = time.perf_counter()
-    gen = cslm.generate_reasoning(net, tok, prompts, max_new_tokens=budgets[-1],
-                                  key=jax.random.fold_in(key, 1), batch_size=batch_size)
+    gen = cslm.generate_reasoning(
+        net,
+        tok,
+        prompts,
+        max_new_tokens=budgets[-1],
+        key=jax.random.fold_in(key, 1),
+        batch_size=batch_size,
+    )
     t1 = time.perf_counter()
     scores = cslm.budget_scores(net, tok, prompts, gen, budgets, options)
     t2 = time.perf_counter()
     texts = [tok.decode(g) for g in gen]
     padded = np.full((len(gen), budgets[-1]), -1, np.int32)  # the reasoning, for inspection
     for i, g in enumerate(gen):
-        padded[i, :len(g)] = g
+        padded[i, : len(g)] = g
     out = {
         "generated": padded,
         "scores": scores,
@@ -188,14 +234,30 @@ def budget_chunk(models: Models, model: str, family: str, n: int, items: int,
         "seconds": np.array([t1 - t0, t2 - t1]),
     }
     _save(path, out)
-    log.info("cslm %s %s n=%d: %d items, generate %.0f s, score %.0f s", model, family, n,
-             items, t1 - t0, t2 - t1)
+    log.info(
+        "cslm %s %s n=%d: %d items, generate %.0f s, score %.0f s",
+        model,
+        family,
+        n,
+        items,
+        t1 - t0,
+        t2 - t1,
+    )
     return out
 
 
-def triad_chunk(models: Models, model: str, family: str, n: int, items: int, samples: int,
-                max_new_tokens: int, key: jax.Array, *, batch_size: int = 16
-                ) -> dict[str, np.ndarray]:
+def triad_chunk(
+    models: Models,
+    model: str,
+    family: str,
+    n: int,
+    items: int,
+    samples: int,
+    max_new_tokens: int,
+    key: jax.Array,
+    *,
+    batch_size: int = 16,
+) -> dict[str, np.ndarray]:
     """k sampled solutions per item, their parsed answers, correctness and LM-verifier scores.
 
     Returns arrays (items, samples): `correct`, `answer_ids` (`cslm.answer_ids`),
@@ -205,30 +267,50 @@ def triad_chunk(models: Models, model: str, family: str, n: int, items: int, sam
     tasks = cslm.make_tasks(family, n, items, key=key)
     tok = tokenizer_of(model)
     prompts = [cslm.prompt_ids(tok, t.prompt) for t in tasks]
-    h = _content_hash(kind="triad", model=model_sha256(model), prompts=prompts,
-                      samples=samples, max_new=max_new_tokens, temperature=TEMPERATURE,
-                      code=CODE_VERSION)
+    h = _content_hash(
+        kind="triad",
+        model=model_sha256(model),
+        prompts=prompts,
+        samples=samples,
+        max_new=max_new_tokens,
+        temperature=TEMPERATURE,
+        code=CODE_VERSION,
+    )
     path = cache_dir("cslm") / f"triad-{family}-n{n}-{h}.npz"
     cached = _load(path)
     if cached is not None:
         return cached
     net, tok = models(model)
     rows = [p for p in prompts for _ in range(samples)]
-    gen = cslm.generate_reasoning(net, tok, rows, max_new_tokens=max_new_tokens,
-                                  key=jax.random.fold_in(key, 2), sampler=lm.Sample(TEMPERATURE),
-                                  batch_size=batch_size)
-    answers = [cslm.extract_answer(tok.decode(g), t.kind)
-               for t, g in zip((t for t in tasks for _ in range(samples)), gen)]
+    gen = cslm.generate_reasoning(
+        net,
+        tok,
+        rows,
+        max_new_tokens=max_new_tokens,
+        key=jax.random.fold_in(key, 2),
+        sampler=lm.Sample(TEMPERATURE),
+        batch_size=batch_size,
+    )
+    answers = [
+        cslm.extract_answer(tok.decode(g), t.kind)
+        for t, g in zip((t for t in tasks for _ in range(samples)), gen)
+    ]
     flat_tasks = [t for t in tasks for _ in range(samples)]
     correct = np.array([a == t.answer for a, t in zip(answers, flat_tasks)])
-    vprompts = [tok.encode(tok.apply_chat_template([{"role": "user", "content":
-                cslm.verification_prompt(t, a)}]) + "Answer:") for t, a in zip(flat_tasks, answers)]
+    vprompts = [
+        tok.encode(
+            tok.apply_chat_template([{"role": "user", "content": cslm.verification_prompt(t, a)}])
+            + "Answer:"
+        )
+        for t, a in zip(flat_tasks, answers)
+    ]
     vs = lm.score(net, tok, vprompts, [list(cslm.VERIFIER_OPTIONS)] * len(vprompts)).sum
     shape = (items, samples)
     out = {
         "correct": correct.reshape(shape),
-        "answer_ids": cslm.answer_ids([answers[i * samples:(i + 1) * samples]
-                                       for i in range(items)]),
+        "answer_ids": cslm.answer_ids(
+            [answers[i * samples : (i + 1) * samples] for i in range(items)]
+        ),
         "gen_tokens": np.array([len(g) for g in gen], np.int64).reshape(shape),
         "verify_score": np.array([s[0] - s[1] for s in vs]).reshape(shape),
         "verify_tokens": np.array([len(p) + 1 for p in vprompts], np.int64).reshape(shape),
@@ -238,15 +320,16 @@ def triad_chunk(models: Models, model: str, family: str, n: int, items: int, sam
     return out
 
 
-def budget_table(config: BudgetConfig, key: jax.Array, models: Models | None = None
-                 ) -> dict[tuple[str, str, int], dict[str, np.ndarray]]:
+def budget_table(
+    config: BudgetConfig, key: jax.Array, models: Models | None = None
+) -> dict[tuple[str, str, int], dict[str, np.ndarray]]:
     """Every (model, family, size) budget chunk of a config, built where missing."""
     models = models or Models()
-    jobs = [(m, f, n) for m in config.models for f in config.families
-            for n in config.sizes_of(f)]
+    jobs = [(m, f, n) for m in config.models for f in config.families for n in config.sizes_of(f)]
     out = {}
     for m, f, n in progress_bar(jobs, total=len(jobs), desc="cslm budget chunks"):
         k = jax.random.fold_in(jax.random.fold_in(key, sorted(cslm.FAMILIES).index(f)), n)
-        out[(m, f, n)] = budget_chunk(models, m, f, n, config.items, config.budgets, k,
-                                      batch_size=config.batch_size)
+        out[(m, f, n)] = budget_chunk(
+            models, m, f, n, config.items, config.budgets, k, batch_size=config.batch_size
+        )
     return out

@@ -26,9 +26,15 @@ NAME = "cslm_complexity"
 PAPER = "P7"
 DESCRIPTION = "Token complexity B*(n): grows with n, growth class = the algorithm's step count"
 
-EXPECTED = {"chain_sum": ("n",), "counting": ("n",), "addition": ("n",), "tracking": ("n",),
-            "word_problem": ("n",), "multiplication": ("n^2",),
-            "sorting": ("n", "n log n", "n^2", "2^n")}
+EXPECTED = {
+    "chain_sum": ("n",),
+    "counting": ("n",),
+    "addition": ("n",),
+    "tracking": ("n",),
+    "word_problem": ("n",),
+    "multiplication": ("n^2",),
+    "sorting": ("n", "n log n", "n^2", "2^n"),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,18 +70,29 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     grows, matches, fitted_pairs = 0, 0, 0
     pairs = 0
     classes: dict[str, str] = {}
-    fig_heat, axes_h = plt.subplots(len(config.models), len(config.families),
-                                    figsize=(2.6 * len(config.families),
-                                             2.4 * len(config.models)), squeeze=False)
-    fig_b, axes_b = plt.subplots(1, len(config.families),
-                                 figsize=(2.8 * len(config.families), 2.8), squeeze=False)
+    fig_heat, axes_h = plt.subplots(
+        len(config.models),
+        len(config.families),
+        figsize=(2.6 * len(config.families), 2.4 * len(config.models)),
+        squeeze=False,
+    )
+    fig_b, axes_b = plt.subplots(
+        1, len(config.families), figsize=(2.8 * len(config.families), 2.8), squeeze=False
+    )
     for mi, model in enumerate(config.models):
         for fi, family in enumerate(config.families):
             sizes = list(config.sizes_of(family))
             acc = np.array([table[(model, family, n)]["correct"].mean(0) for n in sizes])
-            est = [cslm.min_budget_ci(table[(model, family, n)]["correct"], budgets, p,
-                                      key=jax.random.fold_in(key, 97 * mi + fi),
-                                      n_boot=config.n_boot) for n in sizes]
+            est = [
+                cslm.min_budget_ci(
+                    table[(model, family, n)]["correct"],
+                    budgets,
+                    p,
+                    key=jax.random.fold_in(key, 97 * mi + fi),
+                    n_boot=config.n_boot,
+                )
+                for n in sizes
+            ]
             tag = f"{_setup.short(model)}/{family}"
             for n, a, e in zip(sizes, acc, est):
                 metrics[f"{tag}/n{n}/acc_max_budget"] = float(a[-1])
@@ -92,11 +109,19 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             ax = axes_b[0, fi]
             lo = np.array([e.low for e in est])
             hi = np.array([e.high for e in est])
-            ax.errorbar(np.array(sizes)[finite], values[finite],
-                        yerr=[np.maximum(values[finite] - lo[finite], 0.0),
-                              np.where(np.isfinite(hi[finite]),
-                                       np.maximum(hi[finite] - values[finite], 0.0), 0.0)],
-                        fmt="o", capsize=2, label=_setup.short(model))
+            ax.errorbar(
+                np.array(sizes)[finite],
+                values[finite],
+                yerr=[
+                    np.maximum(values[finite] - lo[finite], 0.0),
+                    np.where(
+                        np.isfinite(hi[finite]), np.maximum(hi[finite] - values[finite], 0.0), 0.0
+                    ),
+                ],
+                fmt="o",
+                capsize=2,
+                label=_setup.short(model),
+            )
             if finite.sum() >= 3:
                 sd = np.array([e.sd for e in est])[finite]
                 sd = np.where(np.isfinite(sd) & (sd > 0), sd, 0.25 * values[finite] + 1.0)
@@ -109,8 +134,12 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 metrics[f"{tag}/growth_confidence"] = fit.confidence
                 metrics[f"{tag}/growth_matches"] = float(ok)
                 grid = np.linspace(min(sizes), max(sizes), 50)
-                ax.plot(grid, fit.predict(grid), lw=1,
-                        label=f"{_setup.short(model)} fit: {fit.selected} ({fit.confidence:.2f})")
+                ax.plot(
+                    grid,
+                    fit.predict(grid),
+                    lw=1,
+                    label=f"{_setup.short(model)} fit: {fit.selected} ({fit.confidence:.2f})",
+                )
             ax.set_title(family, fontsize=9)
             ax.set_xlabel("n")
             ax.set_yscale("log")
@@ -130,27 +159,38 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     metrics["pairs_class_matches"] = matches
     frame = "The paper's thesis, made falsifiable, measured on these models: "
     claims = [
-        Claim(frame + "B*(n) grows with n for every family (Kendall tau > 0; B* = inf when "
-              f"accuracy {p} is never reached, counted as largest)",
-              "token complexity grows with problem size",
-              f"{grows}/{pairs} family-model pairs grow", bool(grows == pairs)),
-        Claim(frame + "the fitted growth class of B*(n) matches the algorithm's step count "
-              "(linear for chain sums and counting, at least linear for sorting) for most "
-              "family-model pairs",
-              "token complexity reflects the problem's complexity",
-              f"{matches}/{fitted_pairs} fitted pairs match ({pairs - fitted_pairs} pairs had "
-              "fewer than 3 sizes reaching p)",
-              bool(fitted_pairs > 0 and matches > fitted_pairs / 2)),
+        Claim(
+            frame + "B*(n) grows with n for every family (Kendall tau > 0; B* = inf when "
+            f"accuracy {p} is never reached, counted as largest)",
+            "token complexity grows with problem size",
+            f"{grows}/{pairs} family-model pairs grow",
+            bool(grows == pairs),
+        ),
+        Claim(
+            frame + "the fitted growth class of B*(n) matches the algorithm's step count "
+            "(linear for chain sums and counting, at least linear for sorting) for most "
+            "family-model pairs",
+            "token complexity reflects the problem's complexity",
+            f"{matches}/{fitted_pairs} fitted pairs match ({pairs - fitted_pairs} pairs had "
+            "fewer than 3 sizes reaching p)",
+            bool(fitted_pairs > 0 and matches > fitted_pairs / 2),
+        ),
     ]
-    notes = (f"{_setup.CAVEAT} Task generators are jaxlab's own (synthetic; reasoning-gym "
-             "not used). "
-             "Greedy reasoning generated once per item up to the largest budget; at each budget "
-             "the reasoning is truncated, '\\nAnswer:' appended and the true answer scored "
-             "against three perturbed distractors (chance accuracy 0.25). B* interpolates "
-             "accuracy linearly in log budget; intervals: bootstrap over items (90%). Items, "
-             f"sizes, budgets: {config.items} per size, "
-             f"{ {f: list(s) for f, s in config.sizes} }, {budgets}. "
-             f"growth_class_index indexes {list(cslm.GROWTH_CLASSES)}; selected classes: "
-             f"{classes}.")
-    return Result(metrics=metrics, claims=claims,
-                  figures={"accuracy_heatmaps": fig_heat, "bstar_fits": fig_b}, notes=notes)
+    notes = (
+        f"{_setup.CAVEAT} Task generators are jaxlab's own (synthetic; reasoning-gym "
+        "not used). "
+        "Greedy reasoning generated once per item up to the largest budget; at each budget "
+        "the reasoning is truncated, '\\nAnswer:' appended and the true answer scored "
+        "against three perturbed distractors (chance accuracy 0.25). B* interpolates "
+        "accuracy linearly in log budget; intervals: bootstrap over items (90%). Items, "
+        f"sizes, budgets: {config.items} per size, "
+        f"{ {f: list(s) for f, s in config.sizes} }, {budgets}. "
+        f"growth_class_index indexes {list(cslm.GROWTH_CLASSES)}; selected classes: "
+        f"{classes}."
+    )
+    return Result(
+        metrics=metrics,
+        claims=claims,
+        figures={"accuracy_heatmaps": fig_heat, "bstar_fits": fig_b},
+        notes=notes,
+    )

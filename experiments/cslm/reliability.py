@@ -79,15 +79,21 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             ax = axes[0, fi]
             line = ax.plot(steps, acc, "o", label=f"{_setup.short(model)}")[0]
             grid = np.linspace(0, steps.max(), 50)
-            ax.plot(grid, (1 - fit.epsilon) ** grid, color=line.get_color(), lw=1,
-                    label=f"eps={fit.epsilon:.3f}, R2={fit.r2:.2f}")
+            ax.plot(
+                grid,
+                (1 - fit.epsilon) ** grid,
+                color=line.get_color(),
+                lw=1,
+                label=f"eps={fit.epsilon:.3f}, R2={fit.r2:.2f}",
+            )
             ax.set_title(family, fontsize=9)
             ax.set_xlabel("steps")
             ax.set_ylim(-0.05, 1.05)
             ax.legend(fontsize=5)
         conf, corr = np.concatenate(conf_all), np.concatenate(corr_all)
-        metrics[f"{_setup.short(model)}/ece"] = float(cslm.expected_calibration_error(
-            conf, corr, bins=config.ece_bins))
+        metrics[f"{_setup.short(model)}/ece"] = float(
+            cslm.expected_calibration_error(conf, corr, bins=config.ece_bins)
+        )
         metrics[f"{_setup.short(model)}/mean_confidence"] = float(conf.mean())
         metrics[f"{_setup.short(model)}/option_accuracy"] = float(corr.mean())
     axes[0, 0].set_ylabel("chance-corrected accuracy")
@@ -97,20 +103,26 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     frame = "The paper's thesis, made falsifiable, measured on these models: "
     eces = {m: round(metrics[f"{_setup.short(m)}/ece"], 3) for m in config.models}
     claims = [
-        Claim(frame + f"accuracy ~ (1 - epsilon)^steps fits with R^2 >= "
-              f"{config.r2_threshold} on most families",
-              "probabilistic reliability: errors compound per step",
-              f"{fits_ok}/{fits} family-model fits of the forced answer reach it (R^2 nan where "
-              f"accuracy does not vary); free-text answers: {free_ok}/{fits}",
-              bool(fits and fits_ok > fits / 2)),
-        Claim(frame + "the model's option-likelihood confidence is calibrated (ECE < 0.1)",
-              "reliability bounds need calibrated confidence (open question)",
-              f"ECE {eces}", bool(all(v < 0.1 for v in eces.values()))),
+        Claim(
+            frame + f"accuracy ~ (1 - epsilon)^steps fits with R^2 >= "
+            f"{config.r2_threshold} on most families",
+            "probabilistic reliability: errors compound per step",
+            f"{fits_ok}/{fits} family-model fits of the forced answer reach it (R^2 nan where "
+            f"accuracy does not vary); free-text answers: {free_ok}/{fits}",
+            bool(fits and fits_ok > fits / 2),
+        ),
+        Claim(
+            frame + "the model's option-likelihood confidence is calibrated (ECE < 0.1)",
+            "reliability bounds need calibrated confidence (open question)",
+            f"ECE {eces}",
+            bool(all(v < 0.1 for v in eces.values())),
+        ),
     ]
-    notes = (f"{_setup.CAVEAT} Steps per size: the family's textbook step count (additions, digit "
-             "operations, comparisons n log2 n, swaps, story steps). epsilon is fitted by "
-             "weighted least squares of log accuracy on steps through the origin (accuracies "
-             "floored at 1/(2 items)); R^2 on the accuracy scale. Same cached generations as "
-             "cslm_complexity.")
-    return Result(metrics=metrics, claims=claims, figures={"accuracy_vs_steps": fig},
-                  notes=notes)
+    notes = (
+        f"{_setup.CAVEAT} Steps per size: the family's textbook step count (additions, digit "
+        "operations, comparisons n log2 n, swaps, story steps). epsilon is fitted by "
+        "weighted least squares of log accuracy on steps through the origin (accuracies "
+        "floored at 1/(2 items)); R^2 on the accuracy scale. Same cached generations as "
+        "cslm_complexity."
+    )
+    return Result(metrics=metrics, claims=claims, figures={"accuracy_vs_steps": fig}, notes=notes)

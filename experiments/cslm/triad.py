@@ -39,15 +39,35 @@ class Config(_setup.ChunkConfig):
 
 
 QUICK = Config()
-FULL = Config(models=("smollm2-135m-instruct", "gemma3-270m", "qwen2.5-coder-0.5b-instruct",
-                      "qwen2.5-coder-1.5b-instruct"),
-              families=("chain_sum", "addition", "multiplication", "counting", "sorting",
-                        "tracking", "word_problem"),
-              sizes=(("chain_sum", (3, 6, 12)), ("addition", (2, 4, 6)),
-                     ("multiplication", (1, 2, 3)), ("counting", (4, 8, 16)),
-                     ("sorting", (4, 8, 12)), ("tracking", (2, 4, 6)),
-                     ("word_problem", (2, 4, 6))),
-              items=200, samples=16, max_new_tokens=512)
+FULL = Config(
+    models=(
+        "smollm2-135m-instruct",
+        "gemma3-270m",
+        "qwen2.5-coder-0.5b-instruct",
+        "qwen2.5-coder-1.5b-instruct",
+    ),
+    families=(
+        "chain_sum",
+        "addition",
+        "multiplication",
+        "counting",
+        "sorting",
+        "tracking",
+        "word_problem",
+    ),
+    sizes=(
+        ("chain_sum", (3, 6, 12)),
+        ("addition", (2, 4, 6)),
+        ("multiplication", (1, 2, 3)),
+        ("counting", (4, 8, 16)),
+        ("sorting", (4, 8, 12)),
+        ("tracking", (2, 4, 6)),
+        ("word_problem", (2, 4, 6)),
+    ),
+    items=200,
+    samples=16,
+    max_new_tokens=512,
+)
 
 
 def mean_gap(a, b) -> float:
@@ -61,30 +81,45 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     models = _setup.Models()
     S = int(config.samples)
     metrics: dict[str, float] = {}
-    fig, axes = plt.subplots(1, len(config.models), figsize=(4.2 * len(config.models), 3.2),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(config.models), figsize=(4.2 * len(config.models), 3.2), squeeze=False
+    )
     gaps_prog, gaps_lm = [], []
     for mi, model in enumerate(config.models):
         chunks = []
         for family in config.families:
             for n in config.sizes_of(family):
-                k = jax.random.fold_in(jax.random.fold_in(key, sorted(cslm.FAMILIES).index(family)),
-                                       n)
-                chunks.append(_setup.triad_chunk(models, model, family, n, config.items, S,
-                                                 config.max_new_tokens, k,
-                                                 batch_size=config.batch_size))
+                k = jax.random.fold_in(
+                    jax.random.fold_in(key, sorted(cslm.FAMILIES).index(family)), n
+                )
+                chunks.append(
+                    _setup.triad_chunk(
+                        models,
+                        model,
+                        family,
+                        n,
+                        config.items,
+                        S,
+                        config.max_new_tokens,
+                        k,
+                        batch_size=config.batch_size,
+                    )
+                )
         cat = {f: np.concatenate([c[f] for c in chunks]) for f in chunks[0]}
         correct, gen = cat["correct"], cat["gen_tokens"].astype(float)
         vtok = cat["verify_tokens"].astype(float)
         ks = np.arange(1, S + 1)
         acc = {
             "single": np.full(S, correct.mean()),
-            "majority": np.array([np.mean(cslm.majority_vote(cat["answer_ids"], correct, k))
-                                  for k in ks]),
-            "program": np.array([np.mean(cslm.best_of_k(correct, correct.astype(float), k))
-                                 for k in ks]),
-            "lm_verifier": np.array([np.mean(cslm.best_of_k(correct, cat["verify_score"], k))
-                                     for k in ks]),
+            "majority": np.array(
+                [np.mean(cslm.majority_vote(cat["answer_ids"], correct, k)) for k in ks]
+            ),
+            "program": np.array(
+                [np.mean(cslm.best_of_k(correct, correct.astype(float), k)) for k in ks]
+            ),
+            "lm_verifier": np.array(
+                [np.mean(cslm.best_of_k(correct, cat["verify_score"], k)) for k in ks]
+            ),
         }
         cost = {
             "single": np.full(S, gen.mean()),
@@ -119,22 +154,27 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         ax.legend(fontsize=6)
     frame = "The paper's thesis, made falsifiable, measured on these models: "
     claims = [
-        Claim(frame + "best-of-k with a programmatic verifier beats majority vote at equal "
-              "total tokens",
-              "verification is a distinct, useful third stage",
-              f"mean accuracy gap {np.round(gaps_prog, 3).tolist()} per model",
-              bool(all(g > 0 for g in gaps_prog))),
-        Claim(frame + "with the model as its own verifier (option likelihood) the gain over "
-              "majority vote is smaller than with the programmatic verifier",
-              "LM self-verification is weaker than a program",
-              f"LM-verifier gap {np.round(gaps_lm, 3).tolist()} vs program "
-              f"{np.round(gaps_prog, 3).tolist()}",
-              bool(all(lg < pg for lg, pg in zip(gaps_lm, gaps_prog)))),
+        Claim(
+            frame + "best-of-k with a programmatic verifier beats majority vote at equal "
+            "total tokens",
+            "verification is a distinct, useful third stage",
+            f"mean accuracy gap {np.round(gaps_prog, 3).tolist()} per model",
+            bool(all(g > 0 for g in gaps_prog)),
+        ),
+        Claim(
+            frame + "with the model as its own verifier (option likelihood) the gain over "
+            "majority vote is smaller than with the programmatic verifier",
+            "LM self-verification is weaker than a program",
+            f"LM-verifier gap {np.round(gaps_lm, 3).tolist()} vs program "
+            f"{np.round(gaps_prog, 3).tolist()}",
+            bool(all(lg < pg for lg, pg in zip(gaps_lm, gaps_prog))),
+        ),
     ]
-    notes = (f"{_setup.CAVEAT} Samples at temperature {_setup.TEMPERATURE}; answers parsed "
-             "from free "
-             "text by cslm.extract_answer (unparsed = wrong, no vote). The programmatic "
-             "verifier is cslm.verify (an exact check: for these families verification is "
-             f"cheap recomputation). Config: {config}.")
-    return Result(metrics=metrics, claims=claims, figures={"accuracy_vs_tokens": fig},
-                  notes=notes)
+    notes = (
+        f"{_setup.CAVEAT} Samples at temperature {_setup.TEMPERATURE}; answers parsed "
+        "from free "
+        "text by cslm.extract_answer (unparsed = wrong, no vote). The programmatic "
+        "verifier is cslm.verify (an exact check: for these families verification is "
+        f"cheap recomputation). Config: {config}."
+    )
+    return Result(metrics=metrics, claims=claims, figures={"accuracy_vs_tokens": fig}, notes=notes)

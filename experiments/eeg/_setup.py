@@ -47,8 +47,9 @@ FULL_OVERRIDES = {"n_subjects": 74, "block_seconds": 300.0, "n_folds": 5}
 
 def sim_config(config, scale: float = 1.0) -> eeg.SimulationConfig:
     """Simulator settings of an experiment config, with every effect times `scale`."""
-    return eeg.SimulationConfig(n_subjects=int(config.n_subjects),
-                                block_seconds=float(config.block_seconds)).scaled(scale)
+    return eeg.SimulationConfig(
+        n_subjects=int(config.n_subjects), block_seconds=float(config.block_seconds)
+    ).scaled(scale)
 
 
 def epochs_for(config, key, scale: float = 1.0):
@@ -128,8 +129,22 @@ def deep_inputs(tab):
     return x / x.std()
 
 
-def evaluate_deep(models, x, y, subject, folds, prefixes, metrics, key, *, ctx: RunContext,
-                  epochs, batch_size=64, tag="", patience=3):
+def evaluate_deep(
+    models,
+    x,
+    y,
+    subject,
+    folds,
+    prefixes,
+    metrics,
+    key,
+    *,
+    ctx: RunContext,
+    epochs,
+    batch_size=64,
+    tag="",
+    patience=3,
+):
     """Train each deep model once per fold and score it on one or more test sets.
 
     `folds`: tuples `(train_idx, test_idx_1, ..., test_idx_k)`; the k test sets write
@@ -149,12 +164,20 @@ def evaluate_deep(models, x, y, subject, folds, prefixes, metrics, key, *, ctx: 
             val = np.isin(subject[train], ids[order][: max(1, len(ids) // 5)])
             tr, va = train[~val], train[val]
             ckpt = ctx.checkpointer(f"eeg_{tag}{prefixes[0]}_{m}_fold{i}", every=50)
-            clf = eeg.train_classifier(deep_model(m, n_classes), x[tr], y[tr],
-                                       key=jax.random.fold_in(key, 100 + i), x_val=x[va],
-                                       y_val=y[va], epochs=epochs, batch_size=batch_size,
-                                       patience=patience, optimizer=optimizer,
-                                       checkpointer=ckpt,
-                                       progress=TqdmProgress(desc=f"eeg {m} fold {i}"))
+            clf = eeg.train_classifier(
+                deep_model(m, n_classes),
+                x[tr],
+                y[tr],
+                key=jax.random.fold_in(key, 100 + i),
+                x_val=x[va],
+                y_val=y[va],
+                epochs=epochs,
+                batch_size=batch_size,
+                patience=patience,
+                optimizer=optimizer,
+                checkpointer=ckpt,
+                progress=TqdmProgress(desc=f"eeg {m} fold {i}"),
+            )
             for j, test in enumerate(tests):
                 pred = clf(x[test])
                 scores[j][0].append(eeg.balanced_accuracy(y[test], pred))

@@ -27,8 +27,7 @@ class Config(common.EegConfig):
 
 
 QUICK = Config()
-FULL = Config(**common.FULL_OVERRIDES,
-              deep_models=("eegnet", "shallow", "deep"), deep_epochs=100)
+FULL = Config(**common.FULL_OVERRIDES, deep_models=("eegnet", "shallow", "deep"), deep_epochs=100)
 
 
 def _aligned(tab):
@@ -41,15 +40,21 @@ def _aligned(tab):
         for e in (0, 1):
             m = (subj == s) & (sess == e)
             if m.any():
-                x[m] = np.asarray(eeg.euclidean_alignment(jnp.asarray(x[m]),
-                                                               shrinkage=0.05))
+                x[m] = np.asarray(eeg.euclidean_alignment(jnp.asarray(x[m]), shrinkage=0.05))
     return eqx_replace(tab, x)
 
 
 def eqx_replace(tab, x):
-    return eeg.EpochTable(x=jnp.asarray(x), subject=tab.subject, session=tab.session,
-                          condition=tab.condition, group=tab.group, keep=tab.keep,
-                          sfreq=tab.sfreq, ch_names=tab.ch_names)
+    return eeg.EpochTable(
+        x=jnp.asarray(x),
+        subject=tab.subject,
+        session=tab.session,
+        condition=tab.condition,
+        group=tab.group,
+        keep=tab.keep,
+        sfreq=tab.sfreq,
+        ch_names=tab.ch_names,
+    )
 
 
 def _split(folds, sess, train_session, test_session):
@@ -61,30 +66,57 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     tab, cfg, kept = common.epochs_for(config, k_sim)
     y, sess = np.asarray(tab.condition), np.asarray(tab.session)
     folds = common.folds_for(tab.subject, config.n_folds, k_fold)
-    metrics = {"n_subjects": cfg.n_subjects, "n_epochs": int(len(y)), "kept_fraction": kept,
-               **{f"effect_{k}": v for k, v in cfg.effect_sizes().items()}}
+    metrics = {
+        "n_subjects": cfg.n_subjects,
+        "n_epochs": int(len(y)),
+        "kept_fraction": kept,
+        **{f"effect_{k}": v for k, v in cfg.effect_sizes().items()},
+    }
     models = list(config.models)
     deep_models = list(config.deep_models)
     feats, covs = common.inputs_for(tab)
-    within = common.evaluate(models, feats, covs, y, _split(folds, sess, 0, 0), "bacc_within",
-                             metrics)
-    cross = common.evaluate(models, feats, covs, y, _split(folds, sess, 0, 1), "bacc_cross",
-                            metrics)
+    within = common.evaluate(
+        models, feats, covs, y, _split(folds, sess, 0, 0), "bacc_within", metrics
+    )
+    cross = common.evaluate(
+        models, feats, covs, y, _split(folds, sess, 0, 1), "bacc_cross", metrics
+    )
     aligned_tab = _aligned(tab)
     feats_a, covs_a = common.inputs_for(aligned_tab)
-    aligned = common.evaluate(models, feats_a, covs_a, y, _split(folds, sess, 0, 1),
-                              "bacc_cross_aligned", metrics)
+    aligned = common.evaluate(
+        models, feats_a, covs_a, y, _split(folds, sess, 0, 1), "bacc_cross_aligned", metrics
+    )
     # deep models: one training on the pre session scores both the within (pre) and the
     # cross (post) test sets; a second training on aligned epochs scores cross + EA
     k_deep = jax.random.fold_in(key, 7)
     epochs = int(config.deep_epochs)
     deep_folds = [(tr[sess[tr] == 0], te[sess[te] == 0], te[sess[te] == 1]) for tr, te in folds]
-    dw, dc = common.evaluate_deep(deep_models, common.deep_inputs(tab), y, tab.subject,
-                                  deep_folds, ("bacc_within", "bacc_cross"), metrics, k_deep,
-                                  ctx=ctx, epochs=epochs, tag="cross_")
-    (da,) = common.evaluate_deep(deep_models, common.deep_inputs(aligned_tab), y, tab.subject,
-                                 _split(folds, sess, 0, 1), ("bacc_cross_aligned",), metrics,
-                                 k_deep, ctx=ctx, epochs=epochs, tag="aligned_")
+    dw, dc = common.evaluate_deep(
+        deep_models,
+        common.deep_inputs(tab),
+        y,
+        tab.subject,
+        deep_folds,
+        ("bacc_within", "bacc_cross"),
+        metrics,
+        k_deep,
+        ctx=ctx,
+        epochs=epochs,
+        tag="cross_",
+    )
+    (da,) = common.evaluate_deep(
+        deep_models,
+        common.deep_inputs(aligned_tab),
+        y,
+        tab.subject,
+        _split(folds, sess, 0, 1),
+        ("bacc_cross_aligned",),
+        metrics,
+        k_deep,
+        ctx=ctx,
+        epochs=epochs,
+        tag="aligned_",
+    )
     within.update(dw)
     cross.update(dc)
     aligned.update(da)
@@ -100,47 +132,52 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     if mw > mc:  # fraction of the mean within-to-cross drop that alignment recovers
         metrics["gap_closed_fraction"] = (ma - mc) / (mw - mc)
         closed = f"{metrics['gap_closed_fraction']:.2f}"
-    per_model = "; ".join(f"{m} {within[m][0]:.3f}/{cross[m][0]:.3f}/{aligned[m][0]:.3f}"
-                          for m in names)
+    per_model = "; ".join(
+        f"{m} {within[m][0]:.3f}/{cross[m][0]:.3f}/{aligned[m][0]:.3f}" for m in names
+    )
     claims = [
         Claim(
             claim="cross-session decoding (train pre, test post) is harder than within-session "
-                  "decoding for most models",
+            "decoding for most models",
             paper="task 3 evaluates generalisation across the six-week gap (no numbers in "
-                  "the abstract)",
+            "the abstract)",
             measured=f"within > cross for {len(drop)}/{len(names)} models; mean within "
-                     f"{mw:.3f}, cross {mc:.3f} (simulator; within/cross/cross+EA: "
-                     f"{per_model})",
+            f"{mw:.3f}, cross {mc:.3f} (simulator; within/cross/cross+EA: "
+            f"{per_model})",
             holds=bool(2 * len(drop) > len(names) and mw > mc),
         ),
         Claim(
             claim="Euclidean alignment improves cross-session (pre -> post) decoding for most "
-                  "models",
+            "models",
             paper="cross-session adaptation benchmarked as task 3 (no numbers in the abstract)",
             measured=f"cross + EA > cross for {len(helped)}/{len(names)} models; mean cross "
-                     f"{mc:.3f}, cross + EA {ma:.3f}; fraction of the within-cross gap closed "
-                     f"{closed} (simulator)",
+            f"{mc:.3f}, cross + EA {ma:.3f}; fraction of the within-cross gap closed "
+            f"{closed} (simulator)",
             holds=bool(2 * len(helped) > len(names) and ma > mc),
         ),
     ]
-    fig = common.bar_figure({"within (pre->pre)": within, "cross (pre->post)": cross,
-                             "cross + EA": aligned}, 0.5,
-                            "eeg_cross_session: held-out subjects (simulated L-FAME)")
-    notes = (common.SIM_NOTE + " Folds are leave-subjects-out: train on the pre session of "
-             "training subjects, test on the post (cross) or pre (within) session of held-out "
-             "subjects. EA = Euclidean alignment (He & Wu 2019; reference shrunk 5 %) of each "
-             "subject-session with its own unlabeled epochs (both conditions pooled), applied "
-             "to the raw epochs before feature extraction or deep training; after EA the "
-             "spectral features are computed on the whitened (channel-mixed) signals. The "
-             "simulated six-week shift (SimulationConfig): meditation effects x(1 + "
-             f"training_gain={cfg.training_gain:g}); trait effect: post-session rest carries "
-             f"trait_effect={cfg.trait_effect:g} of the trained theta/alpha state effect; "
-             f"per-channel log-gain SD session_shift={cfg.session_shift:g}; overall log-scale "
-             f"SD session_scale={cfg.session_scale:g}; cap displacement SD "
-             f"montage_shift={cfg.montage_shift:g} head radii; 1/f exponent change "
-             f"exponent_shift={cfg.exponent_shift:g}; alpha-peak change SD "
-             f"alpha_peak_shift={cfg.alpha_peak_shift:g} Hz. This run: {cfg.n_subjects} "
-             f"subjects, {cfg.block_seconds:.0f} s blocks, deep models {deep_models} for at "
-             f"most {epochs} epochs (QUICK: short deep training, no DeepConvNet). Effect "
-             f"sizes: {cfg.effect_sizes()}.")
+    fig = common.bar_figure(
+        {"within (pre->pre)": within, "cross (pre->post)": cross, "cross + EA": aligned},
+        0.5,
+        "eeg_cross_session: held-out subjects (simulated L-FAME)",
+    )
+    notes = (
+        common.SIM_NOTE + " Folds are leave-subjects-out: train on the pre session of "
+        "training subjects, test on the post (cross) or pre (within) session of held-out "
+        "subjects. EA = Euclidean alignment (He & Wu 2019; reference shrunk 5 %) of each "
+        "subject-session with its own unlabeled epochs (both conditions pooled), applied "
+        "to the raw epochs before feature extraction or deep training; after EA the "
+        "spectral features are computed on the whitened (channel-mixed) signals. The "
+        "simulated six-week shift (SimulationConfig): meditation effects x(1 + "
+        f"training_gain={cfg.training_gain:g}); trait effect: post-session rest carries "
+        f"trait_effect={cfg.trait_effect:g} of the trained theta/alpha state effect; "
+        f"per-channel log-gain SD session_shift={cfg.session_shift:g}; overall log-scale "
+        f"SD session_scale={cfg.session_scale:g}; cap displacement SD "
+        f"montage_shift={cfg.montage_shift:g} head radii; 1/f exponent change "
+        f"exponent_shift={cfg.exponent_shift:g}; alpha-peak change SD "
+        f"alpha_peak_shift={cfg.alpha_peak_shift:g} Hz. This run: {cfg.n_subjects} "
+        f"subjects, {cfg.block_seconds:.0f} s blocks, deep models {deep_models} for at "
+        f"most {epochs} epochs (QUICK: short deep training, no DeepConvNet). Effect "
+        f"sizes: {cfg.effect_sizes()}."
+    )
     return Result(metrics=metrics, claims=claims, figures={"cross_session": fig}, notes=notes)

@@ -27,8 +27,11 @@ class Config(common.EegConfig):
 
 
 QUICK = Config()
-FULL = Config(**common.FULL_OVERRIDES, scales=(0.0, 0.25, 0.5, 1.0, 2.0),
-              models=("lda", "logreg", "svm", "rf", "tangent"))
+FULL = Config(
+    **common.FULL_OVERRIDES,
+    scales=(0.0, 0.25, 0.5, 1.0, 2.0),
+    models=("lda", "logreg", "svm", "rf", "tangent"),
+)
 
 
 def _evaluate_scale(config, key, scale, tag, metrics):
@@ -37,13 +40,27 @@ def _evaluate_scale(config, key, scale, tag, metrics):
     tab, _, _ = common.epochs_for(config, k_sim, scale)
     feats, covs = common.inputs_for(tab)
     folds = common.folds_for(tab.subject, config.n_folds, k_fold)
-    s = common.evaluate(config.models, feats, covs, np.asarray(tab.condition), folds,
-                        f"bacc_state_scale{tag}", metrics)
+    s = common.evaluate(
+        config.models,
+        feats,
+        covs,
+        np.asarray(tab.condition),
+        folds,
+        f"bacc_state_scale{tag}",
+        metrics,
+    )
     med = np.asarray(tab.condition) == 1
     mt = tab.select(med)
     tf = common.folds_for(mt.subject, config.n_folds, k_fold)
-    t = common.evaluate(config.models, feats[med], covs[med], np.asarray(mt.group), tf,
-                        f"bacc_technique_scale{tag}", metrics)
+    t = common.evaluate(
+        config.models,
+        feats[med],
+        covs[med],
+        np.asarray(mt.group),
+        tf,
+        f"bacc_technique_scale{tag}",
+        metrics,
+    )
     return s, t
 
 
@@ -87,22 +104,32 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             m = metrics[f"bacc_{task}_at_zero_effect"]
             lo = metrics.get(f"bacc_{task}_at_zero_effect_ci_low", -np.inf)
             hi = metrics.get(f"bacc_{task}_at_zero_effect_ci_high", np.inf)
-            claims.append(Claim(
-                claim=f"with all simulated effects at zero, {task} decoding is at chance"
-                      + (" (no leakage)" if task == "state" else ""),
-                paper=f"chance {chance:.3g}",
-                measured=f"bacc {m:.3f}, 95% CI [{lo:.3f}, {hi:.3f}] over {len(vals)} "
-                         "independent simulated data sets (per data set: "
-                         + ", ".join(f"{v:.3f}" for v in vals)
-                         + f"; mean of {list(config.models)})",
-                holds=bool(lo <= chance <= hi and abs(m - chance) < 0.05)))
-    claims.append(Claim(
-        claim="accuracy grows with the simulated effect size",
-        paper="(sanity check of the benchmark, not a paper number)",
-        measured="state " + " -> ".join(f"{v:.2f}" for v in curves["state"])
-                 + "; technique " + " -> ".join(f"{v:.2f}" for v in curves["technique"]),
-        holds=bool(curves["state"][-1] > curves["state"][0] + 0.05
-                   and curves["technique"][-1] > curves["technique"][0] + 0.05)))
+            claims.append(
+                Claim(
+                    claim=f"with all simulated effects at zero, {task} decoding is at chance"
+                    + (" (no leakage)" if task == "state" else ""),
+                    paper=f"chance {chance:.3g}",
+                    measured=f"bacc {m:.3f}, 95% CI [{lo:.3f}, {hi:.3f}] over {len(vals)} "
+                    "independent simulated data sets (per data set: "
+                    + ", ".join(f"{v:.3f}" for v in vals)
+                    + f"; mean of {list(config.models)})",
+                    holds=bool(lo <= chance <= hi and abs(m - chance) < 0.05),
+                )
+            )
+    claims.append(
+        Claim(
+            claim="accuracy grows with the simulated effect size",
+            paper="(sanity check of the benchmark, not a paper number)",
+            measured="state "
+            + " -> ".join(f"{v:.2f}" for v in curves["state"])
+            + "; technique "
+            + " -> ".join(f"{v:.2f}" for v in curves["technique"]),
+            holds=bool(
+                curves["state"][-1] > curves["state"][0] + 0.05
+                and curves["technique"][-1] > curves["technique"][0] + 0.05
+            ),
+        )
+    )
     fig, ax = plt.subplots(figsize=(5, 3.5))
     ax.plot(config.scales, curves["state"], "o-", label="state (chance 0.5)")
     ax.plot(config.scales, curves["technique"], "s-", label="technique (chance 1/3)")
@@ -113,11 +140,13 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     ax.legend()
     fig.tight_layout()
     cfg = common.sim_config(config)
-    notes = (common.SIM_NOTE + f" Scales multiply theta/alpha/technique effects and the "
-             f"training gain; at scale 1: {cfg.effect_sizes()}. QUICK: {cfg.n_subjects} "
-             f"subjects, {cfg.block_seconds:.0f} s blocks, models {list(config.models)}. The "
-             f"zero-effect check averages {config.zero_repeats} independent "
-             "simulated data sets (CI over data sets): the epochs of one block share its "
-             "artefacts (blink and EMG counts) and noise, so one data set's fold CIs are too "
-             "narrow for a chance-level test.")
+    notes = (
+        common.SIM_NOTE + f" Scales multiply theta/alpha/technique effects and the "
+        f"training gain; at scale 1: {cfg.effect_sizes()}. QUICK: {cfg.n_subjects} "
+        f"subjects, {cfg.block_seconds:.0f} s blocks, models {list(config.models)}. The "
+        f"zero-effect check averages {config.zero_repeats} independent "
+        "simulated data sets (CI over data sets): the epochs of one block share its "
+        "artefacts (blink and EMG counts) and noise, so one data set's fold CIs are too "
+        "narrow for a chance-level test."
+    )
     return Result(metrics=metrics, claims=claims, figures={"effect_size": fig}, notes=notes)

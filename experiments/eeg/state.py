@@ -33,31 +33,48 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     feats, covs = common.inputs_for(tab)
     y = np.asarray(tab.condition)
     folds = common.folds_for(tab.subject, config.n_folds, k_fold)
-    metrics = {"n_subjects": cfg.n_subjects, "n_epochs": int(len(y)), "kept_fraction": kept,
-               **{f"effect_{k}": v for k, v in cfg.effect_sizes().items()}}
+    metrics = {
+        "n_subjects": cfg.n_subjects,
+        "n_epochs": int(len(y)),
+        "kept_fraction": kept,
+        **{f"effect_{k}": v for k, v in cfg.effect_sizes().items()},
+    }
     summary = common.evaluate(config.models, feats, covs, y, folds, "bacc_state", metrics)
-    (deep,) = common.evaluate_deep(config.deep_models, common.deep_inputs(tab), y,
-                                   tab.subject, folds, ("bacc_state",), metrics,
-                                   jax.random.fold_in(key, 7),
-                                   ctx=ctx, epochs=int(config.deep_epochs),
-                                   tag="state_")
+    (deep,) = common.evaluate_deep(
+        config.deep_models,
+        common.deep_inputs(tab),
+        y,
+        tab.subject,
+        folds,
+        ("bacc_state",),
+        metrics,
+        jax.random.fold_in(key, 7),
+        ctx=ctx,
+        epochs=int(config.deep_epochs),
+        tag="state_",
+    )
     summary.update(deep)
     best = max(summary, key=lambda m: summary[m][0])
     mean, lo, hi = summary[best]
     above = [m for m, (_, lo_m, _) in summary.items() if lo_m > 0.5]
-    claims = [Claim(
-        claim="the best classical or deep baseline decodes resting vs meditation state above "
-              "chance (subject-independent)",
-        paper="baselines reported for task 1 (no numbers in the abstract)",
-        measured=f"best {best}: bacc {mean:.3f} [95% CI {lo:.3f}, {hi:.3f}]; CI above 0.5 for "
-                 f"{len(above)}/{len(summary)} models ({', '.join(above)}) (simulator)",
-        holds=bool(lo > 0.5),
-    )]
-    fig = common.bar_figure({"rest vs meditation": summary}, 0.5,
-                            "eeg_state: leave-subjects-out (simulated L-FAME)")
-    notes = (common.SIM_NOTE + f" This run: {cfg.n_subjects} subjects, "
-             f"{cfg.block_seconds:.0f} s blocks, deep models {list(config.deep_models)} for at "
-             f"most {config.deep_epochs} epochs (QUICK keeps the deep models short so "
-             "that the experiment fits a few CPU minutes; FULL: 74 subjects, 300 s blocks, "
-             f"100 epochs). Effect sizes: {cfg.effect_sizes()}.")
+    claims = [
+        Claim(
+            claim="the best classical or deep baseline decodes resting vs meditation state above "
+            "chance (subject-independent)",
+            paper="baselines reported for task 1 (no numbers in the abstract)",
+            measured=f"best {best}: bacc {mean:.3f} [95% CI {lo:.3f}, {hi:.3f}]; CI above 0.5 for "
+            f"{len(above)}/{len(summary)} models ({', '.join(above)}) (simulator)",
+            holds=bool(lo > 0.5),
+        )
+    ]
+    fig = common.bar_figure(
+        {"rest vs meditation": summary}, 0.5, "eeg_state: leave-subjects-out (simulated L-FAME)"
+    )
+    notes = (
+        common.SIM_NOTE + f" This run: {cfg.n_subjects} subjects, "
+        f"{cfg.block_seconds:.0f} s blocks, deep models {list(config.deep_models)} for at "
+        f"most {config.deep_epochs} epochs (QUICK keeps the deep models short so "
+        "that the experiment fits a few CPU minutes; FULL: 74 subjects, 300 s blocks, "
+        f"100 epochs). Effect sizes: {cfg.effect_sizes()}."
+    )
     return Result(metrics=metrics, claims=claims, figures={"state": fig}, notes=notes)

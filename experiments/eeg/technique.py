@@ -24,8 +24,7 @@ class Config(common.EegConfig):
 
 
 QUICK = Config()
-FULL = Config(**common.FULL_OVERRIDES,
-              deep_models=("eegnet", "shallow", "deep"), deep_epochs=100)
+FULL = Config(**common.FULL_OVERRIDES, deep_models=("eegnet", "shallow", "deep"), deep_epochs=100)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
@@ -35,33 +34,49 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     feats, covs = common.inputs_for(tab)
     y = np.asarray(tab.group)
     folds = common.folds_for(tab.subject, config.n_folds, k_fold)
-    metrics = {"n_subjects": cfg.n_subjects, "n_epochs": int(len(y)), "kept_fraction": kept,
-               **{f"effect_{k}": v for k, v in cfg.effect_sizes().items()}}
-    summary = common.evaluate(config.models, feats, covs, y, folds, "bacc_technique",
-                              metrics)
-    (deep,) = common.evaluate_deep(config.deep_models, common.deep_inputs(tab), y,
-                                   tab.subject, folds, ("bacc_technique",), metrics,
-                                   jax.random.fold_in(key, 7),
-                                   ctx=ctx, epochs=int(config.deep_epochs),
-                                   tag="technique_")
+    metrics = {
+        "n_subjects": cfg.n_subjects,
+        "n_epochs": int(len(y)),
+        "kept_fraction": kept,
+        **{f"effect_{k}": v for k, v in cfg.effect_sizes().items()},
+    }
+    summary = common.evaluate(config.models, feats, covs, y, folds, "bacc_technique", metrics)
+    (deep,) = common.evaluate_deep(
+        config.deep_models,
+        common.deep_inputs(tab),
+        y,
+        tab.subject,
+        folds,
+        ("bacc_technique",),
+        metrics,
+        jax.random.fold_in(key, 7),
+        ctx=ctx,
+        epochs=int(config.deep_epochs),
+        tag="technique_",
+    )
     summary.update(deep)
     best = max(summary, key=lambda m: summary[m][0])
     mean, lo, hi = summary[best]
     above = [m for m, (_, lo_m, _) in summary.items() if lo_m > 1 / 3]
-    claims = [Claim(
-        claim="the meditation technique (3 groups) is decodable from meditation EEG of unseen "
-              "subjects (best classical or deep baseline)",
-        paper="baselines reported for task 2 (no numbers in the abstract)",
-        measured=f"best {best}: bacc {mean:.3f} [95% CI {lo:.3f}, {hi:.3f}], chance 0.333; CI "
-                 f"above chance for {len(above)}/{len(summary)} models ({', '.join(above)}) "
-                 "(simulator)",
-        holds=bool(lo > 1 / 3),
-    )]
-    fig = common.bar_figure({"technique": summary}, 1 / 3,
-                            "eeg_technique: leave-subjects-out (simulated L-FAME)")
-    notes = (common.SIM_NOTE + f" Meditation epochs of both sessions; this run: "
-             f"{cfg.n_subjects} subjects, {cfg.block_seconds:.0f} s blocks, deep models "
-             f"{list(config.deep_models)} for at most {config.deep_epochs} epochs "
-             "(QUICK: short deep training and no DeepConvNet, to fit a few CPU minutes). "
-             f"Effect sizes: {cfg.effect_sizes()}.")
+    claims = [
+        Claim(
+            claim="the meditation technique (3 groups) is decodable from meditation EEG of unseen "
+            "subjects (best classical or deep baseline)",
+            paper="baselines reported for task 2 (no numbers in the abstract)",
+            measured=f"best {best}: bacc {mean:.3f} [95% CI {lo:.3f}, {hi:.3f}], chance 0.333; CI "
+            f"above chance for {len(above)}/{len(summary)} models ({', '.join(above)}) "
+            "(simulator)",
+            holds=bool(lo > 1 / 3),
+        )
+    ]
+    fig = common.bar_figure(
+        {"technique": summary}, 1 / 3, "eeg_technique: leave-subjects-out (simulated L-FAME)"
+    )
+    notes = (
+        common.SIM_NOTE + f" Meditation epochs of both sessions; this run: "
+        f"{cfg.n_subjects} subjects, {cfg.block_seconds:.0f} s blocks, deep models "
+        f"{list(config.deep_models)} for at most {config.deep_epochs} epochs "
+        "(QUICK: short deep training and no DeepConvNet, to fit a few CPU minutes). "
+        f"Effect sizes: {cfg.effect_sizes()}."
+    )
     return Result(metrics=metrics, claims=claims, figures={"technique": fig}, notes=notes)

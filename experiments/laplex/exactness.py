@@ -97,6 +97,7 @@ def _loss(fn):
         y = fn(v, t, s, a, b, c)
         out = jnp.sum(jnp.real(y) * w1)
         return out + jnp.sum(jnp.imag(y) * w2) if jnp.iscomplexobj(y) else out
+
     return loss
 
 
@@ -107,7 +108,8 @@ def _dense_jnp(v, t, s, a, b, c):
 
 _GRADS = {
     (impl, phased): jax.jit(jax.grad(_loss(fn), (0, 1, 2, 3, 4, 5) if phased else (0, 1, 2, 3, 5)))
-    for impl, fn in (("ours", laplex.matvec), ("dense", _dense_jnp)) for phased in (False, True)
+    for impl, fn in (("ours", laplex.matvec), ("dense", _dense_jnp))
+    for phased in (False, True)
 }
 
 
@@ -117,8 +119,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     h = int(config.heads)
     rows = []
     with jax.enable_x64(True):
-        cases = list(itertools.product(config.sizes, (False, True), (False, True),
-                                       config.decay_scales))
+        cases = list(
+            itertools.product(config.sizes, (False, True), (False, True), config.decay_scales)
+        )
         for n, phased, ties, scale in progress_bar(cases, desc="laplex exactness"):
             v, t, s, a, b, c = _problem(rng, h, n, ties=ties, phased=phased, scale=scale)
             ref = _dense_np(v, t, s, a, b, c)
@@ -128,24 +131,42 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             ref32 = _dense_np(*[None if x is None else np.asarray(x, np.float64) for x in f32])
             # context: the same product through the dense float32 matrix
             d32 = _dense_np(*f32)
-            rows.append({"n": n, "phased": phased, "ties": ties, "scale": scale,
-                         "err64": _rel(y64, ref), "err32": _rel(y32, ref32),
-                         "err32_dense": _rel(d32, ref32)})
+            rows.append(
+                {
+                    "n": n,
+                    "phased": phased,
+                    "ties": ties,
+                    "scale": scale,
+                    "err64": _rel(y64, ref),
+                    "err32": _rel(y32, ref32),
+                    "err32_dense": _rel(d32, ref32),
+                }
+            )
         sym_rows = []
-        for n, ties, scale in itertools.product(config.sym_sizes, (False, True),
-                                                (1e-6, 1e-2, 0.2, 1.0, 1e6)):
+        for n, ties, scale in itertools.product(
+            config.sym_sizes, (False, True), (1e-6, 1e-2, 0.2, 1.0, 1e6)
+        ):
             # pre-sorted anchors, t is s (one array), one real column, one head
             _, _, s, a, _, c = _problem(rng, 1, n, ties=ties, phased=False, scale=scale)
             s = np.sort(s, axis=1)
             v = rng.standard_normal(n)
             s32, v32, a32, c32 = (np.asarray(x, np.float32) for x in (s, v, a, c))
             y32 = laplex.matvec(v32, s32, s32, a32, None, c32)
-            ref32 = _dense_np(*(np.asarray(x, np.float64) for x in (v32, s32, s32, a32)), None,
-                              np.asarray(c32, np.float64))
+            ref32 = _dense_np(
+                *(np.asarray(x, np.float64) for x in (v32, s32, s32, a32)),
+                None,
+                np.asarray(c32, np.float64),
+            )
             y64 = laplex.matvec(v, s, s, a, None, c)
-            sym_rows.append({"n": n, "ties": ties, "scale": scale,
-                             "err64": _rel(y64, _dense_np(v, s, s, a, None, c)),
-                             "err32": _rel(y32, ref32)})
+            sym_rows.append(
+                {
+                    "n": n,
+                    "ties": ties,
+                    "scale": scale,
+                    "err64": _rel(y64, _dense_np(v, s, s, a, None, c)),
+                    "err32": _rel(y32, ref32),
+                }
+            )
         grad_rows = []
         grad_cases = list(itertools.product(config.grad_sizes, (False, True), (False, True)))
         for n, phased, ties in progress_bar(grad_cases, desc="gradients"):
@@ -157,8 +178,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                 ref = _GRADS["dense", phased](v, t, s, a, b, c, w1, w2)
                 names = ["v", "t", "s", "a", "b", "c"] if phased else ["v", "t", "s", "a", "c"]
                 for nm, g, r in zip(names, ours, ref):
-                    grad_rows.append({"n": n, "param": nm, "scale": scale, "phased": phased,
-                                      "err": _rel(g, r)})
+                    grad_rows.append(
+                        {"n": n, "param": nm, "scale": scale, "phased": phased, "err": _rel(g, r)}
+                    )
     max64 = max(r["err64"] for r in rows + sym_rows)
     max32 = max(r["err32"] for r in rows + sym_rows)
     max32_sym = max(r["err32"] for r in sym_rows)
@@ -166,36 +188,58 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     dense32 = max(r["err32_dense"] for r in rows)
     maxg = max(r["err"] for r in grad_rows)
     log.info("max rel err f64 %.2e, f32 %.2e, grads %.2e", max64, max32, maxg)
-    metrics = {"max_rel_err_f64": max64, "max_rel_err_f32": max32, "max_grad_rel_err_f64": maxg,
-               "max_rel_err_f32_real": max32_real, "max_rel_err_f32_dense_matrix": dense32,
-               "max_rel_err_f32_sym_presorted": max32_sym,
-               "max_rel_err_f64_sym_presorted": max(r["err64"] for r in sym_rows),
-               "n_cases": len(rows) + len(sym_rows), "n_grad_cases": len(grad_rows)}
+    metrics = {
+        "max_rel_err_f64": max64,
+        "max_rel_err_f32": max32,
+        "max_grad_rel_err_f64": maxg,
+        "max_rel_err_f32_real": max32_real,
+        "max_rel_err_f32_dense_matrix": dense32,
+        "max_rel_err_f32_sym_presorted": max32_sym,
+        "max_rel_err_f64_sym_presorted": max(r["err64"] for r in sym_rows),
+        "n_cases": len(rows) + len(sym_rows),
+        "n_grad_cases": len(grad_rows),
+    }
     for n in config.sizes:
         metrics[f"max_rel_err_f64_n{n}"] = max(r["err64"] for r in rows if r["n"] == n)
         metrics[f"max_rel_err_f32_n{n}"] = max(r["err32"] for r in rows if r["n"] == n)
     for nm in ["v", "t", "s", "a", "b", "c"]:
-        metrics[f"max_grad_rel_err_f64_{nm}"] = max(r["err"] for r in grad_rows
-                                                    if r["param"] == nm)
+        metrics[f"max_grad_rel_err_f64_{nm}"] = max(r["err"] for r in grad_rows if r["param"] == nm)
     claims = [
-        Claim("matvec equals the dense matrix (float64)", "exact (<= 1e-10)",
-              f"max rel err {max64:.1e}", max64 <= 1e-10),
-        Claim("matvec in float32", "<= 1e-5",
-              f"max rel err {max32:.1e} (real kernels {max32_real:.1e}; symmetric pre-sorted "
-              f"{max32_sym:.1e}; the dense float32 matrix itself: {dense32:.1e})",
-              max32 <= 1e-5),
-        Claim("gradients for v, t, s, a, b, c equal dense autodiff", "exact (<= 1e-8)",
-              f"max rel err {maxg:.1e}", maxg <= 1e-8),
+        Claim(
+            "matvec equals the dense matrix (float64)",
+            "exact (<= 1e-10)",
+            f"max rel err {max64:.1e}",
+            max64 <= 1e-10,
+        ),
+        Claim(
+            "matvec in float32",
+            "<= 1e-5",
+            f"max rel err {max32:.1e} (real kernels {max32_real:.1e}; symmetric pre-sorted "
+            f"{max32_sym:.1e}; the dense float32 matrix itself: {dense32:.1e})",
+            max32 <= 1e-5,
+        ),
+        Claim(
+            "gradients for v, t, s, a, b, c equal dense autodiff",
+            "exact (<= 1e-8)",
+            f"max rel err {maxg:.1e}",
+            maxg <= 1e-8,
+        ),
     ]
     fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
     for phased in (False, True):
         for ties in (False, True):
             sel = [r for r in rows if r["phased"] == phased and r["ties"] == ties]
-            ax[0].scatter([r["n"] * (1 + 0.05 * (2 * phased + ties)) for r in sel],
-                          [max(r["err64"], 1e-18) for r in sel], s=14,
-                          label=f"{'phased' if phased else 'real'}, ties={ties}")
-            ax[1].scatter([r["n"] * (1 + 0.05 * (2 * phased + ties)) for r in sel],
-                          [max(r["err32"], 1e-18) for r in sel], s=14)
+            ax[0].scatter(
+                [r["n"] * (1 + 0.05 * (2 * phased + ties)) for r in sel],
+                [max(r["err64"], 1e-18) for r in sel],
+                s=14,
+                label=f"{'phased' if phased else 'real'}, ties={ties}",
+            )
+            ax[1].scatter(
+                [r["n"] * (1 + 0.05 * (2 * phased + ties)) for r in sel],
+                [max(r["err32"], 1e-18) for r in sel],
+                s=14,
+            )
     for a_, title, lim in ((ax[0], "float64 vs dense", 1e-10), (ax[1], "float32 vs dense", 1e-5)):
         a_.set_xscale("log")
         a_.set_yscale("log")
@@ -205,5 +249,4 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         a_.set_title(title)
     ax[0].legend(fontsize=7)
     fig.tight_layout()
-    return Result(metrics=metrics, claims=claims, figures={"errors": fig},
-                  notes=NOTES)
+    return Result(metrics=metrics, claims=claims, figures={"errors": fig}, notes=NOTES)

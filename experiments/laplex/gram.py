@@ -56,8 +56,13 @@ class Config:
 
 
 QUICK = Config()
-FULL = Config(crop=1732, train=(("hubble_deep_field.jpg", 0, 0),),
-              test=(("hubble_deep_field.jpg", 100, 100),), steps=100, probes=4)
+FULL = Config(
+    crop=1732,
+    train=(("hubble_deep_field.jpg", 0, 0),),
+    test=(("hubble_deep_field.jpg", 100, 100),),
+    steps=100,
+    probes=4,
+)
 
 
 def _load_crop(name, r0, c0, size):
@@ -68,14 +73,17 @@ def _load_crop(name, r0, c0, size):
     img = np.asarray(Image.open(dist.locate_file(matches[0])).convert("L"), np.float32)
     if img.shape[0] < r0 + size or img.shape[1] < c0 + size:
         raise ValueError(f"{name}: image {img.shape} smaller than crop {size} at {(r0, c0)}")
-    crop = img[r0:r0 + size, c0:c0 + size]
+    crop = img[r0 : r0 + size, c0 : c0 + size]
     return (crop - crop.mean()) / (crop.std() + 1e-6)
 
 
 def _exact_grid_nll(model, y):
     """Exact NLL of a single-head model on the fixed grid (Kronecker eigenvalues)."""
-    a, c, noise = (float(jnp.exp(model.log_a[0])), float(jnp.exp(model.log_c[0])),
-                   float(jnp.exp(model.log_noise)))
+    a, c, noise = (
+        float(jnp.exp(model.log_a[0])),
+        float(jnp.exp(model.log_c[0])),
+        float(jnp.exp(model.log_noise)),
+    )
     evs, vecs = [], []
     for u in model.anchors:
         x = np.asarray(u[0], np.float64)
@@ -86,25 +94,41 @@ def _exact_grid_nll(model, y):
     yy = np.asarray(y, np.float64).reshape(model.shape)
     proj = vecs[0].T @ yy @ vecs[1]
     n = yy.size
-    return 0.5 * (np.sum(proj ** 2 / lam) + np.sum(np.log(lam)) + n * np.log(2 * np.pi)) / n
+    return 0.5 * (np.sum(proj**2 / lam) + np.sum(np.log(lam)) + n * np.log(2 * np.pi)) / n
 
 
 def _fit(model, ys, cfg, key, desc, ctx):
     fitted, hist = laplex.fit_gram(
-        model, jnp.stack(ys), key=key, steps=cfg.steps, optimizer=optax.adam(cfg.lr),
-        probes=cfg.probes, lanczos_steps=cfg.lanczos, cg_tol=cfg.cg_tol,
-        cg_maxiter=cfg.cg_maxiter, checkpointer=ctx.checkpointer(desc.replace(" ", "_")),
-        progress=TqdmProgress(desc=desc))
+        model,
+        jnp.stack(ys),
+        key=key,
+        steps=cfg.steps,
+        optimizer=optax.adam(cfg.lr),
+        probes=cfg.probes,
+        lanczos_steps=cfg.lanczos,
+        cg_tol=cfg.cg_tol,
+        cg_maxiter=cfg.cg_maxiter,
+        checkpointer=ctx.checkpointer(desc.replace(" ", "_")),
+        progress=TqdmProgress(desc=desc),
+    )
     log.warning("%s: final train NLL/dim %.4f", desc, float(hist.losses[-1]))
     return fitted
 
 
 def _score(model, ys, cfg, key):
-    f = jax.jit(lambda m, y, k: m.neg_log_likelihood(
-        y, key=k, probes=cfg.eval_probes, lanczos_steps=cfg.eval_lanczos,
-        cg_tol=cfg.eval_cg_tol, cg_maxiter=4 * cfg.cg_maxiter))
-    return float(np.mean([float(f(model, y, jax.random.fold_in(key, i))) / y.size
-                          for i, y in enumerate(ys)]))
+    f = jax.jit(
+        lambda m, y, k: m.neg_log_likelihood(
+            y,
+            key=k,
+            probes=cfg.eval_probes,
+            lanczos_steps=cfg.eval_lanczos,
+            cg_tol=cfg.eval_cg_tol,
+            cg_maxiter=4 * cfg.cg_maxiter,
+        )
+    )
+    return float(
+        np.mean([float(f(model, y, jax.random.fold_in(key, i))) / y.size for i, y in enumerate(ys)])
+    )
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
@@ -114,9 +138,10 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     coords = [jnp.arange(size, dtype=jnp.float32)] * 2
     k_grid, k_lap, k_eval, k_samp = jax.random.split(key, 4)
     # diagonal: sigma^2 fitted on the training crops (~1 after standardisation)
-    var = float(np.mean([float(jnp.mean(y ** 2)) for y in train]))
-    nll_diag = float(np.mean([0.5 * (float(jnp.mean(y ** 2)) / var + np.log(2 * np.pi * var))
-                              for y in test]))
+    var = float(np.mean([float(jnp.mean(y**2)) for y in train]))
+    nll_diag = float(
+        np.mean([0.5 * (float(jnp.mean(y**2)) / var + np.log(2 * np.pi * var)) for y in test])
+    )
     grid0 = laplex.LaplexGram(coords, 1, key=k_grid, decay=0.2, noise=0.1, learn_anchors=False)
     grid = _fit(grid0, train, config, k_grid, "grid model", ctx)
     lap0 = laplex.LaplexGram(coords, config.heads, key=k_lap, decay=0.2, noise=0.1)
@@ -127,25 +152,45 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     nll_lap_train = _score(lap, train, config, k_eval)
     nll_grid_exact = float(np.mean([_exact_grid_nll(grid, y) for y in test]))
     slq_err = abs(nll_grid - nll_grid_exact) / abs(nll_grid_exact)
-    log.info("test NLL/dim: diag %.4f grid %.4f (exact %.4f) laplex %.4f", nll_diag, nll_grid,
-             nll_grid_exact, nll_lap)
-    metrics = {"nll_laplex": nll_lap, "nll_diag": nll_diag, "nll_grid": nll_grid,
-               "nll_grid_exact": nll_grid_exact, "slq_rel_err_grid": slq_err,
-               "nll_laplex_train": nll_lap_train, "nll_grid_train": nll_grid_train,
-               "dimension": size * size,
-               "laplex_decays": [float(x) for x in jnp.exp(lap.log_a)],
-               "grid_decay": float(jnp.exp(grid.log_a[0]))}
+    log.info(
+        "test NLL/dim: diag %.4f grid %.4f (exact %.4f) laplex %.4f",
+        nll_diag,
+        nll_grid,
+        nll_grid_exact,
+        nll_lap,
+    )
+    metrics = {
+        "nll_laplex": nll_lap,
+        "nll_diag": nll_diag,
+        "nll_grid": nll_grid,
+        "nll_grid_exact": nll_grid_exact,
+        "slq_rel_err_grid": slq_err,
+        "nll_laplex_train": nll_lap_train,
+        "nll_grid_train": nll_grid_train,
+        "dimension": size * size,
+        "laplex_decays": [float(x) for x in jnp.exp(lap.log_a)],
+        "grid_decay": float(jnp.exp(grid.log_a[0])),
+    }
     metrics = {k: v for k, v in metrics.items() if not isinstance(v, list)}
     claims = [
-        Claim("LAPLEX covariance beats the diagonal model on held-out photos",
-              "preserves spatial structure", f"NLL/dim {nll_lap:.3f} vs diag {nll_diag:.3f}",
-              nll_lap < nll_diag),
-        Claim("LAPLEX (learned anchors, heads) beats a fixed-grid stationary Laplace model",
-              "data-adaptive geometry", f"NLL/dim {nll_lap:.3f} vs grid {nll_grid:.3f}",
-              nll_lap < nll_grid),
-        Claim("matvec-only likelihood (CG + SLQ) matches the exact one", "(method)",
-              f"grid model: SLQ {nll_grid:.4f} vs exact {nll_grid_exact:.4f} NLL/dim",
-              slq_err < 0.01),
+        Claim(
+            "LAPLEX covariance beats the diagonal model on held-out photos",
+            "preserves spatial structure",
+            f"NLL/dim {nll_lap:.3f} vs diag {nll_diag:.3f}",
+            nll_lap < nll_diag,
+        ),
+        Claim(
+            "LAPLEX (learned anchors, heads) beats a fixed-grid stationary Laplace model",
+            "data-adaptive geometry",
+            f"NLL/dim {nll_lap:.3f} vs grid {nll_grid:.3f}",
+            nll_lap < nll_grid,
+        ),
+        Claim(
+            "matvec-only likelihood (CG + SLQ) matches the exact one",
+            "(method)",
+            f"grid model: SLQ {nll_grid:.4f} vs exact {nll_grid_exact:.4f} NLL/dim",
+            slq_err < 0.01,
+        ),
     ]
     fig, axes = plt.subplots(1, 4, figsize=(13, 3.5))
     axes[0].imshow(np.asarray(test[0]).reshape(size, size), cmap="gray")
@@ -159,7 +204,13 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     for ax in axes:
         ax.axis("off")
     fig.tight_layout()
-    return Result(metrics=metrics, claims=claims, figures={"samples": fig},
-                  notes=(f"scikit-image photographs (camera, coins; from the wheel), {size}x{size} "
-                         "standardised crops; NLL per dimension in nats on held-out crops; "
-                         "CG + SLQ estimates with fixed probes; grid model also scored exactly."))
+    return Result(
+        metrics=metrics,
+        claims=claims,
+        figures={"samples": fig},
+        notes=(
+            f"scikit-image photographs (camera, coins; from the wheel), {size}x{size} "
+            "standardised crops; NLL per dimension in nats on held-out crops; "
+            "CG + SLQ estimates with fixed probes; grid model also scored exactly."
+        ),
+    )

@@ -86,7 +86,8 @@ class RandomFeatures(eqx.Module):
 
     def __call__(self, x):
         feats = np.sqrt(2.0 / self.omega.shape[0]) * jnp.cos(
-            jax.lax.stop_gradient(self.omega) @ x + jax.lax.stop_gradient(self.phase))
+            jax.lax.stop_gradient(self.omega) @ x + jax.lax.stop_gradient(self.phase)
+        )
         return self.head(feats)
 
 
@@ -105,8 +106,9 @@ def _load_digits():
 
 def _train(model, x_tr, y_tr, x_te, y_te, steps, lr):
     trained, hist = laplex.fit_head(model, x_tr, y_tr, steps=steps, optimizer=optax.adam(lr))
-    logits = (trained.batch(x_te) if isinstance(trained, laplex.LaplexLinear)
-              else jax.vmap(trained)(x_te))
+    logits = (
+        trained.batch(x_te) if isinstance(trained, laplex.LaplexLinear) else jax.vmap(trained)(x_te)
+    )
     acc = float(jnp.mean(jnp.argmax(logits, axis=1) == y_te))
     return trained, acc, float(hist.losses[-1])
 
@@ -124,8 +126,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         te, tr = perm[:n_te], perm[n_te:]
         data = (jnp.asarray(x[tr]), jnp.asarray(y[tr]), jnp.asarray(x[te]), jnp.asarray(y[te]))
         models = {
-            "laplex": laplex.LaplexLinear(64, 10, config.heads, phased=config.phased,
-                                          key=ks[0]),
+            "laplex": laplex.LaplexLinear(64, 10, config.heads, phased=config.phased, key=ks[0]),
             "dense": Dense(64, 10, key=ks[1]),
             "lowrank": LowRank(64, 10, config.rank, key=ks[2]),
             "rff": RandomFeatures(64, 10, config.rff, key=ks[3]),
@@ -134,8 +135,14 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             trained, acc, loss = _train(m, *data, config.steps, config.lr)
             accs[name].append(acc)
             params[name] = _count(m)
-            log.info("seed %d %s: test acc %.4f (train loss %.3f, %d params)", seed, name, acc,
-                     loss, params[name])
+            log.info(
+                "seed %d %s: test acc %.4f (train loss %.3f, %d params)",
+                seed,
+                name,
+                acc,
+                loss,
+                params[name],
+            )
             if name == "laplex" and seed == 0:
                 best = trained
     mean = {k: float(np.mean(v)) for k, v in accs.items()}
@@ -143,16 +150,21 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     metrics.update({f"acc_{k}_std": float(np.std(v)) for k, v in accs.items()})
     metrics.update({f"params_{k}": params[k] for k in params})
     claims = [
-        Claim("LAPLEX head beats low-rank and random-feature heads at matched parameters",
-              "compact heads (qualitative)",
-              f"acc laplex {mean['laplex']:.3f} vs low-rank {mean['lowrank']:.3f}, "
-              f"RFF {mean['rff']:.3f} ({params['laplex']} / {params['lowrank']} / "
-              f"{params['rff']} params)",
-              mean["laplex"] >= max(mean["lowrank"], mean["rff"])),
-        Claim("LAPLEX head is competitive with a dense head", "within 2 points of dense",
-              f"acc laplex {mean['laplex']:.3f} vs dense {mean['dense']:.3f} "
-              f"({params['laplex']} vs {params['dense']} params)",
-              mean["laplex"] >= mean["dense"] - 0.02),
+        Claim(
+            "LAPLEX head beats low-rank and random-feature heads at matched parameters",
+            "compact heads (qualitative)",
+            f"acc laplex {mean['laplex']:.3f} vs low-rank {mean['lowrank']:.3f}, "
+            f"RFF {mean['rff']:.3f} ({params['laplex']} / {params['lowrank']} / "
+            f"{params['rff']} params)",
+            mean["laplex"] >= max(mean["lowrank"], mean["rff"]),
+        ),
+        Claim(
+            "LAPLEX head is competitive with a dense head",
+            "within 2 points of dense",
+            f"acc laplex {mean['laplex']:.3f} vs dense {mean['dense']:.3f} "
+            f"({params['laplex']} vs {params['dense']} params)",
+            mean["laplex"] >= mean["dense"] - 0.02,
+        ),
     ]
     routing = np.asarray(best.routing())  # (10, 64)
     fig, axes = plt.subplots(2, 6, figsize=(11, 4))
@@ -170,8 +182,12 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     axes.flat[11].axis("off")
     fig.suptitle("LAPLEX head: soft routing of pixels to classes (rows of routing())")
     fig.tight_layout()
-    return Result(metrics=metrics, claims=claims, figures={"routing": fig},
-                  notes="scikit-learn digits (1797 8x8 images, from the scikit-learn wheel); "
-                        f"{config.seeds} random 70/30 splits; full-batch Adam, "
-                        f"{config.steps} steps, lr {config.lr}; RFF count = trained "
-                        "readout parameters (random projection fixed).")
+    return Result(
+        metrics=metrics,
+        claims=claims,
+        figures={"routing": fig},
+        notes="scikit-learn digits (1797 8x8 images, from the scikit-learn wheel); "
+        f"{config.seeds} random 70/30 splits; full-batch Adam, "
+        f"{config.steps} steps, lr {config.lr}; RFF count = trained "
+        "readout parameters (random projection fixed).",
+    )

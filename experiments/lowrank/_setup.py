@@ -13,8 +13,9 @@ from jaxlab import lowrank as lr
 LAYOUT = lr.OverlapLayout(1, 2)  # rows (m, n, I1, I2, w)
 
 
-def channel_task(gain: float, channel: int, readout_overlap: float = 0.6,
-                 recurrence: float = 0.5) -> lr.Task:
+def channel_task(
+    gain: float, channel: int, readout_overlap: float = 0.6, recurrence: float = 0.5
+) -> lr.Task:
     """Teacher-student task on input `channel` (of two): steps and pulses of 5 amplitudes.
 
     Targets are the full output time courses of a linear rank-1 teacher with
@@ -40,8 +41,9 @@ def channel_task(gain: float, channel: int, readout_overlap: float = 0.6,
     return lr.Task(inputs, targets, mask, step.dt, f"teacher_ch{channel + 1}")
 
 
-def random_init(key, n_nets: int, jitter: float, input_corr: float = 0.0,
-                readout_overlap: float = 0.6):
+def random_init(
+    key, n_nets: int, jitter: float, input_corr: float = 0.0, readout_overlap: float = 0.6
+):
     """Random initial overlaps `(n_nets, 5, 5)`: a fixed skeleton plus per-network jitter.
 
     Skeleton: unit-norm m, I1, I2, w; I1.I2 = `input_corr`; m.w = `readout_overlap`
@@ -60,8 +62,9 @@ def random_init(key, n_nets: int, jitter: float, input_corr: float = 0.0,
 
 @eqx.filter_jit
 def _train_batch(gs, phases, weight_decay, trained, rtol):
-    return jax.vmap(lambda g: lr.train_history(g, phases, trained, weight_decay=weight_decay,
-                                               rtol=rtol))(gs)
+    return jax.vmap(
+        lambda g: lr.train_history(g, phases, trained, weight_decay=weight_decay, rtol=rtol)
+    )(gs)
 
 
 def train_histories(gs, phases, weight_decay, rtol, trained):

@@ -47,8 +47,9 @@ class Config:
 
 
 QUICK = Config()
-FULL = Config(ns=(100, 300, 1000, 3000, 10000, 30000, 100000), linear_seeds=4, tanh_seeds=32,
-              n_save=21)
+FULL = Config(
+    ns=(100, 300, 1000, 3000, 10000, 30000, 100000), linear_seeds=4, tanh_seeds=32, n_save=21
+)
 
 
 def _init_cov(scale: float, corr: float) -> jnp.ndarray:
@@ -95,8 +96,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         lin_errs, tanh_errs, tanh_early = [], [], []
         for n in tqdm(config.ns, desc="lowrank_agreement N"):
             keys = jax.random.split(jax.random.fold_in(k_lin, n), config.linear_seeds)
-            g_sim, g_ode, err_t, losses = _compare(lr.Linear(), n, keys, config, ts,
-                                                   config.linear_rtol)
+            g_sim, g_ode, err_t, losses = _compare(
+                lr.Linear(), n, keys, config, ts, config.linear_rtol
+            )
             lin_errs.append(float(jnp.max(err_t)))
             metrics[f"linear_max_err_N{n}"] = lin_errs[-1]
             metrics[f"linear_loss_start_N{n}"] = float(losses[0, 0])
@@ -105,8 +107,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             log.info("linear N=%d max|G_sim-G_ode|=%.3g", n, lin_errs[-1])
 
             keys = jax.random.split(jax.random.fold_in(k_tanh, n), config.tanh_seeds)
-            g_sim, g_ode, err_t, losses = _compare(lr.Tanh(), n, keys, config, ts,
-                                                   config.tanh_rtol)
+            g_sim, g_ode, err_t, losses = _compare(lr.Tanh(), n, keys, config, ts, config.tanh_rtol)
             tanh_errs.append(float(jnp.mean(jnp.max(err_t, axis=1))))
             tanh_early.append(float(jnp.mean(err_t[:, 1])))
             metrics[f"tanh_err_N{n}"] = tanh_errs[-1]
@@ -115,8 +116,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             metrics[f"tanh_loss_end_ode_N{n}"] = float(jnp.mean(losses[:, 1]))
             metrics[f"tanh_loss_end_sim_N{n}"] = float(jnp.mean(losses[:, 2]))
             curves[("tanh", n)] = (np.asarray(g_sim[0]), np.asarray(g_ode[0]))
-            log.info("tanh N=%d mean max|dG|=%.3g (early %.3g)", n, tanh_errs[-1],
-                     tanh_early[-1])
+            log.info("tanh N=%d mean max|dG|=%.3g (early %.3g)", n, tanh_errs[-1], tanh_early[-1])
 
         metrics["linear_max_err"] = max(lin_errs)
         metrics["tanh_err_slope"] = _slope(config.ns, tanh_errs)
@@ -127,32 +127,49 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         layout = lr.OverlapLayout(1, 1)
         task = lr.fixed_point_task(amplitude=config.amplitude).astype(jnp.float64)
         trained = layout.trained_mask()
-        v0 = lr.gaussian_vectors(_init_cov(config.init_scale, config.init_corr), config.sgd_n,
-                                 key=k_sgd)
-        _, g_net, _ = lr.network_gd(lr.NetworkLoss(task, layout, lr.Linear()), v0, trained,
-                                    eta=config.sgd_eta, n_steps=config.sgd_steps)
-        g_map = lr.overlap_gd(lr.OverlapLoss(task, layout, lr.Linear()), lr.gram(v0), trained,
-                              eta=config.sgd_eta, n_steps=config.sgd_steps)
+        v0 = lr.gaussian_vectors(
+            _init_cov(config.init_scale, config.init_corr), config.sgd_n, key=k_sgd
+        )
+        _, g_net, _ = lr.network_gd(
+            lr.NetworkLoss(task, layout, lr.Linear()),
+            v0,
+            trained,
+            eta=config.sgd_eta,
+            n_steps=config.sgd_steps,
+        )
+        g_map = lr.overlap_gd(
+            lr.OverlapLoss(task, layout, lr.Linear()),
+            lr.gram(v0),
+            trained,
+            eta=config.sgd_eta,
+            n_steps=config.sgd_steps,
+        )
         metrics["linear_sgd_max_err"] = float(jnp.max(jnp.abs(g_net - g_map)))
 
     slope = metrics["tanh_err_slope"]
     claims = [
-        Claim("linear RNN: overlap ODE = full GD at every N",
-              "exact (to solver tolerance)",
-              f"max_t,N |G_sim - G_ode| = {metrics['linear_max_err']:.2e} at N = {list(config.ns)} "
-              f"(rtol {config.linear_rtol:g}); optax SGD vs exact overlap map "
-              f"{metrics['linear_sgd_max_err']:.1e}",
-              metrics["linear_max_err"] <= 1e-6),
-        Claim("tanh RNN: ODE error shrinks ~N^-1/2 over the training horizon",
-              "asymptotically exact, slope -1/2",
-              f"slope {slope:.2f} (errors {', '.join(f'{e:.2g}' for e in tanh_errs)}; "
-              f"horizon t = {config.horizon:g})",
-              -0.7 <= slope <= -0.3),
-        Claim("tanh RNN: ODE error ~N^-1/2 early in learning",
-              "slope -1/2",
-              f"slope {metrics['tanh_err_slope_early']:.2f} at t = {float(ts[1]):.2g} "
-              f"(errors {', '.join(f'{e:.2g}' for e in tanh_early)})",
-              -0.7 <= metrics["tanh_err_slope_early"] <= -0.3),
+        Claim(
+            "linear RNN: overlap ODE = full GD at every N",
+            "exact (to solver tolerance)",
+            f"max_t,N |G_sim - G_ode| = {metrics['linear_max_err']:.2e} at N = {list(config.ns)} "
+            f"(rtol {config.linear_rtol:g}); optax SGD vs exact overlap map "
+            f"{metrics['linear_sgd_max_err']:.1e}",
+            metrics["linear_max_err"] <= 1e-6,
+        ),
+        Claim(
+            "tanh RNN: ODE error shrinks ~N^-1/2 over the training horizon",
+            "asymptotically exact, slope -1/2",
+            f"slope {slope:.2f} (errors {', '.join(f'{e:.2g}' for e in tanh_errs)}; "
+            f"horizon t = {config.horizon:g})",
+            -0.7 <= slope <= -0.3,
+        ),
+        Claim(
+            "tanh RNN: ODE error ~N^-1/2 early in learning",
+            "slope -1/2",
+            f"slope {metrics['tanh_err_slope_early']:.2f} at t = {float(ts[1]):.2g} "
+            f"(errors {', '.join(f'{e:.2g}' for e in tanh_early)})",
+            -0.7 <= metrics["tanh_err_slope_early"] <= -0.3,
+        ),
     ]
 
     figures = {"trajectories": _figure(curves, ts, config.ns, tanh_errs, tanh_early, lin_errs)}

@@ -22,8 +22,10 @@ from jaxlab import lowrank as lr
 
 NAME = "lowrank_exposure"
 PAPER = "P1"
-DESCRIPTION = "Functionally equivalent networks (same visible, different invisible overlaps) " \
-              "separate when trained on a new task"
+DESCRIPTION = (
+    "Functionally equivalent networks (same visible, different invisible overlaps) "
+    "separate when trained on a new task"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +37,8 @@ class Config:
     n_save: int = 33
     new_gain: float = -0.6
     invisible_shift: dict[str, float] = dataclasses.field(
-        default_factory=lambda: {"m1.m1": 4.0, "n1.n1": 2.0, "m1.I1": -0.5, "n1.w": 0.5})
+        default_factory=lambda: {"m1.m1": 4.0, "n1.n1": 2.0, "m1.I1": -0.5, "n1.w": 0.5}
+    )
     rtol: float = 1e-9
 
 
@@ -46,12 +49,15 @@ FULL = Config(n_neurons=10000, n_save=81)
 def _base_overlaps():
     # Order (m, n, I, w); hand-set, stable (n.m = 0.3 < 1) and well inside the
     # positive-definite cone so that invisible overlaps can be shifted.
-    g = jnp.array([
-        [2.0, 0.3, 0.2, 0.6],
-        [0.3, 1.5, 0.5, 0.1],
-        [0.2, 0.5, 1.0, 0.3],
-        [0.6, 0.1, 0.3, 1.0],
-    ], dtype=jnp.float64)
+    g = jnp.array(
+        [
+            [2.0, 0.3, 0.2, 0.6],
+            [0.3, 1.5, 0.5, 0.1],
+            [0.2, 0.5, 1.0, 0.3],
+            [0.6, 0.1, 0.3, 1.0],
+        ],
+        dtype=jnp.float64,
+    )
     return g
 
 
@@ -64,11 +70,12 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         trained = layout.trained_mask()
 
         g_a = _base_overlaps()
-        index = {nm: (i, j) for nm, i, j in zip(layout.overlap_names(),
-                                                 *np.triu_indices(layout.size))}
+        index = {
+            nm: (i, j) for nm, i, j in zip(layout.overlap_names(), *np.triu_indices(layout.size))
+        }
         visible = lr.classify_overlaps(
-            loss, lr.random_overlaps(layout, 8, key=jax.random.fold_in(key, 1),
-                                     dtype=jnp.float64))
+            loss, lr.random_overlaps(layout, 8, key=jax.random.fold_in(key, 1), dtype=jnp.float64)
+        )
         g_b = g_a
         for nm, d in config.invisible_shift.items():
             i, j = index[nm]
@@ -83,10 +90,14 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
 
         ts = jnp.linspace(0.0, config.horizon, config.n_save, dtype=jnp.float64)
         ctrl = diffrax.PIDController(rtol=config.rtol, atol=config.rtol * 1e-2)
-        traj = {nm: lr.solve_overlap_flow(loss, g0, trained, ts, stepsize_controller=ctrl)
-                for nm, g0 in (("A", g_a), ("B", g_b))}
-        z = {nm: jax.vmap(lambda g: lr.overlap_outputs(g, task, layout, act))(gs)
-             for nm, gs in traj.items()}
+        traj = {
+            nm: lr.solve_overlap_flow(loss, g0, trained, ts, stepsize_controller=ctrl)
+            for nm, g0 in (("A", g_a), ("B", g_b))
+        }
+        z = {
+            nm: jax.vmap(lambda g: lr.overlap_outputs(g, task, layout, act))(gs)
+            for nm, gs in traj.items()
+        }
         losses = {nm: jax.vmap(loss)(gs) for nm, gs in traj.items()}
         ode_diff = jnp.max(jnp.abs(z["A"] - z["B"]), axis=(1, 2))
 
@@ -94,14 +105,18 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         n = config.n_neurons
         net_loss = lr.NetworkLoss(task, layout, act)
         ka, kb = jax.random.split(key)
-        vs = {nm: lr.solve_network_flow(net_loss, lr.vectors_from_gram(g0, n, key=k), trained,
-                                        ts, stepsize_controller=ctrl)
-              for nm, g0, k in (("A", g_a, ka), ("B", g_b, kb))}
-        z_net = {nm: jax.vmap(lambda v: lr.network_outputs(v, task, layout, act))(v)
-                 for nm, v in vs.items()}
+        vs = {
+            nm: lr.solve_network_flow(
+                net_loss, lr.vectors_from_gram(g0, n, key=k), trained, ts, stepsize_controller=ctrl
+            )
+            for nm, g0, k in (("A", g_a, ka), ("B", g_b, kb))
+        }
+        z_net = {
+            nm: jax.vmap(lambda v: lr.network_outputs(v, task, layout, act))(v)
+            for nm, v in vs.items()
+        }
         net_diff = jnp.max(jnp.abs(z_net["A"] - z_net["B"]), axis=(1, 2))
-        sim_vs_ode = max(float(jnp.max(jnp.abs(jax.vmap(lr.gram)(vs[nm]) - traj[nm])))
-                         for nm in vs)
+        sim_vs_ode = max(float(jnp.max(jnp.abs(jax.vmap(lr.gram)(vs[nm]) - traj[nm]))) for nm in vs)
         metrics = {
             "initial_output_diff": float(net_diff[0]),
             "final_output_diff": float(net_diff[-1]),
@@ -117,23 +132,30 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         }
         for i in range(0, len(ts), max(1, (len(ts) - 1) // 4)):
             metrics[f"output_diff_t{float(ts[i]):g}"] = float(net_diff[i])
-        log.info("output diff: initial %.2e final %.3f", metrics["initial_output_diff"],
-                 metrics["final_output_diff"])
+        log.info(
+            "output diff: initial %.2e final %.3f",
+            metrics["initial_output_diff"],
+            metrics["final_output_diff"],
+        )
         output_scale = float(jnp.max(jnp.abs(z_net["A"][0])))
         fig = _figure(ts, net_diff, ode_diff, losses, z_net, traj, layout)
 
     claims = [
-        Claim("equivalent networks: identical outputs before learning",
-              "identical activity, output and loss",
-              f"max |z_A - z_B| = {metrics['initial_output_diff']:.1e} (output scale "
-              f"{output_scale:.2f}, N = {n})",
-              metrics["initial_output_diff"] <= 1e-9 * max(output_scale, 1.0)),
-        Claim("learning a new task exposes the hidden (invisible) differences",
-              "outputs diverge during learning",
-              f"max |z_A - z_B| after learning = {metrics['final_output_diff']:.3f} "
-              f"(peak {metrics['max_output_diff']:.3f}); losses {metrics['final_loss_A']:.3f}"
-              f" vs {metrics['final_loss_B']:.3f}",
-              metrics["final_output_diff"] > 0.05),
+        Claim(
+            "equivalent networks: identical outputs before learning",
+            "identical activity, output and loss",
+            f"max |z_A - z_B| = {metrics['initial_output_diff']:.1e} (output scale "
+            f"{output_scale:.2f}, N = {n})",
+            metrics["initial_output_diff"] <= 1e-9 * max(output_scale, 1.0),
+        ),
+        Claim(
+            "learning a new task exposes the hidden (invisible) differences",
+            "outputs diverge during learning",
+            f"max |z_A - z_B| after learning = {metrics['final_output_diff']:.3f} "
+            f"(peak {metrics['max_output_diff']:.3f}); losses {metrics['final_loss_A']:.3f}"
+            f" vs {metrics['final_loss_B']:.3f}",
+            metrics["final_output_diff"] > 0.05,
+        ),
     ]
     notes = (
         "Synthetic, linear rank-1 RNN with one input. Network A's overlaps are hand-set; B "

@@ -47,12 +47,16 @@ class Config:
 
 
 QUICK = Config()
-FULL = Config(n_nets=512, weight_decays=(0.0, 0.0003, 0.001, 0.002, 0.003, 0.01),
-              input_correlations=(0.0, 0.5, 0.9, 0.99, 0.995, 0.999, 0.9999))
+FULL = Config(
+    n_nets=512,
+    weight_decays=(0.0, 0.0003, 0.001, 0.002, 0.003, 0.01),
+    input_correlations=(0.0, 0.5, 0.9, 0.99, 0.995, 0.999, 0.9999),
+)
 
 
-def decode_accuracy(features: np.ndarray, labels: np.ndarray, *, ridge: float = 1e-3,
-                    folds: int = 4, seed: int = 0) -> float:
+def decode_accuracy(
+    features: np.ndarray, labels: np.ndarray, *, ridge: float = 1e-3, folds: int = 4, seed: int = 0
+) -> float:
     """Cross-validated accuracy of a ridge-regression linear classifier (binary labels)."""
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(labels))
@@ -72,8 +76,7 @@ def decode_accuracy(features: np.ndarray, labels: np.ndarray, *, ridge: float = 
         x_tr = np.concatenate([x_tr, np.ones((len(train), 1))], 1)
         x_te = np.concatenate([x_te, np.ones((len(test), 1))], 1)
         y = 2.0 * labels[train] - 1.0
-        w = np.linalg.solve(x_tr.T @ x_tr + ridge * len(train) * np.eye(x_tr.shape[1]),
-                            x_tr.T @ y)
+        w = np.linalg.solve(x_tr.T @ x_tr + ridge * len(train) * np.eye(x_tr.shape[1]), x_tr.T @ y)
         correct += int(np.sum((x_te @ w > 0).astype(int) == labels[test]))
     return correct / len(labels)
 
@@ -93,8 +96,10 @@ def _condition(g0, config, weight_decay, tasks, visible, trained, pairs):
         "B>A": [(tasks["B"], t1), (tasks["A"], t2)],
     }
     needed = sorted({h for pair in pairs for h in pair})
-    finals = {h: np.asarray(train_histories(g0, phases[h], weight_decay, config.rtol, trained))
-              for h in needed}
+    finals = {
+        h: np.asarray(train_histories(g0, phases[h], weight_decay, config.rtol, trained))
+        for h in needed
+    }
     rng = np.random.default_rng(0)
     acc = {}
     for kind in ("invisible", "visible"):
@@ -108,20 +113,29 @@ def _condition(g0, config, weight_decay, tasks, visible, trained, pairs):
                 y = np.repeat(np.arange(2), len(g0))
                 accs.append(decode_accuracy(x, y))
             acc[kind if noise else f"{kind}_noiseless"] = float(np.mean(accs))
-    losses = {h: float(np.mean(jax.vmap(lr.OverlapLoss(tasks[h[-1]], LAYOUT, lr.Linear()))(
-        jnp.asarray(finals[h])))) for h in needed}
+    losses = {
+        h: float(
+            np.mean(
+                jax.vmap(lr.OverlapLoss(tasks[h[-1]], LAYOUT, lr.Linear()))(jnp.asarray(finals[h]))
+            )
+        )
+        for h in needed
+    }
     return acc, losses, finals
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
     trained = LAYOUT.trained_mask(m=False, n=True)
     with jax.enable_x64(True):
-        tasks = {"A": channel_task(config.gain_a, 0, config.readout_overlap),
-                 "B": channel_task(config.gain_b, 1, config.readout_overlap)}
-        samples = lr.random_overlaps(LAYOUT, 8, key=jax.random.fold_in(key, 7),
-                                     dtype=jnp.float64)
-        visible = {k: lr.classify_overlaps(lr.OverlapLoss(t, LAYOUT, lr.Linear()), samples)
-                   for k, t in tasks.items()}
+        tasks = {
+            "A": channel_task(config.gain_a, 0, config.readout_overlap),
+            "B": channel_task(config.gain_b, 1, config.readout_overlap),
+        }
+        samples = lr.random_overlaps(LAYOUT, 8, key=jax.random.fold_in(key, 7), dtype=jnp.float64)
+        visible = {
+            k: lr.classify_overlaps(lr.OverlapLoss(t, LAYOUT, lr.Linear()), samples)
+            for k, t in tasks.items()
+        }
         k_init = jax.random.fold_in(key, 0)
         grid = [("wd", wd) for wd in config.weight_decays]
         grid += [("rho", r) for r in config.input_correlations if r != 0.0]
@@ -129,16 +143,19 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         finals0 = None
         for kind, val in tqdm(grid, desc="lowrank_memory conditions"):
             wd, rho = (val, 0.0) if kind == "wd" else (0.0, val)
-            g0 = random_init(k_init, config.n_nets, config.init_jitter, rho,
-                             config.readout_overlap)
-            pairs = ([("B", "A>B"), ("A", "B>A")] if (kind, val) == ("wd", 0.0)
-                     else [("B", "A>B")])
+            g0 = random_init(k_init, config.n_nets, config.init_jitter, rho, config.readout_overlap)
+            pairs = [("B", "A>B"), ("A", "B>A")] if (kind, val) == ("wd", 0.0) else [("B", "A>B")]
             acc, losses, finals = _condition(g0, config, wd, tasks, visible, trained, pairs)
             table[(kind, val)] = (acc, losses)
             if kind == "wd" and val == 0.0:
                 finals0 = finals
-            log.info("%s=%g: acc invisible %.3f visible %.3f", kind, val, acc["invisible"],
-                     acc["visible"])
+            log.info(
+                "%s=%g: acc invisible %.3f visible %.3f",
+                kind,
+                val,
+                acc["invisible"],
+                acc["visible"],
+            )
 
     acc0, losses0 = table[("wd", 0.0)]
     metrics = {
@@ -158,23 +175,29 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     acc_wd = table[("wd", wd_max)][0]["invisible"]
     acc_rho = table[("rho", rho_max)][0]["invisible"] if rho_max != 0.0 else float("nan")
     claims = [
-        Claim("invisible overlaps encode training history (linear decoder)",
-              "decodable (target >= 0.95)",
-              f"accuracy {acc0['invisible']:.3f} with read-out noise {config.obs_noise:g} "
-              f"({acc0['invisible_noiseless']:.3f} noiseless; chance 0.5; {config.n_nets} nets"
-              f" per history; final losses B {losses0['B']:.1e}, A>B {losses0['A>B']:.1e})",
-              acc0["invisible"] >= 0.95),
-        Claim("visible overlaps do not encode training history",
-              "~chance",
-              f"accuracy {acc0['visible']:.3f} with read-out noise {config.obs_noise:g} "
-              f"({acc0['visible_noiseless']:.3f} noiseless: visible overlaps converge to the "
-              f"same point only as t -> inf)",
-              acc0["visible"] <= 0.65),
-        Claim("memory is lost under weight decay or overlapping input channels",
-              "conditions under which memory is lost",
-              f"accuracy {acc_wd:.3f} at weight decay {wd_max:g}; {acc_rho:.3f} at "
-              f"I1.I2 = {rho_max:g} (vs {acc0['invisible']:.3f})",
-              acc_wd < acc0["invisible"] - 0.2 and acc_rho < acc0["invisible"] - 0.2),
+        Claim(
+            "invisible overlaps encode training history (linear decoder)",
+            "decodable (target >= 0.95)",
+            f"accuracy {acc0['invisible']:.3f} with read-out noise {config.obs_noise:g} "
+            f"({acc0['invisible_noiseless']:.3f} noiseless; chance 0.5; {config.n_nets} nets"
+            f" per history; final losses B {losses0['B']:.1e}, A>B {losses0['A>B']:.1e})",
+            acc0["invisible"] >= 0.95,
+        ),
+        Claim(
+            "visible overlaps do not encode training history",
+            "~chance",
+            f"accuracy {acc0['visible']:.3f} with read-out noise {config.obs_noise:g} "
+            f"({acc0['visible_noiseless']:.3f} noiseless: visible overlaps converge to the "
+            f"same point only as t -> inf)",
+            acc0["visible"] <= 0.65,
+        ),
+        Claim(
+            "memory is lost under weight decay or overlapping input channels",
+            "conditions under which memory is lost",
+            f"accuracy {acc_wd:.3f} at weight decay {wd_max:g}; {acc_rho:.3f} at "
+            f"I1.I2 = {rho_max:g} (vs {acc0['invisible']:.3f})",
+            acc_wd < acc0["invisible"] - 0.2 and acc_rho < acc0["invisible"] - 0.2,
+        ),
     ]
     notes = (
         "Synthetic, linear rank-1 RNN with two input channels; n trained (m, I1, I2, w "
@@ -199,8 +222,10 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
 
 def _figure(config, table, finals, visible_b):
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
-    for ax, kind, key_name, label in ((axes[0], "wd", "weight_decays", "weight decay"),
-                                      (axes[1], "rho", "input_correlations", "I1.I2")):
+    for ax, kind, key_name, label in (
+        (axes[0], "wd", "weight_decays", "weight decay"),
+        (axes[1], "rho", "input_correlations", "I1.I2"),
+    ):
         vals = [v for v in getattr(config, key_name) if (kind, v) in table or v == 0.0]
         accs = [table[(kind, v) if (kind, v) in table else ("wd", 0.0)][0] for v in vals]
         xs = np.arange(len(vals))

@@ -77,16 +77,28 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     trained = LAYOUT.trained_mask(m=False, n=True)
     with jax.enable_x64(True):
         layout = LAYOUT
-        tasks = {k: channel_task(getattr(config, f"gain_{k.lower()}"), ch, config.readout_overlap,
-                                 getattr(config, f"recurrence_{k.lower()}"))
-                 for k, ch in (("A", 0), ("B", 1), ("C", 0))}
-        g0 = random_init(jax.random.fold_in(key, 0), config.n_nets, config.init_jitter, 0.0,
-                         config.readout_overlap)
+        tasks = {
+            k: channel_task(
+                getattr(config, f"gain_{k.lower()}"),
+                ch,
+                config.readout_overlap,
+                getattr(config, f"recurrence_{k.lower()}"),
+            )
+            for k, ch in (("A", 0), ("B", 1), ("C", 0))
+        }
+        g0 = random_init(
+            jax.random.fold_in(key, 0),
+            config.n_nets,
+            config.init_jitter,
+            0.0,
+            config.readout_overlap,
+        )
         ts = jnp.linspace(0.0, config.t_probe, config.n_save, dtype=jnp.float64)
         rtol = config.rtol
         g_b = train_histories(g0, [(tasks["B"], config.t_phase)], 0.0, rtol, trained)
-        g_ab = train_histories(g0, [(tasks["A"], config.t_phase), (tasks["B"], config.t_phase)],
-                               0.0, rtol, trained)
+        g_ab = train_histories(
+            g0, [(tasks["A"], config.t_phase), (tasks["B"], config.t_phase)], 0.0, rtol, trained
+        )
         # Prediction 1: learn C from behaviourally matched B-experts with different history.
         gs_c_b, l_c_b = _probe(g_b, tasks["C"], ts, trained, rtol)
         gs_c_ab, l_c_ab = _probe(g_ab, tasks["C"], ts, trained, rtol)
@@ -120,8 +132,10 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "time_ratio_A": float(t_naive.mean() / t_re.mean()),
         # Area under the loss curve on A over the probe window (robust to a criterion
         # that is met immediately or never).
-        "savings_ratio": float(np.trapezoid(l_a_naive.mean(0), np.asarray(ts))
-                               / np.trapezoid(l_a_re.mean(0), np.asarray(ts))),
+        "savings_ratio": float(
+            np.trapezoid(l_a_naive.mean(0), np.asarray(ts))
+            / np.trapezoid(l_a_re.mean(0), np.asarray(ts))
+        ),
         "criterion": crit,
         "start_loss_A_after_B_only": float(l_a_naive[:, 0].mean()),
         "start_loss_A_after_AB": float(l_a_re[:, 0].mean()),
@@ -131,20 +145,24 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         metrics[f"delta_overlap_C/from_AB/{nm}"] = float(b)
     log.info("savings ratio %.2f, signature gap %.3f", metrics["savings_ratio"], sig_gap)
     claims = [
-        Claim("same behavioural change, history-dependent connectivity change",
-              "different overlap changes for behaviourally matched networks",
-              f"max |mean dG(B-only) - mean dG(A>B)| = {sig_gap:.3f}; both B-experts (loss on B "
-              f"{start_b[0]:.1e} vs {start_b[1]:.1e}); time to criterion on C "
-              f"{t_c_b.mean():.2f} vs {t_c_ab.mean():.2f}",
-              sig_gap > 0.05),
-        Claim("savings: a B-expert that once learned A (re)learns A faster",
-              "prediction (qualitative)",
-              f"area under the loss curve on A, B-only / A>B = {metrics['savings_ratio']:.1f}; "
-              f"time to loss {crit:g}: {t_naive.mean():.2f} vs {t_re.mean():.2f} (floored at "
-              f"the save step {float(ts[1]):g}); loss on A before relearning "
-              f"{metrics['start_loss_A_after_B_only']:.3f} vs "
-              f"{metrics['start_loss_A_after_AB']:.3f}",
-              metrics["savings_ratio"] > 1.0),
+        Claim(
+            "same behavioural change, history-dependent connectivity change",
+            "different overlap changes for behaviourally matched networks",
+            f"max |mean dG(B-only) - mean dG(A>B)| = {sig_gap:.3f}; both B-experts (loss on B "
+            f"{start_b[0]:.1e} vs {start_b[1]:.1e}); time to criterion on C "
+            f"{t_c_b.mean():.2f} vs {t_c_ab.mean():.2f}",
+            sig_gap > 0.05,
+        ),
+        Claim(
+            "savings: a B-expert that once learned A (re)learns A faster",
+            "prediction (qualitative)",
+            f"area under the loss curve on A, B-only / A>B = {metrics['savings_ratio']:.1f}; "
+            f"time to loss {crit:g}: {t_naive.mean():.2f} vs {t_re.mean():.2f} (floored at "
+            f"the save step {float(ts[1]):g}); loss on A before relearning "
+            f"{metrics['start_loss_A_after_B_only']:.3f} vs "
+            f"{metrics['start_loss_A_after_AB']:.3f}",
+            metrics["savings_ratio"] > 1.0,
+        ),
     ]
     fig = _figure(ts, l_c_b, l_c_ab, l_a_naive, l_a_re, names, sig_b, sig_ab)
     notes = (
@@ -168,8 +186,7 @@ def _figure(ts, l_c_b, l_c_ab, l_a_naive, l_a_re, names, sig_b, sig_ab):
     ax = axes[0]
     for arr, c, lab in ((l_c_b, "C0", "from B only"), (l_c_ab, "C3", "from A then B")):
         ax.plot(t, arr.mean(0), color=c, label=lab)
-        ax.fill_between(t, np.percentile(arr, 10, 0), np.percentile(arr, 90, 0), color=c,
-                        alpha=0.2)
+        ax.fill_between(t, np.percentile(arr, 10, 0), np.percentile(arr, 90, 0), color=c, alpha=0.2)
     ax.set_yscale("log")
     ax.set_xlabel("learning time on C")
     ax.set_ylabel("loss on C")
@@ -184,8 +201,10 @@ def _figure(ts, l_c_b, l_c_ab, l_a_naive, l_a_re, names, sig_b, sig_ab):
     ax.set_title("connectivity signature of the same change")
     ax.legend()
     ax = axes[2]
-    for arr, c, lab in ((l_a_naive, "C2", "A learned after B only"),
-                        (l_a_re, "C1", "A relearned after A>B")):
+    for arr, c, lab in (
+        (l_a_naive, "C2", "A learned after B only"),
+        (l_a_re, "C1", "A relearned after A>B"),
+    ):
         ax.plot(t, arr.mean(0), color=c, label=lab)
     ax.set_yscale("log")
     ax.set_xlabel("learning time on A")

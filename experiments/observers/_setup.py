@@ -47,8 +47,9 @@ def _bar(progress: bool, desc: str):
     return TqdmProgress(desc=desc) if progress else None
 
 
-def two_stage(params, *, key, tc, stage1_steps, stage2_steps, chunk=100, progress=False,
-              optimizer=None):
+def two_stage(
+    params, *, key, tc, stage1_steps, stage2_steps, chunk=100, progress=False, optimizer=None
+):
     """Stage 1 then stage 2; returns (point_only_params, two_stage_params, info).
 
     `optimizer`: default `optax.adam(tc.learning_rate)`; the same object passed to several

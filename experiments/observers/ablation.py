@@ -49,8 +49,15 @@ class Config:
 
 
 QUICK = Config()
-FULL = Config(models=("longitudinal", "lateral"), hidden=(32, 64, 32), num_plants=128,
-              num_initial=8, num_save=1001, stage1_steps=10000, stage2_max_steps=10000)
+FULL = Config(
+    models=("longitudinal", "lateral"),
+    hidden=(32, 64, 32),
+    num_plants=128,
+    num_initial=8,
+    num_save=1001,
+    stage1_steps=10000,
+    stage2_max_steps=10000,
+)
 
 
 _MODELS = {"longitudinal": O.x29_longitudinal, "lateral": O.x29_lateral}
@@ -102,12 +109,8 @@ def _run(cfg, key):
             "ekf": C.ekf_for(nominal),
         }
         del p
-        U = jax.random.uniform(
-            k_unc, (cfg.num_plants, n, n), minval=-cfg.delta, maxval=cfg.delta
-        )
-        x0s = jax.random.normal(k_ic, (cfg.num_initial, n)) * jnp.asarray(
-            [5.0, 0.05, 0.05, 0.05]
-        )
+        U = jax.random.uniform(k_unc, (cfg.num_plants, n, n), minval=-cfg.delta, maxval=cfg.delta)
+        x0s = jax.random.normal(k_ic, (cfg.num_initial, n)) * jnp.asarray([5.0, 0.05, 0.05, 0.05])
         xh0s = jnp.zeros_like(x0s)
         ts = jnp.linspace(0.0, cfg.horizon, cfg.num_save)
 
@@ -125,9 +128,7 @@ def _run(cfg, key):
         for m, o in observers.items():
             traj = evaluate(o, U)
             rmses[m] = _rmse_per_plant(traj)
-            settled = _rmse_per_plant(
-                traj, int(np.searchsorted(np.asarray(ts), cfg.settle_time))
-            )
+            settled = _rmse_per_plant(traj, int(np.searchsorted(np.asarray(ts), cfg.settle_time)))
             metrics[f"rmse_after_transient_median_{model}_{m}"] = float(
                 np.percentile(settled, 50, method="higher")
             )

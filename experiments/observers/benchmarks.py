@@ -47,12 +47,18 @@ class Config:
     domain_radius: float = 2.0
     # ObserverTrainConfig fields
     train: dict[str, float] = dataclasses.field(
-        default_factory=lambda: {**C.TRAIN_QUICK, "disturbance_bound": 0.5, "rate": 0.1})
+        default_factory=lambda: {**C.TRAIN_QUICK, "disturbance_bound": 0.5, "rate": 0.1}
+    )
 
 
 QUICK = Config()
-FULL = Config(hidden=(32, 64, 32), stage1_steps=5000, stage2_max_steps=10000, num_initial=32,
-              coverage_samples=100000)
+FULL = Config(
+    hidden=(32, 64, 32),
+    stage1_steps=5000,
+    stage2_max_steps=10000,
+    num_initial=32,
+    coverage_samples=100000,
+)
 
 
 _PLANTS = {"vanderpol": O.VanDerPol, "duffing": O.Duffing, "pendulum": O.DisturbedPendulum}
@@ -171,8 +177,7 @@ def _run(cfg, key):
         Claim(
             "all benchmark neural observers certified by the independent cvxpy check",
             "LMI-certified",
-            f"{sum(metrics[f'certified_{s}'] for s in cfg.systems)}"
-            f"/{len(cfg.systems)} certified",
+            f"{sum(metrics[f'certified_{s}'] for s in cfg.systems)}/{len(cfg.systems)} certified",
             bool(all_certified),
         ),
     )

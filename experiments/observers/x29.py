@@ -57,8 +57,15 @@ class Config:
 
 QUICK = Config()
 # FULL: hidden (32, 64, 32) is the paper's "small" network
-FULL = Config(hidden=(32, 64, 32), stage1_steps=10000, stage2_max_steps=10000,
-              lmi_only_max_steps=20000, direct_max_steps=200, num_initial=32, num_save=2001)
+FULL = Config(
+    hidden=(32, 64, 32),
+    stage1_steps=10000,
+    stage2_max_steps=10000,
+    lmi_only_max_steps=20000,
+    direct_max_steps=200,
+    num_initial=32,
+    num_save=2001,
+)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
@@ -70,9 +77,7 @@ def _run(cfg, key):
     tc = C.train_config(cfg)
     k_init, k_train, k_lmi, k_sdp, k_ic = jax.random.split(key, 5)
     plant = O.x29_longitudinal(cfg.uncertainty)
-    obs0 = O.NeuralObserver.from_plant(
-        plant, tuple(cfg.hidden), epsilon=cfg.epsilon, key=k_init
-    )
+    obs0 = O.NeuralObserver.from_plant(plant, tuple(cfg.hidden), epsilon=cfg.epsilon, key=k_init)
     params0 = O.CertifiedObserver.from_observer(obs0)
 
     log.info("two-stage training")
@@ -90,13 +95,15 @@ def _run(cfg, key):
     t_two = t_point + info_two["stage2"]["seconds"]
     log.info("LMI-only training")
     p_lmi, info_lmi = C.lmi_only(
-        params0, key=k_lmi, tc=tc, steps=cfg.lmi_only_max_steps, progress=True,
+        params0,
+        key=k_lmi,
+        tc=tc,
+        steps=cfg.lmi_only_max_steps,
+        progress=True,
         optimizer=adam,
     )
     log.info("direct-SDP training")
-    o_sdp, info_sdp = O.train_direct_sdp(
-        obs0, key=k_sdp, config=tc, max_steps=cfg.direct_max_steps
-    )
+    o_sdp, info_sdp = O.train_direct_sdp(obs0, key=k_sdp, config=tc, max_steps=cfg.direct_max_steps)
 
     observers = {
         "two_stage": p_two.observer,

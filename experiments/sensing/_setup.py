@@ -23,19 +23,24 @@ class SensingConfig:
     steps: int = 3000
 
 
-FULL_OVERRIDES = {"n_flowers": 32768, "n_probes": 32, "latent_dim": 8, "width": 256,
-                  "steps": 50000}
+FULL_OVERRIDES = {"n_flowers": 32768, "n_probes": 32, "latent_dim": 8, "width": 256, "steps": 50000}
 UNSEEN = {"kinds": (1,), "curvature_range": (1.0, 1.6), "contrast_range": (0.25, 0.4)}
 
 
-def trained_model(config: SensingConfig, key: jax.Array,
-                  ctx: RunContext) -> tuple[sensing.MultimodalVAE, jax.Array]:
+def trained_model(
+    config: SensingConfig, key: jax.Array, ctx: RunContext
+) -> tuple[sensing.MultimodalVAE, jax.Array]:
     """Train the multimodal VAE on simulated probes of training-condition flowers."""
     kd, km, kt = jax.random.split(key, 3)
     data = sensing.simulate_probes(config.n_flowers, config.n_probes, key=kd)
     model = sensing.MultimodalVAE(latent_dim=config.latent_dim, width=config.width, key=km)
     model, losses = sensing.train_model(
-        model, data, key=kt, steps=config.steps, checkpointer=ctx.checkpointer("vae"),
-        progress=TqdmProgress(desc="sensing: ELBO"))
+        model,
+        data,
+        key=kt,
+        steps=config.steps,
+        checkpointer=ctx.checkpointer("vae"),
+        progress=TqdmProgress(desc="sensing: ELBO"),
+    )
     log.info("sensing VAE: -ELBO %.1f -> %.1f", float(losses[0]), float(losses[-1]))
     return model, losses

@@ -29,17 +29,19 @@ class Config(SensingConfig):
 
 
 QUICK = Config()
-FULL = Config(**FULL_OVERRIDES, n_eval=1024,
-              grid=61)
+FULL = Config(**FULL_OVERRIDES, n_eval=1024, grid=61)
 
 
 def _maps(model, flower, grid, n_context, key):
     acts = sensing.random_actions(flower, n_context, key=key, near_nectary=0.0)
     v, m = jax.vmap(lambda a, k: sensing.observe(flower, a, key=k))(
-        acts, jax.random.split(jax.random.fold_in(key, 1), n_context))
+        acts, jax.random.split(jax.random.fold_in(key, 1), n_context)
+    )
     post = model.posterior(v, m, acts)
-    return {mod: sensing.information_map(model, post, grid, mod)
-            for mod in ("visual", "mechano", "joint")}
+    return {
+        mod: sensing.information_map(model, post, grid, mod)
+        for mod in ("visual", "mechano", "joint")
+    }
 
 
 def _spread(info, grid):
@@ -53,13 +55,16 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     model, losses = trained_model(config, k_train, ctx)
     grid = sensing.action_grid(config.grid)
     n = config.n_eval
-    flowers = jax.vmap(lambda k: sensing.sample_flower(key=k, kinds=(0,),
-                                                       contrast_range=(0.8, 1.0)))(
-        jax.random.split(k_eval, n))
+    flowers = jax.vmap(
+        lambda k: sensing.sample_flower(key=k, kinds=(0,), contrast_range=(0.8, 1.0))
+    )(jax.random.split(k_eval, n))
     maps = jax.jit(jax.vmap(lambda f, k: _maps(model, f, grid, config.n_context, k)))(
-        flowers, jax.random.split(jax.random.fold_in(k_eval, 1), n))
+        flowers, jax.random.split(jax.random.fold_in(k_eval, 1), n)
+    )
     pattern = jax.vmap(lambda f: jax.vmap(lambda a: sensing.pattern_intensity(f, a[:2]))(grid))(
-        flowers)
+        flowers
+    )
+
     def corr(a, b):
         return jnp.corrcoef(a, b)[0, 1]
 
@@ -78,7 +83,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     spreads = {}
     for label, fl in (("flat", flat), ("curved", curved)):
         mp = jax.jit(jax.vmap(lambda f, k: _maps(model, f, grid, config.n_context, k)))(
-            fl, jax.random.split(k_geo, n))
+            fl, jax.random.split(k_geo, n)
+        )
         spreads[label] = np.asarray(jax.vmap(lambda i: _spread(i, grid))(mp["mechano"]))
     geometry_effect = float(np.mean(spreads["curved"] - spreads["flat"]))
     se_geo = float(np.std(spreads["curved"] - spreads["flat"]) / np.sqrt(n))
@@ -91,10 +97,15 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         img = np.full((g, g), np.nan)
         img[mask] = np.asarray(values)
         return img
+
     fig, axes = plt.subplots(3, 4, figsize=(12, 9))
     for row in range(3):
-        panels = [("nectar-guide pattern", pattern[row]), ("visual", maps["visual"][row]),
-                  ("mechanosensory", maps["mechano"][row]), ("joint", maps["joint"][row])]
+        panels = [
+            ("nectar-guide pattern", pattern[row]),
+            ("visual", maps["visual"][row]),
+            ("mechanosensory", maps["mechano"][row]),
+            ("joint", maps["joint"][row]),
+        ]
         for col, (title, img) in enumerate(panels):
             ax = axes[row, col]
             ax.imshow(image(img), origin="lower", extent=(-0.9, 0.9) * 2)
@@ -122,23 +133,30 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "neg_elbo_last": float(np.mean(np.asarray(losses[-100:]))),
     }
     claims = [
-        Claim("visual information map follows the nectar-guide pattern",
-              "probing along visual patterns",
-              f"corr(visual map, pattern) = {metrics['pattern_alignment']:.2f} "
-              f"(mechanosensory map: {metrics['pattern_alignment_mechano']:.2f})",
-              metrics["pattern_alignment"] > max(0.1, metrics["pattern_alignment_mechano"])),
-        Claim("information peak is offset at an angle from the flower axis",
-              "angled offsets during tracking",
-              f"median angle {metrics['offset_angle_deg']:.0f} deg",
-              10.0 < metrics["offset_angle_deg"] < 170.0),
-        Claim("corolla geometry changes the spread of mechanosensory exploration",
-              "geometry-dependent exploration",
-              f"spread curved - flat = {geometry_effect:.3f} +- {se_geo:.3f} (SE)",
-              abs(geometry_effect) > 2 * se_geo),
+        Claim(
+            "visual information map follows the nectar-guide pattern",
+            "probing along visual patterns",
+            f"corr(visual map, pattern) = {metrics['pattern_alignment']:.2f} "
+            f"(mechanosensory map: {metrics['pattern_alignment_mechano']:.2f})",
+            metrics["pattern_alignment"] > max(0.1, metrics["pattern_alignment_mechano"]),
+        ),
+        Claim(
+            "information peak is offset at an angle from the flower axis",
+            "angled offsets during tracking",
+            f"median angle {metrics['offset_angle_deg']:.0f} deg",
+            10.0 < metrics["offset_angle_deg"] < 170.0,
+        ),
+        Claim(
+            "corolla geometry changes the spread of mechanosensory exploration",
+            "geometry-dependent exploration",
+            f"spread curved - flat = {geometry_effect:.3f} +- {se_geo:.3f} (SE)",
+            abs(geometry_effect) > 2 * se_geo,
+        ),
     ]
-    notes = ("Synthetic flowers (jaxlab.sensing simulator); no real moth trajectories ship "
-             "offline, so the maps are compared with the behavioural features the paper names, "
-             "not with recorded behaviour. Maps: linearised expected information gain about the "
-             f"flower latents after {config.n_context} random probes.")
+    notes = (
+        "Synthetic flowers (jaxlab.sensing simulator); no real moth trajectories ship "
+        "offline, so the maps are compared with the behavioural features the paper names, "
+        "not with recorded behaviour. Maps: linearised expected information gain about the "
+        f"flower latents after {config.n_context} random probes."
+    )
     return Result(metrics=metrics, claims=claims, figures=figs, notes=notes)
-

@@ -30,8 +30,7 @@ class Config(SensingConfig):
 
 
 QUICK = Config()
-FULL = Config(**FULL_OVERRIDES, n_eval=2048,
-              n_steps=20, grid=41)
+FULL = Config(**FULL_OVERRIDES, n_eval=2048, n_steps=20, grid=41)
 
 
 def _policies(config):
@@ -45,15 +44,20 @@ def _policies(config):
 
 def _evaluate(model, flowers, policy, grid, n_steps, key):
     n = flowers.curvature.shape[0]
-    run = jax.jit(jax.vmap(lambda f, k: sensing.run_episode(model, f, policy, grid, n_steps,
-                                                            key=k)))
+    run = jax.jit(
+        jax.vmap(lambda f, k: sensing.run_episode(model, f, policy, grid, n_steps, key=k))
+    )
     ep = run(flowers, jax.random.split(key, n))
     hit = np.asarray(ep.rewards) > 0
     first = np.where(hit.any(1), hit.argmax(1) + 1, n_steps + 1)  # 1-indexed; T+1 = never
     found_by = (np.arange(1, n_steps + 1)[None, :] >= first[:, None]).mean(0)
-    return {"steps_to_nectar": float(first.mean()), "reward_auc": float(found_by.mean()),
-            "success": float(hit.any(1).mean()), "curve": found_by,
-            "uncertainty": np.asarray(ep.uncertainty).mean(0)}
+    return {
+        "steps_to_nectar": float(first.mean()),
+        "reward_auc": float(found_by.mean()),
+        "success": float(hit.any(1).mean()),
+        "curve": found_by,
+        "uncertainty": np.asarray(ep.uncertainty).mean(0),
+    }
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
@@ -63,7 +67,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     n = config.n_eval
     seen = jax.vmap(lambda k: sensing.sample_flower(key=k))(jax.random.split(k_seen, n))
     unseen = jax.vmap(lambda k: sensing.sample_flower(key=k, **UNSEEN))(
-        jax.random.split(k_unseen, n))
+        jax.random.split(k_unseen, n)
+    )
     metrics, curves = {}, {}
     for name, pol in _policies(config).items():
         r = _evaluate(model, seen, pol, grid, config.n_steps, k_run)
@@ -75,29 +80,36 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         curves[name] = r["curve"]
     others = ("exploit", "egreedy", "weighted")
     lex = "lexicographic"
-    best_other = {k: max(others, key=lambda o: metrics[f"{k}_{o}"] * (1 if k != "steps_to_nectar"
-                                                                       else -1))
-                  for k in ("steps_to_nectar", "reward_auc", "unseen_success")}
+    best_other = {
+        k: max(others, key=lambda o: metrics[f"{k}_{o}"] * (1 if k != "steps_to_nectar" else -1))
+        for k in ("steps_to_nectar", "reward_auc", "unseen_success")
+    }
     claims = [
-        Claim("lexicographic policy learns faster (fewer probes to first nectar)",
-              "faster than exploitation-only, e-greedy, weighted",
-              f"{metrics['steps_to_nectar_lexicographic']:.2f} vs best baseline "
-              f"{best_other['steps_to_nectar']} "
-              f"{metrics['steps_to_nectar_' + best_other['steps_to_nectar']]:.2f}",
-              all(metrics[f"steps_to_nectar_{lex}"] < metrics[f"steps_to_nectar_{o}"]
-                  for o in others)),
-        Claim("lexicographic policy is more sample-efficient (area under the success curve)",
-              "more sample-efficient",
-              f"AUC {metrics['reward_auc_lexicographic']:.3f} vs best baseline "
-              f"{best_other['reward_auc']} {metrics['reward_auc_' + best_other['reward_auc']]:.3f}",
-              all(metrics[f"reward_auc_{lex}"] > metrics[f"reward_auc_{o}"] for o in others)),
-        Claim("lexicographic policy generalises better to unseen flowers",
-              "better generalisation",
-              f"unseen success {metrics['unseen_success_lexicographic']:.2f} vs best baseline "
-              f"{best_other['unseen_success']} "
-              f"{metrics['unseen_success_' + best_other['unseen_success']]:.2f}",
-              all(metrics[f"unseen_success_{lex}"] > metrics[f"unseen_success_{o}"]
-                  for o in others)),
+        Claim(
+            "lexicographic policy learns faster (fewer probes to first nectar)",
+            "faster than exploitation-only, e-greedy, weighted",
+            f"{metrics['steps_to_nectar_lexicographic']:.2f} vs best baseline "
+            f"{best_other['steps_to_nectar']} "
+            f"{metrics['steps_to_nectar_' + best_other['steps_to_nectar']]:.2f}",
+            all(
+                metrics[f"steps_to_nectar_{lex}"] < metrics[f"steps_to_nectar_{o}"] for o in others
+            ),
+        ),
+        Claim(
+            "lexicographic policy is more sample-efficient (area under the success curve)",
+            "more sample-efficient",
+            f"AUC {metrics['reward_auc_lexicographic']:.3f} vs best baseline "
+            f"{best_other['reward_auc']} {metrics['reward_auc_' + best_other['reward_auc']]:.3f}",
+            all(metrics[f"reward_auc_{lex}"] > metrics[f"reward_auc_{o}"] for o in others),
+        ),
+        Claim(
+            "lexicographic policy generalises better to unseen flowers",
+            "better generalisation",
+            f"unseen success {metrics['unseen_success_lexicographic']:.2f} vs best baseline "
+            f"{best_other['unseen_success']} "
+            f"{metrics['unseen_success_' + best_other['unseen_success']]:.2f}",
+            all(metrics[f"unseen_success_{lex}"] > metrics[f"unseen_success_{o}"] for o in others),
+        ),
     ]
     fig, ax = plt.subplots(figsize=(5, 3.5))
     t = np.arange(1, config.n_steps + 1)
@@ -106,7 +118,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     ax.set_xlabel("probe")
     ax.set_ylabel("fraction of flowers with nectar found")
     ax.legend()
-    notes = ("Synthetic flowers; the model is the multimodal VAE trained on random probes. "
-             "Unseen flowers: ring patterns, deeper corollas (curvature 1.0-1.6), low contrast. "
-             f"{n} flowers per condition, {config.n_steps} probes per visit.")
+    notes = (
+        "Synthetic flowers; the model is the multimodal VAE trained on random probes. "
+        "Unseen flowers: ring patterns, deeper corollas (curvature 1.0-1.6), low contrast. "
+        f"{n} flowers per condition, {config.n_steps} probes per visit."
+    )
     return Result(metrics=metrics, claims=claims, figures={"success_curve": fig}, notes=notes)

@@ -19,10 +19,26 @@ from jaxlab import stereo
 from jaxlab._core import TqdmProgress, load_checkpoint, save_checkpoint
 
 METHODS = ("bm", "sgm_jaxlab", "sgbm_opencv", "raft")
-RAFT_MODEL = ("raft_feature_dim", "raft_hidden_dim", "raft_context_dim", "raft_levels",
-              "raft_radius", "raft_downsample")
-RAFT_TRAIN = ("raft_n_train", "raft_steps", "raft_batch", "raft_iters", "raft_lr",
-              "height", "width", "n_steps", "batch", "shard_size")
+RAFT_MODEL = (
+    "raft_feature_dim",
+    "raft_hidden_dim",
+    "raft_context_dim",
+    "raft_levels",
+    "raft_radius",
+    "raft_downsample",
+)
+RAFT_TRAIN = (
+    "raft_n_train",
+    "raft_steps",
+    "raft_batch",
+    "raft_iters",
+    "raft_lr",
+    "height",
+    "width",
+    "n_steps",
+    "batch",
+    "shard_size",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,23 +76,40 @@ class FaceStereoConfig:
 
 
 FULL_OVERRIDES = {
-    "raft_feature_dim": 64, "raft_hidden_dim": 64, "raft_context_dim": 64, "raft_iters": 8,
-    "raft_n_train": 2160, "raft_steps": 20000, "raft_batch": 8, "raft_checkpoint_every": 500,
-    "n_pairs": 1080, "height": 240, "width": 320, "batch": 36, "n_disp": 112, "shard_size": 128,
+    "raft_feature_dim": 64,
+    "raft_hidden_dim": 64,
+    "raft_context_dim": 64,
+    "raft_iters": 8,
+    "raft_n_train": 2160,
+    "raft_steps": 20000,
+    "raft_batch": 8,
+    "raft_checkpoint_every": 500,
+    "n_pairs": 1080,
+    "height": 240,
+    "width": 320,
+    "batch": 36,
+    "n_disp": 112,
+    "shard_size": 128,
 }
 GRAY = np.array([0.299, 0.587, 0.114])
 
 
-def opencv_sgbm(left: np.ndarray, right: np.ndarray, n_disp: int, window: int, p1: float,
-                p2: float) -> np.ndarray:
+def opencv_sgbm(
+    left: np.ndarray, right: np.ndarray, n_disp: int, window: int, p1: float, p2: float
+) -> np.ndarray:
     """OpenCV StereoSGBM, 8 paths (MODE_HH), P1/P2 scaled by the block area as OpenCV expects;
     pixels OpenCV marks invalid come back as NaN."""
     import cv2
 
     n16 = -(-n_disp // 16) * 16
-    sg = cv2.StereoSGBM_create(minDisparity=0, numDisparities=n16, blockSize=window,
-                               P1=int(p1 * window * window), P2=int(p2 * window * window),
-                               mode=cv2.STEREO_SGBM_MODE_HH)
+    sg = cv2.StereoSGBM_create(
+        minDisparity=0,
+        numDisparities=n16,
+        blockSize=window,
+        P1=int(p1 * window * window),
+        P2=int(p2 * window * window),
+        mode=cv2.STEREO_SGBM_MODE_HH,
+    )
     to8 = [(np.clip(a, 0, 1) * 255).astype(np.uint8) for a in (left, right)]
     d = sg.compute(to8[0], to8[1]).astype(np.float64) / 16.0
     return np.where(d < 0, np.nan, d)
@@ -84,11 +117,13 @@ def opencv_sgbm(left: np.ndarray, right: np.ndarray, n_disp: int, window: int, p
 
 def face_set(config, key) -> dict[str, np.ndarray]:
     """Render the set, write it as npz shards and read it back through the loader."""
-    data = stereo.render_dataset(key, config.n_pairs, config.height, config.width,
-                                 batch=config.batch, n_steps=config.n_steps)
+    data = stereo.render_dataset(
+        key, config.n_pairs, config.height, config.width, batch=config.batch, n_steps=config.n_steps
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        stereo.write_face_shards(tmp, data, shard_size=config.shard_size,
-                                 configs=stereo.rig_configurations(config.width))
+        stereo.write_face_shards(
+            tmp, data, shard_size=config.shard_size, configs=stereo.rig_configurations(config.width)
+        )
         ds = stereo.FaceStereoDataset(tmp)
         out = ds.arrays()
     log.info("rendered %d face pairs %dx%d", len(ds), config.height, config.width)
@@ -97,8 +132,14 @@ def face_set(config, key) -> dict[str, np.ndarray]:
 
 def _raft_model(config) -> stereo.RAFTStereo:
     c = config
-    return stereo.RAFTStereo(c.raft_feature_dim, c.raft_hidden_dim, c.raft_context_dim,
-                             c.raft_levels, c.raft_radius, c.raft_downsample)
+    return stereo.RAFTStereo(
+        c.raft_feature_dim,
+        c.raft_hidden_dim,
+        c.raft_context_dim,
+        c.raft_levels,
+        c.raft_radius,
+        c.raft_downsample,
+    )
 
 
 def trained_raft(config, key, ctx: RunContext) -> tuple[object, dict[str, float]]:
@@ -112,8 +153,10 @@ def trained_raft(config, key, ctx: RunContext) -> tuple[object, dict[str, float]
     model = _raft_model(config)
     train_key = jax.random.fold_in(key, 0x5AF7)  # never the evaluation set's key
     settings = {k: getattr(config, k) for k in RAFT_MODEL + RAFT_TRAIN}
-    tag = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()
-                         + np.asarray(jax.random.key_data(train_key)).tobytes()).hexdigest()[:12]
+    tag = hashlib.sha256(
+        json.dumps(settings, sort_keys=True).encode()
+        + np.asarray(jax.random.key_data(train_key)).tobytes()
+    ).hexdigest()[:12]
     cached = cache_dir("stereo") / f"raft_{tag}.eqx"
     like = stereo.init_raft(model, config.height, config.width, key=jax.random.key(0))
     info: dict[str, float] = {"raft_cached": 0.0}
@@ -128,18 +171,29 @@ def trained_raft(config, key, ctx: RunContext) -> tuple[object, dict[str, float]
         t0 = time.perf_counter()
         ckpt = ctx.checkpointer(f"raft_train_{tag}", every=config.raft_checkpoint_every)
         params, losses = stereo.train_raft(
-            model, train["left"], train["right"], train["disparity"],
-            key=jax.random.fold_in(train_key, 1), steps=config.raft_steps,
-            batch_size=config.raft_batch, n_iters=config.raft_iters,
-            learning_rate=config.raft_lr, checkpointer=ckpt,
-            progress=TqdmProgress(desc="stereo: RAFT training"))
+            model,
+            train["left"],
+            train["right"],
+            train["disparity"],
+            key=jax.random.fold_in(train_key, 1),
+            steps=config.raft_steps,
+            batch_size=config.raft_batch,
+            n_iters=config.raft_iters,
+            learning_rate=config.raft_lr,
+            checkpointer=ckpt,
+            progress=TqdmProgress(desc="stereo: RAFT training"),
+        )
         info["raft_train_s"] = time.perf_counter() - t0
         if len(losses):
             info["raft_loss_first10"] = float(np.mean(losses[:10]))
             info["raft_loss_last10"] = float(np.mean(losses[-10:]))
-        log.info("RAFT: rendered %d training pairs in %.0f s, trained %d steps in %.0f s",
-                 config.raft_n_train, info["raft_render_s"], config.raft_steps,
-                 info["raft_train_s"])
+        log.info(
+            "RAFT: rendered %d training pairs in %.0f s, trained %d steps in %.0f s",
+            config.raft_n_train,
+            info["raft_render_s"],
+            config.raft_steps,
+            info["raft_train_s"],
+        )
         save_checkpoint(cached, params)
     return stereo.raft_predictor(model, params, n_iters=config.raft_iters), info
 
@@ -156,8 +210,11 @@ def predict_disparities(data, config, raft=None) -> dict[str, np.ndarray]:
     out = {m: [] for m in METHODS if m != "raft" or raft is not None}
     for i in range(len(left)):
         if raft is not None:
-            out["raft"].append(np.asarray(raft(data["left"][i].astype(np.float32),
-                                               data["right"][i].astype(np.float32))))
+            out["raft"].append(
+                np.asarray(
+                    raft(data["left"][i].astype(np.float32), data["right"][i].astype(np.float32))
+                )
+            )
         a, b = jnp.asarray(left[i], jnp.float32), jnp.asarray(right[i], jnp.float32)
         out["bm"].append(np.asarray(bm(a, b)))
         out["sgm_jaxlab"].append(np.asarray(sgm(a, b)))
@@ -181,8 +238,12 @@ def bilinear(img: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     v = np.clip(v, 0, h - 1.001)
     u0, v0 = np.floor(u).astype(int), np.floor(v).astype(int)
     a, b = u - u0, v - v0
-    return ((1 - a) * (1 - b) * img[v0, u0] + a * (1 - b) * img[v0, u0 + 1]
-            + (1 - a) * b * img[v0 + 1, u0] + a * b * img[v0 + 1, u0 + 1])
+    return (
+        (1 - a) * (1 - b) * img[v0, u0]
+        + a * (1 - b) * img[v0, u0 + 1]
+        + (1 - a) * b * img[v0 + 1, u0]
+        + a * b * img[v0 + 1, u0 + 1]
+    )
 
 
 def landmarks_from_disparity(disp: np.ndarray, data) -> np.ndarray:

@@ -23,8 +23,10 @@ from jaxlab import stereo
 
 NAME = "stereo_faces"
 PAPER = "P15"
-DESCRIPTION = ("IR / L3DE vs delta_1 / RMSE of BM, jaxlab SGM, OpenCV SGBM and a learned "
-               "RAFT-Stereo-lite on synthetic faces")
+DESCRIPTION = (
+    "IR / L3DE vs delta_1 / RMSE of BM, jaxlab SGM, OpenCV SGBM and a learned "
+    "RAFT-Stereo-lite on synthetic faces"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +69,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             for val in np.unique(data["camera"][:, col]):
                 sel = data["camera"][:, col] == val
                 m[f"ir_5mm_{meth}_{name}{val:.0f}"] = float(
-                    stereo.inlier_ratio(z[sel], gt_depth[sel], 5.0, mask[sel]))
+                    stereo.inlier_ratio(z[sel], gt_depth[sel], 5.0, mask[sel])
+                )
     lm_gt = landmarks_from_disparity(data["disparity"].astype(np.float64), data)
     err_gt = np.linalg.norm(lm_gt - data["landmarks_3d"], axis=-1)[vis]
     m["l3de_mm_gt_disparity"] = float(np.nanmean(err_gt))  # NaN: unconverged GT pixel nearby
@@ -83,24 +86,33 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     spread_d1 = max(d1.values()) - min(d1.values())
     spread_ir = max(ir5.values()) - min(ir5.values())
     claims = [
-        Claim("delta_1 compresses the differences between methods that IR exposes",
-              "delta_1 close to 1 for all methods while absolute IR differs",
-              f"delta_1 {', '.join(f'{k}={v:.3f}' for k, v in d1.items())} (spread "
-              f"{spread_d1:.3f}); IR@5mm spread {spread_ir:.3f}",
-              spread_d1 < 0.5 * spread_ir),
-        Claim("RMSE/delta_1 rank methods differently from IR/L3DE",
-              "standard metrics give a misleading ranking on faces",
-              f"RMSE rank {rank_rmse}, delta_1 rank {rank_d1}; IR@5mm rank {rank_ir}, "
-              f"L3DE rank {rank_l3}",
-              rank_rmse != rank_ir or rank_d1 != rank_ir or rank_rmse != rank_l3),
+        Claim(
+            "delta_1 compresses the differences between methods that IR exposes",
+            "delta_1 close to 1 for all methods while absolute IR differs",
+            f"delta_1 {', '.join(f'{k}={v:.3f}' for k, v in d1.items())} (spread "
+            f"{spread_d1:.3f}); IR@5mm spread {spread_ir:.3f}",
+            spread_d1 < 0.5 * spread_ir,
+        ),
+        Claim(
+            "RMSE/delta_1 rank methods differently from IR/L3DE",
+            "standard metrics give a misleading ranking on faces",
+            f"RMSE rank {rank_rmse}, delta_1 rank {rank_d1}; IR@5mm rank {rank_ir}, "
+            f"L3DE rank {rank_l3}",
+            rank_rmse != rank_ir or rank_d1 != rank_ir or rank_rmse != rank_l3,
+        ),
     ]
 
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
     x = np.arange(len(METHODS))
-    for ax, (title, vals) in zip(axes, [("delta_1 (higher better)", d1),
-                                        ("RMSE mm (lower better)", rm),
-                                        ("IR @ 5 mm (higher better)", ir5),
-                                        ("L3DE mm (lower better)", l3)]):
+    for ax, (title, vals) in zip(
+        axes,
+        [
+            ("delta_1 (higher better)", d1),
+            ("RMSE mm (lower better)", rm),
+            ("IR @ 5 mm (higher better)", ir5),
+            ("L3DE mm (lower better)", l3),
+        ],
+    ):
         ax.bar(x, [vals[k] for k in METHODS], color=[f"C{i}" for i in range(len(METHODS))])
         ax.set_xticks(x, METHODS, rotation=15)
         ax.set_title(title)
@@ -115,27 +127,27 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         vmin, vmax = np.nanpercentile(gt_depth[r][mask[r]], [1, 99])
         ax2[r, 1].imshow(np.where(mask[r], gt_depth[r], np.nan), vmin=vmin, vmax=vmax)
         for j, meth in enumerate(METHODS):
-            ax2[r, 2 + j].imshow(np.where(mask[r], depths[meth][r], np.nan), vmin=vmin,
-                                 vmax=vmax)
+            ax2[r, 2 + j].imshow(np.where(mask[r], depths[meth][r], np.nan), vmin=vmin, vmax=vmax)
         for j, t in enumerate(["left + landmarks", "GT depth (face)", *METHODS]):
             ax2[0, j].set_title(t)
     for a in ax2.ravel():
         a.axis("off")
     fig2.tight_layout()
-    notes = ("Synthetic data rendered by jaxlab.stereo (parametric SDF heads, solid textures, "
-             "textured wall, Lambertian light; sphere tracing) over the rig grid baseline "
-             "{40,60,80} mm x distance {400,500,600} mm x zoom {1,1.15}; written as npz "
-             "shards and read back with FaceStereoDataset. Metrics on face-mask pixels "
-             "in mm; invalid/NaN disparities (OpenCV holes) filled with the map's median "
-             "valid disparity. L3DE over visible landmarks with depth from bilinear "
-             "disparity at the true landmark pixel; l3de_mm_gt_disparity is the "
-             "interpolation floor. raft = RAFT-Stereo-lite (jaxlab.stereo, flax: shared "
-             "feature encoder at 1/4 resolution, 1-D correlation pyramid, ConvGRU refinement, "
-             "convex upsampling) trained on a separately rendered training split "
-             "(raft_n_train pairs, a different key than the evaluation pairs) on the colour "
-             "images, supervised with the generated disparity f B / depth on all finite "
-             "pixels (face and wall); the other methods see the gray images. Paper-scale "
-             "realism (photoreal avatars, 417k pairs, 5 methods incl. large learned ones) is "
-             "NOT reproduced.")
-    return Result(metrics=m, claims=claims, figures={"rankings": fig, "samples": fig2},
-                  notes=notes)
+    notes = (
+        "Synthetic data rendered by jaxlab.stereo (parametric SDF heads, solid textures, "
+        "textured wall, Lambertian light; sphere tracing) over the rig grid baseline "
+        "{40,60,80} mm x distance {400,500,600} mm x zoom {1,1.15}; written as npz "
+        "shards and read back with FaceStereoDataset. Metrics on face-mask pixels "
+        "in mm; invalid/NaN disparities (OpenCV holes) filled with the map's median "
+        "valid disparity. L3DE over visible landmarks with depth from bilinear "
+        "disparity at the true landmark pixel; l3de_mm_gt_disparity is the "
+        "interpolation floor. raft = RAFT-Stereo-lite (jaxlab.stereo, flax: shared "
+        "feature encoder at 1/4 resolution, 1-D correlation pyramid, ConvGRU refinement, "
+        "convex upsampling) trained on a separately rendered training split "
+        "(raft_n_train pairs, a different key than the evaluation pairs) on the colour "
+        "images, supervised with the generated disparity f B / depth on all finite "
+        "pixels (face and wall); the other methods see the gray images. Paper-scale "
+        "realism (photoreal avatars, 417k pairs, 5 methods incl. large learned ones) is "
+        "NOT reproduced."
+    )
+    return Result(metrics=m, claims=claims, figures={"rankings": fig, "samples": fig2}, notes=notes)

@@ -36,8 +36,11 @@ FULL = Config(scale=1, n_disp=80)
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
     left, right, gt = stereo.load_motorcycle(config.scale)
     n = config.n_disp
-    sgm = jax.jit(lambda a, b: stereo.sgm_disparity(
-        stereo.census_cost_volume(a, b, n, config.window), config.p1, config.p2))
+    sgm = jax.jit(
+        lambda a, b: stereo.sgm_disparity(
+            stereo.census_cost_volume(a, b, n, config.window), config.p1, config.p2
+        )
+    )
     ours = np.asarray(sgm(jnp.asarray(left), jnp.asarray(right)))
     cv = opencv_sgbm(left, right, n, config.window, config.p1, config.p2)
     gtj = jnp.asarray(gt)
@@ -51,32 +54,44 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "bad2_sgbm_opencv": stereo.bad_pixel_rate(jnp.asarray(cv_filled), gtj, 2.0),
         "epe_sgm_jaxlab_on_opencv_valid": stereo.epe(jnp.asarray(ours), gtj, both),
         "epe_sgbm_opencv_on_opencv_valid": stereo.epe(jnp.asarray(cv_filled), gtj, both),
-        "bad2_sgm_jaxlab_on_opencv_valid": stereo.bad_pixel_rate(jnp.asarray(ours), gtj, 2.0,
-                                                                 both),
-        "bad2_sgbm_opencv_on_opencv_valid": stereo.bad_pixel_rate(jnp.asarray(cv_filled), gtj,
-                                                                  2.0, both),
+        "bad2_sgm_jaxlab_on_opencv_valid": stereo.bad_pixel_rate(jnp.asarray(ours), gtj, 2.0, both),
+        "bad2_sgbm_opencv_on_opencv_valid": stereo.bad_pixel_rate(
+            jnp.asarray(cv_filled), gtj, 2.0, both
+        ),
         "opencv_valid_fraction": float(cv_valid.mean()),
         "gt_valid_fraction": float(np.isfinite(gt).mean()),
     }
     m = {k: float(v) for k, v in m.items()}
-    claims = [Claim("SGM in JAX is as accurate as OpenCV's SGBM on real Middlebury data",
-                    "SGM: a standard baseline of the face-stereo benchmark",
-                    f"bad-2 {m['bad2_sgm_jaxlab_on_opencv_valid']:.3f} (jaxlab) vs "
-                    f"{m['bad2_sgbm_opencv_on_opencv_valid']:.3f} (OpenCV) on OpenCV's valid "
-                    "pixels", m["bad2_sgm_jaxlab_on_opencv_valid"]
-                    <= m["bad2_sgbm_opencv_on_opencv_valid"] + 0.02)]
+    claims = [
+        Claim(
+            "SGM in JAX is as accurate as OpenCV's SGBM on real Middlebury data",
+            "SGM: a standard baseline of the face-stereo benchmark",
+            f"bad-2 {m['bad2_sgm_jaxlab_on_opencv_valid']:.3f} (jaxlab) vs "
+            f"{m['bad2_sgbm_opencv_on_opencv_valid']:.3f} (OpenCV) on OpenCV's valid "
+            "pixels",
+            m["bad2_sgm_jaxlab_on_opencv_valid"] <= m["bad2_sgbm_opencv_on_opencv_valid"] + 0.02,
+        )
+    ]
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.5))
     vmax = np.nanmax(np.where(np.isfinite(gt), gt, np.nan))
-    for ax, (title, img) in zip(axes, [("left image", left), ("ground truth", gt),
-                                       ("jaxlab SGM", ours), ("OpenCV SGBM", cv)]):
-        ax.imshow(np.where(np.isfinite(img), img, np.nan), cmap="gray" if "image" in title
-                  else "magma", vmin=0, vmax=1 if "image" in title else vmax)
+    for ax, (title, img) in zip(
+        axes,
+        [("left image", left), ("ground truth", gt), ("jaxlab SGM", ours), ("OpenCV SGBM", cv)],
+    ):
+        ax.imshow(
+            np.where(np.isfinite(img), img, np.nan),
+            cmap="gray" if "image" in title else "magma",
+            vmin=0,
+            vmax=1 if "image" in title else vmax,
+        )
         ax.set_title(title)
         ax.axis("off")
-    notes = ("Real data: Middlebury 2014 'motorcycle' (left/right PNG and ground-truth disparity "
-             f"shipped in scikit-image's wheel), box-downsampled by {config.scale}. jaxlab: "
-             "5x5 census + Hamming costs, 8-path SGM, parabolic sub-pixel, no left-right check "
-             "or hole filling. OpenCV 8-path SGBM with the same P1/P2 per pixel (scaled by the "
-             "block area); its invalid pixels are either counted as disparity 0 (plain metrics) "
-             "or excluded (*_on_opencv_valid).")
+    notes = (
+        "Real data: Middlebury 2014 'motorcycle' (left/right PNG and ground-truth disparity "
+        f"shipped in scikit-image's wheel), box-downsampled by {config.scale}. jaxlab: "
+        "5x5 census + Hamming costs, 8-path SGM, parabolic sub-pixel, no left-right check "
+        "or hole filling. OpenCV 8-path SGBM with the same P1/P2 per pixel (scaled by the "
+        "block area); its invalid pixels are either counted as disparity 0 (plain metrics) "
+        "or excluded (*_on_opencv_valid)."
+    )
     return Result(metrics=m, claims=claims, figures={"disparity": fig}, notes=notes)

@@ -51,8 +51,14 @@ class Config:
 
 
 QUICK = Config()
-FULL = Config(params=(4.0, 0.08, 0.6, 1.5, 1.0), t_grid=(100, 200, 400, 800, 1600, 3200),
-              replicates=500, burn_in=200, plugin_chains=4, plugin_steps=800)
+FULL = Config(
+    params=(4.0, 0.08, 0.6, 1.5, 1.0),
+    t_grid=(100, 200, 400, 800, 1600, 3200),
+    replicates=500,
+    burn_in=200,
+    plugin_chains=4,
+    plugin_steps=800,
+)
 
 
 def _prefix(stats, t):

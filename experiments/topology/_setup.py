@@ -67,8 +67,9 @@ def lift_from(config: Encodings) -> tp.LiftSpec:
 
 def prepare(name: str, graphs, config: Encodings, sizes=None):
     t0 = time.perf_counter()
-    data, cxs = tp.prepare_dataset(name, graphs, lift=lift_from(config), spec=spec_from(config),
-                                   sizes=sizes, dtype=np.float32)
+    data, cxs = tp.prepare_dataset(
+        name, graphs, lift=lift_from(config), spec=spec_from(config), sizes=sizes, dtype=np.float32
+    )
     log.info("%s: %d complexes prepared in %.1f s", name, len(cxs), time.perf_counter() - t0)
     return data, cxs
 
@@ -77,8 +78,9 @@ def build(name: str, data: tp.ComplexArrays, out_dim: int, width: int, depth: in
     fd = [x.shape[-1] for x in data.x]
     width, depth = int(width), int(depth)
     if name == "hopse":
-        return tp.HOPSE(fd, data.enc[0][0].shape[-1], out_dim, width=width, depth=depth, key=key,
-                        dtype=F32)
+        return tp.HOPSE(
+            fd, data.enc[0][0].shape[-1], out_dim, width=width, depth=depth, key=key, dtype=F32
+        )
     return tp.HOMP(fd, out_dim, width=width, depth=depth, key=key, dtype=F32)
 
 
@@ -106,9 +108,22 @@ class _EpochTimer(AbstractProgress):
         self.bar.close()
 
 
-def train(tag: str, trainer: tp.Trainer, model, data, targets, weights, key, *,
-          ctx: RunContext, epochs: int, vmapped: bool = False, eval_data=None,
-          eval_every: int = 1, ckpt_every: int = 10):
+def train(
+    tag: str,
+    trainer: tp.Trainer,
+    model,
+    data,
+    targets,
+    weights,
+    key,
+    *,
+    ctx: RunContext,
+    epochs: int,
+    vmapped: bool = False,
+    eval_data=None,
+    eval_every: int = 1,
+    ckpt_every: int = 10,
+):
     """`tp.fit` for `epochs` epochs; returns (state, train seconds, median epoch seconds,
     history). The step is compiled (and one epoch run) before the clock starts; the
     times are those of the epochs this process ran (after a resume, the remaining ones).
@@ -118,8 +133,17 @@ def train(tag: str, trainer: tp.Trainer, model, data, targets, weights, key, *,
     tp.fit(trainer, model, data, targets, weights, steps=1, **kw)  # compile outside the clock
     compile_s = time.perf_counter() - t0
     timer = _EpochTimer(tag)
-    state, hist = tp.fit(trainer, model, data, targets, weights, steps=epochs, **kw,
-                         checkpointer=ctx.checkpointer(tag, every=ckpt_every), progress=timer)
+    state, hist = tp.fit(
+        trainer,
+        model,
+        data,
+        targets,
+        weights,
+        steps=epochs,
+        **kw,
+        checkpointer=ctx.checkpointer(tag, every=ckpt_every),
+        progress=timer,
+    )
     elapsed = float(np.sum(timer.times))
     log.info("%s: compile %.1f s, train %.1f s over %d epochs", tag, compile_s, elapsed, epochs)
     per_epoch = float(np.median(timer.times)) if timer.times else float("nan")
@@ -151,8 +175,11 @@ def regression_run(name: str, splits: dict, config, key, ctx: RunContext, *, met
     y = {k: np.asarray(v[1], np.float32) for k, v in splits.items()}
     mu, sd = float(y["train"].mean()), float(y["train"].std())
     loss = "l1" if metric == "mae" else "mse"
-    out: dict = {"mean_cells_per_graph": float(np.mean(
-        [sum(np.asarray(m).sum(-1).mean() for m in data["test"].mask)]))}
+    out: dict = {
+        "mean_cells_per_graph": float(
+            np.mean([sum(np.asarray(m).sum(-1).mean() for m in data["test"].mask)])
+        )
+    }
     histories = {}
     seeds = int(config.seeds)
     n_train = len(y["train"])
@@ -160,15 +187,22 @@ def regression_run(name: str, splits: dict, config, key, ctx: RunContext, *, met
         mkeys = jax.random.split(jax.random.fold_in(key, i), seeds)
         models = eqx.filter_vmap(
             lambda kk, model_name=model_name: build(
-                model_name, data["train"], 1, config.width, config.depth, kk)
+                model_name, data["train"], 1, config.width, config.depth, kk
+            )
         )(mkeys)
         single = build(model_name, data["train"], 1, config.width, config.depth, mkeys[0])
-        trainer = tp.Trainer(single, loss=loss, batch_size=int(config.batch_size),
-                             learning_rate=float(config.lr),
-                             weight_decay=float(config.weight_decay))
-        predict_all = eqx.filter_jit(eqx.filter_vmap(
-            lambda st, d, trainer=trainer: tp.predict(trainer.model(st), d),
-            in_axes=(0, None)))
+        trainer = tp.Trainer(
+            single,
+            loss=loss,
+            batch_size=int(config.batch_size),
+            learning_rate=float(config.lr),
+            weight_decay=float(config.weight_decay),
+        )
+        predict_all = eqx.filter_jit(
+            eqx.filter_vmap(
+                lambda st, d, trainer=trainer: tp.predict(trainer.model(st), d), in_axes=(0, None)
+            )
+        )
 
         def errors(pred, split):
             err = np.asarray(pred)[..., 0] * sd + mu - y[split][None, :]  # [S, n]
@@ -176,17 +210,33 @@ def regression_run(name: str, splits: dict, config, key, ctx: RunContext, *, met
 
         epochs, every = int(config.epochs), int(config.eval_every)
         state, secs, epoch_s, run = train(
-            f"{name}_{model_name}", trainer, models, data["train"],
-            jnp.asarray((y["train"] - mu) / sd), jnp.ones((seeds, n_train), F32),
-            jax.random.fold_in(key, 100 + i), ctx=ctx, epochs=epochs, vmapped=True,
-            eval_data={"val": data["val"], "test": data["test"]}, eval_every=every,
+            f"{name}_{model_name}",
+            trainer,
+            models,
+            data["train"],
+            jnp.asarray((y["train"] - mu) / sd),
+            jnp.ones((seeds, n_train), F32),
+            jax.random.fold_in(key, 100 + i),
+            ctx=ctx,
+            epochs=epochs,
+            vmapped=True,
+            eval_data={"val": data["val"], "test": data["test"]},
+            eval_every=every,
         )
-        hist = [{"epoch": e, **{s: errors(run.aux[f"pred_{s}"][e - 1], s).tolist()
-                                for s in ("val", "test")}}
-                for e in range(every, epochs + 1, every)]
+        hist = [
+            {
+                "epoch": e,
+                **{s: errors(run.aux[f"pred_{s}"][e - 1], s).tolist() for s in ("val", "test")},
+            }
+            for e in range(every, epochs + 1, every)
+        ]
         if epochs % every:  # the old loop also evaluated after the last epoch
-            hist.append({"epoch": epochs, **{s: errors(predict_all(state, data[s]), s).tolist()
-                                             for s in ("val", "test")}})
+            hist.append(
+                {
+                    "epoch": epochs,
+                    **{s: errors(predict_all(state, data[s]), s).tolist() for s in ("val", "test")},
+                }
+            )
         val = np.asarray([h["val"] for h in hist])  # [evals, seeds]
         test = np.asarray([h["test"] for h in hist])
         best = np.argmin(val, axis=0)  # model selection per seed
@@ -199,14 +249,18 @@ def regression_run(name: str, splits: dict, config, key, ctx: RunContext, *, met
         out[f"epoch_time_{model_name}_s"] = epoch_s
         out[f"params_{model_name}"] = n_params(single)
         histories[model_name] = [
-            {"epoch": h["epoch"], "val": float(np.mean(h["val"])),
-             "test": float(np.mean(h["test"]))}
+            {
+                "epoch": h["epoch"],
+                "val": float(np.mean(h["val"])),
+                "test": float(np.mean(h["test"])),
+            }
             for h in hist
         ]
     out["seeds"] = seeds
     out[f"{metric}_diff"] = out[f"{metric}_hopse"] - out[f"{metric}_homp"]
-    out[f"{metric}_diff_se"] = float(np.sqrt(
-        (out[f"{metric}_hopse_std"] ** 2 + out[f"{metric}_homp_std"] ** 2) / seeds))
+    out[f"{metric}_diff_se"] = float(
+        np.sqrt((out[f"{metric}_hopse_std"] ** 2 + out[f"{metric}_homp_std"] ** 2) / seeds)
+    )
     out["speedup_epoch_vs_homp"] = out["epoch_time_homp_s"] / out["epoch_time_hopse_s"]
     return out, histories
 
@@ -226,8 +280,9 @@ def curves_figure(histories: dict, metric: str, title: str):
     return fig
 
 
-def regression_claims(metrics: dict, *, metric: str, dataset: str, label: str, unit: str,
-                      paper: str, time_digits: int) -> list:
+def regression_claims(
+    metrics: dict, *, metric: str, dataset: str, label: str, unit: str, paper: str, time_digits: int
+) -> list:
     """The two claims of a HOPSE-vs-HOMP regression run: accuracy within noise, faster epochs.
 
     `metric` is the metrics prefix ("rmse", "mae"); `label` the claim's data-set wording.
@@ -240,19 +295,23 @@ def regression_claims(metrics: dict, *, metric: str, dataset: str, label: str, u
         Claim(
             claim=f"{label}: HOPSE test {m} within noise of or better than HOMP",
             paper=paper,
-            measured=(f"{m} HOPSE {metrics[f'{metric}_hopse']:.3f}±"
-                      f"{metrics[f'{metric}_hopse_std']:.3f} vs "
-                      f"HOMP {metrics[f'{metric}_homp']:.3f}±{metrics[f'{metric}_homp_std']:.3f}"
-                      f"{unit} ({metrics['seeds']} seeds; diff {gap:+.3f}, 2·SE {2 * se:.3f})"),
+            measured=(
+                f"{m} HOPSE {metrics[f'{metric}_hopse']:.3f}±"
+                f"{metrics[f'{metric}_hopse_std']:.3f} vs "
+                f"HOMP {metrics[f'{metric}_homp']:.3f}±{metrics[f'{metric}_homp_std']:.3f}"
+                f"{unit} ({metrics['seeds']} seeds; diff {gap:+.3f}, 2·SE {2 * se:.3f})"
+            ),
             # 'within noise': HOPSE no worse than HOMP by more than two standard errors
             holds=bool(gap <= 2 * se),
         ),
         Claim(
             claim=f"{dataset}: HOPSE epochs are faster than HOMP epochs",
             paper="consistent speedups over HOMP, up to 7x",
-            measured=(f"{metrics['epoch_time_hopse_s']:.{td}f} s vs "
-                      f"{metrics['epoch_time_homp_s']:.{td}f}"
-                      f" s per epoch ({metrics['speedup_epoch_vs_homp']:.2f}x)"),
+            measured=(
+                f"{metrics['epoch_time_hopse_s']:.{td}f} s vs "
+                f"{metrics['epoch_time_homp_s']:.{td}f}"
+                f" s per epoch ({metrics['speedup_epoch_vs_homp']:.2f}x)"
+            ),
             holds=bool(metrics["speedup_epoch_vs_homp"] > 1.0),
         ),
     ]

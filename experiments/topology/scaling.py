@@ -43,16 +43,22 @@ class Config:
 
 
 QUICK = Config()
-FULL = Config(nodes=(1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000), width=128, repeats=10,
-              rwse_steps=8)
+FULL = Config(
+    nodes=(1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000), width=128, repeats=10, rwse_steps=8
+)
 
 
 def _complex_arrays(n: int, config: Config, seed: int):
     g = nx.connected_watts_strogatz_graph(n, 6, 0.1, seed=seed)
     edges = np.array(sorted(tuple(sorted(e)) for e in g.edges()), dtype=np.int64)
     cx = tp.clique_lift(n, edges, max_rank=2)
-    spec = tp.EncodingSpec(lappe_k=0, rwse_steps=int(config.rwse_steps), heat_times=(),
-                           elstatic=False, cycle_lengths=())
+    spec = tp.EncodingSpec(
+        lappe_k=0,
+        rwse_steps=int(config.rwse_steps),
+        heat_times=(),
+        elstatic=False,
+        cycle_lengths=(),
+    )
     t0 = time.perf_counter()
     enc = tp.complex_encodings(cx, spec)
     enc_s = time.perf_counter() - t0
@@ -93,10 +99,23 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             model = ts.build(name, arr, 1, config.width, config.depth, jax.random.fold_in(key, j))
             t[name] = _time_fwd_bwd(model, arr, int(config.repeats))
         cells = sum(cx.sizes)
-        rows.append({"nodes": int(n), "cells": cells, "hopse": t["hopse"], "homp": t["homp"],
-                     "encode_s": enc_s})
-        log.info("n=%d cells=%d hopse %.4f s homp %.4f s (encode %.1f s)", n, cells, t["hopse"],
-                 t["homp"], enc_s)
+        rows.append(
+            {
+                "nodes": int(n),
+                "cells": cells,
+                "hopse": t["hopse"],
+                "homp": t["homp"],
+                "encode_s": enc_s,
+            }
+        )
+        log.info(
+            "n=%d cells=%d hopse %.4f s homp %.4f s (encode %.1f s)",
+            n,
+            cells,
+            t["hopse"],
+            t["homp"],
+            enc_s,
+        )
     cells = [r["cells"] for r in rows]
     th, tm = [r["hopse"] for r in rows], [r["homp"] for r in rows]
     metrics = {
@@ -131,8 +150,10 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         Claim(
             claim="HOPSE is faster than HOMP at the largest complex",
             paper="up to 7x speedup over HOMP",
-            measured=(f"{metrics['speedup_vs_homp']:.2f}x at {cells[-1]} cells "
-                      f"(HOMP slope {metrics['loglog_slope_homp']:.2f})"),
+            measured=(
+                f"{metrics['speedup_vs_homp']:.2f}x at {cells[-1]} cells "
+                f"(HOMP slope {metrics['loglog_slope_homp']:.2f})"
+            ),
             holds=bool(metrics["speedup_vs_homp"] > 1.0),
         ),
     ]

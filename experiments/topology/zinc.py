@@ -41,22 +41,40 @@ class Config(ts.TrainConfig):
 
 
 QUICK = Config()
-FULL = Config(n_train=12000, n_val=1000, n_test=1000, epochs=300, eval_every=5, batch_size=128,
-              width=128, depth=4, lr=1e-3)
+FULL = Config(
+    n_train=12000,
+    n_val=1000,
+    n_test=1000,
+    epochs=300,
+    eval_every=5,
+    batch_size=128,
+    width=128,
+    depth=4,
+    lr=1e-3,
+)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
     t0 = time.perf_counter()
     sizes = (int(config.n_train), int(config.n_val), int(config.n_test))
     splits = tp.load_zinc_subset(*sizes)
-    log.info("penalized logP for %d molecules in %.1f s",
-             sum(len(v[0]) for v in splits.values()), time.perf_counter() - t0)
+    log.info(
+        "penalized logP for %d molecules in %.1f s",
+        sum(len(v[0]) for v in splits.values()),
+        time.perf_counter() - t0,
+    )
     metrics, hist = ts.regression_run("zinc", splits, config, key, ctx, metric="mae")
     metrics["n_train"], metrics["n_test"] = len(splits["train"][0]), len(splits["test"][0])
     metrics["target_std_test"] = float(splits["test"][1].std())
     claims = ts.regression_claims(
-        metrics, metric="mae", dataset="ZINC", label="ZINC penalized-logP", unit="",
-        paper="HOPSE matches or surpasses HOMP on molecular benchmarks (ZINC)", time_digits=2)
+        metrics,
+        metric="mae",
+        dataset="ZINC",
+        label="ZINC penalized-logP",
+        unit="",
+        paper="HOPSE matches or surpasses HOMP on molecular benchmarks (ZINC)",
+        time_digits=2,
+    )
     notes = (
         "Real molecules: first n_train+n_val+n_test SMILES of MOSES train.csv.gz (molsets wheel) "
         "in file order; target penalized logP = Crippen logP - SA score (RDKit Contrib, fragment "
@@ -65,6 +83,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "initialisations per model (vmapped); test MAE at each seed's best validation epoch; "
         "epoch times exclude compilation."
     )
-    return Result(metrics=metrics, claims=claims,
-                  figures={"curves": ts.curves_figure(hist, "MAE", "ZINC-style penalized logP")},
-                  notes=notes)
+    return Result(
+        metrics=metrics,
+        claims=claims,
+        figures={"curves": ts.curves_figure(hist, "MAE", "ZINC-style penalized logP")},
+        notes=notes,
+    )

@@ -77,8 +77,9 @@ class AbstractLoop(eqx.Module):
     """How a chunk of `n` steps is executed (the results are the same either way)."""
 
     @abc.abstractmethod
-    def run(self, step: AbstractStep, state: Any, key: jax.Array, start: int,
-            n: int) -> tuple[Any, Any]:
+    def run(
+        self, step: AbstractStep, state: Any, key: jax.Array, start: int, n: int
+    ) -> tuple[Any, Any]:
         """Steps `start .. start + n - 1`; returns the state and stacked aux."""
 
 
@@ -188,21 +189,31 @@ def run_steps(
 
     def save():
         if checkpointer is not None and history is not None:
-            header = (jnp.asarray(steps, jnp.int32), jnp.asarray(kdata),
-                      jnp.asarray(done, jnp.int32), jnp.asarray(stopped))
+            header = (
+                jnp.asarray(steps, jnp.int32),
+                jnp.asarray(kdata),
+                jnp.asarray(done, jnp.int32),
+                jnp.asarray(stopped),
+            )
             checkpointer.save((header, state, {k: jnp.asarray(v) for k, v in history.items()}))
 
     if checkpointer is not None and checkpointer.resume and checkpointer.exists():
         # Tracing once more for the shapes is only needed to read a checkpoint back.
         _, aux_shapes = eqx.filter_eval_shape(step.step, state, key)
         history = _empty_history(aux_shapes, steps)
-        header_like = (jnp.asarray(0, jnp.int32), jnp.asarray(kdata), jnp.asarray(0, jnp.int32),
-                       jnp.asarray(False))
+        header_like = (
+            jnp.asarray(0, jnp.int32),
+            jnp.asarray(kdata),
+            jnp.asarray(0, jnp.int32),
+            jnp.asarray(False),
+        )
         # The header comes first in the file: read it alone to say what does not match.
         steps_a, kd, _, _ = checkpointer.load(header_like)
         if int(steps_a) != steps:
-            raise ValueError(f"checkpoint {checkpointer.path} was written for steps="
-                             f"{int(steps_a)}, this run has steps={steps}")
+            raise ValueError(
+                f"checkpoint {checkpointer.path} was written for steps="
+                f"{int(steps_a)}, this run has steps={steps}"
+            )
         if not np.array_equal(np.asarray(kd), kdata):
             raise ValueError(f"checkpoint {checkpointer.path} was written with another key")
         like = (header_like, state, {k: jnp.asarray(v) for k, v in history.items()})
@@ -219,10 +230,14 @@ def run_steps(
             aux = jax.device_get(aux)
             if history is None:
                 history = _empty_history(
-                    {k: jax.ShapeDtypeStruct(np.shape(v)[1:], np.asarray(v).dtype)
-                     for k, v in _check_aux(aux).items()}, steps)
+                    {
+                        k: jax.ShapeDtypeStruct(np.shape(v)[1:], np.asarray(v).dtype)
+                        for k, v in _check_aux(aux).items()
+                    },
+                    steps,
+                )
             for name, v in aux.items():
-                history[name][done:done + n] = v
+                history[name][done : done + n] = v
             done += n
             if stop is not None and bool(stop(state)):
                 stopped = True

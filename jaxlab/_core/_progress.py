@@ -70,8 +70,9 @@ class TqdmProgress(AbstractProgress):
             self._bar = None
 
 
-def progress_bar(iterable: Any, *, total: int | None = None, desc: str = "",
-                 enabled: bool = True) -> Any:
+def progress_bar(
+    iterable: Any, *, total: int | None = None, desc: str = "", enabled: bool = True
+) -> Any:
     """Wrap an iterable in a tqdm bar (or return it unchanged when `enabled` is False).
 
     For loops that are not training steps (data preparation, model calls over items):

@@ -52,9 +52,7 @@ def check_array(
     """
     sizes = {} if sizes is None else sizes
     if not hasattr(x, "shape") or not hasattr(x, "dtype"):
-        raise ValueError(
-            f"{name}: expected an array, received {type(x).__name__} ({x!r:.80})"
-        )
+        raise ValueError(f"{name}: expected an array, received {type(x).__name__} ({x!r:.80})")
     got = tuple(x.shape)
     if ndim is not None and len(got) != ndim:
         raise ValueError(f"{name}: expected {ndim}-D array, received shape {got}")
@@ -76,8 +74,7 @@ def check_array(
                     break
         if not ok:
             pretty = tuple(
-                (f"{e}={sizes[e]}" if isinstance(e, str) and e in sizes else e)
-                for e in expected
+                (f"{e}={sizes[e]}" if isinstance(e, str) and e in sizes else e) for e in expected
             )
             raise ValueError(f"{name}: expected shape {pretty}, received shape {got}")
         sizes.update(bound)

@@ -43,13 +43,23 @@ def source_dir(component: str, names: Sequence[str]) -> Path:
     for d in candidates:
         if all((d / f).is_file() for f in names):
             return d
-    raise RuntimeError(f"{component} CPU kernel: C++ sources " + ", ".join(names)
-                       + " not found in " + " or ".join(map(str, candidates)))
+    raise RuntimeError(
+        f"{component} CPU kernel: C++ sources "
+        + ", ".join(names)
+        + " not found in "
+        + " or ".join(map(str, candidates))
+    )
 
 
-def build_shared_library(stem: str, sources: Sequence[Path], headers: Sequence[Path] = (),
-                         *, flags: Sequence[str] = (), tag_extra: bytes = b"",
-                         force: bool = False) -> Path:
+def build_shared_library(
+    stem: str,
+    sources: Sequence[Path],
+    headers: Sequence[Path] = (),
+    *,
+    flags: Sequence[str] = (),
+    tag_extra: bytes = b"",
+    force: bool = False,
+) -> Path:
     """Compile `sources` into `<cache>/<stem>_<hash>.so` unless it exists; returns its path.
 
     Raises `RuntimeError` with the compiler output when no compiler is found or
@@ -68,8 +78,18 @@ def build_shared_library(stem: str, sources: Sequence[Path], headers: Sequence[P
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=out.parent)
     os.close(fd)
-    cmd = [cxx, *flags, "-shared", "-fPIC", "-pthread", "-w", f"-I{jax.ffi.include_dir()}",
-           *map(str, sources), "-o", tmp]
+    cmd = [
+        cxx,
+        *flags,
+        "-shared",
+        "-fPIC",
+        "-pthread",
+        "-w",
+        f"-I{jax.ffi.include_dir()}",
+        *map(str, sources),
+        "-o",
+        tmp,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         os.unlink(tmp)

@@ -102,8 +102,9 @@ class AbstractBackbone(eqx.Module):
     def update(self, state, choice, contexts, reward): ...
 
 
-def _check_hyper(name: str, value: float, *, low: float, high: float | None = None,
-                 low_inclusive: bool = True) -> None:
+def _check_hyper(
+    name: str, value: float, *, low: float, high: float | None = None, low_inclusive: bool = True
+) -> None:
     ok = value > low or (low_inclusive and value == low)
     if high is not None:
         ok = ok and value <= high
@@ -132,7 +133,10 @@ class _SharedLinear(AbstractBackbone):
         )
 
     def update(
-        self, state: LinearState, choice: Selection, contexts: Float[Array, "K d"],
+        self,
+        state: LinearState,
+        choice: Selection,
+        contexts: Float[Array, "K d"],
         reward: Float[Array, ""],
     ) -> LinearState:
         """Rank-one (Sherman–Morrison) update with the chosen arm's context and its reward."""
@@ -161,8 +165,12 @@ class LinUCB(_SharedLinear):
         _check_hyper("lam", self.lam, low=0.0, low_inclusive=False)
 
     def select(
-        self, state: LinearState, contexts: Float[Array, "K d"], mask: Bool[Array, " K"],
-        *, key: Array | None = None,
+        self,
+        state: LinearState,
+        contexts: Float[Array, "K d"],
+        mask: Bool[Array, " K"],
+        *,
+        key: Array | None = None,
     ) -> Selection:
         """Arm with the largest upper confidence bound among `mask`."""
         del key
@@ -186,8 +194,12 @@ class LinearTS(_SharedLinear):
         _check_hyper("lam", self.lam, low=0.0, low_inclusive=False)
 
     def select(
-        self, state: LinearState, contexts: Float[Array, "K d"], mask: Bool[Array, " K"],
-        *, key: Array,
+        self,
+        state: LinearState,
+        contexts: Float[Array, "K d"],
+        mask: Bool[Array, " K"],
+        *,
+        key: Array,
     ) -> Selection:
         """Arm that is best under one posterior sample of the weights."""
         x = _as_float(contexts, state.b.dtype)
@@ -213,8 +225,12 @@ class EpsilonGreedy(_SharedLinear):
         _check_hyper("lam", self.lam, low=0.0, low_inclusive=False)
 
     def select(
-        self, state: LinearState, contexts: Float[Array, "K d"], mask: Bool[Array, " K"],
-        *, key: Array,
+        self,
+        state: LinearState,
+        contexts: Float[Array, "K d"],
+        mask: Bool[Array, " K"],
+        *,
+        key: Array,
     ) -> Selection:
         """Greedy arm, or a uniformly random allowed arm with probability `epsilon`."""
         x = _as_float(contexts, state.b.dtype)
@@ -265,8 +281,12 @@ class DisjointLinUCB(AbstractBackbone):
         )
 
     def select(
-        self, state: DisjointState, contexts: Float[Array, "K d"], mask: Bool[Array, " K"],
-        *, key: Array | None = None,
+        self,
+        state: DisjointState,
+        contexts: Float[Array, "K d"],
+        mask: Bool[Array, " K"],
+        *,
+        key: Array | None = None,
     ) -> Selection:
         del key
         x = _as_float(contexts, state.b.dtype)
@@ -276,7 +296,10 @@ class DisjointLinUCB(AbstractBackbone):
         return Selection(arm=masked_argmax(scores, mask), scores=scores)
 
     def update(
-        self, state: DisjointState, choice: Selection, contexts: Float[Array, "K d"],
+        self,
+        state: DisjointState,
+        choice: Selection,
+        contexts: Float[Array, "K d"],
         reward: Float[Array, ""],
     ) -> DisjointState:
         a = choice.arm

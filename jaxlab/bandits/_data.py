@@ -111,8 +111,13 @@ def load_movielens_100k() -> MovieLens:
     except KeyError as e:
         raise ValueError(f"{inter}: rating refers to unknown id {e}") from None
     return MovieLens(
-        user=user, item=item, rating=r[:, 2], timestamp=r[:, 3].astype(np.int64),
-        genres=genres, genre_names=genre_names, year=year,
+        user=user,
+        item=item,
+        rating=r[:, 2],
+        timestamp=r[:, 3].astype(np.int64),
+        genres=genres,
+        genre_names=genre_names,
+        year=year,
         titles=tuple(row[1] for row in item_rows),
         user_age=np.asarray([int(row[1]) for row in user_rows], np.int64),
         user_gender=np.asarray([1 if row[2] == "M" else 0 for row in user_rows], np.int64),
@@ -138,8 +143,9 @@ def movielens_item_dimensions(
         train_mask = np.ones(ml.rating.shape, bool)
     train_mask = np.asarray(train_mask, bool)
     if train_mask.shape != ml.rating.shape:
-        raise ValueError(f"train_mask: expected shape {ml.rating.shape}, "
-                         f"received {train_mask.shape}")
+        raise ValueError(
+            f"train_mask: expected shape {ml.rating.shape}, received {train_mask.shape}"
+        )
     if isinstance(n_tiers, bool) or not isinstance(n_tiers, int) or n_tiers < 2:
         raise ValueError(f"n_tiers: expected an integer >= 2, received {n_tiers!r}")
     n = ml.n_items
@@ -251,7 +257,13 @@ def load_open_bandit(policy: str = "random", campaign: str = "all") -> OpenBandi
     if action.min() < 0 or action.max() >= item_features.shape[0]:
         raise ValueError(f"{log_path}: item_id out of range of item_context.csv")
     return OpenBanditLog(
-        action=action, position=position, reward=reward, pscore=pscore,
-        user_features=user_features, item_features=item_features,
-        item_feature_dim=item_feature_dim, policy=policy, campaign=campaign,
+        action=action,
+        position=position,
+        reward=reward,
+        pscore=pscore,
+        user_features=user_features,
+        item_features=item_features,
+        item_feature_dim=item_feature_dim,
+        policy=policy,
+        campaign=campaign,
     )

@@ -85,8 +85,12 @@ class NeuralLinear(AbstractBackbone):
         return jnp.tanh(x @ state.w1.T + state.b1)
 
     def select(
-        self, state: NeuralLinearState, contexts: Float[Array, "K d"], mask: Bool[Array, " K"],
-        *, key: Array | None = None,
+        self,
+        state: NeuralLinearState,
+        contexts: Float[Array, "K d"],
+        mask: Bool[Array, " K"],
+        *,
+        key: Array | None = None,
     ) -> Selection:
         del key
         phi = self.features(state, jnp.asarray(contexts).astype(state.b.dtype))
@@ -116,12 +120,21 @@ class NeuralLinear(AbstractBackbone):
         phi = jnp.tanh(state.buf_x @ w1.T + b1) * valid[:, None]
         gram = jnp.eye(self.hidden, dtype=dtype) * jnp.asarray(self.lam, dtype) + phi.T @ phi
         return NeuralLinearState(
-            w1=w1, b1=b1, head=head, a_inv=jnp.linalg.inv(gram), b=phi.T @ state.buf_r,
-            buf_x=state.buf_x, buf_r=state.buf_r, count=state.count,
+            w1=w1,
+            b1=b1,
+            head=head,
+            a_inv=jnp.linalg.inv(gram),
+            b=phi.T @ state.buf_r,
+            buf_x=state.buf_x,
+            buf_r=state.buf_r,
+            count=state.count,
         )
 
     def update(
-        self, state: NeuralLinearState, choice: Selection, contexts: Float[Array, "K d"],
+        self,
+        state: NeuralLinearState,
+        choice: Selection,
+        contexts: Float[Array, "K d"],
         reward: Float[Array, ""],
     ) -> NeuralLinearState:
         """Store the observation, update the head (Sherman–Morrison), retrain on schedule."""
@@ -131,9 +144,13 @@ class NeuralLinear(AbstractBackbone):
         slot = state.count % self.buffer
         phi = self.features(state, x)
         new = NeuralLinearState(
-            w1=state.w1, b1=state.b1, head=state.head,
-            a_inv=sherman_morrison(state.a_inv, phi), b=state.b + r * phi,
-            buf_x=state.buf_x.at[slot].set(x), buf_r=state.buf_r.at[slot].set(r),
+            w1=state.w1,
+            b1=state.b1,
+            head=state.head,
+            a_inv=sherman_morrison(state.a_inv, phi),
+            b=state.b + r * phi,
+            buf_x=state.buf_x.at[slot].set(x),
+            buf_r=state.buf_r.at[slot].set(r),
             count=state.count + 1,
         )
         return jax.lax.cond(new.count % self.train_every == 0, self._retrain, lambda s: s, new)

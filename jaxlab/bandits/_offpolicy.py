@@ -41,7 +41,9 @@ def _weights(actions, pscores, action_probs):
 
 
 def ips(
-    actions: Int[Array, " n"], rewards: Float[Array, " n"], pscores: Float[Array, " n"],
+    actions: Int[Array, " n"],
+    rewards: Float[Array, " n"],
+    pscores: Float[Array, " n"],
     action_probs: Float[Array, "n K"],
 ) -> Float[Array, ""]:
     """Inverse-propensity-scored value of the policy whose probabilities are `action_probs`.
@@ -56,7 +58,9 @@ def ips(
 
 
 def snips(
-    actions: Int[Array, " n"], rewards: Float[Array, " n"], pscores: Float[Array, " n"],
+    actions: Int[Array, " n"],
+    rewards: Float[Array, " n"],
+    pscores: Float[Array, " n"],
     action_probs: Float[Array, "n K"],
 ) -> Float[Array, ""]:
     """Self-normalised IPS (same arguments as `ips`)."""
@@ -66,8 +70,11 @@ def snips(
 
 
 def doubly_robust(
-    actions: Int[Array, " n"], rewards: Float[Array, " n"], pscores: Float[Array, " n"],
-    action_probs: Float[Array, "n K"], q_hat: Float[Array, "n K"],
+    actions: Int[Array, " n"],
+    rewards: Float[Array, " n"],
+    pscores: Float[Array, " n"],
+    action_probs: Float[Array, "n K"],
+    q_hat: Float[Array, "n K"],
 ) -> Float[Array, ""]:
     """Doubly-robust value estimate with reward model `q_hat` `(n, K)` (others as `ips`)."""
     sizes = _check_log(actions, rewards, pscores, action_probs)

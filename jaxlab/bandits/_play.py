@@ -140,8 +140,10 @@ def replay(
     if not isinstance(logged_arms, jax.core.Tracer):
         la = np.asarray(logged_arms)
         if la.size and (la.min() < 0 or la.max() >= k):
-            raise ValueError(f"logged_arms: expected values in [0, {k - 1}], "
-                             f"received range [{la.min()}, {la.max()}]")
+            raise ValueError(
+                f"logged_arms: expected values in [0, {k - 1}], "
+                f"received range [{la.min()}, {la.max()}]"
+            )
     if mask is None:
         mask = jnp.ones((t_len, k), bool)
     _check_mask("mask", mask, (t_len, k))
@@ -163,6 +165,6 @@ def replay(
     )
     n = jnp.sum(hit.astype(jnp.int32))
     value = jnp.sum(got) / jnp.maximum(n, 1).astype(got.dtype)
-    return ReplayResult(matched=hit, rewards=got, arms=arms, choices=choices, value=value,
-                        n_matched=n,
-                        state=state)
+    return ReplayResult(
+        matched=hit, rewards=got, arms=arms, choices=choices, value=value, n_matched=n, state=state
+    )

@@ -92,10 +92,13 @@ class TDGE(AbstractBackbone):
                 f"feature, received {sorted(set(fd.tolist()))}"
             )
         if self.dimension_credit not in ("reward", "gain"):
-            raise ValueError("dimension_credit: expected 'reward' or 'gain', received "
-                             f"{self.dimension_credit!r}")
-        if isinstance(self.probe_rounds, bool) or not isinstance(self.probe_rounds, int) or (
-            self.probe_rounds < 0
+            raise ValueError(
+                f"dimension_credit: expected 'reward' or 'gain', received {self.dimension_credit!r}"
+            )
+        if (
+            isinstance(self.probe_rounds, bool)
+            or not isinstance(self.probe_rounds, int)
+            or (self.probe_rounds < 0)
         ):
             raise ValueError(
                 f"probe_rounds: expected a non-negative integer, received {self.probe_rounds!r}"
@@ -132,8 +135,12 @@ class TDGE(AbstractBackbone):
         return fd, eye_m, eye_f
 
     def select(
-        self, state: TDGEState, contexts: Float[Array, "K F"], mask: Bool[Array, " K"],
-        *, key: Array,
+        self,
+        state: TDGEState,
+        contexts: Float[Array, "K F"],
+        mask: Bool[Array, " K"],
+        *,
+        key: Array,
     ) -> TDGEChoice:
         """Dimension, then feature inside it, then an item that has the feature."""
         x = jnp.asarray(contexts)
@@ -142,9 +149,9 @@ class TDGE(AbstractBackbone):
         fd, eye_m, eye_f = self._level_contexts(dtype)
         has = (x > 0) & mask[:, None]  # (K, F): allowed item k has feature f
         feat_avail = jnp.any(has, axis=0)
-        dim_avail = jax.ops.segment_max(
-            feat_avail.astype(jnp.int32), fd, num_segments=self.n_dims
-        ) > 0
+        dim_avail = (
+            jax.ops.segment_max(feat_avail.astype(jnp.int32), fd, num_segments=self.n_dims) > 0
+        )
         k_dim, k_feat, k_item = jax.random.split(key, 3)
 
         dim_choice = self.backbone.select(state.dim_state, eye_m, dim_avail, key=k_dim)
@@ -165,12 +172,19 @@ class TDGE(AbstractBackbone):
         item_mask = has[:, feature]
         item_choice = self.backbone.select(state.item_state, x, item_mask, key=k_item)
         return TDGEChoice(
-            arm=item_choice.arm, dimension=dimension, feature=feature,
-            dim_choice=dim_choice, feat_choice=feat_choice, item_choice=item_choice,
+            arm=item_choice.arm,
+            dimension=dimension,
+            feature=feature,
+            dim_choice=dim_choice,
+            feat_choice=feat_choice,
+            item_choice=item_choice,
         )
 
     def update(
-        self, state: TDGEState, choice: TDGEChoice, contexts: Float[Array, "K F"],
+        self,
+        state: TDGEState,
+        choice: TDGEChoice,
+        contexts: Float[Array, "K F"],
         reward: Float[Array, ""],
     ) -> TDGEState:
         """Credit the observed reward to the chosen dimension, feature and item."""
@@ -179,19 +193,23 @@ class TDGE(AbstractBackbone):
         fd, eye_m, eye_f = self._level_contexts(dtype)
         if self.dimension_credit == "gain":
             if not isinstance(state.item_state, LinearState):
-                raise ValueError("dimension_credit: 'gain' needs a shared-linear backbone, "
-                                 f"received {type(self.backbone).__name__}")
+                raise ValueError(
+                    "dimension_credit: 'gain' needs a shared-linear backbone, "
+                    f"received {type(self.backbone).__name__}"
+                )
             theta = state.item_state.theta
             dim_mean = jax.ops.segment_sum(theta, fd, num_segments=self.n_dims) / jnp.asarray(
-                np.bincount(np.asarray(self.feature_dim)), theta.dtype)
+                np.bincount(np.asarray(self.feature_dim)), theta.dtype
+            )
             dim_signal = theta[choice.feature] - dim_mean[choice.dimension]
         else:
             dim_signal = reward
         return TDGEState(
             dim_state=self.backbone.update(state.dim_state, choice.dim_choice, eye_m, dim_signal),
             feat_state=self.backbone.update(state.feat_state, choice.feat_choice, eye_f, reward),
-            item_state=self.backbone.update(state.item_state, choice.item_choice, x.astype(dtype),
-                                            reward),
+            item_state=self.backbone.update(
+                state.item_state, choice.item_choice, x.astype(dtype), reward
+            ),
             t=state.t + 1,
         )
 

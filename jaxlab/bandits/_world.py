@@ -42,8 +42,7 @@ class DimensionWorld(eqx.Module):
 
     def sample_rewards(self, horizon: int, *, key: Array) -> Float[Array, "T N"]:
         """`(T, N)` noisy reward tables, one row per round."""
-        eps = jax.random.normal(key, (horizon, self.mean_rewards.shape[0]),
-                                self.mean_rewards.dtype)
+        eps = jax.random.normal(key, (horizon, self.mean_rewards.shape[0]), self.mean_rewards.dtype)
         return self.mean_rewards + self.noise * eps
 
 
@@ -71,14 +70,16 @@ def make_dimension_world(
     check_positive_int("n_items", n_items)
     n_values = tuple(int(v) for v in n_values)
     if len(n_values) == 0 or min(n_values) < 2:
-        raise ValueError(f"n_values: expected >= 1 dimension with >= 2 values each, "
-                         f"received {n_values}")
+        raise ValueError(
+            f"n_values: expected >= 1 dimension with >= 2 values each, received {n_values}"
+        )
     m = len(n_values)
     rel = np.zeros(m, bool)
     for r in relevant:
         if not 0 <= int(r) < m:
-            raise ValueError(f"relevant: expected dimension indices in [0, {m - 1}], "
-                             f"received {tuple(relevant)}")
+            raise ValueError(
+                f"relevant: expected dimension indices in [0, {m - 1}], received {tuple(relevant)}"
+            )
         rel[int(r)] = True
     if noise < 0:
         raise ValueError(f"noise: expected a value >= 0, received {noise}")
@@ -98,6 +99,11 @@ def make_dimension_world(
     features = one_hot_items(values, n_values).astype(dtype)
     feature_dim = tuple(int(i) for i, v in enumerate(n_values) for _ in range(v))
     return DimensionWorld(
-        values=values, features=features, feature_dim=feature_dim, weights=weights,
-        relevant=jnp.asarray(rel), mean_rewards=features @ weights, noise=float(noise),
+        values=values,
+        features=features,
+        feature_dim=feature_dim,
+        weights=weights,
+        relevant=jnp.asarray(rel),
+        mean_rewards=features @ weights,
+        noise=float(noise),
     )

@@ -24,8 +24,13 @@ from jaxtyping import Array, ArrayLike, Float
 
 from jaxlab._core import check_array, check_finite, check_range
 
-__all__ = ["point_source_gain", "line_source_gain", "point_source_potential",
-           "line_source_potential", "SIGMA_CORTEX"]
+__all__ = [
+    "point_source_gain",
+    "line_source_gain",
+    "point_source_potential",
+    "line_source_potential",
+    "SIGMA_CORTEX",
+]
 
 #: Extracellular conductivity of cortical grey matter (S/m) used throughout P12.
 SIGMA_CORTEX = 0.3
@@ -115,8 +120,10 @@ def point_source_potential(
     check_array("currents", currents, dtype=jnp.floating)
     gain = point_source_gain(sources, electrodes, sigma=sigma, r_min=r_min)
     if jnp.shape(currents)[-1:] != (gain.shape[1],):
-        raise ValueError(f"currents: expected last axis {gain.shape[1]} (one per source), "
-                         f"received shape {jnp.shape(currents)}")
+        raise ValueError(
+            f"currents: expected last axis {gain.shape[1]} (one per source), "
+            f"received shape {jnp.shape(currents)}"
+        )
     return jnp.asarray(currents) @ gain.T
 
 
@@ -133,6 +140,8 @@ def line_source_potential(
     check_array("currents", currents, dtype=jnp.floating)
     gain = line_source_gain(starts, ends, electrodes, sigma=sigma, r_min=r_min)
     if jnp.shape(currents)[-1:] != (gain.shape[1],):
-        raise ValueError(f"currents: expected last axis {gain.shape[1]} (one per segment), "
-                         f"received shape {jnp.shape(currents)}")
+        raise ValueError(
+            f"currents: expected last axis {gain.shape[1]} (one per segment), "
+            f"received shape {jnp.shape(currents)}"
+        )
     return jnp.asarray(currents) @ gain.T

@@ -36,8 +36,7 @@ def cell_gain(
 ) -> Float[Array, "S C"]:
     """Potential (uV) at each electrode per nA of transmembrane current in each compartment."""
     centre, starts, ends = cell.geometry(position)
-    soma = point_source_gain(centre[None, :], electrodes, sigma=sigma,
-                             r_min=max(r_min, 1e-3))
+    soma = point_source_gain(centre[None, :], electrodes, sigma=sigma, r_min=max(r_min, 1e-3))
     dend = line_source_gain(starts, ends, electrodes, sigma=sigma, r_min=r_min)
     return jnp.concatenate([soma, dend], axis=1)
 
@@ -71,8 +70,9 @@ def population_traces(
     check_finite("positions", positions)
     check_finite("currents", currents)
     check_range("sigma", sigma, low=0.0, low_inclusive=False)
-    i_m, gains, volts, spikes = population_sources(cell, positions, currents, electrodes, dt=dt,
-                                                   solver=solver, sigma=sigma, r_min=r_min)
+    i_m, gains, volts, spikes = population_sources(
+        cell, positions, currents, electrodes, dt=dt, solver=solver, sigma=sigma, r_min=r_min
+    )
     traces = jnp.einsum("ntc,nsc->ts", i_m, gains.astype(i_m.dtype))
     return traces, volts, spikes
 
@@ -87,8 +87,7 @@ def population_sources(
     solver: diffrax.AbstractSolver | None = None,
     sigma: float = SIGMA_CORTEX,
     r_min: float = 1.0,
-) -> tuple[Float[Array, "N T C"], Float[Array, "N S C"], Float[Array, "N T"],
-           Float[Array, "N T"]]:
+) -> tuple[Float[Array, "N T C"], Float[Array, "N S C"], Float[Array, "N T"], Float[Array, "N T"]]:
     """Per-neuron transmembrane currents `(N, T, C)` nA, gains `(N, S, C)` uV/nA, soma
     voltage `(N, T)` and spikes `(N, T)`: the factors of `population_traces`
     (neuron n's own traces are `i_m[n] @ gains[n].T`). Inputs as `population_traces`."""
@@ -137,8 +136,9 @@ def record(
     """
     if noise is not None and key is None:
         raise ValueError("key: a PRNG key is required when noise is given")
-    clean, volts, spikes = population_traces(cell, positions, currents, probe.electrodes(),
-                                             dt=dt, solver=solver, sigma=sigma)
+    clean, volts, spikes = population_traces(
+        cell, positions, currents, probe.electrodes(), dt=dt, solver=solver, sigma=sigma
+    )
     traces = clean
     if noise is not None:
         assert key is not None

@@ -64,9 +64,23 @@ from ._neurons import BallAndStick
 from ._simulate import simulate
 from ._spiketrain import spike_indices
 
-__all__ = ["CurrentBasis", "FitParams", "SpikeAnchor", "FitProblem", "FitState", "FitResult",
-           "default_optimizer", "firing_rate_curve", "rate_initial_current",
-           "make_fit_problem", "fit_loss", "init_fit", "fit_step", "FitStep", "fit"]
+__all__ = [
+    "CurrentBasis",
+    "FitParams",
+    "SpikeAnchor",
+    "FitProblem",
+    "FitState",
+    "FitResult",
+    "default_optimizer",
+    "firing_rate_curve",
+    "rate_initial_current",
+    "make_fit_problem",
+    "fit_loss",
+    "init_fit",
+    "fit_step",
+    "FitStep",
+    "fit",
+]
 
 
 class CurrentBasis(eqx.Module):
@@ -192,16 +206,23 @@ def make_fit_problem(
         idx[n, : s.size] = s
         valid[n, : s.size] = True
         for k in s:
-            quiet[n, max(0, k - half): k + half + 1] = False
+            quiet[n, max(0, k - half) : k + half + 1] = False
     traces = jnp.asarray(traces)
     return FitProblem(
-        cell=cell, electrodes=jnp.asarray(electrodes), traces=traces,
-        anchor_idx=jnp.asarray(idx), anchor_valid=jnp.asarray(valid),
+        cell=cell,
+        electrodes=jnp.asarray(electrodes),
+        traces=traces,
+        anchor_idx=jnp.asarray(idx),
+        anchor_valid=jnp.asarray(valid),
         quiet_mask=jnp.asarray(quiet),
         noise_var=jnp.asarray(noise_std**2, dtype=traces.dtype),
-        basis=CurrentBasis(n_t, dt, knot_spacing_ms), smoothness=smoothness,
-        position_unit_um=position_unit_um, current_unit_na=current_unit_na, sigma=sigma,
-        solver=diffrax.Euler() if solver is None else solver)
+        basis=CurrentBasis(n_t, dt, knot_spacing_ms),
+        smoothness=smoothness,
+        position_unit_um=position_unit_um,
+        current_unit_na=current_unit_na,
+        sigma=sigma,
+        solver=diffrax.Euler() if solver is None else solver,
+    )
 
 
 def firing_rate_curve(
@@ -274,8 +295,14 @@ def fit_loss(
     dtype = problem.traces.dtype
     currents = jax.vmap(problem.basis.evaluate)(p.coeffs.astype(dtype))
     i_m, gains, volts, _ = population_sources(
-        problem.cell, p.positions.astype(dtype), currents, problem.electrodes,
-        dt=problem.basis.dt, solver=problem.solver, sigma=problem.sigma)
+        problem.cell,
+        p.positions.astype(dtype),
+        currents,
+        problem.electrodes,
+        dt=problem.basis.dt,
+        solver=problem.solver,
+        sigma=problem.sigma,
+    )
     gains = gains.astype(i_m.dtype)
     traces = jnp.einsum("ntc,nsc->ts", i_m, gains)
     trace = jnp.mean((traces - problem.traces) ** 2) / problem.noise_var
@@ -295,7 +322,8 @@ def fit_loss(
         peak = jnp.sum(jnp.where(problem.anchor_valid, err, 0.0)) / n_valid
         over = jax.nn.relu(volts - anchor.quiet_mv) / anchor.scale_mv
         quiet = jnp.sum(jnp.where(problem.quiet_mask, over**2, 0.0)) / jnp.maximum(
-            jnp.sum(problem.quiet_mask), 1).astype(dtype)
+            jnp.sum(problem.quiet_mask), 1
+        ).astype(dtype)
         # model spike nearest each anchor (index only; no gradient through the argmax)
         n_t = volts.shape[1]
         at_win = jnp.take_along_axis(volts, win.reshape(win.shape[0], n_w), axis=1)
@@ -317,8 +345,11 @@ def fit_loss(
         model_tmpl = jnp.sum(model_wave * wmask, axis=1) / counts[:, None, None]
         rec_tmpl = jnp.sum(rec_wave * wmask, axis=1) / counts[:, None, None]
         template = jnp.mean((model_tmpl - rec_tmpl) ** 2) / problem.noise_var
-        total = total + anchor.weight * (peak + anchor.quiet_weight * quiet) \
+        total = (
+            total
+            + anchor.weight * (peak + anchor.quiet_weight * quiet)
             + anchor.template_weight * template
+        )
         parts = parts | {"anchor_peak": peak, "anchor_quiet": quiet, "template": template}
     return total, parts
 
@@ -353,31 +384,40 @@ def default_optimizer(
     start = int(position_start * n_steps)
     cur = optax.cosine_decay_schedule(learning_rate, n_steps, alpha=0.05)
     pos = optax.join_schedules(
-        [optax.constant_schedule(0.0),
-         optax.cosine_decay_schedule(learning_rate, max(n_steps - start, 1), alpha=0.05)],
-        [start])
+        [
+            optax.constant_schedule(0.0),
+            optax.cosine_decay_schedule(learning_rate, max(n_steps - start, 1), alpha=0.05),
+        ],
+        [start],
+    )
     labels = FitParams(positions="position", coeffs="current")  # type: ignore[arg-type]
     return optax.chain(
         optax.clip_by_global_norm(10.0),
-        optax.multi_transform({"position": optax.adam(pos), "current": optax.adam(cur)},
-                              labels))
+        optax.multi_transform({"position": optax.adam(pos), "current": optax.adam(cur)}, labels),
+    )
 
 
-def init_fit(problem: FitProblem, params0: FitParams,
-             optimizer: optax.GradientTransformation) -> FitState:
+def init_fit(
+    problem: FitProblem, params0: FitParams, optimizer: optax.GradientTransformation
+) -> FitState:
     """Initial `FitState` from physical starting parameters `params0`."""
     n = problem.anchor_idx.shape[0]
     check_array("params0.positions", params0.positions, shape=(n, 3), dtype=jnp.floating)
-    check_array("params0.coeffs", params0.coeffs, shape=(n, problem.basis.n_knots),
-                dtype=jnp.floating)
+    check_array(
+        "params0.coeffs", params0.coeffs, shape=(n, problem.basis.n_knots), dtype=jnp.floating
+    )
     check_finite("params0.positions", params0.positions)
     check_finite("params0.coeffs", params0.coeffs)
     u = _to_units(params0, problem)
     return FitState(params=u, opt_state=optimizer.init(u), step=jnp.asarray(0))
 
 
-def _fit_step(problem: FitProblem, state: FitState, optimizer: optax.GradientTransformation,
-              anchor: SpikeAnchor | None) -> tuple[FitState, Float[Array, ""]]:
+def _fit_step(
+    problem: FitProblem,
+    state: FitState,
+    optimizer: optax.GradientTransformation,
+    anchor: SpikeAnchor | None,
+) -> tuple[FitState, Float[Array, ""]]:
     (loss, _), grads = jax.value_and_grad(fit_loss, has_aux=True)(state.params, problem, anchor)
     updates, opt_state = optimizer_update(optimizer, grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
@@ -385,8 +425,12 @@ def _fit_step(problem: FitProblem, state: FitState, optimizer: optax.GradientTra
 
 
 @eqx.filter_jit
-def fit_step(problem: FitProblem, state: FitState, optimizer: optax.GradientTransformation,
-             anchor: SpikeAnchor | None) -> tuple[FitState, Float[Array, ""]]:
+def fit_step(
+    problem: FitProblem,
+    state: FitState,
+    optimizer: optax.GradientTransformation,
+    anchor: SpikeAnchor | None,
+) -> tuple[FitState, Float[Array, ""]]:
     """One optimiser step; returns the new state and the loss before the step."""
     return _fit_step(problem, state, optimizer, anchor)
 
@@ -449,9 +493,17 @@ def fit(
     optimizer = default_optimizer(steps) if optimizer is None else optimizer
     step = FitStep(problem, optimizer, anchor)
     key = jax.random.key(0)  # unused by the steps: the fit is deterministic
-    state, hist = run_steps(step, step.init(params0, key), key=key, steps=steps, chunk=chunk,
-                            checkpointer=checkpointer, progress=progress, stop=stop,
-                            loop=StepLoop())
+    state, hist = run_steps(
+        step,
+        step.init(params0, key),
+        key=key,
+        steps=steps,
+        chunk=chunk,
+        checkpointer=checkpointer,
+        progress=progress,
+        stop=stop,
+        loop=StepLoop(),
+    )
     p = _to_physical(state.params, problem)
     p = FitParams(p.positions.at[:, 2].set(jnp.abs(p.positions[:, 2])), p.coeffs)
     currents = jax.vmap(problem.basis.evaluate)(p.coeffs)

@@ -107,8 +107,9 @@ class AdEx(AbstractNeuron):
     def vector_field(self, t, y, current):
         v, w = y[0], y[1]
         expo = jnp.exp(jnp.minimum((v - self.v_t) / self.delta_t, 10.0))
-        dv = (-self.g_l * (v - self.e_l) + self.g_l * self.delta_t * expo - w
-              + 1000.0 * current) / self.c_m
+        dv = (
+            -self.g_l * (v - self.e_l) + self.g_l * self.delta_t * expo - w + 1000.0 * current
+        ) / self.c_m
         dw = (self.a * (v - self.e_l) - w) / self.tau_w
         return jnp.stack([dv, dw])
 
@@ -167,8 +168,11 @@ class HodgkinHuxley(AbstractNeuron):
     def ionic_current(self, y: Float[Array, " 4"]) -> Float[Array, ""]:
         """Outward ionic current density (uA/cm^2) of state `y = [v, m, h, n]`."""
         v, m, h, n = y[0], y[1], y[2], y[3]
-        return (self.g_na * m**3 * h * (v - self.e_na) + self.g_k * n**4 * (v - self.e_k)
-                + self.g_l * (v - self.e_l))
+        return (
+            self.g_na * m**3 * h * (v - self.e_na)
+            + self.g_k * n**4 * (v - self.e_k)
+            + self.g_l * (v - self.e_l)
+        )
 
     def gate_derivatives(self, y: Float[Array, " 4"]) -> Float[Array, " 3"]:
         am, bm, ah, bh, an, bn = _hh_rates(y[0])
@@ -184,7 +188,8 @@ class HodgkinHuxley(AbstractNeuron):
 
     def spike_and_reset(self, y_prev, y_next):
         s = spike_surrogate(y_next[0] - self.spike_threshold) * (
-            1.0 - spike_surrogate(y_prev[0] - self.spike_threshold))
+            1.0 - spike_surrogate(y_prev[0] - self.spike_threshold)
+        )
         return y_next, s
 
 
@@ -223,8 +228,9 @@ class BallAndStick(AbstractNeuron):
         """Membrane area of each compartment in cm^2."""
         seg = self.dendrite_length / self.n_dendrite
         soma = jnp.pi * jnp.asarray(self.soma_diameter, dtype=jnp.result_type(float)) ** 2
-        dend = jnp.full((self.n_dendrite,), jnp.pi * self.dendrite_diameter * seg,
-                        dtype=jnp.result_type(float))
+        dend = jnp.full(
+            (self.n_dendrite,), jnp.pi * self.dendrite_diameter * seg, dtype=jnp.result_type(float)
+        )
         return jnp.concatenate([soma[None], dend]) * 1e-8
 
     def axial_conductances(self) -> Float[Array, " C-1"]:

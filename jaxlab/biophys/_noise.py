@@ -22,8 +22,15 @@ from ._probe import Probe
 __all__ = ["NoiseModel", "pink_noise"]
 
 
-def pink_noise(n_samples: int, n_channels: int, *, fs: float, f_min: float = 1.0,
-               key: PRNGKeyArray, dtype=jnp.float32) -> Float[Array, "T S"]:
+def pink_noise(
+    n_samples: int,
+    n_channels: int,
+    *,
+    fs: float,
+    f_min: float = 1.0,
+    key: PRNGKeyArray,
+    dtype=jnp.float32,
+) -> Float[Array, "T S"]:
     """Unit-variance 1/f noise `(n_samples, n_channels)`, independent across channels."""
     white = jax.random.normal(key, (n_samples, n_channels), dtype=dtype)
     spec = jnp.fft.rfft(white, axis=0)
@@ -58,8 +65,9 @@ class NoiseModel(eqx.Module):
         """Per-site standard deviation of the sum (uV)."""
         return float((self.white_uv**2 + self.pink_uv**2 + self.correlated_uv**2) ** 0.5)
 
-    def sample(self, probe: Probe, n_samples: int, *, fs: float,
-               key: PRNGKeyArray) -> Float[Array, "T S"]:
+    def sample(
+        self, probe: Probe, n_samples: int, *, fs: float, key: PRNGKeyArray
+    ) -> Float[Array, "T S"]:
         """Draw `(n_samples, probe.n_sites)` noise at sampling rate `fs` (Hz)."""
         n_samples = check_positive_int("n_samples", n_samples)
         check_range("fs", fs, low=0.0, low_inclusive=False)
@@ -67,8 +75,9 @@ class NoiseModel(eqx.Module):
         s = probe.n_sites
         k1, k2, k3 = jax.random.split(key, 3)
         out = self.white_uv * jax.random.normal(k1, (n_samples, s), dtype=dtype)
-        out = out + self.pink_uv * pink_noise(n_samples, s, fs=fs, f_min=self.f_min, key=k2,
-                                              dtype=dtype)
+        out = out + self.pink_uv * pink_noise(
+            n_samples, s, fs=fs, f_min=self.f_min, key=k2, dtype=dtype
+        )
         d = jnp.linalg.norm(probe.positions[:, None, :] - probe.positions[None, :, :], axis=-1)
         cov = jnp.exp(-d / self.length_scale_um) + 1e-6 * jnp.eye(s, dtype=dtype)
         chol = jnp.linalg.cholesky(cov)

@@ -42,8 +42,9 @@ class Probe(eqx.Module):
         """The probe restricted to the sites `indices` (in the given order)."""
         idx = np.asarray(indices)
         if idx.ndim != 1 or idx.size == 0 or idx.min() < 0 or idx.max() >= self.n_sites:
-            raise ValueError(f"indices: expected 1-D site indices in [0, {self.n_sites}), "
-                             f"received {idx!r:.80}")
+            raise ValueError(
+                f"indices: expected 1-D site indices in [0, {self.n_sites}), received {idx!r:.80}"
+            )
         return Probe(self.positions[idx])
 
     def sites_between(self, y_low: float, y_high: float) -> np.ndarray:

@@ -17,8 +17,7 @@ from jaxtyping import ArrayLike
 __all__ = ["template_ptp", "monopolar_triangulation"]
 
 
-def template_ptp(traces: ArrayLike, spike_idx: ArrayLike, *, before: int, after: int
-                 ) -> np.ndarray:
+def template_ptp(traces: ArrayLike, spike_idx: ArrayLike, *, before: int, after: int) -> np.ndarray:
     """Peak-to-peak amplitude per site of the mean waveform around `spike_idx`.
 
     **Arguments:** `traces` `(T, S)`; `spike_idx` sample indices; the window is
@@ -59,8 +58,9 @@ def monopolar_triangulation(
     a = np.asarray(ptp, dtype=np.float64)
     pos = np.asarray(site_positions, dtype=np.float64)
     if a.ndim != 1 or pos.shape != (a.size, 2):
-        raise ValueError(f"ptp/site_positions: expected (S,) and (S, 2), received {a.shape} "
-                         f"and {pos.shape}")
+        raise ValueError(
+            f"ptp/site_positions: expected (S,) and (S, 2), received {a.shape} and {pos.shape}"
+        )
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(pos))):
         raise ValueError("ptp: expected finite amplitudes and positions")
     best = int(np.argmax(a))
@@ -70,8 +70,7 @@ def monopolar_triangulation(
     max_alpha = a.max() * max_distance_um
     x0 = np.array([com[0], com[1], initial_z, a.max() * initial_z])
     lo = np.array([com[0] - max_distance_um, com[1] - max_distance_um, 0.0, 0.0])
-    hi = np.array([com[0] + max_distance_um, com[1] + max_distance_um, max_distance_um,
-                   max_alpha])
+    hi = np.array([com[0] + max_distance_um, com[1] + max_distance_um, max_distance_um, max_alpha])
     x0 = np.clip(x0, lo + 1e-9, hi - 1e-9)
 
     def residual(v):

@@ -45,9 +45,22 @@ from ._plan import ColumnRef, Condition, Plan, PlanError, execute, format_plan, 
 from ._table import Table
 from ._tasks import NOT_IN_LAKE
 
-__all__ = ["AgentModel", "LMAgentModel", "Discovery", "DiscoveryConfig", "snippet", "relevance",
-           "blackboard", "master_slave", "single_agent", "retrieval", "oracle",
-           "plan_query", "answer_query", "METHODS"]
+__all__ = [
+    "AgentModel",
+    "LMAgentModel",
+    "Discovery",
+    "DiscoveryConfig",
+    "snippet",
+    "relevance",
+    "blackboard",
+    "master_slave",
+    "single_agent",
+    "retrieval",
+    "oracle",
+    "plan_query",
+    "answer_query",
+    "METHODS",
+]
 
 _RELEVANT = "The data set needed to answer it:"
 
@@ -78,8 +91,15 @@ class LMAgentModel(AgentModel):
     - `batch_size`: items per `lm.score` batch.
     """
 
-    def __init__(self, model, tokenizer, *, name: str, cache_dir: str | Path | None = None,
-                 batch_size: int = 8):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        name: str,
+        cache_dir: str | Path | None = None,
+        batch_size: int = 8,
+    ):
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.batch_size = batch_size
@@ -94,8 +114,9 @@ class LMAgentModel(AgentModel):
     def option_scores(self, prompt: str, options: Sequence[str]) -> np.ndarray:
         return self.option_scores_many([prompt], [options])[0]
 
-    def option_scores_many(self, prompts: Sequence[str],
-                           options: Sequence[Sequence[str]]) -> list[np.ndarray]:
+    def option_scores_many(
+        self, prompts: Sequence[str], options: Sequence[Sequence[str]]
+    ) -> list[np.ndarray]:
         """`option_scores` for several prompts, the cache misses scored in batches."""
         import jaxlab.lm as lm
 
@@ -112,15 +133,16 @@ class LMAgentModel(AgentModel):
             if miss:
                 todo.append((i, miss))
         for start in range(0, len(todo), self.batch_size):
-            chunk = todo[start:start + self.batch_size]
+            chunk = todo[start : start + self.batch_size]
             # bucket the option count and the batch to powers of two (repeating an option /
             # an item), so that a run compiles a handful of shapes, not one per partition
             k = max(8, 1 << (max(len(m) for _, m in chunk) - 1).bit_length())
             b = 1 << (len(chunk) - 1).bit_length()
             opts = [[options[i][j] for j in miss] for i, miss in chunk]
             opts = [o + [o[0]] * (k - len(o)) for o in opts]
-            s = lm.score(self.model, self.tokenizer, [prompts[i] for i, _ in chunk], opts,
-                         batch_size=b)
+            s = lm.score(
+                self.model, self.tokenizer, [prompts[i] for i, _ in chunk], opts, batch_size=b
+            )
             for (i, miss), means in zip(chunk, s.mean, strict=True):
                 for j, v in zip(miss, means[: len(miss)], strict=True):
                     out[i][j] = float(v)
@@ -200,14 +222,19 @@ def relevance(model: AgentModel, request: str, snippets: Sequence[str]) -> tuple
     if isinstance(model, LMAgentModel):
         cond, base = model.option_scores_many([prompt, _RELEVANT], [snippets, snippets])
     else:
-        cond, base = model.option_scores(prompt, snippets), model.option_scores(
-            _RELEVANT, snippets)
+        cond, base = model.option_scores(prompt, snippets), model.option_scores(_RELEVANT, snippets)
     tokens = model.count_tokens(prompt) + sum(model.count_tokens(s) for s in snippets)
     return cond - base, tokens
 
 
-def _select(scores: dict[str, float], cfg: DiscoveryConfig, *, threshold: float,
-            margin: float | None = None, ratio: float | None = None) -> tuple[str, ...]:
+def _select(
+    scores: dict[str, float],
+    cfg: DiscoveryConfig,
+    *,
+    threshold: float,
+    margin: float | None = None,
+    ratio: float | None = None,
+) -> tuple[str, ...]:
     if not scores:
         return ()
     best = max(scores.values())
@@ -223,8 +250,9 @@ def _select(scores: dict[str, float], cfg: DiscoveryConfig, *, threshold: float,
 
 def _offers(model, lake, partition, request, cfg) -> tuple[dict[str, float], float, int]:
     names = lake.partitions[partition]
-    pmi, tok = relevance(model, request,
-                         [snippet(lake.tables[n], chars=cfg.snippet_chars) for n in names])
+    pmi, tok = relevance(
+        model, request, [snippet(lake.tables[n], chars=cfg.snippet_chars) for n in names]
+    )
     return dict(zip(names, pmi.tolist(), strict=True)), float(pmi.max()), tok
 
 
@@ -250,8 +278,9 @@ def blackboard(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig
             continue
         mine = _select(scores, cfg, threshold=cfg.threshold)
         best = lake.tables[mine[0]].title[:60]
-        board.append(f"{p}: VOLUNTEER confidence {conf:.3f}, offers {list(mine)} "
-                     f"(best match: {best!r})")
+        board.append(
+            f"{p}: VOLUNTEER confidence {conf:.3f}, offers {list(mine)} (best match: {best!r})"
+        )
         for n in mine:
             offered[n] = scores[n]
     chosen = _select(offered, cfg, threshold=cfg.threshold)
@@ -259,8 +288,7 @@ def blackboard(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig
     return Discovery(chosen, tokens, tuple(board))
 
 
-def master_slave(lake: Lake, request: str, model: AgentModel,
-                 cfg: DiscoveryConfig) -> Discovery:
+def master_slave(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig) -> Discovery:
     """Master-slave discovery: the central agent routes by partition descriptions."""
     parts = list(lake.partitions)
     descs = [" " + partition_description(lake, p) for p in parts]
@@ -277,8 +305,7 @@ def master_slave(lake: Lake, request: str, model: AgentModel,
     return Discovery(chosen, tokens, (*msgs, f"central: SELECT {list(chosen)}"))
 
 
-def single_agent(lake: Lake, request: str, model: AgentModel,
-                 cfg: DiscoveryConfig) -> Discovery:
+def single_agent(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig) -> Discovery:
     """One agent with every snippet in its prompt, truncated to `cfg.context_tokens`."""
     tail = f"Question: {request}\nThe number of the data set needed (or none):"
     budget = cfg.context_tokens - model.count_tokens(tail) - 4
@@ -342,8 +369,12 @@ def _pick(model: AgentModel, prompt: str, options: Sequence[str]) -> tuple[int, 
 
 
 def _columns(tables: Sequence[Table], numeric: bool) -> list[tuple[int, str]]:
-    return [(i, c) for i, t in enumerate(tables) for c, dt in t.dtypes.items()
-            if (dt != "str") == numeric and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", c)]
+    return [
+        (i, c)
+        for i, t in enumerate(tables)
+        for c, dt in t.dtypes.items()
+        if (dt != "str") == numeric and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", c)
+    ]
 
 
 def plan_query(question: str, tables: Sequence[Table], model: AgentModel) -> tuple[str, int]:
@@ -361,8 +392,9 @@ def plan_query(question: str, tables: Sequence[Table], model: AgentModel) -> tup
     nums = _columns(tables, numeric=True)
     if not nums:
         raise PlanError("tables: no numeric column to aggregate")
-    m, tok = _pick(model, q + "The column measured is",
-                   [f" {c} ({tables[i].label(c)})" for i, c in nums])
+    m, tok = _pick(
+        model, q + "The column measured is", [f" {c} ({tables[i].label(c)})" for i, c in nums]
+    )
     tokens += tok
     mi, mc = nums[m]
     order = [mi] + [i for i in range(len(tables)) if i != mi]  # the measured table is t0
@@ -370,11 +402,17 @@ def plan_query(question: str, tables: Sequence[Table], model: AgentModel) -> tup
     ts = [tables[i] for i in order]
     joins = []
     for j in order[1:]:
-        shared = [c for c in tables[j].columns if c in ts[0].columns
-                  and tables[j].dtypes[c] == ts[0].dtypes[c] and tables[j].dtypes[c] == "str"]
+        shared = [
+            c
+            for c in tables[j].columns
+            if c in ts[0].columns
+            and tables[j].dtypes[c] == ts[0].dtypes[c]
+            and tables[j].dtypes[c] == "str"
+        ]
         if not shared:
-            raise PlanError(f"tables: no shared key column between {ts[0].name!r} and "
-                            f"{tables[j].name!r}")
+            raise PlanError(
+                f"tables: no shared key column between {ts[0].name!r} and {tables[j].name!r}"
+            )
         joins.append((ColumnRef("t0", shared[0]), ColumnRef(alias[j], shared[0])))
     numbers = [float(x) for x in _NUMBER.findall(question)]
     where: tuple[Condition, ...] = ()
@@ -385,16 +423,18 @@ def plan_query(question: str, tables: Sequence[Table], model: AgentModel) -> tup
         if not numbers:
             raise PlanError("question: a count needs a threshold and none is written")
         where = (Condition(agg_ref, ">", numbers[-1]),)
-        plan = Plan(tuple(t.name for t in ts), "count", "value", joins=tuple(joins),
-                    where=where)
+        plan = Plan(tuple(t.name for t in ts), "count", "value", joins=tuple(joins), where=where)
         return format_plan(plan), tokens
     if kind in ("argmax", "keys"):
         cats = _columns(tables, numeric=False)
         cats = [(i, c) for i, c in cats if not any(c == jr.column for _, jr in joins)] or cats
         if not cats:
             raise PlanError("tables: no text column to group by")
-        g, tok = _pick(model, q + "The groups are given by the column",
-                       [f" {c} ({tables[i].label(c)})" for i, c in cats])
+        g, tok = _pick(
+            model,
+            q + "The groups are given by the column",
+            [f" {c} ({tables[i].label(c)})" for i, c in cats],
+        )
         tokens += tok
         group = ColumnRef(alias[cats[g][0]], cats[g][1])
         if kind == "keys":
@@ -404,18 +444,29 @@ def plan_query(question: str, tables: Sequence[Table], model: AgentModel) -> tup
     if len(ts) == 3 and numbers:  # a filter on the third table, as 3-table questions ask
         fnums = [(i, c) for i, c in nums if alias[i] == "t2"]
         if fnums:
-            f, tok = _pick(model, q + "The records are filtered on the column",
-                           [f" {c} ({tables[i].label(c)})" for i, c in fnums])
+            f, tok = _pick(
+                model,
+                q + "The records are filtered on the column",
+                [f" {c} ({tables[i].label(c)})" for i, c in fnums],
+            )
             tokens += tok
             where = (Condition(ColumnRef("t2", fnums[f][1]), ">", numbers[-1]),)
-    plan = Plan(tuple(t.name for t in ts), "mean",
-                "value" if group is None else ("argmax" if kind != "keys" else "keys"),
-                agg_column=agg_ref, joins=tuple(joins), where=where, group=group, having=having)
+    plan = Plan(
+        tuple(t.name for t in ts),
+        "mean",
+        "value" if group is None else ("argmax" if kind != "keys" else "keys"),
+        agg_column=agg_ref,
+        joins=tuple(joins),
+        where=where,
+        group=group,
+        having=having,
+    )
     return format_plan(plan), tokens
 
 
-def answer_query(question: str, found: Sequence[str], lake: Lake,
-                 model: AgentModel) -> tuple[object, str, int]:
+def answer_query(
+    question: str, found: Sequence[str], lake: Lake, model: AgentModel
+) -> tuple[object, str, int]:
     """End to end after discovery: plan over the found tables, parse strictly, execute.
 
     **Returns:** `(answer, plan_text, tokens)`; `NOT_IN_LAKE` when nothing was found, `None`
@@ -438,8 +489,15 @@ def answer_query(question: str, found: Sequence[str], lake: Lake,
     return ans, text, tokens
 
 
-def run_methods(lake: Lake, tasks, model: AgentModel, cfg: DiscoveryConfig, *,
-                methods: Sequence[str] = METHODS, progress: bool = True) -> dict[str, list]:
+def run_methods(
+    lake: Lake,
+    tasks,
+    model: AgentModel,
+    cfg: DiscoveryConfig,
+    *,
+    methods: Sequence[str] = METHODS,
+    progress: bool = True,
+) -> dict[str, list]:
     """Discovery of every method on every task: method -> list of `Discovery` (task order)."""
     index = bm25_index(lake) if "retrieval" in methods else None
     out: dict[str, list] = {m: [] for m in methods}

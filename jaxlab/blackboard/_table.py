@@ -122,8 +122,9 @@ def parse_csv(data: bytes, *, file: str, index_column: bool = False) -> tuple[di
         raise TableError(f"{file}: malformed CSV ({e})") from None
     rows = [r for r in rows if r]
     if len(rows) < 2:
-        raise TableError(f"{file}: expected a header and at least one row, received "
-                         f"{len(rows)} line(s)")
+        raise TableError(
+            f"{file}: expected a header and at least one row, received {len(rows)} line(s)"
+        )
     header = rows[0]
     width = len(header)
     for i, r in enumerate(rows[1:], start=2):

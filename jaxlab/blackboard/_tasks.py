@@ -60,13 +60,19 @@ class Task:
 
     def __post_init__(self):
         if self.answer_type not in ANSWER_TYPES:
-            raise ValueError(f"answer_type: expected one of {ANSWER_TYPES}, "
-                             f"received {self.answer_type!r}")
+            raise ValueError(
+                f"answer_type: expected one of {ANSWER_TYPES}, received {self.answer_type!r}"
+            )
 
     def to_json(self) -> dict:
-        d = {"id": self.id, "query": self.query, "answer": self.answer,
-             "answer_type": self.answer_type, "data_sources": list(self.data_sources),
-             "subtasks": list(self.subtasks)}
+        d = {
+            "id": self.id,
+            "query": self.query,
+            "answer": self.answer,
+            "answer_type": self.answer_type,
+            "data_sources": list(self.data_sources),
+            "subtasks": list(self.subtasks),
+        }
         if self.plan:
             d["plan"] = self.plan
         return d
@@ -108,8 +114,9 @@ def _round(x: float) -> float:
     return float(f"{x:.3g}")
 
 
-def _finish(tid: str, query: str, plan: Plan, answer_type: str,
-            tables: Mapping[str, Table]) -> Task | None:
+def _finish(
+    tid: str, query: str, plan: Plan, answer_type: str, tables: Mapping[str, Table]
+) -> Task | None:
     try:
         ans = execute(plan, {n: tables[n] for n in plan.tables})
     except ValueError:
@@ -125,10 +132,20 @@ def _finish(tid: str, query: str, plan: Plan, answer_type: str,
     elif answer_type == "numeric_exact":
         ans = int(ans)
     sources = tuple(plan.tables)
-    sub = ({"id": f"{tid}-1", "query": "Which tables of the lake are needed?",
-            "answer": list(sources), "answer_type": "list_exact"},
-           {"id": f"{tid}-2", "query": "What computation answers the question?",
-            "answer": format_plan(plan), "answer_type": "string_exact"})
+    sub = (
+        {
+            "id": f"{tid}-1",
+            "query": "Which tables of the lake are needed?",
+            "answer": list(sources),
+            "answer_type": "list_exact",
+        },
+        {
+            "id": f"{tid}-2",
+            "query": "What computation answers the question?",
+            "answer": format_plan(plan),
+            "answer_type": "string_exact",
+        },
+    )
     return Task(tid, query, ans, answer_type, sources, sub, format_plan(plan))
 
 
@@ -159,18 +176,18 @@ def _single_table_tasks(t: Table, rng: np.random.Generator, tables) -> list[Task
             means = _group_means(t, g, c)
             if len(means) < 2 or sorted(means.values())[-1] == sorted(means.values())[-2]:
                 return []
-            q = (f"In the data on: {d}, which value of {_label(t, g)} has the highest "
-                 f"average {lab}?")
+            q = f"In the data on: {d}, which value of {_label(t, g)} has the highest average {lab}?"
             out.append(_finish("", q, p, "string_exact", tables))
         else:
             means = sorted(_group_means(t, g, c).values())
             if len(means) < 3:
                 return []
             cut = _round(means[len(means) // 2])
-            p = Plan((t.name,), "mean", "keys", agg_column=ref, group=gref,
-                     having=(">", cut))
-            q = (f"In the data on: {d}, list every value of {_label(t, g)} whose average "
-                 f"{lab} is above {cut:g}.")
+            p = Plan((t.name,), "mean", "keys", agg_column=ref, group=gref, having=(">", cut))
+            q = (
+                f"In the data on: {d}, list every value of {_label(t, g)} whose average "
+                f"{lab} is above {cut:g}."
+            )
             out.append(_finish("", q, p, "list_exact", tables))
     return [x for x in out if x is not None]
 
@@ -202,8 +219,11 @@ def _foreign_keys(tables: Mapping[str, Table]) -> list[tuple[str, str, str]]:
                     continue
                 child = {x for x in t.columns[c] if x is not None}
                 pkeys = set(tables[parent].columns[c])
-                if len(child) >= 2 and len(child & pkeys) >= 0.8 * len(child) and \
-                        len(child) < t.n_rows:
+                if (
+                    len(child) >= 2
+                    and len(child & pkeys) >= 0.8 * len(child)
+                    and len(child) < t.n_rows
+                ):
                     out.append((t.name, c, parent))
     return sorted(out)
 
@@ -238,20 +258,37 @@ def _join_tasks(tables: Mapping[str, Table], rng: np.random.Generator, n: int) -
                 names = (child, parent, p3)
                 joins += ((ColumnRef("t0", k3), ColumnRef("t2", k3)),)
                 where = (Condition(ColumnRef("t2", c3), ">", med),)
-                extra = (f", counting only records whose {_label(tables[p3], c3)} in the data "
-                         f"on: {_desc(tables[p3])} is greater than {med:g}")
-        p = Plan(names, "mean", "argmax", agg_column=ColumnRef("t0", c),
-                 group=ColumnRef("t1", g), joins=joins, where=where)
-        q = (f"Combining the data on: {_desc(ct)} with the data on: {_desc(pt)}, which "
-             f"{_label(pt, g)} has the highest average {_label(ct, c)}{extra}?")
+                extra = (
+                    f", counting only records whose {_label(tables[p3], c3)} in the data "
+                    f"on: {_desc(tables[p3])} is greater than {med:g}"
+                )
+        p = Plan(
+            names,
+            "mean",
+            "argmax",
+            agg_column=ColumnRef("t0", c),
+            group=ColumnRef("t1", g),
+            joins=joins,
+            where=where,
+        )
+        q = (
+            f"Combining the data on: {_desc(ct)} with the data on: {_desc(pt)}, which "
+            f"{_label(pt, g)} has the highest average {_label(ct, c)}{extra}?"
+        )
         task = _finish("", q, p, "string_exact", tables)
         if task is not None and task.query not in {t.query for t in out}:
             out.append(task)
     return out
 
 
-def generate_tasks(tables: Mapping[str, Table], n_tasks: int, *, key: jax.Array,
-                   join_fraction: float = 0.2, absent_fraction: float = 0.1) -> list[Task]:
+def generate_tasks(
+    tables: Mapping[str, Table],
+    n_tasks: int,
+    *,
+    key: jax.Array,
+    join_fraction: float = 0.2,
+    absent_fraction: float = 0.1,
+) -> list[Task]:
     """Generate KramaBench-format tasks over `tables` with known ground truth.
 
     **Arguments:**
@@ -291,12 +328,19 @@ def generate_tasks(tables: Mapping[str, Table], n_tasks: int, *, key: jax.Array,
             used.add(names[i])
     for j in rng.permutation(len(_ABSENT))[:n_absent]:
         what, where = _ABSENT[j]
-        tasks.append(Task("", f"What is the {what} of {where}?", NOT_IN_LAKE, "string_exact",
-                          (), ()))
-    return [dataclasses.replace(t, id=f"lake-task-{i:04d}",
-                                subtasks=tuple({**s, "id": f"lake-task-{i:04d}-{k + 1}"}
-                                               for k, s in enumerate(t.subtasks)))
-            for i, t in enumerate(tasks)]
+        tasks.append(
+            Task("", f"What is the {what} of {where}?", NOT_IN_LAKE, "string_exact", (), ())
+        )
+    return [
+        dataclasses.replace(
+            t,
+            id=f"lake-task-{i:04d}",
+            subtasks=tuple(
+                {**s, "id": f"lake-task-{i:04d}-{k + 1}"} for k, s in enumerate(t.subtasks)
+            ),
+        )
+        for i, t in enumerate(tasks)
+    ]
 
 
 def save_tasks(tasks: Sequence[Task], path: str | Path) -> None:
@@ -345,9 +389,17 @@ def load_tasks(path: str | Path) -> list[Task]:
         if not isinstance(ds, list) or not all(isinstance(s, str) for s in ds):
             raise ValueError(f"{path}: task {i}: data_sources: expected a list of names")
         try:
-            out.append(Task(str(d["id"]), str(d["query"]), d["answer"], str(d["answer_type"]),
-                            tuple(ds), _check_subtasks(d.get("subtasks"), str(path), i),
-                            str(d.get("plan", ""))))
+            out.append(
+                Task(
+                    str(d["id"]),
+                    str(d["query"]),
+                    d["answer"],
+                    str(d["answer_type"]),
+                    tuple(ds),
+                    _check_subtasks(d.get("subtasks"), str(path), i),
+                    str(d.get("plan", "")),
+                )
+            )
         except ValueError as e:
             raise ValueError(f"{path}: task {i}: {e}") from None
     return out

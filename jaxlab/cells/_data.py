@@ -17,13 +17,35 @@ import warnings
 
 import numpy as np
 
-__all__ = ["load_pbmc68k", "counts_matrix", "simulate_batches", "spike_program",
-           "INTERFERON_PROGRAM", "log_normalize"]
+__all__ = [
+    "load_pbmc68k",
+    "counts_matrix",
+    "simulate_batches",
+    "spike_program",
+    "INTERFERON_PROGRAM",
+    "log_normalize",
+]
 
 # Interferon-stimulated genes present among the 765 genes of pbmc68k_reduced
 # (canonical ISGs; PSME2 and TYMP are IFN-gamma/alpha inducible).
-INTERFERON_PROGRAM = ("OAS1", "LY6E", "BST2", "IRF7", "IRF1", "ISG20", "IFITM1", "IFITM2",
-                      "IFITM3", "SP110", "SP100", "GBP2", "IRF8", "IFI30", "PSME2", "TYMP")
+INTERFERON_PROGRAM = (
+    "OAS1",
+    "LY6E",
+    "BST2",
+    "IRF7",
+    "IRF1",
+    "ISG20",
+    "IFITM1",
+    "IFITM2",
+    "IFITM3",
+    "SP110",
+    "SP100",
+    "GBP2",
+    "IRF8",
+    "IFI30",
+    "PSME2",
+    "TYMP",
+)
 
 
 def _anndata():
@@ -42,7 +64,8 @@ def load_pbmc68k():
         dist = importlib.metadata.distribution("scanpy")
     except importlib.metadata.PackageNotFoundError as e:
         raise FileNotFoundError(
-            "the PBMC data ship inside the 'scanpy' wheel: pip install scanpy") from e
+            "the PBMC data ship inside the 'scanpy' wheel: pip install scanpy"
+        ) from e
     files = [f for f in (dist.files or []) if str(f).endswith("10x_pbmc68k_reduced.h5ad")]
     if not files:
         raise FileNotFoundError("scanpy is installed but 10x_pbmc68k_reduced.h5ad is missing")
@@ -72,8 +95,9 @@ def counts_matrix(adata, layer: str | None = None, *, min_cells: int = 10) -> np
     Raises ValueError for a missing layer, too few cells, negative or non-finite values.
     """
     if layer is not None and layer not in adata.layers:
-        raise ValueError(f"layer: expected one of {sorted(adata.layers)} or None, "
-                         f"received {layer!r}")
+        raise ValueError(
+            f"layer: expected one of {sorted(adata.layers)} or None, received {layer!r}"
+        )
     x = adata.X if layer is None else adata.layers[layer]
     x = x.toarray() if hasattr(x, "toarray") else np.asarray(x)
     x = x.astype(np.float32)
@@ -82,8 +106,10 @@ def counts_matrix(adata, layer: str | None = None, *, min_cells: int = 10) -> np
     if not np.all(np.isfinite(x)):
         raise ValueError("adata: expected finite counts, received NaN/inf entries")
     if np.any(x < 0):
-        raise ValueError("adata: expected non-negative counts, received negative values "
-                         "(pass raw counts, not scaled data)")
+        raise ValueError(
+            "adata: expected non-negative counts, received negative values "
+            "(pass raw counts, not scaled data)"
+        )
     return x
 
 

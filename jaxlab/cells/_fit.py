@@ -50,15 +50,22 @@ class LeCellStep(AbstractModelStep):
     lam: float = eqx.field(static=True)
     n_views: int = eqx.field(static=True)
 
-    def __init__(self, model: LeCellModel, counts, *, optimizer: optax.GradientTransformation,
-                 batch_size: int = 256, lam: float = 0.05, n_views: int = 2):
+    def __init__(
+        self,
+        model: LeCellModel,
+        counts,
+        *,
+        optimizer: optax.GradientTransformation,
+        batch_size: int = 256,
+        lam: float = 0.05,
+        n_views: int = 2,
+    ):
         self.counts = jnp.asarray(counts, dtype=_float())
         if self.counts.ndim != 2:
             raise ValueError(f"counts: expected (cells, genes), received {self.counts.shape}")
         self.structure = eqx.filter(model, eqx.is_array, inverse=True)
         self.optimizer = optimizer
-        self.batch_size = min(check_positive_int("batch_size", batch_size),
-                              self.counts.shape[0])
+        self.batch_size = min(check_positive_int("batch_size", batch_size), self.counts.shape[0])
         self.lam = float(lam)
         self.n_views = check_positive_int("n_views", n_views)
 
@@ -103,19 +110,29 @@ def train_lecell(
     _, g = counts.shape
     logx = log_normalize(counts)
     km, kt = jax.random.split(key)
-    model = LeCellModel(g, latent_dim, width, gene_mean=logx.mean(0),
-                        gene_scale=logx.std(0) + 0.1, key=km)
+    model = LeCellModel(
+        g, latent_dim, width, gene_mean=logx.mean(0), gene_scale=logx.std(0) + 0.1, key=km
+    )
     if optimizer is None:
         optimizer = optax.adamw(learning_rate, weight_decay=1e-4)
-    step = LeCellStep(model, counts, optimizer=optimizer, batch_size=batch_size, lam=lam,
-                      n_views=n_views)
-    (params, _), hist = run_steps(step, step.init(model, kt), key=kt, steps=steps, chunk=chunk,
-                                  checkpointer=checkpointer, progress=progress)
+    step = LeCellStep(
+        model, counts, optimizer=optimizer, batch_size=batch_size, lam=lam, n_views=n_views
+    )
+    (params, _), hist = run_steps(
+        step,
+        step.init(model, kt),
+        key=kt,
+        steps=steps,
+        chunk=chunk,
+        checkpointer=checkpointer,
+        progress=progress,
+    )
     return step.combine(params), hist.aux
 
 
-def annotate(model: LeCellModel, counts: np.ndarray, *, attributions: bool = True,
-             batch: int = 256) -> dict[str, np.ndarray]:
+def annotate(
+    model: LeCellModel, counts: np.ndarray, *, attributions: bool = True, batch: int = 256
+) -> dict[str, np.ndarray]:
     """Embeddings, JEPA-SCOREs and (optionally) gene attributions for every cell."""
     logx = jnp.asarray(log_normalize(counts), dtype=_float())
     emb = jax.jit(jax.vmap(model.embed))
@@ -123,7 +140,7 @@ def annotate(model: LeCellModel, counts: np.ndarray, *, attributions: bool = Tru
     attr = jax.jit(jax.vmap(lambda x: gene_attribution(model.embed, x)))
     out = {"embedding": [], "score": [], "attribution": []}
     for s in range(0, logx.shape[0], batch):
-        xb = logx[s:s + batch]
+        xb = logx[s : s + batch]
         out["embedding"].append(np.asarray(emb(xb)))
         out["score"].append(np.asarray(score(xb)))
         if attributions:
@@ -131,8 +148,9 @@ def annotate(model: LeCellModel, counts: np.ndarray, *, attributions: bool = Tru
     return {k: np.concatenate(v) for k, v in out.items() if v}
 
 
-def fit(adata, *, key: jax.Array, layer: str | None = None, attributions: bool = True,
-        **train_kwargs):
+def fit(
+    adata, *, key: jax.Array, layer: str | None = None, attributions: bool = True, **train_kwargs
+):
     """Train LeCellModel on `adata`'s counts (X or `layer`) and annotate a copy.
 
     **Returns:** (model, annotated copy) with `obsm["X_lecell"]` (cells x D),

@@ -65,18 +65,27 @@ class LeCellModel(eqx.Module):
     gene_mean: Float[Array, " G"]
     gene_scale: Float[Array, " G"]
 
-    def __init__(self, n_genes: int, latent_dim: int = 16, width: int = 256, depth: int = 2,
-                 gene_mean=None, gene_scale=None, *, key: jax.Array):
+    def __init__(
+        self,
+        n_genes: int,
+        latent_dim: int = 16,
+        width: int = 256,
+        depth: int = 2,
+        gene_mean=None,
+        gene_scale=None,
+        *,
+        key: jax.Array,
+    ):
         ke, kp = jax.random.split(key)
-        self.encoder = eqx.nn.MLP(n_genes, latent_dim, width, depth, activation=jax.nn.gelu,
-                                  key=ke)
-        self.predictor = eqx.nn.MLP(latent_dim, latent_dim, width // 2, 1,
-                                    activation=jax.nn.gelu, key=kp)
+        self.encoder = eqx.nn.MLP(n_genes, latent_dim, width, depth, activation=jax.nn.gelu, key=ke)
+        self.predictor = eqx.nn.MLP(
+            latent_dim, latent_dim, width // 2, 1, activation=jax.nn.gelu, key=kp
+        )
         dt = jnp.result_type(float)  # the parameters' dtype
-        self.gene_mean = jnp.zeros(n_genes, dt) if gene_mean is None else jnp.asarray(
-            gene_mean, dt)
-        self.gene_scale = jnp.ones(n_genes, dt) if gene_scale is None else jnp.asarray(
-            gene_scale, dt)
+        self.gene_mean = jnp.zeros(n_genes, dt) if gene_mean is None else jnp.asarray(gene_mean, dt)
+        self.gene_scale = (
+            jnp.ones(n_genes, dt) if gene_scale is None else jnp.asarray(gene_scale, dt)
+        )
 
     def embed(self, x: Float[Array, " G"]) -> Float[Array, " D"]:
         mean = jax.lax.stop_gradient(self.gene_mean)
@@ -104,6 +113,9 @@ def jepa_loss(
     z = jax.vmap(jax.vmap(model.embed))(views)  # (V, B, D)
     center = jnp.mean(z, 0)
     inv = jnp.mean(jnp.sum((jax.vmap(jax.vmap(model.predict))(z) - center) ** 2, -1))
-    sig = jnp.mean(jax.vmap(lambda zv, k: sigreg(zv, key=k, n_slices=n_slices))(
-        z, jax.random.split(ks, n_views)))
+    sig = jnp.mean(
+        jax.vmap(lambda zv, k: sigreg(zv, key=k, n_slices=n_slices))(
+            z, jax.random.split(ks, n_views)
+        )
+    )
     return lam * sig + (1 - lam) * inv, {"sigreg": sig, "invariance": inv}

@@ -34,8 +34,10 @@ class AbstractModelStep(AbstractStep):
     def init(self, model: Any, key: jax.Array):
         del key
         if eqx.filter(model, eqx.is_array, inverse=True) != self.structure:
-            raise ValueError(f"model: expected a {type(self.structure).__name__} of the "
-                             f"structure this step was built for")
+            raise ValueError(
+                f"model: expected a {type(self.structure).__name__} of the "
+                f"structure this step was built for"
+            )
         params = eqx.filter(model, eqx.is_array)
         return params, self.optimizer.init(params)
 
@@ -46,6 +48,7 @@ class AbstractModelStep(AbstractStep):
     def step(self, state, key):
         params, opt_state = state
         (loss, aux), grads = jax.value_and_grad(
-            lambda p: self.loss(self.combine(p), key), has_aux=True)(params)
+            lambda p: self.loss(self.combine(p), key), has_aux=True
+        )(params)
         updates, opt_state = optimizer_update(self.optimizer, grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), {"loss": loss, **aux}

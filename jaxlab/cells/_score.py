@@ -49,7 +49,8 @@ def jepa_score_sketched(
     check_array("x", x, ndim=1, dtype=jnp.floating)
     check_positive_int("rank", rank)
     omega = jax.random.normal(key, (x.shape[0], rank), x.dtype) / jnp.sqrt(
-        jnp.asarray(rank, x.dtype))
+        jnp.asarray(rank, x.dtype)
+    )
     jo = jax.vmap(lambda v: jax.jvp(encoder, (x,), (v,))[1], in_axes=1, out_axes=1)(omega)
     return _logvol(jo)
 

@@ -26,8 +26,13 @@ __all__ = ["NBVAE", "NBVAEStep", "nb_log_likelihood", "train_nbvae"]
 def nb_log_likelihood(x, mean, theta):
     """log NB(x; mean, inverse dispersion theta), elementwise."""
     log_theta_mu = jnp.log(theta + mean)
-    return (theta * (jnp.log(theta) - log_theta_mu) + x * (jnp.log(mean + 1e-8) - log_theta_mu)
-            + gammaln(x + theta) - gammaln(theta) - gammaln(x + 1))
+    return (
+        theta * (jnp.log(theta) - log_theta_mu)
+        + x * (jnp.log(mean + 1e-8) - log_theta_mu)
+        + gammaln(x + theta)
+        - gammaln(theta)
+        - gammaln(x + 1)
+    )
 
 
 class NBVAE(eqx.Module):
@@ -36,19 +41,28 @@ class NBVAE(eqx.Module):
     log_theta: Float[Array, " G"]
     latent_dim: int = eqx.field(static=True)
 
-    def __init__(self, n_genes: int, n_batches: int, latent_dim: int = 10, width: int = 128,
-                 *, key: jax.Array):
+    def __init__(
+        self,
+        n_genes: int,
+        n_batches: int,
+        latent_dim: int = 10,
+        width: int = 128,
+        *,
+        key: jax.Array,
+    ):
         k1, k2 = jax.random.split(key)
-        self.encoder = eqx.nn.MLP(n_genes + n_batches, 2 * latent_dim, width, 1,
-                                  activation=jax.nn.relu, key=k1)
-        self.decoder = eqx.nn.MLP(latent_dim + n_batches, n_genes, width, 1,
-                                  activation=jax.nn.relu, key=k2)
+        self.encoder = eqx.nn.MLP(
+            n_genes + n_batches, 2 * latent_dim, width, 1, activation=jax.nn.relu, key=k1
+        )
+        self.decoder = eqx.nn.MLP(
+            latent_dim + n_batches, n_genes, width, 1, activation=jax.nn.relu, key=k2
+        )
         self.log_theta = jnp.zeros(n_genes)
         self.latent_dim = latent_dim
 
     def encode(self, x, b):
         out = self.encoder(jnp.concatenate([jnp.log1p(x), b]))
-        return out[: self.latent_dim], out[self.latent_dim:]
+        return out[: self.latent_dim], out[self.latent_dim :]
 
     def elbo(self, x, b, *, key):
         mu, logvar = self.encode(x, b)
@@ -83,34 +97,51 @@ class NBVAEStep(AbstractModelStep):
     optimizer: optax.GradientTransformation = eqx.field(static=True)
     batch_size: int = eqx.field(static=True)
 
-    def __init__(self, model: NBVAE, counts, batch_onehot, *,
-                 optimizer: optax.GradientTransformation, batch_size: int = 128):
+    def __init__(
+        self,
+        model: NBVAE,
+        counts,
+        batch_onehot,
+        *,
+        optimizer: optax.GradientTransformation,
+        batch_size: int = 128,
+    ):
         dt = jnp.result_type(float)  # the parameters' dtype
         self.counts = jnp.asarray(counts, dt)
         self.batch_onehot = jnp.asarray(batch_onehot, dt)
         if self.counts.ndim != 2 or self.batch_onehot.shape[:1] != self.counts.shape[:1]:
-            raise ValueError(f"counts/batch_onehot: expected (N, G) and (N, B), received "
-                             f"{self.counts.shape} and {self.batch_onehot.shape}")
+            raise ValueError(
+                f"counts/batch_onehot: expected (N, G) and (N, B), received "
+                f"{self.counts.shape} and {self.batch_onehot.shape}"
+            )
         self.structure = eqx.filter(model, eqx.is_array, inverse=True)
         self.optimizer = optimizer
-        self.batch_size = min(check_positive_int("batch_size", batch_size),
-                              self.counts.shape[0])
+        self.batch_size = min(check_positive_int("batch_size", batch_size), self.counts.shape[0])
 
     def loss(self, model: NBVAE, key: jax.Array):
         ki, ke = jax.random.split(key)
         idx = jax.random.choice(ki, self.counts.shape[0], (self.batch_size,), replace=False)
         keys = jax.random.split(ke, self.batch_size)
         elbo = jax.vmap(lambda xx, bb, kk: model.elbo(xx, bb, key=kk))(
-            self.counts[idx], self.batch_onehot[idx], keys)
+            self.counts[idx], self.batch_onehot[idx], keys
+        )
         return -jnp.mean(elbo), {}
 
 
-def train_nbvae(counts: np.ndarray, batch: np.ndarray | None = None, *, key: jax.Array,
-                steps: int = 1500, batch_size: int = 128, learning_rate: float = 1e-3,
-                latent_dim: int = 10, chunk: int = 100,
-                optimizer: optax.GradientTransformation | None = None,
-                checkpointer: Checkpointer | None = None,
-                progress: AbstractProgress | None = None) -> tuple[NBVAE, np.ndarray]:
+def train_nbvae(
+    counts: np.ndarray,
+    batch: np.ndarray | None = None,
+    *,
+    key: jax.Array,
+    steps: int = 1500,
+    batch_size: int = 128,
+    learning_rate: float = 1e-3,
+    latent_dim: int = 10,
+    chunk: int = 100,
+    optimizer: optax.GradientTransformation | None = None,
+    checkpointer: Checkpointer | None = None,
+    progress: AbstractProgress | None = None,
+) -> tuple[NBVAE, np.ndarray]:
     """Train an `NBVAE` (`NBVAEStep`) on counts (cells x genes) with integer batch labels.
 
     **Arguments:** `counts` `(N, G)`; `batch` `(N,)` integer labels (None: one batch);
@@ -128,10 +159,16 @@ def train_nbvae(counts: np.ndarray, batch: np.ndarray | None = None, *, key: jax
     model = NBVAE(g, n_b, latent_dim, key=km)
     if optimizer is None:
         optimizer = optax.adam(learning_rate)
-    step = NBVAEStep(model, counts, np.eye(n_b)[codes], optimizer=optimizer,
-                     batch_size=batch_size)
-    (params, _), _ = run_steps(step, step.init(model, kt), key=kt, steps=steps, chunk=chunk,
-                               checkpointer=checkpointer, progress=progress)
+    step = NBVAEStep(model, counts, np.eye(n_b)[codes], optimizer=optimizer, batch_size=batch_size)
+    (params, _), _ = run_steps(
+        step,
+        step.init(model, kt),
+        key=kt,
+        steps=steps,
+        chunk=chunk,
+        checkpointer=checkpointer,
+        progress=progress,
+    )
     model = step.combine(params)
     emb = jax.vmap(lambda xx, bb: model.encode(xx, bb)[0])(step.counts, step.batch_onehot)
     return model, np.array(emb)  # a writable copy (jax-backed arrays are read-only)

@@ -45,7 +45,7 @@ def extract_answer(text: str, kind: str) -> Answer | None:
     if kind not in ("int", "list"):
         raise ValueError(f"kind: expected 'int' or 'list', received {kind!r}")
     cues = list(_CUE.finditer(text))
-    segment = text[cues[-1].end():] if cues else text
+    segment = text[cues[-1].end() :] if cues else text
     if kind == "int":
         found = _ints(segment)
         if not found:

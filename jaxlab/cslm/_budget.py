@@ -20,9 +20,17 @@ from .. import lm
 from .._core import check_positive_int, progress_bar
 from ._answers import Answer, format_answer
 
-__all__ = ["ANSWER_CUE", "answer_continuation", "budget_accuracy", "budget_scores",
-           "check_budgets", "forced_answer_prompts", "generate_reasoning", "prompt_ids",
-           "truncated_reasoning"]
+__all__ = [
+    "ANSWER_CUE",
+    "answer_continuation",
+    "budget_accuracy",
+    "budget_scores",
+    "check_budgets",
+    "forced_answer_prompts",
+    "generate_reasoning",
+    "prompt_ids",
+    "truncated_reasoning",
+]
 
 ANSWER_CUE = "\nAnswer:"
 
@@ -61,8 +69,9 @@ def truncated_reasoning(generated: Sequence[int], budget: int) -> list[int]:
     return list(generated[:budget])
 
 
-def forced_answer_prompts(prompt: Sequence[int], generated: Sequence[int],
-                          budgets: Sequence[int], cue: Sequence[int]) -> list[list[int]]:
+def forced_answer_prompts(
+    prompt: Sequence[int], generated: Sequence[int], budgets: Sequence[int], cue: Sequence[int]
+) -> list[list[int]]:
     """prompt + reasoning cut at B + cue, for every budget B of the grid.
 
     **Arguments:**
@@ -114,17 +123,24 @@ def generate_reasoning(
     stops = set(tokenizer.stop_ids)
     out: list[list[int]] = [[] for _ in prompts]
     starts = range(0, len(order), batch_size)
-    for b, s in enumerate(progress_bar(starts, total=len(starts), desc="generate",
-                                       enabled=progress)):
-        idx = order[s:s + batch_size]
+    for b, s in enumerate(
+        progress_bar(starts, total=len(starts), desc="generate", enabled=progress)
+    ):
+        idx = order[s : s + batch_size]
         batch = [list(prompts[i]) for i in idx]
         batch += [batch[0]] * (batch_size - len(batch))
-        gen = lm.generate(model, batch, max_new_tokens=max_new_tokens, sampler=sampler,
-                          stop_tokens=tokenizer.stop_ids, pad_id=tokenizer.pad_id,
-                          key=jax.random.fold_in(key, b))
+        gen = lm.generate(
+            model,
+            batch,
+            max_new_tokens=max_new_tokens,
+            sampler=sampler,
+            stop_tokens=tokenizer.stop_ids,
+            pad_id=tokenizer.pad_id,
+            key=jax.random.fold_in(key, b),
+        )
         toks, lengths = np.asarray(gen.tokens), np.asarray(gen.lengths)
         for r, i in enumerate(idx):
-            row = toks[r, :lengths[r]].tolist()
+            row = toks[r, : lengths[r]].tolist()
             cut = next((j for j, t in enumerate(row) if t in stops), len(row))
             out[i] = row[:cut]
     return out
@@ -159,12 +175,16 @@ def budget_scores(
     """
     budgets = check_budgets(budgets)
     if not prompts or len(generated) != len(prompts) or len(options) != len(prompts):
-        raise ValueError(f"prompts, generated, options: expected equal non-empty lengths, "
-                         f"received {len(prompts)}, {len(generated)}, {len(options)}")
+        raise ValueError(
+            f"prompts, generated, options: expected equal non-empty lengths, "
+            f"received {len(prompts)}, {len(generated)}, {len(options)}"
+        )
     ks = {len(o) for o in options}
     if len(ks) != 1 or 0 in ks:
-        raise ValueError(f"options: expected the same non-zero number of options per item, "
-                         f"received counts {sorted(ks)}")
+        raise ValueError(
+            f"options: expected the same non-zero number of options per item, "
+            f"received counts {sorted(ks)}"
+        )
     cue_ids = tokenizer.encode(cue, add_bos=False)
     rows: dict[tuple[int, int], int] = {}
     texts, conts = [], []

@@ -21,16 +21,22 @@ import numpy as np
 from .._core import check_array, check_positive_int, check_range
 from ._budget import check_budgets
 
-__all__ = ["BudgetEstimate", "GROWTH_CLASSES", "GrowthFit", "fit_growth", "min_budget",
-           "min_budget_ci"]
+__all__ = [
+    "BudgetEstimate",
+    "GROWTH_CLASSES",
+    "GrowthFit",
+    "fit_growth",
+    "min_budget",
+    "min_budget_ci",
+]
 
 GROWTH_CLASSES: dict[str, Callable[[np.ndarray], np.ndarray] | None] = {
     "constant": None,
     "log n": np.log,
     "n": lambda n: n,
     "n log n": lambda n: n * np.log(n),
-    "n^2": lambda n: n ** 2,
-    "2^n": lambda n: 2.0 ** n,
+    "n^2": lambda n: n**2,
+    "2^n": lambda n: 2.0**n,
 }
 
 
@@ -50,8 +56,10 @@ def min_budget(accuracy, budgets: Sequence[int], p: float) -> jax.Array:
     check_range("p", p, low=0.0, high=1.0, low_inclusive=False)
     acc = jnp.asarray(accuracy)
     if acc.shape[-1:] != (len(budgets),):
-        raise ValueError(f"accuracy: expected last axis {len(budgets)} (one per budget), "
-                         f"received shape {acc.shape}")
+        raise ValueError(
+            f"accuracy: expected last axis {len(budgets)} (one per budget), "
+            f"received shape {acc.shape}"
+        )
     return _min_budget(acc, jnp.asarray(budgets, jnp.result_type(acc.dtype, float)), p)
 
 
@@ -86,8 +94,15 @@ class BudgetEstimate:
     finite_fraction: float
 
 
-def min_budget_ci(correct, budgets: Sequence[int], p: float, *, key: jax.Array,
-                  n_boot: int = 1000, level: float = 0.9) -> BudgetEstimate:
+def min_budget_ci(
+    correct,
+    budgets: Sequence[int],
+    p: float,
+    *,
+    key: jax.Array,
+    n_boot: int = 1000,
+    level: float = 0.9,
+) -> BudgetEstimate:
     """B*(n, p) from per-item correctness at each budget, with a bootstrap over items.
 
     **Arguments:**
@@ -116,10 +131,13 @@ def min_budget_ci(correct, budgets: Sequence[int], p: float, *, key: jax.Array,
     value = float(_min_budget(c.mean(0), b, p))
     q = (1.0 - level) / 2
     finite = boot[np.isfinite(boot)]
-    return BudgetEstimate(value, float(np.quantile(boot, q, method="lower")),
-                          float(np.quantile(boot, 1 - q, method="higher")),
-                          float(finite.std(ddof=1)) if finite.size > 1 else float("nan"),
-                          float(finite.size / boot.size))
+    return BudgetEstimate(
+        value,
+        float(np.quantile(boot, q, method="lower")),
+        float(np.quantile(boot, 1 - q, method="higher")),
+        float(finite.std(ddof=1)) if finite.size > 1 else float("nan"),
+        float(finite.size / boot.size),
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,9 +168,13 @@ class GrowthFit:
         return a + (b * f(n) if f is not None else 0.0 * n)
 
 
-def fit_growth(n, y, *, sigma=None,
-               classes: Mapping[str, Callable | None] | Sequence[str] = tuple(GROWTH_CLASSES),
-               ) -> GrowthFit:
+def fit_growth(
+    n,
+    y,
+    *,
+    sigma=None,
+    classes: Mapping[str, Callable | None] | Sequence[str] = tuple(GROWTH_CLASSES),
+) -> GrowthFit:
     """Fit growth classes to y(n) by weighted least squares and select one by AIC.
 
     With `sigma` (known standard errors, e.g. `BudgetEstimate.sd`) the AIC is
@@ -171,8 +193,9 @@ def fit_growth(n, y, *, sigma=None,
     """
     n, y = np.asarray(n, np.float64), np.asarray(y, np.float64)
     if n.ndim != 1 or n.size < 2 or y.shape != n.shape:
-        raise ValueError(f"n, y: expected equal shapes with at least 2 points, received "
-                         f"{n.shape} and {y.shape}")
+        raise ValueError(
+            f"n, y: expected equal shapes with at least 2 points, received {n.shape} and {y.shape}"
+        )
     if not np.all(np.isfinite(y)):
         raise ValueError("y: expected finite values (drop censored B* = inf first)")
     check_range("n", n, low=1.0)
@@ -181,14 +204,14 @@ def fit_growth(n, y, *, sigma=None,
     else:
         sigma = np.asarray(sigma, np.float64)
         if sigma.shape != y.shape or not np.all(np.isfinite(sigma) & (sigma > 0)):
-            raise ValueError(f"sigma: expected {y.shape} positive finite values, received "
-                             f"{sigma}")
-        w = 1.0 / sigma ** 2
+            raise ValueError(f"sigma: expected {y.shape} positive finite values, received {sigma}")
+        w = 1.0 / sigma**2
     table = dict(classes) if isinstance(classes, Mapping) else {}
-    for name in ([] if isinstance(classes, Mapping) else classes):
+    for name in [] if isinstance(classes, Mapping) else classes:
         if name not in GROWTH_CLASSES:
-            raise ValueError(f"classes: expected names among {list(GROWTH_CLASSES)}, "
-                             f"received {name!r}")
+            raise ValueError(
+                f"classes: expected names among {list(GROWTH_CLASSES)}, received {name!r}"
+            )
         table[name] = GROWTH_CLASSES[name]
     if not table:
         raise ValueError("classes: expected at least one growth class, received none")
@@ -213,7 +236,7 @@ def fit_growth(n, y, *, sigma=None,
         fit = a + (b * np.asarray(f(n), np.float64) if f is not None else 0.0)
         chi2 = float(np.sum(w * (y - fit) ** 2))
         if sigma is None:
-            scale = max(chi2 / n.size, 1e-12 * max(1.0, float(np.mean(y ** 2))))
+            scale = max(chi2 / n.size, 1e-12 * max(1.0, float(np.mean(y**2))))
             aic[c] = n.size * np.log(scale) + 2 * k
         else:
             aic[c] = chi2 + 2 * k

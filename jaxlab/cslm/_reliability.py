@@ -55,8 +55,9 @@ def fit_step_error(steps, accuracy, *, items=None) -> StepErrorFit:
     """
     s, a = np.asarray(steps, np.float64), np.asarray(accuracy, np.float64)
     if s.ndim != 1 or a.shape != s.shape or s.size < 1:
-        raise ValueError(f"steps, accuracy: expected equal non-empty shapes, received "
-                         f"{s.shape} and {a.shape}")
+        raise ValueError(
+            f"steps, accuracy: expected equal non-empty shapes, received {s.shape} and {a.shape}"
+        )
     check_range("steps", s, low=0.0)
     check_range("accuracy", a, low=0.0, high=1.0)
     if not np.any(s > 0):
@@ -81,7 +82,7 @@ def _max_likelihood_epsilon(s, k, m) -> float:
 
     ll = loglik(u)
     i = int(np.clip(np.argmax(ll), 1, u.size - 2))
-    y0, y1, y2 = ll[i - 1:i + 2]
+    y0, y1, y2 = ll[i - 1 : i + 2]
     h = u[1] - u[0]
     curv = y0 - 2 * y1 + y2
     best = u[i] + (0.5 * h * (y0 - y2) / curv if curv < 0 else 0.0)
@@ -127,8 +128,10 @@ def expected_calibration_error(confidence, correct, *, bins: int = 10) -> jax.Ar
         conf = conf.astype(jnp.result_type(float))
     corr = jnp.asarray(correct).astype(conf.dtype)
     if conf.shape != corr.shape or conf.size == 0:
-        raise ValueError(f"confidence, correct: expected equal non-empty shapes, received "
-                         f"{conf.shape} and {corr.shape}")
+        raise ValueError(
+            f"confidence, correct: expected equal non-empty shapes, received "
+            f"{conf.shape} and {corr.shape}"
+        )
     check_range("confidence", conf, low=0.0, high=1.0)
     b = jnp.clip(jnp.ceil(conf * bins).astype(jnp.int32) - 1, 0, bins - 1)
     conf_sum = jnp.zeros(bins, conf.dtype).at[b].add(conf)

@@ -21,16 +21,33 @@ import numpy as np
 from .._core import check_positive_int
 from ._answers import Answer, extract_answer, format_answer
 
-__all__ = ["Task", "Family", "FAMILIES", "make_task", "make_tasks", "perturbed_answers",
-           "verify"]
+__all__ = ["Task", "Family", "FAMILIES", "make_task", "make_tasks", "perturbed_answers", "verify"]
 
-_INT_INSTRUCTION = ("Think step by step, then give the final answer on the last line as "
-                    "'Answer: <number>'.")
-_LIST_INSTRUCTION = ("Think step by step, then give the final answer on the last line as "
-                     "'Answer: [a, b, ...]'.")
+_INT_INSTRUCTION = (
+    "Think step by step, then give the final answer on the last line as 'Answer: <number>'."
+)
+_LIST_INSTRUCTION = (
+    "Think step by step, then give the final answer on the last line as 'Answer: [a, b, ...]'."
+)
 
-_NAMES = ("Alice", "Bob", "Claire", "Dave", "Eve", "Fred", "Gina", "Hank", "Iris", "Jack",
-          "Kate", "Leo", "Mia", "Nick", "Olga", "Paul")
+_NAMES = (
+    "Alice",
+    "Bob",
+    "Claire",
+    "Dave",
+    "Eve",
+    "Fred",
+    "Gina",
+    "Hank",
+    "Iris",
+    "Jack",
+    "Kate",
+    "Leo",
+    "Mia",
+    "Nick",
+    "Olga",
+    "Paul",
+)
 _WORDS = ("cat", "dog", "bird", "fish")
 _ITEMS = ("apples", "pens", "coins", "books", "stamps", "marbles")
 
@@ -55,7 +72,7 @@ class Task:
 
     @property
     def kind(self) -> str:
-        """"int" or "list": the answer's type, which the parser extracts."""
+        """ "int" or "list": the answer's type, which the parser extracts."""
         return FAMILIES[self.family].kind
 
     def verify(self, text: str) -> bool:
@@ -96,7 +113,7 @@ def _chain_sum(n, rng):
 
 def _k_digit(k, rng):
     lo = 10 ** (k - 1) if k > 1 else 0
-    return int(rng.integers(lo, 10 ** k))
+    return int(rng.integers(lo, 10**k))
 
 
 def _addition(k, rng):
@@ -118,12 +135,13 @@ def _sorting(n, rng):
 def _counting(n, rng):
     target = _WORDS[int(rng.integers(len(_WORDS)))]
     words = [_WORDS[int(i)] for i in rng.integers(0, len(_WORDS), size=n)]
-    return (f"How many times does the word '{target}' appear in this list: "
-            f"{', '.join(words)}?"), sum(w == target for w in words)
+    return (
+        f"How many times does the word '{target}' appear in this list: {', '.join(words)}?"
+    ), sum(w == target for w in words)
 
 
 def _tracking(n, rng):
-    people = list(_NAMES[:max(n, 2)])
+    people = list(_NAMES[: max(n, 2)])
     holds = list(range(1, len(people) + 1))
     start = ", ".join(f"{p} has ball {b}" for p, b in zip(people, holds))
     moves = []
@@ -132,8 +150,10 @@ def _tracking(n, rng):
         holds[i], holds[j] = holds[j], holds[i]
         moves.append(f"{people[i]} and {people[j]} swap balls.")
     asked = int(rng.integers(len(people)))
-    return (f"At the start, {start}. Then: {' '.join(moves)} "
-            f"Which ball does {people[asked]} have at the end?"), holds[asked]
+    return (
+        f"At the start, {start}. Then: {' '.join(moves)} "
+        f"Which ball does {people[asked]} have at the end?"
+    ), holds[asked]
 
 
 def _word_problem(n, rng):
@@ -156,21 +176,62 @@ def _nlogn(n: int) -> int:
     return int(round(n * math.log2(n))) if n > 1 else 0
 
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("chain_sum", "sum of n signed terms in [1, 19]", "int", "terms", _chain_sum,
-           lambda n: n - 1),
-    Family("addition", "sum of two k-digit numbers", "int", "digits", _addition, lambda k: k),
-    Family("multiplication", "product of two k-digit numbers", "int", "digits",
-           _multiplication, lambda k: k * k),
-    Family("sorting", "sort n distinct numbers in [1, 99]", "list", "numbers", _sorting, _nlogn,
-           max_n=99),
-    Family("counting", "count one word among n words of four", "int", "words", _counting,
-           lambda n: n),
-    Family("tracking", "track balls through n pairwise swaps among max(n, 2) people", "int",
-           "swaps", _tracking, lambda n: n, max_n=len(_NAMES)),
-    Family("word_problem", "n-step add/give-away story problem", "int", "steps", _word_problem,
-           lambda n: n),
-)}
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family(
+            "chain_sum",
+            "sum of n signed terms in [1, 19]",
+            "int",
+            "terms",
+            _chain_sum,
+            lambda n: n - 1,
+        ),
+        Family("addition", "sum of two k-digit numbers", "int", "digits", _addition, lambda k: k),
+        Family(
+            "multiplication",
+            "product of two k-digit numbers",
+            "int",
+            "digits",
+            _multiplication,
+            lambda k: k * k,
+        ),
+        Family(
+            "sorting",
+            "sort n distinct numbers in [1, 99]",
+            "list",
+            "numbers",
+            _sorting,
+            _nlogn,
+            max_n=99,
+        ),
+        Family(
+            "counting",
+            "count one word among n words of four",
+            "int",
+            "words",
+            _counting,
+            lambda n: n,
+        ),
+        Family(
+            "tracking",
+            "track balls through n pairwise swaps among max(n, 2) people",
+            "int",
+            "swaps",
+            _tracking,
+            lambda n: n,
+            max_n=len(_NAMES),
+        ),
+        Family(
+            "word_problem",
+            "n-step add/give-away story problem",
+            "int",
+            "steps",
+            _word_problem,
+            lambda n: n,
+        ),
+    )
+}
 
 
 def _family(name: str) -> Family:
@@ -183,8 +244,9 @@ def _rng(key: jax.Array) -> np.random.Generator:
     """A NumPy generator determined by a JAX key (its raw key data seeds it)."""
     if not isinstance(key, jax.Array):
         raise ValueError(f"key: expected a JAX PRNG key, received {type(key).__name__}")
-    data = jax.random.key_data(key) if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) \
-        else key
+    data = (
+        jax.random.key_data(key) if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+    )
     return np.random.default_rng(np.asarray(data, np.uint32).ravel().tolist())
 
 

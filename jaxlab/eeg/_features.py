@@ -10,12 +10,23 @@ from jaxlab._core import check_array
 
 from ._montage import channel_indices
 
-__all__ = ["BANDS", "welch", "band_powers", "relative_powers", "frontal_alpha_asymmetry",
-           "spectral_entropy", "covariances", "spectral_features"]
+__all__ = [
+    "BANDS",
+    "welch",
+    "band_powers",
+    "relative_powers",
+    "frontal_alpha_asymmetry",
+    "spectral_entropy",
+    "covariances",
+    "spectral_features",
+]
 
 BANDS: dict[str, tuple[float, float]] = {
-    "delta": (1.0, 4.0), "theta": (4.0, 8.0), "alpha": (8.0, 13.0),
-    "beta": (13.0, 30.0), "gamma": (30.0, 45.0),
+    "delta": (1.0, 4.0),
+    "theta": (4.0, 8.0),
+    "alpha": (8.0, 13.0),
+    "beta": (13.0, 30.0),
+    "gamma": (30.0, 45.0),
 }
 
 
@@ -111,5 +122,6 @@ def spectral_features(epochs, sfreq: float, ch_names, *, nperseg: int | None = N
     faa = frontal_alpha_asymmetry(bp[..., 2], ch_names)
     ent = spectral_entropy(freqs, psd)
     n = epochs.shape[0]
-    return jnp.concatenate([jnp.log(bp).reshape(n, -1), rel.reshape(n, -1), faa[:, None], ent],
-                           axis=-1)
+    return jnp.concatenate(
+        [jnp.log(bp).reshape(n, -1), rel.reshape(n, -1), faa[:, None], ent], axis=-1
+    )

@@ -15,9 +15,15 @@ from ._montage import channel_indices
 __all__ = ["ica_clean"]
 
 
-def ica_clean(data: EEGDataset, n_components: int, *,
-              eog_channels: Sequence[str] = ("Fp1", "Fp2"), method: str = "infomax",
-              threshold: float = 0.6, seed: int = 0) -> EEGDataset:
+def ica_clean(
+    data: EEGDataset,
+    n_components: int,
+    *,
+    eog_channels: Sequence[str] = ("Fp1", "Fp2"),
+    method: str = "infomax",
+    threshold: float = 0.6,
+    seed: int = 0,
+) -> EEGDataset:
     """Remove ocular components with ICA, one fit per (subject, session).
 
     Each fit pools the session's rest and meditation blocks (so both conditions are
@@ -57,13 +63,20 @@ def ica_clean(data: EEGDataset, n_components: int, *,
     info = mne.create_info(list(data.ch_names), data.sfreq, ch_types="eeg")
     for s in range(x.shape[0]):
         for e in range(x.shape[1]):
-            raw = mne.io.RawArray(np.concatenate(list(x[s, e]), axis=-1) * 1e-6, info,
-                                  verbose="error")
-            ica = mne.preprocessing.ICA(n_components=int(n_components), method=method,
-                                        random_state=seed, max_iter="auto", verbose="error")
+            raw = mne.io.RawArray(
+                np.concatenate(list(x[s, e]), axis=-1) * 1e-6, info, verbose="error"
+            )
+            ica = mne.preprocessing.ICA(
+                n_components=int(n_components),
+                method=method,
+                random_state=seed,
+                max_iter="auto",
+                verbose="error",
+            )
             ica.fit(raw, verbose="error")
-            bads, _ = ica.find_bads_eog(raw, ch_name=eog, threshold=threshold,
-                                        measure="correlation", verbose="error")
+            bads, _ = ica.find_bads_eog(
+                raw, ch_name=eog, threshold=threshold, measure="correlation", verbose="error"
+            )
             if bads:
                 ica.apply(raw, exclude=bads, verbose="error")
                 cleaned = raw.get_data() * 1e6

@@ -17,8 +17,14 @@ import numpy as np
 from ._data import CONDITIONS, GROUPS, SESSIONS, EEGDataset, EpochTable
 from ._montage import STANDARD_1020, channel_indices, channel_positions
 
-__all__ = ["dataset_from_raws", "read_dataset", "raw_from_block", "table_from_epochs",
-           "concat_tables", "read_bids"]
+__all__ = [
+    "dataset_from_raws",
+    "read_dataset",
+    "raw_from_block",
+    "table_from_epochs",
+    "concat_tables",
+    "read_bids",
+]
 
 
 def _montage_channels(available, what: str) -> tuple[str, ...]:
@@ -30,8 +36,9 @@ def _montage_channels(available, what: str) -> tuple[str, ...]:
     return ch_names
 
 
-def dataset_from_raws(raws: Mapping, group: Sequence[int], *, ch_names=None,
-                      subject_names=None, dtype=jnp.float32) -> EEGDataset:
+def dataset_from_raws(
+    raws: Mapping, group: Sequence[int], *, ch_names=None, subject_names=None, dtype=jnp.float32
+) -> EEGDataset:
     """Assemble an `EEGDataset` from MNE `Raw` recordings.
 
     **Arguments:**
@@ -50,8 +57,9 @@ def dataset_from_raws(raws: Mapping, group: Sequence[int], *, ch_names=None,
     recordings, channels absent from a recording or outside the 10-20 montage, NaN samples.
     """
     n_subj = len(group)
-    missing = [(s, e, c) for s in range(n_subj) for e in (0, 1) for c in (0, 1)
-               if (s, e, c) not in raws]
+    missing = [
+        (s, e, c) for s in range(n_subj) for e in (0, 1) for c in (0, 1) if (s, e, c) not in raws
+    ]
     if missing:
         raise ValueError(f"raws: missing (subject, session, condition) blocks {missing[:5]}")
     first = raws[(0, 0, 0)]
@@ -63,23 +71,34 @@ def dataset_from_raws(raws: Mapping, group: Sequence[int], *, ch_names=None,
     blocks = {}
     for k, raw in raws.items():
         if float(raw.info["sfreq"]) != sfreq:
-            raise ValueError(f"raws[{k}]: sampling rate {raw.info['sfreq']} Hz differs from "
-                             f"{sfreq} Hz of the first recording; resample first")
+            raise ValueError(
+                f"raws[{k}]: sampling rate {raw.info['sfreq']} Hz differs from "
+                f"{sfreq} Hz of the first recording; resample first"
+            )
         idx = channel_indices(raw.ch_names, ch_names)
         x = raw.get_data()[idx] * 1e6  # volts -> microvolts
         if not np.all(np.isfinite(x)):
             raise ValueError(f"raws[{k}]: contains NaN or infinite samples")
         blocks[k] = x
     n_t = min(b.shape[-1] for b in blocks.values())
-    signals = np.stack([np.stack([np.stack([blocks[(s, e, c)][:, :n_t] for c in (0, 1)])
-                                  for e in (0, 1)]) for s in range(n_subj)])
-    return EEGDataset(signals=jnp.asarray(signals, dtype), group=jnp.asarray(group),
-                      sfreq=sfreq, ch_names=ch_names,
-                      subject_names=None if subject_names is None else tuple(subject_names))
+    signals = np.stack(
+        [
+            np.stack([np.stack([blocks[(s, e, c)][:, :n_t] for c in (0, 1)]) for e in (0, 1)])
+            for s in range(n_subj)
+        ]
+    )
+    return EEGDataset(
+        signals=jnp.asarray(signals, dtype),
+        group=jnp.asarray(group),
+        sfreq=sfreq,
+        ch_names=ch_names,
+        subject_names=None if subject_names is None else tuple(subject_names),
+    )
 
 
-def read_dataset(paths: Mapping, group: Sequence[int], *, ch_names=None,
-                 dtype=jnp.float32) -> EEGDataset:
+def read_dataset(
+    paths: Mapping, group: Sequence[int], *, ch_names=None, dtype=jnp.float32
+) -> EEGDataset:
     """Read EDF/BDF/BrainVision files (`(subject, session, condition) -> path`) with
     `mne.io.read_raw` and assemble them like `dataset_from_raws`."""
     import mne
@@ -110,8 +129,10 @@ def _label_indices(values, names: Sequence[str], what: str) -> np.ndarray:
         elif isinstance(v, int | np.integer) and 0 <= int(v) < len(names):
             out.append(int(v))
         else:
-            raise ValueError(f"{what}: expected an index in [0, {len(names)}) or one of "
-                             f"{tuple(names)}, got {v!r}")
+            raise ValueError(
+                f"{what}: expected an index in [0, {len(names)}) or one of "
+                f"{tuple(names)}, got {v!r}"
+            )
     return np.asarray(out, np.int32)
 
 
@@ -123,14 +144,24 @@ def _conditions_from_events(epochs) -> np.ndarray:
         tags = [t.lower() for t in name.split("/")]
         hits = [i for i, c in enumerate(CONDITIONS) if c in tags]
         if len(hits) != 1:
-            raise ValueError(f"condition: event {name!r} names none or several of {CONDITIONS}; "
-                             "pass condition= or an epochs.metadata 'condition' column")
+            raise ValueError(
+                f"condition: event {name!r} names none or several of {CONDITIONS}; "
+                "pass condition= or an epochs.metadata 'condition' column"
+            )
         by_code[code] = hits[0]
     return np.asarray([by_code[c] for c in epochs.events[:, 2]], np.int32)
 
 
-def table_from_epochs(epochs, *, subject=None, session=None, condition=None, group=None,
-                      ch_names=None, dtype=jnp.float32) -> EpochTable:
+def table_from_epochs(
+    epochs,
+    *,
+    subject=None,
+    session=None,
+    condition=None,
+    group=None,
+    ch_names=None,
+    dtype=jnp.float32,
+) -> EpochTable:
     """Convert an MNE `Epochs` object into an `EpochTable` (microvolts) with per-epoch
     metadata (P10 data model).
 
@@ -180,14 +211,24 @@ def table_from_epochs(epochs, *, subject=None, session=None, condition=None, gro
         ch_names = _montage_channels(epochs.ch_names, "epochs")
     ch_names = tuple(ch_names)
     channel_positions(ch_names)
-    x = epochs.get_data(picks=[epochs.ch_names[i] for i in channel_indices(epochs.ch_names,
-                                                                            ch_names)]) * 1e6
+    x = (
+        epochs.get_data(
+            picks=[epochs.ch_names[i] for i in channel_indices(epochs.ch_names, ch_names)]
+        )
+        * 1e6
+    )
     if not np.all(np.isfinite(x)):
         raise ValueError("epochs: contains NaN or infinite samples")
-    return EpochTable(x=jnp.asarray(x, dtype), subject=jnp.asarray(subj),
-                      session=jnp.asarray(sess), condition=jnp.asarray(cond),
-                      group=jnp.asarray(grp), keep=jnp.ones(n, bool),
-                      sfreq=float(epochs.info["sfreq"]), ch_names=ch_names)
+    return EpochTable(
+        x=jnp.asarray(x, dtype),
+        subject=jnp.asarray(subj),
+        session=jnp.asarray(sess),
+        condition=jnp.asarray(cond),
+        group=jnp.asarray(grp),
+        keep=jnp.ones(n, bool),
+        sfreq=float(epochs.info["sfreq"]),
+        ch_names=ch_names,
+    )
 
 
 def concat_tables(tables: Sequence[EpochTable]) -> EpochTable:
@@ -197,17 +238,24 @@ def concat_tables(tables: Sequence[EpochTable]) -> EpochTable:
         raise ValueError("tables: expected at least one EpochTable")
     first = tables[0]
     for i, t in enumerate(tables[1:], 1):
-        if (t.sfreq, t.ch_names, t.x.shape[1:]) != (first.sfreq, first.ch_names,
-                                                    first.x.shape[1:]):
-            raise ValueError(f"tables[{i}]: sampling rate, channels or epoch shape differ "
-                             "from tables[0]")
+        if (t.sfreq, t.ch_names, t.x.shape[1:]) != (first.sfreq, first.ch_names, first.x.shape[1:]):
+            raise ValueError(
+                f"tables[{i}]: sampling rate, channels or epoch shape differ from tables[0]"
+            )
 
     def cat(field):
         return jnp.concatenate([getattr(t, field) for t in tables])
 
-    return EpochTable(x=cat("x"), subject=cat("subject"), session=cat("session"),
-                      condition=cat("condition"), group=cat("group"), keep=cat("keep"),
-                      sfreq=first.sfreq, ch_names=first.ch_names)
+    return EpochTable(
+        x=cat("x"),
+        subject=cat("subject"),
+        session=cat("session"),
+        condition=cat("condition"),
+        group=cat("group"),
+        keep=cat("keep"),
+        sfreq=first.sfreq,
+        ch_names=first.ch_names,
+    )
 
 
 def _participant_groups(root, group_column: str) -> dict[str, str]:
@@ -216,14 +264,24 @@ def _participant_groups(root, group_column: str) -> dict[str, str]:
         return {}
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
-    return {r["participant_id"].removeprefix("sub-"): r[group_column]
-            for r in rows if group_column in r and r[group_column] not in (None, "", "n/a")}
+    return {
+        r["participant_id"].removeprefix("sub-"): r[group_column]
+        for r in rows
+        if group_column in r and r[group_column] not in (None, "", "n/a")
+    }
 
 
-def read_bids(root, *, tasks: Mapping[str, int] | None = None,
-              sessions: Sequence[str] = SESSIONS, groups: Mapping | None = None,
-              group_column: str = "group", subjects: Sequence[str] | None = None,
-              ch_names=None, dtype=jnp.float32) -> EEGDataset:
+def read_bids(
+    root,
+    *,
+    tasks: Mapping[str, int] | None = None,
+    sessions: Sequence[str] = SESSIONS,
+    groups: Mapping | None = None,
+    group_column: str = "group",
+    subjects: Sequence[str] | None = None,
+    ch_names=None,
+    dtype=jnp.float32,
+) -> EEGDataset:
     """Read an L-FAME-style BIDS folder into an `EEGDataset` (needs `mne-bids`).
 
     Each subject needs one EEG recording per (session, task); several runs of one
@@ -252,8 +310,9 @@ def read_bids(root, *, tasks: Mapping[str, int] | None = None,
         raise ValueError(f"root: BIDS folder {root} does not exist")
     tasks = {"rest": 0, "meditation": 1} if tasks is None else dict(tasks)
     if sorted(tasks.values()) != [0, 1]:
-        raise ValueError(f"tasks: expected one task per condition 0 (rest) and 1 (meditation), "
-                         f"got {tasks}")
+        raise ValueError(
+            f"tasks: expected one task per condition 0 (rest) and 1 (meditation), got {tasks}"
+        )
     sessions = tuple(sessions)
     if len(sessions) != 2:
         raise ValueError(f"sessions: expected the (pre, post) session labels, got {sessions}")
@@ -265,24 +324,35 @@ def read_bids(root, *, tasks: Mapping[str, int] | None = None,
     group_of = _participant_groups(root, group_column) if groups is None else dict(groups)
     missing = [s for s in subjects if s not in group_of]
     if missing:
-        raise ValueError(f"groups: no group for subjects {missing[:5]} (give groups= or a "
-                         f"{group_column!r} column in participants.tsv)")
+        raise ValueError(
+            f"groups: no group for subjects {missing[:5]} (give groups= or a "
+            f"{group_column!r} column in participants.tsv)"
+        )
     group = _label_indices([group_of[s] for s in subjects], GROUPS, "groups")
     raws = {}
     for i, sub in enumerate(subjects):
         for e, ses in enumerate(sessions):
             for task, c in tasks.items():
                 paths = mne_bids.find_matching_paths(
-                    root, subjects=sub, sessions=ses, tasks=task, datatypes="eeg",
-                    suffixes="eeg", extensions=[".edf", ".bdf", ".vhdr", ".set", ".fif"])
+                    root,
+                    subjects=sub,
+                    sessions=ses,
+                    tasks=task,
+                    datatypes="eeg",
+                    suffixes="eeg",
+                    extensions=[".edf", ".bdf", ".vhdr", ".set", ".fif"],
+                )
                 if not paths:
-                    raise ValueError(f"root: no EEG recording for sub-{sub} ses-{ses} "
-                                     f"task-{task} in {root}")
-                runs = [mne_bids.read_raw_bids(p, verbose="error")
-                        for p in sorted(paths, key=lambda p: (p.run or "", str(p)))]
+                    raise ValueError(
+                        f"root: no EEG recording for sub-{sub} ses-{ses} task-{task} in {root}"
+                    )
+                runs = [
+                    mne_bids.read_raw_bids(p, verbose="error")
+                    for p in sorted(paths, key=lambda p: (p.run or "", str(p)))
+                ]
                 for r in runs:
                     r.load_data(verbose="error")
-                raws[(i, e, c)] = (runs[0] if len(runs) == 1
-                                   else mne.concatenate_raws(runs, verbose="error"))
-    return dataset_from_raws(raws, group, ch_names=ch_names, subject_names=subjects,
-                             dtype=dtype)
+                raws[(i, e, c)] = (
+                    runs[0] if len(runs) == 1 else mne.concatenate_raws(runs, verbose="error")
+                )
+    return dataset_from_raws(raws, group, ch_names=ch_names, subject_names=subjects, dtype=dtype)

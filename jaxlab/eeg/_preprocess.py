@@ -16,8 +16,16 @@ from jaxlab._core import check_array
 from ._data import EEGDataset, EpochTable
 from ._ica import ica_clean
 
-__all__ = ["bandpass", "notch", "rereference", "epoch_indices", "epoch", "reject_amplitude",
-           "preprocess_dataset", "make_epochs"]
+__all__ = [
+    "bandpass",
+    "notch",
+    "rereference",
+    "epoch_indices",
+    "epoch",
+    "reject_amplitude",
+    "preprocess_dataset",
+    "make_epochs",
+]
 
 
 def _check_signal(name, x):
@@ -107,10 +115,18 @@ def reject_amplitude(epochs, threshold: float):
     return jnp.all(ptp < threshold, axis=-1)
 
 
-def preprocess_dataset(data: EEGDataset, *, line_freq: float = 50.0, low: float = 1.0,
-                       high: float = 40.0, ref="average", ica_components: int | None = None,
-                       ica_method: str = "infomax", ica_threshold: float = 0.6,
-                       ica_seed: int = 0) -> EEGDataset:
+def preprocess_dataset(
+    data: EEGDataset,
+    *,
+    line_freq: float = 50.0,
+    low: float = 1.0,
+    high: float = 40.0,
+    ref="average",
+    ica_components: int | None = None,
+    ica_method: str = "infomax",
+    ica_threshold: float = 0.6,
+    ica_seed: int = 0,
+) -> EEGDataset:
     """The P10 pipeline: notch at `line_freq`, band-pass `[low, high]` Hz, optional ICA,
     re-reference.
 
@@ -123,14 +139,24 @@ def preprocess_dataset(data: EEGDataset, *, line_freq: float = 50.0, low: float 
     x = notch(data.signals, data.sfreq, line_freq)
     x = bandpass(x, data.sfreq, low, high)
     if ica_components is not None:
-        x = ica_clean(data.with_signals(x), ica_components, method=ica_method,
-                      threshold=ica_threshold, seed=ica_seed).signals
+        x = ica_clean(
+            data.with_signals(x),
+            ica_components,
+            method=ica_method,
+            threshold=ica_threshold,
+            seed=ica_seed,
+        ).signals
     x = rereference(x, ref)
     return data.with_signals(x)
 
 
-def make_epochs(data: EEGDataset, *, seconds: float = 2.0, step_seconds: float | None = None,
-                reject_uv: float | None = 150.0) -> EpochTable:
+def make_epochs(
+    data: EEGDataset,
+    *,
+    seconds: float = 2.0,
+    step_seconds: float | None = None,
+    reject_uv: float | None = 150.0,
+) -> EpochTable:
     """Epoch every block of `data` into an `EpochTable` with per-epoch metadata.
 
     **Returns:** table with `x` `(S*2*2*E, C, L)`; `keep` from amplitude rejection
@@ -142,8 +168,14 @@ def make_epochs(data: EEGDataset, *, seconds: float = 2.0, step_seconds: float |
     s, ns, nc, e = ep.shape[:4]
     grid = np.meshgrid(np.arange(s), np.arange(ns), np.arange(nc), np.arange(e), indexing="ij")
     subj, sess, cond = (jnp.asarray(g.reshape(-1)) for g in grid[:3])
-    keep = (jnp.ones(ep.shape[:4], bool) if reject_uv is None
-            else reject_amplitude(ep, reject_uv))
-    return EpochTable(x=ep.reshape(-1, *ep.shape[-2:]), subject=subj, session=sess,
-                      condition=cond, group=data.group[subj], keep=keep.reshape(-1),
-                      sfreq=data.sfreq, ch_names=data.ch_names)
+    keep = jnp.ones(ep.shape[:4], bool) if reject_uv is None else reject_amplitude(ep, reject_uv)
+    return EpochTable(
+        x=ep.reshape(-1, *ep.shape[-2:]),
+        subject=subj,
+        session=sess,
+        condition=cond,
+        group=data.group[subj],
+        keep=keep.reshape(-1),
+        sfreq=data.sfreq,
+        ch_names=data.ch_names,
+    )

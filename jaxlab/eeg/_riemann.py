@@ -8,8 +8,15 @@ import numpy as np
 
 from jaxlab._core import check_array
 
-__all__ = ["spd_power", "spd_log", "spd_exp", "log_euclidean_mean", "tangent_space",
-           "euclidean_alignment", "recenter"]
+__all__ = [
+    "spd_power",
+    "spd_log",
+    "spd_exp",
+    "log_euclidean_mean",
+    "tangent_space",
+    "euclidean_alignment",
+    "recenter",
+]
 
 
 def _check_spd(name, c):
@@ -78,8 +85,9 @@ def euclidean_alignment(epochs, *, reference=None, shrinkage: float = 0.0):
         xc = epochs - epochs.mean(-1, keepdims=True)
         reference = (xc @ jnp.swapaxes(xc, -1, -2) / (epochs.shape[-1] - 1)).mean(0)
     c = reference.shape[-1]
-    reference = ((1 - shrinkage) * reference
-                 + shrinkage * jnp.trace(reference) / c * jnp.eye(c, dtype=reference.dtype))
+    reference = (1 - shrinkage) * reference + shrinkage * jnp.trace(reference) / c * jnp.eye(
+        c, dtype=reference.dtype
+    )
     return spd_power(reference, -0.5) @ epochs
 
 

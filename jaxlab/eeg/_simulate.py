@@ -93,15 +93,31 @@ class SimulationConfig(eqx.Module):
         return eqx.tree_at(
             lambda c: (c.theta_effect, c.alpha_effect, c.technique_effect, c.training_gain),
             self,
-            (self.theta_effect * factor, self.alpha_effect * factor,
-             self.technique_effect * factor, self.training_gain * factor),
+            (
+                self.theta_effect * factor,
+                self.alpha_effect * factor,
+                self.technique_effect * factor,
+                self.training_gain * factor,
+            ),
         )
 
     def effect_sizes(self) -> dict[str, float]:
-        return {k: float(getattr(self, k)) for k in
-                ("theta_effect", "alpha_effect", "technique_effect", "training_gain",
-                 "trait_effect", "session_shift", "session_scale", "post_gain",
-                 "montage_shift", "exponent_shift", "alpha_peak_shift")}
+        return {
+            k: float(getattr(self, k))
+            for k in (
+                "theta_effect",
+                "alpha_effect",
+                "technique_effect",
+                "training_gain",
+                "trait_effect",
+                "session_shift",
+                "session_scale",
+                "post_gain",
+                "montage_shift",
+                "exponent_shift",
+                "alpha_peak_shift",
+            )
+        }
 
 
 def _topography(pos, centre, width):
@@ -157,15 +173,32 @@ def _block(key, subj, session, condition, group, cfg: SimulationConfig, pos, n_t
     alpha_f = subj["alpha_f"] + sess * cfg.alpha_peak_shift * subj["alpha_f_change"]
     theta = _band_noise(ks[1], (n_t,), freqs, subj["theta_f"], 0.7, dtype)
     alpha = _band_noise(ks[2], (n_t,), freqs, alpha_f, 0.8, dtype)
-    x = x + (cfg.theta_uv * subj["theta_amp"] * jnp.sqrt(theta_pow)
-             * _topography(pos, STANDARD_1020["Fz"], 0.35))[:, None] * theta[None]
-    x = x + (cfg.alpha_uv * subj["alpha_amp"] * jnp.sqrt(alpha_pow)
-             * _topography(pos, (0.0, -0.75), 0.4))[:, None] * alpha[None]
+    x = (
+        x
+        + (
+            cfg.theta_uv
+            * subj["theta_amp"]
+            * jnp.sqrt(theta_pow)
+            * _topography(pos, STANDARD_1020["Fz"], 0.35)
+        )[:, None]
+        * theta[None]
+    )
+    x = (
+        x
+        + (
+            cfg.alpha_uv
+            * subj["alpha_amp"]
+            * jnp.sqrt(alpha_pow)
+            * _topography(pos, (0.0, -0.75), 0.4)
+        )[:, None]
+        * alpha[None]
+    )
 
     # technique-specific signature during meditation only
     sig_f = jnp.asarray([18.0, 35.0, 10.0], dtype)[group]
-    sig_centre = jnp.asarray([STANDARD_1020["Cz"], STANDARD_1020["T7"], STANDARD_1020["Fz"]],
-                             dtype)[group]
+    sig_centre = jnp.asarray(
+        [STANDARD_1020["Cz"], STANDARD_1020["T7"], STANDARD_1020["Fz"]], dtype
+    )[group]
     sig = _band_noise(ks[3], (n_t,), freqs, sig_f, 1.5, dtype)
     sig_amp = cfg.signature_uv * jnp.sqrt(med * cfg.technique_effect * resp)
     x = x + (sig_amp * _topography(pos, sig_centre, 0.4))[:, None] * sig[None]
@@ -183,21 +216,25 @@ def _block(key, subj, session, condition, group, cfg: SimulationConfig, pos, n_t
     env = jnp.clip(jnp.fft.irfft(jnp.fft.rfft(m_on) * jnp.fft.rfft(box), n=n_t), 0.0, 1.0)
     env = env.astype(dtype)
     emg = _band_noise(ks[7], (c, n_t), freqs, 40.0, 10.0, dtype)
-    emg_topo = (_topography(pos, STANDARD_1020["T7"], 0.35)
-                + _topography(pos, STANDARD_1020["T8"], 0.35))
+    emg_topo = _topography(pos, STANDARD_1020["T7"], 0.35) + _topography(
+        pos, STANDARD_1020["T8"], 0.35
+    )
     x = x + cfg.muscle_uv * emg_topo[:, None] * env[None] * emg
     phase = jax.random.uniform(ks[8], (), dtype, 0, 2 * jnp.pi)
     x = x + cfg.line_uv * jnp.sin(2 * jnp.pi * cfg.line_freq * t + phase)[None]
 
     # electrode gains: subject-specific and session-specific (recording shift)
-    sess_gain = jnp.exp(cfg.session_shift * subj["session_gain_noise"][session]
-                        + cfg.session_scale * subj["session_scale_noise"][session]
-                        + sess * cfg.post_gain)
+    sess_gain = jnp.exp(
+        cfg.session_shift * subj["session_gain_noise"][session]
+        + cfg.session_scale * subj["session_scale_noise"][session]
+        + sess * cfg.post_gain
+    )
     return x * (subj["channel_gain"] * sess_gain)[:, None]
 
 
-def simulate(config: SimulationConfig, *, key, ch_names=tuple(STANDARD_1020),
-             dtype=jnp.float32) -> EEGDataset:
+def simulate(
+    config: SimulationConfig, *, key, ch_names=tuple(STANDARD_1020), dtype=jnp.float32
+) -> EEGDataset:
     """Simulate an L-FAME-style data set (P10).
 
     **Arguments:**
@@ -248,11 +285,12 @@ def simulate(config: SimulationConfig, *, key, ch_names=tuple(STANDARD_1020),
     @jax.jit
     def one_subject(args):
         k, subj, g = args
-        blocks = jax.vmap(
-            lambda kk, se, co: _block(kk, subj, se, co, g, config, pos, n_t, dtype)
-        )(jax.random.split(k, 4), sess_idx, cond_idx)
+        blocks = jax.vmap(lambda kk, se, co: _block(kk, subj, se, co, g, config, pos, n_t, dtype))(
+            jax.random.split(k, 4), sess_idx, cond_idx
+        )
         return blocks.reshape(2, 2, c, n_t)
 
     signals = jax.lax.map(one_subject, (jax.random.split(k_blocks, s), subjects, group))
-    return EEGDataset(signals=signals, group=group, sfreq=float(config.sfreq),
-                      ch_names=tuple(ch_names))
+    return EEGDataset(
+        signals=signals, group=group, sfreq=float(config.sfreq), ch_names=tuple(ch_names)
+    )

@@ -101,9 +101,7 @@ def degrade(
     _check_image("image", image)
     h, w = image.shape
     if h % factor or w % factor:
-        raise ValueError(
-            f"image: shape {tuple(image.shape)} is not divisible by factor {factor}"
-        )
+        raise ValueError(f"image: shape {tuple(image.shape)} is not divisible by factor {factor}")
     sigma = factor / 2.0 if blur_sigma is None else float(blur_sigma)
     if not math.isfinite(sigma) or sigma < 0:
         raise ValueError(f"blur_sigma: expected a finite value >= 0, received {blur_sigma!r}")

@@ -104,8 +104,9 @@ def q_sample(schedule: NoiseSchedule, x0: jax.Array, t: Any, noise: jax.Array) -
     if not isinstance(t, jax.core.Tracer):
         tt = np.asarray(t)
         if tt.size and (tt.min() < 0 or tt.max() > schedule.num_steps):
-            raise ValueError(f"t: expected steps in [0, {schedule.num_steps}], received "
-                             f"[{tt.min()}, {tt.max()}]")
+            raise ValueError(
+                f"t: expected steps in [0, {schedule.num_steps}], received [{tt.min()}, {tt.max()}]"
+            )
     ab = schedule.alpha_bars[t].astype(x0.dtype)
     ab = ab.reshape(ab.shape + (1,) * (x0.ndim - ab.ndim))
     return jnp.sqrt(ab) * x0 + jnp.sqrt(1 - ab) * noise
@@ -142,8 +143,10 @@ def structure_embedding(image: jax.Array, *, sigma: float = 1.0) -> jax.Array:
     **Returns:** `(..., H, W, 3)`.
     """
     if not hasattr(image, "ndim") or image.ndim < 2 or min(image.shape[-2:]) < 4:
-        raise ValueError(f"image: expected (..., H, W) with H, W >= 4, received "
-                         f"{getattr(image, 'shape', type(image).__name__)}")
+        raise ValueError(
+            f"image: expected (..., H, W) with H, W >= 4, received "
+            f"{getattr(image, 'shape', type(image).__name__)}"
+        )
     x = jnp.asarray(image)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         raise ValueError(f"image: expected a float array, received dtype {x.dtype}")
@@ -196,12 +199,14 @@ class Denoiser(nn.Module):
         if x_t.shape[-3] % 2 or x_t.shape[-2] % 2:
             raise ValueError(f"x_t: expected even H, W, received shape {x_t.shape}")
         if self.residual and cond.shape != x_t.shape:
-            raise ValueError(f"cond: expected shape {x_t.shape} (residual denoiser), "
-                             f"received {cond.shape}")
+            raise ValueError(
+                f"cond: expected shape {x_t.shape} (residual denoiser), received {cond.shape}"
+            )
         t = jnp.asarray(t)
         temb = _time_embedding(t, f, self.num_steps, dt)
-        temb = nn.Dense(f, dtype=dt, param_dtype=dt)(nn.silu(
-            nn.Dense(f, dtype=dt, param_dtype=dt)(temb)))
+        temb = nn.Dense(f, dtype=dt, param_dtype=dt)(
+            nn.silu(nn.Dense(f, dtype=dt, param_dtype=dt)(temb))
+        )
         b1 = temb[:, None, None, :]
         b2 = nn.Dense(2 * f, dtype=dt, param_dtype=dt)(temb)[:, None, None, :]
         x_t, cond = jnp.asarray(x_t, dt), jnp.asarray(cond, dt)
@@ -211,8 +216,9 @@ class Denoiser(nn.Module):
         h2 = _ConvBlock(2 * f, dt)(h2, b2)
         u = pixel_shuffle(nn.Conv(4 * f, (1, 1), dtype=dt, param_dtype=dt)(h2), 2)
         h = _ConvBlock(f, dt)(jnp.concatenate([u, h1], axis=-1), b1)
-        out = nn.Conv(x_t.shape[-1], (3, 3), dtype=dt, param_dtype=dt,
-                      kernel_init=nn.initializers.zeros)(h)
+        out = nn.Conv(
+            x_t.shape[-1], (3, 3), dtype=dt, param_dtype=dt, kernel_init=nn.initializers.zeros
+        )(h)
         if not self.residual:
             return out
         ab = make_schedule(self.schedule, self.num_steps, dtype=dt).alpha_bars[t]
@@ -258,8 +264,10 @@ def refine_embedding(
         raise ValueError(f"t0: expected an integer in [0, {T}], received {t0!r}")
     check_positive_int("n_steps", n_steps)
     if not hasattr(embedding, "ndim") or embedding.ndim not in (3, 4):
-        raise ValueError(f"embedding: expected (B, H, W, C) or (H, W, C), received "
-                         f"{getattr(embedding, 'shape', type(embedding).__name__)}")
+        raise ValueError(
+            f"embedding: expected (B, H, W, C) or (H, W, C), received "
+            f"{getattr(embedding, 'shape', type(embedding).__name__)}"
+        )
     if t0 == 0:
         return embedding
     single = embedding.ndim == 3

@@ -50,8 +50,17 @@ from jaxlab._core import check_array, check_positive_int
 from ._degrade import gaussian_blur
 from ._segment import merge_small_segments, relabel_connected
 
-__all__ = ["EMRegime", "REGIMES", "EMSample", "tessellate", "clean_labels", "render_em",
-           "label_boundaries", "generate_em", "generate_em_dataset"]
+__all__ = [
+    "EMRegime",
+    "REGIMES",
+    "EMSample",
+    "tessellate",
+    "clean_labels",
+    "render_em",
+    "label_boundaries",
+    "generate_em",
+    "generate_em_dataset",
+]
 
 _SEED_JITTER = 0.9  # seed displacement inside its grid cell, fraction of the spacing
 _GRID_MARGIN = 3  # seed rows/columns beyond each image edge
@@ -100,12 +109,19 @@ class EMRegime:
 
     def __post_init__(self):
         ranges = {
-            "density": (0.05, 50.0), "size_variation": (0.0, 0.99), "warp": (0.0, 1.0),
-            "jitter": (0.0, 10.0), "smoothing": (0.5, 100.0),
-            "membrane_thickness": (2.0, 12.0), "thickness_variation": (0.0, 0.99),
-            "membrane_contrast": (0.01, 1.0), "texture": (0.0, 0.3),
-            "mito_rate": (0.0, 20.0), "vesicle_rate": (0.0, 50.0),
-            "blur_sigma": (0.0, 10.0), "noise_sigma": (0.0, 1.0),
+            "density": (0.05, 50.0),
+            "size_variation": (0.0, 0.99),
+            "warp": (0.0, 1.0),
+            "jitter": (0.0, 10.0),
+            "smoothing": (0.5, 100.0),
+            "membrane_thickness": (2.0, 12.0),
+            "thickness_variation": (0.0, 0.99),
+            "membrane_contrast": (0.01, 1.0),
+            "texture": (0.0, 0.3),
+            "mito_rate": (0.0, 20.0),
+            "vesicle_rate": (0.0, 50.0),
+            "blur_sigma": (0.0, 10.0),
+            "noise_sigma": (0.0, 1.0),
         }
         for name, (lo, hi) in ranges.items():
             value = getattr(self, name)
@@ -126,13 +142,30 @@ REGIMES: dict[str, EMRegime] = {
     # CREMI-like: medium-size neurites, clear membranes, moderate noise.
     "cremi_like": EMRegime(),
     # dense neuropil: many small neurites, thin low-contrast membranes, more organelles.
-    "dense": EMRegime(density=4.5, size_variation=0.6, warp=0.3, membrane_thickness=2.4,
-                      thickness_variation=0.25, membrane_contrast=0.45, texture=0.05,
-                      mito_rate=0.8, vesicle_rate=3.0, blur_sigma=0.7, noise_sigma=0.04),
+    "dense": EMRegime(
+        density=4.5,
+        size_variation=0.6,
+        warp=0.3,
+        membrane_thickness=2.4,
+        thickness_variation=0.25,
+        membrane_contrast=0.45,
+        texture=0.05,
+        mito_rate=0.8,
+        vesicle_rate=3.0,
+        blur_sigma=0.7,
+        noise_sigma=0.04,
+    ),
     # noisy acquisition: larger cells, weak contrast, strong blur and shot noise.
-    "noisy": EMRegime(density=1.5, membrane_thickness=3.5, thickness_variation=0.4,
-                      membrane_contrast=0.4, texture=0.06, mito_rate=0.4,
-                      blur_sigma=1.2, noise_sigma=0.12),
+    "noisy": EMRegime(
+        density=1.5,
+        membrane_thickness=3.5,
+        thickness_variation=0.4,
+        membrane_contrast=0.4,
+        texture=0.06,
+        mito_rate=0.4,
+        blur_sigma=1.2,
+        noise_sigma=0.12,
+    ),
 }
 """Named generator regimes ("data sets"): different density / contrast / noise."""
 
@@ -175,8 +208,9 @@ def _bspline_matrix(n_out: int, n_in: int, scale: float) -> np.ndarray:
     """Cubic B-spline interpolation weights `[n_out, n_in]` (knots `scale` px apart)."""
     t = (np.arange(n_out) + 0.5) / scale  # output pixel centres in knot units
     d = np.abs(t[:, None] - np.arange(n_in)[None, :] + 1.0)
-    w = np.where(d < 1.0, 2.0 / 3.0 - d**2 + d**3 / 2.0,
-                 np.where(d < 2.0, (2.0 - d) ** 3 / 6.0, 0.0))
+    w = np.where(
+        d < 1.0, 2.0 / 3.0 - d**2 + d**3 / 2.0, np.where(d < 2.0, (2.0 - d) ** 3 / 6.0, 0.0)
+    )
     return (w / w.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -195,7 +229,7 @@ class _Draws:
         flat = jax.random.uniform(key, (max(1, sum(sizes)),), jnp.float32, tiny, 1.0)
         self._arrays, start = {}, 0
         for (name, sh), n in zip(self._shapes.items(), sizes):
-            self._arrays[name] = flat[start: start + n].reshape(sh)
+            self._arrays[name] = flat[start : start + n].reshape(sh)
             start += n
 
     def __getitem__(self, name: str) -> Array:
@@ -229,8 +263,11 @@ def _tessellate(regime: EMRegime, size: int, key: PRNGKeyArray) -> Array:
     m = _GRID_MARGIN
     g = math.ceil(size / sp) + 2 * m
     shape = (size, size)
-    rnd = _Draws(key, {"seed": (3, g, g)},
-                 {"warp": (2, *_knots(shape, sp)), "jit": (2, *_knots(shape, regime.smoothing))})
+    rnd = _Draws(
+        key,
+        {"seed": (3, g, g)},
+        {"warp": (2, *_knots(shape, sp)), "jit": (2, *_knots(shape, regime.smoothing))},
+    )
     idx = jnp.arange(g, dtype=jnp.float32)
     base_y, base_x = jnp.meshgrid(idx, idx, indexing="ij")
     u = rnd["seed"]
@@ -241,7 +278,8 @@ def _tessellate(regime: EMRegime, size: int, key: PRNGKeyArray) -> Array:
     pix = jnp.arange(size, dtype=jnp.float32) + 0.5
     py, px = jnp.meshgrid(pix, pix, indexing="ij")
     disp = (regime.warp * sp) * _smooth_fields(rnd["warp"], shape, sp) + regime.jitter * (
-        _smooth_fields(rnd["jit"], shape, regime.smoothing))
+        _smooth_fields(rnd["jit"], shape, regime.smoothing)
+    )
     qy, qx = py + disp[0], px + disp[1]
 
     # nearest seed (power distance) among the 5 x 5 grid cells around the warped position
@@ -318,12 +356,12 @@ def _distance_to(mask: Array, radius: int) -> Array:
     padded = jnp.pad(mask, ((0, 0), (radius, radius)))
     row_d2 = jnp.where(mask, 0.0, big).astype(jnp.float32)
     for dx in range(1, radius + 1):
-        hit = padded[:, radius + dx: radius + dx + w] | padded[:, radius - dx: radius - dx + w]
+        hit = padded[:, radius + dx : radius + dx + w] | padded[:, radius - dx : radius - dx + w]
         row_d2 = jnp.minimum(row_d2, jnp.where(hit, jnp.float32(dx * dx), big))
     padded = jnp.pad(row_d2, ((radius, radius), (0, 0)), constant_values=big)
     d2 = row_d2
     for dy in range(1, radius + 1):
-        below, above = padded[radius + dy: radius + dy + h], padded[radius - dy: radius - dy + h]
+        below, above = padded[radius + dy : radius + dy + h], padded[radius - dy : radius - dy + h]
         nearer = jnp.minimum(below, above)
         d2 = jnp.minimum(d2, nearer + jnp.float32(dy * dy))
     return jnp.where(d2 <= radius * radius, jnp.sqrt(d2), big)
@@ -339,10 +377,19 @@ def _render(regime: EMRegime, labels: Array, key: PRNGKeyArray) -> EMSample:
     n_clusters = max(1, n_ves // 8)
     rnd = _Draws(
         key,
-        {"cell": (h * w + 1,), "mito": (5, max(n_mito, 1)), "cluster": (n_clusters, 2),
-         "ves": (2, max(n_ves, 1))},
-        {"thick": (1, *_knots(shape, _THICKNESS_SCALE)), "tex_fine": (1, *_knots(shape, 1.5)),
-         "tex_mid": (1, *_knots(shape, 4.0)), "ves_off": (max(n_ves, 1), 2), "noise": shape},
+        {
+            "cell": (h * w + 1,),
+            "mito": (5, max(n_mito, 1)),
+            "cluster": (n_clusters, 2),
+            "ves": (2, max(n_ves, 1)),
+        },
+        {
+            "thick": (1, *_knots(shape, _THICKNESS_SCALE)),
+            "tex_fine": (1, *_knots(shape, 1.5)),
+            "tex_mid": (1, *_knots(shape, 4.0)),
+            "ves_off": (max(n_ves, 1), 2),
+            "noise": shape,
+        },
     )
     t_max = regime.membrane_thickness * (1.0 + 2.0 * regime.thickness_variation)
     radius = math.ceil(t_max / 2.0) + 3
@@ -351,7 +398,8 @@ def _render(regime: EMRegime, labels: Array, key: PRNGKeyArray) -> EMSample:
     crossing = label_boundaries(labels)
     dist = _distance_to(crossing, radius)
     thick = regime.membrane_thickness * (
-        1.0 + regime.thickness_variation * _smooth_fields(rnd["thick"], shape, _THICKNESS_SCALE)[0])
+        1.0 + regime.thickness_variation * _smooth_fields(rnd["thick"], shape, _THICKNESS_SCALE)[0]
+    )
     thick = jnp.clip(thick, 2.0, t_max)
     half = thick / 2.0 - 1.0  # the crossing itself is 2 px wide
     boundaries = (dist <= half).astype(jnp.float32)
@@ -360,12 +408,17 @@ def _render(regime: EMRegime, labels: Array, key: PRNGKeyArray) -> EMSample:
 
     # cytoplasm: per-cell grey level + multi-scale texture
     cyto = 0.62 + 0.16 * rnd["cell"][jnp.clip(labels, 0, h * w)]  # per-instance grey level
-    tex = 0.6 * _smooth_fields(rnd["tex_fine"], shape, 1.5)[0] + 0.4 * _smooth_fields(
-        rnd["tex_mid"], shape, 4.0)[0]
+    tex = (
+        0.6 * _smooth_fields(rnd["tex_fine"], shape, 1.5)[0]
+        + 0.4 * _smooth_fields(rnd["tex_mid"], shape, 4.0)[0]
+    )
     img = cyto + regime.texture * tex
 
-    yy, xx = jnp.meshgrid(jnp.arange(h, dtype=jnp.float32) + 0.5,
-                          jnp.arange(w, dtype=jnp.float32) + 0.5, indexing="ij")
+    yy, xx = jnp.meshgrid(
+        jnp.arange(h, dtype=jnp.float32) + 0.5,
+        jnp.arange(w, dtype=jnp.float32) + 0.5,
+        indexing="ij",
+    )
 
     # mitochondria: dark ellipses, darker double membrane, cristae stripes
     if n_mito > 0:
@@ -381,8 +434,10 @@ def _render(regime: EMRegime, labels: Array, key: PRNGKeyArray) -> EMSample:
             u = du * c + dv * s
             v = -du * s + dv * c
             rho = jnp.sqrt((u / semi_a[i]) ** 2 + (v / semi_b[i]) ** 2)
-            own = labels[jnp.clip(cy[i].astype(jnp.int32), 0, h - 1),
-                         jnp.clip(cx[i].astype(jnp.int32), 0, w - 1)]
+            own = labels[
+                jnp.clip(cy[i].astype(jnp.int32), 0, h - 1),
+                jnp.clip(cx[i].astype(jnp.int32), 0, w - 1),
+            ]
             inside = (labels == own) & clear
             a = jnp.where(inside, jnp.clip((1.0 - rho) * semi_b[i], 0.0, 1.0), 0.0)
             cristae = 0.36 + 0.08 * jnp.cos(2.0 * math.pi * u / 2.5)
@@ -407,8 +462,10 @@ def _render(regime: EMRegime, labels: Array, key: PRNGKeyArray) -> EMSample:
         def add_vesicle(i, alpha):
             r = jnp.sqrt((yy - pos[i, 0]) ** 2 + (xx - pos[i, 1]) ** 2)
             ring = jnp.clip(1.3 - jnp.abs(r - rad[i]) / 0.6, 0.0, 1.0)
-            own = labels[jnp.clip(pos[i, 0].astype(jnp.int32), 0, h - 1),
-                         jnp.clip(pos[i, 1].astype(jnp.int32), 0, w - 1)]
+            own = labels[
+                jnp.clip(pos[i, 0].astype(jnp.int32), 0, h - 1),
+                jnp.clip(pos[i, 1].astype(jnp.int32), 0, w - 1),
+            ]
             return jnp.maximum(alpha, jnp.where((labels == own) & clear, ring, 0.0))
 
         v_alpha = jax.lax.fori_loop(0, n_ves, add_vesicle, jnp.zeros(shape, jnp.float32))

@@ -133,8 +133,9 @@ def load_em_volume(
         key = _DEFAULT_LABELS_KEY if labels_key is None else str(labels_key)
         labels = _read(labels_path, "labels_path", key, optional=False)
     elif labels_key is not None and _kind(path, "path") == "hdf5":
-        labels = _read(path, "labels_key", str(labels_key),
-                       optional=isinstance(labels_key, _Default))
+        labels = _read(
+            path, "labels_key", str(labels_key), optional=isinstance(labels_key, _Default)
+        )
     if labels is not None:
         labels = _as_volume("labels", labels)
         if not np.issubdtype(labels.dtype, np.integer):

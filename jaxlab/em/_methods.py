@@ -40,8 +40,15 @@ from ._segment import segment_watershed
 from ._train import DenoiserObjective, JointObjective, SegObjective, SRObjective, fit, init_params
 from ._unet import JointSRSeg, SegNet, SRNet
 
-__all__ = ["METHODS", "MethodsConfig", "TrainedMethods", "MethodPrediction", "train_methods",
-           "predict_method", "refine_dataset"]
+__all__ = [
+    "METHODS",
+    "MethodsConfig",
+    "TrainedMethods",
+    "MethodPrediction",
+    "train_methods",
+    "predict_method",
+    "refine_dataset",
+]
 
 METHODS = ("bicubic", "separate", "joint", "joint_diffusion")
 
@@ -103,17 +110,31 @@ class MethodPrediction:
 
 
 def _batched_apply(fn, x, batch: int = 16):
-    return jnp.concatenate([fn(x[i:i + batch]) for i in range(0, x.shape[0], batch)])
+    return jnp.concatenate([fn(x[i : i + batch]) for i in range(0, x.shape[0], batch)])
 
 
-def refine_dataset(denoiser: Denoiser, params: Any, schedule: NoiseSchedule, cond: jax.Array,
-                   *, t0: int, n_steps: int, key: jax.Array, batch: int = 16) -> jax.Array:
+def refine_dataset(
+    denoiser: Denoiser,
+    params: Any,
+    schedule: NoiseSchedule,
+    cond: jax.Array,
+    *,
+    t0: int,
+    n_steps: int,
+    key: jax.Array,
+    batch: int = 16,
+) -> jax.Array:
     """`refine_embedding` over a data set `cond` `(N, H, W, C)` in jitted batches (batch
     starting at row i uses `fold_in(key, i)`). **Returns:** `(N, H, W, C)`."""
-    fn = jax.jit(lambda z, k: refine_embedding(denoiser, params, schedule, z, t0=t0,
-                                               n_steps=n_steps, key=k))
-    return jnp.concatenate([fn(cond[i:i + batch], jax.random.fold_in(key, i))
-                            for i in range(0, cond.shape[0], batch)])
+    fn = jax.jit(
+        lambda z, k: refine_embedding(denoiser, params, schedule, z, t0=t0, n_steps=n_steps, key=k)
+    )
+    return jnp.concatenate(
+        [
+            fn(cond[i : i + batch], jax.random.fold_in(key, i))
+            for i in range(0, cond.shape[0], batch)
+        ]
+    )
 
 
 def train_methods(
@@ -160,49 +181,85 @@ def train_methods(
     ks = jax.random.split(key, 12)
 
     def train(name, objective, p, data, k, steps):
-        return fit(objective, p, data, key=k, steps=steps, batch_size=c.batch_size,
-                   optimizer=optimizer, chunk=c.chunk,
-                   checkpointer=None if checkpointers is None else checkpointers(name),
-                   progress=None if progress is None else progress(name))
+        return fit(
+            objective,
+            p,
+            data,
+            key=k,
+            steps=steps,
+            batch_size=c.batch_size,
+            optimizer=optimizer,
+            chunk=c.chunk,
+            checkpointer=None if checkpointers is None else checkpointers(name),
+            progress=None if progress is None else progress(name),
+        )
 
     params: dict[str, Any] = {}
     losses: dict[str, np.ndarray] = {}
     if "bicubic" in methods:
         p = init_params(seg_net, bicubic[:1], key=ks[0])
         params["seg_bicubic"], losses["seg_bicubic"] = train(
-            "seg_bicubic", SegObjective(seg_net), p, {"image": bicubic, "boundary": boundary},
-            ks[1], c.steps)
+            "seg_bicubic",
+            SegObjective(seg_net),
+            p,
+            {"image": bicubic, "boundary": boundary},
+            ks[1],
+            c.steps,
+        )
     if "separate" in methods:
         p = init_params(sr_net, lr[:1], key=ks[2])
-        params["sr"], losses["sr"] = train("sr", SRObjective(sr_net), p, {"lr": lr, "hr": hr},
-                                           ks[3], c.steps)
+        params["sr"], losses["sr"] = train(
+            "sr", SRObjective(sr_net), p, {"lr": lr, "hr": hr}, ks[3], c.steps
+        )
         sr_train = _batched_apply(jax.jit(lambda x: sr_net.apply(params["sr"], x)), lr)
         p = init_params(seg_net, bicubic[:1], key=ks[4])
         params["seg_separate"], losses["seg_separate"] = train(
-            "seg_separate", SegObjective(seg_net), p, {"image": sr_train, "boundary": boundary},
-            ks[5], c.steps)
+            "seg_separate",
+            SegObjective(seg_net),
+            p,
+            {"image": sr_train, "boundary": boundary},
+            ks[5],
+            c.steps,
+        )
     if "joint" in methods or "joint_diffusion" in methods:
         objective = JointObjective(joint_net, float(c.seg_weight))
         data = {"lr": lr, "hr": hr, "boundary": boundary}
         p = init_params(joint_net, lr[:1], key=ks[6])
         base, losses["joint_base"] = train("joint", objective, p, data, ks[7], c.steps)
         if "joint" in methods:
-            params["joint"], losses["joint"] = train("joint_ft", objective, base, data, ks[8],
-                                                     c.finetune_steps)
+            params["joint"], losses["joint"] = train(
+                "joint_ft", objective, base, data, ks[8], c.finetune_steps
+            )
         if "joint_diffusion" in methods:
             cond = _batched_apply(jax.jit(lambda x: joint_net.apply(base, x).embedding), lr)
             target = structure_embedding(hr)
             p = init_params(denoiser, cond[:1], jnp.ones((1,), jnp.int32), cond[:1], key=ks[9])
             params["denoiser"], losses["denoiser"] = train(
-                "denoiser", DenoiserObjective(denoiser), p, {"cond": cond, "target": target},
-                ks[10], c.denoiser_steps)
-            prior = refine_dataset(denoiser, params["denoiser"], schedule, cond, t0=c.t0,
-                                   n_steps=c.refine_steps, key=ks[11])
+                "denoiser",
+                DenoiserObjective(denoiser),
+                p,
+                {"cond": cond, "target": target},
+                ks[10],
+                c.denoiser_steps,
+            )
+            prior = refine_dataset(
+                denoiser,
+                params["denoiser"],
+                schedule,
+                cond,
+                t0=c.t0,
+                n_steps=c.refine_steps,
+                key=ks[11],
+            )
             params["joint_diffusion"], losses["joint_diffusion"] = train(
-                "joint_diffusion_ft", objective, base, {**data, "prior": prior},
-                jax.random.fold_in(ks[8], 1), c.finetune_steps)
-    return TrainedMethods(factor, c, sr_net, seg_net, joint_net, denoiser, schedule, params,
-                          losses)
+                "joint_diffusion_ft",
+                objective,
+                base,
+                {**data, "prior": prior},
+                jax.random.fold_in(ks[8], 1),
+                c.finetune_steps,
+            )
+    return TrainedMethods(factor, c, sr_net, seg_net, joint_net, denoiser, schedule, params, losses)
 
 
 def _prediction(sr, logits) -> MethodPrediction:
@@ -212,20 +269,27 @@ def _prediction(sr, logits) -> MethodPrediction:
     return MethodPrediction(sr, prob, inst)
 
 
-def predict_method(trained: TrainedMethods, lr: jax.Array, bicubic: jax.Array, method: str, *,
-                   key: jax.Array, t0: int | None = None) -> MethodPrediction:
+def predict_method(
+    trained: TrainedMethods,
+    lr: jax.Array,
+    bicubic: jax.Array,
+    method: str,
+    *,
+    key: jax.Array,
+    t0: int | None = None,
+) -> MethodPrediction:
     """SR image, boundary probabilities and watershed instances of `method` on LR images
     `lr` `(N, S/f, S/f)` (and their bicubic upsamplings `(N, S, S)`); `key` drives the
     refiner of `joint_diffusion`, started at `t0` (default `trained.config.t0`)."""
     p = trained.params
     if method == "bicubic":
-        logits = _batched_apply(jax.jit(lambda x: trained.seg_net.apply(p["seg_bicubic"], x)),
-                                bicubic)
+        logits = _batched_apply(
+            jax.jit(lambda x: trained.seg_net.apply(p["seg_bicubic"], x)), bicubic
+        )
         return _prediction(bicubic, logits)
     if method == "separate":
         sr = _batched_apply(jax.jit(lambda x: trained.sr_net.apply(p["sr"], x)), lr)
-        logits = _batched_apply(jax.jit(lambda x: trained.seg_net.apply(p["seg_separate"], x)),
-                                sr)
+        logits = _batched_apply(jax.jit(lambda x: trained.seg_net.apply(p["seg_separate"], x)), sr)
         return _prediction(sr, logits)
     if method == "joint":
         out = trained.joint_net.apply(p["joint"], lr)
@@ -234,8 +298,15 @@ def predict_method(trained: TrainedMethods, lr: jax.Array, bicubic: jax.Array, m
         jp = p["joint_diffusion"]
         out = trained.joint_net.apply(jp, lr)
         t0 = trained.config.t0 if t0 is None else t0
-        prior = refine_dataset(trained.denoiser, p["denoiser"], trained.schedule, out.embedding,
-                               t0=t0, n_steps=trained.config.refine_steps, key=key)
+        prior = refine_dataset(
+            trained.denoiser,
+            p["denoiser"],
+            trained.schedule,
+            out.embedding,
+            t0=t0,
+            n_steps=trained.config.refine_steps,
+            key=key,
+        )
         logits = trained.joint_net.apply(jp, lr, prior).boundary_logits
         return dataclasses.replace(_prediction(out.sr, logits), prior=prior)
     raise ValueError(f"method: expected one of {METHODS}, received {method!r}")

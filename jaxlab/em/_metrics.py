@@ -21,15 +21,22 @@ import numpy as np
 
 from jaxlab._core import check_array, check_finite
 
-__all__ = ["psnr", "ssim", "variation_of_information", "adapted_rand_error", "cremi_score",
-           "segmentation_scores"]
+__all__ = [
+    "psnr",
+    "ssim",
+    "variation_of_information",
+    "adapted_rand_error",
+    "cremi_score",
+    "segmentation_scores",
+]
 
 
 def _images(pred, target) -> tuple[np.ndarray, np.ndarray]:
     pred, target = np.asarray(pred), np.asarray(target)
     sizes = check_array("target", target, ndim=2, dtype=np.floating)
-    check_array("pred", pred, shape=(target.shape[0], target.shape[1]), dtype=np.floating,
-                sizes=sizes)
+    check_array(
+        "pred", pred, shape=(target.shape[0], target.shape[1]), dtype=np.floating, sizes=sizes
+    )
     check_finite("pred", pred)
     check_finite("target", target)
     return pred.astype(np.float64), target.astype(np.float64)
@@ -152,5 +159,10 @@ def segmentation_scores(pred_labels, true_labels) -> dict[str, float]:
     """
     split, merge = variation_of_information(pred_labels, true_labels)
     arand = adapted_rand_error(pred_labels, true_labels)
-    return {"voi_split": split, "voi_merge": merge, "voi": split + merge, "arand": arand,
-            "cremi": cremi_score(arand, split, merge)}
+    return {
+        "voi_split": split,
+        "voi_merge": merge,
+        "voi": split + merge,
+        "arand": arand,
+        "cremi": cremi_score(arand, split, merge),
+    }

@@ -72,8 +72,10 @@ def merge_small_segments(labels, min_size: int) -> np.ndarray:
         mask = win == seg
         votes = []
         # 4-adjacent pairs (inside, outside) in each direction
-        for a, b in (((slice(None), slice(1, None)), (slice(None), slice(None, -1))),
-                     ((slice(1, None), slice(None)), (slice(None, -1), slice(None)))):
+        for a, b in (
+            ((slice(None), slice(1, None)), (slice(None), slice(None, -1))),
+            ((slice(1, None), slice(None)), (slice(None, -1), slice(None))),
+        ):
             m_a, w_b = mask[a], win[b]
             m_b, w_a = mask[b], win[a]
             votes.append(w_b[m_a & (w_b != seg)])

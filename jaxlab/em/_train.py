@@ -188,8 +188,14 @@ class ObjectiveStep(AbstractStep):
     optimizer: optax.GradientTransformation = eqx.field(static=True)
     batch_size: int = eqx.field(static=True)
 
-    def __init__(self, objective: Any, data: Mapping[str, Any], *,
-                 optimizer: optax.GradientTransformation, batch_size: int = 8):
+    def __init__(
+        self,
+        objective: Any,
+        data: Mapping[str, Any],
+        *,
+        optimizer: optax.GradientTransformation,
+        batch_size: int = 8,
+    ):
         self.data = _check_data(data)
         self.objective = objective
         self.optimizer = optimizer
@@ -244,7 +250,14 @@ def fit(
     if optimizer is None:
         optimizer = optax.adam(float(learning_rate))
     step = ObjectiveStep(objective, data, optimizer=optimizer, batch_size=batch_size)
-    (params, _), hist = run_steps(step, step.init(params, key), key=key, steps=steps,
-                                  chunk=chunk, checkpointer=checkpointer, progress=progress,
-                                  loop=StepLoop())
+    (params, _), hist = run_steps(
+        step,
+        step.init(params, key),
+        key=key,
+        steps=steps,
+        chunk=chunk,
+        checkpointer=checkpointer,
+        progress=progress,
+        loop=StepLoop(),
+    )
     return params, hist.losses

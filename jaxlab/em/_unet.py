@@ -38,6 +38,7 @@ __all__ = [
     "JointOutput",
 ]
 
+
 def pixel_shuffle(x: jax.Array, factor: int) -> jax.Array:
     """Rearrange channels into space (sub-pixel convolution, Shi et al. 2016).
 
@@ -76,12 +77,16 @@ def pixel_unshuffle(x: jax.Array, factor: int) -> jax.Array:
 
 def _check_image(name: str, x: Any, multiple: int) -> None:
     if not hasattr(x, "shape") or x.ndim not in (2, 3):
-        raise ValueError(f"{name}: expected an (H, W) or (B, H, W) image, received "
-                         f"{getattr(x, 'shape', type(x).__name__)}")
+        raise ValueError(
+            f"{name}: expected an (H, W) or (B, H, W) image, received "
+            f"{getattr(x, 'shape', type(x).__name__)}"
+        )
     h, w = x.shape[-2:]
     if h % multiple or w % multiple or h < multiple or w < multiple:
-        raise ValueError(f"{name}: spatial shape {(h, w)} must be a positive multiple of "
-                         f"{multiple} (2 ** (levels - 1))")
+        raise ValueError(
+            f"{name}: spatial shape {(h, w)} must be a positive multiple of "
+            f"{multiple} (2 ** (levels - 1))"
+        )
 
 
 class _ConvBlock(nn.Module):
@@ -276,8 +281,9 @@ class JointSRSeg(nn.Module):
             if prior.ndim == 3:
                 prior = prior[None]
             if prior.shape[:3] != sr.shape:
-                raise ValueError(f"prior: expected shape {sr.shape + (emb.shape[-1],)}, "
-                                 f"received {prior.shape}")
+                raise ValueError(
+                    f"prior: expected shape {sr.shape + (emb.shape[-1],)}, received {prior.shape}"
+                )
         logits = SegDecoder(self.factor, self.features, dt, name="seg_decoder")(skips, prior)
         if single:
             return JointOutput(sr[0], emb[0], logits[0])

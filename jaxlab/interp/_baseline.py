@@ -46,8 +46,12 @@ class TopKPCA(AbstractSAE):
         xc = x - mean
         _, vecs = jnp.linalg.eigh(xc.T @ xc)
         vecs = vecs[:, ::-1]
-        self.W_enc, self.b_enc, self.W_dec, self.b_dec = (vecs, jnp.zeros((x.shape[1],), x.dtype),
-                                                          vecs.T, mean)
+        self.W_enc, self.b_enc, self.W_dec, self.b_dec = (
+            vecs,
+            jnp.zeros((x.shape[1],), x.dtype),
+            vecs.T,
+            mean,
+        )
         self.k = k
 
     def activation(self, pre):

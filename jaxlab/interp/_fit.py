@@ -57,30 +57,67 @@ def fit_sae(
     if not scale > 0:
         raise ValueError(f"scale: expected a positive number, received {scale!r}")
     if hasattr(source, "batches"):
-        return _fit_store(source, sae, key, steps, batch_size, optimizer, buffer_size,
-                          checkpointer, progress, chunk, scale, step_options)
+        return _fit_store(
+            source,
+            sae,
+            key,
+            steps,
+            batch_size,
+            optimizer,
+            buffer_size,
+            checkpointer,
+            progress,
+            chunk,
+            scale,
+            step_options,
+        )
     data = jnp.asarray(source)
     if scale != 1.0:
         data = data * jnp.asarray(scale, data.dtype)
     step = SAEStep(data, optimizer, batch_size, **step_options)
-    state, hist = run_steps(step, step.init(sae, key), key=key, steps=steps,
-                            chunk=min(chunk, steps), checkpointer=checkpointer, progress=progress)
+    state, hist = run_steps(
+        step,
+        step.init(sae, key),
+        key=key,
+        steps=steps,
+        chunk=min(chunk, steps),
+        checkpointer=checkpointer,
+        progress=progress,
+    )
     return state.sae, state, [hist]
 
 
-def _fit_store(store, sae, key, steps, batch_size, optimizer, buffer_size, checkpointer,
-               progress, chunk, scale, step_options):
+def _fit_store(
+    store,
+    sae,
+    key,
+    steps,
+    batch_size,
+    optimizer,
+    buffer_size,
+    checkpointer,
+    progress,
+    chunk,
+    scale,
+    step_options,
+):
     n_tokens = int(store.n_tokens)
     if n_tokens == 0:
         raise ValueError("source: expected a non-empty activation store, received 0 tokens")
     if int(store.d) != sae.d_in:
-        raise ValueError(f"source: expected activations of width d_in={sae.d_in}, received a "
-                         f"store of width {store.d}")
+        raise ValueError(
+            f"source: expected activations of width d_in={sae.d_in}, received a "
+            f"store of width {store.d}"
+        )
     if checkpointer is not None and not callable(checkpointer):
-        raise ValueError("checkpointer: for a store, expected a callable buffer index -> "
-                         f"Checkpointer, received {type(checkpointer).__name__}")
-    size = min(64 * batch_size if buffer_size is None else
-               check_positive_int("buffer_size", buffer_size), n_tokens)
+        raise ValueError(
+            "checkpointer: for a store, expected a callable buffer index -> "
+            f"Checkpointer, received {type(checkpointer).__name__}"
+        )
+    size = min(
+        64 * batch_size if buffer_size is None else check_positive_int("buffer_size", buffer_size),
+        n_tokens,
+    )
     per_buffer = max(size // batch_size, 1)
     state: SAEState | None = None
     hists = []
@@ -97,9 +134,15 @@ def _fit_store(store, sae, key, steps, batch_size, optimizer, buffer_size, check
             n = min(per_buffer, steps - done)
             b = len(hists)
             ck = checkpointer(b) if callable(checkpointer) else None
-            state, hist = run_steps(step, state, key=jax.random.fold_in(key, 2 * b + 1),
-                                    steps=n, chunk=min(chunk, n), checkpointer=ck,
-                                    progress=progress)
+            state, hist = run_steps(
+                step,
+                state,
+                key=jax.random.fold_in(key, 2 * b + 1),
+                steps=n,
+                chunk=min(chunk, n),
+                checkpointer=ck,
+                progress=progress,
+            )
             hists.append(hist)
             done += n
         epoch += 1

@@ -15,9 +15,14 @@ from .._core import check_array, check_finite, check_positive_int
 __all__ = ["top_activating_contexts", "feature_label_association"]
 
 
-def top_activating_contexts(activations: Float[Array, " N"], tokens: Int[Array, " N"],
-                            sequence_ids: Int[Array, " N"], *, k: int = 10, window: int = 8
-                            ) -> dict[str, Array]:
+def top_activating_contexts(
+    activations: Float[Array, " N"],
+    tokens: Int[Array, " N"],
+    sequence_ids: Int[Array, " N"],
+    *,
+    k: int = 10,
+    window: int = 8,
+) -> dict[str, Array]:
     """The k tokens where a latent is largest, with a token window around each.
 
     **Arguments:** `activations` (N,) one latent's values over a flat token stream;
@@ -50,12 +55,17 @@ def _contexts(a, tokens, seq, k, window):
     inside = (pos >= 0) & (pos < a.shape[0])
     p = jnp.clip(pos, 0, a.shape[0] - 1)
     ok = inside & (seq[p] == seq[idx][:, None])
-    return {"index": idx, "activation": vals, "tokens": jnp.where(ok, tokens[p], -1),
-            "activations": jnp.where(ok, a[p], jnp.zeros((), a.dtype))}
+    return {
+        "index": idx,
+        "activation": vals,
+        "tokens": jnp.where(ok, tokens[p], -1),
+        "activations": jnp.where(ok, a[p], jnp.zeros((), a.dtype)),
+    }
 
 
-def feature_label_association(activations: Float[Array, "N m"], labels: Int[Array, " N"]
-                              ) -> dict[str, Array]:
+def feature_label_association(
+    activations: Float[Array, "N m"], labels: Int[Array, " N"]
+) -> dict[str, Array]:
     """Pearson correlation and mutual information of each latent with a label.
 
     The label is per token (or per prompt, with one aggregated activation row per prompt,

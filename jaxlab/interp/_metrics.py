@@ -40,17 +40,21 @@ def _sums(sae, x, valid, mean):
         nh = jnp.linalg.norm(xh, axis=1)
         safe = jnp.where(nx > 0, nx, 1)
         cos = jnp.sum(xb * xh, axis=1) / jnp.maximum(safe * nh, jnp.finfo(xb.dtype).tiny)
-        return (jnp.sum(v * jnp.sum((xb - xh) ** 2, axis=1)),
-                jnp.sum(v * jnp.sum((xb - mean) ** 2, axis=1)),
-                jnp.sum(v * jnp.sum(z != 0, axis=1).astype(xb.dtype)),
-                jnp.sum(v * cos), jnp.sum(v * nh / safe),
-                jnp.sum(v[:, None] * (z != 0).astype(xb.dtype), axis=0))
+        return (
+            jnp.sum(v * jnp.sum((xb - xh) ** 2, axis=1)),
+            jnp.sum(v * jnp.sum((xb - mean) ** 2, axis=1)),
+            jnp.sum(v * jnp.sum(z != 0, axis=1).astype(xb.dtype)),
+            jnp.sum(v * cos),
+            jnp.sum(v * nh / safe),
+            jnp.sum(v[:, None] * (z != 0).astype(xb.dtype), axis=0),
+        )
 
     return jax.tree.map(lambda a: jnp.sum(a, axis=0), jax.lax.map(one, (x, valid)))
 
 
-def sae_metrics(sae: AbstractSAE, x: Float[Array, "N d_in"], *, chunk: int = 4096
-                ) -> dict[str, Array]:
+def sae_metrics(
+    sae: AbstractSAE, x: Float[Array, "N d_in"], *, chunk: int = 4096
+) -> dict[str, Array]:
     """L0, MSE, explained variance, cosine similarity, L2 ratio, dead fraction and density.
 
     **Arguments:** `sae` (any `AbstractSAE`, including `TopKPCA`); `x` (N, d_in) activations
@@ -75,13 +79,20 @@ def sae_metrics(sae: AbstractSAE, x: Float[Array, "N d_in"], *, chunk: int = 409
     valid = (jnp.arange(n + pad) < n).reshape(-1, chunk)
     rss, tss, l0, cos, ratio, fired = _sums(sae, xp, valid, mean)
     density = fired / n
-    return {"l0": l0 / n, "mse": rss / (n * x.shape[1]), "explained_variance": 1 - rss / tss,
-            "cosine_similarity": cos / n, "l2_ratio": ratio / n,
-            "dead_fraction": jnp.mean((fired == 0).astype(x.dtype)), "feature_density": density}
+    return {
+        "l0": l0 / n,
+        "mse": rss / (n * x.shape[1]),
+        "explained_variance": 1 - rss / tss,
+        "cosine_similarity": cos / n,
+        "l2_ratio": ratio / n,
+        "dead_fraction": jnp.mean((fired == 0).astype(x.dtype)),
+        "feature_density": density,
+    }
 
 
-def density_histogram(density: Float[Array, " d_sae"], *, bins: int = 50,
-                      low: float = -10.0) -> tuple[np.ndarray, np.ndarray]:
+def density_histogram(
+    density: Float[Array, " d_sae"], *, bins: int = 50, low: float = -10.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Histogram of `log10(density + 1e-10)` over [low, 0] (dead latents land in the first bin).
 
     **Returns:** (counts (bins,), bin edges (bins + 1,)) as NumPy arrays.

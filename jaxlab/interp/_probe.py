@@ -37,8 +37,17 @@ from .._core import (
 )
 from ._stats import accuracy, r2_score
 
-__all__ = ["RidgeProbe", "LogisticProbe", "fit_ridge", "ridge_gcv", "ridge_kfold",
-           "LogisticState", "LogisticStep", "fit_logistic", "probe_sweep"]
+__all__ = [
+    "RidgeProbe",
+    "LogisticProbe",
+    "fit_ridge",
+    "ridge_gcv",
+    "ridge_kfold",
+    "LogisticState",
+    "LogisticStep",
+    "fit_logistic",
+    "probe_sweep",
+]
 
 
 class RidgeProbe(eqx.Module):
@@ -139,8 +148,13 @@ def _penalties(penalties, dtype):
     return p
 
 
-def fit_ridge(x: Float[Array, "n d"], y: Float[Array, " n *m"], *, penalty: float,
-              weights: Float[Array, " n"] | None = None) -> RidgeProbe:
+def fit_ridge(
+    x: Float[Array, "n d"],
+    y: Float[Array, " n *m"],
+    *,
+    penalty: float,
+    weights: Float[Array, " n"] | None = None,
+) -> RidgeProbe:
     """Closed-form ridge regression with an unpenalised intercept.
 
     **Arguments:** `x` (n, d); `y` (n,) or (n, m); `penalty` > 0 (sklearn's `alpha`);
@@ -170,9 +184,13 @@ def _ridge_gcv(x, y, w, penalties):
     return RidgeProbe(coef, intercept, best), scores
 
 
-def ridge_gcv(x: Float[Array, "n d"], y: Float[Array, " n *m"], *,
-              penalties: Sequence[float] | Float[Array, " P"] = tuple(10.0 ** np.arange(-3, 6)),
-              weights: Float[Array, " n"] | None = None) -> tuple[RidgeProbe, Float[Array, " P"]]:
+def ridge_gcv(
+    x: Float[Array, "n d"],
+    y: Float[Array, " n *m"],
+    *,
+    penalties: Sequence[float] | Float[Array, " P"] = tuple(10.0 ** np.arange(-3, 6)),
+    weights: Float[Array, " n"] | None = None,
+) -> tuple[RidgeProbe, Float[Array, " P"]]:
     """Ridge with the penalty chosen by generalised cross-validation.
 
     `GCV(p) = n_w RSS(p) / (n_w - df(p))^2` with `df = 1 + sum_j s_j^2 / (s_j^2 + p)`
@@ -207,10 +225,14 @@ def _ridge_kfold(x, y, w, folds, fold_ids, penalties):
     return RidgeProbe(coef, intercept, best), scores
 
 
-def ridge_kfold(x: Float[Array, "n d"], y: Float[Array, " n *m"], *, folds: Int[Array, " n"],
-                penalties: Sequence[float] | Float[Array, " P"] = tuple(10.0 ** np.arange(-3, 6)),
-                weights: Float[Array, " n"] | None = None,
-                ) -> tuple[RidgeProbe, Float[Array, " P"]]:
+def ridge_kfold(
+    x: Float[Array, "n d"],
+    y: Float[Array, " n *m"],
+    *,
+    folds: Int[Array, " n"],
+    penalties: Sequence[float] | Float[Array, " P"] = tuple(10.0 ** np.arange(-3, 6)),
+    weights: Float[Array, " n"] | None = None,
+) -> tuple[RidgeProbe, Float[Array, " P"]]:
     """Ridge with the penalty chosen by k-fold cross-validation (held-out MSE).
 
     **Arguments:** as `ridge_gcv`, with `folds` (n,) int fold ids in [0, k) (e.g. from
@@ -224,8 +246,9 @@ def ridge_kfold(x: Float[Array, "n d"], y: Float[Array, " n *m"], *, folds: Int[
     ids = np.unique(f)
     if ids.shape[0] < 2:
         raise ValueError(f"folds: expected at least 2 distinct folds, received {ids.tolist()}")
-    return _ridge_kfold(x, y.astype(x.dtype), w, jnp.asarray(f), jnp.asarray(ids),
-                        _penalties(penalties, x.dtype))
+    return _ridge_kfold(
+        x, y.astype(x.dtype), w, jnp.asarray(f), jnp.asarray(ids), _penalties(penalties, x.dtype)
+    )
 
 
 # ---------------------------------------------------------------- logistic (Newton)
@@ -259,8 +282,11 @@ def _newton(theta, x, y1h, w, penalty):
     g = g.at[:d].add(penalty * W)
     h = jnp.einsum("ia,ib,ikl->akbl", xt, (w / sw)[:, None] * xt, a)
     reg = jnp.concatenate([jnp.full((d,), penalty, x.dtype), jnp.zeros((1,), x.dtype)])
-    h = h + (reg[:, None, None, None] * jnp.eye(d + 1, dtype=x.dtype)[:, None, :, None]
-             * jnp.eye(K, dtype=x.dtype)[None, :, None, :])
+    h = h + (
+        reg[:, None, None, None]
+        * jnp.eye(d + 1, dtype=x.dtype)[:, None, :, None]
+        * jnp.eye(K, dtype=x.dtype)[None, :, None, :]
+    )
     m = (d + 1) * K
     hm = h.reshape(m, m)
     # the multinomial intercepts are shift-invariant: a tiny ridge fixes that null direction
@@ -314,8 +340,10 @@ class LogisticStep(AbstractStep):
             return model
         K = 1 if self.n_classes == 2 else self.n_classes
         lead = self.x.shape[:-2]
-        return LogisticState(jnp.zeros(lead + (self.x.shape[-1], K), self.x.dtype),
-                             jnp.zeros(lead + (K,), self.x.dtype))
+        return LogisticState(
+            jnp.zeros(lead + (self.x.shape[-1], K), self.x.dtype),
+            jnp.zeros(lead + (K,), self.x.dtype),
+        )
 
     def step(self, state: LogisticState, key=None) -> tuple[LogisticState, dict[str, Array]]:
         y1h = jax.nn.one_hot(self.labels, self.n_classes, dtype=self.x.dtype)
@@ -343,8 +371,10 @@ def _logistic_step(x, labels, n_classes, penalty, weights):
     if n_classes < 2:
         raise ValueError(f"n_classes: expected >= 2, received {n_classes}")
     if n and not (0 <= int(labels.min()) and int(labels.max()) < n_classes):
-        raise ValueError(f"labels: expected values in [0, {n_classes}), received "
-                         f"[{int(labels.min())}, {int(labels.max())}]")
+        raise ValueError(
+            f"labels: expected values in [0, {n_classes}), received "
+            f"[{int(labels.min())}, {int(labels.max())}]"
+        )
     w = jnp.ones((n,), x.dtype) if weights is None else jnp.asarray(weights).astype(x.dtype)
     check_array("weights", w, shape=(n,))
     if not float(jnp.sum(w)) > 0:
@@ -355,9 +385,15 @@ def _logistic_step(x, labels, n_classes, penalty, weights):
     return LogisticStep(x, labels, w, jnp.asarray(penalty, x.dtype), n_classes)
 
 
-def fit_logistic(x: Float[Array, "n d"], labels: Int[Array, " n"], *, n_classes: int,
-                 penalty: float, weights: Float[Array, " n"] | None = None,
-                 iterations: int = 30) -> LogisticProbe:
+def fit_logistic(
+    x: Float[Array, "n d"],
+    labels: Int[Array, " n"],
+    *,
+    n_classes: int,
+    penalty: float,
+    weights: Float[Array, " n"] | None = None,
+    iterations: int = 30,
+) -> LogisticProbe:
     """L2-penalised multinomial logistic regression by damped Newton (through `run_steps`).
 
     **Arguments:** `x` (n, d); `labels` (n,) ints in [0, n_classes); `n_classes` >= 2;
@@ -368,11 +404,18 @@ def fit_logistic(x: Float[Array, "n d"], labels: Int[Array, " n"], *, n_classes:
     """
     step = _logistic_step(x, labels, n_classes, penalty, weights)
     if step.x.ndim != 2:
-        raise ValueError(f"x: expected shape (n, d), received {step.x.shape}; "
-                         "use probe_sweep for a layer axis")
+        raise ValueError(
+            f"x: expected shape (n, d), received {step.x.shape}; use probe_sweep for a layer axis"
+        )
     iterations = check_positive_int("iterations", iterations)
-    state, _ = run_steps(step, step.init(), key=jax.random.key(0), steps=iterations,
-                         chunk=iterations, progress=NoProgress())
+    state, _ = run_steps(
+        step,
+        step.init(),
+        key=jax.random.key(0),
+        steps=iterations,
+        chunk=iterations,
+        progress=NoProgress(),
+    )
     return LogisticProbe(state.coef, state.intercept, step.penalty)
 
 
@@ -433,21 +476,33 @@ def probe_sweep(
     check_finite("acts", acts)
     tr = train.astype(acts.dtype)
     if kind == "ridge":
-        pen, pred, r2, coef = _ridge_sweep(acts, y.astype(acts.dtype), tr,
-                                           _penalties(penalties, acts.dtype))
+        pen, pred, r2, coef = _ridge_sweep(
+            acts, y.astype(acts.dtype), tr, _penalties(penalties, acts.dtype)
+        )
         return {"penalty": pen, "prediction": pred, "r2": r2, "coef": coef}
     if kind != "logistic":
         raise ValueError(f"kind: expected 'ridge' or 'logistic', received {kind!r}")
     n_classes = int(jnp.max(y)) + 1 if n_classes is None else n_classes
     penalty = float(_penalties(penalties, acts.dtype)[0])
     step = _logistic_step(acts, y, n_classes, penalty, tr)
-    state, _ = run_steps(step, step.init(), key=jax.random.key(0), steps=iterations,
-                         chunk=iterations, progress=NoProgress())
+    state, _ = run_steps(
+        step,
+        step.init(),
+        key=jax.random.key(0),
+        steps=iterations,
+        chunk=iterations,
+        progress=NoProgress(),
+    )
     probe = LogisticProbe(state.coef, state.intercept, step.penalty)
-    logits = jax.vmap(lambda W, b, x: jax.vmap(
-        LogisticProbe(W, b, step.penalty).logits)(x))(probe.coef, probe.intercept, acts)
+    logits = jax.vmap(lambda W, b, x: jax.vmap(LogisticProbe(W, b, step.penalty).logits)(x))(
+        probe.coef, probe.intercept, acts
+    )
     labels = jnp.argmax(logits, axis=-1)
     acc = jax.vmap(lambda p: accuracy(y, p, weights=1 - tr))(labels)
     pred = jax.nn.softmax(logits, axis=-1)[..., 1] if n_classes == 2 else labels
-    return {"penalty": jnp.full((acts.shape[0],), penalty, acts.dtype), "prediction": pred,
-            "accuracy": acc, "coef": probe.coef}
+    return {
+        "penalty": jnp.full((acts.shape[0],), penalty, acts.dtype),
+        "prediction": pred,
+        "accuracy": acc,
+        "coef": probe.coef,
+    }

@@ -108,8 +108,9 @@ class TopKSAE(AbstractSAE):
     b_dec: Float[Array, " d_in"]
     k: int = eqx.field(static=True)
 
-    def __init__(self, d_in: int, d_sae: int, k: int, *, key: PRNGKeyArray, b_dec=None,
-                 dtype=jnp.float32):
+    def __init__(
+        self, d_in: int, d_sae: int, k: int, *, key: PRNGKeyArray, b_dec=None, dtype=jnp.float32
+    ):
         """**Arguments:**
 
         - `d_in`: width of the activations.
@@ -122,8 +123,9 @@ class TopKSAE(AbstractSAE):
         k = check_positive_int("k", k)
         if k > d_sae:
             raise ValueError(f"k: expected 1 <= k <= d_sae={d_sae}, received {k}")
-        self.W_enc, self.b_enc, self.W_dec, self.b_dec = _init_weights(d_in, d_sae, key, b_dec,
-                                                                      dtype)
+        self.W_enc, self.b_enc, self.W_dec, self.b_dec = _init_weights(
+            d_in, d_sae, key, b_dec, dtype
+        )
         self.k = k
 
     def activation(self, pre):
@@ -132,8 +134,11 @@ class TopKSAE(AbstractSAE):
     def with_k(self, k: int) -> TopKSAE:
         """The same weights with another number of active latents at inference."""
         new = TopKSAE(self.d_in, self.d_sae, k, key=jax.random.key(0), dtype=self.W_dec.dtype)
-        return eqx.tree_at(lambda s: (s.W_enc, s.b_enc, s.W_dec, s.b_dec), new,
-                           (self.W_enc, self.b_enc, self.W_dec, self.b_dec))
+        return eqx.tree_at(
+            lambda s: (s.W_enc, s.b_enc, s.W_dec, s.b_dec),
+            new,
+            (self.W_enc, self.b_enc, self.W_dec, self.b_dec),
+        )
 
 
 class ReLUSAE(AbstractSAE):
@@ -147,11 +152,11 @@ class ReLUSAE(AbstractSAE):
     W_dec: Float[Array, "d_sae d_in"]
     b_dec: Float[Array, " d_in"]
 
-    def __init__(self, d_in: int, d_sae: int, *, key: PRNGKeyArray, b_dec=None,
-                 dtype=jnp.float32):
+    def __init__(self, d_in: int, d_sae: int, *, key: PRNGKeyArray, b_dec=None, dtype=jnp.float32):
         """**Arguments:** as `TopKSAE`, without `k`."""
-        self.W_enc, self.b_enc, self.W_dec, self.b_dec = _init_weights(d_in, d_sae, key, b_dec,
-                                                                      dtype)
+        self.W_enc, self.b_enc, self.W_dec, self.b_dec = _init_weights(
+            d_in, d_sae, key, b_dec, dtype
+        )
 
     def activation(self, pre):
         return jax.nn.relu(pre)
@@ -175,14 +180,16 @@ class BatchTopKSAE(AbstractSAE):
     threshold: Float[Array, ""]
     k: int = eqx.field(static=True)
 
-    def __init__(self, d_in: int, d_sae: int, k: int, *, key: PRNGKeyArray, b_dec=None,
-                 dtype=jnp.float32):
+    def __init__(
+        self, d_in: int, d_sae: int, k: int, *, key: PRNGKeyArray, b_dec=None, dtype=jnp.float32
+    ):
         """**Arguments:** as `TopKSAE` (`k` is the mean number of active latents)."""
         k = check_positive_int("k", k)
         if k > d_sae:
             raise ValueError(f"k: expected 1 <= k <= d_sae={d_sae}, received {k}")
-        self.W_enc, self.b_enc, self.W_dec, self.b_dec = _init_weights(d_in, d_sae, key, b_dec,
-                                                                      dtype)
+        self.W_enc, self.b_enc, self.W_dec, self.b_dec = _init_weights(
+            d_in, d_sae, key, b_dec, dtype
+        )
         self.threshold = jnp.zeros((), dtype)
         self.k = k
 

@@ -90,14 +90,16 @@ def ce_loss_score(
     "kl_ablated", "kl_score"} as floats.
     """
     if not isinstance(model, Transformer):
-        raise ValueError(f"model: expected a jaxlab.lm.Transformer, received "
-                         f"{type(model).__name__}")
+        raise ValueError(
+            f"model: expected a jaxlab.lm.Transformer, received {type(model).__name__}"
+        )
     if not callable(sae):
         raise ValueError(f"sae: expected a callable (d,) -> (d,), received {type(sae).__name__}")
     tokens = jnp.asarray(tokens)
     if tokens.ndim != 2 or tokens.shape[1] < 2 or tokens.shape[0] == 0:
-        raise ValueError(f"tokens: expected shape (B, T) with B >= 1 and T >= 2, received "
-                         f"{tokens.shape}")
+        raise ValueError(
+            f"tokens: expected shape (B, T) with B >= 1 and T >= 2, received {tokens.shape}"
+        )
     mask = jnp.ones(tokens.shape, jnp.int32) if mask is None else jnp.asarray(mask)
     if mask.shape != tokens.shape:
         raise ValueError(f"mask: expected shape {tokens.shape}, received {mask.shape}")
@@ -109,15 +111,22 @@ def ce_loss_score(
     f32 = jnp.float32
 
     def splice(keep, recon):
-        return Splice(sae, jnp.asarray(keep, f32), jnp.asarray(recon, f32),
-                      jnp.asarray(input_scale, f32), jnp.asarray(skip_first, jnp.int32))
+        return Splice(
+            sae,
+            jnp.asarray(keep, f32),
+            jnp.asarray(recon, f32),
+            jnp.asarray(input_scale, f32),
+            jnp.asarray(skip_first, jnp.int32),
+        )
 
     tot = np.zeros((3, 2))
     count = 0.0
     for s in range(0, tokens.shape[0], batch_size):
-        tb, mb = tokens[s:s + batch_size].astype(jnp.int32), mask[s:s + batch_size]
-        runs = [forward(model, tb, mask=mb, intervene={(site, layer): splice(k, r)})[0]
-                for k, r in ((1, 0), (0, 1), (0, 0))]
+        tb, mb = tokens[s : s + batch_size].astype(jnp.int32), mask[s : s + batch_size]
+        runs = [
+            forward(model, tb, mask=mb, intervene={(site, layer): splice(k, r)})[0]
+            for k, r in ((1, 0), (0, 1), (0, 0))
+        ]
         ref = jax.nn.log_softmax(runs[0][:, :-1], axis=-1)
         for i, lg in enumerate(runs):
             nll, kl, n = _losses(lg, ref, tb, mb)
@@ -127,8 +136,16 @@ def ce_loss_score(
         raise ValueError("mask: expected at least one pair of consecutive real tokens")
     (ce_clean, _), (ce_sae, kl_sae), (ce_abl, kl_abl) = tot / count
     if ce_abl == ce_clean or kl_abl == 0:
-        raise ValueError(f"layer: zero-ablating ({site!r}, {layer}) leaves the loss unchanged "
-                         f"(CE {ce_clean:.6g}); the scores are undefined there")
-    return {"ce_clean": ce_clean, "ce_sae": ce_sae, "ce_ablated": ce_abl,
-            "ce_loss_score": (ce_abl - ce_sae) / (ce_abl - ce_clean),
-            "kl_sae": kl_sae, "kl_ablated": kl_abl, "kl_score": (kl_abl - kl_sae) / kl_abl}
+        raise ValueError(
+            f"layer: zero-ablating ({site!r}, {layer}) leaves the loss unchanged "
+            f"(CE {ce_clean:.6g}); the scores are undefined there"
+        )
+    return {
+        "ce_clean": ce_clean,
+        "ce_sae": ce_sae,
+        "ce_ablated": ce_abl,
+        "ce_loss_score": (ce_abl - ce_sae) / (ce_abl - ce_clean),
+        "kl_sae": kl_sae,
+        "kl_ablated": kl_abl,
+        "kl_score": (kl_abl - kl_sae) / kl_abl,
+    }

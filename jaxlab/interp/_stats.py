@@ -18,8 +18,15 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from .._core import check_array, check_positive_int, check_range
 
-__all__ = ["r2_score", "spearman", "accuracy", "auroc", "bootstrap_ci", "group_split",
-           "group_kfold"]
+__all__ = [
+    "r2_score",
+    "spearman",
+    "accuracy",
+    "auroc",
+    "bootstrap_ci",
+    "group_split",
+    "group_kfold",
+]
 
 
 def _w(weights, n, dtype):
@@ -38,8 +45,12 @@ def _floats(*xs):
     return [x.astype(dt) for x in xs]
 
 
-def r2_score(y_true: Float[Array, " n"], y_pred: Float[Array, " n"], *,
-             weights: Float[Array, " n"] | None = None) -> Float[Array, ""]:
+def r2_score(
+    y_true: Float[Array, " n"],
+    y_pred: Float[Array, " n"],
+    *,
+    weights: Float[Array, " n"] | None = None,
+) -> Float[Array, ""]:
     """Coefficient of determination `1 - sum w (y - p)^2 / sum w (y - mean_w y)^2`.
 
     **Arguments:** `y_true`, `y_pred` (n,); `weights` (n,) >= 0 (default 1).
@@ -52,8 +63,9 @@ def r2_score(y_true: Float[Array, " n"], y_pred: Float[Array, " n"], *,
     return 1 - jnp.sum(w * (y - p) ** 2) / jnp.sum(w * (y - mean) ** 2)
 
 
-def accuracy(y_true: Int[Array, " n"], y_pred: Int[Array, " n"], *,
-             weights: Float[Array, " n"] | None = None) -> Float[Array, ""]:
+def accuracy(
+    y_true: Int[Array, " n"], y_pred: Int[Array, " n"], *, weights: Float[Array, " n"] | None = None
+) -> Float[Array, ""]:
     """Weighted fraction of `y_pred == y_true` (labels, not scores). **Returns:** ()."""
     y = jnp.asarray(y_true)
     w = _w(weights, y.shape[0], jnp.float32 if weights is None else _float(weights).dtype)
@@ -63,8 +75,10 @@ def accuracy(y_true: Int[Array, " n"], y_pred: Int[Array, " n"], *,
 def _weight_below(values, weights, queries):
     """(sum of weights of values < q, sum of weights of values <= q) for each query."""
     order = jnp.argsort(values)
-    sv, cw = values[order], jnp.concatenate([jnp.zeros((1,), weights.dtype),
-                                             jnp.cumsum(weights[order])])
+    sv, cw = (
+        values[order],
+        jnp.concatenate([jnp.zeros((1,), weights.dtype), jnp.cumsum(weights[order])]),
+    )
     lo = cw[jnp.searchsorted(sv, queries, side="left")]
     hi = cw[jnp.searchsorted(sv, queries, side="right")]
     return lo, hi
@@ -76,8 +90,9 @@ def _ranks(x, w):
     return lo + (hi - lo + 1) / 2
 
 
-def spearman(x: Float[Array, " n"], y: Float[Array, " n"], *,
-             weights: Float[Array, " n"] | None = None) -> Float[Array, ""]:
+def spearman(
+    x: Float[Array, " n"], y: Float[Array, " n"], *, weights: Float[Array, " n"] | None = None
+) -> Float[Array, ""]:
     """Spearman rank correlation (average ranks for ties; weights replicate rows).
 
     **Returns:** () correlation in [-1, 1].
@@ -91,8 +106,12 @@ def spearman(x: Float[Array, " n"], y: Float[Array, " n"], *,
     return jnp.sum(w * rx * ry) / jnp.sqrt(jnp.sum(w * rx**2) * jnp.sum(w * ry**2))
 
 
-def auroc(y_true: Int[Array, " n"], score: Float[Array, " n"], *,
-          weights: Float[Array, " n"] | None = None) -> Float[Array, ""]:
+def auroc(
+    y_true: Int[Array, " n"],
+    score: Float[Array, " n"],
+    *,
+    weights: Float[Array, " n"] | None = None,
+) -> Float[Array, ""]:
     """Area under the ROC curve: P(score_pos > score_neg) + P(tie) / 2 (Mann-Whitney).
 
     **Arguments:** `y_true` (n,) binary labels (1 = positive), `score` (n,), `weights`.
@@ -175,8 +194,9 @@ def _group_ids(groups):
     return np.unique(g, return_inverse=True)[1].reshape(-1)
 
 
-def group_split(groups: Int[Array, " n"], *, key: PRNGKeyArray,
-                test_fraction: float = 0.25) -> Bool[Array, " n"]:
+def group_split(
+    groups: Int[Array, " n"], *, key: PRNGKeyArray, test_fraction: float = 0.25
+) -> Bool[Array, " n"]:
     """Train mask of a random split that keeps every group (e.g. prompt) on one side.
 
     **Arguments:** `groups` (n,) ids; `key`; `test_fraction` of the groups held out.

@@ -21,8 +21,16 @@ from ..lm import ProjectOut, Steer
 from ._sae import AbstractSAE
 from ._stats import accuracy, auroc
 
-__all__ = ["MeanDifference", "mean_difference", "SteerAt", "steer", "project_out",
-           "ClampFeatures", "ablate_features", "dose_response"]
+__all__ = [
+    "MeanDifference",
+    "mean_difference",
+    "SteerAt",
+    "steer",
+    "project_out",
+    "ClampFeatures",
+    "ablate_features",
+    "dose_response",
+]
 
 
 class MeanDifference(eqx.Module):
@@ -39,8 +47,9 @@ class MeanDifference(eqx.Module):
     test_accuracy: Float[Array, ""]
 
 
-def mean_difference(x: Float[Array, "n d"], labels: Bool[Array, " n"], *,
-                    train: Bool[Array, " n"]) -> MeanDifference:
+def mean_difference(
+    x: Float[Array, "n d"], labels: Bool[Array, " n"], *, train: Bool[Array, " n"]
+) -> MeanDifference:
     """Difference-of-means direction fitted on `train` rows and checked on the others.
 
     **Arguments:** `x` (n, d) activations; `labels` (n,) bool (True = positive class);
@@ -58,8 +67,10 @@ def mean_difference(x: Float[Array, "n d"], labels: Bool[Array, " n"], *,
     for side, m in (("training", train), ("held-out", ~train)):
         for cls in (True, False):
             if not bool(jnp.any(m & (labels == cls))):
-                raise ValueError(f"labels: expected both classes among the {side} rows "
-                                 f"(train mask), class {cls} has none")
+                raise ValueError(
+                    f"labels: expected both classes among the {side} rows "
+                    f"(train mask), class {cls} has none"
+                )
     return _mean_difference(x, labels, train)
 
 
@@ -73,8 +84,12 @@ def _mean_difference(x, labels, train):
     threshold = (mp + mn) @ direction / 2
     proj = x @ direction
     test = (~train).astype(f)
-    return MeanDifference(direction, threshold, auroc(labels, proj, weights=test),
-                          accuracy(labels, proj > threshold, weights=test))
+    return MeanDifference(
+        direction,
+        threshold,
+        auroc(labels, proj, weights=test),
+        accuracy(labels, proj > threshold, weights=test),
+    )
 
 
 class SteerAt(eqx.Module):
@@ -101,10 +116,14 @@ def _direction(direction, name="direction"):
     return d.astype(jnp.float32)
 
 
-def steer(direction: Float[Array, " d"], alpha: float | Float[Array, ""], *,
-          layers: Sequence[int], site: str = "resid_post",
-          positions: Sequence[int] | Int[Array, " P"] | None = None,
-          ) -> dict[tuple[str, int], Callable]:
+def steer(
+    direction: Float[Array, " d"],
+    alpha: float | Float[Array, ""],
+    *,
+    layers: Sequence[int],
+    site: str = "resid_post",
+    positions: Sequence[int] | Int[Array, " P"] | None = None,
+) -> dict[tuple[str, int], Callable]:
     """`intervene=` mapping that adds `alpha * direction` at `site` of each of `layers`.
 
     **Arguments:** `direction` (d,); `alpha` () (traced: a new value does not recompile);
@@ -130,8 +149,9 @@ def steer(direction: Float[Array, " d"], alpha: float | Float[Array, ""], *,
     return {(site, i): fn for i in layers}
 
 
-def project_out(direction: Float[Array, " d"], *, layers: Sequence[int],
-                site: str = "resid_post") -> dict[tuple[str, int], Callable]:
+def project_out(
+    direction: Float[Array, " d"], *, layers: Sequence[int], site: str = "resid_post"
+) -> dict[tuple[str, int], Callable]:
     """`intervene=` mapping removing the component along `direction` at each layer.
 
     **Returns:** {(site, layer): `jaxlab.lm.ProjectOut`}.
@@ -164,10 +184,14 @@ class ClampFeatures(eqx.Module):
         if lat.shape[0] == 0 or not np.issubdtype(lat.dtype, np.integer):
             raise ValueError(f"latents: expected a non-empty list of ints, received {latents!r}")
         if lat.min() < 0 or lat.max() >= sae.d_sae:
-            raise ValueError(f"latents: expected indices in [0, {sae.d_sae}), received "
-                             f"{lat.tolist()}")
-        vals = np.zeros(lat.shape, np.float32) if values is None else np.broadcast_to(
-            np.asarray(values, np.float32), lat.shape)
+            raise ValueError(
+                f"latents: expected indices in [0, {sae.d_sae}), received {lat.tolist()}"
+            )
+        vals = (
+            np.zeros(lat.shape, np.float32)
+            if values is None
+            else np.broadcast_to(np.asarray(values, np.float32), lat.shape)
+        )
         self.sae = sae
         self.latents = jnp.asarray(lat, jnp.int32)
         self.values = jnp.asarray(vals, sae.W_dec.dtype)
@@ -184,9 +208,13 @@ def ablate_features(sae: AbstractSAE, latents, *, input_scale: float = 1.0) -> C
     return ClampFeatures(sae, latents, None, input_scale=input_scale)
 
 
-def dose_response(metric: Callable[[Float[Array, " d"]], Array], direction: Float[Array, " d"],
-                  alphas: Sequence[float] | Float[Array, " A"], *, key: PRNGKeyArray
-                  ) -> dict[str, np.ndarray]:
+def dose_response(
+    metric: Callable[[Float[Array, " d"]], Array],
+    direction: Float[Array, " d"],
+    alphas: Sequence[float] | Float[Array, " A"],
+    *,
+    key: PRNGKeyArray,
+) -> dict[str, np.ndarray]:
     """A behavioural metric over a grid of steering strengths, with a random control.
 
     **Arguments:** `metric(vector)` -> () (e.g. a logit difference of `lm.forward` run with

@@ -101,13 +101,19 @@ class SAEStep(AbstractStep):
             v = getattr(self, name)
             if not v >= 0:
                 raise ValueError(f"{name}: expected a number >= 0, received {v!r}")
-        if isinstance(self.resample_every, bool) or not isinstance(self.resample_every, int) \
-                or self.resample_every < 0:
-            raise ValueError(f"resample_every: expected an int >= 0, received "
-                             f"{self.resample_every!r}")
+        if (
+            isinstance(self.resample_every, bool)
+            or not isinstance(self.resample_every, int)
+            or self.resample_every < 0
+        ):
+            raise ValueError(
+                f"resample_every: expected an int >= 0, received {self.resample_every!r}"
+            )
         if not 0 <= self.threshold_momentum < 1:
-            raise ValueError(f"threshold_momentum: expected a number in [0, 1), received "
-                             f"{self.threshold_momentum!r}")
+            raise ValueError(
+                f"threshold_momentum: expected a number in [0, 1), received "
+                f"{self.threshold_momentum!r}"
+            )
 
     def _k_aux(self, sae):
         return min(self.aux_k if self.aux_k is not None else max(sae.d_in // 2, 1), sae.d_sae)
@@ -115,17 +121,22 @@ class SAEStep(AbstractStep):
     def init(self, model: AbstractSAE, key=None) -> SAEState:
         """Initial state for training `model` (an SAE whose d_in matches `data`)."""
         if not isinstance(model, AbstractSAE):
-            raise ValueError(f"model: expected a TopKSAE, BatchTopKSAE or ReLUSAE, received "
-                             f"{type(model).__name__}")
+            raise ValueError(
+                f"model: expected a TopKSAE, BatchTopKSAE or ReLUSAE, received "
+                f"{type(model).__name__}"
+            )
         if self.data.shape[1] != model.d_in:
-            raise ValueError(f"data: expected width d_in={model.d_in} of the SAE, received "
-                             f"shape {self.data.shape}")
+            raise ValueError(
+                f"data: expected width d_in={model.d_in} of the SAE, received "
+                f"shape {self.data.shape}"
+            )
         if self.aux_k is not None and self.aux_k > model.d_sae:
             raise ValueError(f"aux_k: expected <= d_sae={model.d_sae}, received {self.aux_k}")
         check_finite("data", self.data)
         opt_state = self.optimizer.init(_params(model))
-        return SAEState(model, opt_state, jnp.zeros((model.d_sae,), jnp.int32),
-                        jnp.zeros((), jnp.int32))
+        return SAEState(
+            model, opt_state, jnp.zeros((model.d_sae,), jnp.int32), jnp.zeros((), jnp.int32)
+        )
 
     def _loss(self, params, sae, x, dead):
         sae = _with_params(sae, params)
@@ -162,8 +173,9 @@ class SAEStep(AbstractStep):
         sae = state.sae
         dead = state.steps_since_fired >= self.dead_window
         params = _params(sae)
-        (loss, (z, x_hat, mse, aux_loss, l1)), grads = jax.value_and_grad(
-            self._loss, has_aux=True)(params, sae, x, dead)
+        (loss, (z, x_hat, mse, aux_loss, l1)), grads = jax.value_and_grad(self._loss, has_aux=True)(
+            params, sae, x, dead
+        )
         g_enc, g_benc, g_dec, g_bdec = grads
         # only the norm-preserving part of the decoder gradient (rows are re-projected anyway)
         g_dec = g_dec - jnp.sum(g_dec * sae.W_dec, axis=1, keepdims=True) * sae.W_dec
@@ -181,11 +193,19 @@ class SAEStep(AbstractStep):
         if isinstance(sae, ReLUSAE) and self.resample_every > 0:
             due = (state.step + 1) % self.resample_every == 0
             sae, opt_state, since = jax.lax.cond(
-                due, lambda a: self._resample(*a), lambda a: a[3:],
-                (kr, x, x_hat, sae, opt_state, since))
-        aux = {"loss": loss, "mse": mse, "l0": jnp.mean(jnp.sum(z > 0, axis=-1).astype(x.dtype)),
-               "aux_loss": aux_loss, "l1": l1,
-               "dead_frac": jnp.mean((since >= self.dead_window).astype(x.dtype))}
+                due,
+                lambda a: self._resample(*a),
+                lambda a: a[3:],
+                (kr, x, x_hat, sae, opt_state, since),
+            )
+        aux = {
+            "loss": loss,
+            "mse": mse,
+            "l0": jnp.mean(jnp.sum(z > 0, axis=-1).astype(x.dtype)),
+            "aux_loss": aux_loss,
+            "l1": l1,
+            "dead_frac": jnp.mean((since >= self.dead_window).astype(x.dtype)),
+        }
         return SAEState(sae, opt_state, since, state.step + 1), aux
 
     def _resample(self, key, x, x_hat, sae, opt_state, since):
@@ -198,14 +218,16 @@ class SAEStep(AbstractStep):
         enc_norm = jnp.linalg.norm(sae.W_enc, axis=0)
         n_alive = jnp.sum(~dead).astype(v.dtype)
         one = jnp.ones((), v.dtype)
-        mean_alive = jnp.where(n_alive > 0, jnp.sum(jnp.where(dead, 0, enc_norm))
-                               / jnp.maximum(n_alive, one), one)
+        mean_alive = jnp.where(
+            n_alive > 0, jnp.sum(jnp.where(dead, 0, enc_norm)) / jnp.maximum(n_alive, one), one
+        )
         w_dec = jnp.where(dead[:, None], v, sae.W_dec)
         w_enc = jnp.where(dead[None, :], (0.2 * mean_alive * v).T, sae.W_enc)
         b_enc = jnp.where(dead, jnp.zeros((), sae.b_enc.dtype), sae.b_enc)
         sae = _with_params(sae, (w_enc, b_enc, w_dec, sae.b_dec))
         keep = (~dead).astype(v.dtype)
         masks = (keep[None, :], keep, keep[:, None], jnp.ones_like(sae.b_dec))
-        opt_state = optax.tree_map_params(self.optimizer, lambda s, m: s * m.astype(s.dtype),
-                                          opt_state, masks)
+        opt_state = optax.tree_map_params(
+            self.optimizer, lambda s, m: s * m.astype(s.dtype), opt_state, masks
+        )
         return sae, opt_state, jnp.where(dead, 0, since).astype(jnp.int32)

@@ -48,9 +48,17 @@ class LaplexGram(eqx.Module):
     log_noise: Float[Array, ""]
     learn_anchors: bool = eqx.field(static=True)
 
-    def __init__(self, coords: Sequence[Float[Array, " n"]] | Float[Array, " n"], heads: int = 1,
-                 *, key: PRNGKeyArray, decay: float = 1.0, noise: float = 0.1,
-                 learn_anchors: bool = True, dtype=jnp.float32):
+    def __init__(
+        self,
+        coords: Sequence[Float[Array, " n"]] | Float[Array, " n"],
+        heads: int = 1,
+        *,
+        key: PRNGKeyArray,
+        decay: float = 1.0,
+        noise: float = 0.1,
+        learn_anchors: bool = True,
+        dtype=jnp.float32,
+    ):
         """**Arguments:**
 
         - `coords`: a 1-D array of coordinates, or one per grid axis (e.g. row and
@@ -130,9 +138,16 @@ class LaplexGram(eqx.Module):
             total = total + jnp.exp(self.log_c[h]) * k
         return total
 
-    def neg_log_likelihood(self, y: Float[Array, " N"], *, key: PRNGKeyArray, probes: int = 8,
-                           lanczos_steps: int = 30, cg_tol: float = 1e-6,
-                           cg_maxiter: int = 1000) -> Float[Array, ""]:
+    def neg_log_likelihood(
+        self,
+        y: Float[Array, " N"],
+        *,
+        key: PRNGKeyArray,
+        probes: int = 8,
+        lanczos_steps: int = 30,
+        cg_tol: float = 1e-6,
+        cg_maxiter: int = 1000,
+    ) -> Float[Array, ""]:
         """Gaussian negative log-likelihood of `y ~ N(0, Sigma)`, matvec-only.
 
         Value: `0.5 (y^T Sigma^{-1} y + logdet Sigma + N log 2 pi)` with CG for the
@@ -148,17 +163,19 @@ class LaplexGram(eqx.Module):
         n = self.size
         frozen = jax.lax.stop_gradient(self)
         solve_mv = frozen.matvec
-        alpha, _ = conjugate_gradient(solve_mv, jax.lax.stop_gradient(y), tol=cg_tol,
-                                      maxiter=cg_maxiter)
+        alpha, _ = conjugate_gradient(
+            solve_mv, jax.lax.stop_gradient(y), tol=cg_tol, maxiter=cg_maxiter
+        )
         alpha = jax.lax.stop_gradient(alpha)
         quad = 2 * jnp.vdot(alpha, y) - jnp.vdot(alpha, self.matvec(alpha))
         k_slq, k_hutch = jax.random.split(key)
         logdet = jax.lax.stop_gradient(
-            slq_logdet(solve_mv, n, key=k_slq, probes=probes, steps=lanczos_steps,
-                       dtype=y.dtype))
+            slq_logdet(solve_mv, n, key=k_slq, probes=probes, steps=lanczos_steps, dtype=y.dtype)
+        )
         zs = jax.random.rademacher(k_hutch, (probes, n), y.dtype)
-        sol = jax.vmap(lambda z: conjugate_gradient(solve_mv, z, tol=cg_tol,
-                                                    maxiter=cg_maxiter)[0])(zs)
+        sol = jax.vmap(
+            lambda z: conjugate_gradient(solve_mv, z, tol=cg_tol, maxiter=cg_maxiter)[0]
+        )(zs)
         sol = jax.lax.stop_gradient(sol)
         tr = jnp.mean(jax.vmap(lambda u, z: jnp.vdot(u, self.matvec(z)))(sol, zs))
         logdet_sur = logdet + tr - jax.lax.stop_gradient(tr)

@@ -35,8 +35,16 @@ class LaplexLinear(eqx.Module):
     c: Float[Array, " H"]
     bias: Float[Array, " out"]
 
-    def __init__(self, in_features: int, out_features: int, heads: int, *, phased: bool = False,
-                 key: PRNGKeyArray, dtype=jnp.float32):
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        heads: int,
+        *,
+        phased: bool = False,
+        key: PRNGKeyArray,
+        dtype=jnp.float32,
+    ):
         """**Arguments:** `in_features`, `out_features`, `heads` (positive ints);
         `phased`: learn a phase `b` per head; `key` (keyword-only); `dtype`.
         """

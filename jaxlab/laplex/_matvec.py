@@ -112,12 +112,15 @@ def _side(scan, src, perm, tgt, rank, lam, x, *, tie: bool, jordan: bool):
         dlx = dl.astype(x.dtype)[:, None]
         drx = dr.astype(x.dtype)[:, None]
         out["jordan"] = el * (_gather_rows(gf, rm1) + dlx * f_l) + er * (
-            _gather_rows(gb, rc) + drx * b_r)
+            _gather_rows(gb, rc) + drx * b_r
+        )
     return out
 
 
-_COMPLEX = {jnp.dtype(jnp.float32): jnp.dtype(jnp.complex64),
-            jnp.dtype(jnp.float64): jnp.dtype(jnp.complex128)}
+_COMPLEX = {
+    jnp.dtype(jnp.float32): jnp.dtype(jnp.complex64),
+    jnp.dtype(jnp.float64): jnp.dtype(jnp.complex128),
+}
 
 
 def _work_dtype(v, b):
@@ -175,8 +178,15 @@ def _core_bwd(scan, sym, res, w):
         v_bar = jnp.real(v_bar)
     v_bar = v_bar.astype(v.dtype)
     f = t.dtype
-    return (v_bar, t_bar.astype(f), s_bar.astype(f), a_bar.astype(f),
-            None if b is None else b_bar.astype(f), c_bar.astype(f), None)
+    return (
+        v_bar,
+        t_bar.astype(f),
+        s_bar.astype(f),
+        a_bar.astype(f),
+        None if b is None else b_bar.astype(f),
+        c_bar.astype(f),
+        None,
+    )
 
 
 def _fused_bwd(x, t, s, lam, c, plan, w):
@@ -203,8 +213,7 @@ def _scan_bwd(scan, x, t, s, lam, c, plan, w):
         c_bar = jnp.real(jnp.sum(w * (p["left"] + p["right"])))
         t_bar = jnp.real(-lh * chw * jnp.sum(w * (p["left"] - p["right"]), axis=1))
         big_lam = -chw * jnp.sum(w * p["jordan"])
-        s_bar = jnp.real(-lh * chw * jnp.sum(x * (q["left"] - 2 * q["tie"] - q["right"]),
-                                                  axis=1))
+        s_bar = jnp.real(-lh * chw * jnp.sum(x * (q["left"] - 2 * q["tie"] - q["right"]), axis=1))
         v_bar = chw * (q["left"] + q["right"])
         return v_bar, t_bar, s_bar, jnp.real(big_lam), -jnp.imag(big_lam), c_bar
 

@@ -63,26 +63,33 @@ def make_plan(t: Float[Array, "H M"], s: Float[Array, "H N"]) -> LaplexPlan:
     t = lax.stop_gradient(t)  # integer outputs: nothing to differentiate
     s = t if same else lax.stop_gradient(s)
     if jnp.dtype(t.dtype) in (jnp.float32, jnp.float64) and cpu_kernel_available():
-        return lax.platform_dependent(t, s, cpu=lambda t, s: _cpu_make_plan(t, s, same),
-                                      default=lambda t, s: _jax_make_plan(t, s, same))
+        return lax.platform_dependent(
+            t,
+            s,
+            cpu=lambda t, s: _cpu_make_plan(t, s, same),
+            default=lambda t, s: _jax_make_plan(t, s, same),
+        )
     return _jax_make_plan(t, s, same)
 
 
 def _cpu_make_plan(t, s, same):
     perm_s, rank_t, perm_t, rank_s, presorted = cpu_plan(t, s, same=same)
-    return LaplexPlan(perm_s=perm_s, rank_t=rank_t, perm_t=perm_t, rank_s=rank_s,
-                      presorted_s=presorted)
+    return LaplexPlan(
+        perm_s=perm_s, rank_t=rank_t, perm_t=perm_t, rank_s=rank_s, presorted_s=presorted
+    )
 
 
 def _jax_make_plan(t, s, same):
     perm_s, rank_t = jax.vmap(_one_side)(s, t)
     presorted = _presorted(perm_s)
     if same:
-        return LaplexPlan(perm_s=perm_s, rank_t=rank_t, perm_t=perm_s, rank_s=rank_t,
-                          presorted_s=presorted)
+        return LaplexPlan(
+            perm_s=perm_s, rank_t=rank_t, perm_t=perm_s, rank_s=rank_t, presorted_s=presorted
+        )
     perm_t, rank_s = jax.vmap(_one_side)(t, s)
-    return LaplexPlan(perm_s=perm_s, rank_t=rank_t, perm_t=perm_t, rank_s=rank_s,
-                      presorted_s=presorted)
+    return LaplexPlan(
+        perm_s=perm_s, rank_t=rank_t, perm_t=perm_t, rank_s=rank_s, presorted_s=presorted
+    )
 
 
 def _side_ok(src, perm, tgt, rank):
@@ -106,6 +113,7 @@ def plan_is_valid(
 def update_plan(plan: LaplexPlan, t: Float[Array, "H M"], s: Float[Array, "H N"]) -> LaplexPlan:
     """Keep `plan` if it is still valid for `t`, `s`, else re-sort (works under jit)."""
     if plan.presorted_s is None:  # a hand-made plan: fill in the flag (same tree as make_plan's)
-        plan = LaplexPlan(plan.perm_s, plan.rank_t, plan.perm_t, plan.rank_s,
-                          _presorted(plan.perm_s))
+        plan = LaplexPlan(
+            plan.perm_s, plan.rank_t, plan.perm_t, plan.rank_s, _presorted(plan.perm_s)
+        )
     return lax.cond(plan_is_valid(plan, t, s), lambda: plan, lambda: make_plan(t, s))

@@ -42,8 +42,9 @@ def _sharded_forward(scan, alpha, x, mesh, axis):
         return h + p[:, None] * carry[None]
 
     spec = PartitionSpec(axis)
-    return jax.shard_map(body, mesh=mesh, in_specs=(spec, spec), out_specs=spec,
-                         check_vma=False)(alpha, x)
+    return jax.shard_map(body, mesh=mesh, in_specs=(spec, spec), out_specs=spec, check_vma=False)(
+        alpha, x
+    )
 
 
 def sharded_matvec(

@@ -55,8 +55,14 @@ class HeadStep(AbstractStep):
     static: eqx.Module = eqx.field(static=True)
     optimizer: optax.GradientTransformation = eqx.field(static=True)
 
-    def __init__(self, model: eqx.Module, x: Float[Array, "B inp"], y: Int[Array, " B"], *,
-                 optimizer: optax.GradientTransformation):
+    def __init__(
+        self,
+        model: eqx.Module,
+        x: Float[Array, "B inp"],
+        y: Int[Array, " B"],
+        *,
+        optimizer: optax.GradientTransformation,
+    ):
         sizes = check_array("x", x, shape=("B", None), dtype=jnp.floating)
         check_array("y", y, shape=("B",), dtype=jnp.integer, sizes=sizes)
         self.x, self.y = jnp.asarray(x), jnp.asarray(y)
@@ -104,9 +110,17 @@ class GramStep(AbstractStep):
     cg_tol: float = eqx.field(static=True)
     cg_maxiter: int = eqx.field(static=True)
 
-    def __init__(self, model: LaplexGram, ys: Float[Array, "n N"], *,
-                 optimizer: optax.GradientTransformation, probes: int = 8,
-                 lanczos_steps: int = 30, cg_tol: float = 1e-6, cg_maxiter: int = 1000):
+    def __init__(
+        self,
+        model: LaplexGram,
+        ys: Float[Array, "n N"],
+        *,
+        optimizer: optax.GradientTransformation,
+        probes: int = 8,
+        lanczos_steps: int = 30,
+        cg_tol: float = 1e-6,
+        cg_maxiter: int = 1000,
+    ):
         if not isinstance(model, LaplexGram):
             raise ValueError(f"model: expected a LaplexGram, received {type(model).__name__}")
         check_array("ys", ys, shape=(None, model.size), dtype=jnp.floating)
@@ -133,10 +147,17 @@ class GramStep(AbstractStep):
 
         def loss_fn(p):
             m = eqx.combine(p, self.static)
-            nll = [m.neg_log_likelihood(self.ys[j], key=jax.random.fold_in(key, j),
-                                        probes=self.probes, lanczos_steps=self.lanczos_steps,
-                                        cg_tol=self.cg_tol, cg_maxiter=self.cg_maxiter)
-                   for j in range(n)]
+            nll = [
+                m.neg_log_likelihood(
+                    self.ys[j],
+                    key=jax.random.fold_in(key, j),
+                    probes=self.probes,
+                    lanczos_steps=self.lanczos_steps,
+                    cg_tol=self.cg_tol,
+                    cg_maxiter=self.cg_maxiter,
+                )
+                for j in range(n)
+            ]
             return sum(nll) / (n * self.ys.shape[1])
 
         loss, grads = jax.value_and_grad(loss_fn)(params)
@@ -168,8 +189,16 @@ def fit_head(
     optimizer = optax.adam(0.02) if optimizer is None else optimizer
     step = HeadStep(model, x, y, optimizer=optimizer)
     key = jax.random.key(0)  # unused: full-batch steps are deterministic
-    state, hist = run_steps(step, step.init(model, key), key=key, steps=steps, chunk=chunk,
-                            checkpointer=checkpointer, progress=progress, loop=StepLoop())
+    state, hist = run_steps(
+        step,
+        step.init(model, key),
+        key=key,
+        steps=steps,
+        chunk=chunk,
+        checkpointer=checkpointer,
+        progress=progress,
+        loop=StepLoop(),
+    )
     return step.model(state), hist
 
 
@@ -198,8 +227,23 @@ def fit_gram(
     **Returns:** `(model, history)`, `history.losses` `(steps,)` the per-dimension NLL.
     """
     optimizer = optax.adam(0.03) if optimizer is None else optimizer
-    step = GramStep(model, ys, optimizer=optimizer, probes=probes, lanczos_steps=lanczos_steps,
-                    cg_tol=cg_tol, cg_maxiter=cg_maxiter)
-    state, hist = run_steps(step, step.init(model, key), key=key, steps=steps, chunk=chunk,
-                            checkpointer=checkpointer, progress=progress, loop=StepLoop())
+    step = GramStep(
+        model,
+        ys,
+        optimizer=optimizer,
+        probes=probes,
+        lanczos_steps=lanczos_steps,
+        cg_tol=cg_tol,
+        cg_maxiter=cg_maxiter,
+    )
+    state, hist = run_steps(
+        step,
+        step.init(model, key),
+        key=key,
+        steps=steps,
+        chunk=chunk,
+        checkpointer=checkpointer,
+        progress=progress,
+        loop=StepLoop(),
+    )
     return step.model(state), hist

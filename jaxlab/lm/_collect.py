@@ -81,8 +81,10 @@ def model_fingerprint(model: Transformer) -> str:
 def _items(texts_or_tokens, tokenizer, vocab_size):
     """Normalise the inputs to (tokens, prompt_length, source hash) per item."""
     if isinstance(texts_or_tokens, str | bytes) or not isinstance(texts_or_tokens, Sequence):
-        raise ValueError("texts_or_tokens must be a list of strings, token lists or "
-                         f"(prompt, completion) pairs, got {type(texts_or_tokens).__name__}")
+        raise ValueError(
+            "texts_or_tokens must be a list of strings, token lists or "
+            f"(prompt, completion) pairs, got {type(texts_or_tokens).__name__}"
+        )
     if len(texts_or_tokens) == 0:
         raise ValueError("texts_or_tokens must not be empty")
 
@@ -93,16 +95,19 @@ def _items(texts_or_tokens, tokenizer, vocab_size):
             return tokenizer.encode(part) if first else tokenizer.encode(part, add_bos=False)
         arr = np.asarray(part)
         if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
-            raise ValueError(f"texts_or_tokens: a token list must be 1-D integers, got "
-                             f"{arr.dtype}{arr.shape}")
+            raise ValueError(
+                f"texts_or_tokens: a token list must be 1-D integers, got {arr.dtype}{arr.shape}"
+            )
         return [int(t) for t in arr]
 
     out = []
     for i, item in enumerate(texts_or_tokens):
         if isinstance(item, tuple):
             if len(item) != 2:
-                raise ValueError(f"texts_or_tokens[{i}]: a pair must be (prompt, completion), "
-                                 f"got a tuple of {len(item)}")
+                raise ValueError(
+                    f"texts_or_tokens[{i}]: a pair must be (prompt, completion), "
+                    f"got a tuple of {len(item)}"
+                )
             prompt, completion = encode(item[0], True), encode(item[1], False)
             toks, n_prompt = prompt + completion, len(prompt)
             if n_prompt == 0:
@@ -114,8 +119,9 @@ def _items(texts_or_tokens, tokenizer, vocab_size):
             raise ValueError(f"texts_or_tokens[{i}] is empty (no tokens)")
         bad = [t for t in toks if not 0 <= t < vocab_size]
         if bad:
-            raise ValueError(f"texts_or_tokens[{i}]: token ids must lie in [0, {vocab_size}), "
-                             f"got {bad[:5]}")
+            raise ValueError(
+                f"texts_or_tokens[{i}]: token ids must lie in [0, {vocab_size}), got {bad[:5]}"
+            )
         src = json.dumps([item if isinstance(item, str) else None, toks, n_prompt]).encode()
         out.append((toks, n_prompt, _sha256_bytes(src)))
     return out
@@ -191,16 +197,19 @@ def _compute_shard(model, items, shard, columns, sites, layers, positions, dtype
         mask = np.zeros((n_rows, length), np.int32)
         for r, j in enumerate(batch):
             t = items[j][0]
-            toks[r, length - len(t):] = t
-            mask[r, length - len(t):] = 1
+            toks[r, length - len(t) :] = t
+            mask[r, length - len(t) :] = 1
         acts = _activations_jit(model, jnp.asarray(toks), jnp.asarray(mask), sites, layers)
         acts = {s: np.asarray(v) for s, v in acts.items()}
         for r, j in enumerate(batch):
             t, n_prompt, _ = items[j]
             keep = _kept_positions(len(t), n_prompt, positions)
             cols = length - len(t) + keep
-            rec = {_column(s, layer): acts[s][r, li, cols].astype(dtype)
-                   for s in sites for li, layer in enumerate(layers)}
+            rec = {
+                _column(s, layer): acts[s][r, li, cols].astype(dtype)
+                for s in sites
+                for li, layer in enumerate(layers)
+            }
             rec["text_index"] = np.full(len(keep), j, np.int64)
             rec["position"] = keep.astype(np.int32)
             rec["token"] = np.asarray(t, np.int32)[keep]
@@ -265,9 +274,11 @@ def collect(
     if isinstance(layers, int | np.integer):
         layers = (int(layers),)
     layers = tuple(layers)
-    if (not layers or len(set(layers)) != len(layers)
-            or any(not isinstance(i, int | np.integer) or not 0 <= i < cfg.n_layers
-                   for i in layers)):
+    if (
+        not layers
+        or len(set(layers)) != len(layers)
+        or any(not isinstance(i, int | np.integer) or not 0 <= i < cfg.n_layers for i in layers)
+    ):
         raise ValueError(f"layers must be distinct ints in [0, {cfg.n_layers}), got {layers}")
     layers = tuple(int(i) for i in layers)
     if positions not in POSITIONS:
@@ -280,18 +291,31 @@ def collect(
     items = _items(texts_or_tokens, tokenizer, cfg.vocab_size)
     longest = max(len(t) for t, _, _ in items)
     if longest > cfg.context_length:
-        raise ValueError(f"texts_or_tokens: an item has {longest} tokens, more than the "
-                         f"context length {cfg.context_length}")
+        raise ValueError(
+            f"texts_or_tokens: an item has {longest} tokens, more than the "
+            f"context length {cfg.context_length}"
+        )
     if positions == "generated" and all(n == len(t) for t, n, _ in items):
-        raise ValueError("positions='generated' needs (prompt, completion) pairs in "
-                         "texts_or_tokens; every item here is prompt only")
+        raise ValueError(
+            "positions='generated' needs (prompt, completion) pairs in "
+            "texts_or_tokens; every item here is prompt only"
+        )
     batch_tokens = max(batch_tokens, prompt_bucket(longest))
     columns = [_column(s, layer) for s in sites for layer in layers]
     request = {
-        "model": {"name": cfg.name, "arch": cfg.arch, "config": repr(cfg),
-                  "sha256": model_fingerprint(model)},
-        "sites": list(sites), "layers": list(layers), "positions": positions, "dtype": dtype,
-        "d": cfg.d_model, "shard_rows": shard_rows, "batch_tokens": batch_tokens,
+        "model": {
+            "name": cfg.name,
+            "arch": cfg.arch,
+            "config": repr(cfg),
+            "sha256": model_fingerprint(model),
+        },
+        "sites": list(sites),
+        "layers": list(layers),
+        "positions": positions,
+        "dtype": dtype,
+        "d": cfg.d_model,
+        "shard_rows": shard_rows,
+        "batch_tokens": batch_tokens,
         "sources_sha256": _sha256_bytes("".join(h for _, _, h in items).encode()),
     }
     folder = Path(path)
@@ -307,12 +331,19 @@ def collect(
             raise ValueError(f"path: {manifest_path} is not a jaxlab activation store manifest")
         diff = sorted(k for k in set(old) | set(request) if old.get(k) != request.get(k))
         if diff:
-            raise ValueError(f"path: the store at {folder} was made by a different request "
-                             f"(differs in {diff}); use another path or delete it")
+            raise ValueError(
+                f"path: the store at {folder} was made by a different request "
+                f"(differs in {diff}); use another path or delete it"
+            )
     else:
-        manifest = {"format": _FORMAT, "request": request,
-                    "sources": [h for _, _, h in items], "columns": columns,
-                    "shards": [], "complete": False}
+        manifest = {
+            "format": _FORMAT,
+            "request": request,
+            "sources": [h for _, _, h in items],
+            "columns": columns,
+            "shards": [],
+            "complete": False,
+        }
         write_json(manifest_path, manifest)
     plan = _plan(items, positions, shard_rows, batch_tokens)
     done = {s["index"] for s in manifest["shards"]}
@@ -321,11 +352,16 @@ def collect(
     progress.start(len(plan), len(plan) - len(todo))
     try:
         for k in todo:
-            arrays = _compute_shard(model, items, plan[k], columns, sites, layers, positions,
-                                    np.dtype(dtype))
+            arrays = _compute_shard(
+                model, items, plan[k], columns, sites, layers, positions, np.dtype(dtype)
+            )
             files = _shard_files(k, columns)
-            entry = {"index": k, "items": plan[k]["items"],
-                     "rows": int(arrays["text_index"].shape[0]), "files": {}}
+            entry = {
+                "index": k,
+                "items": plan[k]["items"],
+                "rows": int(arrays["text_index"].shape[0]),
+                "files": {},
+            }
             for name, fname in files.items():
                 _save_npy(folder / fname, arrays[name])
                 entry["files"][name] = {"name": fname, "sha256": _file_sha256(folder / fname)}
@@ -370,8 +406,10 @@ class ActivationStore:
         if not isinstance(m, dict) or m.get("format") != _FORMAT:
             raise ValueError(f"path: {mpath} is not a jaxlab activation store manifest")
         if not m.get("complete"):
-            raise ValueError(f"path: the store at {self.path} is incomplete (interrupted); "
-                             "run lm.collect with the same arguments to resume it")
+            raise ValueError(
+                f"path: the store at {self.path} is incomplete (interrupted); "
+                "run lm.collect with the same arguments to resume it"
+            )
         req = m["request"]
         self.metadata: dict[str, Any] = dict(req)
         self.columns: tuple[str, ...] = tuple(m["columns"])
@@ -388,12 +426,14 @@ class ActivationStore:
             for name in [*self.columns, "text_index", "position", "token"]:
                 info = s["files"].get(name)
                 if info is None or not _SHARD_RE.match(str(info.get("name", ""))):
-                    raise ValueError(f"path: shard {s['index']} of {mpath} lacks a valid "
-                                     f"file name for {name!r}")
+                    raise ValueError(
+                        f"path: shard {s['index']} of {mpath} lacks a valid file name for {name!r}"
+                    )
                 f = (self.path / info["name"]).resolve()
                 if f.parent != root or not f.is_file():
-                    raise ValueError(f"path: shard file {info['name']!r} is missing or "
-                                     f"outside {self.path}")
+                    raise ValueError(
+                        f"path: shard file {info['name']!r} is missing or outside {self.path}"
+                    )
                 if verify and _file_sha256(f) != info["sha256"]:
                     raise ValueError(f"path: shard file {f} does not match its SHA-256")
                 try:
@@ -402,8 +442,10 @@ class ActivationStore:
                     raise ValueError(f"path: shard file {f} is not a valid .npy: {e}") from None
                 want = ((rows, self.d), dtype) if name in self.columns else ((rows,), None)
                 if a.shape != want[0] or (want[1] is not None and a.dtype != want[1]):
-                    raise ValueError(f"path: shard file {f} has {a.dtype}{a.shape}, the "
-                                     f"manifest says {want[1] or 'int'}{want[0]}")
+                    raise ValueError(
+                        f"path: shard file {f} has {a.dtype}{a.shape}, the "
+                        f"manifest says {want[1] or 'int'}{want[0]}"
+                    )
                 arrays[name] = a
             self._shards.append(arrays)
         self.n_tokens: int = sum(int(s["rows"]) for s in m["shards"])
@@ -420,9 +462,12 @@ class ActivationStore:
             if len(self.columns) != 1:
                 raise ValueError(f"site/layer: the store holds {self.columns}; name one")
             return self.columns[0]
-        matches = [c for c in self.columns
-                   if (site is None or c.split(".L")[0] == site)
-                   and (layer is None or c.endswith(f".L{int(layer)}"))]
+        matches = [
+            c
+            for c in self.columns
+            if (site is None or c.split(".L")[0] == site)
+            and (layer is None or c.endswith(f".L{int(layer)}"))
+        ]
         if len(matches) != 1:
             raise ValueError(f"site={site!r}, layer={layer!r}: expected one of {self.columns}")
         return matches[0]
@@ -488,8 +533,10 @@ class ActivationStore:
                 s = self._shards[k]
                 n = s[col].shape[0]
                 for a in range(0, n, buffer):
-                    yield (np.asarray(s[col][a:a + buffer], np.float32),
-                           np.asarray(s["text_index"][a:a + buffer], np.int64))
+                    yield (
+                        np.asarray(s[col][a : a + buffer], np.float32),
+                        np.asarray(s["text_index"][a : a + buffer], np.int64),
+                    )
 
         xs, idx, held = [], [], 0
         for x, ti in chunks():
@@ -504,7 +551,7 @@ class ActivationStore:
                 x_all, i_all = x_all[perm], i_all[perm]
             n_full = (x_all.shape[0] // batch_size) * batch_size
             for a in range(0, n_full, batch_size):
-                yield self._out(x_all[a:a + batch_size], i_all[a:a + batch_size], with_index)
+                yield self._out(x_all[a : a + batch_size], i_all[a : a + batch_size], with_index)
             xs, idx, held = [x_all[n_full:]], [i_all[n_full:]], x_all.shape[0] - n_full
         if held:
             x_all, i_all = np.concatenate(xs), np.concatenate(idx)
@@ -513,7 +560,7 @@ class ActivationStore:
                 x_all, i_all = x_all[perm], i_all[perm]
             stop = (held // batch_size) * batch_size if drop_last else held
             for a in range(0, stop, batch_size):
-                yield self._out(x_all[a:a + batch_size], i_all[a:a + batch_size], with_index)
+                yield self._out(x_all[a : a + batch_size], i_all[a : a + batch_size], with_index)
 
     @staticmethod
     def _out(x, ti, with_index):
@@ -521,5 +568,7 @@ class ActivationStore:
         return (x, jnp.asarray(ti.astype(np.int32))) if with_index else x
 
     def __repr__(self) -> str:
-        return (f"ActivationStore({str(self.path)!r}, n_tokens={self.n_tokens}, d={self.d}, "
-                f"columns={self.columns})")
+        return (
+            f"ActivationStore({str(self.path)!r}, n_tokens={self.n_tokens}, d={self.d}, "
+            f"columns={self.columns})"
+        )

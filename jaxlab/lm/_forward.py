@@ -28,8 +28,10 @@ def check_token_range(tokens, vocab_size):
     if isinstance(tokens, jax.core.Tracer):
         return eqx.error_if(tokens, bad, f"tokens must lie in [0, {vocab_size})")
     if bool(jnp.any(bad)):
-        raise ValueError(f"tokens must lie in [0, {vocab_size}), got values "
-                         f"{np.asarray(tokens)[np.asarray(bad)][:5].tolist()}")
+        raise ValueError(
+            f"tokens must lie in [0, {vocab_size}), got values "
+            f"{np.asarray(tokens)[np.asarray(bad)][:5].tolist()}"
+        )
     return tokens
 
 
@@ -53,8 +55,9 @@ def _check_sites(capture, intervene, n_layers):
 def _forward_jit(model, tokens, mask, capture, layers, intervene, lora):
     def one(tok, m):
         cache = KVCache.empty(model.config, tok.shape[0])
-        h, acts, _ = model.run(tok, positions_from_mask(m), cache, capture=capture,
-                               intervene=intervene, lora=lora)
+        h, acts, _ = model.run(
+            tok, positions_from_mask(m), cache, capture=capture, intervene=intervene, lora=lora
+        )
         acts = {s: acts[s][jnp.asarray(layers, jnp.int32)] for s in capture}
         return model.logits(h), acts
 
@@ -96,8 +99,9 @@ def forward(
         raise ValueError(f"model must be a jaxlab.lm.Transformer, got {type(model).__name__}")
     tokens = jnp.asarray(tokens)
     if not jnp.issubdtype(tokens.dtype, jnp.integer) or tokens.ndim not in (1, 2):
-        raise ValueError(f"tokens must be a (T,) or (B, T) integer array, got "
-                         f"{tokens.dtype}{tokens.shape}")
+        raise ValueError(
+            f"tokens must be a (T,) or (B, T) integer array, got {tokens.dtype}{tokens.shape}"
+        )
     if tokens.shape[-1] == 0:
         raise ValueError("tokens must not be empty")
     unbatched = tokens.ndim == 1

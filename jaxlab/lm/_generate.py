@@ -24,8 +24,15 @@ from ._lora import LoRA
 from ._model import KVCache, Transformer
 from ._sampling import Greedy
 
-__all__ = ["Generation", "generate", "generate_text", "pad_prompts", "prefill", "stream",
-           "prompt_bucket"]
+__all__ = [
+    "Generation",
+    "generate",
+    "generate_text",
+    "pad_prompts",
+    "prefill",
+    "stream",
+    "prompt_bucket",
+]
 
 
 class Generation(NamedTuple):
@@ -48,8 +55,9 @@ def prompt_bucket(n: int) -> int:
     return max(16, 1 << max(0, int(n) - 1).bit_length())
 
 
-def pad_prompts(prompts: Sequence[Sequence[int]], *, pad_id: int = 0,
-                length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def pad_prompts(
+    prompts: Sequence[Sequence[int]], *, pad_id: int = 0, length: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Left-pad token lists to one (bucketed) length.
 
     Arguments:
@@ -69,16 +77,15 @@ def pad_prompts(prompts: Sequence[Sequence[int]], *, pad_id: int = 0,
     tokens = np.full((len(prompts), length), pad_id, np.int32)
     mask = np.zeros((len(prompts), length), np.int32)
     for i, p in enumerate(prompts):
-        tokens[i, length - len(p):] = np.asarray(p, np.int32)
-        mask[i, length - len(p):] = 1
+        tokens[i, length - len(p) :] = np.asarray(p, np.int32)
+        mask[i, length - len(p) :] = 1
     return tokens, mask
 
 
 def _prefill(model, tokens, mask, cache_size, lora, intervene):
     def one(tok, m):
         cache = KVCache.empty(model.config, cache_size)
-        h, _, cache = model.run(tok, positions_from_mask(m), cache, lora=lora,
-                                intervene=intervene)
+        h, _, cache = model.run(tok, positions_from_mask(m), cache, lora=lora, intervene=intervene)
         return model.logits(h[-1]), cache
 
     return jax.vmap(one)(tokens, mask)
@@ -99,8 +106,9 @@ def _choose(sampler, logits, key):
 
 
 @eqx.filter_jit
-def _generate_jit(model, tokens, mask, key, sampler, lora, intervene, stop_arr, *, max_new,
-                  pad_id, return_logits):
+def _generate_jit(
+    model, tokens, mask, key, sampler, lora, intervene, stop_arr, *, max_new, pad_id, return_logits
+):
     B = tokens.shape[0]
     logits, caches = _prefill(model, tokens, mask, tokens.shape[1] + max_new, lora, intervene)
     out = jnp.full((B, max_new), pad_id, jnp.int32)
@@ -141,8 +149,10 @@ def _prepare(model, prompts, mask, pad_id):
         if tokens.ndim == 1:
             tokens = tokens[None]
         if tokens.ndim != 2 or not np.issubdtype(tokens.dtype, np.integer):
-            raise ValueError(f"prompts must be token lists or a (B, P) int array, got "
-                             f"{tokens.dtype}{tokens.shape}")
+            raise ValueError(
+                f"prompts must be token lists or a (B, P) int array, got "
+                f"{tokens.dtype}{tokens.shape}"
+            )
         mask = np.ones(tokens.shape, np.int32) if mask is None else np.asarray(mask, np.int32)
         if mask.shape != tokens.shape:
             raise ValueError(f"mask must have the prompts' shape {tokens.shape}, got {mask.shape}")
@@ -191,17 +201,29 @@ def generate(
         raise ValueError("a stochastic sampler needs key=")
     tokens, mask = _prepare(model, prompts, mask, pad_id)
     if tokens.shape[1] + max_new_tokens > model.config.context_length:
-        raise ValueError(f"prompt ({tokens.shape[1]} padded) + max_new_tokens "
-                         f"({max_new_tokens}) exceeds the context length "
-                         f"{model.config.context_length}")
+        raise ValueError(
+            f"prompt ({tokens.shape[1]} padded) + max_new_tokens "
+            f"({max_new_tokens}) exceeds the context length "
+            f"{model.config.context_length}"
+        )
     intervene = dict(intervene or {})
     _check_sites((), intervene, model.config.n_layers)
     key = jax.random.key(0) if key is None else key
     # stop ids are traced (no recompile per stop set); -1 never matches a token
     stop_arr = jnp.asarray([int(s) for s in stop_tokens] or [-1], jnp.int32)
     out, lengths, kept = _generate_jit(
-        model, tokens, mask, key, sampler, lora, intervene, stop_arr, max_new=max_new_tokens,
-        pad_id=int(pad_id), return_logits=bool(return_logits))
+        model,
+        tokens,
+        mask,
+        key,
+        sampler,
+        lora,
+        intervene,
+        stop_arr,
+        max_new=max_new_tokens,
+        pad_id=int(pad_id),
+        return_logits=bool(return_logits),
+    )
     return Generation(out, lengths, kept if return_logits else None)
 
 
@@ -267,14 +289,17 @@ def stream(
         raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
     if getattr(sampler, "stochastic", False) and key is None:
         raise ValueError("a stochastic sampler needs key=")
-    single = not (isinstance(prompts, list | tuple) and prompts
-                  and isinstance(prompts[0], list | tuple)) and np.ndim(prompts) == 1
+    single = (
+        not (isinstance(prompts, list | tuple) and prompts and isinstance(prompts[0], list | tuple))
+        and np.ndim(prompts) == 1
+    )
     tokens, mask = _prepare(model, [list(prompts)] if single else prompts, None, pad_id)
     intervene = dict(intervene or {})
     _check_sites((), intervene, model.config.n_layers)
     key = jax.random.key(0) if key is None else key
-    logits, caches = _prefill_jit(model, tokens, mask, lora, intervene,
-                                  cache_size=tokens.shape[1] + max_new_tokens)
+    logits, caches = _prefill_jit(
+        model, tokens, mask, lora, intervene, cache_size=tokens.shape[1] + max_new_tokens
+    )
     stop = set(int(s) for s in stop_tokens)
     done = np.zeros(tokens.shape[0], bool)
     for _ in range(max_new_tokens):
@@ -315,8 +340,16 @@ def generate_text(
     if chat:
         texts = [tokenizer.apply_chat_template([{"role": "user", "content": t}]) for t in texts]
     ids = [tokenizer.encode(t) for t in texts]
-    gen = generate(model, ids, max_new_tokens=max_new_tokens, sampler=sampler,
-                   stop_tokens=tokenizer.stop_ids, pad_id=tokenizer.pad_id, key=key, **kwargs)
+    gen = generate(
+        model,
+        ids,
+        max_new_tokens=max_new_tokens,
+        sampler=sampler,
+        stop_tokens=tokenizer.stop_ids,
+        pad_id=tokenizer.pad_id,
+        key=key,
+        **kwargs,
+    )
     toks, lengths = np.asarray(gen.tokens), np.asarray(gen.lengths)
-    outs = [tokenizer.decode(toks[i, :lengths[i]].tolist()) for i in range(len(texts))]
+    outs = [tokenizer.decode(toks[i, : lengths[i]].tolist()) for i in range(len(texts))]
     return outs[0] if single else outs

@@ -53,8 +53,9 @@ class _Cursor:
         if n < 0 or self.off + n > self.buf.size:
             raise ValueError(
                 f"GGUF file {str(self.path)!r} is truncated: reading {what} needs bytes "
-                f"{self.off}..{self.off + n} but the file has {self.buf.size}")
-        out = self.buf[self.off:self.off + n]
+                f"{self.off}..{self.off + n} but the file has {self.buf.size}"
+            )
+        out = self.buf[self.off : self.off + n]
         self.off += n
         return out
 
@@ -74,8 +75,19 @@ class _Cursor:
 
 
 # GGUF metadata value types -> numpy dtypes (8 = string, 9 = array).
-_VALUE_TYPES = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4",
-                7: "<u1", 10: "<u8", 11: "<i8", 12: "<f8"}
+_VALUE_TYPES = {
+    0: "<u1",
+    1: "<i1",
+    2: "<u2",
+    3: "<i2",
+    4: "<u4",
+    5: "<i4",
+    6: "<f4",
+    7: "<u1",
+    10: "<u8",
+    11: "<i8",
+    12: "<f8",
+}
 
 
 def _read_strings(cur: _Cursor, count: int, key: str) -> list[str]:
@@ -89,7 +101,7 @@ def _read_strings(cur: _Cursor, count: int, key: str) -> list[str]:
         (n,) = unpack(mv, off)
         if off + 8 + n > size:
             break
-        out.append(bytes(mv[off + 8:off + 8 + n]).decode("utf-8", errors="replace"))
+        out.append(bytes(mv[off + 8 : off + 8 + n]).decode("utf-8", errors="replace"))
         off += 8 + n
     if len(out) != count:
         raise ValueError(f"GGUF file {str(cur.path)!r} is truncated inside string array {key!r}")
@@ -108,19 +120,23 @@ def _read_value(cur: _Cursor, vtype: int, key: str, depth: int = 0):
         if etype in _VALUE_TYPES:
             dt = np.dtype(_VALUE_TYPES[etype])
             if count * dt.itemsize > cur.buf.size:
-                raise ValueError(f"GGUF file {str(cur.path)!r} is truncated: array {key!r} "
-                                 f"of {count} elements does not fit")
+                raise ValueError(
+                    f"GGUF file {str(cur.path)!r} is truncated: array {key!r} "
+                    f"of {count} elements does not fit"
+                )
             arr = cur.take(count * dt.itemsize, f"array {key!r}").view(dt)
             return [bool(x) for x in arr] if etype == 7 else arr.tolist()
         if count > cur.buf.size:
-            raise ValueError(f"GGUF file {str(cur.path)!r}: array {key!r} has impossible "
-                             f"length {count}")
+            raise ValueError(
+                f"GGUF file {str(cur.path)!r}: array {key!r} has impossible length {count}"
+            )
         if etype == 8:
             return _read_strings(cur, count, key)
         return [_read_value(cur, etype, key, depth + 1) for _ in range(count)]
     if vtype not in _VALUE_TYPES:
-        raise ValueError(f"GGUF file {str(cur.path)!r}: metadata {key!r} has unknown "
-                         f"value type {vtype}")
+        raise ValueError(
+            f"GGUF file {str(cur.path)!r}: metadata {key!r} has unknown value type {vtype}"
+        )
     v = cur.scalar(_VALUE_TYPES[vtype], f"value of {key!r}")
     return bool(v) if vtype == 7 else v
 
@@ -151,8 +167,10 @@ class GGUFFile:
             raise ValueError(f"GGUF file {str(path)!r} is truncated: {size} bytes")
         buf = np.memmap(path, dtype=np.uint8, mode="r")
         if buf[:4].tobytes() != _MAGIC:
-            raise ValueError(f"{str(path)!r} is not a GGUF file: wrong magic "
-                             f"{buf[:4].tobytes()!r} (expected {_MAGIC!r})")
+            raise ValueError(
+                f"{str(path)!r} is not a GGUF file: wrong magic "
+                f"{buf[:4].tobytes()!r} (expected {_MAGIC!r})"
+            )
         cur = _Cursor(buf, path)
         cur.take(4, "magic")
         version = cur.scalar("<u4", "version")
@@ -161,8 +179,10 @@ class GGUFFile:
         n_tensors = cur.scalar("<u8", "tensor count")
         n_kv = cur.scalar("<u8", "metadata count")
         if n_tensors > size or n_kv > size:
-            raise ValueError(f"GGUF file {str(path)!r}: impossible counts "
-                             f"({n_tensors} tensors, {n_kv} metadata entries)")
+            raise ValueError(
+                f"GGUF file {str(path)!r}: impossible counts "
+                f"({n_tensors} tensors, {n_kv} metadata entries)"
+            )
         metadata: dict[str, Any] = {}
         for _ in range(n_kv):
             key = cur.string("metadata key")
@@ -188,21 +208,27 @@ class GGUFFile:
             try:
                 qtype = gguf.GGMLQuantizationType(ttype)
             except ValueError:
-                raise ValueError(f"GGUF file {str(path)!r}: tensor {name!r} has unknown "
-                                 f"type id {ttype}") from None
+                raise ValueError(
+                    f"GGUF file {str(path)!r}: tensor {name!r} has unknown type id {ttype}"
+                ) from None
             if qtype.name not in _SUPPORTED:
-                raise ValueError(f"GGUF file {str(path)!r}: tensor {name!r} has unsupported "
-                                 f"type {qtype.name}")
+                raise ValueError(
+                    f"GGUF file {str(path)!r}: tensor {name!r} has unsupported type {qtype.name}"
+                )
             block, type_bytes = gguf.GGML_QUANT_SIZES[qtype]
             if dims[0] % block:
-                raise ValueError(f"GGUF file {str(path)!r}: tensor {name!r} row length "
-                                 f"{dims[0]} is not a multiple of the {qtype.name} block {block}")
+                raise ValueError(
+                    f"GGUF file {str(path)!r}: tensor {name!r} row length "
+                    f"{dims[0]} is not a multiple of the {qtype.name} block {block}"
+                )
             n = int(np.prod(dims, dtype=np.float64))
             nbytes = n // block * type_bytes
             begin = data_start + offset
             if begin + nbytes > size:
-                raise ValueError(f"GGUF file {str(path)!r} is truncated: tensor {name!r} needs "
-                                 f"bytes up to {begin + nbytes} but the file has {size}")
+                raise ValueError(
+                    f"GGUF file {str(path)!r} is truncated: tensor {name!r} needs "
+                    f"bytes up to {begin + nbytes} but the file has {size}"
+                )
             if name in tensors:
                 raise ValueError(f"GGUF file {str(path)!r}: duplicate tensor {name!r}")
             shape = tuple(int(x) for x in reversed(dims))
@@ -235,14 +261,15 @@ class GGUFFile:
         if name not in self._raw:
             raise ValueError(f"GGUF file {str(self.path)!r} has no tensor {name!r}")
         qtype, begin, nbytes, shape = self._raw[name]
-        raw = self._buf[begin:begin + nbytes]
+        raw = self._buf[begin : begin + nbytes]
         if qtype.name == "F32":
             out = raw.view(np.float32)
         elif qtype.name == "F16":
             out = raw.view(np.float16).astype(np.float32)
         else:
-            row_bytes = nbytes // int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 \
-                else nbytes
+            row_bytes = (
+                nbytes // int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else nbytes
+            )
             out = self._gguf.quants.dequantize(raw.reshape(-1, row_bytes), qtype)
         out = np.asarray(out, dtype=np.float32).reshape(shape)
         if np.dtype(dtype) != np.float32:
@@ -255,8 +282,21 @@ class GGUFFile:
 
 
 _SUPPORTED = frozenset(
-    ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0",
-     "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
+    [
+        "F32",
+        "F16",
+        "BF16",
+        "Q4_0",
+        "Q4_1",
+        "Q5_0",
+        "Q5_1",
+        "Q8_0",
+        "Q2_K",
+        "Q3_K",
+        "Q4_K",
+        "Q5_K",
+        "Q6_K",
+    ]
 )
 
 

@@ -40,8 +40,10 @@ def load_model(gguf_file, *, dtype=jnp.float32) -> Transformer:
         if info is None:
             raise ValueError(f"GGUF file lacks tensor {name!r} required by {cfg.arch}")
         if tuple(info.shape) != tuple(shape):
-            raise ValueError(f"GGUF tensor {name!r} has shape {info.shape}, but the metadata "
-                             f"implies {tuple(shape)}")
+            raise ValueError(
+                f"GGUF tensor {name!r} has shape {info.shape}, but the metadata "
+                f"implies {tuple(shape)}"
+            )
         return gguf_file.array(name, dt)
 
     def stack(suffix, shape):
@@ -50,10 +52,13 @@ def load_model(gguf_file, *, dtype=jnp.float32) -> Transformer:
     gemma = cfg.arch == "gemma3"
     layers = Layers(
         attn_norm=stack("attn_norm.weight", (d,)),
-        wq=stack("attn_q.weight", (hq, d)), wk=stack("attn_k.weight", (hkv, d)),
-        wv=stack("attn_v.weight", (hkv, d)), wo=stack("attn_output.weight", (d, hq)),
+        wq=stack("attn_q.weight", (hq, d)),
+        wk=stack("attn_k.weight", (hkv, d)),
+        wv=stack("attn_v.weight", (hkv, d)),
+        wo=stack("attn_output.weight", (d, hq)),
         ffn_norm=stack("ffn_norm.weight", (d,)),
-        w_gate=stack("ffn_gate.weight", (f, d)), w_up=stack("ffn_up.weight", (f, d)),
+        w_gate=stack("ffn_gate.weight", (f, d)),
+        w_up=stack("ffn_up.weight", (f, d)),
         w_down=stack("ffn_down.weight", (d, f)),
         q_norm=stack("attn_q_norm.weight", (hd,)) if cfg.qk_norm else None,
         k_norm=stack("attn_k_norm.weight", (hd,)) if cfg.qk_norm else None,
@@ -69,8 +74,9 @@ def load_model(gguf_file, *, dtype=jnp.float32) -> Transformer:
     return Transformer(cfg, embed, layers, final, head)
 
 
-def load(name_or_path: str | os.PathLike, *, dtype=jnp.float32,
-         weights: str = "float32") -> tuple[Transformer, Tokenizer]:
+def load(
+    name_or_path: str | os.PathLike, *, dtype=jnp.float32, weights: str = "float32"
+) -> tuple[Transformer, Tokenizer]:
     """Load a GGUF language model and its tokenizer.
 
     Arguments:

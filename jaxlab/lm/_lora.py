@@ -25,8 +25,15 @@ def _shapes(config) -> dict[str, tuple[int, int]]:
     hq = config.n_heads * config.head_dim
     hkv = config.n_kv_heads * config.head_dim
     d, f = config.d_model, config.d_ff
-    return {"q": (hq, d), "k": (hkv, d), "v": (hkv, d), "o": (d, hq),
-            "gate": (f, d), "up": (f, d), "down": (d, f)}
+    return {
+        "q": (hq, d),
+        "k": (hkv, d),
+        "v": (hkv, d),
+        "o": (d, hq),
+        "gate": (f, d),
+        "up": (f, d),
+        "down": (d, f),
+    }
 
 
 class LoRA(eqx.Module):
@@ -43,9 +50,18 @@ class LoRA(eqx.Module):
     b: dict[str, Float[Array, "L o r"]]
     layer_scale: Float[Array, " L"]
 
-    def __init__(self, config, *, key, rank: int = 8, alpha: float = 16.0,
-                 targets=("q", "v"), layers=None, init_b_scale: float = 0.0,
-                 dtype=jnp.float32):
+    def __init__(
+        self,
+        config,
+        *,
+        key,
+        rank: int = 8,
+        alpha: float = 16.0,
+        targets=("q", "v"),
+        layers=None,
+        init_b_scale: float = 0.0,
+        dtype=jnp.float32,
+    ):
         """Fresh adapters (A ~ N(0, 1/in), B = 0 unless `init_b_scale` > 0).
 
         Arguments:
@@ -70,21 +86,34 @@ class LoRA(eqx.Module):
             raise ValueError(f"layers must lie in [0, {n}), got {layers}")
         shapes = _shapes(config)
         keys = jax.random.split(key, 2 * len(targets))
-        self.a = {t: jax.random.normal(keys[2 * j], (n, rank, shapes[t][1]), dtype)
-                  * (shapes[t][1] ** -0.5) for j, t in enumerate(targets)}
-        self.b = {t: jax.random.normal(keys[2 * j + 1], (n, shapes[t][0], rank), dtype)
-                  * init_b_scale for j, t in enumerate(targets)}
-        mask = jnp.zeros((n,), dtype).at[jnp.asarray(layers, jnp.int32)].set(1.0) \
-            if layers else jnp.zeros((n,), dtype)
+        self.a = {
+            t: jax.random.normal(keys[2 * j], (n, rank, shapes[t][1]), dtype)
+            * (shapes[t][1] ** -0.5)
+            for j, t in enumerate(targets)
+        }
+        self.b = {
+            t: jax.random.normal(keys[2 * j + 1], (n, shapes[t][0], rank), dtype) * init_b_scale
+            for j, t in enumerate(targets)
+        }
+        mask = (
+            jnp.zeros((n,), dtype).at[jnp.asarray(layers, jnp.int32)].set(1.0)
+            if layers
+            else jnp.zeros((n,), dtype)
+        )
         self.layer_scale = mask * (alpha / rank)
 
     @staticmethod
     def trainable_filter(lora: LoRA):
         """A filter spec for `eqx.partition`: True on A and B, False on `layer_scale`."""
         spec = jax.tree_util.tree_map(lambda _: False, lora)
-        return eqx.tree_at(lambda m: (m.a, m.b), spec,
-                           (jax.tree_util.tree_map(lambda _: True, lora.a),
-                            jax.tree_util.tree_map(lambda _: True, lora.b)))
+        return eqx.tree_at(
+            lambda m: (m.a, m.b),
+            spec,
+            (
+                jax.tree_util.tree_map(lambda _: True, lora.a),
+                jax.tree_util.tree_map(lambda _: True, lora.b),
+            ),
+        )
 
 
 def adapted_weight(w, lora_layer, name):

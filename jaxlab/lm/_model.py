@@ -76,8 +76,12 @@ class KVCache(eqx.Module):
     def empty(config: LMConfig, size: int, dtype=jnp.float32) -> KVCache:
         """An empty cache of `size` slots."""
         shape = (config.n_layers, size, config.n_kv_heads, config.head_dim)
-        return KVCache(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype),
-                       jnp.full((size,), -1, jnp.int32), jnp.zeros((), jnp.int32))
+        return KVCache(
+            jnp.zeros(shape, dtype),
+            jnp.zeros(shape, dtype),
+            jnp.full((size,), -1, jnp.int32),
+            jnp.zeros((), jnp.int32),
+        )
 
     @property
     def next_position(self) -> Int[Array, ""]:
@@ -103,7 +107,7 @@ def _rope(x, pos, base, style):
         x0, x1 = x2[..., 0], x2[..., 1]
         out = jnp.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], axis=-1)
         return out.reshape(x.shape)
-    x0, x1 = x[..., : hd // 2], x[..., hd // 2:]
+    x0, x1 = x[..., : hd // 2], x[..., hd // 2 :]
     return jnp.concatenate([x0 * cos - x1 * sin, x0 * sin + x1 * cos], axis=-1)
 
 
@@ -203,9 +207,15 @@ class Transformer(eqx.Module):
         base_mask = (kpos[None, :] >= 0) & (kslot[None, :] <= qslot[:, None])
         dist = positions[:, None] - kpos[None, :]
         G = cfg.n_heads // cfg.n_kv_heads
-        xs = (self.layers, lora, cache.k, cache.v, jnp.arange(cfg.n_layers, dtype=jnp.int32),
-              jnp.asarray(np.asarray(cfg.rope_bases, np.float32)),
-              jnp.asarray(np.asarray(cfg.sliding_windows, np.int32)))
+        xs = (
+            self.layers,
+            lora,
+            cache.k,
+            cache.v,
+            jnp.arange(cfg.n_layers, dtype=jnp.int32),
+            jnp.asarray(np.asarray(cfg.rope_bases, np.float32)),
+            jnp.asarray(np.asarray(cfg.sliding_windows, np.int32)),
+        )
 
         def block(x, inputs):
             p, lo, ck, cv, idx, base, window = inputs
@@ -269,23 +279,30 @@ def _random_init(config: LMConfig, key, dtype) -> Transformer:
     ks = iter(jax.random.split(key, 16))
 
     def w(shape, fan_in):
-        return (jax.random.normal(next(ks), shape, jnp.float32) * fan_in ** -0.5).astype(dtype)
+        return (jax.random.normal(next(ks), shape, jnp.float32) * fan_in**-0.5).astype(dtype)
 
     def norm(shape):
         return (1.0 + 0.1 * jax.random.normal(next(ks), shape, jnp.float32)).astype(dtype)
 
     gemma = config.sandwich_norm
     layers = Layers(
-        attn_norm=norm((L, d)), wq=w((L, hq, d), d), wk=w((L, hkv, d), d),
-        wv=w((L, hkv, d), d), wo=w((L, d, hq), hq), ffn_norm=norm((L, d)),
-        w_gate=w((L, f, d), d), w_up=w((L, f, d), d), w_down=w((L, d, f), f),
+        attn_norm=norm((L, d)),
+        wq=w((L, hq, d), d),
+        wk=w((L, hkv, d), d),
+        wv=w((L, hkv, d), d),
+        wo=w((L, d, hq), hq),
+        ffn_norm=norm((L, d)),
+        w_gate=w((L, f, d), d),
+        w_up=w((L, f, d), d),
+        w_down=w((L, d, f), f),
         q_norm=norm((L, config.head_dim)) if config.qk_norm else None,
         k_norm=norm((L, config.head_dim)) if config.qk_norm else None,
         post_attn_norm=norm((L, d)) if gemma else None,
         post_ffn_norm=norm((L, d)) if gemma else None,
         bq=0.1 * w((L, hq), 1) if config.qkv_bias else None,
         bk=0.1 * w((L, hkv), 1) if config.qkv_bias else None,
-        bv=0.1 * w((L, hkv), 1) if config.qkv_bias else None)
+        bv=0.1 * w((L, hkv), 1) if config.qkv_bias else None,
+    )
     embed = jax.random.normal(next(ks), (config.vocab_size, d), jnp.float32).astype(dtype)
     head = None if config.tied_embeddings else w((config.vocab_size, d), d)
     return Transformer(config, embed, layers, norm((d,)), head)

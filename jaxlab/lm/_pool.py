@@ -30,8 +30,9 @@ class Pool:
     - `max_loaded`: how many loaded models to keep (least recently used dropped).
     """
 
-    def __init__(self, names: Sequence[str] | None = None, *, dtype=jnp.float32,
-                 max_loaded: int = 1):
+    def __init__(
+        self, names: Sequence[str] | None = None, *, dtype=jnp.float32, max_loaded: int = 1
+    ):
         names = list(MODELS) if names is None else list(names)
         if not names:
             raise ValueError("names must list at least one model")
@@ -48,8 +49,9 @@ class Pool:
         self.names: tuple[str, ...] = tuple(resolved)
         self.dtype = dtype
         self.max_loaded = max_loaded
-        self._loaded: collections.OrderedDict[str, tuple[Transformer, Tokenizer]] = \
+        self._loaded: collections.OrderedDict[str, tuple[Transformer, Tokenizer]] = (
             collections.OrderedDict()
+        )
 
     def __len__(self) -> int:
         return len(self.names)

@@ -36,8 +36,15 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-__all__ = ["QuantWeight", "quantize", "quantize_model", "project", "embed_rows", "WEIGHTS",
-           "KERNEL_MAX_ROWS"]
+__all__ = [
+    "QuantWeight",
+    "quantize",
+    "quantize_model",
+    "project",
+    "embed_rows",
+    "WEIGHTS",
+    "KERNEL_MAX_ROWS",
+]
 
 BLOCK = 32
 #: weight formats accepted by `jaxlab.lm.load(..., weights=...)`.
@@ -97,8 +104,9 @@ def _pack4(levels: np.ndarray) -> np.ndarray:
 
 def _from_levels(levels, scale, offset, bits) -> QuantWeight:
     q = _pack4(levels) if bits == 4 else levels.astype(np.int8)
-    return QuantWeight(jnp.asarray(q), jnp.asarray(scale, jnp.float32),
-                       jnp.asarray(offset, jnp.float32), bits)
+    return QuantWeight(
+        jnp.asarray(q), jnp.asarray(scale, jnp.float32), jnp.asarray(offset, jnp.float32), bits
+    )
 
 
 def quantize(w, *, bits: int = 8) -> QuantWeight:
@@ -131,8 +139,13 @@ def quantize(w, *, bits: int = 8) -> QuantWeight:
 
 # block formats whose dequantisation is d * level + offset per block of 32:
 # type -> (block bytes, has an f16 minimum after d, level shift)
-_EXACT = {"Q4_0": (18, False, -8), "Q4_1": (20, True, 0), "Q5_0": (22, False, -16),
-          "Q5_1": (24, True, 0), "Q8_0": (34, False, 0)}
+_EXACT = {
+    "Q4_0": (18, False, -8),
+    "Q4_1": (20, True, 0),
+    "Q5_0": (22, False, -16),
+    "Q5_1": (24, True, 0),
+    "Q8_0": (34, False, 0),
+}
 
 
 def quantize_tensor(gguf_file, name: str, *, bits: int, dequantized=None) -> QuantWeight:
@@ -151,17 +164,23 @@ def quantize_tensor(gguf_file, name: str, *, bits: int, dequantized=None) -> Qua
         return quantize(w, bits=8)
     block_bytes, has_min, shift = spec
     n_rows, k = shape
-    raw = np.asarray(gguf_file._buf[begin:begin + nbytes]).reshape(-1, block_bytes)
+    raw = np.asarray(gguf_file._buf[begin : begin + nbytes]).reshape(-1, block_bytes)
     d = raw[:, 0:2].copy().view(np.float16).astype(np.float32)[:, 0]
-    m = raw[:, 2:4].copy().view(np.float16).astype(np.float32)[:, 0] if has_min else \
-        np.zeros_like(d)
+    m = (
+        raw[:, 2:4].copy().view(np.float16).astype(np.float32)[:, 0]
+        if has_min
+        else np.zeros_like(d)
+    )
     offset = m + np.float32(shift) * d  # w = d * stored level + offset
-    body = raw[:, 4 if has_min else 2:]
+    body = raw[:, 4 if has_min else 2 :]
     if qtype.name in ("Q4_0", "Q4_1"):
         if bits == 4:
-            return QuantWeight(jnp.asarray(np.ascontiguousarray(body).reshape(n_rows, k // 2)),
-                               jnp.asarray(d.reshape(n_rows, -1)),
-                               jnp.asarray(offset.reshape(n_rows, -1)), 4)
+            return QuantWeight(
+                jnp.asarray(np.ascontiguousarray(body).reshape(n_rows, k // 2)),
+                jnp.asarray(d.reshape(n_rows, -1)),
+                jnp.asarray(offset.reshape(n_rows, -1)),
+                4,
+            )
         levels = np.concatenate([body & 0x0F, body >> 4], axis=1).astype(np.int8)
     elif qtype.name == "Q8_0":
         levels = body.view(np.int8)
@@ -169,22 +188,33 @@ def quantize_tensor(gguf_file, name: str, *, bits: int, dequantized=None) -> Qua
         w = gguf_file.array(name) if dequantized is None else np.asarray(dequantized)
         blocks = w.reshape(-1, BLOCK)
         safe = np.where(d != 0, d, np.float32(1.0))
-        levels = np.where(d[:, None] != 0,
-                          np.rint((blocks - offset[:, None]) / safe[:, None]), 0)
+        levels = np.where(d[:, None] != 0, np.rint((blocks - offset[:, None]) / safe[:, None]), 0)
         recon = levels.astype(np.float32) * d[:, None] + offset[:, None]
         if not np.allclose(recon, blocks, rtol=1e-6, atol=0.0):
             return quantize(w, bits=8)
-    return _from_levels(levels.reshape(n_rows, k), d.reshape(n_rows, -1),
-                        offset.reshape(n_rows, -1), 8)
+    return _from_levels(
+        levels.reshape(n_rows, k), d.reshape(n_rows, -1), offset.reshape(n_rows, -1), 8
+    )
 
 
-_GGUF_NAMES = {"wq": "attn_q", "wk": "attn_k", "wv": "attn_v", "wo": "attn_output",
-               "w_gate": "ffn_gate", "w_up": "ffn_up", "w_down": "ffn_down"}
+_GGUF_NAMES = {
+    "wq": "attn_q",
+    "wk": "attn_k",
+    "wv": "attn_v",
+    "wo": "attn_output",
+    "w_gate": "ffn_gate",
+    "w_up": "ffn_up",
+    "w_down": "ffn_down",
+}
 
 
 def _stack(ws: list[QuantWeight]) -> QuantWeight:
-    return QuantWeight(jnp.stack([w.q for w in ws]), jnp.stack([w.scale for w in ws]),
-                       jnp.stack([w.offset for w in ws]), ws[0].bits)
+    return QuantWeight(
+        jnp.stack([w.q for w in ws]),
+        jnp.stack([w.scale for w in ws]),
+        jnp.stack([w.offset for w in ws]),
+        ws[0].bits,
+    )
 
 
 def quantize_model(model, gguf_file, *, weights: str):
@@ -202,14 +232,19 @@ def quantize_model(model, gguf_file, *, weights: str):
         raise ValueError(f"weights must be one of {WEIGHTS[1:]}, got {weights!r}")
     bits = 4 if weights == "int4" else 8
     n = model.config.n_layers
-    new = {attr: _stack([quantize_tensor(gguf_file, f"blk.{i}.{g}.weight", bits=bits)
-                         for i in range(n)]) for attr, g in _GGUF_NAMES.items()}
+    new = {
+        attr: _stack(
+            [quantize_tensor(gguf_file, f"blk.{i}.{g}.weight", bits=bits) for i in range(n)]
+        )
+        for attr, g in _GGUF_NAMES.items()
+    }
     layers = eqx.tree_at(lambda ly: [getattr(ly, a) for a in new], model.layers, list(new.values()))
     embed = quantize_tensor(gguf_file, "token_embd.weight", bits=bits)
     model = eqx.tree_at(lambda m: (m.layers, m.embed), model, (layers, embed))
     if model.lm_head is not None:
-        model = eqx.tree_at(lambda m: m.lm_head, model,
-                            quantize_tensor(gguf_file, "output.weight", bits=bits))
+        model = eqx.tree_at(
+            lambda m: m.lm_head, model, quantize_tensor(gguf_file, "output.weight", bits=bits)
+        )
     return model
 
 
@@ -232,7 +267,8 @@ def _kernel_op(bits: int):
         if any(wb):  # batched weights: the vmappable reference
             axes = tuple(0 if b else None for b in in_batched)
             out = jax.vmap(functools.partial(_reference, bits=bits), in_axes=axes)(
-                x, q, scale, offset)
+                x, q, scale, offset
+            )
             return out, True
         m, k = x.shape[-2:]
         out = op(x.reshape(axis_size * m, k), q, scale, offset)
@@ -276,8 +312,7 @@ def project(x: Float[Array, "... K"], w) -> Float[Array, "... N"]:
         return x @ w.astype(x.dtype).T
     lead, k = x.shape[:-1], x.shape[-1]
     x2 = x.reshape(-1, k).astype(jnp.float32)
-    if (x2.shape[0] <= KERNEL_MAX_ROWS and jax.default_backend() == "cpu"
-            and _kernel_ready()):
+    if x2.shape[0] <= KERNEL_MAX_ROWS and jax.default_backend() == "cpu" and _kernel_ready():
         out = _kernel_op(w.bits)(x2, w.q, w.scale, w.offset)
     else:
         out = x2 @ w.dequantize().T
@@ -289,14 +324,20 @@ def slice_rows(w, start: Int[Array, ""], size: int):
     (`start` may be traced; `size` is static), in the same representation."""
     if not isinstance(w, QuantWeight):
         return jax.lax.dynamic_slice_in_dim(w, start, size, axis=0)
-    return QuantWeight(*(jax.lax.dynamic_slice_in_dim(a, start, size, axis=0)
-                         for a in (w.q, w.scale, w.offset)), w.bits)
+    return QuantWeight(
+        *(jax.lax.dynamic_slice_in_dim(a, start, size, axis=0) for a in (w.q, w.scale, w.offset)),
+        w.bits,
+    )
 
 
 def embed_rows(w, tokens: Int[Array, " T"]) -> Float[Array, "T d"]:
     """Rows `tokens` of an embedding table (float array or `QuantWeight`), as float32."""
     if not isinstance(w, QuantWeight):
         return jnp.take(w, tokens, axis=0).astype(jnp.float32)
-    rows = QuantWeight(jnp.take(w.q, tokens, axis=0), jnp.take(w.scale, tokens, axis=0),
-                       jnp.take(w.offset, tokens, axis=0), w.bits)
+    rows = QuantWeight(
+        jnp.take(w.q, tokens, axis=0),
+        jnp.take(w.scale, tokens, axis=0),
+        jnp.take(w.offset, tokens, axis=0),
+        w.bits,
+    )
     return rows.dequantize()

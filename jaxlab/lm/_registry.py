@@ -44,26 +44,65 @@ class ModelInfo:
 
 
 MODELS: dict[str, ModelInfo] = {
-    m.name: m for m in (
-        ModelInfo("smollm2-135m-instruct", "llama", 134_515_008, 8192, "chatml", "Q4_1",
-                  "smollm2", "Apache-2.0", "HuggingFaceTB/SmolLM2-135M-Instruct"),
-        ModelInfo("gemma3-270m", "gemma3", 268_098_176, 32768, None, "Q4_K_M", "gemma3",
-                  "Gemma Terms of Use", "google/gemma-3-270m"),
-        ModelInfo("qwen2.5-coder-0.5b-instruct", "qwen2", 630_167_424, 32768, "chatml",
-                  "Q4_K_M", "qwen2.5-coder-0.5b", "Apache-2.0",
-                  "Qwen/Qwen2.5-Coder-0.5B-Instruct"),
-        ModelInfo("qwen2.5-coder-1.5b-instruct", "qwen2", 1_777_088_000, 32768, "chatml",
-                  "Q4_K_M", "qwen2.5-coder-1.5b", "Apache-2.0",
-                  "Qwen/Qwen2.5-Coder-1.5B-Instruct"),
+    m.name: m
+    for m in (
+        ModelInfo(
+            "smollm2-135m-instruct",
+            "llama",
+            134_515_008,
+            8192,
+            "chatml",
+            "Q4_1",
+            "smollm2",
+            "Apache-2.0",
+            "HuggingFaceTB/SmolLM2-135M-Instruct",
+        ),
+        ModelInfo(
+            "gemma3-270m",
+            "gemma3",
+            268_098_176,
+            32768,
+            None,
+            "Q4_K_M",
+            "gemma3",
+            "Gemma Terms of Use",
+            "google/gemma-3-270m",
+        ),
+        ModelInfo(
+            "qwen2.5-coder-0.5b-instruct",
+            "qwen2",
+            630_167_424,
+            32768,
+            "chatml",
+            "Q4_K_M",
+            "qwen2.5-coder-0.5b",
+            "Apache-2.0",
+            "Qwen/Qwen2.5-Coder-0.5B-Instruct",
+        ),
+        ModelInfo(
+            "qwen2.5-coder-1.5b-instruct",
+            "qwen2",
+            1_777_088_000,
+            32768,
+            "chatml",
+            "Q4_K_M",
+            "qwen2.5-coder-1.5b",
+            "Apache-2.0",
+            "Qwen/Qwen2.5-Coder-1.5B-Instruct",
+        ),
     )
 }
 
-_ALIASES = {"smollm2": "smollm2-135m-instruct", "smollm2-135m": "smollm2-135m-instruct",
-            "gemma3": "gemma3-270m", "gemma-3-270m": "gemma3-270m",
-            "qwen-0.5b": "qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-0.5b":
-                "qwen2.5-coder-0.5b-instruct",
-            "qwen-1.5b": "qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-1.5b":
-                "qwen2.5-coder-1.5b-instruct"}
+_ALIASES = {
+    "smollm2": "smollm2-135m-instruct",
+    "smollm2-135m": "smollm2-135m-instruct",
+    "gemma3": "gemma3-270m",
+    "gemma-3-270m": "gemma3-270m",
+    "qwen-0.5b": "qwen2.5-coder-0.5b-instruct",
+    "qwen2.5-coder-0.5b": "qwen2.5-coder-0.5b-instruct",
+    "qwen-1.5b": "qwen2.5-coder-1.5b-instruct",
+    "qwen2.5-coder-1.5b": "qwen2.5-coder-1.5b-instruct",
+}
 
 
 def canonical_name(name: str) -> str | None:

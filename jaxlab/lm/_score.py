@@ -119,8 +119,9 @@ def _ids(x, tokenizer, what, *, add_bos):
         return tokenizer.encode(x, add_bos=add_bos)
     arr = np.asarray(x)
     if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
-        raise ValueError(f"{what} must be a string or a 1-D list of int token ids, "
-                         f"got {arr.dtype}{arr.shape}")
+        raise ValueError(
+            f"{what} must be a string or a 1-D list of int token ids, got {arr.dtype}{arr.shape}"
+        )
     return arr.astype(np.int64).tolist()
 
 
@@ -170,10 +171,11 @@ def score(
     if isinstance(prompts, str) or not isinstance(prompts, Sequence) or not prompts:
         raise ValueError("prompts must be a non-empty list of strings or token-id lists")
     if isinstance(continuations, str) or len(continuations) != len(prompts):
-        raise ValueError(f"continuations must be a list of {len(prompts)} option lists (one per "
-                         f"prompt), got {type(continuations).__name__}"
-                         + ("" if isinstance(continuations, str) else
-                            f" of length {len(continuations)}"))
+        raise ValueError(
+            f"continuations must be a list of {len(prompts)} option lists (one per "
+            f"prompt), got {type(continuations).__name__}"
+            + ("" if isinstance(continuations, str) else f" of length {len(continuations)}")
+        )
     for name, v in (("batch_size", batch_size), ("vocab_chunk", vocab_chunk)):
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
@@ -193,9 +195,11 @@ def score(
                 raise ValueError(f"continuations[{i}][{j}] is empty (no tokens)")
             _check_range(oid, cfg.vocab_size, f"continuations[{i}][{j}]")
             if len(pid) + len(oid) > cfg.context_length:
-                raise ValueError(f"continuations[{i}][{j}]: prompt ({len(pid)}) + continuation "
-                                 f"({len(oid)}) tokens exceed the context length "
-                                 f"{cfg.context_length}")
+                raise ValueError(
+                    f"continuations[{i}][{j}]: prompt ({len(pid)}) + continuation "
+                    f"({len(oid)}) tokens exceed the context length "
+                    f"{cfg.context_length}"
+                )
             oids.append(oid)
         items.append((pid, oids))
 
@@ -207,7 +211,7 @@ def score(
     K = max(len(os) for _, os in items)
     C = _length_bucket(max(len(o) for _, os in items for o in os), smallest=4)
     for b0 in range(0, len(order), batch_size):
-        idx = order[b0:b0 + batch_size]
+        idx = order[b0 : b0 + batch_size]
         batch = [items[i] for i in idx] + [items[idx[0]]] * (batch_size - len(idx))
         P = _length_bucket(max(len(p) for p, _ in batch))
         ptoks = np.zeros((batch_size, P), np.int32)
@@ -215,21 +219,20 @@ def score(
         ctoks = np.zeros((batch_size, K, C), np.int32)
         cmask = np.zeros((batch_size, K, C), np.int32)
         for r, (p, os) in enumerate(batch):
-            ptoks[r, P - len(p):], pmask[r, P - len(p):] = p, 1
+            ptoks[r, P - len(p) :], pmask[r, P - len(p) :] = p, 1
             for j, o in enumerate(os):
-                ctoks[r, j, :len(o)], cmask[r, j, :len(o)] = o, 1
+                ctoks[r, j, : len(o)], cmask[r, j, : len(o)] = o, 1
         real = np.flatnonzero(cmask.reshape(-1))
         rows = np.zeros(_length_bucket(real.size), np.int32)  # padded with row 0, ignored
-        rows[:real.size] = real
+        rows[: real.size] = real
         ctoks_j = jnp.asarray(ctoks)
-        hs = _hidden_jit(model, jnp.asarray(ptoks), jnp.asarray(pmask), ctoks_j,
-                         jnp.asarray(cmask))
+        hs = _hidden_jit(model, jnp.asarray(ptoks), jnp.asarray(pmask), ctoks_j, jnp.asarray(cmask))
         flat = np.asarray(_head_jit(model, hs, ctoks_j, jnp.asarray(rows), vocab_chunk))
         lp = np.zeros(cmask.size, np.float32)
-        lp[real] = flat[:real.size]
+        lp[real] = flat[: real.size]
         lp = lp.reshape(cmask.shape)
         for r, i in enumerate(idx):
             opts = items[i][1]
-            per_token[i] = [lp[r, j, :len(o)].copy() for j, o in enumerate(opts)]
+            per_token[i] = [lp[r, j, : len(o)].copy() for j, o in enumerate(opts)]
             sums[i] = np.array([t.astype(np.float64).sum() for t in per_token[i]])
     return Scores(sums, per_token)

@@ -28,8 +28,10 @@ __all__ = ["Tokenizer"]
 _NORMAL, _UNKNOWN, _CONTROL, _USER, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
 
 # Qwen2's pre-tokenizer split (tokenizer.json of Qwen2/2.5; llama.cpp's LLAMA_VOCAB_PRE_TYPE_QWEN2).
-_QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
-                r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 
 
 class Tokenizer:
@@ -42,8 +44,18 @@ class Tokenizer:
         vocab_size: number of ids.
     """
 
-    def __init__(self, backend: Any, *, bos_id: int, eos_id: int, pad_id: int, add_bos: bool,
-                 chat_template: str | None, stop_ids: Sequence[int], special_ids: Sequence[int]):
+    def __init__(
+        self,
+        backend: Any,
+        *,
+        bos_id: int,
+        eos_id: int,
+        pad_id: int,
+        add_bos: bool,
+        chat_template: str | None,
+        stop_ids: Sequence[int],
+        special_ids: Sequence[int],
+    ):
         self.backend = backend
         self.bos_id = int(bos_id)
         self.eos_id = int(eos_id)
@@ -72,15 +84,19 @@ class Tokenizer:
             merges = [tuple(m.split(" ", 1)) for m in gguf_file.require("tokenizer.ggml.merges")]
             tok = HFTokenizer(models.BPE(vocab, merges, fuse_unk=False))
             if meta.get("tokenizer.ggml.pre") == "qwen2":
-                tok.pre_tokenizer = pre_tokenizers.Sequence([
-                    pre_tokenizers.Split(Regex(_QWEN2_SPLIT), behavior="isolated"),
-                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-                ])
+                tok.pre_tokenizer = pre_tokenizers.Sequence(
+                    [
+                        pre_tokenizers.Split(Regex(_QWEN2_SPLIT), behavior="isolated"),
+                        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+                    ]
+                )
             else:
-                tok.pre_tokenizer = pre_tokenizers.Sequence([
-                    pre_tokenizers.Digits(individual_digits=True),
-                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
-                ])
+                tok.pre_tokenizer = pre_tokenizers.Sequence(
+                    [
+                        pre_tokenizers.Digits(individual_digits=True),
+                        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+                    ]
+                )
             tok.decoder = decoders.ByteLevel()
         elif kind == "llama":
             scores = list(gguf_file.require("tokenizer.ggml.scores"))
@@ -91,23 +107,37 @@ class Tokenizer:
                 for cut in range(1, len(p)):
                     a, b = p[:cut], p[cut:]
                     ia, ib = vocab.get(a), vocab.get(b)
-                    if ia is not None and ib is not None and types[ia] in (_NORMAL, _USER) \
-                            and types[ib] in (_NORMAL, _USER):
+                    if (
+                        ia is not None
+                        and ib is not None
+                        and types[ia] in (_NORMAL, _USER)
+                        and types[ib] in (_NORMAL, _USER)
+                    ):
                         merges.append((-scores[i], i, ia, ib, a, b))
             merges.sort()
-            tok = HFTokenizer(models.BPE(
-                vocab, [(m[4], m[5]) for m in merges],
-                unk_token=pieces[unk_id] if unk_id is not None else None,
-                fuse_unk=True, byte_fallback=True))
+            tok = HFTokenizer(
+                models.BPE(
+                    vocab,
+                    [(m[4], m[5]) for m in merges],
+                    unk_token=pieces[unk_id] if unk_id is not None else None,
+                    fuse_unk=True,
+                    byte_fallback=True,
+                )
+            )
             tok.normalizer = normalizers.Replace(Regex(" "), "\u2581")
-            tok.decoder = decoders.Sequence([
-                decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
-            ])
+            tok.decoder = decoders.Sequence(
+                [
+                    decoders.Replace("\u2581", " "),
+                    decoders.ByteFallback(),
+                    decoders.Fuse(),
+                ]
+            )
         else:
             raise ValueError(f"GGUF tokenizer model {kind!r} is not supported (gpt2, llama)")
         special = [i for i, t in enumerate(types) if t in (_CONTROL, _UNKNOWN)]
-        tok.add_special_tokens([AddedToken(pieces[i], special=True, normalized=False)
-                                for i in special])
+        tok.add_special_tokens(
+            [AddedToken(pieces[i], special=True, normalized=False) for i in special]
+        )
         # llama.cpp matches user-defined pieces (Gemma's "\n\n", runs of spaces) on the
         # raw text before the model's own segmentation; added tokens do the same.
         user = [i for i, t in enumerate(types) if t == _USER]
@@ -116,13 +146,21 @@ class Tokenizer:
         eos = int(gguf_file.require("tokenizer.ggml.eos_token_id"))
         bos = int(meta.get("tokenizer.ggml.bos_token_id", eos))
         pad = int(meta.get("tokenizer.ggml.padding_token_id", eos))
-        stops = [eos] + [vocab[s] for s in ("<|im_end|>", "<end_of_turn>", "<|eot_id|>",
-                                            "<|endoftext|>")
-                         if s in vocab and types[vocab[s]] == _CONTROL]
-        return cls(tok, bos_id=bos, eos_id=eos, pad_id=pad,
-                   add_bos=bool(meta.get("tokenizer.ggml.add_bos_token", False)),
-                   chat_template=meta.get("tokenizer.chat_template"),
-                   stop_ids=sorted(set(stops)), special_ids=special)
+        stops = [eos] + [
+            vocab[s]
+            for s in ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|endoftext|>")
+            if s in vocab and types[vocab[s]] == _CONTROL
+        ]
+        return cls(
+            tok,
+            bos_id=bos,
+            eos_id=eos,
+            pad_id=pad,
+            add_bos=bool(meta.get("tokenizer.ggml.add_bos_token", False)),
+            chat_template=meta.get("tokenizer.chat_template"),
+            stop_ids=sorted(set(stops)),
+            special_ids=special,
+        )
 
     def encode(self, text: str, *, add_bos: bool | None = None) -> list[int]:
         """Token ids of `text`; special-token strings in it become their ids.
@@ -146,8 +184,9 @@ class Tokenizer:
             raise ValueError(f"ids must lie in [0, {self.vocab_size}), got {bad[:5]}")
         return self.backend.decode(ids, skip_special_tokens=skip_special_tokens)
 
-    def apply_chat_template(self, messages: Sequence[dict[str, str]], *,
-                            add_generation_prompt: bool = True) -> str:
+    def apply_chat_template(
+        self, messages: Sequence[dict[str, str]], *, add_generation_prompt: bool = True
+    ) -> str:
         """Render `messages` ([{"role": ..., "content": ...}, ...]) with the GGUF's template.
 
         Raises:
@@ -155,8 +194,10 @@ class Tokenizer:
                 model), or a message is malformed.
         """
         if not self.chat_template:
-            raise ValueError("this model's GGUF has no chat template (a base model): "
-                             "use a plain completion prompt")
+            raise ValueError(
+                "this model's GGUF has no chat template (a base model): "
+                "use a plain completion prompt"
+            )
         for m in messages:
             if not isinstance(m, dict) or "role" not in m or "content" not in m:
                 raise ValueError(f"messages must be dicts with 'role' and 'content', got {m!r}")
@@ -169,6 +210,8 @@ class Tokenizer:
         env.globals["raise_exception"] = raise_exception
         template = env.from_string(self.chat_template)
         return template.render(
-            messages=list(messages), add_generation_prompt=add_generation_prompt,
+            messages=list(messages),
+            add_generation_prompt=add_generation_prompt,
             bos_token=self.backend.id_to_token(self.bos_id),
-            eos_token=self.backend.id_to_token(self.eos_id))
+            eos_token=self.backend.id_to_token(self.eos_id),
+        )

@@ -85,8 +85,12 @@ def _overlap_gd_scan(loss_fn, g0, trained, eta, n_steps):
 
 
 def overlap_gd(
-    loss_fn: OverlapLossFn, g0: Float[Array, "P P"], trained: Bool[Array, " P"], *,
-    eta: float, n_steps: int,
+    loss_fn: OverlapLossFn,
+    g0: Float[Array, "P P"],
+    trained: Bool[Array, " P"],
+    *,
+    eta: float,
+    n_steps: int,
 ) -> Float[Array, "S P P"]:
     """`n_steps` of discrete GD in overlap space; returns `(n_steps + 1, P, P)` including `g0`."""
     _check_g_trained(g0, trained)
@@ -98,8 +102,15 @@ def overlap_gd(
 def _solve(loss_fn, g0, trained, ts, solver, controller, dt0, max_steps):
     term = diffrax.ODETerm(lambda t, g, args: overlap_flow(loss_fn, g, trained))
     sol = diffrax.diffeqsolve(
-        term, solver, t0=ts[0], t1=ts[-1], dt0=dt0, y0=g0,
-        saveat=diffrax.SaveAt(ts=ts), stepsize_controller=controller, max_steps=max_steps,
+        term,
+        solver,
+        t0=ts[0],
+        t1=ts[-1],
+        dt0=dt0,
+        y0=g0,
+        saveat=diffrax.SaveAt(ts=ts),
+        stepsize_controller=controller,
+        max_steps=max_steps,
     )
     return sol.ys
 
@@ -135,5 +146,6 @@ def solve_overlap_flow(
         raise ValueError("dt0: required with ConstantStepSize")
     # An array dt0 is traced, so changing it does not recompile.
     dt0 = None if dt0 is None else jnp.asarray(dt0, g0.dtype)
-    return _solve(loss_fn, g0, trained, ts.astype(g0.dtype), solver, stepsize_controller,
-                  dt0, max_steps)
+    return _solve(
+        loss_fn, g0, trained, ts.astype(g0.dtype), solver, stepsize_controller, dt0, max_steps
+    )

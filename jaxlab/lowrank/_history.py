@@ -60,17 +60,20 @@ def train_history(
     controller = diffrax.PIDController(rtol=rtol, atol=rtol * 1e-2)
     g = g0
     for i, phase in enumerate(phases):
-        if not (isinstance(phase, tuple | list) and len(phase) == 2
-                and isinstance(phase[0], Task)):
-            raise ValueError(f"phases[{i}]: expected a (Task, duration) pair, received "
-                             f"{type(phase).__name__}")
+        if not (isinstance(phase, tuple | list) and len(phase) == 2 and isinstance(phase[0], Task)):
+            raise ValueError(
+                f"phases[{i}]: expected a (Task, duration) pair, received {type(phase).__name__}"
+            )
         task, duration = phase
         layout = OverlapLayout(rank, task.n_inputs)
         if layout.size != g.shape[0]:
-            raise ValueError(f"phases[{i}]: a rank-{rank} layout with {task.n_inputs} inputs has "
-                             f"{layout.size} vectors, but g0 is {g.shape[0]} x {g.shape[0]}")
-        loss = OverlapLoss(task, layout, activation, weight_decay=jnp.asarray(weight_decay,
-                                                                              g.dtype))
+            raise ValueError(
+                f"phases[{i}]: a rank-{rank} layout with {task.n_inputs} inputs has "
+                f"{layout.size} vectors, but g0 is {g.shape[0]} x {g.shape[0]}"
+            )
+        loss = OverlapLoss(
+            task, layout, activation, weight_decay=jnp.asarray(weight_decay, g.dtype)
+        )
         d = jnp.asarray(duration, g.dtype)
         ts = jnp.stack([jnp.zeros_like(d), d])
         g = solve_overlap_flow(loss, g, trained, ts, stepsize_controller=controller)[-1]

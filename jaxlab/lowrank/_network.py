@@ -55,8 +55,13 @@ class LowRankRNN(eqx.Module):
     def from_vectors(cls, vectors, layout: OverlapLayout, activation: AbstractActivation):
         """Inverse of `vectors()`."""
         check_array("vectors", vectors, shape=(layout.size, "N"), dtype=jnp.floating)
-        return cls(vectors[layout.m_rows], vectors[layout.n_rows], vectors[layout.input_rows],
-                   vectors[layout.readout_row], activation)
+        return cls(
+            vectors[layout.m_rows],
+            vectors[layout.n_rows],
+            vectors[layout.input_rows],
+            vectors[layout.readout_row],
+            activation,
+        )
 
     def simulate(self, u: Float[Array, "T K"], *, dt: float) -> tuple[Array, Array]:
         """Run one trial. Returns `(x, z)`: activity `(T, N)` and output `(T,)`.
@@ -78,7 +83,9 @@ class LowRankRNN(eqx.Module):
 
 
 def network_outputs(
-    vectors: Float[Array, "P N"], task: Task, layout: OverlapLayout,
+    vectors: Float[Array, "P N"],
+    task: Task,
+    layout: OverlapLayout,
     activation: AbstractActivation,
 ) -> Float[Array, "B T"]:
     """Outputs `(B, T)` of the N-space network with stacked `vectors` on every trial of `task`."""
@@ -93,7 +100,9 @@ def network_outputs(
 
 
 def network_loss(
-    vectors: Float[Array, "P N"], task: Task, layout: OverlapLayout,
+    vectors: Float[Array, "P N"],
+    task: Task,
+    layout: OverlapLayout,
     activation: AbstractActivation,
 ) -> Float[Array, ""]:
     """Task loss `sum(mask (z - y)^2) / (2 sum mask)` of the N-space network.

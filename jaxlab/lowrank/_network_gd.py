@@ -15,8 +15,14 @@ from jaxlab._core import check_array, check_positive_int
 
 from ._gram import gram
 
-__all__ = ["NetworkGDState", "network_gd_init", "network_gd_step", "network_gd",
-           "network_flow", "solve_network_flow"]
+__all__ = [
+    "NetworkGDState",
+    "network_gd_init",
+    "network_gd_step",
+    "network_gd",
+    "network_flow",
+    "solve_network_flow",
+]
 
 NetworkLossFn = Callable[[Float[Array, "P N"]], Float[Array, ""]]
 
@@ -45,8 +51,15 @@ def network_flow(
 def _solve(loss_fn, v0, trained, ts, solver, controller, dt0, max_steps):
     term = diffrax.ODETerm(lambda t, v, args: network_flow(loss_fn, v, trained))
     sol = diffrax.diffeqsolve(
-        term, solver, t0=ts[0], t1=ts[-1], dt0=dt0, y0=v0,
-        saveat=diffrax.SaveAt(ts=ts), stepsize_controller=controller, max_steps=max_steps,
+        term,
+        solver,
+        t0=ts[0],
+        t1=ts[-1],
+        dt0=dt0,
+        y0=v0,
+        saveat=diffrax.SaveAt(ts=ts),
+        stepsize_controller=controller,
+        max_steps=max_steps,
     )
     return sol.ys
 
@@ -76,8 +89,9 @@ def solve_network_flow(
         raise ValueError("dt0: required with ConstantStepSize")
     # An array dt0 is traced, so changing it does not recompile.
     dt0 = None if dt0 is None else jnp.asarray(dt0, v0.dtype)
-    return _solve(loss_fn, v0, trained, ts.astype(v0.dtype), solver, stepsize_controller,
-                  dt0, max_steps)
+    return _solve(
+        loss_fn, v0, trained, ts.astype(v0.dtype), solver, stepsize_controller, dt0, max_steps
+    )
 
 
 class NetworkGDState(eqx.Module):
@@ -122,8 +136,12 @@ def _gd_scan(loss_fn, v0, trained, eta, n_steps):
 
 
 def network_gd(
-    loss_fn: NetworkLossFn, v0: Float[Array, "P N"], trained: Bool[Array, " P"], *,
-    eta: float, n_steps: int,
+    loss_fn: NetworkLossFn,
+    v0: Float[Array, "P N"],
+    trained: Bool[Array, " P"],
+    *,
+    eta: float,
+    n_steps: int,
 ) -> tuple[Float[Array, "P N"], Float[Array, "S P P"], Float[Array, " S1"]]:
     """`n_steps` of optax SGD (learning rate `N eta`) in neuron space, as one `lax.scan`.
 

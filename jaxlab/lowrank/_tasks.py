@@ -59,8 +59,13 @@ class Task(eqx.Module):
 
     def astype(self, dtype) -> Task:
         """The same task with arrays cast to `dtype`."""
-        return Task(self.inputs.astype(dtype), self.targets.astype(dtype),
-                    self.mask.astype(dtype), self.dt, self.name)
+        return Task(
+            self.inputs.astype(dtype),
+            self.targets.astype(dtype),
+            self.mask.astype(dtype),
+            self.dt,
+            self.name,
+        )
 
 
 def _late_mask(n_trials: int, n_steps: int, fraction: float) -> Array:
@@ -70,7 +75,11 @@ def _late_mask(n_trials: int, n_steps: int, fraction: float) -> Array:
 
 
 def fixed_point_task(
-    *, n_trials: int = 5, n_steps: int = 40, dt: float = 0.2, gain: float = 0.8,
+    *,
+    n_trials: int = 5,
+    n_steps: int = 40,
+    dt: float = 0.2,
+    gain: float = 0.8,
     amplitude: float = 1.0,
 ) -> Task:
     """Fixed-point input-output map: constant input `a`, output must settle at `gain * a`.
@@ -87,8 +96,14 @@ def fixed_point_task(
 
 
 def flip_flop_task(
-    *, key: PRNGKeyArray, n_trials: int = 8, n_steps: int = 60, dt: float = 0.2,
-    pulse_prob: float = 0.08, pulse_width: int = 2, level: float = 0.5,
+    *,
+    key: PRNGKeyArray,
+    n_trials: int = 8,
+    n_steps: int = 60,
+    dt: float = 0.2,
+    pulse_prob: float = 0.08,
+    pulse_width: int = 2,
+    level: float = 0.5,
 ) -> Task:
     """One-bit flip-flop: +-1 pulses; the output must hold `level * sign(last pulse)`.
 
@@ -118,7 +133,11 @@ def flip_flop_task(
 
 
 def context_task(
-    *, key: PRNGKeyArray, n_trials: int = 8, n_steps: int = 40, dt: float = 0.2,
+    *,
+    key: PRNGKeyArray,
+    n_trials: int = 8,
+    n_steps: int = 40,
+    dt: float = 0.2,
 ) -> Task:
     """Context-dependent readout: two stimuli and a +-1 context cue; report the cued one.
 
@@ -140,7 +159,11 @@ def context_task(
 
 
 def ramp_task(
-    *, n_trials: int = 3, n_steps: int = 50, dt: float = 0.2, pulse_steps: int = 3,
+    *,
+    n_trials: int = 3,
+    n_steps: int = 50,
+    dt: float = 0.2,
+    pulse_steps: int = 3,
     slope: float = 0.5,
 ) -> Task:
     """Temporal task: a brief input pulse of amplitude `a`; the output must ramp as `slope a t`.

@@ -388,14 +388,23 @@ def fit(
     # compile once outside the timed loop (throw-away chunks on the initial state)
     t0 = time.perf_counter()
     warm = chunk + steps % chunk if steps % chunk else chunk
-    jax.block_until_ready(run_steps(step, state, key=jax.random.fold_in(key, 7), steps=warm,
-                                    chunk=chunk)[0])
+    jax.block_until_ready(
+        run_steps(step, state, key=jax.random.fold_in(key, 7), steps=warm, chunk=chunk)[0]
+    )
     if stop is not None:
         stop(state.params)
     compile_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
-    state, hist = run_steps(step, state, key=key, steps=steps, chunk=chunk,
-                            checkpointer=checkpointer, progress=progress, stop=stop_fn)
+    state, hist = run_steps(
+        step,
+        state,
+        key=key,
+        steps=steps,
+        chunk=chunk,
+        checkpointer=checkpointer,
+        progress=progress,
+        stop=stop_fn,
+    )
     params = state.params
     jax.block_until_ready(params)
     info = {

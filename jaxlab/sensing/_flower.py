@@ -80,14 +80,16 @@ def sample_flower(
     r = 0.35 * jnp.sqrt(jax.random.uniform(ks[1], ()))
     ang = jax.random.uniform(ks[2], (), maxval=2 * jnp.pi)
     return Flower(
-        curvature=jax.random.uniform(ks[3], (), minval=curvature_range[0],
-                                     maxval=curvature_range[1]),
+        curvature=jax.random.uniform(
+            ks[3], (), minval=curvature_range[0], maxval=curvature_range[1]
+        ),
         radius=radius,
         nectary=jnp.stack([r * jnp.cos(ang), r * jnp.sin(ang)]),
         kind=jax.random.choice(ks[4], jnp.asarray(kinds)),
         phase=jax.random.uniform(ks[5], (), maxval=jnp.pi),
-        contrast=jax.random.uniform(jax.random.fold_in(key, 7), (),
-                                    minval=contrast_range[0], maxval=contrast_range[1]),
+        contrast=jax.random.uniform(
+            jax.random.fold_in(key, 7), (), minval=contrast_range[0], maxval=contrast_range[1]
+        ),
     )
 
 
@@ -148,8 +150,10 @@ def observe(
     check_array("action", action, shape=(ACTION_DIM,), dtype=jnp.floating)
     kv, km = jax.random.split(key)
     v, m = observe_mean(flower, action)
-    return (v + noise[0] * jax.random.normal(kv, v.shape, v.dtype),
-            m + noise[1] * jax.random.normal(km, m.shape, m.dtype))
+    return (
+        v + noise[0] * jax.random.normal(kv, v.shape, v.dtype),
+        m + noise[1] * jax.random.normal(km, m.shape, m.dtype),
+    )
 
 
 def nectar_reward(flower: Flower, action: Float[Array, 3]) -> Float[Array, ""]:

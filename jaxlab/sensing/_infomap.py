@@ -27,8 +27,14 @@ from jaxlab._core import check_array, check_positive_int
 
 from ._model import GaussianExpert, MultimodalVAE
 
-__all__ = ["linearized_information_gain", "mc_information_gain", "information_map",
-           "expected_reward", "action_grid", "grid_mask"]
+__all__ = [
+    "linearized_information_gain",
+    "mc_information_gain",
+    "information_map",
+    "expected_reward",
+    "action_grid",
+    "grid_mask",
+]
 
 _MODES = {"visual": ("visual",), "mechano": ("mechano",), "joint": ("visual", "mechano")}
 
@@ -112,7 +118,9 @@ def grid_mask(n: int, extent: float = 0.9) -> np.ndarray:
 
 
 def information_map(
-    model: MultimodalVAE, post: GaussianExpert, actions: Float[Array, "G 3"],
+    model: MultimodalVAE,
+    post: GaussianExpert,
+    actions: Float[Array, "G 3"],
     modality: str = "joint",
 ) -> Float[Array, " G"]:
     """Linearised information gain of every action in `actions` (vmapped)."""

@@ -79,13 +79,27 @@ class MultimodalVAE(eqx.Module):
         self.latent_dim = latent_dim
         self.sigma = {"visual": float(sigma[0]), "mechano": float(sigma[1])}
         self.encoders = {
-            m: _Encoder(eqx.nn.MLP(dims[m] + ACTION_DIM, 2 * latent_dim, width, depth,
-                                   activation=jax.nn.gelu, key=keys[i]))
+            m: _Encoder(
+                eqx.nn.MLP(
+                    dims[m] + ACTION_DIM,
+                    2 * latent_dim,
+                    width,
+                    depth,
+                    activation=jax.nn.gelu,
+                    key=keys[i],
+                )
+            )
             for i, m in enumerate(MODALITIES)
         }
         self.decoders = {
-            m: eqx.nn.MLP(latent_dim + ACTION_DIM, dims[m], width, depth,
-                          activation=jax.nn.gelu, key=keys[2 + i])
+            m: eqx.nn.MLP(
+                latent_dim + ACTION_DIM,
+                dims[m],
+                width,
+                depth,
+                activation=jax.nn.gelu,
+                key=keys[2 + i],
+            )
             for i, m in enumerate(MODALITIES)
         }
 
@@ -110,8 +124,9 @@ class MultimodalVAE(eqx.Module):
         """q(z | probes) as a product of experts; `mask[k] = 0` ignores probe k."""
         k = actions.shape[0]
         mask = jnp.ones((k,), visual.dtype) if mask is None else mask
-        return product_of_experts(self.experts(visual, mechano, actions),
-                                  jnp.concatenate([mask, mask]))
+        return product_of_experts(
+            self.experts(visual, mechano, actions), jnp.concatenate([mask, mask])
+        )
 
     def decode(self, modality: str, z: Float[Array, " L"], action: Float[Array, 3]):
         """Predicted mean observation of `modality` for a probe at `action`."""

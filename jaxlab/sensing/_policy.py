@@ -30,15 +30,26 @@ from ._flower import Flower, nectar_reward, observe
 from ._infomap import expected_reward, information_map
 from ._model import MultimodalVAE
 
-__all__ = ["AbstractPolicy", "LexicographicPolicy", "ExploitPolicy", "EpsilonGreedyPolicy",
-           "WeightedPolicy", "Episode", "run_episode"]
+__all__ = [
+    "AbstractPolicy",
+    "LexicographicPolicy",
+    "ExploitPolicy",
+    "EpsilonGreedyPolicy",
+    "WeightedPolicy",
+    "Episode",
+    "run_episode",
+]
 
 
 class AbstractPolicy(eqx.Module):
     @abc.abstractmethod
     def choose(
-        self, info: Float[Array, " G"], reward: Float[Array, " G"], uncertainty: Float[Array, ""],
-        *, key: jax.Array,
+        self,
+        info: Float[Array, " G"],
+        reward: Float[Array, " G"],
+        uncertainty: Float[Array, ""],
+        *,
+        key: jax.Array,
     ) -> Int[Array, ""]:
         """Index of the chosen action among G candidates."""
 
@@ -54,7 +65,8 @@ class LexicographicPolicy(AbstractPolicy):
     def choose(self, info, reward, uncertainty, *, key):
         def lexi(primary, secondary):
             near = primary >= jnp.max(primary) - self.tolerance * (
-                jnp.max(primary) - jnp.min(primary))
+                jnp.max(primary) - jnp.min(primary)
+            )
             return jnp.argmax(jnp.where(near, secondary, -jnp.inf))
 
         return jnp.where(uncertainty > self.gate, lexi(info, reward), lexi(reward, info))
@@ -74,8 +86,9 @@ class EpsilonGreedyPolicy(AbstractPolicy):
     def choose(self, info, reward, uncertainty, *, key):
         k1, k2 = jax.random.split(key)
         explore = jax.random.uniform(k1) < self.epsilon
-        return jnp.where(explore, jax.random.randint(k2, (), 0, reward.shape[0]),
-                         jnp.argmax(reward))
+        return jnp.where(
+            explore, jax.random.randint(k2, (), 0, reward.shape[0]), jnp.argmax(reward)
+        )
 
 
 class WeightedPolicy(AbstractPolicy):
@@ -110,8 +123,12 @@ def run_episode(
     check_positive_int("n_steps", n_steps)
     check_array("candidates", candidates, shape=(None, 3), dtype=jnp.floating)
     dt = candidates.dtype
-    hist = (jnp.zeros((n_steps, 9), dt), jnp.zeros((n_steps, 6), dt), jnp.zeros((n_steps, 3), dt),
-            jnp.zeros((n_steps,), dt))
+    hist = (
+        jnp.zeros((n_steps, 9), dt),
+        jnp.zeros((n_steps, 6), dt),
+        jnp.zeros((n_steps, 3), dt),
+        jnp.zeros((n_steps,), dt),
+    )
 
     def step(carry, inp):
         (vis, mech, acts, mask) = carry

@@ -47,9 +47,7 @@ def random_actions(flower: Flower, n: int, *, key: jax.Array, near_nectary: floa
     return jnp.concatenate([pos, angle], -1)
 
 
-def simulate_probes(
-    n_flowers: int, n_probes: int, *, key: jax.Array, **flower_kwargs
-) -> ProbeData:
+def simulate_probes(n_flowers: int, n_probes: int, *, key: jax.Array, **flower_kwargs) -> ProbeData:
     """Sample flowers (training conditions unless `flower_kwargs` say otherwise) and probe them."""
     check_positive_int("n_flowers", n_flowers)
     check_positive_int("n_probes", n_probes)
@@ -87,8 +85,14 @@ class VAEStep(AbstractStep):
     optimizer: optax.GradientTransformation = eqx.field(static=True)
     batch_size: int = eqx.field(static=True)
 
-    def __init__(self, model: MultimodalVAE, data: ProbeData, *,
-                 optimizer: optax.GradientTransformation, batch_size: int = 64):
+    def __init__(
+        self,
+        model: MultimodalVAE,
+        data: ProbeData,
+        *,
+        optimizer: optax.GradientTransformation,
+        batch_size: int = 64,
+    ):
         if not isinstance(model, MultimodalVAE):
             raise ValueError(f"model: expected a MultimodalVAE, received {type(model).__name__}")
         if not isinstance(data, ProbeData):
@@ -119,9 +123,11 @@ class VAEStep(AbstractStep):
 
         def loss_fn(p):
             mdl = eqx.combine(p, self.static)
-            vals = jax.vmap(lambda i, n, kk: elbo(mdl, data.visual[i], data.mechano[i],
-                                                  data.actions[i], key=kk, n_context=n))(
-                idx, n_ctx, keys)
+            vals = jax.vmap(
+                lambda i, n, kk: elbo(
+                    mdl, data.visual[i], data.mechano[i], data.actions[i], key=kk, n_context=n
+                )
+            )(idx, n_ctx, keys)
             return -jnp.mean(vals)
 
         loss, grads = jax.value_and_grad(loss_fn)(params)
@@ -159,6 +165,13 @@ def train_model(
     check_positive_int("steps", steps)
     optimizer = optax.adam(1e-3) if optimizer is None else optimizer
     step = VAEStep(model, data, optimizer=optimizer, batch_size=batch_size)
-    state, hist = run_steps(step, step.init(model, key), key=key, steps=steps, chunk=chunk,
-                            checkpointer=checkpointer, progress=progress)
+    state, hist = run_steps(
+        step,
+        step.init(model, key),
+        key=key,
+        steps=steps,
+        chunk=chunk,
+        checkpointer=checkpointer,
+        progress=progress,
+    )
     return step.model(state), hist.losses

@@ -39,12 +39,30 @@ from jaxlab._core import atomic_write, check_positive_int, write_json
 
 from ._render import StereoRig, camera_rays, project_points, sdf_normals, sphere_trace
 
-__all__ = ["FaceScene", "LANDMARK_NAMES", "rig_configurations", "sample_face_scene",
-           "face_sdf", "face_landmarks", "render_pair", "render_dataset",
-           "write_face_shards", "FaceStereoDataset"]
+__all__ = [
+    "FaceScene",
+    "LANDMARK_NAMES",
+    "rig_configurations",
+    "sample_face_scene",
+    "face_sdf",
+    "face_landmarks",
+    "render_pair",
+    "render_dataset",
+    "write_face_shards",
+    "FaceStereoDataset",
+]
 
-LANDMARK_NAMES = ("pupil_left", "pupil_right", "eye_outer_left", "eye_inner_left",
-                  "eye_inner_right", "eye_outer_right", "nose_tip", "mouth_left", "mouth_right")
+LANDMARK_NAMES = (
+    "pupil_left",
+    "pupil_right",
+    "eye_outer_left",
+    "eye_inner_left",
+    "eye_inner_right",
+    "eye_outer_right",
+    "nose_tip",
+    "mouth_left",
+    "mouth_right",
+)
 """Landmark order; "left"/"right" are image-left/right (the head's right/left)."""
 
 N_TEX = 8
@@ -80,8 +98,9 @@ class FaceScene(eqx.Module):
     ambient: Float[Array, ""]
 
 
-def rig_configurations(width: int, baselines=(40.0, 60.0, 80.0), distances=(400.0, 500.0, 600.0),
-                       zooms=(1.0, 1.15)) -> Float[Array, "C 3"]:
+def rig_configurations(
+    width: int, baselines=(40.0, 60.0, 80.0), distances=(400.0, 500.0, 600.0), zooms=(1.0, 1.15)
+) -> Float[Array, "C 3"]:
     """Grid of rectified, vergence-free configurations: rows (focal_px, baseline_mm,
     distance_mm) with focal = zoom * width * distance / 300 (the face keeps a similar size)."""
     check_positive_int("width", width)
@@ -97,10 +116,10 @@ def sample_face_scene(key: PRNGKeyArray, baseline, distance) -> FaceScene:
     """Random avatar + environment; the face front is about `distance` mm from the rig,
     centred between the two cameras."""
     k = iter(jax.random.split(key, 32))
-    skull = jnp.stack([_u(next(k), 66.0, 80.0), _u(next(k), 92.0, 112.0),
-                       _u(next(k), 86.0, 100.0)])
-    centre = jnp.stack([baseline / 2 + _u(next(k), -8.0, 8.0), _u(next(k), -6.0, 10.0),
-                        distance + skull[2]])
+    skull = jnp.stack([_u(next(k), 66.0, 80.0), _u(next(k), 92.0, 112.0), _u(next(k), 86.0, 100.0)])
+    centre = jnp.stack(
+        [baseline / 2 + _u(next(k), -8.0, 8.0), _u(next(k), -6.0, 10.0), distance + skull[2]]
+    )
 
     def freqs(kk, lo, hi):
         ka, kb = jax.random.split(kk)
@@ -110,22 +129,35 @@ def sample_face_scene(key: PRNGKeyArray, baseline, distance) -> FaceScene:
 
     light = jnp.stack([_u(next(k), -0.6, 0.6), _u(next(k), -0.7, -0.1), -1.0])
     return FaceScene(
-        centre=centre, yaw=_u(next(k), -0.25, 0.25), skull=skull,
-        eye_sep=_u(next(k), 54.0, 70.0), eye_y=_u(next(k), -22.0, -8.0),
-        eye_r=_u(next(k), 11.0, 12.5), nose_len=_u(next(k), 38.0, 52.0),
-        nose_prot=_u(next(k), 14.0, 24.0), nose_r=_u(next(k), 6.0, 9.0),
-        mouth_w=_u(next(k), 40.0, 56.0), lip_t=_u(next(k), 4.0, 7.0),
-        mouth_gap=_u(next(k), 14.0, 22.0), ear_h=_u(next(k), 52.0, 66.0),
+        centre=centre,
+        yaw=_u(next(k), -0.25, 0.25),
+        skull=skull,
+        eye_sep=_u(next(k), 54.0, 70.0),
+        eye_y=_u(next(k), -22.0, -8.0),
+        eye_r=_u(next(k), 11.0, 12.5),
+        nose_len=_u(next(k), 38.0, 52.0),
+        nose_prot=_u(next(k), 14.0, 24.0),
+        nose_r=_u(next(k), 6.0, 9.0),
+        mouth_w=_u(next(k), 40.0, 56.0),
+        lip_t=_u(next(k), 4.0, 7.0),
+        mouth_gap=_u(next(k), 14.0, 22.0),
+        ear_h=_u(next(k), 52.0, 66.0),
         skin=jnp.array([0.85, 0.65, 0.52]) * _u(next(k), 0.45, 1.1),
-        iris=_u(next(k), 0.1, 0.6, (3,)), lips=jnp.array([0.7, 0.35, 0.35]) * _u(next(k), 0.6, 1.1),
-        tex_freq=freqs(next(k), 0.12, 0.7), tex_phase=_u(next(k), 0.0, 2 * jnp.pi, (N_TEX,)),
+        iris=_u(next(k), 0.1, 0.6, (3,)),
+        lips=jnp.array([0.7, 0.35, 0.35]) * _u(next(k), 0.6, 1.1),
+        tex_freq=freqs(next(k), 0.12, 0.7),
+        tex_phase=_u(next(k), 0.0, 2 * jnp.pi, (N_TEX,)),
         wall_z=distance + 2 * skull[2] + _u(next(k), 120.0, 400.0),
         wall_rgb=_u(next(k), 0.35, 0.9, (3,)),
-        wall_freq=freqs(next(k), 0.03, 0.25), wall_phase=_u(next(k), 0.0, 2 * jnp.pi, (N_TEX,)),
-        light=light / jnp.linalg.norm(light), ambient=_u(next(k), 0.2, 0.45))
+        wall_freq=freqs(next(k), 0.03, 0.25),
+        wall_phase=_u(next(k), 0.0, 2 * jnp.pi, (N_TEX,)),
+        light=light / jnp.linalg.norm(light),
+        ambient=_u(next(k), 0.2, 0.45),
+    )
 
 
 # --- SDF primitives --------------------------------------------------------------------
+
 
 def _ellipsoid(q, r):
     k0 = jnp.linalg.norm(q / r)
@@ -159,8 +191,10 @@ def _front_z(s: FaceScene, x, y):
 def _parts(s: FaceScene):
     """Anchor points of the parts (head frame)."""
     ex = s.eye_sep / 2
-    eyes = [jnp.stack([sx * ex, s.eye_y, _front_z(s, sx * ex, s.eye_y) + 0.35 * s.eye_r])
-            for sx in (-1.0, 1.0)]
+    eyes = [
+        jnp.stack([sx * ex, s.eye_y, _front_z(s, sx * ex, s.eye_y) + 0.35 * s.eye_r])
+        for sx in (-1.0, 1.0)
+    ]
     by = s.eye_y + 4.0
     bridge = jnp.stack([0.0 * by, by, _front_z(s, 0.0, by) + 2.0])
     ty = s.eye_y + s.nose_len
@@ -177,8 +211,10 @@ def _head_local(q, s: FaceScene):
     h = _smin(h, _capsule(q, bridge, tip, s.nose_r), 6.0)
     lip_r = jnp.stack([s.mouth_w / 2, s.lip_t, 1.4 * s.lip_t])
     upper = _ellipsoid(q - (mouth + jnp.stack([0.0, -0.7 * s.lip_t, 0.4 * s.lip_t])), lip_r)
-    lower = _ellipsoid(q - (mouth + jnp.stack([0.0, 0.8 * s.lip_t, 0.4 * s.lip_t])),
-                       lip_r * jnp.array([0.92, 1.1, 1.0]))
+    lower = _ellipsoid(
+        q - (mouth + jnp.stack([0.0, 0.8 * s.lip_t, 0.4 * s.lip_t])),
+        lip_r * jnp.array([0.92, 1.1, 1.0]),
+    )
     lips = jnp.minimum(upper, lower)
     h = _smin(h, lips, 2.0)
     ear_r = jnp.stack([6.0 + 0.0 * s.ear_h, s.ear_h / 2, 13.0 + 0.0 * s.ear_h])
@@ -226,8 +262,11 @@ def _albedo(p, s: FaceScene):
     cosang = -(q - c)[2] / jnp.maximum(jnp.linalg.norm(q - c), 1e-9)  # gaze is -z
     ang = jnp.arccos(jnp.clip(cosang, -1.0, 1.0))
     iris = s.iris * (0.75 + 0.25 * jnp.sin(40.0 * jnp.arctan2((q - c)[1], (q - c)[0])))
-    eye = jnp.where(ang < 0.16, jnp.array([0.03, 0.03, 0.03]),
-                    jnp.where(ang < 0.48, iris, jnp.array([0.92, 0.9, 0.88])))
+    eye = jnp.where(
+        ang < 0.16,
+        jnp.array([0.03, 0.03, 0.03]),
+        jnp.where(ang < 0.48, iris, jnp.array([0.92, 0.9, 0.88])),
+    )
     table = jnp.stack([wall, skin, lips, eye])
     return table[mat], mat
 
@@ -282,22 +321,32 @@ def render_pair(s: FaceScene, rig: StereoRig, height: int, width: int, *, n_step
     right = img[npx:].reshape(height, width, 3)
     hit_l, mat, n = hit[:npx], mat[:npx], n[:npx]
     depth = jnp.where(hit_l, p[:npx, 2], jnp.nan).reshape(height, width)
-    lm = t[2 * npx:, None] * dn
-    visible = hit[2 * npx:] & (jnp.linalg.norm(lm - nominal, axis=-1) < 12.0)
+    lm = t[2 * npx :, None] * dn
+    visible = hit[2 * npx :] & (jnp.linalg.norm(lm - nominal, axis=-1) < 12.0)
     return {
-        "left": left, "right": right, "depth": depth,
+        "left": left,
+        "right": right,
+        "depth": depth,
         "disparity": rig.focal * rig.baseline / depth,
         "normals": n.reshape(height, width, 3),
         "mask": ((mat != MAT_WALL) & hit_l).reshape(height, width),
-        "landmarks_3d": lm, "landmarks_px": project_points(rig, lm),
+        "landmarks_3d": lm,
+        "landmarks_px": project_points(rig, lm),
         "landmarks_visible": visible,
         "camera": jnp.stack([rig.focal, rig.cx, rig.cy, rig.baseline]),
     }
 
 
-def render_dataset(key: PRNGKeyArray, n_pairs: int, height: int, width: int, *,
-                   configs: Float[Array, "C 3"] | None = None, batch: int = 8,
-                   n_steps: int = 160) -> dict[str, np.ndarray]:
+def render_dataset(
+    key: PRNGKeyArray,
+    n_pairs: int,
+    height: int,
+    width: int,
+    *,
+    configs: Float[Array, "C 3"] | None = None,
+    batch: int = 8,
+    n_steps: int = 160,
+) -> dict[str, np.ndarray]:
     """Render `n_pairs` random avatars; pair i uses configuration i mod C.
 
     Returns numpy arrays stacked over pairs (keys of `render_pair` plus `config` (N,)
@@ -315,10 +364,11 @@ def render_dataset(key: PRNGKeyArray, n_pairs: int, height: int, width: int, *,
     def one_batch(keys, cfg):
         def single(k, c):
             f, b, dist = c[0], c[1], c[2]
-            rig = StereoRig(f, jnp.asarray((width - 1) / 2, f.dtype),
-                            jnp.asarray((height - 1) / 2, f.dtype), b)
-            return render_pair(sample_face_scene(k, b, dist), rig, height, width,
-                               n_steps=n_steps)
+            rig = StereoRig(
+                f, jnp.asarray((width - 1) / 2, f.dtype), jnp.asarray((height - 1) / 2, f.dtype), b
+            )
+            return render_pair(sample_face_scene(k, b, dist), rig, height, width, n_steps=n_steps)
+
         return jax.vmap(single)(keys, cfg)
 
     idx = np.arange(n_pairs) % configs.shape[0]
@@ -340,8 +390,9 @@ def render_dataset(key: PRNGKeyArray, n_pairs: int, height: int, width: int, *,
     return data
 
 
-def write_face_shards(directory: str | os.PathLike, data: dict[str, np.ndarray],
-                      shard_size: int = 64, configs=None) -> Path:
+def write_face_shards(
+    directory: str | os.PathLike, data: dict[str, np.ndarray], shard_size: int = 64, configs=None
+) -> Path:
     """Write a rendered set as `shard_XXXXX.npz` files plus `index.json` (atomic writes)."""
     check_positive_int("shard_size", shard_size)
     directory = Path(directory)
@@ -352,12 +403,18 @@ def write_face_shards(directory: str | os.PathLike, data: dict[str, np.ndarray],
     for i, start in enumerate(range(0, n, shard_size)):
         name = f"shard_{i:05d}.npz"
         with atomic_write(directory / name, "wb") as f:
-            np.savez(f, **{k: v[start:start + shard_size] for k, v in data.items()})
+            np.savez(f, **{k: v[start : start + shard_size] for k, v in data.items()})
         shards.append({"file": name, "start": start, "count": min(shard_size, n - start)})
-    write_json(directory / "index.json", {
-        "n_pairs": n, "keys": sorted(data), "landmark_names": list(LANDMARK_NAMES),
-        "shards": shards,
-        "configs": None if configs is None else np.asarray(configs).tolist()})
+    write_json(
+        directory / "index.json",
+        {
+            "n_pairs": n,
+            "keys": sorted(data),
+            "landmark_names": list(LANDMARK_NAMES),
+            "shards": shards,
+            "configs": None if configs is None else np.asarray(configs).tolist(),
+        },
+    )
     return directory
 
 
@@ -369,8 +426,9 @@ class FaceStereoDataset:
         self.directory = Path(directory)
         index = self.directory / "index.json"
         if not index.is_file():
-            raise ValueError(f"directory: expected a face shard set with index.json, "
-                             f"received {str(directory)!r}")
+            raise ValueError(
+                f"directory: expected a face shard set with index.json, received {str(directory)!r}"
+            )
         self.index = json.loads(index.read_text())
         self._cache: tuple[str, dict] | None = None
 

@@ -39,8 +39,15 @@ from jaxlab._core import (
 
 from ._raft import RAFTStereo
 
-__all__ = ["init_raft", "raft_loss", "raft_optimizer", "RaftStep", "train_raft",
-           "raft_predictor", "raft_disparity"]
+__all__ = [
+    "init_raft",
+    "raft_loss",
+    "raft_optimizer",
+    "RaftStep",
+    "train_raft",
+    "raft_predictor",
+    "raft_disparity",
+]
 
 
 def _check_pair(left, right, n_iters, downsample):
@@ -53,8 +60,9 @@ def _check_pair(left, right, n_iters, downsample):
     check_positive_int("n_iters", n_iters)
     h, w = left.shape[-3], left.shape[-2]
     if h % downsample or w % downsample:
-        raise ValueError(f"left: expected height and width divisible by {downsample}, "
-                         f"received {left.shape}")
+        raise ValueError(
+            f"left: expected height and width divisible by {downsample}, received {left.shape}"
+        )
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2))
@@ -79,15 +87,16 @@ def init_raft(model: RAFTStereo, height: int, width: int, *, key: PRNGKeyArray):
         size = math.prod(s.shape)
         if getattr(path[-1], "key", None) == "kernel":
             fan_in = math.prod(s.shape[:-1])
-            leaves.append(z[start:start + size].reshape(s.shape) / math.sqrt(fan_in))
+            leaves.append(z[start : start + size].reshape(s.shape) / math.sqrt(fan_in))
         else:
             leaves.append(jnp.zeros(s.shape, s.dtype))
         start += size
     return jax.tree_util.tree_unflatten(tree, leaves)
 
 
-def raft_loss(model: RAFTStereo, params, left, right, disparity, valid, *, n_iters: int,
-              gamma: float = 0.9) -> Float[Array, ""]:
+def raft_loss(
+    model: RAFTStereo, params, left, right, disparity, valid, *, n_iters: int, gamma: float = 0.9
+) -> Float[Array, ""]:
     """Sequence loss sum_i gamma^(N-i) mean_{valid} |d_i - d_gt| on a batch (B, H, W, 3),
     disparity (B, H, W) (values ignored where `valid` (B, H, W) is False)."""
     preds = model.apply({"params": params}, left, right, n_iters)
@@ -110,17 +119,20 @@ def _jitter(img, key):
     return jnp.clip(img + 0.01 * jax.random.normal(k[4], img.shape, dt), 0.0, 1.0)
 
 
-def raft_optimizer(learning_rate: float = 4e-4, weight_decay: float = 1e-5,
-                   steps: int = 300) -> optax.GradientTransformation:
+def raft_optimizer(
+    learning_rate: float = 4e-4, weight_decay: float = 1e-5, steps: int = 300
+) -> optax.GradientTransformation:
     """`train_raft`'s default: AdamW with linear warm-up (5 % of `steps`) and cosine decay
     to 5 % of `learning_rate` at `steps`, global-norm clipping at 1 (RAFT-Stereo's
     recipe, shortened). Build it once and pass it to several `train_raft` calls to reuse
     the compiled step."""
     steps = check_positive_int("steps", steps)
     schedule = optax.warmup_cosine_decay_schedule(
-        0.0, learning_rate, max(1, steps // 20), steps, learning_rate * 0.05)
-    return optax.chain(optax.clip_by_global_norm(1.0),
-                       optax.adamw(schedule, weight_decay=weight_decay))
+        0.0, learning_rate, max(1, steps // 20), steps, learning_rate * 0.05
+    )
+    return optax.chain(
+        optax.clip_by_global_norm(1.0), optax.adamw(schedule, weight_decay=weight_decay)
+    )
 
 
 class RaftStep(AbstractStep):
@@ -171,8 +183,16 @@ class RaftStep(AbstractStep):
                 k1, k2 = jax.random.split(ka)
                 a = jax.vmap(_jitter)(a, jax.random.split(k1, bs))
                 b = jax.vmap(_jitter)(b, jax.random.split(k2, bs))
-            return raft_loss(self.model, p, a, b, self.disparity[idx], self.valid[idx],
-                             n_iters=self.n_iters, gamma=self.gamma)
+            return raft_loss(
+                self.model,
+                p,
+                a,
+                b,
+                self.disparity[idx],
+                self.valid[idx],
+                n_iters=self.n_iters,
+                gamma=self.gamma,
+            )
 
         loss, g = jax.value_and_grad(batch_loss)(params)
         upd, opt_state = optimizer_update(self.optimizer, g, opt_state, params)
@@ -232,14 +252,29 @@ def train_raft(
         valid &= np.asarray(mask, bool)
     if optimizer is None:
         optimizer = raft_optimizer(float(learning_rate), float(weight_decay), steps)
-    step = RaftStep(jnp.asarray(left, dt), jnp.asarray(right, dt),
-                    jnp.asarray(np.where(valid, np.asarray(disparity), 0.0), dt),
-                    jnp.asarray(valid), model, optimizer, batch_size, n_iters, float(gamma),
-                    augment)
+    step = RaftStep(
+        jnp.asarray(left, dt),
+        jnp.asarray(right, dt),
+        jnp.asarray(np.where(valid, np.asarray(disparity), 0.0), dt),
+        jnp.asarray(valid),
+        model,
+        optimizer,
+        batch_size,
+        n_iters,
+        float(gamma),
+        augment,
+    )
     k_init, k_data = jax.random.split(key)
-    (params, _), hist = run_steps(step, step.init(params, k_init), key=k_data, steps=steps,
-                                  chunk=chunk, checkpointer=checkpointer, progress=progress,
-                                  loop=StepLoop())
+    (params, _), hist = run_steps(
+        step,
+        step.init(params, k_init),
+        key=k_data,
+        steps=steps,
+        chunk=chunk,
+        checkpointer=checkpointer,
+        progress=progress,
+        loop=StepLoop(),
+    )
     return params, hist.losses
 
 

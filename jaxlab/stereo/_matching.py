@@ -35,7 +35,7 @@ def census_transform(image: Float[Array, "H W"], window: int = 5) -> UInt32[Arra
         for dx in range(-r, r + 1):
             if dy == 0 and dx == 0:
                 continue
-            nb = pad[r + dy:r + dy + h, r + dx:r + dx + w]
+            nb = pad[r + dy : r + dy + h, r + dx : r + dx + w]
             sig = sig | ((nb < image).astype(jnp.uint32) << jnp.uint32(bit))
             bit += 1
     return sig
@@ -49,8 +49,9 @@ def census_cost_volume(
     check_array("right", right, shape=left.shape, dtype=jnp.floating, sizes=sizes)
     check_positive_int("n_disp", n_disp)
     if n_disp > left.shape[1]:
-        raise ValueError(f"n_disp: expected at most the image width {left.shape[1]}, "
-                         f"received {n_disp}")
+        raise ValueError(
+            f"n_disp: expected at most the image width {left.shape[1]}, received {n_disp}"
+        )
     cl, cr = census_transform(left, window), census_transform(right, window)
     n_bits = window * window - 1
     x = jnp.arange(left.shape[1])

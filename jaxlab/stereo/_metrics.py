@@ -11,8 +11,16 @@ from jaxtyping import Array, Bool, Float
 
 from jaxlab._core import check_array
 
-__all__ = ["disparity_to_depth", "depth_to_disparity", "epe", "bad_pixel_rate",
-           "inlier_ratio", "delta1", "rmse", "landmark_3d_error"]
+__all__ = [
+    "disparity_to_depth",
+    "depth_to_disparity",
+    "epe",
+    "bad_pixel_rate",
+    "inlier_ratio",
+    "delta1",
+    "rmse",
+    "landmark_3d_error",
+]
 
 
 def disparity_to_depth(disp: Float[Array, ...], focal_px: float, baseline: float):
@@ -80,5 +88,3 @@ def landmark_3d_error(pred_points: Float[Array, "K 3"], gt_points: Float[Array, 
     sizes = check_array("pred_points", pred_points, shape=("K", 3), dtype=jnp.floating)
     check_array("gt_points", gt_points, shape=("K", 3), sizes=sizes, dtype=jnp.floating)
     return jnp.mean(jnp.linalg.norm(pred_points - gt_points, axis=-1))
-
-

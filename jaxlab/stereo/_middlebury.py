@@ -18,8 +18,9 @@ def _file(name: str):
     try:
         dist = importlib.metadata.distribution("scikit-image")
     except importlib.metadata.PackageNotFoundError as e:
-        raise FileNotFoundError("the Middlebury pair ships in the 'scikit-image' wheel: "
-                                "pip install scikit-image") from e
+        raise FileNotFoundError(
+            "the Middlebury pair ships in the 'scikit-image' wheel: pip install scikit-image"
+        ) from e
     for f in dist.files or []:
         if str(f).endswith(f"skimage/data/{name}"):
             return dist.locate_file(f)
@@ -35,8 +36,10 @@ def load_motorcycle(scale: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
     if not isinstance(scale, int) or scale < 1:
         raise ValueError(f"scale: expected a positive integer, received {scale!r}")
-    imgs = [np.asarray(Image.open(_file(f"motorcycle_{s}.png")).convert("L"), np.float64) / 255
-            for s in ("left", "right")]
+    imgs = [
+        np.asarray(Image.open(_file(f"motorcycle_{s}.png")).convert("L"), np.float64) / 255
+        for s in ("left", "right")
+    ]
     disp = np.load(_file("motorcycle_disp.npz"))["arr_0"].astype(np.float64)
     if scale > 1:
         h, w = (disp.shape[0] // scale) * scale, (disp.shape[1] // scale) * scale

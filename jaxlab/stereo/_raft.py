@@ -27,12 +27,18 @@ from jaxtyping import Array, Float
 
 from jaxlab._core import check_array, check_positive_int
 
-__all__ = ["correlation_volume", "correlation_pyramid", "lookup_pyramid", "convex_upsample",
-           "RAFTStereo"]
+__all__ = [
+    "correlation_volume",
+    "correlation_pyramid",
+    "lookup_pyramid",
+    "convex_upsample",
+    "RAFTStereo",
+]
 
 
-def correlation_volume(f_left: Float[Array, "H W C"],
-                       f_right: Float[Array, "H W C"]) -> Float[Array, "H W W"]:
+def correlation_volume(
+    f_left: Float[Array, "H W C"], f_right: Float[Array, "H W C"]
+) -> Float[Array, "H W W"]:
     """All-pairs 1-D correlation along rectified rows, indexed by disparity.
 
     Arguments:
@@ -56,8 +62,10 @@ def correlation_pyramid(corr: Float[Array, "H W D"], n_levels: int) -> list[Arra
     check_array("corr", corr, ndim=3, dtype=jnp.floating)
     check_positive_int("n_levels", n_levels)
     if corr.shape[2] < 2 ** (n_levels - 1):
-        raise ValueError(f"n_levels: expected 2^(n_levels-1) <= {corr.shape[2]} (disparity "
-                         f"range), received {n_levels}")
+        raise ValueError(
+            f"n_levels: expected 2^(n_levels-1) <= {corr.shape[2]} (disparity "
+            f"range), received {n_levels}"
+        )
     levels = [corr]
     for _ in range(n_levels - 1):
         c = levels[-1]
@@ -66,8 +74,9 @@ def correlation_pyramid(corr: Float[Array, "H W D"], n_levels: int) -> list[Arra
     return levels
 
 
-def lookup_pyramid(pyramid: list[Array], disparity: Float[Array, "H W"],
-                   radius: int) -> Float[Array, "H W K"]:
+def lookup_pyramid(
+    pyramid: list[Array], disparity: Float[Array, "H W"], radius: int
+) -> Float[Array, "H W K"]:
     """Correlation around the current disparity: at level l, the values at disparity
     `disparity / 2^l + o` for o = -radius..radius, linearly interpolated along the
     disparity axis (0 outside the volume). Returns (H, W, n_levels * (2 radius + 1)),
@@ -79,7 +88,7 @@ def lookup_pyramid(pyramid: list[Array], disparity: Float[Array, "H W"],
     out = []
     for lvl, vol in enumerate(pyramid):
         n = vol.shape[2]
-        pos = disparity[..., None] / (2.0 ** lvl) + offsets  # (H, W, 2r+1)
+        pos = disparity[..., None] / (2.0**lvl) + offsets  # (H, W, 2r+1)
         i0 = jnp.floor(pos)
         a = pos - i0
         i0 = i0.astype(jnp.int32)
@@ -92,8 +101,9 @@ def lookup_pyramid(pyramid: list[Array], disparity: Float[Array, "H W"],
     return jnp.concatenate(out, axis=-1)
 
 
-def convex_upsample(disparity: Float[Array, "h w"], mask: Float[Array, "h w M"],
-                    factor: int) -> Float[Array, "hf wf"]:
+def convex_upsample(
+    disparity: Float[Array, "h w"], mask: Float[Array, "h w M"], factor: int
+) -> Float[Array, "hf wf"]:
     """Upsample a coarse disparity map by `factor`: each fine pixel is a convex
     combination (softmax of `mask`, M = 9 factor^2 logits) of the 3x3 coarse
     neighbourhood (edge-padded), times `factor` (disparity in fine pixels)."""
@@ -101,7 +111,7 @@ def convex_upsample(disparity: Float[Array, "h w"], mask: Float[Array, "h w M"],
     check_array("mask", mask, shape=(h, w, 9 * factor * factor), dtype=jnp.floating)
     wts = jax.nn.softmax(mask.reshape(h, w, factor, factor, 9), axis=-1)
     pad = jnp.pad(disparity, 1, mode="edge")
-    nb = jnp.stack([pad[dy:dy + h, dx:dx + w] for dy in range(3) for dx in range(3)], -1)
+    nb = jnp.stack([pad[dy : dy + h, dx : dx + w] for dy in range(3) for dx in range(3)], -1)
     up = jnp.einsum("yxabk,yxk->yaxb", wts, factor * nb)
     return up.reshape(h * factor, w * factor)
 
@@ -123,8 +133,9 @@ class _Encoder(nn.Module):
     dtype: Any
 
     def _conv(self, f, k, s=1):
-        return nn.Conv(f, (k, k), strides=(s, s), padding="SAME", dtype=self.dtype,
-                       param_dtype=self.dtype)
+        return nn.Conv(
+            f, (k, k), strides=(s, s), padding="SAME", dtype=self.dtype, param_dtype=self.dtype
+        )
 
     def _res(self, x):
         f = x.shape[-1]
@@ -170,7 +181,7 @@ class _UpdateBlock(nn.Module):
         q = jnp.tanh(self._conv(self.hidden_dim, 3)(jnp.concatenate([r * h, x], -1)))
         h = (1.0 - z) * h + z * q
         delta = self._conv(1, 3)(nn.relu(self._conv(64, 3)(h)))
-        mask = 0.25 * self._conv(9 * self.downsample ** 2, 1)(nn.relu(self._conv(64, 3)(h)))
+        mask = 0.25 * self._conv(9 * self.downsample**2, 1)(nn.relu(self._conv(64, 3)(h)))
         return h, delta, mask
 
 
@@ -187,8 +198,9 @@ class _Refine(nn.Module):
         h, disp = carry
         disp = jax.lax.stop_gradient(disp)  # as in RAFT: no gradient through the lookup
         corr = jax.vmap(lambda p, d: lookup_pyramid(p, d, self.radius))(pyramids, disp)
-        h, delta, mask = _UpdateBlock(self.hidden_dim, self.downsample, self.dtype,
-                                      name="update")(h, context, corr, disp[..., None])
+        h, delta, mask = _UpdateBlock(self.hidden_dim, self.downsample, self.dtype, name="update")(
+            h, context, corr, disp[..., None]
+        )
         disp = jnp.maximum(disp + delta[..., 0], 0.0)
         up = jax.vmap(lambda d, m: convex_upsample(d, m, self.downsample))(disp, mask)
         return (h, disp), up
@@ -229,12 +241,14 @@ class RAFTStereo(nn.Module):
         fnet = _Encoder(32, self.feature_dim, self.downsample, True, dt, name="fnet")
         feats = fnet(jnp.concatenate([left, right], 0))
         f_l, f_r = feats[:b], feats[b:]
-        ctx = _Encoder(32, self.hidden_dim + self.context_dim, self.downsample, False, dt,
-                       name="cnet")(left)
+        ctx = _Encoder(
+            32, self.hidden_dim + self.context_dim, self.downsample, False, dt, name="cnet"
+        )(left)
         h = jnp.tanh(ctx[..., : self.hidden_dim])
-        context = nn.relu(ctx[..., self.hidden_dim:])
-        pyramids = jax.vmap(lambda a, c: correlation_pyramid(correlation_volume(a, c),
-                                                             self.n_levels))(f_l, f_r)
+        context = nn.relu(ctx[..., self.hidden_dim :])
+        pyramids = jax.vmap(
+            lambda a, c: correlation_pyramid(correlation_volume(a, c), self.n_levels)
+        )(f_l, f_r)
         # a Python loop over one shared module (a lax.scan here runs the backward pass of
         # the convolutions far slower on CPU)
         refine = _Refine(self.hidden_dim, self.downsample, self.radius, dt, name="refine")

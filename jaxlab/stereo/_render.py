@@ -21,8 +21,14 @@ from jaxtyping import Array, Bool, Float
 
 from jaxlab._core import check_array, check_positive_int
 
-__all__ = ["StereoRig", "camera_rays", "project_points", "backproject", "sphere_trace",
-           "sdf_normals"]
+__all__ = [
+    "StereoRig",
+    "camera_rays",
+    "project_points",
+    "backproject",
+    "sphere_trace",
+    "sdf_normals",
+]
 
 
 class StereoRig(eqx.Module):
@@ -44,9 +50,12 @@ class StereoRig(eqx.Module):
         if not (focal > 0 and baseline > 0):
             raise ValueError(f"focal, baseline: expected positive, received {focal}, {baseline}")
         f = jnp.asarray(focal, float)
-        return StereoRig(f, jnp.asarray((width - 1) / 2, f.dtype),
-                         jnp.asarray((height - 1) / 2, f.dtype),
-                         jnp.asarray(baseline, f.dtype))
+        return StereoRig(
+            f,
+            jnp.asarray((width - 1) / 2, f.dtype),
+            jnp.asarray((height - 1) / 2, f.dtype),
+            jnp.asarray(baseline, f.dtype),
+        )
 
 
 def camera_rays(rig: StereoRig, height: int, width: int, *, right: bool = False):
@@ -55,8 +64,11 @@ def camera_rays(rig: StereoRig, height: int, width: int, *, right: bool = False)
     Returns:
         origins (H*W, 3), directions (H*W, 3), row-major over (v, u).
     """
-    v, u = jnp.meshgrid(jnp.arange(height, dtype=rig.focal.dtype),
-                        jnp.arange(width, dtype=rig.focal.dtype), indexing="ij")
+    v, u = jnp.meshgrid(
+        jnp.arange(height, dtype=rig.focal.dtype),
+        jnp.arange(width, dtype=rig.focal.dtype),
+        indexing="ij",
+    )
     d = jnp.stack([(u - rig.cx) / rig.focal, (v - rig.cy) / rig.focal, jnp.ones_like(u)], -1)
     d = d.reshape(-1, 3)
     d = d / jnp.linalg.norm(d, axis=-1, keepdims=True)
@@ -74,11 +86,13 @@ def project_points(rig: StereoRig, points: Float[Array, "K 3"]) -> Float[Array, 
     return jnp.stack([ul, ur, v], -1)
 
 
-def backproject(rig: StereoRig, u: Float[Array, "*B"], v: Float[Array, "*B"],
-                depth: Float[Array, "*B"]) -> Float[Array, "*B 3"]:
+def backproject(
+    rig: StereoRig, u: Float[Array, "*B"], v: Float[Array, "*B"], depth: Float[Array, "*B"]
+) -> Float[Array, "*B 3"]:
     """Left-camera 3-D point of pixel (u, v) at metric depth Z: (Z (u-cx)/f, Z (v-cy)/f, Z)."""
-    return jnp.stack([depth * (u - rig.cx) / rig.focal, depth * (v - rig.cy) / rig.focal,
-                      depth], -1)
+    return jnp.stack(
+        [depth * (u - rig.cx) / rig.focal, depth * (v - rig.cy) / rig.focal, depth], -1
+    )
 
 
 def sphere_trace(

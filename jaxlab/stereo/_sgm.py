@@ -82,7 +82,10 @@ def subpixel_argmin(agg: Float[Array, "H W D"]) -> Float[Array, "H W"]:
 
 
 def sgm_disparity(
-    cost: Float[Array, "H W D"], p1: float = 8.0, p2: float = 32.0, paths: int = 8,
+    cost: Float[Array, "H W D"],
+    p1: float = 8.0,
+    p2: float = 32.0,
+    paths: int = 8,
     subpixel: bool = True,
 ) -> Float[Array, "H W"]:
     """SGM disparity map (left image reference) from a matching-cost volume."""

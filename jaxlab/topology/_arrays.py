@@ -223,8 +223,10 @@ def standardize_encodings(data: ComplexArrays, stats) -> ComplexArrays:
     enc = []
     for r in range(data.max_rank + 1):
         m = data.mask[r][..., None]
-        enc.append(tuple(
-            ((e - jnp.asarray(mu, e.dtype)) / jnp.asarray(sd, e.dtype)) * m
-            for e, (mu, sd) in zip(data.enc[r], stats[r], strict=True)
-        ))
+        enc.append(
+            tuple(
+                ((e - jnp.asarray(mu, e.dtype)) / jnp.asarray(sd, e.dtype)) * m
+                for e, (mu, sd) in zip(data.enc[r], stats[r], strict=True)
+            )
+        )
     return eqx.tree_at(lambda d: d.enc, data, tuple(enc))

@@ -280,4 +280,3 @@ def _matrix_rank(b: sp.sparray) -> int:
     if min(b.shape) == 0:
         return 0
     return int(np.linalg.matrix_rank(b.toarray()))
-

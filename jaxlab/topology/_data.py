@@ -143,9 +143,28 @@ def _fragment_scores() -> dict[int, float]:
     path = wheel_file("rdkit", "Contrib/SA_Score/fpscores.pkl.gz")
     stack: list = []
     marks: list[int] = []
-    allowed = {"PROTO", "FRAME", "MARK", "LIST", "EMPTY_LIST", "APPENDS", "APPEND", "INT",
-               "BININT", "BININT1", "BININT2", "LONG", "LONG1", "FLOAT", "BINFLOAT", "PUT",
-               "BINPUT", "LONG_BINPUT", "MEMOIZE", "STOP"}
+    allowed = {
+        "PROTO",
+        "FRAME",
+        "MARK",
+        "LIST",
+        "EMPTY_LIST",
+        "APPENDS",
+        "APPEND",
+        "INT",
+        "BININT",
+        "BININT1",
+        "BININT2",
+        "LONG",
+        "LONG1",
+        "FLOAT",
+        "BINFLOAT",
+        "PUT",
+        "BINPUT",
+        "LONG_BINPUT",
+        "MEMOIZE",
+        "STOP",
+    }
     with gzip.open(path, "rb") as f:
         for op, arg, _ in pickletools.genops(io.BytesIO(f.read())):
             if op.name not in allowed:
@@ -165,8 +184,16 @@ def _fragment_scores() -> dict[int, float]:
                 m = marks.pop()
                 items, stack[m:] = stack[m:], []
                 stack[-1].extend(items)
-            elif op.name in ("INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "FLOAT",
-                             "BINFLOAT"):
+            elif op.name in (
+                "INT",
+                "BININT",
+                "BININT1",
+                "BININT2",
+                "LONG",
+                "LONG1",
+                "FLOAT",
+                "BINFLOAT",
+            ):
                 stack.append(arg)
     data = stack[-1]
     return {int(k): float(row[0]) for row in data for k in row[1:]}
@@ -230,8 +257,11 @@ def load_zinc_subset(
     if len(smiles) < total:
         raise ValueError(f"{path}: only {len(smiles)} molecules, {total} requested")
     y = np.asarray([penalized_logp(s) for s in smiles])
-    bounds = {"train": (0, n_train), "val": (n_train, n_train + n_val),
-              "test": (n_train + n_val, total)}
+    bounds = {
+        "train": (0, n_train),
+        "val": (n_train, n_train + n_val),
+        "test": (n_train + n_val, total),
+    }
     return {k: (smiles[a:b], y[a:b]) for k, (a, b) in bounds.items()}
 
 

@@ -59,8 +59,17 @@ def default_cache_dir() -> Path:
 
 def _fingerprint(name: str, graphs: Sequence[MolGraph], lift: LiftSpec, spec: EncodingSpec) -> str:
     h = hashlib.sha256()
-    h.update(json.dumps({"name": name, "lift": dataclasses.asdict(lift),
-                         "spec": spec.to_json(), "n": len(graphs)}, sort_keys=True).encode())
+    h.update(
+        json.dumps(
+            {
+                "name": name,
+                "lift": dataclasses.asdict(lift),
+                "spec": spec.to_json(),
+                "n": len(graphs),
+            },
+            sort_keys=True,
+        ).encode()
+    )
     for g in graphs:
         h.update(np.int64(g.num_nodes).tobytes())
         h.update(np.ascontiguousarray(g.edges, np.int64).tobytes())

@@ -107,8 +107,15 @@ class HOPSE(eqx.Module):
         enc_keys = jax.random.split(k_enc, (R + 1, 4))
         self.encoders = tuple(
             tuple(
-                eqx.nn.MLP(self.encoding_dim, width, width, depth=1, activation=jax.nn.relu,
-                           key=enc_keys[r, i], dtype=dtype)
+                eqx.nn.MLP(
+                    self.encoding_dim,
+                    width,
+                    width,
+                    depth=1,
+                    activation=jax.nn.relu,
+                    key=enc_keys[r, i],
+                    dtype=dtype,
+                )
                 for i in range(len(rank_routes(r, R)))
             )
             if self.encoding_dim > 0
@@ -123,8 +130,9 @@ class HOPSE(eqx.Module):
         self.readout = tuple(
             eqx.nn.Linear(width, width, key=k, dtype=dtype) for k in jax.random.split(k_read, R + 1)
         )
-        self.head = eqx.nn.MLP(width, out_dim, width, depth=1, activation=jax.nn.relu, key=k_head,
-                               dtype=dtype)
+        self.head = eqx.nn.MLP(
+            width, out_dim, width, depth=1, activation=jax.nn.relu, key=k_head, dtype=dtype
+        )
 
     def cell_states(self, arrays: ComplexArrays) -> tuple[Float[Array, "n w"], ...]:
         """Hidden state of every cell, `[n_r, width]` per rank."""
@@ -228,8 +236,9 @@ class HOMP(eqx.Module):
         self.readout = tuple(
             eqx.nn.Linear(width, width, key=k, dtype=dtype) for k in jax.random.split(k_read, R + 1)
         )
-        self.head = eqx.nn.MLP(width, out_dim, width, depth=1, activation=jax.nn.relu, key=k_head,
-                               dtype=dtype)
+        self.head = eqx.nn.MLP(
+            width, out_dim, width, depth=1, activation=jax.nn.relu, key=k_head, dtype=dtype
+        )
 
     def cell_states(self, arrays: ComplexArrays) -> tuple[Float[Array, "n w"], ...]:
         """Hidden state of every cell after message passing, `[n_r, width]` per rank."""

@@ -177,9 +177,17 @@ class HopseStep(AbstractStep):
     eval_every: int = eqx.field(static=True)
     vmapped: bool = eqx.field(static=True)
 
-    def __init__(self, trainer: Trainer, data: ComplexArrays, targets: Array,
-                 weights: Array | None = None, *, vmapped: bool = False,
-                 eval_data: dict[str, ComplexArrays] | None = None, eval_every: int = 1):
+    def __init__(
+        self,
+        trainer: Trainer,
+        data: ComplexArrays,
+        targets: Array,
+        weights: Array | None = None,
+        *,
+        vmapped: bool = False,
+        eval_data: dict[str, ComplexArrays] | None = None,
+        eval_every: int = 1,
+    ):
         if not isinstance(trainer, Trainer):
             raise ValueError(f"trainer: expected a Trainer, received {type(trainer).__name__}")
         if not isinstance(data, ComplexArrays):
@@ -187,12 +195,15 @@ class HopseStep(AbstractStep):
         targets = jnp.asarray(targets)
         g = targets.shape[0] if targets.ndim else 0
         if targets.ndim != 1 or g != data.x[0].shape[0]:
-            raise ValueError(f"targets: expected shape ({data.x[0].shape[0]},), received "
-                             f"{targets.shape}")
+            raise ValueError(
+                f"targets: expected shape ({data.x[0].shape[0]},), received {targets.shape}"
+            )
         weights = jnp.ones((g,), jnp.float32) if weights is None else jnp.asarray(weights)
         if weights.shape[-1:] != (g,) or weights.ndim != (2 if vmapped else 1):
-            raise ValueError(f"weights: expected shape {'(S, ' if vmapped else '('}{g},), "
-                             f"received {weights.shape}")
+            raise ValueError(
+                f"weights: expected shape {'(S, ' if vmapped else '('}{g},), "
+                f"received {weights.shape}"
+            )
         self.trainer, self.data, self.targets, self.weights = trainer, data, targets, weights
         self.eval_data = {} if eval_data is None else dict(eval_data)
         self.eval_every = check_positive_int("eval_every", eval_every)
@@ -229,9 +240,11 @@ class HopseStep(AbstractStep):
 
             shapes = jax.eval_shape(evaluate, state)
             aux |= jax.lax.cond(
-                done % self.eval_every == 0, evaluate,
+                done % self.eval_every == 0,
+                evaluate,
                 lambda st: jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes),
-                state)
+                state,
+            )
         return state, aux
 
 
@@ -271,11 +284,20 @@ def fit(
     when `vmapped`, with `aux["losses"]` `(steps, S)` per seed/fold) and the
     `pred_<name>` predictions when `eval_data` is given.
     """
-    step = HopseStep(trainer, data, targets, weights, vmapped=vmapped, eval_data=eval_data,
-                     eval_every=eval_every)
-    return run_steps(step, step.init(model, key), key=key, steps=steps, chunk=chunk,
-                     checkpointer=checkpointer, progress=progress, stop=stop,
-                     loop=StepLoop() if loop is None else loop)
+    step = HopseStep(
+        trainer, data, targets, weights, vmapped=vmapped, eval_data=eval_data, eval_every=eval_every
+    )
+    return run_steps(
+        step,
+        step.init(model, key),
+        key=key,
+        steps=steps,
+        chunk=chunk,
+        checkpointer=checkpointer,
+        progress=progress,
+        stop=stop,
+        loop=StepLoop() if loop is None else loop,
+    )
 
 
 def predict(model: eqx.Module, data: ComplexArrays, *, batch_size: int = 256) -> Array:

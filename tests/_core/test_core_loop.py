@@ -41,10 +41,13 @@ class EqxRegression(AbstractStep):
             return jnp.mean((jax.vmap(m)(self.x[idx]) - self.y[idx]) ** 2)
 
         loss, grads = eqx.filter_value_and_grad(loss_fn)(model)
-        updates, opt_state = optimizer_update(self.optimizer, grads, opt_state,
-                                              eqx.filter(model, eqx.is_array))
-        return (eqx.apply_updates(model, updates), opt_state), {"loss": loss,
-                                                                "gnorm": optax.tree.norm(grads)}
+        updates, opt_state = optimizer_update(
+            self.optimizer, grads, opt_state, eqx.filter(model, eqx.is_array)
+        )
+        return (eqx.apply_updates(model, updates), opt_state), {
+            "loss": loss,
+            "gnorm": optax.tree.norm(grads),
+        }
 
 
 class FlaxRegression(AbstractStep):
@@ -118,8 +121,7 @@ def test_learns_and_chunk_size_does_not_change_results(style, getkey):
     assert h1.losses[-10:].mean() < 0.2 * h1.losses[:5].mean()
 
 
-@pytest.mark.parametrize(("style", "kill_after"), [("equinox", 10), ("equinox", 30),
-                                                    ("flax", 20)])
+@pytest.mark.parametrize(("style", "kill_after"), [("equinox", 10), ("equinox", 30), ("flax", 20)])
 def test_resume_equals_uninterrupted(style, kill_after, getkey, tmp_path):
     step, state = PROBLEMS[style](getkey)
     key = getkey()
@@ -166,15 +168,23 @@ def test_resume_false_starts_afresh_and_mismatches_are_rejected(getkey, tmp_path
     path = tmp_path / "ck.eqx"
     run_steps(step, state, key=key, steps=10, chunk=5, checkpointer=Checkpointer(path))
     # resume=False ignores the file (and overwrites it).
-    _, h = run_steps(step, state, key=key, steps=10, chunk=5,
-                     checkpointer=Checkpointer(path, resume=False))
+    _, h = run_steps(
+        step, state, key=key, steps=10, chunk=5, checkpointer=Checkpointer(path, resume=False)
+    )
     assert h.steps_done == 10
     with pytest.raises(ValueError, match="another key"):
-        run_steps(step, state, key=getkey(), steps=10, chunk=5,
-                  checkpointer=Checkpointer(path, resume=True))
+        run_steps(
+            step,
+            state,
+            key=getkey(),
+            steps=10,
+            chunk=5,
+            checkpointer=Checkpointer(path, resume=True),
+        )
     with pytest.raises(ValueError, match="steps=10"):
-        run_steps(step, state, key=key, steps=12, chunk=5,
-                  checkpointer=Checkpointer(path, resume=True))
+        run_steps(
+            step, state, key=key, steps=12, chunk=5, checkpointer=Checkpointer(path, resume=True)
+        )
 
 
 def test_stop_pads_history_and_resume_respects_it(getkey, tmp_path):
@@ -215,8 +225,13 @@ def test_progress_strategy_is_called(getkey):
 
     rec = Record()
     run_steps(step, state, key=getkey(), steps=25, chunk=10, progress=rec)
-    assert rec.events == [("start", 25, 0), ("update", 10, True), ("update", 10, True),
-                          ("update", 5, True), ("close",)]
+    assert rec.events == [
+        ("start", 25, 0),
+        ("update", 10, True),
+        ("update", 10, True),
+        ("update", 5, True),
+        ("close",),
+    ]
 
 
 def test_compiled_chunk_is_reused(getkey):

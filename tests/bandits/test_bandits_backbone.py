@@ -21,8 +21,14 @@ def test_sherman_morrison_equals_direct_inverse(getkey):
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("policy", [B.LinUCB(alpha=0.7, lam=2.0), B.LinearTS(v=0.3, lam=2.0),
-                                    B.EpsilonGreedy(epsilon=0.2, lam=2.0)])
+@pytest.mark.parametrize(
+    "policy",
+    [
+        B.LinUCB(alpha=0.7, lam=2.0),
+        B.LinearTS(v=0.3, lam=2.0),
+        B.EpsilonGreedy(epsilon=0.2, lam=2.0),
+    ],
+)
 def test_state_after_run_equals_direct_ridge(policy, getkey):
     t, k, d = 40, 6, 4
     contexts = jax.random.normal(getkey(), (t, k, d), jnp.float64)
@@ -32,8 +38,9 @@ def test_state_after_run_equals_direct_ridge(policy, getkey):
     r = np.asarray(rewards)[np.arange(t), np.asarray(tr.arms)]
     gram = 2.0 * np.eye(d) + x.T @ x
     np.testing.assert_allclose(tr.state.a_inv, np.linalg.inv(gram), rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(tr.state.theta, np.linalg.solve(gram, x.T @ r), rtol=1e-9,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        tr.state.theta, np.linalg.solve(gram, x.T @ r), rtol=1e-9, atol=1e-12
+    )
     assert int(tr.state.count) == t
     np.testing.assert_allclose(tr.rewards, r)
 
@@ -43,8 +50,9 @@ def test_linucb_scores_match_formula(getkey):
     st = pol.init(3, 4)
     for _ in range(5):
         x = jax.random.normal(getkey(), (4, 3), jnp.float64)
-        st = pol.update(st, B.Selection(arm=jnp.asarray(1), scores=jnp.zeros(4)), x,
-                        jnp.asarray(0.5))
+        st = pol.update(
+            st, B.Selection(arm=jnp.asarray(1), scores=jnp.zeros(4)), x, jnp.asarray(0.5)
+        )
     xs = np.asarray(jax.random.normal(getkey(), (4, 3), jnp.float64))
     a_inv = np.asarray(st.a_inv)
     theta = a_inv @ np.asarray(st.b)
@@ -74,8 +82,12 @@ def test_linear_ts_samples_posterior(getkey):
     st = pol.init(2, 3)
     xs = jnp.asarray([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], jnp.float64)
     for i in range(6):
-        st = pol.update(st, B.Selection(arm=jnp.asarray(i % 3), scores=jnp.zeros(3)), xs,
-                        jnp.asarray(float(i % 2)))
+        st = pol.update(
+            st,
+            B.Selection(arm=jnp.asarray(i % 3), scores=jnp.zeros(3)),
+            xs,
+            jnp.asarray(float(i % 2)),
+        )
     keys = jax.random.split(getkey(), 4000)
     scores = jax.vmap(lambda k: pol.select(st, xs, jnp.ones(3, bool), key=k).scores)(keys)
     mean = np.asarray(xs) @ np.asarray(st.theta)
@@ -86,16 +98,21 @@ def test_linear_ts_samples_posterior(getkey):
 
 def test_epsilon_greedy_extremes(getkey):
     st = B.EpsilonGreedy(epsilon=0.0).init(2, 4)
-    st = B.EpsilonGreedy().update(st, B.Selection(arm=jnp.asarray(2), scores=jnp.zeros(4)),
-                                  jnp.eye(4, 2, dtype=jnp.float64) + 0.5, jnp.asarray(1.0))
+    st = B.EpsilonGreedy().update(
+        st,
+        B.Selection(arm=jnp.asarray(2), scores=jnp.zeros(4)),
+        jnp.eye(4, 2, dtype=jnp.float64) + 0.5,
+        jnp.asarray(1.0),
+    )
     xs = jnp.asarray([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [0.0, 1.0]], jnp.float64)
     mask = jnp.asarray([True, True, False, True])
     keys = jax.random.split(getkey(), 2000)
     greedy = jax.vmap(lambda k: B.EpsilonGreedy(0.0).select(st, xs, mask, key=k).arm)(keys)
     scores = np.asarray(xs) @ np.asarray(st.theta)
     assert np.all(np.asarray(greedy) == np.argmax(np.where(np.asarray(mask), scores, -np.inf)))
-    rand = np.asarray(jax.vmap(lambda k: B.EpsilonGreedy(1.0).select(st, xs, mask, key=k).arm)(
-        keys))
+    rand = np.asarray(
+        jax.vmap(lambda k: B.EpsilonGreedy(1.0).select(st, xs, mask, key=k).arm)(keys)
+    )
     assert not np.any(rand == 2)
     freq = np.bincount(rand, minlength=4)[[0, 1, 3]] / 2000
     np.testing.assert_allclose(freq, 1 / 3, atol=0.04)
@@ -110,8 +127,11 @@ def test_disjoint_linucb_matches_mabwiser(getkey):
     rew = xs @ true.T + 0.1 * rng.normal(size=(t, k))
     pol = B.DisjointLinUCB(alpha=1.0, lam=1.0)
     st = pol.init(d, k)
-    mab = mabwiser.MAB(arms=list(range(k)), learning_policy=mabwiser.LearningPolicy.LinUCB(
-        alpha=1.0, l2_lambda=1.0), seed=0)
+    mab = mabwiser.MAB(
+        arms=list(range(k)),
+        learning_policy=mabwiser.LearningPolicy.LinUCB(alpha=1.0, l2_lambda=1.0),
+        seed=0,
+    )
     ours, theirs = [], []
     for i in range(t):
         ctx = jnp.broadcast_to(jnp.asarray(xs[i]), (k, d))
@@ -189,9 +209,14 @@ def test_neural_linear_training_reduces_loss():
 
 @pytest.mark.parametrize(
     "make",
-    [lambda: B.LinUCB(alpha=-1.0), lambda: B.LinUCB(lam=0.0), lambda: B.LinearTS(v=-0.1),
-     lambda: B.EpsilonGreedy(epsilon=1.5), lambda: B.NeuralLinear(hidden=0),
-     lambda: B.DisjointLinUCB(lam=-1.0)],
+    [
+        lambda: B.LinUCB(alpha=-1.0),
+        lambda: B.LinUCB(lam=0.0),
+        lambda: B.LinearTS(v=-0.1),
+        lambda: B.EpsilonGreedy(epsilon=1.5),
+        lambda: B.NeuralLinear(hidden=0),
+        lambda: B.DisjointLinUCB(lam=-1.0),
+    ],
 )
 def test_bad_hyperparameters_raise(make):
     with pytest.raises(ValueError):

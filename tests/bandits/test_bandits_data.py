@@ -52,8 +52,9 @@ def test_open_bandit_loads(policy):
     if policy == "random":
         np.testing.assert_allclose(log.pscore, 1 / 80)  # uniform logging over 80 items
     assert np.all((log.pscore > 0) & (log.pscore <= 1))
-    assert log.item_features.shape[0] == 80 and len(log.item_feature_dim) == \
-        log.item_features.shape[1]
+    assert (
+        log.item_features.shape[0] == 80 and len(log.item_feature_dim) == log.item_features.shape[1]
+    )
     assert log.user_features.shape[0] == 10_000
     clicks = sum(int(line.split(",")[4]) for line in _raw_lines("obp", f"{policy}/all/all.csv")[1:])
     assert int(log.reward.sum()) == clicks

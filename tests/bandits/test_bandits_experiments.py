@@ -22,10 +22,22 @@ def _run(name, tmp_path, **overrides):
 
 
 def test_synthetic_contract(tmp_path):
-    res = _run("bandits_synthetic", tmp_path, n_items=40, n_values=(3, 3, 3), relevant=(1,),
-               horizon=40, seeds=2)
-    for k in ("regret_tdge", "regret_linucb", "regret_lints", "regret_egreedy",
-              "dim_recovery_tdge"):
+    res = _run(
+        "bandits_synthetic",
+        tmp_path,
+        n_items=40,
+        n_values=(3, 3, 3),
+        relevant=(1,),
+        horizon=40,
+        seeds=2,
+    )
+    for k in (
+        "regret_tdge",
+        "regret_linucb",
+        "regret_lints",
+        "regret_egreedy",
+        "dim_recovery_tdge",
+    ):
         assert k in res.metrics
     assert 0.0 <= res.metrics["dim_recovery_tdge"] <= 1.0
     assert "regret" in res.figures and len(res.claims) == 2
@@ -33,8 +45,14 @@ def test_synthetic_contract(tmp_path):
 
 def test_movielens_contract(tmp_path):
     res = _run("bandits_movielens", tmp_path, n_users=3, events=60, pool=40)
-    for k in ("reward_tdge", "reward_linucb", "reward_lints", "reward_egreedy",
-              "coldstart_reward_tdge", "coldstart_reward_linucb"):
+    for k in (
+        "reward_tdge",
+        "reward_linucb",
+        "reward_lints",
+        "reward_egreedy",
+        "coldstart_reward_tdge",
+        "coldstart_reward_linucb",
+    ):
         assert 0.0 <= res.metrics[k] <= 1.0
     assert "trajectory" in res.figures
 

@@ -19,8 +19,9 @@ class _FixedLinear(B.AbstractBackbone):
 
     def select(self, state, contexts, mask, *, key=None):
         scores = contexts @ self.w
-        return B.Selection(arm=jnp.argmax(jnp.where(mask, scores, -jnp.inf)).astype(jnp.int32),
-                           scores=scores)
+        return B.Selection(
+            arm=jnp.argmax(jnp.where(mask, scores, -jnp.inf)).astype(jnp.int32), scores=scores
+        )
 
     def update(self, state, choice, contexts, reward):
         return state + 1
@@ -86,13 +87,15 @@ def test_ips_dr_unbiased_on_simulated_log(getkey):
     def est(key):
         q, a, r, p = _ope_log(key, n, k)
         truth = jnp.mean(jnp.sum(target * q, axis=1))
-        return (B.ips(a, r, p, target) - truth, B.doubly_robust(a, r, p, target, q) - truth,
-                B.doubly_robust(a, r, p, target, jnp.zeros_like(q)) - B.ips(a, r, p, target),
-                B.snips(a, r, p, target) - truth)
+        return (
+            B.ips(a, r, p, target) - truth,
+            B.doubly_robust(a, r, p, target, q) - truth,
+            B.doubly_robust(a, r, p, target, jnp.zeros_like(q)) - B.ips(a, r, p, target),
+            B.snips(a, r, p, target) - truth,
+        )
 
     keys = jax.random.split(getkey(), 300)
-    err_ips, err_dr, dr0_minus_ips, err_snips = (np.asarray(v) for v in
-                                                 jax.vmap(est)(keys))
+    err_ips, err_dr, dr0_minus_ips, err_snips = (np.asarray(v) for v in jax.vmap(est)(keys))
     assert abs(err_ips.mean()) < 4 * err_ips.std() / np.sqrt(300)
     assert abs(err_dr.mean()) < 4 * err_dr.std() / np.sqrt(300) + 1e-12
     # DR with the true reward model has lower variance than IPS; with q = 0 it is IPS.
@@ -132,5 +135,6 @@ def test_offline_bad_inputs_raise(getkey):
         B.replay(B.LinUCB(), c, a.at[0].set(3), r, key=getkey())
     with pytest.raises(ValueError, match="logged_rewards"):
         B.replay(B.LinUCB(), c, a, r[:5], key=getkey())
-    assert isinstance(B.estimate_with_ci(B.snips, a, r, p, target, key=getkey(), n_boot=5),
-                      eqx.Module)
+    assert isinstance(
+        B.estimate_with_ci(B.snips, a, r, p, target, key=getkey(), n_boot=5), eqx.Module
+    )

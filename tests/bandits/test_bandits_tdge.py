@@ -49,8 +49,9 @@ def test_levels_see_every_reward(getkey):
     wantf = np.array([r[feats == f].sum() / (1 + np.sum(feats == f)) for f in range(12)])
     np.testing.assert_allclose(st.feat_state.theta, wantf, rtol=1e-9, atol=1e-12)
     x = np.asarray(w.features)[np.asarray(tr.arms)]
-    np.testing.assert_allclose(st.item_state.theta,
-                               np.linalg.solve(np.eye(12) + x.T @ x, x.T @ r), rtol=1e-8)
+    np.testing.assert_allclose(
+        st.item_state.theta, np.linalg.solve(np.eye(12) + x.T @ x, x.T @ r), rtol=1e-8
+    )
 
 
 def test_gain_credit_equals_item_model_gain(getkey):
@@ -73,8 +74,7 @@ def test_gain_credit_equals_item_model_gain(getkey):
         x = x_all[int(tr.arms[i])]
         gram += np.outer(x, x)
         xty += float(tr.rewards[i]) * x
-    np.testing.assert_allclose(tr.state.dim_state.theta, sums / (1 + counts), rtol=1e-8,
-                               atol=1e-10)
+    np.testing.assert_allclose(tr.state.dim_state.theta, sums / (1 + counts), rtol=1e-8, atol=1e-10)
 
 
 def test_tdge_recovers_relevant_dimensions():
@@ -84,8 +84,12 @@ def test_tdge_recovers_relevant_dimensions():
     def run(key):
         kw, kr, kp = jax.random.split(key, 3)
         w = _world(kw, noise=0.3)
-        tr = B.play(B.TDGE(B.LinUCB(), w.feature_dim, probe_rounds=3), w.features,
-                    w.sample_rewards(t, key=kr), key=kp)
+        tr = B.play(
+            B.TDGE(B.LinUCB(), w.feature_dim, probe_rounds=3),
+            w.features,
+            w.sample_rewards(t, key=kr),
+            key=kp,
+        )
         pol = B.TDGE(B.LinUCB(), w.feature_dim, probe_rounds=3)
         return B.dimension_relevance(pol, tr.state)
 

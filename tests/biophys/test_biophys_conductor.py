@@ -26,22 +26,27 @@ def test_point_source_minimum_distance():
     np.testing.assert_allclose(g, 1000.0 / (4 * np.pi * 0.3 * 2.0), rtol=1e-12)
 
 
-@pytest.mark.parametrize("el", [[30.0, 10.0, 5.0], [0.0, 120.0, 0.0], [2.0, -40.0, 1.0],
-                                [5.0, 50.0, 0.0]])
+@pytest.mark.parametrize(
+    "el", [[30.0, 10.0, 5.0], [0.0, 120.0, 0.0], [2.0, -40.0, 1.0], [5.0, 50.0, 0.0]]
+)
 def test_line_source_equals_integrated_point_sources(el):
     start, end = np.array([0.0, 0.0, 0.0]), np.array([0.0, 100.0, 0.0])
     n = 20000
     mids = start + (np.arange(n)[:, None] + 0.5) / n * (end - start)
     el = np.asarray([el])
     dense = bp.point_source_gain(jnp.asarray(mids), jnp.asarray(el), r_min=1e-9).sum() / n
-    line = bp.line_source_gain(jnp.asarray(start[None]), jnp.asarray(end[None]),
-                               jnp.asarray(el), r_min=1e-9)
+    line = bp.line_source_gain(
+        jnp.asarray(start[None]), jnp.asarray(end[None]), jnp.asarray(el), r_min=1e-9
+    )
     np.testing.assert_allclose(line[0, 0], dense, rtol=2e-4)
 
 
 def test_line_source_far_field_is_point_source():
-    g_line = bp.line_source_gain(jnp.asarray([[0.0, 0.0, 0.0]]), jnp.asarray([[0.0, 10.0, 0.0]]),
-                                 jnp.asarray([[5000.0, 5.0, 0.0]]))
+    g_line = bp.line_source_gain(
+        jnp.asarray([[0.0, 0.0, 0.0]]),
+        jnp.asarray([[0.0, 10.0, 0.0]]),
+        jnp.asarray([[5000.0, 5.0, 0.0]]),
+    )
     g_pt = bp.point_source_gain(jnp.asarray([[0.0, 5.0, 0.0]]), jnp.asarray([[5000.0, 5.0, 0.0]]))
     np.testing.assert_allclose(g_line, g_pt, rtol=1e-5)
 
@@ -57,8 +62,9 @@ def test_conductor_jit_equals_eager_and_grad_matches_fd(getkey):
     np.testing.assert_allclose(jax.jit(f)(start), f(start), rtol=1e-12)
     g = jax.grad(f)(start)
     eps = 1e-5
-    fd = np.array([(f(start.at[i].add(eps)) - f(start.at[i].add(-eps))) / (2 * eps)
-                   for i in range(3)])
+    fd = np.array(
+        [(f(start.at[i].add(eps)) - f(start.at[i].add(-eps))) / (2 * eps) for i in range(3)]
+    )
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-9)
 
 

@@ -34,8 +34,9 @@ def test_noise_model_statistics(getkey):
     np.testing.assert_array_equal(x, np.asarray(model.sample(probe, 8192, fs=30000.0, key=key)))
     np.testing.assert_allclose(x.std(), 4.0, rtol=0.1)
     c = np.corrcoef(x.T)
-    d = np.linalg.norm(np.asarray(probe.positions)[:, None] - np.asarray(probe.positions)[None],
-                       axis=-1)
+    d = np.linalg.norm(
+        np.asarray(probe.positions)[:, None] - np.asarray(probe.positions)[None], axis=-1
+    )
     assert c[d < 30].mean() > c[(d > 150) & (d < 300)].mean() + 0.2
     # 1/f spectrum: log-log slope of the power close to -1
     pink = np.asarray(bp.pink_noise(2**15, 8, fs=30000.0, key=getkey(), dtype=jnp.float64))
@@ -44,8 +45,11 @@ def test_noise_model_statistics(getkey):
     band = (f > 10) & (f < 3000)
     slope = np.polyfit(np.log(f[band]), np.log(p[band]), 1)[0]
     assert -1.2 < slope < -0.8
-    white = np.asarray(bp.NoiseModel(white_uv=3.0, pink_uv=0.0, correlated_uv=0.0)
-                       .sample(probe, 4096, fs=30000.0, key=getkey()))
+    white = np.asarray(
+        bp.NoiseModel(white_uv=3.0, pink_uv=0.0, correlated_uv=0.0).sample(
+            probe, 4096, fs=30000.0, key=getkey()
+        )
+    )
     assert abs(np.corrcoef(white.T)[0, 1]) < 0.1
     with pytest.raises(ValueError, match="white_uv"):
         bp.NoiseModel(white_uv=-1.0)
@@ -64,8 +68,9 @@ def test_population_traces_superpose_single_cells_and_match_explicit_sources(get
     traces, volts, spikes = bp.population_traces(cell, pos, cur, el, dt=DT)
     assert traces.shape == (150, 32) and volts.shape == (2, 150) and spikes.shape == (2, 150)
     assert float(volts.max()) > 0.0
-    membrane = jax.jit(lambda c: jax.vmap(cell.transmembrane_currents)(
-        bp.simulate(cell, c, dt=DT).states))
+    membrane = jax.jit(
+        lambda c: jax.vmap(cell.transmembrane_currents)(bp.simulate(cell, c, dt=DT).states)
+    )
     total = 0.0
     for n in range(2):
         i_m = membrane(cur[n])

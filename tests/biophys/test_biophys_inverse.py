@@ -50,21 +50,29 @@ def _problem(getkey, steps=300):
     basis = bp.CurrentBasis(steps, DT, 5.0)
     c_true = 0.9 + 0.1 * jax.random.normal(getkey(), (1, basis.n_knots))
     cur = jax.vmap(basis.evaluate)(c_true)
-    rec = bp.record(cell, pos, cur, probe, dt=DT,
-                    noise=bp.NoiseModel(white_uv=1.0, pink_uv=0.0, correlated_uv=0.0),
-                    key=getkey())
+    rec = bp.record(
+        cell,
+        pos,
+        cur,
+        probe,
+        dt=DT,
+        noise=bp.NoiseModel(white_uv=1.0, pink_uv=0.0, correlated_uv=0.0),
+        key=getkey(),
+    )
     spikes = [bp.spike_indices(v) for v in np.asarray(rec.voltage)]
     assert spikes[0].size >= 1
-    problem = bp.make_fit_problem(cell, probe.electrodes(), rec.traces, spikes, dt=DT,
-                                  noise_std=1.0, knot_spacing_ms=5.0)
+    problem = bp.make_fit_problem(
+        cell, probe.electrodes(), rec.traces, spikes, dt=DT, noise_std=1.0, knot_spacing_ms=5.0
+    )
     return problem, pos, spikes
 
 
 def test_anchor_term_gives_gradient_in_the_subthreshold_regime(getkey):
     problem, pos, spikes = _problem(getkey)
     k = problem.basis.n_knots
-    u = bp.FitParams(pos / problem.position_unit_um,
-                     jnp.full((1, k), 0.1 / problem.current_unit_na))  # 0.1 nA: no spike
+    u = bp.FitParams(
+        pos / problem.position_unit_um, jnp.full((1, k), 0.1 / problem.current_unit_na)
+    )  # 0.1 nA: no spike
 
     def part(u, name, anchor):
         return bp.fit_loss(u, problem, anchor)[1][name]
@@ -74,13 +82,15 @@ def test_anchor_term_gives_gradient_in_the_subthreshold_regime(getkey):
     assert float(jnp.abs(g_anchor[0, : first + 1]).max()) > 0.0
     # gradient of the anchor term only reaches knots at or before the anchors (causality)
     last = int(spikes[0][-1] * DT // 5.0)
-    np.testing.assert_array_equal(np.asarray(g_anchor[0, last + 2:]), 0.0)
+    np.testing.assert_array_equal(np.asarray(g_anchor[0, last + 2 :]), 0.0)
 
 
 def test_fit_loss_jit_equals_eager_and_grad_matches_fd(getkey):
     problem, pos, _ = _problem(getkey, steps=180)
-    u = bp.FitParams(pos / problem.position_unit_um + 0.3,
-                     jnp.full((1, problem.basis.n_knots), 0.5 / problem.current_unit_na))
+    u = bp.FitParams(
+        pos / problem.position_unit_um + 0.3,
+        jnp.full((1, problem.basis.n_knots), 0.5 / problem.current_unit_na),
+    )
     f = lambda u: bp.fit_loss(u, problem, bp.SpikeAnchor())[0]  # noqa: E731
     jf = jax.jit(f)
     np.testing.assert_allclose(jf(u), f(u), rtol=1e-10)
@@ -101,8 +111,9 @@ def test_fit_reduces_loss_and_resume_is_exact(getkey, tmp_path):
     assert float(full.losses[-1]) < float(full.losses[0])
     # the same steps through the shared checks (chunk sizes, kill + resume)
     step = bp.FitStep(problem, opt, bp.SpikeAnchor())
-    check_step(step, step.init(p0, getkey()), key=getkey(), steps=8, tmp_path=tmp_path,
-               loop=StepLoop())
+    check_step(
+        step, step.init(p0, getkey()), key=getkey(), steps=8, tmp_path=tmp_path, loop=StepLoop()
+    )
     # the wrapper resumes from its checkpointer: killed after step 4, then resumed to 8
     ckpt = Checkpointer(tmp_path / "fit.eqx", every=4, resume=True)
 
@@ -112,10 +123,19 @@ def test_fit_reduces_loss_and_resume_is_exact(getkey, tmp_path):
         return False
 
     with pytest.raises(KeyboardInterrupt):
-        bp.fit(problem, p0, steps=8, anchor=bp.SpikeAnchor(), optimizer=opt,
-               checkpointer=ckpt, chunk=4, stop=kill)
-    resumed = bp.fit(problem, p0, steps=8, anchor=bp.SpikeAnchor(), optimizer=opt,
-                     checkpointer=ckpt)
+        bp.fit(
+            problem,
+            p0,
+            steps=8,
+            anchor=bp.SpikeAnchor(),
+            optimizer=opt,
+            checkpointer=ckpt,
+            chunk=4,
+            stop=kill,
+        )
+    resumed = bp.fit(
+        problem, p0, steps=8, anchor=bp.SpikeAnchor(), optimizer=opt, checkpointer=ckpt
+    )
     np.testing.assert_array_equal(resumed.params.positions, full.params.positions)
     np.testing.assert_array_equal(resumed.losses, full.losses)
 
@@ -131,5 +151,6 @@ def test_make_fit_problem_bad_inputs():
     with pytest.raises(ValueError, match="noise_std"):
         bp.make_fit_problem(cell, el, tr, [np.array([3])], dt=DT, noise_std=-1.0)
     with pytest.raises(ValueError, match="traces"):
-        bp.make_fit_problem(cell, el, tr.at[0, 0].set(jnp.nan), [np.array([3])], dt=DT,
-                            noise_std=1.0)
+        bp.make_fit_problem(
+            cell, el, tr.at[0, 0].set(jnp.nan), [np.array([3])], dt=DT, noise_std=1.0
+        )

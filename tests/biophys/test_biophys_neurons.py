@@ -11,8 +11,7 @@ DT = 0.025
 
 def _hh(current_density, ms, dt=DT, solver=None):
     n = int(round(ms / dt))
-    return bp.simulate(bp.HodgkinHuxley(), jnp.full((n,), current_density), dt=dt,
-                       solver=solver)
+    return bp.simulate(bp.HodgkinHuxley(), jnp.full((n,), current_density), dt=dt, solver=solver)
 
 
 def test_hh_rest_and_spike_shape_match_published_values():
@@ -23,13 +22,13 @@ def test_hh_rest_and_spike_shape_match_published_values():
     v = np.asarray(_hh(10.0, 300.0).voltage)
     spikes = bp.spike_indices(v)
     assert 35.0 < v.max() < 45.0
-    assert -78.0 < v[int(100 / DT):].min() < -72.0
+    assert -78.0 < v[int(100 / DT) :].min() < -72.0
     isi = np.diff(spikes[-5:]) * DT
     rate = 1000.0 / isi.mean()
     assert 60.0 < rate < 80.0
     # width at half amplitude of one spike, published about 1 ms at 6.3 degC
     k = spikes[-2]
-    half = (v[k] + v[k - int(8 / DT):k].min()) / 2
+    half = (v[k] + v[k - int(8 / DT) : k].min()) / 2
     left = np.nonzero(v[:k] < half)[0][-1]
     right = k + np.nonzero(v[k:] < half)[0][0]
     assert 0.5 < (right - left) * DT < 2.0
@@ -43,18 +42,27 @@ def test_hh_threshold_for_repetitive_firing():
     assert bp.spike_indices(np.asarray(_hh(8.0, 300.0).voltage)).size >= 15
 
 
-@pytest.mark.parametrize("solver,order", [(diffrax.Euler(), 1.0), (diffrax.Heun(), 2.0),
-                                          (diffrax.Tsit5(), 5.0)])
+@pytest.mark.parametrize(
+    "solver,order", [(diffrax.Euler(), 1.0), (diffrax.Heun(), 2.0), (diffrax.Tsit5(), 5.0)]
+)
 def test_solver_convergence_order(solver, order):
     hh = bp.HodgkinHuxley()
     ms = 8.0  # covers the upstroke and peak of the first spike
     ref = diffrax.diffeqsolve(
-        diffrax.ODETerm(hh.vector_field), diffrax.Tsit5(), 0.0, ms, 1e-3, hh.init_state(),
-        args=jnp.asarray(10.0), stepsize_controller=diffrax.PIDController(rtol=1e-12, atol=1e-12),
-        max_steps=100000).ys[-1]
+        diffrax.ODETerm(hh.vector_field),
+        diffrax.Tsit5(),
+        0.0,
+        ms,
+        1e-3,
+        hh.init_state(),
+        args=jnp.asarray(10.0),
+        stepsize_controller=diffrax.PIDController(rtol=1e-12, atol=1e-12),
+        max_steps=100000,
+    ).ys[-1]
     dts = [0.02, 0.01] if order < 5 else [0.04, 0.02]
-    errs = [float(jnp.abs(_hh(10.0, ms, dt=dt, solver=solver).states[-1] - ref).max())
-            for dt in dts]
+    errs = [
+        float(jnp.abs(_hh(10.0, ms, dt=dt, solver=solver).states[-1] - ref).max()) for dt in dts
+    ]
     observed = np.log2(errs[0] / errs[1])
     assert order - 0.35 < observed < order + 1.0, (errs, observed)
 
@@ -103,7 +111,7 @@ def test_surrogate_gradient_nonzero_at_spike_times(model):
         g = np.asarray(grad(current, k))
         assert np.all(np.isfinite(g))
         assert np.abs(g[: k + 1]).sum() > 0.0
-        assert np.all(g[k + 1:] == 0.0)  # causality
+        assert np.all(g[k + 1 :] == 0.0)  # causality
 
 
 def test_simulate_jit_equals_eager_and_vmap_equals_loop(getkey):
@@ -140,7 +148,7 @@ def test_ball_and_stick_current_conservation_and_membrane_balance():
     # Independent membrane-side balance: C dV/dt + I_ion - I_inj, from the trajectory.
     ys = jnp.concatenate([cell.init_state()[None], tr.states])
     cap = cell.areas_cm2() * 1e3 * cell.soma.c_m
-    dvdt = (ys[1:, :cell.n_compartments] - ys[:-1, :cell.n_compartments]) / dt
+    dvdt = (ys[1:, : cell.n_compartments] - ys[:-1, : cell.n_compartments]) / dt
     inj = jnp.zeros((cell.n_compartments,)).at[0].set(0.5)
     membrane = cap * dvdt + jax.vmap(cell.ionic_currents)(ys[:-1]) - inj
     axial = jax.vmap(cell.transmembrane_currents)(ys[:-1])

@@ -19,36 +19,34 @@ CSV = {
         "s4,east,12,1.5,3\n"
         "s2,south,5,2.0,3\n"
         "s5,,8,2.2,4\n",
-        "Weekly retail sales of a small chain of shops"),
+        "Weekly retail sales of a small chain of shops",
+    ),
     "shop/stores": (
-        "store,city,size\n"
-        "s1,Leeds,120\n"
-        "s2,York,80\n"
-        "s3,Hull,95\n"
-        "s4,Leeds,60\n",
-        "Shops of the chain with their city and floor area"),
+        "store,city,size\ns1,Leeds,120\ns2,York,80\ns3,Hull,95\ns4,Leeds,60\n",
+        "Shops of the chain with their city and floor area",
+    ),
     "shop/cities": (
-        "city,country\n"
-        "Leeds,England\n"
-        "York,England\n"
-        "Hull,Scotland\n",
-        "Cities and the country each lies in"),
+        "city,country\nLeeds,England\nYork,England\nHull,Scotland\n",
+        "Cities and the country each lies in",
+    ),
     "zoo/animals": (
-        "animal,legs,mass\n"
-        "cat,4,4.1\n"
-        "hen,2,2.0\n"
-        "ant,6,0.0001\n"
-        "dog,4,20.5\n"
-        "emu,2,40.2\n",
-        "Body mass and leg count of zoo animals"),
+        "animal,legs,mass\ncat,4,4.1\nhen,2,2.0\nant,6,0.0001\ndog,4,20.5\nemu,2,40.2\n",
+        "Body mass and leg count of zoo animals",
+    ),
 }
 
 
 def table(name: str) -> Table:
     text, title = CSV[name]
     cols, dt = parse_csv(text.encode(), file=name)
-    return Table(name=name, columns=cols, dtypes=dt, title=title, source=name.split("/")[0],
-                 partition=name.split("/")[0])
+    return Table(
+        name=name,
+        columns=cols,
+        dtypes=dt,
+        title=title,
+        source=name.split("/")[0],
+        partition=name.split("/")[0],
+    )
 
 
 def tables() -> dict[str, Table]:

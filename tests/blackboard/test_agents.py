@@ -26,8 +26,7 @@ class TruthModel(bb.AgentModel):
         for q, names in self.truth.items():
             if q in prompt:
                 titles = [self.lake.tables[n].title.rstrip(". ") for n in names]
-                return np.array([0.0 if any(t in o for t in titles) else -1.0
-                                 for o in options])
+                return np.array([0.0 if any(t in o for t in titles) else -1.0 for o in options])
         return np.full(len(options), -0.5)
 
     def count_tokens(self, text):
@@ -56,8 +55,7 @@ def test_oracle_model_volunteers_exactly_the_right_partitions_f1_one():
 
 def test_a_model_that_knows_nothing_abstains_and_scores_zero():
     lake = _lake()
-    tasks = [t for t in bb.generate_tasks(lake.tables, 6, key=jax.random.key(1))
-             if t.data_sources]
+    tasks = [t for t in bb.generate_tasks(lake.tables, 6, key=jax.random.key(1)) if t.data_sources]
     model = TruthModel({}, lake)  # PMI 0 everywhere: nobody volunteers
     d = bb.blackboard(lake, tasks[0].query, model, bb.DiscoveryConfig())
     assert d.tables == ()
@@ -66,8 +64,12 @@ def test_a_model_that_knows_nothing_abstains_and_scores_zero():
 
 def test_master_slave_misses_what_its_routing_misses():
     lake = _lake()
-    tasks = [t for t in bb.generate_tasks(lake.tables, 10, key=jax.random.key(1))
-             if t.data_sources and t.data_sources[0].startswith("zoo")]
+    tasks = [
+        t
+        for t in bb.generate_tasks(lake.tables, 10, key=jax.random.key(1))
+        if t.data_sources and t.data_sources[0].startswith("zoo")
+    ]
+
     class BlindRouter(TruthModel):  # knows the tables, not the partition descriptions
         def option_scores(self, prompt, options):
             s = super().option_scores(prompt, options)
@@ -113,8 +115,13 @@ class SlotModel(bb.AgentModel):
 
     def option_scores(self, prompt, options):
         words = set(prompt.lower().replace("'", " ").replace("?", " ").split())
-        return np.array([len(words & set(o.lower().replace("(", " ").replace(")", " ")
-                                         .split())) / (1 + len(o.split())) for o in options])
+        return np.array(
+            [
+                len(words & set(o.lower().replace("(", " ").replace(")", " ").split()))
+                / (1 + len(o.split()))
+                for o in options
+            ]
+        )
 
     def count_tokens(self, text):
         return len(text.split())
@@ -122,8 +129,10 @@ class SlotModel(bb.AgentModel):
 
 def test_planner_output_goes_through_the_strict_parser_and_answers():
     lake = _lake()
-    q = ("In the data on: Body mass and leg count of zoo animals, how many records have "
-         "'legs' greater than 3?")
+    q = (
+        "In the data on: Body mass and leg count of zoo animals, how many records have "
+        "'legs' greater than 3?"
+    )
     ans, text, tokens = bb.answer_query(q, ["zoo/animals"], lake, SlotModel())
     assert bb.parse_plan(text).where[0].value == 3.0
     assert tokens > 0

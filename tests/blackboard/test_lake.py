@@ -12,19 +12,21 @@ from jaxlab.blackboard._table import parse_csv, table_from_records
 
 
 def test_types_and_missing_values():
-    cols, dt = parse_csv(b",a,b,c\n1,1,x,2.5\n2,2,,NA\n3,3,z,4\n", file="f.csv",
-                         index_column=True)
+    cols, dt = parse_csv(b",a,b,c\n1,1,x,2.5\n2,2,,NA\n3,3,z,4\n", file="f.csv", index_column=True)
     assert dt == {"a": "int", "b": "str", "c": "float"}
     assert cols["a"].dtype == np.int64 and list(cols["b"]) == ["x", None, "z"]
     assert np.isnan(cols["c"][1])
 
 
-@pytest.mark.parametrize(("data", "match"), [
-    (b"a,b\n1,2\n3\n", "row 3 has 1 fields"),
-    (b"a,b\n", "at least one row"),
-    (b"a,a\n1,2\n", "duplicate column"),
-    (b"a,b\x00\n1,2\n", "NUL"),
-])
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        (b"a,b\n1,2\n3\n", "row 3 has 1 fields"),
+        (b"a,b\n", "at least one row"),
+        (b"a,a\n1,2\n", "duplicate column"),
+        (b"a,b\x00\n1,2\n", "NUL"),
+    ],
+)
 def test_malformed_csv_names_the_file(data, match):
     with pytest.raises(bb.TableError, match=rf"bad\.csv: .*{match}"):
         parse_csv(data, file="bad.csv")

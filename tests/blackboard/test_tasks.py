@@ -78,16 +78,29 @@ def test_save_load_round_trip(tmp_path):
 
 
 def test_loader_reads_a_kramabench_file(tmp_path):
-    krama = [{
-        "id": "archeology-easy-1",
-        "query": "What is the average age of the samples from site A?",
-        "answer": 12.5,
-        "answer_type": "numeric_approximate",
-        "data_sources": ["radiocarbon_database_regional.xlsx"],
-        "subtasks": [{"id": "archeology-easy-1-1", "query": "Which file?", "answer":
-                      "radiocarbon_database_regional.xlsx", "answer_type": "string_exact"}],
-    }, {"id": "legal-hard-2", "query": "List the states", "answer": ["CA", "NY"],
-        "answer_type": "list_exact"}]
+    krama = [
+        {
+            "id": "archeology-easy-1",
+            "query": "What is the average age of the samples from site A?",
+            "answer": 12.5,
+            "answer_type": "numeric_approximate",
+            "data_sources": ["radiocarbon_database_regional.xlsx"],
+            "subtasks": [
+                {
+                    "id": "archeology-easy-1-1",
+                    "query": "Which file?",
+                    "answer": "radiocarbon_database_regional.xlsx",
+                    "answer_type": "string_exact",
+                }
+            ],
+        },
+        {
+            "id": "legal-hard-2",
+            "query": "List the states",
+            "answer": ["CA", "NY"],
+            "answer_type": "list_exact",
+        },
+    ]
     (tmp_path / "k.json").write_text(json.dumps(krama))
     got = bb.load_tasks(tmp_path / "k.json")
     assert [t.id for t in got] == ["archeology-easy-1", "legal-hard-2"]
@@ -96,15 +109,21 @@ def test_loader_reads_a_kramabench_file(tmp_path):
     assert got[1].data_sources == () and got[1].answer == ["CA", "NY"]
 
 
-@pytest.mark.parametrize(("content", "match"), [
-    ("{not json", "not valid JSON"),
-    ('[{"id": 1}]', "missing fields"),
-    ('[{"id": 1, "query": "q", "answer": 1, "answer_type": "vague"}]', "answer_type"),
-    ('[{"id": 1, "query": "q", "answer": 1, "answer_type": "numeric_exact", '
-     '"data_sources": "a.csv"}]', "data_sources"),
-    ("[3]", "expected an object"),
-    ('"text"', "list of task objects"),
-])
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        ("{not json", "not valid JSON"),
+        ('[{"id": 1}]', "missing fields"),
+        ('[{"id": 1, "query": "q", "answer": 1, "answer_type": "vague"}]', "answer_type"),
+        (
+            '[{"id": 1, "query": "q", "answer": 1, "answer_type": "numeric_exact", '
+            '"data_sources": "a.csv"}]',
+            "data_sources",
+        ),
+        ("[3]", "expected an object"),
+        ('"text"', "list of task objects"),
+    ],
+)
 def test_loader_rejects_bad_files(tmp_path, content, match):
     (tmp_path / "bad.json").write_text(content)
     with pytest.raises(ValueError, match=match):

@@ -29,7 +29,7 @@ def test_epps_pulley_matches_direct_quadrature(getkey):
     x = np.asarray(jax.random.normal(getkey(), (50, 1))) * 1.3 + 0.2
     t = np.linspace(-3, 3, 20001)
     ecf = np.exp(1j * np.outer(t, x[:, 0])).mean(1)
-    integrand = np.abs(ecf - np.exp(-t**2 / 2)) ** 2 * np.exp(-t**2 / 2)
+    integrand = np.abs(ecf - np.exp(-(t**2) / 2)) ** 2 * np.exp(-(t**2) / 2)
     dense = 50 * np.trapezoid(integrand, t)
     fine = float(cells.epps_pulley(jnp.asarray(x), n_points=2001)[0])
     assert fine == pytest.approx(dense, rel=1e-6)
@@ -45,6 +45,7 @@ def test_sigreg_small_on_isotropic_large_on_anisotropic_and_grad_pushes(getkey):
     assert iso < 3 * cells.epps_pulley_null_mean()  # slices share samples: mean fluctuates
     assert float(cells.sigreg(aniso, key=key)) > 20 * iso
     assert float(cells.sigreg(z + 0.8, key=key)) > 20 * iso
+
     # Gradient descent on SIGReg moves an anisotropic cloud towards isotropy.
     def cov_gap(a):
         return float(jnp.linalg.norm(jnp.cov(a.T) - jnp.eye(8)))
@@ -87,7 +88,8 @@ def test_score_batching_equals_loop_and_attribution_grad(getkey):
     for i in (0, 5, 11):
         e = jnp.zeros(12).at[i].set(eps)
         fd = (cells.jepa_score(model.embed, x + e) - cells.jepa_score(model.embed, x - e)) / (
-            2 * eps)
+            2 * eps
+        )
         assert float(attr[i]) == pytest.approx(float(x[i] * fd), rel=1e-5, abs=1e-9)
 
 
@@ -102,14 +104,16 @@ def test_pbmc_counts_recovered_exactly(pbmc):
 
 def test_fit_anndata_roundtrip_keeps_obs_var(pbmc, getkey):
     small = pbmc[:64].copy()
-    model, out = cells.fit(small, key=getkey(), steps=4, chunk=2, batch_size=32, width=32,
-                           latent_dim=4)
+    model, out = cells.fit(
+        small, key=getkey(), steps=4, chunk=2, batch_size=32, width=32, latent_dim=4
+    )
     assert out.obsm["X_lecell"].shape == (64, 4)
     assert out.obs["jepa_score"].shape == (64,) and np.all(np.isfinite(out.obs["jepa_score"]))
     assert out.layers["jepa_attribution"].shape == (64, 765)
     z = out.obsm["X_lecell"]
-    np.testing.assert_allclose(out.obs["jepa_logdensity"],
-                               out.obs["jepa_score"] - 0.5 * (z**2).sum(1), rtol=1e-12)
+    np.testing.assert_allclose(
+        out.obs["jepa_logdensity"], out.obs["jepa_score"] - 0.5 * (z**2).sum(1), rtol=1e-12
+    )
     assert list(out.obs_names) == list(small.obs_names)
     assert list(out.var_names) == list(small.var_names)
     assert (out.obs["bulk_labels"] == small.obs["bulk_labels"]).all()
@@ -118,8 +122,9 @@ def test_fit_anndata_roundtrip_keeps_obs_var(pbmc, getkey):
 
 def test_train_reduces_loss(pbmc, getkey):
     counts = cells.counts_matrix(pbmc[:200])
-    _, curves = cells.train_lecell(counts, key=getkey(), steps=120, chunk=40, batch_size=64,
-                                   width=64, latent_dim=4)
+    _, curves = cells.train_lecell(
+        counts, key=getkey(), steps=120, chunk=40, batch_size=64, width=64, latent_dim=4
+    )
     assert curves["loss"].shape == curves["sigreg"].shape == (120,)
     assert curves["loss"][-10:].mean() < 0.5 * curves["loss"][:10].mean()
 
@@ -129,8 +134,9 @@ def test_lecell_step_passes_the_shared_step_checks(pbmc, getkey, tmp_path):
 
     counts = cells.counts_matrix(pbmc[:40])
     model = cells.LeCellModel(counts.shape[1], 3, 16, key=getkey())
-    step = cells.LeCellStep(model, counts, optimizer=optax.adamw(1e-3, weight_decay=1e-4),
-                            batch_size=16)
+    step = cells.LeCellStep(
+        model, counts, optimizer=optax.adamw(1e-3, weight_decay=1e-4), batch_size=16
+    )
     check_step(step, step.init(model, getkey()), key=getkey(), steps=6, tmp_path=tmp_path)
     with pytest.raises(ValueError, match="model"):
         step.init(cells.LeCellModel(counts.shape[1], 4, 16, key=getkey()), getkey())
@@ -146,8 +152,9 @@ def test_train_lecell_resumes_from_a_checkpointer(pbmc, getkey, tmp_path):
     cells.train_lecell(counts, checkpointer=ck, **kw)
     again, curves = cells.train_lecell(counts, checkpointer=ck, **kw)  # finished: reloads
     np.testing.assert_array_equal(curves["loss"], ref_curves["loss"])
-    np.testing.assert_array_equal(np.asarray(again.encoder.layers[0].weight),
-                                  np.asarray(ref.encoder.layers[0].weight))
+    np.testing.assert_array_equal(
+        np.asarray(again.encoder.layers[0].weight), np.asarray(ref.encoder.layers[0].weight)
+    )
 
 
 def test_batches_and_spike(pbmc):
@@ -169,8 +176,7 @@ def test_nb_log_likelihood_matches_scipy():
     mean, theta = jnp.asarray(3.0), jnp.asarray(2.0)
     p = float(theta / (theta + mean))
     want = nbinom.logpmf(np.asarray(x), float(theta), p)
-    np.testing.assert_allclose(np.asarray(cells.nb_log_likelihood(x, mean, theta)), want,
-                               rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(cells.nb_log_likelihood(x, mean, theta)), want, rtol=1e-6)
 
 
 def test_knn_atypicality_flags_outlier():
@@ -199,8 +205,9 @@ def test_bad_inputs(pbmc):
 
 def test_nbvae_trains(pbmc, getkey):
     counts = cells.counts_matrix(pbmc[:100])
-    model, emb = cells.train_nbvae(counts, np.arange(100) % 2, key=getkey(), steps=30,
-                                   batch_size=32, latent_dim=3)
+    model, emb = cells.train_nbvae(
+        counts, np.arange(100) % 2, key=getkey(), steps=30, batch_size=32, latent_dim=3
+    )
     assert emb.shape == (100, 3) and np.all(np.isfinite(emb))
 
 
@@ -209,6 +216,7 @@ def test_nbvae_step_passes_the_shared_step_checks(pbmc, getkey, tmp_path):
 
     counts = cells.counts_matrix(pbmc[:40])
     model = cells.NBVAE(counts.shape[1], 2, 3, 16, key=getkey())
-    step = cells.NBVAEStep(model, counts, np.eye(2)[np.arange(40) % 2], optimizer=optax.adam(1e-3),
-                           batch_size=16)
+    step = cells.NBVAEStep(
+        model, counts, np.eye(2)[np.arange(40) % 2], optimizer=optax.adam(1e-3), batch_size=16
+    )
     check_step(step, step.init(model, getkey()), key=getkey(), steps=6, tmp_path=tmp_path)

@@ -19,9 +19,20 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def model(tokenizer):
-    cfg = lm.LMConfig(arch="llama", vocab_size=tokenizer.vocab_size, d_model=16, n_layers=2,
-                      n_heads=2, n_kv_heads=1, head_dim=8, d_ff=32, norm_eps=1e-5,
-                      rope_bases=(1e4, 1e4), sliding_windows=(0, 0), context_length=512)
+    cfg = lm.LMConfig(
+        arch="llama",
+        vocab_size=tokenizer.vocab_size,
+        d_model=16,
+        n_layers=2,
+        n_heads=2,
+        n_kv_heads=1,
+        head_dim=8,
+        d_ff=32,
+        norm_eps=1e-5,
+        rope_bases=(1e4, 1e4),
+        sliding_windows=(0, 0),
+        context_length=512,
+    )
     return lm.Transformer.random(cfg, key=jax.random.key(3))
 
 
@@ -34,11 +45,11 @@ def _reference(model, rows):
     length = max(len(ids) + len(o) for ids, o in rows)
     tokens = np.zeros((len(rows), length), np.int32)
     for r, (ids, o) in enumerate(rows):
-        tokens[r, :len(ids) + len(o)] = ids + o
+        tokens[r, : len(ids) + len(o)] = ids + o
     out = []
     for r, (ids, o) in enumerate(rows):
         if r % 4 == 0:  # four rows per pass: (4, length, vocab) logits at a time
-            logits, _ = lm.forward(model, tokens[r:r + 4])
+            logits, _ = lm.forward(model, tokens[r : r + 4])
             logp = jax.nn.log_softmax(logits, axis=-1)
         pos = np.arange(len(ids), len(ids) + len(o))
         out.append(float(np.sum(np.asarray(logp[r % 4, pos - 1, tokens[r, pos]], np.float64))))
@@ -48,14 +59,27 @@ def _reference(model, rows):
 def test_truncation_scoring_equals_direct_scoring(model, tokenizer, getkey):
     tasks = [cslm.make_task(f, 2, key=getkey()) for f in ("chain_sum", "sorting", "tracking")]
     prompts = [cslm.prompt_ids(tokenizer, t.prompt) for t in tasks]
-    generated = cslm.generate_reasoning(model, tokenizer, prompts, max_new_tokens=12,
-                                        key=getkey(), sampler=lm.Sample(1.0), batch_size=2)
+    generated = cslm.generate_reasoning(
+        model,
+        tokenizer,
+        prompts,
+        max_new_tokens=12,
+        key=getkey(),
+        sampler=lm.Sample(1.0),
+        batch_size=2,
+    )
     generated[1] = generated[1][:5]  # a generation that stopped early
     budgets = (2, 4, 8, 16)
-    options = [[cslm.answer_continuation(a) for a in
-                (t.answer, *cslm.perturbed_answers(t, 2, key=getkey()))] for t in tasks]
-    scores = cslm.budget_scores(model, tokenizer, prompts, generated, budgets, options,
-                                batch_size=2)
+    options = [
+        [
+            cslm.answer_continuation(a)
+            for a in (t.answer, *cslm.perturbed_answers(t, 2, key=getkey()))
+        ]
+        for t in tasks
+    ]
+    scores = cslm.budget_scores(
+        model, tokenizer, prompts, generated, budgets, options, batch_size=2
+    )
     assert scores.shape == (3, 4, 3)
     cue = tokenizer.encode(cslm.ANSWER_CUE, add_bos=False)
     rows, where = [], []
@@ -77,8 +101,9 @@ def test_truncation_scoring_equals_direct_scoring(model, tokenizer, getkey):
 @pytest.mark.slow  # two more generate compiles (~20 s on a shared 2-core machine)
 def test_generate_reasoning_shapes(model, tokenizer, getkey):
     prompts = [[1, 2, 3], [4, 5, 6, 7, 8]]
-    out = cslm.generate_reasoning(model, tokenizer, prompts, max_new_tokens=6, key=getkey(),
-                                  batch_size=4)
+    out = cslm.generate_reasoning(
+        model, tokenizer, prompts, max_new_tokens=6, key=getkey(), batch_size=4
+    )
     assert len(out) == 2 and all(len(g) <= 6 for g in out)
     assert not any(t in tokenizer.stop_ids for g in out for t in g)
     greedy = lm.generate(model, [prompts[1]], max_new_tokens=6)

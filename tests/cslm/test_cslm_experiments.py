@@ -11,12 +11,23 @@ import pytest
 from experiments._harness import Result, RunContext
 from experiments.cslm import _setup, complexity, reliability, triad
 
-TINY_BUDGET = {"models": ("smollm2-135m-instruct",), "families": ("chain_sum",),
-               "sizes": (("chain_sum", (1, 2, 3)),), "items": 3, "budgets": (2, 4, 8),
-               "batch_size": 4}
-TINY_TRIAD = {"models": ("smollm2-135m-instruct",), "families": ("chain_sum",),
-              "sizes": (("chain_sum", (2,)),), "items": 2, "samples": 2, "max_new_tokens": 8,
-              "batch_size": 4}
+TINY_BUDGET = {
+    "models": ("smollm2-135m-instruct",),
+    "families": ("chain_sum",),
+    "sizes": (("chain_sum", (1, 2, 3)),),
+    "items": 3,
+    "budgets": (2, 4, 8),
+    "batch_size": 4,
+}
+TINY_TRIAD = {
+    "models": ("smollm2-135m-instruct",),
+    "families": ("chain_sum",),
+    "sizes": (("chain_sum", (2,)),),
+    "items": 2,
+    "samples": 2,
+    "max_new_tokens": 8,
+    "batch_size": 4,
+}
 
 
 @pytest.fixture
@@ -36,10 +47,14 @@ def test_experiment_contracts_and_cache(cache, tmp_path):
     models = _setup.Models()
     table = _setup.budget_table(tiny, key, models)
     assert models._name is None and len(table) == 3  # all from the cache
-    res = reliability.run(dataclasses.replace(reliability.QUICK, **TINY_BUDGET), key,
-                          RunContext(reliability.NAME, tmp_path / "r"))
+    res = reliability.run(
+        dataclasses.replace(reliability.QUICK, **TINY_BUDGET),
+        key,
+        RunContext(reliability.NAME, tmp_path / "r"),
+    )
     assert "smollm2/ece" in res.metrics and res.claims
-    res = triad.run(dataclasses.replace(triad.QUICK, **TINY_TRIAD), key,
-                    RunContext(triad.NAME, tmp_path / "t"))
+    res = triad.run(
+        dataclasses.replace(triad.QUICK, **TINY_TRIAD), key, RunContext(triad.NAME, tmp_path / "t")
+    )
     assert "smollm2/lm_verifier_precision" in res.metrics and len(res.claims) == 2
     assert len(list(cache.glob("triad-*.npz"))) == 1

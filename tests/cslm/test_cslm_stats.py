@@ -47,8 +47,12 @@ def test_min_budget_ci_covers_planted_value(getkey):
     assert est.finite_fraction == 1.0 and est.sd > 0
 
 
-PLANTED = {"n": lambda n: n, "n log n": lambda n: n * np.log(n), "n^2": lambda n: n ** 2,
-           "2^n": lambda n: 2.0 ** n}
+PLANTED = {
+    "n": lambda n: n,
+    "n log n": lambda n: n * np.log(n),
+    "n^2": lambda n: n**2,
+    "2^n": lambda n: 2.0**n,
+}
 
 
 @pytest.mark.parametrize("growth", sorted(PLANTED))
@@ -73,8 +77,9 @@ def test_fit_growth_from_noisy_synthetic_accuracies(getkey):
     for growth, scale in (("n", 12.0), ("n^2", 3.0)):
         bstar, sd = [], []
         for n in sizes:
-            correct, _ = _planted_correct(getkey(), 10.0 + scale * PLANTED[growth](n), budgets,
-                                          2000)
+            correct, _ = _planted_correct(
+                getkey(), 10.0 + scale * PLANTED[growth](n), budgets, 2000
+            )
             est = cslm.min_budget_ci(correct, budgets, 0.5, key=getkey(), n_boot=100)
             bstar.append(est.value)
             sd.append(est.sd)
@@ -115,8 +120,9 @@ def test_majority_vote_matches_binomial_formula(getkey):
     answers = [[42 if c else 41 for c in row] for row in correct]  # one wrong answer
     ids = cslm.answer_ids(answers)
     for k in (1, 3, 5):
-        analytic = sum(math.comb(k, j) * p ** j * (1 - p) ** (k - j) for j in range(k // 2 + 1,
-                                                                                   k + 1))
+        analytic = sum(
+            math.comb(k, j) * p**j * (1 - p) ** (k - j) for j in range(k // 2 + 1, k + 1)
+        )
         acc = float(jnp.mean(cslm.majority_vote(ids, correct, k)))
         assert abs(acc - analytic) < 4.5 * math.sqrt(analytic * (1 - analytic) / items)
 
@@ -138,11 +144,11 @@ def test_accuracy_at_tokens_and_precision_recall():
 
 def test_step_error_recovers_planted_epsilon(getkey):
     steps = np.array([1, 2, 4, 8, 16, 32])
-    fit = cslm.fit_step_error(steps, 0.97 ** steps)
+    fit = cslm.fit_step_error(steps, 0.97**steps)
     assert fit.epsilon == pytest.approx(0.03, rel=1e-3)
     assert fit.r2 == pytest.approx(1.0)
     items = 400
-    acc = np.asarray(jax.random.binomial(getkey(), items, 0.95 ** steps), np.float64) / items
+    acc = np.asarray(jax.random.binomial(getkey(), items, 0.95**steps), np.float64) / items
     noisy = cslm.fit_step_error(steps, acc, items=np.full(6, items))
     assert noisy.epsilon == pytest.approx(0.05, abs=0.01)
     assert noisy.r2 > 0.95

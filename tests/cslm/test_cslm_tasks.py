@@ -85,19 +85,22 @@ def test_sizes_are_sizes(getkey):
     assert body.count(" + ") + body.count(" - ") == 5
 
 
-@pytest.mark.parametrize(("text", "kind", "expected"), [
-    ("Answer: 42", "int", 42),
-    ("answer = -7 because 3 - 10", "int", -7),
-    ("5-3 is 2, then 2+4 is 6", "int", 6),
-    ("First answer: 3. Final answer: 12, since...", "int", 12),
-    ("no number here", "int", None),
-    ("Answer: [3, 1, 2]", "list", (3, 1, 2)),
-    ("I sort: [5, 4] -> [4, 5]", "list", (4, 5)),
-    ("The answer is 1, 2, 3\nthen 9", "list", (1, 2, 3)),
-    ("Answer: [] ", "list", ()),
-    ("nothing", "list", None),
-    ("Answer: 1,234", "int", 1),
-])
+@pytest.mark.parametrize(
+    ("text", "kind", "expected"),
+    [
+        ("Answer: 42", "int", 42),
+        ("answer = -7 because 3 - 10", "int", -7),
+        ("5-3 is 2, then 2+4 is 6", "int", 6),
+        ("First answer: 3. Final answer: 12, since...", "int", 12),
+        ("no number here", "int", None),
+        ("Answer: [3, 1, 2]", "list", (3, 1, 2)),
+        ("I sort: [5, 4] -> [4, 5]", "list", (4, 5)),
+        ("The answer is 1, 2, 3\nthen 9", "list", (1, 2, 3)),
+        ("Answer: [] ", "list", ()),
+        ("nothing", "list", None),
+        ("Answer: 1,234", "int", 1),
+    ],
+)
 def test_extract_answer_rules(text, kind, expected):
     assert cslm.extract_answer(text, kind) == expected
 

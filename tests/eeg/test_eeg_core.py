@@ -118,8 +118,9 @@ def test_tangent_space_and_mean_match_pyriemann(getkey):
     # congruence by the affine-invariant mean re-centres that mean exactly at the identity
     m_riem = pyriemann.geometry.mean.gmean(np.asarray(covs), metric="riemann")
     rc = eeg.recenter(covs, reference=jnp.asarray(m_riem))
-    np.testing.assert_allclose(pyriemann.geometry.mean.gmean(np.asarray(rc), metric="riemann"),
-                               np.eye(4), atol=1e-6)
+    np.testing.assert_allclose(
+        pyriemann.geometry.mean.gmean(np.asarray(rc), metric="riemann"), np.eye(4), atol=1e-6
+    )
     # the default (log-Euclidean) reference re-centres approximately
     np.testing.assert_allclose(eeg.log_euclidean_mean(eeg.recenter(covs)), jnp.eye(4), atol=1e-2)
 
@@ -138,10 +139,10 @@ def test_leave_subjects_out_never_mixes_subjects(getkey):
 def test_metrics_match_sklearn():
     rng = np.random.default_rng(1)
     y, p = rng.integers(0, 3, 200), rng.integers(0, 3, 200)
-    np.testing.assert_allclose(eeg.balanced_accuracy(y, p),
-                               sklearn.metrics.balanced_accuracy_score(y, p))
-    np.testing.assert_allclose(eeg.macro_f1(y, p),
-                               sklearn.metrics.f1_score(y, p, average="macro"))
+    np.testing.assert_allclose(
+        eeg.balanced_accuracy(y, p), sklearn.metrics.balanced_accuracy_score(y, p)
+    )
+    np.testing.assert_allclose(eeg.macro_f1(y, p), sklearn.metrics.f1_score(y, p, average="macro"))
     m, lo, hi = eeg.fold_ci([0.6, 0.7, 0.8])
     assert m == pytest.approx(0.7)
     # t(0.975, df=2) = 4.3027; sd = 0.1; half-width = 4.3027 * 0.1 / sqrt(3)
@@ -215,10 +216,16 @@ def _t(r):
 
 def test_simulator_session_shift():
     # recording shift reduced to the common post-session gain; state/trait effects on
-    no_noise = dict(session_shift=0.0, session_scale=0.0, montage_shift=0.0,
-                    exponent_shift=0.0, alpha_peak_shift=0.0)
-    cfg = eeg.SimulationConfig(n_subjects=12, block_seconds=8.0, post_gain=0.3, trait_effect=1.0,
-                               **no_noise)
+    no_noise = dict(
+        session_shift=0.0,
+        session_scale=0.0,
+        montage_shift=0.0,
+        exponent_shift=0.0,
+        alpha_peak_shift=0.0,
+    )
+    cfg = eeg.SimulationConfig(
+        n_subjects=12, block_seconds=8.0, post_gain=0.3, trait_effect=1.0, **no_noise
+    )
     d = eeg.simulate(cfg, key=jax.random.key(5))
     # delta power at Cz (1/f background only) rises by exp(2 * post_gain) after six weeks
     delta = _log_band_power(d, "Cz", 0)
@@ -230,8 +237,9 @@ def test_simulator_session_shift():
     contrast = theta[..., 1] - theta[..., 0]
     assert contrast[:, 1].mean() < contrast[:, 0].mean()
     # without the trait effect and gain, post rest matches pre rest
-    d0 = eeg.simulate(dataclasses.replace(cfg, trait_effect=0.0, post_gain=0.0),
-                      key=jax.random.key(5))
+    d0 = eeg.simulate(
+        dataclasses.replace(cfg, trait_effect=0.0, post_gain=0.0), key=jax.random.key(5)
+    )
     delta0 = _log_band_power(d0, "Cz", 0)
     theta0 = _log_band_power(d0, "Fz", 1) - delta0
     assert abs(_t(theta0[:, 1, 0] - theta0[:, 0, 0])) < 2.5

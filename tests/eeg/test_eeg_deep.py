@@ -15,8 +15,9 @@ from jaxlab._core import Checkpointer, StepLoop, run_steps
 LENGTH = {eeg.EEGNet: 128, eeg.ShallowConvNet: 128, eeg.DeepConvNet: 448}
 
 
-@pytest.mark.parametrize("cls", [eeg.EEGNet, eeg.ShallowConvNet,
-                                 pytest.param(eeg.DeepConvNet, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "cls", [eeg.EEGNet, eeg.ShallowConvNet, pytest.param(eeg.DeepConvNet, marks=pytest.mark.slow)]
+)
 def test_output_shape_jit_and_gradient(cls, getkey):
     # float32 throughout: flax BatchNorm keeps float32 statistics
     model = cls(n_classes=3)
@@ -44,13 +45,19 @@ def test_deepconvnet_braindecode_sizes(getkey):
     assert model.min_length() == 441
     variables = model.init(getkey(), jnp.zeros((2, c, 441), jnp.float32))
     n_params = sum(v.size for v in jax.tree_util.tree_leaves(variables["params"]))
-    expected = (25 * 10 + 25          # temporal conv with bias
-                + 25 * 25 * c          # spatial conv, no bias (batch norm follows)
-                + 2 * 25               # batch norm scale/shift
-                + 50 * 25 * 10 + 2 * 50
-                + 100 * 50 * 10 + 2 * 100
-                + 200 * 100 * 10 + 2 * 200
-                + (200 * 1 + 1) * 2)   # classifier over the single remaining time step
+    expected = (
+        25 * 10
+        + 25  # temporal conv with bias
+        + 25 * 25 * c  # spatial conv, no bias (batch norm follows)
+        + 2 * 25  # batch norm scale/shift
+        + 50 * 25 * 10
+        + 2 * 50
+        + 100 * 50 * 10
+        + 2 * 100
+        + 200 * 100 * 10
+        + 2 * 200
+        + (200 * 1 + 1) * 2
+    )  # classifier over the single remaining time step
     assert n_params == expected
     assert model.apply(variables, jnp.zeros((3, c, 441), jnp.float32)).shape == (3, 2)
     assert variables["params"]["Conv_0"]["kernel"].shape == (1, 10, 1, 25)
@@ -65,9 +72,17 @@ def test_train_classifier_learns_separable_power(getkey):
     x = np.array(jax.random.normal(getkey(), (96, 4, 128), jnp.float32))
     y = np.arange(96) % 2
     x[y == 1, 0] *= 3.0
-    predict = eeg.train_classifier(eeg.ShallowConvNet(n_classes=2, n_filters=4), x[:64], y[:64],
-                                   key=getkey(), x_val=x[64:80], y_val=y[64:80], epochs=15,
-                                   batch_size=16, learning_rate=1e-2)
+    predict = eeg.train_classifier(
+        eeg.ShallowConvNet(n_classes=2, n_filters=4),
+        x[:64],
+        y[:64],
+        key=getkey(),
+        x_val=x[64:80],
+        y_val=y[64:80],
+        epochs=15,
+        batch_size=16,
+        learning_rate=1e-2,
+    )
     assert eeg.balanced_accuracy(y[80:], predict(x[80:])) >= 0.9
     with pytest.raises(ValueError, match="x/y"):
         eeg.train_classifier(eeg.EEGNet(n_classes=2), x[:, 0], y, key=getkey())
@@ -80,15 +95,21 @@ def _random_labels(getkey):
     return x, y
 
 
-def test_classifier_step_passes_the_shared_step_checks_through_an_early_stop(getkey,
-                                                                             tmp_path):
+def test_classifier_step_passes_the_shared_step_checks_through_an_early_stop(getkey, tmp_path):
     from tests.step_checks import check_step
 
     x, y = _random_labels(getkey)
-    step = eeg.ClassifierStep(jnp.asarray(x[:32]), jnp.asarray(y[:32], jnp.int32),
-                              jnp.asarray(x[64:]), jnp.asarray(y[64:], jnp.int32),
-                              eeg.ShallowConvNet(n_classes=2, n_filters=4), optax.adam(3e-2),
-                              epochs=10, batch_size=16, patience=1)
+    step = eeg.ClassifierStep(
+        jnp.asarray(x[:32]),
+        jnp.asarray(y[:32], jnp.int32),
+        jnp.asarray(x[64:]),
+        jnp.asarray(y[64:], jnp.int32),
+        eeg.ShallowConvNet(n_classes=2, n_filters=4),
+        optax.adam(3e-2),
+        epochs=10,
+        batch_size=16,
+        patience=1,
+    )
     state = step.init(None, getkey())
     check_step(step, state, key=getkey(), steps=12, tmp_path=tmp_path, loop=StepLoop())
     final, hist = run_steps(step, state, key=getkey(), steps=12, chunk=5, loop=StepLoop())
@@ -97,11 +118,17 @@ def test_classifier_step_passes_the_shared_step_checks_through_an_early_stop(get
     assert np.isnan(hist.losses[t:]).all() and np.isfinite(hist.losses[:t]).all()
 
 
-def test_train_classifier_early_stops_and_resumes_a_finished_run(getkey, tmp_path,
-                                                                 tree_allclose):
+def test_train_classifier_early_stops_and_resumes_a_finished_run(getkey, tmp_path, tree_allclose):
     x, y = _random_labels(getkey)
-    kw = dict(key=getkey(), x_val=x[64:], y_val=y[64:], epochs=30, batch_size=16,
-              optimizer=optax.adam(3e-2), patience=2)
+    kw = dict(
+        key=getkey(),
+        x_val=x[64:],
+        y_val=y[64:],
+        epochs=30,
+        batch_size=16,
+        optimizer=optax.adam(3e-2),
+        patience=2,
+    )
     model = eeg.ShallowConvNet(n_classes=2, n_filters=4)
     full = eeg.train_classifier(model, x[:64], y[:64], **kw)
     assert full.stopped_early and full.steps < 30 * 4
@@ -116,8 +143,9 @@ def test_train_classifier_early_stops_and_resumes_a_finished_run(getkey, tmp_pat
     # a finished run resumes to the same result without training
     again = eeg.train_classifier(model, x[:64], y[:64], checkpointer=ckpt, **kw)
     assert again.steps == full.steps and again.stopped_early
-    assert tree_allclose((again.params, again.batch_stats), (full.params, full.batch_stats),
-                         rtol=0, atol=0)
+    assert tree_allclose(
+        (again.params, again.batch_stats), (full.params, full.batch_stats), rtol=0, atol=0
+    )
     np.testing.assert_array_equal(again.val_losses, full.val_losses)
     np.testing.assert_array_equal(again(x), full(x))
     with pytest.raises(ValueError, match="checkpoint"):

@@ -14,8 +14,14 @@ from experiments._harness._registry import find
 from experiments._harness._runner import run_experiment
 
 EXPERIMENTS = ["eeg_state", "eeg_technique", "eeg_cross_session", "eeg_effect_size"]
-TINY = {"n_subjects": 6, "block_seconds": 8.0, "epoch_seconds": 2.0, "n_folds": 2,
-        "models": ("lda",), "deep_epochs": 2}
+TINY = {
+    "n_subjects": 6,
+    "block_seconds": 8.0,
+    "epoch_seconds": 2.0,
+    "n_folds": 2,
+    "models": ("lda",),
+    "deep_epochs": 2,
+}
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
@@ -28,15 +34,19 @@ def test_quick_configs_run_the_deep_models():
     state = importlib.import_module("experiments.eeg.state").QUICK
     assert {"eegnet", "shallow"} <= set(state.deep_models)
     for name in ("eeg_technique", "eeg_cross_session"):
-        assert {"eegnet", "shallow"} <= set(
-            find(name).QUICK.deep_models)
+        assert {"eegnet", "shallow"} <= set(find(name).QUICK.deep_models)
 
 
 def _tiny(name, **extra):
     mod = find(name)
-    return types.SimpleNamespace(NAME=mod.NAME, PAPER=mod.PAPER, DESCRIPTION=mod.DESCRIPTION,
-                                 QUICK=dataclasses.replace(mod.QUICK, **TINY, **extra),
-                                 FULL=mod.FULL, run=mod.run)
+    return types.SimpleNamespace(
+        NAME=mod.NAME,
+        PAPER=mod.PAPER,
+        DESCRIPTION=mod.DESCRIPTION,
+        QUICK=dataclasses.replace(mod.QUICK, **TINY, **extra),
+        FULL=mod.FULL,
+        run=mod.run,
+    )
 
 
 @pytest.mark.slow  # trains two small deep models twice: ~30 s idle
@@ -53,14 +63,15 @@ def test_cross_session_deep_keys_and_resume(tmp_path):
     # resuming from the finished checkpoints reproduces every metric without retraining
     again = run_experiment(mod, out=tmp_path, resume=True)
     assert again["metrics"] == first["metrics"]
-    assert json.loads((tmp_path / "eeg_cross_session" / "metrics.json").read_text())[
-        "metrics"] == first["metrics"]
+    assert (
+        json.loads((tmp_path / "eeg_cross_session" / "metrics.json").read_text())["metrics"]
+        == first["metrics"]
+    )
 
 
 @pytest.mark.slow  # ~20 s idle
 def test_state_and_technique_write_deep_keys(tmp_path):
     state = run_experiment(_tiny("eeg_state", deep_models=("eegnet", "shallow")), out=tmp_path)
-    assert {"bacc_state_eegnet", "bacc_state_shallow", "bacc_state_lda"} <= set(
-        state["metrics"])
+    assert {"bacc_state_eegnet", "bacc_state_shallow", "bacc_state_lda"} <= set(state["metrics"])
     tech = run_experiment(_tiny("eeg_technique", deep_models=("shallow",)), out=tmp_path)
     assert {"bacc_technique_shallow", "bacc_technique_lda"} <= set(tech["metrics"])

@@ -35,10 +35,14 @@ def _blinky_dataset(seed=0, seconds=20.0):
                 blink[e, c] += 100 * np.exp(-0.5 * ((t - p / SFREQ) / 0.08) ** 2)
     topo_blink = np.exp(-np.sum((pos - np.array([0.0, 1.05])) ** 2, -1) / (2 * 0.3**2))
     topo_sine = np.exp(-np.sum((pos - np.array([0.0, -0.8])) ** 2, -1) / (2 * 0.3**2))
-    x = x + topo_blink[:, None] * blink[:, :, None] + topo_sine[:, None] * (
-        4 * np.sin(2 * np.pi * 17 * t))
-    data = eeg.EEGDataset(signals=jnp.asarray(x[None]), group=jnp.asarray([0]), sfreq=SFREQ,
-                          ch_names=CH)
+    x = (
+        x
+        + topo_blink[:, None] * blink[:, :, None]
+        + topo_sine[:, None] * (4 * np.sin(2 * np.pi * 17 * t))
+    )
+    data = eeg.EEGDataset(
+        signals=jnp.asarray(x[None]), group=jnp.asarray([0]), sfreq=SFREQ, ch_names=CH
+    )
     return data, peaks, t
 
 
@@ -63,12 +67,10 @@ def test_ica_removes_blinks_keeps_posterior_sine():
     after = _blink_locked_frontal(clean.signals, peaks)
     assert before > 15.0, before  # the blinks dominate Fp1/Fp2 at their peaks
     assert after < 0.2 * before, (before, after)
-    sine_before, sine_after = _sine_amplitude(plain.signals, t), _sine_amplitude(
-        clean.signals, t)
+    sine_before, sine_after = _sine_amplitude(plain.signals, t), _sine_amplitude(clean.signals, t)
     np.testing.assert_allclose(sine_after, sine_before, rtol=0.1)
     # outside blinks the frontal channels keep their EEG (not zeroed or rescaled away)
-    far = ~np.convolve(peaks.reshape(-1), np.ones(129), "same").astype(bool).reshape(
-        peaks.shape)
+    far = ~np.convolve(peaks.reshape(-1), np.ones(129), "same").astype(bool).reshape(peaks.shape)
     fr_plain = np.asarray(plain.signals)[0][..., :2, :].transpose(2, 0, 1, 3)[:, far]
     fr_clean = np.asarray(clean.signals)[0][..., :2, :].transpose(2, 0, 1, 3)[:, far]
     assert 0.5 < fr_clean.std() / fr_plain.std() < 1.2

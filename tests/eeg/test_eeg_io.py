@@ -11,8 +11,11 @@ from jaxlab import eeg
 
 @pytest.fixture(scope="module")
 def tiny():
-    return eeg.simulate(eeg.SimulationConfig(n_subjects=3, block_seconds=4.0),
-                        key=jax.random.key(0), dtype=jnp.float64)
+    return eeg.simulate(
+        eeg.SimulationConfig(n_subjects=3, block_seconds=4.0),
+        key=jax.random.key(0),
+        dtype=jnp.float64,
+    )
 
 
 def test_edf_round_trip(tiny, tmp_path):
@@ -21,8 +24,9 @@ def test_edf_round_trip(tiny, tmp_path):
         for e in (0, 1):
             for c in (0, 1):
                 p = tmp_path / f"sub{s}_ses{e}_cond{c}.edf"
-                mne.export.export_raw(str(p), eeg.raw_from_block(tiny, s, e, c), fmt="edf",
-                                      verbose="error")
+                mne.export.export_raw(
+                    str(p), eeg.raw_from_block(tiny, s, e, c), fmt="edf", verbose="error"
+                )
                 paths[(s, e, c)] = p
     back = eeg.read_dataset(paths, np.asarray(tiny.group), dtype=jnp.float64)
     assert back.ch_names == tiny.ch_names and back.sfreq == tiny.sfreq
@@ -34,8 +38,12 @@ def test_edf_round_trip(tiny, tmp_path):
 
 
 def test_loader_bad_inputs(tiny):
-    raws = {(s, e, c): eeg.raw_from_block(tiny, s, e, c)
-            for s in range(3) for e in (0, 1) for c in (0, 1)}
+    raws = {
+        (s, e, c): eeg.raw_from_block(tiny, s, e, c)
+        for s in range(3)
+        for e in (0, 1)
+        for c in (0, 1)
+    }
     group = np.asarray(tiny.group)
     odd = dict(raws)
     odd[(1, 1, 0)] = raws[(1, 1, 0)].copy().resample(64.0, verbose="error")
@@ -68,11 +76,20 @@ def test_table_from_epochs_matches_epoching(tiny):
     events = np.stack([onsets, np.zeros_like(onsets), codes], axis=1)
     import pandas as pd
 
-    meta = pd.DataFrame({"subject": 1, "session": "post", "group": int(tiny.group[1])},
-                        index=range(len(onsets)))
-    epochs = mne.Epochs(raw, events, {"rest": 1, "meditation/satanama": 2}, tmin=0.0,
-                        tmax=(length - 1) / sfreq, baseline=None, preload=True,
-                        metadata=meta, verbose="error")
+    meta = pd.DataFrame(
+        {"subject": 1, "session": "post", "group": int(tiny.group[1])}, index=range(len(onsets))
+    )
+    epochs = mne.Epochs(
+        raw,
+        events,
+        {"rest": 1, "meditation/satanama": 2},
+        tmin=0.0,
+        tmax=(length - 1) / sfreq,
+        baseline=None,
+        preload=True,
+        metadata=meta,
+        verbose="error",
+    )
     tab = eeg.table_from_epochs(epochs, dtype=jnp.float64)
     ref = eeg.make_epochs(tiny, seconds=2.0, reject_uv=None)
     rows = (np.asarray(ref.subject) == 1) & (np.asarray(ref.session) == 1)
@@ -96,36 +113,41 @@ def test_table_from_epochs_matches_epoching(tiny):
 
 def test_bids_round_trip(tmp_path):
     mne_bids = pytest.importorskip("mne_bids")
-    data = eeg.simulate(eeg.SimulationConfig(n_subjects=3, block_seconds=2.0),
-                        key=jax.random.key(1), dtype=jnp.float64)
-    data = eeg.EEGDataset(signals=data.signals[:2], group=data.group[:2], sfreq=data.sfreq,
-                          ch_names=data.ch_names)
+    data = eeg.simulate(
+        eeg.SimulationConfig(n_subjects=3, block_seconds=2.0),
+        key=jax.random.key(1),
+        dtype=jnp.float64,
+    )
+    data = eeg.EEGDataset(
+        signals=data.signals[:2], group=data.group[:2], sfreq=data.sfreq, ch_names=data.ch_names
+    )
     for s in range(2):
         for e, ses in enumerate(("pre", "post")):
             for c, task in enumerate(("rest", "meditation")):
                 raw = eeg.raw_from_block(data, s, e, c)
                 raw.info["line_freq"] = 50.0
-                path = mne_bids.BIDSPath(subject=f"{s + 1:02d}", session=ses, task=task,
-                                         datatype="eeg", root=tmp_path)
-                mne_bids.write_raw_bids(raw, path, format="EDF", allow_preload=True,
-                                        overwrite=True, verbose="error")
+                path = mne_bids.BIDSPath(
+                    subject=f"{s + 1:02d}", session=ses, task=task, datatype="eeg", root=tmp_path
+                )
+                mne_bids.write_raw_bids(
+                    raw, path, format="EDF", allow_preload=True, overwrite=True, verbose="error"
+                )
     tsv = tmp_path / "participants.tsv"
     lines = tsv.read_text().splitlines()
     lines = [lines[0] + "\tgroup"] + [
-        line + "\t" + eeg.GROUPS[int(data.group[i])] for i, line in enumerate(lines[1:])]
+        line + "\t" + eeg.GROUPS[int(data.group[i])] for i, line in enumerate(lines[1:])
+    ]
     tsv.write_text("\n".join(lines) + "\n")
     back = eeg.read_bids(tmp_path, dtype=jnp.float64)
     assert back.subject_names == ("01", "02")
-    assert back.session_names == ("pre", "post") and back.condition_names == ("rest",
-                                                                              "meditation")
+    assert back.session_names == ("pre", "post") and back.condition_names == ("rest", "meditation")
     np.testing.assert_array_equal(np.asarray(back.group), np.asarray(data.group))
     assert back.ch_names == data.ch_names and back.sfreq == data.sfreq
     step = (np.ptp(np.asarray(data.signals), axis=(-2, -1), keepdims=True) / 65535) * 1.01
     assert np.all(np.abs(np.asarray(back.signals - data.signals)) <= step + 1e-3)
     # tasks mapped the other way round swap the condition axis
     swapped = eeg.read_bids(tmp_path, tasks={"meditation": 0, "rest": 1}, dtype=jnp.float64)
-    np.testing.assert_allclose(np.asarray(swapped.signals[:, :, ::-1]),
-                               np.asarray(back.signals))
+    np.testing.assert_allclose(np.asarray(swapped.signals[:, :, ::-1]), np.asarray(back.signals))
     with pytest.raises(ValueError, match="no EEG recording for sub-01 ses-pre task-breath"):
         eeg.read_bids(tmp_path, tasks={"rest": 0, "breath": 1})
     with pytest.raises(ValueError, match="groups: no group"):

@@ -88,16 +88,16 @@ def test_render_and_tessellate_jit_vmap(getkey):
     keys = jax.random.split(getkey(), 2)
     raw = jax.vmap(lambda k: tessellate("cremi_like", SIZE, key=k))(keys)
     for i in range(2):
-        np.testing.assert_array_equal(np.asarray(raw[i]),
-                                      np.asarray(tessellate("cremi_like", SIZE, key=keys[i])))
+        np.testing.assert_array_equal(
+            np.asarray(raw[i]), np.asarray(tessellate("cremi_like", SIZE, key=keys[i]))
+        )
     labels = jnp.asarray(generate_em("cremi_like", SIZE, key=keys[0]).labels)
     rk = jax.random.split(getkey(), 2)
     batched = jax.jit(jax.vmap(lambda k: render_em("cremi_like", labels, key=k)))(rk)
     for i in range(2):
         one = render_em("cremi_like", labels, key=rk[i])
         np.testing.assert_allclose(np.asarray(batched.image[i]), np.asarray(one.image), atol=1e-6)
-        np.testing.assert_array_equal(np.asarray(batched.boundaries[i]),
-                                      np.asarray(one.boundaries))
+        np.testing.assert_array_equal(np.asarray(batched.boundaries[i]), np.asarray(one.boundaries))
 
 
 def test_fully_jitted_path_is_consistent(getkey):
@@ -114,9 +114,12 @@ def test_fully_jitted_path_is_consistent(getkey):
 
 def test_regimes_differ_in_density(getkey):
     keys = [getkey() for _ in range(4)]
-    counts = {name: np.mean([len(np.unique(np.asarray(generate_em(name, SIZE, key=k).labels)))
-                             for k in keys])
-              for name in ("noisy", "cremi_like", "dense")}
+    counts = {
+        name: np.mean(
+            [len(np.unique(np.asarray(generate_em(name, SIZE, key=k).labels))) for k in keys]
+        )
+        for name in ("noisy", "cremi_like", "dense")
+    }
     # expected counts scale with the density (cells per 1000 px^2): 1.5, 2, 4.5
     assert counts["dense"] > 1.6 * counts["cremi_like"]
     assert counts["cremi_like"] > counts["noisy"]
@@ -198,13 +201,15 @@ def test_degrade_is_blur_then_block_mean(getkey):
     image = rng.random((32, 32)).astype(np.float32)
     # no blur: the block mean
     low = degrade(jnp.asarray(image), 4, key=getkey(), blur_sigma=0.0, noise_sigma=0.0)
-    np.testing.assert_allclose(np.asarray(low), image.reshape(8, 4, 8, 4).mean(axis=(1, 3)),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(low), image.reshape(8, 4, 8, 4).mean(axis=(1, 3)), atol=1e-6
+    )
     # default blur sigma = factor / 2, compared with scipy's Gaussian filter (mirror padding)
     low = degrade(jnp.asarray(image), 2, key=getkey(), noise_sigma=0.0)
     ref = ndi.gaussian_filter(image.astype(np.float64), 1.0, mode="mirror", truncate=3.0)
-    np.testing.assert_allclose(np.asarray(low), ref.reshape(16, 2, 16, 2).mean(axis=(1, 3)),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(low), ref.reshape(16, 2, 16, 2).mean(axis=(1, 3)), atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("sigma", [0.7, 2.0])
@@ -221,16 +226,18 @@ def test_degrade_jit_vmap_equals_loop(getkey):
     keys = jax.random.split(getkey(), 3)
     batched = jax.jit(jax.vmap(lambda im, k: degrade(im, 2, key=k)))(images, keys)
     for i in range(3):
-        np.testing.assert_allclose(np.asarray(batched[i]),
-                                   np.asarray(degrade(images[i], 2, key=keys[i])), atol=1e-6)
+        np.testing.assert_allclose(
+            np.asarray(batched[i]), np.asarray(degrade(images[i], 2, key=keys[i])), atol=1e-6
+        )
 
 
 @pytest.mark.parametrize("factor", [2, 4])
 def test_bicubic_recovers_smooth_image(factor, getkey):
     y, x = np.mgrid[0:SIZE, 0:SIZE] + 0.5
     smooth = 0.5 + 0.3 * np.sin(2 * np.pi * x / 32) * np.cos(2 * np.pi * y / 40)
-    low = degrade(jnp.asarray(smooth, jnp.float32), factor, key=getkey(), blur_sigma=0.0,
-                  noise_sigma=0.0)
+    low = degrade(
+        jnp.asarray(smooth, jnp.float32), factor, key=getkey(), blur_sigma=0.0, noise_sigma=0.0
+    )
     up = np.asarray(upsample_bicubic(low, factor))
     inner = slice(factor * 2, SIZE - factor * 2)  # away from the edge extrapolation
     err = up[inner, inner] - smooth[inner, inner]

@@ -83,8 +83,9 @@ def test_refiner_with_t0_zero_is_identity(getkey):
     out = em.refine_embedding(den, params, s, z, t0=0, n_steps=5, key=getkey())
     np.testing.assert_array_equal(np.asarray(out), np.asarray(z))
     # any t0 > 0 changes it (noise is injected), and the shape is kept, also unbatched
-    moved = jax.jit(lambda z, k: em.refine_embedding(den, params, s, z, t0=5, n_steps=5,
-                                                     key=k))(z[0], getkey())
+    moved = jax.jit(lambda z, k: em.refine_embedding(den, params, s, z, t0=5, n_steps=5, key=k))(
+        z[0], getkey()
+    )
     assert moved.shape == z[0].shape and not np.allclose(moved, z[0])
 
 
@@ -123,8 +124,12 @@ def test_bad_refiner_inputs_raise(getkey):
     with pytest.raises(ValueError, match="image"):
         em.structure_embedding(jnp.zeros((3,), jnp.float32))
     with pytest.raises(ValueError, match="x_t"):
-        den.apply(params, jnp.zeros((1, 5, 4, 3), jnp.float32), jnp.ones((1,), jnp.int32),
-                  jnp.zeros((1, 5, 4, 3), jnp.float32))
+        den.apply(
+            params,
+            jnp.zeros((1, 5, 4, 3), jnp.float32),
+            jnp.ones((1,), jnp.int32),
+            jnp.zeros((1, 5, 4, 3), jnp.float32),
+        )
 
 
 def test_structure_embedding_marks_a_dark_membrane():
@@ -157,8 +162,9 @@ def test_denoiser_shapes_and_training_decreases_loss(getkey):
     assert eps.shape == (3, 8, 8, 3)
     # zero-initialised output: the residual denoiser's clean estimate is the condition
     ab = em.linear_schedule(T).alpha_bars[t][:, None, None, None]
-    np.testing.assert_allclose(eps, (x_t - jnp.sqrt(ab) * cond[:3]) / jnp.sqrt(1 - ab),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        eps, (x_t - jnp.sqrt(ab) * cond[:3]) / jnp.sqrt(1 - ab), rtol=1e-5, atol=1e-5
+    )
     plain = em.Denoiser(T, 8, residual=False)
     np.testing.assert_array_equal(jax.jit(plain.apply)(params, x_t, t, cond[:3]), 0.0)
     # hence an untrained refiner returns the SR embedding from any t0
@@ -168,7 +174,8 @@ def test_denoiser_shapes_and_training_decreases_loss(getkey):
         np.testing.assert_allclose(out, cond[:2], atol=2e-3)
     objective = em.DenoiserObjective(den)
     data = {"cond": cond, "target": target}
-    _, losses = em.fit(objective, params, data, key=getkey(), steps=80, batch_size=8,
-                       learning_rate=3e-3, chunk=40)
+    _, losses = em.fit(
+        objective, params, data, key=getkey(), steps=80, batch_size=8, learning_rate=3e-3, chunk=40
+    )
     assert np.all(np.isfinite(losses))
     assert losses[-20:].mean() < 0.85 * losses[:20].mean()

@@ -14,9 +14,23 @@ matplotlib.use("Agg")
 
 METHODS = ("bicubic", "separate", "joint", "joint_diffusion")
 METRICS = ("psnr", "ssim", "voi", "arand", "cremi")
-TINY = {"size": 32, "n_train": 6, "n_test": 2, "features": (2, 4), "seg_features": (2, 4),
-        "denoiser_features": 4, "steps": 3, "finetune_steps": 2, "denoiser_steps": 3,
-        "batch_size": 2, "T": 10, "t0": 3, "refine_steps": 2, "chunk": 2, "progress": False}
+TINY = {
+    "size": 32,
+    "n_train": 6,
+    "n_test": 2,
+    "features": (2, 4),
+    "seg_features": (2, 4),
+    "denoiser_features": 4,
+    "steps": 3,
+    "finetune_steps": 2,
+    "denoiser_steps": 3,
+    "batch_size": 2,
+    "T": 10,
+    "t0": 3,
+    "refine_steps": 2,
+    "chunk": 2,
+    "progress": False,
+}
 
 
 def _contract(factors):
@@ -33,8 +47,7 @@ def test_em_joint_declares_the_contract_keys():
     assert any(int(f) == 4 and r != "cremi_like" for f, r in mod.QUICK.settings)
     from jaxlab import em
 
-    assert {(f, r) for f in (2, 4) for r in em.REGIMES} <= {tuple(s) for s in
-                                                          mod.FULL.settings}
+    assert {(f, r) for f in (2, 4) for r in em.REGIMES} <= {tuple(s) for s in mod.FULL.settings}
 
 
 def test_em_t0_declares_both_ends(tmp_path):
@@ -46,15 +59,19 @@ def test_em_t0_declares_both_ends(tmp_path):
         keys = set(mod.metric_keys(config))
         assert {f"{m}_t0_{t}" for t in t0s for m in ("voi", "arand", "cremi")} <= keys
     with pytest.raises(ValueError, match="t0_values"):
-        mod.run(dataclasses.replace(mod.QUICK, **TINY, t0_values=(0, 11)), jax.random.key(0),
-                RunContext(mod.NAME, tmp_path))
+        mod.run(
+            dataclasses.replace(mod.QUICK, **TINY, t0_values=(0, 11)),
+            jax.random.key(0),
+            RunContext(mod.NAME, tmp_path),
+        )
 
 
 @pytest.mark.slow
 def test_em_joint_tiny_run_writes_every_key(tmp_path):
     mod = importlib.import_module("experiments.em.joint")
-    config = dataclasses.replace(mod.QUICK, **TINY, settings=((2, "cremi_like"),
-                                                              (4, "cremi_like"), (4, "noisy")))
+    config = dataclasses.replace(
+        mod.QUICK, **TINY, settings=((2, "cremi_like"), (4, "cremi_like"), (4, "noisy"))
+    )
     res = mod.run(config, jax.random.key(0), RunContext(mod.NAME, tmp_path))
     assert set(mod.metric_keys(config)) <= set(res.metrics)
     assert _contract((2, 4)) <= set(res.metrics)

@@ -32,8 +32,9 @@ def test_hdf5_cremi_round_trip(tmp_path):
     with h5py.File(tmp_path / "custom.h5", "w") as f:
         f.create_dataset("em/img", data=raw[0].astype(np.float32) / 255.0)
         f.create_dataset("em/seg", data=labels[0].astype(np.int32))
-    got_raw, got_labels = load_em_volume(tmp_path / "custom.h5", raw_key="em/img",
-                                         labels_key="em/seg")
+    got_raw, got_labels = load_em_volume(
+        tmp_path / "custom.h5", raw_key="em/img", labels_key="em/seg"
+    )
     assert got_raw.shape == (1, 16, 20) and got_labels.shape == (1, 16, 20)
     np.testing.assert_allclose(got_raw[0], raw[0] / 255.0, rtol=1e-6)
     _, none = load_em_volume(tmp_path / "custom.h5", raw_key="em/img", labels_key=None)
@@ -60,8 +61,7 @@ def test_tiff_round_trip(tmp_path):
     got_raw, none = load_em_volume(tmp_path / "raw.tif")
     assert none is None
     np.testing.assert_allclose(got_raw, raw / 65535.0, rtol=1e-6)
-    got_raw, got_labels = load_em_volume(tmp_path / "raw.tif",
-                                         labels_path=tmp_path / "labels.tiff")
+    got_raw, got_labels = load_em_volume(tmp_path / "raw.tif", labels_path=tmp_path / "labels.tiff")
     np.testing.assert_array_equal(got_labels, labels)
     # a single 2-D float image outside [0, 1] becomes one min-max scaled section
     img = rng.normal(100.0, 20.0, (10, 14)).astype(np.float32)

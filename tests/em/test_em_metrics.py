@@ -62,8 +62,8 @@ def test_identical_segmentations_score_zero(two_cells):
     for pred in (two_cells, permuted):
         scores = segmentation_scores(pred, two_cells)
         assert scores == pytest.approx(
-            {"voi_split": 0.0, "voi_merge": 0.0, "voi": 0.0, "arand": 0.0, "cremi": 0.0},
-            abs=1e-12)
+            {"voi_split": 0.0, "voi_merge": 0.0, "voi": 0.0, "arand": 0.0, "cremi": 0.0}, abs=1e-12
+        )
 
 
 def test_split_is_split_and_merge_is_merge(two_cells):

@@ -52,8 +52,9 @@ def test_segnet_and_encoder_shapes(getkey):
     assert jax.jit(seg.apply)(em.init_params(seg, img, key=getkey()), img).shape == hr_shape
     enc = em.UNetEncoder((4, 8, 16))
     skips = jax.jit(enc.apply)(em.init_params(enc, img[..., None], key=getkey()), img[..., None])
-    assert [s.shape for s in skips] == [(3, 16 // 2**i, 24 // 2**i, f)
-                                         for i, f in enumerate((4, 8, 16))]
+    assert [s.shape for s in skips] == [
+        (3, 16 // 2**i, 24 // 2**i, f) for i, f in enumerate((4, 8, 16))
+    ]
 
 
 def test_jit_equals_eager_and_vmap_equals_loop(getkey):
@@ -81,8 +82,9 @@ def _shuffle_loop_oracle(x, r):
     b, h, w, cr = x.shape
     c = cr // (r * r)
     out = np.zeros((b, h * r, w * r, c), x.dtype)
-    for bi, hi, wi, ci, i, j in itertools.product(range(b), range(h), range(w), range(c),
-                                                  range(r), range(r)):
+    for bi, hi, wi, ci, i, j in itertools.product(
+        range(b), range(h), range(w), range(c), range(r), range(r)
+    ):
         out[bi, hi * r + i, wi * r + j, ci] = x[bi, hi, wi, ci * r * r + i * r + j]
     return out
 
@@ -95,7 +97,8 @@ def test_pixel_shuffle_matches_index_oracle_and_inverts(r):
     np.testing.assert_array_equal(np.asarray(em.pixel_unshuffle(y, r)), x)
     z = np.random.default_rng(0).normal(size=(3 * r, 2 * r, 5))
     np.testing.assert_array_equal(
-        np.asarray(em.pixel_shuffle(em.pixel_unshuffle(jnp.asarray(z), r), r)), z)
+        np.asarray(em.pixel_shuffle(em.pixel_unshuffle(jnp.asarray(z), r), r)), z
+    )
 
 
 def _flat(tree):
@@ -116,14 +119,17 @@ def test_joint_loss_gradient_matches_finite_differences(factor, getkey):
     assert g.dtype == F64 and bool(jnp.all(jnp.isfinite(g)))
     assert float(jnp.linalg.norm(g)) > 0
     leaves, tree = jax.tree_util.tree_flatten(params)
-    dirs = [jax.random.normal(k, v.shape, F64)
-            for k, v in zip(jax.random.split(getkey(), len(leaves)), leaves)]
+    dirs = [
+        jax.random.normal(k, v.shape, F64)
+        for k, v in zip(jax.random.split(getkey(), len(leaves)), leaves)
+    ]
     direction = jax.tree_util.tree_unflatten(tree, dirs)
 
     @jax.jit
     def at(s):
-        return objective(jax.tree_util.tree_map(lambda p, d: p + s * d, params, direction),
-                         batch, key)
+        return objective(
+            jax.tree_util.tree_map(lambda p, d: p + s * d, params, direction), batch, key
+        )
 
     h = jnp.asarray(1e-5, F64)
     fd = (at(h) - at(-h)) / (2 * h)
@@ -140,8 +146,11 @@ def test_balanced_bce_matches_numpy():
     got = em.balanced_bce(jnp.asarray(logits), jnp.asarray(t))
     np.testing.assert_allclose(float(got), want, rtol=1e-12)
     d = jnp.asarray(logits - t)
-    np.testing.assert_allclose(float(em.reconstruction_loss(d, jnp.zeros_like(d), "l1")),
-                               np.mean(np.abs(logits - t)), rtol=1e-12)
+    np.testing.assert_allclose(
+        float(em.reconstruction_loss(d, jnp.zeros_like(d), "l1")),
+        np.mean(np.abs(logits - t)),
+        rtol=1e-12,
+    )
 
 
 def test_training_decreases_loss(getkey):
@@ -151,8 +160,9 @@ def test_training_decreases_loss(getkey):
     objective = em.SegObjective(model)
     batch = {"image": batch["hr"], "boundary": batch["boundary"]}
     before = float(objective(params, batch, getkey()))
-    params, losses = em.fit(objective, params, batch, key=getkey(), steps=60, batch_size=4,
-                            learning_rate=1e-2, chunk=30)
+    params, losses = em.fit(
+        objective, params, batch, key=getkey(), steps=60, batch_size=4, learning_rate=1e-2, chunk=30
+    )
     after = float(objective(params, batch, getkey()))
     assert losses.shape == (60,) and np.all(np.isfinite(losses))
     assert after < 0.9 * before
@@ -165,10 +175,15 @@ def test_objective_step_passes_the_shared_step_checks(tmp_path, getkey):
     batch = _toy_batch(getkey(), 6, 8, 2)
     model = em.SRNet(2, (2, 4))
     params0 = em.init_params(model, batch["lr"][:1], key=getkey())
-    step = em.ObjectiveStep(em.SRObjective(model), batch, optimizer=optax.adam(1e-2),
-                            batch_size=2)
-    check_step(step, step.init(params0, getkey()), key=getkey(), steps=4, tmp_path=tmp_path,
-               loop=StepLoop())
+    step = em.ObjectiveStep(em.SRObjective(model), batch, optimizer=optax.adam(1e-2), batch_size=2)
+    check_step(
+        step,
+        step.init(params0, getkey()),
+        key=getkey(),
+        steps=4,
+        tmp_path=tmp_path,
+        loop=StepLoop(),
+    )
 
 
 def test_fit_resumes_from_a_checkpointer(tmp_path, getkey, tree_allclose):
@@ -210,7 +225,12 @@ def test_bad_inputs_raise(getkey):
     with pytest.raises(ValueError, match="norm"):
         em.reconstruction_loss(lr, lr, "huber")
     with pytest.raises(ValueError, match="data"):
-        em.fit(em.SRObjective(em.SRNet(2, (4, 8))), params,
-               {"lr": lr, "hr": jnp.zeros((2, 16, 16))}, key=getkey(), steps=1)
+        em.fit(
+            em.SRObjective(em.SRNet(2, (4, 8))),
+            params,
+            {"lr": lr, "hr": jnp.zeros((2, 16, 16))},
+            key=getkey(),
+            steps=1,
+        )
     with pytest.raises(ValueError, match="steps"):
         em.fit(em.SRObjective(em.SRNet(2, (4, 8))), params, {"lr": lr}, key=getkey(), steps=0)

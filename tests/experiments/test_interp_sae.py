@@ -14,11 +14,27 @@ from experiments.interp import sae as experiment
 @pytest.mark.slow
 def test_interp_sae_tiny_run_writes_its_metrics(tmp_path, monkeypatch):
     monkeypatch.setenv("JAXLAB_CACHE_DIR", str(tmp_path / "cache"))
-    cfg = dataclasses.replace(experiment.QUICK, train_tokens=2048, eval_tokens=512, steps=8,
-                              batch_size=128, buffer_size=1024, ce_sequences=2, curve_k=(8, 32))
+    cfg = dataclasses.replace(
+        experiment.QUICK,
+        train_tokens=2048,
+        eval_tokens=512,
+        steps=8,
+        batch_size=128,
+        buffer_size=1024,
+        ce_sequences=2,
+        curve_k=(8, 32),
+    )
     res = experiment.run(cfg, jax.random.key(0), RunContext("interp_sae", out_dir=tmp_path))
-    for name in ("ev", "l0", "dead_frac", "ce_loss_score", "kl_score", "pca_ev",
-                 "pca_ce_loss_score", "pca_kl_score"):
+    for name in (
+        "ev",
+        "l0",
+        "dead_frac",
+        "ce_loss_score",
+        "kl_score",
+        "pca_ev",
+        "pca_ce_loss_score",
+        "pca_kl_score",
+    ):
         assert name in res.metrics
     assert res.metrics["l0"] == 32.0 and res.metrics["pca_l0"] == 32.0
     assert 0.5 < res.metrics["pca_ce_loss_score"] <= 1.0  # PCA at k=32 keeps most of the loss

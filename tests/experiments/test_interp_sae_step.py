@@ -16,11 +16,15 @@ def test_numpy_step_equals_sae_step(getkey):
     d, m, B = 8, 32, 16
     data = jax.random.normal(getkey(), (64, d), jnp.float32)
     sae = ip.TopKSAE(d, m, 3, key=getkey(), b_dec=data)
-    step = ip.SAEStep(data, optax.adam(bench.LR), batch_size=B, aux_coefficient=bench.AUX_C,
-                      dead_window=1)
+    step = ip.SAEStep(
+        data, optax.adam(bench.LR), batch_size=B, aux_coefficient=bench.AUX_C, dead_window=1
+    )
     dead = np.arange(m) % 4 == 0
-    state = eqx.tree_at(lambda s: s.steps_since_fired, step.init(sae, getkey()),
-                        jnp.asarray(np.where(dead, 5, 0), jnp.int32))
+    state = eqx.tree_at(
+        lambda s: s.steps_since_fired,
+        step.init(sae, getkey()),
+        jnp.asarray(np.where(dead, 5, 0), jnp.int32),
+    )
     ref = bench.NumpyTopKStep(sae, data, B, dead)
     key = getkey()
     for i in range(3):

@@ -49,8 +49,7 @@ def _good_run(config, key, ctx):
     ax.plot(x)
     assert isinstance(ctx, RunContext) and ctx.name == "good" and ctx.out_dir.name == "good"
     return Result(
-        metrics={"mean": jnp.mean(x), "nested": {"n": config.n, "flag": True},
-                 "nan": float("nan")},
+        metrics={"mean": jnp.mean(x), "nested": {"n": config.n, "flag": True}, "nan": float("nan")},
         claims=[Claim("sum |x| is finite", "finite", f"{float(jnp.sum(x)):.3f}", True)],
         figures={"trace": fig},
         notes="synthetic test data",
@@ -160,29 +159,40 @@ def test_bench_writes_timings_and_ratios(tmp_path):
     assert t["min_s"] <= t["median_s"] <= t["max_s"] and t["repeats"] == 3
     ratio = data["ratios"]["ours_vs_peer"]
     assert ratio == pytest.approx(
-        data["timings"]["peer"]["median_s"] / data["timings"]["ours"]["median_s"])
+        data["timings"]["peer"]["median_s"] / data["timings"]["ours"]["median_s"]
+    )
     assert rec["ratios"] == data["ratios"]
+
     # Named fields are computed from the medians.
     def setup_fields(config, key):
         b = setup(config, key)
-        return Bench(impls=b.impls, ours=b.ours, size=b.size,
-                     fields={"ours_s": lambda m: m["ours"],
-                             "speedup": lambda m: m["peer"] / m["ours"]})
+        return Bench(
+            impls=b.impls,
+            ours=b.ours,
+            size=b.size,
+            fields={"ours_s": lambda m: m["ours"], "speedup": lambda m: m["peer"] / m["ours"]},
+        )
 
     mod.setup = setup_fields
     f = run_bench(mod, out=tmp_path)
     assert f["fields"]["ours_s"] == f["timings"]["ours"]["median_s"]
     assert f["fields"]["speedup"] == pytest.approx(f["ratios"]["ours_vs_peer"])
+
     # Explicit pairs restrict the ratios; unknown names are rejected.
     def setup_pairs(config, key):
         b = setup(config, key)
-        return Bench(impls={**b.impls, "other": b.impls["peer"]}, ours=("ours",), size=b.size,
-                     pairs=(("ours", "other"),))
+        return Bench(
+            impls={**b.impls, "other": b.impls["peer"]},
+            ours=("ours",),
+            size=b.size,
+            pairs=(("ours", "other"),),
+        )
 
     mod.setup = setup_pairs
     assert set(run_bench(mod, out=tmp_path)["ratios"]) == {"ours_vs_other"}
-    mod.setup = lambda c, k: Bench(impls={"ours": lambda: 0}, ours=("ours",), size={},
-                                   pairs=(("ours", "nope"),))
+    mod.setup = lambda c, k: Bench(
+        impls={"ours": lambda: 0}, ours=("ours",), size={}, pairs=(("ours", "nope"),)
+    )
     with pytest.raises(ValueError, match=r"pairs \[\('ours', 'nope'\)\] name"):
         run_bench(mod, out=tmp_path)
 
@@ -195,11 +205,16 @@ def test_bench_interleaved_rounds(tmp_path):
         def fn():
             calls.append(name)
             return jnp.zeros(())
+
         return fn
 
     def setup(config, key):
-        return Bench(impls={"ours": make("ours"), "peer": make("peer")}, ours=("ours",),
-                     size={}, interleave=True)
+        return Bench(
+            impls={"ours": make("ours"), "peer": make("peer")},
+            ours=("ours",),
+            size={},
+            interleave=True,
+        )
 
     mod = _module("bi", None, setup=setup)
     mod.QUICK = {"warmup": 1, "repeats": 3}
@@ -212,15 +227,23 @@ def test_bench_interleaved_rounds(tmp_path):
 def test_cli_list_finds_every_experiment_in_the_subpackages():
     # every experiments/<component>/<claim>.py is listed as <component>_<claim> (importing it
     # and checking its contract, configs included), every experiments/bench/<name>.py as <name>
-    proc = subprocess.run([sys.executable, "-m", "experiments", "list"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "experiments", "list"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     exp_part, bench_part = proc.stdout.split("benchmarks (")
     listed = [line.split()[0] for line in exp_part.splitlines()[1:]]
     benches = [line.split()[0] for line in bench_part.splitlines()[1:]]
     tree = ROOT / "experiments"
-    files = sorted(f"{p.parent.name}_{p.stem}" for p in tree.glob("*/[!_]*.py")
-                   if p.parent.name not in ("bench", "_harness"))
+    files = sorted(
+        f"{p.parent.name}_{p.stem}"
+        for p in tree.glob("*/[!_]*.py")
+        if p.parent.name not in ("bench", "_harness")
+    )
     assert listed == files and len(files) >= 37
     assert benches == sorted(p.stem for p in (tree / "bench").glob("[!_]*.py"))
     assert exp_part.startswith(f"experiments ({len(files)}):")
@@ -228,8 +251,11 @@ def test_cli_list_finds_every_experiment_in_the_subpackages():
 
 def test_claims_table_orders_papers_and_escapes():
     def rec(name, paper, holds):
-        return {"experiment": name, "paper": paper,
-                "claims": [{"claim": "a|b", "paper": "p", "measured": "m", "holds": holds}]}
+        return {
+            "experiment": name,
+            "paper": paper,
+            "claims": [{"claim": "a|b", "paper": "p", "measured": "m", "holds": holds}],
+        }
 
     table = claims_table([rec("z", "P10", False), rec("y", "P2", True)]).splitlines()
     assert table[2] == "| P2 | y | a\\|b | p | m | yes |"
@@ -288,7 +314,7 @@ def _fake_tree(root, files, monkeypatch):
     importlib.invalidate_caches()
 
 
-_FAKE_EXPERIMENT = '''
+_FAKE_EXPERIMENT = """
 import dataclasses
 
 NAME, PAPER, DESCRIPTION = "{name}", "P5", "a fake experiment"
@@ -304,50 +330,75 @@ QUICK, FULL = Config(), Config(n=2)
 
 def run(config, key, ctx):
     raise NotImplementedError
-'''
+"""
 
 
-@pytest.mark.parametrize("importer", [
-    "from fakeexp.cells.rare import run as other_run\n",  # absolute
-    "from fakeexp.cells import rare\n",  # the module from its package
-    "import fakeexp.cells.rare\n",
-    "from . import rare\n",  # relative
-    "def f():\n    from .rare import Config\n",  # inside a function
-])
+@pytest.mark.parametrize(
+    "importer",
+    [
+        "from fakeexp.cells.rare import run as other_run\n",  # absolute
+        "from fakeexp.cells import rare\n",  # the module from its package
+        "import fakeexp.cells.rare\n",
+        "from . import rare\n",  # relative
+        "def f():\n    from .rare import Config\n",  # inside a function
+    ],
+)
 def test_registry_rejects_an_experiment_importing_another(tmp_path, monkeypatch, importer):
-    _fake_tree(tmp_path / "fakeexp", {
-        "__init__.py": "", "bench/__init__.py": "", "cells/__init__.py": "",
-        "cells/rare.py": _FAKE_EXPERIMENT.format(name="cells_rare"),
-        "cells/genes.py": importer + _FAKE_EXPERIMENT.format(name="cells_genes"),
-    }, monkeypatch)
-    with pytest.raises(ValueError, match=r"fakeexp\.cells\.genes imports the experiment "
-                                         r"module\(s\) fakeexp\.cells\.rare; experiments never"):
+    _fake_tree(
+        tmp_path / "fakeexp",
+        {
+            "__init__.py": "",
+            "bench/__init__.py": "",
+            "cells/__init__.py": "",
+            "cells/rare.py": _FAKE_EXPERIMENT.format(name="cells_rare"),
+            "cells/genes.py": importer + _FAKE_EXPERIMENT.format(name="cells_genes"),
+        },
+        monkeypatch,
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"fakeexp\.cells\.genes imports the experiment "
+        r"module\(s\) fakeexp\.cells\.rare; experiments never",
+    ):
         _registry.discover(package="fakeexp")
     with pytest.raises(ValueError, match="imports the experiment"):
         _registry.find("cells_rare", package="fakeexp")
 
 
-def test_registry_finds_subpackage_experiments_and_rejects_setup_importing_one(tmp_path,
-                                                                               monkeypatch):
-    files = {"__init__.py": "", "bench/__init__.py": "", "cells/__init__.py": "",
-             "eeg/__init__.py": "",
-             "cells/_setup.py": "from fakeexp2._harness import x\nSHARED = 1\n",
-             "cells/rare.py": "from fakeexp2.cells._setup import SHARED\n"
-                              + _FAKE_EXPERIMENT.format(name="cells_rare"),
-             "eeg/state.py": _FAKE_EXPERIMENT.format(name="eeg_state")}
+def test_registry_finds_subpackage_experiments_and_rejects_setup_importing_one(
+    tmp_path, monkeypatch
+):
+    files = {
+        "__init__.py": "",
+        "bench/__init__.py": "",
+        "cells/__init__.py": "",
+        "eeg/__init__.py": "",
+        "cells/_setup.py": "from fakeexp2._harness import x\nSHARED = 1\n",
+        "cells/rare.py": "from fakeexp2.cells._setup import SHARED\n"
+        + _FAKE_EXPERIMENT.format(name="cells_rare"),
+        "eeg/state.py": _FAKE_EXPERIMENT.format(name="eeg_state"),
+    }
     _fake_tree(tmp_path / "fakeexp2", files, monkeypatch)
     # the harness import in _setup.py is not an experiment; the names follow the tree
-    assert _registry.check_imports(tmp_path / "fakeexp2/cells/_setup.py",
-                                   "fakeexp2.cells._setup", package="fakeexp2") is None
+    assert (
+        _registry.check_imports(
+            tmp_path / "fakeexp2/cells/_setup.py", "fakeexp2.cells._setup", package="fakeexp2"
+        )
+        is None
+    )
     (tmp_path / "fakeexp2/cells/_setup.py").write_text("SHARED = 1\n")
     assert sorted(_registry.discover(package="fakeexp2")) == ["cells_rare", "eeg_state"]
     assert _registry.find("eeg_state", package="fakeexp2").NAME == "eeg_state"
-    with pytest.raises(KeyError, match="unknown experiment 'eeg_nope'; known: cells_rare, "
-                                       "eeg_state"):
+    with pytest.raises(
+        KeyError, match="unknown experiment 'eeg_nope'; known: cells_rare, eeg_state"
+    ):
         _registry.find("eeg_nope", package="fakeexp2")
     (tmp_path / "fakeexp2/cells/_setup.py").write_text("from fakeexp2.eeg.state import NAME\n")
-    with pytest.raises(ValueError, match=r"fakeexp2\.cells\._setup imports the experiment "
-                                         r"module\(s\) fakeexp2\.eeg\.state"):
+    with pytest.raises(
+        ValueError,
+        match=r"fakeexp2\.cells\._setup imports the experiment "
+        r"module\(s\) fakeexp2\.eeg\.state",
+    ):
         _registry.discover(package="fakeexp2")
     # a module whose NAME does not follow its place in the tree is rejected
     (tmp_path / "fakeexp2/cells/_setup.py").write_text("SHARED = 1\n")

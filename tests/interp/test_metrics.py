@@ -35,7 +35,8 @@ def test_sae_metrics_equal_numpy_formulas(getkey):
 
 def test_topk_pca_baseline(getkey):
     x = jax.random.normal(getkey(), (200, 6), jnp.float64) @ jax.random.normal(
-        getkey(), (6, 6), jnp.float64)
+        getkey(), (6, 6), jnp.float64
+    )
     full = ip.TopKPCA(x, 6)
     np.testing.assert_allclose(jax.vmap(full)(x), x, rtol=1e-9, atol=1e-9)
     two = ip.TopKPCA(x, 2)
@@ -80,14 +81,20 @@ def test_top_activating_contexts_equal_brute_force(getkey):
 def test_feature_label_association_equals_references(getkey):
     n = 300
     labels = jax.random.randint(getkey(), (n,), 0, 3)
-    acts = jnp.stack([labels.astype(jnp.float64) - 1 + 0.5 * jax.random.normal(
-        getkey(), (n,), jnp.float64), jax.random.normal(getkey(), (n,), jnp.float64),
-        jnp.zeros(n)], axis=1)
+    acts = jnp.stack(
+        [
+            labels.astype(jnp.float64) - 1 + 0.5 * jax.random.normal(getkey(), (n,), jnp.float64),
+            jax.random.normal(getkey(), (n,), jnp.float64),
+            jnp.zeros(n),
+        ],
+        axis=1,
+    )
     out = ip.feature_label_association(acts, labels)
     an, ln = np.asarray(acts), np.asarray(labels)
     for j in range(2):
         assert float(out["correlation"][j]) == pytest.approx(np.corrcoef(an[:, j], ln)[0, 1])
         assert float(out["mutual_information"][j]) == pytest.approx(
-            mutual_info_score(an[:, j] > 0, ln), abs=1e-12)
+            mutual_info_score(an[:, j] > 0, ln), abs=1e-12
+        )
     assert float(out["correlation"][2]) == 0.0 and float(out["mutual_information"][2]) == 0.0
     assert float(out["mutual_information"][0]) > 5 * float(out["mutual_information"][1])

@@ -62,8 +62,21 @@ def test_ridge_kfold_equals_brute_force(getkey):
     pens = [0.1, 10.0, 1000.0]
     probe, scores = ip.ridge_kfold(x, y, folds=folds, penalties=pens)
     xn, yn, fn = np.asarray(x), np.asarray(y), np.asarray(folds)
-    ref = [np.mean([np.mean((Ridge(alpha=p).fit(xn[fn != f], yn[fn != f]).predict(xn[fn == f])
-                             - yn[fn == f]) ** 2) for f in range(3)]) for p in pens]
+    ref = [
+        np.mean(
+            [
+                np.mean(
+                    (
+                        Ridge(alpha=p).fit(xn[fn != f], yn[fn != f]).predict(xn[fn == f])
+                        - yn[fn == f]
+                    )
+                    ** 2
+                )
+                for f in range(3)
+            ]
+        )
+        for p in pens
+    ]
     np.testing.assert_allclose(scores, ref, rtol=1e-6)
     assert float(probe.penalty) == pens[int(np.argmin(ref))]
 
@@ -90,7 +103,8 @@ def test_logistic_equals_sklearn(getkey, n_classes):
     penalty = 0.05
     probe = ip.fit_logistic(x, labels, n_classes=n_classes, penalty=penalty)
     ref = LogisticRegression(C=1 / (penalty * n), tol=1e-12, max_iter=10_000).fit(
-        np.asarray(x), np.asarray(labels))
+        np.asarray(x), np.asarray(labels)
+    )
     if n_classes == 2:
         np.testing.assert_allclose(probe.coef[:, 0], ref.coef_[0], atol=1e-5)
         np.testing.assert_allclose(probe.intercept[0], ref.intercept_[0], atol=1e-5)
@@ -98,8 +112,9 @@ def test_logistic_equals_sklearn(getkey, n_classes):
         np.testing.assert_allclose(probe.coef, ref.coef_.T, atol=1e-5)
         b = ref.intercept_ - ref.intercept_.mean()
         np.testing.assert_allclose(probe.intercept, b, atol=1e-5)
-    np.testing.assert_allclose(jax.vmap(probe.proba)(x), ref.predict_proba(np.asarray(x)),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        jax.vmap(probe.proba)(x), ref.predict_proba(np.asarray(x)), atol=1e-6
+    )
 
 
 def test_logistic_objective_stationary(getkey):
@@ -126,8 +141,9 @@ def test_probe_sweep_equals_per_layer_fits(getkey):
         probe, _ = ip.ridge_gcv(acts[layer], y, weights=train)
         pred = jax.vmap(probe)(acts[layer])
         np.testing.assert_allclose(out["prediction"][layer], pred, rtol=1e-9, atol=1e-9)
-        np.testing.assert_allclose(out["r2"][layer], ip.r2_score(y, pred, weights=~train),
-                                   rtol=1e-9)
+        np.testing.assert_allclose(
+            out["r2"][layer], ip.r2_score(y, pred, weights=~train), rtol=1e-9
+        )
     assert int(jnp.argmax(out["r2"])) == 1 and float(out["r2"][1]) > 0.99
 
     labels = (acts[2, :, 0] > 0).astype(jnp.int32)

@@ -18,7 +18,8 @@ def planted(key, n=8192, d=16, m=48, k=3, dtype=jnp.float32):
     D = jax.random.normal(k1, (m, d), dtype)
     D = D / jnp.linalg.norm(D, axis=1, keepdims=True)
     idx = jax.vmap(lambda kk: jax.random.choice(kk, m, (k,), replace=False))(
-        jax.random.split(k2, n))
+        jax.random.split(k2, n)
+    )
     mag = jax.random.uniform(k3, (n, k), dtype, 0.5, 1.5)
     Z = jnp.zeros((n, m), dtype).at[jnp.arange(n)[:, None], idx].set(mag)
     return Z @ D, D
@@ -32,13 +33,17 @@ def mcc(D, W_dec):
 
 def test_init_conventions(getkey):
     x = jax.random.normal(getkey(), (50, 8), jnp.float32)
-    for sae in (ip.TopKSAE(8, 32, 4, key=getkey(), b_dec=x), ip.ReLUSAE(8, 32, key=getkey()),
-                ip.BatchTopKSAE(8, 32, 4, key=getkey(), b_dec=x)):
+    for sae in (
+        ip.TopKSAE(8, 32, 4, key=getkey(), b_dec=x),
+        ip.ReLUSAE(8, 32, key=getkey()),
+        ip.BatchTopKSAE(8, 32, 4, key=getkey(), b_dec=x),
+    ):
         np.testing.assert_allclose(jnp.linalg.norm(sae.W_dec, axis=1), 1.0, rtol=1e-6)
         np.testing.assert_array_equal(sae.W_enc, sae.W_dec.T)
         assert sae.d_in == 8 and sae.d_sae == 32
-    np.testing.assert_allclose(ip.TopKSAE(8, 32, 4, key=getkey(), b_dec=x).b_dec,
-                               np.asarray(x).mean(0), rtol=1e-6)
+    np.testing.assert_allclose(
+        ip.TopKSAE(8, 32, 4, key=getkey(), b_dec=x).b_dec, np.asarray(x).mean(0), rtol=1e-6
+    )
 
 
 def test_topk_encode_and_vmap_equals_loop(getkey):
@@ -94,8 +99,10 @@ def test_loss_gradient_equals_finite_differences(getkey):
     g = jax.jit(jax.grad(lambda p: step._loss(p, sae, x, dead)[0]))(p0)
     v = jax.tree.map(lambda a: jax.random.normal(getkey(), a.shape, a.dtype), p0)
     eps = 1e-6
-    fd = (oracle(jax.tree.map(lambda a, b: a + eps * b, p0, v))
-          - oracle(jax.tree.map(lambda a, b: a - eps * b, p0, v))) / (2 * eps)
+    fd = (
+        oracle(jax.tree.map(lambda a, b: a + eps * b, p0, v))
+        - oracle(jax.tree.map(lambda a, b: a - eps * b, p0, v))
+    ) / (2 * eps)
     an = sum(jnp.sum(a * b) for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(v)))
     assert float(an) == pytest.approx(float(fd), rel=1e-6)
     # and the aux term does contribute (the check is not vacuous)
@@ -120,8 +127,15 @@ def test_step_jit_equals_eager_and_keeps_unit_decoder(getkey):
 def test_topk_recovers_planted_dictionary(getkey):
     x, D = planted(getkey())
     sae = ip.TopKSAE(16, 48, 3, key=getkey(), b_dec=x[:1024])
-    sae, _, hists = ip.fit_sae(x, sae, key=getkey(), steps=1000, batch_size=256,
-                               optimizer=optax.adam(3e-3), dead_window=100)
+    sae, _, hists = ip.fit_sae(
+        x,
+        sae,
+        key=getkey(),
+        steps=1000,
+        batch_size=256,
+        optimizer=optax.adam(3e-3),
+        dead_window=100,
+    )
     assert mcc(D, sae.W_dec) > 0.9
     assert float(ip.sae_metrics(sae, x[:4096])["explained_variance"]) > 0.8
     assert hists[0].losses[-1] < 0.3 * hists[0].losses[0]
@@ -140,8 +154,16 @@ def test_aux_k_revives_dead_latents(getkey, aux):
     sae = _half_dead_topk(getkey(), 16, 64, 3, x)
     start = ip.sae_metrics(sae, x[:4096])["dead_fraction"]
     assert float(start) >= 0.5
-    sae, _, hists = ip.fit_sae(x, sae, key=getkey(), steps=800, batch_size=256,
-                               optimizer=optax.adam(3e-3), dead_window=20, aux_coefficient=aux)
+    sae, _, hists = ip.fit_sae(
+        x,
+        sae,
+        key=getkey(),
+        steps=800,
+        batch_size=256,
+        optimizer=optax.adam(3e-3),
+        dead_window=20,
+        aux_coefficient=aux,
+    )
     dead = float(ip.sae_metrics(sae, x[:4096])["dead_fraction"])
     if aux > 0:
         assert dead < 0.05 and hists[0].aux["dead_frac"][-1] < 0.05
@@ -156,9 +178,17 @@ def test_relu_l1_resampling_revives(getkey):
     sae = eqx.tree_at(lambda s: s.b_enc, sae, jnp.where(dead0, -100.0, 0.0).astype(x.dtype))
     out = {}
     for every in (100, 0):
-        s, _, _ = ip.fit_sae(x, sae, key=getkey(), steps=300, batch_size=256,
-                             optimizer=optax.adam(3e-3), l1_coefficient=1e-2,
-                             dead_window=50, resample_every=every)
+        s, _, _ = ip.fit_sae(
+            x,
+            sae,
+            key=getkey(),
+            steps=300,
+            batch_size=256,
+            optimizer=optax.adam(3e-3),
+            l1_coefficient=1e-2,
+            dead_window=50,
+            resample_every=every,
+        )
         out[every] = float(ip.sae_metrics(s, x[:4096])["dead_fraction"])
     assert out[0] >= 0.5 > 0.05 > out[100]
 
@@ -166,8 +196,9 @@ def test_relu_l1_resampling_revives(getkey):
 def test_batch_topk_mean_l0_and_threshold(getkey):
     x, D = planted(getkey())
     sae = ip.BatchTopKSAE(16, 48, 3, key=getkey(), b_dec=x[:1024])
-    sae, _, hists = ip.fit_sae(x, sae, key=getkey(), steps=800, batch_size=256,
-                               optimizer=optax.adam(3e-3), dead_window=100)
+    sae, _, hists = ip.fit_sae(
+        x, sae, key=getkey(), steps=800, batch_size=256, optimizer=optax.adam(3e-3), dead_window=100
+    )
     np.testing.assert_allclose(hists[0].aux["l0"], 3.0, rtol=1e-6)  # exactly B*k per batch
     assert float(sae.threshold) > 0
     m = ip.sae_metrics(sae, x[:4096])
@@ -176,8 +207,14 @@ def test_batch_topk_mean_l0_and_threshold(getkey):
 
 
 @pytest.mark.slow  # compiles four chunk layouts per SAE (run with -m slow)
-@pytest.mark.parametrize("kind", ["topk", pytest.param("relu", marks=pytest.mark.slow),
-                                  pytest.param("batchtopk", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "topk",
+        pytest.param("relu", marks=pytest.mark.slow),
+        pytest.param("batchtopk", marks=pytest.mark.slow),
+    ],
+)
 def test_sae_step_passes_shared_step_checks(getkey, tmp_path, kind):
     from tests.step_checks import check_step
 
@@ -201,8 +238,15 @@ def test_fit_sae_streams_an_activation_store(getkey, tmp_path):
     store = lm.collect(model, None, texts, layers=[1], path=tmp_path / "store")
     assert store.n_tokens == 600 and store.d == 24
     sae = ip.TopKSAE(24, 48, 4, key=getkey(), b_dec=jnp.asarray(store.array()[:200]))
-    trained, state, hists = ip.fit_sae(store, sae, key=getkey(), steps=30, batch_size=64,
-                                       buffer_size=256, optimizer=optax.adam(1e-2))
+    trained, state, hists = ip.fit_sae(
+        store,
+        sae,
+        key=getkey(),
+        steps=30,
+        batch_size=64,
+        buffer_size=256,
+        optimizer=optax.adam(1e-2),
+    )
     assert len(hists) == 8 and int(state.step) == 30  # 4 steps per 256-row buffer
     x = jnp.asarray(store.array())
     before = ip.sae_metrics(sae, x)["explained_variance"]

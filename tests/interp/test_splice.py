@@ -40,8 +40,9 @@ def test_ce_loss_score_identity_is_one_zero_is_zero(model, tokens, getkey):
     zero = ip.ce_loss_score(model, tokens, _Zero(), layer=1, input_scale=2.0)
     assert zero["ce_loss_score"] == 0.0 and zero["kl_score"] == 0.0
     # skip_first keeps the leading positions clean in every pass: still exact
-    assert ip.ce_loss_score(model, tokens, _Identity(), layer=1, skip_first=1)[
-        "ce_loss_score"] == 1.0
+    assert (
+        ip.ce_loss_score(model, tokens, _Identity(), layer=1, skip_first=1)["ce_loss_score"] == 1.0
+    )
     assert ip.ce_loss_score(model, tokens, _Zero(), layer=1, skip_first=1)["ce_loss_score"] == 0.0
     # an SAE in between: the score is the stated ratio of independently computed CEs
     sae = ip.TopKSAE(24, 48, 4, key=getkey())
@@ -53,8 +54,9 @@ def test_ce_loss_score_identity_is_one_zero_is_zero(model, tokens, getkey):
 
     clean = ce(lm.forward(model, tokens)[0])
     abl = ce(lm.forward(model, tokens, intervene={("resid_post", 1): lambda x: 0 * x})[0])
-    recon = ce(lm.forward(model, tokens,
-                          intervene={("resid_post", 1): lambda x: jax.vmap(sae)(x)})[0])
+    recon = ce(
+        lm.forward(model, tokens, intervene={("resid_post", 1): lambda x: jax.vmap(sae)(x)})[0]
+    )
     assert out["ce_loss_score"] == pytest.approx((abl - recon) / (abl - clean), rel=1e-4)
 
 
@@ -69,27 +71,35 @@ def test_steering_alpha_zero_is_bit_identical(model, tokens, getkey):
     plain, _ = lm.forward(model, tokens)
     v = jax.random.normal(getkey(), (24,), jnp.float32)
     for positions in (None, [-1, 2]):
-        steered, _ = lm.forward(model, tokens,
-                                intervene=ip.steer(v, 0.0, layers=[0, 2], positions=positions))
+        steered, _ = lm.forward(
+            model, tokens, intervene=ip.steer(v, 0.0, layers=[0, 2], positions=positions)
+        )
         np.testing.assert_array_equal(np.asarray(steered), np.asarray(plain))
 
 
 def test_steer_at_positions_is_causal_and_matches_manual_add(model, tokens, getkey):
     v = jax.random.normal(getkey(), (24,), jnp.float32)
     plain, acts = lm.forward(model, tokens, capture=["resid_post"], layers=[1])
-    out, acts2 = lm.forward(model, tokens, capture=["resid_post"], layers=[1],
-                            intervene=ip.steer(v, 3.0, layers=[1], positions=[5]))
+    out, acts2 = lm.forward(
+        model,
+        tokens,
+        capture=["resid_post"],
+        layers=[1],
+        intervene=ip.steer(v, 3.0, layers=[1], positions=[5]),
+    )
     # earlier positions are untouched (causal), position 5 and later change
     np.testing.assert_array_equal(np.asarray(out[:, :5]), np.asarray(plain[:, :5]))
     assert float(jnp.max(jnp.abs(out[:, 5:] - plain[:, 5:]))) > 1e-3
-    np.testing.assert_allclose(acts2["resid_post"][:, 0, 5], acts["resid_post"][:, 0, 5] + 3 * v,
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        acts2["resid_post"][:, 0, 5], acts["resid_post"][:, 0, 5] + 3 * v, rtol=1e-5, atol=1e-5
+    )
 
 
 def test_project_out_removes_component(model, tokens, getkey):
     v = jax.random.normal(getkey(), (24,), jnp.float32)
-    _, acts = lm.forward(model, tokens, capture=["resid_post"], layers=[2],
-                         intervene=ip.project_out(v, layers=[2]))
+    _, acts = lm.forward(
+        model, tokens, capture=["resid_post"], layers=[2], intervene=ip.project_out(v, layers=[2])
+    )
     np.testing.assert_allclose(acts["resid_post"] @ v, 0.0, atol=1e-4)
 
 
@@ -104,8 +114,9 @@ def test_mean_difference_separates_planted_classes(getkey):
     ref = xn[tn & ln].mean(0) - xn[tn & ~ln].mean(0)
     np.testing.assert_allclose(fit.direction, ref, rtol=1e-5, atol=1e-5)
     assert float(fit.test_auroc) > 0.99 and float(fit.test_accuracy) > 0.95
-    null = ip.mean_difference(jax.random.normal(getkey(), (400, d), jnp.float32), labels,
-                              train=train)
+    null = ip.mean_difference(
+        jax.random.normal(getkey(), (400, d), jnp.float32), labels, train=train
+    )
     assert float(null.test_auroc) < 0.75  # no planted signal: no separation held out
     with pytest.raises(ValueError, match="labels"):
         ip.mean_difference(x, jnp.ones(400, bool), train=train)
@@ -139,6 +150,7 @@ def test_dose_response_with_random_control(model, getkey):
 
     out = ip.dose_response(metric, head, [0.0, 1.0, 4.0], key=getkey())
     assert out["direction"][0] == out["control"][0] == float(metric(jnp.zeros(24)))
-    np.testing.assert_allclose(np.linalg.norm(out["random_direction"]),
-                               float(jnp.linalg.norm(head)), rtol=1e-5)
+    np.testing.assert_allclose(
+        np.linalg.norm(out["random_direction"]), float(jnp.linalg.norm(head)), rtol=1e-5
+    )
     assert out["direction"][2] - out["direction"][0] > abs(out["control"][2] - out["control"][0])

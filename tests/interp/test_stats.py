@@ -24,8 +24,9 @@ def test_metrics_equal_references(getkey):
     y, s = _scores(getkey())
     yn, sn = np.asarray(y), np.asarray(s)
     assert float(ip.auroc(y, s)) == pytest.approx(roc_auc_score(yn, sn), abs=1e-12)
-    assert float(ip.spearman(s, y.astype(jnp.float64) + s ** 2)) == pytest.approx(
-        spearmanr(sn, yn + sn**2).statistic, abs=1e-12)
+    assert float(ip.spearman(s, y.astype(jnp.float64) + s**2)) == pytest.approx(
+        spearmanr(sn, yn + sn**2).statistic, abs=1e-12
+    )
     assert float(ip.r2_score(y.astype(jnp.float64), s)) == pytest.approx(r2_score(yn, sn))
     pred = (s > 0.5).astype(jnp.int32)
     assert float(ip.accuracy(y, pred)) == pytest.approx(accuracy_score(yn, np.asarray(pred)))
@@ -39,9 +40,11 @@ def test_integer_weights_equal_replicated_rows(getkey):
     wf = w.astype(jnp.float64)
     assert float(ip.auroc(y, s, weights=wf)) == pytest.approx(roc_auc_score(yn, sn), abs=1e-12)
     assert float(ip.spearman(s, y.astype(jnp.float64), weights=wf)) == pytest.approx(
-        spearmanr(sn, yn).statistic, abs=1e-12)
+        spearmanr(sn, yn).statistic, abs=1e-12
+    )
     assert float(ip.r2_score(y.astype(jnp.float64), s, weights=wf)) == pytest.approx(
-        r2_score(yn, sn))
+        r2_score(yn, sn)
+    )
 
 
 def test_bootstrap_ci_covers_and_groups_widen(getkey):
@@ -57,8 +60,7 @@ def test_bootstrap_ci_covers_and_groups_widen(getkey):
     assert ghi - glo > hi - lo
     # held-out rows only: the estimate equals the metric on those rows
     test = (jnp.arange(400) >= 300).astype(jnp.float64)
-    est_t, _, _ = ip.bootstrap_ci(ip.r2_score, y, pred, key=getkey(), n_resamples=10,
-                                  weights=test)
+    est_t, _, _ = ip.bootstrap_ci(ip.r2_score, y, pred, key=getkey(), n_resamples=10, weights=test)
     assert float(est_t) == pytest.approx(r2_score(np.asarray(y)[300:], np.asarray(pred)[300:]))
 
 

@@ -60,8 +60,11 @@ def test_cpu_kernel_builds():
 CASES = [
     (scan, dtype, n, k)
     for scan in STRATEGIES
-    for dtype in ([np.float32, np.float64, np.complex64, np.complex128]
-                  if isinstance(scan, CpuScan) else [np.float32, np.complex128])
+    for dtype in (
+        [np.float32, np.float64, np.complex64, np.complex128]
+        if isinstance(scan, CpuScan)
+        else [np.float32, np.complex128]
+    )
     for n, k in [(1, 1), (37, 3)]
 ] + [(CpuScan(), np.float64, 130, 1)]
 

@@ -29,13 +29,18 @@ def test_bench_contract(name):
 @pytest.mark.slow  # compiles every matvec/gradient variant: ~10 s idle, a minute under load
 def test_exactness_tiny_run(tmp_path):
     mod = importlib.import_module("experiments.laplex.exactness")
-    config = mod.Config(sizes=(7,), grad_sizes=(5,), heads=1, decay_scales=(1e-6, 1e6),
-                        sym_sizes=(9,))
+    config = mod.Config(
+        sizes=(7,), grad_sizes=(5,), heads=1, decay_scales=(1e-6, 1e6), sym_sizes=(9,)
+    )
     res = mod.run(config, jax.random.key(0), RunContext(mod.NAME, tmp_path))
     assert res.metrics["max_rel_err_f64"] < 1e-10
     assert res.metrics["max_grad_rel_err_f64"] < 1e-8
-    assert {"max_rel_err_f64", "max_rel_err_f32", "max_grad_rel_err_f64",
-            "max_rel_err_f32_sym_presorted"} <= set(res.metrics)
+    assert {
+        "max_rel_err_f64",
+        "max_rel_err_f32",
+        "max_grad_rel_err_f64",
+        "max_rel_err_f32_sym_presorted",
+    } <= set(res.metrics)
 
 
 def test_gpu_bench_refuses_cpu():
@@ -51,8 +56,19 @@ def test_gpu_device_script_dry_run(tmp_path):
     mod = importlib.import_module("experiments.bench.laplex_gpu")
     x64 = jax.config.jax_enable_x64
     try:
-        rec = mod.main(["--dry-run", "--sizes", "1024", "--check-n", "256", "--chunks", "16",
-                        "--out", str(tmp_path)])
+        rec = mod.main(
+            [
+                "--dry-run",
+                "--sizes",
+                "1024",
+                "--check-n",
+                "256",
+                "--chunks",
+                "16",
+                "--out",
+                str(tmp_path),
+            ]
+        )
     finally:
         jax.config.update("jax_enable_x64", x64)
     ex = rec["exactness"]
@@ -60,6 +76,11 @@ def test_gpu_device_script_dry_run(tmp_path):
     assert ex["max_grad_rel_err"] < 1e-3
     entry = rec["sizes"]["1024"]
     assert not entry["errors"]
-    assert {"t_matvec_s", "t_matvec_grad_s", "achieved_fraction_matvec",
-            "speedup_vs_assoc_scan", "ratio_to_stream_floor"} <= set(entry["fields"])
+    assert {
+        "t_matvec_s",
+        "t_matvec_grad_s",
+        "achieved_fraction_matvec",
+        "speedup_vs_assoc_scan",
+        "ratio_to_stream_floor",
+    } <= set(entry["fields"])
     assert (tmp_path / "bench" / "laplex_gpu.json").exists()

@@ -103,8 +103,10 @@ def test_fused_float32_tiny_decays_phased(sym):
     assert _rel(y, ref) < 1e-6
 
 
-@pytest.mark.parametrize("phased,ties,complex_v", [
-    (False, False, False), (True, True, False), (False, True, True), (True, False, True)])
+@pytest.mark.parametrize(
+    "phased,ties,complex_v",
+    [(False, False, False), (True, True, False), (False, True, True), (True, False, True)],
+)
 def test_fused_gradients_match_dense_autodiff(phased, ties, complex_v):
     m, n, k = 9, 12, 5
     rng = np.random.default_rng(13 + phased + 2 * ties)
@@ -114,8 +116,9 @@ def test_fused_gradients_match_dense_autodiff(phased, ties, complex_v):
     v = rng.standard_normal((n, k)) + (1j * rng.standard_normal((n, k)) if complex_v else 0)
     wr, wi = rng.standard_normal((m, k)), rng.standard_normal((m, k))
     argnums = (0, 1, 2, 3, 4, 5) if phased else (0, 1, 2, 3, 5)
-    ours = jax.jit(jax.grad(_loss(lambda *z: laplex.matmat(*z, scan=FUSED), wr, wi),
-                            argnums))(v, t, s, a, b, c)
+    ours = jax.jit(jax.grad(_loss(lambda *z: laplex.matmat(*z, scan=FUSED), wr, wi), argnums))(
+        v, t, s, a, b, c
+    )
     ref = jax.jit(jax.grad(_loss(_dense, wr, wi), argnums))(v, t, s, a, b, c)
     for g, r in zip(ours, ref):
         assert g.dtype == r.dtype
@@ -133,8 +136,9 @@ def test_fused_symmetric_gradients_match_dense_autodiff(phased):
     v, wr, wi = (rng.standard_normal(n) for _ in range(3))
 
     def ours(v, x, a, b, c):
-        return _loss(lambda v, t, s, a, b, c: laplex.matvec(v, t, t, a, b, c, scan=FUSED),
-                     wr, wi)(v, x, x, a, b, c)
+        return _loss(lambda v, t, s, a, b, c: laplex.matvec(v, t, t, a, b, c, scan=FUSED), wr, wi)(
+            v, x, x, a, b, c
+        )
 
     def ref(v, x, a, b, c):
         return _loss(_dense, wr, wi)(v, x, x, a, b, c)
@@ -153,8 +157,17 @@ def test_fused_parts_against_dense_sums():
     lam = np.array([0.7 + 0.4j])
     x = rng.standard_normal((16, 2)) + 0j
     plan = laplex.make_plan(t, s)
-    out = fused_parts(jnp.asarray(x), jnp.asarray(t), jnp.asarray(s), jnp.asarray(lam),
-                      plan.perm_s, plan.rank_t, plan.perm_t, jordan=True, tie=True)
+    out = fused_parts(
+        jnp.asarray(x),
+        jnp.asarray(t),
+        jnp.asarray(s),
+        jnp.asarray(lam),
+        plan.perm_s,
+        plan.rank_t,
+        plan.perm_t,
+        jordan=True,
+        tie=True,
+    )
     d = t[0][:, None] - s[0][None, :]
     e = np.exp(-lam[0] * np.abs(d))
     left, right, tied = (d >= 0) * e, (d < 0) * e, (d == 0) * 1.0
@@ -171,8 +184,15 @@ def test_fused_jit_and_vmap_over_rhs():
     plan = laplex.make_plan(t, s)
     f = jax.jit(jax.vmap(lambda v: laplex.matvec(v, t, s, a, b, c, plan=plan, scan=FUSED)))
     np.testing.assert_allclose(f(vs), _dense_np(vs.T, t, s, a, b, c).T, rtol=1e-12, atol=1e-12)
-    g = jax.jit(jax.vmap(jax.grad(lambda v: jnp.sum(jnp.abs(
-        laplex.matvec(v, t, s, a, b, c, plan=plan, scan=FUSED)) ** 2))))
+    g = jax.jit(
+        jax.vmap(
+            jax.grad(
+                lambda v: jnp.sum(
+                    jnp.abs(laplex.matvec(v, t, s, a, b, c, plan=plan, scan=FUSED)) ** 2
+                )
+            )
+        )
+    )
     ref = jax.vmap(jax.grad(lambda v: jnp.sum(jnp.abs(_dense(v, t, s, a, b, c)) ** 2)))
     np.testing.assert_allclose(g(vs), ref(vs), rtol=1e-10, atol=1e-10)
 
@@ -233,8 +253,9 @@ def test_fused_presorted_anchors_value_and_gradients(phased):
     assert _rel(y, _dense_np(v, t, s, a, b, c)) < 1e-12
     wr, wi = rng.standard_normal((700, 5)), rng.standard_normal((700, 5))
     argnums = (0, 1, 2, 3, 4, 5) if phased else (0, 1, 2, 3, 5)
-    ours = jax.grad(_loss(lambda *z: laplex.matmat(*z, plan=plan, scan=FUSED), wr, wi),
-                    argnums)(v, t, s, a, b, c)
+    ours = jax.grad(_loss(lambda *z: laplex.matmat(*z, plan=plan, scan=FUSED), wr, wi), argnums)(
+        v, t, s, a, b, c
+    )
     ref = jax.grad(_loss(_dense, wr, wi), argnums)(v, t, s, a, b, c)
     for g, r in zip(ours, ref):
         assert _rel(g, r) < 1e-10
@@ -242,8 +263,9 @@ def test_fused_presorted_anchors_value_and_gradients(phased):
 
 def _rows_np(v, t, s, a, b, c, rows):
     """`_dense_np` for the targets `rows` only, in groups (memory stays small at large N)."""
-    return np.concatenate([_dense_np(v, t[:, rows[i:i + 8]], s, a, b, c)
-                           for i in range(0, len(rows), 8)])
+    return np.concatenate(
+        [_dense_np(v, t[:, rows[i : i + 8]], s, a, b, c) for i in range(0, len(rows), 8)]
+    )
 
 
 @pytest.mark.parametrize("phased", [False, True])
@@ -286,8 +308,8 @@ def _sym_np(v, x, a, c):
     y = np.zeros_like(v)
     for h in range(x.shape[0]):
         for i0 in range(0, x.shape[1], 1024):
-            d = np.abs(x[h, i0:i0 + 1024, None] - x[h, None, :])
-            y[i0:i0 + 1024] += float(c[h]) * (np.exp(-float(a[h]) * d) @ v)
+            d = np.abs(x[h, i0 : i0 + 1024, None] - x[h, None, :])
+            y[i0 : i0 + 1024] += float(c[h]) * (np.exp(-float(a[h]) * d) @ v)
     return y
 
 
@@ -314,15 +336,22 @@ def test_fused_symmetric_presorted_real_blocks(dtype, n, threads, monkeypatch):
         a = (scale * rng.uniform(0.5, 2.0, 2)).astype(dtype)
         ref = _sym_np(v, x, a, c)
         for flag in (1, 0):  # vouched pre-sorted, or found by the identity check
-            y = fused_sym(jnp.asarray(v), jnp.asarray(x), jnp.asarray(a), jnp.asarray(c), ident,
-                          jnp.full((2,), flag, jnp.int32))
+            y = fused_sym(
+                jnp.asarray(v),
+                jnp.asarray(x),
+                jnp.asarray(a),
+                jnp.asarray(c),
+                ident,
+                jnp.full((2,), flag, jnp.int32),
+            )
             assert y.dtype == dtype
             assert _rel(y, ref) < tol
     # through the public API with a plan on pre-sorted anchors (the benchmark's case)
     xj = jnp.asarray(x)
     plan = laplex.make_plan(xj, xj)
-    y = laplex.matvec(jnp.asarray(v[:, 0]), xj, xj, jnp.asarray(a), None, jnp.asarray(c),
-                      plan=plan, scan=FUSED)
+    y = laplex.matvec(
+        jnp.asarray(v[:, 0]), xj, xj, jnp.asarray(a), None, jnp.asarray(c), plan=plan, scan=FUSED
+    )
     assert _rel(y, ref[:, 0]) < tol
 
 
@@ -363,8 +392,9 @@ def test_fused_symmetric_unsorted_one_column(dtype, threads, monkeypatch):
     xj = jnp.asarray(x)
     plan = laplex.make_plan(xj, xj)
     assert not np.any(np.asarray(plan.presorted_s))
-    y = laplex.matvec(jnp.asarray(v[:, 0]), xj, xj, jnp.asarray(a), None, jnp.asarray(c),
-                      plan=plan, scan=FUSED)
+    y = laplex.matvec(
+        jnp.asarray(v[:, 0]), xj, xj, jnp.asarray(a), None, jnp.asarray(c), plan=plan, scan=FUSED
+    )
     tol = 1e-12 if dtype == np.float64 else 1e-5
     assert _rel(y, _sym_np(v, x, a, c)[:, 0]) < tol
 

@@ -76,11 +76,13 @@ def test_cg_lanczos_slq_against_dense(getkey):
     evals, evecs = np.linalg.eigh(dense)
     sq = (evecs * np.sqrt(evals)) @ evecs.T
     z = jax.random.normal(getkey(), (g.size,), jnp.float64)
-    np.testing.assert_allclose(laplex.lanczos_sqrt_apply(g.matvec, z, steps=g.size), sq @ z,
-                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        laplex.lanczos_sqrt_apply(g.matvec, z, steps=g.size), sq @ z, rtol=1e-6, atol=1e-8
+    )
     # SLQ: unbiased over probes; exact quadrature with N nodes -> error from probes only
-    est = laplex.slq_logdet(g.matvec, g.size, key=getkey(), probes=256, steps=g.size,
-                            dtype=jnp.float64)
+    est = laplex.slq_logdet(
+        g.matvec, g.size, key=getkey(), probes=256, steps=g.size, dtype=jnp.float64
+    )
     exact = np.linalg.slogdet(dense)[1]
     assert abs(float(est) - exact) < 0.05 * abs(exact) + 0.5
 
@@ -91,12 +93,16 @@ def test_gaussian_nll_value_and_gradient(getkey):
 
     def exact(model):
         cov = model.dense()
-        return 0.5 * (y @ jnp.linalg.solve(cov, y) + jnp.linalg.slogdet(cov)[1]
-                      + g.size * jnp.log(2 * jnp.pi))
+        return 0.5 * (
+            y @ jnp.linalg.solve(cov, y) + jnp.linalg.slogdet(cov)[1] + g.size * jnp.log(2 * jnp.pi)
+        )
 
     key = getkey()
-    ours_v, ours_g = jax.jit(jax.value_and_grad(
-        lambda m: m.neg_log_likelihood(y, key=key, probes=512, lanczos_steps=g.size)))(g)
+    ours_v, ours_g = jax.jit(
+        jax.value_and_grad(
+            lambda m: m.neg_log_likelihood(y, key=key, probes=512, lanczos_steps=g.size)
+        )
+    )(g)
     ref_v, ref_g = jax.value_and_grad(exact)(g)
     assert abs(float(ours_v) - float(ref_v)) < 0.02 * abs(float(ref_v))
     # the quadratic part of the gradient is exact; the log-det part is a Hutchinson

@@ -76,9 +76,10 @@ def test_matmat_and_complex_rhs():
 
 
 @pytest.mark.parametrize(
-    "scan", [AssociativeScan(), BlockedScan(block=4), CpuScan(),
-             PallasScan(chunk=4, interpret=True)],
-    ids=["assoc", "blocked", "cpu", "pallas_interpret"])
+    "scan",
+    [AssociativeScan(), BlockedScan(block=4), CpuScan(), PallasScan(chunk=4, interpret=True)],
+    ids=["assoc", "blocked", "cpu", "pallas_interpret"],
+)
 def test_every_scan_strategy_is_exact(scan):
     t, s, a, b, c = _problem(3, 2, 12, 10, ties=True)
     v = np.random.default_rng(3).standard_normal((10, 2))
@@ -101,11 +102,14 @@ def _loss(fn, wr, wi):
         if jnp.iscomplexobj(y):
             out = out + jnp.sum(jnp.imag(y) * wi)
         return out
+
     return loss
 
 
-@pytest.mark.parametrize("phased,ties,complex_v", [
-    (False, False, False), (True, True, False), (False, True, True), (True, False, True)])
+@pytest.mark.parametrize(
+    "phased,ties,complex_v",
+    [(False, False, False), (True, True, False), (False, True, True), (True, False, True)],
+)
 def test_gradients_match_dense_autodiff(phased, ties, complex_v):
     m, n, k = 8, 11, 2
     t, s, a, b, c = _problem(5, 3, m, n, ties=ties, phased=phased)
@@ -128,15 +132,17 @@ def test_gradient_matches_finite_differences():
     w = np.random.default_rng(7).standard_normal(6)
 
     def f(theta):
-        return jnp.sum(jnp.real(laplex.matvec(v, theta[:12].reshape(2, 6), s, theta[12:14], b,
-                                              c)) * w)
+        return jnp.sum(
+            jnp.real(laplex.matvec(v, theta[:12].reshape(2, 6), s, theta[12:14], b, c)) * w
+        )
 
     theta = np.concatenate([t.ravel(), a])
     g = jax.grad(f)(theta)
     f = jax.jit(f)
     eps = 1e-6
-    fd = np.array([(f(theta + eps * e) - f(theta - eps * e)) / (2 * eps)
-                   for e in np.eye(theta.size)])
+    fd = np.array(
+        [(f(theta + eps * e) - f(theta - eps * e)) / (2 * eps) for e in np.eye(theta.size)]
+    )
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
 
 
@@ -154,8 +160,9 @@ def test_jit_equals_eager_and_vmap_equals_loop():
         return jnp.sum(jnp.abs(laplex.matvec(vs[0], tt, s, a, b, c)) ** 2)
 
     gj = jax.jit(jax.grad(g))
-    np.testing.assert_allclose(jax.vmap(jax.grad(g))(ts), np.stack([gj(x) for x in ts]),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        jax.vmap(jax.grad(g))(ts), np.stack([gj(x) for x in ts]), rtol=1e-12, atol=1e-12
+    )
 
 
 def test_plan_reuse_and_update():
@@ -166,15 +173,23 @@ def test_plan_reuse_and_update():
     # a small move keeps the order: the old plan stays valid and exact
     t2, s2 = t + 1e-9, s - 1e-9
     assert bool(laplex.plan_is_valid(plan, t2, s2))
-    np.testing.assert_allclose(laplex.matvec(v, t2, s2, a, b, c, plan=plan),
-                               _dense_np(v, t2, s2, a, b, c), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        laplex.matvec(v, t2, s2, a, b, c, plan=plan),
+        _dense_np(v, t2, s2, a, b, c),
+        rtol=1e-12,
+        atol=1e-12,
+    )
     # a big move changes the order: invalid, and update_plan re-sorts (under jit)
     s3 = s[:, ::-1] * np.linspace(1, 2, 25)
     assert not bool(laplex.plan_is_valid(plan, t, s3))
     new = jax.jit(laplex.update_plan)(plan, t, s3)
     assert bool(laplex.plan_is_valid(new, t, s3))
-    np.testing.assert_allclose(laplex.matvec(v, t, s3, a, b, c, plan=new),
-                               _dense_np(v, t, s3, a, b, c), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        laplex.matvec(v, t, s3, a, b, c, plan=new),
+        _dense_np(v, t, s3, a, b, c),
+        rtol=1e-12,
+        atol=1e-12,
+    )
     kept = laplex.update_plan(plan, t2, s2)
     assert all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(kept), jax.tree.leaves(plan)))
 

@@ -32,11 +32,18 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_sharded_equals_single_device():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu"
+    )
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                          env=env, cwd=root, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     worst = float(proc.stdout.split("WORST")[1])
     assert worst < 1e-12

@@ -15,28 +15,67 @@ from jaxlab.lm import LMConfig
 
 
 def tiny_llama(**kw) -> LMConfig:
-    base = dict(arch="llama", vocab_size=61, d_model=24, n_layers=3, n_heads=4, n_kv_heads=2,
-                head_dim=6, d_ff=40, norm_eps=2.0**-17, rope_bases=(100.0,) * 3,
-                sliding_windows=(0,) * 3, context_length=256)
+    base = dict(
+        arch="llama",
+        vocab_size=61,
+        d_model=24,
+        n_layers=3,
+        n_heads=4,
+        n_kv_heads=2,
+        head_dim=6,
+        d_ff=40,
+        norm_eps=2.0**-17,
+        rope_bases=(100.0,) * 3,
+        sliding_windows=(0,) * 3,
+        context_length=256,
+    )
     base.update(kw)
     return LMConfig(**base)
 
 
 def tiny_gemma(**kw) -> LMConfig:
-    base = dict(arch="gemma3", vocab_size=53, d_model=16, n_layers=4, n_heads=2, n_kv_heads=1,
-                head_dim=8, d_ff=32, norm_eps=2.0**-20, rope_bases=(50.0, 50.0, 50.0, 1000.0),
-                sliding_windows=(3, 3, 3, 0), rope_style="half", qk_norm=True,
-                sandwich_norm=True, activation="gelu_tanh", embed_scale=4.0,
-                attn_scale=0.3, context_length=256)
+    base = dict(
+        arch="gemma3",
+        vocab_size=53,
+        d_model=16,
+        n_layers=4,
+        n_heads=2,
+        n_kv_heads=1,
+        head_dim=8,
+        d_ff=32,
+        norm_eps=2.0**-20,
+        rope_bases=(50.0, 50.0, 50.0, 1000.0),
+        sliding_windows=(3, 3, 3, 0),
+        rope_style="half",
+        qk_norm=True,
+        sandwich_norm=True,
+        activation="gelu_tanh",
+        embed_scale=4.0,
+        attn_scale=0.3,
+        context_length=256,
+    )
     base.update(kw)
     return LMConfig(**base)
 
 
 def tiny_qwen(**kw) -> LMConfig:
-    base = dict(arch="qwen2", vocab_size=67, d_model=24, n_layers=3, n_heads=6, n_kv_heads=2,
-                head_dim=4, d_ff=36, norm_eps=2.0**-20, rope_bases=(1000.0,) * 3,
-                sliding_windows=(0,) * 3, rope_style="half", qkv_bias=True,
-                tied_embeddings=False, context_length=256)
+    base = dict(
+        arch="qwen2",
+        vocab_size=67,
+        d_model=24,
+        n_layers=3,
+        n_heads=6,
+        n_kv_heads=2,
+        head_dim=4,
+        d_ff=36,
+        norm_eps=2.0**-20,
+        rope_bases=(1000.0,) * 3,
+        sliding_windows=(0,) * 3,
+        rope_style="half",
+        qkv_bias=True,
+        tied_embeddings=False,
+        context_length=256,
+    )
     base.update(kw)
     return LMConfig(**base)
 
@@ -54,7 +93,7 @@ def _rope(x, pos, base, style):
         out = np.empty_like(x)
         out[..., 0::2], out[..., 1::2] = z.real, z.imag
         return out
-    z = (x[..., : hd // 2] + 1j * x[..., hd // 2:]) * rot
+    z = (x[..., : hd // 2] + 1j * x[..., hd // 2 :]) * rot
     return np.concatenate([z.real, z.imag], axis=-1)
 
 
@@ -116,8 +155,10 @@ def reference_logits(model, tokens, lora_merge=None) -> np.ndarray:
         x = x + m
     head = model.embed if model.lm_head is None else model.lm_head
     hn = _rms(x, np.asarray(model.final_norm, np.float64), c.norm_eps)
-    return np.concatenate([hn @ np.asarray(head[i:i + 8192], np.float64).T
-                           for i in range(0, head.shape[0], 8192)], axis=1)
+    return np.concatenate(
+        [hn @ np.asarray(head[i : i + 8192], np.float64).T for i in range(0, head.shape[0], 8192)],
+        axis=1,
+    )
 
 
 class _Layer:

@@ -49,8 +49,16 @@ class _Record(AbstractProgress):
 def test_collect_equals_forward_capture(model, tmp_path):
     items = _items()
     rec = _Record()
-    store = lm.collect(model, None, items, sites=["resid_post", "mlp_out"], layers=[0, 2],
-                       path=tmp_path / "s", shard_rows=20, progress=rec)
+    store = lm.collect(
+        model,
+        None,
+        items,
+        sites=["resid_post", "mlp_out"],
+        layers=[0, 2],
+        path=tmp_path / "s",
+        shard_rows=20,
+        progress=rec,
+    )
     n_shards = len(store.shards("mlp_out", 0))
     assert rec.calls == [("start", n_shards, 0), *[("update", 1)] * n_shards, ("close",)]
     assert store.n_tokens == sum(len(t) for t in items) and store.d == 24
@@ -61,8 +69,9 @@ def test_collect_equals_forward_capture(model, tmp_path):
     _, acts = lm.forward(model, toks, mask=mask, capture=["resid_post", "mlp_out"])
     for site in ("resid_post", "mlp_out"):
         for layer in (0, 2):
-            ref = np.concatenate([np.asarray(acts[site][i, layer, 16 - len(t):])
-                                  for i, t in enumerate(items)])
+            ref = np.concatenate(
+                [np.asarray(acts[site][i, layer, 16 - len(t) :]) for i, t in enumerate(items)]
+            )
             np.testing.assert_allclose(store.array(site, layer), ref, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(store.tokens, np.concatenate(items))
     assert store.metadata["sites"] == ["resid_post", "mlp_out"]
@@ -75,8 +84,9 @@ def test_positions_filters(model, tmp_path):
     pairs = [(t[:2], t[2:]) for t in items]
     full = lm.collect(model, None, items, layers=[1], path=tmp_path / "all").array()
     starts = np.cumsum([0] + [len(t) for t in items])[:-1]
-    last = lm.collect(model, None, pairs, layers=[1], path=tmp_path / "last",
-                      positions="last_prompt")
+    last = lm.collect(
+        model, None, pairs, layers=[1], path=tmp_path / "last", positions="last_prompt"
+    )
     np.testing.assert_allclose(last.array(), full[starts + 1], rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(last.positions, np.ones(8, np.int32))
     gen = lm.collect(model, None, pairs, layers=[1], path=tmp_path / "gen", positions="generated")
@@ -89,11 +99,14 @@ def test_positions_filters(model, tmp_path):
 def test_batches_shuffle_is_a_permutation(model, tmp_path):
     store = lm.collect(model, None, _items(), layers=[2], path=tmp_path / "s", shard_rows=16)
     x = store.array()
-    plain = np.concatenate([np.asarray(b) for b in store.batches(7, shuffle=False,
-                                                                 drop_last=False)])
+    plain = np.concatenate(
+        [np.asarray(b) for b in store.batches(7, shuffle=False, drop_last=False)]
+    )
     np.testing.assert_array_equal(plain, x)
-    got = [(np.asarray(b), np.asarray(i)) for b, i in
-           store.batches(5, key=jax.random.key(1), buffer=32, with_index=True)]
+    got = [
+        (np.asarray(b), np.asarray(i))
+        for b, i in store.batches(5, key=jax.random.key(1), buffer=32, with_index=True)
+    ]
     assert all(b.shape == (5, 24) and b.dtype == np.float32 for b, _ in got)
     rows = np.concatenate([b for b, _ in got])
     assert len(rows) == (store.n_tokens // 5) * 5 >= store.n_tokens - 4
@@ -136,21 +149,27 @@ _KILLED = textwrap.dedent("""
 def test_resume_after_sigkill_equals_uninterrupted(model, tmp_path):
     kill_at = 6  # inside shard 1 (4 files per shard): one shard done, one half-written
     items = _items()
-    ref = lm.collect(model, None, items, sites=["resid_mid"], layers=[1], path=tmp_path / "ref",
-                     shard_rows=20)
+    ref = lm.collect(
+        model, None, items, sites=["resid_mid"], layers=[1], path=tmp_path / "ref", shard_rows=20
+    )
     path = str(tmp_path / "killed")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", _KILLED.format(root=str(ROOT), path=path,
-                                                                kill_at=kill_at)],
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED.format(root=str(ROOT), path=path, kill_at=kill_at)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == -9, proc.stderr[-2000:]
     manifest = json.loads((Path(path) / "manifest.json").read_text())
     assert not manifest["complete"] and len(manifest["shards"]) == (kill_at - 1) // 4
     with pytest.raises(ValueError, match="incomplete"):
         lm.ActivationStore(path)
     assert list(Path(path).glob(".shard_*.tmp"))  # the half-written temp file is there
-    resumed = lm.collect(model, None, items, sites=["resid_mid"], layers=[1], path=path,
-                         shard_rows=20)
+    resumed = lm.collect(
+        model, None, items, sites=["resid_mid"], layers=[1], path=path, shard_rows=20
+    )
     assert not list(Path(path).glob(".shard_*.tmp"))
     names = sorted(p.name for p in Path(path).iterdir())
     assert names == sorted(p.name for p in (tmp_path / "ref").iterdir())

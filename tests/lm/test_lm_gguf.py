@@ -30,11 +30,24 @@ def _write_model(path, model, *, corrupt=None):
     w.add_float32(f"{a}.rope.freq_base", c.rope_bases[-1])
     if a == "gemma3":
         w.add_uint32("gemma3.attention.sliding_window", c.sliding_windows[0])
-    names = {"attn_norm": "attn_norm", "wq": "attn_q", "wk": "attn_k", "wv": "attn_v",
-             "wo": "attn_output", "ffn_norm": "ffn_norm", "w_gate": "ffn_gate",
-             "w_up": "ffn_up", "w_down": "ffn_down", "q_norm": "attn_q_norm",
-             "k_norm": "attn_k_norm", "post_attn_norm": "post_attention_norm",
-             "post_ffn_norm": "post_ffw_norm", "bq": "attn_q", "bk": "attn_k", "bv": "attn_v"}
+    names = {
+        "attn_norm": "attn_norm",
+        "wq": "attn_q",
+        "wk": "attn_k",
+        "wv": "attn_v",
+        "wo": "attn_output",
+        "ffn_norm": "ffn_norm",
+        "w_gate": "ffn_gate",
+        "w_up": "ffn_up",
+        "w_down": "ffn_down",
+        "q_norm": "attn_q_norm",
+        "k_norm": "attn_k_norm",
+        "post_attn_norm": "post_attention_norm",
+        "post_ffn_norm": "post_ffw_norm",
+        "bq": "attn_q",
+        "bk": "attn_k",
+        "bv": "attn_v",
+    }
     w.add_tensor("token_embd.weight", np.asarray(model.embed, np.float32))
     w.add_tensor("output_norm.weight", np.asarray(model.final_norm, np.float32))
     if model.lm_head is not None:
@@ -57,12 +70,18 @@ def _write_model(path, model, *, corrupt=None):
 
 def _gemma6():
     # six layers so the GGUF's 5-local : 1-global pattern reproduces the config
-    return tiny_gemma(n_layers=6, rope_bases=(10000.0,) * 5 + (1000.0,),
-                      sliding_windows=(3,) * 5 + (0,), embed_scale=4.0, attn_scale=8 ** -0.5)
+    return tiny_gemma(
+        n_layers=6,
+        rope_bases=(10000.0,) * 5 + (1000.0,),
+        sliding_windows=(3,) * 5 + (0,),
+        embed_scale=4.0,
+        attn_scale=8**-0.5,
+    )
 
 
-@pytest.mark.parametrize("cfg", [tiny_llama(), _gemma6(), tiny_qwen()],
-                         ids=["llama", "gemma3", "qwen2"])
+@pytest.mark.parametrize(
+    "cfg", [tiny_llama(), _gemma6(), tiny_qwen()], ids=["llama", "gemma3", "qwen2"]
+)
 def test_roundtrip_through_gguf(tmp_path, cfg):
     model = lm.Transformer.random(cfg, key=jax.random.key(1))
     path = tmp_path / "tiny.gguf"
@@ -70,8 +89,9 @@ def test_roundtrip_through_gguf(tmp_path, cfg):
     loaded = lm.load_model(lm.read_gguf(path))
     assert loaded.config == cfg
     toks = jnp.arange(9, dtype=jnp.int32)
-    np.testing.assert_array_equal(np.asarray(lm.forward(loaded, toks)[0]),
-                                  np.asarray(lm.forward(model, toks)[0]))
+    np.testing.assert_array_equal(
+        np.asarray(lm.forward(loaded, toks)[0]), np.asarray(lm.forward(model, toks)[0])
+    )
 
 
 def test_header_parser_agrees_with_gguf_package(tmp_path):
@@ -103,7 +123,8 @@ def test_header_parser_agrees_with_gguf_package(tmp_path):
     for t in ref.tensors:
         assert ours.tensors[t.name].type_name == t.tensor_type.name
         np.testing.assert_array_equal(
-            ours.array(t.name), gguf.quants.dequantize(t.data, t.tensor_type).reshape(4, 64))
+            ours.array(t.name), gguf.quants.dequantize(t.data, t.tensor_type).reshape(4, 64)
+        )
     np.testing.assert_array_equal(ours.array("f32"), data)
     # Q8_0 error bound: half a quantisation step, step = max|x| / 127 per block of 32
     blocks = data.reshape(-1, 32)
@@ -130,11 +151,11 @@ def test_real_file_dequantisation_matches_format_spec():
     f = lm.read_gguf(lm.model_path("smollm2"))
     assert len(f.tensors) == 272 and f.metadata["general.architecture"] == "llama"
     _, begin, nbytes, _ = f._raw["blk.0.attn_k.weight"]
-    want = _decode_q4_1(np.asarray(f._buf[begin:begin + nbytes]))
+    want = _decode_q4_1(np.asarray(f._buf[begin : begin + nbytes]))
     np.testing.assert_array_equal(f.array("blk.0.attn_k.weight").reshape(-1), want)
     assert f.tensors["blk.0.attn_k.weight"].shape == (192, 576)
     _, begin, _, _ = f._raw["token_embd.weight"]
-    want = _decode_q8_0(np.asarray(f._buf[begin:begin + 34 * 18 * 40]))
+    want = _decode_q8_0(np.asarray(f._buf[begin : begin + 34 * 18 * 40]))
     np.testing.assert_array_equal(f.array("token_embd.weight")[:40].reshape(-1), want)
 
 

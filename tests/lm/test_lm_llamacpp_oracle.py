@@ -40,11 +40,17 @@ N = 16
 def engines():
     # Imported here, not at module level, so that the default (non-slow) run deselects
     # these tests instead of reporting a skip; `make peers` installs the oracle.
-    llama_cpp = pytest.importorskip("llama_cpp",
-                                    reason="optional oracle: make peers (llama-cpp-python)")
+    llama_cpp = pytest.importorskip(
+        "llama_cpp", reason="optional oracle: make peers (llama-cpp-python)"
+    )
     model, tok = lm.load("smollm2")
-    llm = llama_cpp.Llama(model_path=str(lm.model_path("smollm2")), n_ctx=128, n_threads=2,
-                          logits_all=True, verbose=False)
+    llm = llama_cpp.Llama(
+        model_path=str(lm.model_path("smollm2")),
+        n_ctx=128,
+        n_threads=2,
+        logits_all=True,
+        verbose=False,
+    )
     return model, tok, llm
 
 
@@ -56,7 +62,7 @@ def _llama_greedy(llm, ids, n):
         if len(out) == n:
             break
     # copy: llm.scores is a buffer that the next evaluation overwrites
-    return out, np.array(llm.scores[len(ids) - 1:len(ids) - 1 + n], np.float32, copy=True)
+    return out, np.array(llm.scores[len(ids) - 1 : len(ids) - 1 + n], np.float32, copy=True)
 
 
 def test_tokenizer_matches_llamacpp(engines):
@@ -74,12 +80,13 @@ def test_greedy_and_logits_match_llamacpp(engines):
     seqs = [p + r[0] for p, r in zip(prompts, ref)]
     toks, mask = lm.pad_prompts(seqs)
     logits, _ = lm.forward(model, toks, mask=mask)
-    logits = np.asarray(logits[:, -N - 1:-1])
+    logits = np.asarray(logits[:, -N - 1 : -1])
     diffs = []
     for i, (out, scores) in enumerate(ref):
         top5 = np.argsort(-scores, axis=1)[:, :5]
-        diffs.append(np.abs(np.take_along_axis(scores, top5, 1)
-                            - np.take_along_axis(logits[i], top5, 1)))
+        diffs.append(
+            np.abs(np.take_along_axis(scores, top5, 1) - np.take_along_axis(logits[i], top5, 1))
+        )
         ours = np.argmax(logits[i], axis=1)
         srt = np.sort(scores, axis=1)
         margin = srt[:, -1] - srt[:, -2]
@@ -119,11 +126,17 @@ QWEN_TEXTS = [
 
 @pytest.fixture(scope="module")
 def qwen_engines():
-    llama_cpp = pytest.importorskip("llama_cpp",
-                                    reason="optional oracle: make peers (llama-cpp-python)")
+    llama_cpp = pytest.importorskip(
+        "llama_cpp", reason="optional oracle: make peers (llama-cpp-python)"
+    )
     model, tok = lm.load("qwen-0.5b")
-    llm = llama_cpp.Llama(model_path=str(lm.model_path("qwen-0.5b")), n_ctx=256, n_threads=2,
-                          logits_all=True, verbose=False)
+    llm = llama_cpp.Llama(
+        model_path=str(lm.model_path("qwen-0.5b")),
+        n_ctx=256,
+        n_threads=2,
+        logits_all=True,
+        verbose=False,
+    )
     return model, tok, llm
 
 
@@ -140,7 +153,7 @@ def test_qwen_teacher_forced_top1_matches_llamacpp(qwen_engines):
     ref = [_llama_greedy(llm, p, N) for p in prompts]
     seqs = [p + r[0] for p, r in zip(prompts, ref)]
     toks, mask = lm.pad_prompts(seqs, pad_id=tok.pad_id)
-    logits = np.asarray(lm.forward(model, toks, mask=mask)[0][:, -N - 1:-1])
+    logits = np.asarray(lm.forward(model, toks, mask=mask)[0][:, -N - 1 : -1])
     agree, total, margins = 0, 0, []
     for i, (out, scores) in enumerate(ref):
         ours = np.argmax(logits[i], axis=1)
@@ -150,7 +163,9 @@ def test_qwen_teacher_forced_top1_matches_llamacpp(qwen_engines):
         agree += N - len(miss)
         total += N
         margins += margin[miss].tolist()
-    print(f"Qwen-0.5B teacher-forced top-1 agreement {agree}/{total}, "
-          f"llama.cpp margins at the misses {np.round(margins, 3).tolist()}")
+    print(
+        f"Qwen-0.5B teacher-forced top-1 agreement {agree}/{total}, "
+        f"llama.cpp margins at the misses {np.round(margins, 3).tolist()}"
+    )
     assert total == 128 and agree >= 0.95 * total
     assert all(m < 1.0 for m in margins), margins

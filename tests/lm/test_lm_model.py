@@ -52,8 +52,9 @@ def test_left_padded_batch_equals_loop(llama):
     batched, _ = lm.forward(model, toks, mask=mask)
     for i, p in enumerate(prompts):
         single, _ = lm.forward(model, np.asarray(p, np.int32))
-        np.testing.assert_allclose(np.asarray(batched[i, -len(p):]), np.asarray(single),
-                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(
+            np.asarray(batched[i, -len(p) :]), np.asarray(single), rtol=1e-5, atol=1e-5
+        )
 
 
 def test_kv_cache_decode_equals_full_forward(model):
@@ -62,7 +63,7 @@ def test_kv_cache_decode_equals_full_forward(model):
     h, _, cache = _run(model, jnp.asarray(TOKENS[:4]), jnp.arange(4, dtype=jnp.int32), cache)
     logits = [model.logits(h)]
     for t in range(4, len(TOKENS)):
-        h, _, cache = _run(model, jnp.asarray(TOKENS[t:t + 1]), cache.next_position[None], cache)
+        h, _, cache = _run(model, jnp.asarray(TOKENS[t : t + 1]), cache.next_position[None], cache)
         logits.append(model.logits(h))
     got = np.concatenate([np.asarray(x) for x in logits])
     full = np.asarray(lm.forward(model, TOKENS)[0])
@@ -75,10 +76,12 @@ def test_capture_sites_are_consistent(llama):
     L = model.config.n_layers
     assert acts["resid_post"].shape == (L, len(TOKENS), model.config.d_model)
     np.testing.assert_array_equal(acts["resid_pre"][1:], acts["resid_post"][:-1])
-    np.testing.assert_allclose(acts["resid_mid"], acts["resid_pre"] + acts["attn_out"], rtol=1e-6,
-                               atol=1e-6)
-    np.testing.assert_allclose(acts["resid_post"], acts["resid_mid"] + acts["mlp_out"], rtol=1e-6,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        acts["resid_mid"], acts["resid_pre"] + acts["attn_out"], rtol=1e-6, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        acts["resid_post"], acts["resid_mid"] + acts["mlp_out"], rtol=1e-6, atol=1e-6
+    )
     np.testing.assert_allclose(model.logits(acts["resid_post"][-1]), logits, rtol=1e-6, atol=1e-6)
     _, sel = lm.forward(model, TOKENS, capture=("resid_post",), layers=(2, 0))
     np.testing.assert_array_equal(sel["resid_post"], acts["resid_post"][jnp.array([2, 0])])
@@ -98,15 +101,18 @@ def test_steering_and_ablation(llama, getkey):
     d = model.config.d_model
     vec = jax.random.normal(getkey(), (d,), jnp.float32)
     _, base = lm.forward(model, TOKENS, capture=("resid_post",))
-    _, steered = lm.forward(model, TOKENS, capture=("resid_post",),
-                            intervene={("resid_post", 1): lm.Steer(vec, 2.0)})
+    _, steered = lm.forward(
+        model, TOKENS, capture=("resid_post",), intervene={("resid_post", 1): lm.Steer(vec, 2.0)}
+    )
     # layers before the edit are untouched, the edited layer is shifted exactly by 2 v
     np.testing.assert_array_equal(steered["resid_post"][0], base["resid_post"][0])
-    np.testing.assert_allclose(steered["resid_post"][1], base["resid_post"][1] + 2.0 * vec,
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        steered["resid_post"][1], base["resid_post"][1] + 2.0 * vec, rtol=1e-6, atol=1e-6
+    )
     assert not np.allclose(steered["resid_post"][2], base["resid_post"][2])
-    _, ablated = lm.forward(model, TOKENS, capture=("resid_mid",),
-                            intervene={("resid_mid", 2): lm.ProjectOut(vec)})
+    _, ablated = lm.forward(
+        model, TOKENS, capture=("resid_mid",), intervene={("resid_mid", 2): lm.ProjectOut(vec)}
+    )
     proj = np.asarray(ablated["resid_mid"][2]) @ np.asarray(vec)
     assert np.max(np.abs(proj)) < 1e-4 * np.linalg.norm(vec) * np.abs(ablated["resid_mid"][2]).max()
 
@@ -132,13 +138,26 @@ def test_lora_zero_init_is_identity_and_merge_oracle(llama, getkey):
     lora0 = lm.LoRA(cfg, key=getkey(), rank=2, targets=lm.PROJECTIONS)
     out0, _ = lm.forward(model, TOKENS, lora=lora0)
     np.testing.assert_array_equal(np.asarray(out0), np.asarray(base))
-    lora = lm.LoRA(cfg, key=getkey(), rank=2, alpha=4.0, targets=("q", "v", "down"),
-                   layers=(0, 2), init_b_scale=0.3)
+    lora = lm.LoRA(
+        cfg,
+        key=getkey(),
+        rank=2,
+        alpha=4.0,
+        targets=("q", "v", "down"),
+        layers=(0, 2),
+        init_b_scale=0.3,
+    )
     got, _ = lm.forward(model, TOKENS, lora=lora)
     names = {"q": "wq", "v": "wv", "down": "w_down"}
-    merge = {names[t]: np.einsum("l,lor,lri->loi", np.asarray(lora.layer_scale, np.float64),
-                                 np.asarray(lora.b[t], np.float64),
-                                 np.asarray(lora.a[t], np.float64)) for t in names}
+    merge = {
+        names[t]: np.einsum(
+            "l,lor,lri->loi",
+            np.asarray(lora.layer_scale, np.float64),
+            np.asarray(lora.b[t], np.float64),
+            np.asarray(lora.a[t], np.float64),
+        )
+        for t in names
+    }
     assert np.all(merge["wq"][1] == 0)
     ref = reference_logits(model, TOKENS, lora_merge=merge)
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
@@ -158,8 +177,9 @@ def test_lora_grad_matches_finite_differences(llama, getkey):
     lora = lm.LoRA(model.config, key=getkey(), rank=2, targets=("q", "up"), init_b_scale=0.1)
     toks = jnp.asarray(TOKENS)
     _, grads = _loss_and_grad(lora, model, toks)
-    direction = jax.tree_util.tree_map(lambda g: jax.random.normal(getkey(), g.shape, g.dtype),
-                                       grads.b)
+    direction = jax.tree_util.tree_map(
+        lambda g: jax.random.normal(getkey(), g.shape, g.dtype), grads.b
+    )
     norm = jnp.sqrt(sum(jnp.sum(u * u) for u in jax.tree_util.tree_leaves(direction)))
     direction = jax.tree_util.tree_map(lambda u: u / norm, direction)  # unit step direction
     eps = 1e-2
@@ -169,8 +189,10 @@ def test_lora_grad_matches_finite_differences(llama, getkey):
         return float(_lm_loss(eqx.tree_at(lambda m: m.b, lora, b), model, toks))
 
     fd = (shifted(eps) - shifted(-eps)) / (2 * eps)
-    an = sum(float(jnp.sum(g * u)) for g, u in zip(jax.tree_util.tree_leaves(grads.b),
-                                                   jax.tree_util.tree_leaves(direction)))
+    an = sum(
+        float(jnp.sum(g * u))
+        for g, u in zip(jax.tree_util.tree_leaves(grads.b), jax.tree_util.tree_leaves(direction))
+    )
     assert abs(fd - an) <= 2e-2 * abs(an) + 1e-4
 
 
@@ -207,8 +229,9 @@ def test_sampler_nucleus_and_frequencies(getkey):
     hot = lm.Sample(temperature=2.0)
     draws = np.asarray(jax.vmap(hot)(jnp.broadcast_to(logits, (20000, 4)), keys))
     p = np.sqrt([0.5, 0.25, 0.15, 0.1])
-    np.testing.assert_allclose(np.bincount(draws, minlength=4) / draws.size, p / p.sum(),
-                               atol=0.015)
+    np.testing.assert_allclose(
+        np.bincount(draws, minlength=4) / draws.size, p / p.sum(), atol=0.015
+    )
     assert int(lm.Greedy()(logits, None)) == 0
     with pytest.raises(ValueError, match="top_p"):
         lm.Sample(top_p=0.0)
@@ -220,7 +243,7 @@ def _naive_greedy(model, prompt, n):
     for _ in range(n):
         toks, mask = lm.pad_prompts([seq], length=16)
         seq.append(int(jnp.argmax(lm.forward(model, toks, mask=mask)[0][0, -1])))
-    return seq[len(prompt):]
+    return seq[len(prompt) :]
 
 
 def test_generate_greedy_matches_no_cache_loop_batched_and_streamed(model):
@@ -243,7 +266,7 @@ def test_generate_stop_tokens_and_sampling_key(llama, getkey):
     toks = np.asarray(gen.tokens[0])
     assert int(gen.lengths[0]) == first + 1
     np.testing.assert_array_equal(toks[: first + 1], free[: first + 1])
-    assert np.all(toks[first + 1:] == 0)
+    assert np.all(toks[first + 1 :] == 0)
     with pytest.raises(ValueError, match="key"):
         lm.generate(model, [p], max_new_tokens=2, sampler=lm.Sample(0.8))
     k = getkey()

@@ -16,8 +16,9 @@ from jaxlab.lm._quant import _reference, quantize_tensor
 
 from .lm_reference import tiny_llama
 
-needs_kernel = pytest.mark.skipif(not qmatmul_kernel_available(),
-                                  reason="no C++ compiler for kernels/lm")
+needs_kernel = pytest.mark.skipif(
+    not qmatmul_kernel_available(), reason="no C++ compiler for kernels/lm"
+)
 
 
 def _numpy_dequantize(qw: lm.QuantWeight) -> np.ndarray:
@@ -27,14 +28,19 @@ def _numpy_dequantize(qw: lm.QuantWeight) -> np.ndarray:
         b = q.reshape(*q.shape[:-1], -1, 16)
         q = np.concatenate([b & 0x0F, b >> 4], axis=-1).reshape(*q.shape[:-1], -1)
     lv = q.astype(np.float64).reshape(*np.asarray(qw.scale).shape, 32)
-    w = lv * np.asarray(qw.scale, np.float64)[..., None] + np.asarray(qw.offset,
-                                                                        np.float64)[..., None]
+    w = (
+        lv * np.asarray(qw.scale, np.float64)[..., None]
+        + np.asarray(qw.offset, np.float64)[..., None]
+    )
     return w.reshape(qw.shape)
 
 
 def _random_quant(rng, n, k, bits):
-    q = rng.integers(-128, 128, (n, k)).astype(np.int8) if bits == 8 else \
-        rng.integers(0, 256, (n, k // 2)).astype(np.uint8)
+    q = (
+        rng.integers(-128, 128, (n, k)).astype(np.int8)
+        if bits == 8
+        else rng.integers(0, 256, (n, k // 2)).astype(np.uint8)
+    )
     scale = rng.uniform(0.001, 0.02, (n, k // 32)).astype(np.float32)
     offset = rng.normal(0, 0.05, (n, k // 32)).astype(np.float32)
     return lm.QuantWeight(jnp.asarray(q), jnp.asarray(scale), jnp.asarray(offset), bits)
@@ -45,19 +51,29 @@ def _random_quant(rng, n, k, bits):
 def test_kernel_equals_numpy_dequantise_then_matmul(bits):
     rng = np.random.default_rng(bits)
     # (n, k, m): tiny, odd tile remainders, and big enough for several threads
-    for n, k, m in [(3, 32, 1), (37, 96, 5), (64, 64, 8), (50, 160, 13), (512, 256, 1),
-                    (300, 128, 19)]:
+    for n, k, m in [
+        (3, 32, 1),
+        (37, 96, 5),
+        (64, 64, 8),
+        (50, 160, 13),
+        (512, 256, 1),
+        (300, 128, 19),
+    ]:
         qw = _random_quant(rng, n, k, bits)
         x = rng.standard_normal((m, k)).astype(np.float32)
         ref = x.astype(np.float64) @ _numpy_dequantize(qw).T
-        got = np.asarray(jax.jit(qmatmul_cpu, static_argnames="bits")(
-            jnp.asarray(x), qw.q, qw.scale, qw.offset, bits=bits))
+        got = np.asarray(
+            jax.jit(qmatmul_cpu, static_argnames="bits")(
+                jnp.asarray(x), qw.q, qw.scale, qw.offset, bits=bits
+            )
+        )
         tol = 1e-5 * np.abs(ref).max()
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=tol)
         pure = np.asarray(_reference(jnp.asarray(x), qw.q, qw.scale, qw.offset, bits))
         np.testing.assert_allclose(pure, ref, rtol=1e-5, atol=tol)
-        np.testing.assert_allclose(np.asarray(lm.project(jnp.asarray(x), qw)), ref, rtol=1e-5,
-                                   atol=tol)
+        np.testing.assert_allclose(
+            np.asarray(lm.project(jnp.asarray(x), qw)), ref, rtol=1e-5, atol=tol
+        )
 
 
 @pytest.mark.parametrize("bits", [8, 4])
@@ -72,8 +88,9 @@ def test_project_vmap_grad_and_large_m(bits):
     got2 = jax.vmap(lm.project)(jnp.asarray(xb[:2]), stacked)
     np.testing.assert_allclose(np.asarray(got2), xb[:2] @ w.T, rtol=1e-5, atol=1e-5)
     big = rng.standard_normal((lm._quant.KERNEL_MAX_ROWS + 3, 64)).astype(np.float32)
-    np.testing.assert_allclose(np.asarray(lm.project(jnp.asarray(big), qw)), big @ w.T,
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(lm.project(jnp.asarray(big), qw)), big @ w.T, rtol=1e-5, atol=1e-5
+    )
     g = jax.grad(lambda x: jnp.sum(jnp.sin(lm.project(x, qw))))(jnp.asarray(xb[0]))
     ref = np.cos(xb[0].astype(np.float64) @ w.T) @ w
     np.testing.assert_allclose(np.asarray(g), ref, rtol=1e-4, atol=1e-5)
@@ -99,12 +116,21 @@ def _quantized_tiny(model, bits):
     names = ("wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down")
     qs = [lm.quantize(np.asarray(getattr(model.layers, n)), bits=bits) for n in names]
     layers = eqx.tree_at(lambda ly: [getattr(ly, n) for n in names], model.layers, qs)
-    qmodel = eqx.tree_at(lambda m: (m.layers, m.embed), model,
-                         (layers, lm.quantize(np.asarray(model.embed), bits=bits)))
-    deq = eqx.tree_at(lambda ly: [getattr(ly, n) for n in names], model.layers,
-                      [jnp.asarray(_numpy_dequantize(q), jnp.float32) for q in qs])
-    fmodel = eqx.tree_at(lambda m: (m.layers, m.embed), model,
-                         (deq, jnp.asarray(_numpy_dequantize(qmodel.embed), jnp.float32)))
+    qmodel = eqx.tree_at(
+        lambda m: (m.layers, m.embed),
+        model,
+        (layers, lm.quantize(np.asarray(model.embed), bits=bits)),
+    )
+    deq = eqx.tree_at(
+        lambda ly: [getattr(ly, n) for n in names],
+        model.layers,
+        [jnp.asarray(_numpy_dequantize(q), jnp.float32) for q in qs],
+    )
+    fmodel = eqx.tree_at(
+        lambda m: (m.layers, m.embed),
+        model,
+        (deq, jnp.asarray(_numpy_dequantize(qmodel.embed), jnp.float32)),
+    )
     return qmodel, fmodel
 
 
@@ -121,12 +147,14 @@ def test_quantized_decoder_equals_float_decoder_on_same_weights(bits):
     gq = lm.generate(qmodel, [[3, 5, 7], [1, 2]], max_new_tokens=6, return_logits=True)
     gf = lm.generate(fmodel, [[3, 5, 7], [1, 2]], max_new_tokens=6, return_logits=True)
     np.testing.assert_array_equal(np.asarray(gq.tokens), np.asarray(gf.tokens))
-    np.testing.assert_allclose(np.asarray(gq.logits), np.asarray(gf.logits), rtol=1e-4,
-                               atol=1e-4)
+    np.testing.assert_allclose(np.asarray(gq.logits), np.asarray(gf.logits), rtol=1e-4, atol=1e-4)
     lora = lm.LoRA(cfg, key=jax.random.key(3), targets=("q", "down"), init_b_scale=0.1)
-    np.testing.assert_allclose(np.asarray(lm.forward(qmodel, toks[0], lora=lora)[0]),
-                               np.asarray(lm.forward(fmodel, toks[0], lora=lora)[0]),
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(lm.forward(qmodel, toks[0], lora=lora)[0]),
+        np.asarray(lm.forward(fmodel, toks[0], lora=lora)[0]),
+        rtol=1e-4,
+        atol=1e-4,
+    )
 
 
 def test_smollm2_gguf_levels_are_exact():
@@ -141,8 +169,12 @@ def test_smollm2_gguf_levels_are_exact():
         lm.load("smollm2", weights="int3")
 
 
-PROMPTS = ["The capital of France is", "def fibonacci(n):", "Once upon a time, in a small village,",
-           "The three primary colours are"]
+PROMPTS = [
+    "The capital of France is",
+    "def fibonacci(n):",
+    "Once upon a time, in a small village,",
+    "The three primary colours are",
+]
 
 
 @pytest.mark.slow
@@ -166,7 +198,7 @@ def test_smollm2_quantized_decode_matches_float32():
         assert (got_t == ref_t).mean() >= 0.9, (weights, (got_t == ref_t).mean())
         for i in range(len(PROMPTS)):
             split = next((k for k in range(64) if got_t[i, k] != ref_t[i, k]), 64)
-            diff = np.abs(got_l[i, :split + 1] - ref_l[i, :split + 1]).max()
+            diff = np.abs(got_l[i, : split + 1] - ref_l[i, : split + 1]).max()
             assert diff <= 1e-3 * np.abs(ref_l[i]).max(), (weights, i, diff)
         del qmodel
 

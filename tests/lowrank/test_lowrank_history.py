@@ -37,15 +37,16 @@ def test_history_equals_network_flow_through_the_same_phases(getkey):
     ctrl = diffrax.PIDController(rtol=1e-10, atol=1e-12)
     for task, duration in phases:
         ts = jnp.asarray([0.0, duration], jnp.float64)
-        v = lr.solve_network_flow(lr.NetworkLoss(task, layout, lr.Linear()), v, trained, ts,
-                                  stepsize_controller=ctrl)[-1]
+        v = lr.solve_network_flow(
+            lr.NetworkLoss(task, layout, lr.Linear()), v, trained, ts, stepsize_controller=ctrl
+        )[-1]
     assert float(jnp.max(jnp.abs(g - g0))) > 1e-2  # learning happened
     np.testing.assert_allclose(g, lr.gram(v), rtol=0, atol=1e-6)
     # no phases: unchanged; vmap over initial overlaps with traced durations equals one call
     np.testing.assert_array_equal(lr.train_history(g0, [], trained), g0)
-    hist = jax.jit(jax.vmap(
-        lambda x, d: lr.train_history(x, [(ta, d), (tb, d)], trained, rtol=1e-9)))(
-        jnp.stack([g0, g]), jnp.asarray([1.0, 0.5]))
+    hist = jax.jit(
+        jax.vmap(lambda x, d: lr.train_history(x, [(ta, d), (tb, d)], trained, rtol=1e-9))
+    )(jnp.stack([g0, g]), jnp.asarray([1.0, 0.5]))
     np.testing.assert_allclose(hist[0], g, rtol=0, atol=1e-10)
     assert float(jnp.max(jnp.abs(hist[1] - g))) > 1e-3
 

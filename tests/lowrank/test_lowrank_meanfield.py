@@ -39,6 +39,7 @@ def test_tanh_overlap_loss_is_large_n_limit(getkey):
     ns = (200, 800, 3200, 12800)
     errs = []
     for n in ns:
+
         def err(k, n=n):
             v = lr.gaussian_vectors(cov, n, key=k)
             z_net = lr.network_outputs(v, task, layout, act)

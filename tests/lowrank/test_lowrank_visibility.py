@@ -43,8 +43,9 @@ def test_invisible_moves_leave_loss_and_outputs_unchanged(getkey):
     act = lr.Linear()
     loss = lr.OverlapLoss(task, layout, act)
     g = _pd(getkey, 4, 2.0)
-    visible = lr.classify_overlaps(loss, lr.random_overlaps(layout, 4, key=getkey(),
-                                                            dtype=jnp.float64))
+    visible = lr.classify_overlaps(
+        loss, lr.random_overlaps(layout, 4, key=getkey(), dtype=jnp.float64)
+    )
     move = jax.random.normal(getkey(), (4, 4), jnp.float64) * 0.2
     move = jnp.where(visible, 0.0, move + move.T)
     g2 = g + move
@@ -54,8 +55,11 @@ def test_invisible_moves_leave_loss_and_outputs_unchanged(getkey):
     # Neuron-space networks realising G and G2: identical outputs (functionally equivalent).
     v1 = lr.vectors_from_gram(g, 50, key=getkey())
     v2 = lr.vectors_from_gram(g2, 50, key=getkey())
-    np.testing.assert_allclose(lr.network_outputs(v1, task, layout, act),
-                               lr.network_outputs(v2, task, layout, act), atol=1e-12)
+    np.testing.assert_allclose(
+        lr.network_outputs(v1, task, layout, act),
+        lr.network_outputs(v2, task, layout, act),
+        atol=1e-12,
+    )
     # ... but a different learning flow.
     trained = layout.trained_mask()
     f1 = lr.overlap_flow(loss, g, trained)
@@ -123,12 +127,18 @@ def test_bad_inputs_raise_value_error(getkey):
     with pytest.raises(ValueError, match="activation"):
         lr.LowRankRNN(jnp.ones((1, 5)), jnp.ones((1, 5)), jnp.ones((1, 5)), jnp.ones(5), "tanh")
     with pytest.raises(ValueError, match="readout"):
-        lr.LowRankRNN(jnp.ones((1, 5)), jnp.ones((1, 5)), jnp.ones((1, 5)), jnp.ones(4),
-                      lr.Linear())
+        lr.LowRankRNN(
+            jnp.ones((1, 5)), jnp.ones((1, 5)), jnp.ones((1, 5)), jnp.ones(4), lr.Linear()
+        )
     with pytest.raises(ValueError, match="n_steps"):
         lr.overlap_gd(loss, jnp.eye(4), layout.trained_mask(), eta=0.1, n_steps=0)
     with pytest.raises(ValueError, match="dt0"):
         import diffrax
 
-        lr.solve_overlap_flow(loss, jnp.eye(4), layout.trained_mask(), jnp.linspace(0, 1, 3),
-                              stepsize_controller=diffrax.ConstantStepSize())
+        lr.solve_overlap_flow(
+            loss,
+            jnp.eye(4),
+            layout.trained_mask(),
+            jnp.linspace(0, 1, 3),
+            stepsize_controller=diffrax.ConstantStepSize(),
+        )

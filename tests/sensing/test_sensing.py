@@ -12,17 +12,25 @@ from tests.step_checks import check_step
 
 
 def _flower(**kw):
-    base = dict(curvature=jnp.asarray(0.8), radius=jnp.asarray(0.8),
-                nectary=jnp.asarray([0.2, -0.1]), kind=jnp.asarray(0),
-                phase=jnp.asarray(0.3), contrast=jnp.asarray(0.9))
+    base = dict(
+        curvature=jnp.asarray(0.8),
+        radius=jnp.asarray(0.8),
+        nectary=jnp.asarray([0.2, -0.1]),
+        kind=jnp.asarray(0),
+        phase=jnp.asarray(0.3),
+        contrast=jnp.asarray(0.9),
+    )
     base.update(kw)
     return sensing.Flower(**base)
 
 
 def test_environment_geometry_contact_on_surface():
     f = _flower()
-    for p, contact, tube in [((0.5, 0.3), 1.0, 0.0), ((0.21, -0.12), 1.0, 1.0),
-                             ((0.85, 0.0), 0.0, 0.0)]:
+    for p, contact, tube in [
+        ((0.5, 0.3), 1.0, 0.0),
+        ((0.21, -0.12), 1.0, 1.0),
+        ((0.85, 0.0), 0.0, 0.0),
+    ]:
         a = jnp.asarray([*p, 0.0])
         _, mech = sensing.observe_mean(f, a)
         r2 = (p[0] ** 2 + p[1] ** 2) / 0.8**2
@@ -62,14 +70,16 @@ def test_product_of_experts_matches_sequential_bayes_and_quadrature():
     np.testing.assert_allclose(float(post.mean[0]), float(m), rtol=1e-12)
     np.testing.assert_allclose(float(1 / post.precision[0]), float(v), rtol=1e-12)
     x = np.linspace(-10, 10, 200001)
-    logd = -0.5 * x**2 + sum(-0.5 * float(p) * (x - float(u)) ** 2
-                             for u, p in zip(mu[:, 0], prec[:, 0]))
+    logd = -0.5 * x**2 + sum(
+        -0.5 * float(p) * (x - float(u)) ** 2 for u, p in zip(mu[:, 0], prec[:, 0])
+    )
     d = np.exp(logd - logd.max())
     d /= d.sum()
     np.testing.assert_allclose((d * x).sum(), float(post.mean[0]), rtol=1e-8)
     np.testing.assert_allclose((d * (x - (d * x).sum()) ** 2).sum(), float(v), rtol=1e-6)
-    masked = sensing.product_of_experts(GaussianExpert(mean=mu, precision=prec),
-                                        jnp.asarray([1.0, 0.0, 0.0]))
+    masked = sensing.product_of_experts(
+        GaussianExpert(mean=mu, precision=prec), jnp.asarray([1.0, 0.0, 0.0])
+    )
     np.testing.assert_allclose(float(masked.mean[0]), 0.5 * 2 / 3, rtol=1e-12)
 
 
@@ -79,8 +89,9 @@ def _model(key):
 
 def _posterior(key, dim=3):
     k1, k2 = jax.random.split(key)
-    return GaussianExpert(mean=jax.random.normal(k1, (dim,)),
-                          precision=1 + jax.random.uniform(k2, (dim,)))
+    return GaussianExpert(
+        mean=jax.random.normal(k1, (dim,)), precision=1 + jax.random.uniform(k2, (dim,))
+    )
 
 
 def test_information_gain_nonnegative_and_jit(getkey):
@@ -100,8 +111,9 @@ def test_information_gain_zero_when_observation_ignores_latents(getkey):
     model, post = _model(getkey()), _posterior(getkey())
     for m in ("visual", "mechano"):  # zero the decoder weights that read z
         w = model.decoders[m].layers[0].weight
-        model = eqx.tree_at(lambda mdl, m=m: mdl.decoders[m].layers[0].weight, model,
-                            w.at[:, :3].set(0.0))
+        model = eqx.tree_at(
+            lambda mdl, m=m: mdl.decoders[m].layers[0].weight, model, w.at[:, :3].set(0.0)
+        )
     a = jnp.asarray([0.1, 0.2, 0.0])
     assert float(sensing.linearized_information_gain(model, post, a)) == pytest.approx(0, abs=1e-12)
     mc = sensing.mc_information_gain(model, post, a, key=getkey(), n_samples=64)
@@ -117,8 +129,7 @@ def test_linearized_gain_matches_monte_carlo_for_linear_decoder(getkey):
     post = GaussianExpert(mean=jnp.zeros(2), precision=jnp.asarray([1.0, 2.0]))
     a = jnp.asarray([0.3, -0.2, 0.5])
     lin_ig = float(sensing.linearized_information_gain(model, post, a, "visual"))
-    mc = float(sensing.mc_information_gain(model, post, a, "visual", key=getkey(),
-                                           n_samples=4000))
+    mc = float(sensing.mc_information_gain(model, post, a, "visual", key=getkey(), n_samples=4000))
     assert lin_ig > 0.05
     assert mc == pytest.approx(lin_ig, abs=0.05)
 
@@ -129,12 +140,14 @@ def test_information_gain_grad_matches_finite_differences(getkey):
 
     def f(mean):
         return sensing.linearized_information_gain(
-            model, GaussianExpert(mean=mean, precision=post.precision), a)
+            model, GaussianExpert(mean=mean, precision=post.precision), a
+        )
 
     g = jax.grad(f)(post.mean)
     eps = 1e-6
-    fd = [(f(post.mean.at[i].add(eps)) - f(post.mean.at[i].add(-eps))) / (2 * eps)
-          for i in range(3)]
+    fd = [
+        (f(post.mean.at[i].add(eps)) - f(post.mean.at[i].add(-eps))) / (2 * eps) for i in range(3)
+    ]
     np.testing.assert_allclose(np.asarray(g), np.asarray(fd), rtol=1e-5, atol=1e-8)
 
 
@@ -144,12 +157,18 @@ def test_elbo_improves_with_training(getkey):
 
     def mean_elbo(mdl):
         keys = jax.random.split(jax.random.key(0), 64)
-        return float(jnp.mean(jax.vmap(lambda v, m, a, k: sensing.elbo(mdl, v, m, a, key=k))(
-            data.visual, data.mechano, data.actions, keys)))
+        return float(
+            jnp.mean(
+                jax.vmap(lambda v, m, a, k: sensing.elbo(mdl, v, m, a, key=k))(
+                    data.visual, data.mechano, data.actions, keys
+                )
+            )
+        )
 
     before = mean_elbo(model)
-    trained, losses = sensing.train_model(model, data, key=getkey(), steps=200, chunk=100,
-                                          batch_size=16)
+    trained, losses = sensing.train_model(
+        model, data, key=getkey(), steps=200, chunk=100, batch_size=16
+    )
     assert losses.shape == (200,)
     assert mean_elbo(trained) > before + 0.5 * abs(before)
 
@@ -189,8 +208,11 @@ def test_train_model_resume_equals_uninterrupted(getkey, tmp_path, kill_at):
     res_model, res = sensing.train_model(model, data, checkpointer=ck, **kw)
     assert res.shape == (6,)
     np.testing.assert_array_equal(res, ref)
-    for a, b in zip(jax.tree_util.tree_leaves(eqx.filter(res_model, eqx.is_array)),
-                    jax.tree_util.tree_leaves(eqx.filter(ref_model, eqx.is_array)), strict=True):
+    for a, b in zip(
+        jax.tree_util.tree_leaves(eqx.filter(res_model, eqx.is_array)),
+        jax.tree_util.tree_leaves(eqx.filter(ref_model, eqx.is_array)),
+        strict=True,
+    ):
         np.testing.assert_array_equal(a, b)
 
 
@@ -202,8 +224,9 @@ def test_policies_gate_and_choices(getkey):
     # Above the gate: information first; 0.85 is within 10% of the range of 0.9 -> reward breaks.
     assert int(lex.choose(info, reward, jnp.asarray(0.9), key=getkey())) == 2
     assert int(sensing.ExploitPolicy().choose(info, reward, 1.0, key=getkey())) == 0
-    assert int(sensing.EpsilonGreedyPolicy(epsilon=0.0).choose(info, reward, 1.0,
-                                                               key=getkey())) == 0
+    assert (
+        int(sensing.EpsilonGreedyPolicy(epsilon=0.0).choose(info, reward, 1.0, key=getkey())) == 0
+    )
     assert int(sensing.WeightedPolicy(beta=1.0).choose(info, reward, 1.0, key=getkey())) == 2
 
 
@@ -214,13 +237,15 @@ def test_episode_vmap_equals_loop(getkey):
     keys = jax.random.split(getkey(), 2)
     pol = sensing.LexicographicPolicy(gate=0.5)
     batched = jax.vmap(lambda f, k: sensing.run_episode(model, f, pol, grid, 4, key=k))(
-        flowers, keys)
+        flowers, keys
+    )
     for i in range(2):
         fi = jax.tree_util.tree_map(lambda x: x[i], flowers)
         one = sensing.run_episode(model, fi, pol, grid, 4, key=keys[i])
         np.testing.assert_allclose(np.asarray(one.actions), np.asarray(batched.actions[i]))
-        np.testing.assert_allclose(np.asarray(one.uncertainty),
-                                   np.asarray(batched.uncertainty[i]), rtol=1e-9)
+        np.testing.assert_allclose(
+            np.asarray(one.uncertainty), np.asarray(batched.uncertainty[i]), rtol=1e-9
+        )
     assert float(batched.uncertainty[0, 0]) == pytest.approx(1.0)  # prior before any probe
 
 
@@ -234,7 +259,8 @@ def test_bad_inputs_raise(getkey):
     with pytest.raises(ValueError, match="epsilon: expected values in"):
         sensing.EpsilonGreedyPolicy(epsilon=1.5)
     with pytest.raises(ValueError, match="n_steps: expected a positive integer"):
-        sensing.run_episode(model, f, sensing.ExploitPolicy(), sensing.action_grid(3), 0,
-                            key=getkey())
+        sensing.run_episode(
+            model, f, sensing.ExploitPolicy(), sensing.action_grid(3), 0, key=getkey()
+        )
     with pytest.raises(ValueError, match="n_flowers: expected a positive integer"):
         sensing.simulate_probes(0, 4, key=getkey())

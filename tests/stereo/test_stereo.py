@@ -16,7 +16,7 @@ def _census_numpy(img, window=5):
         for dx in range(-r, r + 1):
             if dy == 0 and dx == 0:
                 continue
-            out |= (pad[r + dy:r + dy + h, r + dx:r + dx + w] < img).astype(np.uint64) << bit
+            out |= (pad[r + dy : r + dy + h, r + dx : r + dx + w] < img).astype(np.uint64) << bit
             bit += 1
     return out
 
@@ -36,8 +36,8 @@ def test_census_and_cost_volume_match_bruteforce(getkey):
 
 def _plane_pair(key, d, h=24, w=48):
     texture = np.asarray(jax.random.uniform(key, (h, w + d)))
-    left = texture[:, :w]           # left(x) = T(x)
-    right = texture[:, d:d + w]     # right(x - d) = T(x - d + d) = left(x)
+    left = texture[:, :w]  # left(x) = T(x)
+    right = texture[:, d : d + w]  # right(x - d) = T(x - d + d) = left(x)
     return jnp.asarray(left), jnp.asarray(right)
 
 
@@ -46,12 +46,12 @@ def test_sgm_recovers_fronto_parallel_plane_exactly(getkey, d):
     left, right = _plane_pair(getkey(), d)
     cost = stereo.census_cost_volume(left, right, 12)
     disp = stereo.sgm_disparity(cost, 8.0, 32.0, subpixel=False)
-    inner = np.asarray(disp)[3:-3, d + 3:-3]  # away from borders / occluded strip
+    inner = np.asarray(disp)[3:-3, d + 3 : -3]  # away from borders / occluded strip
     np.testing.assert_array_equal(inner, float(d))
     # Sub-pixel refinement fits a parabola to unequal neighbours: within half a pixel.
-    sub = np.asarray(stereo.sgm_disparity(cost, 8.0, 32.0))[3:-3, d + 3:-3]
+    sub = np.asarray(stereo.sgm_disparity(cost, 8.0, 32.0))[3:-3, d + 3 : -3]
     np.testing.assert_allclose(sub, float(d), atol=0.5)
-    bm = np.asarray(stereo.block_matching(cost))[3:-3, d + 3:-3]
+    bm = np.asarray(stereo.block_matching(cost))[3:-3, d + 3 : -3]
     np.testing.assert_array_equal(bm, float(d))
 
 
@@ -86,8 +86,9 @@ def test_sgm_aggregation_equals_literal_recursion(getkey):
     got = stereo.sgm_aggregate(jnp.asarray(cost), 2.0, 5.0, paths=8)
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
     want4 = sum(_path_reference(cost, 2.0, 5.0, dy, dx) for dy, dx in dirs[:4])
-    np.testing.assert_allclose(np.asarray(stereo.sgm_aggregate(jnp.asarray(cost), 2.0, 5.0, 4)),
-                               want4, rtol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(stereo.sgm_aggregate(jnp.asarray(cost), 2.0, 5.0, 4)), want4, rtol=1e-12
+    )
     jitted = jax.jit(lambda c: stereo.sgm_aggregate(c, 2.0, 5.0))(jnp.asarray(cost))
     np.testing.assert_allclose(np.asarray(jitted), want, rtol=1e-12)
 
@@ -107,8 +108,7 @@ def test_metrics_hand_made():
     depth_pred = jnp.asarray([101.0, 260.0, 400.5])
     assert float(stereo.inlier_ratio(depth_pred, depth_gt, 2.0)) == pytest.approx(2 / 3)
     assert float(stereo.delta1(depth_pred, depth_gt)) == pytest.approx(2 / 3)  # 260/200 > 1.25
-    assert float(stereo.rmse(depth_pred, depth_gt)) == pytest.approx(
-        np.sqrt((1 + 3600 + 0.25) / 3))
+    assert float(stereo.rmse(depth_pred, depth_gt)) == pytest.approx(np.sqrt((1 + 3600 + 0.25) / 3))
     pts = jnp.zeros((2, 3))
     assert float(stereo.landmark_3d_error(pts.at[0, 0].set(3.0).at[1, 2].set(4.0), pts)) == 3.5
 
@@ -116,8 +116,9 @@ def test_metrics_hand_made():
 def test_disparity_depth_round_trip(getkey):
     disp = 1 + 50 * jax.random.uniform(getkey(), (10,))
     z = stereo.disparity_to_depth(disp, 700.0, 63.0)
-    np.testing.assert_allclose(np.asarray(stereo.depth_to_disparity(z, 700.0, 63.0)),
-                               np.asarray(disp), rtol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(stereo.depth_to_disparity(z, 700.0, 63.0)), np.asarray(disp), rtol=1e-12
+    )
     assert bool(jnp.isinf(stereo.disparity_to_depth(jnp.asarray(0.0), 700.0, 63.0)))
 
 

@@ -31,8 +31,9 @@ def test_sphere_depth_matches_analytic(right):
     n = np.asarray(stereo.sdf_normals(sdf, o + t[:, None] * d))[inside]
     p = (np.asarray(o) + t_ref[:, None] * np.asarray(d))[inside]
     np.testing.assert_allclose(n, (p - c) / r, atol=1e-5)
-    t_jit, _ = jax.jit(lambda o, d: stereo.sphere_trace(sdf, o, d, t_max=400.0, n_steps=200,
-                                                       eps=1e-7))(o, d)
+    t_jit, _ = jax.jit(
+        lambda o, d: stereo.sphere_trace(sdf, o, d, t_max=400.0, n_steps=200, eps=1e-7)
+    )(o, d)
     np.testing.assert_allclose(np.asarray(t_jit), np.asarray(t), rtol=1e-12)
 
 
@@ -100,11 +101,11 @@ def test_dataset_vmap_equals_single_and_shards_round_trip(getkey, tmp_path):
     k1 = jax.random.split(key, 3)[1]
     c = cfgs[1]
     rig = stereo.StereoRig.centred(float(c[0]), float(c[1]), h, w)
-    single = jax.jit(lambda k: stereo.render_pair(stereo.sample_face_scene(k, c[1], c[2]), rig,
-                                                  h, w, n_steps=40))(k1)
+    single = jax.jit(
+        lambda k: stereo.render_pair(stereo.sample_face_scene(k, c[1], c[2]), rig, h, w, n_steps=40)
+    )(k1)
     for name in ("left", "right", "landmarks_3d", "camera"):
-        np.testing.assert_allclose(data[name][1], np.asarray(single[name]), rtol=1e-6,
-                                   atol=1e-6)
+        np.testing.assert_allclose(data[name][1], np.asarray(single[name]), rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(data["mask"][1], np.asarray(single["mask"]))
     np.testing.assert_array_equal(data["config"], [0, 1, 2])
     stereo.write_face_shards(tmp_path / "set", data, shard_size=2, configs=cfgs)
@@ -132,8 +133,12 @@ def test_face_bad_inputs(tmp_path):
 
 def test_shards_round_trip_without_rendering(getkey, tmp_path):
     rng = np.random.default_rng(1)
-    data = {"left": rng.uniform(size=(5, 4, 6, 3)), "depth": rng.uniform(size=(5, 4, 6)),
-            "mask": rng.uniform(size=(5, 4, 6)) > 0.5, "config": np.arange(5)}
+    data = {
+        "left": rng.uniform(size=(5, 4, 6, 3)),
+        "depth": rng.uniform(size=(5, 4, 6)),
+        "mask": rng.uniform(size=(5, 4, 6)) > 0.5,
+        "config": np.arange(5),
+    }
     stereo.write_face_shards(tmp_path / "s", data, shard_size=2)
     ds = stereo.FaceStereoDataset(tmp_path / "s")
     assert len(ds) == 5 and [e["count"] for e in ds.index["shards"]] == [2, 2, 1]

@@ -9,8 +9,14 @@ import pytest
 from jaxlab import stereo
 from jaxlab._core import Checkpointer, StepLoop
 
-TINY = {"feature_dim": 8, "hidden_dim": 8, "context_dim": 8, "n_levels": 2, "radius": 2,
-        "downsample": 2}
+TINY = {
+    "feature_dim": 8,
+    "hidden_dim": 8,
+    "context_dim": 8,
+    "n_levels": 2,
+    "radius": 2,
+    "downsample": 2,
+}
 
 
 def test_correlation_volume_matches_loop(getkey):
@@ -36,8 +42,7 @@ def test_pyramid_lookup_integer_and_interpolated(getkey):
     assert [p.shape[2] for p in pyr] == [16, 8, 4]
     c = np.asarray(corr)
     np.testing.assert_allclose(np.asarray(pyr[1]), 0.5 * (c[..., 0::2] + c[..., 1::2]))
-    np.testing.assert_allclose(np.asarray(pyr[2]),
-                               0.25 * c.reshape(2, 3, 4, 4).sum(-1), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(pyr[2]), 0.25 * c.reshape(2, 3, 4, 4).sum(-1), rtol=1e-12)
     r = 2
     disp = np.array([[0.0, 4.0, 8.0], [12.0, 16.0, 20.0]])  # integer at every level
     out = np.asarray(stereo.lookup_pyramid(pyr, jnp.asarray(disp), r))
@@ -47,7 +52,7 @@ def test_pyramid_lookup_integer_and_interpolated(getkey):
         for y in range(2):
             for x in range(3):
                 for j, o in enumerate(range(-r, r + 1)):
-                    i = int(disp[y, x]) // 2 ** lvl + o
+                    i = int(disp[y, x]) // 2**lvl + o
                     want = vol[y, x, i] if 0 <= i < vol.shape[2] else 0.0
                     assert out[y, x, lvl * (2 * r + 1) + j] == pytest.approx(want, abs=1e-12)
     # fractional disparity: linear interpolation between the two neighbouring entries
@@ -73,7 +78,7 @@ def test_convex_upsample_matches_loop(getkey):
                     logits = mask[y, x].reshape(f, f, 9)[a, b]
                     wts = np.exp(logits - logits.max())
                     wts /= wts.sum()
-                    nb = pad[y:y + 3, x:x + 3].ravel()
+                    nb = pad[y : y + 3, x : x + 3].ravel()
                     assert up[y * f + a, x * f + b] == pytest.approx(f * wts @ nb, rel=1e-10)
     assert up.min() >= f * disp.min() - 1e-12 and up.max() <= f * disp.max() + 1e-12
 
@@ -101,8 +106,9 @@ def test_gradient_matches_finite_differences(getkey):
     params = stereo.init_raft(model, 8, 12, key=getkey())
     leaves, tree = jax.tree_util.tree_flatten(params)
     keys = jax.random.split(getkey(), len(leaves))
-    params = jax.tree_util.tree_unflatten(tree, [
-        x + 0.05 * jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves)])
+    params = jax.tree_util.tree_unflatten(
+        tree, [x + 0.05 * jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves)]
+    )
     # a positive bias on the increment head keeps disparities off the clamp at 0 (where the
     # gradient would be identically zero)
     head = [k for k, v in params["refine"]["update"].items() if v["kernel"].shape[-1] == 1]
@@ -121,7 +127,8 @@ def test_gradient_matches_finite_differences(getkey):
     _, g = value_and_grad(params)
     keys = jax.random.split(getkey(), len(leaves))
     direction = jax.tree_util.tree_unflatten(
-        tree, [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves)])
+        tree, [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves)]
+    )
     eps = 1e-6
     shift = lambda s: jax.tree.map(lambda p, v: p + s * v, params, direction)  # noqa: E731
     fd = (value_and_grad(shift(eps))[0] - value_and_grad(shift(-eps))[0]) / (2 * eps)
@@ -138,17 +145,24 @@ def _plane_pairs(key, n, h=16, w=32, disparities=(2, 3, 4, 5)):
         t = np.asarray(jax.random.uniform(jax.random.fold_in(key, i), (h, w + d, 3)))
         t = (t + np.roll(t, 1, 1) + np.roll(t, 1, 0)) / 3.0  # mild smoothing
         lefts.append(t[:, :w])
-        rights.append(t[:, d:d + w])
+        rights.append(t[:, d : d + w])
         disps.append(np.full((h, w), float(d)))
-    return (np.stack(lefts).astype(np.float32), np.stack(rights).astype(np.float32),
-            np.stack(disps).astype(np.float32))
+    return (
+        np.stack(lefts).astype(np.float32),
+        np.stack(rights).astype(np.float32),
+        np.stack(disps).astype(np.float32),
+    )
 
 
 # The learning and the checkpoint tests train the same model on same-shaped data with the
 # same settings, so they share one compiled training step.
 PLANE_MODEL = {**TINY, "feature_dim": 16, "hidden_dim": 16}
-PLANE_TRAIN = {"steps": 120, "batch_size": 4, "n_iters": 4,
-               "optimizer": stereo.raft_optimizer(2e-3, 1e-5, 120)}
+PLANE_TRAIN = {
+    "steps": 120,
+    "batch_size": 4,
+    "n_iters": 4,
+    "optimizer": stereo.raft_optimizer(2e-3, 1e-5, 120),
+}
 
 
 def test_training_on_planes_reduces_epe(getkey):
@@ -158,17 +172,20 @@ def test_training_on_planes_reduces_epe(getkey):
     tl, tr, td = _plane_pairs(getkey(), 8)
 
     def test_epe(p):
-        return float(np.mean(np.abs(np.asarray(stereo.raft_predictor(model, p, n_iters=4)(
-            tl, tr)) - td)))
+        return float(
+            np.mean(np.abs(np.asarray(stereo.raft_predictor(model, p, n_iters=4)(tl, tr)) - td))
+        )
 
-    params, losses = stereo.train_raft(model, left, right, disp, key=getkey(), params=p0,
-                                       **PLANE_TRAIN)
+    params, losses = stereo.train_raft(
+        model, left, right, disp, key=getkey(), params=p0, **PLANE_TRAIN
+    )
     before, after = test_epe(p0), test_epe(params)
     assert losses.shape == (120,) and losses[-10:].mean() < 0.5 * losses[:10].mean()
     assert after < 0.25 * before and after < 0.5, (before, after)  # other seeds: 2.3-3.5 -> 0.3
     predict = stereo.raft_predictor(model, params, n_iters=4)
-    np.testing.assert_allclose(np.asarray(predict(tl[3], tr[3])),
-                               np.asarray(predict(tl, tr))[3], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(predict(tl[3], tr[3])), np.asarray(predict(tl, tr))[3], rtol=1e-5, atol=1e-5
+    )
 
 
 # The step-check and the resume tests build equal steps (same model, optimizer object,
@@ -181,10 +198,17 @@ def test_raft_step_passes_the_shared_step_checks(getkey, tmp_path):
 
     left, right, disp = _plane_pairs(getkey(), 4)
     model = stereo.RAFTStereo(**TINY)
-    step = stereo.RaftStep(jnp.asarray(left), jnp.asarray(right), jnp.asarray(disp),
-                           jnp.asarray(np.isfinite(disp)), model, **TINY_TRAIN)
-    check_step(step, step.init(None, getkey()), key=getkey(), steps=4, tmp_path=tmp_path,
-               loop=StepLoop())
+    step = stereo.RaftStep(
+        jnp.asarray(left),
+        jnp.asarray(right),
+        jnp.asarray(disp),
+        jnp.asarray(np.isfinite(disp)),
+        model,
+        **TINY_TRAIN,
+    )
+    check_step(
+        step, step.init(None, getkey()), key=getkey(), steps=4, tmp_path=tmp_path, loop=StepLoop()
+    )
 
 
 def test_train_raft_resumes_from_a_checkpointer(getkey, tmp_path, tree_allclose):
@@ -224,10 +248,12 @@ def test_bad_inputs_raise(getkey):
         pred(np.zeros((8, 15, 3), np.float32), np.zeros((8, 15, 3), np.float32))
     batch = np.zeros((2, 8, 16, 3), np.float32)
     with pytest.raises(ValueError, match="n_iters"):
-        stereo.train_raft(model, batch, batch, np.zeros((2, 8, 16), np.float32),
-                          key=getkey(), n_iters=0)
+        stereo.train_raft(
+            model, batch, batch, np.zeros((2, 8, 16), np.float32), key=getkey(), n_iters=0
+        )
     with pytest.raises(ValueError, match="right"):
-        stereo.train_raft(model, batch, batch[:, :, :8], np.zeros((2, 8, 16), np.float32),
-                          key=getkey())
+        stereo.train_raft(
+            model, batch, batch[:, :, :8], np.zeros((2, 8, 16), np.float32), key=getkey()
+        )
     with pytest.raises(ValueError, match="f_right"):
         stereo.correlation_volume(jnp.zeros((2, 3, 4)), jnp.zeros((2, 4, 4)))

@@ -232,6 +232,7 @@ def test_hopse_step_passes_the_shared_step_checks(getkey, tmp_path):
     sizes = T.max_sizes([_arrays(s)[1] for s in range(8)])
     data = T.stack_complex_arrays([_arrays(s, pad=lambda c: sizes)[0] for s in range(8)])
     y = jnp.asarray(np.arange(8) % 2)
+
     def build(k):
         return T.HOPSE([x.shape[-1] for x in data.x], SPEC.dim, 2, width=4, depth=1, key=k)
 
@@ -241,31 +242,45 @@ def test_hopse_step_passes_the_shared_step_checks(getkey, tmp_path):
     if vmapped:  # two folds, eval predictions every 2nd epoch
         w = jnp.stack([w.at[:2].set(0.0), w.at[6:].set(0.0)])
         model = eqx.filter_vmap(build)(jax.random.split(getkey(), 2))
-    step = T.HopseStep(trainer, data, y, w, vmapped=vmapped, eval_data={"all": data},
-                       eval_every=2)
-    check_step(step, step.init(model, getkey()), key=getkey(), steps=4, tmp_path=tmp_path,
-               loop=StepLoop())
+    step = T.HopseStep(trainer, data, y, w, vmapped=vmapped, eval_data={"all": data}, eval_every=2)
+    check_step(
+        step, step.init(model, getkey()), key=getkey(), steps=4, tmp_path=tmp_path, loop=StepLoop()
+    )
     # the fit wrapper: epoch e shuffles with fold_in(key, e), like a hand-written loop
     key = getkey()
-    state, hist = T.fit(trainer, model, data, y, w, key=key, steps=4, vmapped=vmapped,
-                        eval_data={"all": data}, eval_every=2)
+    state, hist = T.fit(
+        trainer,
+        model,
+        data,
+        y,
+        w,
+        key=key,
+        steps=4,
+        vmapped=vmapped,
+        eval_data={"all": data},
+        eval_every=2,
+    )
     ref = trainer.init(model) if not vmapped else eqx.filter_vmap(trainer.init)(model)
-    epoch = trainer.epoch if not vmapped else eqx.filter_vmap(trainer.epoch,
-                                                              in_axes=(0, None, None, 0, 0))
+    epoch = (
+        trainer.epoch
+        if not vmapped
+        else eqx.filter_vmap(trainer.epoch, in_axes=(0, None, None, 0, 0))
+    )
     for e in range(4):
         k = jax.random.fold_in(key, e)
-        ref, loss = eqx.filter_jit(epoch)(ref, data, y, w, jax.random.split(k, 2) if vmapped
-                                          else k)
+        ref, loss = eqx.filter_jit(epoch)(ref, data, y, w, jax.random.split(k, 2) if vmapped else k)
         np.testing.assert_allclose(hist.aux["losses" if vmapped else "loss"][e], loss, rtol=1e-6)
         pred = hist.aux["pred_all"][e]
         if e % 2 == 1:  # after epochs 2 and 4: the model's predictions
-            want = (eqx.filter_vmap(lambda s: T.predict(trainer.model(s), data))(ref)
-                    if vmapped else T.predict(trainer.model(ref), data))
+            want = (
+                eqx.filter_vmap(lambda s: T.predict(trainer.model(s), data))(ref)
+                if vmapped
+                else T.predict(trainer.model(ref), data)
+            )
             np.testing.assert_allclose(pred, want, rtol=1e-6, atol=1e-7)
         else:
             np.testing.assert_array_equal(pred, 0.0)
     assert hist.losses.shape == (4,)
     np.testing.assert_allclose(hist.losses, hist.aux["losses"].mean(1), rtol=1e-6)
-    for a, b in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(ref),
-                    strict=True):
+    for a, b in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(ref), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)

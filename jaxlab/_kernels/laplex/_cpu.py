@@ -38,8 +38,12 @@ _TARGETS = {
     jnp.dtype(jnp.complex64): ("laplex_scan_c64", "LaplexScanC64"),
     jnp.dtype(jnp.complex128): ("laplex_scan_c128", "LaplexScanC128"),
 }
-_FUSED_SUFFIX = {jnp.dtype(jnp.float32): "F32", jnp.dtype(jnp.float64): "F64",
-                 jnp.dtype(jnp.complex64): "C64", jnp.dtype(jnp.complex128): "C128"}
+_FUSED_SUFFIX = {
+    jnp.dtype(jnp.float32): "F32",
+    jnp.dtype(jnp.float64): "F64",
+    jnp.dtype(jnp.complex64): "C64",
+    jnp.dtype(jnp.complex128): "C128",
+}
 
 
 def fused_target(kind: str, dtype) -> str:
@@ -59,9 +63,13 @@ def build_cpu_kernel(*, force: bool = False) -> Path:
     compilation fails, and naming the folders looked in when the sources are missing.
     """
     d = source_dir()
-    return build_shared_library("laplex_scan", [d / f for f in _SOURCE_NAMES],
-                                [d / f for f in _HEADER_NAMES], flags=["-fno-trapping-math"],
-                                force=force)
+    return build_shared_library(
+        "laplex_scan",
+        [d / f for f in _SOURCE_NAMES],
+        [d / f for f in _HEADER_NAMES],
+        flags=["-fno-trapping-math"],
+        force=force,
+    )
 
 
 @functools.cache
@@ -71,17 +79,20 @@ def _register() -> bool:
     except (RuntimeError, OSError):
         return False
     for name, symbol in _TARGETS.values():
-        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, symbol)),
-                                    platform="cpu")
+        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu")
     for suffix in _FUSED_SUFFIX.values():
         for kind in ("Apply", "Parts", "Sym"):
             jax.ffi.register_ffi_target(
                 f"laplex_fused_{kind.lower()}_{suffix.lower()}",
-                jax.ffi.pycapsule(getattr(lib, f"LaplexFused{kind}{suffix}")), platform="cpu")
+                jax.ffi.pycapsule(getattr(lib, f"LaplexFused{kind}{suffix}")),
+                platform="cpu",
+            )
     for suffix in ("F32", "F64"):
-        jax.ffi.register_ffi_target(f"laplex_plan_{suffix.lower()}",
-                                    jax.ffi.pycapsule(getattr(lib, f"LaplexPlan{suffix}")),
-                                    platform="cpu")
+        jax.ffi.register_ffi_target(
+            f"laplex_plan_{suffix.lower()}",
+            jax.ffi.pycapsule(getattr(lib, f"LaplexPlan{suffix}")),
+            platform="cpu",
+        )
     return True
 
 
@@ -121,10 +132,12 @@ class CpuScan(AbstractScan):
             raise RuntimeError("CpuScan: the C++ kernel is unavailable (no compiler?)")
         dt = jnp.dtype(x.dtype)
         if dt not in _TARGETS or jnp.dtype(alpha.dtype) != dt:
-            raise ValueError(f"CpuScan: alpha and x must share one of "
-                             f"{[str(d) for d in _TARGETS]}, got {alpha.dtype}, {x.dtype}")
+            raise ValueError(
+                f"CpuScan: alpha and x must share one of "
+                f"{[str(d) for d in _TARGETS]}, got {alpha.dtype}, {x.dtype}"
+            )
         name = _TARGETS[dt][0]
-        call = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct(x.shape, x.dtype),
-                                vmap_method="broadcast_all")
-        return call(alpha, x, reverse=np.int32(1 if reverse else 0),
-                    beta_form=np.int32(beta_form))
+        call = jax.ffi.ffi_call(
+            name, jax.ShapeDtypeStruct(x.shape, x.dtype), vmap_method="broadcast_all"
+        )
+        return call(alpha, x, reverse=np.int32(1 if reverse else 0), beta_form=np.int32(beta_form))

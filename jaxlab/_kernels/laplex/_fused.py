@@ -52,12 +52,22 @@ def fused_apply(
     """
     _check(x, lam)
     m = tgt.shape[1]
-    call = jax.ffi.ffi_call(fused_target("apply", x.dtype),
-                            jax.ShapeDtypeStruct((m, x.shape[1]), x.dtype),
-                            vmap_method="sequential")
+    call = jax.ffi.ffi_call(
+        fused_target("apply", x.dtype),
+        jax.ShapeDtypeStruct((m, x.shape[1]), x.dtype),
+        vmap_method="sequential",
+    )
     i32 = jnp.int32
-    return call(x, tgt, src, lam, c.astype(x.dtype), perm_src.astype(i32),
-                rank_tgt.astype(i32), perm_tgt.astype(i32))
+    return call(
+        x,
+        tgt,
+        src,
+        lam,
+        c.astype(x.dtype),
+        perm_src.astype(i32),
+        rank_tgt.astype(i32),
+        perm_tgt.astype(i32),
+    )
 
 
 def fused_sym(
@@ -90,10 +100,14 @@ def fused_sym(
     _check(x, lam)
     if presorted is None:
         presorted = jnp.zeros(src.shape[:1], jnp.int32)
-    call = jax.ffi.ffi_call(fused_target("sym", x.dtype), jax.ShapeDtypeStruct(x.shape, x.dtype),
-                            vmap_method="sequential")
-    return call(x, src, lam, c.astype(x.dtype), perm_src.astype(jnp.int32),
-                presorted.astype(jnp.int32))
+    call = jax.ffi.ffi_call(
+        fused_target("sym", x.dtype),
+        jax.ShapeDtypeStruct(x.shape, x.dtype),
+        vmap_method="sequential",
+    )
+    return call(
+        x, src, lam, c.astype(x.dtype), perm_src.astype(jnp.int32), presorted.astype(jnp.int32)
+    )
 
 
 def fused_parts(
@@ -119,11 +133,23 @@ def fused_parts(
     _check(x, lam)
     h, m = tgt.shape
     shape = (h, 2 + int(jordan), m, x.shape[1])
-    call = jax.ffi.ffi_call(fused_target("parts", x.dtype), jax.ShapeDtypeStruct(shape, x.dtype),
-                            vmap_method="sequential")
+    call = jax.ffi.ffi_call(
+        fused_target("parts", x.dtype),
+        jax.ShapeDtypeStruct(shape, x.dtype),
+        vmap_method="sequential",
+    )
     i32 = jnp.int32
-    return call(x, tgt, src, lam, perm_src.astype(i32), rank_tgt.astype(i32),
-                perm_tgt.astype(i32), jordan=np.int32(jordan), tie=np.int32(tie))
+    return call(
+        x,
+        tgt,
+        src,
+        lam,
+        perm_src.astype(i32),
+        rank_tgt.astype(i32),
+        perm_tgt.astype(i32),
+        jordan=np.int32(jordan),
+        tie=np.int32(tie),
+    )
 
 
 def cpu_plan(
@@ -140,9 +166,13 @@ def cpu_plan(
     h, m = t.shape
     n = s.shape[1]
     i32 = jnp.int32
-    out = (jax.ShapeDtypeStruct((h, n), i32), jax.ShapeDtypeStruct((h, m), i32),
-           jax.ShapeDtypeStruct((h, m), i32), jax.ShapeDtypeStruct((h, n), i32),
-           jax.ShapeDtypeStruct((h,), i32))
+    out = (
+        jax.ShapeDtypeStruct((h, n), i32),
+        jax.ShapeDtypeStruct((h, m), i32),
+        jax.ShapeDtypeStruct((h, m), i32),
+        jax.ShapeDtypeStruct((h, n), i32),
+        jax.ShapeDtypeStruct((h,), i32),
+    )
     name = "laplex_plan_f32" if jnp.dtype(t.dtype) == jnp.float32 else "laplex_plan_f64"
     call = jax.ffi.ffi_call(name, out, vmap_method="sequential")
     return tuple(call(t, s, same=np.int32(same)))

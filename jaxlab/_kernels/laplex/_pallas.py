@@ -51,8 +51,10 @@ def _kernel_complex(ar_ref, ai_ref, xr_ref, xi_ref, hr_ref, hi_ref, pr_ref, pi_r
         hr, hi, qr, qi = carry
         ar = ar_ref[pl.ds(j, 1), :]
         ai = ai_ref[pl.ds(j, 1), :]
-        hr, hi = ar * hr - ai * hi + xr_ref[pl.ds(j, 1), :], ar * hi + ai * hr + xi_ref[
-            pl.ds(j, 1), :]
+        hr, hi = (
+            ar * hr - ai * hi + xr_ref[pl.ds(j, 1), :],
+            ar * hi + ai * hr + xi_ref[pl.ds(j, 1), :],
+        )
         qr, qi = ar * qr - ai * qi, ar * qi + ai * qr
         hr_ref[pl.ds(j, 1), :] = hr
         hi_ref[pl.ds(j, 1), :] = hi
@@ -97,7 +99,9 @@ class PallasScan(AbstractScan):
             outs = pl.pallas_call(
                 functools.partial(_kernel_complex, chunk=c),
                 out_shape=[jax.ShapeDtypeStruct((c, lanes), rdt)] * 4,
-                grid=grid, in_specs=[spec] * 4, out_specs=[spec] * 4,
+                grid=grid,
+                in_specs=[spec] * 4,
+                out_specs=[spec] * 4,
                 interpret=self.interpret,
             )(jnp.real(a2), jnp.imag(a2), jnp.real(x2), jnp.imag(x2))
             hr, hi, pr, pi = outs
@@ -105,7 +109,9 @@ class PallasScan(AbstractScan):
         h, p = pl.pallas_call(
             functools.partial(_kernel_real, chunk=c),
             out_shape=[jax.ShapeDtypeStruct((c, lanes), a2.dtype)] * 2,
-            grid=grid, in_specs=[spec] * 2, out_specs=[spec] * 2,
+            grid=grid,
+            in_specs=[spec] * 2,
+            out_specs=[spec] * 2,
             interpret=self.interpret,
         )(a2, x2)
         return h, p
@@ -137,4 +143,3 @@ def _combine_lanes(left, right):
     a1, h1 = left
     a2, h2 = right
     return a1 * a2, a2 * h1 + h2
-

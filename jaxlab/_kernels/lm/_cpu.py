@@ -39,8 +39,9 @@ def _cpu_tag() -> bytes:
 def build_qmatmul_kernel(*, force: bool = False) -> Path:
     """Compile `lm_qmatmul.cc` (cached); returns the shared library's path."""
     src = source_dir("lm", [_SOURCE_NAME]) / _SOURCE_NAME
-    return build_shared_library("lm_qmatmul", [src], flags=["-march=native"],
-                                tag_extra=_cpu_tag(), force=force)
+    return build_shared_library(
+        "lm_qmatmul", [src], flags=["-march=native"], tag_extra=_cpu_tag(), force=force
+    )
 
 
 @functools.cache
