@@ -4,6 +4,7 @@ the kernels build and load from an installed wheel as from the repository checko
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -115,3 +116,18 @@ def test_sweep_is_public():
 
     out = jaxlab.sweep(lambda x: {"sq": x**2}, jnp.arange(5.0))
     np.testing.assert_array_equal(out["sq"], np.arange(5.0) ** 2)
+
+
+def test_readme_install_path_works_outside_make_and_docs_are_in_the_repo():
+    readme = (ROOT / "README.md").read_text()
+    assert "shared folder" not in readme
+    assert "(docs/design.md)" in readme and (ROOT / "docs" / "design.md").is_file()
+    section = readme.split("## Install without make", 1)[1].split("\n## ", 1)[0]
+    assert 'pip install -e ".[test]" "jax[cuda12]"' in section
+    assert "python -m jaxlab.data install" in section
+    # every data entry the README names exists in the catalogue
+    from jaxlab.data import CATALOGUE
+
+    names = {d.name for d in CATALOGUE}
+    for word in re.findall(r"jaxlab\.data install --only ([\w.-]+)", readme):
+        assert word in names, word

@@ -45,7 +45,7 @@ _CHUNKED = {
 
 
 def _dist_file(dist_name: str, suffix: str) -> Path:
-    return wheel_file(dist_name, suffix, pin=f"{dist_name} (or `python -m jaxlab.data install`)")
+    return wheel_file(dist_name, suffix)
 
 
 def _require_installed(name: str) -> None:

