@@ -5,12 +5,47 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from fnmatch import fnmatch
 from pathlib import Path
 
 from ._harness import _registry
 from ._harness._bench import run_bench
 from ._harness._report import claims_table, load_records, write_report
-from ._harness._runner import jax_info, reproduce, run_experiment
+from ._harness._runner import full_refusal, jax_info, reproduce, resume_note, run_experiment
+
+_EPILOG = """exit status: 0 success; 1 an experiment (or benchmark) failed or a claims
+folder held no results; 2 a usage error (unknown name, bad flag, --full refused).
+
+examples:
+  python -m experiments run bandits_synthetic --seed 1 --out results
+  python -m experiments run cells_rare --resume          # continue from its checkpoints
+  python -m experiments reproduce --only 'laplex_*'
+  python -m experiments claims results                   # the claims table as Markdown"""
+
+
+def _usage_error(message: str) -> int:
+    print(f"python -m experiments: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _find(name: str, *, bench: bool = False):
+    try:
+        return _registry.find(name, bench=bench)
+    except _registry.UnknownName as e:
+        _usage_error(str(e))
+        return None
+
+
+def _refuse_full(mods, args) -> bool:
+    """Print why FULL must not start here (unless --force); True when refused."""
+    if not args.full or args.force:
+        return False
+    reasons = [r for r in map(full_refusal, mods) if r]
+    for r in reasons[:3]:
+        _usage_error(r)
+    if len(reasons) > 3:
+        _usage_error(f"... and {len(reasons) - 3} more experiments refused")
+    return bool(reasons)
 
 
 def _cmd_list(args) -> int:
@@ -23,7 +58,13 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    mod = _registry.find(args.name)
+    mod = _find(args.name)
+    if mod is None:
+        return 2
+    if _refuse_full([mod], args):
+        return 2
+    if args.resume:
+        print(resume_note(mod, args.out))
     rec = run_experiment(mod, out=args.out, full=args.full, seed=args.seed, resume=args.resume)
     print(f"wrote {Path(args.out) / args.name / 'metrics.json'} ({rec['runtime_s']:.1f} s)")
     for c in rec["claims"]:
@@ -36,6 +77,8 @@ def _cmd_run(args) -> int:
 
 def _cmd_reproduce(args) -> int:
     mods = list(_registry.discover().values())
+    if _refuse_full([m for m in mods if args.only is None or fnmatch(m.NAME, args.only)], args):
+        return 2
     t0 = time.perf_counter()
     done, failed = reproduce(mods, out=args.out, full=args.full, seed=args.seed, only=args.only)
     header = (
@@ -51,9 +94,10 @@ def _cmd_reproduce(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    rec = run_bench(
-        _registry.find(args.name, bench=True), out=args.out, full=args.full, seed=args.seed
-    )
+    mod = _find(args.name, bench=True)
+    if mod is None or _refuse_full([mod], args):
+        return 2
+    rec = run_bench(mod, out=args.out, full=args.full, seed=args.seed)
     print(f"wrote {Path(args.out) / 'bench' / (args.name + '.json')}")
     for impl, t in rec["timings"].items():
         print(f"  {impl:30s} median {t['median_s']:.4g} s")
@@ -71,28 +115,72 @@ def _cmd_claims(args) -> int:
     for d in args.dirs:
         for rec in load_records(Path(d)):
             by_name[rec["experiment"]] = rec
+    if not by_name:
+        print(f"no NAME/metrics.json under {', '.join(args.dirs)}", file=sys.stderr)
+        return 1
     sys.stdout.write(claims_table(list(by_name.values())))
     return 0
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments", description=__doc__)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("list", help="registered experiments and benchmarks")
-    r = sub.add_parser("run", help="run one experiment")
-    r.add_argument("name")
-    r.add_argument("--resume", action="store_true", help="resume from checkpoints in DIR/NAME")
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (every flag and positional has a help text)."""
+    p = argparse.ArgumentParser(
+        prog="python -m experiments",
+        description=__doc__,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    sub.add_parser("list", help="registered experiments and benchmarks, with their papers")
+    r = sub.add_parser("run", help="run one experiment", epilog=_EPILOG)
+    r.add_argument("name", metavar="NAME", help="the experiment (see `list`), e.g. cells_rare")
+    r.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the checkpoints of an earlier run in OUT/NAME/checkpoints "
+        "(says which it found, or that there are none)",
+    )
     rp = sub.add_parser("reproduce", help="run all experiments and write the report")
-    rp.add_argument("--only", default=None, help="glob over experiment names")
-    b = sub.add_parser("bench", help="run one benchmark")
-    b.add_argument("name")
-    c = sub.add_parser("claims", help="print the claims table of results folders (Markdown)")
-    c.add_argument("dirs", nargs="+", help="results folders holding NAME/metrics.json")
+    rp.add_argument(
+        "--only", default=None, metavar="GLOB", help="only experiments whose NAME matches GLOB"
+    )
+    b = sub.add_parser("bench", help="run one benchmark (ours vs peers)")
+    b.add_argument("name", metavar="NAME", help="the benchmark (see `list`)")
+    c = sub.add_parser(
+        "claims", help="print the claims table of results folders as Markdown (README's table)"
+    )
+    c.add_argument(
+        "dirs", nargs="+", metavar="DIR", help="results folders holding NAME/metrics.json"
+    )
     for q in (r, rp, b):
-        q.add_argument("--full", action="store_true", help="paper-scale config (GPU/TPU)")
-        q.add_argument("--seed", type=int, default=0)
-        q.add_argument("--out", default="results")
-    args = p.parse_args(argv)
+        q.add_argument(
+            "--full",
+            action="store_true",
+            help="the paper-scale FULL config, for a GPU/TPU (refused on a CPU, or when its "
+            "declared memory exceeds the device's, unless --force)",
+        )
+        q.add_argument(
+            "--force", action="store_true", help="start a --full run that would be refused"
+        )
+        q.add_argument(
+            "--seed",
+            type=int,
+            default=0,
+            metavar="S",
+            help="integer seed; the run's key is jax.random.key(S) (default: 0)",
+        )
+        q.add_argument(
+            "--out",
+            default="results",
+            metavar="OUT",
+            help="results folder; a run writes OUT/NAME/{metrics.json, *.png, run.log} "
+            "(default: results)",
+        )
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     return {
         "list": _cmd_list,
         "run": _cmd_run,

@@ -11,6 +11,7 @@ component's `_setup.py` (or in the library).
 from __future__ import annotations
 
 import ast
+import difflib
 import importlib
 import pkgutil
 from pathlib import Path
@@ -19,7 +20,7 @@ from types import ModuleType
 from ._config import check_config_pair
 from ._papers import PAPERS
 
-__all__ = ["discover", "validate_module", "find", "check_imports"]
+__all__ = ["discover", "validate_module", "find", "check_imports", "UnknownName"]
 
 _EXPERIMENT_ATTRS = ("NAME", "PAPER", "DESCRIPTION", "QUICK", "FULL", "run")
 _BENCH_ATTRS = ("NAME", "PAPER", "DESCRIPTION", "QUICK", "FULL", "setup")
@@ -35,6 +36,11 @@ def validate_module(mod: ModuleType, *, bench: bool = False) -> ModuleType:
     if mod.PAPER not in PAPERS:
         raise ValueError(
             f"{mod.__name__}: PAPER must be one of {', '.join(PAPERS)}, received {mod.PAPER!r}"
+        )
+    need = getattr(mod, "FULL_MEMORY_GB", None)
+    if need is not None and not (isinstance(need, int | float) and need > 0):
+        raise ValueError(
+            f"{mod.__name__}: FULL_MEMORY_GB must be a positive number, received {need!r}"
         )
     if not bench:
         check_config_pair(mod.__name__, mod.QUICK, mod.FULL)
@@ -149,14 +155,26 @@ def discover(*, bench: bool = False, package: str = "experiments") -> dict[str, 
     return found
 
 
+class UnknownName(KeyError):
+    """No experiment (or benchmark) has this NAME; `str()` is one line with suggestions."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 def find(name: str, *, bench: bool = False, package: str = "experiments") -> ModuleType:
-    """The registered module called `name`, or a `KeyError` listing the known names.
+    """The registered module called `name`, or `UnknownName` (a `KeyError`) suggesting the
+    closest known names.
 
     Imports only that module (its path follows from the NAME).
     """
-    for path, expected in _module_names(package, bench):
+    names = _module_names(package, bench)
+    for path, expected in names:
         if expected == name:
             return _load(path, expected, bench)
     kind = "benchmark" if bench else "experiment"
-    known = ", ".join(sorted(e for _, e in _module_names(package, bench))) or "(none)"
-    raise KeyError(f"unknown {kind} {name!r}; known: {known}")
+    close = difflib.get_close_matches(name, sorted(e for _, e in names), n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    raise UnknownName(
+        f"unknown {kind} {name!r}; {hint}(`python -m experiments list` names them all)"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import math
+import os
 import time
 import traceback
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,14 @@ from jaxlab._core import atomic_write, write_json
 from ._api import Result, RunContext, log
 from ._config import config_to_json
 
-__all__ = ["run_experiment", "reproduce", "jax_info", "flatten_metrics"]
+__all__ = [
+    "run_experiment",
+    "reproduce",
+    "jax_info",
+    "flatten_metrics",
+    "full_refusal",
+    "resume_note",
+]
 
 
 def jax_info() -> dict[str, Any]:
@@ -30,6 +38,63 @@ def jax_info() -> dict[str, Any]:
         "backend": jax.default_backend(),
         "devices": [f"{d.platform}:{d.device_kind}" for d in devs],
     }
+
+
+def _memory_gb() -> tuple[str, float | None]:
+    """(backend, memory of one device in GB: the host's RAM on a CPU; None if unknown)."""
+    backend = jax.default_backend()
+    if backend == "cpu":
+        try:
+            return backend, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+        except (ValueError, OSError, AttributeError):
+            return backend, None
+    stats = jax.devices()[0].memory_stats() or {}
+    limit = stats.get("bytes_limit")
+    return backend, (limit / 1e9 if limit else None)
+
+
+def full_refusal(mod: ModuleType) -> str | None:
+    """Why the FULL config of `mod` should not start here (None: go ahead).
+
+    FULL is the paper scale for a GPU/TPU: on the CPU backend it is refused; on an
+    accelerator it is refused when the module's `FULL_MEMORY_GB` (an optional estimate of
+    the device memory FULL needs) exceeds one device's memory. `--force` overrides both.
+    """
+    backend, have = _memory_gb()
+    need = getattr(mod, "FULL_MEMORY_GB", None)
+    need_s = (
+        f"about {need:g} GB of device memory (FULL_MEMORY_GB)"
+        if need
+        else "an accelerator (it declares no memory estimate)"
+    )
+    have_s = f"{have:.0f} GB" if have else "unknown memory"
+    if backend == "cpu":
+        return (
+            f"{mod.NAME} --full is the paper-scale config for a GPU/TPU and needs {need_s}; "
+            f"this is the CPU backend ({have_s} RAM). Run without --full (QUICK), or add "
+            "--force to start it anyway"
+        )
+    if need and have and need > have:
+        return (
+            f"{mod.NAME} --full needs {need_s} but one {backend} device has {have_s}; "
+            "add --force to start it anyway"
+        )
+    return None
+
+
+def resume_note(mod: ModuleType, out: str | Path) -> str:
+    """What `--resume` will resume for `mod` under `out` (one line)."""
+    ckpt = Path(out) / mod.NAME / "checkpoints"
+    found = sorted(
+        p.name for p in (ckpt.iterdir() if ckpt.is_dir() else ()) if not p.name.startswith(".")
+    )
+    if not found:
+        return (
+            f"--resume: no checkpoints of {mod.NAME} in {ckpt} (none written yet, or the "
+            "experiment does not checkpoint); running from the start"
+        )
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return f"--resume: resuming {mod.NAME} from {len(found)} checkpoint(s) in {ckpt}: {shown}"
 
 
 def _to_number(v: Any) -> float | int | None:

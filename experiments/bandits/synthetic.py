@@ -41,6 +41,9 @@ FULL = Config(
     horizon=5000,
     seeds=64,
 )
+# Device memory FULL needs, roughly: a CPU run of FULL on 2026-12-01 died allocating one
+# 25.6 GB buffer (per-seed horizon x items arrays, 5000 x 5000, vmapped over 64 seeds).
+FULL_MEMORY_GB = 26
 
 
 def _relevance_from_theta(theta, feature_dim, n_dims):

@@ -1,5 +1,6 @@
 """The experiment runner, report and benchmark harness, on test-only experiments."""
 
+import argparse
 import dataclasses
 import importlib
 import json
@@ -389,10 +390,10 @@ def test_registry_finds_subpackage_experiments_and_rejects_setup_importing_one(
     (tmp_path / "fakeexp2/cells/_setup.py").write_text("SHARED = 1\n")
     assert sorted(_registry.discover(package="fakeexp2")) == ["cells_rare", "eeg_state"]
     assert _registry.find("eeg_state", package="fakeexp2").NAME == "eeg_state"
-    with pytest.raises(
-        KeyError, match="unknown experiment 'eeg_nope'; known: cells_rare, eeg_state"
-    ):
-        _registry.find("eeg_nope", package="fakeexp2")
+    with pytest.raises(KeyError, match="unknown experiment 'eeg_stat'; did you mean eeg_state\\?"):
+        _registry.find("eeg_stat", package="fakeexp2")
+    with pytest.raises(KeyError, match=r"unknown experiment 'zzz'; \(`python -m experiments list`"):
+        _registry.find("zzz", package="fakeexp2")
     (tmp_path / "fakeexp2/cells/_setup.py").write_text("from fakeexp2.eeg.state import NAME\n")
     with pytest.raises(
         ValueError,
@@ -417,3 +418,70 @@ def test_cache_dir_follows_jaxlab_cache_dir(tmp_path, monkeypatch):
     monkeypatch.delenv("JAXLAB_CACHE_DIR")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert cache_dir("x") == tmp_path / "home" / ".cache" / "jaxlab" / "x"
+
+
+def test_cli_misspelled_name_suggests_and_exits_2(capsys):
+    assert cli.main(["run", "bandit_synthetic"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "unknown experiment 'bandit_synthetic'; did you mean bandits_synthetic" in err
+    assert cli.main(["bench", "laplex_matvc"]) == 2
+    assert "unknown benchmark 'laplex_matvc'" in capsys.readouterr().err
+    # argparse's own usage errors exit 2 as well
+    with pytest.raises(SystemExit) as e:
+        cli.main(["run", "bandits_synthetic", "--sed", "1"])
+    assert e.value.code == 2
+
+
+def test_cli_full_on_a_cpu_is_refused_with_the_estimate(tmp_path, capsys, monkeypatch):
+    assert jax.default_backend() == "cpu"
+    assert cli.main(["run", "bandits_synthetic", "--full", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "about 26 GB of device memory" in err and "CPU backend" in err and "--force" in err
+    assert not (tmp_path / "bandits_synthetic").exists()  # nothing started
+    mods = {"bandits_synthetic": _registry.find("bandits_synthetic")}
+    monkeypatch.setattr(_registry, "discover", lambda bench=False: {} if bench else mods)
+    assert cli.main(["reproduce", "--full", "--only", "bandits_s*", "--out", str(tmp_path)]) == 2
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_full_guard_on_an_accelerator_compares_the_declared_memory(monkeypatch):
+    from experiments._harness import _runner
+
+    mod = _module("good", _good_run, FULL_MEMORY_GB=26)
+    monkeypatch.setattr(_runner, "_memory_gb", lambda: ("gpu", 16.0))
+    assert "needs about 26 GB" in _runner.full_refusal(mod)
+    monkeypatch.setattr(_runner, "_memory_gb", lambda: ("gpu", 80.0))
+    assert _runner.full_refusal(mod) is None
+    with pytest.raises(ValueError, match="FULL_MEMORY_GB must be a positive number"):
+        _module("bad_need", _good_run, FULL_MEMORY_GB="lots")
+
+
+def test_cli_resume_says_what_it_resumes(tmp_path, monkeypatch, capsys):
+    mod = _module("good", _good_run)
+    monkeypatch.setattr(_registry, "find", lambda name, bench=False: mod)
+    assert cli.main(["run", "good", "--resume", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "--resume: no checkpoints of good in" in out and "running from the start" in out
+    ckpt = tmp_path / "good" / "checkpoints"
+    ckpt.mkdir(parents=True, exist_ok=True)
+    (ckpt / "fit.eqx").write_bytes(b"x")
+    assert cli.main(["run", "good", "--resume", "--out", str(tmp_path)]) == 0
+    assert "resuming good from 1 checkpoint(s)" in capsys.readouterr().out
+
+
+def test_cli_help_documents_every_flag(capsys):
+    parser = cli.build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(sub.choices) >= {"list", "run", "reproduce", "bench", "claims"}
+    for name, sp in sub.choices.items():
+        for action in sp._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, f"{name} {action.option_strings or action.dest}: no help text"
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    text = capsys.readouterr().out
+    assert "OUT/NAME/checkpoints" in text and "DIR/NAME" not in text
+    assert "exit status: 0 success; 1 an experiment" in text
