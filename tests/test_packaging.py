@@ -89,8 +89,8 @@ def test_kernels_build_and_load_from_the_installed_wheel(wheel, tmp_path):
         "rng = np.random.default_rng(0)\n"
         "t = jnp.asarray(np.sort(rng.uniform(0, 1, (1, 40)), 1)); a = c = jnp.ones(1)\n"
         "v = jnp.asarray(rng.normal(size=40))\n"
-        "y = L.matvec(v, t, t, a, None, c, scan=L.CpuScan())\n"
-        "print(float(jnp.max(jnp.abs(y - L.dense_matrix(t, t, a, None, c) @ v))))\n"
+        "y = L.matvec(v, t, t, a, c=c, scan=L.CpuScan())\n"
+        "print(float(jnp.max(jnp.abs(y - L.dense_matrix(t, t, a, c=c) @ v))))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
     proc = subprocess.run(

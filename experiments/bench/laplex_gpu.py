@@ -89,7 +89,7 @@ def setup(config, key, *, scan=None):
         )
 
     def loss(v, x, a, c, p):
-        return jnp.sum(laplex.matvec(v, x, x, a, None, c, plan=p, scan=pallas))
+        return jnp.sum(laplex.matvec(v, x, x, a, c=c, plan=p, scan=pallas))
 
     mv_pallas, mv_phased = mv(pallas), mv(pallas, phased=True)
     mv_blocked, mv_assoc = mv(BlockedScan()), mv(AssociativeScan())
@@ -175,10 +175,10 @@ def exactness(n, key, *, scan):
         )
 
     def f_fast(v, x, a, c):
-        return jnp.sum(jnp.sin(laplex.matvec(v, x, x, a, None, c, scan=scan)))
+        return jnp.sum(jnp.sin(laplex.matvec(v, x, x, a, c=c, scan=scan)))
 
     def f_dense(v, x, a, c):
-        return jnp.sum(jnp.sin(laplex.dense_matrix(x, x, a, None, c) @ v))
+        return jnp.sum(jnp.sin(laplex.dense_matrix(x, x, a, c=c) @ v))
 
     g = jax.grad(f_fast, argnums=(0, 1, 2, 3))(v, x, a, c)
     args64 = [jnp.asarray(np.asarray(z, np.float64)) for z in (v, x, a, c)]
@@ -272,7 +272,7 @@ def main(argv=None):
     plan = jax.block_until_ready(jax.jit(laplex.make_plan)(x, x))
     for chunk in (int(s) for s in args.chunks.split(",") if s):
         strategy = PallasScan(chunk=chunk, interpret=args.dry_run)
-        f = jax.jit(lambda v, x, p, s=strategy: laplex.matvec(v, x, x, a, None, c, plan=p, scan=s))
+        f = jax.jit(lambda v, x, p, s=strategy: laplex.matvec(v, x, x, a, c=c, plan=p, scan=s))
         try:
             stats = timing_stats(lambda f=f: f(v, x, plan), warmup=1, repeats=5)
             sweep[str(chunk)] = stats["median_s"]

@@ -58,9 +58,9 @@ def setup(config, key):
     vj = jnp.asarray(v)
     plan = jax.block_until_ready(laplex.make_plan(ts, ts))
     fast, assoc = default_scan(), AssociativeScan()
-    mv_fast = jax.jit(lambda v, t, p: laplex.matvec(v, t, t, a, None, c, plan=p, scan=fast))
-    mv_assoc = jax.jit(lambda v, t, p: laplex.matvec(v, t, t, a, None, c, plan=p, scan=assoc))
-    mv_fresh = jax.jit(lambda v, t: laplex.matvec(v, t, t, a, None, c, scan=fast))
+    mv_fast = jax.jit(lambda v, t, p: laplex.matvec(v, t, t, a, c=c, plan=p, scan=fast))
+    mv_assoc = jax.jit(lambda v, t, p: laplex.matvec(v, t, t, a, c=c, plan=p, scan=assoc))
+    mv_fresh = jax.jit(lambda v, t: laplex.matvec(v, t, t, a, c=c, scan=fast))
     sort_only = jax.jit(lambda t: laplex.make_plan(t, t))
 
     impls = {

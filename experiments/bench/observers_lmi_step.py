@@ -32,7 +32,7 @@ def setup(config, key) -> Bench:
 
     @jax.jit
     def barrier_step(tr):
-        return jax.value_and_grad(lambda t: O.lmi_loss(eqx.combine(t, frozen), key, tc))(tr)
+        return jax.value_and_grad(lambda t: O.lmi_loss(eqx.combine(t, frozen), tc, key=key))(tr)
 
     def ours():
         return barrier_step(trainable)

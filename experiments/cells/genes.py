@@ -36,7 +36,7 @@ FULL = Config(latent_dim=32, width=1024, steps=20000, batch_size=512)
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
     adata = cells.spike_program(
-        cells.load_pbmc68k(), config.fraction, doses=tuple(config.doses), seed=0
+        cells.load_pbmc68k(), config.fraction, doses=tuple(config.doses), key=jax.random.key(0)
     )
     _, ann = cells.fit(adata, key=key, attributions=True, **lecell_kwargs(config, ctx, "genes"))
     attr = ann.layers["jepa_attribution"]

@@ -55,7 +55,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     metrics, rows = {}, []
     dose_rho = None
     for i, f in enumerate(config.fractions):
-        adata = cells.spike_program(base, f, doses=tuple(config.doses), seed=i)
+        adata = cells.spike_program(base, f, doses=tuple(config.doses), key=jax.random.key(i))
         y = adata.obs["stimulated"].to_numpy()
         counts = cells.counts_matrix(adata)
         _, ann = cells.fit(

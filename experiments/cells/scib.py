@@ -39,7 +39,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     from scib_metrics.benchmark import Benchmarker
 
     k_fit, k_vae = jax.random.split(key)
-    adata = cells.simulate_batches(cells.load_pbmc68k(), config.n_batches, seed=0)
+    adata = cells.simulate_batches(
+        cells.load_pbmc68k(), config.n_batches, key=jax.random.key(0)
+    )  # one batch simulation for every run seed, as before
     counts = cells.counts_matrix(adata)
     d = config.latent_dim
     _, ann = cells.fit(adata, key=k_fit, attributions=False, **lecell_kwargs(config, ctx, "scib"))

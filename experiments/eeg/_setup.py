@@ -68,11 +68,13 @@ def inputs_for(tab):
     return feats, covs
 
 
-def evaluate(models, feats, covs, y, folds, prefix, metrics):
-    """Cross-validate each model; write `<prefix>_<model>` (mean bacc), `f1...`, CI bounds."""
+def evaluate(models, feats, covs, y, folds, prefix, metrics, *, key):
+    """Cross-validate each model; write `<prefix>_<model>` (mean bacc), `f1...`, CI bounds.
+
+    `key` seeds the random classifiers (the random forest)."""
     summary = {}
     for m in models:
-        r = eeg.cross_validate(m, covs if m == "tangent" else feats, y, folds)
+        r = eeg.cross_validate(m, covs if m == "tangent" else feats, y, folds, key=key)
         mean, lo, hi = eeg.fold_ci(r["bacc"])
         f1, f1_lo, f1_hi = eeg.fold_ci(r["f1"])
         metrics[f"{prefix}_{m}"] = mean

@@ -75,16 +75,24 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     models = list(config.models)
     deep_models = list(config.deep_models)
     feats, covs = common.inputs_for(tab)
+    k_rf = jax.random.fold_in(key, 11)  # the random forest's seed
     within = common.evaluate(
-        models, feats, covs, y, _split(folds, sess, 0, 0), "bacc_within", metrics
+        models, feats, covs, y, _split(folds, sess, 0, 0), "bacc_within", metrics, key=k_rf
     )
     cross = common.evaluate(
-        models, feats, covs, y, _split(folds, sess, 0, 1), "bacc_cross", metrics
+        models, feats, covs, y, _split(folds, sess, 0, 1), "bacc_cross", metrics, key=k_rf
     )
     aligned_tab = _aligned(tab)
     feats_a, covs_a = common.inputs_for(aligned_tab)
     aligned = common.evaluate(
-        models, feats_a, covs_a, y, _split(folds, sess, 0, 1), "bacc_cross_aligned", metrics
+        models,
+        feats_a,
+        covs_a,
+        y,
+        _split(folds, sess, 0, 1),
+        "bacc_cross_aligned",
+        metrics,
+        key=k_rf,
     )
     # deep models: one training on the pre session scores both the within (pre) and the
     # cross (post) test sets; a second training on aligned epochs scores cross + EA

@@ -39,7 +39,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "kept_fraction": kept,
         **{f"effect_{k}": v for k, v in cfg.effect_sizes().items()},
     }
-    summary = common.evaluate(config.models, feats, covs, y, folds, "bacc_state", metrics)
+    summary = common.evaluate(
+        config.models, feats, covs, y, folds, "bacc_state", metrics, key=jax.random.fold_in(key, 11)
+    )
     (deep,) = common.evaluate_deep(
         config.deep_models,
         common.deep_inputs(tab),

@@ -151,13 +151,13 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             s = np.sort(s, axis=1)
             v = rng.standard_normal(n)
             s32, v32, a32, c32 = (np.asarray(x, np.float32) for x in (s, v, a, c))
-            y32 = laplex.matvec(v32, s32, s32, a32, None, c32)
+            y32 = laplex.matvec(v32, s32, s32, a32, c=c32)
             ref32 = _dense_np(
                 *(np.asarray(x, np.float64) for x in (v32, s32, s32, a32)),
                 None,
                 np.asarray(c32, np.float64),
             )
-            y64 = laplex.matvec(v, s, s, a, None, c)
+            y64 = laplex.matvec(v, s, s, a, c=c)
             sym_rows.append(
                 {
                     "n": n,

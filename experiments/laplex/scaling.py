@@ -39,7 +39,7 @@ FULL = Config(sizes=(1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000),
 
 
 def _loss(v, t, s, a, c, w, plan):
-    return jnp.sum(laplex.matvec(v, t, s, a, None, c, plan=plan) * w)
+    return jnp.sum(laplex.matvec(v, t, s, a, c=c, plan=plan) * w)
 
 
 _VG = jax.jit(jax.value_and_grad(_loss, argnums=(0, 1, 2, 3, 4)))

@@ -107,9 +107,9 @@ def _run(cfg, key):
         )
         metrics[f"radius_{name}"] = O.local_stability_radius(p_point.observer, P1, etas, vals)
         cov_etas = O.sample_errors(
-            k_cov,
             cfg.coverage_samples,
             obs0.extended_dim,
+            key=k_cov,
             radius=cfg.domain_radius,
             min_radius=tc.min_radius,
         )

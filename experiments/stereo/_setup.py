@@ -118,7 +118,12 @@ def opencv_sgbm(
 def face_set(config, key) -> dict[str, np.ndarray]:
     """Render the set, write it as npz shards and read it back through the loader."""
     data = stereo.render_dataset(
-        key, config.n_pairs, config.height, config.width, batch=config.batch, n_steps=config.n_steps
+        config.n_pairs,
+        config.height,
+        config.width,
+        key=key,
+        batch=config.batch,
+        n_steps=config.n_steps,
     )
     with tempfile.TemporaryDirectory() as tmp:
         stereo.write_face_shards(

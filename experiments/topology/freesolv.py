@@ -34,7 +34,7 @@ FULL = Config(epochs=400, eval_every=5, width=128, lr=1e-3)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    splits = tp.load_freesolv(seed=0)
+    splits = tp.load_freesolv(key=jax.random.key(0))  # one split for every run seed
     metrics, hist = ts.regression_run("freesolv", splits, config, key, ctx, metric="rmse")
     metrics["n_train"], metrics["n_test"] = len(splits["train"][0]), len(splits["test"][0])
     metrics["target_std_test"] = float(splits["test"][1].std())

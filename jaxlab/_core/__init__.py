@@ -17,6 +17,8 @@ from ._progress import AbstractProgress as AbstractProgress
 from ._progress import NoProgress as NoProgress
 from ._progress import TqdmProgress as TqdmProgress
 from ._progress import progress_bar as progress_bar
+from ._rng import numpy_rng as numpy_rng
+from ._rng import sklearn_seed as sklearn_seed
 from ._sweep import sweep as sweep
 from ._validate import check_array as check_array
 from ._validate import check_finite as check_finite

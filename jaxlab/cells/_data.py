@@ -15,7 +15,10 @@ from __future__ import annotations
 import importlib.metadata
 import warnings
 
+import jax
 import numpy as np
+
+from jaxlab._core import numpy_rng
 
 __all__ = [
     "load_pbmc68k",
@@ -119,15 +122,17 @@ def log_normalize(counts: np.ndarray, target: float = 1e4) -> np.ndarray:
     return np.log1p(counts / lib * target).astype(np.float32)
 
 
-def simulate_batches(adata, n_batches: int = 3, *, seed: int = 0, strength: float = 1.0):
+def simulate_batches(adata, n_batches: int = 3, *, key: jax.Array, strength: float = 1.0):
     """Split cells at random into batches and apply documented technical effects.
+
+    `key` (keyword-only) is the only randomness (a NumPy generator seeded by its bits).
 
     Per batch b: library size scaled by exp(N(0, 0.4 * strength)); each gene scaled
     by exp(N(0, 0.3 * strength)) (capture efficiency); extra dropout of non-zero
     counts with probability 0.1 * b * strength; counts re-drawn as Poisson. Returns a
     copy with `obs["batch"]` (categorical).
     """
-    rng = np.random.default_rng(seed)
+    rng = numpy_rng(key)
     x = counts_matrix(adata)
     batch = rng.integers(0, n_batches, size=x.shape[0])
     out = np.empty_like(x)
@@ -151,9 +156,11 @@ def spike_program(
     *,
     genes: tuple[str, ...] = INTERFERON_PROGRAM,
     doses: tuple[float, ...] = (1.0, 2.0, 4.0),
-    seed: int = 0,
+    key: jax.Array,
 ):
     """Spike an expression program into a random `fraction` of cells.
+
+    `key` (keyword-only) is the only randomness (a NumPy generator seeded by its bits).
 
     Each stimulated cell gets a dose d from `doses`; its program genes' counts are
     re-drawn as Poisson(x * (1 + d) + d) (fold-up-shift plus baseline induction).
@@ -164,7 +171,7 @@ def spike_program(
     missing = [g for g in genes if g not in adata.var_names]
     if missing:
         raise ValueError(f"genes: not in adata.var_names: {missing}")
-    rng = np.random.default_rng(seed)
+    rng = numpy_rng(key)
     x = counts_matrix(adata).copy()
     n = x.shape[0]
     k = max(1, int(round(fraction * n)))

@@ -3,6 +3,7 @@ features (scikit-learn), and a tangent-space Riemannian classifier on covariance
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -12,6 +13,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
+
+from jaxlab._core import sklearn_seed
 
 from ._evaluate import balanced_accuracy, macro_f1
 from ._riemann import log_euclidean_mean, tangent_space
@@ -33,11 +36,12 @@ class TangentSpaceFeatures(TransformerMixin, BaseEstimator):
         return np.asarray(tangent_space(jnp.asarray(x), self.reference_))
 
 
-def make_classifier(name: str, *, seed: int = 0):
+def make_classifier(name: str, *, key: jax.Array | None = None):
     """A fresh sklearn estimator for `name` in `CLASSICAL_MODELS`.
 
     `lda`, `logreg`, `svm`, `rf` take feature matrices `(N, D)`; `tangent` takes
-    covariance matrices `(N, C, C)`.
+    covariance matrices `(N, C, C)`. `key` (keyword-only) seeds the random ones (`rf`,
+    which raises a `ValueError` without it); the others are deterministic and ignore it.
     """
     if name == "lda":
         return make_pipeline(
@@ -48,8 +52,10 @@ def make_classifier(name: str, *, seed: int = 0):
     if name == "svm":
         return make_pipeline(StandardScaler(), SVC(C=1.0, kernel="rbf"))
     if name == "rf":
+        if key is None:
+            raise ValueError("key: the 'rf' classifier is random; pass key=jax.random.key(...)")
         return RandomForestClassifier(
-            n_estimators=100, min_samples_leaf=2, random_state=seed, n_jobs=1
+            n_estimators=100, min_samples_leaf=2, random_state=sklearn_seed(key), n_jobs=1
         )
     if name == "tangent":
         return make_pipeline(
@@ -58,11 +64,12 @@ def make_classifier(name: str, *, seed: int = 0):
     raise ValueError(f"name: unknown model {name!r}; expected one of {CLASSICAL_MODELS}")
 
 
-def cross_validate(name: str, inputs, y, folds, *, seed: int = 0):
+def cross_validate(name: str, inputs, y, folds, *, key: jax.Array | None = None):
     """Fit `name` on each fold's training rows, score the test rows.
 
     **Arguments:** `inputs` `(N, D)` features or `(N, C, C)` covariances (for `tangent`);
-    `y` `(N,)` labels; `folds` list of `(train_idx, test_idx)`.
+    `y` `(N,)` labels; `folds` list of `(train_idx, test_idx)`; `key` (keyword-only) for
+    random classifiers (`make_classifier`; every fold's model gets the same key).
 
     **Returns:** dict with per-fold lists `"bacc"` and `"f1"`.
     """
@@ -71,7 +78,7 @@ def cross_validate(name: str, inputs, y, folds, *, seed: int = 0):
         raise ValueError(f"inputs/y: {len(inputs)} rows vs {len(y)} labels")
     out = {"bacc": [], "f1": []}
     for train, test in folds:
-        clf = make_classifier(name, seed=seed).fit(inputs[train], y[train])
+        clf = make_classifier(name, key=key).fit(inputs[train], y[train])
         pred = clf.predict(inputs[test])
         out["bacc"].append(balanced_accuracy(y[test], pred))
         out["f1"].append(macro_f1(y[test], pred))

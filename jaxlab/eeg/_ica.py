@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxlab._core import sklearn_seed
 
 from ._data import EEGDataset
 from ._montage import channel_indices
@@ -22,7 +25,7 @@ def ica_clean(
     eog_channels: Sequence[str] = ("Fp1", "Fp2"),
     method: str = "infomax",
     threshold: float = 0.6,
-    seed: int = 0,
+    key: jax.Array,
 ) -> EEGDataset:
     """Remove ocular components with ICA, one fit per (subject, session).
 
@@ -42,7 +45,7 @@ def ica_clean(
       Picard hit their iteration limits on the largely Gaussian background EEG of the
       simulator (FastICA then warns) and were 2x slower in our check.
     - `threshold`: absolute correlation above which a component is removed.
-    - `seed`: random state of the ICA fit.
+    - `key` (keyword-only): the randomness of the ICA fits (their random state).
 
     **Returns:** cleaned `EEGDataset` (same shape and metadata).
 
@@ -69,7 +72,7 @@ def ica_clean(
             ica = mne.preprocessing.ICA(
                 n_components=int(n_components),
                 method=method,
-                random_state=seed,
+                random_state=sklearn_seed(key),
                 max_iter="auto",
                 verbose="error",
             )

@@ -7,6 +7,7 @@ sections) on host arrays; re-referencing, epoching and rejection are JAX.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.signal
@@ -125,26 +126,29 @@ def preprocess_dataset(
     ica_components: int | None = None,
     ica_method: str = "infomax",
     ica_threshold: float = 0.6,
-    ica_seed: int = 0,
+    ica_key: jax.Array | None = None,
 ) -> EEGDataset:
     """The P10 pipeline: notch at `line_freq`, band-pass `[low, high]` Hz, optional ICA,
     re-reference.
 
     With `ica_components=n`, `ica_clean` fits an `n`-component MNE ICA (`ica_method`:
     infomax, fastica or picard) per (subject, session) after filtering and removes the
-    components correlated (|r| > `ica_threshold`) with the Fp1/Fp2 EOG proxies.
+    components correlated (|r| > `ica_threshold`) with the Fp1/Fp2 EOG proxies;
+    `ica_key` (required with `ica_components`) is the ICA's randomness.
 
     **Returns:** `EEGDataset` with the same shape and metadata.
     """
     x = notch(data.signals, data.sfreq, line_freq)
     x = bandpass(x, data.sfreq, low, high)
     if ica_components is not None:
+        if ica_key is None:
+            raise ValueError("ica_key: ICA is random; pass ica_key=jax.random.key(...)")
         x = ica_clean(
             data.with_signals(x),
             ica_components,
             method=ica_method,
             threshold=ica_threshold,
-            seed=ica_seed,
+            key=ica_key,
         ).signals
     x = rereference(x, ref)
     return data.with_signals(x)

@@ -13,16 +13,19 @@ def dense_matrix(
     t: Float[Array, "H M"],
     s: Float[Array, "H N"],
     a: Float[Array, " H"],
-    b: Float[Array, " H"] | None,
-    c: Float[Array, " H"],
+    b: Float[Array, " H"] | None = None,
+    c: Float[Array, " H"] | None = None,
 ) -> Inexact[Array, "M N"]:
     """`K[i, j] = sum_h c_h exp(-(a_h + i b_h) |t_h[i] - s_h[j]|)` as a dense matrix (P9).
 
     **Arguments:** anchors `t` (H, M) and `s` (H, N); decay `a` (H,) > 0; phase `b`
-    (H,) or None for the real kernel; weight `c` (H,).
+    (H,) or None (the default) for the real kernel; weight `c` (H,), required (the real
+    kernel is `dense_matrix(t, s, a, c=c)`).
 
     **Returns:** (M, N), real if `b` is None else complex.
     """
+    if c is None:
+        raise ValueError("c: expected the (H,) head weights, received None")
     d = jnp.abs(t[:, :, None] - s[:, None, :])
     if b is None:
         return jnp.sum(c[:, None, None] * jnp.exp(-a[:, None, None] * d), axis=0)

@@ -115,7 +115,7 @@ class LaplexGram(eqx.Module):
                 plan = make_plan(uh, uh)  # one array: sorted once
                 moved = jnp.moveaxis(x, d, 0)
                 flat = moved.reshape(moved.shape[0], -1)
-                y = matmat(flat, uh, uh, a[h][None], None, one, plan=plan)
+                y = matmat(flat, uh, uh, a[h][None], c=one, plan=plan)
                 x = jnp.moveaxis(y.reshape(moved.shape), 0, d)
             out = out + c[h] * x
         return out.reshape(-1)
@@ -134,7 +134,7 @@ class LaplexGram(eqx.Module):
             k = jnp.ones((1, 1), self.log_a.dtype)
             for u in anchors:
                 uh = u[h][None]
-                k = jnp.kron(k, dense_matrix(uh, uh, jnp.exp(self.log_a[h])[None], None, one))
+                k = jnp.kron(k, dense_matrix(uh, uh, jnp.exp(self.log_a[h])[None], c=one))
             total = total + jnp.exp(self.log_c[h]) * k
         return total
 

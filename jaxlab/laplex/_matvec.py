@@ -224,6 +224,11 @@ _core.defvjp(_core_fwd, _core_bwd)
 
 
 def _validate(v, t, s, a, b, c, plan):
+    if c is None:
+        raise ValueError(
+            "c: expected the (H,) head weights, received None "
+            "(the real kernel is matvec(v, t, s, a, c=c))"
+        )
     sizes = check_array("t", t, shape=("H", "M"), dtype=jnp.floating)
     check_array("s", s, shape=("H", "N"), dtype=jnp.floating, sizes=sizes)
     check_array("a", a, shape=("H",), dtype=jnp.floating, sizes=sizes)
@@ -257,8 +262,8 @@ def matvec(
     t: Float[Array, "H M"],
     s: Float[Array, "H N"],
     a: Float[Array, " H"],
-    b: Float[Array, " H"] | None,
-    c: Float[Array, " H"],
+    b: Float[Array, " H"] | None = None,
+    c: Float[Array, " H"] | None = None,
     *,
     plan: LaplexPlan | None = None,
     scan: AbstractScan | None = None,
@@ -273,12 +278,16 @@ def matvec(
 
     - `v`: (N,) or (N, K) right-hand sides, real or complex.
     - `t`: (H, M) output anchors; `s`: (H, N) input anchors.
-    - `a`: (H,) decays, > 0. `b`: (H,) phases, or None for the real kernel.
-    - `c`: (H,) head weights.
+    - `a`: (H,) decays, > 0. `b`: (H,) phases, or None (the default) for the real kernel.
+    - `c`: (H,) head weights (required).
     - `plan`: a `LaplexPlan` from `make_plan(t, s)` (reused across calls while the
       anchor order is unchanged); None sorts afresh.
     - `scan`: scan strategy (`BlockedScan`, `CpuScan`, `PallasScan`, ...; default: the
       fastest available, `default_scan()`).
+
+    The real kernel is `matvec(v, t, s, a, c=c)`; the complex one
+    `matvec(v, t, s, a, b=b, c=c)` (the positional form `matvec(v, t, s, a, b, c)`,
+    with `b=None` for the real kernel, is the same call).
 
     **Returns:** (M,) or (M, K); complex when `b` is given or `v` is complex.
 
@@ -310,13 +319,16 @@ def matmat(
     t: Float[Array, "H M"],
     s: Float[Array, "H N"],
     a: Float[Array, " H"],
-    b: Float[Array, " H"] | None,
-    c: Float[Array, " H"],
+    b: Float[Array, " H"] | None = None,
+    c: Float[Array, " H"] | None = None,
     *,
     plan: LaplexPlan | None = None,
     scan: AbstractScan | None = None,
 ) -> Inexact[Array, "M K"]:
-    """`matvec` for a matrix of right-hand sides `v` (N, K); returns (M, K)."""
+    """`matvec` for a matrix of right-hand sides `v` (N, K); returns (M, K).
+
+    Real kernel: `matmat(v, t, s, a, c=c)`.
+    """
     if getattr(v, "ndim", None) != 2:
         raise ValueError(f"v: expected shape (N, K), received shape {np.shape(v)}")
     return matvec(v, t, s, a, b, c, plan=plan, scan=scan)

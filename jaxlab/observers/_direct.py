@@ -111,14 +111,14 @@ def train_direct_sdp(
             if config.lmi_est_weight > 0:
                 ks, ke = jax.random.split(key)
                 etas = sample_errors(
-                    ks,
                     config.batch,
                     obs.extended_dim,
+                    key=ks,
                     radius=config.sample_radius,
                     min_radius=config.min_radius,
                     dtype=obs.A.dtype,
                 )
-                val = val + config.lmi_est_weight * estimation_loss(obs, etas, ke, config)
+                val = val + config.lmi_est_weight * estimation_loss(obs, etas, config, key=ke)
             return val
 
         grads = eqx.filter_grad(loss)(trainable)

@@ -140,8 +140,12 @@ def _filter(params: CertifiedObserver):
     )
 
 
-def sample_errors(key, num: int, dim: int, *, radius: float, min_radius: float, dtype=None):
+def sample_errors(
+    num: int, dim: int, *, key: jax.Array, radius: float, min_radius: float, dtype=None
+):
     """`num` scaled errors: uniform directions, norms uniform in `[min_radius, radius]`.
+
+    `key` (keyword-only) is the only randomness.
 
     **Returns:** `(num, dim)`.
     """
@@ -153,7 +157,7 @@ def sample_errors(key, num: int, dim: int, *, radius: float, min_radius: float, 
     return d * r
 
 
-def estimation_loss(observer: NeuralObserver, etas, key, config: ObserverTrainConfig):
+def estimation_loss(observer: NeuralObserver, etas, config: ObserverTrainConfig, *, key: jax.Array):
     """Mean `log(1 + |eta(T)|^2 / |eta(0)|^2)` after an Euler rollout of the error dynamics.
 
     The rollout (fast time, `rollout_steps` steps of `rollout_dt`) applies a random
@@ -184,19 +188,19 @@ def _weight_norm(observer: NeuralObserver):
     return sum(jnp.sum(w**2) for w in leaves)
 
 
-def point_loss(params: CertifiedObserver, key, config: ObserverTrainConfig):
+def point_loss(params: CertifiedObserver, config: ObserverTrainConfig, *, key: jax.Array):
     """Stage-1 loss: `est_weight * estimation + hinge_weight * hinge + reg_weight * |W|^2`."""
     ks, ke = jax.random.split(key)
     obs = params.observer
     etas = sample_errors(
-        ks,
         config.batch,
         obs.extended_dim,
+        key=ks,
         radius=config.sample_radius,
         min_radius=config.min_radius,
         dtype=obs.A.dtype,
     )
-    est = estimation_loss(obs, etas, ke, config)
+    est = estimation_loss(obs, etas, config, key=ke)
     hinge = lyapunov_hinge(
         obs,
         params.P,
@@ -212,7 +216,7 @@ def point_loss(params: CertifiedObserver, key, config: ObserverTrainConfig):
     )
 
 
-def lmi_loss(params: CertifiedObserver, key, config: ObserverTrainConfig):
+def lmi_loss(params: CertifiedObserver, config: ObserverTrainConfig, *, key: jax.Array):
     """Stage-2 loss: LMI barrier/penalty + `lmi_est_weight * estimation` + regulariser."""
     obs = params.observer
     P = params.P
@@ -233,14 +237,14 @@ def lmi_loss(params: CertifiedObserver, key, config: ObserverTrainConfig):
     if config.lmi_est_weight > 0:
         ks, ke = jax.random.split(key)
         etas = sample_errors(
-            ks,
             config.batch,
             obs.extended_dim,
+            key=ks,
             radius=config.sample_radius,
             min_radius=config.min_radius,
             dtype=obs.A.dtype,
         )
-        loss = loss + config.lmi_est_weight * estimation_loss(obs, etas, ke, config)
+        loss = loss + config.lmi_est_weight * estimation_loss(obs, etas, config, key=ke)
     return loss
 
 
@@ -304,11 +308,11 @@ def stage_init(params: CertifiedObserver, optimizer: optax.GradientTransformatio
 def stage_step(
     loss_fn: Callable, optimizer: optax.GradientTransformation, config: ObserverTrainConfig
 ):
-    """A pure step `(state, key) -> (state, loss)` for `loss_fn(params, key, config)`."""
+    """A pure step `(state, key) -> (state, loss)` for `loss_fn(params, config, *, key)`."""
 
     def step(state: TrainState, key):
         def f(tr):
-            return loss_fn(eqx.combine(tr, state.frozen), key, config)
+            return loss_fn(eqx.combine(tr, state.frozen), config, key=key)
 
         loss, grads = eqx.filter_value_and_grad(f)(state.trainable)
         updates, opt_state = optimizer_update(optimizer, grads, state.opt_state, state.trainable)
@@ -324,7 +328,7 @@ class StageStep(AbstractStep):
     `init(params, key)` is `stage_init(params, optimizer)` (`key` unused) and `step` is
     `stage_step(loss_fn, optimizer, config)`, with `aux = {"loss": loss}`.
 
-    **Arguments:** `loss_fn(params, key, config)` (`point_loss` for stage 1, `lmi_loss`
+    **Arguments:** `loss_fn(params, config, *, key)` (`point_loss` for stage 1, `lmi_loss`
     for stage 2); `optimizer` (optax); `config` (`ObserverTrainConfig`).
     """
 
@@ -357,7 +361,7 @@ def fit(
 ):
     """Run `steps` Adam steps of `loss_fn` (`StageStep` through `jaxlab._core.run_steps`).
 
-    **Arguments:** `loss_fn(params, key, config)`; `params`; `key` (keyword-only; step `i`
+    **Arguments:** `loss_fn(params, config, *, key)`; `params`; `key` (keyword-only; step `i`
     uses `fold_in(key, i)`); `config`; `steps`; `chunk` steps per jitted scan;
     `stop(params) -> bool` checked after each chunk once `min_steps` are done (e.g.
     "certified"), the driver's stop; `optimizer` (default `optax.adam(config.learning_rate)`;

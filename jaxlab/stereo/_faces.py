@@ -112,7 +112,7 @@ def _u(key, low, high, shape=()):
     return jax.random.uniform(key, shape, minval=low, maxval=high)
 
 
-def sample_face_scene(key: PRNGKeyArray, baseline, distance) -> FaceScene:
+def sample_face_scene(baseline, distance, *, key: PRNGKeyArray) -> FaceScene:
     """Random avatar + environment; the face front is about `distance` mm from the rig,
     centred between the two cameras."""
     k = iter(jax.random.split(key, 32))
@@ -338,11 +338,11 @@ def render_pair(s: FaceScene, rig: StereoRig, height: int, width: int, *, n_step
 
 
 def render_dataset(
-    key: PRNGKeyArray,
     n_pairs: int,
     height: int,
     width: int,
     *,
+    key: PRNGKeyArray,
     configs: Float[Array, "C 3"] | None = None,
     batch: int = 8,
     n_steps: int = 160,
@@ -367,7 +367,9 @@ def render_dataset(
             rig = StereoRig(
                 f, jnp.asarray((width - 1) / 2, f.dtype), jnp.asarray((height - 1) / 2, f.dtype), b
             )
-            return render_pair(sample_face_scene(k, b, dist), rig, height, width, n_steps=n_steps)
+            return render_pair(
+                sample_face_scene(b, dist, key=k), rig, height, width, n_steps=n_steps
+            )
 
         return jax.vmap(single)(keys, cfg)
 

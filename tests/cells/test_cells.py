@@ -158,9 +158,9 @@ def test_train_lecell_resumes_from_a_checkpointer(pbmc, getkey, tmp_path):
 
 
 def test_batches_and_spike(pbmc):
-    b = cells.simulate_batches(pbmc, 3, seed=1)
+    b = cells.simulate_batches(pbmc, 3, key=jax.random.key(1))
     assert set(b.obs["batch"].cat.categories) == {"batch0", "batch1", "batch2"}
-    s = cells.spike_program(pbmc, 0.1, seed=2, doses=(2.0,))
+    s = cells.spike_program(pbmc, 0.1, key=jax.random.key(2), doses=(2.0,))
     stim = s.obs["stimulated"].to_numpy()
     assert stim.sum() == 70
     cols = [pbmc.var_names.get_loc(g) for g in cells.INTERFERON_PROGRAM]
@@ -198,7 +198,7 @@ def test_bad_inputs(pbmc):
     with pytest.raises(ValueError, match="non-negative counts"):
         cells.counts_matrix(neg)
     with pytest.raises(ValueError, match="fraction: expected a value in"):
-        cells.spike_program(pbmc, 0.0)
+        cells.spike_program(pbmc, 0.0, key=jax.random.key(0))
     with pytest.raises(ValueError, match="n_points: expected an odd integer"):
         cells.epps_pulley(jnp.zeros((4, 2)), n_points=16)
 

@@ -182,6 +182,16 @@ def test_bad_inputs_raise():
         eeg.make_classifier("xgboost")
 
 
+def test_random_classifiers_take_a_key():
+    with pytest.raises(ValueError, match="key: the 'rf' classifier is random"):
+        eeg.make_classifier("rf")
+    k0, k1 = jax.random.key(0), jax.random.key(1)
+    r0 = eeg.make_classifier("rf", key=k0).random_state
+    assert r0 == eeg.make_classifier("rf", key=k0).random_state
+    assert r0 != eeg.make_classifier("rf", key=k1).random_state
+    eeg.make_classifier("lda")  # deterministic models need no key
+
+
 def _theta_log_ratio_t(d):
     """t-statistic of log(meditation / rest) frontal-midline theta power over blocks."""
     fz = d.ch_names.index("Fz")

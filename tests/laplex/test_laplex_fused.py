@@ -207,11 +207,11 @@ def test_presorted_flag_and_hand_made_plan():
     a, c = rng.uniform(0.2, 2.0, 2), rng.standard_normal(2)
     v = rng.standard_normal(700)
     ref = _dense_np(v, x, x, a, None, c)
-    y = laplex.matvec(v, xj, xj, a, None, c, plan=plan, scan=FUSED)
+    y = laplex.matvec(v, xj, xj, a, c=c, plan=plan, scan=FUSED)
     assert _rel(y, ref) < 1e-12
     # a plan without the flag (e.g. built by hand): same result; update_plan fills it in
     bare = laplex.LaplexPlan(plan.perm_s, plan.rank_t, plan.perm_t, plan.rank_s)
-    assert _rel(laplex.matvec(v, xj, xj, a, None, c, plan=bare, scan=FUSED), ref) < 1e-12
+    assert _rel(laplex.matvec(v, xj, xj, a, c=c, plan=bare, scan=FUSED), ref) < 1e-12
     kept = jax.jit(laplex.update_plan)(bare, xj, xj)
     np.testing.assert_array_equal(kept.presorted_s, [1, 0])
 

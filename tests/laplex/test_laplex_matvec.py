@@ -194,6 +194,25 @@ def test_plan_reuse_and_update():
     assert all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(kept), jax.tree.leaves(plan)))
 
 
+def test_real_kernel_by_keyword_equals_the_positional_none():
+    t, s, a, _, c = _problem(12, 2, 6, 7)
+    v = np.random.default_rng(0).standard_normal(7)
+    by_kw = laplex.matvec(v, t, s, a, c=c)
+    np.testing.assert_array_equal(by_kw, laplex.matvec(v, t, s, a, None, c))
+    np.testing.assert_allclose(by_kw, _dense_np(v, t, s, a, None, c), rtol=1e-10)
+    np.testing.assert_array_equal(
+        laplex.matmat(v[:, None], t, s, a, c=c), laplex.matmat(v[:, None], t, s, a, None, c)
+    )
+    np.testing.assert_array_equal(
+        laplex.dense_matrix(t, s, a, c=c), laplex.dense_matrix(t, s, a, None, c)
+    )
+    for fn, x in ((laplex.matvec, v), (laplex.matmat, v[:, None])):
+        with pytest.raises(ValueError, match=r"^c: expected the \(H,\) head weights"):
+            fn(x, t, s, a)
+    with pytest.raises(ValueError, match="^c:"):
+        laplex.dense_matrix(t, s, a)
+
+
 def test_bad_input_raises():
     t, s, a, b, c = _problem(11, 2, 4, 5)
     v = np.ones(5)

@@ -123,7 +123,7 @@ def test_hinge_zero_on_certified_observer(getkey):
     cert = O.certify_lmi(obs)
     assert cert.certified
     P = jnp.asarray(cert.P)
-    etas = O.sample_errors(getkey(), 256, 3, radius=10.0, min_radius=1e-3, dtype=jnp.float64)
+    etas = O.sample_errors(256, 3, key=getkey(), radius=10.0, min_radius=1e-3, dtype=jnp.float64)
     # H <= -s I implies dV/dtau <= -s |eta|^2 everywhere
     vals = jax.vmap(lambda e: O.decrease_bound(obs, P, e, rate=0.0, disturbance_bound=0.0))(etas)
     assert np.all(np.asarray(vals) <= -cert.margin * np.sum(np.asarray(etas) ** 2, 1) * (1 - 1e-6))
@@ -166,7 +166,7 @@ def test_barrier_gradient_matches_finite_differences(getkey):
             params,
             (readout, factor, logt),
         )
-        return O.lmi_loss(p, jax.random.PRNGKey(0), cfg)
+        return O.lmi_loss(p, cfg, key=jax.random.PRNGKey(0))
 
     args = (params.observer.readout, params.lyapunov.factor, params.log_multipliers)
     grads = jax.grad(loss_of, argnums=(0, 1, 2))(*args)
@@ -242,7 +242,7 @@ def test_coverage_bound_matches_binomial_oracle():
 
 def test_local_stability_radius_oracles(getkey):
     # synthetic: P = I, failures exactly outside |eta| > 0.6 -> radius = smallest failing norm
-    etas = O.sample_errors(getkey(), 4000, 3, radius=1.0, min_radius=0.0, dtype=jnp.float64)
+    etas = O.sample_errors(4000, 3, key=getkey(), radius=1.0, min_radius=0.0, dtype=jnp.float64)
     norms = np.linalg.norm(np.asarray(etas), axis=1)
     vals = np.where(norms > 0.6, 1.0, -1.0)
     r = O.local_stability_radius(None, np.eye(3), etas, vals)

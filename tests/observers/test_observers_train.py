@@ -22,7 +22,9 @@ def test_losses_jit_equal_eager(getkey):
     k = getkey()
     for loss in (O.point_loss, O.lmi_loss):
         np.testing.assert_allclose(
-            loss(params, k, cfg), jax.jit(loss, static_argnums=2)(params, k, cfg), rtol=1e-10
+            loss(params, cfg, key=k),
+            jax.jit(loss, static_argnums=1)(params, cfg, key=k),
+            rtol=1e-10,
         )
 
 
@@ -47,9 +49,9 @@ def test_stage_step_jit_equals_eager(getkey, tree_allclose):
 def test_estimation_loss_vmap_consistency(getkey):
     obs = _params(getkey()).observer
     cfg = O.ObserverTrainConfig(rollout_steps=4)
-    etas = O.sample_errors(getkey(), 6, 3, radius=1.0, min_radius=0.1, dtype=jnp.float64)
+    etas = O.sample_errors(6, 3, key=getkey(), radius=1.0, min_radius=0.1, dtype=jnp.float64)
     k = getkey()
-    full = O.estimation_loss(obs, etas, k, cfg)
+    full = O.estimation_loss(obs, etas, cfg, key=k)
     # a 0-disturbance rollout of a linear-only observer equals the matrix-power formula
     lin = eqx.tree_at(lambda o: (o.hidden, o.readout), obs, ((), jnp.zeros((3, 0))))
     cfg0 = O.ObserverTrainConfig(rollout_steps=4, disturbance_bound=0.0)
@@ -57,12 +59,12 @@ def test_estimation_loss_vmap_consistency(getkey):
     M = np.linalg.matrix_power(np.eye(3) + 0.1 * np.asarray(A_eps + lin.gain @ C_eps), 4)
     e = np.asarray(etas)
     expect = np.mean(np.log1p(np.sum((e @ M.T) ** 2, 1) / np.sum(e**2, 1)))
-    np.testing.assert_allclose(O.estimation_loss(lin, etas, k, cfg0), expect, rtol=1e-10)
+    np.testing.assert_allclose(O.estimation_loss(lin, etas, cfg0, key=k), expect, rtol=1e-10)
     assert np.isfinite(float(full))
 
 
 def test_sample_errors_annulus(getkey):
-    e = O.sample_errors(getkey(), 500, 5, radius=2.0, min_radius=0.5, dtype=jnp.float64)
+    e = O.sample_errors(500, 5, key=getkey(), radius=2.0, min_radius=0.5, dtype=jnp.float64)
     n = np.linalg.norm(np.asarray(e), axis=1)
     assert e.shape == (500, 5) and n.min() >= 0.5 - 1e-12 and n.max() <= 2.0 + 1e-12
 

@@ -64,7 +64,7 @@ def test_face_pair_landmarks_on_surface_and_projected(getkey):
     h, w = 18, 24
     cfg = stereo.rig_configurations(w)[4]
     rig = stereo.StereoRig.centred(float(cfg[0]), float(cfg[1]), h, w)
-    scene = stereo.sample_face_scene(getkey(), cfg[1], cfg[2])
+    scene = stereo.sample_face_scene(cfg[1], cfg[2], key=getkey())
     out = jax.jit(lambda s: stereo.render_pair(s, rig, h, w, n_steps=64))(scene)
     lm = np.asarray(out["landmarks_3d"])
     assert lm.shape == (len(stereo.LANDMARK_NAMES), 3)
@@ -96,13 +96,15 @@ def test_face_pair_landmarks_on_surface_and_projected(getkey):
 def test_dataset_vmap_equals_single_and_shards_round_trip(getkey, tmp_path):
     key = getkey()
     h, w = 10, 12
-    data = stereo.render_dataset(key, 3, h, w, batch=2, n_steps=40)
+    data = stereo.render_dataset(3, h, w, key=key, batch=2, n_steps=40)
     cfgs = stereo.rig_configurations(w)
     k1 = jax.random.split(key, 3)[1]
     c = cfgs[1]
     rig = stereo.StereoRig.centred(float(c[0]), float(c[1]), h, w)
     single = jax.jit(
-        lambda k: stereo.render_pair(stereo.sample_face_scene(k, c[1], c[2]), rig, h, w, n_steps=40)
+        lambda k: stereo.render_pair(
+            stereo.sample_face_scene(c[1], c[2], key=k), rig, h, w, n_steps=40
+        )
     )(k1)
     for name in ("left", "right", "landmarks_3d", "camera"):
         np.testing.assert_allclose(data[name][1], np.asarray(single[name]), rtol=1e-6, atol=1e-6)
@@ -122,9 +124,9 @@ def test_face_bad_inputs(tmp_path):
     with pytest.raises(ValueError, match="focal, baseline: expected positive"):
         stereo.StereoRig.centred(-1.0, 60.0, 8, 8)
     with pytest.raises(ValueError, match="n_pairs"):
-        stereo.render_dataset(jax.random.key(0), 0, 8, 8)
+        stereo.render_dataset(0, 8, 8, key=jax.random.key(0))
     with pytest.raises(ValueError, match="configs: expected shape"):
-        stereo.render_dataset(jax.random.key(0), 2, 8, 8, configs=jnp.ones((3, 2)))
+        stereo.render_dataset(2, 8, 8, key=jax.random.key(0), configs=jnp.ones((3, 2)))
     with pytest.raises(ValueError, match="directions: expected shape"):
         stereo.sphere_trace(lambda p: p[2], jnp.zeros((4, 3)), jnp.zeros((5, 3)), t_max=1.0)
     with pytest.raises(ValueError, match="directory: expected a face shard set"):

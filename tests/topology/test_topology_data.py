@@ -1,5 +1,6 @@
 """Wheel-shipped data sets, RDKit targets vs reference values, and the encoding cache."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -62,7 +63,7 @@ def test_zinc_subset_and_freesolv_load():
     assert [len(zinc[k][0]) for k in ("train", "val", "test")] == [6, 2, 2]
     assert np.all(np.isfinite(zinc["train"][1]))
     assert zinc["train"][0][0] == "CCCS(=O)c1ccc2[nH]c(=NC(=O)OC)[nH]c2c1"  # first MOSES row
-    fs = T.load_freesolv()
+    fs = T.load_freesolv(key=jax.random.key(0))
     assert sum(len(fs[k][0]) for k in fs) == 642
     assert len(fs["train"][0]) == 513
     assert fs["train"][1].min() > -30 and fs["train"][1].max() < 5  # kcal/mol
