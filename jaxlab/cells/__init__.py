@@ -19,6 +19,7 @@ from ._fit import train_lecell as train_lecell
 from ._model import LeCellModel as LeCellModel
 from ._model import augment as augment
 from ._model import jepa_loss as jepa_loss
+from ._score import Encoder as Encoder
 from ._score import gene_attribution as gene_attribution
 from ._score import jepa_score as jepa_score
 from ._score import jepa_score_sketched as jepa_score_sketched

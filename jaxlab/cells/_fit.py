@@ -75,6 +75,19 @@ class LeCellStep(AbstractModelStep):
         return jepa_loss(model, self.counts[idx], key=kl, n_views=self.n_views, lam=self.lam)
 
 
+def _check_raw_counts(counts: np.ndarray, name: str = "counts") -> None:
+    """LeCellModel log-normalises itself: non-integer input means normalised data."""
+    frac = np.abs(counts - np.rint(counts))
+    if np.any(frac > 1e-3):
+        i, j = np.unravel_index(int(np.argmax(frac)), counts.shape)
+        raise ValueError(
+            f"{name}: expected raw integer counts (LeCellModel log-normalises them itself), "
+            f"received non-integer values (e.g. {float(counts[i, j]):.4g} at cell {i}, gene {j}): "
+            "pass raw counts (adata.raw, or a counts layer with layer=...), not "
+            "log-normalised or scaled values; round corrected counts with np.rint"
+        )
+
+
 def train_lecell(
     counts: np.ndarray,
     *,
@@ -95,8 +108,9 @@ def train_lecell(
 
     **Arguments:**
 
-    - `counts`: `(N, G)` raw counts; `key`: PRNG key (keyword-only; the model is
-      initialised from its first split, step `i` uses `fold_in(second split, i)`).
+    - `counts`: `(N, G)` raw integer counts (non-integer values raise `ValueError`:
+      they are log-normalised or scaled data); `key`: PRNG key (keyword-only; the model
+      is initialised from its first split, step `i` uses `fold_in(second split, i)`).
     - `latent_dim`, `width`: model sizes; `steps`, `batch_size`, `lam`, `n_views`: training.
     - `optimizer`: default AdamW(`learning_rate`, weight decay 1e-4); pass one object to
       several calls to reuse the compiled step.
@@ -107,6 +121,10 @@ def train_lecell(
     """
     check_positive_int("steps", steps)
     check_positive_int("batch_size", batch_size)
+    counts = np.asarray(counts)
+    if counts.ndim != 2:
+        raise ValueError(f"counts: expected (cells, genes), received shape {counts.shape}")
+    _check_raw_counts(counts)
     _, g = counts.shape
     logx = log_normalize(counts)
     km, kt = jax.random.split(key)
@@ -133,19 +151,34 @@ def train_lecell(
 def annotate(
     model: LeCellModel, counts: np.ndarray, *, attributions: bool = True, batch: int = 256
 ) -> dict[str, np.ndarray]:
-    """Embeddings, JEPA-SCOREs and (optionally) gene attributions for every cell."""
+    """Embeddings, JEPA-SCOREs, log-densities and (optionally) gene attributions per cell.
+
+    **Arguments:** `model`; `counts` `(N, G)` raw integer counts (log-normalised here,
+    as in training); `attributions`; `batch` cells per jitted call.
+
+    **Returns:** a dict under the names `fit` writes to the AnnData:
+    `"X_lecell"` (N, D) embeddings, `"jepa_score"` (N,), `"jepa_logdensity"` (N,)
+    (score plus the Gaussian log-prior of the embedding) and, when `attributions`,
+    `"jepa_attribution"` (N, G).
+    """
+    counts = np.asarray(counts)
+    _check_raw_counts(counts)
     logx = jnp.asarray(log_normalize(counts), dtype=_float())
     emb = jax.jit(jax.vmap(model.embed))
-    score = jax.jit(jax.vmap(lambda x: jepa_score(model.embed, x)))
-    attr = jax.jit(jax.vmap(lambda x: gene_attribution(model.embed, x)))
-    out = {"embedding": [], "score": [], "attribution": []}
+    score = jax.jit(jax.vmap(lambda x: jepa_score(model, x)))
+    attr = jax.jit(jax.vmap(lambda x: gene_attribution(model, x)))
+    out = {"X_lecell": [], "jepa_score": [], "jepa_attribution": []}
     for s in range(0, logx.shape[0], batch):
         xb = logx[s : s + batch]
-        out["embedding"].append(np.asarray(emb(xb)))
-        out["score"].append(np.asarray(score(xb)))
+        out["X_lecell"].append(np.asarray(emb(xb)))
+        out["jepa_score"].append(np.asarray(score(xb)))
         if attributions:
-            out["attribution"].append(np.asarray(attr(xb)))
-    return {k: np.concatenate(v) for k, v in out.items() if v}
+            out["jepa_attribution"].append(np.asarray(attr(xb)))
+    res = {k: np.concatenate(v) for k, v in out.items() if v}
+    # Change of variables with the isotropic-Gaussian embedding SIGReg enforces:
+    # log p(x) = log N(f(x); 0, I) + JEPA-SCORE(x), up to a constant.
+    res["jepa_logdensity"] = res["jepa_score"] - 0.5 * np.sum(res["X_lecell"] ** 2, axis=1)
+    return res
 
 
 def fit(
@@ -159,15 +192,14 @@ def fit(
     (gradient x input of the score per gene). obs/var are kept unchanged.
     """
     counts = counts_matrix(adata, layer)
+    _check_raw_counts(counts, "adata" if layer is None else f"layer {layer!r}")
     model, curves = train_lecell(counts, key=key, **train_kwargs)
     ann = annotate(model, counts, attributions=attributions)
     out = adata.copy()
-    out.obsm["X_lecell"] = ann["embedding"]
-    out.obs["jepa_score"] = ann["score"]
-    # Change of variables with the isotropic-Gaussian embedding SIGReg enforces:
-    # log p(x) = log N(f(x); 0, I) + JEPA-SCORE(x), up to a constant.
-    out.obs["jepa_logdensity"] = ann["score"] - 0.5 * np.sum(ann["embedding"] ** 2, axis=1)
+    out.obsm["X_lecell"] = ann["X_lecell"]
+    out.obs["jepa_score"] = ann["jepa_score"]
+    out.obs["jepa_logdensity"] = ann["jepa_logdensity"]
     if attributions:
-        out.layers["jepa_attribution"] = ann["attribution"].astype(np.float32)
+        out.layers["jepa_attribution"] = ann["jepa_attribution"].astype(np.float32)
     out.uns["lecell"] = {"final_loss": float(curves["loss"][-1])}
     return model, out

@@ -57,7 +57,10 @@ def augment(
 class LeCellModel(eqx.Module):
     """Encoder (G -> D) and residual predictor (D -> D) MLPs.
 
-    `embed(x)` takes one cell's log-normalised expression (G,) and returns (D,).
+    `embed(x)` takes one cell's log-normalised expression (G,), standardises it with
+    `gene_mean`/`gene_scale` and encodes it to (D,); `score(x)` is its JEPA-SCORE, the
+    value `fit` writes to `obs["jepa_score"]`. The raw `encoder` MLP skips the
+    standardisation: score and embed through the model, not through `model.encoder`.
     """
 
     encoder: eqx.nn.MLP
@@ -94,6 +97,12 @@ class LeCellModel(eqx.Module):
 
     def predict(self, z: Float[Array, " D"]) -> Float[Array, " D"]:
         return z + self.predictor(z)
+
+    def score(self, x: Float[Array, " G"]) -> Float[Array, ""]:
+        """JEPA-SCORE of one cell's log-normalised expression `x` (G,) (`jepa_score(self, x)`)."""
+        from ._score import jepa_score  # _score imports this module
+
+        return jepa_score(self, x)
 
 
 def jepa_loss(

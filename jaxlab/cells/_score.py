@@ -19,16 +19,37 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from jaxlab._core import check_array, check_positive_int
 
-__all__ = ["jepa_score", "jepa_score_sketched", "gene_attribution", "CLIP"]
+from ._model import LeCellModel
+
+__all__ = ["jepa_score", "jepa_score_sketched", "gene_attribution", "CLIP", "Encoder"]
 
 CLIP = 1e-6
 Encoder = Callable[[Float[Array, " G"]], Float[Array, " D"]]
+"""An encoder of one cell, (G,) -> (D,): a `LeCellModel` (its `embed`) or any function."""
+
+
+def _as_encoder(encoder: LeCellModel | Encoder) -> Encoder:
+    if isinstance(encoder, LeCellModel):
+        return encoder.embed
+    if isinstance(encoder, eqx.nn.MLP):
+        raise ValueError(
+            "encoder: expected a LeCellModel (or model.embed), received a bare eqx.nn.MLP; "
+            "model.encoder skips the gene standardisation that fit applies, so its scores "
+            "differ from obs['jepa_score']: pass the model itself"
+        )
+    if not callable(encoder):
+        raise ValueError(
+            f"encoder: expected a LeCellModel or a function (G,) -> (D,), received "
+            f"{type(encoder).__name__}"
+        )
+    return encoder
 
 
 def _logvol(jac: Float[Array, "D G"]) -> Float[Array, ""]:
@@ -36,16 +57,35 @@ def _logvol(jac: Float[Array, "D G"]) -> Float[Array, ""]:
     return jnp.sum(jnp.log(jnp.maximum(s, CLIP)))
 
 
-def jepa_score(encoder: Encoder, x: Float[Array, " G"]) -> Float[Array, ""]:
-    """Sum of log singular values (clipped at 1e-6) of the encoder Jacobian at one cell."""
+def jepa_score(encoder: LeCellModel | Encoder, x: Float[Array, " G"]) -> Float[Array, ""]:
+    """Sum of log singular values (clipped at 1e-6) of the encoder Jacobian at one cell.
+
+    **Arguments:**
+
+    - `encoder`: a `LeCellModel` (scored through `embed`, as `fit` does) or a function
+      (G,) -> (D,). A bare `model.encoder` MLP raises `ValueError` (it skips the
+      standardisation).
+    - `x`: (G,) one cell's log-normalised expression (`log_normalize(counts)[i]`).
+
+    **Returns:** a scalar; `fit`'s `obs["jepa_score"]` for the cell.
+    """
+    encoder = _as_encoder(encoder)
     check_array("x", x, ndim=1, dtype=jnp.floating)
     return _logvol(jax.jacrev(encoder)(x))
 
 
 def jepa_score_sketched(
-    encoder: Encoder, x: Float[Array, " G"], *, key: jax.Array, rank: int = 64
+    encoder: LeCellModel | Encoder, x: Float[Array, " G"], *, key: jax.Array, rank: int = 64
 ) -> Float[Array, ""]:
-    """Randomized JEPA-SCORE from `rank` Jacobian-vector products (see module docstring)."""
+    """Randomized JEPA-SCORE from `rank` Jacobian-vector products.
+
+    **Arguments:** `encoder`, `x` as `jepa_score`; `key` (keyword-only) draws the
+    Gaussian sketch Omega (G, rank) / sqrt(rank), so E[J Omega Omega^T J^T] = J J^T;
+    `rank` products (more: less bias).
+
+    **Returns:** a scalar estimate of `jepa_score(encoder, x)` (biased for small `rank`).
+    """
+    encoder = _as_encoder(encoder)
     check_array("x", x, ndim=1, dtype=jnp.floating)
     check_positive_int("rank", rank)
     omega = jax.random.normal(key, (x.shape[0], rank), x.dtype) / jnp.sqrt(
@@ -55,6 +95,10 @@ def jepa_score_sketched(
     return _logvol(jo)
 
 
-def gene_attribution(encoder: Encoder, x: Float[Array, " G"]) -> Float[Array, " G"]:
-    """Gradient x input of JEPA-SCORE for one cell: each gene's contribution."""
+def gene_attribution(encoder: LeCellModel | Encoder, x: Float[Array, " G"]) -> Float[Array, " G"]:
+    """Gradient x input of JEPA-SCORE for one cell: each gene's contribution.
+
+    **Arguments:** `encoder`, `x` (G,) as `jepa_score`. **Returns:** (G,).
+    """
+    encoder = _as_encoder(encoder)
     return x * jax.grad(lambda y: jepa_score(encoder, y))(x)

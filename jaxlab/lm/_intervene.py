@@ -14,6 +14,15 @@ from jaxtyping import Array, Float
 __all__ = ["Steer", "ProjectOut"]
 
 
+def _check_width(name: str, v: Float[Array, " d"], x: Float[Array, "T d"]) -> None:
+    # shapes are static, so this raises at trace time inside a jitted forward as well
+    if x.shape[-1] != v.shape[0]:
+        raise ValueError(
+            f"{name}: expected shape ({x.shape[-1]},) (the width of the activation it edits), "
+            f"received ({v.shape[0]},)"
+        )
+
+
 class Steer(eqx.Module):
     """Add `scale * vector` to the activation at every position."""
 
@@ -24,9 +33,14 @@ class Steer(eqx.Module):
         self.vector = jnp.asarray(vector, jnp.float32)
         self.scale = jnp.asarray(scale, jnp.float32)
         if self.vector.ndim != 1:
-            raise ValueError(f"vector must be 1-D (d_model,), got shape {self.vector.shape}")
+            raise ValueError(
+                f"vector: expected shape (d_model,), received shape {self.vector.shape}"
+            )
+        if self.scale.ndim != 0:
+            raise ValueError(f"scale: expected a scalar, received shape {self.scale.shape}")
 
     def __call__(self, x: Float[Array, "T d"]) -> Float[Array, "T d"]:
+        _check_width("vector", self.vector, x)
         return x + self.scale * self.vector
 
 
@@ -38,8 +52,9 @@ class ProjectOut(eqx.Module):
     def __init__(self, direction):
         d = jnp.asarray(direction, jnp.float32)
         if d.ndim != 1:
-            raise ValueError(f"direction must be 1-D (d_model,), got shape {d.shape}")
+            raise ValueError(f"direction: expected shape (d_model,), received shape {d.shape}")
         self.direction = d / jnp.linalg.norm(d)
 
     def __call__(self, x: Float[Array, "T d"]) -> Float[Array, "T d"]:
+        _check_width("direction", self.direction, x)
         return x - (x @ self.direction)[:, None] * self.direction[None, :]

@@ -118,6 +118,33 @@ def test_fit_anndata_roundtrip_keeps_obs_var(pbmc, getkey):
     assert list(out.var_names) == list(small.var_names)
     assert (out.obs["bulk_labels"] == small.obs["bulk_labels"]).all()
     assert "X_lecell" not in small.obsm  # input untouched
+    # the public scoring calls give what fit wrote; the raw encoder MLP is refused
+    logx = jnp.asarray(cells.log_normalize(cells.counts_matrix(small)), jnp.result_type(float))
+    expect = out.obs["jepa_score"].to_numpy()
+    for i in (0, 5):
+        np.testing.assert_allclose(cells.jepa_score(model, logx[i]), expect[i], rtol=1e-8)
+        np.testing.assert_allclose(model.score(logx[i]), expect[i], rtol=1e-8)
+    with pytest.raises(ValueError, match="^encoder: expected a LeCellModel"):
+        cells.jepa_score(model.encoder, logx[0])
+    with pytest.raises(ValueError, match="^encoder: expected a LeCellModel"):
+        cells.gene_attribution(model.encoder, logx[0])
+    # annotate returns the keys fit writes, with the same values
+    ann = cells.annotate(model, cells.counts_matrix(small), attributions=False)
+    assert set(ann) == {"X_lecell", "jepa_score", "jepa_logdensity"}
+    np.testing.assert_allclose(ann["jepa_score"], expect, rtol=1e-8)
+    np.testing.assert_allclose(ann["X_lecell"], out.obsm["X_lecell"], rtol=1e-8)
+    np.testing.assert_allclose(ann["jepa_logdensity"], out.obs["jepa_logdensity"], rtol=1e-8)
+
+
+def test_fit_rejects_log_normalised_values(pbmc, getkey):
+    small = pbmc[:32].copy()
+    with pytest.raises(ValueError, match="layer 'logcounts': expected raw integer counts"):
+        cells.fit(small, key=getkey(), layer="logcounts", steps=1, width=8, latent_dim=2)
+    small.X = small.layers["logcounts"]
+    with pytest.raises(ValueError, match="^adata: expected raw integer counts"):
+        cells.fit(small, key=getkey(), steps=1, width=8, latent_dim=2)
+    with pytest.raises(ValueError, match="^counts: expected raw integer counts"):
+        cells.train_lecell(np.asarray(small.X), key=getkey(), steps=1)
 
 
 def test_train_reduces_loss(pbmc, getkey):
