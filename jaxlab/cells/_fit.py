@@ -186,6 +186,17 @@ def fit(
 ):
     """Train LeCellModel on `adata`'s counts (X or `layer`) and annotate a copy.
 
+    **Arguments:**
+
+    - `adata`: AnnData with raw integer counts in `X` (or in `layers[layer]`); cells x genes.
+    - `key`: PRNG key (keyword-only), as in `train_lecell`.
+    - `layer`: the layer holding the counts (None: `X`).
+    - `attributions`: also compute per-gene attributions (one gradient per cell).
+    - `**train_kwargs`: passed to `train_lecell`: `latent_dim` (16), `width` (256),
+      `steps` (1500), `batch_size` (256), `learning_rate` (1e-3), `lam` (SIGReg weight,
+      0.05), `n_views` (2), `chunk` (50), `optimizer` (AdamW), `checkpointer`, `progress`;
+      an unknown name raises `TypeError`.
+
     **Returns:** (model, annotated copy) with `obsm["X_lecell"]` (cells x D),
     `obs["jepa_score"]`, `obs["jepa_logdensity"]` (score plus the Gaussian log-prior of
     the embedding: the density estimate) and, when `attributions`, `layers["jepa_attribution"]`

@@ -33,7 +33,21 @@ __all__ = ["LaplexGram"]
 
 
 class LaplexGram(eqx.Module):
-    """PSD Gram operator on a grid (1-D signal, image, volume); see module doc.
+    """PSD LAPLEX Gram operator for Gaussian covariance models on a grid (1-D signal,
+    image, volume) (P9):
+
+        Sigma = sum_h c_h  kron_d exp(-a_h |u_{h,d}[i_d] - u_{h,d}[j_d]|)  +  sigma^2 I
+
+    with one learnable 1-D anchor `u_{h,d}` per grid line and axis, initialised to the
+    coordinates. Each axis factor is a Laplace (Ornstein-Uhlenbeck) kernel on a line,
+    hence PSD, and Kronecker products and positive sums keep it PSD: the product over
+    axes is the L1-distance Laplace kernel on the warped grid. It is applied axis-wise by
+    1-D LAPLEX passes, O(N log N) for N grid points and no N x N matrix; the Gaussian
+    log-likelihood uses only matvecs (conjugate gradients for the quadratic form,
+    stochastic Lanczos quadrature for the log-determinant, Hutchinson-style estimates of
+    its gradient).
+
+    Fields:
 
     - `anchors`: one (H, n_d) array per axis d (learnable warped coordinates).
     - `log_a`, `log_c`: (H,) log decay and log weight per head.

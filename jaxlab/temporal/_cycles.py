@@ -62,6 +62,15 @@ class CycleCounts(eqx.Module):
     triangles: Int[Array, "*batch"]
     four_cycles: Int[Array, "*batch"]
 
+    def __repr__(self) -> str:
+        names = ("edges", "wedges", "triangles", "four_cycles")
+        try:  # concrete values print as numbers; traced ones as equinox prints them
+            vals = [np.asarray(getattr(self, n)) for n in names]
+        except (TypeError, jax.errors.ConcretizationTypeError):
+            return eqx.tree_pformat(self)
+        shown = [str(v.item()) if v.ndim == 0 else np.array2string(v) for v in vals]
+        return f"CycleCounts({', '.join(f'{n}={v}' for n, v in zip(names, shown, strict=True))})"
+
 
 def _position_in_run(sorted_values: Array) -> Array:
     """Index of each element within its run of equal values (input sorted)."""

@@ -67,7 +67,20 @@ def _float_dtype():
 
 
 class TemporalNetworkParams(eqx.Module):
-    """Parameters of the model (scalars; see the module docstring).
+    """Parameters (scalars) of the Markov model of a sparse temporal network whose node
+    set grows and shrinks (P3).
+
+    One step `t -> t + 1` on the snapshot `G_t` with `n_t` nodes: every node leaves with
+    probability `q` (its edges with it); `Poisson(lambda)` new nodes arrive, so the size is
+    stationary `Poisson(lambda / q)`; each edge whose endpoints stayed persists with
+    probability `p`; each pair of the new node set gets a fresh edge with probability
+    `alpha / n_{t+1}` (expected degree `O(1)`); each triple forms a group (all three edges)
+    with probability `gamma / n_{t+1}^2`, so triangles carry information that edge counts
+    do not. `simulate` runs the chain, `moment_means` gives the conditional moments of
+    edge and triangle counts in closed form, `stationary_mean_degree` the stationary
+    degree.
+
+    **Arguments:**
 
     - `arrival_rate`: `lambda >= 0`, expected new nodes per step.
     - `departure_prob`: `q` in `[0, 1]`, per-node per-step leaving probability.

@@ -56,14 +56,16 @@ def _loss_per_graph(loss: str, out: Float[Array, "b o"], y: Array) -> Float[Arra
 
 
 class Trainer(eqx.Module):
-    """Mini-batch trainer (AdamW, gradient clipping) for graph-level targets.
+    """Mini-batch trainer (AdamW, gradient clipping) for graph-level targets (P18).
 
-    Arguments:
-        static: the model's non-trainable part (`eqx.partition(model, eqx.is_inexact_array)[1]`).
-        loss: `"cross_entropy"` (integer class targets), `"l1"` or `"mse"` (regression).
-        batch_size: graphs per step (the last incomplete batch of an epoch is dropped).
-        learning_rate, weight_decay: AdamW settings (after clipping the global norm to 1).
-        optimizer: an optax transformation used instead of the AdamW default.
+    **Arguments:**
+
+    - `model`: the HOPSE/HOMP model to train; its non-trainable part (everything but
+      inexact arrays) is kept in the `static` field, the trainable part goes to `init`.
+    - `loss`: `"cross_entropy"` (integer class targets), `"l1"` or `"mse"` (regression).
+    - `batch_size`: graphs per step (the last incomplete batch of an epoch is dropped).
+    - `learning_rate`, `weight_decay`: AdamW settings (after clipping the global norm to 1).
+    - `optimizer`: an optax transformation used instead of the AdamW default.
     """
 
     static: PyTree = eqx.field(static=True)

@@ -80,6 +80,14 @@ def test_duplicates_and_self_loops_ignored():
     e = jnp.array([[0, 1], [1, 0], [1, 2], [2, 0], [2, 2], [0, 1]], jnp.int32)
     c = cycle_counts(e, num_nodes=3, max_degree=2)
     assert (int(c.edges), int(c.triangles), int(c.wedges)) == (3, 1, 3)
+    # the repr shows the counts, not equinox's array placeholders (i32[])
+    assert repr(c) == "CycleCounts(edges=3, wedges=3, triangles=1, four_cycles=0)"
+    batched = jax.vmap(lambda e: cycle_counts(e, num_nodes=3, max_degree=2))(jnp.stack([e, e]))
+    assert (
+        repr(batched)
+        == "CycleCounts(edges=[3 3], wedges=[3 3], triangles=[1 1], four_cycles=[0 0])"
+    )
+    jax.jit(lambda e: (repr(cycle_counts(e, num_nodes=3, max_degree=2)), 0)[1])(e)  # traced
 
 
 def test_jit_vmap_equal_eager_and_loop():
