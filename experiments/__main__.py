@@ -1,4 +1,4 @@
-"""`python -m experiments {list, run, reproduce, bench, claims}`."""
+"""`python -m experiments {list, run, reproduce, bench, claims, papers}`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ._harness import _registry
 from ._harness._bench import run_bench
+from ._harness._papers import PAPERS, bibtex, papers_table
 from ._harness._report import claims_table, load_records, write_report
 from ._harness._runner import full_refusal, jax_info, reproduce, resume_note, run_experiment
 
@@ -152,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "dirs", nargs="+", metavar="DIR", help="results folders holding NAME/metrics.json"
     )
+    pp = sub.add_parser(
+        "papers", help="the papers the experiments check: authors, venue, identifiers, code"
+    )
+    pp.add_argument("--bibtex", action="store_true", help="print BibTeX entries instead")
     for q in (r, rp, b):
         q.add_argument(
             "--full",
@@ -179,6 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _cmd_papers(args) -> int:
+    if args.bibtex:
+        print("\n\n".join(bibtex(p) for p in PAPERS))
+    else:
+        sys.stdout.write(papers_table())
+    return 0
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     return {
@@ -187,6 +200,7 @@ def main(argv=None) -> int:
         "reproduce": _cmd_reproduce,
         "bench": _cmd_bench,
         "claims": _cmd_claims,
+        "papers": _cmd_papers,
     }[args.cmd](args)
 
 

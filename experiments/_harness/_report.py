@@ -11,7 +11,7 @@ from typing import Any
 
 from jaxlab._core import atomic_write
 
-from ._papers import PAPERS, paper_sort_key
+from ._papers import PAPERS, citation, paper_sort_key
 
 __all__ = ["write_report", "load_records", "claims_table"]
 
@@ -66,10 +66,14 @@ def _title(paper: str) -> str:
     return f"{paper} {comp} — {title}"
 
 
+def _cited(paper: str) -> str:
+    return f"Paper: {citation(paper)}" if paper in PAPERS else "Paper: unknown"
+
+
 def _markdown(groups, out: Path, header: str) -> str:
     lines = ["# jaxlab report", "", header, ""]
     for paper, g in groups.items():
-        lines += [f"## {_title(paper)}", ""]
+        lines += [f"## {_title(paper)}", "", _cited(paper), ""]
         for f in g["failed"]:
             lines += [
                 f"### {f['experiment']} — FAILED",
@@ -160,7 +164,7 @@ def _html(groups, out: Path, header: str) -> str:
         f"<p>{e(header)}</p>",
     ]
     for paper, g in groups.items():
-        parts.append(f"<h2 id='{e(paper)}'>{e(_title(paper))}</h2>")
+        parts.append(f"<h2 id='{e(paper)}'>{e(_title(paper))}</h2><p>{e(_cited(paper))}</p>")
         for f in g["failed"]:
             parts.append(
                 f"<h3 class='failed'>{e(f['experiment'])} — FAILED</h3>"
