@@ -27,22 +27,7 @@ def _public_objects():
                         yield f"jaxlab.{info.name}.{name}.{attr}", member
 
 
-# Still pointing to their private module's docstring (to inline, as was done for
-# TemporalNetworkParams and LaplexGram); the list may only shrink.
-KNOWN_POINTERS = {
-    "jaxlab.bandits.AbstractBackbone",
-    "jaxlab.bandits.load_movielens_100k",
-    "jaxlab.biophys.fit_loss",
-    "jaxlab.blackboard.parse_plan",
-    "jaxlab.cslm.extract_answer",
-    "jaxlab.em.train_methods",
-    "jaxlab.interp.ce_loss_score",
-    "jaxlab.interp.sae_metrics",
-    "jaxlab.laplex.AbstractScan",
-    "jaxlab.laplex.PallasScan",
-    "jaxlab.observers.AbstractObserver",
-    "jaxlab.observers.lmi_matrix",
-}
+KNOWN_POINTERS: set[str] = set()  # none left; keep it empty
 
 
 def test_no_public_docstring_points_to_an_invisible_module_docstring():

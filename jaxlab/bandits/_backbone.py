@@ -90,7 +90,17 @@ class LinearState(eqx.Module):
 
 
 class AbstractBackbone(eqx.Module):
-    """A contextual bandit: `init`, `select`, `update` (see module docstring)."""
+    """A contextual bandit as a pure `(init, select, update)` triple.
+
+    - `state = policy.init(dim, n_arms, key=key)`;
+    - `choice = policy.select(state, contexts, mask, key=key)` with `contexts` (K, d), one
+      feature row per candidate arm, and `mask` (K,), the arms that may be chosen this
+      round; `choice.arm` is the chosen index;
+    - `state = policy.update(state, choice, contexts, reward)`.
+
+    States are pytrees, so a run is a `lax.scan` and seeds/users are a `vmap`. TDGE (P16)
+    explores over these backbones.
+    """
 
     @abc.abstractmethod
     def init(self, dim: int, n_arms: int, *, key: Array | None = None): ...

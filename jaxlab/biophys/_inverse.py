@@ -290,7 +290,17 @@ def _to_units(p: FitParams, problem: FitProblem) -> FitParams:
 def fit_loss(
     u: FitParams, problem: FitProblem, anchor: SpikeAnchor | None
 ) -> tuple[Float[Array, ""], dict[str, Array]]:
-    """Loss of unit-free parameters `u` (see module doc); returns `(total, parts)`."""
+    """The P12 fit loss of unit-free parameters `u` (positions, current knots).
+
+    Parts: the trace term (mean squared error of the summed simulated traces against the
+    recording, in units of the noise variance); with `anchor` (a `SpikeAnchor`), the
+    spike-time anchors (somatic voltage pulled up to the spike peak near each sorted
+    spike time, kept below a quiet threshold away from them) and the waveform term
+    they align; the smoothness prior on the current knots. `anchor=None` keeps only the
+    trace and smoothness terms (the ablation).
+
+    **Returns:** `(total, parts)`, `parts` a dict of the scalar terms.
+    """
     p = _to_physical(u, problem)
     dtype = problem.traces.dtype
     currents = jax.vmap(problem.basis.evaluate)(p.coeffs.astype(dtype))

@@ -162,7 +162,21 @@ def _literal(s: str) -> float | str:
 
 
 def parse_plan(text: str) -> Plan:
-    """Parse the plan text format (module docstring) into a `Plan`, strictly.
+    """Parse the plan text format into a `Plan`, strictly.
+
+    The format, one clause per line in this order (`tN` are table aliases):
+
+        TABLE t0 <table name>
+        TABLE t1 <table name>              (optional, up to 3 tables)
+        JOIN t0.<col> = t1.<col>           (one per extra table, inner equi-join)
+        WHERE t0.<col> <op> <literal>      (zero or more; op in = != < <= > >=)
+        GROUP t1.<col>                     (optional)
+        AGG <count|sum|mean|min|max|nunique> [t0.<col>]
+        HAVING <op> <number>               (optional, only with GROUP)
+        OUTPUT <value|argmax|argmin|keys>
+
+    A literal is a number or a double-quoted string without quotes or backslashes inside;
+    the text is matched by a regular-expression grammar, never evaluated.
 
     **Arguments:**
 

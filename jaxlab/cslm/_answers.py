@@ -31,7 +31,17 @@ def _ints(text: str) -> list[int]:
 
 
 def extract_answer(text: str, kind: str) -> Answer | None:
-    """The answer stated by free text `text` (rules in the module docstring).
+    """The answer stated by free text `text`, by fixed rules (case-insensitive; never eval).
+
+    1. The answer segment is the text after the last "answer:" / "answer =" / "answer is"
+       cue; without a cue it is the whole text.
+    2. An integer answer is the first integer of the segment when there was a cue, the
+       last integer of the text otherwise; a minus sign counts only when it does not
+       follow a digit, letter or closing bracket ("5-3" is 5 and 3).
+    3. A list answer is the integers inside the first [...] group of the segment (cue) or
+       the last [...] group of the text (no cue); with a cue but no brackets, the
+       integers of the segment's first line.
+    4. Nothing found: None (never correct).
 
     **Arguments:**
 

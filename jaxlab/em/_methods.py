@@ -151,7 +151,15 @@ def train_methods(
     checkpointers: Callable[[str], Checkpointer | None] | None = None,
     progress: Callable[[str], AbstractProgress] | None = None,
 ) -> TrainedMethods:
-    """Train every model the requested `methods` need (see module doc).
+    """Train every model the requested `methods` of P11 need.
+
+    `bicubic`: bicubic upsampling + a segmentation-only U-Net trained on bicubic images;
+    `separate`: an SR-only U-Net, then a segmentation-only U-Net trained on its outputs;
+    `joint`: shared encoder + SR and segmentation decoders; `joint_diffusion`: the joint
+    model whose segmentation decoder is guided by the partial-diffusion refinement of its
+    SR embedding. `joint` and `joint_diffusion` start from one joint model trained for
+    `steps`; `joint` continues for `finetune_steps`, `joint_diffusion` fine-tunes as long
+    with refined priors. Every model is trained with `fit` (`ObjectiveStep`).
 
     **Arguments:**
 

@@ -61,7 +61,13 @@ def sae_metrics(
     (the evaluation window); `chunk` tokens per block.
 
     **Returns:** {"l0", "mse", "explained_variance", "cosine_similarity", "l2_ratio",
-    "dead_fraction": (), "feature_density": (d_sae,)} (definitions in the module docstring).
+    "dead_fraction": (), "feature_density": (d_sae,)}, SAELens' definitions over tokens
+    x_t with reconstructions x_hat_t and codes z_t: `l0` the mean number of non-zero
+    latents; `mse` the mean of `(x - x_hat)^2`; `explained_variance`
+    `1 - sum_t ||x_t - x_hat_t||^2 / sum_t ||x_t - mean_t x_t||^2`; `cosine_similarity` the
+    mean cos(x_t, x_hat_t); `l2_ratio` the mean `||x_hat_t|| / ||x_t||`; `dead_fraction`
+    the fraction of latents firing on none of the tokens; `feature_density` per latent,
+    the fraction of tokens on which it fires.
     """
     if not isinstance(sae, AbstractSAE):
         raise ValueError(f"sae: expected an AbstractSAE, received {type(sae).__name__}")

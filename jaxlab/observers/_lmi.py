@@ -84,7 +84,16 @@ def implicit_blocks(observer: NeuralObserver):
 
 
 def lmi_matrix(observer: NeuralObserver, P, multipliers) -> Float[Array, "k k"]:
-    """The certificate matrix `H(P, T)` (module docstring); `k = ne + nh`.
+    """The certificate matrix `H(P, T)`; `k = ne + nh`.
+
+    With the injection MLP written as an implicit network (`w = tanh(v)`,
+    `v = N_x eta + N_w w`, error dynamics `A_cl eta + N_pw w`) and the sector bound of
+    tanh with diagonal multipliers `T >= 0` (LipSDP style),
+
+        H = [[A_cl^T P + P A_cl,  P N_pw + N_x^T T      ],
+             [N_pw^T P + T N_x,   T N_w + N_w^T T - 2 T ]],
+
+    and `H < 0` certifies global exponential stability of `V = eta^T P eta` (P2, stage 2).
 
     **Arguments:** `observer`; `P (ne, ne)` symmetric; `multipliers (nh,)` the diagonal of `T`.
     **Returns:** symmetric `H (ne + nh, ne + nh)`; `H < 0` certifies global stability.

@@ -71,7 +71,9 @@ def place_gain(A, C, poles) -> np.ndarray:
 
 
 class AbstractObserver(eqx.Module):
-    """Interface shared by all observers (see the module docstring)."""
+    """Interface shared by all observers (neural extended-state, Luenberger, EKF), used by
+    `simulate`: `init(x_hat0) -> state` (a pytree), `vector_field(t, state, y, u) ->
+    d state / dt`, `estimate(state) -> (x_hat (n,), d_hat (nd,))`."""
 
     @abc.abstractmethod
     def init(self, x_hat0: Float[Array, " n"]):

@@ -67,7 +67,12 @@ def _kernel_complex(ar_ref, ai_ref, xr_ref, xi_ref, hr_ref, hi_ref, pr_ref, pi_r
 
 
 class PallasScan(AbstractScan):
-    """Chunked linear-recurrence Pallas kernel (see module docstring).
+    """The LAPLEX recurrence as a chunked Pallas kernel (GPU/TPU), as recurrentgemma's
+    Pallas LRU scan: the sequence is cut into chunks of `chunk` steps, each kernel
+    instance walks the rows of a tile of `tile` lanes sequentially (state in registers)
+    and emits the running product of `alpha`; the short scan over chunk carries and the
+    fix-up are plain JAX. Complex recurrences run on (real, imaginary) pairs;
+    `interpret=True` runs the same kernel on CPU (the tests check exactness so).
 
     - `chunk`: sequential steps per chunk (rows of a block; a power of two, as
       Triton blocks must be: shorter sequences use the next power of two above

@@ -37,7 +37,15 @@ def reverse_by_flip(forward, alpha: Array, x: Array) -> Array:
 
 
 class AbstractScan(eqx.Module):
-    """A strategy computing the LAPLEX linear recurrence (see module docstring)."""
+    """A strategy computing the LAPLEX linear recurrence, the primitive of every pass.
+
+    With `alpha` (N,) and `x` (N, K) of one dtype:
+    `forward`: `h[j] = alpha[j] * h[j-1] + x[j]`, `h[-1] = 0`;
+    `reverse`: `h[j] = alpha[j+1] * h[j+1] + x[j]`, `h[N] = 0`;
+    so one `alpha[j] = exp(-lambda (s[j] - s[j-1]))` serves both directions. Strategies
+    are vmap-able and never differentiated directly (the LAPLEX custom VJP calls them
+    again for the backward pass).
+    """
 
     @abc.abstractmethod
     def forward(self, alpha: Inexact[Array, " N"], x: Inexact[Array, "N K"]) -> Array:
