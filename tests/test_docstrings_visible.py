@@ -27,15 +27,11 @@ def _public_objects():
                         yield f"jaxlab.{info.name}.{name}.{attr}", member
 
 
-KNOWN_POINTERS: set[str] = set()  # none left; keep it empty
-
-
 def test_no_public_docstring_points_to_an_invisible_module_docstring():
-    pointing = {
+    pointing = sorted(
         q for q, obj in _public_objects() if re.search(r"module doc", inspect.getdoc(obj) or "")
-    }
-    assert not pointing - KNOWN_POINTERS, sorted(pointing - KNOWN_POINTERS)
-    assert not KNOWN_POINTERS - pointing, f"fixed, drop from the list: {KNOWN_POINTERS - pointing}"
+    )
+    assert not pointing, "docstrings pointing to a private module docstring: " + str(pointing)
 
 
 def test_topology_trainer_documents_its_real_arguments():

@@ -1,19 +1,9 @@
 """`Plan`: a small typed query plan, its strict text format and its deterministic executor.
 
-The text format (one clause per line, in this order; `tN` are table aliases):
-
-    TABLE t0 <table name>
-    TABLE t1 <table name>              (optional, up to 3 tables)
-    JOIN t0.<col> = t1.<col>           (one per extra table, inner equi-join)
-    WHERE t0.<col> <op> <literal>      (zero or more; op in = != < <= > >=)
-    GROUP t1.<col>                     (optional)
-    AGG <count|sum|mean|min|max|nunique> [t0.<col>]
-    HAVING <op> <number>               (optional, only with GROUP)
-    OUTPUT <value|argmax|argmin|keys>
-
-A literal is a number or a double-quoted string without quotes or backslashes inside.
-The parser is a regular-expression grammar: model text is never evaluated or executed;
-anything outside the grammar raises `PlanError` saying which line and why.
+The text format (one clause per line: TABLE, JOIN, WHERE, GROUP, AGG, HAVING, OUTPUT)
+is documented in `parse_plan`. The parser is a regular-expression grammar: model text
+is never evaluated or executed; anything outside the grammar raises `PlanError` saying
+which line and why.
 """
 
 from __future__ import annotations
