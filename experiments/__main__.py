@@ -133,7 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     sub.add_parser("list", help="registered experiments and benchmarks, with their papers")
-    r = sub.add_parser("run", help="run one experiment", epilog=_EPILOG)
+    r = sub.add_parser(
+        "run",
+        help="run one experiment",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     r.add_argument("name", metavar="NAME", help="the experiment (see `list`), e.g. cells_rare")
     r.add_argument(
         "--resume",
