@@ -24,8 +24,11 @@ $(STAMP): pyproject.toml Makefile jaxlab/data/_catalogue.py
 	rm -f $(VENV)/.stamp-*
 	touch $(STAMP)
 
+# Two worker processes (one per core of the CI machine), whole files per worker so that
+# module fixtures are built once: XLA:CPU compiles on one thread, so two workers overlap
+# one's compilation with the other's compute.
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 reproduce: $(STAMP)
 	$(PY) -m experiments reproduce $(ARGS)
