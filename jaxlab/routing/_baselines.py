@@ -106,7 +106,8 @@ class MLPRouter(AbstractRouter):
         sizes = [n_features, *hidden, n_candidates]
         keys = jax.random.split(key, len(sizes) - 1)
         self.layers = tuple(
-            eqx.nn.Linear(a, b, key=k) for a, b, k in zip(sizes[:-1], sizes[1:], keys)
+            eqx.nn.Linear(a, b, key=k, dtype=jnp.float32)
+            for a, b, k in zip(sizes[:-1], sizes[1:], keys)
         )
         self.candidate_cost = jnp.asarray(candidate_cost, jnp.float32)
         self.weight_decay = weight_decay
@@ -166,7 +167,7 @@ class MatrixFactorisationRouter(AbstractRouter):
 
     def __init__(self, n_features, n_candidates, candidate_cost, *, dim=16, key, weight_decay=1e-4):
         k1, k2, k3 = jax.random.split(key, 3)
-        self.project = eqx.nn.Linear(n_features, dim, use_bias=False, key=k1)
+        self.project = eqx.nn.Linear(n_features, dim, use_bias=False, key=k1, dtype=jnp.float32)
         self.model_embedding = jax.random.normal(k2, (n_candidates, dim), jnp.float32)
         self.readout = jax.random.normal(k3, (dim,), jnp.float32) / jnp.sqrt(dim)
         self.bias = jnp.zeros(n_candidates, jnp.float32)

@@ -50,11 +50,13 @@ class _Block(eqx.Module):
 
     def __init__(self, dim, heads, *, key):
         k1, k2, k3 = jax.random.split(key, 3)
-        self.read_capsules = eqx.nn.MultiheadAttention(heads, dim, key=k1)
-        self.read_candidates = eqx.nn.MultiheadAttention(heads, dim, key=k2)
-        self.norm_c = eqx.nn.LayerNorm(dim)
-        self.norm_k = eqx.nn.LayerNorm(dim)
-        self.mlp = eqx.nn.MLP(dim, dim, 2 * dim, 1, activation=jax.nn.gelu, key=k3)
+        self.read_capsules = eqx.nn.MultiheadAttention(heads, dim, key=k1, dtype=jnp.float32)
+        self.read_candidates = eqx.nn.MultiheadAttention(heads, dim, key=k2, dtype=jnp.float32)
+        self.norm_c = eqx.nn.LayerNorm(dim, dtype=jnp.float32)
+        self.norm_k = eqx.nn.LayerNorm(dim, dtype=jnp.float32)
+        self.mlp = eqx.nn.MLP(
+            dim, dim, 2 * dim, 1, activation=jax.nn.gelu, key=k3, dtype=jnp.float32
+        )
 
 
 class LatentRouter(AbstractRouter):
@@ -113,14 +115,16 @@ class LatentRouter(AbstractRouter):
         if not 0 <= mask_rate < 1:
             raise ValueError(f"mask_rate: expected a value in [0, 1), received {mask_rate}")
         ks = jax.random.split(key, 7 + depth)
-        self.input_proj = eqx.nn.Linear(n_features, n_tokens * dim, key=ks[0])
+        self.input_proj = eqx.nn.Linear(n_features, n_tokens * dim, key=ks[0], dtype=jnp.float32)
         self.capsule_queries = 0.5 * jax.random.normal(ks[1], (n_capsules, dim), jnp.float32)
-        self.capsule_attn = eqx.nn.MultiheadAttention(heads, dim, key=ks[2])
+        self.capsule_attn = eqx.nn.MultiheadAttention(heads, dim, key=ks[2], dtype=jnp.float32)
         self.capability = 0.5 * jax.random.normal(ks[3], (n_candidates, dim), jnp.float32)
         self.blocks = tuple(_Block(dim, heads, key=k) for k in ks[7:])
-        self.pool_proj = eqx.nn.Linear(dim, dim, key=ks[4])
-        self.scorer = eqx.nn.MLP(dim, 2 if head == "beta" else 1, dim, 1, jax.nn.gelu, key=ks[5])
-        self.corrector = eqx.nn.MLP(2 * dim, 1, dim, 1, jax.nn.gelu, key=ks[6])
+        self.pool_proj = eqx.nn.Linear(dim, dim, key=ks[4], dtype=jnp.float32)
+        self.scorer = eqx.nn.MLP(
+            dim, 2 if head == "beta" else 1, dim, 1, jax.nn.gelu, key=ks[5], dtype=jnp.float32
+        )
+        self.corrector = eqx.nn.MLP(2 * dim, 1, dim, 1, jax.nn.gelu, key=ks[6], dtype=jnp.float32)
         self.candidate_cost = jnp.asarray(candidate_cost, jnp.float32)
         self.n_tokens = n_tokens
         self.communication = communication
