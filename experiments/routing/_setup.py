@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import platform
 import re
 import sys
 import time
@@ -61,10 +62,11 @@ RULES = ("sum", "mean", "letter")
 N_SHOTS = 1
 
 CAVEAT = (
-    "Text-only small open models (SmolLM2-135M, Gemma-3-270M, Qwen2.5-Coder-0.5B; 4-bit GGUF "
-    "dequantised to float32) x prompt variants on real evals multiple-choice items, scored by "
-    "option log-likelihood; the paper routes multimodal LLMs (1B-78B, image-question inputs) "
-    "on MMR-Bench / VL-RouterBench."
+    "Text-only small open models of the jaxlab.lm pool (QUICK: SmolLM2-135M and "
+    "Gemma-3-270M; FULL adds Qwen2.5-Coder-0.5B/1.5B; 4-bit GGUF dequantised to float32) x "
+    "prompt/answer-rule variants on real evals multiple-choice items, scored by option "
+    "log-likelihood; the paper routes multimodal LLMs (1B-78B, image-question inputs) on "
+    "MMR-Bench / VL-RouterBench."
 )
 
 
@@ -304,9 +306,43 @@ def build_text_table(config: TableConfig = TableConfig()) -> routing.RoutingTabl
     )
 
 
+DATA = Path(__file__).resolve().parents[2] / "data" / "routing"
+
+
+def table_fields(config: TableConfig) -> dict:
+    """The fields of `config` that determine the table (a subclass's extra fields dropped)."""
+    return json.loads(
+        json.dumps({f.name: getattr(config, f.name) for f in dataclasses.fields(TableConfig)})
+    )
+
+
+def text_table(config: TableConfig) -> routing.RoutingTable:
+    """The committed table under `data/routing/` when it was built with these settings and
+    this code version; otherwise `build_text_table` (cache, then model calls)."""
+    for path in sorted(DATA.glob("text_*.json")):
+        try:
+            meta = json.loads(path.read_text()).get("meta", {})
+        except (OSError, json.JSONDecodeError):
+            continue
+        if meta.get("config") == table_fields(config) and meta.get("code") == CODE_VERSION:
+            return routing.RoutingTable.load(path)
+    return build_text_table(config)
+
+
 if __name__ == "__main__":
     cfg = FULL_TABLE if "--full" in sys.argv else TableConfig()
+    t_start = time.perf_counter()
     table = build_text_table(cfg)
-    out = table.save(cache_dir("routing") / ("text_full" if "--full" in sys.argv else "text_quick"))
+    table = dataclasses.replace(
+        table,
+        meta={
+            **table.meta,
+            "config": table_fields(cfg),
+            "machine": platform.platform(),
+            "built_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+            "wall_seconds": time.perf_counter() - t_start,
+        },
+    )
+    out = table.save(DATA / ("text_full" if "--full" in sys.argv else "text_quick"))
     print(f"{table.n_queries} queries x {table.n_candidates} candidates -> {out}")
     print("accuracy per candidate:", dict(zip(table.candidates, table.quality.mean(0).round(3))))

@@ -67,7 +67,10 @@ def test_latent_router_is_permutation_equivariant(routers):
     np.testing.assert_allclose(up, u[:, perm], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("options", [{}, {"communication": False, "head": "point"}])
+@pytest.mark.parametrize(
+    "options",
+    [{}, pytest.param({"communication": False, "head": "point"}, marks=pytest.mark.slow)],
+)
 def test_latent_gradients_finite(routers, getkey, options):
     t, _ = routers
     r = routing.LatentRouter(6, 4, t.cost.mean(0), dim=8, depth=1, key=getkey(), **options)
