@@ -78,8 +78,27 @@ def test_tiny_table_equals_direct_scores(tmp_path, monkeypatch):
     n_in = np.array([len(tok.encode(p)) for p, _ in inputs])
     n_params = lm.MODELS["smollm2-135m-instruct"].n_params
     np.testing.assert_allclose(t.cost[:, 0], 2 * n_params * (n_in + t.output_tokens[:, 0]) / 1e9)
+    # the committed QUICK table holds the same outcomes for these first items
+    committed = _setup.text_table(_setup.TableConfig())
+    np.testing.assert_array_equal(committed.quality[:3, :3], t.quality)
     # a second build reads the content-hashed cache (same table, no model call)
     monkeypatch.setattr(lm, "score", None)
     u = _setup.build_text_table(cfg)
     np.testing.assert_array_equal(u.quality, t.quality)
     np.testing.assert_array_equal(u.latency, t.latency)
+
+
+def test_committed_quick_table():
+    t = _setup.text_table(_setup.TableConfig())
+    n = sum(k for _, k in _setup.TableConfig().per_source)
+    assert t.quality.shape == (n, 6) and set(np.unique(t.quality)) <= {0.0, 1.0}
+    from jaxlab import lm
+
+    for j, name in enumerate(t.candidates):
+        model = name.split(":")[0]
+        tokens = t.input_tokens[:, j] + t.output_tokens[:, j]
+        np.testing.assert_allclose(t.cost[:, j], 2 * lm.MODELS[model].n_params * tokens / 1e9)
+    # the letter rule reads 4 one-token continuations; the text rules read the options
+    letter = [j for j, c in enumerate(t.candidates) if c.endswith(":letter")]
+    assert np.all(t.output_tokens[:, letter] == 4)
+    assert t.meta["config"] == _setup.table_fields(_setup.TableConfig())
