@@ -68,13 +68,13 @@ class RoutingTable:
     quality: np.ndarray
     cost: np.ndarray
     candidates: tuple[str, ...]
-    input_tokens: np.ndarray | None = None
-    output_tokens: np.ndarray | None = None
-    latency: np.ndarray | None = None
-    features: np.ndarray | None = None
-    groups: np.ndarray | None = None
+    input_tokens: np.ndarray = None  # type: ignore[assignment]  # filled in __post_init__
+    output_tokens: np.ndarray = None  # type: ignore[assignment]  # filled in __post_init__
+    latency: np.ndarray = None  # type: ignore[assignment]  # filled in __post_init__
+    features: np.ndarray = None  # type: ignore[assignment]  # filled in __post_init__
+    groups: np.ndarray = None  # type: ignore[assignment]  # filled in __post_init__
     group_names: tuple[str, ...] = ("all",)
-    query_ids: tuple[str, ...] | None = None
+    query_ids: tuple[str, ...] = None  # type: ignore[assignment]  # filled in __post_init__
     meta: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
