@@ -196,11 +196,11 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         ),
     ]
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(table.cost.mean(0), table.quality.mean(0), "k^", label="fixed candidates (all)")
+    ax.plot(table.cost.mean(0), table.quality.mean(0), "k^", label="fixed candidates (whole table)")
     for n, (pc, pq) in curves.items():
         hc, hq = routing.cost_quality_hull(pc, pq)
-        ax.plot(pc, pq, ".", alpha=0.5)
-        ax.plot(hc, hq, "-", label=f"{n} (AIQ {metrics[f'aiq/{n}']:.3f})")
+        (line,) = ax.plot(hc, hq, "-", label=f"{n} (mean AIQ {metrics[f'aiq/{n}']:.3f})")
+        ax.plot(pc, pq, ".", alpha=0.5, color=line.get_color())
     ax.set_xlabel("mean cost (GFLOPs)")
     ax.set_ylabel("accuracy")
     ax.legend(fontsize=7)
