@@ -145,3 +145,20 @@ def test_vl_routerbench_folder(tmp_path):
     (reg / "models.txt").unlink()
     with pytest.raises(ValueError, match="models.txt"):
         routing.from_vl_routerbench(tmp_path)
+
+
+def test_hashed_bow_by_hand():
+    import zlib
+
+    f = routing.hashed_bow(["Red red fox", ""], dim=32)
+    ref = np.zeros(32)
+    for t in ("red", "red", "fox", "red red", "red fox"):
+        h = zlib.crc32(t.encode())
+        ref[h % 32] += 1.0 if (h >> 31) & 1 else -1.0
+    ref = np.sign(ref) * np.log1p(np.abs(ref))
+    np.testing.assert_allclose(f[0], ref / np.linalg.norm(ref))
+    np.testing.assert_array_equal(f[1], 0.0)
+    with pytest.raises(ValueError, match="texts"):
+        routing.hashed_bow("a string", dim=4)
+    with pytest.raises(ValueError, match="dim"):
+        routing.hashed_bow(["a"], dim=0)
