@@ -24,7 +24,7 @@ from jaxlab._core import check_positive_int
 
 from ._router import AbstractRouter
 from ._table import RoutingTable
-from ._train import fit_router
+from ._train import fit_on_table as _fit_on
 
 __all__ = ["FixedRouter", "KNNRouter", "MLPRouter", "MatrixFactorisationRouter"]
 
@@ -141,18 +141,20 @@ class MLPRouter(AbstractRouter):
         weight_decay=1e-4,
     ) -> MLPRouter:
         """Trains on `table` (binary cross-entropy + L2, Adam, full batch)."""
-        k_init, k_fit = jax.random.split(key)
-        r = cls(
-            table.features.shape[1],
-            table.n_candidates,
-            _mean_cost(table),
-            hidden=tuple(hidden),
-            key=k_init,
-            weight_decay=weight_decay,
+        return _fit_on(
+            table,
+            lambda k: cls(
+                table.features.shape[1],
+                table.n_candidates,
+                _mean_cost(table),
+                hidden=tuple(hidden),
+                key=k,
+                weight_decay=weight_decay,
+            ),
+            key=key,
+            steps=steps,
+            learning_rate=learning_rate,
         )
-        return fit_router(
-            r, table.features, table.quality, key=k_fit, steps=steps, learning_rate=learning_rate
-        )[0]
 
 
 class MatrixFactorisationRouter(AbstractRouter):
@@ -192,15 +194,17 @@ class MatrixFactorisationRouter(AbstractRouter):
         cls, table: RoutingTable, *, key, dim=16, steps=300, learning_rate=1e-2, weight_decay=1e-4
     ) -> MatrixFactorisationRouter:
         """Trains on `table` (binary cross-entropy + L2, Adam, full batch)."""
-        k_init, k_fit = jax.random.split(key)
-        r = cls(
-            table.features.shape[1],
-            table.n_candidates,
-            _mean_cost(table),
-            dim=dim,
-            key=k_init,
-            weight_decay=weight_decay,
+        return _fit_on(
+            table,
+            lambda k: cls(
+                table.features.shape[1],
+                table.n_candidates,
+                _mean_cost(table),
+                dim=dim,
+                key=k,
+                weight_decay=weight_decay,
+            ),
+            key=key,
+            steps=steps,
+            learning_rate=learning_rate,
         )
-        return fit_router(
-            r, table.features, table.quality, key=k_fit, steps=steps, learning_rate=learning_rate
-        )[0]

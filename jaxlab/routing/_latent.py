@@ -36,7 +36,7 @@ from jaxtyping import Array, Float
 
 from ._router import AbstractRouter
 from ._table import RoutingTable
-from ._train import fit_router
+from ._train import fit_on_table
 
 __all__ = ["LatentRouter"]
 
@@ -225,15 +225,12 @@ class LatentRouter(AbstractRouter):
     ) -> LatentRouter:
         """Builds a router for `table` (options as the constructor) and trains it with Adam
         (full batch) through `jaxlab._core.run_steps`."""
-        k_init, k_fit = jax.random.split(key)
         c = table.cost.mean(0)
-        r = cls(
-            table.features.shape[1],
-            table.n_candidates,
-            c if c.max() > 0 else c + 1,
-            key=k_init,
-            **options,
+        c = c if c.max() > 0 else c + 1
+        return fit_on_table(
+            table,
+            lambda k: cls(table.features.shape[1], table.n_candidates, c, key=k, **options),
+            key=key,
+            steps=steps,
+            learning_rate=learning_rate,
         )
-        return fit_router(
-            r, table.features, table.quality, key=k_fit, steps=steps, learning_rate=learning_rate
-        )[0]

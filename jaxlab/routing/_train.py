@@ -12,7 +12,7 @@ from jaxtyping import Array, Float
 
 from jaxlab._core import AbstractStep, NoProgress, optimizer_update, run_steps
 
-__all__ = ["QualityFitStep", "fit_router"]
+__all__ = ["QualityFitStep", "fit_router", "fit_on_table"]
 
 
 class QualityFitStep(AbstractStep):
@@ -78,3 +78,17 @@ def fit_router(
         progress=NoProgress() if progress is None else progress,
     )
     return eqx.combine(state[0], static), hist.losses
+
+
+def fit_on_table(table, build, *, key, steps, learning_rate):
+    """`build(init_key)` trained on `table`'s features and quality by `fit_router`
+    (init and training keys split from `key`)."""
+    k_init, k_fit = jax.random.split(key)
+    return fit_router(
+        build(k_init),
+        table.features,
+        table.quality,
+        key=k_fit,
+        steps=steps,
+        learning_rate=learning_rate,
+    )[0]
