@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.routing (NAME `routing_<module>`); shared set-up in `_setup.py`."""

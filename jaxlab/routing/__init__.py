@@ -1,0 +1,38 @@
+"""Routing (P6 LatentRouter; shared later by P19 HAPS): tables, metrics, routers.
+
+- `RoutingTable`: queries x candidates outcomes (quality, cost, tokens, latency, features,
+  task group), saved as .npz + JSON; `from_routerbench` / `from_vl_routerbench` read those
+  benchmarks' layouts; `hashed_bow` query features.
+- Metrics: `cost_quality_hull`, `aiq`, `zero_router_curve` (RouterBench), `pgr`, `apgr`,
+  `call_performance_threshold` (RouteLLM), `rank_score` (VL-RouterBench),
+  `accuracy_at_cost`, `routed_outcome`, `oracle_choice`.
+- Routers behind `AbstractRouter` (`predict_quality`, `predict_utilities`, `route`):
+  `FixedRouter`, `KNNRouter`, `MLPRouter`, `MatrixFactorisationRouter`, `LatentRouter`;
+  `threshold_route` (cost-aware thresholding); `QualityFitStep` / `fit_router` train them
+  through `jaxlab._core.run_steps`.
+"""
+
+from ._baselines import FixedRouter as FixedRouter
+from ._baselines import KNNRouter as KNNRouter
+from ._baselines import MatrixFactorisationRouter as MatrixFactorisationRouter
+from ._baselines import MLPRouter as MLPRouter
+from ._features import hashed_bow as hashed_bow
+from ._latent import LatentRouter as LatentRouter
+from ._loaders import from_routerbench as from_routerbench
+from ._loaders import from_vl_routerbench as from_vl_routerbench
+from ._metrics import accuracy_at_cost as accuracy_at_cost
+from ._metrics import aiq as aiq
+from ._metrics import apgr as apgr
+from ._metrics import call_performance_threshold as call_performance_threshold
+from ._metrics import cost_quality_hull as cost_quality_hull
+from ._metrics import oracle_choice as oracle_choice
+from ._metrics import pgr as pgr
+from ._metrics import rank_score as rank_score
+from ._metrics import routed_outcome as routed_outcome
+from ._metrics import zero_router_curve as zero_router_curve
+from ._router import AbstractRouter as AbstractRouter
+from ._router import route as route
+from ._router import threshold_route as threshold_route
+from ._table import RoutingTable as RoutingTable
+from ._train import QualityFitStep as QualityFitStep
+from ._train import fit_router as fit_router

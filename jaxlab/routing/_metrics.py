@@ -1,0 +1,233 @@
+"""Routing metrics: cost-quality hulls, AIQ, PGR/APGR, call-performance threshold, rank score.
+
+- RouterBench (Hu et al. 2024): a router evaluated at several cost weights traces points
+  (cost, quality); its non-decreasing convex hull is the quality reachable by mixing those
+  routers at random, and AIQ is the area under that hull over the cost range, divided by
+  the range. The zero router is the hull of the fixed models' points.
+- RouteLLM (Ong et al. 2024): between a weak and a strong model, PGR = (q - q_weak) /
+  (q_strong - q_weak); APGR averages PGR over the fraction of calls sent to the strong
+  model; the call-performance threshold CPT(x) is the smallest such fraction reaching
+  PGR >= x.
+- VL-RouterBench (Huang et al. 2025, after RouterArena): rank score =
+  (1 + beta) A C / (beta A + C), A the accuracy, C = (log cmax - log cost) / (log cmax -
+  log cmin) the log-normalised cheapness.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxlab._core import check_range
+
+__all__ = [
+    "cost_quality_hull",
+    "aiq",
+    "zero_router_curve",
+    "pgr",
+    "apgr",
+    "call_performance_threshold",
+    "rank_score",
+    "accuracy_at_cost",
+    "routed_outcome",
+    "oracle_choice",
+]
+
+
+def _points(cost, quality):
+    c = np.asarray(cost, np.float64).reshape(-1)
+    q = np.asarray(quality, np.float64).reshape(-1)
+    if c.shape != q.shape or c.size == 0:
+        raise ValueError(
+            f"cost, quality: expected two non-empty arrays of one length, received "
+            f"{np.shape(cost)} and {np.shape(quality)}"
+        )
+    if not (np.all(np.isfinite(c)) and np.all(np.isfinite(q))):
+        raise ValueError("cost, quality: expected finite values, received NaN or inf")
+    return c, q
+
+
+def cost_quality_hull(cost, quality) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices of the non-decreasing convex hull of the points (cost_k, quality_k).
+
+    The upper concave envelope of the points, from the cheapest point (the best quality
+    at the lowest cost) to the first point of maximal quality; every cost between two
+    vertices is reachable by a random mixture of the two (RouterBench's zero router).
+
+    **Arguments:** `cost`, `quality`: (K,) arrays.
+
+    **Returns:** `(hull_cost, hull_quality)`, (H,) arrays, cost increasing, quality
+    non-decreasing.
+    """
+    c, q = _points(cost, quality)
+    order = np.lexsort((-q, c))  # by cost, best quality first among equal costs
+    c, q = c[order], q[order]
+    keep = np.r_[True, c[1:] != c[:-1]]
+    c, q = c[keep], q[keep]
+    # non-decreasing: from the cheapest point on, only points that improve quality matter
+    best = np.maximum.accumulate(q)
+    improve = np.r_[True, q[1:] > best[:-1]]
+    c, q = c[improve], q[improve]
+    hull: list[int] = []
+    for i in range(c.size):  # monotone chain, upper hull
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            cross = (c[b] - c[a]) * (q[i] - q[a]) - (q[b] - q[a]) * (c[i] - c[a])
+            if cross >= 0:  # b lies on or below the chord a-i
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    return c[hull], q[hull]
+
+
+def aiq(cost, quality, *, cost_range: tuple[float, float] | None = None) -> float:
+    """Average improvement in quality (RouterBench): area under the non-decreasing convex
+    hull of the cost-quality points over the cost range, divided by its width.
+
+    Beyond its last vertex the hull stays at its maximum; below its first vertex (when
+    `cost_range` starts lower) quality is 0 (nothing is reachable there).
+
+    **Arguments:**
+
+    - `cost`, `quality`: (K,) points of one router at K cost weights (or of K models).
+    - `cost_range`: `(cmin, cmax)` to integrate over (default: the points' own range; give
+      the fixed models' range to compare routers on one scale).
+
+    **Returns:** a float in [min quality, max quality].
+    """
+    hc, hq = cost_quality_hull(cost, quality)
+    lo, hi = (float(hc[0]), float(max(hc[-1], np.max(cost)))) if cost_range is None else cost_range
+    if not hi > lo:
+        if cost_range is not None:
+            raise ValueError(f"cost_range: expected cmin < cmax, received {cost_range}")
+        return float(hq[-1])
+    start = max(lo, float(hc[0]))  # below the cheapest vertex nothing is reachable: 0
+    if hi <= start:
+        return 0.0
+    grid = np.unique(np.clip(np.r_[start, hi, hc], start, hi))
+    vals = np.interp(grid, hc, hq)  # flat at the maximum beyond the last vertex
+    area = np.sum(0.5 * (vals[1:] + vals[:-1]) * np.diff(grid))
+    return float(area / (hi - lo))
+
+
+def zero_router_curve(cost, quality) -> tuple[np.ndarray, np.ndarray]:
+    """The zero router of RouterBench: the hull of the fixed models' (mean cost, mean
+    quality) points, reached by random mixtures of two adjacent models.
+
+    **Arguments:** `cost`, `quality`: (N, M) per-query tables (or (M,) means).
+
+    **Returns:** `(hull_cost, hull_quality)` as `cost_quality_hull`.
+    """
+    c, q = np.asarray(cost, np.float64), np.asarray(quality, np.float64)
+    if c.ndim == 2:
+        c, q = c.mean(0), q.mean(0)
+    return cost_quality_hull(c, q)
+
+
+def pgr(quality, weak: float, strong: float) -> float | np.ndarray:
+    """Performance gap recovered (RouteLLM): `(quality - weak) / (strong - weak)`."""
+    if not strong != weak:
+        raise ValueError(
+            f"strong, weak: expected different qualities, received {strong} and {weak}"
+        )
+    return (np.asarray(quality, np.float64) - weak) / (strong - weak)
+
+
+def _pgr_curve(strong_fraction, quality, weak, strong):
+    f = np.asarray(strong_fraction, np.float64).reshape(-1)
+    check_range("strong_fraction", f, low=0.0, high=1.0)
+    g = np.asarray(pgr(quality, weak, strong), np.float64).reshape(-1)
+    if f.shape != g.shape:
+        raise ValueError(
+            f"strong_fraction, quality: expected one length, received {f.size} and {g.size}"
+        )
+    order = np.argsort(f, kind="stable")
+    f, g = f[order], g[order]
+    # the endpoints are known: all weak (PGR 0) and all strong (PGR 1)
+    return np.r_[0.0, f, 1.0], np.r_[0.0, g, 1.0]
+
+
+def apgr(strong_fraction, quality, *, weak: float, strong: float) -> float:
+    """Average PGR (RouteLLM): the area under PGR against the fraction of calls routed to
+    the strong model, over [0, 1] (trapezoids; the endpoints (0, 0) and (1, 1) added).
+
+    **Arguments:** `strong_fraction`: (K,) fractions of strong calls of K router settings;
+    `quality`: (K,) their qualities; `weak`, `strong`: the two models' qualities.
+    """
+    f, g = _pgr_curve(strong_fraction, quality, weak, strong)
+    return float(np.sum(0.5 * (g[1:] + g[:-1]) * np.diff(f)))
+
+
+def call_performance_threshold(
+    strong_fraction, quality, target: float, *, weak: float, strong: float
+) -> float:
+    """CPT(target) (RouteLLM): the smallest fraction of strong-model calls at which the
+    router's PGR reaches `target` (e.g. 0.5 for CPT(50%)), linearly interpolated between
+    the router's settings; 1.0 if only calling the strong model always reaches it."""
+    check_range("target", target, low=0.0, high=1.0)
+    f, g = _pgr_curve(strong_fraction, quality, weak, strong)
+    for i in range(f.size):
+        if g[i] >= target:
+            if i == 0 or g[i - 1] >= target:
+                return float(f[i])
+            t = (target - g[i - 1]) / (g[i] - g[i - 1])
+            return float(f[i - 1] + t * (f[i] - f[i - 1]))
+    return 1.0
+
+
+def rank_score(accuracy, cost, *, cmin: float, cmax: float, beta: float = 0.1):
+    """VL-RouterBench rank score: weighted harmonic mean of accuracy A and the
+    log-normalised cheapness C = (log cmax - log clip(cost)) / (log cmax - log cmin).
+
+    `(1 + beta) A C / (beta A + C)`; beta < 1 weighs accuracy more (0.1 in the benchmark).
+    `cmin`, `cmax` > 0: the cheapest and dearest model's mean cost. 0 when A = C = 0.
+    """
+    if not 0 < cmin < cmax:
+        raise ValueError(f"cmin, cmax: expected 0 < cmin < cmax, received {cmin}, {cmax}")
+    a = np.clip(np.asarray(accuracy, np.float64), 0.0, 1.0)
+    c = np.clip(np.asarray(cost, np.float64), cmin, cmax)
+    cheap = (np.log(cmax) - np.log(c)) / (np.log(cmax) - np.log(cmin))
+    den = beta * a + cheap
+    return np.where(den > 0, (1 + beta) * a * cheap / np.where(den > 0, den, 1.0), 0.0)
+
+
+def accuracy_at_cost(cost, quality, budget: float) -> float:
+    """The best quality a router reaches at mean cost <= `budget`, on its hull (random
+    mixtures of its settings); `nan` if even its cheapest setting costs more."""
+    hc, hq = cost_quality_hull(cost, quality)
+    if budget < hc[0]:
+        return float("nan")
+    return float(np.interp(budget, hc, hq))
+
+
+def routed_outcome(choice, quality, cost) -> tuple[float, float]:
+    """Mean quality and mean cost of routing query i to candidate `choice[i]`.
+
+    **Arguments:** `choice` (N,) int; `quality`, `cost` (N, M).
+
+    **Returns:** `(mean_quality, mean_cost)`.
+    """
+    ch = np.asarray(choice)
+    q, c = np.asarray(quality), np.asarray(cost)
+    if ch.shape != (q.shape[0],) or not np.issubdtype(ch.dtype, np.integer):
+        raise ValueError(f"choice: expected ({q.shape[0]},) ints, received {ch.dtype}{ch.shape}")
+    if np.any((ch < 0) | (ch >= q.shape[1])):
+        raise ValueError(f"choice: expected indices in [0, {q.shape[1]}), received outside")
+    rows = np.arange(ch.size)
+    return float(q[rows, ch].mean()), float(c[rows, ch].mean())
+
+
+def oracle_choice(quality, cost, *, available=None) -> np.ndarray:
+    """The oracle router: per query, the cheapest available candidate of highest quality.
+
+    **Arguments:** `quality`, `cost` (N, M); `available` (M,) or (N, M) bool (default all).
+
+    **Returns:** (N,) int choices.
+    """
+    q, c = np.asarray(quality, np.float64), np.asarray(cost, np.float64)
+    av = np.ones(q.shape, bool) if available is None else np.broadcast_to(available, q.shape)
+    if not np.all(av.any(1)):
+        raise ValueError("available: every query needs at least one available candidate")
+    qm = np.where(av, q, -np.inf)
+    best = qm.max(1, keepdims=True)
+    return np.argmin(np.where(qm == best, c, np.inf), axis=1)

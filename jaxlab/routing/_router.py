@@ -1,0 +1,102 @@
+"""The `AbstractRouter` interface and the utility policy every router shares.
+
+A router predicts, per query and candidate, the expected quality; the policy turns it
+into a utility `E[quality] - cost_weight * cost / max(cost)` (the performance-cost
+routing of LatentRouter and RouterBench's cost weight), sets unavailable candidates to
+-inf (availability masking) and routes each query to the argmax.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int
+
+from jaxlab._core import check_array
+
+__all__ = ["AbstractRouter", "route", "threshold_route"]
+
+
+class AbstractRouter(eqx.Module):
+    """A router: `predict_quality(features) -> (N, M)` plus the candidates' cost scale.
+
+    Subclasses hold `candidate_cost` (M,) (the mean cost of each candidate on the
+    training table) and implement `predict_quality`; `predict_utilities` and `route`
+    are shared. Fitting is a classmethod `fit(table, ..., key=...)` of each subclass.
+    """
+
+    candidate_cost: eqx.AbstractVar[Float[Array, " M"]]
+
+    @abc.abstractmethod
+    def predict_quality(self, features: Float[Array, "N F"]) -> Float[Array, "N M"]:
+        """Expected quality of every candidate on every query, in [0, 1]."""
+
+    def predict_utilities(
+        self,
+        features: Float[Array, "N F"],
+        *,
+        cost_weight: float | Float[Array, ""] = 0.0,
+        available: Bool[Array, " M"] | Bool[Array, "N M"] | None = None,
+    ) -> Float[Array, "N M"]:
+        """`E[quality] - cost_weight * cost / max(cost)`, -inf where not `available`.
+
+        **Arguments:**
+
+        - `features`: (N, F) query features.
+        - `cost_weight`: lambda >= 0 (0: performance routing).
+        - `available`: (M,) or (N, M) bool mask of the candidates that may be chosen.
+
+        **Returns:** (N, M) utilities.
+        """
+        q = self.predict_quality(features)
+        c = self.candidate_cost / jnp.max(self.candidate_cost)
+        u = q - cost_weight * c[None, :]
+        if available is not None:
+            u = jnp.where(jnp.broadcast_to(available, u.shape), u, -jnp.inf)
+        return u
+
+
+def route(
+    router: AbstractRouter,
+    features,
+    *,
+    cost_weight: float = 0.0,
+    available=None,
+) -> Int[Array, " N"]:
+    """The candidate each query is sent to: argmax of `router.predict_utilities`.
+
+    **Arguments:** as `AbstractRouter.predict_utilities`; `available` must leave at
+    least one candidate per query.
+
+    **Returns:** (N,) int choices (never an unavailable candidate).
+    """
+    features = jnp.asarray(features)
+    check_array("features", features, ndim=2)
+    if available is not None:
+        available = jnp.asarray(available, bool)
+        if not bool(jnp.all(jnp.any(jnp.atleast_2d(available), axis=-1))):
+            raise ValueError("available: expected at least one available candidate per query")
+    u = router.predict_utilities(features, cost_weight=cost_weight, available=available)
+    return jnp.argmax(u, axis=1)
+
+
+def threshold_route(
+    predicted_quality, candidate_cost, threshold: float, *, available=None
+) -> Int[Array, " N"]:
+    """Cost-aware thresholding (RouteLLM-style, generalised to M candidates): the cheapest
+    candidate whose predicted quality is >= `threshold`, else the best predicted one.
+
+    **Arguments:** `predicted_quality` (N, M); `candidate_cost` (M,); `threshold` in [0, 1]
+    (sweeping it traces a cost-quality curve); `available` (M,) or (N, M) bool.
+
+    **Returns:** (N,) int choices.
+    """
+    q = jnp.asarray(predicted_quality)
+    c = jnp.asarray(candidate_cost)
+    av = jnp.ones(q.shape, bool) if available is None else jnp.broadcast_to(available, q.shape)
+    ok = (q >= threshold) & av
+    cheapest_ok = jnp.argmin(jnp.where(ok, c[None, :], jnp.inf), axis=1)
+    best = jnp.argmax(jnp.where(av, q, -jnp.inf), axis=1)
+    return jnp.where(ok.any(1), cheapest_ok, best)

@@ -1,0 +1,104 @@
+"""The routing experiment's contract and its text-table job: the evals items parse, the
+answer rules split tokens and latency consistently, and (slow) a tiny table built with
+SmolLM2 equals a direct `lm.score` of the same prompts and is read back from the cache."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from experiments._harness._registry import validate_module
+from experiments.routing import _setup, text
+from jaxlab import routing
+
+
+def test_experiment_contract():
+    validate_module(text)
+    assert text.QUICK.models == _setup.TableConfig().models
+    assert set(_setup.table_fields(text.QUICK)) == {
+        f.name for f in dataclasses.fields(_setup.TableConfig)
+    }
+
+
+def test_items_parse_and_shots_are_not_queries():
+    queries, shots = _setup.source_items((("medmcqa", 5), ("logiqa", 3), ("reclor", 3)))
+    assert [q["group"] for q in queries] == ["medmcqa"] * 5 + ["logiqa"] * 3 + ["reclor"] * 3
+    for q in queries:
+        assert len(q["options"]) == 4 and 0 <= q["answer"] < 4 and q["prompt"].endswith("Answer:")
+    for g, s in shots.items():
+        assert len(s) == _setup.N_SHOTS
+        assert all(x["prompt"] not in {q["prompt"] for q in queries} for x in s), g
+    p0, o0 = _setup.prompt_inputs("zero_shot", queries[0], shots)
+    p1, o1 = _setup.prompt_inputs("few_shot", queries[0], shots)
+    assert o0 == o1 and len(o0) == 8 and o0[4:] == [" A", " B", " C", " D"]
+    assert p1.endswith(p0) and len(p1) > len(p0)
+    with pytest.raises(ValueError, match="prompt"):
+        _setup.prompt_inputs("cot", queries[0], shots)
+
+
+def test_answer_rules_share_tokens_and_latency():
+    rng = np.random.default_rng(0)
+    out = {
+        "sum": rng.normal(size=(3, 8)),
+        "mean": rng.normal(size=(3, 8)),
+        "input_tokens": np.array([10, 20, 30]),
+        "option_tokens": rng.integers(1, 6, (3, 8)),
+        "latency": np.array([1.0, 2.0, 3.0]),
+    }
+    ch_sum, n_sum, lat_sum = _setup._rule("sum", out)
+    ch_mean, _, lat_mean = _setup._rule("mean", out)
+    ch_let, n_let, lat_let = _setup._rule("letter", out)
+    np.testing.assert_array_equal(ch_sum, np.argmax(out["sum"][:, :4], 1))
+    np.testing.assert_array_equal(ch_let, np.argmax(out["sum"][:, 4:], 1))
+    np.testing.assert_array_equal(ch_mean, np.argmax(out["mean"][:, :4], 1))
+    np.testing.assert_array_equal(n_sum + n_let, out["option_tokens"].sum(1))
+    # text and letter continuations (with their shares of the prompt) split the latency
+    np.testing.assert_allclose(lat_sum + lat_let, out["latency"])
+    np.testing.assert_allclose(lat_sum, lat_mean)
+
+
+@pytest.mark.slow
+def test_tiny_table_equals_direct_scores(tmp_path, monkeypatch):
+    from jaxlab import lm
+
+    monkeypatch.setenv("JAXLAB_CACHE_DIR", str(tmp_path))
+    cfg = _setup.TableConfig(models=("smollm2-135m-instruct",), per_source=(("medmcqa", 3),))
+    cfg = dataclasses.replace(cfg, chunk=3)
+    t = _setup.build_text_table(cfg)
+    assert isinstance(t, routing.RoutingTable) and t.quality.shape == (3, 3)
+    queries, shots = _setup.source_items(cfg.per_source)
+    model, tok = lm.load("smollm2-135m-instruct")
+    inputs = [_setup.prompt_inputs("zero_shot", q, shots) for q in queries]
+    sc = lm.score(model, tok, [p for p, _ in inputs], [o for _, o in inputs], batch_size=1)
+    answers = np.array([q["answer"] for q in queries])
+    np.testing.assert_array_equal(t.quality[:, 0], [np.argmax(s[:4]) for s in sc.sum] == answers)
+    np.testing.assert_array_equal(t.quality[:, 2], [np.argmax(s[4:]) for s in sc.sum] == answers)
+    n_in = np.array([len(tok.encode(p)) for p, _ in inputs])
+    n_params = lm.MODELS["smollm2-135m-instruct"].n_params
+    np.testing.assert_allclose(t.cost[:, 0], 2 * n_params * (n_in + t.output_tokens[:, 0]) / 1e9)
+    # the committed QUICK table holds the same outcomes for these first items
+    committed = _setup.text_table(_setup.TableConfig())
+    np.testing.assert_array_equal(committed.quality[:3, :3], t.quality)
+    # a second build reads the content-hashed cache (same table, no model call)
+    monkeypatch.setattr(lm, "score", None)
+    u = _setup.build_text_table(cfg)
+    np.testing.assert_array_equal(u.quality, t.quality)
+    np.testing.assert_array_equal(u.latency, t.latency)
+
+
+def test_committed_quick_table():
+    t = _setup.text_table(_setup.TableConfig())
+    n = sum(k for _, k in _setup.TableConfig().per_source)
+    assert t.quality.shape == (n, 6) and set(np.unique(t.quality)) <= {0.0, 1.0}
+    from jaxlab import lm
+
+    for j, name in enumerate(t.candidates):
+        model = name.split(":")[0]
+        tokens = t.input_tokens[:, j] + t.output_tokens[:, j]
+        np.testing.assert_allclose(t.cost[:, j], 2 * lm.MODELS[model].n_params * tokens / 1e9)
+    # the letter rule reads 4 one-token continuations; the text rules read the options
+    letter = [j for j, c in enumerate(t.candidates) if c.endswith(":letter")]
+    assert np.all(t.output_tokens[:, letter] == 4)
+    assert t.meta["config"] == _setup.table_fields(_setup.TableConfig())
