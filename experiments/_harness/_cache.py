@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import io
+import logging
 import os
+import zipfile
 from pathlib import Path
+
+import numpy as np
+
+from jaxlab._core import atomic_write
+
+log = logging.getLogger("experiments")
 
 
 def cache_dir(*parts: str) -> Path:
@@ -16,3 +26,43 @@ def cache_dir(*parts: str) -> Path:
     d = root.joinpath(*parts)
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+def load_npz(path: Path) -> dict[str, np.ndarray] | None:
+    """The arrays of a cached `.npz` file, or None when it is missing or unreadable.
+
+    A corrupt or truncated file is recomputed by the caller, never trusted; pickled
+    objects are refused (`allow_pickle=False`).
+    """
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        log.warning("cache file %s unreadable (%s): recomputing", path, e)
+        return None
+
+
+def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write `arrays` to `path` as one `.npz`, atomically (a kill leaves no partial file)."""
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    with atomic_write(path, "wb") as f:
+        f.write(buf.getvalue())
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """SHA-256 (hex) of a file's bytes, read in 4 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def model_sha256(name: str) -> str:
+    """SHA-256 of a `jaxlab.lm` model's GGUF file: its identity in cache keys."""
+    from jaxlab import lm
+
+    return file_sha256(lm.model_path(name))

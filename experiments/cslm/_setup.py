@@ -13,18 +13,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import io
 import json
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 import jax
 import numpy as np
 
-from experiments._harness import cache_dir, log
+from experiments._harness import cache_dir, load_npz, log, model_sha256, save_npz
 from jaxlab import cslm, lm
-from jaxlab._core import atomic_write, progress_bar
+from jaxlab._core import progress_bar
 
 CODE_VERSION = "cslm-v1"  # bump when prompts, options or the scoring change
 N_DISTRACTORS = 3
@@ -106,35 +104,8 @@ def short(model: str) -> str:
 
 
 @functools.cache
-def model_sha256(name: str) -> str:
-    """SHA-256 of the model's GGUF file (its identity in cache keys)."""
-    h = hashlib.sha256()
-    with open(lm.model_path(name), "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _content_hash(**parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
-
-
-def _load(path: Path) -> dict[str, np.ndarray] | None:
-    if not path.exists():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except (OSError, ValueError) as e:  # a corrupt chunk is recomputed, never trusted
-        log.warning("cslm cache %s unreadable (%s): recomputing", path, e)
-        return None
-
-
-def _save(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    with atomic_write(path, "wb") as f:
-        f.write(buf.getvalue())
 
 
 class Models:
@@ -204,7 +175,7 @@ def budget_chunk(
         code=CODE_VERSION,
     )
     path = cache_dir("cslm") / f"budget-{family}-n{n}-{h}.npz"
-    cached = _load(path)
+    cached = load_npz(path)
     if cached is not None:
         return cached
     net, tok = models(model)
@@ -233,7 +204,7 @@ def budget_chunk(
         "steps": np.array([t.steps for t in tasks], np.int64),
         "seconds": np.array([t1 - t0, t2 - t1]),
     }
-    _save(path, out)
+    save_npz(path, out)
     log.info(
         "cslm %s %s n=%d: %d items, generate %.0f s, score %.0f s",
         model,
@@ -277,7 +248,7 @@ def triad_chunk(
         code=CODE_VERSION,
     )
     path = cache_dir("cslm") / f"triad-{family}-n{n}-{h}.npz"
-    cached = _load(path)
+    cached = load_npz(path)
     if cached is not None:
         return cached
     net, tok = models(model)
@@ -316,7 +287,7 @@ def triad_chunk(
         "verify_tokens": np.array([len(p) + 1 for p in vprompts], np.int64).reshape(shape),
         "parsed": np.array([a is not None for a in answers]).reshape(shape),
     }
-    _save(path, out)
+    save_npz(path, out)
     return out
 
 

@@ -23,7 +23,7 @@ import time
 import jax
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext, cache_dir, log
+from experiments._harness import Claim, Result, RunContext, cache_dir, log, model_sha256
 from experiments.lm._setup import TEXT, logiqa_items
 from jaxlab._core import progress_bar, write_json
 
@@ -66,20 +66,12 @@ def _key(name: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_")
 
 
-def _file_sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _option_scores(info, model, tok, items, *, chunk: int, batch_size: int):
     """(n_items, 4) summed and (n_items, 4) mean option log-likelihoods, cached per chunk."""
     import jaxlab.lm as lm
 
     spec = json.dumps(
-        {"model": _file_sha256(lm.model_path(info.name)), "version": SCORE_VERSION, "items": items},
+        {"model": model_sha256(info.name), "version": SCORE_VERSION, "items": items},
         sort_keys=True,
     )
     folder = cache_dir("lm_pool", hashlib.sha256(spec.encode()).hexdigest()[:24])

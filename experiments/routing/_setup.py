@@ -43,12 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments._harness import cache_dir
-
-# the cslm jobs' content-hash cache helpers serve these jobs too
-from experiments.cslm._setup import _load as _load_npz
-from experiments.cslm._setup import _save as _save_npz
-from experiments.cslm._setup import model_sha256
+from experiments._harness import cache_dir, load_npz, model_sha256, save_npz
 from experiments.lm._setup import logiqa_items
 from jaxlab import routing
 from jaxlab._core import progress_bar, wheel_file
@@ -217,7 +212,7 @@ def _score_chunk(models, model, prompt, items, shots, batch_size) -> dict[str, n
         ).encode()
     ).hexdigest()[:24]
     path = cache_dir("routing", "text") / f"{h}.npz"
-    cached = _load_npz(path)
+    cached = load_npz(path)
     if cached is not None:
         return cached
     net, tok = models(model)
@@ -234,7 +229,7 @@ def _score_chunk(models, model, prompt, items, shots, batch_size) -> dict[str, n
         "option_tokens": lens,
         "latency": seconds * total / total.sum(),
     }
-    _save_npz(path, out)
+    save_npz(path, out)
     return out
 
 
