@@ -20,8 +20,8 @@ import jax
 import numpy as np
 
 from experiments._harness import cache_dir, log
+from jaxlab import interp, lm
 from jaxlab import lengthprobe as lp
-from jaxlab import lm
 from jaxlab._core import TqdmProgress, write_json
 
 CODE_VERSION = "lengthprobe-v1"
@@ -174,3 +174,27 @@ if __name__ == "__main__":  # build the QUICK cache: python -m experiments.lengt
             d.generated.n_tokens,
             dict(zip(*np.unique(d.completions.reasons, return_counts=True))),
         )
+
+
+def spearman_gap(y, p, q, *, weights=None):
+    """Spearman(y, p) - Spearman(y, q): the gain of predictor p over q (bootstrap metric)."""
+    return interp.spearman(y, p, weights=weights) - interp.spearman(y, q, weights=weights)
+
+
+def generated_rows(d: ModelData) -> dict[str, np.ndarray]:
+    """The generated-state rows of complete (not truncated) completions: their index in the
+    store, completion row, family id, position in the completion and log1p remaining."""
+    cs, st = d.completions, d.generated
+    keep = ~cs.truncated[st.text_index]
+    rows = np.flatnonzero(keep)
+    ti = np.asarray(st.text_index[rows], np.int64)
+    pos = np.asarray(st.positions[rows], np.int64) - cs.prompt_lengths[ti]
+    rem = lp.remaining_length(cs, ti, st.positions[rows])
+    return {
+        "rows": rows,
+        "text_index": ti,
+        "family": cs.family_ids[ti],
+        "position": pos,
+        "remaining": rem,
+        "y": np.log1p(rem).astype(np.float32),
+    }
