@@ -12,6 +12,8 @@
   `directional_transfer`; baselines `family_mean`, `prompt_length_fit`, `bag_of_words`,
   `position_only`; metrics `length_metrics` (MAE, normalised MAE, log R^2, Spearman with
   bootstrap CIs over prompts).
+- `find_retractions`: token positions of retraction events ("Wait", "Actually", a repeated
+  line) for the per-position estimate around them (claim 3; no experiment yet).
 """
 
 from ._baselines import bag_of_words as bag_of_words
@@ -38,6 +40,8 @@ from ._metrics import normalised_mae as normalised_mae
 from ._probe import cross_fit as cross_fit
 from ._probe import directional_transfer as directional_transfer
 from ._probe import transfer_matrix as transfer_matrix
+from ._retraction import RETRACTION_PHRASES as RETRACTION_PHRASES
+from ._retraction import find_retractions as find_retractions
 from ._states import completion_states as completion_states
 from ._states import remaining_length as remaining_length
 from ._states import total_length as total_length

@@ -250,3 +250,27 @@ def test_states_and_targets(model, completions, tmp_path):
         lp.remaining_length(cs, gen.text_index, gen.positions[:-1])
     with pytest.raises(ValueError, match="completions"):
         lp.completion_states(model, [1, 2], layers=(0,), path=tmp_path / "x")
+
+
+# ------------------------------------------------------------------ retractions
+
+_VOCAB = ["The", " sum", " is", " 12", ".", " Wait", ",", " no", "\n", "3", " + ", "4", " Actually"]
+
+
+def _words(ids):
+    return "".join(_VOCAB[i] for i in ids)
+
+
+def test_find_retractions_on_hand_written_tokens():
+    # "The sum is 12. Wait, no" -> the event starts in token 5 (" Wait")
+    assert lp.find_retractions([0, 1, 2, 3, 4, 5, 6, 7], _words) == [5]
+    # a repeated line "3 + 4" restarts at its first token (index 4 after "3 + 4\n")
+    seq = [9, 10, 11, 8, 9, 10, 11]
+    assert lp.find_retractions(seq, _words) == [4]
+    assert lp.find_retractions(seq, _words, repeated_lines=False) == []
+    # two events (a phrase and another phrase), sorted
+    seq = [0, 12, 4, 5, 6]
+    assert lp.find_retractions(seq, _words) == [1, 3]
+    assert lp.find_retractions([], _words) == []
+    with pytest.raises(ValueError, match="phrases"):
+        lp.find_retractions([0], _words, phrases=[""])
