@@ -41,8 +41,9 @@ def test_probe_recovers_planted_remaining_length_and_position_only_does_not():
     from jaxlab import interp
 
     test = out["fold"] == 0
-    res = interp.probe_sweep(x[None], y.astype(np.float32), train=~test)
-    alpha = float(res["penalty"][0])
+    pens = tuple(10.0 ** np.arange(-2, 6))  # cross_fit's default penalties
+    res = interp.probe_sweep(np.stack([junk, x]), y.astype(np.float32), train=~test, penalties=pens)
+    alpha = float(res["penalty"][1])
     sk = Ridge(alpha=alpha).fit(x[~test].astype(np.float64), y[~test]).predict(x[test])
     np.testing.assert_allclose(out["prediction"][test], sk, rtol=2e-3, atol=2e-3)
 
