@@ -84,8 +84,9 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         }
         metrics[f"layer_{tag}_median"] = float(np.median(np.asarray(d.layers)[out["layer"]]))
         bkey = jax.random.fold_in(key, 2)
-        for fi, fname in enumerate(names):
-            mask = fam == fi
+        # every family alone, then all pooled ("all": across-family differences count too)
+        subsets = [(fname, fam == fi) for fi, fname in enumerate(names)]
+        for fname, mask in [*subsets, ("all", np.ones_like(fam, bool))]:
             metrics[f"n_{tag}_{fname}"] = int(mask.sum())
             if mask.sum() < 4:
                 notes.append(f"{tag}/{fname}: {int(mask.sum())} complete completions, skipped")
@@ -119,7 +120,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             )
             metrics[f"gain_{tag}_{fname}"] = float(gain)
             metrics[f"gain_low_{tag}_{fname}"] = float(lo)
-            if lp.FAMILIES[fname].kind == "natural":
+            if fname in lp.FAMILIES and lp.FAMILIES[fname].kind == "natural":
                 natural_pairs += 1
                 wins += bool(float(gain) >= config.margin and float(lo) > 0)
         # Spearman by layer (within-family mean), per-layer out-of-fold predictions
