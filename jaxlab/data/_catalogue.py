@@ -62,7 +62,7 @@ CATALOGUE: tuple[DataSet, ...] = (
     DataSet(
         "logiqa",
         ("evals==3.0.1.post1",),
-        ("lm", "cslm"),
+        ("lm", "cslm", "lengthprobe"),
         licence="per eval set, as the OpenAI evals wheel states",
     ),
     DataSet(

@@ -424,9 +424,9 @@ def _ridge_sweep(x, y, train, penalties):
     test = 1 - train
 
     def one(xl):
-        probe, _ = _ridge_gcv(xl, y, train, penalties)
+        probe, scores = _ridge_gcv(xl, y, train, penalties)
         pred = xl @ probe.coef + probe.intercept
-        return probe.penalty, pred, r2_score(y, pred, weights=test), probe.coef
+        return probe.penalty, pred, r2_score(y, pred, weights=test), probe.coef, jnp.min(scores)
 
     return jax.vmap(one)(x)
 
@@ -456,7 +456,8 @@ def probe_sweep(
 
     **Returns:** {"penalty": (L,), "prediction": (L, n) (ridge: values; logistic: P(class 1)
     for two classes else the argmax), "r2" or "accuracy": (L,) held-out metric,
-    "coef": (L, d[, K])}.
+    "coef": (L, d[, K]), and for ridge "gcv": (L,) the best GCV score of each layer (computed
+    on the training rows only, so it can choose a layer without touching held-out rows)}.
     """
     if hasattr(acts, "columns") and hasattr(acts, "array"):
         if acts.n_tokens == 0:
@@ -476,10 +477,10 @@ def probe_sweep(
     check_finite("acts", acts)
     tr = train.astype(acts.dtype)
     if kind == "ridge":
-        pen, pred, r2, coef = _ridge_sweep(
+        pen, pred, r2, coef, gcv = _ridge_sweep(
             acts, y.astype(acts.dtype), tr, _penalties(penalties, acts.dtype)
         )
-        return {"penalty": pen, "prediction": pred, "r2": r2, "coef": coef}
+        return {"penalty": pen, "prediction": pred, "r2": r2, "coef": coef, "gcv": gcv}
     if kind != "logistic":
         raise ValueError(f"kind: expected 'ridge' or 'logistic', received {kind!r}")
     n_classes = int(jnp.max(y)) + 1 if n_classes is None else n_classes

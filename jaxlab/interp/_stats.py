@@ -9,6 +9,7 @@ equal scikit-learn's `r2_score`, `accuracy_score`, `roc_auc_score` and SciPy's
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
@@ -126,6 +127,17 @@ def auroc(
     return jnp.sum(wp * (lo + (hi - lo) / 2)) / (jnp.sum(wp) * jnp.sum(wn))
 
 
+@functools.partial(jax.jit, static_argnames=("metric", "n_groups", "n_draw"))
+def _resampled(metric, arrays, base, gid, p, keys, *, n_groups, n_draw):
+    # compiled once per (metric, shapes): repeated intervals of one metric reuse it
+    def one(k):
+        draw = jax.random.choice(k, n_groups, (n_draw,), p=p)
+        counts = jnp.zeros((n_groups,), base.dtype).at[draw].add(1)
+        return metric(*arrays, weights=base * counts[gid])
+
+    return jax.vmap(one)(keys)
+
+
 def bootstrap_ci(
     metric: Callable[..., Array],
     *arrays,
@@ -175,13 +187,16 @@ def bootstrap_ci(
     present = jnp.zeros((n_groups,), base.dtype).at[gid].add(base) > 0
     n_draw = int(jnp.sum(present))
     p = present.astype(base.dtype) / n_draw
-
-    def one(k):
-        draw = jax.random.choice(k, n_groups, (n_draw,), p=p)
-        counts = jnp.zeros((n_groups,), base.dtype).at[draw].add(1)
-        return metric(*arrays, weights=base * counts[gid])
-
-    stats = jax.jit(jax.vmap(one))(jax.random.split(key, n_resamples))
+    stats = _resampled(
+        metric,
+        tuple(jnp.asarray(a) for a in arrays),
+        base,
+        gid,
+        p,
+        jax.random.split(key, n_resamples),
+        n_groups=n_groups,
+        n_draw=n_draw,
+    )
     alpha = (1 - level) / 2
     low, high = jnp.nanquantile(stats, jnp.asarray([alpha, 1 - alpha], stats.dtype))
     return metric(*arrays, weights=base), low, high

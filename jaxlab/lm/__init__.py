@@ -12,7 +12,8 @@
 - `score(model, tokenizer, prompts, continuations)`: option log-likelihoods (sum and
   per token) with one prompt KV cache per item and the head applied in vocabulary chunks.
 - `collect(model, tokenizer, items, sites=, layers=, path=)` -> `ActivationStore`:
-  activations of chosen sites/layers on disk (memory-mapped, resumable shards).
+  activations of chosen sites/layers on disk (memory-mapped, resumable shards);
+  `model_fingerprint(model)` is the weights' hash that identifies a store.
 - `load(name, weights="int8" | "int4")`: weight-only quantised projections
   (`QuantWeight`), dequantised inside the matmul (C++ kernel on CPU).
 - `read_gguf`: the validated GGUF reader underneath.
@@ -21,6 +22,7 @@
 from ._collect import POSITIONS as POSITIONS
 from ._collect import ActivationStore as ActivationStore
 from ._collect import collect as collect
+from ._collect import model_fingerprint as model_fingerprint
 from ._config import LMConfig as LMConfig
 from ._config import config_from_gguf as config_from_gguf
 from ._files import model_path as model_path

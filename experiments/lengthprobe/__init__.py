@@ -1,0 +1,1 @@
+"""P17 lengthprobe experiments: prompt-last decodability of output length, transfer."""

@@ -1,0 +1,200 @@
+"""Shared set-up of the lengthprobe experiments: the cached completion sets and states.
+
+Per model, the prompts of every family are drawn from the config's key, completed greedily
+by `jaxlab.lengthprobe.generate_completions` (resumable batches) and their residual states
+stored by `completion_states` (two `lm.collect` stores), all under
+`$JAXLAB_CACHE_DIR/lengthprobe/<model>-<hash>` where the hash covers the model's pinned
+weight wheels, the prompts, the budget, the layers and the code version. A run whose cache
+is complete loads no model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import time
+
+import jax
+import numpy as np
+
+from experiments._harness import cache_dir, log
+from jaxlab import interp, lm
+from jaxlab import lengthprobe as lp
+from jaxlab._core import TqdmProgress, write_json
+
+CODE_VERSION = "lengthprobe-v1"
+
+CAVEAT = (
+    "Small open models (SmolLM2-135M here; the paper used three 7-8B models), 4-bit GGUF "
+    "weights dequantised to float32, greedy decoding, a few dozen prompts per family: "
+    "larger models may behave differently."
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheConfig:
+    """Models, families and sizes of the cached completion sets (QUICK defaults)."""
+
+    models: tuple[str, ...] = ("smollm2-135m-instruct",)
+    families: tuple[str, ...] = tuple(lp.FAMILIES)
+    items: int = 16
+    max_new_tokens: int = 128
+    batch_size: int = 16
+    n_layers_stored: int = 8  # evenly spaced layers, first to last
+
+
+FULL_CACHE = {
+    "models": (
+        "smollm2-135m-instruct",
+        "gemma3-270m",
+        "qwen2.5-coder-0.5b-instruct",
+        "qwen2.5-coder-1.5b-instruct",
+    ),
+    "items": 200,
+    "max_new_tokens": 512,
+    "batch_size": 32,
+    "n_layers_stored": 64,
+}
+
+
+def short(model: str) -> str:
+    """Short model tag for metric names."""
+    return model.split("-")[0] if model.startswith("smollm") else model.split("-instruct")[0]
+
+
+@functools.cache
+def _tokenizer_and_config(name: str) -> tuple[lm.Tokenizer, lm.LMConfig]:
+    g = lm.read_gguf(lm.model_path(name))
+    return lm.Tokenizer.from_gguf(g), lm.config_from_gguf(g)
+
+
+def stored_layers(name: str, count: int) -> tuple[int, ...]:
+    """`count` evenly spaced layer indices of model `name` (all layers if it has fewer)."""
+    n = _tokenizer_and_config(name)[1].n_layers
+    return tuple(sorted({int(round(v)) for v in np.linspace(0, n - 1, min(count, n))}))
+
+
+@dataclasses.dataclass
+class ModelData:
+    """One model's cached data: prompts, completions and the two state stores."""
+
+    model: str
+    prompts: list[lp.CompletionPrompt]
+    completions: lp.CompletionSet
+    last: lm.ActivationStore
+    generated: lm.ActivationStore
+    layers: tuple[int, ...]
+
+
+def model_data(config: CacheConfig, model: str, key: jax.Array) -> ModelData:
+    """Build (or read) the completion set and states of one model."""
+    tok, _ = _tokenizer_and_config(model)
+    prompts = [
+        p
+        for i, f in enumerate(config.families)
+        for p in lp.make_prompts(f, config.items, key=jax.random.fold_in(key, i))
+    ]
+    ids = [lp.encode_prompt(tok, p.text) for p in prompts]
+    layers = stored_layers(model, config.n_layers_stored)
+    h = hashlib.sha256(
+        json.dumps(
+            {
+                "model": [model, list(lm.MODELS[model].packages)],
+                "prompts": [[p.family, p.text] for p in prompts],
+                "max_new": config.max_new_tokens,
+                "batch": config.batch_size,
+                "code": CODE_VERSION,
+            },
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()[:16]
+    folder = cache_dir("lengthprobe", f"{short(model)}-{h}")
+    done = folder / "completions.json"
+    states = folder / ("states-" + "-".join(map(str, layers)))
+    net = None
+    if done.exists():
+        cset = lp.CompletionSet.from_json(json.loads(done.read_text()))
+    else:
+        t0 = time.perf_counter()
+        net, tok = lm.load(model)
+        cset = lp.generate_completions(
+            net,
+            tok,
+            ids,
+            families=[p.family for p in prompts],
+            max_new_tokens=config.max_new_tokens,
+            path=folder / "batches",
+            key=jax.random.fold_in(key, 10_000),
+            batch_size=config.batch_size,
+            progress=TqdmProgress(desc=f"lengthprobe {short(model)} completions"),
+        )
+        write_json(done, cset.to_json())
+        log.info(
+            "lengthprobe %s: %d completions in %.0f s", model, len(cset), time.perf_counter() - t0
+        )
+    try:
+        last = lm.ActivationStore(states / "prompt_last")
+        gen = lm.ActivationStore(states / "generated")
+    except ValueError:
+        if net is None:
+            net, _ = lm.load(model)
+        t0 = time.perf_counter()
+        last, gen = lp.completion_states(
+            net, cset, layers=layers, path=states, progress=TqdmProgress(desc="states")
+        )
+        log.info("lengthprobe %s: states in %.0f s", model, time.perf_counter() - t0)
+    return ModelData(model, prompts, cset, last, gen, layers)
+
+
+def layer_stack(store: lm.ActivationStore, layers) -> np.ndarray:
+    """(L, n, d) float32 array of the store's residual columns, in `layers` order."""
+    return np.stack([np.asarray(store.array("resid_post", i), np.float32) for i in layers])
+
+
+def oof(fit, folds: np.ndarray) -> np.ndarray:
+    """Out-of-fold predictions of a baseline `fit(train_mask) -> (n,) predictions`."""
+    out = np.zeros(folds.shape[0])
+    for f in np.unique(folds):
+        test = folds == f
+        out[test] = fit(~test)[test]
+    return out
+
+
+if __name__ == "__main__":  # build the QUICK cache: python -m experiments.lengthprobe._setup
+    import logging
+
+    logging.basicConfig(level=logging.INFO)
+    for m in CacheConfig().models:
+        d = model_data(CacheConfig(), m, jax.random.key(0))
+        print(
+            m,
+            len(d.completions),
+            d.generated.n_tokens,
+            dict(zip(*np.unique(d.completions.reasons, return_counts=True))),
+        )
+
+
+def spearman_gap(y, p, q, *, weights=None):
+    """Spearman(y, p) - Spearman(y, q): the gain of predictor p over q (bootstrap metric)."""
+    return interp.spearman(y, p, weights=weights) - interp.spearman(y, q, weights=weights)
+
+
+def generated_rows(d: ModelData) -> dict[str, np.ndarray]:
+    """The generated-state rows of complete (not truncated) completions: their index in the
+    store, completion row, family id, position in the completion and log1p remaining."""
+    cs, st = d.completions, d.generated
+    keep = ~cs.truncated[st.text_index]
+    rows = np.flatnonzero(keep)
+    ti = np.asarray(st.text_index[rows], np.int64)
+    pos = np.asarray(st.positions[rows], np.int64) - cs.prompt_lengths[ti]
+    rem = lp.remaining_length(cs, ti, st.positions[rows])
+    return {
+        "rows": rows,
+        "text_index": ti,
+        "family": cs.family_ids[ti],
+        "position": pos,
+        "remaining": rem,
+        "y": np.log1p(rem).astype(np.float32),
+    }

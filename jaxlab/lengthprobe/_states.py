@@ -1,0 +1,116 @@
+"""Hidden states of a completion set and its length targets.
+
+`completion_states` stores, through `jaxlab.lm.collect`, the residual stream at chosen
+layers for the last prompt token of every prompt (one row each) and for every content
+token of every completion (one row per token), in two resumable activation stores.
+
+Targets. With `L` content tokens, the state at the last prompt token has `L` tokens still
+to come (`total_length`); the state at content token j (0-based, the input that predicts
+token j + 1) has `L - 1 - j` (`remaining_length`; 0 at the last content token, whose next
+token is the stop). Probes regress `log1p` of these (Piotrowski et al. 2025 regress
+remaining tokens; the P17 paper log-length).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .. import lm
+from .._core import AbstractProgress
+from ._completions import CompletionSet
+
+__all__ = ["completion_states", "total_length", "remaining_length"]
+
+
+def completion_states(
+    model: lm.Transformer,
+    completions: CompletionSet,
+    *,
+    layers: Sequence[int],
+    path: str | os.PathLike,
+    site: str = "resid_post",
+    dtype: str = "float16",
+    progress: AbstractProgress | None = None,
+) -> tuple[lm.ActivationStore, lm.ActivationStore]:
+    """Collect the states of the prompt-last position and of every content token.
+
+    **Arguments:**
+
+    - `model`: the `Transformer` that generated `completions`.
+    - `completions`: a `CompletionSet`.
+    - `layers`: layer indices to store (each becomes a column).
+    - `path`: folder of the two stores (`prompt_last/`, `generated/`; resumable).
+    - `site`: activation site among `jaxlab.lm.SITES` (default the residual stream).
+    - `dtype`: on-disk dtype, "float16" (default) or "float32".
+    - `progress`: a progress strategy over shards.
+
+    **Returns:** (prompt-last store with N rows, generated store with one row per content
+    token; its `text_index` is the completion's row and `positions` the token's position
+    in prompt + completion).
+    """
+    if not isinstance(completions, CompletionSet):
+        raise ValueError(
+            f"completions: expected a CompletionSet, received {type(completions).__name__}"
+        )
+    if len(completions) == 0:
+        raise ValueError("completions: expected a non-empty completion set, received 0 rows")
+    folder = Path(path)
+    common = dict(sites=(site,), layers=tuple(layers), dtype=dtype, progress=progress)
+    last = lm.collect(
+        model,
+        None,
+        [list(p) for p in completions.prompts],
+        path=folder / "prompt_last",
+        positions="last_prompt",
+        **common,
+    )
+    gen = lm.collect(
+        model,
+        None,
+        [(list(p), list(c)) for p, c in zip(completions.prompts, completions.completions)],
+        path=folder / "generated",
+        positions="generated",
+        **common,
+    )
+    return last, gen
+
+
+def total_length(completions: CompletionSet) -> np.ndarray:
+    """Content tokens of every completion, the target of the prompt-last state.
+
+    **Returns:** (N,) int64.
+    """
+    return completions.lengths
+
+
+def remaining_length(
+    completions: CompletionSet, text_index: np.ndarray, positions: np.ndarray
+) -> np.ndarray:
+    """Tokens still to come after each content token of a generated-state store.
+
+    **Arguments:** `completions`; `text_index` (n,) completion row of each state;
+    `positions` (n,) the state's position in prompt + completion (as
+    `ActivationStore.text_index` / `.positions` of the generated store).
+
+    **Returns:** (n,) int64 `L - 1 - j` with j the position inside the completion.
+    """
+    ti = np.asarray(text_index, np.int64)
+    pos = np.asarray(positions, np.int64)
+    if ti.shape != pos.shape or ti.ndim != 1:
+        raise ValueError(
+            f"positions: expected the shape of text_index {ti.shape}, received {pos.shape}"
+        )
+    if ti.size and (ti.min() < 0 or ti.max() >= len(completions)):
+        raise ValueError(
+            f"text_index: expected rows in [0, {len(completions)}), received "
+            f"[{ti.min()}, {ti.max()}]"
+        )
+    j = pos - completions.prompt_lengths[ti]
+    lengths = completions.lengths[ti]
+    if ti.size and (j.min() < 0 or np.any(j >= lengths)):
+        raise ValueError("positions: expected positions inside each row's completion")
+    return lengths - 1 - j
