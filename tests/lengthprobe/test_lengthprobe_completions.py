@@ -10,22 +10,8 @@ import pytest
 
 import jaxlab.lm as lm
 from jaxlab import lengthprobe as lp
-from jaxlab._core import AbstractProgress
 from tests.lm.lm_reference import tiny_llama
-
-
-class _Record(AbstractProgress):
-    def __init__(self):
-        self.calls = []
-
-    def start(self, total, initial):
-        self.calls.append(("start", total, initial))
-
-    def update(self, n, loss=None):
-        self.calls.append(("update", n))
-
-    def close(self):
-        pass
+from tests.progress_record import RecordProgress
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +161,7 @@ def test_cache_hit_and_resume(model, tmp_path, monkeypatch):
     first = _generate(model, tmp_path / "c")
     n_batches = len(calls)
     assert n_batches == 3  # family a: 3 prompts in 2 batches, family b: 1 batch
-    rec = _Record()
+    rec = RecordProgress()
     again = _generate(model, tmp_path / "c", progress=rec)
     assert again == first and len(calls) == n_batches  # a second run generates nothing
     assert rec.calls[0] == ("start", 3, 3)

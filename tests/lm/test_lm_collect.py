@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import jaxlab.lm as lm
-from jaxlab._core import AbstractProgress
+from tests.progress_record import RecordProgress
 
 from .lm_reference import tiny_llama
 
@@ -32,23 +32,9 @@ def model():
     return lm.Transformer.random(tiny_llama(), key=jax.random.key(0))
 
 
-class _Record(AbstractProgress):
-    def __init__(self):
-        self.calls = []
-
-    def start(self, total, initial):
-        self.calls.append(("start", total, initial))
-
-    def update(self, n, loss=None):
-        self.calls.append(("update", n))
-
-    def close(self):
-        self.calls.append(("close",))
-
-
 def test_collect_equals_forward_capture(model, tmp_path):
     items = _items()
-    rec = _Record()
+    rec = RecordProgress()
     store = lm.collect(
         model,
         None,
