@@ -12,9 +12,15 @@
   `read_corr2cause` (the `evals` wheel's Corr2Cause items).
 - Scoring many questions about one context with `jaxlab.lm.score`: `Query`,
   `layout_queries`, `query_logliks`.
+- SAE analysis: `option_logprobs` (single-token choice under `intervene=`), `ablation`
+  (`interp.ablate_features` at one layer; no latents = plain forward), `matched_latents`
+  (random and frequency-matched control latents).
 - `HUMAN_BASELINES`: the human numbers used, each with its source.
 """
 
+from ._ablation import ablation as ablation
+from ._ablation import matched_latents as matched_latents
+from ._ablation import option_logprobs as option_logprobs
 from ._baselines import HUMAN_BASELINES as HUMAN_BASELINES
 from ._baselines import HumanBaseline as HumanBaseline
 from ._baselines import human_baseline as human_baseline
