@@ -37,7 +37,7 @@ CAVEAT = (
 
 def short(model: str) -> str:
     """Short model tag for metric names: smollm2, gemma3, qwen-0.5b."""
-    name = lm.MODELS[lm._registry.canonical_name(model)].name
+    name = lm.Pool([model]).names[0]  # the registry name of a name or alias
     if name.startswith("smollm"):
         return "smollm2"
     if name.startswith("gemma"):
@@ -61,22 +61,6 @@ def tokenizer_of(name: str) -> lm.Tokenizer:
     return lm.Tokenizer.from_gguf(lm.read_gguf(lm.model_path(name)))
 
 
-class Models:
-    """Loads one model at a time, only when a chunk is missing from the cache."""
-
-    def __init__(self):
-        self._name, self._pair = None, None
-
-    def __call__(self, name: str):
-        if self._name != name:
-            self._pair = None  # release the previous model first
-            t0 = time.perf_counter()
-            self._pair = lm.load(name)
-            self._name = name
-            log.info("illusions: loaded %s in %.1f s", name, time.perf_counter() - t0)
-        return self._pair
-
-
 def _load(path: Path) -> np.ndarray | None:
     if not path.exists():
         return None
@@ -96,7 +80,7 @@ def _save(path: Path, logliks: np.ndarray) -> None:
 
 
 def score_queries(
-    models: Models,
+    pool: lm.Pool,
     model: str,
     contexts: Sequence[str],
     queries: Sequence[Sequence[il.Query]],
@@ -124,7 +108,7 @@ def score_queries(
         path = cache_dir("illusions") / f"{tag}-{short(model)}-{h}.npz"
         flat = _load(path)
         if flat is None:
-            net, tok = models(model)
+            net, tok = pool[model]  # loaded on the first missing chunk
             t0 = time.perf_counter()
             sc = lm.score(net, tok, layout.prompts, layout.continuations, batch_size=batch_size)
             flat = np.concatenate(sc.sum)

@@ -21,6 +21,7 @@ import numpy as np
 from experiments._harness import Claim, Result, RunContext
 from experiments.illusions import _setup
 from jaxlab import illusions as il
+from jaxlab import lm
 from jaxlab._core import wheel_file
 
 NAME = "illusions_causal"
@@ -42,12 +43,7 @@ class Config:
 
 QUICK = Config()
 FULL = Config(
-    models=(
-        "smollm2-135m-instruct",
-        "gemma3-270m",
-        "qwen2.5-coder-0.5b-instruct",
-        "qwen2.5-coder-1.5b-instruct",
-    ),
+    models=tuple(lm.MODELS),
     pairs=144,
     corr2cause_items=2246,
     max_variables=6,
@@ -55,7 +51,7 @@ FULL = Config(
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
-    models = _setup.Models()
+    pool = lm.Pool(config.models)
     pairs = il.causal_pairs(config.pairs, key=key)
     items = il.read_corr2cause(
         wheel_file("evals", "corr2cause/corr2cause.jsonl"), max_variables=config.max_variables
@@ -71,7 +67,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             fr = "temporal" if framing == "causal_control" else framing
             cq = [il.causal_query(a, b, fr) for a, b in src]
             answers = _setup.score_queries(
-                models,
+                pool,
                 model,
                 [c for c, _ in cq],
                 [[q] for _, q in cq],
@@ -89,7 +85,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             metrics[f"{tag}/{framing}/frac_yes"] = float(np.mean(p_yes > 0.5))
         cq = [i.query() for i in items]
         answers = _setup.score_queries(
-            models,
+            pool,
             model,
             [c for c, _ in cq],
             [[q] for _, q in cq],

@@ -22,6 +22,7 @@ import numpy as np
 from experiments._harness import Claim, Result, RunContext
 from experiments.illusions import _setup
 from jaxlab import illusions as il
+from jaxlab import lm
 
 NAME = "illusions_correlation"
 PAPER = "P14"
@@ -40,18 +41,13 @@ class Config:
 
 QUICK = Config()
 FULL = Config(
-    models=(
-        "smollm2-135m-instruct",
-        "gemma3-270m",
-        "qwen2.5-coder-0.5b-instruct",
-        "qwen2.5-coder-1.5b-instruct",
-    ),
+    models=tuple(lm.MODELS),
     orders=200,
 )
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
-    models = _setup.Models()
+    pool = lm.Pool(config.models)
     human_phi = il.human_baseline("hg_phi_attribution").value
     human_share = il.human_baseline("hg_minority_share_undesirable").value
     metrics: dict[str, float] = {"human/phi": human_phi, "human/share_undesirable": human_share}
@@ -66,7 +62,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             ]
             queries = [il.correlation_queries(s) for s in stimuli]
             answers = _setup.score_queries(
-                models,
+                pool,
                 model,
                 [s.context for s in stimuli],
                 queries,

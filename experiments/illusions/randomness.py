@@ -19,6 +19,7 @@ import numpy as np
 from experiments._harness import Claim, Result, RunContext
 from experiments.illusions import _setup
 from jaxlab import illusions as il
+from jaxlab import lm
 
 NAME = "illusions_randomness"
 PAPER = "P14"
@@ -44,12 +45,7 @@ class Config:
 
 QUICK = Config()
 FULL = Config(
-    models=(
-        "smollm2-135m-instruct",
-        "gemma3-270m",
-        "qwen2.5-coder-0.5b-instruct",
-        "qwen2.5-coder-1.5b-instruct",
-    ),
+    models=tuple(lm.MODELS),
     length=20,
     sequences=400,
     controls=50,
@@ -57,7 +53,7 @@ FULL = Config(
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
-    models = _setup.Models()
+    pool = lm.Pool(config.models)
     metrics: dict[str, float] = {
         f"human/{k}": il.human_baseline(k).value
         for k in ("gvt_hot_hand_fans", "gvt_hot_hand_free_throws", "falk_konold_alternation")
@@ -80,7 +76,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             ]
             allseq = seqs + ctrl
             answers = _setup.score_queries(
-                models,
+                pool,
                 model,
                 [il.render_sequence(kind, s) for s in allseq],
                 [il.randomness_queries(kind)] * len(allseq),
