@@ -36,8 +36,8 @@ class Config:
     """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
 
     models: tuple[str, ...] = ("smollm2-135m-instruct",)
-    pairs: int = 12
-    corr2cause_items: int = 40
+    pairs: int = 10
+    corr2cause_items: int = 24
     max_variables: int = 3
 
 

@@ -38,9 +38,9 @@ class Config:
 
     models: tuple[str, ...] = ("smollm2-135m-instruct",)
     kinds: tuple[str, ...] = ("coin", "dice", "walk")
-    length: int = 12
-    sequences: int = 16
-    controls: int = 4
+    length: int = 10
+    sequences: int = 12
+    controls: int = 3
 
 
 QUICK = Config()

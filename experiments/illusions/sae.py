@@ -40,7 +40,7 @@ class Config:
 
     model: str = "smollm2-135m-instruct"
     orders: int = 3
-    counts: tuple[tuple[int, int], tuple[int, int]] = ((6, 2), (3, 1))
+    counts: tuple[tuple[int, int], tuple[int, int]] = ((4, 2), (2, 1))
     expansion: int = 4
     k: int = 16
     steps: int = 300
@@ -143,7 +143,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         "layer": layer,
         "sae_explained_variance": float(quality["explained_variance"]),
         "sae_l0": float(quality["l0"]),
-        "sae_final_loss": float(hists.losses[-1]) if hasattr(hists, "losses") else float("nan"),
+        "sae_final_loss": float(hists.losses[np.isfinite(hists.losses)][-1]),
         "token_rows": int(x.shape[0]),
         "phi/plain": float(base_phi.mean()),
         "abs_phi/plain": float(np.abs(base_phi).mean()),
@@ -208,7 +208,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     ax.set_title(f"SmolLM2 layer {layer}: ablating {config.ablate} latents", fontsize=9)
     fig.tight_layout()
     notes = (
-        f"{_setup.CAVEAT} Reduced design {config.counts} (phi 0 exactly), {config.orders} "
+        f"{_setup.CAVEAT} Reduced design {config.counts} (design phi "
+        f"{float(il.phi_coefficient(np.array(config.counts))):.3f}), {config.orders} "
         f"orders, neutral labels. TopK SAE {sae.d_sae} latents, k={config.k}, "
         f"{config.steps} steps on {x.shape[0]} prompt tokens (EV "
         f"{metrics['sae_explained_variance']:.2f}); trained on the prompts themselves, so "
