@@ -150,6 +150,16 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                     f"{metrics[f'{tag}/{v}/estimate_majority']:.1f}/8, "
                     f"{metrics[f'{tag}/{v}/estimate_minority']:.1f}/4)"
                     for v in config.variants
+                )
+                + (
+                    "; both counts under-estimated, so the excess may come from a prior "
+                    "for small numbers rather than from distinctiveness"
+                    if all(
+                        metrics[f"{tag}/{v}/estimate_majority"] < 8
+                        and metrics[f"{tag}/{v}/estimate_minority"] < 4
+                        for v in config.variants
+                    )
+                    else ""
                 ),
                 bool(all(e > 0 for e in excess.values())),
             )
