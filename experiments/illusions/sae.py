@@ -123,6 +123,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         scale=scale,
         checkpointer=ctx.checkpointer("sae"),
     )
+    losses = np.concatenate([h.losses for h in hists])
     quality = ip.sae_metrics(sae, jnp.asarray(x * scale))
     z_all = np.asarray(jax.vmap(sae.encode)(jnp.asarray(x * scale)))
     density = (z_all > 0).mean(0)
@@ -143,7 +144,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         "layer": layer,
         "sae_explained_variance": float(quality["explained_variance"]),
         "sae_l0": float(quality["l0"]),
-        "sae_final_loss": float(hists.losses[np.isfinite(hists.losses)][-1]),
+        "sae_final_loss": float(losses[np.isfinite(losses)][-1]),
         "token_rows": int(x.shape[0]),
         "phi/plain": float(base_phi.mean()),
         "abs_phi/plain": float(np.abs(base_phi).mean()),
