@@ -39,8 +39,8 @@ class Config:
     models: tuple[str, ...] = ("smollm2-135m-instruct",)
     kinds: tuple[str, ...] = ("coin", "dice", "walk")
     length: int = 10
-    sequences: int = 12
-    controls: int = 3
+    sequences: int = 32
+    controls: int = 4
 
 
 QUICK = Config()
