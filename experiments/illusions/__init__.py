@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.illusions (P14; NAME `illusions_<module>`)."""

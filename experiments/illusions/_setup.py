@@ -1,0 +1,124 @@
+"""Shared set-up of the P14 illusions experiments: cached option scores of the models.
+
+Every model call is `jaxlab.lm.score` of the questions about one context (the statements
+of one presentation, one sequence, one event pair), laid out by
+`jaxlab.illusions.layout_queries`. Results are stored per chunk of contexts as `.npz` under
+a content hash of everything that determines them (model GGUF SHA-256, the exact prompt
+and option strings, code version) in `$JAXLAB_CACHE_DIR/illusions` (default
+`~/.cache/jaxlab/illusions`): a killed build resumes at the next chunk, and a run whose
+cache is complete makes no model call.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from experiments._harness import cache_dir, log
+from jaxlab import illusions as il
+from jaxlab import lm
+from jaxlab._core import atomic_write, progress_bar
+
+CODE_VERSION = "illusions-v1"  # bump when prompts, options or the scoring change
+
+CAVEAT = (
+    "Our models are small open models (SmolLM2-135M-Instruct and, where run, Gemma-3-270M / "
+    "Qwen2.5-Coder-0.5B-Instruct; 4-bit GGUF weights dequantised to float32), read out by "
+    "option likelihood; the paper studied larger LLMs, so a 'no' here says nothing about them."
+)
+
+
+def short(model: str) -> str:
+    """Short model tag for metric names: smollm2, gemma3, qwen-0.5b."""
+    name = lm.Pool([model]).names[0]  # the registry name of a name or alias
+    if name.startswith("smollm"):
+        return "smollm2"
+    if name.startswith("gemma"):
+        return "gemma3"
+    return name.replace("qwen2.5-coder-", "qwen-").replace("-instruct", "")
+
+
+@functools.cache
+def model_sha256(name: str) -> str:
+    """SHA-256 of the model's GGUF file (its identity in cache keys)."""
+    h = hashlib.sha256()
+    with open(lm.model_path(name), "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@functools.cache
+def tokenizer_of(name: str) -> lm.Tokenizer:
+    """The model's tokenizer without loading its weights."""
+    return lm.Tokenizer.from_gguf(lm.read_gguf(lm.model_path(name)))
+
+
+def _load(path: Path) -> np.ndarray | None:
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return z["logliks"]
+    except (OSError, ValueError, KeyError) as e:  # a corrupt chunk is recomputed
+        log.warning("illusions cache %s unreadable (%s): recomputing", path, e)
+        return None
+
+
+def _save(path: Path, logliks: np.ndarray) -> None:
+    buf = io.BytesIO()
+    np.savez(buf, logliks=logliks)
+    with atomic_write(path, "wb") as f:
+        f.write(buf.getvalue())
+
+
+def score_queries(
+    pool: lm.Pool,
+    model: str,
+    contexts: Sequence[str],
+    queries: Sequence[Sequence[il.Query]],
+    *,
+    tag: str,
+    chunk: int = 4,
+    max_options: int = 32,
+    batch_size: int = 4,
+) -> list[list[np.ndarray]]:
+    """Per context, per query, the answers' log-likelihoods (cached per chunk of contexts).
+
+    **Returns:** list (contexts) of lists (queries) of (n_answers,) float64 arrays.
+    """
+    tok = tokenizer_of(model)
+    out: list[list[np.ndarray]] = []
+    starts = range(0, len(contexts), chunk)
+    for s in progress_bar(starts, desc=f"{tag} {short(model)}"):
+        ctx, qs = list(contexts[s : s + chunk]), [list(q) for q in queries[s : s + chunk]]
+        layout = il.layout_queries(tok, ctx, qs, max_options=max_options)
+        h = hashlib.sha256(
+            json.dumps(
+                [model_sha256(model), layout.prompts, layout.continuations, CODE_VERSION]
+            ).encode()
+        ).hexdigest()[:20]
+        path = cache_dir("illusions") / f"{tag}-{short(model)}-{h}.npz"
+        flat = _load(path)
+        if flat is None:
+            net, tok = pool[model]  # loaded on the first missing chunk
+            t0 = time.perf_counter()
+            sc = lm.score(net, tok, layout.prompts, layout.continuations, batch_size=batch_size)
+            flat = np.concatenate(sc.sum)
+            _save(path, flat)
+            log.info("%s %s chunk %d: %.1f s", tag, model, s // chunk, time.perf_counter() - t0)
+        offsets = np.cumsum([0] + [len(c) for c in layout.continuations])
+        sums = [flat[offsets[i] : offsets[i + 1]] for i in range(len(layout.continuations))]
+        per_query = il.query_logliks(sums, layout)
+        k = 0
+        for q in qs:
+            out.append(per_query[k : k + len(q)])
+            k += len(q)
+    return out

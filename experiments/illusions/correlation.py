@@ -1,0 +1,195 @@
+"""P14 claim: illusory correlation (Hamilton & Gifford 1976) in small LMs vs humans.
+
+Each presentation is the 18/8 vs 9/4 design (phi = 0 by construction) in a random
+order with behaviours drawn from templates; the group names follow a variant (neutral
+Group A/B, majority/minority, large/small organisation, and the label-swap control where
+the majority is called "Group B"). Read-outs by option likelihood (`jaxlab.lm.score`):
+(a) the group each statement is attributed to -> phi between attributed group and
+desirability (> 0: undesirable behaviour goes to the minority), (b) expected estimates of
+each group's undesirable count vs the truth (8 and 4), (c) 1-7 trait ratings. Phi per
+presentation, mean and t interval over presentations; the letter-corrected phi averages
+the neutral and label-swap variants (a preference for one letter cancels).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import matplotlib.pyplot as plt
+import numpy as np
+
+from experiments._harness import Claim, Result, RunContext
+from experiments.illusions import _setup
+from jaxlab import illusions as il
+from jaxlab import lm
+
+NAME = "illusions_correlation"
+PAPER = "P14"
+DESCRIPTION = "Hamilton & Gifford 18/8 vs 9/4: attribution phi, frequency bias, traits vs humans"
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    models: tuple[str, ...] = ("smollm2-135m-instruct",)
+    variants: tuple[str, ...] = ("neutral", "label_swap", "majority_minority", "organisation")
+    orders: int = 3
+    max_options: int = 64
+
+
+QUICK = Config()
+FULL = Config(
+    models=tuple(lm.MODELS),
+    orders=200,
+)
+
+
+def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
+    pool = lm.Pool(config.models)
+    human_phi = il.human_baseline("hg_phi_attribution").value
+    human_share = il.human_baseline("hg_minority_share_undesirable").value
+    metrics: dict[str, float] = {"human/phi": human_phi, "human/share_undesirable": human_share}
+    per: dict[tuple[str, str], list[dict]] = {}
+    for model in config.models:
+        tag = _setup.short(model)
+        for vi, variant in enumerate(config.variants):
+            # the same behaviours and orders in every variant (only the names change)
+            stimuli = [
+                il.make_stimuli(key=jax.random.fold_in(key, o), variant=variant)
+                for o in range(config.orders)
+            ]
+            queries = [il.correlation_queries(s) for s in stimuli]
+            answers = _setup.score_queries(
+                pool,
+                model,
+                [s.context for s in stimuli],
+                queries,
+                tag=f"correlation-{variant}",
+                chunk=1,
+                max_options=config.max_options,
+                batch_size=1,
+            )
+            reads = [il.read_correlation(a, s) for a, s in zip(answers, stimuli)]
+            per[tag, variant] = reads
+            for field in (
+                "phi",
+                "p_minority_desirable",
+                "p_minority_undesirable",
+                "estimate_majority",
+                "estimate_minority",
+                "minority_excess",
+                "trait_gap",
+            ):
+                vals = np.array([r[field] for r in reads])
+                metrics[f"{tag}/{variant}/{field}"] = float(vals.mean())
+            m, lo, hi = il.mean_ci(np.array([r["phi"] for r in reads]))
+            metrics[f"{tag}/{variant}/phi_ci_low"] = lo
+            metrics[f"{tag}/{variant}/phi_ci_high"] = hi
+            share = np.mean(
+                [
+                    r["p_minority"][~s.desirable].sum() / (~s.desirable).sum()
+                    for r, s in zip(reads, stimuli)
+                ]
+            )
+            metrics[f"{tag}/{variant}/share_undesirable_to_minority"] = float(share)
+        if {"neutral", "label_swap"} <= set(config.variants):
+            both = np.array(
+                [r["phi"] for r in per[tag, "neutral"]] + [r["phi"] for r in per[tag, "label_swap"]]
+            ).reshape(2, -1)
+            m, lo, hi = il.mean_ci(both.mean(0))
+            metrics[f"{tag}/letter_corrected/phi"] = m
+            metrics[f"{tag}/letter_corrected/phi_ci_low"] = lo
+            metrics[f"{tag}/letter_corrected/phi_ci_high"] = hi
+
+    claims = []
+    for model in config.models:
+        tag = _setup.short(model)
+        phis = {v: metrics[f"{tag}/{v}/phi"] for v in config.variants}
+        lows = {v: metrics[f"{tag}/{v}/phi_ci_low"] for v in config.variants}
+        best = max(phis, key=phis.get)
+        claims.append(
+            Claim(
+                f"{tag}: an illusory correlation (attribution phi > 0, CI above 0) at least as "
+                f"strong as the human one in >= 1 framing. {_setup.CAVEAT}",
+                f"LLMs show stronger illusory correlation than humans (human phi ~ "
+                f"{human_phi:.2f}, Hamilton & Gifford 1976 Exp. 1, approximate)",
+                "; ".join(
+                    f"{v} phi {phis[v]:+.3f} [{lows[v]:+.3f}, "
+                    f"{metrics[f'{tag}/{v}/phi_ci_high']:+.3f}]"
+                    for v in config.variants
+                )
+                + f" over {config.orders} orders",
+                bool(phis[best] >= human_phi and lows[best] > 0),
+            )
+        )
+        if f"{tag}/letter_corrected/phi" in metrics:
+            lc = metrics[f"{tag}/letter_corrected/phi"]
+            claims.append(
+                Claim(
+                    f"{tag}: the attribution phi survives the label-swap control (mean of "
+                    f"the neutral and letter-swapped framings, CI above 0). {_setup.CAVEAT}",
+                    "the illusion follows group size, not the label",
+                    f"letter-corrected phi {lc:+.3f} "
+                    f"[{metrics[f'{tag}/letter_corrected/phi_ci_low']:+.3f}, "
+                    f"{metrics[f'{tag}/letter_corrected/phi_ci_high']:+.3f}]",
+                    bool(metrics[f"{tag}/letter_corrected/phi_ci_low"] > 0),
+                )
+            )
+        excess = {v: metrics[f"{tag}/{v}/minority_excess"] for v in config.variants}
+        claims.append(
+            Claim(
+                f"{tag}: the minority's undesirable count is over-estimated relative to the "
+                f"majority's (estimate/true ratio, minority minus majority > 0) in every "
+                f"framing. {_setup.CAVEAT}",
+                "humans over-estimate the minority's undesirable behaviours (Hamilton & "
+                "Gifford 1976)",
+                "; ".join(
+                    f"{v}: {excess[v]:+.2f} (estimates "
+                    f"{metrics[f'{tag}/{v}/estimate_majority']:.1f}/8, "
+                    f"{metrics[f'{tag}/{v}/estimate_minority']:.1f}/4)"
+                    for v in config.variants
+                )
+                + (
+                    "; both counts under-estimated, so the excess may come from a prior "
+                    "for small numbers rather than from distinctiveness"
+                    if all(
+                        metrics[f"{tag}/{v}/estimate_majority"] < 8
+                        and metrics[f"{tag}/{v}/estimate_minority"] < 4
+                        for v in config.variants
+                    )
+                    else ""
+                ),
+                bool(all(e > 0 for e in excess.values())),
+            )
+        )
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    width = 0.8 / max(len(config.models), 1)
+    for mi, model in enumerate(config.models):
+        tag = _setup.short(model)
+        x = np.arange(len(config.variants)) + mi * width
+        y = [metrics[f"{tag}/{v}/phi"] for v in config.variants]
+        err = [
+            [y[i] - metrics[f"{tag}/{v}/phi_ci_low"] for i, v in enumerate(config.variants)],
+            [metrics[f"{tag}/{v}/phi_ci_high"] - y[i] for i, v in enumerate(config.variants)],
+        ]
+        ax.bar(x, y, width, yerr=err, label=tag, capsize=3)
+    ax.axhline(human_phi, color="k", ls="--", lw=1, label="humans (H&G 1976, approx.)")
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.set_xticks(np.arange(len(config.variants)) + width * (len(config.models) - 1) / 2)
+    ax.set_xticklabels(config.variants, fontsize=8)
+    ax.set_ylabel("attribution phi (true 0)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    notes = (
+        f"{_setup.CAVEAT} Design: 18/8 vs 9/4 statements (true phi 0), behaviours drawn "
+        f"from {len(il.DESIRABLE)} desirable / {len(il.UNDESIRABLE)} undesirable templates, "
+        f"{config.orders} random orders per variant (the same orders across variants). "
+        "Read-out: option log-likelihoods normalised over the options of each question "
+        "(attribution: the two group names; estimates: 0..n; traits: 1..7). Human "
+        "numbers: jaxlab.illusions.HUMAN_BASELINES (H&G 1976 Exp. 1 attribution means, "
+        "approximate)."
+    )
+    return Result(metrics=metrics, claims=claims, figures={"phi_by_variant": fig}, notes=notes)

@@ -1,0 +1,197 @@
+"""P14 claim: pattern claims on random sequences, gambler's fallacy vs hot hand.
+
+Sequences come from `jax.random` (coin flips, die rolls, a +-1 price walk) and are shown
+as data; periodic sequences are the positive control (a real pattern). Read-outs by option
+likelihood: the pattern-claim rate P(Yes | "is there a pattern?") on random vs periodic
+sequences, and P(next outcome == last) against chance (1/2 for coins and moves, 1/6 for
+dice) and as a function of the final streak length (slope < 0: gambler's fallacy, > 0:
+hot hand / trend following).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import matplotlib.pyplot as plt
+import numpy as np
+
+from experiments._harness import Claim, Result, RunContext
+from experiments.illusions import _setup
+from jaxlab import illusions as il
+from jaxlab import lm
+
+NAME = "illusions_randomness"
+PAPER = "P14"
+DESCRIPTION = "Pattern claims on seeded random sequences; gambler's fallacy / hot hand by streak"
+
+_PERIODS = {
+    "coin": ((0, 1), (0, 0, 1, 1)),
+    "dice": ((1, 2, 3), (6, 5, 4, 3, 2, 1)),
+    "walk": ((0, 1), (0, 0, 1)),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    models: tuple[str, ...] = ("smollm2-135m-instruct",)
+    kinds: tuple[str, ...] = ("coin", "dice", "walk")
+    length: int = 10
+    sequences: int = 32
+    controls: int = 4
+
+
+QUICK = Config()
+FULL = Config(
+    models=tuple(lm.MODELS),
+    length=20,
+    sequences=400,
+    controls=50,
+)
+
+
+def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
+    pool = lm.Pool(config.models)
+    metrics: dict[str, float] = {
+        f"human/{k}": il.human_baseline(k).value
+        for k in ("gvt_hot_hand_fans", "gvt_hot_hand_free_throws", "falk_konold_alternation")
+    }
+    slopes: dict[tuple[str, str], float] = {}
+    for model in config.models:
+        tag = _setup.short(model)
+        for ki, kind in enumerate(config.kinds):
+            kk = jax.random.fold_in(key, ki)
+            seqs = [
+                np.asarray(il.random_sequence(kind, config.length, key=jax.random.fold_in(kk, i)))
+                for i in range(config.sequences)
+            ]
+            periods = _PERIODS[kind]
+            ctrl = [
+                np.asarray(
+                    il.periodic_sequence(kind, config.length, np.array(periods[i % len(periods)]))
+                )
+                for i in range(config.controls)
+            ]
+            allseq = seqs + ctrl
+            answers = _setup.score_queries(
+                pool,
+                model,
+                [il.render_sequence(kind, s) for s in allseq],
+                [il.randomness_queries(kind)] * len(allseq),
+                tag=f"randomness-{kind}",
+                chunk=8,
+                max_options=16,
+                batch_size=4,
+            )
+            p_yes = np.array([float(il.option_probabilities(a[0])[0]) for a in answers])
+            nxt = [np.asarray(il.option_probabilities(a[1])) for a in answers]
+            # the next-outcome answers are in outcome order (dice 1..6 at index 0..5)
+            last = [int(s[-1]) - (1 if kind == "dice" else 0) for s in allseq]
+            p_rep = np.array([p[j] for p, j in zip(nxt, last)])
+            runs = np.array([il.final_run_length(s) for s in allseq])
+            n = config.sequences
+            chance = 1 / 6 if kind == "dice" else 0.5
+            metrics[f"{tag}/{kind}/pattern_claim_random"] = float(p_yes[:n].mean())
+            metrics[f"{tag}/{kind}/pattern_claim_periodic"] = float(p_yes[n:].mean())
+            m, lo, hi = il.mean_ci(p_yes[:n])
+            metrics[f"{tag}/{kind}/pattern_claim_random_ci_low"] = lo
+            metrics[f"{tag}/{kind}/pattern_claim_random_ci_high"] = hi
+            metrics[f"{tag}/{kind}/p_repeat"] = float(p_rep[:n].mean())
+            metrics[f"{tag}/{kind}/p_repeat_chance"] = chance
+            metrics[f"{tag}/{kind}/mean_final_run"] = float(runs[:n].mean())
+            if np.unique(runs[:n]).size >= 2:
+                slopes[tag, kind] = il.streak_slope(runs[:n], p_rep[:n])
+                metrics[f"{tag}/{kind}/streak_slope"] = slopes[tag, kind]
+    claims = []
+    for model in config.models:
+        tag = _setup.short(model)
+        rnd = {k: metrics[f"{tag}/{k}/pattern_claim_random"] for k in config.kinds}
+        per = {k: metrics[f"{tag}/{k}/pattern_claim_periodic"] for k in config.kinds}
+        claims.append(
+            Claim(
+                f"{tag}: claims a pattern in random sequences more often than not (P(Yes) > "
+                f"0.5, CI above 0.5) in >= 1 sequence type. {_setup.CAVEAT}",
+                "LLMs perceive patterns in random data more than humans",
+                "; ".join(
+                    f"{k}: random {rnd[k]:.2f} "
+                    f"[{metrics[f'{tag}/{k}/pattern_claim_random_ci_low']:.2f}, "
+                    f"{metrics[f'{tag}/{k}/pattern_claim_random_ci_high']:.2f}] vs periodic "
+                    f"{per[k]:.2f}"
+                    for k in config.kinds
+                ),
+                bool(
+                    any(
+                        metrics[f"{tag}/{k}/pattern_claim_random_ci_low"] > 0.5
+                        for k in config.kinds
+                    )
+                ),
+            )
+        )
+        claims.append(
+            Claim(
+                f"{tag}: pattern claims discriminate: P(Yes) higher on periodic than on random "
+                f"sequences for every type. {_setup.CAVEAT}",
+                "(sanity check of the read-out)",
+                "; ".join(f"{k}: {per[k]:.2f} vs {rnd[k]:.2f}" for k in config.kinds),
+                bool(all(per[k] > rnd[k] for k in config.kinds)),
+            )
+        )
+        if (tag, "coin") in slopes:
+            s = slopes[tag, "coin"]
+            claims.append(
+                Claim(
+                    f"{tag}: coin flips: the longer the final streak, the less a repeat is "
+                    f"expected (gambler's fallacy: slope of P(repeat) on streak length < 0). "
+                    f"{_setup.CAVEAT}",
+                    "humans expect alternations after streaks (Tversky & Kahneman 1971; "
+                    "most-random-looking alternation rate ~0.6, Falk & Konold 1997, approx.)",
+                    f"slope {s:+.3f} per flip; mean P(repeat) "
+                    f"{metrics[f'{tag}/coin/p_repeat']:.2f} (chance 0.5)",
+                    bool(s < 0),
+                )
+            )
+        if (tag, "walk") in slopes:
+            s = slopes[tag, "walk"]
+            claims.append(
+                Claim(
+                    f"{tag}: price walk: a longer run of moves makes the model expect it to "
+                    f"continue (hot hand / trend following: slope > 0). {_setup.CAVEAT}",
+                    "91% of fans believe in the hot hand (basketball; Gilovich, Vallone & "
+                    "Tversky 1985)",
+                    f"slope {s:+.3f} per move; mean P(same move) "
+                    f"{metrics[f'{tag}/walk/p_repeat']:.2f} (chance 0.5)",
+                    bool(s > 0),
+                )
+            )
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    for model in config.models:
+        tag = _setup.short(model)
+        x = np.arange(len(config.kinds))
+        ax.plot(
+            x,
+            [metrics[f"{tag}/{k}/pattern_claim_random"] for k in config.kinds],
+            "o-",
+            label=f"{tag} random",
+        )
+        ax.plot(
+            x,
+            [metrics[f"{tag}/{k}/pattern_claim_periodic"] for k in config.kinds],
+            "s--",
+            label=f"{tag} periodic",
+        )
+    ax.set_xticks(np.arange(len(config.kinds)))
+    ax.set_xticklabels(config.kinds)
+    ax.set_ylabel("P(Yes: there is a pattern)")
+    ax.axhline(0.5, color="grey", lw=0.5)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    notes = (
+        f"{_setup.CAVEAT} {config.sequences} random sequences of length {config.length} "
+        f"per type from jax.random (seeded by the run key) and {config.controls} periodic "
+        "controls. Human numbers (jaxlab.illusions.HUMAN_BASELINES) come from different "
+        "tasks (basketball-shot beliefs, randomness judgments); the comparison is "
+        "qualitative."
+    )
+    return Result(metrics=metrics, claims=claims, figures={"pattern_claims": fig}, notes=notes)
