@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import logging
@@ -61,8 +62,9 @@ def file_sha256(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+@functools.cache
 def model_sha256(name: str) -> str:
-    """SHA-256 of a `jaxlab.lm` model's GGUF file: its identity in cache keys."""
+    """SHA-256 of a `jaxlab.lm` model's GGUF file: its identity in cache keys (once per run)."""
     from jaxlab import lm
 
     return file_sha256(lm.model_path(name))

@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import io
 import json
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
-from experiments._harness import cache_dir, log
+from experiments._harness import cache_dir, load_npz, log, model_sha256, save_npz
 from jaxlab import illusions as il
 from jaxlab import lm
-from jaxlab._core import atomic_write, progress_bar
+from jaxlab._core import progress_bar
 
 CODE_VERSION = "illusions-v1"  # bump when prompts, options or the scoring change
 
@@ -46,37 +44,9 @@ def short(model: str) -> str:
 
 
 @functools.cache
-def model_sha256(name: str) -> str:
-    """SHA-256 of the model's GGUF file (its identity in cache keys)."""
-    h = hashlib.sha256()
-    with open(lm.model_path(name), "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-@functools.cache
 def tokenizer_of(name: str) -> lm.Tokenizer:
     """The model's tokenizer without loading its weights."""
     return lm.Tokenizer.from_gguf(lm.read_gguf(lm.model_path(name)))
-
-
-def _load(path: Path) -> np.ndarray | None:
-    if not path.exists():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return z["logliks"]
-    except (OSError, ValueError, KeyError) as e:  # a corrupt chunk is recomputed
-        log.warning("illusions cache %s unreadable (%s): recomputing", path, e)
-        return None
-
-
-def _save(path: Path, logliks: np.ndarray) -> None:
-    buf = io.BytesIO()
-    np.savez(buf, logliks=logliks)
-    with atomic_write(path, "wb") as f:
-        f.write(buf.getvalue())
 
 
 def score_queries(
@@ -106,13 +76,14 @@ def score_queries(
             ).encode()
         ).hexdigest()[:20]
         path = cache_dir("illusions") / f"{tag}-{short(model)}-{h}.npz"
-        flat = _load(path)
+        cached = load_npz(path)
+        flat = None if cached is None else cached.get("logliks")
         if flat is None:
             net, tok = pool[model]  # loaded on the first missing chunk
             t0 = time.perf_counter()
             sc = lm.score(net, tok, layout.prompts, layout.continuations, batch_size=batch_size)
             flat = np.concatenate(sc.sum)
-            _save(path, flat)
+            save_npz(path, {"logliks": flat})
             log.info("%s %s chunk %d: %.1f s", tag, model, s // chunk, time.perf_counter() - t0)
         offsets = np.cumsum([0] + [len(c) for c in layout.continuations])
         sums = [flat[offsets[i] : offsets[i + 1]] for i in range(len(layout.continuations))]
