@@ -61,7 +61,7 @@ def check_array(
         bound = dict(sizes)  # commit new bindings only when the whole shape matches
         ok = len(got) == len(expected)
         if ok:
-            for g, e in zip(got, expected):
+            for g, e in zip(got, expected, strict=True):
                 if e is None:
                     continue
                 if isinstance(e, str):

@@ -43,7 +43,7 @@ def check_budgets(budgets: Sequence[int]) -> tuple[int, ...]:
     if not budgets:
         raise ValueError("budgets: expected a non-empty list of token budgets, received []")
     out = tuple(check_positive_int("budgets", b) for b in budgets)
-    if any(b >= c for b, c in zip(out, out[1:])):
+    if any(b >= c for b, c in zip(out, out[1:], strict=False)):
         raise ValueError(f"budgets: expected strictly increasing values, received {list(out)}")
     return out
 
@@ -188,7 +188,7 @@ def budget_scores(
     cue_ids = tokenizer.encode(cue, add_bos=False)
     rows: dict[tuple[int, int], int] = {}
     texts, conts = [], []
-    for i, (p, g) in enumerate(zip(prompts, generated)):
+    for i, (p, g) in enumerate(zip(prompts, generated, strict=True)):
         for b in budgets:
             length = min(b, len(g))
             if (i, length) not in rows:

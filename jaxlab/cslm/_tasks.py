@@ -105,7 +105,7 @@ def _chain_sum(n, rng):
     signs = rng.integers(0, 2, size=n)
     signs[0] = 0
     total, text = int(terms[0]), str(int(terms[0]))
-    for t, s in zip(terms[1:], signs[1:]):
+    for t, s in zip(terms[1:], signs[1:], strict=True):
         total += -int(t) if s else int(t)
         text += f" {'-' if s else '+'} {int(t)}"
     return f"Compute {text}.", total
@@ -143,7 +143,7 @@ def _counting(n, rng):
 def _tracking(n, rng):
     people = list(_NAMES[: max(n, 2)])
     holds = list(range(1, len(people) + 1))
-    start = ", ".join(f"{p} has ball {b}" for p, b in zip(people, holds))
+    start = ", ".join(f"{p} has ball {b}" for p, b in zip(people, holds, strict=True))
     moves = []
     for _ in range(n):
         i, j = (int(x) for x in rng.choice(len(people), size=2, replace=False))

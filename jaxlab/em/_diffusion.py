@@ -276,7 +276,7 @@ def refine_embedding(
     ab = schedule.alpha_bars.astype(z.dtype)
     x = q_sample(schedule, z, jnp.asarray(t0), jax.random.normal(key, z.shape, z.dtype))
     steps = refine_timesteps(int(t0), int(n_steps))
-    for t, t_next in zip(steps[:-1], steps[1:]):
+    for t, t_next in zip(steps[:-1], steps[1:], strict=True):
         eps = denoiser.apply(params, x, jnp.full((b,), t, jnp.int32), z)
         x0_hat = jnp.clip((x - jnp.sqrt(1 - ab[t]) * eps) / jnp.sqrt(ab[t]), -clip, clip)
         eps = (x - jnp.sqrt(ab[t]) * x0_hat) / jnp.sqrt(1 - ab[t])  # consistent with the clip

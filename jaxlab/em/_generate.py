@@ -228,7 +228,7 @@ class _Draws:
         tiny = float(np.finfo(np.float32).eps)
         flat = jax.random.uniform(key, (max(1, sum(sizes)),), jnp.float32, tiny, 1.0)
         self._arrays, start = {}, 0
-        for (name, sh), n in zip(self._shapes.items(), sizes):
+        for (name, sh), n in zip(self._shapes.items(), sizes, strict=True):
             self._arrays[name] = flat[start : start + n].reshape(sh)
             start += n
 

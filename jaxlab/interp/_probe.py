@@ -37,6 +37,9 @@ from .._core import (
 )
 from ._stats import accuracy, r2_score
 
+# Default ridge grid, 1e-3 .. 1e5 (one tuple shared by the three selectors).
+_PENALTIES = tuple(10.0 ** np.arange(-3, 6))
+
 __all__ = [
     "RidgeProbe",
     "LogisticProbe",
@@ -188,7 +191,7 @@ def ridge_gcv(
     x: Float[Array, "n d"],
     y: Float[Array, " n *m"],
     *,
-    penalties: Sequence[float] | Float[Array, " P"] = tuple(10.0 ** np.arange(-3, 6)),
+    penalties: Sequence[float] | Float[Array, " P"] = _PENALTIES,
     weights: Float[Array, " n"] | None = None,
 ) -> tuple[RidgeProbe, Float[Array, " P"]]:
     """Ridge with the penalty chosen by generalised cross-validation.
@@ -230,7 +233,7 @@ def ridge_kfold(
     y: Float[Array, " n *m"],
     *,
     folds: Int[Array, " n"],
-    penalties: Sequence[float] | Float[Array, " P"] = tuple(10.0 ** np.arange(-3, 6)),
+    penalties: Sequence[float] | Float[Array, " P"] = _PENALTIES,
     weights: Float[Array, " n"] | None = None,
 ) -> tuple[RidgeProbe, Float[Array, " P"]]:
     """Ridge with the penalty chosen by k-fold cross-validation (held-out MSE).
@@ -370,7 +373,7 @@ def _logistic_step(x, labels, n_classes, penalty, weights):
     n_classes = check_positive_int("n_classes", n_classes)
     if n_classes < 2:
         raise ValueError(f"n_classes: expected >= 2, received {n_classes}")
-    if n and not (0 <= int(labels.min()) and int(labels.max()) < n_classes):
+    if n and not (int(labels.min()) >= 0 and int(labels.max()) < n_classes):
         raise ValueError(
             f"labels: expected values in [0, {n_classes}), received "
             f"[{int(labels.min())}, {int(labels.max())}]"
@@ -437,7 +440,7 @@ def probe_sweep(
     *,
     train: Bool[Array, " n"],
     kind: str = "ridge",
-    penalties: Sequence[float] | Float[Array, " P"] = tuple(10.0 ** np.arange(-3, 6)),
+    penalties: Sequence[float] | Float[Array, " P"] = _PENALTIES,
     n_classes: int | None = None,
     iterations: int = 30,
 ) -> dict[str, Array]:

@@ -67,7 +67,7 @@ class LaplexGram(eqx.Module):
         - `key`: keyword-only; jitters the initial decays of the heads.
         - `decay`, `noise`: initial decay (per coordinate unit) and noise variance.
         """
-        if hasattr(coords, "ndim") and getattr(coords, "ndim") == 1:
+        if hasattr(coords, "ndim") and coords.ndim == 1:
             coords = (coords,)
         h = check_positive_int("heads", heads)
         axes = []

@@ -97,7 +97,7 @@ def _join_chunks(
 def _gemma3_path() -> Path:
     _require_installed("gemma3-270m")
     sums = _dist_file(_GEMMA_MAIN, "SHA256SUMS").read_text().split()
-    expected = dict(zip(sums[1::2], sums[0::2]))[_GEMMA_FILE]
+    expected = dict(zip(sums[1::2], sums[0::2], strict=True))[_GEMMA_FILE]
     chunks = [_dist_file(f"{_GEMMA_MAIN}-part{i}", f".gguf.part{i - 1:02d}") for i in range(1, 5)]
     return _join_chunks(chunks, _GEMMA_FILE, expected, None, f"{_GEMMA_MAIN}'s SHA256SUMS")
 

@@ -60,7 +60,9 @@ class _MarginSDP:
 
     def __call__(self, observer: NeuralObserver):
         cp = self.cp
-        for par, val in zip((self.A_cl, self.N_x, self.N_w, self.N_pw), numpy_lmi_blocks(observer)):
+        for par, val in zip(
+            (self.A_cl, self.N_x, self.N_w, self.N_pw), numpy_lmi_blocks(observer), strict=True
+        ):
             par.value = val
         try:
             with warnings.catch_warnings():
@@ -146,7 +148,7 @@ def train_direct_sdp(
     )
     setup_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
-    for steps in range(1, max_steps + 1):
+    for steps in range(1, max_steps + 1):  # noqa: B007 -- the count is reported after the loop
         current = eqx.combine(trainable, frozen)
         ts = time.perf_counter()
         res = sdp(current)

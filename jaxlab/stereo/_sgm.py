@@ -26,10 +26,7 @@ def _path_down(cost: Float[Array, "H W D"], dx: int, p1, p2) -> Float[Array, "H 
     valid = (jnp.arange(w) - dx >= 0) & (jnp.arange(w) - dx < w)
 
     def step(prev, c_row):
-        if dx == 0:
-            pr = prev
-        else:
-            pr = jnp.roll(prev, dx, axis=0)  # pr[x] = prev[x - dx]
+        pr = prev if dx == 0 else jnp.roll(prev, dx, axis=0)  # pr[x] = prev[x - dx]
         m = jnp.min(pr, axis=-1, keepdims=True)
         up = jnp.pad(pr[:, 1:], ((0, 0), (0, 1)), constant_values=jnp.inf)
         down = jnp.pad(pr[:, :-1], ((0, 0), (1, 0)), constant_values=jnp.inf)

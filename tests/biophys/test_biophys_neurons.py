@@ -43,7 +43,7 @@ def test_hh_threshold_for_repetitive_firing():
 
 
 @pytest.mark.parametrize(
-    "solver,order", [(diffrax.Euler(), 1.0), (diffrax.Heun(), 2.0), (diffrax.Tsit5(), 5.0)]
+    ("solver", "order"), [(diffrax.Euler(), 1.0), (diffrax.Heun(), 2.0), (diffrax.Tsit5(), 5.0)]
 )
 def test_solver_convergence_order(solver, order):
     hh = bp.HodgkinHuxley()

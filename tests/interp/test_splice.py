@@ -35,10 +35,13 @@ class _Zero(eqx.Module):
 
 def test_ce_loss_score_identity_is_one_zero_is_zero(model, tokens, getkey):
     one = ip.ce_loss_score(model, tokens, _Identity(), layer=1)
-    assert one["ce_loss_score"] == 1.0 and one["kl_score"] == 1.0
-    assert one["ce_sae"] == one["ce_clean"] and one["kl_sae"] == 0.0
+    assert one["ce_loss_score"] == 1.0
+    assert one["kl_score"] == 1.0
+    assert one["ce_sae"] == one["ce_clean"]
+    assert one["kl_sae"] == 0.0
     zero = ip.ce_loss_score(model, tokens, _Zero(), layer=1, input_scale=2.0)
-    assert zero["ce_loss_score"] == 0.0 and zero["kl_score"] == 0.0
+    assert zero["ce_loss_score"] == 0.0
+    assert zero["kl_score"] == 0.0
     # skip_first keeps the leading positions clean in every pass: still exact
     assert (
         ip.ce_loss_score(model, tokens, _Identity(), layer=1, skip_first=1)["ce_loss_score"] == 1.0
@@ -113,7 +116,8 @@ def test_mean_difference_separates_planted_classes(getkey):
     xn, ln, tn = np.asarray(x), np.asarray(labels), np.asarray(train)
     ref = xn[tn & ln].mean(0) - xn[tn & ~ln].mean(0)
     np.testing.assert_allclose(fit.direction, ref, rtol=1e-5, atol=1e-5)
-    assert float(fit.test_auroc) > 0.99 and float(fit.test_accuracy) > 0.95
+    assert float(fit.test_auroc) > 0.99
+    assert float(fit.test_accuracy) > 0.95
     null = ip.mean_difference(
         jax.random.normal(getkey(), (400, d), jnp.float32), labels, train=train
     )
