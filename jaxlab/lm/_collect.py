@@ -388,7 +388,7 @@ class ActivationStore:
     - `verify`: also check every shard file's SHA-256 against the manifest (reads all
       data once); by default names, shapes and dtypes are checked from the headers.
 
-    Attributes: `n_tokens` (rows), `d` (width), `columns` ("site.Llayer" names),
+    **Attributes:** `n_tokens` (rows), `d` (width), `columns` ("site.Llayer" names),
     `metadata` (the manifest's request: model identity, sites, layers, positions,
     dtype, source hashes), `text_index` / `positions` / `tokens` ((n_tokens,) per row:
     the item each row came from, its position in the item and its token id).

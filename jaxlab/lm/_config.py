@@ -11,7 +11,7 @@ __all__ = ["LMConfig", "config_from_gguf"]
 class LMConfig:
     """Static description of a Llama-, Gemma-3- or Qwen2-style decoder.
 
-    Arguments:
+    **Arguments:**
         arch: "llama", "gemma3" or "qwen2".
         vocab_size, d_model, n_layers, n_heads, n_kv_heads, head_dim, d_ff: sizes.
         norm_eps: RMSNorm epsilon.

@@ -116,15 +116,15 @@ def _chunked_path(name: str) -> Path:
 def model_path(name: str | os.PathLike) -> Path:
     """Path of a shipped GGUF model by name (see `MODELS`), or of a given `.gguf` file.
 
-    Arguments:
+    **Arguments:**
         name: a `jaxlab.lm.MODELS` name (`"smollm2-135m-instruct"`, `"gemma3-270m"`,
             `"qwen2.5-coder-0.5b-instruct"`, `"qwen2.5-coder-1.5b-instruct"`) or an alias
             (`"smollm2"`, `"gemma3"`, `"qwen-0.5b"`, `"qwen-1.5b"`), or a path to a GGUF file.
 
-    Returns:
+    **Returns:**
         the GGUF file's path (chunked models: the joined, hash-checked cache file).
 
-    Raises:
+    **Raises:**
         FileNotFoundError: a weights package is not installed (names every missing one).
         ValueError: unknown name, or the joined chunks fail the size/SHA-256 check.
     """

@@ -76,7 +76,7 @@ def forward(
 ) -> tuple[Float[Array, "*B T V"], dict[str, Float[Array, "*B L T d"]]]:
     """Logits and per-layer activations of a (batch of) token sequence(s), jitted.
 
-    Arguments:
+    **Arguments:**
         model: a `Transformer`.
         tokens: (T,) or (B, T) int token ids.
         mask: same shape, 1/True on real tokens, 0 on left padding (default: all 1).
@@ -92,7 +92,7 @@ def forward(
             values without recompiling.
         lora: LoRA adapters to add to the projections.
 
-    Returns:
+    **Returns:**
         logits (*B, T, vocab) float32 and {site: (*B, len(layers), T, d_model)}.
     """
     if not isinstance(model, Transformer):

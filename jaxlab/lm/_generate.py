@@ -38,7 +38,7 @@ __all__ = [
 class Generation(NamedTuple):
     """Output of `generate`.
 
-    Attributes:
+    **Attributes:**
         tokens: (B, max_new_tokens) int32 generated ids; `pad_id` after a stop token.
         lengths: (B,) number of generated tokens, the stop token included.
         logits: (B, max_new_tokens, vocab) float32 logits each token was chosen
@@ -60,12 +60,12 @@ def pad_prompts(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Left-pad token lists to one (bucketed) length.
 
-    Arguments:
+    **Arguments:**
         prompts: B lists of token ids (each non-empty).
         pad_id: filler id (masked out, so its value does not matter).
         length: padded length (default: `prompt_bucket` of the longest prompt).
 
-    Returns:
+    **Returns:**
         tokens (B, length) int32 and mask (B, length) int32 (1 = real token).
     """
     if not prompts or any(len(p) == 0 for p in prompts):
@@ -179,7 +179,7 @@ def generate(
 ) -> Generation:
     """Generate continuations of a batch of prompts with a KV cache, under jit.
 
-    Arguments:
+    **Arguments:**
         model: a `Transformer`.
         prompts: B lists of token ids (left-padded to a bucket here), or a (B, P)
             / (P,) int array already left-padded (then pass `mask`).
@@ -192,7 +192,7 @@ def generate(
         lora: LoRA adapters; intervene: {(site, layer): fn} as in `forward`.
         return_logits: also return the logits each token was chosen from.
 
-    Returns:
+    **Returns:**
         a `Generation` (tokens, lengths, logits).
     """
     if not isinstance(max_new_tokens, int) or max_new_tokens <= 0:
@@ -251,11 +251,11 @@ def prefill(
 ) -> tuple[Float[Array, "B V"], KVCache]:
     """Run prompts into a fresh KV cache (jitted); only the last position's logits.
 
-    Arguments:
+    **Arguments:**
         model, prompts, mask, pad_id, lora, intervene: as in `generate`.
         cache_size: cache slots (default: the padded prompt length).
 
-    Returns:
+    **Returns:**
         next-token logits (B, vocab) and the batched `KVCache` (leading axis B).
     """
     tokens, mask = _prepare(model, prompts, mask, pad_id)
@@ -325,14 +325,14 @@ def generate_text(
 ) -> str | list[str]:
     """Generate text continuations of string prompt(s), stopping at the model's stop tokens.
 
-    Arguments:
+    **Arguments:**
         model, tokenizer: from `jaxlab.lm.load`.
         prompts: a string or a list of strings.
         max_new_tokens: cap on generated tokens.
         chat: wrap each prompt as one user turn with the model's chat template.
         sampler, key, **kwargs: as in `generate`.
 
-    Returns:
+    **Returns:**
         the decoded continuation(s) (special tokens removed).
     """
     single = isinstance(prompts, str)

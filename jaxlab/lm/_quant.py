@@ -56,7 +56,7 @@ KERNEL_MAX_ROWS = 64
 class QuantWeight(eqx.Module):
     """An (..., N, K) weight as integer levels with per-block-of-32 scales and offsets.
 
-    Attributes:
+    **Attributes:**
         q: (..., N, K) int8 levels (`bits=8`), or (..., N, K/2) uint8 holding two
             4-bit levels per byte (`bits=4`: low nibble weight j, high nibble weight
             j + 16 of each block of 32).

@@ -32,7 +32,7 @@ __all__ = ["Scores", "score"]
 class Scores(NamedTuple):
     """Output of `score`, one entry per item.
 
-    Attributes:
+    **Attributes:**
         sum: per item, a (K_i,) float64 array: log p(continuation | prompt) of each option.
         tokens: per item, K_i arrays (n_tokens,): log p of each continuation token.
     """

@@ -291,9 +291,9 @@ def face_landmarks(s: FaceScene) -> Float[Array, "K 3"]:
 def render_pair(s: FaceScene, rig: StereoRig, height: int, width: int, *, n_steps: int = 160):
     """Render one rectified stereo pair of a face scene.
 
-    Arguments:
+    **Arguments:**
         s: the scene (one avatar); rig: the stereo rig; height, width: image size (static).
-    Returns:
+    **Returns:**
         dict with left, right (H, W, 3) in [0, 1]; depth (H, W) metric Z of the left view in
         mm (NaN where a ray did not converge); disparity (H, W) = f B / depth; normals
         (H, W, 3); mask (H, W) bool (head pixels); landmarks_3d (K, 3) in mm (left camera

@@ -68,12 +68,12 @@ def lift_features(
 
     `x_0` = node features; `x_1 = [edge_features, |B_1|^T x_0]`; `x_r = |B_r|^T x_{r-1}`.
 
-    Arguments:
+    **Arguments:**
         cx: the complex.
         node_features: `[n_0, f]`.
         edge_features: optional `[n_1, g]` aligned with `cx.cells[1]`.
 
-    Returns:
+    **Returns:**
         One float64 array `[n_r, f_r]` per rank.
     """
     x0 = np.asarray(node_features, np.float64)
@@ -132,7 +132,7 @@ def complex_arrays(
 ) -> ComplexArrays:
     """Pack one complex into (padded) arrays.
 
-    Arguments:
+    **Arguments:**
         cx: the complex (dimension `R`).
         features: per rank `[n_r, f_r]` (e.g. from `lift_features`).
         encodings: per rank per route `[n_r, d]` (from `complex_encodings`), or None
@@ -142,7 +142,7 @@ def complex_arrays(
         dtype: float dtype (default: JAX's default float dtype).
         as_numpy: keep NumPy leaves (for fast stacking of many complexes).
 
-    Returns:
+    **Returns:**
         A `ComplexArrays`.
     """
     fdtype = np.dtype(jnp.result_type(float) if dtype is None else dtype)

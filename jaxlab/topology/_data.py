@@ -62,7 +62,7 @@ def _sorted_graph(n: int, pairs: np.ndarray, efeat: np.ndarray, nfeat: np.ndarra
 def load_mutag() -> tuple[list[MolGraph], np.ndarray]:
     """MUTAG: 188 graphs with one-hot atom (7) and bond (4) labels; targets in {0, 1}.
 
-    Returns:
+    **Returns:**
         `(graphs, labels)`, labels int64 `[188]` (1 = mutagenic).
     """
     base = wheel_file("grakel", "MUTAG/MUTAG_A.txt").parent
@@ -238,7 +238,7 @@ def load_zinc_subset(
 ) -> dict[str, tuple[list[str], np.ndarray]]:
     """ZINC-style penalized-logP subset of the MOSES training SMILES.
 
-    Returns:
+    **Returns:**
         `{"train" | "val" | "test": (smiles, targets float64 [n])}`, taken in file
         order (first `n_train` rows train, next `n_val` val, next `n_test` test).
     """

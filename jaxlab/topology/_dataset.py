@@ -30,7 +30,7 @@ __all__ = ["LiftSpec", "lift_graph", "encode_complexes", "prepare_dataset", "def
 class LiftSpec:
     """How graphs become complexes.
 
-    Fields:
+    **Fields:**
         kind: `"cycle"` (rings as 2-cells, `cycle_lift`) or `"clique"` (`clique_lift`).
         max_length: longest ring for the cycle lift.
         max_rank: top simplex dimension for the clique lift (2 = triangles).
@@ -84,7 +84,7 @@ def encode_complexes(
 ) -> list[tuple[tuple[np.ndarray, ...], ...]]:
     """`complex_encodings` for every complex, loaded from / saved to `cache_file`.
 
-    Returns:
+    **Returns:**
         Per complex, per rank, per route: float64 `[n_r, spec.dim]`.
     """
     R = complexes[0].max_rank if complexes else 0
@@ -137,7 +137,7 @@ def prepare_dataset(
 ) -> tuple[ComplexArrays, list[Complex]]:
     """Lift, encode (cached), pad and stack a data set of graphs.
 
-    Arguments:
+    **Arguments:**
         name: data-set name (part of the cache key).
         graphs: the graphs.
         lift, spec: lifting and encoding settings.
@@ -145,7 +145,7 @@ def prepare_dataset(
         sizes: `(cell_sizes, edge_sizes)` padding (default: `max_sizes` of these graphs).
         dtype: float dtype of the arrays.
 
-    Returns:
+    **Returns:**
         `(data, complexes)`: stacked `ComplexArrays` (leading axis = graph) and the
         lifted complexes.
     """

@@ -134,11 +134,11 @@ def _elstatic(a: np.ndarray | sp.csr_array, lam: np.ndarray, vec: np.ndarray) ->
 def lap_pe(adj: object, k: int) -> np.ndarray:
     """Laplacian eigenvector positional encoding.
 
-    Arguments:
+    **Arguments:**
         adj: symmetric adjacency `[n, n]`.
         k: number of non-trivial eigenpairs (eigenvalue > 1e-8) of `L = D - A`.
 
-    Returns:
+    **Returns:**
         `[n, 2k]`: eigenvector entries (sign-canonicalised) then the eigenvalues
         broadcast to every node; columns beyond the available pairs are zero.
     """
@@ -211,7 +211,7 @@ def cycle_ge(adj: object, lengths: Sequence[int]) -> np.ndarray:
 class EncodingSpec:
     """Which encodings to compute and their sizes; an empty/zero field disables one.
 
-    Fields:
+    **Fields:**
         lappe_k: LapPE eigenpairs (width `2 * lappe_k`).
         rwse_steps: RWSE walk lengths `1..rwse_steps`.
         heat_times: HKdiagSE diffusion times.
@@ -296,7 +296,7 @@ def complex_encodings(cx: Complex, spec: EncodingSpec) -> tuple[tuple[np.ndarray
     Each bipartite boundary graph is encoded once and shared by the two ranks it
     joins.
 
-    Returns:
+    **Returns:**
         `out[r][i]`: float64 `[n_r, spec.dim]` for route `rank_routes(r, R)[i]`.
     """
     small = sum(cx.sizes) <= _DENSE_MAX

@@ -52,12 +52,12 @@ def _bipartite(inc: sp.sparray) -> sp.csr_array:
 def hasse_graph(cx: Complex, rank: int, route: str) -> tuple[sp.csr_array, np.ndarray]:
     """The graph of one route and where the rank-`rank` cells sit in it.
 
-    Arguments:
+    **Arguments:**
         cx: the complex.
         rank: the rank whose cells are being encoded.
         route: one of `rank_routes(rank, cx.max_rank)`.
 
-    Returns:
+    **Returns:**
         `(adjacency, rows)`: a symmetric 0/1 CSR adjacency `[m, m]` and the int64
         indices `[n_rank]` of the rank's cells among its `m` nodes.
     """
@@ -80,7 +80,7 @@ def hasse_graph(cx: Complex, rank: int, route: str) -> tuple[sp.csr_array, np.nd
 def route_edges(cx: Complex, rank: int, route: str) -> tuple[np.ndarray, np.ndarray]:
     """Directed message edges of a route into the cells of `rank` (for HOMP).
 
-    Returns:
+    **Returns:**
         `(senders, receivers)`, int64 `[E]` each. `receivers` index rank-`rank`
         cells; `senders` index cells of rank `rank` (up, down), `rank-1`
         (boundary) or `rank+1` (coboundary).

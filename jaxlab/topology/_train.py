@@ -58,7 +58,7 @@ def _loss_per_graph(loss: str, out: Float[Array, "b o"], y: Array) -> Float[Arra
 class Trainer(eqx.Module):
     """Mini-batch trainer (AdamW, gradient clipping) for graph-level targets.
 
-    Arguments:
+    **Arguments:**
         static: the model's non-trainable part (`eqx.partition(model, eqx.is_inexact_array)[1]`).
         loss: `"cross_entropy"` (integer class targets), `"l1"` or `"mse"` (regression).
         batch_size: graphs per step (the last incomplete batch of an epoch is dropped).
@@ -120,14 +120,14 @@ class Trainer(eqx.Module):
     ) -> tuple[TrainState, Float[Array, ""]]:
         """One epoch over a stacked data set of `g` complexes.
 
-        Arguments:
+        **Arguments:**
             state: from `init`.
             data: stacked `ComplexArrays` (leading axis `g`).
             targets: `[g]` class ids or regression values.
             weights: `[g]` per-graph loss weights (0 excludes a graph, e.g. a CV fold).
             key: shuffling key.
 
-        Returns:
+        **Returns:**
             `(new_state, mean training loss over the epoch's batches)`.
         """
         g = targets.shape[0]
