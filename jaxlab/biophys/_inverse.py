@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import cast
 
 import diffrax
 import equinox as eqx
@@ -409,7 +410,8 @@ def init_fit(
     check_finite("params0.positions", params0.positions)
     check_finite("params0.coeffs", params0.coeffs)
     u = _to_units(params0, problem)
-    return FitState(params=u, opt_state=optimizer.init(u), step=jnp.asarray(0))
+    # optax annotates params as arrays/containers; an eqx.Module is a pytree like them.
+    return FitState(params=u, opt_state=optimizer.init(cast(optax.Params, u)), step=jnp.asarray(0))
 
 
 def _fit_step(
@@ -420,8 +422,8 @@ def _fit_step(
 ) -> tuple[FitState, Float[Array, ""]]:
     (loss, _), grads = jax.value_and_grad(fit_loss, has_aux=True)(state.params, problem, anchor)
     updates, opt_state = optimizer_update(optimizer, grads, state.opt_state, state.params)
-    params = optax.apply_updates(state.params, updates)
-    return FitState(params=params, opt_state=opt_state, step=state.step + 1), loss
+    params = optax.apply_updates(cast(optax.Params, state.params), updates)
+    return FitState(params=cast(FitParams, params), opt_state=opt_state, step=state.step + 1), loss
 
 
 @eqx.filter_jit

@@ -51,7 +51,9 @@ def epps_pulley(
 
 def epps_pulley_null_mean(t_max: float = 3.0, n_points: int = 17) -> float:
     """E[EP] under N(0, 1) samples, integral of (1 - phi^2) phi with the same quadrature."""
-    t, phi, w = _nodes(t_max, n_points, jnp.float64 if jax.config.jax_enable_x64 else jnp.float32)
+    t, phi, w = _nodes(
+        t_max, n_points, jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32
+    )
     return float(jnp.sum((1 - phi**2) * w))
 
 

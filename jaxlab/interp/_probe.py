@@ -19,6 +19,7 @@ Alain & Bengio 2016 ("Understanding intermediate layers using linear classifier 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 import equinox as eqx
 import jax
@@ -36,6 +37,9 @@ from .._core import (
     run_steps,
 )
 from ._stats import accuracy, r2_score
+
+if TYPE_CHECKING:
+    from ..lm import ActivationStore
 
 # Default ridge grid, 1e-3 .. 1e5 (one tuple shared by the three selectors).
 _PENALTIES = tuple(10.0 ** np.arange(-3, 6))
@@ -435,7 +439,7 @@ def _ridge_sweep(x, y, train, penalties):
 
 
 def probe_sweep(
-    acts: Float[Array, "L n d"],
+    acts: Float[Array, "L n d"] | ActivationStore,
     y: Float[Array, " n"],
     *,
     train: Bool[Array, " n"],
@@ -462,10 +466,11 @@ def probe_sweep(
     "coef": (L, d[, K])}.
     """
     if hasattr(acts, "columns") and hasattr(acts, "array"):
-        if acts.n_tokens == 0:
+        store = cast("ActivationStore", acts)
+        if store.n_tokens == 0:
             raise ValueError("acts: expected a non-empty activation store, received 0 rows")
-        cols = [c.rsplit(".L", 1) for c in acts.columns]
-        acts = jnp.stack([jnp.asarray(acts.array(site, int(layer))) for site, layer in cols])
+        cols = [c.rsplit(".L", 1) for c in store.columns]
+        acts = jnp.stack([jnp.asarray(store.array(site, int(layer))) for site, layer in cols])
     acts = jnp.asarray(acts)
     if not jnp.issubdtype(acts.dtype, jnp.floating):
         acts = acts.astype(jnp.float32)

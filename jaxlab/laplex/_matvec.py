@@ -37,6 +37,7 @@ inputs take the real part), so gradients equal autodiff through the dense matrix
 from __future__ import annotations
 
 import functools
+from typing import cast
 
 import equinox as eqx
 import jax
@@ -301,7 +302,8 @@ def _matvec_jit(scan, sym, v, t, s, a, b, c, plan):
         plan = make_plan(ts, ts if sym else jax.lax.stop_gradient(s))
     vec = v.ndim == 1
     v2 = v[:, None] if vec else v
-    y = _core(scan, sym, v2, t, s, a, b, c, plan)
+    # cast: the custom_vjp wrapper (built through functools.partial) loses the return type
+    y = cast(jax.Array, _core(scan, sym, v2, t, s, a, b, c, plan))
     return y[:, 0] if vec else y
 
 

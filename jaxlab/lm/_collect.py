@@ -525,8 +525,9 @@ class ActivationStore:
         col = self._col(site, layer)
         rng = None
         if shuffle:
+            assert key is not None  # checked above
             rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel())
-        order = rng.permutation(len(self._shards)) if shuffle else range(len(self._shards))
+        order = rng.permutation(len(self._shards)) if rng is not None else range(len(self._shards))
 
         def chunks():
             for k in order:

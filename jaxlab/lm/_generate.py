@@ -296,14 +296,14 @@ def stream(
     tokens, mask = _prepare(model, [list(prompts)] if single else prompts, None, pad_id)
     intervene = dict(intervene or {})
     _check_sites((), intervene, model.config.n_layers)
-    key = jax.random.key(0) if key is None else key
+    rng = jax.random.key(0) if key is None else key
     logits, caches = _prefill_jit(
         model, tokens, mask, lora, intervene, cache_size=tokens.shape[1] + max_new_tokens
     )
     stop = set(int(s) for s in stop_tokens)
     done = np.zeros(tokens.shape[0], bool)
     for _ in range(max_new_tokens):
-        key, sub = jax.random.split(key)
+        rng, sub = jax.random.split(rng)
         tok, logits, caches = _step_jit(model, logits, caches, sub, sampler, lora, intervene)
         tok = np.where(done, pad_id, np.asarray(tok))
         done |= np.isin(tok, list(stop)) if stop else False

@@ -20,7 +20,7 @@ class Steer(eqx.Module):
     vector: Float[Array, " d"]
     scale: Float[Array, ""]
 
-    def __init__(self, vector, scale=1.0):
+    def __init__(self, vector, scale: float | Float[Array, ""] = 1.0):
         self.vector = jnp.asarray(vector, jnp.float32)
         self.scale = jnp.asarray(scale, jnp.float32)
         if self.vector.ndim != 1:

@@ -324,10 +324,10 @@ def slice_rows(w, start: Int[Array, ""], size: int):
     (`start` may be traced; `size` is static), in the same representation."""
     if not isinstance(w, QuantWeight):
         return jax.lax.dynamic_slice_in_dim(w, start, size, axis=0)
-    return QuantWeight(
-        *(jax.lax.dynamic_slice_in_dim(a, start, size, axis=0) for a in (w.q, w.scale, w.offset)),
-        w.bits,
+    q, scale, offset = (
+        jax.lax.dynamic_slice_in_dim(a, start, size, axis=0) for a in (w.q, w.scale, w.offset)
     )
+    return QuantWeight(q, scale, offset, w.bits)
 
 
 def embed_rows(w, tokens: Int[Array, " T"]) -> Float[Array, "T d"]:

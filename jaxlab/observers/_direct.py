@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -54,9 +55,9 @@ class _MarginSDP:
             [[self.A_cl.T @ P + P @ self.A_cl, off], [off.T, T @ self.N_w + self.N_w.T @ T - 2 * T]]
         )
         self.lmi = 0.5 * (H + H.T) << -self.s * np.eye(ne + nh)
-        self.problem = cp.Problem(
-            cp.Maximize(self.s), [self.lmi, P >> (1e-2 / ne) * np.eye(ne), cp.trace(P) == 1]
-        )
+        # list[Any]: cvxpy's `==` builds an Equality constraint, which its stubs type as bool
+        constraints: list[Any] = [self.lmi, P >> (1e-2 / ne) * np.eye(ne), cp.trace(P) == 1]
+        self.problem = cp.Problem(cp.Maximize(self.s), constraints)
 
     def __call__(self, observer: NeuralObserver):
         cp = self.cp
@@ -69,7 +70,7 @@ class _MarginSDP:
                 # an inaccurate solve still gives a usable ascent direction
                 warnings.filterwarnings("ignore", message="Solution may be inaccurate")
                 self.problem.solve(solver=self.solver)
-        except cp.error.SolverError:
+        except cp.SolverError:
             return None
         if self.s.value is None or self.lmi.dual_value is None:
             return None

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -402,8 +403,10 @@ def write_face_shards(
     shards = []
     for i, start in enumerate(range(0, n, shard_size)):
         name = f"shard_{i:05d}.npz"
+        # Any: numpy types **kwds of savez like allow_pickle
+        shard: dict[str, Any] = {k: v[start : start + shard_size] for k, v in data.items()}
         with atomic_write(directory / name, "wb") as f:
-            np.savez(f, **{k: v[start : start + shard_size] for k, v in data.items()})
+            np.savez(f, **shard)
         shards.append({"file": name, "start": start, "count": min(shard_size, n - start)})
     write_json(
         directory / "index.json",

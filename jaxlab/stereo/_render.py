@@ -100,7 +100,7 @@ def sphere_trace(
     origins: Float[Array, "N 3"],
     directions: Float[Array, "N 3"],
     *,
-    t_max: float,
+    t_max: float | Float[Array, ""],
     n_steps: int = 128,
     eps: float = 1e-3,
     step_scale: float = 1.0,

@@ -49,17 +49,17 @@ def sgm_aggregate(
         raise ValueError(f"paths: expected 4 or 8, received {paths}")
     if not 0 <= p1 <= p2:
         raise ValueError(f"p1, p2: expected 0 <= p1 <= p2, received p1={p1}, p2={p2}")
-    p1 = jnp.asarray(p1, cost.dtype)
-    p2 = jnp.asarray(p2, cost.dtype)
+    pen1 = jnp.asarray(p1, cost.dtype)
+    pen2 = jnp.asarray(p2, cost.dtype)
     total = jnp.zeros_like(cost)
     dxs = (0, 1, -1) if paths == 8 else (0,)
     for flip in (False, True):
         c = cost[::-1] if flip else cost
         for dx in dxs:
-            agg = _path_down(c, dx, p1, p2)
+            agg = _path_down(c, dx, pen1, pen2)
             total = total + (agg[::-1] if flip else agg)
         ct = jnp.swapaxes(c if not flip else cost[:, ::-1], 0, 1)  # rows <-> columns
-        agg = jnp.swapaxes(_path_down(ct, 0, p1, p2), 0, 1)
+        agg = jnp.swapaxes(_path_down(ct, 0, pen1, pen2), 0, 1)
         total = total + (agg[:, ::-1] if flip else agg)
     return total
 

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
+from numpy.typing import DTypeLike
 
 from ._complex import Complex
 from ._hasse import rank_routes, route_edges
@@ -127,7 +128,7 @@ def complex_arrays(
     *,
     cell_sizes: Sequence[int] | None = None,
     edge_sizes: Sequence[Sequence[int]] | None = None,
-    dtype: object = None,
+    dtype: DTypeLike | None = None,
     as_numpy: bool = False,
 ) -> ComplexArrays:
     """Pack one complex into (padded) arrays.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -276,7 +277,7 @@ def betti_numbers(cx: Complex) -> tuple[int, ...]:
     return tuple(int(n - ranks[r] - ranks[r + 1]) for r, n in enumerate(cx.sizes))
 
 
-def _matrix_rank(b: sp.sparray) -> int:
-    if min(b.shape) == 0:
+def _matrix_rank(b: sp.csr_array) -> int:
+    if min(cast(tuple[int, int], b.shape)) == 0:  # scipy infers a sparse shape as Optional
         return 0
     return int(np.linalg.matrix_rank(b.toarray()))

@@ -100,7 +100,7 @@ def _rdkit():
         from rdkit import Chem, RDLogger
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise ImportError("RDKit is required: pip install 'jaxlab[topology]'") from err
-    RDLogger.DisableLog("rdApp.*")
+    RDLogger.DisableLog("rdApp.*")  # pyright: ignore[reportAttributeAccessIssue] -- compiled rdkit module, not in its stubs
     return Chem
 
 
@@ -207,9 +207,12 @@ def _sascorer():
     if _SASCORER is None:
         path = wheel_file("rdkit", "Contrib/SA_Score/sascorer.py")
         spec = importlib.util.spec_from_file_location("_jaxlab_sascorer", path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"{path}: cannot be loaded as a Python module")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        module._fscores = _fragment_scores()  # so the module never unpickles the file itself
+        # so the module never unpickles the file itself
+        module.__dict__["_fscores"] = _fragment_scores()
         _SASCORER = module
     return _SASCORER
 
@@ -226,7 +229,7 @@ def penalized_logp(smiles: str) -> float:
     mol = chem.MolFromSmiles(smiles) if isinstance(smiles, str) else None
     if mol is None:
         raise ValueError(f"smiles: cannot parse {smiles!r}")
-    logp = Crippen.MolLogP(mol)
+    logp = Crippen.MolLogP(mol)  # pyright: ignore[reportAttributeAccessIssue] -- compiled rdkit module, not in its stubs
     sa = _sascorer().calculateScore(mol)
     rings = mol.GetRingInfo().AtomRings()
     largest = max((len(r) for r in rings), default=0)

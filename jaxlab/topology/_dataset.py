@@ -14,8 +14,10 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ._arrays import ComplexArrays, complex_arrays, lift_features, max_sizes, stack_complex_arrays
 from ._complex import Complex, clique_lift, cycle_lift
@@ -114,7 +116,7 @@ def encode_complexes(
     if cache_file is not None:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         empty = np.zeros((0, spec.dim))
-        arrays = {
+        arrays: dict[str, Any] = {  # Any: numpy types **kwds of savez like allow_pickle
             f"enc_{r}_{i}": np.concatenate([e[r][i] for e in out]) if out else empty
             for r, i in keys
         }
@@ -133,7 +135,7 @@ def prepare_dataset(
     spec: EncodingSpec = EncodingSpec(),
     cache_dir: str | os.PathLike | None = None,
     sizes: tuple | None = None,
-    dtype: object = None,
+    dtype: DTypeLike | None = None,
 ) -> tuple[ComplexArrays, list[Complex]]:
     """Lift, encode (cached), pad and stack a data set of graphs.
 

@@ -14,6 +14,8 @@ set has the same route structure, which is what batching needs.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -40,10 +42,10 @@ def rank_routes(rank: int, max_rank: int) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _bipartite(inc: sp.sparray) -> sp.csr_array:
+def _bipartite(inc: sp.csr_array) -> sp.csr_array:
     """Adjacency of the bipartite Hasse graph of an incidence `[n_low, n_high]`."""
     b = sp.csr_array(abs(inc), dtype=np.float64)
-    n_low, n_high = b.shape
+    n_low, n_high = cast(tuple[int, int], b.shape)  # scipy infers a sparse shape as Optional
     top = sp.hstack([sp.csr_array((n_low, n_low)), b])
     bottom = sp.hstack([b.T, sp.csr_array((n_high, n_high))])
     return sp.csr_array(sp.vstack([top, bottom]))
