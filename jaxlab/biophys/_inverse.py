@@ -314,7 +314,7 @@ def fit_loss(
     if anchor is not None:
         half = int(round(anchor.match_ms / problem.basis.dt))
         offs = jnp.arange(-half, half + 1, dtype=problem.anchor_idx.dtype)
-        win = jnp.clip(problem.anchor_idx[:, :, None] + offs, 0, volts.shape[1] - 1)
+        win = jnp.clip(problem.anchor_idx[:, :, None] + offs[None, None], 0, volts.shape[1] - 1)
         n_w = win.shape[1] * win.shape[2]
         at = jnp.take_along_axis(volts, win.reshape(win.shape[0], n_w), axis=1)
         at = jnp.max(at.reshape(win.shape), axis=-1)
@@ -333,8 +333,8 @@ def fit_loss(
         before = int(round(anchor.template_before_ms / problem.basis.dt))
         after = int(round(anchor.template_after_ms / problem.basis.dt))
         w_off = jnp.arange(-before, after, dtype=problem.anchor_idx.dtype)
-        m_t = jnp.clip(model_idx[..., None] + w_off, 0, n_t - 1)  # (N, A, W)
-        r_t = jnp.clip(problem.anchor_idx[..., None] + w_off, 0, n_t - 1)
+        m_t = jnp.clip(model_idx[..., None] + w_off[None, None], 0, n_t - 1)  # (N, A, W)
+        r_t = jnp.clip(problem.anchor_idx[..., None] + w_off[None, None], 0, n_t - 1)
         # The waveform term informs positions only: currents get their gradient from the
         # anchors and the trace term (letting it reshape currents trades spike timing
         # for waveform detail).

@@ -44,8 +44,8 @@ def epps_pulley(
     if n_points < 3 or n_points % 2 == 0:
         raise ValueError(f"n_points: expected an odd integer >= 3, received {n_points}")
     t, phi, w = _nodes(t_max, n_points, x.dtype)
-    xt = x[..., None] * t  # (N, K, T)
-    err = (jnp.mean(jnp.cos(xt), 0) - phi) ** 2 + jnp.mean(jnp.sin(xt), 0) ** 2
+    xt = x[..., None] * t[None, None]  # (N, K, T)
+    err = (jnp.mean(jnp.cos(xt), 0) - phi[None]) ** 2 + jnp.mean(jnp.sin(xt), 0) ** 2
     return x.shape[0] * (err @ w)
 
 

@@ -92,7 +92,7 @@ class KVCache(eqx.Module):
 def _rms_norm(x, w, eps):
     x32 = x.astype(jnp.float32)
     y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + eps)
-    return y * w.astype(jnp.float32)
+    return y * jnp.broadcast_to(w.astype(jnp.float32), y.shape)
 
 
 def _rope(x, pos, base, style):

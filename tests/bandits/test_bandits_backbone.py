@@ -70,7 +70,7 @@ def test_linucb_converges_to_best_arm_two_arm_world():
     t = 400
     contexts = jnp.asarray([[1.0, 0.0], [0.0, 1.0]], jnp.float64)
     means = jnp.asarray([0.2, 0.5], jnp.float64)
-    rewards = means + 0.3 * jax.random.normal(getkey(), (t, 2), jnp.float64)
+    rewards = means[None] + 0.3 * jax.random.normal(getkey(), (t, 2), jnp.float64)
     tr = B.play(B.LinUCB(alpha=1.0), contexts, rewards, key=getkey())
     late = np.asarray(tr.arms[-200:])
     assert np.mean(late == 1) > 0.95

@@ -42,7 +42,7 @@ def test_sigreg_small_on_isotropic_large_on_anisotropic_and_grad_pushes(getkey):
     z = jax.random.normal(getkey(), (512, 8))
     key = getkey()
     iso = float(cells.sigreg(z, key=key))
-    aniso = z * jnp.asarray([4.0, 1, 1, 1, 1, 1, 1, 0.2])
+    aniso = z * jnp.asarray([4.0, 1, 1, 1, 1, 1, 1, 0.2])[None]
     assert iso < 3 * cells.epps_pulley_null_mean()  # slices share samples: mean fluctuates
     assert float(cells.sigreg(aniso, key=key)) > 20 * iso
     assert float(cells.sigreg(z + 0.8, key=key)) > 20 * iso
