@@ -288,8 +288,12 @@ def _tessellate(regime: EMRegime, size: int, key: PRNGKeyArray) -> Array:
     cj = jnp.floor(qx / sp).astype(jnp.int32) + m
     offs = jnp.arange(-2, 3, dtype=jnp.int32)
     grid = (size, size, 5, 5)
-    ii = jnp.broadcast_to(jnp.clip(ci[:, :, None, None] + offs[:, None], 0, g - 1), grid)
-    jj = jnp.broadcast_to(jnp.clip(cj[:, :, None, None] + offs[None, :], 0, g - 1), grid)
+    ii = jnp.broadcast_to(
+        jnp.clip(ci[:, :, None, None] + offs[None, None, :, None], 0, g - 1), grid
+    )
+    jj = jnp.broadcast_to(
+        jnp.clip(cj[:, :, None, None] + offs[None, None, None, :], 0, g - 1), grid
+    )
     ii, jj = ii.reshape(size, size, 25), jj.reshape(size, size, 25)
     d = (qy[..., None] - sy[ii, jj]) ** 2 + (qx[..., None] - sx[ii, jj]) ** 2 - weight[ii, jj]
     best = jnp.argmin(d, axis=-1)[..., None]
