@@ -121,8 +121,8 @@ def _ridge_parts(x, y, w):
     sw = jnp.sum(w)
     mx = (w @ x) / sw
     my = jnp.tensordot(w, y, axes=1) / sw
-    xc = x - mx
-    yc = y - my
+    xc = x - mx[None]
+    yc = y - my[None]
     s2, v = jnp.linalg.eigh(xc.T @ (w[:, None] * xc))
     s2 = jnp.maximum(s2, 0)
     wy = w[:, None] * yc if yc.ndim == 2 else w * yc
@@ -263,7 +263,7 @@ def ridge_kfold(
 
 def _logistic_objective(theta, x, y1h, w, penalty):
     W, b = theta
-    z = x @ W + b
+    z = x @ W + b[None]
     if W.shape[1] == 1:
         z = jnp.concatenate([jnp.zeros_like(z), z], axis=1)
     ce = -jnp.sum(y1h * jax.nn.log_softmax(z, axis=1), axis=1)
@@ -276,7 +276,7 @@ def _newton(theta, x, y1h, w, penalty):
     K = W.shape[1]
     sw = jnp.sum(w)
     xt = jnp.concatenate([x, jnp.ones((n, 1), x.dtype)], axis=1)
-    z = x @ W + b
+    z = x @ W + b[None]
     if K == 1:
         p = jax.nn.sigmoid(z)
         r = p - y1h[:, 1:]

@@ -27,7 +27,7 @@ class Steer(eqx.Module):
             raise ValueError(f"vector must be 1-D (d_model,), got shape {self.vector.shape}")
 
     def __call__(self, x: Float[Array, "T d"]) -> Float[Array, "T d"]:
-        return x + self.scale * self.vector
+        return x + jnp.broadcast_to(self.scale * self.vector, x.shape)
 
 
 class ProjectOut(eqx.Module):

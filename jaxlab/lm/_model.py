@@ -118,7 +118,7 @@ def _linear(x, w, lora_layer, name):
 
 
 def _add_bias(x, b):
-    return x + b.astype(x.dtype)
+    return x + jnp.broadcast_to(b.astype(x.dtype), x.shape)
 
 
 def _edit(x, site, layer_idx, intervene):

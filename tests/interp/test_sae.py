@@ -58,7 +58,7 @@ def test_topk_encode_and_vmap_equals_loop(getkey):
         ref[top] = np.maximum(pre[i, top], 0)
         np.testing.assert_allclose(z[i], ref, rtol=1e-6)
         np.testing.assert_allclose(z[i], sae.encode(x[i]), rtol=1e-6)
-    np.testing.assert_allclose(jax.vmap(sae)(x), z @ sae.W_dec + sae.b_dec, rtol=1e-5)
+    np.testing.assert_allclose(jax.vmap(sae)(x), z @ sae.W_dec + sae.b_dec[None], rtol=1e-5)
 
 
 def test_sae_bad_inputs(getkey):

@@ -94,7 +94,10 @@ def test_steer_at_positions_is_causal_and_matches_manual_add(model, tokens, getk
     np.testing.assert_array_equal(np.asarray(out[:, :5]), np.asarray(plain[:, :5]))
     assert float(jnp.max(jnp.abs(out[:, 5:] - plain[:, 5:]))) > 1e-3
     np.testing.assert_allclose(
-        acts2["resid_post"][:, 0, 5], acts["resid_post"][:, 0, 5] + 3 * v, rtol=1e-5, atol=1e-5
+        acts2["resid_post"][:, 0, 5],
+        acts["resid_post"][:, 0, 5] + 3 * v[None],
+        rtol=1e-5,
+        atol=1e-5,
     )
 
 
@@ -136,7 +139,7 @@ def test_clamp_and_ablate_features(getkey):
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
     # ablating every latent leaves exactly the SAE's error plus b_dec
     full = ip.ablate_features(sae, list(range(32)))(x)
-    np.testing.assert_allclose(full, x - jax.vmap(sae)(x) + sae.b_dec, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(full, x - jax.vmap(sae)(x) + sae.b_dec[None], rtol=1e-4, atol=1e-5)
     clamped = ip.ClampFeatures(sae, lat, [5.0, 0.0])(x)
     np.testing.assert_allclose(clamped, ref + 5.0 * sae.W_dec[lat[0]], rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="latents"):
