@@ -74,7 +74,9 @@ def mc_information_gain(
     mods = _check_modality(modality)
     kz, ko = jax.random.split(key)
     std = 1 / jnp.sqrt(post.precision)
-    z = post.mean + std * jax.random.normal(kz, (n_samples,) + post.mean.shape, post.mean.dtype)
+    z = post.mean[None] + std[None] * jax.random.normal(
+        kz, (n_samples,) + post.mean.shape, post.mean.dtype
+    )
     preds = [jax.vmap(lambda zz, m=m: model.decode(m, zz, action))(z) for m in mods]
     sig = [model.sigma[m] for m in mods]
     keys = jax.random.split(ko, len(mods))

@@ -286,7 +286,7 @@ def face_landmarks(s: FaceScene) -> Float[Array, "K 3"]:
         x = sx * 0.48 * s.mouth_w
         pts.append(jnp.stack([x, mouth[1], _front_z(s, x, mouth[1])]))
     local = jnp.stack(pts)
-    return local @ _rot(s.yaw).T + s.centre
+    return local @ _rot(s.yaw).T + s.centre[None]
 
 
 def render_pair(s: FaceScene, rig: StereoRig, height: int, width: int, *, n_steps: int = 160):

@@ -88,7 +88,7 @@ def lookup_pyramid(
     out = []
     for lvl, vol in enumerate(pyramid):
         n = vol.shape[2]
-        pos = disparity[..., None] / (2.0**lvl) + offsets  # (H, W, 2r+1)
+        pos = disparity[..., None] / (2.0**lvl) + offsets[None, None]  # (H, W, 2r+1)
         i0 = jnp.floor(pos)
         a = pos - i0
         i0 = i0.astype(jnp.int32)
