@@ -41,8 +41,12 @@ peers: $(STAMP)
 models: $(STAMP)
 	$(PY) -m jaxlab.data install --all
 
+# ruff (rules and format) on the whole tree; pyright (basic, [tool.pyright]) on jaxlab/.
+# PYRIGHT_PYTHON_IGNORE_WARNINGS skips pyright-python's PyPI "newer version" query.
 lint: $(STAMP)
 	$(PY) -m ruff check jaxlab experiments tests
+	$(PY) -m ruff format --check jaxlab experiments tests
+	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(VENV)/bin/pyright
 
 clean:
 	rm -rf $(VENV) results .pytest_cache

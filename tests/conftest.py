@@ -32,7 +32,7 @@ def tree_allclose(x, y, *, rtol=1e-5, atol=1e-8) -> bool:
     ly, ty = jax.tree_util.tree_flatten(y)
     if tx != ty:
         return False
-    for a, b in zip(lx, ly):
+    for a, b in zip(lx, ly, strict=True):
         a, b = np.asarray(a), np.asarray(b)
         if a.shape != b.shape or a.dtype != b.dtype:
             return False

@@ -139,7 +139,7 @@ def _module_names(package: str, bench: bool) -> list[tuple[str, str]]:
 
 def _load(path: str, expected: str, bench: bool) -> ModuleType:
     mod = validate_module(importlib.import_module(path), bench=bench)
-    if mod.NAME != expected:
+    if expected != mod.NAME:
         raise ValueError(
             f"{path}: NAME must be {expected!r} (from its place in the tree), received {mod.NAME!r}"
         )

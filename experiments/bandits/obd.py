@@ -144,7 +144,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     names = list(probs)
-    for ax, log_name in zip(axes, logs):
+    for ax, log_name in zip(axes, logs, strict=True):
         for j, est_name in enumerate(estimators):
             v = np.asarray([intervals[(log_name, est_name, nm)] for nm in names])
             xpos = np.arange(len(names)) + (j - 1) * 0.25

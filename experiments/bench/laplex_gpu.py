@@ -26,6 +26,7 @@ indices, write the output): `achieved_gbs = 20 N / t` and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import sys
@@ -188,7 +189,7 @@ def exactness(n, key, *, scan):
             np.max(np.abs(np.asarray(gi, np.float64) - np.asarray(ri)))
             / np.max(np.abs(np.asarray(ri)))
         )
-        for gi, ri in zip(g, g_ref)
+        for gi, ri in zip(g, g_ref, strict=True)
     )
     return out
 
@@ -260,10 +261,8 @@ def main(argv=None):
             med = {k: t["median_s"] for k, t in entry["timings"].items()}
             entry["fields"] = {}
             for name, f in bench.fields.items():
-                try:
+                with contextlib.suppress(KeyError):
                     entry["fields"][name] = float(f(med))
-                except KeyError:
-                    pass
             save()
         del bench
     n = int(float(args.sizes.split(",")[0]))

@@ -92,7 +92,7 @@ def setup(config, key):
     cores = len(os.sched_getaffinity(0))
     pool = ThreadPoolExecutor(cores)  # numpy releases the GIL: one slice per core
     bounds = np.linspace(0, n, cores + 1).astype(int)
-    slices = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    slices = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
     def all_cores():
         return list(pool.map(stream, slices))

@@ -89,7 +89,7 @@ def setup(config, key) -> Bench:
     def count_all(arrays):
         # arrays are arguments, not closed-over constants: XLA must not constant-fold the work
         tri = c4 = jnp.zeros((), jnp.int32)
-        for (edges, mask), (n, d) in zip(arrays, statics):
+        for (edges, mask), (n, d) in zip(arrays, statics, strict=True):
             c = jax.vmap(lambda e, m, n=n, d=d: cycle_counts(e, m, num_nodes=n, max_degree=d))(
                 edges, mask
             )

@@ -185,7 +185,7 @@ def evaluate(syn: Synthetic, res: bp.FitResult) -> dict[str, np.ndarray]:
     match = np.asarray(
         [
             bp.match_fraction(s, bp.spike_indices(np.asarray(v)), tolerance=tol)
-            for s, v in zip(syn.spikes, volts)
+            for s, v in zip(syn.spikes, volts, strict=True)
         ]
     )
     return {"err": err, "corr": corr, "match": match}

@@ -87,7 +87,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     ]
     fig, axes = plt.subplots(3, 1, figsize=(8, 6), sharex=True)
     t = np.arange(syn.currents.shape[1]) * setup.DT
-    for ax, n in zip(axes, range(min(3, len(syn.spikes)))):
+    for ax, n in zip(axes, range(min(3, len(syn.spikes))), strict=False):
         ax.plot(t, syn.currents[n], color="k", lw=1.0, label="true")
         ax.plot(t, np.asarray(anchored.currents[n]), color="C3", lw=1.0, label="anchored fit")
         ax.plot(t, np.asarray(ablation.currents[n]), color="C0", lw=0.8, label="no anchors")

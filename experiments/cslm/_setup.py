@@ -199,7 +199,7 @@ def budget_chunk(
         "generated": padded,
         "scores": scores,
         "correct": cslm.budget_accuracy(scores),
-        "free_correct": np.array([t.verify(x) for t, x in zip(tasks, texts)]),
+        "free_correct": np.array([t.verify(x) for t, x in zip(tasks, texts, strict=True)]),
         "gen_tokens": np.array([len(g) for g in gen], np.int64),
         "steps": np.array([t.steps for t in tasks], np.int64),
         "seconds": np.array([t1 - t0, t2 - t1]),
@@ -264,16 +264,16 @@ def triad_chunk(
     )
     answers = [
         cslm.extract_answer(tok.decode(g), t.kind)
-        for t, g in zip((t for t in tasks for _ in range(samples)), gen)
+        for t, g in zip((t for t in tasks for _ in range(samples)), gen, strict=True)
     ]
     flat_tasks = [t for t in tasks for _ in range(samples)]
-    correct = np.array([a == t.answer for a, t in zip(answers, flat_tasks)])
+    correct = np.array([a == t.answer for a, t in zip(answers, flat_tasks, strict=True)])
     vprompts = [
         tok.encode(
             tok.apply_chat_template([{"role": "user", "content": cslm.verification_prompt(t, a)}])
             + "Answer:"
         )
-        for t, a in zip(flat_tasks, answers)
+        for t, a in zip(flat_tasks, answers, strict=True)
     ]
     vs = lm.score(net, tok, vprompts, [list(cslm.VERIFIER_OPTIONS)] * len(vprompts)).sum
     shape = (items, samples)

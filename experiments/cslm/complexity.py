@@ -94,7 +94,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 for n in sizes
             ]
             tag = f"{_setup.short(model)}/{family}"
-            for n, a, e in zip(sizes, acc, est):
+            for n, a, e in zip(sizes, acc, est, strict=True):
                 metrics[f"{tag}/n{n}/acc_max_budget"] = float(a[-1])
                 metrics[f"{tag}/n{n}/bstar"] = e.value
                 metrics[f"{tag}/n{n}/bstar_low"] = e.low

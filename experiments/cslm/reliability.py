@@ -70,7 +70,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             metrics[f"{tag}/r2"] = fit.r2
             metrics[f"{tag}/free_epsilon"] = free_fit.epsilon
             metrics[f"{tag}/free_r2"] = free_fit.r2
-            for n, a, f in zip(sizes, acc, free):
+            for n, a, f in zip(sizes, acc, free, strict=True):
                 metrics[f"{tag}/n{n}/acc_corrected"] = float(a)
                 metrics[f"{tag}/n{n}/acc_free"] = float(f)
             fits += 1

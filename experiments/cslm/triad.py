@@ -167,7 +167,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             "LM self-verification is weaker than a program",
             f"LM-verifier gap {np.round(gaps_lm, 3).tolist()} vs program "
             f"{np.round(gaps_prog, 3).tolist()}",
-            bool(all(lg < pg for lg, pg in zip(gaps_lm, gaps_prog))),
+            bool(all(lg < pg for lg, pg in zip(gaps_lm, gaps_prog, strict=True))),
         ),
     ]
     notes = (

@@ -144,7 +144,7 @@ def _bar_figure(m, suffixes):
     fig, axes = plt.subplots(1, len(METRICS), figsize=(4 * len(METRICS), 3.6))
     x = np.arange(len(suffixes))
     w = 0.8 / len(METHODS)
-    for ax, metric in zip(axes, METRICS):
+    for ax, metric in zip(axes, METRICS, strict=True):
         for j, meth in enumerate(METHODS):
             ax.bar(
                 x + (j - 1.5) * w,

@@ -122,7 +122,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
 
 def _figure(m, t0s, T):
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.4))
-    for ax, metric in zip(axes, ("voi", "arand", "cremi", "emb_mse")):
+    for ax, metric in zip(axes, ("voi", "arand", "cremi", "emb_mse"), strict=True):
         ax.plot(t0s, [m[f"{metric}_t0_{t}"] for t in t0s], "o-")
         ax.set_xlabel("t0 (partial-diffusion start step)")
         ax.set_title(metric.upper() + (" to HR embedding" if metric == "emb_mse" else ""))
@@ -139,7 +139,7 @@ def _figure(m, t0s, T):
 def _prior_figure(priors, hr_emb, i: int = 0, channel: int = 1):
     t0s = list(priors)
     fig, ax = plt.subplots(1, len(t0s) + 1, figsize=(2.2 * (len(t0s) + 1), 2.6))
-    for a, t0 in zip(ax, t0s):
+    for a, t0 in zip(ax, t0s, strict=False):
         a.imshow(priors[t0][i, ..., channel], cmap="magma", vmin=-2, vmax=3)
         a.set_title(f"prior t0={t0}", fontsize=9)
     ax[-1].imshow(hr_emb[i, ..., channel], cmap="magma", vmin=-2, vmax=3)

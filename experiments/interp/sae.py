@@ -299,7 +299,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     a1.set_title(f"TopK SAE, {sae.d_sae} latents, k={k}")
     for name, pts in curve.items():
         if pts:
-            a2.plot(*zip(*pts), "o-", label=name.upper())
+            a2.plot(*zip(*pts, strict=True), "o-", label=name.upper())
     a2.set_xscale("log", base=2)
     a2.set_xlabel("L0 (active components per token)")
     a2.set_ylabel("explained variance (held out)")

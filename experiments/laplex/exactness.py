@@ -177,7 +177,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                 ours = _GRADS["ours", phased](v, t, s, a, b, c, w1, w2)
                 ref = _GRADS["dense", phased](v, t, s, a, b, c, w1, w2)
                 names = ["v", "t", "s", "a", "b", "c"] if phased else ["v", "t", "s", "a", "c"]
-                for nm, g, r in zip(names, ours, ref):
+                for nm, g, r in zip(names, ours, ref, strict=True):
                     grad_rows.append(
                         {"n": n, "param": nm, "scale": scale, "phased": phased, "err": _rel(g, r)}
                     )

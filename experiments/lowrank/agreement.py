@@ -193,9 +193,9 @@ def _figure(curves, ts, ns, tanh_errs, tanh_early, lin_errs):
     n_show = ns[min(1, len(ns) - 1)]
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
     t = np.asarray(ts)
-    for ax, kind in zip(axes[:2], ("linear", "tanh")):
+    for ax, kind in zip(axes[:2], ("linear", "tanh"), strict=True):
         g_sim, g_ode = curves[(kind, n_show)]
-        for c, (i, j) in enumerate(zip(iu, ju)):
+        for c, (i, j) in enumerate(zip(iu, ju, strict=True)):
             if i == j == 2 or i == j == 3 or (i == 2 and j == 3):
                 continue  # untrained I.I, w.w, I.w are constant
             color = f"C{c % 10}"

@@ -71,7 +71,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
 
         g_a = _base_overlaps()
         index = {
-            nm: (i, j) for nm, i, j in zip(layout.overlap_names(), *np.triu_indices(layout.size))
+            nm: (i, j)
+            for nm, i, j in zip(layout.overlap_names(), *np.triu_indices(layout.size), strict=True)
         }
         visible = lr.classify_overlaps(
             loss, lr.random_overlaps(layout, 8, key=jax.random.fold_in(key, 1), dtype=jnp.float64)

@@ -239,7 +239,7 @@ def _figure(config, table, finals, visible_b):
         ax.legend(fontsize=8)
     ax = axes[2]
     names = LAYOUT.overlap_names()
-    index = {nm: (i, j) for nm, i, j in zip(names, *np.triu_indices(LAYOUT.size))}
+    index = {nm: (i, j) for nm, i, j in zip(names, *np.triu_indices(LAYOUT.size), strict=True)}
     (i1, j1), (i2, j2) = index["n1.I1"], index["m1.n1"]
     for h, c in (("B", "C0"), ("A>B", "C3")):
         ax.scatter(finals[h][:, i2, j2], finals[h][:, i1, j1], s=8, color=c, label=h)

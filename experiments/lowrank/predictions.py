@@ -140,7 +140,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "start_loss_A_after_B_only": float(l_a_naive[:, 0].mean()),
         "start_loss_A_after_AB": float(l_a_re[:, 0].mean()),
     }
-    for nm, a, b in zip(names, sig_b, sig_ab):
+    for nm, a, b in zip(names, sig_b, sig_ab, strict=True):
         metrics[f"delta_overlap_C/from_B/{nm}"] = float(a)
         metrics[f"delta_overlap_C/from_AB/{nm}"] = float(b)
     log.info("savings ratio %.2f, signature gap %.3f", metrics["savings_ratio"], sig_gap)

@@ -79,10 +79,26 @@ def _rmse_per_plant(traj, start=0):
     return np.where(ok & np.isfinite(r) & (r < _DIVERGED), r, np.inf)
 
 
+def _evaluator(nominal, ts, x0s, xh0s):
+    """`evaluate(observer, U)`: trajectories for every plant `nominal + U[i]` and start."""
+
+    @eqx.filter_jit
+    def evaluate(observer, U):
+        def one(u):
+            plant = eqx.tree_at(lambda q: q.delta_A, nominal, u * nominal.A)
+            return jax.vmap(
+                lambda a, b: O.simulate(plant, observer, a, b, ts, rtol=1e-5, atol=1e-7)
+            )(x0s, xh0s)
+
+        return jax.vmap(one)(U)
+
+    return evaluate
+
+
 def _run(cfg, key):
     tc = C.train_config(cfg)
     metrics, claims, figures = {}, [], {}
-    for model, k in zip(cfg.models, jax.random.split(key, len(cfg.models))):
+    for model, k in zip(cfg.models, jax.random.split(key, len(cfg.models)), strict=True):
         log.info("X-29 %s", model)
         k_init, k_train, k_unc, k_ic = jax.random.split(k, 4)
         nominal = _MODELS[model](0.0)
@@ -114,16 +130,7 @@ def _run(cfg, key):
         xh0s = jnp.zeros_like(x0s)
         ts = jnp.linspace(0.0, cfg.horizon, cfg.num_save)
 
-        @eqx.filter_jit
-        def evaluate(observer, U):
-            def one(u):
-                plant = eqx.tree_at(lambda q: q.delta_A, nominal, u * nominal.A)
-                return jax.vmap(
-                    lambda a, b: O.simulate(plant, observer, a, b, ts, rtol=1e-5, atol=1e-7)
-                )(x0s, xh0s)
-
-            return jax.vmap(one)(U)
-
+        evaluate = _evaluator(nominal, ts, x0s, xh0s)
         rmses = {}
         for m, o in observers.items():
             traj = evaluate(o, U)

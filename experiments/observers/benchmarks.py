@@ -11,6 +11,7 @@ the probabilistic coverage level of the point-guided (stage-1) observer.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -73,7 +74,7 @@ def _run(cfg, key):
     tc = C.train_config(cfg)
     metrics, claims, figures = {}, [], {}
     all_certified = True
-    for name, k in zip(cfg.systems, jax.random.split(key, len(cfg.systems))):
+    for name, k in zip(cfg.systems, jax.random.split(key, len(cfg.systems)), strict=True):
         log.info("system %s", name)
         plant = _PLANTS[name]()
         k_init, k_train, k_ic, k_rad, k_cov = jax.random.split(k, 5)
@@ -114,8 +115,12 @@ def _run(cfg, key):
             min_radius=tc.min_radius,
         )
         robust = jax.vmap(
-            lambda e: O.decrease_bound(
-                p_point.observer, P1, e, rate=tc.rate, disturbance_bound=tc.disturbance_bound
+            functools.partial(
+                O.decrease_bound,
+                p_point.observer,
+                P1,
+                rate=tc.rate,
+                disturbance_bound=tc.disturbance_bound,
             )
         )(cov_etas)
         fails = int(np.sum(np.asarray(robust) >= 0))

@@ -112,6 +112,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             ("IR @ 5 mm (higher better)", ir5),
             ("L3DE mm (lower better)", l3),
         ],
+        strict=True,
     ):
         ax.bar(x, [vals[k] for k in METHODS], color=[f"C{i}" for i in range(len(METHODS))])
         ax.set_xticks(x, METHODS, rotation=15)

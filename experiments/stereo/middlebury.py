@@ -77,6 +77,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     for ax, (title, img) in zip(
         axes,
         [("left image", left), ("ground truth", gt), ("jaxlab SGM", ours), ("OpenCV SGBM", cv)],
+        strict=True,
     ):
         ax.imshow(
             np.where(np.isfinite(img), img, np.nan),

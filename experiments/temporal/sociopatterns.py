@@ -183,7 +183,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     claims: list[Claim] = []
     fits = {}
     keys = jax.random.split(key, len(config.datasets))
-    for name, k in tqdm(list(zip(config.datasets, keys)), desc="datasets"):
+    for name, k in tqdm(list(zip(config.datasets, keys, strict=True)), desc="datasets"):
         log.info("fitting %s", name)
         fits[name] = _fit_dataset(name, config, k)
 
@@ -191,7 +191,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     summary = []
     all_ok = True
     in_space = True
-    for row, (name, (est, cov, ci, pvals, p_all, series, info)) in enumerate(fits.items()):
+    for row, (name, (est, _cov, ci, pvals, p_all, series, info)) in enumerate(fits.items()):
         theta = np.asarray(est.theta, float)
         for i, pname in enumerate(PARAM_NAMES):
             metrics[f"{name}_{pname}"] = float(theta[i])

@@ -40,7 +40,7 @@ def sweep(
     fn: Callable[..., Any],
     batch: Any,
     *,
-    devices: Sequence[jax.Device] | None = None,
+    devices: Sequence[jax.Device] | None = None,  # pyright: ignore[reportInvalidTypeForm] -- jax.Device is a class alias pyright reads as a variable
 ) -> Any:
     """Map `fn` over the leading axis of every leaf of `batch`.
 

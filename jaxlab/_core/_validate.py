@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 
@@ -61,7 +62,7 @@ def check_array(
         bound = dict(sizes)  # commit new bindings only when the whole shape matches
         ok = len(got) == len(expected)
         if ok:
-            for g, e in zip(got, expected):
+            for g, e in zip(got, expected, strict=True):
                 if e is None:
                     continue
                 if isinstance(e, str):

@@ -38,7 +38,7 @@ def wheel_file(package: str, suffix: str, *, pin: str | None = None) -> Path:
         ) from None
     for f in dist.files or ():
         if str(f).replace("\\", "/").endswith(suffix):
-            path = Path(dist.locate_file(f))
+            path = Path(str(dist.locate_file(f)))
             if path.is_file():
                 return path
     raise FileNotFoundError(

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import jax
-import jaxlib
+import jaxlib.version
 
 __all__ = ["build_shared_library", "kernel_cache_dir", "source_dir"]
 
@@ -67,7 +67,7 @@ def build_shared_library(
     """
     src = b"".join(Path(p).read_bytes() for p in (*sources, *headers))
     flags = ["-O3", "-std=c++17", *flags]
-    key = src + jaxlib.__version__.encode() + " ".join(flags).encode() + tag_extra
+    key = src + jaxlib.version.__version__.encode() + " ".join(flags).encode() + tag_extra
     tag = hashlib.sha256(key).hexdigest()[:16]
     out = kernel_cache_dir() / f"{stem}_{tag}.so"
     if out.exists() and not force:

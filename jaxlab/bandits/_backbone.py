@@ -66,7 +66,13 @@ def masked_uniform(key: Array, mask: Bool[Array, " K"]) -> Int[Array, ""]:
     return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf)).astype(jnp.int32)
 
 
-class Selection(eqx.Module):
+class _AbstractChoice(eqx.Module):
+    """What `select` returns: at least the chosen arm."""
+
+    arm: eqx.AbstractVar[Int[Array, ""]]
+
+
+class Selection(_AbstractChoice):
     """A backbone's decision: the chosen arm and the score of every arm."""
 
     arm: Int[Array, ""]
@@ -103,13 +109,13 @@ class AbstractBackbone(eqx.Module):
     """
 
     @abc.abstractmethod
-    def init(self, dim: int, n_arms: int, *, key: Array | None = None): ...
+    def init(self, dim: int, n_arms: int, *, key: Array | None = None) -> eqx.Module: ...
 
     @abc.abstractmethod
-    def select(self, state, contexts, mask, *, key: Array): ...
+    def select(self, state, contexts, mask, *, key: Array) -> _AbstractChoice: ...
 
     @abc.abstractmethod
-    def update(self, state, choice, contexts, reward): ...
+    def update(self, state, choice, contexts, reward) -> eqx.Module: ...
 
 
 def _check_hyper(

@@ -82,7 +82,7 @@ class NeuralLinear(AbstractBackbone):
     @staticmethod
     def features(state: NeuralLinearState, x: Float[Array, "... d"]) -> Float[Array, "... h"]:
         """The learned representation phi(x)."""
-        return jnp.tanh(x @ state.w1.T + state.b1)
+        return jnp.tanh(x @ state.w1.T + state.b1[(None,) * (x.ndim - 1)])
 
     def select(
         self,
@@ -106,7 +106,7 @@ class NeuralLinear(AbstractBackbone):
 
         def loss(params):
             w1, b1, head = params
-            phi = jnp.tanh(state.buf_x @ w1.T + b1)
+            phi = jnp.tanh(state.buf_x @ w1.T + b1[None])
             err = phi @ head - state.buf_r
             return jnp.sum(valid * err**2) / n + 1e-3 * jnp.sum(head**2)
 
@@ -117,7 +117,7 @@ class NeuralLinear(AbstractBackbone):
         w1, b1, head = jax.lax.fori_loop(
             0, self.train_steps, step, (state.w1, state.b1, state.head)
         )
-        phi = jnp.tanh(state.buf_x @ w1.T + b1) * valid[:, None]
+        phi = jnp.tanh(state.buf_x @ w1.T + b1[None]) * valid[:, None]
         gram = jnp.eye(self.hidden, dtype=dtype) * jnp.asarray(self.lam, dtype) + phi.T @ phi
         return NeuralLinearState(
             w1=w1,

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from ._backbone import AbstractBackbone, LinearState, masked_uniform
+from ._backbone import AbstractBackbone, LinearState, _AbstractChoice, masked_uniform
 
 __all__ = ["TDGE", "TDGEState", "TDGEChoice", "dimension_relevance"]
 
@@ -44,7 +44,7 @@ class TDGEState(eqx.Module):
     t: Int[Array, ""]
 
 
-class TDGEChoice(eqx.Module):
+class TDGEChoice(_AbstractChoice):
     """One TDGE decision: the dimension, the feature inside it and the item."""
 
     arm: Int[Array, ""]

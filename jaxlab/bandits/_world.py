@@ -43,7 +43,7 @@ class DimensionWorld(eqx.Module):
     def sample_rewards(self, horizon: int, *, key: Array) -> Float[Array, "T N"]:
         """`(T, N)` noisy reward tables, one row per round."""
         eps = jax.random.normal(key, (horizon, self.mean_rewards.shape[0]), self.mean_rewards.dtype)
-        return self.mean_rewards + self.noise * eps
+        return self.mean_rewards[None] + self.noise * eps
 
 
 def make_dimension_world(

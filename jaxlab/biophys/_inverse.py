@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import cast
 
 import diffrax
 import equinox as eqx
@@ -323,7 +324,7 @@ def fit_loss(
     if anchor is not None:
         half = int(round(anchor.match_ms / problem.basis.dt))
         offs = jnp.arange(-half, half + 1, dtype=problem.anchor_idx.dtype)
-        win = jnp.clip(problem.anchor_idx[:, :, None] + offs, 0, volts.shape[1] - 1)
+        win = jnp.clip(problem.anchor_idx[:, :, None] + offs[None, None], 0, volts.shape[1] - 1)
         n_w = win.shape[1] * win.shape[2]
         at = jnp.take_along_axis(volts, win.reshape(win.shape[0], n_w), axis=1)
         at = jnp.max(at.reshape(win.shape), axis=-1)
@@ -342,8 +343,8 @@ def fit_loss(
         before = int(round(anchor.template_before_ms / problem.basis.dt))
         after = int(round(anchor.template_after_ms / problem.basis.dt))
         w_off = jnp.arange(-before, after, dtype=problem.anchor_idx.dtype)
-        m_t = jnp.clip(model_idx[..., None] + w_off, 0, n_t - 1)  # (N, A, W)
-        r_t = jnp.clip(problem.anchor_idx[..., None] + w_off, 0, n_t - 1)
+        m_t = jnp.clip(model_idx[..., None] + w_off[None, None], 0, n_t - 1)  # (N, A, W)
+        r_t = jnp.clip(problem.anchor_idx[..., None] + w_off[None, None], 0, n_t - 1)
         # The waveform term informs positions only: currents get their gradient from the
         # anchors and the trace term (letting it reshape currents trades spike timing
         # for waveform detail).
@@ -419,7 +420,8 @@ def init_fit(
     check_finite("params0.positions", params0.positions)
     check_finite("params0.coeffs", params0.coeffs)
     u = _to_units(params0, problem)
-    return FitState(params=u, opt_state=optimizer.init(u), step=jnp.asarray(0))
+    # optax annotates params as arrays/containers; an eqx.Module is a pytree like them.
+    return FitState(params=u, opt_state=optimizer.init(cast(optax.Params, u)), step=jnp.asarray(0))
 
 
 def _fit_step(
@@ -430,8 +432,8 @@ def _fit_step(
 ) -> tuple[FitState, Float[Array, ""]]:
     (loss, _), grads = jax.value_and_grad(fit_loss, has_aux=True)(state.params, problem, anchor)
     updates, opt_state = optimizer_update(optimizer, grads, state.opt_state, state.params)
-    params = optax.apply_updates(state.params, updates)
-    return FitState(params=params, opt_state=opt_state, step=state.step + 1), loss
+    params = optax.apply_updates(cast(optax.Params, state.params), updates)
+    return FitState(params=cast(FitParams, params), opt_state=opt_state, step=state.step + 1), loss
 
 
 @eqx.filter_jit

@@ -108,7 +108,7 @@ class AdEx(AbstractNeuron):
         v, w = y[0], y[1]
         expo = jnp.exp(jnp.minimum((v - self.v_t) / self.delta_t, 10.0))
         dv = (
-            -self.g_l * (v - self.e_l) + self.g_l * self.delta_t * expo - w + 1000.0 * current
+            -(self.g_l * (v - self.e_l)) + self.g_l * self.delta_t * expo - w + 1000.0 * current
         ) / self.c_m
         dw = (self.a * (v - self.e_l) - w) / self.tau_w
         return jnp.stack([dv, dw])
@@ -168,7 +168,7 @@ class HodgkinHuxley(AbstractNeuron):
     def ionic_current(self, y: Float[Array, " 4"]) -> Float[Array, ""]:
         """Outward ionic current density (uA/cm^2) of state `y = [v, m, h, n]`."""
         v, m, h, n = y[0], y[1], y[2], y[3]
-        return (
+        return jnp.asarray(
             self.g_na * m**3 * h * (v - self.e_na)
             + self.g_k * n**4 * (v - self.e_k)
             + self.g_l * (v - self.e_l)
@@ -217,7 +217,7 @@ class BallAndStick(AbstractNeuron):
     g_pas: Float[ArrayLike, ""] = 0.1
     e_pas: Float[ArrayLike, ""] = -65.0
     axial_resistivity: Float[ArrayLike, ""] = 100.0
-    direction: Float[ArrayLike, " 3"] = (0.0, 1.0, 0.0)
+    direction: Float[ArrayLike, " 3"] | tuple[float, float, float] = (0.0, 1.0, 0.0)
     n_dendrite: int = eqx.field(static=True, default=3)
 
     @property

@@ -510,6 +510,7 @@ def run_methods(
             elif m == "single_agent":
                 d = single_agent(lake, task.query, model, cfg)
             elif m == "retrieval":
+                assert index is not None  # built above whenever "retrieval" is in methods
                 d = retrieval(lake, task.query, index, cfg)
             elif m == "oracle":
                 d = oracle(task.data_sources)

@@ -289,7 +289,7 @@ def _column(tables, plan, rows, ref: ColumnRef) -> tuple[np.ndarray, str]:
     return t.columns[ref.column][rows[i]], t.dtypes[ref.column]
 
 
-def _key_list(values: np.ndarray, dtype: str) -> list:
+def _key_list(values: np.ndarray, dtype: str | None) -> list:
     if dtype == "str":
         return list(values)
     return [None if (isinstance(x, float) and math.isnan(x)) else x for x in values.tolist()]

@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import jax
 import numpy as np
@@ -118,15 +119,16 @@ def _finish(
     tid: str, query: str, plan: Plan, answer_type: str, tables: Mapping[str, Table]
 ) -> Task | None:
     try:
-        ans = execute(plan, {n: tables[n] for n in plan.tables})
+        ans: Any = execute(plan, {n: tables[n] for n in plan.tables})  # scalar or list
     except ValueError:
         return None
     if isinstance(ans, float) and not math.isfinite(ans):
         return None
     if answer_type == "list_exact":
-        if not 1 <= len(ans) <= 6:
+        items = cast(list, ans)  # a list_exact plan returns a list
+        if not 1 <= len(items) <= 6:
             return None
-        ans = [str(a) for a in ans]
+        ans = [str(a) for a in items]
     elif answer_type == "string_exact":
         ans = str(ans)
     elif answer_type == "numeric_exact":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import warnings
+from typing import Any
 
 import jax
 import numpy as np
@@ -77,7 +78,8 @@ def load_pbmc68k():
         # graphs in uns rather than obsp): anndata converts it and warns; the data are intact.
         # Scoped to this one read of a known file.
         warnings.simplefilter("ignore")
-        src = _anndata().read_h5ad(dist.locate_file(files[0]))
+        # Any: anndata types .raw.X / .obs loosely (a union of backed and in-memory types).
+        src: Any = _anndata().read_h5ad(str(dist.locate_file(files[0])))
     raw = src.raw.X
     raw = raw.toarray() if hasattr(raw, "toarray") else np.asarray(raw)
     n_counts = src.obs["n_counts"].to_numpy(dtype=np.float64)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial import cKDTree
+from scipy.spatial import KDTree
 
 from jaxlab._core import check_positive_int
 
@@ -16,5 +16,5 @@ def knn_atypicality(embedding: np.ndarray, k: int = 15) -> np.ndarray:
     x = np.asarray(embedding, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] <= k:
         raise ValueError(f"embedding: expected (cells > k={k}, dims), received shape {x.shape}")
-    dist, _ = cKDTree(x).query(x, k=k + 1)
+    dist, _ = KDTree(x).query(x, k=k + 1)
     return dist[:, 1:].mean(1)

@@ -121,7 +121,7 @@ def jepa_loss(
     views = jax.vmap(jax.vmap(lambda c, k: augment(c, key=k)), in_axes=(None, 0))(counts, vkeys)
     z = jax.vmap(jax.vmap(model.embed))(views)  # (V, B, D)
     center = jnp.mean(z, 0)
-    inv = jnp.mean(jnp.sum((jax.vmap(jax.vmap(model.predict))(z) - center) ** 2, -1))
+    inv = jnp.mean(jnp.sum((jax.vmap(jax.vmap(model.predict))(z) - center[None]) ** 2, -1))
     sig = jnp.mean(
         jax.vmap(lambda zv, k: sigreg(zv, key=k, n_slices=n_slices))(
             z, jax.random.split(ks, n_views)

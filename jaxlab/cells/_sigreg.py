@@ -44,14 +44,16 @@ def epps_pulley(
     if n_points < 3 or n_points % 2 == 0:
         raise ValueError(f"n_points: expected an odd integer >= 3, received {n_points}")
     t, phi, w = _nodes(t_max, n_points, x.dtype)
-    xt = x[..., None] * t  # (N, K, T)
-    err = (jnp.mean(jnp.cos(xt), 0) - phi) ** 2 + jnp.mean(jnp.sin(xt), 0) ** 2
+    xt = x[..., None] * t[None, None]  # (N, K, T)
+    err = (jnp.mean(jnp.cos(xt), 0) - phi[None]) ** 2 + jnp.mean(jnp.sin(xt), 0) ** 2
     return x.shape[0] * (err @ w)
 
 
 def epps_pulley_null_mean(t_max: float = 3.0, n_points: int = 17) -> float:
     """E[EP] under N(0, 1) samples, integral of (1 - phi^2) phi with the same quadrature."""
-    t, phi, w = _nodes(t_max, n_points, jnp.float64 if jax.config.jax_enable_x64 else jnp.float32)
+    t, phi, w = _nodes(
+        t_max, n_points, jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32
+    )
     return float(jnp.sum((1 - phi**2) * w))
 
 

@@ -35,15 +35,13 @@ __all__ = [
 ANSWER_CUE = "\nAnswer:"
 
 
-def check_budgets(budgets: Sequence[int]) -> tuple[int, ...]:
+def check_budgets(budgets: int | Sequence[int]) -> tuple[int, ...]:
     """Validate a budget grid: a non-empty, strictly increasing sequence of ints >= 1."""
-    if isinstance(budgets, int | np.integer):
-        budgets = [budgets]
-    budgets = list(budgets)
-    if not budgets:
+    values = [budgets] if isinstance(budgets, int | np.integer) else list(budgets)
+    if not values:
         raise ValueError("budgets: expected a non-empty list of token budgets, received []")
-    out = tuple(check_positive_int("budgets", b) for b in budgets)
-    if any(b >= c for b, c in zip(out, out[1:])):
+    out = tuple(check_positive_int("budgets", b) for b in values)
+    if any(b >= c for b, c in zip(out, out[1:], strict=False)):
         raise ValueError(f"budgets: expected strictly increasing values, received {list(out)}")
     return out
 
@@ -188,7 +186,7 @@ def budget_scores(
     cue_ids = tokenizer.encode(cue, add_bos=False)
     rows: dict[tuple[int, int], int] = {}
     texts, conts = [], []
-    for i, (p, g) in enumerate(zip(prompts, generated)):
+    for i, (p, g) in enumerate(zip(prompts, generated, strict=True)):
         for b in budgets:
             length = min(b, len(g))
             if (i, length) not in rows:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .._core import check_positive_int
@@ -105,7 +106,7 @@ def _chain_sum(n, rng):
     signs = rng.integers(0, 2, size=n)
     signs[0] = 0
     total, text = int(terms[0]), str(int(terms[0]))
-    for t, s in zip(terms[1:], signs[1:]):
+    for t, s in zip(terms[1:], signs[1:], strict=True):
         total += -int(t) if s else int(t)
         text += f" {'-' if s else '+'} {int(t)}"
     return f"Compute {text}.", total
@@ -143,7 +144,7 @@ def _counting(n, rng):
 def _tracking(n, rng):
     people = list(_NAMES[: max(n, 2)])
     holds = list(range(1, len(people) + 1))
-    start = ", ".join(f"{p} has ball {b}" for p, b in zip(people, holds))
+    start = ", ".join(f"{p} has ball {b}" for p, b in zip(people, holds, strict=True))
     moves = []
     for _ in range(n):
         i, j = (int(x) for x in rng.choice(len(people), size=2, replace=False))
@@ -244,9 +245,7 @@ def _rng(key: jax.Array) -> np.random.Generator:
     """A NumPy generator determined by a JAX key (its raw key data seeds it)."""
     if not isinstance(key, jax.Array):
         raise ValueError(f"key: expected a JAX PRNG key, received {type(key).__name__}")
-    data = (
-        jax.random.key_data(key) if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) else key
-    )
+    data = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
     return np.random.default_rng(np.asarray(data, np.uint32).ravel().tolist())
 
 
@@ -305,7 +304,7 @@ def perturbed_answers(task: Task, count: int, *, key: jax.Array) -> list[Answer]
     out: list[Answer] = []
     for _ in range(1000 * count):
         cand = _perturb(task.answer, rng)
-        if isinstance(cand, int) and cand < 0 <= task.answer:
+        if isinstance(cand, int) and isinstance(task.answer, int) and cand < 0 <= task.answer:
             continue  # a negative count or sum of positives is no plausible distractor
         text = format_answer(cand)
         if text not in seen:

@@ -350,7 +350,7 @@ class ClassifierStep(AbstractStep):
 class TrainedClassifier:
     """What `train_classifier` returns: call it on `(N, C, L)` epochs for labels `(N,)`.
 
-    Attributes: `model`, `params`, `batch_stats` (the best weights), `val_losses`
+    **Attributes:** `model`, `params`, `batch_stats` (the best weights), `val_losses`
     (per-epoch validation loss, NaN where not run), `steps` (optimizer steps taken),
     `stopped_early`, `losses` (per-step training loss, NaN after an early stop).
     """

@@ -49,7 +49,8 @@ def welch(x, sfreq: float, *, nperseg: int = 256):
     segs = x[..., starts[:, None] + jnp.arange(nperseg)[None]]  # (..., K, nperseg)
     segs = segs - segs.mean(-1, keepdims=True)
     win = jnp.asarray(0.5 - 0.5 * np.cos(2 * np.pi * np.arange(nperseg) / nperseg), x.dtype)
-    spec = jnp.abs(jnp.fft.rfft(segs * win, axis=-1)) ** 2 / (sfreq * jnp.sum(win**2))
+    tapered = segs * jnp.broadcast_to(win, segs.shape)
+    spec = jnp.abs(jnp.fft.rfft(tapered, axis=-1)) ** 2 / (sfreq * jnp.sum(win**2))
     spec = spec.at[..., 1:].multiply(2.0)
     if nperseg % 2 == 0:
         spec = spec.at[..., -1].multiply(0.5)
@@ -105,7 +106,8 @@ def covariances(epochs, *, shrinkage: float = 0.0):
     cov = xc @ jnp.swapaxes(xc, -1, -2) / (epochs.shape[-1] - 1)
     c = epochs.shape[-2]
     mu = jnp.trace(cov, axis1=-2, axis2=-1)[..., None, None] / c
-    return (1 - shrinkage) * cov + shrinkage * mu * jnp.eye(c, dtype=epochs.dtype)
+    eye = jnp.broadcast_to(jnp.eye(c, dtype=epochs.dtype), cov.shape)
+    return (1 - shrinkage) * cov + shrinkage * mu * eye
 
 
 def spectral_features(epochs, sfreq: float, ch_names, *, nperseg: int | None = None):

@@ -82,6 +82,6 @@ def ica_clean(
             )
             if bads:
                 ica.apply(raw, exclude=bads, verbose="error")
-                cleaned = raw.get_data() * 1e6
+                cleaned = np.asarray(raw.get_data()) * 1e6
                 x[s, e] = np.stack(np.split(cleaned, x.shape[2], axis=-1))
     return data.with_signals(jnp.asarray(x, data.signals.dtype))

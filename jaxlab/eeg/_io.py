@@ -37,7 +37,12 @@ def _montage_channels(available, what: str) -> tuple[str, ...]:
 
 
 def dataset_from_raws(
-    raws: Mapping, group: Sequence[int], *, ch_names=None, subject_names=None, dtype=jnp.float32
+    raws: Mapping,
+    group: Sequence[int] | np.ndarray,
+    *,
+    ch_names=None,
+    subject_names=None,
+    dtype=jnp.float32,
 ) -> EEGDataset:
     """Assemble an `EEGDataset` from MNE `Raw` recordings.
 

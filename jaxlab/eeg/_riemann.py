@@ -67,7 +67,8 @@ def tangent_space(covs, reference):
     s = spd_log(isq @ covs @ isq)
     iu = np.triu_indices(c)
     coef = np.where(iu[0] == iu[1], 1.0, np.sqrt(2.0)).astype(np.dtype(covs.dtype))
-    return s[..., iu[0], iu[1]] * jnp.asarray(coef)
+    upper = s[..., iu[0], iu[1]]
+    return upper * jnp.broadcast_to(jnp.asarray(coef), upper.shape)
 
 
 def euclidean_alignment(epochs, *, reference=None, shrinkage: float = 0.0):

@@ -132,7 +132,8 @@ def _unit(x):
 def _fft_filter(x, gain):
     """Multiply the spectrum of `x` (last axis) by the real `gain` (rfft bins)."""
     spec = jnp.fft.rfft(x, axis=-1)
-    return jnp.fft.irfft(spec * gain.astype(spec.dtype), n=x.shape[-1], axis=-1)
+    gain = jnp.broadcast_to(gain.astype(spec.dtype), spec.shape)
+    return jnp.fft.irfft(spec * gain, n=x.shape[-1], axis=-1)
 
 
 def _band_noise(key, shape, freqs, f0, bw, dtype):
@@ -153,7 +154,7 @@ def _block(key, subj, session, condition, group, cfg: SimulationConfig, pos, n_t
     gain = 1 + sess * cfg.training_gain
     resp = subj["responder"]
     # cap re-placement: every source topography moves with the electrodes
-    pos = pos - subj["cap_shift"][session]
+    pos = pos - subj["cap_shift"][session][None]
     # the trait effect: post-session rest carries part of the (trained) state effect
     state = med + (1 - med) * sess * cfg.trait_effect
 

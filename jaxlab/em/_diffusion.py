@@ -18,11 +18,12 @@ Conventions: `alpha_bars` has T + 1 entries with `alpha_bars[0] = 1` (no noise) 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import equinox as eqx
 import flax.linen as nn
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
@@ -276,8 +277,8 @@ def refine_embedding(
     ab = schedule.alpha_bars.astype(z.dtype)
     x = q_sample(schedule, z, jnp.asarray(t0), jax.random.normal(key, z.shape, z.dtype))
     steps = refine_timesteps(int(t0), int(n_steps))
-    for t, t_next in zip(steps[:-1], steps[1:]):
-        eps = denoiser.apply(params, x, jnp.full((b,), t, jnp.int32), z)
+    for t, t_next in zip(steps[:-1], steps[1:], strict=True):
+        eps = cast(jax.Array, denoiser.apply(params, x, jnp.full((b,), t, jnp.int32), z))
         x0_hat = jnp.clip((x - jnp.sqrt(1 - ab[t]) * eps) / jnp.sqrt(ab[t]), -clip, clip)
         eps = (x - jnp.sqrt(ab[t]) * x0_hat) / jnp.sqrt(1 - ab[t])  # consistent with the clip
         x = jnp.sqrt(ab[t_next]) * x0_hat + jnp.sqrt(1 - ab[t_next]) * eps

@@ -41,6 +41,7 @@ from functools import partial
 from typing import NamedTuple
 
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
@@ -228,7 +229,7 @@ class _Draws:
         tiny = float(np.finfo(np.float32).eps)
         flat = jax.random.uniform(key, (max(1, sum(sizes)),), jnp.float32, tiny, 1.0)
         self._arrays, start = {}, 0
-        for (name, sh), n in zip(self._shapes.items(), sizes):
+        for (name, sh), n in zip(self._shapes.items(), sizes, strict=True):
             self._arrays[name] = flat[start : start + n].reshape(sh)
             start += n
 
@@ -287,8 +288,12 @@ def _tessellate(regime: EMRegime, size: int, key: PRNGKeyArray) -> Array:
     cj = jnp.floor(qx / sp).astype(jnp.int32) + m
     offs = jnp.arange(-2, 3, dtype=jnp.int32)
     grid = (size, size, 5, 5)
-    ii = jnp.broadcast_to(jnp.clip(ci[:, :, None, None] + offs[:, None], 0, g - 1), grid)
-    jj = jnp.broadcast_to(jnp.clip(cj[:, :, None, None] + offs[None, :], 0, g - 1), grid)
+    ii = jnp.broadcast_to(
+        jnp.clip(ci[:, :, None, None] + offs[None, None, :, None], 0, g - 1), grid
+    )
+    jj = jnp.broadcast_to(
+        jnp.clip(cj[:, :, None, None] + offs[None, None, None, :], 0, g - 1), grid
+    )
     ii, jj = ii.reshape(size, size, 25), jj.reshape(size, size, 25)
     d = (qy[..., None] - sy[ii, jj]) ** 2 + (qx[..., None] - sx[ii, jj]) ** 2 - weight[ii, jj]
     best = jnp.argmin(d, axis=-1)[..., None]

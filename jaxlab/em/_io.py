@@ -125,6 +125,7 @@ def load_em_volume(
     if not isinstance(raw_key, str):
         raise ValueError(f"raw_key: expected a string, received {raw_key!r}")
     raw = _read(path, "path", raw_key, optional=False)
+    assert raw is not None  # optional=False raises instead of returning None
     raw = _normalise(_as_volume("raw", raw))
 
     labels = None

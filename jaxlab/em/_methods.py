@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +38,7 @@ from ._diffusion import (
 )
 from ._segment import segment_watershed
 from ._train import DenoiserObjective, JointObjective, SegObjective, SRObjective, fit, init_params
-from ._unet import JointSRSeg, SegNet, SRNet
+from ._unet import JointOutput, JointSRSeg, SegNet, SRNet
 
 __all__ = [
     "METHODS",
@@ -239,7 +239,9 @@ def train_methods(
                 "joint_ft", objective, base, data, ks[8], c.finetune_steps
             )
         if "joint_diffusion" in methods:
-            cond = _batched_apply(jax.jit(lambda x: joint_net.apply(base, x).embedding), lr)
+            cond = _batched_apply(
+                jax.jit(lambda x: cast(JointOutput, joint_net.apply(base, x)).embedding), lr
+            )
             target = structure_embedding(hr)
             p = init_params(denoiser, cond[:1], jnp.ones((1,), jnp.int32), cond[:1], key=ks[9])
             params["denoiser"], losses["denoiser"] = train(
@@ -300,11 +302,11 @@ def predict_method(
         logits = _batched_apply(jax.jit(lambda x: trained.seg_net.apply(p["seg_separate"], x)), sr)
         return _prediction(sr, logits)
     if method == "joint":
-        out = trained.joint_net.apply(p["joint"], lr)
+        out = cast(JointOutput, trained.joint_net.apply(p["joint"], lr))
         return _prediction(out.sr, out.boundary_logits)
     if method == "joint_diffusion":
         jp = p["joint_diffusion"]
-        out = trained.joint_net.apply(jp, lr)
+        out = cast(JointOutput, trained.joint_net.apply(jp, lr))
         t0 = trained.config.t0 if t0 is None else t0
         prior = refine_dataset(
             trained.denoiser,
@@ -315,6 +317,6 @@ def predict_method(
             n_steps=trained.config.refine_steps,
             key=key,
         )
-        logits = trained.joint_net.apply(jp, lr, prior).boundary_logits
+        logits = cast(JointOutput, trained.joint_net.apply(jp, lr, prior)).boundary_logits
         return dataclasses.replace(_prediction(out.sr, logits), prior=prior)
     raise ValueError(f"method: expected one of {METHODS}, received {method!r}")

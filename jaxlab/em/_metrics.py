@@ -16,6 +16,7 @@ Paper: P11 (PSNR/SSIM for SR; VOI, ARAND, CREMI score for segmentation).
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -93,7 +94,8 @@ def ssim(pred, target, data_range: float = 1.0) -> float:
     data_range = _data_range(data_range)
     if min(target.shape) < 7:
         raise ValueError(f"target: SSIM needs both sides >= 7, received shape {target.shape}")
-    return float(structural_similarity(target, pred, data_range=data_range))
+    # without full= / gradient= skimage returns the mean SSIM alone
+    return float(cast(float, structural_similarity(target, pred, data_range=data_range)))
 
 
 def variation_of_information(pred_labels, true_labels) -> tuple[float, float]:

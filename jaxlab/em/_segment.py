@@ -13,6 +13,8 @@ Paper: P11 (instance segmentation by watershed on predicted boundaries).
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import scipy.ndimage as ndi
 
@@ -37,7 +39,7 @@ def relabel_connected(labels) -> np.ndarray:
     check_array("labels", labels, ndim=2, dtype=np.integer)
     # shift to >= 1 so that no input value is treated as background
     shifted = labels.astype(np.int64) - labels.min() + 1
-    return cc_label(shifted, background=0, connectivity=1).astype(np.int32)
+    return np.asarray(cc_label(shifted, background=0, connectivity=1)).astype(np.int32)
 
 
 def merge_small_segments(labels, min_size: int) -> np.ndarray:
@@ -57,11 +59,11 @@ def merge_small_segments(labels, min_size: int) -> np.ndarray:
     labels = np.asarray(labels)
     check_array("labels", labels, ndim=2, dtype=np.integer)
     min_size = check_positive_int("min_size", min_size)
-    _, inv = np.unique(labels, return_inverse=True)
+    _, inv = cast(tuple[np.ndarray, np.ndarray], np.unique(labels, return_inverse=True))
     lab = inv.reshape(labels.shape).astype(np.int64) + 1
     n = int(lab.max())
     areas = np.bincount(lab.ravel(), minlength=n + 1)
-    h, w = lab.shape
+    h, w = labels.shape  # lab has the shape of labels
     for seg in np.argsort(areas[1:], kind="stable") + 1:
         if areas[seg] == 0 or areas[seg] >= min_size:
             continue
@@ -148,12 +150,15 @@ def segment_watershed(
     interior = prob < threshold
     if not interior.any():
         return np.ones(prob.shape, np.int32)
-    comps, n_comps = ndi.label(interior)
-    dist = ndi.distance_transform_edt(interior)
+    # scipy.ndimage: label -> (labels, count); the EDT alone -> the distance array.
+    comps, n_comps = cast(tuple[np.ndarray, int], ndi.label(interior))
+    dist = cast(np.ndarray, ndi.distance_transform_edt(interior))
     if smooth_sigma > 0:
         dist = ndi.gaussian_filter(dist, smooth_sigma) * interior
     peaks = peak_local_max(dist, min_distance=min_distance, labels=comps, exclude_border=False)
-    caps, n_caps = ndi.label(h_maxima(dist, h), structure=np.ones((3, 3), bool))
+    caps, n_caps = cast(
+        tuple[np.ndarray, int], ndi.label(h_maxima(dist, h), structure=np.ones((3, 3), bool))
+    )
     peaks = peaks[caps[tuple(peaks.T)] > 0]
     markers = np.zeros(prob.shape, np.int64)
     markers[tuple(peaks.T)] = caps[tuple(peaks.T)]
@@ -170,6 +175,6 @@ def segment_watershed(
         nxt += 1
     # ties on flat membrane plateaus are broken by the distance to the nearest interior,
     # so the flooding fronts meet in the middle of a membrane
-    elevation = prob + 1e-3 * ndi.distance_transform_edt(~interior)
+    elevation = prob + 1e-3 * cast(np.ndarray, ndi.distance_transform_edt(~interior))
     seg = watershed(elevation, markers)
     return merge_small_segments(seg, min_size)

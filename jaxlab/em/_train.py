@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import equinox as eqx
 import flax.linen as nn
@@ -42,6 +42,7 @@ from jaxlab._core import (
 )
 
 from ._diffusion import Denoiser, make_schedule, q_sample
+from ._unet import JointOutput
 
 __all__ = [
     "balanced_bce",
@@ -90,7 +91,9 @@ class SRObjective:
 
     def __call__(self, params, batch, key):
         del key
-        return reconstruction_loss(self.model.apply(params, batch["lr"]), batch["hr"], self.norm)
+        return reconstruction_loss(
+            cast(jax.Array, self.model.apply(params, batch["lr"])), batch["hr"], self.norm
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +104,9 @@ class SegObjective:
 
     def __call__(self, params, batch, key):
         del key
-        return balanced_bce(self.model.apply(params, batch["image"]), batch["boundary"])
+        return balanced_bce(
+            cast(jax.Array, self.model.apply(params, batch["image"])), batch["boundary"]
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +120,7 @@ class JointObjective:
 
     def __call__(self, params, batch, key):
         del key
-        out = self.model.apply(params, batch["lr"], batch.get("prior"))
+        out = cast(JointOutput, self.model.apply(params, batch["lr"], batch.get("prior")))
         sr = reconstruction_loss(out.sr, batch["hr"], self.norm)
         return sr + self.seg_weight * balanced_bce(out.boundary_logits, batch["boundary"])
 
@@ -137,7 +142,7 @@ class DenoiserObjective:
         t = jax.random.randint(kt, (x0.shape[0],), 1, self.model.num_steps + 1)
         noise = jax.random.normal(kn, x0.shape, x0.dtype)
         x_t = q_sample(sched, x0, t, noise)
-        eps = self.model.apply(params, x_t, t, batch["cond"])
+        eps = cast(jax.Array, self.model.apply(params, x_t, t, batch["cond"]))
         per_sample = jnp.mean((eps - noise) ** 2, axis=tuple(range(1, x0.ndim)))
         if self.min_snr_gamma is None:
             return jnp.mean(per_sample)

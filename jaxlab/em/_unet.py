@@ -144,7 +144,7 @@ class UNetDecoder(nn.Module):
     def __call__(self, skips):
         dt = self.param_dtype
         h = skips[-1]
-        for f, s in zip(reversed(self.features[:-1]), reversed(skips[:-1])):
+        for f, s in zip(reversed(self.features[:-1]), reversed(skips[:-1]), strict=True):
             h = pixel_shuffle(nn.Conv(4 * f, (1, 1), dtype=dt, param_dtype=dt)(h), 2)
             h = _ConvBlock(f, dt)(jnp.concatenate([h, s], axis=-1))
         return h

@@ -43,7 +43,7 @@ class TopKPCA(AbstractSAE):
         if k > x.shape[1]:
             raise ValueError(f"k: expected 1 <= k <= d={x.shape[1]}, received {k}")
         mean = jnp.mean(x, axis=0)
-        xc = x - mean
+        xc = x - mean[None]
         _, vecs = jnp.linalg.eigh(xc.T @ xc)
         vecs = vecs[:, ::-1]
         self.W_enc, self.b_enc, self.W_dec, self.b_dec = (

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._core import NoProgress, check_positive_int, run_steps
+from .._core import Checkpointer, NoProgress, check_positive_int, run_steps
 from ._sae import AbstractSAE
 from ._train import SAEState, SAEStep
 
@@ -95,7 +97,7 @@ def _fit_store(
     batch_size,
     optimizer,
     buffer_size,
-    checkpointer,
+    checkpointer: Callable[[int], Checkpointer] | None,
     progress,
     chunk,
     scale,
@@ -148,4 +150,5 @@ def _fit_store(
         epoch += 1
         if not hists:
             raise ValueError("source: the activation store yielded no buffers")
+    assert state is not None  # set with the first buffer
     return state.sae, state, hists

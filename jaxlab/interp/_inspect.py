@@ -91,7 +91,7 @@ def feature_label_association(
 def _association(a, y, n_classes):
     f = a.dtype
     yf = y.astype(f)
-    ac, yc = a - jnp.mean(a, axis=0), yf - jnp.mean(yf)
+    ac, yc = a - jnp.mean(a, axis=0)[None], yf - jnp.mean(yf)
     num = yc @ ac
     den = jnp.sqrt(jnp.sum(ac**2, axis=0) * jnp.sum(yc**2))
     corr = jnp.where(den > 0, num / jnp.where(den > 0, den, 1), jnp.zeros((), f))

@@ -42,7 +42,7 @@ def _sums(sae, x, valid, mean):
         cos = jnp.sum(xb * xh, axis=1) / jnp.maximum(safe * nh, jnp.finfo(xb.dtype).tiny)
         return (
             jnp.sum(v * jnp.sum((xb - xh) ** 2, axis=1)),
-            jnp.sum(v * jnp.sum((xb - mean) ** 2, axis=1)),
+            jnp.sum(v * jnp.sum((xb - mean[None]) ** 2, axis=1)),
             jnp.sum(v * jnp.sum(z != 0, axis=1).astype(xb.dtype)),
             jnp.sum(v * cos),
             jnp.sum(v * nh / safe),

@@ -19,6 +19,7 @@ Alain & Bengio 2016 ("Understanding intermediate layers using linear classifier 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 import equinox as eqx
 import jax
@@ -36,6 +37,12 @@ from .._core import (
     run_steps,
 )
 from ._stats import accuracy, r2_score
+
+if TYPE_CHECKING:
+    from ..lm import ActivationStore
+
+# Default ridge grid, 1e-3 .. 1e5 (one tuple shared by the three selectors).
+_PENALTIES = tuple(10.0 ** np.arange(-3, 6))
 
 __all__ = [
     "RidgeProbe",
@@ -114,8 +121,8 @@ def _ridge_parts(x, y, w):
     sw = jnp.sum(w)
     mx = (w @ x) / sw
     my = jnp.tensordot(w, y, axes=1) / sw
-    xc = x - mx
-    yc = y - my
+    xc = x - mx[None]
+    yc = y - my[None]
     s2, v = jnp.linalg.eigh(xc.T @ (w[:, None] * xc))
     s2 = jnp.maximum(s2, 0)
     wy = w[:, None] * yc if yc.ndim == 2 else w * yc
@@ -188,7 +195,7 @@ def ridge_gcv(
     x: Float[Array, "n d"],
     y: Float[Array, " n *m"],
     *,
-    penalties: Sequence[float] | Float[Array, " P"] = tuple(10.0 ** np.arange(-3, 6)),
+    penalties: Sequence[float] | Float[Array, " P"] = _PENALTIES,
     weights: Float[Array, " n"] | None = None,
 ) -> tuple[RidgeProbe, Float[Array, " P"]]:
     """Ridge with the penalty chosen by generalised cross-validation.
@@ -230,7 +237,7 @@ def ridge_kfold(
     y: Float[Array, " n *m"],
     *,
     folds: Int[Array, " n"],
-    penalties: Sequence[float] | Float[Array, " P"] = tuple(10.0 ** np.arange(-3, 6)),
+    penalties: Sequence[float] | Float[Array, " P"] = _PENALTIES,
     weights: Float[Array, " n"] | None = None,
 ) -> tuple[RidgeProbe, Float[Array, " P"]]:
     """Ridge with the penalty chosen by k-fold cross-validation (held-out MSE).
@@ -256,7 +263,7 @@ def ridge_kfold(
 
 def _logistic_objective(theta, x, y1h, w, penalty):
     W, b = theta
-    z = x @ W + b
+    z = x @ W + b[None]
     if W.shape[1] == 1:
         z = jnp.concatenate([jnp.zeros_like(z), z], axis=1)
     ce = -jnp.sum(y1h * jax.nn.log_softmax(z, axis=1), axis=1)
@@ -269,7 +276,7 @@ def _newton(theta, x, y1h, w, penalty):
     K = W.shape[1]
     sw = jnp.sum(w)
     xt = jnp.concatenate([x, jnp.ones((n, 1), x.dtype)], axis=1)
-    z = x @ W + b
+    z = x @ W + b[None]
     if K == 1:
         p = jax.nn.sigmoid(z)
         r = p - y1h[:, 1:]
@@ -370,7 +377,7 @@ def _logistic_step(x, labels, n_classes, penalty, weights):
     n_classes = check_positive_int("n_classes", n_classes)
     if n_classes < 2:
         raise ValueError(f"n_classes: expected >= 2, received {n_classes}")
-    if n and not (0 <= int(labels.min()) and int(labels.max()) < n_classes):
+    if n and not (int(labels.min()) >= 0 and int(labels.max()) < n_classes):
         raise ValueError(
             f"labels: expected values in [0, {n_classes}), received "
             f"[{int(labels.min())}, {int(labels.max())}]"
@@ -432,12 +439,12 @@ def _ridge_sweep(x, y, train, penalties):
 
 
 def probe_sweep(
-    acts: Float[Array, "L n d"],
+    acts: Float[Array, "L n d"] | ActivationStore,
     y: Float[Array, " n"],
     *,
     train: Bool[Array, " n"],
     kind: str = "ridge",
-    penalties: Sequence[float] | Float[Array, " P"] = tuple(10.0 ** np.arange(-3, 6)),
+    penalties: Sequence[float] | Float[Array, " P"] = _PENALTIES,
     n_classes: int | None = None,
     iterations: int = 30,
 ) -> dict[str, Array]:
@@ -460,10 +467,11 @@ def probe_sweep(
     on the training rows only, so it can choose a layer without touching held-out rows)}.
     """
     if hasattr(acts, "columns") and hasattr(acts, "array"):
-        if acts.n_tokens == 0:
+        store = cast("ActivationStore", acts)
+        if store.n_tokens == 0:
             raise ValueError("acts: expected a non-empty activation store, received 0 rows")
-        cols = [c.rsplit(".L", 1) for c in acts.columns]
-        acts = jnp.stack([jnp.asarray(acts.array(site, int(layer))) for site, layer in cols])
+        cols = [c.rsplit(".L", 1) for c in store.columns]
+        acts = jnp.stack([jnp.asarray(store.array(site, int(layer))) for site, layer in cols])
     acts = jnp.asarray(acts)
     if not jnp.issubdtype(acts.dtype, jnp.floating):
         acts = acts.astype(jnp.float32)

@@ -145,7 +145,7 @@ class SAEStep(AbstractStep):
             z = sae.batch_activation(pre)
         else:
             z = jax.vmap(sae.activation)(pre)
-        x_hat = z @ sae.W_dec + sae.b_dec
+        x_hat = z @ sae.W_dec + sae.b_dec[None]
         mse = jnp.mean(jnp.sum((x_hat - x) ** 2, axis=-1))
         zero = jnp.zeros((), x.dtype)
         aux_loss, l1 = zero, zero

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import cast
 
 import equinox as eqx
 import jax
@@ -81,8 +82,8 @@ class LaplexGram(eqx.Module):
         - `key`: keyword-only; jitters the initial decays of the heads.
         - `decay`, `noise`: initial decay (per coordinate unit) and noise variance.
         """
-        if hasattr(coords, "ndim") and getattr(coords, "ndim") == 1:
-            coords = (coords,)
+        if getattr(coords, "ndim", None) == 1:
+            coords = (cast(Array, coords),)
         h = check_positive_int("heads", heads)
         axes = []
         for d, x in enumerate(coords):

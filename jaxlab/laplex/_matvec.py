@@ -37,6 +37,7 @@ inputs take the real part), so gradients equal autodiff through the dense matrix
 from __future__ import annotations
 
 import functools
+from typing import cast
 
 import equinox as eqx
 import jax
@@ -194,10 +195,10 @@ def _fused_bwd(x, t, s, lam, c, plan, w):
     p = fused_parts(x, t, s, lam, plan.perm_s, plan.rank_t, plan.perm_t, jordan=True, tie=False)
     q = fused_parts(w, s, t, lam, plan.perm_t, plan.rank_s, plan.perm_s, jordan=False, tie=True)
     lc = (lam * c)[:, None]
-    c_bar = jnp.real(jnp.sum(w * p[:, 0], axis=(1, 2)))
-    t_bar = jnp.real(-lc * jnp.sum(w * p[:, 1], axis=2))
-    big_lam = -c * jnp.sum(w * p[:, 2], axis=(1, 2))
-    s_bar = jnp.real(-lc * jnp.sum(x * q[:, 1], axis=2))
+    c_bar = jnp.real(jnp.sum(w[None] * p[:, 0], axis=(1, 2)))
+    t_bar = jnp.real(-lc * jnp.sum(w[None] * p[:, 1], axis=2))
+    big_lam = -c * jnp.sum(w[None] * p[:, 2], axis=(1, 2))
+    s_bar = jnp.real(-lc * jnp.sum(x[None] * q[:, 1], axis=2))
     v_bar = c[:, None, None] * q[:, 0]
     return v_bar, t_bar, s_bar, jnp.real(big_lam), -jnp.imag(big_lam), c_bar
 
@@ -310,7 +311,8 @@ def _matvec_jit(scan, sym, v, t, s, a, b, c, plan):
         plan = make_plan(ts, ts if sym else jax.lax.stop_gradient(s))
     vec = v.ndim == 1
     v2 = v[:, None] if vec else v
-    y = _core(scan, sym, v2, t, s, a, b, c, plan)
+    # cast: the custom_vjp wrapper (built through functools.partial) loses the return type
+    y = cast(jax.Array, _core(scan, sym, v2, t, s, a, b, c, plan))
     return y[:, 0] if vec else y
 
 

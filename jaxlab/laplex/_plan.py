@@ -48,7 +48,7 @@ def _one_side(src, tgt):
 
 def _presorted(perm):
     ident = jnp.arange(perm.shape[-1], dtype=perm.dtype)
-    return jnp.all(perm == ident, axis=-1).astype(jnp.int32)
+    return jnp.all(perm == jnp.broadcast_to(ident, perm.shape), axis=-1).astype(jnp.int32)
 
 
 def make_plan(t: Float[Array, "H M"], s: Float[Array, "H N"]) -> LaplexPlan:

@@ -10,6 +10,9 @@ Paper: P9, LAPLEX (exact trainable Laplace-kernel operators).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -35,7 +38,9 @@ __all__ = ["HeadStep", "GramStep", "fit_head", "fit_gram"]
 
 
 def _logits(model: eqx.Module, x: Array) -> Array:
-    return model.batch(x) if isinstance(model, LaplexLinear) else jax.vmap(model)(x)
+    if isinstance(model, LaplexLinear):
+        return model.batch(x)
+    return jax.vmap(cast(Callable[[Array], Array], model))(x)  # a callable head module
 
 
 class HeadStep(AbstractStep):

@@ -388,7 +388,7 @@ class ActivationStore:
     - `verify`: also check every shard file's SHA-256 against the manifest (reads all
       data once); by default names, shapes and dtypes are checked from the headers.
 
-    Attributes: `n_tokens` (rows), `d` (width), `columns` ("site.Llayer" names),
+    **Attributes:** `n_tokens` (rows), `d` (width), `columns` ("site.Llayer" names),
     `metadata` (the manifest's request: model identity, sites, layers, positions,
     dtype, source hashes), `text_index` / `positions` / `tokens` ((n_tokens,) per row:
     the item each row came from, its position in the item and its token id).
@@ -525,8 +525,9 @@ class ActivationStore:
         col = self._col(site, layer)
         rng = None
         if shuffle:
+            assert key is not None  # checked above
             rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel())
-        order = rng.permutation(len(self._shards)) if shuffle else range(len(self._shards))
+        order = rng.permutation(len(self._shards)) if rng is not None else range(len(self._shards))
 
         def chunks():
             for k in order:

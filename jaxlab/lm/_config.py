@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 __all__ = ["LMConfig", "config_from_gguf"]
 
@@ -11,7 +12,7 @@ __all__ = ["LMConfig", "config_from_gguf"]
 class LMConfig:
     """Static description of a Llama-, Gemma-3- or Qwen2-style decoder.
 
-    Arguments:
+    **Arguments:**
         arch: "llama", "gemma3" or "qwen2".
         vocab_size, d_model, n_layers, n_heads, n_kv_heads, head_dim, d_ff: sizes.
         norm_eps: RMSNorm epsilon.
@@ -92,7 +93,7 @@ def config_from_gguf(gguf_file) -> LMConfig:
         raise ValueError("GGUF file has no token_embd.weight tensor")
     vocab = int(gguf_file.get(f"{arch}.vocab_size", emb.shape[0]))
     base = float(gguf_file.get(f"{arch}.rope.freq_base", 10000.0))
-    common = dict(
+    common: dict[str, Any] = dict(
         vocab_size=vocab,
         d_model=d,
         n_layers=n_layers,

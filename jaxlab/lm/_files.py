@@ -97,7 +97,7 @@ def _join_chunks(
 def _gemma3_path() -> Path:
     _require_installed("gemma3-270m")
     sums = _dist_file(_GEMMA_MAIN, "SHA256SUMS").read_text().split()
-    expected = dict(zip(sums[1::2], sums[0::2]))[_GEMMA_FILE]
+    expected = dict(zip(sums[1::2], sums[0::2], strict=True))[_GEMMA_FILE]
     chunks = [_dist_file(f"{_GEMMA_MAIN}-part{i}", f".gguf.part{i - 1:02d}") for i in range(1, 5)]
     return _join_chunks(chunks, _GEMMA_FILE, expected, None, f"{_GEMMA_MAIN}'s SHA256SUMS")
 
@@ -116,15 +116,15 @@ def _chunked_path(name: str) -> Path:
 def model_path(name: str | os.PathLike) -> Path:
     """Path of a shipped GGUF model by name (see `MODELS`), or of a given `.gguf` file.
 
-    Arguments:
+    **Arguments:**
         name: a `jaxlab.lm.MODELS` name (`"smollm2-135m-instruct"`, `"gemma3-270m"`,
             `"qwen2.5-coder-0.5b-instruct"`, `"qwen2.5-coder-1.5b-instruct"`) or an alias
             (`"smollm2"`, `"gemma3"`, `"qwen-0.5b"`, `"qwen-1.5b"`), or a path to a GGUF file.
 
-    Returns:
+    **Returns:**
         the GGUF file's path (chunked models: the joined, hash-checked cache file).
 
-    Raises:
+    **Raises:**
         FileNotFoundError: a weights package is not installed (names every missing one).
         ValueError: unknown name, or the joined chunks fail the size/SHA-256 check.
     """

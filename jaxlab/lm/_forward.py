@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
@@ -76,7 +77,7 @@ def forward(
 ) -> tuple[Float[Array, "*B T V"], dict[str, Float[Array, "*B L T d"]]]:
     """Logits and per-layer activations of a (batch of) token sequence(s), jitted.
 
-    Arguments:
+    **Arguments:**
         model: a `Transformer`.
         tokens: (T,) or (B, T) int token ids.
         mask: same shape, 1/True on real tokens, 0 on left padding (default: all 1).
@@ -92,7 +93,7 @@ def forward(
             values without recompiling.
         lora: LoRA adapters to add to the projections.
 
-    Returns:
+    **Returns:**
         logits (*B, T, vocab) float32 and {site: (*B, len(layers), T, d_model)}.
     """
     if not isinstance(model, Transformer):

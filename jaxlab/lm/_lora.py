@@ -39,7 +39,7 @@ def _shapes(config) -> dict[str, tuple[int, int]]:
 class LoRA(eqx.Module):
     """Low-rank adapters on chosen projections of chosen layers.
 
-    Attributes:
+    **Attributes:**
         a: projection name -> A of shape (n_layers, rank, in_features).
         b: projection name -> B of shape (n_layers, out_features, rank).
         layer_scale: (n_layers,) alpha/rank on adapted layers, 0 elsewhere
@@ -64,7 +64,7 @@ class LoRA(eqx.Module):
     ):
         """Fresh adapters (A ~ N(0, 1/in), B = 0 unless `init_b_scale` > 0).
 
-        Arguments:
+        **Arguments:**
             config: the model's `LMConfig`.
             key: PRNG key (keyword-only).
             rank: adapter rank r.

@@ -61,7 +61,7 @@ class Layers(eqx.Module):
 class KVCache(eqx.Module):
     """Keys/values of one sequence (vmap it for a batch).
 
-    Attributes:
+    **Attributes:**
         k, v: (n_layers, S, n_kv_heads, head_dim).
         pos: (S,) int32 position of the token in each slot; -1 = empty or padding.
         length: () int32, the next slot to write.
@@ -92,7 +92,7 @@ class KVCache(eqx.Module):
 def _rms_norm(x, w, eps):
     x32 = x.astype(jnp.float32)
     y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + eps)
-    return y * w.astype(jnp.float32)
+    return y * jnp.broadcast_to(w.astype(jnp.float32), y.shape)
 
 
 def _rope(x, pos, base, style):
@@ -118,7 +118,7 @@ def _linear(x, w, lora_layer, name):
 
 
 def _add_bias(x, b):
-    return x + b.astype(x.dtype)
+    return x + jnp.broadcast_to(b.astype(x.dtype), x.shape)
 
 
 def _edit(x, site, layer_idx, intervene):
@@ -131,7 +131,7 @@ def _edit(x, site, layer_idx, intervene):
 class Transformer(eqx.Module):
     """A decoder-only language model (Llama, Gemma-3 or Qwen2 family).
 
-    Attributes:
+    **Attributes:**
         config: static `LMConfig`.
         embed: (vocab, d_model) token embeddings (also the output head when tied).
         layers: `Layers`, stacked on the layer axis.
@@ -179,7 +179,7 @@ class Transformer(eqx.Module):
     ) -> tuple[Float[Array, "T d"], dict[str, Float[Array, "L T d"]], KVCache]:
         """Run all blocks on a chunk of one sequence, writing it into `cache`.
 
-        Arguments:
+        **Arguments:**
             tokens: (T,) ids of the chunk.
             positions: (T,) int32 position ids; -1 marks padding (never attended to).
             cache: the sequence's `KVCache`; the chunk goes to slots
@@ -188,7 +188,7 @@ class Transformer(eqx.Module):
             intervene: {(site, layer): fn} editing that activation (T, d) -> (T, d).
             lora: adapters added to the projections.
 
-        Returns:
+        **Returns:**
             hidden states (T, d) before the final norm, {site: (n_layers, T, d)},
             and the updated cache.
         """

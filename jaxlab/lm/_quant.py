@@ -56,7 +56,7 @@ KERNEL_MAX_ROWS = 64
 class QuantWeight(eqx.Module):
     """An (..., N, K) weight as integer levels with per-block-of-32 scales and offsets.
 
-    Attributes:
+    **Attributes:**
         q: (..., N, K) int8 levels (`bits=8`), or (..., N, K/2) uint8 holding two
             4-bit levels per byte (`bits=4`: low nibble weight j, high nibble weight
             j + 16 of each block of 32).
@@ -324,10 +324,10 @@ def slice_rows(w, start: Int[Array, ""], size: int):
     (`start` may be traced; `size` is static), in the same representation."""
     if not isinstance(w, QuantWeight):
         return jax.lax.dynamic_slice_in_dim(w, start, size, axis=0)
-    return QuantWeight(
-        *(jax.lax.dynamic_slice_in_dim(a, start, size, axis=0) for a in (w.q, w.scale, w.offset)),
-        w.bits,
+    q, scale, offset = (
+        jax.lax.dynamic_slice_in_dim(a, start, size, axis=0) for a in (w.q, w.scale, w.offset)
     )
+    return QuantWeight(q, scale, offset, w.bits)
 
 
 def embed_rows(w, tokens: Int[Array, " T"]) -> Float[Array, "T d"]:

@@ -11,7 +11,7 @@ __all__ = ["ModelInfo", "MODELS", "canonical_name"]
 class ModelInfo:
     """One shipped model of the pool.
 
-    Attributes:
+    **Attributes:**
         name: registry name (`jaxlab.lm.load(name)`).
         family: architecture, "llama", "gemma3" or "qwen2".
         n_params: number of stored weights (sum of the GGUF tensors' element counts;

@@ -32,7 +32,7 @@ __all__ = ["Scores", "score"]
 class Scores(NamedTuple):
     """Output of `score`, one entry per item.
 
-    Attributes:
+    **Attributes:**
         sum: per item, a (K_i,) float64 array: log p(continuation | prompt) of each option.
         tokens: per item, K_i arrays (n_tokens,): log p of each continuation token.
     """
@@ -181,7 +181,7 @@ def score(
             raise ValueError(f"{name} must be a positive int, got {v!r}")
     cfg = model.config
     items = []
-    for i, (p, opts) in enumerate(zip(prompts, continuations)):
+    for i, (p, opts) in enumerate(zip(prompts, continuations, strict=True)):
         pid = _ids(p, tokenizer, f"prompts[{i}]", add_bos=None)
         if not pid:
             raise ValueError(f"prompts[{i}] is empty (no tokens)")

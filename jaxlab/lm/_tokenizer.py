@@ -37,7 +37,7 @@ _QWEN2_SPLIT = (
 class Tokenizer:
     """Text <-> token ids for a GGUF model, with its chat template.
 
-    Attributes:
+    **Attributes:**
         bos_id, eos_id, pad_id: special token ids (pad may equal eos).
         add_bos: whether `encode` prepends BOS by default (from the GGUF).
         stop_ids: ids that end generation (EOS plus end-of-turn tokens).
@@ -165,7 +165,7 @@ class Tokenizer:
     def encode(self, text: str, *, add_bos: bool | None = None) -> list[int]:
         """Token ids of `text`; special-token strings in it become their ids.
 
-        Arguments:
+        **Arguments:**
             text: the string.
             add_bos: prepend BOS; default: the GGUF's `add_bos_token` setting.
         """
@@ -189,7 +189,7 @@ class Tokenizer:
     ) -> str:
         """Render `messages` ([{"role": ..., "content": ...}, ...]) with the GGUF's template.
 
-        Raises:
+        **Raises:**
             ValueError: the model ships no chat template (e.g. Gemma-3-270M, a base
                 model), or a message is malformed.
         """

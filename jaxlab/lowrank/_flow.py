@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import diffrax
 import equinox as eqx
@@ -99,7 +100,7 @@ def overlap_gd(
 
 
 @eqx.filter_jit
-def _solve(loss_fn, g0, trained, ts, solver, controller, dt0, max_steps):
+def _solve(loss_fn, g0, trained, ts, solver, controller, dt0, max_steps) -> jax.Array:
     term = diffrax.ODETerm(lambda t, g, args: overlap_flow(loss_fn, g, trained))
     sol = diffrax.diffeqsolve(
         term,
@@ -112,7 +113,7 @@ def _solve(loss_fn, g0, trained, ts, solver, controller, dt0, max_steps):
         stepsize_controller=controller,
         max_steps=max_steps,
     )
-    return sol.ys
+    return cast(jax.Array, sol.ys)  # SaveAt(ts=...) always saves
 
 
 def solve_overlap_flow(
@@ -145,7 +146,7 @@ def solve_overlap_flow(
     if dt0 is None and isinstance(stepsize_controller, diffrax.ConstantStepSize):
         raise ValueError("dt0: required with ConstantStepSize")
     # An array dt0 is traced, so changing it does not recompile.
-    dt0 = None if dt0 is None else jnp.asarray(dt0, g0.dtype)
+    dt0_arr = None if dt0 is None else jnp.asarray(dt0, g0.dtype)
     return _solve(
-        loss_fn, g0, trained, ts.astype(g0.dtype), solver, stepsize_controller, dt0, max_steps
+        loss_fn, g0, trained, ts.astype(g0.dtype), solver, stepsize_controller, dt0_arr, max_steps
     )

@@ -73,7 +73,7 @@ class OverlapLayout(eqx.Module):
         """Names `"a.b"` of the `P(P+1)/2` distinct overlaps, upper triangle row-major."""
         lab = self.labels
         iu, ju = np.triu_indices(self.size)
-        return [f"{lab[i]}.{lab[j]}" for i, j in zip(iu, ju)]
+        return [f"{lab[i]}.{lab[j]}" for i, j in zip(iu, ju, strict=True)]
 
     def trained_mask(
         self, *, m: bool = True, n: bool = True, inputs: bool = False, readout: bool = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import diffrax
 import equinox as eqx
@@ -48,7 +49,7 @@ def network_flow(
 
 
 @eqx.filter_jit
-def _solve(loss_fn, v0, trained, ts, solver, controller, dt0, max_steps):
+def _solve(loss_fn, v0, trained, ts, solver, controller, dt0, max_steps) -> jax.Array:
     term = diffrax.ODETerm(lambda t, v, args: network_flow(loss_fn, v, trained))
     sol = diffrax.diffeqsolve(
         term,
@@ -61,7 +62,7 @@ def _solve(loss_fn, v0, trained, ts, solver, controller, dt0, max_steps):
         stepsize_controller=controller,
         max_steps=max_steps,
     )
-    return sol.ys
+    return cast(jax.Array, sol.ys)  # SaveAt(ts=...) always saves
 
 
 def solve_network_flow(
@@ -88,9 +89,9 @@ def solve_network_flow(
     if dt0 is None and isinstance(stepsize_controller, diffrax.ConstantStepSize):
         raise ValueError("dt0: required with ConstantStepSize")
     # An array dt0 is traced, so changing it does not recompile.
-    dt0 = None if dt0 is None else jnp.asarray(dt0, v0.dtype)
+    dt0_arr = None if dt0 is None else jnp.asarray(dt0, v0.dtype)
     return _solve(
-        loss_fn, v0, trained, ts.astype(v0.dtype), solver, stepsize_controller, dt0, max_steps
+        loss_fn, v0, trained, ts.astype(v0.dtype), solver, stepsize_controller, dt0_arr, max_steps
     )
 
 
@@ -121,7 +122,8 @@ def network_gd_step(
     loss, grad = jax.value_and_grad(loss_fn)(v)
     grad = jnp.where(trained[:, None], grad, jnp.zeros_like(grad))
     updates, opt_state = _optimizer(eta, v.shape[1]).update(grad, state.opt_state, v)
-    return NetworkGDState(optax.apply_updates(v, updates), opt_state, state.step + 1), loss
+    new_v = cast(jax.Array, optax.apply_updates(v, updates))  # same structure as v: an array
+    return NetworkGDState(new_v, opt_state, state.step + 1), loss
 
 
 @eqx.filter_jit

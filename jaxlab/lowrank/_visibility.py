@@ -86,4 +86,4 @@ def visibility_table(layout: OverlapLayout, visible: Bool[Array, "P P"]) -> dict
     """`{"a.b": visible}` for the upper-triangle overlaps."""
     vis = np.asarray(visible)
     iu, ju = np.triu_indices(layout.size)
-    return {nm: bool(vis[i, j]) for nm, i, j in zip(layout.overlap_names(), iu, ju)}
+    return {nm: bool(vis[i, j]) for nm, i, j in zip(layout.overlap_names(), iu, ju, strict=True)}

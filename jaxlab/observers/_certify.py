@@ -147,11 +147,12 @@ def certify_lmi(
             warnings.filterwarnings("ignore", message="Solution may be inaccurate")
             prob.solve(solver=solver)
         status = str(prob.status)
-    except cp.error.SolverError as err:  # numerical failure is "not certified", not a crash
+    except cp.SolverError as err:  # numerical failure is "not certified", not a crash
         status = f"solver error: {err}"
     seconds = time.perf_counter() - t0
-    ok = s.value is not None and status in ("optimal", "optimal_inaccurate")
-    margin = float(s.value) if ok else float("-inf")
+    s_val = s.value
+    ok = s_val is not None and status in ("optimal", "optimal_inaccurate")
+    margin = float(s_val) if ok and s_val is not None else float("-inf")
     P_val = None if P.value is None else np.asarray(P.value)
     t_val = None if (t is None or t.value is None) else np.maximum(np.asarray(t.value), 0.0)
     certified = bool(ok and margin > tol and status == "optimal")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -54,20 +55,22 @@ class _MarginSDP:
             [[self.A_cl.T @ P + P @ self.A_cl, off], [off.T, T @ self.N_w + self.N_w.T @ T - 2 * T]]
         )
         self.lmi = 0.5 * (H + H.T) << -self.s * np.eye(ne + nh)
-        self.problem = cp.Problem(
-            cp.Maximize(self.s), [self.lmi, P >> (1e-2 / ne) * np.eye(ne), cp.trace(P) == 1]
-        )
+        # list[Any]: cvxpy's `==` builds an Equality constraint, which its stubs type as bool
+        constraints: list[Any] = [self.lmi, P >> (1e-2 / ne) * np.eye(ne), cp.trace(P) == 1]
+        self.problem = cp.Problem(cp.Maximize(self.s), constraints)
 
     def __call__(self, observer: NeuralObserver):
         cp = self.cp
-        for par, val in zip((self.A_cl, self.N_x, self.N_w, self.N_pw), numpy_lmi_blocks(observer)):
+        for par, val in zip(
+            (self.A_cl, self.N_x, self.N_w, self.N_pw), numpy_lmi_blocks(observer), strict=True
+        ):
             par.value = val
         try:
             with warnings.catch_warnings():
                 # an inaccurate solve still gives a usable ascent direction
                 warnings.filterwarnings("ignore", message="Solution may be inaccurate")
                 self.problem.solve(solver=self.solver)
-        except cp.error.SolverError:
+        except cp.SolverError:
             return None
         if self.s.value is None or self.lmi.dual_value is None:
             return None
@@ -146,7 +149,7 @@ def train_direct_sdp(
     )
     setup_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
-    for steps in range(1, max_steps + 1):
+    for steps in range(1, max_steps + 1):  # noqa: B007 -- the count is reported after the loop
         current = eqx.combine(trainable, frozen)
         ts = time.perf_counter()
         res = sdp(current)

@@ -12,6 +12,7 @@ Paper: P2, "Provably stable neural-network observers".
 from __future__ import annotations
 
 import abc
+from typing import Any, cast
 
 import equinox as eqx
 import jax
@@ -50,21 +51,24 @@ def place_gain(A, C, poles) -> np.ndarray:
     poles = np.asarray(poles)
     if poles.shape != (A.shape[0],):
         raise ValueError(f"poles: expected shape ({A.shape[0]},), received {poles.shape}")
-    if np.any(poles.real >= 0):
+    if np.any(np.real(poles) >= 0):
         raise ValueError("poles: expected every pole in the open left half-plane")
     try:
-        K = scipy.signal.place_poles(A.T, C.T, poles).gain_matrix
+        # Any: scipy types the result as a bare Bunch (fields gain_matrix, computed_poles, ...)
+        K = cast(Any, scipy.signal.place_poles(A.T, C.T, poles)).gain_matrix
         return -K.T
     except ValueError:
         # scipy's YT algorithm can fail when outputs are redundant (e.g. the X-29's fifth,
         # normal-acceleration output is a combination of the others): place with a
         # maximal independent subset of outputs (pivoted QR) and give the rest zero gain.
         rank = np.linalg.matrix_rank(C)
-        _, _, piv = scipy.linalg.qr(C.T, pivoting=True)
+        _, _, piv = cast(
+            tuple[np.ndarray, np.ndarray, np.ndarray], scipy.linalg.qr(C.T, pivoting=True)
+        )
         rows = np.sort(piv[:rank])
         if rank == C.shape[0]:
             raise
-        K = scipy.signal.place_poles(A.T, C[rows].T, poles).gain_matrix
+        K = cast(Any, scipy.signal.place_poles(A.T, C[rows].T, poles)).gain_matrix
         L = np.zeros((A.shape[0], C.shape[0]))
         L[:, rows] = -K.T
         return L

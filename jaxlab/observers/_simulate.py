@@ -5,6 +5,8 @@ Paper: P2, "Provably stable neural-network observers".
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import diffrax
 import equinox as eqx
 import jax
@@ -73,7 +75,7 @@ def simulate(
         max_steps=max_steps,
         throw=False,
     )
-    xs, obs = sol.ys
+    xs, obs = cast(tuple[Array, Any], sol.ys)  # SaveAt(ts=...) always saves
     x_hat, d_hat = jax.vmap(observer.estimate)(obs)
     ok = sol.result == diffrax.RESULTS.successful
     return Trajectory(ts=ts, x=xs, x_hat=x_hat, d_hat=d_hat, ok=ok)

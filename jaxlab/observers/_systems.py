@@ -265,10 +265,10 @@ def _x29(A, B, C, uncertainty, dist_amp, dist_freq, ref_amp, ref_freq, dtype):
 def x29_longitudinal(
     uncertainty: float | np.ndarray = 0.1,
     *,
-    dist_amp: float | np.ndarray = (0.2, 0.01, 0.01, 0.0),
-    dist_freq: float | np.ndarray = (0.5, 0.8, 1.1, 1.0),
+    dist_amp: float | tuple[float, ...] | np.ndarray = (0.2, 0.01, 0.01, 0.0),
+    dist_freq: float | tuple[float, ...] | np.ndarray = (0.5, 0.8, 1.1, 1.0),
     ref_amp: float | np.ndarray = 1.0,
-    ref_freq: float | np.ndarray = (0.3, 0.5, 0.7),
+    ref_freq: float | tuple[float, ...] | np.ndarray = (0.3, 0.5, 0.7),
     dtype=jnp.float64,
 ) -> LinearPlant:
     """X-29 longitudinal ND-PA model (states u, alpha, q, theta; 3 inputs; 5 outputs).
@@ -290,10 +290,10 @@ def x29_longitudinal(
 def x29_lateral(
     uncertainty: float | np.ndarray = 0.1,
     *,
-    dist_amp: float | np.ndarray = (0.01, 0.05, 0.02, 0.0),
-    dist_freq: float | np.ndarray = (0.6, 0.9, 1.2, 1.0),
+    dist_amp: float | tuple[float, ...] | np.ndarray = (0.01, 0.05, 0.02, 0.0),
+    dist_freq: float | tuple[float, ...] | np.ndarray = (0.6, 0.9, 1.2, 1.0),
     ref_amp: float | np.ndarray = 1.0,
-    ref_freq: float | np.ndarray = (0.4, 0.6),
+    ref_freq: float | tuple[float, ...] | np.ndarray = (0.4, 0.6),
     dtype=jnp.float64,
 ) -> LinearPlant:
     """X-29 lateral-directional ND-PA model (states beta, p, r, phi; 2 inputs; 4 outputs).

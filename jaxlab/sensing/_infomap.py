@@ -74,15 +74,20 @@ def mc_information_gain(
     mods = _check_modality(modality)
     kz, ko = jax.random.split(key)
     std = 1 / jnp.sqrt(post.precision)
-    z = post.mean + std * jax.random.normal(kz, (n_samples,) + post.mean.shape, post.mean.dtype)
+    z = post.mean[None] + std[None] * jax.random.normal(
+        kz, (n_samples,) + post.mean.shape, post.mean.dtype
+    )
     preds = [jax.vmap(lambda zz, m=m: model.decode(m, zz, action))(z) for m in mods]
     sig = [model.sigma[m] for m in mods]
     keys = jax.random.split(ko, len(mods))
-    obs = [p + s * jax.random.normal(k, p.shape, p.dtype) for p, s, k in zip(preds, sig, keys)]
+    obs = [
+        p + s * jax.random.normal(k, p.shape, p.dtype)
+        for p, s, k in zip(preds, sig, keys, strict=True)
+    ]
 
     def loglik(o_i):  # log p(o_i | z_j) for all j
         total = 0.0
-        for o, p, s in zip(o_i, preds, sig):
+        for o, p, s in zip(o_i, preds, sig, strict=True):
             total = total - 0.5 * jnp.sum(((o[None, :] - p) / s) ** 2, axis=-1)
         return total
 

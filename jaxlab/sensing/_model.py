@@ -159,7 +159,7 @@ def elbo(
     z = q.mean + std * jax.random.normal(key, q.mean.shape, q.mean.dtype)
     rec = 0.0
     for m, obs in (("visual", visual), ("mechano", mechano)):
-        pred = jax.vmap(lambda a: model.decode(m, z, a))(actions)
+        pred = jax.vmap(lambda a, m=m: model.decode(m, z, a))(actions)
         rec = rec + _gauss_logpdf(obs, pred, model.sigma[m])
     kl = 0.5 * jnp.sum(std**2 + q.mean**2 - 1 - 2 * jnp.log(std))
     return rec - kl

@@ -39,7 +39,7 @@ def random_actions(flower: Flower, n: int, *, key: jax.Array, near_nectary: floa
     r = 0.95 * jnp.sqrt(jax.random.uniform(k1, (n,)))
     th = jax.random.uniform(k2, (n,), maxval=2 * jnp.pi)
     pos = jnp.stack([r * jnp.cos(th), r * jnp.sin(th)], -1)
-    near = flower.nectary + 1.5 * TUBE_RADIUS * jax.random.normal(k3, (n, 2))
+    near = flower.nectary[None] + 1.5 * TUBE_RADIUS * jax.random.normal(k3, (n, 2))
     pick = (jnp.arange(n) < int(near_nectary * n))[:, None]
     pos = jnp.where(pick, near, pos)
     pos = jax.random.permutation(k4, pos)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -285,15 +286,15 @@ def face_landmarks(s: FaceScene) -> Float[Array, "K 3"]:
         x = sx * 0.48 * s.mouth_w
         pts.append(jnp.stack([x, mouth[1], _front_z(s, x, mouth[1])]))
     local = jnp.stack(pts)
-    return local @ _rot(s.yaw).T + s.centre
+    return local @ _rot(s.yaw).T + s.centre[None]
 
 
 def render_pair(s: FaceScene, rig: StereoRig, height: int, width: int, *, n_steps: int = 160):
     """Render one rectified stereo pair of a face scene.
 
-    Arguments:
+    **Arguments:**
         s: the scene (one avatar); rig: the stereo rig; height, width: image size (static).
-    Returns:
+    **Returns:**
         dict with left, right (H, W, 3) in [0, 1]; depth (H, W) metric Z of the left view in
         mm (NaN where a ray did not converge); disparity (H, W) = f B / depth; normals
         (H, W, 3); mask (H, W) bool (head pixels); landmarks_3d (K, 3) in mm (left camera
@@ -404,8 +405,10 @@ def write_face_shards(
     shards = []
     for i, start in enumerate(range(0, n, shard_size)):
         name = f"shard_{i:05d}.npz"
+        # Any: numpy types **kwds of savez like allow_pickle
+        shard: dict[str, Any] = {k: v[start : start + shard_size] for k, v in data.items()}
         with atomic_write(directory / name, "wb") as f:
-            np.savez(f, **{k: v[start : start + shard_size] for k, v in data.items()})
+            np.savez(f, **shard)
         shards.append({"file": name, "start": start, "count": min(shard_size, n - start)})
     write_json(
         directory / "index.json",

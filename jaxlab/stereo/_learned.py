@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import cast
 
 import equinox as eqx
 import jax
@@ -99,7 +100,7 @@ def raft_loss(
 ) -> Float[Array, ""]:
     """Sequence loss sum_i gamma^(N-i) mean_{valid} |d_i - d_gt| on a batch (B, H, W, 3),
     disparity (B, H, W) (values ignored where `valid` (B, H, W) is False)."""
-    preds = model.apply({"params": params}, left, right, n_iters)
+    preds = cast(jax.Array, model.apply({"params": params}, left, right, n_iters))
     gt = jnp.where(valid, disparity, 0.0).astype(preds.dtype)
     v = valid.astype(preds.dtype)
     err = jnp.sum(jnp.abs(preds - gt) * v, axis=(1, 2, 3)) / jnp.maximum(jnp.sum(v), 1.0)

@@ -8,6 +8,7 @@ Files `skimage/data/motorcycle_{left,right}.png` and `motorcycle_disp.npz`
 from __future__ import annotations
 
 import importlib.metadata
+from pathlib import Path
 
 import numpy as np
 
@@ -23,7 +24,7 @@ def _file(name: str):
         ) from e
     for f in dist.files or []:
         if str(f).endswith(f"skimage/data/{name}"):
-            return dist.locate_file(f)
+            return Path(str(dist.locate_file(f)))
     raise FileNotFoundError(f"scikit-image is installed but skimage/data/{name} is missing")
 
 

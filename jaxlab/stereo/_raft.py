@@ -41,9 +41,9 @@ def correlation_volume(
 ) -> Float[Array, "H W W"]:
     """All-pairs 1-D correlation along rectified rows, indexed by disparity.
 
-    Arguments:
+    **Arguments:**
         f_left, f_right: feature maps (H, W, C) of the left and right image.
-    Returns:
+    **Returns:**
         (H, W, W) array `corr[y, x, d] = <f_left[y, x], f_right[y, x - d]> / sqrt(C)` for
         `x - d >= 0` and 0 where the match would leave the right image.
     """
@@ -88,7 +88,7 @@ def lookup_pyramid(
     out = []
     for lvl, vol in enumerate(pyramid):
         n = vol.shape[2]
-        pos = disparity[..., None] / (2.0**lvl) + offsets  # (H, W, 2r+1)
+        pos = disparity[..., None] / (2.0**lvl) + offsets[None, None]  # (H, W, 2r+1)
         i0 = jnp.floor(pos)
         a = pos - i0
         i0 = i0.astype(jnp.int32)
@@ -216,7 +216,7 @@ class RAFTStereo(nn.Module):
     depend on n_iters. `raft_predictor`/`raft_disparity` in
     jaxlab.stereo wrap this with input checks.
 
-    Fields: feature_dim (matching features), hidden_dim (GRU state), context_dim,
+    **Fields:** feature_dim (matching features), hidden_dim (GRU state), context_dim,
     n_levels (correlation pyramid levels), radius (lookup window), downsample (2 or 4),
     dtype (parameters and computation).
     """

@@ -61,7 +61,7 @@ class StereoRig(eqx.Module):
 def camera_rays(rig: StereoRig, height: int, width: int, *, right: bool = False):
     """Ray origins and unit directions through every pixel centre.
 
-    Returns:
+    **Returns:**
         origins (H*W, 3), directions (H*W, 3), row-major over (v, u).
     """
     v, u = jnp.meshgrid(
@@ -100,7 +100,7 @@ def sphere_trace(
     origins: Float[Array, "N 3"],
     directions: Float[Array, "N 3"],
     *,
-    t_max: float,
+    t_max: float | Float[Array, ""],
     n_steps: int = 128,
     eps: float = 1e-3,
     step_scale: float = 1.0,
@@ -110,7 +110,7 @@ def sphere_trace(
     `sdf` maps one point (3,) to a scalar; it is vmapped over rays. `step_scale` < 1
     under-relaxes the steps for SDFs that are only bounds (smooth unions, ellipsoids).
 
-    Returns:
+    **Returns:**
         t (N,): distance along each unit ray to the surface, `hit` (N,): converged and
         within t_max.
     """

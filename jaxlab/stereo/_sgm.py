@@ -26,10 +26,7 @@ def _path_down(cost: Float[Array, "H W D"], dx: int, p1, p2) -> Float[Array, "H 
     valid = (jnp.arange(w) - dx >= 0) & (jnp.arange(w) - dx < w)
 
     def step(prev, c_row):
-        if dx == 0:
-            pr = prev
-        else:
-            pr = jnp.roll(prev, dx, axis=0)  # pr[x] = prev[x - dx]
+        pr = prev if dx == 0 else jnp.roll(prev, dx, axis=0)  # pr[x] = prev[x - dx]
         m = jnp.min(pr, axis=-1, keepdims=True)
         up = jnp.pad(pr[:, 1:], ((0, 0), (0, 1)), constant_values=jnp.inf)
         down = jnp.pad(pr[:, :-1], ((0, 0), (1, 0)), constant_values=jnp.inf)
@@ -52,17 +49,17 @@ def sgm_aggregate(
         raise ValueError(f"paths: expected 4 or 8, received {paths}")
     if not 0 <= p1 <= p2:
         raise ValueError(f"p1, p2: expected 0 <= p1 <= p2, received p1={p1}, p2={p2}")
-    p1 = jnp.asarray(p1, cost.dtype)
-    p2 = jnp.asarray(p2, cost.dtype)
+    pen1 = jnp.asarray(p1, cost.dtype)
+    pen2 = jnp.asarray(p2, cost.dtype)
     total = jnp.zeros_like(cost)
     dxs = (0, 1, -1) if paths == 8 else (0,)
     for flip in (False, True):
         c = cost[::-1] if flip else cost
         for dx in dxs:
-            agg = _path_down(c, dx, p1, p2)
+            agg = _path_down(c, dx, pen1, pen2)
             total = total + (agg[::-1] if flip else agg)
         ct = jnp.swapaxes(c if not flip else cost[:, ::-1], 0, 1)  # rows <-> columns
-        agg = jnp.swapaxes(_path_down(ct, 0, p1, p2), 0, 1)
+        agg = jnp.swapaxes(_path_down(ct, 0, pen1, pen2), 0, 1)
         total = total + (agg[:, ::-1] if flip else agg)
     return total
 

@@ -39,6 +39,7 @@ import math
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx

@@ -148,9 +148,9 @@ def contacts_to_snapshots(
     uniq, starts = np.unique(k, return_index=True)
     ends = np.append(starts[1:], k.shape[0])
     graphs = []
-    for a, b in zip(starts, ends):
+    for a, b in zip(starts, ends, strict=True):
         g = nx.Graph()
-        g.add_edges_from(zip(s[a:b].tolist(), d[a:b].tolist()))
+        g.add_edges_from(zip(s[a:b].tolist(), d[a:b].tolist(), strict=True))
         graphs.append(g)
     return graphs, uniq
 

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
+from numpy.typing import DTypeLike
 
 from ._complex import Complex
 from ._hasse import rank_routes, route_edges
@@ -68,12 +69,12 @@ def lift_features(
 
     `x_0` = node features; `x_1 = [edge_features, |B_1|^T x_0]`; `x_r = |B_r|^T x_{r-1}`.
 
-    Arguments:
+    **Arguments:**
         cx: the complex.
         node_features: `[n_0, f]`.
         edge_features: optional `[n_1, g]` aligned with `cx.cells[1]`.
 
-    Returns:
+    **Returns:**
         One float64 array `[n_r, f_r]` per rank.
     """
     x0 = np.asarray(node_features, np.float64)
@@ -127,12 +128,12 @@ def complex_arrays(
     *,
     cell_sizes: Sequence[int] | None = None,
     edge_sizes: Sequence[Sequence[int]] | None = None,
-    dtype: object = None,
+    dtype: DTypeLike | None = None,
     as_numpy: bool = False,
 ) -> ComplexArrays:
     """Pack one complex into (padded) arrays.
 
-    Arguments:
+    **Arguments:**
         cx: the complex (dimension `R`).
         features: per rank `[n_r, f_r]` (e.g. from `lift_features`).
         encodings: per rank per route `[n_r, d]` (from `complex_encodings`), or None
@@ -142,7 +143,7 @@ def complex_arrays(
         dtype: float dtype (default: JAX's default float dtype).
         as_numpy: keep NumPy leaves (for fast stacking of many complexes).
 
-    Returns:
+    **Returns:**
         A `ComplexArrays`.
     """
     fdtype = np.dtype(jnp.result_type(float) if dtype is None else dtype)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,7 +29,7 @@ __all__ = [
 class Complex:
     """A finite simplicial or regular cell complex of dimension `max_rank`.
 
-    Fields:
+    **Fields:**
         kind: `"simplicial"` (clique lift) or `"cell"` (cycle lift).
         cells: per rank `r = 0..max_rank`, a tuple of cells; a cell is a tuple of
             node ids (sorted for simplices; the canonical cyclic order for rings).
@@ -169,12 +170,12 @@ def clique_lift(num_nodes: int, edges: object, *, max_rank: int = 2) -> Complex:
 
     Every `(k+1)`-clique becomes a `k`-simplex, `k <= max_rank`.
 
-    Arguments:
+    **Arguments:**
         num_nodes: number of nodes `n_0`.
         edges: `[E, 2]` integer array of undirected edges (no loops/duplicates).
         max_rank: highest simplex dimension kept (>= 1).
 
-    Returns:
+    **Returns:**
         A simplicial `Complex` with `max_rank + 1` ranks (empty ranks allowed).
     """
     if isinstance(max_rank, bool) or not isinstance(max_rank, int) or max_rank < 1:
@@ -202,12 +203,12 @@ def chordless_cycles(num_nodes: int, edges: object, *, max_length: int) -> list[
     Each cycle is returned once, in canonical order: it starts at its smallest node
     and its second node is smaller than its last.
 
-    Arguments:
+    **Arguments:**
         num_nodes: number of nodes.
         edges: `[E, 2]` integer edges.
         max_length: longest cycle kept (>= 3).
 
-    Returns:
+    **Returns:**
         A sorted list of node tuples.
     """
     if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 3:
@@ -244,12 +245,12 @@ def cycle_lift(num_nodes: int, edges: object, *, max_length: int = 8) -> Complex
     Every chordless cycle of length <= `max_length` becomes a 2-cell (the rings of a
     molecule), oriented along its canonical node order.
 
-    Arguments:
+    **Arguments:**
         num_nodes: number of nodes.
         edges: `[E, 2]` integer edges.
         max_length: longest ring attached (>= 3).
 
-    Returns:
+    **Returns:**
         A cell `Complex` with ranks 0, 1, 2.
     """
     e = validate_graph(num_nodes, edges)
@@ -276,7 +277,7 @@ def betti_numbers(cx: Complex) -> tuple[int, ...]:
     return tuple(int(n - ranks[r] - ranks[r + 1]) for r, n in enumerate(cx.sizes))
 
 
-def _matrix_rank(b: sp.sparray) -> int:
-    if min(b.shape) == 0:
+def _matrix_rank(b: sp.csr_array) -> int:
+    if min(cast(tuple[int, int], b.shape)) == 0:  # scipy infers a sparse shape as Optional
         return 0
     return int(np.linalg.matrix_rank(b.toarray()))

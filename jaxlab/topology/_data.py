@@ -63,7 +63,7 @@ def _sorted_graph(n: int, pairs: np.ndarray, efeat: np.ndarray, nfeat: np.ndarra
 def load_mutag() -> tuple[list[MolGraph], np.ndarray]:
     """MUTAG: 188 graphs with one-hot atom (7) and bond (4) labels; targets in {0, 1}.
 
-    Returns:
+    **Returns:**
         `(graphs, labels)`, labels int64 `[188]` (1 = mutagenic).
     """
     base = wheel_file("grakel", "MUTAG/MUTAG_A.txt").parent
@@ -101,7 +101,7 @@ def _rdkit():
         from rdkit import Chem, RDLogger
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise ImportError("RDKit is required: pip install 'jaxlab[topology]'") from err
-    RDLogger.DisableLog("rdApp.*")
+    RDLogger.DisableLog("rdApp.*")  # pyright: ignore[reportAttributeAccessIssue] -- compiled rdkit module, not in its stubs
     return Chem
 
 
@@ -208,9 +208,12 @@ def _sascorer():
     if _SASCORER is None:
         path = wheel_file("rdkit", "Contrib/SA_Score/sascorer.py")
         spec = importlib.util.spec_from_file_location("_jaxlab_sascorer", path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"{path}: cannot be loaded as a Python module")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        module._fscores = _fragment_scores()  # so the module never unpickles the file itself
+        # so the module never unpickles the file itself
+        module.__dict__["_fscores"] = _fragment_scores()
         _SASCORER = module
     return _SASCORER
 
@@ -227,7 +230,7 @@ def penalized_logp(smiles: str) -> float:
     mol = chem.MolFromSmiles(smiles) if isinstance(smiles, str) else None
     if mol is None:
         raise ValueError(f"smiles: cannot parse {smiles!r}")
-    logp = Crippen.MolLogP(mol)
+    logp = Crippen.MolLogP(mol)  # pyright: ignore[reportAttributeAccessIssue] -- compiled rdkit module, not in its stubs
     sa = _sascorer().calculateScore(mol)
     rings = mol.GetRingInfo().AtomRings()
     largest = max((len(r) for r in rings), default=0)
@@ -239,7 +242,7 @@ def load_zinc_subset(
 ) -> dict[str, tuple[list[str], np.ndarray]]:
     """ZINC-style penalized-logP subset of the MOSES training SMILES.
 
-    Returns:
+    **Returns:**
         `{"train" | "val" | "test": (smiles, targets float64 [n])}`, taken in file
         order (first `n_train` rows train, next `n_val` val, next `n_test` test).
     """

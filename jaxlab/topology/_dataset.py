@@ -14,8 +14,10 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ._arrays import ComplexArrays, complex_arrays, lift_features, max_sizes, stack_complex_arrays
 from ._complex import Complex, clique_lift, cycle_lift
@@ -30,7 +32,7 @@ __all__ = ["LiftSpec", "lift_graph", "encode_complexes", "prepare_dataset", "def
 class LiftSpec:
     """How graphs become complexes.
 
-    Fields:
+    **Fields:**
         kind: `"cycle"` (rings as 2-cells, `cycle_lift`) or `"clique"` (`clique_lift`).
         max_length: longest ring for the cycle lift.
         max_rank: top simplex dimension for the clique lift (2 = triangles).
@@ -84,7 +86,7 @@ def encode_complexes(
 ) -> list[tuple[tuple[np.ndarray, ...], ...]]:
     """`complex_encodings` for every complex, loaded from / saved to `cache_file`.
 
-    Returns:
+    **Returns:**
         Per complex, per rank, per route: float64 `[n_r, spec.dim]`.
     """
     R = complexes[0].max_rank if complexes else 0
@@ -114,7 +116,7 @@ def encode_complexes(
     if cache_file is not None:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         empty = np.zeros((0, spec.dim))
-        arrays = {
+        arrays: dict[str, Any] = {  # Any: numpy types **kwds of savez like allow_pickle
             f"enc_{r}_{i}": np.concatenate([e[r][i] for e in out]) if out else empty
             for r, i in keys
         }
@@ -133,11 +135,11 @@ def prepare_dataset(
     spec: EncodingSpec = EncodingSpec(),
     cache_dir: str | os.PathLike | None = None,
     sizes: tuple | None = None,
-    dtype: object = None,
+    dtype: DTypeLike | None = None,
 ) -> tuple[ComplexArrays, list[Complex]]:
     """Lift, encode (cached), pad and stack a data set of graphs.
 
-    Arguments:
+    **Arguments:**
         name: data-set name (part of the cache key).
         graphs: the graphs.
         lift, spec: lifting and encoding settings.
@@ -145,7 +147,7 @@ def prepare_dataset(
         sizes: `(cell_sizes, edge_sizes)` padding (default: `max_sizes` of these graphs).
         dtype: float dtype of the arrays.
 
-    Returns:
+    **Returns:**
         `(data, complexes)`: stacked `ComplexArrays` (leading axis = graph) and the
         lifted complexes.
     """

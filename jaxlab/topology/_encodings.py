@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 import scipy.linalg
@@ -43,9 +44,9 @@ def _as_adjacency(adj: object) -> np.ndarray | sp.csr_array:
     """Validate a symmetric non-negative adjacency; small inputs become dense arrays."""
     if sp.issparse(adj):
         a = sp.csr_array(adj, dtype=np.float64)
-        if a.shape[0] != a.shape[1]:
+        if _size(a) != cast(tuple[int, int], a.shape)[1]:
             raise ValueError(f"adj: expected a square [n, n] matrix, received shape {a.shape}")
-        if a.shape[0] <= _DENSE_MAX:
+        if _size(a) <= _DENSE_MAX:
             return _as_adjacency(a.toarray())
         if a.nnz and (not np.all(np.isfinite(a.data)) or np.any(a.data < 0)):
             raise ValueError("adj: expected finite non-negative weights")
@@ -66,7 +67,12 @@ _DENSE_MAX = 1024
 
 
 def _dense(a: np.ndarray | sp.csr_array) -> np.ndarray:
-    return a.toarray() if sp.issparse(a) else a
+    return a.toarray() if isinstance(a, sp.csr_array) else a
+
+
+def _size(a: np.ndarray | sp.csr_array) -> int:
+    """Rows of a validated adjacency (scipy infers a sparse shape as Optional)."""
+    return cast(tuple[int, ...], a.shape)[0]
 
 
 def _laplacian_eigh(a: np.ndarray | sp.csr_array) -> tuple[np.ndarray, np.ndarray]:
@@ -134,11 +140,11 @@ def _elstatic(a: np.ndarray | sp.csr_array, lam: np.ndarray, vec: np.ndarray) ->
 def lap_pe(adj: object, k: int) -> np.ndarray:
     """Laplacian eigenvector positional encoding.
 
-    Arguments:
+    **Arguments:**
         adj: symmetric adjacency `[n, n]`.
         k: number of non-trivial eigenpairs (eigenvalue > 1e-8) of `L = D - A`.
 
-    Returns:
+    **Returns:**
         `[n, 2k]`: eigenvector entries (sign-canonicalised) then the eigenvalues
         broadcast to every node; columns beyond the available pairs are zero.
     """
@@ -152,7 +158,7 @@ def rwse(adj: object, steps: int) -> np.ndarray:
     of bounded degree. Isolated nodes get zeros.
     """
     a = _as_adjacency(adj)
-    n = a.shape[0]
+    n = _size(a)
     deg = np.asarray(a.sum(axis=1)).ravel()
     inv = np.where(deg > 0, 1.0 / np.where(deg > 0, deg, 1.0), 0.0)
     out = np.zeros((n, steps))
@@ -190,11 +196,11 @@ def elstatic_pe(adj: object) -> np.ndarray:
 def cycle_ge(adj: object, lengths: Sequence[int]) -> np.ndarray:
     """Cycle-count encoding: chordless cycles of each length through each node, `[n, L]`."""
     a = _as_adjacency(adj)
-    n = a.shape[0]
+    n = _size(a)
     out = np.zeros((n, len(lengths)))
     if n == 0 or not len(lengths):
         return out
-    if sp.issparse(a):
+    if isinstance(a, sp.csr_array):  # _as_adjacency: csr_array or ndarray
         coo = sp.triu(a, k=1).tocoo()
         edges = np.stack([coo.row, coo.col], axis=1).astype(np.int64)
     else:
@@ -211,7 +217,7 @@ def cycle_ge(adj: object, lengths: Sequence[int]) -> np.ndarray:
 class EncodingSpec:
     """Which encodings to compute and their sizes; an empty/zero field disables one.
 
-    Fields:
+    **Fields:**
         lappe_k: LapPE eigenpairs (width `2 * lappe_k`).
         rwse_steps: RWSE walk lengths `1..rwse_steps`.
         heat_times: HKdiagSE diffusion times.
@@ -270,11 +276,11 @@ def graph_encodings(adj: object, spec: EncodingSpec) -> np.ndarray:
     if spec.cycle_lengths:
         parts.append(cycle_ge(a, spec.cycle_lengths))
     if not parts:
-        return np.zeros((a.shape[0], 0))
+        return np.zeros((_size(a), 0))
     return np.concatenate(parts, axis=1)
 
 
-def _dense_hasse(inc: list[np.ndarray], sizes: tuple[int, ...], rank: int, route: str):
+def _dense_hasse(inc: list[Any], sizes: tuple[int, ...], rank: int, route: str):
     """Dense twin of `hasse_graph` for small complexes (same graphs, no sparse overhead)."""
     n = sizes[rank]
     if route in ("up", "down"):
@@ -296,11 +302,14 @@ def complex_encodings(cx: Complex, spec: EncodingSpec) -> tuple[tuple[np.ndarray
     Each bipartite boundary graph is encoded once and shared by the two ranks it
     joins.
 
-    Returns:
+    **Returns:**
         `out[r][i]`: float64 `[n_r, spec.dim]` for route `rank_routes(r, R)[i]`.
     """
     small = sum(cx.sizes) <= _DENSE_MAX
-    inc = [None] + [cx.incidence(r).toarray() for r in range(1, cx.max_rank + 1)] if small else []
+    # inc[0] is None: rank 0 has no incidence
+    inc: list[Any] = (
+        [None] + [cx.incidence(r).toarray() for r in range(1, cx.max_rank + 1)] if small else []
+    )
     cache: dict[tuple[str, int], np.ndarray] = {}
     out = []
     for r in range(cx.max_rank + 1):

@@ -14,6 +14,8 @@ set has the same route structure, which is what batching needs.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -40,10 +42,10 @@ def rank_routes(rank: int, max_rank: int) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _bipartite(inc: sp.sparray) -> sp.csr_array:
+def _bipartite(inc: sp.csr_array) -> sp.csr_array:
     """Adjacency of the bipartite Hasse graph of an incidence `[n_low, n_high]`."""
     b = sp.csr_array(abs(inc), dtype=np.float64)
-    n_low, n_high = b.shape
+    n_low, n_high = cast(tuple[int, int], b.shape)  # scipy infers a sparse shape as Optional
     top = sp.hstack([sp.csr_array((n_low, n_low)), b])
     bottom = sp.hstack([b.T, sp.csr_array((n_high, n_high))])
     return sp.csr_array(sp.vstack([top, bottom]))
@@ -52,12 +54,12 @@ def _bipartite(inc: sp.sparray) -> sp.csr_array:
 def hasse_graph(cx: Complex, rank: int, route: str) -> tuple[sp.csr_array, np.ndarray]:
     """The graph of one route and where the rank-`rank` cells sit in it.
 
-    Arguments:
+    **Arguments:**
         cx: the complex.
         rank: the rank whose cells are being encoded.
         route: one of `rank_routes(rank, cx.max_rank)`.
 
-    Returns:
+    **Returns:**
         `(adjacency, rows)`: a symmetric 0/1 CSR adjacency `[m, m]` and the int64
         indices `[n_rank]` of the rank's cells among its `m` nodes.
     """
@@ -80,7 +82,7 @@ def hasse_graph(cx: Complex, rank: int, route: str) -> tuple[sp.csr_array, np.nd
 def route_edges(cx: Complex, rank: int, route: str) -> tuple[np.ndarray, np.ndarray]:
     """Directed message edges of a route into the cells of `rank` (for HOMP).
 
-    Returns:
+    **Returns:**
         `(senders, receivers)`, int64 `[E]` each. `receivers` index rank-`rank`
         cells; `senders` index cells of rank `rank` (up, down), `rank-1`
         (boundary) or `rank+1` (coboundary).

@@ -67,7 +67,7 @@ class HOPSE(eqx.Module):
     LayerNorm; the graph output is `head(sum_r sum_cells V_r h)`. Cost is linear
     in the number of cells. (HOPSE, P18.)
 
-    Arguments:
+    **Arguments:**
         feature_dims: `f_r` per rank.
         encoding_dim: width `d` of each route encoding (0: features only).
         out_dim: output width (classes or regression targets).
@@ -199,7 +199,7 @@ class HOMP(eqx.Module):
     `h_r <- Block_r(U_r h_r + sum_routes sum_{s->t} W_route h_s)`. Takes the
     lifted features only (no precomputed encodings), as HOMP models do.
 
-    Arguments:
+    **Arguments:**
         feature_dims: `f_r` per rank; out_dim: output width.
         width, depth: hidden width and number of message-passing layers.
         key: PRNG key (keyword-only).

@@ -122,14 +122,14 @@ class Trainer(eqx.Module):
     ) -> tuple[TrainState, Float[Array, ""]]:
         """One epoch over a stacked data set of `g` complexes.
 
-        Arguments:
+        **Arguments:**
             state: from `init`.
             data: stacked `ComplexArrays` (leading axis `g`).
             targets: `[g]` class ids or regression values.
             weights: `[g]` per-graph loss weights (0 excludes a graph, e.g. a CV fold).
             key: shuffling key.
 
-        Returns:
+        **Returns:**
             `(new_state, mean training loss over the epoch's batches)`.
         """
         g = targets.shape[0]

@@ -30,10 +30,14 @@ def test_checkpoint_errors(tmp_path):
 def test_interrupted_write_keeps_previous_file(tmp_path):
     path = tmp_path / "metrics.json"
     write_json(path, {"v": 1})
-    with pytest.raises(RuntimeError, match="boom"):
+
+    def write_half():
         with atomic_write(path) as f:
             f.write('{"v": 2, "half')
             raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        write_half()
     assert json.loads(path.read_text()) == {"v": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"]
 

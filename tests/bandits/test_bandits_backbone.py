@@ -70,7 +70,7 @@ def test_linucb_converges_to_best_arm_two_arm_world():
     t = 400
     contexts = jnp.asarray([[1.0, 0.0], [0.0, 1.0]], jnp.float64)
     means = jnp.asarray([0.2, 0.5], jnp.float64)
-    rewards = means + 0.3 * jax.random.normal(getkey(), (t, 2), jnp.float64)
+    rewards = means[None] + 0.3 * jax.random.normal(getkey(), (t, 2), jnp.float64)
     tr = B.play(B.LinUCB(alpha=1.0), contexts, rewards, key=getkey())
     late = np.asarray(tr.arms[-200:])
     assert np.mean(late == 1) > 0.95
@@ -136,11 +136,8 @@ def test_disjoint_linucb_matches_mabwiser(getkey):
     for i in range(t):
         ctx = jnp.broadcast_to(jnp.asarray(xs[i]), (k, d))
         sel = pol.select(st, ctx, jnp.ones(k, bool))
-        if i == 0:
-            # mabwiser must be fitted before predicting: seed it with our first decision.
-            a_m = int(sel.arm)
-        else:
-            a_m = int(mab.predict(xs[i : i + 1]))
+        # mabwiser must be fitted before predicting: seed it with our first decision.
+        a_m = int(sel.arm) if i == 0 else int(mab.predict(xs[i : i + 1]))
         ours.append(int(sel.arm))
         theirs.append(a_m)
         st = pol.update(st, sel, ctx, jnp.asarray(rew[i, int(sel.arm)]))
@@ -208,18 +205,18 @@ def test_neural_linear_training_reduces_loss():
 
 
 @pytest.mark.parametrize(
-    "make",
+    ("make", "name"),
     [
-        lambda: B.LinUCB(alpha=-1.0),
-        lambda: B.LinUCB(lam=0.0),
-        lambda: B.LinearTS(v=-0.1),
-        lambda: B.EpsilonGreedy(epsilon=1.5),
-        lambda: B.NeuralLinear(hidden=0),
-        lambda: B.DisjointLinUCB(lam=-1.0),
+        (lambda: B.LinUCB(alpha=-1.0), "alpha"),
+        (lambda: B.LinUCB(lam=0.0), "lam"),
+        (lambda: B.LinearTS(v=-0.1), "v"),
+        (lambda: B.EpsilonGreedy(epsilon=1.5), "epsilon"),
+        (lambda: B.NeuralLinear(hidden=0), "hidden"),
+        (lambda: B.DisjointLinUCB(lam=-1.0), "lam"),
     ],
 )
-def test_bad_hyperparameters_raise(make):
-    with pytest.raises(ValueError):
+def test_bad_hyperparameters_raise(make, name):
+    with pytest.raises(ValueError, match=name):
         make()
 
 

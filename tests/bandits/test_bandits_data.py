@@ -25,7 +25,8 @@ def test_movielens_100k_loads():
     assert len(raw) == 100_000
     np.testing.assert_allclose(ml.rating, [float(r[2]) for r in raw])
     assert ml.genres.sum(axis=1).min() >= 1
-    assert "Drama" in ml.genre_names and ml.genres[:, ml.genre_names.index("Drama")].sum() == 725
+    assert "Drama" in ml.genre_names
+    assert ml.genres[:, ml.genre_names.index("Drama")].sum() == 725
     # every user rated at least 20 movies (the dataset's construction rule)
     assert np.bincount(ml.user, minlength=943).min() >= 20
 
@@ -46,15 +47,15 @@ def test_movielens_item_dimensions():
 @pytest.mark.parametrize("policy", ["random", "bts"])
 def test_open_bandit_loads(policy):
     log = B.load_open_bandit(policy, "all")
-    assert log.action.shape == (10_000,) and log.n_items == 80
+    assert log.action.shape == (10_000,)
+    assert log.n_items == 80
     assert set(np.unique(log.position).tolist()) == {0, 1, 2}
     assert set(np.unique(log.reward).tolist()) <= {0.0, 1.0}
     if policy == "random":
         np.testing.assert_allclose(log.pscore, 1 / 80)  # uniform logging over 80 items
     assert np.all((log.pscore > 0) & (log.pscore <= 1))
-    assert (
-        log.item_features.shape[0] == 80 and len(log.item_feature_dim) == log.item_features.shape[1]
-    )
+    assert log.item_features.shape[0] == 80
+    assert len(log.item_feature_dim) == log.item_features.shape[1]
     assert log.user_features.shape[0] == 10_000
     clicks = sum(int(line.split(",")[4]) for line in _raw_lines("obp", f"{policy}/all/all.csv")[1:])
     assert int(log.reward.sum()) == clicks

@@ -40,7 +40,8 @@ def test_synthetic_contract(tmp_path):
     ):
         assert k in res.metrics
     assert 0.0 <= res.metrics["dim_recovery_tdge"] <= 1.0
-    assert "regret" in res.figures and len(res.claims) == 2
+    assert "regret" in res.figures
+    assert len(res.claims) == 2
 
 
 def test_movielens_contract(tmp_path):

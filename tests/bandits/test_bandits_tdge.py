@@ -131,8 +131,8 @@ def test_bad_inputs_raise(getkey):
         B.TDGE(B.LinUCB(), (0, 1), probe_rounds=-1)
     with pytest.raises(ValueError, match="level"):
         B.dimension_relevance(pol, pol.init(4), level="items")
+    neural = B.TDGE(B.NeuralLinear(hidden=3), (0, 0, 1, 1))
     with pytest.raises(ValueError, match="policy"):
-        neural = B.TDGE(B.NeuralLinear(hidden=3), (0, 0, 1, 1))
         B.dimension_relevance(neural, neural.init(4, 3, key=getkey()))
     with pytest.raises(ValueError, match="relevant"):
         B.make_dimension_world(10, (2, 2), (3,), key=getkey())

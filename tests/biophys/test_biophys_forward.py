@@ -19,7 +19,8 @@ def test_neuropixels_layout():
     np.testing.assert_allclose(pos[4, 0], pos[0, 0])
     assert pos[:, 1].max() - pos[:, 1].min() == pytest.approx(191 * 20.0)
     sub = probe.select(probe.sites_between(100.0, 200.0))
-    assert sub.n_sites == 12 and np.all(np.asarray(sub.electrodes())[:, 2] == 0.0)
+    assert sub.n_sites == 12
+    assert np.all(np.asarray(sub.electrodes())[:, 2] == 0.0)
     with pytest.raises(ValueError, match="positions"):
         bp.Probe(jnp.asarray([[0.0, jnp.nan]]))
     with pytest.raises(ValueError, match="indices"):
@@ -66,7 +67,9 @@ def test_population_traces_superpose_single_cells_and_match_explicit_sources(get
     cell = bp.BallAndStick()
     pos, cur, el = _population(getkey, t=150)
     traces, volts, spikes = bp.population_traces(cell, pos, cur, el, dt=DT)
-    assert traces.shape == (150, 32) and volts.shape == (2, 150) and spikes.shape == (2, 150)
+    assert traces.shape == (150, 32)
+    assert volts.shape == (2, 150)
+    assert spikes.shape == (2, 150)
     assert float(volts.max()) > 0.0
     membrane = jax.jit(
         lambda c: jax.vmap(cell.transmembrane_currents)(bp.simulate(cell, c, dt=DT).states)

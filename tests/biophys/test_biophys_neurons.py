@@ -43,7 +43,7 @@ def test_hh_threshold_for_repetitive_firing():
 
 
 @pytest.mark.parametrize(
-    "solver,order", [(diffrax.Euler(), 1.0), (diffrax.Heun(), 2.0), (diffrax.Tsit5(), 5.0)]
+    ("solver", "order"), [(diffrax.Euler(), 1.0), (diffrax.Heun(), 2.0), (diffrax.Tsit5(), 5.0)]
 )
 def test_solver_convergence_order(solver, order):
     hh = bp.HodgkinHuxley()
@@ -150,7 +150,7 @@ def test_ball_and_stick_current_conservation_and_membrane_balance():
     cap = cell.areas_cm2() * 1e3 * cell.soma.c_m
     dvdt = (ys[1:, : cell.n_compartments] - ys[:-1, : cell.n_compartments]) / dt
     inj = jnp.zeros((cell.n_compartments,)).at[0].set(0.5)
-    membrane = cap * dvdt + jax.vmap(cell.ionic_currents)(ys[:-1]) - inj
+    membrane = cap[None] * dvdt + jax.vmap(cell.ionic_currents)(ys[:-1]) - inj[None]
     axial = jax.vmap(cell.transmembrane_currents)(ys[:-1])
     np.testing.assert_allclose(membrane, axial, rtol=1e-8, atol=1e-9)
 

@@ -14,7 +14,8 @@ from jaxlab.blackboard._table import parse_csv, table_from_records
 def test_types_and_missing_values():
     cols, dt = parse_csv(b",a,b,c\n1,1,x,2.5\n2,2,,NA\n3,3,z,4\n", file="f.csv", index_column=True)
     assert dt == {"a": "int", "b": "str", "c": "float"}
-    assert cols["a"].dtype == np.int64 and list(cols["b"]) == ["x", None, "z"]
+    assert cols["a"].dtype == np.int64
+    assert list(cols["b"]) == ["x", None, "z"]
     assert np.isnan(cols["c"][1])
 
 
@@ -64,20 +65,25 @@ def test_bad_arguments():
 
 def test_small_real_source_with_profiles():
     lake = bb.load_lake(["vega_datasets"], partition_size=5)
-    assert len(lake) >= 10 and all(len(p) <= 5 for p in lake.partitions.values())
+    assert len(lake) >= 10
+    assert all(len(p) <= 5 for p in lake.partitions.values())
     t = lake.tables["vega_datasets/seattle-weather"]
     assert {"date", "precipitation", "weather"} <= set(t.columns)
     prof = bb.profile_text(t)
-    assert "precipitation (float" in prof and "sample:" in prof and "doc:" in prof
+    assert "precipitation (float" in prof
+    assert "sample:" in prof
+    assert "doc:" in prof
     small = lake.subset(6, key=jax.random.key(0), keep=["vega_datasets/stocks"])
-    assert "vega_datasets/stocks" in small.tables and len(small) >= 6
+    assert "vega_datasets/stocks" in small.tables
+    assert len(small) >= 6
     assert set(small.partitions) <= set(lake.partitions)
 
 
 @pytest.mark.slow
 def test_whole_lake_has_500_tables_in_20_partitions():
     lake = bb.load_lake()
-    assert len(lake) >= 500 and len(lake.partitions) >= 20
+    assert len(lake) >= 500
+    assert len(lake.partitions) >= 20
     assert {t.source for t in lake.tables.values()} == set(bb.SOURCES)
     assert all(len(v) <= 20 for v in lake.partitions.values())
     assert all(t.title for t in lake.tables.values())

@@ -106,7 +106,8 @@ def test_loader_reads_a_kramabench_file(tmp_path):
     assert [t.id for t in got] == ["archeology-easy-1", "legal-hard-2"]
     assert got[0].data_sources == ("radiocarbon_database_regional.xlsx",)
     assert got[0].subtasks[0]["answer_type"] == "string_exact"
-    assert got[1].data_sources == () and got[1].answer == ["CA", "NY"]
+    assert got[1].data_sources == ()
+    assert got[1].answer == ["CA", "NY"]
 
 
 @pytest.mark.parametrize(

@@ -90,7 +90,7 @@ def test_truncation_scoring_equals_direct_scoring(model, tokenizer, getkey):
             for k, o in enumerate(options[i]):
                 rows.append((forced[j], tokenizer.encode(o, add_bos=False)))
                 where.append((i, j, k))
-    for (i, j, k), ref in zip(where, _reference(model, rows)):
+    for (i, j, k), ref in zip(where, _reference(model, rows), strict=True):
         assert scores[i, j, k] == pytest.approx(ref, rel=1e-4, abs=1e-3)
     # the early-stopped generation: every budget past its end sees the same text
     np.testing.assert_array_equal(scores[1, 2], scores[1, 3])
@@ -104,7 +104,8 @@ def test_generate_reasoning_shapes(model, tokenizer, getkey):
     out = cslm.generate_reasoning(
         model, tokenizer, prompts, max_new_tokens=6, key=getkey(), batch_size=4
     )
-    assert len(out) == 2 and all(len(g) <= 6 for g in out)
+    assert len(out) == 2
+    assert all(len(g) <= 6 for g in out)
     assert not any(t in tokenizer.stop_ids for g in out for t in g)
     greedy = lm.generate(model, [prompts[1]], max_new_tokens=6)
     row = np.asarray(greedy.tokens[0]).tolist()

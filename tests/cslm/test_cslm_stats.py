@@ -44,7 +44,8 @@ def test_min_budget_ci_covers_planted_value(getkey):
     est = cslm.min_budget_ci(correct, budgets, 0.5, key=getkey(), n_boot=200)
     assert est.low <= 100.0 <= est.high
     assert est.value == pytest.approx(100.0, rel=0.08)
-    assert est.finite_fraction == 1.0 and est.sd > 0
+    assert est.finite_fraction == 1.0
+    assert est.sd > 0
 
 
 PLANTED = {
@@ -62,7 +63,7 @@ def test_fit_growth_recovers_planted_curves(growth, getkey):
     sigma = 0.03 * clean + 1.0
     noise = np.asarray(jax.random.normal(getkey(), n.shape), np.float64)
     fit = cslm.fit_growth(n, clean + sigma * noise, sigma=sigma)
-    assert fit.selected == growth, dict(zip(fit.classes, fit.weights.round(3)))
+    assert fit.selected == growth, dict(zip(fit.classes, fit.weights.round(3), strict=True))
     assert fit.confidence > 0.9
     assert fit.weights.sum() == pytest.approx(1.0)
     a, b = fit.params[fit.classes.index(growth)]
@@ -84,7 +85,7 @@ def test_fit_growth_from_noisy_synthetic_accuracies(getkey):
             bstar.append(est.value)
             sd.append(est.sd)
         fit = cslm.fit_growth(sizes, bstar, sigma=sd)
-        assert fit.selected == growth, dict(zip(fit.classes, fit.weights.round(3)))
+        assert fit.selected == growth, dict(zip(fit.classes, fit.weights.round(3), strict=True))
 
 
 def test_fit_growth_constant_and_unknown_scale():
@@ -139,7 +140,8 @@ def test_accuracy_at_tokens_and_precision_recall():
     acc = cslm.accuracy_at_tokens([100, 200, 400], [0.2, 0.5, 0.4], [50, 150, 250, 1000])
     np.testing.assert_allclose(acc, [np.nan, 0.2, 0.5, 0.5])
     precision, recall = cslm.verifier_precision_recall([1, 1, 0, 0, 1], [1, 0, 1, 0, 1])
-    assert precision == pytest.approx(2 / 3) and recall == pytest.approx(2 / 3)
+    assert precision == pytest.approx(2 / 3)
+    assert recall == pytest.approx(2 / 3)
 
 
 def test_step_error_recovers_planted_epsilon(getkey):

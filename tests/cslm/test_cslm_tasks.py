@@ -55,7 +55,8 @@ def test_family_answers_and_verifiers(family, getkey):
     for n in SIZES:
         tasks = cslm.make_tasks(family, n, KEYS, key=jax.random.fold_in(key, n))
         for t in tasks:
-            assert t.family == family and t.n == n
+            assert t.family == family
+            assert t.n == n
             assert t.answer == _oracle(t), t.prompt
             assert t.steps == cslm.FAMILIES[family].steps(n)
             truth = cslm.format_answer(t.answer)

@@ -20,7 +20,7 @@ def _sine(freq, sfreq=128.0, seconds=8.0, amp=1.0):
     return jnp.asarray(amp * np.sin(2 * np.pi * freq * t))
 
 
-@pytest.mark.parametrize("freq,band", [(6.0, 1), (10.0, 2), (20.0, 3), (2.5, 0)])
+@pytest.mark.parametrize(("freq", "band"), [(6.0, 1), (10.0, 2), (20.0, 3), (2.5, 0)])
 def test_band_power_of_sinusoid(freq, band):
     x = _sine(freq, amp=2.0)
     freqs, psd = eeg.welch(x, 128.0, nperseg=128)

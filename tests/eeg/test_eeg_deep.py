@@ -114,8 +114,11 @@ def test_classifier_step_passes_the_shared_step_checks_through_an_early_stop(get
     check_step(step, state, key=getkey(), steps=12, tmp_path=tmp_path, loop=StepLoop())
     final, hist = run_steps(step, state, key=getkey(), steps=12, chunk=5, loop=StepLoop())
     t = int(final["t"])
-    assert bool(final["done"]) and t % 2 == 0 and t < 12  # stopped at an epoch end
-    assert np.isnan(hist.losses[t:]).all() and np.isfinite(hist.losses[:t]).all()
+    assert bool(final["done"])
+    assert t % 2 == 0
+    assert t < 12  # stopped at an epoch end
+    assert np.isnan(hist.losses[t:]).all()
+    assert np.isfinite(hist.losses[:t]).all()
 
 
 def test_train_classifier_early_stops_and_resumes_a_finished_run(getkey, tmp_path, tree_allclose):
@@ -131,18 +134,22 @@ def test_train_classifier_early_stops_and_resumes_a_finished_run(getkey, tmp_pat
     )
     model = eeg.ShallowConvNet(n_classes=2, n_filters=4)
     full = eeg.train_classifier(model, x[:64], y[:64], **kw)
-    assert full.stopped_early and full.steps < 30 * 4
+    assert full.stopped_early
+    assert full.steps < 30 * 4
     assert full.steps % 4 == 0  # stops at an epoch end
     ep = full.steps // 4
-    assert np.isfinite(full.val_losses[:ep]).all() and np.isnan(full.val_losses[ep:]).all()
+    assert np.isfinite(full.val_losses[:ep]).all()
+    assert np.isnan(full.val_losses[ep:]).all()
     best = int(np.argmin(full.val_losses[:ep]))
     assert best == ep - 1 - 2  # patience epochs without improvement after the best
     ckpt = Checkpointer(tmp_path / "shallow.eqx", every=3, resume=True)
     done = eeg.train_classifier(model, x[:64], y[:64], checkpointer=ckpt, **kw)
-    assert ckpt.exists() and done.steps == full.steps
+    assert ckpt.exists()
+    assert done.steps == full.steps
     # a finished run resumes to the same result without training
     again = eeg.train_classifier(model, x[:64], y[:64], checkpointer=ckpt, **kw)
-    assert again.steps == full.steps and again.stopped_early
+    assert again.steps == full.steps
+    assert again.stopped_early
     assert tree_allclose(
         (again.params, again.batch_stats), (full.params, full.batch_stats), rtol=0, atol=0
     )

@@ -27,7 +27,8 @@ TINY = {
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_contract(name):
     mod = find(name)
-    assert mod.NAME == name and mod.PAPER == "P10"
+    assert name == mod.NAME
+    assert mod.PAPER == "P10"
 
 
 def test_quick_configs_run_the_deep_models():

@@ -63,7 +63,8 @@ def test_ica_removes_blinks_keeps_posterior_sine():
     data, peaks, t = _blinky_dataset()
     plain = eeg.preprocess_dataset(data)
     clean = eeg.preprocess_dataset(data, ica_components=8, ica_key=jax.random.key(0))
-    assert clean.signals.shape == data.signals.shape and clean.ch_names == CH
+    assert clean.signals.shape == data.signals.shape
+    assert clean.ch_names == CH
     before = _blink_locked_frontal(plain.signals, peaks)
     after = _blink_locked_frontal(clean.signals, peaks)
     assert before > 15.0, before  # the blinks dominate Fp1/Fp2 at their peaks

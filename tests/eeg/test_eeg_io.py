@@ -29,7 +29,8 @@ def test_edf_round_trip(tiny, tmp_path):
                 )
                 paths[(s, e, c)] = p
     back = eeg.read_dataset(paths, np.asarray(tiny.group), dtype=jnp.float64)
-    assert back.ch_names == tiny.ch_names and back.sfreq == tiny.sfreq
+    assert back.ch_names == tiny.ch_names
+    assert back.sfreq == tiny.sfreq
     assert back.signals.shape == tiny.signals.shape
     # EDF stores 16-bit integers over one physical range per recording (MNE "auto"): error
     # below one quantisation step of the block-wide range
@@ -95,13 +96,15 @@ def test_table_from_epochs_matches_epoching(tiny):
     rows = (np.asarray(ref.subject) == 1) & (np.asarray(ref.session) == 1)
     np.testing.assert_allclose(np.asarray(tab.x), np.asarray(ref.x)[rows], atol=1e-9)
     np.testing.assert_array_equal(np.asarray(tab.condition), np.asarray(ref.condition)[rows])
-    assert set(np.asarray(tab.session)) == {1} and set(np.asarray(tab.subject)) == {1}
+    assert set(np.asarray(tab.session)) == {1}
+    assert set(np.asarray(tab.subject)) == {1}
     np.testing.assert_array_equal(np.asarray(tab.group), np.asarray(ref.group)[rows])
     both = eeg.concat_tables([tab, tab.select(np.asarray(tab.condition) == 1)])
     assert both.x.shape[0] == tab.x.shape[0] + int(np.sum(np.asarray(tab.condition) == 1))
     # explicit keywords override metadata; bad labels and missing groups are rejected
     other = eeg.table_from_epochs(epochs, subject=7, session=0, group="breath_focus")
-    assert set(np.asarray(other.subject)) == {7} and set(np.asarray(other.group)) == {2}
+    assert set(np.asarray(other.subject)) == {7}
+    assert set(np.asarray(other.group)) == {2}
     with pytest.raises(ValueError, match="session: unknown label"):
         eeg.table_from_epochs(epochs, session="mid")
     epochs.metadata = None
@@ -140,9 +143,11 @@ def test_bids_round_trip(tmp_path):
     tsv.write_text("\n".join(lines) + "\n")
     back = eeg.read_bids(tmp_path, dtype=jnp.float64)
     assert back.subject_names == ("01", "02")
-    assert back.session_names == ("pre", "post") and back.condition_names == ("rest", "meditation")
+    assert back.session_names == ("pre", "post")
+    assert back.condition_names == ("rest", "meditation")
     np.testing.assert_array_equal(np.asarray(back.group), np.asarray(data.group))
-    assert back.ch_names == data.ch_names and back.sfreq == data.sfreq
+    assert back.ch_names == data.ch_names
+    assert back.sfreq == data.sfreq
     step = (np.ptp(np.asarray(data.signals), axis=(-2, -1), keepdims=True) / 65535) * 1.01
     assert np.all(np.abs(np.asarray(back.signals - data.signals)) <= step + 1e-3)
     # tasks mapped the other way round swap the condition axis

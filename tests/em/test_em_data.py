@@ -41,8 +41,11 @@ def test_generator_labels_consistent_with_boundaries(name, getkey):
     assert isinstance(sample, EMSample)
     image, labels, bnd = (np.asarray(a) for a in sample)
     assert image.shape == labels.shape == bnd.shape == (SIZE, SIZE)
-    assert image.dtype == np.float32 and bnd.dtype == np.float32 and labels.dtype == np.int32
-    assert image.min() >= 0.0 and image.max() <= 1.0
+    assert image.dtype == np.float32
+    assert bnd.dtype == np.float32
+    assert labels.dtype == np.int32
+    assert image.min() >= 0.0
+    assert image.max() <= 1.0
     assert set(np.unique(bnd)) <= {0.0, 1.0}
     assert labels.min() == 1
     ids = np.unique(labels)
@@ -68,7 +71,7 @@ def test_generator_is_deterministic_per_key(getkey):
     a = generate_em("cremi_like", SIZE, key=key)
     b = generate_em("cremi_like", SIZE, key=key)
     c = generate_em("cremi_like", SIZE, key=getkey())
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
     assert not np.array_equal(np.asarray(a.image), np.asarray(c.image))
 
@@ -76,7 +79,8 @@ def test_generator_is_deterministic_per_key(getkey):
 def test_dataset_vmap_equals_loop(getkey):
     key = getkey()
     data = generate_em_dataset("cremi_like", 3, SIZE, key=key)
-    assert data.image.shape == (3, SIZE, SIZE) and data.labels.shape == (3, SIZE, SIZE)
+    assert data.image.shape == (3, SIZE, SIZE)
+    assert data.labels.shape == (3, SIZE, SIZE)
     for i, k in enumerate(jax.random.split(key, 3)):
         one = generate_em("cremi_like", SIZE, key=k)
         np.testing.assert_array_equal(np.asarray(data.labels[i]), np.asarray(one.labels))
@@ -107,7 +111,7 @@ def test_fully_jitted_path_is_consistent(getkey):
         return render_em("dense", tessellate("dense", SIZE, key=k1), key=k2)
 
     out = jax.vmap(sample)(jax.random.split(getkey(), 2))
-    for labels, bnd in zip(np.asarray(out.labels), np.asarray(out.boundaries)):
+    for labels, bnd in zip(np.asarray(out.labels), np.asarray(out.boundaries), strict=True):
         assert labels.min() >= 1
         assert np.all(bnd[_crossing(labels)] == 1.0)
 
@@ -177,11 +181,15 @@ def test_generator_bad_inputs(getkey):
 def test_degrade_upsample_shapes(factor, getkey):
     image = jnp.asarray(np.random.default_rng(0).random((SIZE, SIZE)), jnp.float32)
     low = degrade(image, factor, key=getkey())
-    assert low.shape == (SIZE // factor, SIZE // factor) and low.dtype == jnp.float32
-    assert float(low.min()) >= 0.0 and float(low.max()) <= 1.0
+    assert low.shape == (SIZE // factor, SIZE // factor)
+    assert low.dtype == jnp.float32
+    assert float(low.min()) >= 0.0
+    assert float(low.max()) <= 1.0
     up = upsample_bicubic(low, factor)
-    assert up.shape == (SIZE, SIZE) and up.dtype == jnp.float32
-    assert float(up.min()) >= 0.0 and float(up.max()) <= 1.0
+    assert up.shape == (SIZE, SIZE)
+    assert up.dtype == jnp.float32
+    assert float(up.min()) >= 0.0
+    assert float(up.max()) <= 1.0
 
 
 @pytest.mark.parametrize("factor", [2, 4])

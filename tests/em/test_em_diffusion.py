@@ -1,5 +1,7 @@
 """P11 partial-diffusion refiner: schedules, closed-form q(x_t | x_0), DDIM refinement."""
 
+import functools
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -16,13 +18,17 @@ F64 = jnp.float64
 def test_alpha_bar_is_product_of_one_minus_beta(kind, T):
     s = em.make_schedule(kind, T, dtype=F64)
     betas, ab = np.asarray(s.betas), np.asarray(s.alpha_bars)
-    assert betas.shape == (T,) and ab.shape == (T + 1,) and s.num_steps == T
+    assert betas.shape == (T,)
+    assert ab.shape == (T + 1,)
+    assert s.num_steps == T
     assert ab[0] == 1.0
     prod = 1.0
     for t in range(1, T + 1):
         prod *= 1.0 - betas[t - 1]
         np.testing.assert_allclose(ab[t], prod, rtol=1e-12)
-    assert np.all(betas > 0) and np.all(betas < 1) and np.all(np.diff(ab) < 0)
+    assert np.all(betas > 0)
+    assert np.all(betas < 1)
+    assert np.all(np.diff(ab) < 0)
     assert ab[-1] < 1e-3  # t = T is (almost) pure noise
 
 
@@ -38,7 +44,7 @@ def test_q_sample_matches_closed_form_moments(kind, getkey):
     n = 40000
     for t in (0, 1, 10, 30, 50):
         noise = jax.random.normal(getkey(), (n, 4), F64)
-        xt = np.asarray(jax.vmap(lambda e: em.q_sample(s, x0[0], t, e))(noise))
+        xt = np.asarray(jax.vmap(functools.partial(em.q_sample, s, x0[0], t))(noise))
         ab = float(s.alpha_bars[t])
         se = np.sqrt((1 - ab) / n)
         np.testing.assert_allclose(xt.mean(0), np.sqrt(ab) * np.asarray(x0[0]), atol=5 * se + 1e-12)
@@ -86,7 +92,8 @@ def test_refiner_with_t0_zero_is_identity(getkey):
     moved = jax.jit(lambda z, k: em.refine_embedding(den, params, s, z, t0=5, n_steps=5, key=k))(
         z[0], getkey()
     )
-    assert moved.shape == z[0].shape and not np.allclose(moved, z[0])
+    assert moved.shape == z[0].shape
+    assert not np.allclose(moved, z[0])
 
 
 def test_refine_timesteps():
@@ -95,7 +102,10 @@ def test_refine_timesteps():
     assert em.refine_timesteps(0, 5) == (0,)
     for t0, n in [(100, 7), (13, 4)]:
         ts = em.refine_timesteps(t0, n)
-        assert ts[0] == t0 and ts[-1] == 0 and len(ts) == n + 1 and np.all(np.diff(ts) < 0)
+        assert ts[0] == t0
+        assert ts[-1] == 0
+        assert len(ts) == n + 1
+        assert np.all(np.diff(ts) < 0)
 
 
 def test_bad_refiner_inputs_raise(getkey):
@@ -142,7 +152,8 @@ def test_structure_embedding_marks_a_dark_membrane():
     ridge = emb[..., 1].mean(0)
     assert set(np.argsort(ridge)[-2:]) == {11, 12}  # ridge response peaks on the membrane
     grad = emb[..., 2].mean(0)
-    assert grad[10] > grad[5] and grad[13] > grad[18]  # edges of the membrane
+    assert grad[10] > grad[5]
+    assert grad[13] > grad[18]  # edges of the membrane
     # batched input = per-image embedding
     both = np.asarray(em.structure_embedding(jnp.stack([jnp.asarray(img), jnp.asarray(img.T)])))
     np.testing.assert_allclose(both[0], emb, atol=1e-12)

@@ -39,7 +39,8 @@ def _contract(factors):
 
 def test_em_joint_declares_the_contract_keys():
     mod = importlib.import_module("experiments.em.joint")
-    assert mod.NAME == "em_joint" and mod.PAPER == "P11"
+    assert mod.NAME == "em_joint"
+    assert mod.PAPER == "P11"
     for config in (mod.QUICK, mod.FULL):
         keys = set(mod.metric_keys(config))
         assert _contract((2, 4)) <= keys
@@ -52,10 +53,13 @@ def test_em_joint_declares_the_contract_keys():
 
 def test_em_t0_declares_both_ends(tmp_path):
     mod = importlib.import_module("experiments.em.t0")
-    assert mod.NAME == "em_t0" and mod.PAPER == "P11"
+    assert mod.NAME == "em_t0"
+    assert mod.PAPER == "P11"
     for config in (mod.QUICK, mod.FULL):
         t0s = mod.t0_values(config)
-        assert 0 in t0s and config.T in t0s and len(t0s) >= 4
+        assert 0 in t0s
+        assert config.T in t0s
+        assert len(t0s) >= 4
         keys = set(mod.metric_keys(config))
         assert {f"{m}_t0_{t}" for t in t0s for m in ("voi", "arand", "cremi")} <= keys
     with pytest.raises(ValueError, match="t0_values"):
@@ -77,7 +81,8 @@ def test_em_joint_tiny_run_writes_every_key(tmp_path):
     assert _contract((2, 4)) <= set(res.metrics)
     assert all(k + "_noisy" in res.metrics for k in _contract((4,)))
     assert all(np.isfinite(v) for v in res.metrics.values())
-    assert len(res.claims) == 3 and {"samples", "metrics"} <= set(res.figures)
+    assert len(res.claims) == 3
+    assert {"samples", "metrics"} <= set(res.figures)
     assert "synthetic" in res.notes.lower()
 
 
@@ -89,4 +94,5 @@ def test_em_t0_tiny_run_writes_every_key(tmp_path):
     assert set(mod.metric_keys(config)) <= set(res.metrics)
     # t0 = 0 leaves the SR embedding unchanged; t0 = T moves it
     assert res.metrics["emb_mse_t0_0"] != res.metrics["emb_mse_t0_10"]
-    assert {"t0_ablation", "priors"} <= set(res.figures) and len(res.claims) == 2
+    assert {"t0_ablation", "priors"} <= set(res.figures)
+    assert len(res.claims) == 2

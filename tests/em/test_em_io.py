@@ -24,7 +24,8 @@ def test_hdf5_cremi_round_trip(tmp_path):
     path = tmp_path / "sample_A.hdf"
     _cremi_file(path, raw, labels)
     got_raw, got_labels = load_em_volume(path)
-    assert got_raw.dtype == np.float32 and got_raw.shape == (3, 16, 20)
+    assert got_raw.dtype == np.float32
+    assert got_raw.shape == (3, 16, 20)
     np.testing.assert_allclose(got_raw, raw / 255.0, rtol=1e-6)
     assert got_labels.dtype == np.uint64
     np.testing.assert_array_equal(got_labels, labels)
@@ -35,7 +36,8 @@ def test_hdf5_cremi_round_trip(tmp_path):
     got_raw, got_labels = load_em_volume(
         tmp_path / "custom.h5", raw_key="em/img", labels_key="em/seg"
     )
-    assert got_raw.shape == (1, 16, 20) and got_labels.shape == (1, 16, 20)
+    assert got_raw.shape == (1, 16, 20)
+    assert got_labels.shape == (1, 16, 20)
     np.testing.assert_allclose(got_raw[0], raw[0] / 255.0, rtol=1e-6)
     _, none = load_em_volume(tmp_path / "custom.h5", raw_key="em/img", labels_key=None)
     assert none is None

@@ -70,7 +70,8 @@ def test_split_is_split_and_merge_is_merge(two_cells):
     pred = two_cells.copy()
     pred[:3, :6] = 5  # cut a quarter off cell 1: over-segmentation
     split, merge = variation_of_information(pred, two_cells)
-    assert split > 0.0 and merge == pytest.approx(0.0, abs=1e-12)
+    assert split > 0.0
+    assert merge == pytest.approx(0.0, abs=1e-12)
     assert split == pytest.approx(_conditional_entropy_bits(pred, two_cells), rel=1e-9)
     merged = np.ones_like(two_cells)  # one segment over both cells: under-segmentation
     split, merge = variation_of_information(merged, two_cells)
@@ -160,10 +161,13 @@ def test_relabel_and_merge_small_segments():
     labels[:, 4:6] = 2  # splits label 1 into two 4-connected pieces
     labels[8, 8] = 3  # a 1-pixel fragment inside the right piece of label 1
     pieces = relabel_connected(labels)
-    assert pieces.dtype == np.int32 and len(np.unique(pieces)) == 4
+    assert pieces.dtype == np.int32
+    assert len(np.unique(pieces)) == 4
     merged = merge_small_segments(pieces, 5)
-    assert len(np.unique(merged)) == 3 and merged[8, 8] == merged[8, 7]
-    assert merged.min() == 1 and merged.max() == 3
+    assert len(np.unique(merged)) == 3
+    assert merged[8, 8] == merged[8, 7]
+    assert merged.min() == 1
+    assert merged.max() == 3
 
 
 def test_watershed_two_cells(two_cells):
@@ -172,12 +176,15 @@ def test_watershed_two_cells(two_cells):
     prob = np.zeros((40, 40))
     prob[:, 19:21] = 1.0  # the 2-pixel membrane between the cells
     seg = segment_watershed(prob)
-    assert seg.dtype == np.int32 and seg.min() == 1 and len(np.unique(seg)) == 2
+    assert seg.dtype == np.int32
+    assert seg.min() == 1
+    assert len(np.unique(seg)) == 2
     assert adapted_rand_error(seg, true) < 1e-9
     # a soft, noisy boundary map still gives two cells
     soft = ndi.gaussian_filter(prob, 1.0) + 0.05 * np.random.default_rng(6).random(prob.shape)
     seg = segment_watershed(soft / soft.max())
-    assert len(np.unique(seg)) == 2 and adapted_rand_error(seg, true) < 0.01
+    assert len(np.unique(seg)) == 2
+    assert adapted_rand_error(seg, true) < 0.01
 
 
 def test_watershed_markers_elongated_cell_and_dumbbell():
@@ -200,7 +207,8 @@ def test_watershed_on_generator_boundaries(name, getkey):
     sample = generate_em(name, 64, key=getkey())
     true = np.asarray(sample.labels)
     seg = segment_watershed(np.asarray(sample.boundaries))
-    assert seg.shape == true.shape and seg.min() >= 1
+    assert seg.shape == true.shape
+    assert seg.min() >= 1
     scores = segmentation_scores(seg, true)
     assert scores["voi"] < 0.45, scores
     assert scores["arand"] < 0.08, scores

@@ -28,7 +28,8 @@ def test_shapes_for_x2_and_x4(factor, getkey):
     params = em.init_params(joint, lr, key=getkey())
     apply = jax.jit(joint.apply)
     out = apply(params, lr)
-    assert out.sr.shape == hr_shape and out.boundary_logits.shape == hr_shape
+    assert out.sr.shape == hr_shape
+    assert out.boundary_logits.shape == hr_shape
     assert out.embedding.shape == hr_shape + (3,)
     assert out.sr.dtype == jnp.float32
     # unbatched input gives the unbatched output
@@ -116,12 +117,13 @@ def test_joint_loss_gradient_matches_finite_differences(factor, getkey):
     objective = em.JointObjective(model, seg_weight=0.7, norm="l2")
     key = getkey()
     g = _flat(jax.jit(jax.grad(objective))(params, batch, key))
-    assert g.dtype == F64 and bool(jnp.all(jnp.isfinite(g)))
+    assert g.dtype == F64
+    assert bool(jnp.all(jnp.isfinite(g)))
     assert float(jnp.linalg.norm(g)) > 0
     leaves, tree = jax.tree_util.tree_flatten(params)
     dirs = [
         jax.random.normal(k, v.shape, F64)
-        for k, v in zip(jax.random.split(getkey(), len(leaves)), leaves)
+        for k, v in zip(jax.random.split(getkey(), len(leaves)), leaves, strict=True)
     ]
     direction = jax.tree_util.tree_unflatten(tree, dirs)
 
@@ -164,7 +166,8 @@ def test_training_decreases_loss(getkey):
         objective, params, batch, key=getkey(), steps=60, batch_size=4, learning_rate=1e-2, chunk=30
     )
     after = float(objective(params, batch, getkey()))
-    assert losses.shape == (60,) and np.all(np.isfinite(losses))
+    assert losses.shape == (60,)
+    assert np.all(np.isfinite(losses))
     assert after < 0.9 * before
     assert losses[-10:].mean() < losses[:10].mean()
 

@@ -36,6 +36,7 @@ def test_interp_sae_tiny_run_writes_its_metrics(tmp_path, monkeypatch):
         "pca_kl_score",
     ):
         assert name in res.metrics
-    assert res.metrics["l0"] == 32.0 and res.metrics["pca_l0"] == 32.0
+    assert res.metrics["l0"] == 32.0
+    assert res.metrics["pca_l0"] == 32.0
     assert 0.5 < res.metrics["pca_ce_loss_score"] <= 1.0  # PCA at k=32 keeps most of the loss
     assert len(res.claims) == 4

@@ -33,5 +33,7 @@ def test_numpy_step_equals_sae_step(getkey):
         ref(np.asarray(idx))
         state, _ = eqx.filter_jit(step.step)(state, k)
         ref.dead = np.asarray(state.steps_since_fired >= 1)
-    for a, b in zip(ref.p, (state.sae.W_enc, state.sae.b_enc, state.sae.W_dec, state.sae.b_dec)):
+    for a, b in zip(
+        ref.p, (state.sae.W_enc, state.sae.b_enc, state.sae.W_dec, state.sae.b_dec), strict=True
+    ):
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)

@@ -48,7 +48,9 @@ def _good_run(config, key, ctx):
     x = jax.random.normal(key, (config.n,))
     fig, ax = plt.subplots()
     ax.plot(x)
-    assert isinstance(ctx, RunContext) and ctx.name == "good" and ctx.out_dir.name == "good"
+    assert isinstance(ctx, RunContext)
+    assert ctx.name == "good"
+    assert ctx.out_dir.name == "good"
     return Result(
         metrics={"mean": jnp.mean(x), "nested": {"n": config.n, "flag": True}, "nan": float("nan")},
         claims=[Claim("sum |x| is finite", "finite", f"{float(jnp.sum(x)):.3f}", True)],
@@ -65,12 +67,16 @@ def test_run_writes_valid_metrics(tmp_path):
     rec = run_experiment(_module("good", _good_run), out=tmp_path, seed=3)
     data = json.loads((tmp_path / "good" / "metrics.json").read_text())
     assert data == json.loads(json.dumps(rec))
-    assert data["experiment"] == "good" and data["config"] == "quick" and data["seed"] == 3
+    assert data["experiment"] == "good"
+    assert data["config"] == "quick"
+    assert data["seed"] == 3
     assert set(data["metrics"]) == {"mean", "nested/n", "nested/flag", "nan"}
-    assert data["metrics"]["nested/n"] == 3 and data["metrics"]["nan"] is None
+    assert data["metrics"]["nested/n"] == 3
+    assert data["metrics"]["nan"] is None
     assert isinstance(data["metrics"]["mean"], float)
     (claim,) = data["claims"]
-    assert set(claim) >= {"claim", "paper", "measured", "holds"} and claim["holds"] is True
+    assert set(claim) >= {"claim", "paper", "measured", "holds"}
+    assert claim["holds"] is True
     assert data["runtime_s"] > 0
     assert data["config_values"] == {"n": 3, "sizes": [1, 2]}  # the config as JSON
     assert config_from_json(_Config, data["config_values"]) == _Config()
@@ -81,7 +87,8 @@ def test_run_writes_valid_metrics(tmp_path):
     again = run_experiment(_module("good", _good_run), out=tmp_path, seed=3)
     assert again["metrics"]["mean"] == rec["metrics"]["mean"]
     full = run_experiment(_module("good", _good_run), out=tmp_path / "f", full=True)
-    assert full["config"] == "full" and full["metrics"]["nested/n"] == 30
+    assert full["config"] == "full"
+    assert full["metrics"]["nested/n"] == 30
 
 
 def test_non_scalar_metric_rejected(tmp_path):
@@ -101,9 +108,12 @@ def test_reproduce_continues_past_failure(tmp_path):
     assert "deliberate failure" in failed[0]["traceback"]
     md, page = write_report(tmp_path, names=["bad", "good"], failures=failed, header="h")
     text, html = md.read_text(), page.read_text()
-    assert "bad — FAILED" in text and "RuntimeError: deliberate failure" in text
-    assert "sum \\|x\\| is finite" in text and "| nested/n | 3 |" in text  # pipes escaped
-    assert "data:image/png;base64," in html and "FAILED" in html
+    assert "bad — FAILED" in text
+    assert "RuntimeError: deliberate failure" in text
+    assert "sum \\|x\\| is finite" in text
+    assert "| nested/n | 3 |" in text  # pipes escaped
+    assert "data:image/png;base64," in html
+    assert "FAILED" in html
     # Papers sorted numerically: P1 section before P9.
     assert text.index("## P1 ") < text.index("## P9 ")
 
@@ -155,9 +165,11 @@ def test_bench_writes_timings_and_ratios(tmp_path):
     mod.QUICK = {"n": 200, "warmup": 1, "repeats": 3}
     rec = run_bench(mod, out=tmp_path)
     data = json.loads((tmp_path / "bench" / "b.json").read_text())
-    assert data["size"] == {"n": 200} and set(data["timings"]) == {"ours", "peer"}
+    assert data["size"] == {"n": 200}
+    assert set(data["timings"]) == {"ours", "peer"}
     t = data["timings"]["ours"]
-    assert t["min_s"] <= t["median_s"] <= t["max_s"] and t["repeats"] == 3
+    assert t["min_s"] <= t["median_s"] <= t["max_s"]
+    assert t["repeats"] == 3
     ratio = data["ratios"]["ours_vs_peer"]
     assert ratio == pytest.approx(
         data["timings"]["peer"]["median_s"] / data["timings"]["ours"]["median_s"]
@@ -221,7 +233,8 @@ def test_bench_interleaved_rounds(tmp_path):
     mod.QUICK = {"warmup": 1, "repeats": 3}
     rec = run_bench(mod, out=tmp_path)
     assert calls == ["ours", "peer"] + ["ours", "peer"] * 3
-    assert rec["interleaved"] and rec["timings"]["peer"]["repeats"] == 3
+    assert rec["interleaved"]
+    assert rec["timings"]["peer"]["repeats"] == 3
     assert set(rec["ratios"]) == {"ours_vs_peer"}
 
 
@@ -245,7 +258,8 @@ def test_cli_list_finds_every_experiment_in_the_subpackages():
         for p in tree.glob("*/[!_]*.py")
         if p.parent.name not in ("bench", "_harness")
     )
-    assert listed == files and len(files) >= 37
+    assert listed == files
+    assert len(files) >= 37
     assert benches == sorted(p.stem for p in (tree / "bench").glob("[!_]*.py"))
     assert exp_part.startswith(f"experiments ({len(files)}):")
 
@@ -260,7 +274,8 @@ def test_claims_table_orders_papers_and_escapes():
 
     table = claims_table([rec("z", "P10", False), rec("y", "P2", True)]).splitlines()
     assert table[2] == "| P2 | y | a\\|b | p | m | yes |"
-    assert table[3] == "| P10 | z | a\\|b | p | m | **no** |" and len(table) == 4
+    assert table[3] == "| P10 | z | a\\|b | p | m | **no** |"
+    assert len(table) == 4
 
 
 def test_config_must_be_frozen_dataclass_and_json_round_trip():
@@ -295,12 +310,17 @@ def test_run_context_checkpointer(tmp_path):
     ctx = RunContext("x", tmp_path / "x", resume=True)
     ckpt = ctx.checkpointer("fit_a", every=25)
     assert ckpt.path == tmp_path / "x" / "checkpoints" / "fit_a.eqx"
-    assert ckpt.every == 25 and ckpt.resume is True and not ckpt.exists()
+    assert ckpt.every == 25
+    assert ckpt.resume is True
+    assert not ckpt.exists()
     tree = {"w": jnp.arange(3.0)}
     ckpt.save(tree)
-    assert ckpt.exists() and jnp.array_equal(ckpt.load(tree)["w"], tree["w"])
+    assert ckpt.exists()
+    assert jnp.array_equal(ckpt.load(tree)["w"], tree["w"])
     fresh = RunContext("x", tmp_path / "x").checkpointer("fit_a")
-    assert fresh.resume is False and fresh.every is None and fresh.path == ckpt.path
+    assert fresh.resume is False
+    assert fresh.every is None
+    assert fresh.path == ckpt.path
 
 
 def _fake_tree(root, files, monkeypatch):
@@ -414,7 +434,8 @@ def test_cache_dir_follows_jaxlab_cache_dir(tmp_path, monkeypatch):
 
     monkeypatch.setenv("JAXLAB_CACHE_DIR", str(tmp_path / "c"))
     d = cache_dir("stereo")
-    assert d == tmp_path / "c" / "stereo" and d.is_dir()
+    assert d == tmp_path / "c" / "stereo"
+    assert d.is_dir()
     monkeypatch.delenv("JAXLAB_CACHE_DIR")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert cache_dir("x") == tmp_path / "home" / ".cache" / "jaxlab" / "x"

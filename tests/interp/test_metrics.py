@@ -30,7 +30,8 @@ def test_sae_metrics_equal_numpy_formulas(getkey):
     np.testing.assert_allclose(m["feature_density"], dens, rtol=1e-6)
     assert float(m["dead_fraction"]) == pytest.approx(np.mean(dens == 0))
     counts, edges = ip.density_histogram(m["feature_density"], bins=10)
-    assert counts.sum() == 32 and edges[0] == -10.0
+    assert counts.sum() == 32
+    assert edges[0] == -10.0
 
 
 def test_topk_pca_baseline(getkey):
@@ -96,5 +97,6 @@ def test_feature_label_association_equals_references(getkey):
         assert float(out["mutual_information"][j]) == pytest.approx(
             mutual_info_score(an[:, j] > 0, ln), abs=1e-12
         )
-    assert float(out["correlation"][2]) == 0.0 and float(out["mutual_information"][2]) == 0.0
+    assert float(out["correlation"][2]) == 0.0
+    assert float(out["mutual_information"][2]) == 0.0
     assert float(out["mutual_information"][0]) > 5 * float(out["mutual_information"][1])

@@ -128,7 +128,8 @@ def test_logistic_objective_stationary(getkey):
         return jnp.mean(jnp.logaddexp(0.0, z) - labels.astype(z.dtype) * z) + 0.05 * jnp.sum(W**2)
 
     gW, gb = jax.grad(obj, argnums=(0, 1))(probe.coef, probe.intercept)
-    assert float(jnp.max(jnp.abs(gW))) < 1e-9 and float(jnp.max(jnp.abs(gb))) < 1e-9
+    assert float(jnp.max(jnp.abs(gW))) < 1e-9
+    assert float(jnp.max(jnp.abs(gb))) < 1e-9
 
 
 def test_probe_sweep_equals_per_layer_fits(getkey):
@@ -144,7 +145,8 @@ def test_probe_sweep_equals_per_layer_fits(getkey):
         np.testing.assert_allclose(
             out["r2"][layer], ip.r2_score(y, pred, weights=~train), rtol=1e-9
         )
-    assert int(jnp.argmax(out["r2"])) == 1 and float(out["r2"][1]) > 0.99
+    assert int(jnp.argmax(out["r2"])) == 1
+    assert float(out["r2"][1]) > 0.99
 
     labels = (acts[2, :, 0] > 0).astype(jnp.int32)
     lo = ip.probe_sweep(acts, labels, train=train, kind="logistic", penalties=[0.01])

@@ -40,7 +40,8 @@ def test_init_conventions(getkey):
     ):
         np.testing.assert_allclose(jnp.linalg.norm(sae.W_dec, axis=1), 1.0, rtol=1e-6)
         np.testing.assert_array_equal(sae.W_enc, sae.W_dec.T)
-        assert sae.d_in == 8 and sae.d_sae == 32
+        assert sae.d_in == 8
+        assert sae.d_sae == 32
     np.testing.assert_allclose(
         ip.TopKSAE(8, 32, 4, key=getkey(), b_dec=x).b_dec, np.asarray(x).mean(0), rtol=1e-6
     )
@@ -57,7 +58,7 @@ def test_topk_encode_and_vmap_equals_loop(getkey):
         ref[top] = np.maximum(pre[i, top], 0)
         np.testing.assert_allclose(z[i], ref, rtol=1e-6)
         np.testing.assert_allclose(z[i], sae.encode(x[i]), rtol=1e-6)
-    np.testing.assert_allclose(jax.vmap(sae)(x), z @ sae.W_dec + sae.b_dec, rtol=1e-5)
+    np.testing.assert_allclose(jax.vmap(sae)(x), z @ sae.W_dec + sae.b_dec[None], rtol=1e-5)
 
 
 def test_sae_bad_inputs(getkey):
@@ -103,7 +104,7 @@ def test_loss_gradient_equals_finite_differences(getkey):
         oracle(jax.tree.map(lambda a, b: a + eps * b, p0, v))
         - oracle(jax.tree.map(lambda a, b: a - eps * b, p0, v))
     ) / (2 * eps)
-    an = sum(jnp.sum(a * b) for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(v)))
+    an = sum(jnp.sum(a * b) for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(v), strict=True))
     assert float(an) == pytest.approx(float(fd), rel=1e-6)
     # and the aux term does contribute (the check is not vacuous)
     g0 = jax.jit(jax.grad(lambda p: step._loss(p, sae, x, none)[0]))(p0)
@@ -166,7 +167,8 @@ def test_aux_k_revives_dead_latents(getkey, aux):
     )
     dead = float(ip.sae_metrics(sae, x[:4096])["dead_fraction"])
     if aux > 0:
-        assert dead < 0.05 and hists[0].aux["dead_frac"][-1] < 0.05
+        assert dead < 0.05
+        assert hists[0].aux["dead_frac"][-1] < 0.05
     else:  # the control: without aux-k they stay dead
         assert dead >= 0.4
 
@@ -202,7 +204,8 @@ def test_batch_topk_mean_l0_and_threshold(getkey):
     np.testing.assert_allclose(hists[0].aux["l0"], 3.0, rtol=1e-6)  # exactly B*k per batch
     assert float(sae.threshold) > 0
     m = ip.sae_metrics(sae, x[:4096])
-    assert 1.5 < float(m["l0"]) < 6 and float(m["explained_variance"]) > 0.8
+    assert 1.5 < float(m["l0"]) < 6
+    assert float(m["explained_variance"]) > 0.8
     assert mcc(D, sae.W_dec) > 0.85
 
 
@@ -236,7 +239,8 @@ def test_fit_sae_streams_an_activation_store(getkey, tmp_path):
     model = lm.Transformer.random(tiny_llama(), key=getkey())
     texts = [list(map(int, jax.random.randint(getkey(), (20,), 0, 61))) for _ in range(30)]
     store = lm.collect(model, None, texts, layers=[1], path=tmp_path / "store")
-    assert store.n_tokens == 600 and store.d == 24
+    assert store.n_tokens == 600
+    assert store.d == 24
     sae = ip.TopKSAE(24, 48, 4, key=getkey(), b_dec=jnp.asarray(store.array()[:200]))
     trained, state, hists = ip.fit_sae(
         store,
@@ -247,7 +251,8 @@ def test_fit_sae_streams_an_activation_store(getkey, tmp_path):
         buffer_size=256,
         optimizer=optax.adam(1e-2),
     )
-    assert len(hists) == 8 and int(state.step) == 30  # 4 steps per 256-row buffer
+    assert len(hists) == 8
+    assert int(state.step) == 30  # 4 steps per 256-row buffer
     x = jnp.asarray(store.array())
     before = ip.sae_metrics(sae, x)["explained_variance"]
     assert float(ip.sae_metrics(trained, x)["explained_variance"]) > float(before) + 0.1

@@ -69,13 +69,14 @@ CASES = [
 ] + [(CpuScan(), np.float64, 130, 1)]
 
 
-@pytest.mark.parametrize("scan,dtype,n,k", CASES)
+@pytest.mark.parametrize(("scan", "dtype", "n", "k"), CASES)
 @pytest.mark.parametrize("reverse", [False, True])
 def test_scan_matches_loop(scan, dtype, reverse, n, k):
     rng = np.random.default_rng(n * 7 + k)
     alpha, x = _data(rng, n, k, dtype)
     out = jax.jit(lambda a, x: scan(a, x, reverse=reverse))(alpha, x)
-    assert out.dtype == x.dtype and out.shape == x.shape
+    assert out.dtype == x.dtype
+    assert out.shape == x.shape
     tol = 1e-5 if dtype in (np.float32, np.complex64) else 1e-12
     np.testing.assert_allclose(np.asarray(out), _loop(alpha, x, reverse), rtol=tol, atol=tol)
 
@@ -83,7 +84,7 @@ def test_scan_matches_loop(scan, dtype, reverse, n, k):
 @pytest.mark.parametrize("scan", STRATEGIES, ids=IDS)
 def test_scan_vmap_equals_loop(scan):
     rng = np.random.default_rng(3)
-    al, xs = zip(*[_data(rng, 21, 2, np.float64) for _ in range(3)])
+    al, xs = zip(*[_data(rng, 21, 2, np.float64) for _ in range(3)], strict=True)
     alpha, x = np.stack(al), np.stack(xs)
     fn = jax.jit(lambda a, x: scan(a, x, reverse=True))
     batched = jax.vmap(fn)(alpha, x)
@@ -109,7 +110,7 @@ def test_cpu_scan_rejects_mixed_dtypes():
         CpuScan()(jnp.ones(3, jnp.float32), jnp.ones((3, 1), jnp.float64))
 
 
-@pytest.mark.parametrize("kwargs,name", [({"chunk": 12}, "chunk"), ({"tile": 0}, "tile")])
+@pytest.mark.parametrize(("kwargs", "name"), [({"chunk": 12}, "chunk"), ({"tile": 0}, "tile")])
 def test_pallas_bad_options(kwargs, name):
     with pytest.raises(ValueError, match=name):
         PallasScan(**kwargs)

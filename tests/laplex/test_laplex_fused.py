@@ -31,7 +31,7 @@ def _anchors(rng, h, m, n, *, ties, presorted=False):
 
 @pytest.mark.parametrize("phased", [False, True])
 @pytest.mark.parametrize("ties", [False, True])
-@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (40, 100, 5), (1300, 1100, 2)])
+@pytest.mark.parametrize(("m", "n", "k"), [(1, 1, 1), (40, 100, 5), (1300, 1100, 2)])
 def test_fused_apply_matches_dense(phased, ties, m, n, k):
     rng = np.random.default_rng(m + 7 * n + k + 2 * ties + phased)
     t, s = _anchors(rng, 2, m, n, ties=ties, presorted=m > 1000)
@@ -48,7 +48,7 @@ def test_fused_apply_matches_dense(phased, ties, m, n, k):
 
 @pytest.mark.parametrize("phased", [False, True])
 @pytest.mark.parametrize("ties", [False, True])
-@pytest.mark.parametrize("n,k,h", [(1, 1, 1), (9, 6, 2), (1201, 3, 2)])
+@pytest.mark.parametrize(("n", "k", "h"), [(1, 1, 1), (9, 6, 2), (1201, 3, 2)])
 def test_fused_symmetric_matches_dense(phased, ties, n, k, h):
     # t is s: the one-sort path y = F + B - x (odd and even n, several chunks)
     rng = np.random.default_rng(n + k + h + 2 * ties + phased)
@@ -104,7 +104,7 @@ def test_fused_float32_tiny_decays_phased(sym):
 
 
 @pytest.mark.parametrize(
-    "phased,ties,complex_v",
+    ("phased", "ties", "complex_v"),
     [(False, False, False), (True, True, False), (False, True, True), (True, False, True)],
 )
 def test_fused_gradients_match_dense_autodiff(phased, ties, complex_v):
@@ -120,7 +120,7 @@ def test_fused_gradients_match_dense_autodiff(phased, ties, complex_v):
         v, t, s, a, b, c
     )
     ref = jax.jit(jax.grad(_loss(_dense, wr, wi), argnums))(v, t, s, a, b, c)
-    for g, r in zip(ours, ref):
+    for g, r in zip(ours, ref, strict=True):
         assert g.dtype == r.dtype
         assert _rel(g, r) < 1e-10
 
@@ -146,7 +146,7 @@ def test_fused_symmetric_gradients_match_dense_autodiff(phased):
     argnums = (0, 1, 2, 3, 4) if phased else (0, 1, 2, 4)
     g1 = jax.jit(jax.grad(ours, argnums))(v, x, a, b, c)
     g2 = jax.jit(jax.grad(ref, argnums))(v, x, a, b, c)
-    for g, r in zip(g1, g2):
+    for g, r in zip(g1, g2, strict=True):
         assert _rel(g, r) < 1e-10
 
 
@@ -257,7 +257,7 @@ def test_fused_presorted_anchors_value_and_gradients(phased):
         v, t, s, a, b, c
     )
     ref = jax.grad(_loss(_dense, wr, wi), argnums)(v, t, s, a, b, c)
-    for g, r in zip(ours, ref):
+    for g, r in zip(ours, ref, strict=True):
         assert _rel(g, r) < 1e-10
 
 
@@ -284,12 +284,12 @@ def test_fused_large_unsorted_pooled_buffers(phased):
         rows = rng.choice(m, 24, replace=False)
         cols = rng.choice(n, 24, replace=False)
 
-        def loss(v, t):
+        def loss(v, t, s, a, b, c, w):
             return jnp.sum(jnp.real(laplex.matmat(v, t, s, a, b, c, scan=FUSED)) * w)
 
         y = laplex.matmat(v, t, s, a, b, c, scan=FUSED)
         assert _rel(np.asarray(y)[rows], _rows_np(v, t, s, a, b, c, rows)) < 1e-12
-        gv, gt = jax.grad(loss, argnums=(0, 1))(v, t)
+        gv, gt = jax.grad(loss, argnums=(0, 1))(v, t, s, a, b, c, w)
         lam = a if b is None else a + 1j * b
         # d loss / d v_j = sum_i w_i Re K[i, j]: the transposed operator on w
         ref_v = np.real(_rows_np(w, s, t, a, b, c, cols))

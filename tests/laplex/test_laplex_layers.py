@@ -23,7 +23,7 @@ def test_linear_matches_dense_weight_and_grads(getkey):
 
     g = jax.jit(jax.grad(loss), static_argnums=1)(layer, False)
     r = jax.jit(jax.grad(loss), static_argnums=1)(layer, True)
-    for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(r)):
+    for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(r), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
@@ -107,7 +107,7 @@ def test_gaussian_nll_value_and_gradient(getkey):
     assert abs(float(ours_v) - float(ref_v)) < 0.02 * abs(float(ref_v))
     # the quadratic part of the gradient is exact; the log-det part is a Hutchinson
     # estimate with 512 probes -> a few percent
-    for a, b in zip(jax.tree.leaves(ours_g), jax.tree.leaves(ref_g)):
+    for a, b in zip(jax.tree.leaves(ours_g), jax.tree.leaves(ref_g), strict=True):
         err = np.linalg.norm(np.asarray(a) - np.asarray(b)) / np.linalg.norm(np.asarray(b))
         assert err < 0.1
 

@@ -45,7 +45,7 @@ def _rel(x, y):
 
 @pytest.mark.parametrize("phased", [False, True])
 @pytest.mark.parametrize("ties", [False, True])
-@pytest.mark.parametrize("m,n", [(1, 1), (5, 13), (40, 17)])
+@pytest.mark.parametrize(("m", "n"), [(1, 1), (5, 13), (40, 17)])
 def test_matvec_matches_dense(phased, ties, m, n):
     t, s, a, b, c = _problem(m * 100 + n, 3, m, n, ties=ties, phased=phased)
     v = np.random.default_rng(0).standard_normal(n)
@@ -107,7 +107,7 @@ def _loss(fn, wr, wi):
 
 
 @pytest.mark.parametrize(
-    "phased,ties,complex_v",
+    ("phased", "ties", "complex_v"),
     [(False, False, False), (True, True, False), (False, True, True), (True, False, True)],
 )
 def test_gradients_match_dense_autodiff(phased, ties, complex_v):
@@ -121,7 +121,7 @@ def test_gradients_match_dense_autodiff(phased, ties, complex_v):
     argnums = (0, 1, 2, 3, 4, 5) if phased else (0, 1, 2, 3, 5)
     ours = jax.jit(jax.grad(_loss(laplex.matmat, wr, wi), argnums))(v, t, s, a, b, c)
     ref = jax.jit(jax.grad(_loss(_dense, wr, wi), argnums))(v, t, s, a, b, c)
-    for g, r in zip(ours, ref):
+    for g, r in zip(ours, ref, strict=True):
         assert g.dtype == r.dtype
         assert _rel(g, r) < 1e-10
 
@@ -191,7 +191,10 @@ def test_plan_reuse_and_update():
         atol=1e-12,
     )
     kept = laplex.update_plan(plan, t2, s2)
-    assert all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(kept), jax.tree.leaves(plan)))
+    assert all(
+        np.array_equal(x, y)
+        for x, y in zip(jax.tree.leaves(kept), jax.tree.leaves(plan), strict=True)
+    )
 
 
 def test_real_kernel_by_keyword_equals_the_positional_none():

@@ -141,7 +141,7 @@ def reference_logits(model, tokens, lora_merge=None) -> np.ndarray:
                 sc = np.array([q[t, hh] @ k[s, kv] for s in allowed]) * c.attn_scale
                 p = np.exp(sc - sc.max())
                 p /= p.sum()
-                o[t, hh] = sum(pi * v[s, kv] for pi, s in zip(p, allowed))
+                o[t, hh] = sum(pi * v[s, kv] for pi, s in zip(p, allowed, strict=True))
         a = o.reshape(T, -1) @ P["wo"][li].T
         if c.sandwich_norm:
             a = _rms(a, P["post_attn_norm"][li], c.norm_eps)

@@ -47,7 +47,8 @@ def test_collect_equals_forward_capture(model, tmp_path):
     )
     n_shards = len(store.shards("mlp_out", 0))
     assert rec.calls == [("start", n_shards, 0), *[("update", 1)] * n_shards, ("close",)]
-    assert store.n_tokens == sum(len(t) for t in items) and store.d == 24
+    assert store.n_tokens == sum(len(t) for t in items)
+    assert store.d == 24
     assert len(store.shards("mlp_out", 2)) > 1  # several shards exercised
     lengths = [len(t) for t in items]
     np.testing.assert_array_equal(store.text_index, np.repeat(np.arange(8), lengths))
@@ -76,7 +77,7 @@ def test_positions_filters(model, tmp_path):
     np.testing.assert_allclose(last.array(), full[starts + 1], rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(last.positions, np.ones(8, np.int32))
     gen = lm.collect(model, None, pairs, layers=[1], path=tmp_path / "gen", positions="generated")
-    keep = np.concatenate([s + np.arange(2, len(t)) for s, t in zip(starts, items)])
+    keep = np.concatenate([s + np.arange(2, len(t)) for s, t in zip(starts, items, strict=True)])
     np.testing.assert_allclose(gen.array(), full[keep], rtol=1e-5, atol=1e-5)
     n_gen = [len(t) - 2 for t in items]
     np.testing.assert_array_equal(gen.text_index, np.repeat(np.arange(8), n_gen))
@@ -100,7 +101,8 @@ def test_batches_shuffle_is_a_permutation(model, tmp_path):
     match = [np.nonzero((x == r).all(1))[0] for r in rows]
     assert all(len(m) == 1 for m in match)
     ids = np.concatenate([m for m in match])
-    assert len(set(ids.tolist())) == len(ids) and not np.array_equal(ids, np.sort(ids))
+    assert len(set(ids.tolist())) == len(ids)
+    assert not np.array_equal(ids, np.sort(ids))
     np.testing.assert_array_equal(np.concatenate([i for _, i in got]), store.text_index[ids])
     again = [np.asarray(b) for b in store.batches(5, key=jax.random.key(1), buffer=32)]
     np.testing.assert_array_equal(np.concatenate(again), rows)
@@ -149,7 +151,8 @@ def test_resume_after_sigkill_equals_uninterrupted(model, tmp_path):
     )
     assert proc.returncode == -9, proc.stderr[-2000:]
     manifest = json.loads((Path(path) / "manifest.json").read_text())
-    assert not manifest["complete"] and len(manifest["shards"]) == (kill_at - 1) // 4
+    assert not manifest["complete"]
+    assert len(manifest["shards"]) == (kill_at - 1) // 4
     with pytest.raises(ValueError, match="incomplete"):
         lm.ActivationStore(path)
     assert list(Path(path).glob(".shard_*.tmp"))  # the half-written temp file is there

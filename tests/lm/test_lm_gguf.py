@@ -149,7 +149,8 @@ def _decode_q4_1(raw):
 
 def test_real_file_dequantisation_matches_format_spec():
     f = lm.read_gguf(lm.model_path("smollm2"))
-    assert len(f.tensors) == 272 and f.metadata["general.architecture"] == "llama"
+    assert len(f.tensors) == 272
+    assert f.metadata["general.architecture"] == "llama"
     _, begin, nbytes, _ = f._raw["blk.0.attn_k.weight"]
     want = _decode_q4_1(np.asarray(f._buf[begin : begin + nbytes]))
     np.testing.assert_array_equal(f.array("blk.0.attn_k.weight").reshape(-1), want)

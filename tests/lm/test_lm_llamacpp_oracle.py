@@ -77,7 +77,7 @@ def test_greedy_and_logits_match_llamacpp(engines):
     prompts = [tok.encode(p) for p in PROMPTS]
     ref = [_llama_greedy(llm, p, N) for p in prompts]
     # teacher forcing: run jaxlab on exactly llama.cpp's sequences
-    seqs = [p + r[0] for p, r in zip(prompts, ref)]
+    seqs = [p + r[0] for p, r in zip(prompts, ref, strict=True)]
     toks, mask = lm.pad_prompts(seqs)
     logits, _ = lm.forward(model, toks, mask=mask)
     logits = np.asarray(logits[:, -N - 1 : -1])
@@ -94,7 +94,8 @@ def test_greedy_and_logits_match_llamacpp(engines):
         # wherever the two argmaxes differ, llama.cpp itself was near a tie
         assert np.all(margin[mismatch] < 1.0), (PROMPTS[i], mismatch, margin[mismatch])
     diffs = np.stack(diffs)
-    assert diffs.max() < 1.5 and diffs.mean() < 0.35, (diffs.max(), diffs.mean())
+    assert diffs.max() < 1.5, (diffs.max(), diffs.mean())
+    assert diffs.mean() < 0.35, (diffs.max(), diffs.mean())
     # free-running greedy: identical for N tokens, or the first split is at a near tie
     gen = np.asarray(lm.generate(model, prompts, max_new_tokens=N).tokens)
     for i, (out, scores) in enumerate(ref):
@@ -151,7 +152,7 @@ def test_qwen_teacher_forced_top1_matches_llamacpp(qwen_engines):
     model, tok, llm = qwen_engines
     prompts = [tok.encode(p) for p in PROMPTS]  # 8 prompts x 16 tokens = 128 positions
     ref = [_llama_greedy(llm, p, N) for p in prompts]
-    seqs = [p + r[0] for p, r in zip(prompts, ref)]
+    seqs = [p + r[0] for p, r in zip(prompts, ref, strict=True)]
     toks, mask = lm.pad_prompts(seqs, pad_id=tok.pad_id)
     logits = np.asarray(lm.forward(model, toks, mask=mask)[0][:, -N - 1 : -1])
     agree, total, margins = 0, 0, []
@@ -167,5 +168,6 @@ def test_qwen_teacher_forced_top1_matches_llamacpp(qwen_engines):
         f"Qwen-0.5B teacher-forced top-1 agreement {agree}/{total}, "
         f"llama.cpp margins at the misses {np.round(margins, 3).tolist()}"
     )
-    assert total == 128 and agree >= 0.95 * total
+    assert total == 128
+    assert agree >= 0.95 * total
     assert all(m < 1.0 for m in margins), margins

@@ -198,7 +198,9 @@ def test_lora_grad_matches_finite_differences(llama, getkey):
     fd = (shifted(eps) - shifted(-eps)) / (2 * eps)
     an = sum(
         float(jnp.sum(g * u))
-        for g, u in zip(jax.tree_util.tree_leaves(grads.b), jax.tree_util.tree_leaves(direction))
+        for g, u in zip(
+            jax.tree_util.tree_leaves(grads.b), jax.tree_util.tree_leaves(direction), strict=True
+        )
     )
     assert abs(fd - an) <= 2e-2 * abs(an) + 1e-4
 

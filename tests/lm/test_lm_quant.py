@@ -105,7 +105,8 @@ def test_quantize_error_bound_and_validation(bits):
     step = (blocks.max(-1) - blocks.min(-1)) / (2**bits - 1)
     err = np.abs(_numpy_dequantize(qw) - w).reshape(2, 6, 2, 32).max(-1)
     assert np.all(err <= 0.5 * step * (1 + 1e-4) + 1e-7)
-    assert qw.bits == bits and qw.shape == w.shape
+    assert qw.bits == bits
+    assert qw.shape == w.shape
     with pytest.raises(ValueError, match="bits"):
         lm.quantize(w, bits=3)
     with pytest.raises(ValueError, match="multiple of 32"):

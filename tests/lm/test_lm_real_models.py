@@ -35,11 +35,14 @@ def test_smollm2_config_and_tokenizer(smollm2):
         3,
         49152,
     )
-    assert c.rope_bases[0] == 100000.0 and c.tied_embeddings
+    assert c.rope_bases[0] == 100000.0
+    assert c.tied_embeddings
     msgs = [{"role": "user", "content": "What is the capital of France?"}]
     assert tok.apply_chat_template(msgs) == CHATML
     ids = tok.encode(CHATML)
-    assert ids[0] == 1 and ids.count(1) == 3 and ids.count(2) == 2  # control tokens whole
+    assert ids[0] == 1
+    assert ids.count(1) == 3
+    assert ids.count(2) == 2  # control tokens whole
     assert tok.decode(ids, skip_special_tokens=False) == CHATML
     for text in ["Hello, world!", "  two  spaces\n\ttab", "naïve café 日本語 🙂", "x = 12345;"]:
         assert tok.decode(tok.encode(text)) == text
@@ -82,7 +85,8 @@ def test_gemma3_loads_and_completes():
         256,
         262144,
     )
-    assert c.sliding_windows[:6] == (512,) * 5 + (0,) and c.rope_bases[:6] == (1e4,) * 5 + (1e6,)
+    assert c.sliding_windows[:6] == (512,) * 5 + (0,)
+    assert c.rope_bases[:6] == (1e4,) * 5 + (1e6,)
     ids = tok.encode("The capital of France is")
     assert ids[0] == tok.bos_id == 2
     with pytest.raises(ValueError, match="chat template"):
@@ -112,7 +116,7 @@ def _score_reference(model, tok, prompt, options):
     logits, _ = lm.forward(model, toks, mask=mask)
     logp = np.asarray(jax.nn.log_softmax(logits, -1))
     T = toks.shape[1]
-    refs = [row[np.arange(T - len(o) - 1, T - 1), o] for row, o in zip(logp, oids)]
+    refs = [row[np.arange(T - len(o) - 1, T - 1), o] for row, o in zip(logp, oids, strict=True)]
     # the next-token logits after the prompt in row 0 (what greedy decoding picks from)
     return refs, np.asarray(logits[0, T - len(oids[0]) - 1])
 

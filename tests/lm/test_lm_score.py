@@ -19,11 +19,13 @@ OPTIONS = [[[5], [6, 7, 8], [50, 2, 3, 4, 5]], [[9, 9, 9, 9, 9]], [[1, 2], [3]]]
 
 def _reference(model):
     """Per-token log p(option | prompt) from full forwards of the concatenations."""
-    pairs = [(p, o) for p, opts in zip(PROMPTS, OPTIONS) for o in opts]
+    pairs = [(p, o) for p, opts in zip(PROMPTS, OPTIONS, strict=True) for o in opts]
     toks, mask = lm.pad_prompts([p + o for p, o in pairs])
     logp = np.asarray(jax.nn.log_softmax(lm.forward(model, toks, mask=mask)[0], -1))
     T = toks.shape[1]
-    return [row[np.arange(T - len(o) - 1, T - 1), o] for row, (_, o) in zip(logp, pairs)]
+    return [
+        row[np.arange(T - len(o) - 1, T - 1), o] for row, (_, o) in zip(logp, pairs, strict=True)
+    ]
 
 
 @pytest.fixture(scope="module", params=sorted(CONFIGS))

@@ -54,7 +54,8 @@ def test_experiment_contract(mod, tmp_path):
     assert isinstance(result, Result)
     for k in keys:
         assert k in result.metrics
-    assert result.claims and result.figures
+    assert result.claims
+    assert result.figures
 
 
 @pytest.mark.slow

@@ -27,7 +27,7 @@ def _setup(getkey, rank=1, n_inputs=1, n_neurons=64, activation=None, scale=1.0)
 
 
 @pytest.mark.parametrize(
-    "rank,n_inputs,trained_kw", [(1, 1, {}), (2, 3, {"inputs": True, "readout": True})]
+    ("rank", "n_inputs", "trained_kw"), [(1, 1, {}), (2, 3, {"inputs": True, "readout": True})]
 )
 def test_flow_equals_gram_projected_full_gradient(getkey, rank, n_inputs, trained_kw):
     layout, task, act, v = _setup(getkey, rank, n_inputs)

@@ -93,7 +93,8 @@ def test_tasks_shapes_and_flip_flop_oracle(getkey):
     s = np.asarray(ctx.inputs[:, 0])
     np.testing.assert_allclose(ctx.targets[:, 0], np.where(s[:, 2] > 0, s[:, 0], s[:, 1]))
     ramp = lr.ramp_task()
-    assert ramp.inputs.shape == (3, 50, 1) and float(ramp.targets[0, 0]) == 0.0
+    assert ramp.inputs.shape == (3, 50, 1)
+    assert float(ramp.targets[0, 0]) == 0.0
     fp = lr.fixed_point_task()
     assert fp.mask.sum() == 5 * 20
 
@@ -132,9 +133,9 @@ def test_bad_inputs_raise_value_error(getkey):
         )
     with pytest.raises(ValueError, match="n_steps"):
         lr.overlap_gd(loss, jnp.eye(4), layout.trained_mask(), eta=0.1, n_steps=0)
-    with pytest.raises(ValueError, match="dt0"):
-        import diffrax
+    import diffrax
 
+    with pytest.raises(ValueError, match="dt0"):
         lr.solve_overlap_flow(
             loss,
             jnp.eye(4),

@@ -47,7 +47,7 @@ def test_implicit_form_reproduces_error_field(getkey):
             w = np.tanh(N_x @ eta + N_w @ w)
         np.testing.assert_allclose(A_cl @ eta + N_pw @ w, field(eta), rtol=1e-12)
     # the numpy assembly used by the cvxpy check is independent and must agree
-    for a, b in zip(O.implicit_blocks(obs), O.numpy_lmi_blocks(obs)):
+    for a, b in zip(O.implicit_blocks(obs), O.numpy_lmi_blocks(obs), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
 
@@ -102,7 +102,8 @@ def test_lyapunov_equation_solution_certifies_linear_eso(getkey):
 def test_certificate_rejects_destabilised_observer(getkey):
     obs = _small_observer(getkey())
     cert = O.certify_lmi(obs)
-    assert cert.certified and cert.margin > 0
+    assert cert.certified
+    assert cert.margin > 0
     assert O.check_certificate(obs, cert.P, cert.multipliers) < 0
     # push one closed-loop pole into the right half-plane: the Jacobian at 0 is then
     # unstable, so no quadratic Lyapunov certificate can exist

@@ -66,7 +66,9 @@ def test_estimation_loss_vmap_consistency(getkey):
 def test_sample_errors_annulus(getkey):
     e = O.sample_errors(500, 5, key=getkey(), radius=2.0, min_radius=0.5, dtype=jnp.float64)
     n = np.linalg.norm(np.asarray(e), axis=1)
-    assert e.shape == (500, 5) and n.min() >= 0.5 - 1e-12 and n.max() <= 2.0 + 1e-12
+    assert e.shape == (500, 5)
+    assert n.min() >= 0.5 - 1e-12
+    assert n.max() <= 2.0 + 1e-12
 
 
 def test_two_stage_certifies_small_observer(getkey):
@@ -100,7 +102,9 @@ def test_direct_sdp_stops_when_certified(getkey):
     good = eqx.tree_at(lambda o: o.readout, good, 0.01 * good.readout)
     cfg = O.ObserverTrainConfig(batch=8, rollout_steps=3)
     trained, info = O.train_direct_sdp(good, key=getkey(), config=cfg, max_steps=3)
-    assert info["certified"] and info["steps"] == 1 and info["margins"][0] > 0
+    assert info["certified"]
+    assert info["steps"] == 1
+    assert info["margins"][0] > 0
     # an unstable start: steps are taken along the SDP dual and the margin improves
     bad = eqx.tree_at(lambda o: o.gain, good, -good.gain)
     trained, info = O.train_direct_sdp(bad, key=getkey(), config=cfg, max_steps=4)
@@ -124,9 +128,12 @@ def test_fit_stops_when_certified_after_min_steps(getkey):
     cfg = O.ObserverTrainConfig(batch=2, rollout_steps=1)
     kw = dict(key=getkey(), config=cfg, steps=12, chunk=3)
     _, info = O.fit(O.point_loss, params, stop=lambda p: True, min_steps=5, **kw)
-    assert info["stopped"] and info["steps"] == 6 and info["losses"].shape == (6,)
+    assert info["stopped"]
+    assert info["steps"] == 6
+    assert info["losses"].shape == (6,)
     _, full = O.fit(O.point_loss, params, **kw)
-    assert not full["stopped"] and full["steps"] == 12
+    assert not full["stopped"]
+    assert full["steps"] == 12
     np.testing.assert_array_equal(info["losses"], full["losses"][:6])
 
 

@@ -1,3 +1,5 @@
+import operator
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -35,7 +37,8 @@ def test_environment_geometry_contact_on_surface():
         _, mech = sensing.observe_mean(f, a)
         r2 = (p[0] ** 2 + p[1] ** 2) / 0.8**2
         want_h = 0.0 if contact == 0 else (-0.5 if tube else 0.8 * 0.4 * r2)
-        assert float(mech[0]) == contact and float(mech[5]) == tube
+        assert float(mech[0]) == contact
+        assert float(mech[5]) == tube
         np.testing.assert_allclose(float(mech[1]), want_h, rtol=1e-12)
         np.testing.assert_allclose(float(sensing.surface_height(f, a[:2])), want_h, rtol=1e-12)
         assert float(sensing.nectar_reward(f, a)) == tube
@@ -53,7 +56,7 @@ def test_environment_deterministic_and_vmap(getkey):
     k = getkey()
     batched = jax.vmap(lambda f: sensing.observe(f, a, key=k))(flowers)
     for i in range(3):
-        fi = jax.tree_util.tree_map(lambda x: x[i], flowers)
+        fi = jax.tree_util.tree_map(operator.itemgetter(i), flowers)
         one = sensing.observe(fi, a, key=k)
         np.testing.assert_array_equal(np.asarray(one[0]), np.asarray(batched[0][i]))
         np.testing.assert_array_equal(np.asarray(one[1]), np.asarray(batched[1][i]))
@@ -64,14 +67,14 @@ def test_product_of_experts_matches_sequential_bayes_and_quadrature():
     prec = jnp.asarray([[2.0], [0.5], [1.5]])
     post = sensing.product_of_experts(GaussianExpert(mean=mu, precision=prec))
     m, v = 0.0, 1.0  # prior N(0, 1), then combine one Gaussian factor at a time
-    for mk, pk in zip(mu[:, 0], prec[:, 0]):
+    for mk, pk in zip(mu[:, 0], prec[:, 0], strict=True):
         vk = 1 / pk
         m, v = (m * vk + mk * v) / (v + vk), v * vk / (v + vk)
     np.testing.assert_allclose(float(post.mean[0]), float(m), rtol=1e-12)
     np.testing.assert_allclose(float(1 / post.precision[0]), float(v), rtol=1e-12)
     x = np.linspace(-10, 10, 200001)
     logd = -0.5 * x**2 + sum(
-        -0.5 * float(p) * (x - float(u)) ** 2 for u, p in zip(mu[:, 0], prec[:, 0])
+        -0.5 * float(p) * (x - float(u)) ** 2 for u, p in zip(mu[:, 0], prec[:, 0], strict=True)
     )
     d = np.exp(logd - logd.max())
     d /= d.sum()
@@ -99,7 +102,8 @@ def test_information_gain_nonnegative_and_jit(getkey):
     grid = sensing.action_grid(7)
     for mod in ("visual", "mechano", "joint"):
         m = sensing.information_map(model, post, grid, mod)
-        assert m.shape == (grid.shape[0],) and bool(jnp.all(m >= 0))
+        assert m.shape == (grid.shape[0],)
+        assert bool(jnp.all(m >= 0))
         mj = jax.jit(lambda p, g, mod=mod: sensing.information_map(model, p, g, mod))(post, grid)
         np.testing.assert_allclose(np.asarray(mj), np.asarray(m), rtol=1e-9, atol=1e-12)
     joint = sensing.information_map(model, post, grid, "joint")
@@ -240,7 +244,7 @@ def test_episode_vmap_equals_loop(getkey):
         flowers, keys
     )
     for i in range(2):
-        fi = jax.tree_util.tree_map(lambda x: x[i], flowers)
+        fi = jax.tree_util.tree_map(operator.itemgetter(i), flowers)
         one = sensing.run_episode(model, fi, pol, grid, 4, key=keys[i])
         np.testing.assert_allclose(np.asarray(one.actions), np.asarray(batched.actions[i]))
         np.testing.assert_allclose(

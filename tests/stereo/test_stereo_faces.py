@@ -82,14 +82,18 @@ def test_face_pair_landmarks_on_surface_and_projected(getkey):
     assert vis[[0, 1, 6]].all()
     assert 50 < np.linalg.norm(lm[0] - lm[1]) < 75
     depth, mask = np.asarray(out["depth"]), np.asarray(out["mask"])
-    assert mask.any() and (~mask).any()
+    assert mask.any()
+    assert (~mask).any()
     assert np.nanmax(depth[mask]) < float(scene.wall_z) - 1
     np.testing.assert_allclose(depth[~mask & np.isfinite(depth)], float(scene.wall_z), atol=1e-2)
     disp = np.asarray(out["disparity"])
     np.testing.assert_allclose(disp[mask], f * b / depth[mask], rtol=1e-9)
     for k in ("left", "right"):
         img = np.asarray(out[k])
-        assert img.shape == (h, w, 3) and 0 <= img.min() and img.max() <= 1 and img.std() > 0.02
+        assert img.shape == (h, w, 3)
+        assert img.min() >= 0
+        assert img.max() <= 1
+        assert img.std() > 0.02
 
 
 @pytest.mark.slow  # two compilations of the face renderer (~30-70 s on 2 cores)
@@ -112,7 +116,8 @@ def test_dataset_vmap_equals_single_and_shards_round_trip(getkey, tmp_path):
     np.testing.assert_array_equal(data["config"], [0, 1, 2])
     stereo.write_face_shards(tmp_path / "set", data, shard_size=2, configs=cfgs)
     ds = stereo.FaceStereoDataset(tmp_path / "set")
-    assert len(ds) == 3 and len(ds.index["shards"]) == 2
+    assert len(ds) == 3
+    assert len(ds.index["shards"]) == 2
     for i in range(3):
         for k, v in ds[i].items():
             np.testing.assert_array_equal(v, data[k][i])
@@ -143,7 +148,8 @@ def test_shards_round_trip_without_rendering(getkey, tmp_path):
     }
     stereo.write_face_shards(tmp_path / "s", data, shard_size=2)
     ds = stereo.FaceStereoDataset(tmp_path / "s")
-    assert len(ds) == 5 and [e["count"] for e in ds.index["shards"]] == [2, 2, 1]
+    assert len(ds) == 5
+    assert [e["count"] for e in ds.index["shards"]] == [2, 2, 1]
     assert ds.index["landmark_names"] == list(stereo.LANDMARK_NAMES)
     for i in (0, 3, 4, -1):
         for k in data:

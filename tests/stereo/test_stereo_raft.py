@@ -80,7 +80,8 @@ def test_convex_upsample_matches_loop(getkey):
                     wts /= wts.sum()
                     nb = pad[y : y + 3, x : x + 3].ravel()
                     assert up[y * f + a, x * f + b] == pytest.approx(f * wts @ nb, rel=1e-10)
-    assert up.min() >= f * disp.min() - 1e-12 and up.max() <= f * disp.max() + 1e-12
+    assert up.min() >= f * disp.min() - 1e-12
+    assert up.max() <= f * disp.max() + 1e-12
 
 
 def test_model_shape_and_nonnegative(getkey):
@@ -89,11 +90,14 @@ def test_model_shape_and_nonnegative(getkey):
     left = jax.random.uniform(getkey(), (2, 16, 32, 3), jnp.float32)
     right = jnp.roll(left, -2, axis=2)
     out = jax.jit(model.apply, static_argnums=3)({"params": params}, left, right, 2)
-    assert out.shape == (2, 2, 16, 32) and out.dtype == jnp.float32
-    assert bool(jnp.all(out >= 0)) and bool(jnp.all(jnp.isfinite(out)))
+    assert out.shape == (2, 2, 16, 32)
+    assert out.dtype == jnp.float32
+    assert bool(jnp.all(out >= 0))
+    assert bool(jnp.all(jnp.isfinite(out)))
     # LeCun-normal kernels, zero biases
     stem = params["fnet"]["Conv_0"]
-    assert stem["kernel"].shape == (7, 7, 3, 32) and not bool(jnp.any(stem["bias"]))
+    assert stem["kernel"].shape == (7, 7, 3, 32)
+    assert not bool(jnp.any(stem["bias"]))
     assert float(stem["kernel"].std()) == pytest.approx(1 / np.sqrt(7 * 7 * 3), rel=0.1)
 
 
@@ -107,7 +111,11 @@ def test_gradient_matches_finite_differences(getkey):
     leaves, tree = jax.tree_util.tree_flatten(params)
     keys = jax.random.split(getkey(), len(leaves))
     params = jax.tree_util.tree_unflatten(
-        tree, [x + 0.05 * jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves)]
+        tree,
+        [
+            x + 0.05 * jax.random.normal(k, x.shape, x.dtype)
+            for k, x in zip(keys, leaves, strict=True)
+        ],
     )
     # a positive bias on the increment head keeps disparities off the clamp at 0 (where the
     # gradient would be identically zero)
@@ -127,12 +135,14 @@ def test_gradient_matches_finite_differences(getkey):
     _, g = value_and_grad(params)
     keys = jax.random.split(getkey(), len(leaves))
     direction = jax.tree_util.tree_unflatten(
-        tree, [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves)]
+        tree, [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves, strict=True)]
     )
     eps = 1e-6
     shift = lambda s: jax.tree.map(lambda p, v: p + s * v, params, direction)  # noqa: E731
     fd = (value_and_grad(shift(eps))[0] - value_and_grad(shift(-eps))[0]) / (2 * eps)
-    ad = sum(jnp.vdot(a, b) for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(direction)))
+    ad = sum(
+        jnp.vdot(a, b) for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(direction), strict=True)
+    )
     assert float(jnp.abs(ad)) > 1e-3
     np.testing.assert_allclose(float(ad), float(fd), rtol=1e-5)
 
@@ -180,8 +190,10 @@ def test_training_on_planes_reduces_epe(getkey):
         model, left, right, disp, key=getkey(), params=p0, **PLANE_TRAIN
     )
     before, after = test_epe(p0), test_epe(params)
-    assert losses.shape == (120,) and losses[-10:].mean() < 0.5 * losses[:10].mean()
-    assert after < 0.25 * before and after < 0.5, (before, after)  # other seeds: 2.3-3.5 -> 0.3
+    assert losses.shape == (120,)
+    assert losses[-10:].mean() < 0.5 * losses[:10].mean()
+    assert after < 0.25 * before, (before, after)
+    assert after < 0.5, (before, after)  # other seeds: 2.3-3.5 -> 0.3
     predict = stereo.raft_predictor(model, params, n_iters=4)
     np.testing.assert_allclose(
         np.asarray(predict(tl[3], tr[3])), np.asarray(predict(tl, tr))[3], rtol=1e-5, atol=1e-5
@@ -217,7 +229,8 @@ def test_train_raft_resumes_from_a_checkpointer(getkey, tmp_path, tree_allclose)
     model = stereo.RAFTStereo(**TINY)
     kw = {"key": getkey(), "steps": 4, "chunk": 2, **TINY_TRAIN}
     full, full_losses = stereo.train_raft(model, left, right, disp, **kw)
-    assert full_losses.shape == (4,) and np.all(np.isfinite(full_losses))
+    assert full_losses.shape == (4,)
+    assert np.all(np.isfinite(full_losses))
     ckpt = Checkpointer(tmp_path / "raft.eqx", every=2, resume=True)
     stereo.train_raft(model, left, right, disp, checkpointer=ckpt, **kw)
     # a finished run resumes to the same result without training

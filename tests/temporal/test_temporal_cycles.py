@@ -32,7 +32,8 @@ def _ours(g: nx.Graph, n: int, e_max: int = 128, n_cap: int = 40):
     e = np.zeros((e_max, 2), np.int32)
     mask = np.zeros(e_max, bool)
     el = np.array(list(g.edges()), np.int32).reshape(-1, 2)
-    assert n <= n_cap and len(el) <= e_max
+    assert n <= n_cap
+    assert len(el) <= e_max
     e[: len(el)] = el
     mask[: len(el)] = True
     c = cycle_counts(jnp.asarray(e), jnp.asarray(mask), num_nodes=n_cap, max_degree=n_cap)
@@ -114,10 +115,12 @@ def test_jit_vmap_equal_eager_and_loop():
     for i in range(4):
         jitted = jax.jit(f)(es[i], ms[i])
         loop = f(es[i], ms[i])
-        for a, b, c in zip(jax.tree.leaves(loop), jax.tree.leaves(jitted), jax.tree.leaves(vm)):
+        for a, b, c in zip(
+            jax.tree.leaves(loop), jax.tree.leaves(jitted), jax.tree.leaves(vm), strict=True
+        ):
             assert int(a) == int(b) == int(c[i])
         if i < 1:
-            for a, b in zip(jax.tree.leaves(eager[i]), jax.tree.leaves(loop)):
+            for a, b in zip(jax.tree.leaves(eager[i]), jax.tree.leaves(loop), strict=True):
                 assert int(a) == int(b)
 
 

@@ -50,7 +50,7 @@ def test_stationary_mean_degree_matches_analytic(long_chain):
 
 def test_vmap_equals_loop(long_chain, cap):
     one = simulate_transitions(PARAMS, N_STEPS, key=KEYS[1], capacity=cap, burn_in=BURN_IN)
-    for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(long_chain)):
+    for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(long_chain), strict=True):
         np.testing.assert_array_equal(np.asarray(a), b[1])
 
 
@@ -66,7 +66,7 @@ def test_simulated_snapshots_are_valid_and_match_stats(long_chain, cap):
         assert len({tuple(x) for x in e}) == len(e)
     # the same chain (same key) summarised inside the scan equals the stats of the snapshots
     from_seq = sequence_transition_stats(seq, max_degree=cap.max_degree)
-    for a, b in zip(jax.tree.leaves(from_seq), jax.tree.leaves(long_chain)):
+    for a, b in zip(jax.tree.leaves(from_seq), jax.tree.leaves(long_chain), strict=True):
         np.testing.assert_array_equal(np.asarray(a), b[0])
     # counts agree with networkx on every snapshot
     graphs = sequence_to_graphs(seq)

@@ -33,7 +33,7 @@ def test_read_contacts_crlf_and_extra_columns(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "bad, what",
+    ("bad", "what"),
     [
         ("20\t1\t2\n40\t2\n", "line 2"),
         ("20\t1\t2\n40\t2\t3\nx\t1\t2\n", "line 3"),
@@ -62,7 +62,7 @@ def test_windows_and_gaps():
     np.testing.assert_array_equal(data.valid, [True, False])
     assert data.nodes == [1, 2, 3, 4, 5, 6]
     back = sequence_to_graphs(data.snapshots, data.nodes)
-    for a, b in zip(graphs, back):
+    for a, b in zip(graphs, back, strict=True):
         assert sorted(a.nodes()) == sorted(b.nodes())
         assert {frozenset(e) for e in a.edges()} == {frozenset(e) for e in b.edges()}
     stats = sequence_transition_stats(

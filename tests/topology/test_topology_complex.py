@@ -107,7 +107,9 @@ def test_hasse_routes_match_graph_constructions():
     assert adj.shape[0] == cx.sizes[0] + cx.sizes[1]
     np.testing.assert_array_equal(rows, cx.sizes[0] + np.arange(cx.sizes[1]))
     s, t = T.route_edges(cx, 1, "boundary")
-    assert len(s) == 2 * cx.sizes[1] and t.max() < cx.sizes[1] and s.max() < cx.sizes[0]
+    assert len(s) == 2 * cx.sizes[1]
+    assert t.max() < cx.sizes[1]
+    assert s.max() < cx.sizes[0]
     s, t = T.route_edges(cx, 1, "coboundary")
     assert len(s) == 3 * cx.sizes[2]
 
@@ -119,7 +121,7 @@ def test_hodge_laplacian_kernel_dimension_is_betti():
 
 
 @pytest.mark.parametrize(
-    "num_nodes, edges, match",
+    ("num_nodes", "edges", "match"),
     [
         (3, np.array([[0, 0]]), "self-loops"),
         (3, np.array([[0, 1], [1, 0]]), "duplicate"),

@@ -49,11 +49,14 @@ def test_penalized_logp_decomposition():
 
 def test_smiles_graph_features():
     g = T.smiles_to_graph("c1ccccc1O")  # phenol
-    assert g.num_nodes == 7 and len(g.edges) == 7
-    assert g.node_features.shape == (7, 18) and g.edge_features.shape == (7, 4)
+    assert g.num_nodes == 7
+    assert len(g.edges) == 7
+    assert g.node_features.shape == (7, 18)
+    assert g.edge_features.shape == (7, 4)
     assert g.edge_features[:, 3].sum() == 6  # six aromatic bonds
     cx = T.cycle_lift(g.num_nodes, g.edges)
-    assert cx.sizes[2] == 1 and T.betti_numbers(cx) == (1, 0, 0)
+    assert cx.sizes[2] == 1
+    assert T.betti_numbers(cx) == (1, 0, 0)
     with pytest.raises(ValueError, match="smiles"):
         T.smiles_to_graph("C1CC")
 
@@ -66,7 +69,8 @@ def test_zinc_subset_and_freesolv_load():
     fs = T.load_freesolv(key=jax.random.key(0))
     assert sum(len(fs[k][0]) for k in fs) == 642
     assert len(fs["train"][0]) == 513
-    assert fs["train"][1].min() > -30 and fs["train"][1].max() < 5  # kcal/mol
+    assert fs["train"][1].min() > -30
+    assert fs["train"][1].max() < 5  # kcal/mol
 
 
 def test_prepare_dataset_caches_encodings(tmp_path):

@@ -22,7 +22,7 @@ def _graphs():
     yield "random_disconnected", g
 
 
-@pytest.mark.parametrize("name, g", list(_graphs()))
+@pytest.mark.parametrize(("name", "g"), list(_graphs()))
 def test_lap_pe_vs_numpy_eigh(name, g):
     n = g.number_of_nodes()
     adj = nx.to_numpy_array(g, nodelist=range(n))
@@ -76,7 +76,7 @@ def test_lap_pe_is_permutation_equivariant_and_pads():
     np.testing.assert_allclose(tiny[:, 3], 2.0)
 
 
-@pytest.mark.parametrize("name, g", list(_graphs()))
+@pytest.mark.parametrize(("name", "g"), list(_graphs()))
 def test_rwse_vs_matrix_powers(name, g):
     n = g.number_of_nodes()
     adj = nx.to_numpy_array(g, nodelist=range(n))
@@ -96,7 +96,7 @@ def test_rwse_sparse_path_on_large_cycle_is_analytic():
     np.testing.assert_allclose(out, np.broadcast_to(expected, (n, 8)), atol=1e-12)
 
 
-@pytest.mark.parametrize("name, g", list(_graphs()))
+@pytest.mark.parametrize(("name", "g"), list(_graphs()))
 def test_hkdiag_vs_expm(name, g):
     n = g.number_of_nodes()
     adj = nx.to_numpy_array(g, nodelist=range(n))
@@ -107,7 +107,7 @@ def test_hkdiag_vs_expm(name, g):
     np.testing.assert_allclose(T.hkdiag_se(adj, times), expected, atol=1e-10)
 
 
-@pytest.mark.parametrize("name, g", list(_graphs()))
+@pytest.mark.parametrize(("name", "g"), list(_graphs()))
 def test_elstatic_vs_pinv(name, g):
     n = g.number_of_nodes()
     adj = nx.to_numpy_array(g, nodelist=range(n))
@@ -118,7 +118,7 @@ def test_elstatic_vs_pinv(name, g):
     np.testing.assert_allclose(T.elstatic_pe(adj), expected, atol=1e-9)
 
 
-@pytest.mark.parametrize("name, g", list(_graphs()))
+@pytest.mark.parametrize(("name", "g"), list(_graphs()))
 def test_cycle_ge_vs_networkx(name, g):
     n = g.number_of_nodes()
     adj = nx.to_numpy_array(g, nodelist=range(n))

@@ -175,4 +175,5 @@ def cpu_plan(
     )
     name = "laplex_plan_f32" if jnp.dtype(t.dtype) == jnp.float32 else "laplex_plan_f64"
     call = jax.ffi.ffi_call(name, out, vmap_method="sequential")
-    return tuple(call(t, s, same=np.int32(same)))
+    perm_s, rank_t, perm_t, rank_s, presorted_s = call(t, s, same=np.int32(same))
+    return perm_s, rank_t, perm_t, rank_s, presorted_s
