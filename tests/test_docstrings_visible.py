@@ -39,7 +39,8 @@ def test_topology_trainer_documents_its_real_arguments():
 
     doc = inspect.getdoc(tp.Trainer)
     params = [p for p in inspect.signature(tp.Trainer).parameters if p != "self"]
-    assert "model" in params and "static" not in params
+    assert "model" in params
+    assert "static" not in params
     for p in params:
         assert f"`{p}`" in doc, p
     assert "- `static`" not in doc

@@ -122,7 +122,8 @@ def test_sweep_is_public():
 def test_readme_install_path_works_outside_make_and_docs_are_in_the_repo():
     readme = (ROOT / "README.md").read_text()
     assert "shared folder" not in readme
-    assert "(docs/design.md)" in readme and (ROOT / "docs" / "design.md").is_file()
+    assert "(docs/design.md)" in readme
+    assert (ROOT / "docs" / "design.md").is_file()
     section = readme.split("## Install without make", 1)[1].split("\n## ", 1)[0]
     assert 'pip install -e ".[test]" "jax[cuda12]"' in section
     assert "python -m jaxlab.data install" in section

@@ -54,7 +54,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     per: dict[tuple[str, str], list[dict]] = {}
     for model in config.models:
         tag = _setup.short(model)
-        for vi, variant in enumerate(config.variants):
+        for variant in config.variants:
             # the same behaviours and orders in every variant (only the names change)
             stimuli = [
                 il.make_stimuli(key=jax.random.fold_in(key, o), variant=variant)
@@ -71,7 +71,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 max_options=config.max_options,
                 batch_size=1,
             )
-            reads = [il.read_correlation(a, s) for a, s in zip(answers, stimuli)]
+            reads = [il.read_correlation(a, s) for a, s in zip(answers, stimuli, strict=True)]
             per[tag, variant] = reads
             for field in (
                 "phi",
@@ -90,7 +90,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             share = np.mean(
                 [
                     r["p_minority"][~s.desirable].sum() / (~s.desirable).sum()
-                    for r, s in zip(reads, stimuli)
+                    for r, s in zip(reads, stimuli, strict=True)
                 ]
             )
             metrics[f"{tag}/{variant}/share_undesirable_to_minority"] = float(share)

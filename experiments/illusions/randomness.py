@@ -89,7 +89,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             nxt = [np.asarray(il.option_probabilities(a[1])) for a in answers]
             # the next-outcome answers are in outcome order (dice 1..6 at index 0..5)
             last = [int(s[-1]) - (1 if kind == "dice" else 0) for s in allseq]
-            p_rep = np.array([p[j] for p, j in zip(nxt, last)])
+            p_rep = np.array([p[j] for p, j in zip(nxt, last, strict=True)])
             runs = np.array([il.final_run_length(s) for s in allseq])
             n = config.sequences
             chance = 1 / 6 if kind == "dice" else 0.5

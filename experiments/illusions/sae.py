@@ -84,7 +84,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
 
     def phis(intervene):
         out, pm = [], []
-        for (t, m), s in zip(batches, stimuli):
+        for (t, m), s in zip(batches, stimuli, strict=True):
             lp = np.asarray(il.option_logprobs(model, t, m, opt_ids, intervene=intervene))
             p_min = np.asarray(il.option_probabilities(lp))[:, 1]
             pm.append(p_min)
@@ -94,7 +94,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     # the plain run: the read-out, every real token (no BOS) for the SAE, the answer
     # position of each question for the association, all tokens for the contexts
     rows, last, every, base_phi, base_pm = [], [], [], [], []
-    for (t, m), s in zip(batches, stimuli):
+    for (t, m), s in zip(batches, stimuli, strict=True):
         logits, acts = lm.forward(model, t, mask=m, capture=["resid_post"], layers=[layer])
         lp = np.asarray(jax.nn.log_softmax(logits[:, -1, :], axis=-1))[:, opt_ids]
         base_pm.append(np.asarray(il.option_probabilities(lp))[:, 1])

@@ -172,7 +172,7 @@ if __name__ == "__main__":  # build the QUICK cache: python -m experiments.lengt
             m,
             len(d.completions),
             d.generated.n_tokens,
-            dict(zip(*np.unique(d.completions.reasons, return_counts=True))),
+            dict(zip(*np.unique(d.completions.reasons, return_counts=True), strict=True)),
         )
 
 

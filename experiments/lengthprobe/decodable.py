@@ -78,9 +78,13 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         prompts = [cs.prompts[i] for i in idx]
         preds = {
             "probe": out["prediction"],
-            "family_mean": _setup.oof(lambda tr: lp.family_mean(y, fam, tr), folds),
-            "prompt_length": _setup.oof(lambda tr: lp.prompt_length_fit(y, plen, tr), folds),
-            "bow": _setup.oof(lambda tr: lp.bag_of_words(y, prompts, tr), folds),
+            "family_mean": _setup.oof(lambda tr, y=y, fam=fam: lp.family_mean(y, fam, tr), folds),
+            "prompt_length": _setup.oof(
+                lambda tr, y=y, plen=plen: lp.prompt_length_fit(y, plen, tr), folds
+            ),
+            "bow": _setup.oof(
+                lambda tr, y=y, prompts=prompts: lp.bag_of_words(y, prompts, tr), folds
+            ),
         }
         metrics[f"layer_{tag}_median"] = float(np.median(np.asarray(d.layers)[out["layer"]]))
         bkey = jax.random.fold_in(key, 2)
@@ -134,7 +138,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             )
             for li in range(len(d.layers))
         ]
-        for layer, v in zip(d.layers, by_layer):
+        for layer, v in zip(d.layers, by_layer, strict=True):
             metrics[f"spearman_by_layer_{tag}_L{layer}"] = float(v)
         axes_l[0, mi].plot(d.layers, by_layer, "o-")
         axes_l[0, mi].set_title(f"{tag}: prompt-last probe", fontsize=9)
@@ -151,7 +155,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             n_folds=config.n_folds,
         )
         pos_only = _setup.oof(
-            lambda tr: lp.position_only(g["y"], g["position"], tr, families=g["family"]), rg["fold"]
+            lambda tr, g=g: lp.position_only(g["y"], g["position"], tr, families=g["family"]),
+            rg["fold"],
         )
         for kind, p in (("probe", rg["prediction"]), ("position", pos_only)):
             m = lp.length_metrics(

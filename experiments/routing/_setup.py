@@ -340,4 +340,7 @@ if __name__ == "__main__":
     )
     out = table.save(DATA / ("text_full" if "--full" in sys.argv else "text_quick"))
     print(f"{table.n_queries} queries x {table.n_candidates} candidates -> {out}")
-    print("accuracy per candidate:", dict(zip(table.candidates, table.quality.mean(0).round(3))))
+    print(
+        "accuracy per candidate:",
+        dict(zip(table.candidates, table.quality.mean(0).round(3), strict=True)),
+    )

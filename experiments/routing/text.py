@@ -151,7 +151,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     def diff_ci(a, b):
         """Mean AIQ difference over splits and a 95% CI: bootstrap draw b of every split
         averaged over the splits (the splits' resamples are independent)."""
-        per = np.mean(np.stack([x - y for x, y in zip(boot[a], boot[b])]), axis=0)
+        per = np.mean(np.stack([x - y for x, y in zip(boot[a], boot[b], strict=True)]), axis=0)
         gain = float(np.mean(aiq[a]) - np.mean(aiq[b]))
         return gain, float(np.quantile(per, 0.025)), float(np.quantile(per, 0.975))
 

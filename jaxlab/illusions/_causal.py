@@ -142,7 +142,10 @@ def read_corr2cause(path: str | Path, *, max_variables: int = 3) -> list[Corr2Ca
                 text = row["input"][-1]["content"]
                 label = row["ideal"].removeprefix("Answer:").strip()
                 premise, hypothesis = text.split("Hypothesis:")
-                n_vars = int(re.search(r"closed system of (\d+) variables", premise).group(1))
+                found = re.search(r"closed system of (\d+) variables", premise)
+                if found is None:
+                    raise ValueError("no 'closed system of N variables' in the premise")
+                n_vars = int(found.group(1))
             except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
                 raise ValueError(f"{path}: line {ln} is not a Corr2Cause item ({e})") from None
             if label not in _LABELS:

@@ -231,7 +231,7 @@ def make_stimuli(
     desirable, minority = desirable[order], minority[order]
     texts = tuple(
         f"A member of {variant.minority if m else variant.majority} {b}."
-        for b, m in zip(behaviours, minority)
+        for b, m in zip(behaviours, minority, strict=True)
     )
     return Stimuli(variant, texts, tuple(behaviours), minority, desirable)
 

@@ -99,7 +99,7 @@ def layout_queries(
     prompts: list[str] = []
     conts: list[list[str]] = []
     where: list[tuple[int, int, int]] = []
-    for ci, (ctx, qs) in enumerate(zip(contexts, queries)):
+    for ci, (ctx, qs) in enumerate(zip(contexts, queries, strict=True)):
         if not isinstance(ctx, str) or not ctx:
             raise ValueError(f"contexts[{ci}]: expected a non-empty string, received {ctx!r}")
         if not qs:

@@ -9,9 +9,11 @@ probability of being attributed to the minority) gives phi of a probabilistic an
 from __future__ import annotations
 
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 import scipy.stats
+from jax.typing import ArrayLike
 from jaxtyping import Array, Bool, Float
 
 from .._core import check_array, check_finite, check_range
@@ -27,7 +29,7 @@ __all__ = [
 ]
 
 
-def phi_coefficient(table: Float[Array, "2 2"]) -> Float[Array, ""]:
+def phi_coefficient(table: Float[ArrayLike, "2 2"]) -> Float[Array, ""]:
     """Phi of a 2x2 table `[[a, b], [c, d]]`: `(ad - bc) / sqrt((a+b)(c+d)(a+c)(b+d))`.
 
     With rows (majority, minority) and columns (desirable, undesirable), phi > 0 means the
@@ -58,7 +60,7 @@ def _phi(t):
 
 
 def attribution_table(
-    p_minority: Float[Array, " n"], desirable: Bool[Array, " n"]
+    p_minority: Float[ArrayLike, " n"], desirable: Bool[ArrayLike, " n"]
 ) -> Float[Array, "2 2"]:
     """Expected 2x2 table of an answerer attributing statement i to the minority with
     probability `p_minority[i]`: rows (attributed majority, minority), columns
@@ -88,7 +90,7 @@ def _table(p, d):
 
 
 def attribution_phi(
-    p_minority: Float[Array, " n"], desirable: Bool[Array, " n"]
+    p_minority: Float[ArrayLike, " n"], desirable: Bool[ArrayLike, " n"]
 ) -> Float[Array, ""]:
     """Phi between attributed group and desirability (`phi_coefficient` of
     `attribution_table`); > 0: undesirable behaviours go to the minority.
@@ -100,7 +102,7 @@ def attribution_phi(
     return phi_coefficient(attribution_table(p_minority, desirable))
 
 
-def option_probabilities(loglik: Float[Array, "... K"]) -> Float[Array, "... K"]:
+def option_probabilities(loglik: Float[ArrayLike, "... K"]) -> Float[Array, "... K"]:
     """Softmax of option log-likelihoods over the last axis (the answer distribution
     restricted to the options).
 
@@ -116,7 +118,9 @@ def option_probabilities(loglik: Float[Array, "... K"]) -> Float[Array, "... K"]
     return jax.nn.softmax(x, axis=-1)
 
 
-def expected_answer(loglik: Float[Array, " K"], values: Float[Array, " K"]) -> Float[Array, ""]:
+def expected_answer(
+    loglik: Float[ArrayLike, " K"], values: Float[ArrayLike, " K"]
+) -> Float[Array, ""]:
     """Mean of the option `values` under `option_probabilities(loglik)` (e.g. an
     expected count or rating).
 
@@ -132,7 +136,7 @@ def expected_answer(loglik: Float[Array, " K"], values: Float[Array, " K"]) -> F
 
 
 def frequency_bias(
-    estimates: Float[Array, " 2"], true_counts: Float[Array, " 2"]
+    estimates: Float[ArrayLike, " 2"], true_counts: Float[ArrayLike, " 2"]
 ) -> dict[str, Array]:
     """Bias of estimated undesirable counts (majority, minority) against the true ones.
 
@@ -154,7 +158,7 @@ def frequency_bias(
     return {"error": e - t, "ratio": ratio, "minority_excess": ratio[1] - ratio[0]}
 
 
-def mean_ci(values: Float[Array, " n"], *, level: float = 0.95) -> tuple[float, float, float]:
+def mean_ci(values: Float[ArrayLike, " n"], *, level: float = 0.95) -> tuple[float, float, float]:
     """Mean and Student-t confidence interval over independent replicates (e.g. orders).
 
     **Arguments:** `values` (n,) with n >= 2; `level` two-sided coverage in (0, 1).

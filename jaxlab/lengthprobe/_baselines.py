@@ -78,7 +78,7 @@ def bow_features(
     """
     m = _mask("train", train, len(prompts))
     df: dict[int, int] = {}
-    for p, t in zip(prompts, m):
+    for p, t in zip(prompts, m, strict=True):
         if t:
             for tok in set(p):
                 df[tok] = df.get(tok, 0) + 1

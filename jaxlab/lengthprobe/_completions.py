@@ -247,11 +247,14 @@ def generate_completions(
         )
     max_new_tokens = check_positive_int("max_new_tokens", max_new_tokens)
     batch_size = check_positive_int("batch_size", batch_size)
-    if stop_ids is None or pad_id is None or stop_strings:
-        if tokenizer is None:
-            raise ValueError("tokenizer: required unless stop_ids and pad_id are given")
-    stop_ids = tuple(int(s) for s in (tokenizer.stop_ids if stop_ids is None else stop_ids))
-    pad_id = int(tokenizer.pad_id if pad_id is None else pad_id)
+    if (stop_ids is None or pad_id is None or stop_strings) and tokenizer is None:
+        raise ValueError("tokenizer: required unless stop_ids and pad_id are given")
+    if stop_ids is None:
+        stop_ids = tokenizer.stop_ids  # pyright: ignore[reportOptionalMemberAccess]  (checked above)
+    if pad_id is None:
+        pad_id = tokenizer.pad_id  # pyright: ignore[reportOptionalMemberAccess]  (checked above)
+    stop_ids = tuple(int(s) for s in stop_ids)
+    pad_id = int(pad_id)
     if not stop_ids:
         raise ValueError("stop_ids: expected at least one stop id, received none")
     decode = tokenizer.decode if tokenizer is not None else None

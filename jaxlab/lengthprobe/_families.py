@@ -23,7 +23,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from .._core import check_positive_int, wheel_file
+from .._core import check_positive_int, numpy_rng, wheel_file
 
 __all__ = [
     "CompletionPrompt",
@@ -291,13 +291,7 @@ def make_prompts(family: str, count: int, *, key: jax.Array) -> list[CompletionP
     if family not in FAMILIES:
         raise ValueError(f"family: expected one of {sorted(FAMILIES)}, received {family!r}")
     count = check_positive_int("count", count)
-    if not isinstance(key, jax.Array):
-        raise ValueError(f"key: expected a JAX PRNG key, received {type(key).__name__}")
-    data = (
-        jax.random.key_data(key) if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) else key
-    )
-    rng = np.random.default_rng(np.asarray(data, np.uint32).ravel().tolist())
-    return FAMILIES[family].make(count, rng)
+    return FAMILIES[family].make(count, numpy_rng(key))
 
 
 # a synthetic reference is units joined by these separators; each piece is one pre-token

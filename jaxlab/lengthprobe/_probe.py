@@ -74,7 +74,7 @@ def cross_fit(
     g = np.asarray(groups)
     check_array("groups", g, shape=(n,))
     n_folds = check_positive_int("n_folds", n_folds)
-    folds = np.asarray(interp.group_kfold(g, n_folds, key=key))
+    folds = np.asarray(interp.group_kfold(jnp.asarray(g), n_folds, key=key))
     by_layer = np.zeros((a.shape[0], n), np.float32)
     pred = np.zeros(n, np.float32)
     chosen = np.zeros(n_folds, np.int64)

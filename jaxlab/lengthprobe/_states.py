@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,9 @@ def completion_states(
     if len(completions) == 0:
         raise ValueError("completions: expected a non-empty completion set, received 0 rows")
     folder = Path(path)
-    common = dict(sites=(site,), layers=tuple(layers), dtype=dtype, progress=progress)
+    common: dict[str, Any] = dict(
+        sites=(site,), layers=tuple(layers), dtype=dtype, progress=progress
+    )
     last = lm.collect(
         model,
         None,
@@ -71,7 +74,10 @@ def completion_states(
     gen = lm.collect(
         model,
         None,
-        [(list(p), list(c)) for p, c in zip(completions.prompts, completions.completions)],
+        [
+            (list(p), list(c))
+            for p, c in zip(completions.prompts, completions.completions, strict=True)
+        ],
         path=folder / "generated",
         positions="generated",
         **common,

@@ -107,7 +107,7 @@ class MLPRouter(AbstractRouter):
         keys = jax.random.split(key, len(sizes) - 1)
         self.layers = tuple(
             eqx.nn.Linear(a, b, key=k, dtype=jnp.float32)
-            for a, b, k in zip(sizes[:-1], sizes[1:], keys)
+            for a, b, k in zip(sizes[:-1], sizes[1:], keys, strict=True)
         )
         self.candidate_cost = jnp.asarray(candidate_cost, jnp.float32)
         self.weight_decay = weight_decay

@@ -37,7 +37,9 @@ def hashed_bow(texts: Sequence[str], *, dim: int = 256, bigrams: bool = True) ->
     out = np.zeros((len(texts), dim))
     for i, text in enumerate(texts):
         words = _WORD.findall(text.lower())
-        tokens = words + ([f"{a} {b}" for a, b in zip(words, words[1:])] if bigrams else [])
+        tokens = words + (
+            [f"{a} {b}" for a, b in zip(words, words[1:], strict=True)] if bigrams else []
+        )
         for t in tokens:
             h = zlib.crc32(t.encode())
             out[i, h % dim] += 1.0 if (h >> 31) & 1 else -1.0

@@ -33,7 +33,9 @@ def _float(path, row, col, text):
     try:
         v = float(text)
     except (TypeError, ValueError):
-        raise ValueError(f"{path}: row {row}, column {col!r}: expected a number, received {text!r}")
+        raise ValueError(
+            f"{path}: row {row}, column {col!r}: expected a number, received {text!r}"
+        ) from None
     if not np.isfinite(v):
         raise ValueError(
             f"{path}: row {row}, column {col!r}: expected a finite number, received {text!r}"

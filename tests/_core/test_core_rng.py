@@ -17,7 +17,9 @@ def test_numpy_rng_follows_the_key_bits():
     np.testing.assert_array_equal(a, expect)
     assert not np.array_equal(a, numpy_rng(jax.random.key(4)).random(4))
     s = sklearn_seed(k)
-    assert isinstance(s, int) and 0 <= s < 2**31 - 1 and s == sklearn_seed(jax.random.key(3))
+    assert isinstance(s, int)
+    assert 0 <= s < 2**31 - 1
+    assert s == sklearn_seed(jax.random.key(3))
 
 
 def test_numpy_rng_rejects_integer_seeds():

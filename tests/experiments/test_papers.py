@@ -44,7 +44,8 @@ def test_every_paper_has_a_complete_entry_and_no_guessed_identifier():
 
 def test_every_experiment_names_a_known_paper_and_readme_agrees():
     papers = _module_papers()
-    assert len(papers) >= 37 and set(papers.values()) <= set(_papers.PAPERS)
+    assert len(papers) >= 37
+    assert set(papers.values()) <= set(_papers.PAPERS)
     rows = re.findall(r"^\| (P\d+|LM) \| ([a-z]+_[a-z_]+) \|", README, flags=re.M)
     assert rows
     wrong = sorted({(n, p, papers[n]) for p, n in rows if n in papers and papers[n] != p})
@@ -67,7 +68,8 @@ def test_papers_cli_prints_the_table_and_bibtex(capsys):
     entries = re.findall(r"^@misc\{jaxlab_(\w+),", bib, flags=re.M)
     assert entries == [p.lower() for p in _papers.PAPERS]
     assert bib.count("{") == bib.count("}")
-    assert "identifier not given" in bib and "url = {https://anonymous.4open.science" in bib
+    assert "identifier not given" in bib
+    assert "url = {https://anonymous.4open.science" in bib
 
 
 def test_report_sections_cite_their_paper(tmp_path):
@@ -93,5 +95,7 @@ def test_report_sections_cite_their_paper(tmp_path):
 def test_citation_file_for_jaxlab_names_the_package_version():
     cff = (ROOT / "CITATION.cff").read_text()
     version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
-    assert "cff-version: 1.2.0" in cff and f"version: {version.group(1)}" in cff
-    assert "license: Apache-2.0" in cff and "experiments/papers.toml" in cff
+    assert "cff-version: 1.2.0" in cff
+    assert f"version: {version.group(1)}" in cff
+    assert "license: Apache-2.0" in cff
+    assert "experiments/papers.toml" in cff

@@ -445,7 +445,8 @@ def test_cli_misspelled_name_suggests_and_exits_2(capsys):
     assert cli.main(["run", "bandit_synthetic"]) == 2
     captured = capsys.readouterr()
     err = captured.err.strip()
-    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert len(err.splitlines()) == 1
+    assert "Traceback" not in err
     assert "unknown experiment 'bandit_synthetic'; did you mean bandits_synthetic" in err
     assert cli.main(["bench", "laplex_matvc"]) == 2
     assert "unknown benchmark 'laplex_matvc'" in capsys.readouterr().err
@@ -459,7 +460,9 @@ def test_cli_full_on_a_cpu_is_refused_with_the_estimate(tmp_path, capsys, monkey
     assert jax.default_backend() == "cpu"
     assert cli.main(["run", "bandits_synthetic", "--full", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "about 26 GB of device memory" in err and "CPU backend" in err and "--force" in err
+    assert "about 26 GB of device memory" in err
+    assert "CPU backend" in err
+    assert "--force" in err
     assert not (tmp_path / "bandits_synthetic").exists()  # nothing started
     mods = {"bandits_synthetic": _registry.find("bandits_synthetic")}
     monkeypatch.setattr(_registry, "discover", lambda bench=False: {} if bench else mods)
@@ -484,7 +487,8 @@ def test_cli_resume_says_what_it_resumes(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(_registry, "find", lambda name, bench=False: mod)
     assert cli.main(["run", "good", "--resume", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "--resume: no checkpoints of good in" in out and "running from the start" in out
+    assert "--resume: no checkpoints of good in" in out
+    assert "running from the start" in out
     ckpt = tmp_path / "good" / "checkpoints"
     ckpt.mkdir(parents=True, exist_ok=True)
     (ckpt / "fit.eqx").write_bytes(b"x")
@@ -504,5 +508,6 @@ def test_cli_help_documents_every_flag(capsys):
     with pytest.raises(SystemExit):
         cli.main(["run", "--help"])
     text = capsys.readouterr().out
-    assert "OUT/NAME/checkpoints" in text and "DIR/NAME" not in text
+    assert "OUT/NAME/checkpoints" in text
+    assert "DIR/NAME" not in text
     assert "exit status: 0 success; 1 an experiment" in text

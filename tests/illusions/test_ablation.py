@@ -41,10 +41,13 @@ def test_zero_ablation_equals_plain_run_and_real_ablation_changes_it(model, getk
 def test_matched_latents(getkey):
     density = np.array([0.5, 0.0, 0.1, 0.11, 0.3, 0.01, 0.09, 0.0])
     m = il.matched_latents(density, np.array([2, 0]), key=getkey())
-    assert set(m.tolist()).isdisjoint({2, 0}) and len(set(m.tolist())) == 2
-    assert m[0] in (3, 6) and m[1] == 4  # nearest in log density
+    assert set(m.tolist()).isdisjoint({2, 0})
+    assert len(set(m.tolist())) == 2
+    assert m[0] in (3, 6)
+    assert m[1] == 4
     r = il.matched_latents(density, np.array([2, 0]), key=getkey(), matched=False)
-    assert set(r.tolist()).isdisjoint({2, 0}) and (density[r] > 0).all()
+    assert set(r.tolist()).isdisjoint({2, 0})
+    assert (density[r] > 0).all()
     with pytest.raises(ValueError, match="chosen"):
         il.matched_latents(density, np.array([9]), key=getkey())
     with pytest.raises(ValueError, match="option_ids"):

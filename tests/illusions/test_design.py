@@ -17,13 +17,16 @@ def test_design_counts_exact_and_phi_zero(variant, getkey):
     # phi = (18*4 - 8*9) / sqrt(...) = 0 exactly: the same 9:4 ratio in both groups
     assert 18 * 4 - 8 * 9 == 0
     assert float(il.phi_coefficient(table)) == 0.0
-    assert len(s.texts) == 39 and len(set(s.behaviours)) == 39
+    assert len(s.texts) == 39
+    assert len(set(s.behaviours)) == 39
     v = il.VARIANTS[variant]
-    for text, m, b in zip(s.texts, s.minority, s.behaviours):
+    for text, m, b in zip(s.texts, s.minority, s.behaviours, strict=True):
         assert text == f"A member of {v.minority if m else v.majority} {b}."
-    for b, d in zip(s.behaviours, s.desirable):
-        assert (b in il.DESIRABLE) == bool(d) and (b in il.UNDESIRABLE) == (not d)
-    assert s.texts[0] in s.context and v.preamble in s.context
+    for b, d in zip(s.behaviours, s.desirable, strict=True):
+        assert (b in il.DESIRABLE) == bool(d)
+        assert (b in il.UNDESIRABLE) == (not d)
+    assert s.texts[0] in s.context
+    assert v.preamble in s.context
 
 
 def test_order_is_randomised_by_key():
@@ -38,7 +41,8 @@ def test_order_is_randomised_by_key():
     assert len(set(first_minority)) > 3
     # averaged over orders, every position holds a minority statement ~1/3 of the time
     frac = np.mean([o.minority for o in orders], axis=0)
-    assert 0.1 < frac.mean() < 0.5 and frac.max() < 1
+    assert 0.1 < frac.mean() < 0.5
+    assert frac.max() < 1
 
 
 def test_label_swap_renames_only():
@@ -46,7 +50,8 @@ def test_label_swap_renames_only():
     b = il.make_stimuli(key=jax.random.key(4), variant="label_swap")
     assert a.behaviours == b.behaviours
     np.testing.assert_array_equal(a.minority, b.minority)
-    assert b.label(minority=False) == "Group B" and a.label(minority=False) == "Group A"
+    assert b.label(minority=False) == "Group B"
+    assert a.label(minority=False) == "Group A"
 
 
 def test_custom_counts_and_bad_input(getkey):

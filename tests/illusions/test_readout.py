@@ -13,7 +13,7 @@ from jaxlab._core import wheel_file
 def _answers(s, p_min, est=(8.0, 4.0), rating=4.0):
     """Log-likelihoods of a hand-built answerer for `correlation_queries(s)`."""
     out = [np.log([1 - p, p]) for p in p_min]
-    for n, e in zip((26, 13), est):
+    for n, e in zip((26, 13), est, strict=True):
         ll = np.full(n + 1, -50.0)
         ll[int(e)] = 0.0  # certain of the count e
         out.append(ll)
@@ -28,7 +28,8 @@ def test_read_correlation_hand_built_case(getkey):
     s = il.make_stimuli(key=getkey())
     qs = il.correlation_queries(s)
     assert len(qs) == 39 + 2 + 2 * len(il.TRAITS)
-    assert qs[0].answers == ("Group A", "Group B") and qs[39].answers[-1] == "26"
+    assert qs[0].answers == ("Group A", "Group B")
+    assert qs[39].answers[-1] == "26"
     # undesirable -> minority with 0.75, desirable with 0.25: the hard-computed phi
     p = np.where(s.desirable, 0.25, 0.75)
     r = il.read_correlation(_answers(s, p, est=(6.0, 5.0)), s)
@@ -57,7 +58,7 @@ def test_layout_round_trip_and_bad_input():
     assert lay.continuations[1] == ["\n\nQuestion: q2?\nAnswer: " + a for a in "xyz"]
     sums = [np.array([1.0, 2.0]), np.array([3.0, 4.0, 5.0]), np.array([6.0, 7.0])]
     got = il.query_logliks(sums, lay)
-    for g, e in zip(got, ([1, 2], [3, 4, 5], [6, 7])):
+    for g, e in zip(got, ([1, 2], [3, 4, 5], [6, 7]), strict=True):
         np.testing.assert_array_equal(g, e)
     with pytest.raises(ValueError, match="answers"):
         il.Query("q", ("only",))
@@ -71,7 +72,8 @@ def test_layout_round_trip_and_bad_input():
 
 def test_randomness_sequences_and_streak_slope(getkey):
     s = il.random_sequence("coin", 4000, key=getkey())
-    assert set(np.unique(s).tolist()) == {0, 1} and abs(float(s.mean()) - 0.5) < 0.03
+    assert set(np.unique(s).tolist()) == {0, 1}
+    assert abs(float(s.mean()) - 0.5) < 0.03
     d = il.random_sequence("dice", 600, key=getkey())
     assert set(np.unique(d).tolist()) == set(range(1, 7))
     assert il.final_run_length(np.array([1, 0, 0, 0])) == 3
@@ -100,11 +102,13 @@ def test_causal_items(getkey):
     pairs = il.causal_pairs(20, key=getkey())
     assert len(set(pairs)) == 20
     ctx, q = il.causal_query(*pairs[0], "temporal")
-    assert ctx.startswith(pairs[0][0][0].upper()) and q.answers == ("Yes", "No")
+    assert ctx.startswith(pairs[0][0][0].upper())
+    assert q.answers == ("Yes", "No")
     with pytest.raises(ValueError, match="framing"):
         il.causal_query("a", "b", "magic")
     items = il.read_corr2cause(wheel_file("evals", "corr2cause/corr2cause.jsonl"), max_variables=3)
-    assert len(items) == 102 and {i.n_variables for i in items} == {2, 3}
+    assert len(items) == 102
+    assert {i.n_variables for i in items} == {2, 3}
     assert {i.label for i in items} == {"entailment", "contradiction", "neutral"}
     assert items[0].premise.startswith("Suppose there is a closed system of 2 variables")
 
@@ -118,7 +122,9 @@ def test_read_corr2cause_rejects_malformed_file(tmp_path):
 
 def test_baselines_have_sources():
     for row in il.HUMAN_BASELINES:
-        assert row.source and row.task and row.measure
+        assert row.source
+        assert row.task
+        assert row.measure
         assert row.value is None or 0 <= row.value <= 1
     assert il.human_baseline("gvt_hot_hand_fans").value == 0.91
     with pytest.raises(ValueError, match="key"):
@@ -135,7 +141,7 @@ def test_layout_scores_equal_one_query_per_item():
     qs = il.correlation_queries(s, traits=())[:3]
     lay = il.layout_queries(tok, [s.context], [qs], max_options=4)
     got = il.query_logliks(lm.score(model, tok, lay.prompts, lay.continuations).sum, lay)
-    for q, g in zip(qs, got):
+    for q, g in zip(qs, got, strict=True):
         one = il.layout_queries(tok, [s.context], [[q]])
         ref = lm.score(model, tok, one.prompts, one.continuations).sum[0]
         np.testing.assert_allclose(g, ref, atol=2e-4)

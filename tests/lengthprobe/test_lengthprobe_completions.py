@@ -32,24 +32,29 @@ def test_every_family_draws_deterministic_prompts():
         a = lp.make_prompts(name, 6, key=jax.random.key(3))
         b = lp.make_prompts(name, 6, key=jax.random.key(3))
         c = lp.make_prompts(name, 6, key=jax.random.key(4))
-        assert a == b and a != c
+        assert a == b
+        assert a != c
         assert all(p.family == name and p.text.strip() for p in a)
         assert (fam.kind == "synthetic") == all(p.reference is not None for p in a)
-    assert len(lp.SYNTHETIC) >= 4 and len(lp.NATURAL) >= 3
+    assert len(lp.SYNTHETIC) >= 4
+    assert len(lp.NATURAL) >= 3
 
 
 def test_synthetic_references_have_their_units():
     for p in lp.make_prompts("count", 10, key=jax.random.key(0)):
         nums = [int(v) for v in p.reference.split(", ")]
         a, b = (int(v) for v in re.match(r"Count from (\d+) to (\d+)\.", p.text).groups())
-        assert nums == list(range(a, b + 1)) and len(nums) == p.units
+        assert nums == list(range(a, b + 1))
+        assert len(nums) == p.units
     for p in lp.make_prompts("repeat_word", 10, key=jax.random.key(0)):
-        assert len(p.reference.split(" ")) == p.units and f"exactly {p.units} times" in p.text
+        assert len(p.reference.split(" ")) == p.units
+        assert f"exactly {p.units} times" in p.text
     for p in lp.make_prompts("list_items", 10, key=jax.random.key(0)):
         assert len(p.reference.splitlines()) == p.units
     for p in lp.make_prompts("chain_sum", 10, key=jax.random.key(0)):
         terms = [int(t) for t in p.text.split("Compute ")[1].split(" one step")[0].split(" + ")]
-        assert p.reference.endswith(f"Answer: {sum(terms)}") and len(terms) == p.units
+        assert p.reference.endswith(f"Answer: {sum(terms)}")
+        assert len(terms) == p.units
 
 
 def test_known_lengths_equal_the_tokenizer_count(smol_tokenizer):
@@ -136,7 +141,8 @@ def completions(model, tmp_path_factory):
 
 def test_completions_equal_direct_generation(model, completions):
     cs = completions
-    assert len(cs) == 5 and cs.families == ("a", "b", "a", "b", "a")
+    assert len(cs) == 5
+    assert cs.families == ("a", "b", "a", "b", "a")
     # rows 0 and 3 generated directly, in a batch of the same shape (no new compile)
     prompts = _prompts()
     g = lm.generate(model, [prompts[0], prompts[3]], max_new_tokens=6, stop_tokens=(7, 11))
@@ -163,7 +169,8 @@ def test_cache_hit_and_resume(model, tmp_path, monkeypatch):
     assert n_batches == 3  # family a: 3 prompts in 2 batches, family b: 1 batch
     rec = RecordProgress()
     again = _generate(model, tmp_path / "c", progress=rec)
-    assert again == first and len(calls) == n_batches  # a second run generates nothing
+    assert again == first
+    assert len(calls) == n_batches
     assert rec.calls[0] == ("start", 3, 3)
     # a run killed after its first batch: the manifest lists batch 0 only
     import json
@@ -172,7 +179,8 @@ def test_cache_hit_and_resume(model, tmp_path, monkeypatch):
     m["batches"] = [0]
     (tmp_path / "c" / "manifest.json").write_text(json.dumps(m))
     resumed = _generate(model, tmp_path / "c")
-    assert resumed == first and len(calls) == n_batches + 2
+    assert resumed == first
+    assert len(calls) == n_batches + 2
     with pytest.raises(ValueError, match="path"):
         _generate(model, tmp_path / "c", max_new=5)
 
@@ -221,7 +229,8 @@ def test_completion_bad_input(model, tmp_path):
 def test_states_and_targets(model, completions, tmp_path):
     cs = completions
     last, gen = lp.completion_states(model, cs, layers=(0, 2), path=tmp_path / "s", dtype="float32")
-    assert last.n_tokens == len(cs) and gen.n_tokens == int(cs.lengths.sum())
+    assert last.n_tokens == len(cs)
+    assert gen.n_tokens == int(cs.lengths.sum())
     rem = lp.remaining_length(cs, gen.text_index, gen.positions)
     # per completion: remaining counts down L-1, ..., 0
     for i in range(len(cs)):

@@ -26,7 +26,8 @@ FAMILIES = ("count", "repeat_word", "math_steps", "paragraph_summary")
 def test_modules_keep_the_contract():
     for mod in (decodable, transfer):
         validate_module(mod)
-        assert mod.NAME.startswith("lengthprobe_") and mod.PAPER == "P17"
+        assert mod.NAME.startswith("lengthprobe_")
+        assert mod.PAPER == "P17"
 
 
 @pytest.fixture(scope="module")
@@ -67,5 +68,7 @@ def test_experiment_writes_its_keys(mod, fake_data, monkeypatch, tmp_path):
         else ["transfer_nat_to_syn", "transfer_syn_to_nat", "asymmetry", "asymmetry_low"]
     )
     for k in keys:
-        assert k in res.metrics and np.isfinite(res.metrics[k]), k
-    assert res.claims and all(isinstance(c.holds, bool) for c in res.claims)
+        assert k in res.metrics, k
+        assert np.isfinite(res.metrics[k]), k
+    assert res.claims
+    assert all(isinstance(c.holds, bool) for c in res.claims)

@@ -73,7 +73,8 @@ def test_prompt_baselines():
     assert f.shape == (5, 3)
     np.testing.assert_allclose(f[3], np.log1p([1, 0, 3]))  # vocabulary 1, 2, 4 (df 2 each)
     pred = lp.bag_of_words(y, prompts, train, max_features=3)
-    assert pred.shape == (5,) and np.all(np.isfinite(pred))
+    assert pred.shape == (5,)
+    assert np.all(np.isfinite(pred))
 
 
 def test_transfer_matrix_of_identical_families_is_its_diagonal():
@@ -96,7 +97,8 @@ def test_transfer_matrix_of_identical_families_is_its_diagonal():
         train=np.concatenate([train, train]),
     )
     np.testing.assert_allclose(out["probe"], out["probe"])
-    assert out["rows"].min() >= n and out["probe"].shape == out["baseline"].shape
+    assert out["rows"].min() >= n
+    assert out["probe"].shape == out["baseline"].shape
 
 
 def test_length_metrics_match_sklearn_and_scipy():

@@ -26,14 +26,19 @@ def test_items_parse_and_shots_are_not_queries():
     queries, shots = _setup.source_items((("medmcqa", 5), ("logiqa", 3), ("reclor", 3)))
     assert [q["group"] for q in queries] == ["medmcqa"] * 5 + ["logiqa"] * 3 + ["reclor"] * 3
     for q in queries:
-        assert len(q["options"]) == 4 and 0 <= q["answer"] < 4 and q["prompt"].endswith("Answer:")
+        assert len(q["options"]) == 4
+        assert 0 <= q["answer"] < 4
+        assert q["prompt"].endswith("Answer:")
     for g, s in shots.items():
         assert len(s) == _setup.N_SHOTS
         assert all(x["prompt"] not in {q["prompt"] for q in queries} for x in s), g
     p0, o0 = _setup.prompt_inputs("zero_shot", queries[0], shots)
     p1, o1 = _setup.prompt_inputs("few_shot", queries[0], shots)
-    assert o0 == o1 and len(o0) == 8 and o0[4:] == [" A", " B", " C", " D"]
-    assert p1.endswith(p0) and len(p1) > len(p0)
+    assert o0 == o1
+    assert len(o0) == 8
+    assert o0[4:] == [" A", " B", " C", " D"]
+    assert p1.endswith(p0)
+    assert len(p1) > len(p0)
     with pytest.raises(ValueError, match="prompt"):
         _setup.prompt_inputs("cot", queries[0], shots)
 
@@ -67,7 +72,8 @@ def test_tiny_table_equals_direct_scores(tmp_path, monkeypatch):
     cfg = _setup.TableConfig(models=("smollm2-135m-instruct",), per_source=(("medmcqa", 3),))
     cfg = dataclasses.replace(cfg, chunk=3)
     t = _setup.build_text_table(cfg)
-    assert isinstance(t, routing.RoutingTable) and t.quality.shape == (3, 3)
+    assert isinstance(t, routing.RoutingTable)
+    assert t.quality.shape == (3, 3)
     queries, shots = _setup.source_items(cfg.per_source)
     model, tok = lm.load("smollm2-135m-instruct")
     inputs = [_setup.prompt_inputs("zero_shot", q, shots) for q in queries]
@@ -91,7 +97,8 @@ def test_tiny_table_equals_direct_scores(tmp_path, monkeypatch):
 def test_committed_quick_table():
     t = _setup.text_table(_setup.TableConfig())
     n = sum(k for _, k in _setup.TableConfig().per_source)
-    assert t.quality.shape == (n, 6) and set(np.unique(t.quality)) <= {0.0, 1.0}
+    assert t.quality.shape == (n, 6)
+    assert set(np.unique(t.quality)) <= {0.0, 1.0}
     from jaxlab import lm
 
     for j, name in enumerate(t.candidates):

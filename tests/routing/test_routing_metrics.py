@@ -48,14 +48,15 @@ def test_hull_is_concave_envelope(getkey):
         c = rng.uniform(0, 10, 12)
         q = rng.uniform(0, 1, 12)
         hc, hq = routing.cost_quality_hull(c, q)
-        assert np.all(np.diff(hc) > 0) and np.all(np.diff(hq) >= 0)
+        assert np.all(np.diff(hc) > 0)
+        assert np.all(np.diff(hq) >= 0)
         brute = _brute_upper_hull(c, q)
         grid = np.linspace(c.min(), c.max(), 57)
         mono = [brute(x) for x in grid]
         np.testing.assert_allclose(np.interp(grid, hc, hq), mono, atol=1e-9)
         # every hull vertex is a vertex of scipy's convex hull of the points
         verts = {tuple(p) for p in np.c_[c, q][ConvexHull(np.c_[c, q]).vertices]}
-        assert all((x, y) in verts for x, y in zip(hc, hq))
+        assert all((x, y) in verts for x, y in zip(hc, hq, strict=True))
         # AIQ equals the integral of the brute-force envelope (piecewise linear between
         # the points' costs, so trapezoids on those costs are exact)
         fine = np.unique(c)
@@ -102,7 +103,8 @@ def test_oracle_zero_router_and_accuracy_at_cost():
     ch = routing.oracle_choice(quality, cost)
     np.testing.assert_array_equal(ch, [0, 1, 2, 0])  # cheapest right one; none right: cheapest
     q, c = routing.routed_outcome(ch, quality, cost)
-    assert q == pytest.approx(quality.max(1).mean()) and c == pytest.approx(2.0)
+    assert q == pytest.approx(quality.max(1).mean())
+    assert c == pytest.approx(2.0)
     # masking the middle model: query 1 goes to model 2
     ch2 = routing.oracle_choice(quality, cost, available=np.array([True, False, True]))
     np.testing.assert_array_equal(ch2, [0, 2, 2, 0])

@@ -77,7 +77,8 @@ def test_latent_gradients_finite(routers, getkey, options):
     x, y = jnp.asarray(t.features, jnp.float32), jnp.asarray(t.quality, jnp.float32)
     loss, g = eqx.filter_value_and_grad(lambda m: m.loss(x, y, key=jax.random.key(1)))(r)
     leaves = jax.tree_util.tree_leaves(g)
-    assert np.isfinite(float(loss)) and all(np.all(np.isfinite(np.asarray(v))) for v in leaves)
+    assert np.isfinite(float(loss))
+    assert all(np.all(np.isfinite(np.asarray(v))) for v in leaves)
     assert any(float(jnp.abs(v).max()) > 0 for v in leaves)
 
 
@@ -108,7 +109,8 @@ def test_mlp_learns_planted_rule_through_driver(getkey):
     tr, te = planted(200, seed=1), planted(200, seed=2)
     r = routing.MLPRouter(6, 4, tr.cost.mean(0), hidden=(16,), key=getkey())
     r, losses = routing.fit_router(r, tr.features, tr.quality, key=getkey(), steps=200)
-    assert losses.shape == (200,) and losses[-1] < 0.5 * losses[0]
+    assert losses.shape == (200,)
+    assert losses[-1] < 0.5 * losses[0]
     acc, _ = routing.routed_outcome(np.asarray(routing.route(r, te.features)), te.quality, te.cost)
     assert acc >= 0.95 * te.quality.max(1).mean()
     # the best fixed model is far from the oracle on this table

@@ -31,12 +31,15 @@ def _table(n=6, m=3):
 def test_save_load_round_trip(tmp_path):
     t = _table()
     npz = t.save(tmp_path / "t")
-    assert npz.name == "t.npz" and (tmp_path / "t.json").is_file()
+    assert npz.name == "t.npz"
+    assert (tmp_path / "t.json").is_file()
     u = routing.RoutingTable.load(tmp_path / "t")
     for a in ("quality", "cost", "input_tokens", "output_tokens", "latency", "features", "groups"):
         np.testing.assert_array_equal(getattr(u, a), getattr(t, a))
-    assert u.candidates == t.candidates and u.group_names == t.group_names
-    assert u.query_ids == t.query_ids and u.meta == {"cost": "test"}
+    assert u.candidates == t.candidates
+    assert u.group_names == t.group_names
+    assert u.query_ids == t.query_ids
+    assert u.meta == {"cost": "test"}
 
 
 def test_malformed_files_rejected(tmp_path):
@@ -76,7 +79,8 @@ def test_validation_names_the_field():
 def test_split_rows_columns(getkey):
     t = _table(n=20)
     tr, te = t.split(0.3, key=getkey())
-    assert tr.n_queries + te.n_queries == 20 and set(tr.query_ids).isdisjoint(te.query_ids)
+    assert tr.n_queries + te.n_queries == 20
+    assert set(tr.query_ids).isdisjoint(te.query_ids)
     assert te.n_queries == 6  # 3 of each group of 10
     c = t.columns([2, 0])
     assert c.candidates == ("m2", "m0")
@@ -99,8 +103,10 @@ def test_routerbench_csv(tmp_path):
     assert t.candidates == ("gpt-4", "mistral-7b")
     np.testing.assert_allclose(t.quality, [[1, 0], [1, 1], [0.5, 0]])
     np.testing.assert_allclose(t.cost, [[0.003, 0.0001], [0.004, 0.0002], [0.002, 0.0001]])
-    assert t.group_names == ("gsm8k", "mmlu") and list(t.groups) == [1, 0, 1]
-    assert t.features.shape == (3, 16) and t.query_ids[1] == "gsm8k.7"
+    assert t.group_names == ("gsm8k", "mmlu")
+    assert list(t.groups) == [1, 0, 1]
+    assert t.features.shape == (3, 16)
+    assert t.query_ids[1] == "gsm8k.7"
     rows[1][4] = "n/a"
     with open(path, "w", newline="") as f:
         csv.writer(f).writerows([cols, *rows])
@@ -138,7 +144,8 @@ def test_vl_routerbench_folder(tmp_path):
         )
     t = routing.from_vl_routerbench(tmp_path, feature_dim=8)
     np.testing.assert_array_equal(t.quality, y)
-    assert t.candidates[2] == "Qwen2.5-VL-72B" and t.group_names == ("ChartQA", "MMBench")
+    assert t.candidates[2] == "Qwen2.5-VL-72B"
+    assert t.group_names == ("ChartQA", "MMBench")
     np.save(mats / "C.npy", np.ones((3, 3)))
     with pytest.raises(ValueError, match="C.npy"):
         routing.from_vl_routerbench(tmp_path)
