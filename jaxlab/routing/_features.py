@@ -38,7 +38,7 @@ def hashed_bow(texts: Sequence[str], *, dim: int = 256, bigrams: bool = True) ->
     for i, text in enumerate(texts):
         words = _WORD.findall(text.lower())
         tokens = words + (
-            [f"{a} {b}" for a, b in zip(words, words[1:], strict=True)] if bigrams else []
+            [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)] if bigrams else []
         )
         for t in tokens:
             h = zlib.crc32(t.encode())
