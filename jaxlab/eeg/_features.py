@@ -68,7 +68,7 @@ def band_powers(freqs, psd, bands=None):
         if not lo < hi:
             raise ValueError(f"bands[{name!r}]: expected low < high, got ({lo}, {hi})")
         mask = ((freqs >= lo) & (freqs < hi)).astype(psd.dtype)
-        cols.append(jnp.sum(psd * mask, -1) * df)
+        cols.append(jnp.sum(psd * jnp.broadcast_to(mask, psd.shape), -1) * df)
     return jnp.stack(cols, -1)
 
 

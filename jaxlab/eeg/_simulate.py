@@ -121,7 +121,7 @@ class SimulationConfig(eqx.Module):
 
 
 def _topography(pos, centre, width):
-    d2 = jnp.sum((pos - jnp.asarray(centre, pos.dtype)) ** 2, axis=-1)
+    d2 = jnp.sum((pos - jnp.broadcast_to(jnp.asarray(centre, pos.dtype), pos.shape)) ** 2, axis=-1)
     return jnp.exp(-d2 / (2 * width**2))
 
 

@@ -458,7 +458,7 @@ def _render(regime: EMRegime, labels: Array, key: PRNGKeyArray) -> EMSample:
 
     # synaptic vesicles: small dark rings in clusters
     if n_ves > 0:
-        centres = rnd["cluster"] * jnp.asarray([float(h), float(w)], jnp.float32)
+        centres = rnd["cluster"] * jnp.asarray([float(h), float(w)], jnp.float32)[None]
         u = rnd["ves"]
         which = jnp.minimum((u[0] * n_clusters).astype(jnp.int32), n_clusters - 1)
         pos = centres[which] + 4.0 * rnd["ves_off"]

@@ -213,7 +213,7 @@ class SAEStep(AbstractStep):
         err = jnp.sum((x - x_hat) ** 2, axis=-1)
         logits = jnp.log(jnp.maximum(err, jnp.finfo(err.dtype).tiny))
         pick = jax.random.categorical(key, logits, shape=(sae.d_sae,))
-        v = x[pick] - sae.b_dec
+        v = x[pick] - sae.b_dec[None]
         v = v / jnp.maximum(jnp.linalg.norm(v, axis=1, keepdims=True), 1e-12)
         enc_norm = jnp.linalg.norm(sae.W_enc, axis=0)
         n_alive = jnp.sum(~dead).astype(v.dtype)

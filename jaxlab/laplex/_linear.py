@@ -78,7 +78,7 @@ class LaplexLinear(eqx.Module):
         """
         check_array("x", x, shape=(None, self.s.shape[1]), dtype=jnp.floating)
         y = matvec(x.T.astype(self.s.dtype), self.t, self.s, self.a, self.b, self.c)
-        return jnp.real(y).T + self.bias
+        return jnp.real(y).T + self.bias[None]
 
     def num_params(self) -> int:
         return sum(x.size for x in jax.tree.leaves(eqx.filter(self, eqx.is_array)))

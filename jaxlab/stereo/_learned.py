@@ -103,7 +103,9 @@ def raft_loss(
     preds = cast(jax.Array, model.apply({"params": params}, left, right, n_iters))
     gt = jnp.where(valid, disparity, 0.0).astype(preds.dtype)
     v = valid.astype(preds.dtype)
-    err = jnp.sum(jnp.abs(preds - gt) * v, axis=(1, 2, 3)) / jnp.maximum(jnp.sum(v), 1.0)
+    err = jnp.sum(jnp.abs(preds - gt[None]) * v[None], axis=(1, 2, 3)) / jnp.maximum(
+        jnp.sum(v), 1.0
+    )
     weights = gamma ** jnp.arange(n_iters - 1, -1, -1, dtype=preds.dtype)
     return jnp.sum(weights * err)
 
@@ -114,7 +116,7 @@ def _jitter(img, key):
     dt = img.dtype
     u = lambda kk, lo, hi, shape=(): jax.random.uniform(kk, shape, dt, lo, hi)  # noqa: E731
     img = jnp.clip(img, 0.0, 1.0) ** u(k[0], 0.8, 1.25)
-    img = img * u(k[1], 0.8, 1.2, (3,)) * u(k[2], 0.8, 1.2)
+    img = img * u(k[1], 0.8, 1.2, (3,))[None, None] * u(k[2], 0.8, 1.2)
     mean = img.mean()
     img = mean + (img - mean) * u(k[3], 0.8, 1.2)
     return jnp.clip(img + 0.01 * jax.random.normal(k[4], img.shape, dt), 0.0, 1.0)

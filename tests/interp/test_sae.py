@@ -90,7 +90,7 @@ def test_loss_gradient_equals_finite_differences(getkey):
     @jax.jit
     def oracle(p):
         mse = step._loss(p, sae, x, none)[0]
-        pre = (x - p[3]) @ p[0] + p[1]
+        pre = (x - p[3][None]) @ p[0] + p[1][None]
         pre = jnp.where(dead, pre, -jnp.inf)
         vals, idx = jax.lax.top_k(pre, 4)
         z = jnp.zeros_like(pre).at[jnp.arange(64)[:, None], idx].set(jax.nn.relu(vals))

@@ -141,7 +141,7 @@ def test_clamp_and_ablate_features(getkey):
     full = ip.ablate_features(sae, list(range(32)))(x)
     np.testing.assert_allclose(full, x - jax.vmap(sae)(x) + sae.b_dec[None], rtol=1e-4, atol=1e-5)
     clamped = ip.ClampFeatures(sae, lat, [5.0, 0.0])(x)
-    np.testing.assert_allclose(clamped, ref + 5.0 * sae.W_dec[lat[0]], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(clamped, ref + 5.0 * sae.W_dec[lat[0]][None], rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="latents"):
         ip.ClampFeatures(sae, [40])
 

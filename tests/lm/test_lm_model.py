@@ -107,7 +107,7 @@ def test_steering_and_ablation(llama, getkey):
     # layers before the edit are untouched, the edited layer is shifted exactly by 2 v
     np.testing.assert_array_equal(steered["resid_post"][0], base["resid_post"][0])
     np.testing.assert_allclose(
-        steered["resid_post"][1], base["resid_post"][1] + 2.0 * vec, rtol=1e-6, atol=1e-6
+        steered["resid_post"][1], base["resid_post"][1] + 2.0 * vec[None], rtol=1e-6, atol=1e-6
     )
     assert not np.allclose(steered["resid_post"][2], base["resid_post"][2])
     _, ablated = lm.forward(
