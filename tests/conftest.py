@@ -1,6 +1,8 @@
 """Shared test configuration (DESIGN.md §3).
 
 - strict dtype promotion: implicit mixed-dtype promotion is an error;
+- implicit rank promotion raises (`jax_numpy_rank_promotion="raise"`): broadcasting is
+  written out in library code;
 - float64 enabled so that oracles (dense matrices, finite differences) are exact
   enough to be meaningful; library code states its dtypes explicitly;
 - `getkey`: a fresh PRNG key per call, deterministic per test;
@@ -24,6 +26,8 @@ import pytest
 
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 jax.config.update("jax_enable_x64", True)
+# implicit rank promotion (a (d,) bias added to a (T, d) array) is an error, as in diffrax
+jax.config.update("jax_numpy_rank_promotion", "raise")
 
 
 def tree_allclose(x, y, *, rtol=1e-5, atol=1e-8) -> bool:
