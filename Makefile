@@ -46,7 +46,7 @@ models: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check jaxlab experiments tests
 	$(PY) -m ruff format --check jaxlab experiments tests
-	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(VENV)/bin/pyright
+	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(VENV)/bin/pyright --project pyproject.toml
 
 clean:
 	rm -rf $(VENV) results .pytest_cache
