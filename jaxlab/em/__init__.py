@@ -30,6 +30,8 @@ from ._segment import segment_watershed as segment_watershed
 # Models (shared-encoder U-Nets, partial-diffusion refiner), their training and the four
 # P11 methods.
 # isort: split
+from ._blocks import pixel_shuffle as pixel_shuffle
+from ._blocks import pixel_unshuffle as pixel_unshuffle
 from ._diffusion import Denoiser as Denoiser
 from ._diffusion import NoiseSchedule as NoiseSchedule
 from ._diffusion import cosine_schedule as cosine_schedule
@@ -63,5 +65,3 @@ from ._unet import SRDecoder as SRDecoder
 from ._unet import SRNet as SRNet
 from ._unet import UNetDecoder as UNetDecoder
 from ._unet import UNetEncoder as UNetEncoder
-from ._unet import pixel_shuffle as pixel_shuffle
-from ._unet import pixel_unshuffle as pixel_unshuffle

@@ -30,6 +30,8 @@ from jaxtyping import Array, Float
 
 from jaxlab._core import check_array, check_positive_int
 
+from ._blocks import _ConvBlock, pixel_shuffle
+
 __all__ = [
     "NoiseSchedule",
     "linear_schedule",
@@ -194,7 +196,6 @@ class Denoiser(nn.Module):
 
     @nn.compact
     def __call__(self, x_t, t, cond):
-        from ._unet import _ConvBlock, pixel_shuffle  # shared building blocks
 
         dt, f = self.param_dtype, self.features
         if x_t.shape[-3] % 2 or x_t.shape[-2] % 2:

@@ -29,6 +29,7 @@ from ._network import LowRankRNN as LowRankRNN
 from ._network import network_loss as network_loss
 from ._network import network_outputs as network_outputs
 from ._network_gd import NetworkGDState as NetworkGDState
+from ._network_gd import NetworkGDStep as NetworkGDStep
 from ._network_gd import network_flow as network_flow
 from ._network_gd import network_gd as network_gd
 from ._network_gd import network_gd_init as network_gd_init

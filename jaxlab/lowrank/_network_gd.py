@@ -12,12 +12,19 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Bool, Float
 
-from jaxlab._core import check_array, check_positive_int
+from jaxlab._core import (
+    AbstractStep,
+    check_array,
+    check_positive_int,
+    optimizer_update,
+    run_steps,
+)
 
 from ._gram import gram
 
 __all__ = [
     "NetworkGDState",
+    "NetworkGDStep",
     "network_gd_init",
     "network_gd_step",
     "network_gd",
@@ -114,27 +121,49 @@ def network_gd_init(vectors: Float[Array, "P N"], *, eta: float) -> NetworkGDSta
     return NetworkGDState(vectors, opt.init(vectors), jnp.zeros((), jnp.int32))
 
 
-def network_gd_step(
-    loss_fn: NetworkLossFn, state: NetworkGDState, trained: Bool[Array, " P"], *, eta: float
-) -> tuple[NetworkGDState, Float[Array, ""]]:
-    """One SGD step on the trained vectors; returns `(new_state, loss before the step)`."""
+def _sgd_step(loss_fn, optimizer, state: NetworkGDState, trained):
     v = state.vectors
     loss, grad = jax.value_and_grad(loss_fn)(v)
     grad = jnp.where(trained[:, None], grad, jnp.zeros_like(grad))
-    updates, opt_state = _optimizer(eta, v.shape[1]).update(grad, state.opt_state, v)
+    updates, opt_state = optimizer_update(optimizer, grad, state.opt_state, v)
     new_v = cast(jax.Array, optax.apply_updates(v, updates))  # same structure as v: an array
     return NetworkGDState(new_v, opt_state, state.step + 1), loss
 
 
-@eqx.filter_jit
-def _gd_scan(loss_fn, v0, trained, eta, n_steps):
-    def body(state, _):
-        state, loss = network_gd_step(loss_fn, state, trained, eta=eta)
-        return state, (gram(state.vectors), loss)
+def network_gd_step(
+    loss_fn: NetworkLossFn, state: NetworkGDState, trained: Bool[Array, " P"], *, eta: float
+) -> tuple[NetworkGDState, Float[Array, ""]]:
+    """One SGD step on the trained vectors; returns `(new_state, loss before the step)`."""
+    return _sgd_step(loss_fn, _optimizer(eta, state.vectors.shape[1]), state, trained)
 
-    state = network_gd_init(v0, eta=eta)
-    state, (gs, losses) = jax.lax.scan(body, state, None, length=n_steps)
-    return state.vectors, jnp.concatenate([gram(v0)[None], gs], axis=0), losses
+
+class NetworkGDStep(AbstractStep):
+    """N-space gradient descent on the trained vectors, a step of `jaxlab._core.run_steps`.
+
+    **Arguments:**
+
+    - `loss_fn`: `loss_fn(vectors (P, N)) -> scalar`.
+    - `trained`: `(P,)` booleans, which vectors move (the others keep their values).
+    - `optimizer`: an optax transformation (`network_gd` uses SGD with rate `N eta`).
+
+    `init(vectors, key)` returns a `NetworkGDState`; `step(state, key)` returns the next
+    state and `{"loss": loss before the step, "gram": overlaps after it (P, P)}`. The
+    step is deterministic (the key is not used).
+    """
+
+    loss_fn: NetworkLossFn  # a function or an equinox module (its arrays are traced)
+    trained: Bool[Array, " P"]
+    optimizer: optax.GradientTransformation = eqx.field(static=True)
+
+    def init(self, model: Float[Array, "P N"], key: jax.Array) -> NetworkGDState:
+        del key
+        check_array("vectors", model, shape=("P", "N"), dtype=jnp.floating)
+        return NetworkGDState(model, self.optimizer.init(model), jnp.zeros((), jnp.int32))
+
+    def step(self, state: NetworkGDState, key: jax.Array):
+        del key
+        new, loss = _sgd_step(self.loss_fn, self.optimizer, state, self.trained)
+        return new, {"loss": loss, "gram": gram(new.vectors)}
 
 
 def network_gd(
@@ -145,11 +174,16 @@ def network_gd(
     eta: float,
     n_steps: int,
 ) -> tuple[Float[Array, "P N"], Float[Array, "S P P"], Float[Array, " S1"]]:
-    """`n_steps` of optax SGD (learning rate `N eta`) in neuron space, as one `lax.scan`.
+    """`n_steps` of optax SGD (learning rate `N eta`) in neuron space: `NetworkGDStep`
+    through `jaxlab._core.run_steps` (one jitted scan).
 
     **Returns:** `(final vectors (P, N), overlaps after each step (n_steps + 1, P, P)
     including the initial ones, losses before each step (n_steps,))`.
     """
     _check_v_trained(v0, trained)
     n_steps = check_positive_int("n_steps", n_steps)
-    return _gd_scan(loss_fn, v0, trained, eta, n_steps)
+    step = NetworkGDStep(loss_fn, trained, _optimizer(eta, v0.shape[1]))
+    key = jax.random.key(0)  # the step draws no randomness
+    state, hist = run_steps(step, step.init(v0, key), key=key, steps=n_steps, chunk=n_steps)
+    gs = jnp.asarray(hist.aux["gram"], v0.dtype)
+    return state.vectors, jnp.concatenate([gram(v0)[None], gs], axis=0), jnp.asarray(hist.losses)

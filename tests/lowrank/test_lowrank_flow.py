@@ -86,6 +86,26 @@ def test_discrete_gd_exact_in_overlap_space(getkey):
     np.testing.assert_allclose(gs_ov, gs_net, rtol=0, atol=1e-11)
 
 
+def test_network_gd_step_passes_the_shared_step_checks(getkey, tmp_path):
+    import optax
+
+    from tests.step_checks import check_step
+
+    layout, task, act, v = _setup(getkey, 1, 1, n_neurons=16)
+    step = lr.NetworkGDStep(
+        lr.NetworkLoss(task, layout, act), layout.trained_mask(readout=True), optax.sgd(0.3 * 16)
+    )
+    check_step(step, step.init(v, getkey()), key=getkey(), steps=6, tmp_path=tmp_path)
+    # one step of the driver's step object == the public single-step function
+    s1, aux = step.step(step.init(v, getkey()), getkey())
+    s2, loss = lr.network_gd_step(
+        step.loss_fn, lr.network_gd_init(v, eta=0.3), step.trained, eta=0.3
+    )
+    np.testing.assert_array_equal(s1.vectors, s2.vectors)
+    np.testing.assert_array_equal(aux["loss"], loss)
+    np.testing.assert_array_equal(aux["gram"], lr.gram(s2.vectors))
+
+
 def test_ode_matches_network_flow_linear(getkey):
     layout, task, act, v = _setup(getkey, 1, 1, n_neurons=30)
     trained = layout.trained_mask()
