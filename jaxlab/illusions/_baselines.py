@@ -14,10 +14,10 @@ __all__ = ["HumanBaseline", "HUMAN_BASELINES", "human_baseline"]
 
 @dataclasses.dataclass(frozen=True)
 class HumanBaseline:
-    """One human result: `key` (id used by the experiments), `task`, `measure`, `value`
+    """One human result: `name` (id used by the experiments), `task`, `measure`, `value`
     (float or None), `source` (citation), `approximate`, `note`."""
 
-    key: str
+    name: str
     task: str
     measure: str
     value: float | None
@@ -138,9 +138,11 @@ HUMAN_BASELINES: tuple[HumanBaseline, ...] = (
 )
 
 
-def human_baseline(key: str) -> HumanBaseline:
-    """The row of `HUMAN_BASELINES` with this `key`."""
+def human_baseline(name: str) -> HumanBaseline:
+    """The row of `HUMAN_BASELINES` with this `name`."""
     for row in HUMAN_BASELINES:
-        if row.key == key:
+        if row.name == name:
             return row
-    raise ValueError(f"key: expected one of {[r.key for r in HUMAN_BASELINES]}, received {key!r}")
+    raise ValueError(
+        f"name: expected one of {[r.name for r in HUMAN_BASELINES]}, received {name!r}"
+    )

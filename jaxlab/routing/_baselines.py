@@ -179,7 +179,7 @@ class MatrixFactorisationRouter(AbstractRouter):
     def logits(self, features):
         """(N, M) correctness logits."""
         z = jax.vmap(self.project)(_features(features))  # (N, D)
-        return (z[:, None, :] * self.model_embedding[None]) @ self.readout + self.bias
+        return (z[:, None, :] * self.model_embedding[None]) @ self.readout + self.bias[None, :]
 
     def predict_quality(self, features):
         return jax.nn.sigmoid(self.logits(features))

@@ -196,7 +196,13 @@ class LatentRouter(AbstractRouter):
         return u
 
     def loss(self, features, quality, *, key):
-        """Training loss on a random availability mask (see the module docstring)."""
+        """Training loss on a random availability mask (masked candidates left out).
+
+        Beta head: the expected Bernoulli log-loss under Beta(alpha, beta),
+        `-(y (psi(a) - psi(a+b)) + (1-y) (psi(b) - psi(a+b)))` (Sensoy et al. 2018), plus
+        the log-loss of the corrected mean on close queries; point head: binary
+        cross-entropy.
+        """
         x = jnp.asarray(features, jnp.float32)
         y = jnp.asarray(quality, jnp.float32)
         n, m = y.shape

@@ -62,7 +62,12 @@ def _features(path, features, texts, dim):
 def from_routerbench(
     path: str | os.PathLike, *, features=None, feature_dim: int = 256
 ) -> RoutingTable:
-    """Read a RouterBench table exported to CSV (see the module docstring).
+    """Read a RouterBench table exported to CSV (Hu et al. 2024; withmartian/routerbench).
+
+    The layout: one row per prompt with `sample_id`, `prompt`, `eval_name` and, per model
+    `m`, the columns `m` (performance in [0, 1]), `m|model_response` and `m|total_cost`.
+    The benchmark ships it as a pickled DataFrame; pickle is never read here: export it
+    once (`pd.read_pickle(f).to_csv(g, index=False)`) and read the CSV.
 
     **Arguments:** `path` the CSV; `features` optional (N, F) query features in row
     order (default `hashed_bow(prompt, dim=feature_dim)`).
@@ -171,7 +176,13 @@ def _first(row: dict, keys, default=""):
 def from_vl_routerbench(
     folder: str | os.PathLike, *, features=None, feature_dim: int = 256
 ) -> RoutingTable:
-    """Read a VL-RouterBench data folder (see the module docstring).
+    """Read a VL-RouterBench data folder (Huang et al. 2025).
+
+    The layout: `data/matrices/Y.npz` (quality, dense under key `Y` or a scipy.sparse
+    CSR/COO `.npz`), `data/matrices/C.npy` (cost), `data/registry/models.txt` (one model
+    per line) and `data/registry/meta.csv` or `meta.jsonl` (one row per sample:
+    `sample_id`, the task in `dataset` / `task` / `benchmark`, the text in `question` /
+    `prompt` / `text`).
 
     **Arguments:** `folder` (holding `data/`); `features` optional (N, F) (default
     `hashed_bow` of each sample's text).

@@ -127,7 +127,7 @@ def test_baselines_have_sources():
         assert row.measure
         assert row.value is None or 0 <= row.value <= 1
     assert il.human_baseline("gvt_hot_hand_fans").value == 0.91
-    with pytest.raises(ValueError, match="key"):
+    with pytest.raises(ValueError, match="name"):
         il.human_baseline("nope")
 
 
