@@ -100,15 +100,16 @@ def overlap_gd(
 
 
 @eqx.filter_jit
-def _solve(loss_fn, g0, trained, ts, solver, controller, dt0, max_steps) -> jax.Array:
-    term = diffrax.ODETerm(lambda t, g, args: overlap_flow(loss_fn, g, trained))
+def _solve(flow, loss_fn, y0, trained, ts, solver, controller, dt0, max_steps) -> jax.Array:
+    """`y' = flow(loss_fn, y, trained)` from `y0`, saved at `ts` (overlap or neuron space)."""
+    term = diffrax.ODETerm(lambda t, y, args: flow(loss_fn, y, trained))
     sol = diffrax.diffeqsolve(
         term,
         solver,
         t0=ts[0],
         t1=ts[-1],
         dt0=dt0,
-        y0=g0,
+        y0=y0,
         saveat=diffrax.SaveAt(ts=ts),
         stepsize_controller=controller,
         max_steps=max_steps,
@@ -148,5 +149,13 @@ def solve_overlap_flow(
     # An array dt0 is traced, so changing it does not recompile.
     dt0_arr = None if dt0 is None else jnp.asarray(dt0, g0.dtype)
     return _solve(
-        loss_fn, g0, trained, ts.astype(g0.dtype), solver, stepsize_controller, dt0_arr, max_steps
+        overlap_flow,
+        loss_fn,
+        g0,
+        trained,
+        ts.astype(g0.dtype),
+        solver,
+        stepsize_controller,
+        dt0_arr,
+        max_steps,
     )

@@ -20,6 +20,7 @@ from jaxlab._core import (
     run_steps,
 )
 
+from ._flow import _solve
 from ._gram import gram
 
 __all__ = [
@@ -55,23 +56,6 @@ def network_flow(
     return jnp.where(trained[:, None], -n * grad, jnp.zeros_like(grad))
 
 
-@eqx.filter_jit
-def _solve(loss_fn, v0, trained, ts, solver, controller, dt0, max_steps) -> jax.Array:
-    term = diffrax.ODETerm(lambda t, v, args: network_flow(loss_fn, v, trained))
-    sol = diffrax.diffeqsolve(
-        term,
-        solver,
-        t0=ts[0],
-        t1=ts[-1],
-        dt0=dt0,
-        y0=v0,
-        saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=controller,
-        max_steps=max_steps,
-    )
-    return cast(jax.Array, sol.ys)  # SaveAt(ts=...) always saves
-
-
 def solve_network_flow(
     loss_fn: NetworkLossFn,
     v0: Float[Array, "P N"],
@@ -98,7 +82,15 @@ def solve_network_flow(
     # An array dt0 is traced, so changing it does not recompile.
     dt0_arr = None if dt0 is None else jnp.asarray(dt0, v0.dtype)
     return _solve(
-        loss_fn, v0, trained, ts.astype(v0.dtype), solver, stepsize_controller, dt0_arr, max_steps
+        network_flow,
+        loss_fn,
+        v0,
+        trained,
+        ts.astype(v0.dtype),
+        solver,
+        stepsize_controller,
+        dt0_arr,
+        max_steps,
     )
 
 
