@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import typing
 
 import pytest
 
@@ -30,6 +31,8 @@ PROTOCOL_METHODS = {
     "Sample.__call__": "sampling-strategy protocol of lm.generate",
     # vmapped with positional in_axes=(0, None, None, 0, 0) by HopseStep (like a step)
     "Trainer.epoch": "epoch step, vmapped over positional in_axes",
+    # chunk executors, called by jaxlab.run_steps as loop.run(step, state, key, start, n)
+    **{f"{c}.run": "loop protocol of run_steps" for c in ("AbstractLoop", "ScanLoop", "StepLoop")},
     # a metadata key (a string), not randomness
     "GGUFFile.get": "dictionary key",
     "GGUFFile.require": "dictionary key",
@@ -111,3 +114,32 @@ def test_the_protocol_exemptions_still_exist(public):
         assert name in methods, f"{name}: exempted but not public any more"
         kinds = {p.name: p.kind for p in _parameters(methods[name])}
         assert kinds.get("key") is not inspect.Parameter.KEYWORD_ONLY, name
+
+
+def _annotation_classes(tp, out):
+    """Classes named anywhere inside the resolved annotation `tp` (unions, generics)."""
+    if inspect.isclass(tp):
+        out.add(tp)
+    for arg in typing.get_args(tp):
+        _annotation_classes(arg, out)
+    return out
+
+
+def test_public_signatures_name_only_public_types(public):
+    # a user reading help() must be able to import every type a signature names (the
+    # cells.jepa_score(model.encoder, ...) mistake came from a hint naming a private class)
+    exported = {id(obj) for _, obj, owner in public if owner is None and inspect.isclass(obj)}
+    bad, resolved = [], 0
+    for q, fn, _ in public:
+        target = fn.__init__ if inspect.isclass(fn) else fn
+        try:
+            hints = typing.get_type_hints(target)
+        except Exception:  # noqa: BLE001 - unresolvable forward references are not our check
+            continue
+        resolved += 1
+        for name, tp in hints.items():
+            for cls in _annotation_classes(tp, set()):
+                if cls.__module__.startswith("jaxlab") and id(cls) not in exported:
+                    bad.append(f"{q}({name}: {cls.__module__}.{cls.__qualname__})")
+    assert resolved > 200  # the hints of most public callables resolve
+    assert not bad, "public signatures name private types:\n" + "\n".join(sorted(set(bad)))

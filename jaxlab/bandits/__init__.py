@@ -1,6 +1,7 @@
 """P16 bandits: TDGE (task-dimension-guided exploration) over contextual-bandit backbones."""
 
 from ._backbone import AbstractBackbone as AbstractBackbone
+from ._backbone import AbstractChoice as AbstractChoice
 from ._backbone import DisjointLinUCB as DisjointLinUCB
 from ._backbone import DisjointState as DisjointState
 from ._backbone import EpsilonGreedy as EpsilonGreedy

@@ -66,13 +66,13 @@ def masked_uniform(key: Array, mask: Bool[Array, " K"]) -> Int[Array, ""]:
     return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf)).astype(jnp.int32)
 
 
-class _AbstractChoice(eqx.Module):
+class AbstractChoice(eqx.Module):
     """What `select` returns: at least the chosen arm."""
 
     arm: eqx.AbstractVar[Int[Array, ""]]
 
 
-class Selection(_AbstractChoice):
+class Selection(AbstractChoice):
     """A backbone's decision: the chosen arm and the score of every arm."""
 
     arm: Int[Array, ""]
@@ -112,7 +112,7 @@ class AbstractBackbone(eqx.Module):
     def init(self, dim: int, n_arms: int, *, key: Array | None = None) -> eqx.Module: ...
 
     @abc.abstractmethod
-    def select(self, state, contexts, mask, *, key: Array) -> _AbstractChoice: ...
+    def select(self, state, contexts, mask, *, key: Array) -> AbstractChoice: ...
 
     @abc.abstractmethod
     def update(self, state, choice, contexts, reward) -> eqx.Module: ...

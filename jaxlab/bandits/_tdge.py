@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from ._backbone import AbstractBackbone, LinearState, _AbstractChoice, masked_uniform
+from ._backbone import AbstractBackbone, AbstractChoice, LinearState, masked_uniform
 
 __all__ = ["TDGE", "TDGEState", "TDGEChoice", "dimension_relevance"]
 
@@ -44,7 +44,7 @@ class TDGEState(eqx.Module):
     t: Int[Array, ""]
 
 
-class TDGEChoice(_AbstractChoice):
+class TDGEChoice(AbstractChoice):
     """One TDGE decision: the dimension, the feature inside it and the item."""
 
     arm: Int[Array, ""]

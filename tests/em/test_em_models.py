@@ -116,7 +116,8 @@ def test_joint_loss_gradient_matches_finite_differences(factor, getkey):
     params = em.init_params(model, batch["lr"], key=getkey())
     objective = em.JointObjective(model, seg_weight=0.7, norm="l2")
     key = getkey()
-    g = _flat(jax.jit(jax.grad(objective))(params, batch, key))
+    value_and_grad = jax.jit(jax.value_and_grad(objective))  # one compilation serves both
+    g = _flat(value_and_grad(params, batch, key)[1])
     assert g.dtype == F64
     assert bool(jnp.all(jnp.isfinite(g)))
     assert float(jnp.linalg.norm(g)) > 0
@@ -127,11 +128,9 @@ def test_joint_loss_gradient_matches_finite_differences(factor, getkey):
     ]
     direction = jax.tree_util.tree_unflatten(tree, dirs)
 
-    @jax.jit
     def at(s):
-        return objective(
-            jax.tree_util.tree_map(lambda p, d: p + s * d, params, direction), batch, key
-        )
+        shifted = jax.tree_util.tree_map(lambda p, d: p + s * d, params, direction)
+        return value_and_grad(shifted, batch, key)[0]
 
     h = jnp.asarray(1e-5, F64)
     fd = (at(h) - at(-h)) / (2 * h)

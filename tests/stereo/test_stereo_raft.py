@@ -200,23 +200,22 @@ def test_training_on_planes_reduces_epe(getkey):
     )
 
 
-# The step-check and the resume tests build equal steps (same model, optimizer object,
-# settings and data shapes), so they share one compiled update.
-TINY_TRAIN = {"batch_size": 2, "n_iters": 2, "optimizer": stereo.raft_optimizer(2e-3, 1e-5, 4)}
-
-
+# The step-check and the resume tests build steps equal to the learning test's (same
+# model, optimizer object, settings and data shapes), so all three share one compiled
+# update (compiling it is ~25 s of these tests on 2 cores).
 def test_raft_step_passes_the_shared_step_checks(getkey, tmp_path):
     from tests.step_checks import check_step
 
-    left, right, disp = _plane_pairs(getkey(), 4)
-    model = stereo.RAFTStereo(**TINY)
+    left, right, disp = _plane_pairs(getkey(), 16)
+    model = stereo.RAFTStereo(**PLANE_MODEL)
+    kw = {k: PLANE_TRAIN[k] for k in ("optimizer", "batch_size", "n_iters")}
     step = stereo.RaftStep(
         jnp.asarray(left),
         jnp.asarray(right),
         jnp.asarray(disp),
         jnp.asarray(np.isfinite(disp)),
         model,
-        **TINY_TRAIN,
+        **kw,
     )
     check_step(
         step, step.init(None, getkey()), key=getkey(), steps=4, tmp_path=tmp_path, loop=StepLoop()
@@ -224,10 +223,10 @@ def test_raft_step_passes_the_shared_step_checks(getkey, tmp_path):
 
 
 def test_train_raft_resumes_from_a_checkpointer(getkey, tmp_path, tree_allclose):
-    left, right, disp = _plane_pairs(getkey(), 4)
+    left, right, disp = _plane_pairs(getkey(), 16)
     disp[0, :4] = np.nan  # unknown ground truth is ignored
-    model = stereo.RAFTStereo(**TINY)
-    kw = {"key": getkey(), "steps": 4, "chunk": 2, **TINY_TRAIN}
+    model = stereo.RAFTStereo(**PLANE_MODEL)
+    kw = {"key": getkey(), "chunk": 2, **PLANE_TRAIN, "steps": 4}
     full, full_losses = stereo.train_raft(model, left, right, disp, **kw)
     assert full_losses.shape == (4,)
     assert np.all(np.isfinite(full_losses))
