@@ -141,7 +141,7 @@ def component_extra(comp: str, mod, names, claims_header, claims, paper_info) ->
         else:
             out.append("No row of the claims table comes from these experiments yet.")
         out.append("")
-    data = [d for d in CATALOGUE if comp in d.used_by]
+    data = [d for d in CATALOGUE if comp in d.used_by or comp == "data"]
     if data:
         out.append("## Data\n")
         out.append(
@@ -155,7 +155,8 @@ def component_extra(comp: str, mod, names, claims_header, claims, paper_info) ->
                 wheels += f" (+{len(d.requirements) - 2} parts)"
             opt = "" if d.default else " (optional)"
             install = f"`python -m jaxlab.data install --only {d.name}`{opt}"
-            out.append(f"| {d.name} | {wheels} | {d.licence} | {install} |")
+            used = f" (used by {', '.join(d.used_by)})" if comp == "data" else ""
+            out.append(f"| {d.name}{used} | {wheels} | {d.licence} | {install} |")
         out.append("")
     if paper_info:
         out.append("## Paper\n")
@@ -220,6 +221,9 @@ def main() -> None:
     for name, pid in NOT_YET.items():
         if name not in comps:
             index.append(f"| `jaxlab.{name}` | {pid} | being built on another branch |")
+    with mkdocs_gen_files.open("experiments.md", "a") as f:
+        f.write("\n" + claims_header + "\n|" + "---|" * (claims_header.count(" | ") + 1) + "\n")
+        f.write("\n".join(row for _, row in claims) + "\n")
     with mkdocs_gen_files.open("components/index.md", "w") as f:
         f.write("\n".join(index) + "\n")
     with mkdocs_gen_files.open("api/index.md", "w") as f:

@@ -13,7 +13,8 @@
 
 # %%
 # Colab: uncomment to install jaxlab (set the repository URL); the table is in the repo.
-# !git clone https://github.com/OWNER/jaxlab && pip install -q "./jaxlab[routing]"
+# !git clone https://github.com/OWNER/jaxlab
+# !pip install -q "./jaxlab[routing]"
 
 # %%
 import os
@@ -31,7 +32,7 @@ OUT = os.environ.get("JAXLAB_EXAMPLE_OUT", ".")
 HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
 TABLE = next(
     p / "data/routing/text_quick.npz"
-    for p in (HERE, *HERE.parents)
+    for p in (HERE, *HERE.parents, Path.cwd() / "jaxlab")  # the repo, or Colab's clone
     if (p / "data/routing/text_quick.npz").exists()
 )
 
