@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   jupytext:
+#     comment_magics: false
+# ---
+
 # %% [markdown]
 # # biophys: differentiable biophysics on a Neuropixels probe (P12)
 #

@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   jupytext:
+#     comment_magics: false
+# ---
+
 # %% [markdown]
 # # blackboard: multi-agent data discovery over a lake of real tables (P8)
 #

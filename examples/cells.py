@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   jupytext:
+#     comment_magics: false
+# ---
+
 # %% [markdown]
 # # cells: LeCellModel — JEPA with SIGReg on single-cell expression (P5)
 #

@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   jupytext:
+#     comment_magics: false
+# ---
+
 # %% [markdown]
 # # cslm: token complexity and reliability laws of small LMs (P7)
 #

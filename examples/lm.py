@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   jupytext:
+#     comment_magics: false
+# ---
+
 # %% [markdown]
 # # lm: small real LLMs in JAX
 #

@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   jupytext:
+#     comment_magics: false
+# ---
+
 # %% [markdown]
 # # lowrank: learning dynamics of low-rank RNNs in overlap space (P1)
 #

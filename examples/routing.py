@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   jupytext:
+#     comment_magics: false
+# ---
+
 # %% [markdown]
 # # routing: routing tables, RouterBench metrics and routers (P6 LatentRouter)
 #

@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   jupytext:
+#     comment_magics: false
+# ---
+
 # %% [markdown]
 # # sensing: multimodal uncertainty-reduction maps of a foraging hawkmoth (P4)
 #

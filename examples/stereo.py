@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   jupytext:
+#     comment_magics: false
+# ---
+
 # %% [markdown]
 # # stereo: face stereo — census costs, semi-global matching, IR and L3DE (P15)
 #

@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   jupytext:
+#     comment_magics: false
+# ---
+
 # %% [markdown]
 # # temporal: sparse size-varying temporal networks (P3)
 #

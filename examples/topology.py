@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   jupytext:
+#     comment_magics: false
+# ---
+
 # %% [markdown]
 # # topology: HOPSE, message-passing-free higher-order encodings (P18)
 #

@@ -63,6 +63,8 @@ def test_every_component_has_an_example():
 def test_example_layout(path):
     """A markdown title cell, a commented Colab install cell, a FULL switch, a core cell."""
     text = path.read_text()
+    # jupytext turns "# !pip" into a live "!pip" in the notebook unless comment_magics is off
+    assert text.startswith("# ---\n# jupyter:\n#   jupytext:\n#     comment_magics: false\n")
     cells = re.split(r"^# %%", text, flags=re.M)[1:]
     assert cells[0].startswith(" [markdown]\n# # "), "first cell: a markdown title"
     colab = cells[1]

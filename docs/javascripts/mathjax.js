@@ -1,14 +1,15 @@
-// MathJax set-up for pymdownx.arithmatex (generic mode): \( \) inline, \[ \] display.
+// MathJax for pymdownx.arithmatex (generic mode: \( \) and \[ \] in spans/divs of class
+// "arithmatex") and for the markdown cells of the rendered example notebooks ($ and $$).
 window.MathJax = {
   tex: {
-    inlineMath: [["\\(", "\\)"]],
-    displayMath: [["\\[", "\\]"]],
+    inlineMath: [["\\(", "\\)"], ["$", "$"]],
+    displayMath: [["\\[", "\\]"], ["$$", "$$"]],
     processEscapes: true,
     processEnvironments: true,
   },
   options: {
     ignoreHtmlClass: ".*|",
-    processHtmlClass: "arithmatex",
+    processHtmlClass: "arithmatex|jp-RenderedMarkdown|jp-MarkdownOutput",
   },
 };
 document$.subscribe(() => {
