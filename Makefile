@@ -44,8 +44,8 @@ models: $(STAMP)
 # ruff (rules and format) on the whole tree; pyright (basic, [tool.pyright]) on jaxlab/.
 # PYRIGHT_PYTHON_IGNORE_WARNINGS skips pyright-python's PyPI "newer version" query.
 lint: $(STAMP)
-	$(PY) -m ruff check jaxlab experiments tests
-	$(PY) -m ruff format --check jaxlab experiments tests
+	$(PY) -m ruff check jaxlab experiments tests examples $(wildcard docs/*.py)
+	$(PY) -m ruff format --check jaxlab experiments tests examples $(wildcard docs/*.py)
 	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(VENV)/bin/pyright --project pyproject.toml
 
 # The documentation site (mkdocs-material) into site/, warnings are errors; open

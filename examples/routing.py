@@ -35,10 +35,13 @@ from jaxlab import routing
 FULL = os.environ.get("JAXLAB_FULL") == "1"  # or True by hand on a GPU/TPU
 STEPS = 600 if FULL else 150
 OUT = os.environ.get("JAXLAB_EXAMPLE_OUT", ".")
+# the table sits in the repository: found from this file, the jaxlab package (an editable
+# install) or Colab's clone in ./jaxlab
 HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+SEARCH = (HERE, *HERE.parents, Path(routing.__file__).resolve().parents[2], Path.cwd() / "jaxlab")
 TABLE = next(
     p / "data/routing/text_quick.npz"
-    for p in (HERE, *HERE.parents, Path.cwd() / "jaxlab")  # the repo, or Colab's clone
+    for p in SEARCH
     if (p / "data/routing/text_quick.npz").exists()
 )
 
