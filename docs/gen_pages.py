@@ -196,7 +196,8 @@ def main() -> None:
         "a (commented) Colab install cell, running in seconds on a CPU at its default size, "
         "drawing a figure, and with a `FULL` switch for an accelerator. `make test` executes "
         "every one (`tests/test_examples.py`). Convert one to a notebook with "
-        "`jupytext --to ipynb examples/NAME.py`.\n"
+        "`jupytext --to ipynb examples/NAME.py`. `jaxlab.beliefs` (P13) and HAPS (P19, in "
+        "`jaxlab.routing`) are being built on other branches and have no example yet.\n"
     )
     ex_index.append("| example | component |\n|---|---|")
     for comp in comps:
