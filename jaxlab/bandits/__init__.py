@@ -1,4 +1,7 @@
-"""P16 bandits: TDGE (task-dimension-guided exploration) over contextual-bandit backbones."""
+"""P16 bandits: TDGE (task-dimension-guided exploration) over contextual-bandit backbones.
+
+Example: `examples/bandits.py` (a jupytext notebook; rendered in the docs site).
+"""
 
 from ._backbone import AbstractBackbone as AbstractBackbone
 from ._backbone import AbstractChoice as AbstractChoice

@@ -1,4 +1,7 @@
-"""P12 biophys: differentiable neuron models, volume conductor, Neuropixels probe, inverse fit."""
+"""P12 biophys: differentiable neuron models, volume conductor, Neuropixels probe, inverse fit.
+
+Example: `examples/biophys.py` (a jupytext notebook; rendered in the docs site).
+"""
 
 from ._conductor import SIGMA_CORTEX as SIGMA_CORTEX
 from ._conductor import line_source_gain as line_source_gain

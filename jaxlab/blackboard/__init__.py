@@ -1,4 +1,7 @@
-"""P8 blackboard: multi-agent data discovery over a lake of real tables (Salemi et al.)."""
+"""P8 blackboard: multi-agent data discovery over a lake of real tables (Salemi et al.).
+
+Example: `examples/blackboard.py` (a jupytext notebook; rendered in the docs site).
+"""
 
 from ._agents import METHODS as METHODS
 from ._agents import AgentModel as AgentModel

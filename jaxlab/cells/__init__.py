@@ -3,6 +3,8 @@
 AnnData in, AnnData out (`fit`), the SIGReg regulariser, JEPA-SCORE per cell and
 its gene attribution, an scVI-like negative-binomial VAE baseline, kNN density,
 and the real PBMC data shipped in scanpy's wheel.
+
+Example: `examples/cells.py` (a jupytext notebook; rendered in the docs site).
 """
 
 from ._data import INTERFERON_PROGRAM as INTERFERON_PROGRAM

@@ -36,6 +36,17 @@ def nb_log_likelihood(x, mean, theta):
 
 
 class NBVAE(eqx.Module):
+    """scVI-like negative-binomial VAE (Lopez et al. 2018), the baseline of P5.
+
+    **Arguments:** `n_genes`, `n_batches` (the one-hot batch covariate's width),
+    `latent_dim` (10), `width` (128) of the one-hidden-layer encoder and decoder MLPs;
+    `key` (keyword-only).
+
+    `encode(x, b)` gives the posterior mean and log-variance `(latent_dim,)` each of one
+    cell's counts `x` `(G,)` and batch one-hot `b`; `elbo(x, b, key=...)` its evidence
+    lower bound (one reparameterised sample). The embedding is the mean.
+    """
+
     encoder: eqx.nn.MLP
     decoder: eqx.nn.MLP
     log_theta: Float[Array, " G"]

@@ -13,6 +13,8 @@ the core quantity of LM computation. This component makes its concepts measurabl
   at equal tokens, verifier precision/recall (`best_of_k`, `majority_vote`, ...);
 - reliability: per-step error from accuracy ~ (1 - epsilon)^steps (`fit_step_error`) and
   calibration of option-likelihood confidence (`expected_calibration_error`).
+
+Example: `examples/cslm.py` (a jupytext notebook; rendered in the docs site).
 """
 
 from ._answers import Answer as Answer

@@ -1,6 +1,9 @@
 """P10 eeg: L-FAME-style meditation-EEG benchmark framework (simulator, loaders,
 preprocessing with optional ICA, features, covariance geometry, evaluation protocols,
-classical and deep baselines)."""
+classical and deep baselines).
+
+Example: `examples/eeg.py` (a jupytext notebook; rendered in the docs site).
+"""
 
 from ._baselines import CLASSICAL_MODELS as CLASSICAL_MODELS
 from ._baselines import TangentSpaceFeatures as TangentSpaceFeatures

@@ -1,7 +1,10 @@
 """P11 em: synthetic EM of neural tissue with instance ground truth, low-resolution
 degradations (x2 / x4), bicubic baseline, watershed instance segmentation, the
 scikit-image metrics (PSNR, SSIM, VOI split/merge, adapted Rand error, CREMI score)
-and a loader for real EM stacks (HDF5 / TIFF, never downloaded)."""
+and a loader for real EM stacks (HDF5 / TIFF, never downloaded).
+
+Example: `examples/em.py` (a jupytext notebook; rendered in the docs site).
+"""
 
 from ._degrade import SUPPORTED_FACTORS as SUPPORTED_FACTORS
 from ._degrade import degrade as degrade

@@ -16,6 +16,8 @@
   (`interp.ablate_features` at one layer; no latents = plain forward), `matched_latents`
   (random and frequency-matched control latents).
 - `HUMAN_BASELINES`: the human numbers used, each with its source.
+
+Example: `examples/illusions.py` (a jupytext notebook; rendered in the docs site).
 """
 
 from ._ablation import ablation as ablation

@@ -9,6 +9,8 @@
 - Steering: `mean_difference`, `steer`, `SteerAt`, `project_out`, `ClampFeatures`,
   `ablate_features`, `dose_response`.
 - Inspection: `top_activating_contexts`, `feature_label_association`.
+
+Example: `examples/interp.py` (a jupytext notebook; rendered in the docs site).
 """
 
 from ._baseline import TopKPCA as TopKPCA

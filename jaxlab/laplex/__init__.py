@@ -1,4 +1,7 @@
-"""LAPLEX: exact trainable (phased) Laplace-kernel operators (P9)."""
+"""LAPLEX: exact trainable (phased) Laplace-kernel operators (P9).
+
+Example: `examples/laplex.py` (a jupytext notebook; rendered in the docs site).
+"""
 
 from jaxlab._kernels.laplex import AbstractScan as AbstractScan
 from jaxlab._kernels.laplex import AssociativeScan as AssociativeScan

@@ -14,6 +14,8 @@
   bootstrap CIs over prompts).
 - `find_retractions`: token positions of retraction events ("Wait", "Actually", a repeated
   line) for the per-position estimate around them (claim 3; no experiment yet).
+
+Example: `examples/lengthprobe.py` (a jupytext notebook; rendered in the docs site).
 """
 
 from ._baselines import bag_of_words as bag_of_words

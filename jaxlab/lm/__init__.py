@@ -17,6 +17,8 @@
 - `load(name, weights="int8" | "int4")`: weight-only quantised projections
   (`QuantWeight`), dequantised inside the matmul (C++ kernel on CPU).
 - `read_gguf`: the validated GGUF reader underneath.
+
+Example: `examples/lm.py` (a jupytext notebook; rendered in the docs site).
 """
 
 from ._collect import POSITIONS as POSITIONS

@@ -9,6 +9,8 @@ Gaussian limit for tanh. Overlaps split into loss-visible and loss-invisible
 n.m, n.I, w.m, w.I; invisible m.m, n.n, I.I, w.w, m.I, n.w
 (`linear_rank1_visibility`). For tanh units the activity variance makes m.m,
 m.I, I.I visible as well; n.n, n.w, w.w stay invisible.
+
+Example: `examples/lowrank.py` (a jupytext notebook; rendered in the docs site).
 """
 
 from ._activation import AbstractActivation as AbstractActivation

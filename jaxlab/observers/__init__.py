@@ -1,4 +1,7 @@
-"""P2 observers: provably stable neural-network observers (two-stage training, LMI certificate)."""
+"""P2 observers: provably stable neural-network observers (two-stage training, LMI certificate).
+
+Example: `examples/observers.py` (a jupytext notebook; rendered in the docs site).
+"""
 
 from ._certify import Certificate as Certificate
 from ._certify import certify_lmi as certify_lmi

@@ -10,6 +10,8 @@
   `FixedRouter`, `KNNRouter`, `MLPRouter`, `MatrixFactorisationRouter`, `LatentRouter`;
   `threshold_route` (cost-aware thresholding); `QualityFitStep` / `fit_router` train them
   through `jaxlab._core.run_steps`.
+
+Example: `examples/routing.py` (a jupytext notebook; rendered in the docs site).
 """
 
 from ._baselines import FixedRouter as FixedRouter

@@ -3,6 +3,8 @@
 Simulated flowers, a product-of-experts multimodal VAE over visual and
 mechanosensory probes, expected-information-gain maps over the action space,
 and an uncertainty-gated lexicographic policy with its baselines.
+
+Example: `examples/sensing.py` (a jupytext notebook; rendered in the docs site).
 """
 
 from ._flower import ACTION_DIM as ACTION_DIM

@@ -42,6 +42,10 @@ __all__ = [
 
 
 class AbstractPolicy(eqx.Module):
+    """A probing policy: `choose(info, reward, uncertainty, *, key)` picks one of G
+    candidate actions from their information gains and predicted rewards `(G,)` and the
+    current posterior uncertainty (a scalar)."""
+
     @abc.abstractmethod
     def choose(
         self,
@@ -55,6 +59,12 @@ class AbstractPolicy(eqx.Module):
 
 
 class LexicographicPolicy(AbstractPolicy):
+    """Uncertainty-gated lexicographic policy (P4). While the posterior uncertainty is
+    above `gate`, information comes first: among the actions whose information gain is
+    within `tolerance` (a fraction of the range over candidates) of the best, take the one
+    of highest predicted reward. Below the gate the order flips: reward first, then
+    information among the near-best."""
+
     gate: float = 0.3
     tolerance: float = 0.1
 
@@ -73,11 +83,16 @@ class LexicographicPolicy(AbstractPolicy):
 
 
 class ExploitPolicy(AbstractPolicy):
+    """Baseline: always the action of highest predicted reward (no exploration)."""
+
     def choose(self, info, reward, uncertainty, *, key):
         return jnp.argmax(reward)
 
 
 class EpsilonGreedyPolicy(AbstractPolicy):
+    """Baseline: a uniformly random action with probability `epsilon`, else the action of
+    highest predicted reward."""
+
     epsilon: float = 0.2
 
     def __check_init__(self):
@@ -92,6 +107,8 @@ class EpsilonGreedyPolicy(AbstractPolicy):
 
 
 class WeightedPolicy(AbstractPolicy):
+    """Baseline: the action maximising `reward + beta * info` (a weighted sum)."""
+
     beta: float = 0.1
 
     def choose(self, info, reward, uncertainty, *, key):

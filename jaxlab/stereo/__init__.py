@@ -1,6 +1,9 @@
 """P15 stereo: census/Hamming matching costs, semi-global matching in JAX, stereo and
 face-specific metrics (IR, L3DE), a small learned matcher (RAFT-Stereo-lite in flax) with
-its training loop, and the real Middlebury pair shipped by scikit-image."""
+its training loop, and the real Middlebury pair shipped by scikit-image.
+
+Example: `examples/stereo.py` (a jupytext notebook; rendered in the docs site).
+"""
 
 from ._faces import LANDMARK_NAMES as LANDMARK_NAMES
 from ._faces import FaceScene as FaceScene

@@ -1,4 +1,7 @@
-"""P3: sparse size-varying temporal networks — model, cycle counts, moments."""
+"""P3: sparse size-varying temporal networks — model, cycle counts, moments.
+
+Example: `examples/temporal.py` (a jupytext notebook; rendered in the docs site).
+"""
 
 from ._cycles import CycleCounts as CycleCounts
 from ._cycles import cycle_counts as cycle_counts

@@ -4,6 +4,8 @@ Lift graphs to simplicial (clique) or cell (cycle) complexes, decompose them int
 Hasse graphs per neighbourhood, encode every route once (LapPE, RWSE, HKdiagSE,
 ElstaticPE, CycleGE), and learn with per-cell MLPs (`HOPSE`) or, as a baseline,
 higher-order message passing (`HOMP`).
+
+Example: `examples/topology.py` (a jupytext notebook; rendered in the docs site).
 """
 
 from ._arrays import ComplexArrays as ComplexArrays

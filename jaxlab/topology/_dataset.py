@@ -55,6 +55,8 @@ def lift_graph(graph: MolGraph, lift: LiftSpec) -> Complex:
 
 
 def default_cache_dir() -> Path:
+    """Where `prepare_dataset` caches encodings: `$JAXLAB_CACHE/topology`, else
+    `~/.cache/jaxlab/topology`."""
     root = os.environ.get("JAXLAB_CACHE") or os.path.join("~", ".cache", "jaxlab")
     return Path(root).expanduser() / "topology"
 
