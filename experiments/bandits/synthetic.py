@@ -45,13 +45,13 @@ class Config:
     ts_v: float = 0.5
     epsilon: float = 0.1
     probe_rounds: int = 3
-    identify_every: int = 25
+    identify_every: int = 5
     # a claim holds when the paired difference exceeds this many standard errors
     margin_se: float = 2.0
 
 
 QUICK = Config()
-FULL = Config(n_items=5000, horizon=5000, seeds=64, identify_every=100)
+FULL = Config(n_items=5000, horizon=5000, seeds=64, identify_every=25)
 # Device memory FULL needs, roughly: a CPU run of FULL on 2026-12-01 died allocating one
 # 25.6 GB buffer (per-seed horizon x items arrays, 5000 x 5000, vmapped over 64 seeds).
 FULL_MEMORY_GB = 26
