@@ -52,10 +52,10 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         paper="HOPSE matches or surpasses HOMP on molecular benchmarks",
         margin=float(config.margin),
         speed_note=(
-            "on complexes this small HOPSE's fixed per-cell cost (its route encoder MLPs) "
-            "is comparable to HOMP's message passing, so the ratio stays near 1 and flips "
-            "with machine load (earlier runs: 0.80x, 1.66x): no clear speed-up on small "
-            "molecules"
+            "on complexes this small the ratio is not stable across runs on the shared "
+            "machine (0.80x, 1.66x and 1.18x in earlier runs): HOPSE's fixed per-cell cost "
+            "(its route encoder MLPs) is comparable to HOMP's message passing, so the clear "
+            "speed-up of larger complexes (topology_scaling) does not show reliably here"
         ),
         level=float(config.ni_level),
         time_digits=3,
