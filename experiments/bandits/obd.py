@@ -163,23 +163,26 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
 
     baselines = ("linucb", "lints", "egreedy")
     best = max(baselines, key=lambda b: metrics[f"random/dr_{b}"])
-    tdge_v, tdge_lo, _ = intervals[("random", "dr", "tdge")]
+    tdge_v, tdge_lo, tdge_hi = intervals[("random", "dr", "tdge")]
+    _, best_lo, best_hi = intervals[("random", "dr", best)]
     uni = intervals[("bts", "ips", "uniform")]
     truth = metrics["random/onpolicy_click_rate"]
+    # Descriptive only (not a claim): the paper evaluates TDGE online, not on OBD, and with
+    # ~0.4% clicks these intervals cannot separate the policies.
+    descriptive = (
+        f"Descriptive, not a paper claim: DR value on the held-out uniform log, TDGE "
+        f"{tdge_v:.4f} [{tdge_lo:.4f}, {tdge_hi:.4f}] vs the best baseline {best} "
+        f"{metrics[f'random/dr_{best}']:.4f} [{best_lo:.4f}, {best_hi:.4f}] "
+        f"({config.level:.0%} bootstrap CIs): the intervals overlap, the test has almost no "
+        "power at this click rate."
+    )
     claims = [
-        Claim(
-            "TDGE's learned policy has higher off-policy value than the bandit baselines",
-            "TDGE improves over baseline bandits (online; OBD not used in the paper)",
-            f"DR on held-out uniform log: TDGE {tdge_v:.4f} (95% CI low {tdge_lo:.4f}) vs best "
-            f"baseline {best} {metrics[f'random/dr_{best}']:.4f}; holds if TDGE's CI is above"
-            " the baseline's estimate",
-            tdge_lo > metrics[f"random/dr_{best}"],
-        ),
         Claim(
             "IPS on the Thompson-sampling log recovers the uniform policy's on-policy value",
             "IPS is unbiased (estimator check on real logs)",
-            f"IPS(uniform | bts log) {uni[0]:.4f} [{uni[1]:.4f}, {uni[2]:.4f}] vs click rate "
-            f"of the uniform log {truth:.4f}",
+            f"IPS(uniform | bts log) {uni[0]:.4f} [{uni[1]:.4f}, {uni[2]:.4f}] "
+            f"({config.level:.0%} bootstrap CI) vs click rate of the uniform log {truth:.4f}; "
+            "null: the estimator is unbiased; holds if the CI covers the on-policy value",
             uni[1] <= truth <= uni[2],
         ),
     ]
@@ -190,6 +193,6 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "on half of the uniform-random log by updating on every logged (item, click); they "
         "are evaluated on the other half and on the Bernoulli-TS log. Each row (item, "
         "position) is one event; positions are ignored. Clicks are rare (~0.4%), so the "
-        "intervals are wide."
+        "intervals are wide. " + descriptive
     )
     return Result(metrics=metrics, claims=claims, figures={"ope": fig}, notes=notes)

@@ -1,4 +1,13 @@
-"""P16: TDGE vs LinUCB / linear TS / epsilon-greedy in a world with known relevant dimensions."""
+"""P16: TDGE vs LinUCB / linear TS / epsilon-greedy in worlds with known relevant dimensions.
+
+Two regimes. The main one is a large decision space (TDGE's claim is about large spaces):
+12 dimensions x 5 values = 60 one-hot features, 2000 items, T = 1000. The small world of
+earlier runs (6 x 4 = 24 features, 300 items, T = 500), where LinUCB is already efficient,
+is kept and reported as a regime. Dimension identification is compared by speed: the
+number of rounds after which a policy's relevance estimate ranks exactly the truly
+relevant dimensions on top and keeps doing so (checked every `identify_every` rounds),
+for TDGE and for LinUCB's own weights.
+"""
 
 from __future__ import annotations
 
@@ -14,36 +23,41 @@ from jaxlab import bandits, sweep
 
 NAME = "bandits_synthetic"
 PAPER = "P16"
-DESCRIPTION = "Synthetic items with known reward-relevant dimensions: cumulative regret, recovery"
+DESCRIPTION = "Synthetic items with known reward-relevant dimensions: regret, rounds to identify"
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
     """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
 
-    n_items: int = 300
-    n_values: tuple[int, ...] = (4, 4, 4, 4, 4, 4)
-    relevant: tuple[int, ...] = (0, 2)
-    horizon: int = 500
-    seeds: int = 8
+    n_items: int = 2000
+    n_values: tuple[int, ...] = (5,) * 12
+    relevant: tuple[int, ...] = (0, 3, 7)
+    horizon: int = 1000
+    seeds: int = 6
+    # the small regime (reported): where LinUCB is already efficient
+    small_n_items: int = 300
+    small_n_values: tuple[int, ...] = (4, 4, 4, 4, 4, 4)
+    small_relevant: tuple[int, ...] = (0, 2)
+    small_horizon: int = 500
     noise: float = 0.5
     alpha: float = 1.0
     ts_v: float = 0.5
     epsilon: float = 0.1
     probe_rounds: int = 3
+    identify_every: int = 5
+    # a claim holds when the paired difference exceeds this many standard errors
+    margin_se: float = 2.0
 
 
 QUICK = Config()
-FULL = Config(
-    n_items=5000,
-    n_values=(5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5),
-    relevant=(0, 3, 7),
-    horizon=5000,
-    seeds=64,
-)
+FULL = Config(n_items=5000, horizon=5000, seeds=64, identify_every=25)
 # Device memory FULL needs, roughly: a CPU run of FULL on 2026-12-01 died allocating one
 # 25.6 GB buffer (per-seed horizon x items arrays, 5000 x 5000, vmapped over 64 seeds).
 FULL_MEMORY_GB = 26
+
+# policies whose relevance estimate is read for the rounds-to-identify comparison
+IDENTIFIERS = ("tdge", "tdge_gain", "linucb")
 
 
 def _relevance_from_theta(theta, feature_dim, n_dims):
@@ -60,10 +74,46 @@ def _recovery(relevance, relevant):
     return np.mean([[d in row for d in relevant] for row in top.reshape(-1, k)])
 
 
-def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    n_values = tuple(config.n_values)
-    relevant = tuple(config.relevant)
-    horizon = config.horizon
+def _separates(relevance, relevant):
+    """Whether every relevant dimension scores strictly above every other one (ties fail)."""
+    rel = np.asarray(relevance)
+    is_rel = np.isin(np.arange(rel.shape[-1]), np.asarray(relevant))
+    return rel[..., is_rel].min(axis=-1) > rel[..., ~is_rel].max(axis=-1)
+
+
+def rounds_to_identify(relevance, relevant, every: int) -> np.ndarray:
+    """Rounds after which the relevant dimensions score strictly above all others for good.
+
+    **Arguments:**
+
+    - `relevance`: `(S, C, M)` relevance estimates of S seeds at C checkpoints, the
+      c-th taken after `(c + 1) * every` rounds.
+    - `relevant`: indices of the truly relevant dimensions.
+    - `every`: rounds between checkpoints.
+
+    **Returns:** `(S,)` float rounds; `inf` where the set is not identified (and kept)
+    by the last checkpoint.
+    """
+    hit = _separates(relevance, relevant)  # (S, C)
+    # kept from checkpoint c on: suffix-and over the checkpoints
+    kept = np.flip(np.logical_and.accumulate(np.flip(hit, -1), axis=-1), -1)
+    first = np.argmax(kept, axis=-1)
+    return np.where(kept.any(axis=-1), (first + 1.0) * every, np.inf)
+
+
+def _paired(a, b):
+    """Mean and standard error of the paired difference a - b over seeds."""
+    d = np.asarray(a, float) - np.asarray(b, float)
+    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size))
+
+
+def _world(config, key, n_items, n_values, relevant, horizon, tag):
+    n_chunks = horizon // config.identify_every
+    if n_chunks * config.identify_every != horizon:
+        raise ValueError(
+            f"identify_every: expected a divisor of the horizon {horizon}, received "
+            f"{config.identify_every}"
+        )
     backbones = {
         "linucb": bandits.LinUCB(alpha=config.alpha),
         "lints": bandits.LinearTS(v=config.ts_v),
@@ -71,6 +121,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "neurallinear": bandits.NeuralLinear(alpha=config.alpha),
     }
     feature_dim = tuple(i for i, v in enumerate(n_values) for _ in range(v))
+    m = len(n_values)
     policies = {
         "tdge": bandits.TDGE(backbones["linucb"], feature_dim, probe_rounds=config.probe_rounds),
         # variant: the dimension level is credited with the item model's gain (relevance)
@@ -83,96 +134,167 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         **backbones,
     }
 
+    def relevance(name, pol, state):
+        if name.startswith("tdge"):
+            return bandits.dimension_relevance(pol, state)
+        if name == "linucb":
+            return _relevance_from_theta(state.theta, feature_dim, m)
+        return jnp.zeros(m)
+
     def one_seed(seed, name):
         k = jax.random.fold_in(key, seed)
         k_world, k_rew, k_pol = jax.random.split(k, 3)
         world = bandits.make_dimension_world(
-            config.n_items, n_values, relevant, key=k_world, noise=config.noise
+            n_items, n_values, relevant, key=k_world, noise=config.noise
         )
         pol = policies[name]
-        tr = bandits.play(pol, world.features, world.sample_rewards(horizon, key=k_rew), key=k_pol)
-        regret = jnp.cumsum(jnp.max(world.mean_rewards) - world.mean_rewards[tr.arms])
-        if name.startswith("tdge"):
-            rel = bandits.dimension_relevance(pol, tr.state)
-            dims = tr.choices.dimension
-        elif name == "linucb":
-            rel = _relevance_from_theta(tr.state.theta, feature_dim, len(n_values))
-            dims = jnp.zeros(horizon, jnp.int32)
-        else:
-            rel = jnp.zeros(len(n_values))
-            dims = jnp.zeros(horizon, jnp.int32)
+        rewards = world.sample_rewards(horizon, key=k_rew)
+        k_init, k_play = jax.random.split(k_pol)
+        state0 = pol.init(world.features.shape[-1], n_items, key=k_init)
+
+        def chunk(state, inp):
+            i, r_c = inp
+            tr = bandits.play(
+                pol, world.features, r_c, key=jax.random.fold_in(k_play, i), state=state
+            )
+            dims = tr.choices.dimension if name.startswith("tdge") else jnp.zeros_like(tr.arms)
+            return tr.state, (tr.arms, dims, relevance(name, pol, tr.state))
+
+        r_chunks = rewards.reshape(n_chunks, config.identify_every, n_items)
+        _, (arms, dims, rel) = jax.lax.scan(chunk, state0, (jnp.arange(n_chunks), r_chunks))
+        arms, dims = arms.reshape(-1), dims.reshape(-1)
+        regret = jnp.cumsum(jnp.max(world.mean_rewards) - world.mean_rewards[arms])
         return regret, rel, dims
 
     seeds = jnp.arange(config.seeds)
-    curves, metrics = {}, {}
-    rel_tdge = rel_linucb = None
-    dims = {}
+    curves, metrics, rels, dims = {}, {}, {}, {}
     for name in policies:
-        log.info("bandits_synthetic: running %s over %d seeds", name, config.seeds)
+        log.info("bandits_synthetic (%s): running %s over %d seeds", tag, name, config.seeds)
         regret, rel, dims[name] = sweep(lambda s, name=name: one_seed(s, name), seeds)
         regret = np.asarray(regret)
         curves[name] = regret
-        metrics[f"regret_{name}"] = float(regret[:, -1].mean())
-        metrics[f"regret_{name}_se"] = float(regret[:, -1].std(ddof=1) / np.sqrt(len(seeds)))
-        if name == "tdge":
-            rel_tdge = np.asarray(rel)
-        if name == "linucb":
-            rel_linucb = np.asarray(rel)
-    metrics["dim_recovery_tdge"] = float(_recovery(rel_tdge, relevant))
-    metrics["dim_recovery_linucb"] = float(_recovery(rel_linucb, relevant))
+        rels[name] = np.asarray(rel)
+        metrics[f"{tag}regret_{name}"] = float(regret[:, -1].mean())
+        metrics[f"{tag}regret_{name}_se"] = float(regret[:, -1].std(ddof=1) / np.sqrt(len(seeds)))
+    final_regret = {name: c[:, -1] for name, c in curves.items()}
+    identify = {}
+    for name in IDENTIFIERS:
+        metrics[f"{tag}dim_recovery_{name}"] = float(_recovery(rels[name][:, -1], relevant))
+        identify[name] = rounds_to_identify(rels[name], relevant, config.identify_every)
+        capped = np.minimum(identify[name], horizon)  # not identified: counted as T
+        metrics[f"{tag}rounds_to_identify_{name}"] = float(capped.mean())
+        metrics[f"{tag}rounds_to_identify_{name}_median"] = float(np.median(identify[name]))
+        metrics[f"{tag}identified_fraction_{name}"] = float(np.isfinite(identify[name]).mean())
     for name in ("tdge", "tdge_gain"):
         late = np.asarray(dims[name])[:, horizon // 2 :]
         # how often the dimension level restricts by a truly relevant dimension (2nd half)
-        metrics[f"{name}_late_relevant_dim_fraction"] = float(np.isin(late, relevant).mean())
+        metrics[f"{tag}{name}_late_relevant_dim_fraction"] = float(np.isin(late, relevant).mean())
+    return metrics, curves, rels, final_regret, identify
 
-    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-    t = np.arange(1, horizon + 1)
-    for name, c in curves.items():
-        m, se = c.mean(0), c.std(0, ddof=1) / np.sqrt(c.shape[0])
-        ax[0].plot(t, m, label=name)
-        ax[0].fill_between(t, m - se, m + se, alpha=0.2)
-    ax[0].set(xlabel="round", ylabel="cumulative regret", title="synthetic world (mean ± s.e.)")
-    ax[0].legend()
-    ax[1].bar(
-        np.arange(len(n_values)),
-        rel_tdge.mean(0),
-        color=["C3" if i in relevant else "C0" for i in range(len(n_values))],
+
+def _regret_claim(config, metrics, final, tag, label, horizon):
+    baselines = ("linucb", "lints", "egreedy")
+    best = min(baselines, key=lambda b: metrics[f"{tag}regret_{b}"])
+    diff, se = _paired(final[best], final["tdge"])
+    metrics[f"{tag}regret_diff_vs_best"] = diff
+    metrics[f"{tag}regret_diff_vs_best_se"] = se
+    return Claim(
+        f"{label}: TDGE explores more efficiently than bandit baselines (lower cumulative regret)",
+        "TDGE substantially improves exploration efficiency over baselines",
+        f"regret {metrics[f'{tag}regret_tdge']:.1f} ± {metrics[f'{tag}regret_tdge_se']:.1f} vs "
+        f"best baseline {best} {metrics[f'{tag}regret_{best}']:.1f} ± "
+        f"{metrics[f'{tag}regret_{best}_se']:.1f} (T={horizon}, {config.seeds} seeds; paired "
+        f"{best} - TDGE = {diff:+.1f} ± {se:.1f}, "
+        f"interval {diff - config.margin_se * se:+.1f} to {diff + config.margin_se * se:+.1f}; "
+        f"null: no difference; holds if the paired difference > {config.margin_se:g} s.e.)",
+        diff > config.margin_se * se,
     )
-    ax[1].set(
-        xlabel="dimension (red = truly relevant)",
-        ylabel="TDGE relevance estimate",
-        title="dimension relevance",
+
+
+def run(config, key: jax.Array, ctx: RunContext) -> Result:
+    k_big, k_small = jax.random.split(key)
+    metrics, curves, rels, final, identify = _world(
+        config,
+        k_big,
+        config.n_items,
+        tuple(config.n_values),
+        tuple(config.relevant),
+        config.horizon,
+        "",
     )
+    m_small, curves_small, _, final_small, _ = _world(
+        config,
+        k_small,
+        config.small_n_items,
+        tuple(config.small_n_values),
+        tuple(config.small_relevant),
+        config.small_horizon,
+        "small_",
+    )
+    metrics.update(m_small)
+    n_values, relevant = tuple(config.n_values), tuple(config.relevant)
+    big = f"{len(n_values)} dims x {sum(n_values)} features, {config.n_items} items"
+    small = (
+        f"small world ({len(config.small_n_values)} dims x {sum(config.small_n_values)} "
+        f"features, {config.small_n_items} items)"
+    )
+
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4))
+    for a, cs, title in ((ax[0], curves, big), (ax[1], curves_small, small)):
+        for name, c in cs.items():
+            t = np.arange(1, c.shape[1] + 1)
+            mu, se = c.mean(0), c.std(0, ddof=1) / np.sqrt(c.shape[0])
+            a.plot(t, mu, label=name)
+            a.fill_between(t, mu - se, mu + se, alpha=0.2)
+        a.set(xlabel="round", ylabel="cumulative regret", title=f"{title} (mean ± s.e.)")
+    ax[0].legend(fontsize=7)
+    every = config.identify_every
+    for name in IDENTIFIERS:
+        hit = _separates(rels[name], relevant).mean(0)
+        ax[2].plot(every * np.arange(1, hit.size + 1), hit, label=name)
+    ax[2].set(
+        xlabel="round",
+        ylabel="fraction of seeds with the relevant set on top",
+        title="dimension identification",
+    )
+    ax[2].legend(fontsize=7)
     fig.tight_layout()
 
-    baselines = ("linucb", "lints", "egreedy")
-    best = min(baselines, key=lambda b: metrics[f"regret_{b}"])
+    d_id, se_id = _paired(
+        np.minimum(identify["linucb"], config.horizon), np.minimum(identify["tdge"], config.horizon)
+    )
+    metrics["rounds_to_identify_diff"] = d_id
+    metrics["rounds_to_identify_diff_se"] = se_id
     claims = [
+        _regret_claim(config, metrics, final, "", big, config.horizon),
+        _regret_claim(config, metrics, final_small, "small_", small, config.small_horizon),
         Claim(
-            "TDGE explores more efficiently than bandit baselines (lower cumulative regret)",
-            "TDGE substantially improves exploration efficiency over baselines",
-            f"regret {metrics['regret_tdge']:.1f} ± {metrics['regret_tdge_se']:.1f} vs best "
-            f"baseline {best} {metrics[f'regret_{best}']:.1f} ± "
-            f"{metrics[f'regret_{best}_se']:.1f} (T={horizon}, {len(seeds)} seeds; holds only "
-            "if lower by > 2 s.e.)",
-            metrics[f"regret_{best}"] - metrics["regret_tdge"]
-            > 2 * np.hypot(metrics["regret_tdge_se"], metrics[f"regret_{best}_se"]),
-        ),
-        Claim(
-            "TDGE identifies the reward-relevant dimensions",
+            "TDGE identifies the reward-relevant dimensions faster than LinUCB's own weights",
             "probes dimensions and rapidly identifies the reward-relevant ones",
-            f"{metrics['dim_recovery_tdge']:.2f} of relevant dimensions in TDGE's top-"
-            f"{len(relevant)} (LinUCB weights: {metrics['dim_recovery_linucb']:.2f})",
-            metrics["dim_recovery_tdge"] >= 0.9,
+            f"rounds until the {len(relevant)} relevant dimensions score above all others for good "
+            f"(checked every {every}; not identified counts as T={config.horizon}): TDGE "
+            f"{metrics['rounds_to_identify_tdge']:.0f} (identified in "
+            f"{metrics['identified_fraction_tdge']:.2f} of seeds) vs LinUCB "
+            f"{metrics['rounds_to_identify_linucb']:.0f} "
+            f"({metrics['identified_fraction_linucb']:.2f}); paired LinUCB - TDGE = "
+            f"{d_id:+.0f} ± {se_id:.0f} ({config.seeds} seeds, {big}); final top-"
+            f"{len(relevant)} recovery {metrics['dim_recovery_tdge']:.2f} vs "
+            f"{metrics['dim_recovery_linucb']:.2f}; null: equal speed; holds if the paired "
+            f"difference > {config.margin_se:g} s.e.",
+            d_id > config.margin_se * se_id,
         ),
     ]
     notes = (
-        f"Synthetic world (known answer): {config.n_items} items, dimensions with "
-        f"{list(n_values)} values, reward = sum of value weights of dimensions "
-        f"{list(relevant)}"
-        f" + N(0, {config.noise}^2) noise. Backbone of TDGE: LinUCB(alpha="
-        f"{config.alpha}). Neural-linear reported as an extra baseline. 'tdge' credits the "
-        "dimension level with the observed reward; 'tdge_gain' with the item model's "
-        "predicted gain of the chosen feature (how relevant the dimension is)."
+        f"Synthetic worlds (known answer). Main: {config.n_items} items, dimensions with "
+        f"{list(n_values)} values, reward = sum of value weights of dimensions {list(relevant)} "
+        f"+ N(0, {config.noise}^2) noise, T={config.horizon}. Small regime: "
+        f"{config.small_n_items} items, {list(config.small_n_values)} values, relevant "
+        f"{list(config.small_relevant)}, T={config.small_horizon}. {config.seeds} seeds each. "
+        f"Backbone of TDGE: LinUCB(alpha={config.alpha}); TDGE probes each dimension "
+        f"{config.probe_rounds} times first. Neural-linear reported as an extra baseline. "
+        "'tdge' credits the dimension level with the observed reward; 'tdge_gain' with the "
+        "item model's predicted gain of the chosen feature. Rounds to identify use TDGE's "
+        "item-level relevance (range of feature weights per dimension) and the same read-out "
+        "of LinUCB's weights."
     )
     return Result(metrics=metrics, claims=claims, figures={"regret": fig}, notes=notes)

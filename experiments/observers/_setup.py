@@ -12,7 +12,7 @@ import numpy as np
 import optax
 
 import jaxlab.observers as O
-from jaxlab._core import TqdmProgress
+from jaxlab._core import TqdmProgress, numpy_rng
 
 
 def machine() -> str:
@@ -106,13 +106,51 @@ def simulate_many(plant, observer, x0s, x_hat0s, ts):
     return _simulate_many(plant, observer, x0s, x_hat0s, ts)
 
 
-def mse(traj) -> float:
-    """Mean squared state-estimation error; inf when any trajectory failed."""
-    err = np.asarray((traj.x - traj.x_hat) ** 2)
-    ok = np.asarray(traj.ok)
-    if not ok.all() or not np.all(np.isfinite(err)):
-        return float("inf")
-    return float(err.mean())
+def settle_index(ts, settle_time: float) -> int:
+    """Index of the first saved time `>= settle_time`, and at least 1: `t = 0` is never
+    scored (every observer starts from `x_hat = 0`, so that sample is the same initial
+    spread for all of them and would dominate a mean over a fast-converging horizon)."""
+    return max(1, int(np.searchsorted(np.asarray(ts), settle_time)))
+
+
+def per_start_mse(traj, *, start: int = 0) -> np.ndarray:
+    """Mean squared state-estimation error per initial condition over saved times `start:`.
+
+    `traj` holds a batch of trajectories (`x`, `x_hat` of shape `(B, T, n)`, `ok` `(B,)`);
+    returns `(B,)`, `inf` for a failed or non-finite trajectory.
+    """
+    err = np.asarray((traj.x - traj.x_hat)[:, start:] ** 2)
+    ok = np.asarray(traj.ok).reshape(err.shape[0], -1).all(axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        m = err.reshape(err.shape[0], -1).mean(axis=1)
+    return np.where(ok & np.isfinite(m), m, np.inf)
+
+
+def mse(traj, *, start: int = 0) -> float:
+    """Mean squared state-estimation error over saved times `start:`; inf when any
+    trajectory failed."""
+    return float(np.mean(per_start_mse(traj, start=start)))
+
+
+def paired_ratio_interval(a, b, *, key, n_boot: int = 2000, level: float = 0.95, stat=np.mean):
+    """Percentile bootstrap interval of `stat(a) / stat(b)` resampling the pairs `(a_i, b_i)`.
+
+    `a`, `b`: per-item errors of two methods on the same items (initial conditions, plants);
+    `key`: a JAX key. **Returns:** `(ratio, low, high)`; `inf` entries make the ratio inf.
+    """
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.shape != b.shape or a.ndim != 1 or a.size < 2:
+        raise ValueError(
+            f"a, b: expected two 1-D arrays of one length >= 2, got {a.shape}, {b.shape}"
+        )
+    rng = numpy_rng(key)
+    idx = rng.integers(0, a.size, (n_boot, a.size))
+    with np.errstate(over="ignore", invalid="ignore"):
+        ratios = np.array([stat(a[i]) / stat(b[i]) for i in idx])
+        point = float(stat(a) / stat(b))
+    ratios = np.where(np.isnan(ratios), np.inf, ratios)
+    q = (1 - level) / 2
+    return point, float(np.quantile(ratios, q)), float(np.quantile(ratios, 1 - q))
 
 
 def ekf_for(plant, *, q_state=1e-2, q_dist=10.0, r=1e-2):

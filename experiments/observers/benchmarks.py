@@ -2,10 +2,17 @@
 
 Van der Pol, Duffing and a pendulum with an unknown disturbance (all measured in
 position only). Per system: a two-stage-trained neural extended-state observer
-(certified independently with cvxpy/Clarabel) against a Luenberger observer, a
-linear high-gain ESO and an EKF on the extended state (which, unlike the others,
-knows the nonlinear nominal model). Also: the sampled local stability radius and
-the probabilistic coverage level of the point-guided (stage-1) observer.
+(certified independently with cvxpy/Clarabel) against the baselines with the same
+model knowledge (the linearisation at the origin): a Luenberger observer and a
+linear high-gain ESO; the EKF on the extended state, which knows the nonlinear
+nominal model, is reported separately. Errors are RMSE after the transient (saved
+times from `settle_time`, `t = 0` never scored). A check that training does not end
+worse than its initialisation (the ESO gain plus a random MLP) compares the trained
+observer with the initial one. Also: the sampled local stability radius and the
+probabilistic coverage level of the point-guided (stage-1) observer.
+
+Not done (issue 34 item 2): the estimation loss still rolls out the linearised error
+model, not the nonlinear plant with the observer in the loop.
 """
 
 from __future__ import annotations
@@ -136,31 +143,42 @@ def _run(cfg, key):
             "luenberger": O.LuenbergerObserver.from_plant(plant, [-3.0, -4.0]),
             "eso": eso,
             "ekf": C.ekf_for(plant, q_state=1e-3, q_dist=10.0, r=1e-3),
+            "initial": obs0,  # the neural observer before training
         }
         ts = jnp.linspace(0.0, cfg.horizon, cfg.num_save)
         x0s = jax.random.normal(k_ic, (cfg.num_initial, 2))
         xh0s = jnp.zeros_like(x0s)
         trajs = {m: C.simulate_many(plant, o, x0s, xh0s, ts) for m, o in observers.items()}
-        settle = int(np.searchsorted(np.asarray(ts), cfg.settle_time))
+        settle = C.settle_index(ts, cfg.settle_time)
         for m, tr in trajs.items():
             metrics[f"rmse_{name}_{m}"] = float(np.sqrt(C.mse(tr)))
-            after = np.asarray((tr.x - tr.x_hat)[:, settle:] ** 2)
-            ok = bool(np.all(np.asarray(tr.ok))) and np.all(np.isfinite(after))
-            metrics[f"rmse_after_transient_{name}_{m}"] = (
-                float(np.sqrt(after.mean())) if ok else float("inf")
-            )
-        best_base = min(metrics[f"rmse_{name}_{m}"] for m in ("luenberger", "eso", "ekf"))
+            metrics[f"rmse_after_transient_{name}_{m}"] = float(np.sqrt(C.mse(tr, start=settle)))
+        after = {m: metrics[f"rmse_after_transient_{name}_{m}"] for m in observers}
+        same = ("luenberger", "eso")  # baselines with the neural observer's model knowledge
+        best = min(same, key=after.__getitem__)
         claims.append(
             Claim(
                 f"{name}: certified neural observer tracks at least as well as the best baseline "
-                "(RMSE)",
+                "with the same model knowledge (RMSE after the transient)",
                 "improved tracking accuracy over observer baselines",
-                f"neural {C.fmt(metrics[f'rmse_{name}_neural'])} vs best baseline "
-                f"{C.fmt(best_base)} "
-                f"(Luenberger {C.fmt(metrics[f'rmse_{name}_luenberger'])}, ESO "
-                f"{C.fmt(metrics[f'rmse_{name}_eso'])}, "
-                f"EKF {C.fmt(metrics[f'rmse_{name}_ekf'])})",
-                metrics[f"rmse_{name}_neural"] <= best_base,
+                f"neural {C.fmt(after['neural'])} vs {best} {C.fmt(after[best])} (Luenberger "
+                f"{C.fmt(after['luenberger'])}, ESO {C.fmt(after['eso'])}; linearised model; "
+                f"t >= {cfg.settle_time:g}; {cfg.num_initial} initial errors); EKF with the "
+                f"full nonlinear model {C.fmt(after['ekf'])}; whole horizon incl. t = 0: neural "
+                f"{C.fmt(metrics[f'rmse_{name}_neural'])} vs {best} "
+                f"{C.fmt(metrics[f'rmse_{name}_{best}'])}; holds if neural <= {best}",
+                after["neural"] <= after[best],
+            )
+        )
+        claims.append(
+            Claim(
+                f"{name}: training does not end worse than its initialisation (RMSE after the "
+                "transient)",
+                "training improves the observer (implicit)",
+                f"trained {C.fmt(after['neural'])} vs initial (ESO gain + random MLP) "
+                f"{C.fmt(after['initial'])}, point-only {C.fmt(after['point_only'])}; holds if "
+                "trained <= initial",
+                after["neural"] <= after["initial"],
             )
         )
         fig, ax = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
@@ -204,6 +222,8 @@ def _run(cfg, key):
         "condition (rate, disturbance bound) of the stage-1 observer holds. rmse_* is over the "
         "whole "
         "horizon (high-gain observers pay for their initial peaking there); rmse_after_transient_* "
-        "from settle_time on."
+        "from settle_time on (the claims use these). The neural observer is still trained on the "
+        "linearised error model (estimation loss) while the EKF has the nonlinear model: the "
+        "EKF is therefore not counted as a same-knowledge baseline."
     )
     return Result(metrics=metrics, claims=claims, figures=figures, notes=notes)

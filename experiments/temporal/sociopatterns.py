@@ -7,12 +7,16 @@ ward (Lyon 2010), a primary school (Lyon 2009) and the Thiers high school
 when it has a contact in the window; empty windows (nights) are dropped and the
 transitions across them are excluded.
 
-Goodness of fit: for a subset of observed transitions, the fitted model's edge
-dynamics are run one step from the observed snapshot to the observed next node
-set, `gof_replicates` times; the statistic `sum_t (obs_t - mean_t)^2 / var_t`
-over edges, triangles and 4-cycles (4-cycles are not used by the estimator) is
-compared with its distribution over the simulated replicates (Monte-Carlo
-p-value).
+Goodness of fit, a misfit diagnostic per statistic: for a subset of observed
+transitions the fitted model's edge dynamics are run one step from the observed
+snapshot to the observed next node set, `gof_replicates` times
+(`jaxlab.temporal.one_step_counts`); for each of edges, triangles and 4-cycles
+(4-cycles are not used by the estimator) the score `sum_t (obs_t - mean_t)^2 / var_t`
+of the observed series is ranked among the replicates' scores, every sample scored
+against the mean and variance of the others (leave one out,
+`jaxlab.temporal.monte_carlo_gof`): an exact Monte-Carlo p-value under "the fitted
+model generated the data" (the parameters are plugged in, as in a parametric
+bootstrap). The calibration of this test is checked in tests/temporal/test_temporal_gof.py.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -31,18 +34,17 @@ from experiments._harness import Claim, Result, RunContext, log
 from jaxlab.temporal import (
     PARAM_NAMES,
     Capacity,
-    Snapshot,
     TemporalNetworkParams,
     confidence_intervals,
     contacts_to_snapshots,
-    cycle_counts,
     estimate_moments,
     graphs_to_sequence,
+    monte_carlo_gof,
+    one_step_counts,
     plugin_covariance,
     read_contacts,
     sequence_transition_stats,
     sociopatterns_path,
-    transition,
 )
 
 NAME = "temporal_sociopatterns"
@@ -58,12 +60,13 @@ class Config:
     window: int = 60
     plugin_chains: int = 2
     plugin_steps: int = 200
-    gof_replicates: int = 39
+    gof_replicates: int = 199
     gof_transitions: int = 100
+    gof_alpha: float = 0.05  # level of the per-statistic misfit test, fixed before the run
 
 
 QUICK = Config()
-FULL = Config(plugin_chains=8, plugin_steps=2000, gof_replicates=199, gof_transitions=1000)
+FULL = Config(plugin_chains=8, plugin_steps=2000, gof_replicates=999, gof_transitions=1000)
 
 
 COUNTS = ("edges", "triangles", "four_cycles")
@@ -81,28 +84,6 @@ def _gof_capacity(params: TemporalNetworkParams, n_slots: int, e_max: int, d_max
         max_groups=int(groups + 8 * math.sqrt(groups + 1) + 16),
         max_degree=int(min(n_slots, 2 * d_max + 16)),
     )
-
-
-def _one_step_counts(params, seq: Snapshot, idx, keys, cap: Capacity):
-    """Counts of `G_{t+1}` simulated one step from observed `G_t`, per replicate key."""
-
-    def per_transition(t, k):
-        snap = jax.tree.map(lambda x: x[t], seq)
-        nxt_present = seq.present[t + 1]
-        nxt, _ = transition(params, snap, nxt_present, key=k, capacity=cap)
-        c = cycle_counts(
-            nxt.edges, nxt.edge_mask, num_nodes=cap.num_slots, max_degree=cap.max_degree
-        )
-        return jnp.stack([c.edges, c.triangles, c.four_cycles])
-
-    def per_replicate(k):
-        ks = jax.random.split(k, idx.shape[0])
-        return jax.vmap(per_transition)(idx, ks)
-
-    return jax.lax.map(per_replicate, keys)
-
-
-_one_step_counts_jit = eqx.filter_jit(_one_step_counts)
 
 
 def _fit_dataset(name: str, config: Config, key):
@@ -139,14 +120,17 @@ def _fit_dataset(name: str, config: Config, key):
     )
     e_max = int(np.asarray(seq.edge_mask).sum(axis=1).max())
     cap = _gof_capacity(sim_params, len(data.nodes), e_max, data.max_degree)
-    padded = Snapshot(
-        present=seq.present,
-        arrived=seq.arrived,
-        edges=jnp.pad(seq.edges, ((0, 0), (0, max(cap.max_edges - seq.edges.shape[1], 0)), (0, 0))),
-        edge_mask=jnp.pad(seq.edge_mask, ((0, 0), (0, max(cap.max_edges - seq.edges.shape[1], 0)))),
+    sim = np.asarray(
+        one_step_counts(
+            sim_params,
+            seq,
+            jnp.asarray(idx),
+            key=k_gof,
+            capacity=cap,
+            n_replicates=int(config.gof_replicates),
+        ),
+        float,
     )
-    keys = jax.random.split(k_gof, int(config.gof_replicates))
-    sim = np.asarray(_one_step_counts_jit(sim_params, padded, jnp.asarray(idx), keys, cap), float)
     obs = np.stack(
         [
             np.asarray(stats.next_edges)[idx],
@@ -155,15 +139,11 @@ def _fit_dataset(name: str, config: Config, key):
         ],
         axis=-1,
     ).astype(float)
+    gof = monte_carlo_gof(obs, sim)
+    pvals = {c: float(gof.pvalues[j]) for j, c in enumerate(COUNTS)}
+    p_all = float(gof.pvalue)
     mean = sim.mean(axis=0)
-    var = np.maximum(sim.var(axis=0, ddof=1), 0.25)  # floor: counts are integers
-    x_obs = ((obs - mean) ** 2 / var).sum(axis=0)  # (3,)
-    x_sim = ((sim - mean) ** 2 / var).sum(axis=1)  # (R, 3)
-    r = sim.shape[0]
-    pvals = {
-        c: float((1 + np.sum(x_sim[:, j] >= x_obs[j])) / (r + 1)) for j, c in enumerate(COUNTS)
-    }
-    p_all = float((1 + np.sum(x_sim.sum(axis=1) >= x_obs.sum())) / (r + 1))
+    var = np.maximum(sim.var(axis=0, ddof=1), 0.25)
     info = {
         "snapshots": len(graphs),
         "nodes": len(data.nodes),
@@ -230,7 +210,6 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         axes[row, 0].legend(fontsize=7)
     fig.tight_layout()
 
-    p_min = min(metrics[f"{n}_gof_pvalue"] for n in fits)
     claims.append(
         Claim(
             claim="MoM from cycle counts gives identifiable estimates with 95% CIs on real "
@@ -248,14 +227,40 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             holds=in_space,
         )
     )
-    claims.append(
-        Claim(
-            claim="fitted model reproduces observed edge/triangle/4-cycle counts over time",
-            paper="model captures real temporal-network dynamics",
-            measured=", ".join(f"{n} p={metrics[f'{n}_gof_pvalue']:.3f}" for n in fits),
-            holds=p_min > 0.05,
+    alpha = float(config.gof_alpha)
+    r = int(config.gof_replicates)
+    verdict = {
+        "edges": "edge counts",
+        "triangles": "triangle counts",
+        "four_cycles": "4-cycle counts (not used by the estimator)",
+    }
+    for c in COUNTS:
+        ps = {n: metrics[f"{n}_gof_pvalue_{c}"] for n in fits}
+        misfit = [n for n, p in ps.items() if p <= alpha]
+        close = [n for n, p in ps.items() if p >= 1 - alpha]
+        claims.append(
+            Claim(
+                claim=f"fitted model reproduces the observed one-step-ahead {verdict[c]} "
+                f"(misfit diagnostic)",
+                paper="model captures real temporal-network dynamics",
+                measured=", ".join(f"{n} p={p:.3f}" for n, p in ps.items())
+                + f"; exact Monte-Carlo test (leave-one-out scores, R={r} replicates, "
+                f"{config.gof_transitions} transitions; null: the fitted model generated the "
+                f"data; smallest attainable p {1 / (r + 1):.3f}); holds if p > {alpha:g} on "
+                "every network"
+                + (f"; misfit on {', '.join(misfit)}" if misfit else "")
+                + (
+                    f"; p near 1 on {', '.join(close)}: the observed series lies closer to the "
+                    "model's one-step means than its own draws do (plausibly because the estimator "
+                    "fitted these moments on the same transitions), a lower-tail departure "
+                    "this one-sided test "
+                    "does not count"
+                    if close
+                    else ""
+                ),
+                holds=not misfit,
+            )
         )
-    )
     notes = (
         "Data: SocioPatterns contact networks (http://www.sociopatterns.org; hospital ward Lyon "
         "2010, primary school Lyon 2009, Thiers high school Marseille 2012), licence CC BY-NC-SA "
@@ -263,7 +268,10 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         f"Snapshots: {config.window} s windows, empty windows dropped. 95% CIs from the "
         f"simulation-based plug-in covariance ({config.plugin_chains} chains x "
         f"{config.plugin_steps} transitions). GOF: {config.gof_replicates} one-step-ahead "
-        f"replicates over {config.gof_transitions} transitions; the smallest attainable "
-        f"p-value is 1/{config.gof_replicates + 1}."
+        f"replicates over {config.gof_transitions} transitions, scored leave-one-out so the "
+        f"Monte-Carlo p-value is exact (calibration tested: ~5% rejections at 0.05 when the "
+        f"data come from the model); the smallest attainable p-value is "
+        f"1/{config.gof_replicates + 1}. Read per statistic, a small p-value is a misfit "
+        f"diagnostic: which counts the fitted model does not reproduce."
     )
     return Result(metrics=metrics, claims=claims, figures={"gof_counts": fig}, notes=notes)

@@ -24,6 +24,11 @@ DESCRIPTION = "FreeSolv hydration free energy: HOPSE-M vs HOMP test RMSE"
 class Config(ts.TrainConfig):
     """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
 
+    # non-inferiority margin (kcal/mol RMSE: under 10% of HOMP's ~1.1-1.2) and one-sided
+    # confidence level, fixed before the run
+    margin: float = 0.1
+    ni_level: float = 0.95
+
     seeds: int = 4
     epochs: int = 60
     eval_every: int = 3
@@ -45,6 +50,14 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         label="FreeSolv",
         unit=" kcal/mol",
         paper="HOPSE matches or surpasses HOMP on molecular benchmarks",
+        margin=float(config.margin),
+        speed_note=(
+            "on complexes this small the ratio is not stable across runs on the shared "
+            "machine (0.80x, 1.66x and 1.18x in earlier runs): HOPSE's fixed per-cell cost "
+            "(its route encoder MLPs) is comparable to HOMP's message passing, so the clear "
+            "speed-up of larger complexes (topology_scaling) does not show reliably here"
+        ),
+        level=float(config.ni_level),
         time_digits=3,
     )
     notes = (

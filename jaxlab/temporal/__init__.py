@@ -5,6 +5,9 @@ Example: `examples/temporal.py` (a jupytext notebook; rendered in the docs site)
 
 from ._cycles import CycleCounts as CycleCounts
 from ._cycles import cycle_counts as cycle_counts
+from ._gof import GofResult as GofResult
+from ._gof import monte_carlo_gof as monte_carlo_gof
+from ._gof import one_step_counts as one_step_counts
 from ._model import PARAM_NAMES as PARAM_NAMES
 from ._model import Capacity as Capacity
 from ._model import Snapshot as Snapshot

@@ -30,6 +30,11 @@ def test_synthetic_contract(tmp_path):
         relevant=(1,),
         horizon=40,
         seeds=2,
+        small_n_items=30,
+        small_n_values=(2, 2),
+        small_relevant=(0,),
+        small_horizon=20,
+        identify_every=10,
     )
     for k in (
         "regret_tdge",
@@ -37,15 +42,19 @@ def test_synthetic_contract(tmp_path):
         "regret_lints",
         "regret_egreedy",
         "dim_recovery_tdge",
+        "rounds_to_identify_tdge",
+        "rounds_to_identify_linucb",
+        "small_regret_tdge",
     ):
         assert k in res.metrics
     assert 0.0 <= res.metrics["dim_recovery_tdge"] <= 1.0
     assert "regret" in res.figures
-    assert len(res.claims) == 2
+    assert len(res.claims) == 3
+    assert 10 <= res.metrics["rounds_to_identify_tdge"] <= 40
 
 
 def test_movielens_contract(tmp_path):
-    res = _run("bandits_movielens", tmp_path, n_users=3, events=60, pool=40)
+    res = _run("bandits_movielens", tmp_path, n_users=3, events=120, pool=40, candidates=10)
     for k in (
         "reward_tdge",
         "reward_linucb",
