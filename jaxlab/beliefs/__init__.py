@@ -7,6 +7,7 @@ generation, causal steering and self-report under conflict.
   all as `BeliefItem`s with options, evidence balance and answer; `evidence_counts`.
 - Belief representations: `fit_directions` (difference of means or a logistic probe per
   layer, training items only) -> `BeliefDirections`; `belief_state` (projection).
+- `generation_states`: residual states at the last prompt token and each generated token.
 - Dominance over a generated sequence: `dominance` -> `Dominance` (signed margin per
   position, its mean, final value and the fraction of positions dominated).
 - Causal tests: `option_logprobs` (single-token options under steering / ablation of the
@@ -22,6 +23,7 @@ from ._dominance import Dominance as Dominance
 from ._dominance import dominance as dominance
 from ._monitoring import expected_rating as expected_rating
 from ._monitoring import partial_correlation as partial_correlation
+from ._states import generation_states as generation_states
 from ._steering import MODES as MODES
 from ._steering import dose_slope as dose_slope
 from ._steering import option_logprobs as option_logprobs
