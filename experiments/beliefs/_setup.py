@@ -344,14 +344,19 @@ def steer_scores(
 QUICK_ITEMS = ItemConfig()
 QUICK_LAYERS = 6
 QUICK_NEW_TOKENS = 12
+#: QUICK runs Qwen2.5-Coder-0.5B on 2 scenarios per cell only (50 items): at ~4x SmolLM2's
+#: cost per item, the full QUICK item set would take ~45 min on the shared 2-core machine
+QUICK_REDUCED = ("qwen2.5-coder-0.5b-instruct",)
+QUICK_REDUCED_PER_CELL = 2
 
 
-def build(models: Sequence[str], cfg: ItemConfig, key: jax.Array, **kw) -> dict[str, float]:
-    """Build (or read) the generation and monitoring caches of `models`; seconds per model."""
-    items = make_items(cfg, key)
-    scen = [i for i, it in enumerate(items) if it.family in bl.SCENARIOS]
+def build(config, key: jax.Array, **kw) -> dict[str, float]:
+    """Build (or read) the generation and monitoring caches of an experiment config's
+    models; seconds per model."""
     out = {}
-    for m in models:
+    for m in config.models:
+        items = make_items(item_config(config, m), key)
+        scen = [i for i, it in enumerate(items) if it.family in bl.SCENARIOS]
         lazy = _Lazy(m)
         run = model_run(m, items, lazy=lazy, **kw)
         _, t = monitor_scores(m, [items[i] for i in scen], run.choice[scen], lazy=lazy)
@@ -364,14 +369,10 @@ if __name__ == "__main__":  # build the QUICK caches: python -m experiments.beli
     import sys
 
     logging.basicConfig(level=logging.INFO)
-    ms = tuple(sys.argv[1:]) or QUICK_MODELS
-    secs = build(
-        ms,
-        QUICK_ITEMS,
-        jax.random.key(0),
-        n_layers=QUICK_LAYERS,
-        max_new_tokens=QUICK_NEW_TOKENS,
-    )
+    from experiments.beliefs import modulation
+
+    cfg = dataclasses.replace(modulation.QUICK, models=tuple(sys.argv[1:]) or QUICK_MODELS)
+    secs = build(cfg, jax.random.key(0), n_layers=cfg.n_layers, max_new_tokens=cfg.max_new_tokens)
     print(secs)
 
 
@@ -409,11 +410,17 @@ def cross_fit(
 ) -> Beliefs:
     """Fit belief directions (last prompt token, items with a decided balance) on all folds
     but one and read the dominance of the held-out fold's items over their generation."""
-    from jaxlab import interp
-
     rows = np.array([i for i, it in enumerate(items) if it.family in bl.SCENARIOS])
     balance = np.array([items[i].balance for i in rows], np.float64)
-    folds = np.asarray(interp.group_kfold(np.arange(rows.size), n_folds, key=key))
+    # folds stratified by the balance (each level dealt round-robin in a random order), so
+    # every fold holds items favouring A and B
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(key)))
+    folds = np.zeros(rows.size, np.int64)
+    k = 0
+    for level in np.unique(balance):
+        at = rng.permutation(np.flatnonzero(balance == level))
+        folds[at] = (k + np.arange(at.size)) % n_folds
+        k += at.size
     lab = balance > 0 if labels is None else labels
     decided = balance != 0
     states = run.states[:, rows]  # (L, n, 1 + G, d)
@@ -451,8 +458,12 @@ def scenario_split(items: Sequence[bl.BeliefItem], key: jax.Array, test_fraction
     return rows, train
 
 
-def item_config(config) -> ItemConfig:
-    """The `ItemConfig` of an experiment config (its item fields)."""
+def item_config(config, model: str) -> ItemConfig:
+    """The `ItemConfig` of an experiment config for `model`: its item fields, or for the
+    models in `config.reduced_models` only `config.reduced_n_per_cell` scenarios per cell
+    (no factual or ToMi items; QUICK's budget on the shared CPU)."""
+    if model in config.reduced_models:
+        return ItemConfig(config.reduced_n_per_cell, 0, 0, 0)
     return ItemConfig(
         config.n_per_cell, config.factual_per_cell, config.tomi_items, config.hitom_items
     )

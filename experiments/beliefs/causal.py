@@ -42,6 +42,8 @@ class Config:
     factual_per_cell: int = 1
     tomi_items: int = 24
     hitom_items: int = 0
+    reduced_models: tuple[str, ...] = _setup.QUICK_REDUCED
+    reduced_n_per_cell: int = _setup.QUICK_REDUCED_PER_CELL
     n_layers: int = _setup.QUICK_LAYERS
     max_new_tokens: int = _setup.QUICK_NEW_TOKENS
     test_fraction: float = 0.4
@@ -53,6 +55,7 @@ class Config:
 QUICK = Config()
 FULL = Config(
     models=_setup.FULL_MODELS,
+    reduced_models=(),
     n_per_cell=12,
     factual_per_cell=4,
     tomi_items=600,
@@ -76,7 +79,6 @@ def _unit(v):
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
-    items = _setup.make_items(_setup.item_config(config), key)
     alphas = np.asarray(config.alphas, np.float64)
     if not np.any(alphas == 0):
         raise ValueError("alphas: expected the grid to contain 0 (the plain run)")
@@ -86,6 +88,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     axes = np.atleast_1d(axes)
     for mi, model in enumerate(config.models):
         tag = _setup.short(model)
+        items = _setup.make_items(_setup.item_config(config, model), key)
         km = jax.random.fold_in(key, 200 + mi)
         run_ = _setup.model_run(
             model, items, n_layers=config.n_layers, max_new_tokens=config.max_new_tokens

@@ -32,10 +32,11 @@ class Config:
     """Settings of one run; the defaults are QUICK.
 
     QUICK is reduced from the issue's ~200 templated + 100 ToMi items to 75 scenarios
-    (3 per (k_A, k_B) cell), 25 factual items and 24 ToMi stories, 6 stored layers and
-    12 generated tokens: at the issue's size the cache build (generation + states +
-    self-report scores) of the two models would take over an hour on the shared 2-core
-    machine (measured: ~75 s per chunk of 16 items for SmolLM2, ~4x that for Qwen-0.5B).
+    (3 per (k_A, k_B) cell), 25 factual items and 24 ToMi stories for SmolLM2 and 50
+    scenarios (2 per cell) for Qwen2.5-Coder-0.5B, 6 stored layers and 12 generated
+    tokens: at the issue's size the cache build (generation + states + self-report
+    scores) would take well over an hour on the shared 2-core machine (measured under a
+    load of ~14: ~85 s per chunk of 16 items for SmolLM2, roughly 4x that for Qwen).
     """
 
     models: tuple[str, ...] = _setup.QUICK_MODELS
@@ -43,6 +44,8 @@ class Config:
     factual_per_cell: int = 1
     tomi_items: int = 24
     hitom_items: int = 0
+    reduced_models: tuple[str, ...] = _setup.QUICK_REDUCED
+    reduced_n_per_cell: int = _setup.QUICK_REDUCED_PER_CELL
     n_layers: int = _setup.QUICK_LAYERS
     max_new_tokens: int = _setup.QUICK_NEW_TOKENS
     n_folds: int = 5
@@ -53,6 +56,7 @@ class Config:
 QUICK = Config()
 FULL = Config(
     models=_setup.FULL_MODELS,
+    reduced_models=(),
     n_per_cell=12,
     factual_per_cell=4,
     tomi_items=600,
@@ -69,16 +73,17 @@ def _rho_at_best(b: _setup.Beliefs) -> tuple[int, float]:
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
-    items = _setup.make_items(_setup.item_config(config), key)
-    metrics: dict[str, float] = {"items": len(items)}
+    metrics: dict[str, float] = {}
     claims, curves = [], {}
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
     for mi, model in enumerate(config.models):
         tag = _setup.short(model)
+        items = _setup.make_items(_setup.item_config(config, model), key)
         run_ = _setup.model_run(
             model, items, n_layers=config.n_layers, max_new_tokens=config.max_new_tokens
         )
         metrics[f"cache_build_s_{tag}"] = run_.seconds
+        metrics[f"items_{tag}"] = len(items)
         kf = jax.random.fold_in(key, 100 + mi)
         b = _setup.cross_fit(run_, items, key=kf, n_folds=config.n_folds)
         best, rho = _rho_at_best(b)
@@ -93,8 +98,11 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         null = []
         decided = b.balance != 0
         for _ in range(config.n_shuffles):
+            # labels shuffled within each fold: every fold keeps both classes
             lab = b.balance > 0
-            lab[decided] = rng.permutation(lab[decided])
+            for f in range(config.n_folds):
+                at = np.flatnonzero(decided & (b.folds == f))
+                lab[at] = rng.permutation(lab[at])
             nb = _setup.cross_fit(run_, items, key=kf, n_folds=config.n_folds, labels=lab)
             null.append(_rho_at_best(nb)[1])
         null95 = float(np.quantile(null, 0.95))
@@ -174,10 +182,12 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     axes[0].set_ylabel("Spearman(k_A - k_B, mean dominance)")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    n_fam = {f: sum(it.family == f for it in items) for f in ("box", "door", "suspect", "fact")}
     notes = (
-        f"{_setup.CAVEAT} Items: {n_fam} templated (balanced over k_A, k_B in 0..4), "
-        f"{config.tomi_items} ToMi stories (evals wheel, read as a file). Dominance over the "
+        f"{_setup.CAVEAT} Items: {config.n_per_cell} scenarios per (k_A, k_B) cell in 0..4 "
+        f"(box / door / suspect), {config.factual_per_cell} factual item per cell and "
+        f"{config.tomi_items} ToMi stories (evals wheel, read as a file); models "
+        f"{list(config.reduced_models)} only {config.reduced_n_per_cell} scenarios per cell "
+        "(CPU budget). Dominance over the "
         f"greedy answer (<= {config.max_new_tokens} tokens, stopping at a newline) of the "
         f"last prompt token plus the generated tokens; {config.n_folds}-fold cross-fitting."
     )

@@ -41,6 +41,8 @@ class Config:
     factual_per_cell: int = 1
     tomi_items: int = 24
     hitom_items: int = 0
+    reduced_models: tuple[str, ...] = _setup.QUICK_REDUCED
+    reduced_n_per_cell: int = _setup.QUICK_REDUCED_PER_CELL
     n_layers: int = _setup.QUICK_LAYERS
     max_new_tokens: int = _setup.QUICK_NEW_TOKENS
     n_folds: int = 5
@@ -50,6 +52,7 @@ class Config:
 QUICK = Config()
 FULL = Config(
     models=_setup.FULL_MODELS,
+    reduced_models=(),
     n_per_cell=12,
     factual_per_cell=4,
     tomi_items=600,
@@ -60,13 +63,13 @@ FULL = Config(
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
-    items = _setup.make_items(_setup.item_config(config), key)
     metrics: dict[str, float] = {}
     claims = []
     fig, axes = plt.subplots(1, len(config.models), figsize=(5 * len(config.models), 3.4))
     axes = np.atleast_1d(axes)
     for mi, model in enumerate(config.models):
         tag = _setup.short(model)
+        items = _setup.make_items(_setup.item_config(config, model), key)
         run_ = _setup.model_run(
             model, items, n_layers=config.n_layers, max_new_tokens=config.max_new_tokens
         )

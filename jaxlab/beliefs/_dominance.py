@@ -51,9 +51,23 @@ def dominance(
     mask: Bool[Array, " T"] | None = None,
     target: int = 0,
 ) -> Dominance:
-    """Dominance of hypothesis `target` over the sequence (formula in the module docstring).
+    """Dominance of hypothesis `target` over a (generated) sequence (P13).
 
-    Unbatched; `jax.vmap` it over items (with their masks for ragged lengths).
+    With per-position scores `s[t, k]` of the K competing hypotheses (belief states, probe
+    logits or option log-likelihoods; defined up to an additive constant per position) and
+    the valid positions `m[t]`, the signed margin at position t is
+
+        margin[t] = s[t, target] - max_{j != target} s[t, j],
+
+    summarised over the valid positions as
+
+        mean     = sum_t m[t] margin[t] / sum_t m[t],
+        final    = margin[t_last]        (t_last the last valid position),
+        fraction = sum_t m[t] [margin[t] > 0] / sum_t m[t]   (positions dominated).
+
+    A binary belief state `b[t]` (`belief_state`, A versus B) is its own margin (scores
+    `(b[t], 0)`, B the reference), so (T,) margins are accepted directly. Unbatched;
+    `jax.vmap` it over items (with their masks for ragged lengths).
 
     **Arguments:**
 
