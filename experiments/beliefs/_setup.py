@@ -364,18 +364,6 @@ def build(config, key: jax.Array, **kw) -> dict[str, float]:
     return out
 
 
-if __name__ == "__main__":  # build the QUICK caches: python -m experiments.beliefs._setup [model]
-    import logging
-    import sys
-
-    logging.basicConfig(level=logging.INFO)
-    from experiments.beliefs import modulation
-
-    cfg = dataclasses.replace(modulation.QUICK, models=tuple(sys.argv[1:]) or QUICK_MODELS)
-    secs = build(cfg, jax.random.key(0), n_layers=cfg.n_layers, max_new_tokens=cfg.max_new_tokens)
-    print(secs)
-
-
 @dataclasses.dataclass
 class Beliefs:
     """Out-of-fold belief read-outs of the scenario items of one model.
@@ -467,3 +455,15 @@ def item_config(config, model: str) -> ItemConfig:
     return ItemConfig(
         config.n_per_cell, config.factual_per_cell, config.tomi_items, config.hitom_items
     )
+
+
+if __name__ == "__main__":  # build the QUICK caches: python -m experiments.beliefs._setup [model]
+    import logging
+    import sys
+
+    logging.basicConfig(level=logging.INFO)
+    from experiments.beliefs import modulation
+
+    cfg = dataclasses.replace(modulation.QUICK, models=tuple(sys.argv[1:]) or QUICK_MODELS)
+    secs = build(cfg, jax.random.key(0), n_layers=cfg.n_layers, max_new_tokens=cfg.max_new_tokens)
+    print(secs)

@@ -68,17 +68,17 @@ class BeliefItem:
 
 @dataclasses.dataclass(frozen=True)
 class _Scenario:
-    hypotheses: tuple[str, ...]
+    hypotheses: tuple[str, str]
     setup: str
     question: str
     prefix: str
     evidence: tuple[str, ...]
 
 
-#: the scenario kinds: hypothesis pool, set-up, question, answer prefix, evidence templates
+#: the scenario kinds: hypotheses (A, B), set-up, question, answer prefix, evidence templates
 SCENARIOS: dict[str, _Scenario] = {
     "box": _Scenario(
-        ("red", "blue", "green"),
+        ("red", "blue"),
         "{name} hid a coin in one of two boxes, a {x} box and a {y} box.",
         "Which box holds the coin, the {x} box or the {y} box?",
         "The coin is in the",
@@ -102,7 +102,7 @@ SCENARIOS: dict[str, _Scenario] = {
         ),
     ),
     "suspect": _Scenario(
-        ("Tom", "Ann", "Sam", "Max", "Lucy", "Mark", "Kate", "Paul"),
+        ("Tom", "Ann"),
         "Someone ate the cake. The only suspects are {x} and {y}.",
         "Who ate the cake, {x} or {y}?",
         "The cake was eaten by",
@@ -166,9 +166,11 @@ def make_scenarios(
     """A balanced design of two-hypothesis scenarios with graded evidence (P13).
 
     Every cell (k_A, k_B) of {0..`max_evidence`}^2 gets `n_per_cell` items; the kinds go
-    round-robin over a cell's items (from a random start), the hypotheses' names and their
-    order in the set-up and question are drawn at random, and the k_A + k_B evidence
-    sentences (distinct templates per side) are shuffled.
+    round-robin over a cell's items (from a random start). Hypothesis A of a kind is always
+    the same (the red box, the left door, Tom), so that "A" means one thing a linear
+    belief direction can find across items; the order in which the two are mentioned in
+    the set-up and the question is drawn at random, and the k_A + k_B evidence sentences
+    (distinct templates per side) are shuffled.
 
     **Arguments:**
 
@@ -191,8 +193,7 @@ def make_scenarios(
         for i in range(n_per_cell):
             kind = kinds[(start + i) % len(kinds)]
             sc = SCENARIOS[kind]
-            a, b = rng.choice(len(sc.hypotheses), 2, replace=False)
-            ha, hb = sc.hypotheses[a], sc.hypotheses[b]
+            ha, hb = sc.hypotheses
             name, witness = rng.choice(_NAMES, 2, replace=False)
             x, y = (ha, hb) if rng.random() < 0.5 else (hb, ha)
             ta = rng.permutation(len(sc.evidence))[:ka]

@@ -43,7 +43,9 @@ def _rho(fit, layer, acts, balance, test):
     return scipy.stats.spearmanr(balance[test], np.asarray(_mean_dominance(states))[test])[0]
 
 
-@pytest.mark.parametrize("method", ["mean_difference", "logistic"])
+@pytest.mark.parametrize(
+    "method", ["mean_difference", pytest.param("logistic", marks=pytest.mark.slow)]
+)
 def test_pipeline_recovers_planted_belief(method, getkey):
     rng = numpy_rng(getkey())
     balance, u, acts, train = _synthetic(rng)

@@ -39,6 +39,8 @@ def test_scenarios_balanced_and_consistent(getkey):
         assert it.answer == (0 if ka > kb else 1 if kb > ka else -1)
         assert _count(it) == (ka, kb), it.context
         assert it.prompt.endswith("Answer: " + bl.SCENARIOS[it.family].prefix)
+        # A is one fixed hypothesis per kind (what a belief direction can find)
+        assert it.options == tuple(" " + h for h in bl.SCENARIOS[it.family].hypotheses)
     # both hypotheses appear first in the question about equally often (order randomised)
     first_is_a = [
         it.question.index(it.options[0].strip()) < it.question.index(it.options[1].strip())
