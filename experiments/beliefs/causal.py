@@ -33,19 +33,10 @@ DESCRIPTION = "Steering the belief direction shifts the chosen action (dose-resp
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Config(_setup.BaseConfig):
     """Settings of one run; the defaults are QUICK (items as in `beliefs_modulation`'s
     QUICK, reduced from the issue's size for the shared 2-core machine)."""
 
-    models: tuple[str, ...] = _setup.QUICK_MODELS
-    n_per_cell: int = 3
-    factual_per_cell: int = 1
-    tomi_items: int = 24
-    hitom_items: int = 0
-    reduced_models: tuple[str, ...] = _setup.QUICK_REDUCED
-    reduced_n_per_cell: int = _setup.QUICK_REDUCED_PER_CELL
-    n_layers: int = _setup.QUICK_LAYERS
-    max_new_tokens: int = _setup.QUICK_NEW_TOKENS
     test_fraction: float = 0.4
     alphas: tuple[float, ...] = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0)
     n_random: int = 3
@@ -54,14 +45,7 @@ class Config:
 
 QUICK = Config()
 FULL = Config(
-    models=_setup.FULL_MODELS,
-    reduced_models=(),
-    n_per_cell=12,
-    factual_per_cell=4,
-    tomi_items=600,
-    hitom_items=600,
-    n_layers=64,
-    max_new_tokens=24,
+    **_setup.FULL_SETTINGS,
     alphas=(-1.0, -0.75, -0.5, -0.25, -0.125, 0.0, 0.125, 0.25, 0.5, 0.75, 1.0),
     n_random=10,
 )

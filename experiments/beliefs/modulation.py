@@ -28,26 +28,11 @@ DESCRIPTION = "Belief dominance over generation vs the evidence balance k_A - k_
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    """Settings of one run; the defaults are QUICK.
+class Config(_setup.BaseConfig):
+    """Settings of one run; the defaults are QUICK. QUICK's item set is reduced from the
+    issue's size (75 scenarios + 25 factual + 24 ToMi for SmolLM2, 50 scenarios for
+    Qwen-0.5B) to fit the shared 2-core machine; see `_setup.BaseConfig`."""
 
-    QUICK is reduced from the issue's ~200 templated + 100 ToMi items to 75 scenarios
-    (3 per (k_A, k_B) cell), 25 factual items and 24 ToMi stories for SmolLM2 and 50
-    scenarios (2 per cell) for Qwen2.5-Coder-0.5B, 6 stored layers and 12 generated
-    tokens: at the issue's size the cache build (generation + states + self-report
-    scores) would take well over an hour on the shared 2-core machine (measured under a
-    load of ~14: ~85 s per chunk of 16 items for SmolLM2, roughly 4x that for Qwen).
-    """
-
-    models: tuple[str, ...] = _setup.QUICK_MODELS
-    n_per_cell: int = 3
-    factual_per_cell: int = 1
-    tomi_items: int = 24
-    hitom_items: int = 0
-    reduced_models: tuple[str, ...] = _setup.QUICK_REDUCED
-    reduced_n_per_cell: int = _setup.QUICK_REDUCED_PER_CELL
-    n_layers: int = _setup.QUICK_LAYERS
-    max_new_tokens: int = _setup.QUICK_NEW_TOKENS
     n_folds: int = 5
     n_shuffles: int = 30
     n_resamples: int = 1000
@@ -55,14 +40,7 @@ class Config:
 
 QUICK = Config()
 FULL = Config(
-    models=_setup.FULL_MODELS,
-    reduced_models=(),
-    n_per_cell=12,
-    factual_per_cell=4,
-    tomi_items=600,
-    hitom_items=600,
-    n_layers=64,
-    max_new_tokens=24,
+    **_setup.FULL_SETTINGS,
     n_shuffles=200,
 )
 

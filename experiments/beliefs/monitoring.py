@@ -32,33 +32,17 @@ DESCRIPTION = "Self-reported confidence vs belief dominance beyond the evidence 
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Config(_setup.BaseConfig):
     """Settings of one run; the defaults are QUICK (items as in `beliefs_modulation`'s
     QUICK, reduced from the issue's size for the shared 2-core machine)."""
 
-    models: tuple[str, ...] = _setup.QUICK_MODELS
-    n_per_cell: int = 3
-    factual_per_cell: int = 1
-    tomi_items: int = 24
-    hitom_items: int = 0
-    reduced_models: tuple[str, ...] = _setup.QUICK_REDUCED
-    reduced_n_per_cell: int = _setup.QUICK_REDUCED_PER_CELL
-    n_layers: int = _setup.QUICK_LAYERS
-    max_new_tokens: int = _setup.QUICK_NEW_TOKENS
     n_folds: int = 5
     n_resamples: int = 1000
 
 
 QUICK = Config()
 FULL = Config(
-    models=_setup.FULL_MODELS,
-    reduced_models=(),
-    n_per_cell=12,
-    factual_per_cell=4,
-    tomi_items=600,
-    hitom_items=600,
-    n_layers=64,
-    max_new_tokens=24,
+    **_setup.FULL_SETTINGS,
 )
 
 
@@ -132,13 +116,15 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 bool(lo > 0),
             )
         )
-        hedge = metrics[f"confidence_tie_{tag}"] < metrics[f"confidence_clear_{tag}"]
-        change = metrics[f"change_rate_tie_{tag}"] > metrics[f"change_rate_clear_{tag}"]
+        # descriptive (few tie items): the differences must reach a stated size
+        hedge = metrics[f"confidence_clear_{tag}"] - metrics[f"confidence_tie_{tag}"] >= 0.05
+        change = metrics[f"change_rate_tie_{tag}"] - metrics[f"change_rate_clear_{tag}"] >= 0.1
         claims.append(
             Claim(
                 f"{tag}: under balanced (conflicting) evidence the model hedges (lower "
                 f"confidence) and changes its answer more often than under clear evidence "
-                f"(|k_A - k_B| >= 3), and reports conflict more often. {_setup.CAVEAT}",
+                f"(|k_A - k_B| >= 3), and reports conflict more often (differences of at "
+                f"least 0.05 in confidence and P(yes), 0.10 in change rate). {_setup.CAVEAT}",
                 "models adjust behaviour under internal conflict",
                 f"confidence tie {metrics[f'confidence_tie_{tag}']:.2f} vs clear "
                 f"{metrics[f'confidence_clear_{tag}']:.2f}; answer changes tie "
@@ -150,7 +136,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 bool(
                     hedge
                     and change
-                    and metrics[f"p_conflict_tie_{tag}"] > metrics[f"p_conflict_clear_{tag}"]
+                    and metrics[f"p_conflict_tie_{tag}"] - metrics[f"p_conflict_clear_{tag}"]
+                    >= 0.05
                 ),
             )
         )
