@@ -1,0 +1,1 @@
+"""Experiments of jaxlab.beliefs (P13; NAME `beliefs_<module>`)."""

@@ -1,0 +1,96 @@
+"""Self-report analysis: verbal ratings read by option likelihood, and partial correlation.
+
+P13's third finding is that models monitor their own belief states: a self-reported
+confidence should track how strongly the belief dominates beyond what the evidence
+balance alone explains. `expected_rating` turns the log-likelihoods of a verbal scale
+("low", "medium", "high") into the expected value of the scale; `partial_correlation` is
+the Pearson correlation of two variables after regressing both on covariates (weighted,
+so `jaxlab.interp.bootstrap_ci` resamples it).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from .._core import check_array, check_finite
+
+
+def _float_dtype(*arrays):
+    """float64 when any input is float64 (x64 tests, oracles), else float32."""
+    return jnp.float64 if any(a.dtype == jnp.float64 for a in arrays) else jnp.float32
+
+
+__all__ = ["expected_rating", "partial_correlation"]
+
+
+def expected_rating(
+    logliks: Float[Array, "*B K"], values: Float[Array, " K"]
+) -> Float[Array, "*B"]:
+    """Expected value `sum_k softmax(logliks)_k values_k` of a verbal scale.
+
+    **Arguments:** `logliks` (..., K) option log-likelihoods (`jaxlab.lm.score`); `values`
+    (K,) the number each option stands for (e.g. 0, 0.5, 1 for low, medium, high).
+
+    **Returns:** (...) expected ratings.
+    """
+    x = jnp.asarray(logliks)
+    v = jnp.asarray(values)
+    check_array("values", v, ndim=1)
+    if x.ndim < 1 or x.shape[-1] != v.shape[0] or v.shape[0] < 2:
+        raise ValueError(
+            f"logliks: expected shape (..., {v.shape[0]}) with >= 2 options (one per value), "
+            f"received {x.shape}"
+        )
+    check_finite("logliks", x)
+    dt = _float_dtype(x, v)
+    return jax.nn.softmax(x.astype(dt), axis=-1) @ v.astype(dt)
+
+
+def partial_correlation(
+    x: Float[Array, " n"],
+    y: Float[Array, " n"],
+    covariates: Float[Array, "n m"],
+    *,
+    weights: Float[Array, " n"] | None = None,
+) -> Float[Array, ""]:
+    """Pearson correlation of x and y after removing what `covariates` explain linearly.
+
+    `r = corr_w(x - Z b_x, y - Z b_y)` with `b` the weighted least-squares coefficients on
+    `Z = [1, covariates]`; for one covariate this equals
+    `(r_xy - r_xz r_yz) / sqrt((1 - r_xz^2)(1 - r_yz^2))`. Weights replicate rows.
+
+    **Arguments:** `x`, `y` (n,); `covariates` (n, m) (or (n,)); `weights` (n,) >= 0.
+
+    **Returns:** () partial correlation in [-1, 1].
+    """
+    x, y, z = jnp.asarray(x), jnp.asarray(y), jnp.asarray(covariates)
+    if z.ndim == 1:
+        z = z[:, None]
+    sizes = check_array("x", x, shape=("n",))
+    check_array("y", y, shape=("n",), sizes=sizes)
+    check_array("covariates", z, shape=("n", "m"), sizes=sizes)
+    dt = _float_dtype(x, y, z)
+    x, y, z = x.astype(dt), y.astype(dt), z.astype(dt)
+    n = x.shape[0]
+    w = jnp.ones((n,), dt) if weights is None else jnp.asarray(weights).astype(dt)
+    check_array("weights", w, shape=(n,))
+    return _partial(x, y, z, w)
+
+
+@jax.jit
+def _partial(x, y, z, w):
+    n, dt = x.shape[0], x.dtype
+    Z = jnp.concatenate([jnp.ones((n, 1), dt), z], axis=1)
+    xy = jnp.stack([x, y], axis=1)
+    G = (Z * w[:, None]).T @ Z
+    # a tiny ridge keeps the normal equations solvable when a dummy covariate is absent
+    # from a (bootstrap) sample; it changes the residuals by O(1e-10) relative
+    G = G + 1e-10 * jnp.trace(G) / G.shape[0] * jnp.eye(G.shape[0], dtype=dt)
+    coef = jnp.linalg.solve(G, (Z * w[:, None]).T @ xy)
+    r = xy - Z @ coef
+    rx, ry = r[:, 0], r[:, 1]
+    rx = rx - jnp.sum(w * rx) / jnp.sum(w)
+    ry = ry - jnp.sum(w * ry) / jnp.sum(w)
+    return jnp.sum(w * rx * ry) / jnp.sqrt(jnp.sum(w * rx**2) * jnp.sum(w * ry**2))

@@ -1,0 +1,39 @@
+"""The beliefs experiments' cached model calls on SmolLM2 against direct `jaxlab.lm` calls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from jaxlab import beliefs as bl
+from jaxlab import lm
+
+
+@pytest.mark.slow
+def test_model_run_matches_score_and_forward(tmp_path, monkeypatch, getkey):
+    monkeypatch.setenv("JAXLAB_CACHE_DIR", str(tmp_path))
+    from experiments.beliefs import _setup
+
+    items = bl.make_scenarios(1, key=getkey(), max_evidence=1)[:2]
+    items += bl.read_tomi(_setup.wheel_file("evals", _setup.TOMI), n=1)
+    name = "smollm2-135m-instruct"
+    run = _setup.model_run(name, items, n_layers=3, max_new_tokens=4, chunk=4)
+    assert run.seconds > 0
+    again = _setup.model_run(name, items, n_layers=3, max_new_tokens=4, chunk=4)
+    assert again.seconds == 0  # read from the cache, no model call
+    np.testing.assert_array_equal(again.states, run.states)
+    net, tok = lm.load(name)
+    sc = lm.score(net, tok, [it.prompt for it in items], [it.options for it in items])
+    for i in range(len(items)):
+        np.testing.assert_allclose(run.action[i, :2], sc.sum[i], atol=2e-3)
+    # position 0 is the last prompt token, position j the j-th generated token
+    i = 0
+    ids = tok.encode(items[i].prompt) + run.generated[i]
+    _, acts = lm.forward(net, np.asarray(ids), capture=("resid_post",), layers=run.layers)
+    n_gen = len(run.generated[i])
+    ref = np.asarray(acts["resid_post"])[:, -n_gen - 1 :]
+    np.testing.assert_allclose(run.states[:, i, : n_gen + 1], ref, atol=2e-3)
+    assert run.mask[i].sum() == n_gen + 1
+    # greedy generation agrees with lm.generate run alone
+    g = lm.generate(net, [tok.encode(items[i].prompt)], max_new_tokens=4)
+    assert list(np.asarray(g.tokens[0])[:n_gen]) == run.generated[i]
