@@ -68,3 +68,15 @@ def model_sha256(name: str) -> str:
     from jaxlab import lm
 
     return file_sha256(lm.model_path(name))
+
+
+def model_tag(model: str) -> str:
+    """Short tag of a `jaxlab.lm` model for metric names: smollm2, gemma3, qwen-0.5b, ..."""
+    from jaxlab import lm
+
+    name = lm.Pool([model]).names[0]  # the registry name of a name or alias
+    if name.startswith("smollm"):
+        return "smollm2"
+    if name.startswith("gemma"):
+        return "gemma3"
+    return name.replace("qwen2.5-coder-", "qwen-").replace("-instruct", "")

@@ -31,6 +31,7 @@ import jax
 import numpy as np
 
 from experiments._harness import cache_dir, load_npz, log, model_sha256, save_npz
+from experiments._harness import model_tag as short
 from jaxlab import beliefs as bl
 from jaxlab import lm
 from jaxlab._core import progress_bar, wheel_file
@@ -82,16 +83,6 @@ def make_items(cfg: ItemConfig, key: jax.Array) -> list[bl.BeliefItem]:
     if cfg.hitom_items:
         items += bl.read_hitom(wheel_file("evals", HITOM), n=cfg.hitom_items)
     return items
-
-
-def short(model: str) -> str:
-    """Short model tag for metric names: smollm2, gemma3, qwen-0.5b, qwen-1.5b."""
-    name = lm.Pool([model]).names[0]
-    if name.startswith("smollm"):
-        return "smollm2"
-    if name.startswith("gemma"):
-        return "gemma3"
-    return name.replace("qwen2.5-coder-", "qwen-").replace("-instruct", "")
 
 
 @functools.cache

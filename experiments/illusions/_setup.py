@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from experiments._harness import cache_dir, load_npz, log, model_sha256, save_npz
+from experiments._harness import model_tag as short
 from jaxlab import illusions as il
 from jaxlab import lm
 from jaxlab._core import progress_bar
@@ -31,16 +32,6 @@ CAVEAT = (
     "Qwen2.5-Coder-0.5B-Instruct; 4-bit GGUF weights dequantised to float32), read out by "
     "option likelihood; the paper studied larger LLMs, so a 'no' here says nothing about them."
 )
-
-
-def short(model: str) -> str:
-    """Short model tag for metric names: smollm2, gemma3, qwen-0.5b."""
-    name = lm.Pool([model]).names[0]  # the registry name of a name or alias
-    if name.startswith("smollm"):
-        return "smollm2"
-    if name.startswith("gemma"):
-        return "gemma3"
-    return name.replace("qwen2.5-coder-", "qwen-").replace("-instruct", "")
 
 
 @functools.cache
