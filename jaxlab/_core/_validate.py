@@ -147,6 +147,16 @@ def as_array(
                 f"of dtype {host.dtype}"
             )
         if (
+            host.dtype.kind in "iu"
+            and host.size
+            and not jax.config.read("jax_enable_x64")
+            and (host.min() < np.iinfo(np.int32).min or host.max() > np.iinfo(np.int32).max)
+        ):
+            raise ValueError(
+                f"{name}: expected integers that fit int32, received range "
+                f"[{host.min()}, {host.max()}]"
+            )
+        if (
             not isinstance(x, np.ndarray | np.generic)
             and dtype is not None
             and isinstance(dtype, type)
