@@ -218,6 +218,8 @@ def check_range(
     interval = f"{lo_b}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi_b}"
     if arr.size == 0:
         return
+    if np.issubdtype(arr.dtype, np.inexact) and np.any(np.isnan(arr)):
+        raise ValueError(f"{name}: expected values in {interval}, received NaN")
     mn, mx = arr.min(), arr.max()
     if low is not None and (mn < low or (not low_inclusive and mn == low)):
         raise ValueError(f"{name}: expected values in {interval}, received min {mn}")

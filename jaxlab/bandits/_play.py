@@ -69,6 +69,8 @@ def play(
     else:
         check_array("contexts", contexts, shape=("T", "K", None), sizes=sizes)
     t_len, k = sizes["T"], sizes["K"]
+    if t_len == 0 or k == 0:
+        raise ValueError(f"rewards: expected at least one round and one arm, received {(t_len, k)}")
     if mask is None:
         mask = jnp.ones((t_len, k), bool)
     mask = _check_mask("mask", mask, (t_len, k))

@@ -87,6 +87,8 @@ def _check_raw_counts(counts: np.ndarray, name: str = "counts") -> None:
     input means normalised data)."""
     if not (np.issubdtype(counts.dtype, np.number) or counts.dtype == np.bool_):
         raise ValueError(f"{name}: expected numeric counts, received dtype {counts.dtype}")
+    if counts.size == 0:
+        raise ValueError(f"{name}: expected at least one cell and gene, received {counts.shape}")
     check_finite(name, counts)
     check_range(name, counts, low=0.0)
     frac = np.abs(counts - np.rint(counts))

@@ -31,6 +31,8 @@ def conjugate_gradient(
     `equinox.error_if` instead of being returned.
     """
     b = as_array("b", b, ndim=1, dtype=jnp.inexact, finite=True)
+    if b.shape[0] == 0:
+        raise ValueError("b: expected a non-empty (N,) vector, received shape (0,)")
     check_range("tol", tol, low=0.0)
     check_positive_int("maxiter", maxiter)
     b = error_if_not_finite("b", b)

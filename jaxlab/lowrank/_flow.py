@@ -24,8 +24,8 @@ __all__ = [
 OverlapLossFn = Callable[[Float[Array, "P P"]], Float[Array, ""]]
 
 
-def _check_g_trained(g, trained):
-    sizes = check_array("g", g, shape=("P", "P"), dtype=jnp.floating)
+def _check_g_trained(g, trained, name: str = "g"):
+    sizes = check_array(name, g, shape=("P", "P"), dtype=jnp.floating)
     check_array("trained", trained, shape=("P",), dtype=jnp.bool_, sizes=sizes)
 
 
@@ -115,7 +115,9 @@ def overlap_gd(
     n_steps: int,
 ) -> Float[Array, "S P P"]:
     """`n_steps` of discrete GD in overlap space; returns `(n_steps + 1, P, P)` including `g0`."""
-    _check_g_trained(g0, trained)
+    g0 = as_array("g0", g0, ndim=2, dtype=jnp.floating, finite=True)
+    trained = as_array("trained", trained, ndim=1, dtype=jnp.bool_)
+    _check_g_trained(g0, trained, "g0")
     n_steps = check_positive_int("n_steps", n_steps)
     return _overlap_gd_scan(loss_fn, g0, trained, jnp.asarray(eta, g0.dtype), n_steps)
 
@@ -161,7 +163,7 @@ def solve_overlap_flow(
       with `ConstantStepSize()` pass `dt0`.
     """
     g0, trained, ts = _check_solve_inputs("g0", g0, trained, ts, dt0, max_steps)
-    _check_g_trained(g0, trained)
+    _check_g_trained(g0, trained, "g0")
     solver = diffrax.Tsit5() if solver is None else solver
     if stepsize_controller is None:
         stepsize_controller = diffrax.PIDController(rtol=1e-8, atol=1e-10)
