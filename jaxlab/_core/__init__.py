@@ -20,8 +20,10 @@ from ._progress import progress_bar as progress_bar
 from ._rng import numpy_rng as numpy_rng
 from ._rng import sklearn_seed as sklearn_seed
 from ._sweep import sweep as sweep
+from ._validate import as_array as as_array
 from ._validate import check_array as check_array
 from ._validate import check_finite as check_finite
 from ._validate import check_positive_int as check_positive_int
 from ._validate import check_range as check_range
+from ._validate import error_if_not_finite as error_if_not_finite
 from ._wheels import wheel_file as wheel_file

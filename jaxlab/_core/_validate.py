@@ -11,12 +11,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.core
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["check_array", "check_finite", "check_range", "check_positive_int"]
+__all__ = [
+    "as_array",
+    "check_array",
+    "check_finite",
+    "check_range",
+    "check_positive_int",
+    "error_if_not_finite",
+]
 
 # A shape spec entry: an int (exact), None (any size), or a str (named size that
 # must agree across all entries with the same name within one call).
@@ -91,6 +99,98 @@ def check_array(
     return sizes
 
 
+def as_array(
+    name: str,
+    x: Any,
+    *,
+    shape: ShapeSpec | None = None,
+    ndim: int | None = None,
+    dtype: Any | None = None,
+    sizes: dict[str, int] | None = None,
+    finite: bool = False,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+) -> jax.Array:
+    """Convert a list, NumPy or JAX array to a JAX array once, at the boundary, and check it.
+
+    The one entry point for public functions: lists and NumPy arrays become `jnp` arrays
+    (so later traced code never meets a NumPy array), tracers pass through unchanged.
+    None, strings, mappings and ragged lists raise a `ValueError` naming the argument.
+    A Python list/scalar asked to be `jnp.floating` is converted to the default float
+    dtype (a list states no dtype); NumPy/JAX arrays keep theirs and are checked.
+
+    **Arguments:**
+
+    - `name`: the argument's name, used in the error message.
+    - `x`: the value received.
+    - `shape`, `ndim`, `dtype`, `sizes`: as in `check_array`.
+    - `finite`: reject NaN/inf (concrete values; inside `jit` use `error_if_not_finite`).
+    - `low`, `high`, `low_inclusive`, `high_inclusive`: as in `check_range` (concrete
+      values only).
+
+    **Returns:** the value as a `jax.Array`.
+    """
+    if isinstance(x, jax.core.Tracer | jax.Array):
+        arr = x
+    else:
+        if x is None or isinstance(x, str | bytes | dict):
+            raise ValueError(f"{name}: expected an array, received {type(x).__name__} ({x!r:.80})")
+        try:
+            host = np.asarray(x)
+        except (ValueError, TypeError) as e:  # ragged nested lists
+            raise ValueError(f"{name}: expected an array, received {type(x).__name__} ({e})") from e
+        if host.dtype == object or host.dtype.kind in "USV":
+            raise ValueError(
+                f"{name}: expected a numeric array, received {type(x).__name__} "
+                f"of dtype {host.dtype}"
+            )
+        if (
+            host.dtype.kind in "iu"
+            and host.size
+            and not jax.config.read("jax_enable_x64")
+            and (host.min() < np.iinfo(np.int32).min or host.max() > np.iinfo(np.int32).max)
+        ):
+            raise ValueError(
+                f"{name}: expected integers that fit int32, received range "
+                f"[{host.min()}, {host.max()}]"
+            )
+        if (
+            not isinstance(x, np.ndarray | np.generic)
+            and dtype is not None
+            and isinstance(dtype, type)
+            and issubclass(dtype, np.floating)
+            and host.dtype.kind in "biu"
+        ):
+            host = host.astype(float)
+        arr = jnp.asarray(host)
+    check_array(name, arr, shape=shape, ndim=ndim, dtype=dtype, sizes=sizes)
+    if finite:
+        check_finite(name, arr)
+    if low is not None or high is not None:
+        check_range(
+            name,
+            arr,
+            low=low,
+            high=high,
+            low_inclusive=low_inclusive,
+            high_inclusive=high_inclusive,
+        )
+    return arr
+
+
+def error_if_not_finite(name: str, x: jax.Array) -> jax.Array:
+    """Inside `jit`: `x`, with an `equinox.error_if` that fires when it holds NaN/inf.
+
+    The traced counterpart of `check_finite` (an O(size) reduction; hot loops that have
+    checked their inputs once may skip it).
+    """
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        return x
+    return eqx.error_if(x, ~jnp.all(jnp.isfinite(x)), f"{name}: expected finite values")
+
+
 def check_finite(name: str, x: Any) -> None:
     """Raise if a concrete array holds NaN or inf (no-op under tracing)."""
     if _is_concrete(x):
@@ -118,6 +218,8 @@ def check_range(
     interval = f"{lo_b}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi_b}"
     if arr.size == 0:
         return
+    if np.issubdtype(arr.dtype, np.inexact) and np.any(np.isnan(arr)):
+        raise ValueError(f"{name}: expected values in {interval}, received NaN")
     mn, mx = arr.min(), arr.max()
     if low is not None and (mn < low or (not low_inclusive and mn == low)):
         raise ValueError(f"{name}: expected values in {interval}, received min {mn}")

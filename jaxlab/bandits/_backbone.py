@@ -26,6 +26,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
+from jaxlab._core import as_array, check_array
+
 __all__ = [
     "sherman_morrison",
     "AbstractBackbone",
@@ -52,6 +54,9 @@ def sherman_morrison(a_inv: Float[Array, "d d"], x: Float[Array, " d"]) -> Float
     **Returns:** `(d, d)` the inverse of `A + x x^T`:
     `A^{-1} - (A^{-1} x)(A^{-1} x)^T / (1 + x^T A^{-1} x)`.
     """
+    sizes = check_array("a_inv", as_array("a_inv", a_inv), shape=("d", "d"))
+    a_inv = as_array("a_inv", a_inv, dtype=jnp.floating, finite=True)
+    x = as_array("x", x, shape=("d",), dtype=jnp.floating, sizes=sizes, finite=True)
     u = a_inv @ x
     return a_inv - jnp.outer(u, u) / (1 + x @ u)
 

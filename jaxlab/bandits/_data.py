@@ -232,6 +232,11 @@ def load_open_bandit(policy: str = "random", campaign: str = "all") -> OpenBandi
     base = f"obd/{policy}/{campaign}/"
     log_path = wheel_file("obp", base + f"{campaign}.csv", pin=_OBD_PIN)
     ctx_path = wheel_file("obp", base + "item_context.csv", pin=_OBD_PIN)
+    return _read_open_bandit(log_path, ctx_path, policy, campaign)
+
+
+def _read_open_bandit(log_path, ctx_path, policy: str, campaign: str) -> OpenBanditLog:
+    """Parse and check one Open Bandit log and its item context (the files of the wheel)."""
     with open(log_path, newline="", encoding="utf-8") as fh:
         rows = list(csv.reader(fh))
     with open(ctx_path, newline="", encoding="utf-8") as fh:
@@ -249,6 +254,15 @@ def load_open_bandit(policy: str = "random", campaign: str = "all") -> OpenBandi
         pscore = np.asarray([float(r[col["propensity_score"]]) for r in body], np.float32)
     except (ValueError, IndexError) as e:
         raise ValueError(f"{log_path}: malformed row ({e})") from None
+    bad = ~(np.isfinite(pscore) & (pscore > 0) & (pscore <= 1))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(
+            f"{log_path}: propensity_score: expected values in (0, 1], received "
+            f"{pscore[i]} in data row {i + 1} ({int(bad.sum())} bad rows)"
+        )
+    if not np.all(np.isfinite(reward)) or position.min() < 0:
+        raise ValueError(f"{log_path}: click must be finite and position >= 1 in every row")
     ucols = [c for c in head if c.startswith("user_feature_")]
     user_features, _ = _one_hot_columns([[r[col[c]] for r in body] for c in ucols])
 

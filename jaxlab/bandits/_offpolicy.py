@@ -18,12 +18,24 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from jaxlab._core import check_array, check_finite, check_positive_int, check_range
+from jaxlab._core import as_array, check_array, check_finite, check_positive_int, check_range
 
 __all__ = ["ips", "snips", "doubly_robust", "OffPolicyEstimate", "estimate_with_ci"]
 
 
 def _check_log(actions, rewards, pscores, action_probs):
+    # lists/NumPy converted once; None/str/ragged: a ValueError naming the argument
+    actions, rewards, pscores, action_probs = (
+        as_array(name, x)
+        for name, x in (
+            ("actions", actions),
+            ("rewards", rewards),
+            ("pscores", pscores),
+            ("action_probs", action_probs),
+        )
+    )
+    if actions.size == 0:
+        raise ValueError("actions: expected at least one logged round, received none")
     sizes = check_array("action_probs", action_probs, shape=("n", "K"), dtype=jnp.floating)
     check_array("actions", actions, shape=("n",), dtype=jnp.integer, sizes=sizes)
     check_array("rewards", rewards, shape=("n",), dtype=jnp.floating, sizes=sizes)
@@ -32,7 +44,7 @@ def _check_log(actions, rewards, pscores, action_probs):
     check_range("pscores", pscores, low=0.0, high=1.0, low_inclusive=False)
     check_range("action_probs", action_probs, low=0.0, high=1.0)
     check_range("actions", actions, low=0, high=sizes["K"] - 1)
-    return sizes
+    return sizes, (actions, rewards, pscores, action_probs)
 
 
 def _weights(actions, pscores, action_probs):
@@ -53,7 +65,9 @@ def ips(
 
     **Returns:** scalar estimate of the evaluation policy's expected reward.
     """
-    _check_log(actions, rewards, pscores, action_probs)
+    _, (actions, rewards, pscores, action_probs) = _check_log(
+        actions, rewards, pscores, action_probs
+    )
     return jnp.mean(_weights(actions, pscores, action_probs) * rewards)
 
 
@@ -64,7 +78,9 @@ def snips(
     action_probs: Float[Array, "n K"],
 ) -> Float[Array, ""]:
     """Self-normalised IPS (same arguments as `ips`)."""
-    _check_log(actions, rewards, pscores, action_probs)
+    _, (actions, rewards, pscores, action_probs) = _check_log(
+        actions, rewards, pscores, action_probs
+    )
     w = _weights(actions, pscores, action_probs)
     return jnp.sum(w * rewards) / jnp.sum(w)
 
@@ -77,9 +93,10 @@ def doubly_robust(
     q_hat: Float[Array, "n K"],
 ) -> Float[Array, ""]:
     """Doubly-robust value estimate with reward model `q_hat` `(n, K)` (others as `ips`)."""
-    sizes = _check_log(actions, rewards, pscores, action_probs)
-    check_array("q_hat", q_hat, shape=("n", "K"), dtype=jnp.floating, sizes=sizes)
-    check_finite("q_hat", q_hat)
+    sizes, (actions, rewards, pscores, action_probs) = _check_log(
+        actions, rewards, pscores, action_probs
+    )
+    q_hat = as_array("q_hat", q_hat, shape=("n", "K"), dtype=jnp.floating, sizes=sizes, finite=True)
     w = _weights(actions, pscores, action_probs)
     q_a = jnp.take_along_axis(q_hat, actions[:, None], axis=1)[:, 0]
     return jnp.mean(jnp.sum(action_probs * q_hat, axis=1) + w * (rewards - q_a))

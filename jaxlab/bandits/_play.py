@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from jaxlab._core import check_array, check_finite
+from jaxlab._core import as_array, check_array
 
 from ._backbone import AbstractBackbone
 
@@ -25,10 +25,11 @@ class Trajectory(eqx.Module):
     state: eqx.Module
 
 
-def _check_mask(name: str, mask, expected_shape) -> None:
-    check_array(name, mask, shape=expected_shape, dtype=jnp.bool_)
+def _check_mask(name: str, mask, expected_shape) -> jax.Array:
+    mask = as_array(name, mask, shape=expected_shape, dtype=jnp.bool_)
     if not isinstance(mask, jax.core.Tracer) and not bool(np.all(np.any(np.asarray(mask), -1))):
         raise ValueError(f"{name}: every round needs at least one allowed arm")
+    return mask
 
 
 def _contexts_at(contexts, t):
@@ -58,17 +59,21 @@ def play(
     **Returns:** a `Trajectory` with `arms` `(T,)`, `rewards` `(T,)`, the
     per-round `choices` and the final `state`.
     """
-    sizes = check_array("rewards", rewards, shape=("T", "K"), dtype=jnp.floating)
+    sizes: dict[str, int] = {}
+    rewards = as_array(
+        "rewards", rewards, shape=("T", "K"), dtype=jnp.floating, sizes=sizes, finite=True
+    )
+    contexts = as_array("contexts", contexts, dtype=jnp.floating, finite=True)
     if contexts.ndim == 2:
-        check_array("contexts", contexts, shape=("K", None), dtype=jnp.floating, sizes=sizes)
+        check_array("contexts", contexts, shape=("K", None), sizes=sizes)
     else:
-        check_array("contexts", contexts, shape=("T", "K", None), dtype=jnp.floating, sizes=sizes)
-    check_finite("contexts", contexts)
-    check_finite("rewards", rewards)
+        check_array("contexts", contexts, shape=("T", "K", None), sizes=sizes)
     t_len, k = sizes["T"], sizes["K"]
+    if t_len == 0 or k == 0:
+        raise ValueError(f"rewards: expected at least one round and one arm, received {(t_len, k)}")
     if mask is None:
         mask = jnp.ones((t_len, k), bool)
-    _check_mask("mask", mask, (t_len, k))
+    mask = _check_mask("mask", mask, (t_len, k))
     k_init, key = jax.random.split(key)
     if state is None:
         state = policy.init(contexts.shape[-1], k, key=k_init)
@@ -132,11 +137,19 @@ def replay(
 
     **Returns:** a `ReplayResult`.
     """
-    sizes = check_array("contexts", contexts, shape=("T", "K", None), dtype=jnp.floating)
-    check_array("logged_arms", logged_arms, shape=("T",), dtype=jnp.integer, sizes=sizes)
-    check_array("logged_rewards", logged_rewards, shape=("T",), dtype=jnp.floating, sizes=sizes)
-    check_finite("contexts", contexts)
-    check_finite("logged_rewards", logged_rewards)
+    sizes: dict[str, int] = {}
+    contexts = as_array(
+        "contexts", contexts, shape=("T", "K", None), dtype=jnp.floating, sizes=sizes, finite=True
+    )
+    logged_arms = as_array("logged_arms", logged_arms, shape=("T",), dtype=jnp.integer, sizes=sizes)
+    logged_rewards = as_array(
+        "logged_rewards",
+        logged_rewards,
+        shape=("T",),
+        dtype=jnp.floating,
+        sizes=sizes,
+        finite=True,
+    )
     t_len, k = sizes["T"], sizes["K"]
     if not isinstance(logged_arms, jax.core.Tracer):
         la = np.asarray(logged_arms)
@@ -147,7 +160,7 @@ def replay(
             )
     if mask is None:
         mask = jnp.ones((t_len, k), bool)
-    _check_mask("mask", mask, (t_len, k))
+    mask = _check_mask("mask", mask, (t_len, k))
     k_init, key = jax.random.split(key)
     if state is None:
         state = policy.init(contexts.shape[-1], k, key=k_init)
@@ -155,7 +168,7 @@ def replay(
     def step(state, inp):
         x, a_log, r_log, m_t, k_t = inp
         choice = policy.select(state, x, m_t, key=k_t)
-        hit = choice.arm == a_log
+        hit = choice.arm == a_log.astype(choice.arm.dtype)
         new = policy.update(state, choice, x, r_log)
         state = jax.tree_util.tree_map(lambda n, o: jnp.where(hit, n, o), new, state)
         return state, (hit, jnp.where(hit, r_log, jnp.zeros((), r_log.dtype)), choice.arm, choice)

@@ -9,7 +9,14 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float
 
-from jaxlab._core import AbstractProgress, Checkpointer, check_positive_int, run_steps
+from jaxlab._core import (
+    AbstractProgress,
+    Checkpointer,
+    check_finite,
+    check_positive_int,
+    check_range,
+    run_steps,
+)
 
 from ._data import counts_matrix, log_normalize
 from ._model import LeCellModel, jepa_loss
@@ -76,7 +83,14 @@ class LeCellStep(AbstractModelStep):
 
 
 def _check_raw_counts(counts: np.ndarray, name: str = "counts") -> None:
-    """LeCellModel log-normalises itself: non-integer input means normalised data."""
+    """Finite, non-negative integer counts (LeCellModel log-normalises itself: non-integer
+    input means normalised data)."""
+    if not (np.issubdtype(counts.dtype, np.number) or counts.dtype == np.bool_):
+        raise ValueError(f"{name}: expected numeric counts, received dtype {counts.dtype}")
+    if counts.size == 0:
+        raise ValueError(f"{name}: expected at least one cell and gene, received {counts.shape}")
+    check_finite(name, counts)
+    check_range(name, counts, low=0.0)
     frac = np.abs(counts - np.rint(counts))
     if np.any(frac > 1e-3):
         i, j = np.unravel_index(int(np.argmax(frac)), counts.shape)

@@ -7,8 +7,10 @@ called. Nothing is downloaded.
 
 from __future__ import annotations
 
+import contextlib
 import csv
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -34,6 +36,86 @@ def _montage_channels(available, what: str) -> tuple[str, ...]:
     if not ch_names:
         raise ValueError(f"{what}: no 10-20 channel found among {list(available)}")
     return ch_names
+
+
+def _edf_field(header: bytes, start: int, width: int, n: int, what: str, path) -> list[float]:
+    out = []
+    for i in range(n):
+        raw = header[start + i * width : start + (i + 1) * width].decode("ascii", "replace")
+        try:
+            out.append(float(raw.strip()))
+        except ValueError:
+            raise ValueError(
+                f"{path}: EDF header field {what}[{i}] is not a number: {raw!r}"
+            ) from None
+    return out
+
+
+def _check_edf_header(path: str | Path) -> None:
+    """Check what MNE does not in an EDF/BDF header; warn when the file is truncated.
+
+    Raises `ValueError` naming the file for a short or unparsable header, a signal whose
+    digital range is empty (`digmin >= digmax`: MNE would divide by zero and return
+    values off by orders of magnitude) or whose physical range is empty; warns
+    (`RuntimeWarning`) when the file holds fewer data records than its header states
+    (MNE silently reads only those, which shortens every block of a data set).
+    """
+    path = Path(path)
+    width = 3 if path.suffix.lower() == ".bdf" else 2
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        fixed = fh.read(256)
+        if len(fixed) < 256:
+            raise ValueError(f"{path}: truncated EDF header ({len(fixed)} of 256 bytes)")
+        (n_records,) = _edf_field(fixed, 236, 8, 1, "n_records", path)
+        (ns,) = _edf_field(fixed, 252, 4, 1, "n_signals", path)
+        if ns < 1 or ns != int(ns) or 256 * (ns + 1) > size:
+            raise ValueError(f"{path}: EDF header declares {ns} signals, impossible for its size")
+        ns = int(ns)
+        head = fixed + fh.read(256 * ns)
+    base = 256 + ns * (16 + 80 + 8)
+    pmin = _edf_field(head, base, 8, ns, "physical_min", path)
+    pmax = _edf_field(head, base + 8 * ns, 8, ns, "physical_max", path)
+    dmin = _edf_field(head, base + 16 * ns, 8, ns, "digital_min", path)
+    dmax = _edf_field(head, base + 24 * ns, 8, ns, "digital_max", path)
+    nsamp = _edf_field(head, base + 32 * ns + 80 * ns, 8, ns, "samples_per_record", path)
+    for i in range(ns):
+        if not dmin[i] < dmax[i]:
+            raise ValueError(
+                f"{path}: signal {i} has digital_min {dmin[i]:g} >= digital_max {dmax[i]:g} "
+                "(an empty digital range: the samples cannot be scaled)"
+            )
+        if pmin[i] == pmax[i]:
+            raise ValueError(f"{path}: signal {i} has physical_min == physical_max {pmin[i]:g}")
+    record = int(sum(nsamp)) * width
+    if n_records > 0 and record > 0:
+        held = (size - 256 * (ns + 1)) // record
+        if held < n_records:
+            warnings.warn(
+                f"{path}: truncated EDF file: the header states {int(n_records)} data records, "
+                f"the file holds {held} complete ones; only those are read",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+
+
+@contextlib.contextmanager
+def _mne_errors(path) -> Iterator[None]:
+    """MNE's reader errors (often a bare AssertionError) as one ValueError naming the file."""
+    try:
+        yield
+    except (AssertionError, RuntimeError, ValueError, OSError, IndexError, KeyError) as e:
+        raise ValueError(f"{path}: cannot read this EEG recording ({type(e).__name__}: {e})") from e
+
+
+def _read_raw(path):
+    import mne
+
+    path = Path(path)
+    if path.suffix.lower() in (".edf", ".bdf"):
+        _check_edf_header(path)
+    with _mne_errors(path):
+        return mne.io.read_raw(str(path), preload=True, verbose="error")
 
 
 def dataset_from_raws(
@@ -86,6 +168,15 @@ def dataset_from_raws(
             raise ValueError(f"raws[{k}]: contains NaN or infinite samples")
         blocks[k] = x
     n_t = min(b.shape[-1] for b in blocks.values())
+    longest = max(b.shape[-1] for b in blocks.values())
+    if n_t < 0.9 * longest:
+        short = [k for k, b in blocks.items() if b.shape[-1] < 0.9 * longest]
+        warnings.warn(
+            f"raws: blocks {short[:5]} are much shorter than the longest ({n_t} vs {longest} "
+            f"samples); every block is cropped to {n_t} samples (a truncated recording?)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     signals = np.stack(
         [
             np.stack([np.stack([blocks[(s, e, c)][:, :n_t] for c in (0, 1)]) for e in (0, 1)])
@@ -106,9 +197,7 @@ def read_dataset(
 ) -> EEGDataset:
     """Read EDF/BDF/BrainVision files (`(subject, session, condition) -> path`) with
     `mne.io.read_raw` and assemble them like `dataset_from_raws`."""
-    import mne
-
-    raws = {k: mne.io.read_raw(str(p), preload=True, verbose="error") for k, p in paths.items()}
+    raws = {k: _read_raw(p) for k, p in paths.items()}
     return dataset_from_raws(raws, group, ch_names=ch_names, dtype=dtype)
 
 
@@ -351,12 +440,14 @@ def read_bids(
                     raise ValueError(
                         f"root: no EEG recording for sub-{sub} ses-{ses} task-{task} in {root}"
                     )
-                runs = [
-                    mne_bids.read_raw_bids(p, verbose="error")
-                    for p in sorted(paths, key=lambda p: (p.run or "", str(p)))
-                ]
-                for r in runs:
-                    r.load_data(verbose="error")
+                runs = []
+                for p in sorted(paths, key=lambda p: (p.run or "", str(p))):
+                    if p.fpath.suffix.lower() in (".edf", ".bdf"):
+                        _check_edf_header(p.fpath)
+                    with _mne_errors(p.fpath):
+                        r = mne_bids.read_raw_bids(p, verbose="error")
+                        r.load_data(verbose="error")
+                    runs.append(r)
                 raws[(i, e, c)] = (
                     runs[0] if len(runs) == 1 else mne.concatenate_raws(runs, verbose="error")
                 )

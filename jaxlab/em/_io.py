@@ -49,11 +49,13 @@ def _read(path: str, name: str, key: str | None, *, optional: bool) -> np.ndarra
             raise ValueError(f"{name}: cannot read TIFF file {path!r}: {err}") from err
     import h5py
 
+    key = str(key)
     try:
         f = h5py.File(path, "r")
     except OSError as err:
         raise ValueError(f"{name}: cannot read HDF5 file {path!r}: {err}") from err
     with f:
+        _check_link(f, key, path, name)
         if key not in f:
             if optional:
                 return None
@@ -61,7 +63,53 @@ def _read(path: str, name: str, key: str | None, *, optional: bool) -> np.ndarra
         obj = f[key]
         if not isinstance(obj, h5py.Dataset):
             raise ValueError(f"{name}: {key!r} in {path!r} is a group, not a dataset")
-        return np.asarray(obj[()])
+        _check_storage(obj, key, path, name)
+        try:
+            return np.asarray(obj[()])
+        except (OSError, ValueError, TypeError) as err:
+            raise ValueError(f"{name}: cannot read {key!r} of HDF5 file {path!r}: {err}") from err
+
+
+# A dataset may declare at most this many bytes per byte it actually stores (chunked,
+# compressed EM labels reach ~100x; an unwritten dataset of fill values stores nothing).
+_MAX_EXPANSION = 10_000
+_MAX_BYTES = 64 << 30
+
+
+def _check_link(f, key: str, path: str, name: str) -> None:
+    """Refuse external links anywhere on the path to `key` (they read other files)."""
+    import h5py
+
+    parts = key.strip("/").split("/")
+    for i in range(len(parts)):
+        sub = "/".join(parts[: i + 1])
+        link = f.get(sub, getlink=True)
+        if isinstance(link, h5py.ExternalLink):
+            raise ValueError(
+                f"{name}: {sub!r} in {path!r} is an external link to "
+                f"{link.filename!r}; readers are confined to the given file"
+            )
+
+
+def _check_storage(obj, key: str, path: str, name: str) -> None:
+    """Refuse external/virtual storage and sizes the file cannot hold (fill-value bombs)."""
+    if obj.external:
+        raise ValueError(
+            f"{name}: {key!r} in {path!r} stores its data in external files "
+            f"{[e[0] for e in obj.external][:3]}; readers are confined to the given file"
+        )
+    if obj.is_virtual:
+        raise ValueError(
+            f"{name}: {key!r} in {path!r} is a virtual dataset (it maps other files); "
+            "readers are confined to the given file"
+        )
+    declared = int(np.prod(obj.shape, dtype=np.float64)) * obj.dtype.itemsize
+    stored = int(obj.id.get_storage_size())
+    if declared > _MAX_BYTES or (declared > 1 << 26 and declared > _MAX_EXPANSION * max(stored, 1)):
+        raise ValueError(
+            f"{name}: {key!r} in {path!r} declares {declared} bytes of shape {obj.shape} but "
+            f"stores {stored}; refusing to allocate what the file merely claims"
+        )
 
 
 def _as_volume(name: str, arr: np.ndarray) -> np.ndarray:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, PRNGKeyArray
+
+from jaxlab._core import as_array, check_positive_int, check_range, error_if_not_finite
 
 __all__ = ["conjugate_gradient", "lanczos", "slq_logdet", "lanczos_sqrt_apply"]
 
@@ -22,7 +25,17 @@ def conjugate_gradient(
     Stops when `||r|| <= tol ||b||` or after `maxiter` iterations.
 
     **Returns:** `(x, iterations)`.
+
+    `b` must be a finite (N,) vector (`ValueError` for concrete inputs, `equinox.error_if`
+    under `jit`); a NaN/inf iterate (e.g. `mv` not positive definite) raises through
+    `equinox.error_if` instead of being returned.
     """
+    b = as_array("b", b, ndim=1, dtype=jnp.inexact, finite=True)
+    if b.shape[0] == 0:
+        raise ValueError("b: expected a non-empty (N,) vector, received shape (0,)")
+    check_range("tol", tol, low=0.0)
+    check_positive_int("maxiter", maxiter)
+    b = error_if_not_finite("b", b)
     bnorm = jnp.linalg.norm(b)
 
     def cond(state):
@@ -42,6 +55,7 @@ def conjugate_gradient(
     x0 = jnp.zeros_like(b)
     state = (x0, b, b, jnp.vdot(b, b), jnp.asarray(0))
     x, *_, k = lax.while_loop(cond, body, state)
+    x = eqx.error_if(x, ~jnp.all(jnp.isfinite(x)), "conjugate_gradient: the iterate became NaN/inf")
     return x, k
 
 

@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Inexact
 
-from jaxlab._core import check_array, check_finite, check_range
+from jaxlab._core import as_array, check_array, check_finite, check_range, error_if_not_finite
 from jaxlab._kernels.laplex import (
     AbstractScan,
     CpuScan,
@@ -55,7 +55,7 @@ from jaxlab._kernels.laplex import (
     fused_sym,
 )
 
-from ._plan import LaplexPlan, make_plan
+from ._plan import LaplexPlan, _make_plan, check_plan, plan_error_if
 
 __all__ = ["matvec", "matmat"]
 
@@ -225,11 +225,19 @@ _core.defvjp(_core_fwd, _core_bwd)
 
 
 def _validate(v, t, s, a, b, c, plan):
+    """Convert lists/NumPy once and check everything; returns `(v, t, s, a, b, c)`."""
     if c is None:
         raise ValueError(
             "c: expected the (H,) head weights, received None "
             "(the real kernel is matvec(v, t, s, a, c=c))"
         )
+    same = t is s
+    t = as_array("t", t, dtype=jnp.floating)
+    s = t if same else as_array("s", s, dtype=jnp.floating)
+    a = as_array("a", a, dtype=jnp.floating)
+    c = as_array("c", c, dtype=jnp.floating)
+    b = None if b is None else as_array("b", b, dtype=jnp.floating)
+    v = as_array("v", v)
     sizes = check_array("t", t, shape=("H", "M"), dtype=jnp.floating)
     check_array("s", s, shape=("H", "N"), dtype=jnp.floating, sizes=sizes)
     check_array("a", a, shape=("H",), dtype=jnp.floating, sizes=sizes)
@@ -250,12 +258,8 @@ def _validate(v, t, s, a, b, c, plan):
             check_finite(name, x)
     check_range("a", a, low=0.0, low_inclusive=False)
     if plan is not None:
-        check_array("plan.perm_s", plan.perm_s, shape=("H", "N"), sizes=sizes)
-        check_array("plan.rank_t", plan.rank_t, shape=("H", "M"), sizes=sizes)
-        check_array("plan.perm_t", plan.perm_t, shape=("H", "M"), sizes=sizes)
-        check_array("plan.rank_s", plan.rank_s, shape=("H", "N"), sizes=sizes)
-        if plan.presorted_s is not None:
-            check_array("plan.presorted_s", plan.presorted_s, shape=("H",), sizes=sizes)
+        check_plan(plan, t, s, m=sizes["M"], n=sizes["N"])
+    return v, t, s, a, b, c
 
 
 def matvec(
@@ -292,23 +296,29 @@ def matvec(
 
     **Returns:** (M,) or (M, K); complex when `b` is given or `v` is complex.
 
-    Bad shapes/dtypes, NaN/inf values or `a <= 0` raise `ValueError` (value
-    checks on concrete inputs; under `jit` a non-positive decay raises through
-    `equinox.error_if`).
+    Bad shapes/dtypes, NaN/inf values, `a <= 0` or a malformed `plan` raise `ValueError`
+    (value checks on concrete inputs; under `jit` a non-positive decay, NaN/inf anchors
+    and a plan whose permutations or ranks are out of range raise through
+    `equinox.error_if`). Lists and NumPy arrays are accepted and converted once.
     """
-    _validate(v, t, s, a, b, c, plan)
-    scan = default_scan() if scan is None else scan
     # the same array for t and s (a Gram / symmetric operator, also when traced) lets the
     # fused CPU path use one sort and no target factors
-    return _matvec_jit(scan, t is s, v, t, s, a, b, c, plan)
+    sym = t is s
+    v, t, s, a, b, c = _validate(v, t, s, a, b, c, plan)
+    scan = default_scan() if scan is None else scan
+    return _matvec_jit(scan, sym, v, t, s, a, b, c, plan)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
 def _matvec_jit(scan, sym, v, t, s, a, b, c, plan):
     a = eqx.error_if(a, jnp.any(a <= 0), "a: decays must be > 0")
+    t = error_if_not_finite("t", t)  # NaN/inf anchors would break the sort, also under jit
+    s = t if sym else error_if_not_finite("s", s)
     if plan is None:
         ts = jax.lax.stop_gradient(t)
-        plan = make_plan(ts, ts if sym else jax.lax.stop_gradient(s))
+        plan = _make_plan(ts, ts if sym else jax.lax.stop_gradient(s), sym)
+    else:
+        plan = plan_error_if(plan, t.shape[1], s.shape[1])
     vec = v.ndim == 1
     v2 = v[:, None] if vec else v
     # cast: the custom_vjp wrapper (built through functools.partial) loses the return type
@@ -331,6 +341,7 @@ def matmat(
 
     Real kernel: `matmat(v, t, s, a, c=c)`.
     """
-    if getattr(v, "ndim", None) != 2:
+    v = as_array("v", v)
+    if v.ndim != 2:
         raise ValueError(f"v: expected shape (N, K), received shape {np.shape(v)}")
     return matvec(v, t, s, a, b, c, plan=plan, scan=scan)

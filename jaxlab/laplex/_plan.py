@@ -12,9 +12,12 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
+from jax.core import Tracer
 from jaxtyping import Array, Bool, Float, Int
 
+from jaxlab._core import as_array, check_array, error_if_not_finite
 from jaxlab._kernels.laplex import cpu_kernel_available, cpu_plan
 
 __all__ = ["LaplexPlan", "make_plan", "plan_is_valid", "update_plan"]
@@ -30,6 +33,11 @@ class LaplexPlan(eqx.Module):
     - `presorted_s` (H,): 1 where `perm_s[h]` is the identity (the sources came
       sorted; the fused CPU pass then skips reading the permutation), or None
       when unknown.
+
+    Build plans with `make_plan` / `update_plan`. A plan given to `matvec` is checked:
+    each `perm_*` row must be a permutation of `0..len-1` and each `rank_*` lie in
+    `[0, len]` (a `ValueError` for concrete plans, `equinox.error_if` under `jit`), and a
+    concrete plan must sort and merge the concrete anchors it is used with.
     """
 
     perm_s: Int[Array, "H N"]
@@ -60,6 +68,20 @@ def make_plan(t: Float[Array, "H M"], s: Float[Array, "H N"]) -> LaplexPlan:
     `jnp.argsort` / `jnp.searchsorted`. Both give the same plan.
     """
     same = t is s
+    t = as_array("t", t, shape=("H", "M"), dtype=jnp.floating, finite=True)
+    sizes = {"H": t.shape[0]}
+    s = t if same else as_array("s", s, shape=("H", "N"), dtype=jnp.floating, sizes=sizes)
+    if jnp.dtype(s.dtype) != jnp.dtype(t.dtype):
+        raise ValueError(f"s: expected dtype {t.dtype} (the dtype of t), received {s.dtype}")
+    if not same:
+        s = as_array("s", s, finite=True)
+    t = error_if_not_finite("t", t)  # the radix sort's precondition, also under jit
+    s = t if same else error_if_not_finite("s", s)
+    return _make_plan(t, s, same)
+
+
+def _make_plan(t, s, same: bool) -> LaplexPlan:
+    """`make_plan` without the checks (its callers have made them)."""
     t = lax.stop_gradient(t)  # integer outputs: nothing to differentiate
     s = t if same else lax.stop_gradient(s)
     if jnp.dtype(t.dtype) in (jnp.float32, jnp.float64) and cpu_kernel_available():
@@ -92,10 +114,89 @@ def _jax_make_plan(t, s, same):
     )
 
 
+def _perm_ok(perm, n):
+    """Whether every row of `perm` is a permutation of 0..n-1 (O(n) per row)."""
+    counts = jax.vmap(lambda p: jnp.zeros(n, jnp.int32).at[p].add(1, mode="drop"))(perm)
+    return jnp.all(counts == 1)
+
+
+def plan_error_if(plan: LaplexPlan, m: int, n: int) -> LaplexPlan:
+    """`plan`, with an `equinox.error_if` unless its permutations and ranks are in range.
+
+    The traced counterpart of `check_plan` (a malformed permutation would make the
+    kernels read or leave unwritten memory): O(M + N).
+    """
+    bad = ~(
+        _perm_ok(plan.perm_s, n)
+        & _perm_ok(plan.perm_t, m)
+        & jnp.all((plan.rank_t >= 0) & (plan.rank_t <= n))
+        & jnp.all((plan.rank_s >= 0) & (plan.rank_s <= m))
+    )
+    perm_s = eqx.error_if(
+        plan.perm_s,
+        bad,
+        "plan: expected perm_s/perm_t rows that are permutations of 0..N-1 / 0..M-1 and "
+        "ranks in [0, N] / [0, M] (build plans with make_plan), received a malformed plan",
+    )
+    return LaplexPlan(perm_s, plan.rank_t, plan.perm_t, plan.rank_s, plan.presorted_s)
+
+
+def check_plan(plan: LaplexPlan, t=None, s=None, *, m: int, n: int) -> None:
+    """Raise `ValueError` unless a concrete `plan` is well formed (and fits concrete `t`, `s`).
+
+    Checks integer dtypes, the shapes (H, N) / (H, M), that each `perm_*` row is a
+    permutation of `0..len-1`, that `rank_*` lie in `[0, len]`, and, when `t` and `s` are
+    concrete, that the plan sorts and merges them exactly. Tracers are skipped (see
+    `plan_error_if`).
+    """
+    if not isinstance(plan, LaplexPlan):
+        raise ValueError(f"plan: expected a LaplexPlan or None, received {type(plan).__name__}")
+    fields = {"perm_s": n, "rank_t": m, "perm_t": m, "rank_s": n}
+    sizes: dict[str, int] = {}
+    for name, length in fields.items():
+        x = getattr(plan, name)
+        check_array(f"plan.{name}", x, shape=("H", length), dtype=jnp.integer, sizes=sizes)
+    if plan.presorted_s is not None:
+        check_array("plan.presorted_s", plan.presorted_s, shape=("H",), sizes=sizes)
+    leaves = [getattr(plan, k) for k in fields]
+    if any(isinstance(x, Tracer) for x in leaves):
+        return
+    perm_s, rank_t, perm_t, rank_s = (np.asarray(x) for x in leaves)
+    ident = {n: np.arange(n), m: np.arange(m)}
+    for name, perm, length in (("perm_s", perm_s, n), ("perm_t", perm_t, m)):
+        if not np.array_equal(np.sort(perm, axis=-1), np.broadcast_to(ident[length], perm.shape)):
+            raise ValueError(
+                f"plan.{name}: expected each row to be a permutation of 0..{length - 1}, "
+                "received a row that is not (build plans with make_plan)"
+            )
+    for name, rank, length in (("rank_t", rank_t, n), ("rank_s", rank_s, m)):
+        if rank.size and (rank.min() < 0 or rank.max() > length):
+            raise ValueError(
+                f"plan.{name}: expected values in [0, {length}], received "
+                f"min {rank.min()} max {rank.max()}"
+            )
+    if t is None or s is None or isinstance(t, Tracer) or isinstance(s, Tracer):
+        return
+    t_np, s_np = np.asarray(t), np.asarray(s)
+    for src, perm, tgt, rank, what in (
+        (s_np, perm_s, t_np, rank_t, "perm_s/rank_t"),
+        (t_np, perm_t, s_np, rank_s, "perm_t/rank_s"),
+    ):
+        srt = np.take_along_axis(src, perm, axis=-1)
+        want = np.stack(
+            [np.searchsorted(a, b, side="right") for a, b in zip(srt, tgt, strict=True)]
+        )
+        if np.any(np.diff(srt, axis=-1) < 0) or not np.array_equal(want, rank):
+            raise ValueError(
+                f"plan: expected a plan of these anchors t, s, received one whose {what} "
+                "do not sort and merge them (make_plan(t, s) or update_plan)"
+            )
+
+
 def _side_ok(src, perm, tgt, rank):
+    n = src.shape[0]
     srt = src[perm]
-    n = srt.shape[0]
-    sorted_ok = jnp.all(srt[1:] >= srt[:-1])
+    sorted_ok = jnp.all(srt[1:] >= srt[:-1]) & _perm_ok(perm[None], n)
     lo = jnp.where(rank > 0, srt[jnp.clip(rank - 1, 0, n - 1)], -jnp.inf)
     hi = jnp.where(rank < n, srt[jnp.clip(rank, 0, n - 1)], jnp.inf)
     return sorted_ok & jnp.all((lo <= tgt) & (tgt < hi))
@@ -116,4 +217,7 @@ def update_plan(plan: LaplexPlan, t: Float[Array, "H M"], s: Float[Array, "H N"]
         plan = LaplexPlan(
             plan.perm_s, plan.rank_t, plan.perm_t, plan.rank_s, _presorted(plan.perm_s)
         )
+    same = t is s
+    t = as_array("t", t, shape=("H", "M"), dtype=jnp.floating)
+    s = t if same else as_array("s", s, shape=("H", "N"), dtype=jnp.floating)
     return lax.cond(plan_is_valid(plan, t, s), lambda: plan, lambda: make_plan(t, s))

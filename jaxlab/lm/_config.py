@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from typing import Any
 
 __all__ = ["LMConfig", "config_from_gguf"]
@@ -70,6 +72,17 @@ class LMConfig:
             raise ValueError(f"rope_style must be 'interleaved' or 'half', got {self.rope_style!r}")
         if self.activation not in ("silu", "gelu_tanh"):
             raise ValueError(f"activation must be 'silu' or 'gelu_tanh', got {self.activation!r}")
+        if not (isinstance(self.norm_eps, float | int) and math.isfinite(self.norm_eps)) or not (
+            self.norm_eps > 0
+        ):
+            raise ValueError(f"LMConfig.norm_eps must be a finite float > 0, got {self.norm_eps!r}")
+        for i, b in enumerate(self.rope_bases):
+            if not math.isfinite(b) or b <= 1.0:
+                raise ValueError(f"LMConfig.rope_bases[{i}] must be a finite float > 1, got {b!r}")
+        if not isinstance(self.context_length, int) or self.context_length <= 0:
+            raise ValueError(
+                f"LMConfig.context_length must be a positive int, got {self.context_length!r}"
+            )
         if self.attn_scale == 0.0:
             object.__setattr__(self, "attn_scale", self.head_dim**-0.5)
 
@@ -83,16 +96,44 @@ def config_from_gguf(gguf_file) -> LMConfig:
     def req(k):
         return gguf_file.require(f"{arch}.{k}")
 
-    d = int(req("embedding_length"))
-    n_layers = int(req("block_count"))
-    n_heads = int(req("attention.head_count"))
-    n_kv = int(gguf_file.get(f"{arch}.attention.head_count_kv", n_heads))
-    head_dim = int(gguf_file.get(f"{arch}.attention.key_length", d // n_heads))
+    def size(k, default=None):
+        """A positive integer metadata value (checked before anything is sized by it)."""
+        v = req(k) if default is None else gguf_file.get(f"{arch}.{k}", default)
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 < v < 2**31:
+            raise ValueError(
+                f"GGUF file {str(gguf_file.path)!r}: {arch}.{k} must be a positive integer, "
+                f"got {v!r}"
+            )
+        return v
+
+    d = size("embedding_length")
+    n_layers = size("block_count")
+    blocks = {int(m.group(1)) for n in gguf_file.tensors if (m := re.match(r"blk\.(\d+)\.", n))}
+    if n_layers > len(blocks):
+        raise ValueError(
+            f"GGUF file {str(gguf_file.path)!r}: {arch}.block_count={n_layers} but the file "
+            f"holds tensors of {len(blocks)} blocks"
+        )
+    n_heads = size("attention.head_count")
+    n_kv = size("attention.head_count_kv", n_heads)
+    if d % n_heads and f"{arch}.attention.key_length" not in gguf_file.metadata:
+        raise ValueError(
+            f"GGUF file {str(gguf_file.path)!r}: embedding_length={d} is not a multiple of "
+            f"head_count={n_heads} (and no attention.key_length is given)"
+        )
+    head_dim = size("attention.key_length", d // n_heads)
     emb = gguf_file.tensors.get("token_embd.weight")
     if emb is None:
         raise ValueError("GGUF file has no token_embd.weight tensor")
-    vocab = int(gguf_file.get(f"{arch}.vocab_size", emb.shape[0]))
+    vocab = size("vocab_size", int(emb.shape[0]))
     base = float(gguf_file.get(f"{arch}.rope.freq_base", 10000.0))
+    eps = float(req("attention.layer_norm_rms_epsilon"))
+    for key, v in (("rope.freq_base", base), ("attention.layer_norm_rms_epsilon", eps)):
+        if not math.isfinite(v) or v <= 0 or (key == "rope.freq_base" and v <= 1.0):
+            raise ValueError(
+                f"GGUF file {str(gguf_file.path)!r}: {arch}.{key} must be a finite float "
+                f"> {1 if key == 'rope.freq_base' else 0}, got {v!r}"
+            )
     common: dict[str, Any] = dict(
         vocab_size=vocab,
         d_model=d,
@@ -100,10 +141,10 @@ def config_from_gguf(gguf_file) -> LMConfig:
         n_heads=n_heads,
         n_kv_heads=n_kv,
         head_dim=head_dim,
-        d_ff=int(req("feed_forward_length")),
-        norm_eps=float(req("attention.layer_norm_rms_epsilon")),
+        d_ff=size("feed_forward_length"),
+        norm_eps=eps,
         tied_embeddings="output.weight" not in gguf_file.tensors,
-        context_length=int(gguf_file.get(f"{arch}.context_length", 2048)),
+        context_length=size("context_length", 2048),
         name=str(gguf_file.get("general.name", "")),
     )
     if arch in ("llama", "qwen2"):
@@ -125,7 +166,7 @@ def config_from_gguf(gguf_file) -> LMConfig:
         )
     # Gemma-3: every 6th layer is global (metadata base); the others use a sliding
     # window and RoPE base 10 000 (llama.cpp and transformers hard-code both).
-    window = int(gguf_file.get("gemma3.attention.sliding_window", 512))
+    window = size("attention.sliding_window", 512)
     is_global = [(i + 1) % 6 == 0 for i in range(n_layers)]
     return LMConfig(
         arch="gemma3",

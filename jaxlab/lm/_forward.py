@@ -11,6 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from jaxlab._core import as_array
+
 from ._lora import LoRA
 from ._model import SITES, KVCache, Transformer
 
@@ -98,7 +100,7 @@ def forward(
     """
     if not isinstance(model, Transformer):
         raise ValueError(f"model must be a jaxlab.lm.Transformer, got {type(model).__name__}")
-    tokens = jnp.asarray(tokens)
+    tokens = as_array("tokens", tokens)  # ids beyond int32 are refused here, not wrapped
     if not jnp.issubdtype(tokens.dtype, jnp.integer) or tokens.ndim not in (1, 2):
         raise ValueError(
             f"tokens must be a (T,) or (B, T) integer array, got {tokens.dtype}{tokens.shape}"
@@ -106,6 +108,7 @@ def forward(
     if tokens.shape[-1] == 0:
         raise ValueError("tokens must not be empty")
     unbatched = tokens.ndim == 1
+    tokens = check_token_range(tokens, model.config.vocab_size)  # before the int32 cast
     tokens = jnp.atleast_2d(tokens).astype(jnp.int32)
     if mask is None:
         mask = jnp.ones(tokens.shape, jnp.int32)
@@ -114,7 +117,6 @@ def forward(
         if mask.shape != tokens.shape:
             raise ValueError(f"mask must have the shape of tokens {tokens.shape}, got {mask.shape}")
     cfg = model.config
-    tokens = check_token_range(tokens, cfg.vocab_size)
     capture = tuple(capture)
     intervene = dict(intervene or {})
     _check_sites(capture, intervene, cfg.n_layers)

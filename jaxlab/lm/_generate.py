@@ -77,7 +77,13 @@ def pad_prompts(
     tokens = np.full((len(prompts), length), pad_id, np.int32)
     mask = np.zeros((len(prompts), length), np.int32)
     for i, p in enumerate(prompts):
-        tokens[i, length - len(p) :] = np.asarray(p, np.int32)
+        row = np.asarray(p)
+        if row.ndim != 1 or row.dtype.kind not in "iu" or row.min() < 0 or row.max() >= 2**31:
+            raise ValueError(
+                f"prompts[{i}]: expected a list of token ids in [0, 2**31), received "
+                f"{row.dtype}{row.shape} {row.ravel()[:5].tolist()}"
+            )
+        tokens[i, length - len(p) :] = row.astype(np.int32)
         mask[i, length - len(p) :] = 1
     return tokens, mask
 
@@ -158,8 +164,8 @@ def _prepare(model, prompts, mask, pad_id):
             raise ValueError(f"mask must have the prompts' shape {tokens.shape}, got {mask.shape}")
         if np.any(mask[:, -1] == 0):
             raise ValueError("prompts must be left-padded: the last column must be real tokens")
+    check_token_range(tokens, model.config.vocab_size)  # before the int32 cast (no wrap)
     tokens = jnp.asarray(tokens, jnp.int32)
-    check_token_range(tokens, model.config.vocab_size)
     return tokens, jnp.asarray(mask, jnp.int32)
 
 

@@ -223,6 +223,11 @@ class GGUFFile:
                 )
             n = int(np.prod(dims, dtype=np.float64))
             nbytes = n // block * type_bytes
+            if offset % align:
+                raise ValueError(
+                    f"GGUF file {str(path)!r}: tensor {name!r} offset {offset} is not a "
+                    f"multiple of the alignment {align}"
+                )
             begin = data_start + offset
             if begin + nbytes > size:
                 raise ValueError(
@@ -234,6 +239,7 @@ class GGUFFile:
             shape = tuple(int(x) for x in reversed(dims))
             tensors[name] = GGUFTensorInfo(name, shape, qtype.name)
             self._raw[name] = (qtype, begin, nbytes, shape)
+        _check_layout(path, self._raw, align)
         self.path = path
         self.version = version
         self.metadata: Mapping[str, Any] = metadata
@@ -272,6 +278,12 @@ class GGUFFile:
             )
             out = self._gguf.quants.dequantize(raw.reshape(-1, row_bytes), qtype)
         out = np.asarray(out, dtype=np.float32).reshape(shape)
+        if not np.all(np.isfinite(out)):
+            raise ValueError(
+                f"GGUF file {str(self.path)!r}: tensor {name!r} ({qtype.name}) holds "
+                f"{int(out.size - np.count_nonzero(np.isfinite(out)))} NaN/inf values "
+                "(corrupted data or a tensor type that does not match its bytes)"
+            )
         if np.dtype(dtype) != np.float32:
             import ml_dtypes
 
@@ -279,6 +291,27 @@ class GGUFFile:
                 raise ValueError(f"dtype must be float32 or bfloat16, got {dtype}")
             out = out.astype(ml_dtypes.bfloat16)
         return out
+
+
+def _check_layout(path: Path, raw: Mapping[str, tuple[Any, int, int, Any]], align: int) -> None:
+    """Tensor data must not overlap, and consecutive tensors must follow each other.
+
+    GGUF writers place each tensor right after the previous one, padded to `align`; a
+    larger gap or an overlap means a tensor's declared type or shape does not match the
+    bytes the file holds for it (e.g. a changed type id).
+    """
+    spans = sorted((begin, begin + nbytes, name) for name, (_, begin, nbytes, _) in raw.items())
+    for (b0, e0, n0), (b1, _, n1) in zip(spans, spans[1:], strict=False):
+        if b1 < e0:
+            raise ValueError(
+                f"GGUF file {str(path)!r}: tensors {n0!r} and {n1!r} overlap "
+                f"(bytes {b0}..{e0} and {b1}..)"
+            )
+        if b1 - e0 >= align:
+            raise ValueError(
+                f"GGUF file {str(path)!r}: {b1 - e0} unused bytes between tensors {n0!r} "
+                f"and {n1!r}: the declared type or shape of {n0!r} does not match its data"
+            )
 
 
 _SUPPORTED = frozenset(

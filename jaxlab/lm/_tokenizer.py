@@ -34,6 +34,49 @@ _QWEN2_SPLIT = (
 )
 
 
+_TEMPLATE_MAX_CHARS = 1_000_000
+
+
+def _token_id(gguf_file, key: str, default: int | None, vocab_size: int) -> int:
+    """A token id from the metadata, checked to lie in [0, vocab_size) (no wrap-around)."""
+    v = gguf_file.require(key) if default is None else gguf_file.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < vocab_size:
+        raise ValueError(
+            f"GGUF file {str(gguf_file.path)!r}: {key} must be a token id in "
+            f"[0, {vocab_size}), got {v!r}"
+        )
+    return v
+
+
+def _template_env(limit: int):
+    """A sandboxed jinja2 environment whose `*` and `**` cannot build huge values."""
+    from jinja2.exceptions import SecurityError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    class _Bounded(ImmutableSandboxedEnvironment):
+        intercepted_binops = frozenset({"*", "**"})
+
+        def call_binop(self, context, operator, left, right):
+            if operator == "**" and abs(float(right)) > 64:
+                raise SecurityError(f"exponent {right!r} is too large")
+            if operator == "*":
+                for seq, n in ((left, right), (right, left)):
+                    if (
+                        isinstance(seq, str | list | tuple)
+                        and isinstance(n, int)
+                        and len(seq) * n > limit
+                    ):
+                        raise SecurityError(f"repetition to {len(seq) * n} items")
+            return super().call_binop(context, operator, left, right)
+
+    def raise_exception(msg):
+        raise ValueError(f"chat template: {msg}")
+
+    env = _Bounded(trim_blocks=True, lstrip_blocks=True)
+    env.globals["raise_exception"] = raise_exception
+    return env
+
+
 class Tokenizer:
     """Text <-> token ids for a GGUF model, with its chat template.
 
@@ -80,6 +123,8 @@ class Tokenizer:
             raise ValueError("GGUF tokenizer: token_type and tokens have different lengths")
         vocab = {p: i for i, p in enumerate(pieces)}
         unk_id = meta.get("tokenizer.ggml.unknown_token_id")
+        if unk_id is not None:
+            unk_id = _token_id(gguf_file, "tokenizer.ggml.unknown_token_id", None, len(pieces))
         if kind == "gpt2":
             merges = [tuple(m.split(" ", 1)) for m in gguf_file.require("tokenizer.ggml.merges")]
             tok = HFTokenizer(models.BPE(vocab, merges, fuse_unk=False))
@@ -143,9 +188,9 @@ class Tokenizer:
         user = [i for i, t in enumerate(types) if t == _USER]
         if user:
             tok.add_tokens([AddedToken(pieces[i], normalized=False) for i in user])
-        eos = int(gguf_file.require("tokenizer.ggml.eos_token_id"))
-        bos = int(meta.get("tokenizer.ggml.bos_token_id", eos))
-        pad = int(meta.get("tokenizer.ggml.padding_token_id", eos))
+        eos = _token_id(gguf_file, "tokenizer.ggml.eos_token_id", None, len(pieces))
+        bos = _token_id(gguf_file, "tokenizer.ggml.bos_token_id", eos, len(pieces))
+        pad = _token_id(gguf_file, "tokenizer.ggml.padding_token_id", eos, len(pieces))
         stops = [eos] + [
             vocab[s]
             for s in ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|endoftext|>")
@@ -201,17 +246,26 @@ class Tokenizer:
         for m in messages:
             if not isinstance(m, dict) or "role" not in m or "content" not in m:
                 raise ValueError(f"messages must be dicts with 'role' and 'content', got {m!r}")
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
+        from jinja2.exceptions import SecurityError
 
-        def raise_exception(msg):
-            raise ValueError(f"chat template: {msg}")
-
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-        env.globals["raise_exception"] = raise_exception
-        template = env.from_string(self.chat_template)
-        return template.render(
-            messages=list(messages),
-            add_generation_prompt=add_generation_prompt,
-            bos_token=self.backend.id_to_token(self.bos_id),
-            eos_token=self.backend.id_to_token(self.eos_id),
-        )
+        # The output is bounded: a template may repeat a string (`"x" * 10**10`) or loop;
+        # both are cut off with a ValueError instead of exhausting memory.
+        limit = _TEMPLATE_MAX_CHARS + 4 * sum(len(str(m["content"])) for m in messages)
+        template = _template_env(limit).from_string(self.chat_template)
+        parts, total = [], 0
+        try:
+            for piece in template.generate(
+                messages=list(messages),
+                add_generation_prompt=add_generation_prompt,
+                bos_token=self.backend.id_to_token(self.bos_id),
+                eos_token=self.backend.id_to_token(self.eos_id),
+            ):
+                total += len(piece)
+                if total > limit:
+                    raise ValueError(
+                        f"chat template: output exceeds {limit} characters (a runaway template)"
+                    )
+                parts.append(piece)
+        except SecurityError as e:
+            raise ValueError(f"chat template: {e}") from None
+        return "".join(parts)

@@ -8,10 +8,11 @@ from typing import cast
 import diffrax
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
-from jaxlab._core import check_array, check_positive_int
+from jaxlab._core import as_array, check_array, check_finite, check_positive_int, check_range
 
 __all__ = [
     "overlap_flow",
@@ -23,9 +24,29 @@ __all__ = [
 OverlapLossFn = Callable[[Float[Array, "P P"]], Float[Array, ""]]
 
 
-def _check_g_trained(g, trained):
-    sizes = check_array("g", g, shape=("P", "P"), dtype=jnp.floating)
+def _check_g_trained(g, trained, name: str = "g"):
+    sizes = check_array(name, g, shape=("P", "P"), dtype=jnp.floating)
     check_array("trained", trained, shape=("P",), dtype=jnp.bool_, sizes=sizes)
+
+
+def _check_solve_inputs(y0_name: str, y0, trained, ts, dt0, max_steps):
+    """The checks shared by `solve_overlap_flow` and `solve_network_flow`.
+
+    A NaN/inf start or save time would otherwise surface as diffrax's "maximum number of
+    solver steps" error. Returns `(y0, trained, ts)` as JAX arrays (lists/NumPy converted).
+    """
+    y0 = as_array(y0_name, y0, ndim=2, dtype=jnp.floating, finite=True)
+    trained = as_array("trained", trained, ndim=1, dtype=jnp.bool_)
+    ts = as_array("ts", ts, shape=(None,), dtype=jnp.floating, finite=True)
+    if ts.shape[0] == 0:
+        raise ValueError("ts: expected at least one save time, received shape (0,)")
+    if not isinstance(ts, jax.core.Tracer) and bool(jnp.any(jnp.diff(ts) < 0)):
+        raise ValueError(f"ts: expected nondecreasing save times, received {ts}")
+    if dt0 is not None:
+        check_finite("dt0", dt0)
+        check_range("dt0", dt0, low=0.0, low_inclusive=False)
+    check_positive_int("max_steps", max_steps)
+    return y0, trained, ts
 
 
 def _mixing(loss_fn, g, trained):
@@ -94,7 +115,9 @@ def overlap_gd(
     n_steps: int,
 ) -> Float[Array, "S P P"]:
     """`n_steps` of discrete GD in overlap space; returns `(n_steps + 1, P, P)` including `g0`."""
-    _check_g_trained(g0, trained)
+    g0 = as_array("g0", g0, ndim=2, dtype=jnp.floating, finite=True)
+    trained = as_array("trained", trained, ndim=1, dtype=jnp.bool_)
+    _check_g_trained(g0, trained, "g0")
     n_steps = check_positive_int("n_steps", n_steps)
     return _overlap_gd_scan(loss_fn, g0, trained, jnp.asarray(eta, g0.dtype), n_steps)
 
@@ -139,8 +162,8 @@ def solve_overlap_flow(
     - `stepsize_controller`: default `PIDController(rtol=1e-8, atol=1e-10)`;
       with `ConstantStepSize()` pass `dt0`.
     """
-    _check_g_trained(g0, trained)
-    check_array("ts", ts, shape=(None,), dtype=jnp.floating)
+    g0, trained, ts = _check_solve_inputs("g0", g0, trained, ts, dt0, max_steps)
+    _check_g_trained(g0, trained, "g0")
     solver = diffrax.Tsit5() if solver is None else solver
     if stepsize_controller is None:
         stepsize_controller = diffrax.PIDController(rtol=1e-8, atol=1e-10)

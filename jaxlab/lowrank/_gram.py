@@ -8,14 +8,18 @@ import jax.core
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxlab._core import check_array, check_finite, check_positive_int
+from jaxlab._core import as_array, check_array, check_finite, check_positive_int
 
 __all__ = ["gram", "vectors_from_gram", "gaussian_vectors"]
 
 
 def gram(vectors: Float[Array, "P N"]) -> Float[Array, "P P"]:
     """Overlaps `G_ab = v_a . v_b / N` of stacked vectors `(P, N)`; returns `(P, P)`."""
-    check_array("vectors", vectors, ndim=2, dtype=jnp.floating)
+    vectors = as_array("vectors", vectors, ndim=2, dtype=jnp.floating, finite=True)
+    if 0 in vectors.shape:
+        raise ValueError(
+            f"vectors: expected at least one vector and one neuron, received shape {vectors.shape}"
+        )
     return vectors @ vectors.T / vectors.shape[1]
 
 

@@ -20,7 +20,7 @@ from jaxlab._core import (
     run_steps,
 )
 
-from ._flow import _solve
+from ._flow import _check_solve_inputs, _solve
 from ._gram import gram
 
 __all__ = [
@@ -72,8 +72,8 @@ def solve_network_flow(
     Same solver options as `solve_overlap_flow` (defaults `Tsit5`, rtol 1e-8,
     atol 1e-10), so the two can be compared at equal tolerance.
     """
+    v0, trained, ts = _check_solve_inputs("v0", v0, trained, ts, dt0, max_steps)
     _check_v_trained(v0, trained)
-    check_array("ts", ts, shape=(None,), dtype=jnp.floating)
     solver = diffrax.Tsit5() if solver is None else solver
     if stepsize_controller is None:
         stepsize_controller = diffrax.PIDController(rtol=1e-8, atol=1e-10)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxlab._core import check_range
+from jaxlab._core import check_finite, check_range
 
 __all__ = [
     "cost_quality_hull",
@@ -33,9 +33,19 @@ __all__ = [
 ]
 
 
+def _float_array(name: str, x) -> np.ndarray:
+    """`x` as a float64 NumPy array; None/str/non-numeric: a ValueError naming `name`."""
+    if x is None or isinstance(x, str | bytes):
+        raise ValueError(f"{name}: expected an array, received {type(x).__name__}")
+    try:
+        return np.asarray(x, np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name}: expected a numeric array, received {e}") from None
+
+
 def _points(cost, quality):
-    c = np.asarray(cost, np.float64).reshape(-1)
-    q = np.asarray(quality, np.float64).reshape(-1)
+    c = _float_array("cost", cost).reshape(-1)
+    q = _float_array("quality", quality).reshape(-1)
     if c.shape != q.shape or c.size == 0:
         raise ValueError(
             f"cost, quality: expected two non-empty arrays of one length, received "
@@ -96,7 +106,8 @@ def aiq(cost, quality, *, cost_range: tuple[float, float] | None = None) -> floa
     **Returns:** a float in [min quality, max quality].
     """
     hc, hq = cost_quality_hull(cost, quality)
-    lo, hi = (float(hc[0]), float(max(hc[-1], np.max(cost)))) if cost_range is None else cost_range
+    c_max = float(np.max(_float_array("cost", cost)))
+    lo, hi = (float(hc[0]), max(float(hc[-1]), c_max)) if cost_range is None else cost_range
     if not hi > lo:
         if cost_range is not None:
             raise ValueError(f"cost_range: expected cmin < cmax, received {cost_range}")
@@ -134,9 +145,11 @@ def pgr(quality, weak: float, strong: float) -> float | np.ndarray:
 
 
 def _pgr_curve(strong_fraction, quality, weak, strong):
-    f = np.asarray(strong_fraction, np.float64).reshape(-1)
+    f = _float_array("strong_fraction", strong_fraction).reshape(-1)
     check_range("strong_fraction", f, low=0.0, high=1.0)
-    g = np.asarray(pgr(quality, weak, strong), np.float64).reshape(-1)
+    q = _float_array("quality", quality)
+    check_finite("quality", q)
+    g = np.asarray(pgr(q, weak, strong), np.float64).reshape(-1)
     if f.shape != g.shape:
         raise ValueError(
             f"strong_fraction, quality: expected one length, received {f.size} and {g.size}"

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from jaxlab._core import check_array, check_positive_int, check_range
+from jaxlab._core import as_array, check_positive_int, check_range
 
 from ._flower import Flower, nectar_reward, observe
 from ._infomap import expected_reward, information_map
@@ -138,7 +138,14 @@ def run_episode(
     maps are recomputed every step. `lax.scan` over steps; vmap over flowers.
     """
     check_positive_int("n_steps", n_steps)
-    check_array("candidates", candidates, shape=(None, 3), dtype=jnp.floating)
+    candidates = as_array(
+        "candidates", candidates, shape=(None, 3), dtype=jnp.floating, finite=True
+    )
+    if candidates.shape[0] == 0:
+        raise ValueError(
+            "candidates: expected at least one candidate action, received shape (0, 3)"
+        )
+    flower = jax.tree.map(lambda x: jnp.asarray(x) if eqx.is_array_like(x) else x, flower)
     dt = candidates.dtype
     hist = (
         jnp.zeros((n_steps, 9), dt),

@@ -13,6 +13,7 @@ from jaxlab._core import (
     AbstractProgress,
     AbstractStep,
     Checkpointer,
+    as_array,
     check_positive_int,
     optimizer_update,
     run_steps,
@@ -63,6 +64,23 @@ def simulate_probes(n_flowers: int, n_probes: int, *, key: jax.Array, **flower_k
     return ProbeData(flowers=f, actions=a, visual=v, mechano=m)
 
 
+def _probe_data(data: ProbeData) -> ProbeData:
+    """`data` with every leaf a finite JAX array of the documented shape (NumPy converted)."""
+    sizes: dict[str, int] = {}
+    fields = {}
+    for name, width in (("actions", 3), ("visual", 9), ("mechano", 6)):
+        fields[name] = as_array(
+            f"data.{name}",
+            getattr(data, name),
+            shape=("F", "K", width),
+            dtype=jnp.floating,
+            sizes=sizes,
+            finite=True,
+        )
+    flowers = jax.tree.map(lambda x: jnp.asarray(x) if eqx.is_array_like(x) else x, data.flowers)
+    return ProbeData(flowers=flowers, **fields)
+
+
 class VAEStep(AbstractStep):
     """One Adam step on the mean negative ELBO of a random batch of flowers (P4).
 
@@ -99,7 +117,7 @@ class VAEStep(AbstractStep):
             raise ValueError(f"data: expected ProbeData, received {type(data).__name__}")
         self.batch_size = check_positive_int("batch_size", batch_size)
         self.static = eqx.partition(model, eqx.is_array)[1]
-        self.data = data
+        self.data = _probe_data(data)
         self.optimizer = optimizer
 
     def init(self, model: MultimodalVAE, key: jax.Array):

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -434,16 +435,59 @@ class FaceStereoDataset:
             raise ValueError(
                 f"directory: expected a face shard set with index.json, received {str(directory)!r}"
             )
-        self.index = json.loads(index.read_text())
+        try:
+            self.index = json.loads(index.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ValueError(f"{index}: not a valid index.json ({e})") from None
+        self._check_index(index)
         self._cache: tuple[str, dict] | None = None
+
+    def _check_index(self, index: Path) -> None:
+        """Types, contiguous shard ranges, and shard files confined to the directory."""
+        idx = self.index
+        n = idx.get("n_pairs") if isinstance(idx, dict) else None
+        shards = idx.get("shards") if isinstance(idx, dict) else None
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0 or not isinstance(shards, list):
+            raise ValueError(f"{index}: expected n_pairs (int >= 0) and a shards list")
+        root = self.directory.resolve()
+        start = 0
+        for j, e in enumerate(shards):
+            ok = (
+                isinstance(e, dict)
+                and isinstance(e.get("file"), str)
+                and all(
+                    isinstance(e.get(k), int) and not isinstance(e.get(k), bool)
+                    for k in ("start", "count")
+                )
+            )
+            if not ok or e["start"] != start or e["count"] < 1:
+                raise ValueError(
+                    f"{index}: shards[{j}] must be {{file, start={start}, count >= 1}}, got {e!r}"
+                )
+            target = (self.directory / e["file"]).resolve()
+            if Path(e["file"]).name != e["file"] or not target.is_relative_to(root):
+                raise ValueError(
+                    f"{index}: shards[{j}].file {e['file']!r} is not a file inside {root} "
+                    "(paths are confined to the shard folder)"
+                )
+            start += e["count"]
+        if start != n:
+            raise ValueError(f"{index}: shards cover {start} pairs but n_pairs is {n}")
 
     def __len__(self) -> int:
         return int(self.index["n_pairs"])
 
     def _shard(self, entry) -> dict[str, np.ndarray]:
         if self._cache is None or self._cache[0] != entry["file"]:
-            with np.load(self.directory / entry["file"], allow_pickle=False) as z:
-                self._cache = (entry["file"], {k: z[k] for k in z.files})
+            path = self.directory / entry["file"]
+            try:
+                with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as z:
+                    arrays = {k: z[k] for k in z.files}
+            except (OSError, ValueError, EOFError, TypeError, zipfile.BadZipFile) as e:
+                raise ValueError(f"{path}: cannot read face shard ({type(e).__name__}: {e})") from e
+            if any(len(v) != entry["count"] for v in arrays.values()):
+                raise ValueError(f"{path}: arrays do not hold count={entry['count']} pairs")
+            self._cache = (entry["file"], arrays)
         return self._cache[1]
 
     def __getitem__(self, i: int) -> dict[str, np.ndarray]:

@@ -12,12 +12,16 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import DTypeLike
+
+from jaxlab._core import atomic_write
 
 from ._arrays import ComplexArrays, complex_arrays, lift_features, max_sizes, stack_complex_arrays
 from ._complex import Complex, clique_lift, cycle_lift
@@ -95,9 +99,13 @@ def encode_complexes(
     keys = [(r, i) for r in range(R + 1) for i in range(len(rank_routes(r, R)))]
     if cache_file is not None and cache_file.exists():
         try:
-            with np.load(cache_file, allow_pickle=False) as z:
-                counts = z["counts"]
-                flat = {k: z[f"enc_{k[0]}_{k[1]}"] for k in keys}
+            with open(cache_file, "rb") as fh:  # closed also when np.load fails
+                z = np.load(fh, allow_pickle=False)
+                if not isinstance(z, np.lib.npyio.NpzFile):
+                    raise ValueError(f"{cache_file}: not an .npz archive")
+                with z:
+                    counts = z["counts"]
+                    flat = {k: z[f"enc_{k[0]}_{k[1]}"] for k in keys}
             if counts.shape == (len(complexes), R + 1) and all(
                 tuple(counts[g]) == cx.sizes for g, cx in enumerate(complexes)
             ):
@@ -112,8 +120,8 @@ def encode_complexes(
                     )
                     for g in range(len(complexes))
                 ]
-        except (OSError, KeyError, ValueError):
-            pass  # a corrupt or stale cache is recomputed and overwritten below
+        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
+            pass  # a corrupt (truncated, empty) or stale cache is recomputed and overwritten
     out = [complex_encodings(cx, spec) for cx in complexes]
     if cache_file is not None:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
@@ -123,10 +131,12 @@ def encode_complexes(
             for r, i in keys
         }
         arrays["counts"] = np.asarray([cx.sizes for cx in complexes], np.int64).reshape(-1, R + 1)
-        tmp = cache_file.with_name(cache_file.name + f".tmp{os.getpid()}.npz")
-        np.savez(tmp, **arrays)
-        os.replace(tmp, cache_file)
+        with atomic_write(cache_file, "wb") as fh:
+            np.savez(fh, **arrays)
     return out
+
+
+_SAFE_NAME = re.compile(r"(?!\.)[A-Za-z0-9._-]{1,100}")
 
 
 def prepare_dataset(
@@ -156,6 +166,11 @@ def prepare_dataset(
     if not graphs:
         raise ValueError("graphs: expected at least one graph")
     complexes = [lift_graph(g, lift) for g in graphs]
+    if not isinstance(name, str) or not _SAFE_NAME.fullmatch(name):
+        raise ValueError(
+            "name: expected a data-set name of letters, digits, '.', '_' and '-' (it names "
+            f"a cache file, so no path separators or '..'), received {name!r}"
+        )
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     cache_file = cache / f"{name}-{_fingerprint(name, graphs, lift, spec)}.npz"
     encs = encode_complexes(complexes, spec, cache_file=cache_file)

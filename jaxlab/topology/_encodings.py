@@ -23,6 +23,8 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from jaxlab._core import check_positive_int
+
 from ._complex import Complex, chordless_cycles
 from ._hasse import hasse_graph, rank_routes
 
@@ -53,7 +55,12 @@ def _as_adjacency(adj: object) -> np.ndarray | sp.csr_array:
         if a.nnz and abs(a - a.T).max() > 1e-12:
             raise ValueError("adj: expected a symmetric adjacency matrix")
         return a
-    d = np.asarray(adj, dtype=np.float64)
+    if adj is None or isinstance(adj, str | bytes):
+        raise ValueError(f"adj: expected a square [n, n] matrix, received {type(adj).__name__}")
+    try:
+        d = np.asarray(adj, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"adj: expected a numeric [n, n] matrix ({e})") from None
     if d.ndim != 2 or d.shape[0] != d.shape[1]:
         raise ValueError(f"adj: expected a square [n, n] matrix, received shape {d.shape}")
     if not np.all(np.isfinite(d)) or np.any(d < 0):
@@ -148,6 +155,7 @@ def lap_pe(adj: object, k: int) -> np.ndarray:
         `[n, 2k]`: eigenvector entries (sign-canonicalised) then the eigenvalues
         broadcast to every node; columns beyond the available pairs are zero.
     """
+    check_positive_int("k", k)
     return _lap_pe(*_laplacian_eigh(_as_adjacency(adj)), k)
 
 
@@ -157,6 +165,7 @@ def rwse(adj: object, steps: int) -> np.ndarray:
     Large graphs use sparse products, linear in the number of nodes for graphs
     of bounded degree. Isolated nodes get zeros.
     """
+    check_positive_int("steps", steps)
     a = _as_adjacency(adj)
     n = _size(a)
     deg = np.asarray(a.sum(axis=1)).ravel()

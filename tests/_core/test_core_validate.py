@@ -1,8 +1,17 @@
+import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlab._core import check_array, check_finite, check_positive_int, check_range
+from jaxlab._core import (
+    as_array,
+    check_array,
+    check_finite,
+    check_positive_int,
+    check_range,
+    error_if_not_finite,
+)
 
 
 def test_shape_error_names_argument_and_shapes():
@@ -39,3 +48,38 @@ def test_finite_range_and_int():
     for bad in (0, -1, 2.0, True):
         with pytest.raises(ValueError, match="n: expected a positive integer"):
             check_positive_int("n", bad)
+
+
+def test_as_array_converts_lists_and_numpy_once():
+    got = as_array("x", [1, 2, 3], shape=("N",), dtype=jnp.floating)
+    assert isinstance(got, jax.Array)
+    assert got.dtype == jnp.asarray([1.0]).dtype  # the default float dtype
+    got = as_array("x", np.zeros((2, 3), np.float32), ndim=2, dtype=jnp.floating)
+    assert isinstance(got, jax.Array)
+    assert got.shape == (2, 3)
+    # NumPy int arrays keep their dtype (and are rejected where a float is required)
+    with pytest.raises(ValueError, match="x: expected dtype floating, received int"):
+        as_array("x", np.arange(3), dtype=jnp.floating)
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        (None, "x: expected an array, received NoneType"),
+        ("abc", "x: expected an array, received str"),
+        ({"a": 1}, "x: expected an array, received dict"),
+        ([[1.0, 2.0], [3.0]], "x: expected an array, received list"),
+        ([1.0, float("nan")], "x: expected finite values, received 1 NaN/inf"),
+        ([1.0, -1.0], r"x: expected values in \[0.0, inf\], received min -1.0"),
+    ],
+)
+def test_as_array_rejects_with_the_argument_name(bad, match):
+    with pytest.raises(ValueError, match=match):
+        as_array("x", bad, finite=True, low=0.0)
+
+
+def test_error_if_not_finite_fires_under_jit():
+    f = eqx.filter_jit(lambda x: error_if_not_finite("x", x) * 2)
+    assert float(f(jnp.ones(()))) == 2.0
+    with pytest.raises(eqx.EquinoxRuntimeError, match="x: expected finite values"):
+        f(jnp.array(jnp.nan))

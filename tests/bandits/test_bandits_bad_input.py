@@ -1,0 +1,98 @@
+"""Issue 30 findings 3 and 10 (bandits): NumPy inputs to `play`/`replay`, and Open Bandit
+logs with impossible propensities."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab import bandits as B
+from jaxlab.bandits._data import _read_open_bandit
+
+
+def test_play_accepts_numpy_and_lists_like_jax_arrays(getkey, tree_allclose):
+    rng = np.random.default_rng(0)
+    contexts = rng.standard_normal((4, 3))
+    rewards = rng.standard_normal((12, 4))
+    key = getkey()
+    ref = B.play(B.LinUCB(alpha=0.5), jnp.asarray(contexts), jnp.asarray(rewards), key=key)
+    for ctx, rew in ((contexts, rewards), (contexts.tolist(), rewards.tolist())):
+        got = B.play(B.LinUCB(alpha=0.5), ctx, rew, key=key)
+        assert tree_allclose((got.arms, got.rewards), (ref.arms, ref.rewards))
+    mask = np.ones((12, 4), bool)
+    got = B.play(B.LinUCB(alpha=0.5), contexts, rewards, mask, key=key)
+    np.testing.assert_array_equal(got.arms, ref.arms)
+
+
+def test_replay_accepts_numpy(getkey):
+    rng = np.random.default_rng(1)
+    contexts = rng.standard_normal((10, 3, 2))
+    arms = rng.integers(0, 3, 10)
+    rewards = rng.uniform(size=10)
+    key = getkey()
+    ref = B.replay(
+        B.LinUCB(), jnp.asarray(contexts), jnp.asarray(arms), jnp.asarray(rewards), key=key
+    )
+    got = B.replay(B.LinUCB(), contexts, arms, rewards, key=key)
+    np.testing.assert_array_equal(got.matched, ref.matched)
+    np.testing.assert_allclose(got.value, ref.value)
+
+
+@pytest.mark.parametrize(
+    ("arg", "value", "match"),
+    [
+        ("rewards", None, "^rewards: expected an array, received NoneType"),
+        ("rewards", "nan", "^rewards: expected finite values"),
+        ("contexts", "nan", "^contexts: expected finite values"),
+        ("contexts", "rank", r"^contexts: expected shape \('K=4', None\)"),
+    ],
+)
+def test_play_bad_input_names_the_argument(getkey, arg, value, match):
+    rng = np.random.default_rng(0)
+    kw = {"contexts": rng.standard_normal((4, 3)), "rewards": rng.standard_normal((12, 4))}
+    if value == "nan":
+        kw[arg][0, 0] = np.nan
+    elif value == "rank":
+        kw[arg] = rng.standard_normal((5, 3))
+    else:
+        kw[arg] = value
+    with pytest.raises(ValueError, match=match):
+        B.play(B.LinUCB(), kw["contexts"], kw["rewards"], key=getkey())
+
+
+def _obd_files():
+    dist = importlib.metadata.distribution("obp")
+    (log,) = [f for f in dist.files if str(f).endswith("obd/random/all/all.csv")]
+    (ctx,) = [f for f in dist.files if str(f).endswith("obd/random/all/item_context.csv")]
+    return dist.locate_file(log), dist.locate_file(ctx)
+
+
+@pytest.mark.parametrize("pscore", ["0", "0.0", "nan", "7.5", "-0.1", "inf"])
+def test_load_open_bandit_rejects_impossible_propensities(tmp_path, pscore):
+    log_src, ctx_src = _obd_files()
+    lines = log_src.read_text(encoding="utf-8").splitlines()[:50]
+    head = lines[0].split(",")
+    col = head.index("propensity_score")
+    row = lines[7].split(",")
+    row[col] = pscore
+    lines[7] = ",".join(row)
+    log = tmp_path / "all.csv"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # the untouched slice loads (the check is not over-eager)
+    ok = tmp_path / "ok.csv"
+    ok.write_text("\n".join(log_src.read_text(encoding="utf-8").splitlines()[:50]) + "\n")
+    assert _read_open_bandit(ok, ctx_src, "random", "all").pscore.shape == (49,)
+    with pytest.raises(ValueError, match=r"all.csv: propensity_score: expected values in \(0, 1\]"):
+        _read_open_bandit(log, ctx_src, "random", "all")
+
+
+def test_jitted_play_with_numpy_closure(getkey):
+    """A NumPy table closed over by a jitted function (the TracerArrayConversionError case)."""
+    rng = np.random.default_rng(2)
+    contexts, rewards = rng.standard_normal((12, 4, 3)), rng.standard_normal((12, 4))
+    f = jax.jit(lambda k: B.play(B.LinUCB(), contexts, rewards, key=k).arms)
+    assert f(getkey()).shape == (12,)

@@ -1,0 +1,183 @@
+"""Issue 30 findings 2 and 4: malformed plans, NaN/inf/int anchors, NaN right-hand sides.
+
+Each malformed input must raise a clear error naming the argument (a `ValueError` on
+concrete inputs, an `equinox.error_if` under `jit`), never return garbage or zeros. The
+C++ kernels read the plan, so the kernel-backed calls run in a subprocess
+(`test_malformed_plan_in_subprocess_never_crashes`).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab import laplex
+
+
+def _problem(seed=0, h=2, m=7, n=9):
+    rng = np.random.default_rng(seed)
+    t = jnp.asarray(rng.uniform(-3, 3, (h, m)))
+    s = jnp.asarray(rng.uniform(-3, 3, (h, n)))
+    a = jnp.asarray(rng.uniform(0.2, 2.0, h))
+    c = jnp.asarray(rng.standard_normal(h))
+    v = jnp.asarray(rng.standard_normal(n))
+    return v, t, s, a, c
+
+
+def _broken_plans(plan):
+    n = plan.perm_s.shape[1]
+    yield (
+        "plan.perm_s",
+        plan.__class__(
+            plan.perm_s.at[0, 0].set(n + 5), plan.rank_t, plan.perm_t, plan.rank_s, plan.presorted_s
+        ),
+    )
+    yield (
+        "plan.perm_s",
+        plan.__class__(
+            plan.perm_s.at[0, 1].set(plan.perm_s[0, 0]),  # duplicate: not a permutation
+            plan.rank_t,
+            plan.perm_t,
+            plan.rank_s,
+            plan.presorted_s,
+        ),
+    )
+    yield (
+        "plan.perm_t",
+        plan.__class__(
+            plan.perm_s, plan.rank_t, plan.perm_t.at[1, 2].set(-1), plan.rank_s, plan.presorted_s
+        ),
+    )
+    yield (
+        "plan.rank_t",
+        plan.__class__(
+            plan.perm_s, plan.rank_t.at[0, 0].set(n + 1), plan.perm_t, plan.rank_s, plan.presorted_s
+        ),
+    )
+    yield (
+        "plan.perm_s",
+        plan.__class__(
+            plan.perm_s.astype(jnp.float32), plan.rank_t, plan.perm_t, plan.rank_s, plan.presorted_s
+        ),
+    )
+
+
+def test_malformed_plan_raises_value_error_naming_the_field():
+    v, t, s, a, c = _problem()
+    plan = laplex.make_plan(t, s)
+    for field, bad in _broken_plans(plan):
+        with pytest.raises(ValueError, match=f"^{field}: expected"):
+            laplex.matvec(v, t, s, a, c=c, plan=bad)
+
+
+def test_plan_of_other_anchors_is_refused():
+    v, t, s, a, c = _problem()
+    other = laplex.make_plan(t, -s)  # well formed, but sorts other anchors
+    with pytest.raises(ValueError, match="^plan: expected a plan of these anchors"):
+        laplex.matvec(v, t, s, a, c=c, plan=other)
+    with pytest.raises(ValueError, match="^plan: expected a LaplexPlan"):
+        laplex.matvec(v, t, s, a, c=c, plan=(1, 2))
+
+
+def test_malformed_plan_under_jit_raises_error_if():
+    v, t, s, a, c = _problem()
+    plan = laplex.make_plan(t, s)
+    f = eqx.filter_jit(lambda p: laplex.matvec(v, t, s, a, c=c, plan=p))
+    np.testing.assert_allclose(f(plan), laplex.dense_matrix(t, s, a, None, c) @ v, rtol=1e-10)
+    for _, bad in list(_broken_plans(plan))[:4]:
+        with pytest.raises(eqx.EquinoxRuntimeError, match="plan: expected perm_s/perm_t"):
+            f(bad)
+
+
+def test_update_plan_re_sorts_a_malformed_plan():
+    v, t, s, a, c = _problem()
+    plan = laplex.make_plan(t, s)
+    _, dup = list(_broken_plans(plan))[1]  # duplicate entry: sorted-looking, not a permutation
+    assert not bool(laplex.plan_is_valid(dup, t, s))
+    fixed = laplex.update_plan(dup, t, s)
+    np.testing.assert_array_equal(fixed.perm_s, plan.perm_s)
+
+
+def test_malformed_plan_in_subprocess_never_crashes():
+    """The fused C++ path with out-of-range permutations, in a child process."""
+    code = textwrap.dedent(
+        """
+        import jax, jax.numpy as jnp, numpy as np, equinox as eqx
+        jax.config.update("jax_enable_x64", True)
+        from jaxlab import laplex
+        rng = np.random.default_rng(0)
+        t = jnp.asarray(rng.uniform(-3, 3, (2, 50)))
+        v = jnp.asarray(rng.standard_normal(50))
+        a, c = jnp.ones(2), jnp.ones(2)
+        plan = laplex.make_plan(t, t)
+        bad = laplex.LaplexPlan(plan.perm_s.at[:, :10].set(10**6), plan.rank_t,
+                                plan.perm_t.at[:, :10].set(-7), plan.rank_s, plan.presorted_s)
+        f = eqx.filter_jit(lambda p: laplex.matvec(v, t, t, a, c=c, plan=p))
+        for call in (lambda: laplex.matvec(v, t, t, a, c=c, plan=bad), lambda: f(bad)):
+            try:
+                call()
+            except (ValueError, eqx.EquinoxRuntimeError) as e:
+                assert "plan" in str(e), e
+            else:
+                raise SystemExit("malformed plan accepted")
+        print("ok")
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().endswith("ok")
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nonfinite_anchors_raise_under_jit(bad):
+    v, t, s, a, c = _problem()
+    tb = t.at[0, 3].set(bad)
+    sb = s.at[1, 0].set(bad)
+    f = eqx.filter_jit(lambda t, s: laplex.matvec(v, t, s, a, c=c))
+    with pytest.raises(eqx.EquinoxRuntimeError, match="t: expected finite values"):
+        f(tb, s)
+    with pytest.raises(eqx.EquinoxRuntimeError, match="s: expected finite values"):
+        f(t, sb)
+    with pytest.raises(eqx.EquinoxRuntimeError, match="t: expected finite values"):
+        eqx.filter_jit(lambda t: laplex.matvec(v[:7], t, t, a, c=c))(tb)
+
+
+def test_make_plan_rejects_nonfinite_and_integer_anchors():
+    _, t, s, _, _ = _problem()
+    with pytest.raises(ValueError, match="^t: expected finite values"):
+        laplex.make_plan(t.at[0, 0].set(jnp.nan), s)
+    with pytest.raises(ValueError, match="^s: expected finite values"):
+        laplex.make_plan(t, s.at[0, 0].set(jnp.inf))
+    with pytest.raises(ValueError, match="^t: expected dtype floating, received int"):
+        laplex.make_plan(jnp.arange(6).reshape(2, 3), s)
+    with pytest.raises(ValueError, match=r"^s: expected shape \('H=2', 'N'\)"):
+        laplex.make_plan(t, s[:1])
+    with pytest.raises(eqx.EquinoxRuntimeError, match="t: expected finite values"):
+        eqx.filter_jit(laplex.make_plan)(t.at[0, 0].set(jnp.nan), s)
+    # lists are converted once at the boundary and give the same plan
+    same = laplex.make_plan(np.asarray(t).tolist(), np.asarray(s).tolist())
+    np.testing.assert_array_equal(same.perm_s, laplex.make_plan(t, s).perm_s)
+
+
+def test_conjugate_gradient_rejects_nan_b():
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((5, 5))
+    mat = jnp.asarray(q @ q.T + 5 * np.eye(5))
+    b = jnp.asarray(rng.standard_normal(5))
+    x, _ = laplex.conjugate_gradient(lambda z: mat @ z, b, tol=1e-12)
+    np.testing.assert_allclose(x, np.linalg.solve(np.asarray(mat), np.asarray(b)), rtol=1e-8)
+    with pytest.raises(ValueError, match="^b: expected finite values"):
+        laplex.conjugate_gradient(lambda z: mat @ z, b.at[2].set(jnp.nan))
+    cg = eqx.filter_jit(lambda b: laplex.conjugate_gradient(lambda z: mat @ z, b)[0])
+    with pytest.raises(eqx.EquinoxRuntimeError, match="b: expected finite values"):
+        cg(b.at[2].set(jnp.nan))
+    with pytest.raises(eqx.EquinoxRuntimeError, match="iterate became NaN/inf"):
+        eqx.filter_jit(lambda b: laplex.conjugate_gradient(lambda z: z * jnp.nan, b)[0])(b)
+    with pytest.raises(ValueError, match="^maxiter: expected a positive integer"):
+        laplex.conjugate_gradient(lambda z: mat @ z, b, maxiter=0)

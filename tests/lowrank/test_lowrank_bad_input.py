@@ -1,0 +1,55 @@
+"""Issue 30 finding 10 (lowrank): a NaN/inf start or bad save times raise a `ValueError`
+naming the argument, not diffrax's "maximum number of solver steps"."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab import lowrank as lr
+
+
+def _problem():
+    layout = lr.OverlapLayout(1, 1)
+    task = lr.fixed_point_task(n_trials=2, n_steps=6).astype(jnp.float64)
+    loss = lr.OverlapLoss(task, layout, lr.Linear())
+    p = layout.size
+    g0 = jnp.eye(p, dtype=jnp.float64) + 0.1
+    return loss, g0, layout.trained_mask()
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_solve_overlap_flow_nan_start_is_a_value_error(bad):
+    loss, g0, trained = _problem()
+    ts = jnp.array([0.0, 0.5])
+    with pytest.raises(ValueError, match="^g0: expected finite values"):
+        lr.solve_overlap_flow(loss, g0.at[0, 1].set(bad), trained, ts)
+    with pytest.raises(ValueError, match="^ts: expected finite values"):
+        lr.solve_overlap_flow(loss, g0, trained, ts.at[1].set(bad))
+
+
+def test_solve_overlap_flow_bad_times_and_options():
+    loss, g0, trained = _problem()
+    with pytest.raises(ValueError, match="^ts: expected nondecreasing"):
+        lr.solve_overlap_flow(loss, g0, trained, jnp.array([0.0, 1.0, 0.5]))
+    with pytest.raises(ValueError, match="^ts: expected at least one save time"):
+        lr.solve_overlap_flow(loss, g0, trained, jnp.zeros((0,)))
+    with pytest.raises(ValueError, match="^max_steps: expected a positive integer"):
+        lr.solve_overlap_flow(loss, g0, trained, jnp.array([0.0, 1.0]), max_steps=0)
+    with pytest.raises(ValueError, match="^g0: expected an array, received NoneType"):
+        lr.solve_overlap_flow(loss, None, trained, jnp.array([0.0, 1.0]))
+    v = np.ones((trained.shape[0], 8))
+    v[0, 0] = np.nan
+    with pytest.raises(ValueError, match="^v0: expected finite values"):
+        lr.solve_network_flow(lr.NetworkLoss, v, trained, jnp.array([0.0, 1.0]))
+
+
+def test_solve_overlap_flow_accepts_lists_like_arrays():
+    loss, g0, trained = _problem()
+    ts = jnp.array([0.0, 0.2])
+    ref = lr.solve_overlap_flow(loss, g0, trained, ts)
+    got = lr.solve_overlap_flow(
+        loss, np.asarray(g0).tolist(), np.asarray(trained).tolist(), [0.0, 0.2]
+    )
+    np.testing.assert_allclose(got, ref, rtol=1e-12)

@@ -1,0 +1,48 @@
+"""Issue 30 finding 6: a truncated or empty encoding cache is recomputed (it raised
+BadZipFile/EOFError); finding 8: a data-set name cannot point the cache outside its folder."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from jaxlab import topology as T
+
+
+@pytest.fixture(scope="module")
+def mutag3():
+    graphs, _ = T.load_mutag()
+    spec = T.EncodingSpec(lappe_k=2, rwse_steps=2, heat_times=(1.0,), cycle_lengths=(6,))
+    return graphs[:3], spec
+
+
+def test_truncated_or_empty_cache_is_recomputed(tmp_path, mutag3):
+    graphs, spec = mutag3
+    ref, _ = T.prepare_dataset("m3", graphs, spec=spec, cache_dir=tmp_path)
+    (cache,) = tmp_path.glob("m3-*.npz")
+    whole = cache.read_bytes()
+    mask = os.umask(0)
+    os.umask(mask)
+    assert cache.stat().st_mode & 0o777 == 0o666 & ~mask  # written atomically, not 0600
+    cuts = [0, 1, 4, 22, 30, 100, len(whole) // 3, len(whole) // 2, len(whole) - 22, len(whole) - 1]
+    for cut in cuts:
+        cache.write_bytes(whole[:cut])
+        got, _ = T.prepare_dataset("m3", graphs, spec=spec, cache_dir=tmp_path)
+        np.testing.assert_array_equal(got.enc[1][0], ref.enc[1][0])
+        assert cache.read_bytes() == whole, f"cache cut at {cut} was not rewritten"
+    flipped = bytearray(whole)
+    flipped[len(whole) // 2] ^= 0xFF  # a flipped byte inside an array's data
+    cache.write_bytes(bytes(flipped))
+    got, _ = T.prepare_dataset("m3", graphs, spec=spec, cache_dir=tmp_path)
+    assert got.enc[0][0].shape == ref.enc[0][0].shape
+
+
+@pytest.mark.parametrize("name", ["../../escape", "a/b", "/abs", "..", ".hidden", "", "x" * 300])
+def test_prepare_dataset_name_cannot_escape_the_cache_dir(tmp_path, mutag3, name):
+    graphs, spec = mutag3
+    cache = tmp_path / "cache"
+    with pytest.raises(ValueError, match="^name: expected a data-set name"):
+        T.prepare_dataset(name, graphs, spec=spec, cache_dir=cache)
+    assert not any(tmp_path.rglob("*.npz"))
