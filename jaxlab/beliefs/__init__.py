@@ -14,6 +14,8 @@ generation, causal steering and self-report under conflict.
   last prompt token, one KV-cached prefix per prompt), `dose_slope`.
 - Self-report: `expected_rating` (verbal scale by option likelihood),
   `partial_correlation`.
+
+Example: `examples/beliefs.py` (a jupytext notebook; rendered in the docs site).
 """
 
 from ._directions import BeliefDirections as BeliefDirections

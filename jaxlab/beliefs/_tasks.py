@@ -248,8 +248,15 @@ def make_factual(n_per_cell: int, *, key: jax.Array, max_evidence: int = 4) -> l
 
 
 def evidence_counts(items: list[BeliefItem], *, max_evidence: int = 4) -> np.ndarray:
-    """Number of items in each evidence cell: (max_evidence + 1, max_evidence + 1) int array
-    with entry [k_A, k_B] (items without graded evidence are not counted).
+    """Number of items in each evidence cell (checks a design is balanced).
+
+    **Arguments:**
+
+    - `items`: `BeliefItem`s (items without graded evidence are not counted).
+    - `max_evidence`: the largest number of evidence sentences per side.
+
+    **Returns:** a `(max_evidence + 1, max_evidence + 1)` int array, entry `[k_A, k_B]` the
+    number of items with that evidence.
 
     **Raises:** `ValueError` when an item's evidence lies outside 0..`max_evidence`.
     """
