@@ -453,7 +453,7 @@ class HAPSConfig:
     rank: int = 4
     targets: tuple[str, ...] = ("q", "o")
     hidden: int = 64
-    steps: int = 200
+    steps: int = 150
     batch_size: int = 16
     learning_rate: float = 3e-3
     reward_weight: float = 1.0

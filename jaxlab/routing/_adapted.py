@@ -75,14 +75,14 @@ def adapted_inputs(
             f"n_active: expected fewer than the {T} prompt tokens, received {n_active}"
         )
     P = T - n_active
-    size = P if size is None else check_positive_int("size", size)
-    if size < P:
+    slots: int = P if size is None else check_positive_int("size", size)
+    if slots < P:
         raise ValueError(f"size: expected >= the prefix length {P}, received {size}")
-    x = np.zeros((size, d), np.float32)
+    x = np.zeros((slots, d), np.float32)
     x[:P] = r[:P]
-    pos = np.full(size, -1, np.int32)
+    pos = np.full(slots, -1, np.int32)
     pos[:P] = np.arange(P)
-    cache = _prefill(upper, jnp.asarray(x), jnp.asarray(pos), size + n_active)
+    cache = _prefill(upper, jnp.asarray(x), jnp.asarray(pos), slots + n_active)
     return AdaptedInputs(jnp.asarray(r[P:]), jnp.arange(P, T, dtype=jnp.int32), cache)
 
 

@@ -98,7 +98,8 @@ class HAPSStep(AbstractStep):
             logits = model.option_logits(x, self.uppers, _row(self.inputs, i), self.options)
             logp = jax.nn.log_softmax(logits, axis=-1)
             nll = -logp[:, self.answers[i]]
-            correct = (jnp.argmax(logits, axis=-1) == self.answers[i]).astype(jnp.float32)
+            pred = jnp.argmax(logits, axis=-1).astype(jnp.int32)
+            correct = (pred == self.answers[i]).astype(jnp.float32)
             reward = -nll + self.reward_weight * (correct - self.cost_weight * self.cost[i] / cmax)
             rl = model.router_logits(x)
             pi = jax.lax.stop_gradient(jax.nn.softmax(rl))

@@ -93,6 +93,7 @@ _batched_option_logits = eqx.filter_jit(
 )
 
 
+@pytest.mark.slow
 def test_cached_prefix_equals_full_forward(models, getkey):
     prompts = _prompts(3, 0)
     toks = jnp.asarray(prompts, jnp.int32)
@@ -133,6 +134,7 @@ def test_factor_shapes_match_each_architecture(models, getkey):
         routing.LoRAGenerator(uppers[0].config, 4, key=getkey(), targets=("x",))
 
 
+@pytest.mark.slow
 def test_zero_generated_lora_leaves_score_bit_identical(models, getkey):
     models = models[1:]  # gemma (sandwich norms, windows) and qwen (biases, untied head)
     uppers, haps = _haps(models, getkey())
@@ -166,6 +168,7 @@ def _task_loss(params, static, x, uppers, inputs, answers):
     return jnp.sum(jax.vmap(one)(x, inputs, answers))
 
 
+@pytest.mark.slow
 def test_grad_wrt_hypernetwork_matches_finite_differences(models, getkey):
     models = models[:2]
     uppers, haps = _haps(models, getkey())
@@ -235,6 +238,7 @@ def test_reinforce_is_unbiased_on_a_toy_bandit(getkey):
     assert np.max(np.abs(analytic)) > 10 * np.max(se)
 
 
+@pytest.mark.slow
 def test_haps_recovers_a_planted_rule_routing_alone_cannot(models, getkey):
     """The right option is planted in the features (t_i); the base models' choices do not
     know it, so routing among them is capped by their oracle; HAPS generates the adapter."""
