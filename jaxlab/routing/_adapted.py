@@ -42,6 +42,14 @@ class AdaptedInputs(eqx.Module):
     cache: lm.KVCache
 
 
+def _bucket(n: int) -> int:
+    """16, 24, 32, 48, 64, ...: few compiled prefix lengths, at most 1/3 padding."""
+    b = 16
+    while b < n:
+        b = b * 3 // 2 if b & (b - 1) == 0 else b * 4 // 3
+    return b
+
+
 @eqx.filter_jit
 def _prefill(upper, x, pos, size):
     return upper.run_blocks(x, pos, lm.KVCache.empty(upper.config, size))[2]
@@ -78,9 +86,12 @@ def adapted_inputs(
     slots: int = P if size is None else check_positive_int("size", size)
     if slots < P:
         raise ValueError(f"size: expected >= the prefix length {P}, received {size}")
-    x = np.zeros((slots, d), np.float32)
+    # the prefix runs at its own (bucketed) length; the cache has `slots + n_active` slots,
+    # those past the prefix empty (position -1), so queries of one `size` stack together
+    n = min(_bucket(P), slots)
+    x = np.zeros((n, d), np.float32)
     x[:P] = r[:P]
-    pos = np.full(slots, -1, np.int32)
+    pos = np.full(n, -1, np.int32)
     pos[:P] = np.arange(P)
     cache = _prefill(upper, jnp.asarray(x), jnp.asarray(pos), slots + n_active)
     return AdaptedInputs(jnp.asarray(r[P:]), jnp.arange(P, T, dtype=jnp.int32), cache)

@@ -93,28 +93,20 @@ class HAPS(eqx.Module):
             )
         m = len(configs)
         ks = jax.random.split(key, 5 + m)
-        self.trunk = eqx.nn.MLP(
-            n_features,
-            hidden,
-            hidden,
-            depth=1,
-            activation=jax.nn.gelu,
-            key=ks[0],
-            dtype=jnp.float32,
-        )
-        self.router_trunk = (
-            None
-            if shared
-            else eqx.nn.MLP(
+
+        def mlp(k):
+            return eqx.nn.MLP(
                 n_features,
                 hidden,
                 hidden,
                 depth=1,
                 activation=jax.nn.gelu,
-                key=ks[1],
+                key=k,
                 dtype=jnp.float32,
             )
-        )
+
+        self.trunk = mlp(ks[0])
+        self.router_trunk = None if shared else mlp(ks[1])
         self.router_head = eqx.nn.Linear(hidden, m, key=ks[2], dtype=jnp.float32)
         self.arch_embed = jax.random.normal(ks[3], (m, arch_dim), jnp.float32)
         self.shared_layer = eqx.nn.Linear(hidden + arch_dim, code_dim, key=ks[4], dtype=jnp.float32)
