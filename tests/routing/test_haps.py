@@ -132,6 +132,14 @@ def test_factor_shapes_match_each_architecture(models, getkey):
         assert haps.generators[j].n_generated == n
     with pytest.raises(ValueError, match="targets"):
         routing.LoRAGenerator(uppers[0].config, 4, key=getkey(), targets=("x",))
+    z = jnp.zeros((1, 2, 3), jnp.float32)
+    with pytest.raises(ValueError, match="a, b"):
+        lm.LoRA.from_factors({"q": z}, {"v": z}, jnp.ones(1, jnp.float32))
+    with pytest.raises(ValueError, match="below"):
+        routing.pad_lora(lm.LoRA.from_factors({"q": z}, {"q": z}, jnp.ones(1, jnp.float32)), -1)
+    padded = routing.pad_lora(lm.LoRA.from_factors({"q": z}, {"q": z}, jnp.ones(1)), 2)
+    assert padded.a["q"].shape == (3, 2, 3)
+    np.testing.assert_array_equal(np.asarray(padded.layer_scale), [0.0, 0.0, 1.0])
 
 
 @pytest.mark.slow
