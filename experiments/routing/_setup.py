@@ -545,6 +545,7 @@ def haps_data(config: HAPSConfig) -> HAPSData:
         inputs.append(stacked)
         n_layers.append(L)
         prep_s += time.perf_counter() - t0
+    loader.pair = loader.name = None  # the last full model is not needed any more
     assert pooled is not None
     pooled = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
     bow = routing.hashed_bow([q["question"] for q in items], dim=256)
