@@ -5,7 +5,9 @@
   from the pip wheels, or any llama/gemma3/qwen2 GGUF; `Pool` iterates over several.
 - `forward(model, tokens, capture=..., layers=..., intervene=..., lora=...)`:
   logits and per-layer activations (`SITES`), with edits (`Steer`, `ProjectOut`,
-  any callable) inside the jitted pass and optional `LoRA` adapters.
+  any callable) inside the jitted pass and optional `LoRA` adapters (`LoRA.from_factors`
+  for generated ones); `layer_slice` + `Transformer.run_blocks` run a model's top blocks
+  from a cached residual.
 - `generate` / `stream` / `generate_text`: KV-cache decoding under jit with
   bucketed shapes, batched left-padded prompts, `Greedy` or `Sample`
   (temperature, top-p), stop tokens.
@@ -45,10 +47,12 @@ from ._load import load as load
 from ._load import load_model as load_model
 from ._lora import PROJECTIONS as PROJECTIONS
 from ._lora import LoRA as LoRA
+from ._lora import lora_shapes as lora_shapes
 from ._model import SITES as SITES
 from ._model import KVCache as KVCache
 from ._model import Layers as Layers
 from ._model import Transformer as Transformer
+from ._model import layer_slice as layer_slice
 from ._pool import Pool as Pool
 from ._quant import WEIGHTS as WEIGHTS
 from ._quant import QuantWeight as QuantWeight

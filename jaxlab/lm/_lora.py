@@ -15,13 +15,14 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-__all__ = ["LoRA", "PROJECTIONS"]
+__all__ = ["LoRA", "PROJECTIONS", "lora_shapes"]
 
 #: projection name -> (output size attribute, input size attribute) of the config.
 PROJECTIONS = ("q", "k", "v", "o", "gate", "up", "down")
 
 
-def _shapes(config) -> dict[str, tuple[int, int]]:
+def lora_shapes(config) -> dict[str, tuple[int, int]]:
+    """projection name -> (out_features, in_features) of one layer's weight under `config`."""
     hq = config.n_heads * config.head_dim
     hkv = config.n_kv_heads * config.head_dim
     d, f = config.d_model, config.d_ff
@@ -84,7 +85,7 @@ class LoRA(eqx.Module):
         layers = tuple(range(n)) if layers is None else tuple(int(i) for i in layers)
         if any(not 0 <= i < n for i in layers):
             raise ValueError(f"layers must lie in [0, {n}), got {layers}")
-        shapes = _shapes(config)
+        shapes = lora_shapes(config)
         keys = jax.random.split(key, 2 * len(targets))
         self.a = {
             t: jax.random.normal(keys[2 * j], (n, rank, shapes[t][1]), dtype)
@@ -101,6 +102,36 @@ class LoRA(eqx.Module):
             else jnp.zeros((n,), dtype)
         )
         self.layer_scale = mask * (alpha / rank)
+
+    @classmethod
+    def from_factors(
+        cls,
+        a: dict[str, Float[Array, "L r i"]],
+        b: dict[str, Float[Array, "L o r"]],
+        layer_scale: Float[Array, " L"],
+    ) -> LoRA:
+        """An adapter from given factors (e.g. generated per input by a hypernetwork).
+
+        No shape check against a config happens here (the arrays may be traced): build
+        them with `lora_shapes(config)`.
+
+        **Arguments:**
+            a: projection name -> A (n_layers, rank, in_features).
+            b: the same names -> B (n_layers, out_features, rank).
+            layer_scale: (n_layers,) the scale of each layer (alpha / rank, or 0).
+
+        **Returns:** a `LoRA`.
+        """
+        if set(a) != set(b) or not a or any(t not in PROJECTIONS for t in a):
+            raise ValueError(
+                f"a, b: expected the same non-empty subset of {PROJECTIONS} as keys, got "
+                f"{sorted(a)} and {sorted(b)}"
+            )
+        self = object.__new__(cls)
+        object.__setattr__(self, "a", dict(a))
+        object.__setattr__(self, "b", dict(b))
+        object.__setattr__(self, "layer_scale", layer_scale)
+        return self
 
     @staticmethod
     def trainable_filter(lora: LoRA):

@@ -17,6 +17,7 @@ al. 2024), RoPE (Su et al. 2021), GQA (Ainslie et al. 2023).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 
 import equinox as eqx
@@ -29,7 +30,7 @@ from ._config import LMConfig
 from ._lora import LoRA, adapted_weight
 from ._quant import QuantWeight, embed_rows, project
 
-__all__ = ["Transformer", "Layers", "KVCache", "SITES"]
+__all__ = ["Transformer", "Layers", "KVCache", "SITES", "layer_slice"]
 
 #: activation sites that `forward(capture=...)` and `intervene=` address, per layer.
 _Z = np.int32(0)
@@ -167,6 +168,15 @@ class Transformer(eqx.Module):
         head = self.embed if self.lm_head is None else self.lm_head
         return project(hn, head)
 
+    def token_logits(
+        self, h: Float[Array, "... d"], tokens: Int[Array, " K"]
+    ) -> Float[Array, "... K"]:
+        """`logits(h)[..., tokens]` without the rest of the vocabulary (e.g. K option
+        letters: K head rows instead of the whole output matrix)."""
+        hn = _rms_norm(h, self.final_norm, self.config.norm_eps)
+        head = self.embed if self.lm_head is None else self.lm_head
+        return hn @ embed_rows(head, tokens).astype(jnp.float32).T
+
     def run(
         self,
         tokens: Int[Array, " T"],
@@ -192,13 +202,36 @@ class Transformer(eqx.Module):
             hidden states (T, d) before the final norm, {site: (n_layers, T, d)},
             and the updated cache.
         """
+        x = embed_rows(self.embed, tokens)
+        if self.config.embed_scale != 1.0:
+            x = x * jnp.float32(self.config.embed_scale)
+        return self.run_blocks(x, positions, cache, capture=capture, intervene=intervene, lora=lora)
+
+    def run_blocks(
+        self,
+        x: Float[Array, "T d"],
+        positions: Int[Array, " T"],
+        cache: KVCache,
+        *,
+        capture: tuple[str, ...] = (),
+        intervene: Mapping[tuple[str, int], Callable] | None = None,
+        lora: LoRA | None = None,
+    ) -> tuple[Float[Array, "T d"], dict[str, Float[Array, "L T d"]], KVCache]:
+        """`run` from a residual stream instead of token ids (the blocks only).
+
+        With `layer_slice(model, start, stop)` this runs a model's top layers on the
+        cached residual entering layer `start` (`run` is embedding + `run_blocks`).
+
+        **Arguments:**
+            x: (T, d_model) residual stream entering the first block.
+            positions, cache, capture, intervene, lora: as `run`.
+
+        **Returns:** as `run`.
+        """
         cfg = self.config
         intervene = dict(intervene or {})
-        T = tokens.shape[0]
+        T = x.shape[0]
         start = cache.length
-        x = embed_rows(self.embed, tokens)
-        if cfg.embed_scale != 1.0:
-            x = x * jnp.float32(cfg.embed_scale)
         positions = positions.astype(jnp.int32)
         kpos = jax.lax.dynamic_update_slice(cache.pos, positions, (start,))
         S = kpos.shape[0]
@@ -306,3 +339,35 @@ def _random_init(config: LMConfig, key, dtype) -> Transformer:
     embed = jax.random.normal(next(ks), (config.vocab_size, d), jnp.float32).astype(dtype)
     head = None if config.tied_embeddings else w((config.vocab_size, d), d)
     return Transformer(config, embed, layers, norm((d,)), head)
+
+
+def layer_slice(model: Transformer, start: int, stop: int | None = None) -> Transformer:
+    """The same model restricted to blocks `start .. stop - 1` (embedding and head kept).
+
+    `layer_slice(m, 0, s).run(tokens, ...)` returns the residual entering block `s`, and
+    `layer_slice(m, s).run_blocks(that residual, ...)` the final hidden states: together
+    they equal `m.run` (so the frozen bottom of a model can be cached per input and only
+    the top blocks run while training adapters on them). Its `KVCache` and `LoRA` have
+    `stop - start` layers.
+
+    **Arguments:**
+        model: a `Transformer`.
+        start: first block kept, in [0, n_layers).
+        stop: one past the last block kept, in (start, n_layers] (default n_layers).
+
+    **Returns:** a `Transformer` with `stop - start` layers.
+    """
+    n = model.config.n_layers
+    stop = n if stop is None else stop
+    if not (isinstance(start, int) and isinstance(stop, int) and 0 <= start < stop <= n):
+        raise ValueError(
+            f"start, stop: expected ints with 0 <= start < stop <= {n}, got {start!r}, {stop!r}"
+        )
+    cfg = dataclasses.replace(
+        model.config,
+        n_layers=stop - start,
+        rope_bases=model.config.rope_bases[start:stop],
+        sliding_windows=model.config.sliding_windows[start:stop],
+    )
+    layers = jax.tree_util.tree_map(lambda w: w[start:stop], model.layers)
+    return Transformer(cfg, model.embed, layers, model.final_norm, model.lm_head)

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._lora import LoRA
 from ._model import KVCache, Transformer, _rms_norm
 from ._quant import embed_rows, project, slice_rows
 
@@ -77,7 +78,7 @@ def _target_logprobs(model: Transformer, h, targets, vocab_chunk):
 
 
 @eqx.filter_jit
-def _hidden_jit(model, ptoks, pmask, ctoks, cmask):
+def _hidden_jit(model, ptoks, pmask, ctoks, cmask, lora):
     """(B, K, C, d) hidden states that predict each continuation token."""
     cfg = model.config
     B, P = ptoks.shape
@@ -86,13 +87,13 @@ def _hidden_jit(model, ptoks, pmask, ctoks, cmask):
     def item(pt, pm, ct, cm):
         cache = KVCache.empty(cfg, P + C)
         ppos = jnp.where(pm > 0, jnp.cumsum(pm) - 1, -1).astype(jnp.int32)
-        h, _, cache = model.run(pt, ppos, cache)
+        h, _, cache = model.run(pt, ppos, cache, lora=lora)
         n_prompt = jnp.sum(pm).astype(jnp.int32)
 
         def option(c, m):
             # right-padded continuation: padding slots carry position -1 (never attended)
             pos = jnp.where(m > 0, n_prompt + jnp.cumsum(m) - 1, -1).astype(jnp.int32)
-            hc, _, _ = model.run(c[:-1], pos[:-1], cache)
+            hc, _, _ = model.run(c[:-1], pos[:-1], cache, lora=lora)
             return hc
 
         hc = jax.vmap(option)(ct, cm)
@@ -139,6 +140,7 @@ def score(
     *,
     batch_size: int = 8,
     vocab_chunk: int = 16384,
+    lora: LoRA | None = None,
 ) -> Scores:
     """Log-likelihood of each continuation given its prompt (multiple-choice scoring).
 
@@ -155,6 +157,8 @@ def score(
     - `batch_size`: items per compiled batch (the last batch is padded).
     - `vocab_chunk`: output-head rows per step of the log-sum-exp (the largest
       logits block is (positions in a batch) x `vocab_chunk`).
+    - `lora`: `LoRA` adapters applied to every prompt and continuation token (None: the
+      base model).
 
     **Returns:**
 
@@ -226,7 +230,9 @@ def score(
         rows = np.zeros(_length_bucket(real.size), np.int32)  # padded with row 0, ignored
         rows[: real.size] = real
         ctoks_j = jnp.asarray(ctoks)
-        hs = _hidden_jit(model, jnp.asarray(ptoks), jnp.asarray(pmask), ctoks_j, jnp.asarray(cmask))
+        hs = _hidden_jit(
+            model, jnp.asarray(ptoks), jnp.asarray(pmask), ctoks_j, jnp.asarray(cmask), lora
+        )
         flat = np.asarray(_head_jit(model, hs, ctoks_j, jnp.asarray(rows), vocab_chunk))
         lp = np.zeros(cmask.size, np.float32)
         lp[real] = flat[: real.size]

@@ -1,4 +1,4 @@
-"""Routing (P6 LatentRouter; shared later by P19 HAPS): tables, metrics, routers.
+"""Routing (P6 LatentRouter, P19 HAPS): tables, metrics, routers.
 
 - `RoutingTable`: queries x candidates outcomes (quality, cost, tokens, latency, features,
   task group), saved as .npz + JSON; `from_routerbench` / `from_vl_routerbench` read those
@@ -10,15 +10,29 @@
   `FixedRouter`, `KNNRouter`, `MLPRouter`, `MatrixFactorisationRouter`, `LatentRouter`;
   `threshold_route` (cost-aware thresholding); `QualityFitStep` / `fit_router` train them
   through `jaxlab._core.run_steps`.
+- P19 HAPS: `HAPS` (router over architectures + shared trunk + per-architecture
+  `LoRAGenerator` heads emitting input-conditioned `jaxlab.lm.LoRA`), trained by `HAPSStep` /
+  `fit_haps` (reward-augmented objective, `reinforce_surrogate`), `haps_predict`; the
+  frozen prefix of a query cached as `AdaptedInputs` (`adapted_inputs`,
+  `adapted_option_logits`); `pad_lora` extends a top-block adapter to the whole model.
 
 Example: `examples/routing.py` (a jupytext notebook; rendered in the docs site).
 """
 
+from ._adapted import AdaptedInputs as AdaptedInputs
+from ._adapted import adapted_inputs as adapted_inputs
+from ._adapted import adapted_option_logits as adapted_option_logits
 from ._baselines import FixedRouter as FixedRouter
 from ._baselines import KNNRouter as KNNRouter
 from ._baselines import MatrixFactorisationRouter as MatrixFactorisationRouter
 from ._baselines import MLPRouter as MLPRouter
 from ._features import hashed_bow as hashed_bow
+from ._haps import HAPS as HAPS
+from ._haps_train import HAPSStep as HAPSStep
+from ._haps_train import fit_haps as fit_haps
+from ._haps_train import haps_predict as haps_predict
+from ._hypernet import LoRAGenerator as LoRAGenerator
+from ._hypernet import pad_lora as pad_lora
 from ._latent import LatentRouter as LatentRouter
 from ._loaders import from_routerbench as from_routerbench
 from ._loaders import from_vl_routerbench as from_vl_routerbench
@@ -32,6 +46,7 @@ from ._metrics import pgr as pgr
 from ._metrics import rank_score as rank_score
 from ._metrics import routed_outcome as routed_outcome
 from ._metrics import zero_router_curve as zero_router_curve
+from ._reinforce import reinforce_surrogate as reinforce_surrogate
 from ._router import AbstractRouter as AbstractRouter
 from ._router import route as route
 from ._router import threshold_route as threshold_route

@@ -1,0 +1,195 @@
+"""P19 HAPS efficiency: time per query, generated parameters per query, training cost.
+
+On the `routing_haps_main` data (see there), per held-out query, jitted and timed after
+warm-up (medians of `repeats` passes over the test queries, one query per call):
+
+- routing only: the MLP router's decision plus the chosen plain model's top blocks on the
+  cached prefix (the answer pass without an adapter);
+- static LoRA: the top blocks of one model with a fixed adapter;
+- HAPS: router + trunk + generation of the chosen model's LoRA + its adapted top blocks;
+- for scale: the chosen top blocks run over the whole prompt instead of the cached prefix.
+
+Also the generated parameters per query (the chosen architecture's A and B entries) against
+that model's size, and the training time per step of HAPS vs the static LoRA vs the
+routing-only router. Claim: HAPS's time per query is within `max_overhead` x the
+routing-only pass (both on the cached prefix), and it generates < 1% of the chosen model's
+parameters per query. Timings on a 2-core machine shared with other agents: ratios within
+one run are what to read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from experiments._harness import Claim, Result, RunContext, log
+from experiments.routing import _setup
+from jaxlab import lm, routing
+
+NAME = "routing_haps_efficiency"
+PAPER = "P19"
+DESCRIPTION = "HAPS cost: time per query and generated parameters vs routing-only / static LoRA"
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(_setup.HAPSConfig):
+    """Settings of one run; the defaults are QUICK."""
+
+    steps: int = 40  # only timed: a short fit per method
+    n_timed: int = 30  # held-out queries timed
+    repeats: int = 3
+    max_overhead: float = 2.0
+
+
+QUICK = Config()
+FULL = Config(**{**_setup.HAPS_FULL, "steps": 100}, n_timed=200)
+
+
+def _median_time(fn, args_list, repeats):
+    for a in args_list[:2]:
+        jax.block_until_ready(fn(*a))  # compile + warm-up
+    best = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for a in args_list:
+            jax.block_until_ready(fn(*a))
+        best.append((time.perf_counter() - t0) / len(args_list))
+    return float(np.median(best))
+
+
+def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
+    del ctx
+    k_split, k_fit, k_static, k_mlp = jax.random.split(key, 4)
+    data = _setup.haps_data(config)
+    names = _setup.data_names(data)
+    train, test = _setup.haps_split(data, config, k_split)
+    test = test[: config.n_timed]
+    table = _setup.plain_table(data)
+    haps, h_hist, h_secs = _setup.train_haps(data, config, data.features, train, k_fit)
+    zeros = np.zeros((len(data.items), 1), np.float32)
+    static, _, s_secs = _setup.train_haps(
+        data, config, zeros, train, k_static, explore=1.0, route_weight=0.0, reward_weight=0.0
+    )
+    t0 = time.perf_counter()
+    mlp = routing.MLPRouter.fit(table.rows(train), key=k_mlp, steps=config.steps)
+    r_secs = time.perf_counter() - t0
+    opts = jnp.arange(4, dtype=jnp.int32)
+
+    def one(i, j):
+        return jax.tree_util.tree_map(lambda a: a[i], data.inputs[j])
+
+    @eqx.filter_jit
+    def routing_only(router, x, inp, upper):
+        j = jnp.argmax(router.predict_quality(x[None])[0])
+        return j, routing.adapted_option_logits(upper, inp, None, opts)
+
+    @eqx.filter_jit
+    def static_pass(static, x, inp, upper, j):
+        return routing.adapted_option_logits(upper, inp, static.lora(x, j), opts)
+
+    @eqx.filter_jit
+    def haps_pass(haps, x, inp, upper, j):
+        route = haps.route(x)
+        return route, routing.adapted_option_logits(upper, inp, haps.lora(x, j), opts)
+
+    @eqx.filter_jit
+    def whole_prompt(upper, resid):
+        pos = jnp.arange(resid.shape[0], dtype=jnp.int32)
+        h = upper.run_blocks(resid, pos, lm.KVCache.empty(upper.config, resid.shape[0]))[0]
+        return upper.token_logits(h[-1], opts)
+
+    x = jnp.asarray(data.features)
+    choice = np.asarray(jax.vmap(haps.route)(x[jnp.asarray(test)]))
+    metrics: dict[str, float] = {"n_timed": len(test)}
+    times = {"routing_only": [], "static_lora": [], "haps": []}
+    # time per architecture (a jitted pass specialises on the model), weighted by HAPS's routes
+    for j in range(len(names)):
+        sel = test[choice == j]
+        if sel.size == 0:
+            continue
+        u = data.uppers[j]
+        w = sel.size / len(test)
+        times["routing_only"].append(
+            w
+            * _median_time(
+                lambda x_, i_, u=u: routing_only(mlp, x_, i_, u),
+                [(x[i], one(i, j)) for i in sel],
+                config.repeats,
+            )
+        )
+        times["static_lora"].append(
+            w
+            * _median_time(
+                lambda x_, i_, u=u, j=j: static_pass(static, x_, i_, u, j),
+                [(jnp.zeros(1, jnp.float32), one(i, j)) for i in sel],
+                config.repeats,
+            )
+        )
+        times["haps"].append(
+            w
+            * _median_time(
+                lambda x_, i_, u=u, j=j: haps_pass(haps, x_, i_, u, j),
+                [(x[i], one(i, j)) for i in sel],
+                config.repeats,
+            )
+        )
+    for n, v in times.items():
+        metrics[f"seconds_per_query/{n}"] = float(np.sum(v))
+    # the cache's saving: the same top blocks over the whole prompt (the residual recomputed)
+    pre = _setup.prefix_residuals(names[0], [data.items[i] for i in test], top=config.cached_top)
+    if config.top == config.cached_top:
+        metrics["seconds_per_query/top_blocks_whole_prompt_" + names[0]] = _median_time(
+            lambda r: whole_prompt(data.uppers[0], r),
+            [(jnp.asarray(r),) for r in pre["resid"][:10]],
+            config.repeats,
+        )
+    n_gen = np.array([g.n_generated for g in haps.generators])
+    n_params = np.array([lm.MODELS[n].n_params for n in names])
+    metrics["generated_params_per_query_mean"] = float(n_gen[choice].mean())
+    metrics["generated_fraction_of_model_mean"] = float((n_gen / n_params)[choice].mean())
+    for j, n in enumerate(names):
+        metrics[f"generated_params_per_query/{n}"] = float(n_gen[j])
+        metrics[f"model_params/{n}"] = float(n_params[j])
+    trainable = sum(
+        a.size for a in jax.tree_util.tree_leaves(eqx.filter(haps, eqx.is_inexact_array))
+    )
+    metrics["haps_trainable_params"] = float(trainable)
+    metrics["train_seconds_per_step/haps"] = h_secs / config.steps
+    metrics["train_seconds_per_step/static_lora"] = s_secs / config.steps
+    metrics["train_seconds_per_step/routing_only_mlp"] = r_secs / config.steps
+    metrics["prefix_cache_build_seconds_this_run"] = data.cache_seconds
+    ratio = metrics["seconds_per_query/haps"] / metrics["seconds_per_query/routing_only"]
+    metrics["haps_over_routing_only_time_ratio"] = ratio
+    log.info("efficiency: %s", metrics)
+    claims = [
+        Claim(
+            f"HAPS's time per query (router + LoRA generation + adapted top blocks on the cached "
+            f"prefix) is within {config.max_overhead}x the routing-only pass on the same prefix "
+            "(shared 2-core machine; ratio within one run)",
+            "HAPS is efficient at inference",
+            f"{metrics['seconds_per_query/haps'] * 1e3:.2f} ms vs "
+            f"{metrics['seconds_per_query/routing_only'] * 1e3:.2f} ms (ratio {ratio:.2f}); "
+            f"static LoRA {metrics['seconds_per_query/static_lora'] * 1e3:.2f} ms",
+            ratio <= config.max_overhead,
+        ),
+        Claim(
+            "HAPS generates less than 1% of the chosen model's parameters per query",
+            "parameter generation is lightweight",
+            f"{metrics['generated_params_per_query_mean']:.0f} numbers per query, "
+            f"{100 * metrics['generated_fraction_of_model_mean']:.3f}% of the chosen model",
+            metrics["generated_fraction_of_model_mean"] < 0.01,
+        ),
+    ]
+    del h_hist
+    notes = (
+        f"{_setup.HAPS_CAVEAT} Timings: jitted single-query calls after warm-up, median of "
+        f"{config.repeats} passes over {len(test)} held-out queries, per-architecture times "
+        "weighted by HAPS's routing shares; a 2-core machine shared with other agents, so "
+        f"read ratios. Training: {config.steps} timed steps per method (not converged)."
+    )
+    return Result(metrics=metrics, claims=claims, figures={}, notes=notes)
