@@ -22,7 +22,12 @@ PROJECTIONS = ("q", "k", "v", "o", "gate", "up", "down")
 
 
 def lora_shapes(config) -> dict[str, tuple[int, int]]:
-    """projection name -> (out_features, in_features) of one layer's weight under `config`."""
+    """The shapes of one layer's adaptable projections.
+
+    **Arguments:** `config`: an `LMConfig`.
+
+    **Returns:** dict projection name -> `(out_features, in_features)` of its weight.
+    """
     hq = config.n_heads * config.head_dim
     hkv = config.n_kv_heads * config.head_dim
     d, f = config.d_model, config.d_ff

@@ -87,7 +87,7 @@ class HAPSStep(AbstractStep):
         params = eqx.filter(model, eqx.is_inexact_array)
         return params, self.optimizer.init(params)
 
-    def objective(self, params, idx, key):
+    def objective(self, params, idx, *, key):
         """Mean HAPS loss over queries `idx` and per-query diagnostics."""
         model: HAPS = eqx.combine(params, self.static)
         cmax = jnp.max(self.cost)
@@ -119,7 +119,7 @@ class HAPSStep(AbstractStep):
         n = self.features.shape[0]
         idx = jax.random.choice(k_batch, n, (min(self.batch_size, n),), replace=False)
         (loss, (acc, nll)), grads = jax.value_and_grad(self.objective, has_aux=True)(
-            params, idx, k_loss
+            params, idx, key=k_loss
         )
         updates, opt_state = optimizer_update(self.optimizer, grads, opt_state, params)
         params = eqx.apply_updates(params, updates)
