@@ -55,7 +55,9 @@ things = [
 texts = [f"The {t} was {w}." for t in things for w in ("wonderful", "terrible")]
 y = jnp.asarray([1, 0] * len(things))  # 1 = positive
 tokens, mask = lm.pad_prompts([tokenizer.encode(t) for t in texts])  # left-padded
-_, acts = lm.forward(model, jnp.asarray(tokens), mask=jnp.asarray(mask), capture=["resid_post"])
+_, acts = lm.forward_batched(
+    model, jnp.asarray(tokens), mask=jnp.asarray(mask), capture=["resid_post"]
+)
 x = acts["resid_post"][:, :, -1].transpose(1, 0, 2)  # (layers, texts, d): last token
 group = jnp.repeat(jnp.arange(len(things)), 2)  # both texts about one thing on one side
 train = interp.group_split(group, key=jax.random.key(0), test_fraction=0.34)

@@ -95,7 +95,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     # position of each question for the association, all tokens for the contexts
     rows, last, every, base_phi, base_pm = [], [], [], [], []
     for (t, m), s in zip(batches, stimuli, strict=True):
-        logits, acts = lm.forward(model, t, mask=m, capture=["resid_post"], layers=[layer])
+        logits, acts = lm.forward_batched(model, t, mask=m, capture=["resid_post"], layers=[layer])
         lp = np.asarray(jax.nn.log_softmax(logits[:, -1, :], axis=-1))[:, opt_ids]
         base_pm.append(np.asarray(il.option_probabilities(lp))[:, 1])
         base_phi.append(float(il.attribution_phi(base_pm[-1], s.desirable)))

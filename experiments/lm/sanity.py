@@ -66,7 +66,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     gen = lm.generate(model, [prompt], max_new_tokens=n, return_logits=True)
     new = np.asarray(gen.tokens[0]).tolist()
     toks, mask = lm.pad_prompts([prompt + new])
-    full, _ = lm.forward(model, toks, mask=mask)
+    full, _ = lm.forward_batched(model, toks, mask=mask)
     ref = full[0, toks.shape[1] - n - 1 : -1]
     metrics["kv_cache_max_abs_diff"] = float(jnp.max(jnp.abs(ref - gen.logits[0])))
     metrics["kv_cache_logit_scale"] = float(jnp.max(jnp.abs(ref)))

@@ -412,7 +412,7 @@ def prefix_residuals(
                 @eqx.filter_jit
                 def fn(lower, toks, mask):
                     if not top:
-                        acts = lm.forward(lower, toks, mask=mask, capture=("resid_pre",))[1]
+                        acts = lm.forward_batched(lower, toks, mask=mask, capture=("resid_pre",))[1]
                         return acts["resid_pre"][0]
                     cache = lm.KVCache.empty(lower.config, toks.shape[0])
                     return lower.run(toks, lm.positions_from_mask(mask), cache)[0]

@@ -98,8 +98,21 @@ def _check_raw_counts(counts: np.ndarray, name: str = "counts") -> None:
             f"{name}: expected raw integer counts (LeCellModel log-normalises them itself), "
             f"received non-integer values (e.g. {float(counts[i, j]):.4g} at cell {i}, gene {j}): "
             "pass raw counts (adata.raw, or a counts layer with layer=...), not "
-            "log-normalised or scaled values; round corrected counts with np.rint"
+            "log-normalised or scaled values (or say so with counts_are_normalised=True); "
+            "round corrected counts with np.rint"
         )
+
+
+def _log_expression(counts: np.ndarray, name: str, counts_are_normalised: bool) -> np.ndarray:
+    """The model's input: log-normalised raw counts, or the user's own normalised values."""
+    if not counts_are_normalised:
+        _check_raw_counts(counts, name)
+        return log_normalize(counts)
+    if not np.issubdtype(counts.dtype, np.number) or counts.size == 0:
+        raise ValueError(f"{name}: expected a non-empty numeric matrix, received {counts.dtype}")
+    check_finite(name, counts)
+    check_range(name, counts, low=0.0)
+    return counts.astype(np.float32)
 
 
 def train_lecell(
@@ -117,6 +130,7 @@ def train_lecell(
     optimizer: optax.GradientTransformation | None = None,
     checkpointer: Checkpointer | None = None,
     progress: AbstractProgress | None = None,
+    counts_are_normalised: bool = False,
 ) -> tuple[LeCellModel, dict[str, np.ndarray]]:
     """Train a `LeCellModel` on a (cells x genes) count matrix with `LeCellStep`.
 
@@ -130,6 +144,11 @@ def train_lecell(
       several calls to reuse the compiled step.
     - `chunk`: steps per jitted chunk (no effect on the results); `checkpointer`: a
       `jaxlab._core.Checkpointer` (save/resume); `progress`: a progress strategy.
+    - `counts_are_normalised`: True when `counts` already holds log-normalised expression
+      (e.g. `log1p(CP10k)`, non-negative): it is used as the model input as it is, instead
+      of raising; the training views then thin `expm1(counts)` as pseudo-counts (about
+      1e4 per cell), an approximation of the count-level augmentation: raw counts are
+      preferred when you have them. Pass the same value to `annotate`.
 
     **Returns:** `(model, curves)`, curves `loss`, `sigreg`, `invariance` of shape `(steps,)`.
     """
@@ -138,9 +157,8 @@ def train_lecell(
     counts = np.asarray(counts)
     if counts.ndim != 2:
         raise ValueError(f"counts: expected (cells, genes), received shape {counts.shape}")
-    _check_raw_counts(counts)
+    logx = _log_expression(counts, "counts", counts_are_normalised)
     _, g = counts.shape
-    logx = log_normalize(counts)
     km, kt = jax.random.split(key)
     model = LeCellModel(
         g, latent_dim, width, gene_mean=logx.mean(0), gene_scale=logx.std(0) + 0.1, key=km
@@ -148,7 +166,12 @@ def train_lecell(
     if optimizer is None:
         optimizer = optax.adamw(learning_rate, weight_decay=1e-4)
     step = LeCellStep(
-        model, counts, optimizer=optimizer, batch_size=batch_size, lam=lam, n_views=n_views
+        model,
+        counts if not counts_are_normalised else np.expm1(logx),
+        optimizer=optimizer,
+        batch_size=batch_size,
+        lam=lam,
+        n_views=n_views,
     )
     (params, _), hist = run_steps(
         step,
@@ -163,21 +186,28 @@ def train_lecell(
 
 
 def annotate(
-    model: LeCellModel, counts: np.ndarray, *, attributions: bool = True, batch: int = 256
+    model: LeCellModel,
+    counts: np.ndarray,
+    *,
+    attributions: bool = True,
+    batch: int = 256,
+    counts_are_normalised: bool = False,
 ) -> dict[str, np.ndarray]:
     """Embeddings, JEPA-SCOREs, log-densities and (optionally) gene attributions per cell.
 
     **Arguments:** `model`; `counts` `(N, G)` raw integer counts (log-normalised here,
-    as in training); `attributions`; `batch` cells per jitted call.
+    as in training); `attributions`; `batch` cells per jitted call;
+    `counts_are_normalised` as in `train_lecell` (True: `counts` is already
+    log-normalised expression and is used as it is).
 
     **Returns:** a dict under the names `fit` writes to the AnnData:
     `"X_lecell"` (N, D) embeddings, `"jepa_score"` (N,), `"jepa_logdensity"` (N,)
     (score plus the Gaussian log-prior of the embedding) and, when `attributions`,
     `"jepa_attribution"` (N, G).
     """
-    counts = np.asarray(counts)
-    _check_raw_counts(counts)
-    logx = jnp.asarray(log_normalize(counts), dtype=_float())
+    logx = jnp.asarray(
+        _log_expression(np.asarray(counts), "counts", counts_are_normalised), dtype=_float()
+    )
     emb = jax.jit(jax.vmap(model.embed))
     score = jax.jit(jax.vmap(lambda x: jepa_score(model, x)))
     attr = jax.jit(jax.vmap(lambda x: gene_attribution(model, x)))
@@ -196,7 +226,13 @@ def annotate(
 
 
 def fit(
-    adata, *, key: jax.Array, layer: str | None = None, attributions: bool = True, **train_kwargs
+    adata,
+    *,
+    key: jax.Array,
+    layer: str | None = None,
+    attributions: bool = True,
+    counts_are_normalised: bool = False,
+    **train_kwargs,
 ):
     """Train LeCellModel on `adata`'s counts (X or `layer`) and annotate a copy.
 
@@ -206,6 +242,9 @@ def fit(
     - `key`: PRNG key (keyword-only), as in `train_lecell`.
     - `layer`: the layer holding the counts (None: `X`).
     - `attributions`: also compute per-gene attributions (one gradient per cell).
+    - `counts_are_normalised`: True when `X` (or the layer) holds log-normalised
+      expression rather than raw counts (non-integer values raise otherwise); see
+      `train_lecell`.
     - `**train_kwargs`: passed to `train_lecell`: `latent_dim` (16), `width` (256),
       `steps` (1500), `batch_size` (256), `learning_rate` (1e-3), `lam` (SIGReg weight,
       0.05), `n_views` (2), `chunk` (50), `optimizer` (AdamW), `checkpointer`, `progress`;
@@ -217,9 +256,11 @@ def fit(
     (gradient x input of the score per gene). obs/var are kept unchanged.
     """
     counts = counts_matrix(adata, layer)
-    _check_raw_counts(counts, "adata" if layer is None else f"layer {layer!r}")
-    model, curves = train_lecell(counts, key=key, **train_kwargs)
-    ann = annotate(model, counts, attributions=attributions)
+    where = "adata" if layer is None else f"layer {layer!r}"
+    _log_expression(counts, where, counts_are_normalised)  # the error names the source
+    opt = {"counts_are_normalised": counts_are_normalised}
+    model, curves = train_lecell(counts, key=key, **train_kwargs, **opt)
+    ann = annotate(model, counts, attributions=attributions, **opt)
     out = adata.copy()
     out.obsm["X_lecell"] = ann["X_lecell"]
     out.obs["jepa_score"] = ann["jepa_score"]

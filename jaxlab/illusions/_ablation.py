@@ -42,7 +42,7 @@ def option_logprobs(
     check_array("option_ids", ids, ndim=1, dtype=np.integer)
     if ids.size < 2:
         raise ValueError(f"option_ids: expected at least 2 token ids, received {ids.tolist()}")
-    logits, _ = lm.forward(model, tokens, mask=mask, intervene=intervene)
+    logits, _ = lm.forward_batched(model, tokens, mask=mask, intervene=intervene)
     return jax.nn.log_softmax(logits[:, -1, :], axis=-1)[:, jnp.asarray(ids)]
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .._core import check_positive_int
-from ..lm import Transformer, forward
+from ..lm import Transformer, forward_batched
 
 __all__ = ["Splice", "ce_loss_score"]
 
@@ -131,7 +131,7 @@ def ce_loss_score(
     for s in range(0, tokens.shape[0], batch_size):
         tb, mb = tokens[s : s + batch_size].astype(jnp.int32), mask[s : s + batch_size]
         runs = [
-            forward(model, tb, mask=mb, intervene={(site, layer): splice(k, r)})[0]
+            forward_batched(model, tb, mask=mb, intervene={(site, layer): splice(k, r)})[0]
             for k, r in ((1, 0), (0, 1), (0, 0))
         ]
         ref = jax.nn.log_softmax(runs[0][:, :-1], axis=-1)

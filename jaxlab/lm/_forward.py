@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 import equinox as eqx
@@ -16,7 +17,7 @@ from jaxlab._core import as_array
 from ._lora import LoRA
 from ._model import SITES, KVCache, Transformer
 
-__all__ = ["forward", "positions_from_mask"]
+__all__ = ["forward", "forward_batched", "positions_from_mask"]
 
 
 def positions_from_mask(mask: Int[Array, "... T"]) -> Int[Array, "... T"]:
@@ -67,47 +68,19 @@ def _forward_jit(model, tokens, mask, capture, layers, intervene, lora):
     return jax.vmap(one)(tokens, mask)
 
 
-def forward(
-    model: Transformer,
-    tokens: Int[Array, "*B T"],
-    *,
-    mask: Int[Array, "*B T"] | None = None,
-    capture: Sequence[str] = (),
-    layers: Sequence[int] | None = None,
-    intervene: Mapping[tuple[str, int], Callable] | None = None,
-    lora: LoRA | None = None,
-) -> tuple[Float[Array, "*B T V"], dict[str, Float[Array, "*B L T d"]]]:
-    """Logits and per-layer activations of a (batch of) token sequence(s), jitted.
-
-    **Arguments:**
-        model: a `Transformer`.
-        tokens: (T,) or (B, T) int token ids.
-        mask: same shape, 1/True on real tokens, 0 on left padding (default: all 1).
-        capture: sites to return, among "resid_pre" (block input), "attn_out"
-            (attention contribution to the residual, after Gemma's post-norm),
-            "resid_mid" (after adding it), "mlp_out" (MLP contribution),
-            "resid_post" (block output).
-        layers: layer indices to return for captured sites (default: all).
-        intervene: {(site, layer): fn} where fn maps that activation (T, d) to an
-            edited (T, d) inside the jitted forward (steering, ablation); captured
-            values and everything downstream see the edited value. Use callables
-            that are `eqx.Module`s holding arrays (e.g. `Steer`) to change their
-            values without recompiling.
-        lora: LoRA adapters to add to the projections.
-
-    **Returns:**
-        logits (*B, T, vocab) float32 and {site: (*B, len(layers), T, d_model)}.
-    """
+def _prepare(model, tokens, mask, capture, layers, intervene, *, batched):
+    """Validate and normalise `forward`/`forward_batched`'s inputs to a (B, T) batch."""
     if not isinstance(model, Transformer):
         raise ValueError(f"model must be a jaxlab.lm.Transformer, got {type(model).__name__}")
     tokens = as_array("tokens", tokens)  # ids beyond int32 are refused here, not wrapped
-    if not jnp.issubdtype(tokens.dtype, jnp.integer) or tokens.ndim not in (1, 2):
+    want = 2 if batched else 1
+    if not jnp.issubdtype(tokens.dtype, jnp.integer) or tokens.ndim != want:
+        shape = "(B, T)" if batched else "(T,)"
         raise ValueError(
-            f"tokens must be a (T,) or (B, T) integer array, got {tokens.dtype}{tokens.shape}"
+            f"tokens must be a {shape} integer array, got {tokens.dtype}{tokens.shape}"
         )
     if tokens.shape[-1] == 0:
         raise ValueError("tokens must not be empty")
-    unbatched = tokens.ndim == 1
     tokens = check_token_range(tokens, model.config.vocab_size)  # before the int32 cast
     tokens = jnp.atleast_2d(tokens).astype(jnp.int32)
     if mask is None:
@@ -123,8 +96,86 @@ def forward(
     layers = tuple(range(cfg.n_layers)) if layers is None else tuple(int(i) for i in layers)
     if any(not 0 <= i < cfg.n_layers for i in layers):
         raise ValueError(f"layers must lie in [0, {cfg.n_layers}), got {layers}")
-    logits, acts = _forward_jit(model, tokens, mask, capture, layers, intervene, lora)
-    if unbatched:
-        logits = logits[0]
-        acts = {k: v[0] for k, v in acts.items()}
-    return logits, acts
+    return tokens, mask, capture, layers, intervene
+
+
+def forward(
+    model: Transformer,
+    tokens: Int[Array, " T"],
+    *,
+    mask: Int[Array, " T"] | None = None,
+    capture: Sequence[str] = (),
+    layers: Sequence[int] | None = None,
+    intervene: Mapping[tuple[str, int], Callable] | None = None,
+    lora: LoRA | None = None,
+) -> tuple[Float[Array, "T V"], dict[str, Float[Array, "L T d"]]]:
+    """Logits and per-layer activations of one token sequence, jitted.
+
+    Unbatched, like the rest of jaxlab: `jax.vmap` it over sequences of one length, or
+    use `forward_batched` for a left-padded batch of prompts of different lengths.
+
+    **Arguments:**
+        model: a `Transformer`.
+        tokens: (T,) int token ids. A (B, T) batch is still accepted for one release with
+            a `DeprecationWarning`: call `forward_batched` instead.
+        mask: (T,), 1/True on real tokens, 0 on left padding (default: all 1).
+        capture: sites to return, among "resid_pre" (block input), "attn_out"
+            (attention contribution to the residual, after Gemma's post-norm),
+            "resid_mid" (after adding it), "mlp_out" (MLP contribution),
+            "resid_post" (block output).
+        layers: layer indices to return for captured sites (default: all).
+        intervene: {(site, layer): fn} where fn maps that activation (T, d) to an
+            edited (T, d) inside the jitted forward (steering, ablation); captured
+            values and everything downstream see the edited value. Use callables
+            that are `eqx.Module`s holding arrays (e.g. `Steer`) to change their
+            values without recompiling.
+        lora: LoRA adapters to add to the projections.
+
+    **Returns:**
+        logits (T, vocab) float32 and {site: (len(layers), T, d_model)}.
+    """
+    if getattr(tokens, "ndim", np.ndim(tokens)) == 2:
+        warnings.warn(
+            "lm.forward with a (B, T) batch is deprecated: use lm.forward_batched "
+            "(lm.forward takes one (T,) sequence and vmaps)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return forward_batched(
+            model,
+            tokens,
+            mask=mask,
+            capture=capture,
+            layers=layers,
+            intervene=intervene,
+            lora=lora,
+        )
+    args = _prepare(model, tokens, mask, capture, layers, intervene, batched=False)
+    logits, acts = _forward_jit(model, *args, lora)
+    return logits[0], {k: v[0] for k, v in acts.items()}
+
+
+def forward_batched(
+    model: Transformer,
+    tokens: Int[Array, "B T"],
+    *,
+    mask: Int[Array, "B T"] | None = None,
+    capture: Sequence[str] = (),
+    layers: Sequence[int] | None = None,
+    intervene: Mapping[tuple[str, int], Callable] | None = None,
+    lora: LoRA | None = None,
+) -> tuple[Float[Array, "B T V"], dict[str, Float[Array, "B L T d"]]]:
+    """`forward` over a left-padded batch (`pad_prompts`), the batched convenience wrapper.
+
+    **Arguments:**
+        model: a `Transformer`.
+        tokens: (B, T) int token ids, left-padded.
+        mask: (B, T), 1/True on real tokens, 0 on left padding (default: all 1).
+        capture, layers, intervene, lora: as in `forward` (`intervene`'s functions see
+            one row's (T, d) activation).
+
+    **Returns:**
+        logits (B, T, vocab) float32 and {site: (B, len(layers), T, d_model)}.
+    """
+    args = _prepare(model, tokens, mask, capture, layers, intervene, batched=True)
+    return _forward_jit(model, *args, lora)

@@ -24,7 +24,7 @@ def model():
 
 def _forward_logprobs(model, intervene=None):
     tokens, mask = lm.pad_prompts(PROMPTS)
-    logits, _ = lm.forward(model, tokens, mask=mask, intervene=intervene)
+    logits, _ = lm.forward_batched(model, tokens, mask=mask, intervene=intervene)
     lp = jax.nn.log_softmax(logits[:, -1, :], axis=-1)
     return np.take_along_axis(np.asarray(lp), OPTIONS, axis=1)
 

@@ -151,6 +151,34 @@ def test_fit_rejects_log_normalised_values(pbmc, getkey):
         cells.train_lecell(np.asarray(small.X), key=getkey(), steps=1)
 
 
+def test_counts_are_normalised_opt_out_uses_the_values_as_the_model_input(pbmc, getkey):
+    small = pbmc[:32].copy()
+    raw = cells.counts_matrix(small)
+    model, _ = cells.train_lecell(raw, key=getkey(), steps=2, chunk=2, width=8, latent_dim=2)
+    # the model sees log_normalize(raw) either way: stating it gives the same annotation
+    own = cells.annotate(model, raw, attributions=False)
+    stated = cells.annotate(
+        model, cells.log_normalize(raw), attributions=False, counts_are_normalised=True
+    )
+    for k in own:
+        np.testing.assert_allclose(stated[k], own[k], rtol=1e-6, atol=1e-6)
+    # fit on the log layer trains when told, and still refuses negative values
+    _, out = cells.fit(
+        small,
+        key=getkey(),
+        layer="logcounts",
+        counts_are_normalised=True,
+        steps=2,
+        chunk=2,
+        width=8,
+        latent_dim=2,
+        attributions=False,
+    )
+    assert np.all(np.isfinite(out.obs["jepa_score"].to_numpy()))
+    with pytest.raises(ValueError, match="^counts"):
+        cells.annotate(model, -np.ones((3, raw.shape[1])), counts_are_normalised=True)
+
+
 def test_train_reduces_loss(pbmc, getkey):
     counts = cells.counts_matrix(pbmc[:200])
     _, curves = cells.train_lecell(

@@ -49,7 +49,7 @@ def _reference(model, rows):
     out = []
     for r, (ids, o) in enumerate(rows):
         if r % 4 == 0:  # four rows per pass: (4, length, vocab) logits at a time
-            logits, _ = lm.forward(model, tokens[r : r + 4])
+            logits, _ = lm.forward_batched(model, tokens[r : r + 4])
             logp = jax.nn.log_softmax(logits, axis=-1)
         pos = np.arange(len(ids), len(ids) + len(o))
         out.append(float(np.sum(np.asarray(logp[r % 4, pos - 1, tokens[r, pos]], np.float64))))

@@ -28,7 +28,7 @@ def test_zero_ablation_equals_plain_run_and_real_ablation_changes_it(model, getk
     none = il.option_logprobs(model, toks, mask, [4, 6], intervene=il.ablation(sae, [], layer=1))
     np.testing.assert_array_equal(np.asarray(none), np.asarray(plain))
     # oracle: log-softmax of the full forward's last logits
-    logits, _ = lm.forward(model, toks, mask=mask)
+    logits, _ = lm.forward_batched(model, toks, mask=mask)
     ref = np.asarray(jax.nn.log_softmax(logits[:, -1], -1))[:, [4, 6]]
     np.testing.assert_allclose(np.asarray(plain), ref, rtol=1e-6)
     x = jax.random.normal(getkey(), (64, d), jnp.float32)

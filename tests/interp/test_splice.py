@@ -55,10 +55,12 @@ def test_ce_loss_score_identity_is_one_zero_is_zero(model, tokens, getkey):
         logp = jax.nn.log_softmax(logits[:, :-1], axis=-1)
         return -float(jnp.mean(jnp.take_along_axis(logp, tokens[:, 1:, None], -1)))
 
-    clean = ce(lm.forward(model, tokens)[0])
-    abl = ce(lm.forward(model, tokens, intervene={("resid_post", 1): lambda x: 0 * x})[0])
+    clean = ce(lm.forward_batched(model, tokens)[0])
+    abl = ce(lm.forward_batched(model, tokens, intervene={("resid_post", 1): lambda x: 0 * x})[0])
     recon = ce(
-        lm.forward(model, tokens, intervene={("resid_post", 1): lambda x: jax.vmap(sae)(x)})[0]
+        lm.forward_batched(
+            model, tokens, intervene={("resid_post", 1): lambda x: jax.vmap(sae)(x)}
+        )[0]
     )
     assert out["ce_loss_score"] == pytest.approx((abl - recon) / (abl - clean), rel=1e-4)
 
@@ -71,10 +73,10 @@ def test_ce_loss_score_bad_inputs(model, tokens):
 
 
 def test_steering_alpha_zero_is_bit_identical(model, tokens, getkey):
-    plain, _ = lm.forward(model, tokens)
+    plain, _ = lm.forward_batched(model, tokens)
     v = jax.random.normal(getkey(), (24,), jnp.float32)
     for positions in (None, [-1, 2]):
-        steered, _ = lm.forward(
+        steered, _ = lm.forward_batched(
             model, tokens, intervene=ip.steer(v, 0.0, layers=[0, 2], positions=positions)
         )
         np.testing.assert_array_equal(np.asarray(steered), np.asarray(plain))
@@ -82,8 +84,8 @@ def test_steering_alpha_zero_is_bit_identical(model, tokens, getkey):
 
 def test_steer_at_positions_is_causal_and_matches_manual_add(model, tokens, getkey):
     v = jax.random.normal(getkey(), (24,), jnp.float32)
-    plain, acts = lm.forward(model, tokens, capture=["resid_post"], layers=[1])
-    out, acts2 = lm.forward(
+    plain, acts = lm.forward_batched(model, tokens, capture=["resid_post"], layers=[1])
+    out, acts2 = lm.forward_batched(
         model,
         tokens,
         capture=["resid_post"],
@@ -103,7 +105,7 @@ def test_steer_at_positions_is_causal_and_matches_manual_add(model, tokens, getk
 
 def test_project_out_removes_component(model, tokens, getkey):
     v = jax.random.normal(getkey(), (24,), jnp.float32)
-    _, acts = lm.forward(
+    _, acts = lm.forward_batched(
         model, tokens, capture=["resid_post"], layers=[2], intervene=ip.project_out(v, layers=[2])
     )
     np.testing.assert_allclose(acts["resid_post"] @ v, 0.0, atol=1e-4)

@@ -53,7 +53,7 @@ def test_collect_equals_forward_capture(model, tmp_path):
     lengths = [len(t) for t in items]
     np.testing.assert_array_equal(store.text_index, np.repeat(np.arange(8), lengths))
     toks, mask = lm.pad_prompts(items)
-    _, acts = lm.forward(model, toks, mask=mask, capture=["resid_post", "mlp_out"])
+    _, acts = lm.forward_batched(model, toks, mask=mask, capture=["resid_post", "mlp_out"])
     for site in ("resid_post", "mlp_out"):
         for layer in (0, 2):
             ref = np.concatenate(

@@ -79,7 +79,7 @@ def test_greedy_and_logits_match_llamacpp(engines):
     # teacher forcing: run jaxlab on exactly llama.cpp's sequences
     seqs = [p + r[0] for p, r in zip(prompts, ref, strict=True)]
     toks, mask = lm.pad_prompts(seqs)
-    logits, _ = lm.forward(model, toks, mask=mask)
+    logits, _ = lm.forward_batched(model, toks, mask=mask)
     logits = np.asarray(logits[:, -N - 1 : -1])
     diffs = []
     for i, (out, scores) in enumerate(ref):
@@ -154,7 +154,7 @@ def test_qwen_teacher_forced_top1_matches_llamacpp(qwen_engines):
     ref = [_llama_greedy(llm, p, N) for p in prompts]
     seqs = [p + r[0] for p, r in zip(prompts, ref, strict=True)]
     toks, mask = lm.pad_prompts(seqs, pad_id=tok.pad_id)
-    logits = np.asarray(lm.forward(model, toks, mask=mask)[0][:, -N - 1 : -1])
+    logits = np.asarray(lm.forward_batched(model, toks, mask=mask)[0][:, -N - 1 : -1])
     agree, total, margins = 0, 0, []
     for i, (out, scores) in enumerate(ref):
         ours = np.argmax(logits[i], axis=1)

@@ -49,12 +49,26 @@ def test_left_padded_batch_equals_loop(llama):
     model = llama
     prompts = [TOKENS[:5].tolist(), TOKENS.tolist(), TOKENS[3:9].tolist()]
     toks, mask = lm.pad_prompts(prompts, pad_id=0)
-    batched, _ = lm.forward(model, toks, mask=mask)
+    batched, _ = lm.forward_batched(model, toks, mask=mask)
     for i, p in enumerate(prompts):
         single, _ = lm.forward(model, np.asarray(p, np.int32))
         np.testing.assert_allclose(
             np.asarray(batched[i, -len(p) :]), np.asarray(single), rtol=1e-5, atol=1e-5
         )
+
+
+def test_forward_is_unbatched_and_vmaps_like_forward_batched(llama):
+    """The calling convention: `forward` takes one sequence and vmaps; batches are named."""
+    model = llama
+    rows = jnp.stack([TOKENS[:6], TOKENS[3:9]])
+    vmapped = jax.vmap(lambda t: lm.forward(model, t)[0])(rows)
+    batched, _ = lm.forward_batched(model, rows)
+    np.testing.assert_allclose(np.asarray(vmapped), np.asarray(batched), rtol=1e-5, atol=1e-5)
+    with pytest.warns(DeprecationWarning, match="forward_batched"):
+        old, _ = lm.forward(model, rows)
+    np.testing.assert_array_equal(np.asarray(old), np.asarray(batched))
+    with pytest.raises(ValueError, match=r"\(B, T\)"):
+        lm.forward_batched(model, TOKENS)
 
 
 def test_kv_cache_decode_equals_full_forward(model):
@@ -251,7 +265,7 @@ def _naive_greedy(model, prompt, n):
     seq = list(prompt)
     for _ in range(n):
         toks, mask = lm.pad_prompts([seq], length=16)
-        seq.append(int(jnp.argmax(lm.forward(model, toks, mask=mask)[0][0, -1])))
+        seq.append(int(jnp.argmax(lm.forward_batched(model, toks, mask=mask)[0][0, -1])))
     return seq[len(prompt) :]
 
 

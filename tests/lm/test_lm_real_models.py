@@ -67,7 +67,7 @@ def test_smollm2_answers_paris_and_cache_matches_full_forward(smollm2):
     assert "Paris" in tok.decode(new)
     # oracle: recompute every position with a full (cache-free) forward pass
     toks, mask = lm.pad_prompts([prompt + new], pad_id=tok.pad_id)
-    full, _ = lm.forward(model, toks, mask=mask)
+    full, _ = lm.forward_batched(model, toks, mask=mask)
     ref = np.asarray(full[0, toks.shape[1] - n - 1 : -1])
     got = np.asarray(gen.logits[0, :n])
     assert np.max(np.abs(got - ref)) < 1e-3 * np.max(np.abs(ref))
@@ -94,7 +94,7 @@ def test_gemma3_loads_and_completes():
     gen = lm.generate(model, [ids], max_new_tokens=8, return_logits=True)
     new = np.asarray(gen.tokens[0]).tolist()
     toks, mask = lm.pad_prompts([ids + new])
-    full, _ = lm.forward(model, toks, mask=mask)
+    full, _ = lm.forward_batched(model, toks, mask=mask)
     ref = np.asarray(full[0, toks.shape[1] - 9 : -1])
     assert np.max(np.abs(np.asarray(gen.logits[0]) - ref)) < 1e-3 * np.max(np.abs(ref))
     logp = np.asarray(jnp.asarray(full[0, -9]) - jnp.max(full[0, -9]))
@@ -113,7 +113,7 @@ def _score_reference(model, tok, prompt, options):
     ids = tok.encode(prompt)
     oids = [tok.encode(o, add_bos=False) for o in options]
     toks, mask = lm.pad_prompts([ids + o for o in oids], pad_id=tok.pad_id)
-    logits, _ = lm.forward(model, toks, mask=mask)
+    logits, _ = lm.forward_batched(model, toks, mask=mask)
     logp = np.asarray(jax.nn.log_softmax(logits, -1))
     T = toks.shape[1]
     refs = [row[np.arange(T - len(o) - 1, T - 1), o] for row, o in zip(logp, oids, strict=True)]

@@ -21,7 +21,7 @@ def _reference(model):
     """Per-token log p(option | prompt) from full forwards of the concatenations."""
     pairs = [(p, o) for p, opts in zip(PROMPTS, OPTIONS, strict=True) for o in opts]
     toks, mask = lm.pad_prompts([p + o for p, o in pairs])
-    logp = np.asarray(jax.nn.log_softmax(lm.forward(model, toks, mask=mask)[0], -1))
+    logp = np.asarray(jax.nn.log_softmax(lm.forward_batched(model, toks, mask=mask)[0], -1))
     T = toks.shape[1]
     return [
         row[np.arange(T - len(o) - 1, T - 1), o] for row, (_, o) in zip(logp, pairs, strict=True)

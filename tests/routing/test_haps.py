@@ -108,7 +108,7 @@ def test_cached_prefix_equals_full_forward(models, getkey):
         want = jnp.stack([_full_model_option_logits(m, t, full) for t in toks])
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
         base = _batched_option_logits(upper, inputs, None, jnp.asarray(OPTIONS))
-        ref = np.asarray(lm.forward(m, toks)[0][:, -1])[:, OPTIONS]
+        ref = np.asarray(lm.forward_batched(m, toks)[0][:, -1])[:, OPTIONS]
         np.testing.assert_allclose(np.asarray(base), ref, rtol=1e-5, atol=1e-5)
         assert not np.allclose(np.asarray(base), np.asarray(want), atol=1e-3)  # the adapter acts
 
