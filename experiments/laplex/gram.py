@@ -1,18 +1,24 @@
-"""P9 claim: LAPLEX Gram operators give high-dimensional Gaussian covariance models
-of flattened photographs that keep visible spatial structure.
+"""P9 claim: LAPLEX Gram operators give Gaussian covariance models of flattened images
+that keep visible spatial structure, and learned anchors adapt the geometry.
 
-Data: grayscale crops of photographs shipped in the scikit-image wheel (located
-with importlib.metadata, read with Pillow; QUICK 224x224 = 50,176 dimensions,
-FULL 1732x1732 = 3e6), each standardised. Models, all zero-mean Gaussians fitted
-by maximum likelihood on training crops and scored on held-out crops:
+Data: the 100 aligned faces of the LFW subset shipped in the scikit-image wheel
+(`skimage/data/lfw_subset.npy`, 25x25 = 625 dimensions; Huang et al. 2012's
+congealed crops, one registration for all), split into train / validation / test
+images. Pixels are centred by the training mean face and scaled by its overall std.
+Models, zero-mean Gaussians fitted by maximum likelihood on the training images:
 
-- diag: i.i.d. pixels (sigma^2 I);
-- grid: a stationary Laplace (L1) kernel on the fixed pixel grid + noise;
-- laplex: `LaplexGram` with learned per-row / per-column anchors, several heads.
+- diag: independent pixels with per-pixel variances (closed form);
+- grid: a stationary Laplace (L1) kernel on the fixed pixel grid, `heads` scales;
+- laplex: `LaplexGram` with the same heads and learned per-row / per-column anchors;
+- dense (reference, not a claim): Ledoit-Wolf shrunk sample covariance (sklearn),
+  625 x 626 / 2 numbers.
 
-The likelihood is matvec-only (CG + stochastic Lanczos quadrature); for the grid
-model the log-determinant is also computed exactly from the 1-D eigenvalues
-(Kronecker structure) to check SLQ at full size. Figure: samples.
+The fits use the matvec-only likelihood (CG + stochastic Lanczos quadrature) through
+`_core.ValidatedStep`: the exact validation NLL (dense Cholesky; 625 dimensions allow
+it) is scored every `val_every` steps and the best-validation parameters are kept
+(early stopping with a patience). Train / validation / test NLL per dimension are
+exact; the matvec-only estimate is checked against them. Figure: samples and the
+learned anchors.
 """
 
 from __future__ import annotations
@@ -20,99 +26,124 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 import optax
-from PIL import Image
 
 from experiments._harness import Claim, Result, RunContext, log
-from jaxlab import laplex
-from jaxlab._core import TqdmProgress
+from jaxlab import interp, laplex
+from jaxlab._core import TqdmProgress, ValidatedStep, run_steps
 
 NAME = "laplex_gram"
 PAPER = "P9"
-DESCRIPTION = "LAPLEX Gram covariance on flattened photos vs diagonal and fixed-grid Laplace"
+DESCRIPTION = "LAPLEX Gram covariance on aligned faces vs diagonal, fixed-grid Laplace, dense"
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
     """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
 
-    crop: int = 224
-    train: tuple[tuple[str, int, int], ...] = (("camera.png", 160, 60),)
-    test: tuple[tuple[str, int, int], ...] = (("camera.png", 288, 288), ("coins.png", 0, 0))
+    n_train: int = 40
+    n_val: int = 20
+    n_test: int = 40
     heads: int = 3
-    steps: int = 20
-    lr: float = 0.03
+    steps: int = 100
+    lr: float = 0.05
     probes: int = 2
     lanczos: int = 25
     cg_tol: float = 1e-3
     cg_maxiter: int = 400
-    eval_probes: int = 4
+    val_every: int = 5
+    patience: int = 4
+    min_rel_improvement: float = 1e-3
+    eval_probes: int = 8
     eval_lanczos: int = 40
-    eval_cg_tol: float = 1e-4
+    eval_cg_tol: float = 1e-5
+    n_boot: int = 2000
 
 
 QUICK = Config()
-FULL = Config(
-    crop=1732,
-    train=(("hubble_deep_field.jpg", 0, 0),),
-    test=(("hubble_deep_field.jpg", 100, 100),),
-    steps=100,
-    probes=4,
-)
+FULL = Config(steps=1000, probes=8, patience=5)
 
 
-def _load_crop(name, r0, c0, size):
+def load_faces() -> np.ndarray:
+    """(100, 25, 25) float faces in [0, 1] from the scikit-image wheel's LFW subset."""
     dist = importlib.metadata.distribution("scikit-image")
-    matches = [f for f in dist.files if str(f) == f"skimage/data/{name}"]
+    matches = [f for f in dist.files or () if str(f) == "skimage/data/lfw_subset.npy"]
     if not matches:
-        raise FileNotFoundError(f"{name}: not in the scikit-image wheel; pip install scikit-image")
-    img = np.asarray(Image.open(dist.locate_file(matches[0])).convert("L"), np.float32)
-    if img.shape[0] < r0 + size or img.shape[1] < c0 + size:
-        raise ValueError(f"{name}: image {img.shape} smaller than crop {size} at {(r0, c0)}")
-    crop = img[r0 : r0 + size, c0 : c0 + size]
-    return (crop - crop.mean()) / (crop.std() + 1e-6)
+        raise FileNotFoundError("lfw_subset.npy: not in the scikit-image wheel; pip install it")
+    images = np.load(dist.locate_file(matches[0]))
+    return np.asarray(images[:100], np.float64) / (255.0 if images.max() > 1 else 1.0)
 
 
-def _exact_grid_nll(model, y):
-    """Exact NLL of a single-head model on the fixed grid (Kronecker eigenvalues)."""
-    a, c, noise = (
-        float(jnp.exp(model.log_a[0])),
-        float(jnp.exp(model.log_c[0])),
-        float(jnp.exp(model.log_noise)),
-    )
-    evs, vecs = [], []
-    for u in model.anchors:
-        x = np.asarray(u[0], np.float64)
-        e, q = np.linalg.eigh(np.exp(-a * np.abs(x[:, None] - x[None, :])))
-        evs.append(e)
-        vecs.append(q)
-    lam = c * np.multiply.outer(evs[0], evs[1]) + noise
-    yy = np.asarray(y, np.float64).reshape(model.shape)
-    proj = vecs[0].T @ yy @ vecs[1]
-    n = yy.size
-    return 0.5 * (np.sum(proj**2 / lam) + np.sum(np.log(lam)) + n * np.log(2 * np.pi)) / n
+def exact_nll(cov, ys) -> np.ndarray:
+    """Exact per-dimension Gaussian NLL of each row of `ys` under N(0, cov) (float64)."""
+    cov = np.asarray(cov, np.float64)
+    ys = np.asarray(ys, np.float64)
+    chol = np.linalg.cholesky(cov)
+    z = np.linalg.solve(chol, ys.T)
+    logdet = 2 * np.sum(np.log(np.diag(chol)))
+    n = cov.shape[0]
+    return 0.5 * (np.sum(z**2, 0) + logdet + n * np.log(2 * np.pi)) / n
 
 
-def _fit(model, ys, cfg, key, desc, ctx):
-    fitted, hist = laplex.fit_gram(
+def _dense_nll(inner_state, ys, *, static):
+    """Mean exact NLL per dimension (jittable; the validation score)."""
+    model = eqx.combine(inner_state[0], static)
+    chol = jnp.linalg.cholesky(model.dense())
+    z = jax.scipy.linalg.solve_triangular(chol, ys.T.astype(chol.dtype), lower=True)
+    n = ys.shape[1]
+    logdet = 2 * jnp.sum(jnp.log(jnp.diag(chol)))
+    return jnp.mean(0.5 * (jnp.sum(z**2, 0) + logdet + n * jnp.log(2 * jnp.pi)) / n)
+
+
+def _fit(model, train, val, cfg, key, desc, ctx):
+    inner = laplex.GramStep(
         model,
-        jnp.stack(ys),
-        key=key,
-        steps=cfg.steps,
+        train,
         optimizer=optax.adam(cfg.lr),
         probes=cfg.probes,
         lanczos_steps=cfg.lanczos,
         cg_tol=cfg.cg_tol,
         cg_maxiter=cfg.cg_maxiter,
+    )
+    step = ValidatedStep(
+        inner,
+        lambda s, ys: _dense_nll(s, ys, static=inner.static),
+        val,
+        every=cfg.val_every,
+        patience=cfg.patience,
+        min_rel_improvement=cfg.min_rel_improvement,
+    )
+    state, hist = run_steps(
+        step,
+        step.init(model, key),
+        key=key,
+        steps=cfg.steps,
+        chunk=cfg.val_every,
         checkpointer=ctx.checkpointer(desc.replace(" ", "_")),
         progress=TqdmProgress(desc=desc),
+        stop=step.stop,
     )
-    log.warning("%s: final train NLL/dim %.4f", desc, float(hist.losses[-1]))
-    return fitted
+    val_loss = hist.aux["val_loss"][: hist.steps_done]
+    log.warning(
+        "%s: %d steps, best validation NLL/dim %.4f at step %d",
+        desc,
+        hist.steps_done,
+        float(state.best_loss),
+        int(state.best_step),
+    )
+    info = {
+        "steps_run": hist.steps_done,
+        "best_step": int(state.best_step),
+        "val_first": float(val_loss[np.isfinite(val_loss)][0])
+        if np.isfinite(val_loss).any()
+        else float("nan"),
+    }
+    return inner.model(state.best), info
 
 
 def _score(model, ys, cfg, key):
@@ -131,86 +162,153 @@ def _score(model, ys, cfg, key):
     )
 
 
+def _mean(values, weights):
+    return jnp.sum(weights * values) / jnp.sum(weights)
+
+
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    size = int(config.crop)
-    train = [jnp.asarray(_load_crop(n, r, c, size).ravel()) for n, r, c in config.train]
-    test = [jnp.asarray(_load_crop(n, r, c, size).ravel()) for n, r, c in config.test]
+    from sklearn.covariance import LedoitWolf
+
+    faces = load_faces()
+    size = faces.shape[1]
+    n_tr, n_va, n_te = config.n_train, config.n_val, config.n_test
+    if n_tr + n_va + n_te > len(faces):
+        raise ValueError(f"n_train + n_val + n_test: at most {len(faces)} faces, got more")
+    k_split, k_grid, k_lap, k_eval, k_samp, k_boot = jax.random.split(key, 6)
+    perm = np.asarray(jax.random.permutation(k_split, len(faces)))
+    flat = faces.reshape(len(faces), -1)
+    tr, va, te = (
+        flat[perm[:n_tr]],
+        flat[perm[n_tr : n_tr + n_va]],
+        flat[perm[n_tr + n_va : n_tr + n_va + n_te]],
+    )
+    mean, scale = tr.mean(0), tr.std()
+    tr, va, te = ((x - mean) / scale for x in (tr, va, te))
+    ys = {"train": tr, "val": va, "test": te}
     coords = [jnp.arange(size, dtype=jnp.float32)] * 2
-    k_grid, k_lap, k_eval, k_samp = jax.random.split(key, 4)
-    # diagonal: sigma^2 fitted on the training crops (~1 after standardisation)
-    var = float(np.mean([float(jnp.mean(y**2)) for y in train]))
-    nll_diag = float(
-        np.mean([0.5 * (float(jnp.mean(y**2)) / var + np.log(2 * np.pi * var)) for y in test])
+    dtype = jnp.float32
+    grid0 = laplex.LaplexGram(
+        coords, config.heads, key=k_grid, decay=0.2, noise=0.1, learn_anchors=False
     )
-    grid0 = laplex.LaplexGram(coords, 1, key=k_grid, decay=0.2, noise=0.1, learn_anchors=False)
-    grid = _fit(grid0, train, config, k_grid, "grid model", ctx)
+    grid, grid_info = _fit(
+        grid0, jnp.asarray(tr, dtype), jnp.asarray(va, dtype), config, k_grid, "grid model", ctx
+    )
     lap0 = laplex.LaplexGram(coords, config.heads, key=k_lap, decay=0.2, noise=0.1)
-    lap = _fit(lap0, train, config, k_lap, "laplex model", ctx)
-    nll_grid = _score(grid, test, config, k_eval)
-    nll_lap = _score(lap, test, config, k_eval)
-    nll_grid_train = _score(grid, train, config, k_eval)
-    nll_lap_train = _score(lap, train, config, k_eval)
-    nll_grid_exact = float(np.mean([_exact_grid_nll(grid, y) for y in test]))
-    slq_err = abs(nll_grid - nll_grid_exact) / abs(nll_grid_exact)
-    log.info(
-        "test NLL/dim: diag %.4f grid %.4f (exact %.4f) laplex %.4f",
-        nll_diag,
-        nll_grid,
-        nll_grid_exact,
-        nll_lap,
+    lap, lap_info = _fit(
+        lap0, jnp.asarray(tr, dtype), jnp.asarray(va, dtype), config, k_lap, "laplex model", ctx
     )
-    metrics = {
-        "nll_laplex": nll_lap,
-        "nll_diag": nll_diag,
-        "nll_grid": nll_grid,
-        "nll_grid_exact": nll_grid_exact,
-        "slq_rel_err_grid": slq_err,
-        "nll_laplex_train": nll_lap_train,
-        "nll_grid_train": nll_grid_train,
-        "dimension": size * size,
-        "laplex_decays": [float(x) for x in jnp.exp(lap.log_a)],
-        "grid_decay": float(jnp.exp(grid.log_a[0])),
+    covs = {
+        "diag": np.diag(tr.var(0)),
+        "grid": np.asarray(grid.dense(), np.float64),
+        "laplex": np.asarray(lap.dense(), np.float64),
+        "dense_lw": LedoitWolf(assume_centered=True).fit(tr).covariance_,
     }
-    metrics = {k: v for k, v in metrics.items() if not isinstance(v, list)}
+    nll = {m: {s: exact_nll(c, y) for s, y in ys.items()} for m, c in covs.items()}
+    metrics: dict[str, float] = {"dimension": size * size, "n_train": n_tr, "n_test": n_te}
+    for m in covs:
+        for s in ys:
+            metrics[f"nll_{m}_{s}"] = float(nll[m][s].mean())
+    for name, info in (("grid", grid_info), ("laplex", lap_info)):
+        for k, v in info.items():
+            metrics[f"{name}_{k}"] = v
+    # matvec-only test NLL (CG + SLQ) against the exact one
+    for name, model in (("grid", grid), ("laplex", lap)):
+        est = _score(model, jnp.asarray(te, dtype), config, k_eval)
+        metrics[f"nll_{name}_test_slq"] = est
+        metrics[f"slq_rel_err_{name}"] = abs(est - metrics[f"nll_{name}_test"]) / abs(
+            metrics[f"nll_{name}_test"]
+        )
+
+    def paired(a, b):  # mean test NLL difference a - b over test images, 95% bootstrap
+        d = jnp.asarray(nll[a]["test"] - nll[b]["test"])
+        return [
+            float(v) for v in interp.bootstrap_ci(_mean, d, key=k_boot, n_resamples=config.n_boot)
+        ]
+
+    d_diag = paired("laplex", "diag")
+    d_grid = paired("laplex", "grid")
+    for tag, d in (("diag", d_diag), ("grid", d_grid)):
+        (
+            metrics[f"laplex_minus_{tag}"],
+            metrics[f"laplex_minus_{tag}_lo"],
+            metrics[f"laplex_minus_{tag}_hi"],
+        ) = d
+    params = {
+        "laplex": int(sum(x.size for x in jax.tree.leaves(eqx.filter(lap, eqx.is_array)))),
+        "grid": 2 * config.heads + 1,
+        "diag": size * size,
+        "dense_lw": size * size * (size * size + 1) // 2,
+    }
+    for k, v in params.items():
+        metrics[f"params_{k}"] = v
+
+    def row(m):
+        return f"{m} {metrics[f'nll_{m}_train']:.3f} / {metrics[f'nll_{m}_test']:.3f}"
+
+    held = (
+        f"{n_te} held-out faces (train / test NLL/dim: "
+        + ", ".join(row(m) for m in ("laplex", "grid", "diag", "dense_lw"))
+        + "; dense_lw: Ledoit-Wolf reference)"
+    )
+    slq = max(metrics["slq_rel_err_grid"], metrics["slq_rel_err_laplex"])
     claims = [
         Claim(
-            "LAPLEX covariance beats the diagonal model on held-out photos",
+            "LAPLEX covariance beats the diagonal model on held-out images",
             "preserves spatial structure",
-            f"NLL/dim {nll_lap:.3f} vs diag {nll_diag:.3f}",
-            nll_lap < nll_diag,
+            f"test NLL/dim laplex - diag = {d_diag[0]:.3f} [{d_diag[1]:.3f}, {d_diag[2]:.3f}] "
+            f"(paired 95% bootstrap over {held}; null: no difference)",
+            d_diag[2] < 0,
         ),
         Claim(
             "LAPLEX (learned anchors, heads) beats a fixed-grid stationary Laplace model",
             "data-adaptive geometry",
-            f"NLL/dim {nll_lap:.3f} vs grid {nll_grid:.3f}",
-            nll_lap < nll_grid,
+            f"same {config.heads} heads, anchors learned vs fixed: test NLL/dim laplex - grid = "
+            f"{d_grid[0]:.3f} [{d_grid[1]:.3f}, {d_grid[2]:.3f}] (paired 95% bootstrap; null: "
+            f"no difference); early stopping on {n_va} validation faces kept step "
+            f"{lap_info['best_step']} (laplex) / {grid_info['best_step']} (grid) of "
+            f"{lap_info['steps_run']} / {grid_info['steps_run']} run",
+            d_grid[2] < 0,
         ),
         Claim(
             "matvec-only likelihood (CG + SLQ) matches the exact one",
             "(method)",
-            f"grid model: SLQ {nll_grid:.4f} vs exact {nll_grid_exact:.4f} NLL/dim",
-            slq_err < 0.01,
+            f"test NLL/dim SLQ vs exact (dense Cholesky): grid {metrics['nll_grid_test_slq']:.4f} "
+            f"vs {metrics['nll_grid_test']:.4f}, laplex {metrics['nll_laplex_test_slq']:.4f} vs "
+            f"{metrics['nll_laplex_test']:.4f} (max rel err {slq:.2%}; bar 1%)",
+            slq < 0.01,
         ),
     ]
-    fig, axes = plt.subplots(1, 4, figsize=(13, 3.5))
-    axes[0].imshow(np.asarray(test[0]).reshape(size, size), cmap="gray")
-    axes[0].set_title("held-out crop")
-    axes[1].imshow(np.asarray(jax.random.normal(k_samp, (size, size))), cmap="gray")
-    axes[1].set_title("diag model sample")
-    axes[2].imshow(np.asarray(grid.sample(key=k_samp)).reshape(size, size), cmap="gray")
-    axes[2].set_title("grid Laplace sample")
-    axes[3].imshow(np.asarray(lap.sample(key=k_samp)).reshape(size, size), cmap="gray")
-    axes[3].set_title("LAPLEX Gram sample")
-    for ax in axes:
+    fig, axes = plt.subplots(1, 6, figsize=(16, 3))
+    axes[0].imshow(te[0].reshape(size, size), cmap="gray")
+    axes[0].set_title("held-out face (centred)")
+    samples = {
+        "diag": np.sqrt(np.diag(covs["diag"]))
+        * np.asarray(jax.random.normal(k_samp, (size * size,))),
+        "grid": np.asarray(grid.sample(key=k_samp)),
+        "laplex": np.asarray(lap.sample(key=k_samp)),
+        "dense_lw": np.linalg.cholesky(covs["dense_lw"])
+        @ np.asarray(jax.random.normal(k_samp, (size * size,)), np.float64),
+    }
+    for ax, (name, smp) in zip(axes[1:5], samples.items(), strict=True):
+        ax.imshow(smp.reshape(size, size), cmap="gray")
+        ax.set_title(f"{name} sample")
+    for ax in axes[:5]:
         ax.axis("off")
+    ax = axes[5]
+    for h in range(config.heads):
+        ax.plot(np.asarray(lap.anchors[0][h]), label=f"rows, head {h}")
+        ax.plot(np.asarray(lap.anchors[1][h]), ls="--", label=f"cols, head {h}")
+    ax.set_title("learned anchors")
+    ax.legend(fontsize=6)
     fig.tight_layout()
     return Result(
         metrics=metrics,
         claims=claims,
         figures={"samples": fig},
         notes=(
-            f"scikit-image photographs (camera, coins; from the wheel), {size}x{size} "
-            "standardised crops; NLL per dimension in nats on held-out crops; "
-            "CG + SLQ estimates with fixed probes; grid model also scored exactly."
+            f"LFW subset faces from the scikit-image wheel (aligned, {size}x{size}); "
+            f"{n_tr} train / {n_va} validation / {n_te} test faces (random split); "
+            "NLL per dimension in nats, exact (dense Cholesky); fits by the matvec-only "
+            "stochastic likelihood with early stopping on the validation NLL."
         ),
     )

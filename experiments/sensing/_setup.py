@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
+import equinox as eqx
 import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
 
 from experiments._harness import RunContext, log
 from jaxlab import sensing
-from jaxlab._core import TqdmProgress
+from jaxlab._core import TqdmProgress, ValidatedStep, run_steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,26 +26,99 @@ class SensingConfig:
     latent_dim: int = 6
     width: int = 64
     steps: int = 3000
+    lr: float = 1e-3
+    cosine: bool = False  # cosine decay of the learning rate over `steps` (to 5%)
+    # plateau stop on a validation -ELBO (held-out flowers, `val_context` probes as
+    # context); 0 validation flowers: no validation, a fixed number of steps
+    val_flowers: int = 0
+    val_context: int = 3
+    val_every: int = 500
+    patience: int = 4
+    min_rel_improvement: float = 0.005
 
 
 FULL_OVERRIDES = {"n_flowers": 32768, "n_probes": 32, "latent_dim": 8, "width": 256, "steps": 50000}
 UNSEEN = {"kinds": (1,), "curvature_range": (1.0, 1.6), "contrast_range": (0.25, 0.4)}
 
 
+def _val_neg_elbo(inner_state, val, *, static, n_context):
+    """Mean -ELBO of held-out flowers with `n_context` context probes (fixed key)."""
+    data, key = val
+    model = eqx.combine(inner_state[0], static)
+    keys = jax.random.split(key, data.actions.shape[0])
+    return -jnp.mean(
+        jax.vmap(lambda v, m, a, k: sensing.elbo(model, v, m, a, key=k, n_context=n_context))(
+            data.visual, data.mechano, data.actions, keys
+        )
+    )
+
+
 def trained_model(
     config: SensingConfig, key: jax.Array, ctx: RunContext
-) -> tuple[sensing.MultimodalVAE, jax.Array]:
-    """Train the multimodal VAE on simulated probes of training-condition flowers."""
+) -> tuple[sensing.MultimodalVAE, np.ndarray]:
+    """Train the multimodal VAE on simulated probes of training-condition flowers.
+
+    With `config.val_flowers > 0` the run is scored on held-out flowers every
+    `val_every` steps (`_core.ValidatedStep`), stops after `patience` evaluations without
+    a relative improvement of `min_rel_improvement`, and returns the best-validation
+    model; `losses` are then the steps that ran (see `trained_model_validated`)."""
+    return trained_model_validated(config, key, ctx)[:2]
+
+
+def trained_model_validated(config: SensingConfig, key: jax.Array, ctx: RunContext):
+    """`trained_model` plus the validation record `(steps, val_loss)` (empty without
+    validation flowers) and the step the returned model was taken at."""
     kd, km, kt = jax.random.split(key, 3)
     data = sensing.simulate_probes(config.n_flowers, config.n_probes, key=kd)
     model = sensing.MultimodalVAE(latent_dim=config.latent_dim, width=config.width, key=km)
-    model, losses = sensing.train_model(
-        model,
-        data,
+    lr = (
+        optax.cosine_decay_schedule(config.lr, config.steps, alpha=0.05)
+        if config.cosine
+        else config.lr
+    )
+    if config.val_flowers == 0:
+        model, losses = sensing.train_model(
+            model,
+            data,
+            key=kt,
+            steps=config.steps,
+            optimizer=optax.adam(lr),
+            checkpointer=ctx.checkpointer("vae"),
+            progress=TqdmProgress(desc="sensing: ELBO"),
+        )
+        log.info("sensing VAE: -ELBO %.1f -> %.1f", float(losses[0]), float(losses[-1]))
+        return model, losses, (np.zeros(0, int), np.zeros(0)), len(losses)
+    # held-out flowers from a key the training set never uses
+    val = sensing.simulate_probes(
+        config.val_flowers, config.n_probes, key=jax.random.fold_in(kd, 1)
+    )
+    inner = sensing.VAEStep(model, data, optimizer=optax.adam(lr))
+    step = ValidatedStep(
+        inner,
+        functools.partial(_val_neg_elbo, static=inner.static, n_context=config.val_context),
+        (val, jax.random.fold_in(kd, 2)),
+        every=config.val_every,
+        patience=config.patience,
+        min_rel_improvement=config.min_rel_improvement,
+    )
+    state, hist = run_steps(
+        step,
+        step.init(model, kt),
         key=kt,
         steps=config.steps,
         checkpointer=ctx.checkpointer("vae"),
         progress=TqdmProgress(desc="sensing: ELBO"),
+        stop=step.stop,
     )
-    log.info("sensing VAE: -ELBO %.1f -> %.1f", float(losses[0]), float(losses[-1]))
-    return model, losses
+    losses = hist.losses[: hist.steps_done]
+    val_loss = hist.aux["val_loss"][: hist.steps_done]
+    at = np.flatnonzero(np.isfinite(val_loss))
+    log.info(
+        "sensing VAE: -ELBO %.1f -> %.1f in %d steps; validation -ELBO %.1f at step %d (best)",
+        float(losses[0]),
+        float(losses[-1]),
+        hist.steps_done,
+        float(state.best_loss),
+        int(state.best_step),
+    )
+    return inner.model(state.best), losses, (at + 1, val_loss[at]), int(state.best_step)

@@ -251,14 +251,45 @@ def bilinear(img: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     )
 
 
-def landmarks_from_disparity(disp: np.ndarray, data) -> np.ndarray:
+def landmarks_from_disparity(disp: np.ndarray, data, px: np.ndarray | None = None) -> np.ndarray:
     """Predicted 3-D landmarks (N, K, 3): disparity interpolated at each landmark's left
-    pixel, converted to depth Z = f B / d and back-projected through that pixel."""
+    pixel, converted to depth Z = f B / d and back-projected through that pixel.
+
+    `px` (N, K, 3), columns (u_left, u_right, v), replaces the true landmark pixels
+    `data["landmarks_px"]` (e.g. a detector's, or `noisy_landmark_px`)."""
+    px_all = data["landmarks_px"] if px is None else px
     out = np.zeros(data["landmarks_3d"].shape)
     for i in range(len(disp)):
         f, cx, cy, b = data["camera"][i]
-        px = data["landmarks_px"][i]
-        d = bilinear(disp[i], px[:, 0], px[:, 2])
+        p = px_all[i]
+        d = bilinear(disp[i], p[:, 0], p[:, 2])
         z = f * b / d
-        out[i] = np.stack([z * (px[:, 0] - cx) / f, z * (px[:, 2] - cy) / f, z], -1)
+        out[i] = np.stack([z * (p[:, 0] - cx) / f, z * (p[:, 2] - cy) / f, z], -1)
+    return out
+
+
+def detector_sigma(rate: float, threshold: float = 0.05) -> float:
+    """Per-coordinate Gaussian sigma (in units of the inter-ocular distance) of a pupil
+    detector that localises both pupils within `threshold` x IOD on a fraction `rate` of
+    faces (the normalised worst-eye error `e = max(|dl|, |dr|) / IOD` of Jesorsky et al.
+    2001, BioID). Each eye's radial error is Rayleigh(sigma), so
+    `P(e <= t) = (1 - exp(-t^2 / (2 sigma^2)))^2`; solved for sigma."""
+    if not 0 < rate < 1:
+        raise ValueError(f"rate: expected a fraction in (0, 1), received {rate!r}")
+    if not threshold > 0:
+        raise ValueError(f"threshold: expected a positive number, received {threshold!r}")
+    return float(threshold / np.sqrt(-2.0 * np.log(1.0 - np.sqrt(rate))))
+
+
+def noisy_landmark_px(px: np.ndarray, sigma_iod: float, *, key, pupils=(0, 1)) -> np.ndarray:
+    """Landmark pixels (N, K, 3) (u_left, u_right, v) with isotropic Gaussian localisation
+    noise on each landmark's left-image position (u_left, v): per-coordinate sigma
+    `sigma_iod` x that face's inter-ocular distance in pixels (pupils `pupils`), i.e. a
+    detector whose error scales with the face's size in the image. u_right is unchanged
+    (the depth comes from the disparity map, not from a right-image detection)."""
+    px = np.asarray(px, np.float64)
+    iod = np.hypot(*(px[:, pupils[0], [0, 2]] - px[:, pupils[1], [0, 2]]).T)  # (N,)
+    noise = np.asarray(jax.random.normal(key, px.shape[:2] + (2,)), np.float64)
+    out = px.copy()
+    out[..., [0, 2]] += sigma_iod * iod[:, None, None] * noise
     return out

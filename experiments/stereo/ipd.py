@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
+import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -11,19 +14,69 @@ from experiments.stereo._setup import (
     FULL_OVERRIDES,
     METHODS,
     FaceStereoConfig,
+    detector_sigma,
     face_set,
     fill_invalid,
     landmarks_from_disparity,
+    noisy_landmark_px,
     predict_disparities,
     trained_raft,
 )
+from jaxlab import interp
 
 NAME = "stereo_ipd"
 PAPER = "P15"
 DESCRIPTION = "IPD error (mm) from pupil landmarks + stereo depth vs the 0.5 mm clinical bar"
 CLINICAL_MM = 0.5
-QUICK = FaceStereoConfig()
-FULL = FaceStereoConfig(**FULL_OVERRIDES)
+# Pupil-localisation noise (an assumption, stated in the claims): Timm & Barth 2011
+# ("Accurate eye centre localisation by means of gradients", VISAPP) localise both eye
+# centres within 0.05 x the inter-ocular distance on 82.5% of the BioID faces; a Gaussian
+# detector with that rate has sigma = detector_sigma(0.825) = 0.023 IOD per coordinate.
+DETECTOR_RATE = 0.825
+
+
+@dataclasses.dataclass(frozen=True)
+class IPDConfig(FaceStereoConfig):
+    """stereo_ipd's settings: the shared face-set ones plus the landmark-noise model."""
+
+    detector_rate: float = DETECTOR_RATE  # fraction of faces with worst-eye error <= 0.05 IOD
+    noise_draws: int = 64  # detector-noise draws per face
+    noise_sweep: tuple[float, ...] = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1)  # sigma / IOD
+    n_boot: int = 2000
+
+
+QUICK = IPDConfig()
+FULL = IPDConfig(**FULL_OVERRIDES)
+
+
+def _face_errors(disp, data, ipd_true, vis, sigma_iod, draws, key):
+    """Per-face mean |IPD error| (mm) over `draws` detector-noise draws (exact pupils
+    when `sigma_iod` = 0); faces with an occluded pupil dropped."""
+    if sigma_iod == 0:
+        lm = landmarks_from_disparity(disp, data)
+        return np.abs(np.linalg.norm(lm[:, 0] - lm[:, 1], axis=-1) - ipd_true)[vis]
+    errs = []
+    for r in range(draws):
+        px = noisy_landmark_px(data["landmarks_px"], sigma_iod, key=jax.random.fold_in(key, r))
+        lm = landmarks_from_disparity(disp, data, px)
+        errs.append(np.abs(np.linalg.norm(lm[:, 0] - lm[:, 1], axis=-1) - ipd_true)[vis])
+    return np.mean(errs, axis=0)
+
+
+def _mean(e, weights):
+    return jnp.sum(weights * e) / jnp.sum(weights)
+
+
+def _crossing(sigmas, errs, level):
+    """Smallest sigma (linear interpolation on the sweep) where `errs` reaches `level`;
+    inf when it never does."""
+    for i in range(1, len(sigmas)):
+        if errs[i] >= level:
+            lo, hi = errs[i - 1], errs[i]
+            if lo >= level:
+                return float(sigmas[i - 1])
+            return float(sigmas[i - 1] + (level - lo) / (hi - lo) * (sigmas[i] - sigmas[i - 1]))
+    return float("inf")
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
@@ -33,53 +86,114 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     disps["gt_disparity"] = data["disparity"].astype(np.float64)  # interpolation floor
     vis = data["landmarks_visible"][:, :2].all(-1)
     ipd_true = np.linalg.norm(data["landmarks_3d"][:, 0] - data["landmarks_3d"][:, 1], axis=-1)
+    iod_px = np.hypot(*(data["landmarks_px"][:, 0, [0, 2]] - data["landmarks_px"][:, 1, [0, 2]]).T)
+    sigma = detector_sigma(config.detector_rate)
+    k_noise, k_boot = jax.random.split(jax.random.fold_in(key, 0x1BD))
     m: dict[str, float] = {
         "n_pairs_pupils_visible": int(vis.sum()),
         "ipd_true_mean_mm": float(ipd_true[vis].mean()),
+        "iod_px_mean": float(iod_px[vis].mean()),
+        "detector_sigma_iod": sigma,
+        "detector_sigma_px_mean": float(sigma * iod_px[vis].mean()),
         **raft_info,
     }
-    errs = {}
-    for meth, d in disps.items():
-        lm = landmarks_from_disparity(d, data)
-        ipd = np.linalg.norm(lm[:, 0] - lm[:, 1], axis=-1)
-        e = np.abs(ipd - ipd_true)[vis]
-        errs[meth] = e
-        m[f"ipd_abs_err_mm_{meth}"] = float(np.nanmean(e))
-        m[f"ipd_abs_err_median_mm_{meth}"] = float(np.nanmedian(e))
-        m[f"ipd_ratio_to_clinical_{meth}"] = float(np.nanmean(e) / CLINICAL_MM)
+    names = [*METHODS, "gt_disparity"]
+    exact, noisy, ci = {}, {}, {}
+    for meth in names:
+        exact[meth] = _face_errors(disps[meth], data, ipd_true, vis, 0.0, 1, k_noise)
+        noisy[meth] = _face_errors(
+            disps[meth], data, ipd_true, vis, sigma, config.noise_draws, k_noise
+        )
+        ci[meth] = [
+            float(v)
+            for v in interp.bootstrap_ci(
+                _mean, jnp.asarray(noisy[meth]), key=k_boot, n_resamples=config.n_boot
+            )
+        ]
+        m[f"ipd_abs_err_mm_{meth}"] = ci[meth][0]
+        m[f"ipd_abs_err_mm_{meth}_lo"] = ci[meth][1]
+        m[f"ipd_abs_err_mm_{meth}_hi"] = ci[meth][2]
+        m[f"ipd_abs_err_median_mm_{meth}"] = float(np.median(noisy[meth]))
+        m[f"ipd_ratio_to_clinical_{meth}"] = ci[meth][0] / CLINICAL_MM
+        m[f"ipd_abs_err_exact_px_mm_{meth}"] = float(np.mean(exact[meth]))
     best = min(METHODS, key=lambda k: m[f"ipd_abs_err_mm_{k}"])
-    ratio = m[f"ipd_ratio_to_clinical_{best}"]
+    best_exact = min(METHODS, key=lambda k: m[f"ipd_abs_err_exact_px_mm_{k}"])
+    # how large the detector error must be for the best method to reach 10 x the bar
+    sweep = {
+        meth: [
+            float(
+                np.mean(
+                    _face_errors(disps[meth], data, ipd_true, vis, s, config.noise_draws, k_noise)
+                )
+            )
+            for s in config.noise_sweep
+        ]
+        for meth in (best, "gt_disparity")
+    }
+    cross = _crossing(config.noise_sweep, sweep[best], 10 * CLINICAL_MM)
+    m["sigma_iod_for_10x_best"] = cross
+    for meth, vals in sweep.items():
+        for s, v in zip(config.noise_sweep, vals, strict=True):
+            m[f"sweep_{meth}_sigma{s:g}"] = v
+    ratio, lo, hi = (ci[best][j] / CLINICAL_MM for j in range(3))
+    noise_txt = (
+        f"pupil-detector noise sigma = {sigma:.3f} IOD per coordinate "
+        f"({m['detector_sigma_px_mean']:.2f} px; an assumption calibrated to Timm & Barth 2011, "
+        f"{config.detector_rate:.1%} of BioID faces within 0.05 IOD)"
+    )
     claims = [
         Claim(
             "IPD from stereo misses the sub-millimetre clinical requirement",
             "IPD error about an order of magnitude above 0.5 mm for all methods",
-            f"best method {best}: mean |IPD error| {m[f'ipd_abs_err_mm_{best}']:.2f} mm "
-            f"= {ratio:.1f} x 0.5 mm",
-            ratio >= 10.0,
-        )
-    ]
-    claims.append(
+            f"with {noise_txt}: best method {best}: mean |IPD error| {ci[best][0]:.2f} mm "
+            f"[{ci[best][1]:.2f}, {ci[best][2]:.2f}] (95% bootstrap over faces) = {ratio:.1f} x "
+            f"[{lo:.1f}, {hi:.1f}] 0.5 mm; exact pupils (depth error only): "
+            f"{best_exact} {m[f'ipd_abs_err_exact_px_mm_{best_exact}']:.2f} mm; 10 x needs "
+            f"sigma >= {cross:.3f} IOD; holds if the interval's lower end >= 10 x",
+            lo >= 10.0,
+        ),
         Claim(
             "every method is above the 0.5 mm bar",
             "no method reaches clinical IPD accuracy",
-            ", ".join(f"{k}={m[f'ipd_abs_err_mm_{k}']:.2f} mm" for k in METHODS),
-            all(m[f"ipd_abs_err_mm_{k}"] > CLINICAL_MM for k in METHODS),
-        )
-    )
-    fig, ax = plt.subplots(figsize=(7, 4))
-    names = [*METHODS, "gt_disparity"]
-    ax.boxplot([errs[k][np.isfinite(errs[k])] for k in names])
+            "with the detector noise, lower 95% ends: "
+            + ", ".join(f"{k}={ci[k][1]:.2f} mm" for k in METHODS)
+            + "; exact pupils: "
+            + ", ".join(f"{k}={m[f'ipd_abs_err_exact_px_mm_{k}']:.2f}" for k in METHODS)
+            + f" mm; null: a method at the bar (0.5 mm); exact disparity with noisy pupils "
+            f"{ci['gt_disparity'][0]:.2f} mm",
+            all(ci[k][1] > CLINICAL_MM for k in METHODS),
+        ),
+    ]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    ax = axes[0]
+    ax.boxplot([noisy[k][np.isfinite(noisy[k])] for k in names])
     ax.set_xticks(range(1, len(names) + 1), names, rotation=15)
     ax.axhline(CLINICAL_MM, color="r", ls="--", label="0.5 mm clinical bar")
     ax.set_yscale("log")
-    ax.set_ylabel("|IPD error| (mm)")
+    ax.set_ylabel("|IPD error| (mm), noisy pupils")
     ax.legend()
+    ax = axes[1]
+    xs = [max(s, 1e-3) for s in config.noise_sweep]
+    for meth, vals in sweep.items():
+        ax.plot(xs, vals, "o-", label=meth)
+    ax.axhline(CLINICAL_MM, color="r", ls="--", label="0.5 mm")
+    ax.axhline(10 * CLINICAL_MM, color="k", ls=":", label="10 x 0.5 mm")
+    ax.axvline(sigma, color="g", ls="-.", label="assumed detector")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("pupil noise sigma / IOD (0 plotted at 1e-3)")
+    ax.set_ylabel("mean |IPD error| (mm)")
+    ax.legend(fontsize=8)
     fig.tight_layout()
     notes = (
         "Same synthetic face set as stereo_faces (jaxlab.stereo renderer; npz shards "
         "reloaded). Pupil centres: true 3-D points on the rendered eyeballs; predicted "
-        "ones back-project the true pupil pixels with depth from each method's disparity "
-        "(bilinear), so the error isolates the depth error (no landmark detector). "
+        "ones back-project the pupil pixels with depth from each method's disparity "
+        "(bilinear). The pupil pixels carry Gaussian localisation noise (per coordinate, "
+        "sigma a fixed fraction of the face's inter-ocular distance in pixels; calibrated "
+        "to a published eye-centre detector's BioID rate; an assumption, not a detector "
+        f"run on these images), {config.noise_draws} draws per face; the exact-pixel "
+        "numbers isolate the depth error. "
         "raft = RAFT-Stereo-lite (jaxlab.stereo, flax) trained on a separately rendered "
         "training split (reused from stereo_faces' checkpoint dir when present, "
         "raft_cached = 1). "

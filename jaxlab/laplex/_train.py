@@ -38,8 +38,8 @@ __all__ = ["HeadStep", "GramStep", "fit_head", "fit_gram"]
 
 
 def _logits(model: eqx.Module, x: Array) -> Array:
-    if isinstance(model, LaplexLinear):
-        return model.batch(x)
+    if isinstance(model, LaplexLinear) or callable(getattr(model, "batch", None)):
+        return cast(LaplexLinear, model).batch(x)  # a batched head (one matmat)
     return jax.vmap(cast(Callable[[Array], Array], model))(x)  # a callable head module
 
 
@@ -50,9 +50,9 @@ class HeadStep(AbstractStep):
     non-array part is held here; `model(state)` puts them together). Deterministic:
     the step key is unused.
 
-    **Arguments:** `model` (a `LaplexLinear`, batched with `.batch`, or any module
-    mapping `(inp,)` to `(classes,)`); `x` `(B, inp)`; `y` `(B,)` integer labels;
-    `optimizer` (optax).
+    **Arguments:** `model` (a `LaplexLinear` or any module with a `.batch(x)` method,
+    applied to the whole batch, or any module mapping `(inp,)` to `(classes,)`); `x`
+    `(B, inp)`; `y` `(B,)` integer labels; `optimizer` (optax).
     """
 
     x: Float[Array, "B inp"]
@@ -152,18 +152,17 @@ class GramStep(AbstractStep):
 
         def loss_fn(p):
             m = eqx.combine(p, self.static)
-            nll = [
-                m.neg_log_likelihood(
-                    self.ys[j],
+            nll = jax.vmap(  # one traced likelihood for all n vectors (not n copies)
+                lambda y, j: m.neg_log_likelihood(
+                    y,
                     key=jax.random.fold_in(key, j),
                     probes=self.probes,
                     lanczos_steps=self.lanczos_steps,
                     cg_tol=self.cg_tol,
                     cg_maxiter=self.cg_maxiter,
                 )
-                for j in range(n)
-            ]
-            return sum(nll) / (n * self.ys.shape[1])
+            )(self.ys, jnp.arange(n))
+            return jnp.sum(nll) / (n * self.ys.shape[1])
 
         loss, grads = jax.value_and_grad(loss_fn)(params)
         updates, opt_state = optimizer_update(self.optimizer, grads, opt_state, params)

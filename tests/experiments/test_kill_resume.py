@@ -37,14 +37,16 @@ CASES = {
         "grid": 5,
     },
     "laplex_gram": {
-        "crop": 32,
-        "train": (("camera.png", 160, 60),),
-        "test": (("camera.png", 288, 288),),
+        "n_train": 6,
+        "n_val": 3,
+        "n_test": 3,
         "steps": 4,
+        "val_every": 2,
         "lanczos": 6,
         "eval_probes": 2,
         "eval_lanczos": 8,
         "cg_maxiter": 50,
+        "n_boot": 50,
     },
 }
 RUNTIME = {"runtime_s", "jax"}
