@@ -55,25 +55,22 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     adata.obsm["X_lecell"] = ann.obsm["X_lecell"]
     adata.obsm["X_pca"] = pca_embedding(counts, d)
     codes = adata.obs["batch"].cat.codes.to_numpy()
-    _, adata.obsm["X_vae"] = cells.train_nbvae(
-        counts,
-        codes,
-        key=k_vae,
-        steps=config.vae_steps,
-        latent_dim=d,
-        checkpointer=ctx.checkpointer("nbvae_scib"),
-        progress=TqdmProgress(desc="cells: NB-VAE"),
-    )
-    # the fair VAE baseline: like LeCellModel (and PCA) it never sees the batch labels
-    _, adata.obsm["X_vae_nobatch"] = cells.train_nbvae(
-        counts,
-        None,
-        key=k_vae0,
-        steps=config.vae_steps,
-        latent_dim=d,
-        checkpointer=ctx.checkpointer("nbvae_nobatch_scib"),
-        progress=TqdmProgress(desc="cells: NB-VAE (no batch labels)"),
-    )
+    # the batch-conditioned NB-VAE, and the fair baseline: like LeCellModel (and PCA) the
+    # second one never sees the batch labels
+    vaes = {
+        "X_vae": (codes, k_vae, "nbvae_scib", "cells: NB-VAE"),
+        "X_vae_nobatch": (None, k_vae0, "nbvae_nobatch_scib", "cells: NB-VAE, no batch labels"),
+    }
+    for obsm, (batch, k, tag, desc) in vaes.items():
+        _, adata.obsm[obsm] = cells.train_nbvae(
+            counts,
+            batch,
+            key=k,
+            steps=config.vae_steps,
+            latent_dim=d,
+            checkpointer=ctx.checkpointer(tag),
+            progress=TqdmProgress(desc=desc),
+        )
     bm = Benchmarker(
         adata,
         batch_key="batch",
