@@ -81,7 +81,8 @@ NOTES = (
     "intensity, ridge and gradient-magnitude maps), in which SR and HR images are "
     "comparable; the denoiser is trained to map noised SR embeddings to HR ones. "
     "Instances: jaxlab.em.segment_watershed on sigmoid(boundary logits); metrics "
-    "averaged over held-out generated images; one seed, small CPU-sized training."
+    "averaged over held-out generated images; small CPU-sized training (em_joint: one "
+    "seed; em_t0 states its seeds)."
 )
 
 
