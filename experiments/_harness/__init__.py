@@ -22,3 +22,5 @@ from ._papers import PAPERS as PAPERS
 from ._runner import jax_info as jax_info
 from ._runner import reproduce as reproduce
 from ._runner import run_experiment as run_experiment
+from ._stats import residualize as residualize
+from ._stats import t_interval as t_interval

@@ -120,17 +120,9 @@ def triangulate(syn: Synthetic) -> np.ndarray:
     return np.asarray(out, dtype=np.float32)
 
 
-def fit_population(
-    syn: Synthetic,
-    config: BiophysConfig,
-    ctx: RunContext,
-    *,
-    anchored: bool,
-    init_positions: np.ndarray,
-    tag: str,
-) -> bp.FitResult:
-    """P12's inverse fit (anchored) or its ablation (trace loss only, constant start)."""
-    problem = bp.make_fit_problem(
+def make_problem(syn: Synthetic, config: BiophysConfig) -> bp.FitProblem:
+    """The inverse-fit problem of a synthetic recording and its sorted spikes."""
+    return bp.make_fit_problem(
         syn.cell,
         syn.probe.electrodes(),
         syn.recording.traces,
@@ -139,25 +131,53 @@ def fit_population(
         noise_std=syn.noise.total_std,
         knot_spacing_ms=config.knot_ms,
     )
-    n = syn.positions.shape[0]
-    k = problem.basis.n_knots
-    if anchored:
+
+
+def start_params(
+    syn: Synthetic, problem: bp.FitProblem, *, rate_start: bool, init_positions: np.ndarray
+) -> bp.FitParams:
+    """Starting parameters: triangulated positions and either P12's rate-based current
+    (the model's f-I curve inverted on the smoothed sorted spike train: spike times
+    only) or a constant subthreshold current (0.2 nA, no spike times)."""
+    n, k = syn.positions.shape[0], problem.basis.n_knots
+    if rate_start:
         grid = jnp.linspace(0.0, 1.4, 29, dtype=F32)
         rates = bp.firing_rate_curve(syn.cell, grid, dt=DT)
         coeffs = jnp.stack(
             [bp.rate_initial_current(s, problem.basis, grid, rates) for s in syn.spikes]
         ).astype(F32)
-        anchor = bp.SpikeAnchor()
     else:
         coeffs = jnp.full((n, k), 0.2, dtype=F32)
-        anchor = None
     start = init_positions.copy()
     start[:, 2] = np.maximum(start[:, 2], 5.0)
-    params0 = bp.FitParams(jnp.asarray(start, dtype=F32), coeffs)
+    return bp.FitParams(jnp.asarray(start, dtype=F32), coeffs)
+
+
+def start_result(problem: bp.FitProblem, params0: bp.FitParams) -> bp.FitResult:
+    """The starting point as a `FitResult` (no steps), to evaluate like a fit."""
+    currents = jax.vmap(problem.basis.evaluate)(params0.coeffs)
+    return bp.FitResult(params=params0, currents=currents, losses=jnp.zeros((0,), F32))
+
+
+def fit_population(
+    syn: Synthetic,
+    config: BiophysConfig,
+    ctx: RunContext,
+    *,
+    anchored: bool,
+    init_positions: np.ndarray,
+    tag: str,
+    rate_start: bool | None = None,
+) -> bp.FitResult:
+    """P12's inverse fit (anchored loss) or the trace-only loss; `rate_start` (default:
+    `anchored`) picks the spike-time-based starting current or the constant one."""
+    problem = make_problem(syn, config)
+    rate_start = anchored if rate_start is None else rate_start
+    params0 = start_params(syn, problem, rate_start=rate_start, init_positions=init_positions)
     log.info(
         "biophys fit %s: %d neurons, %d steps, %d sites, %d samples",
         tag,
-        n,
+        syn.positions.shape[0],
         config.fit_steps,
         syn.probe.n_sites,
         problem.traces.shape[0],
@@ -166,18 +186,23 @@ def fit_population(
         problem,
         params0,
         steps=int(config.fit_steps),
-        anchor=anchor,
+        anchor=bp.SpikeAnchor() if anchored else None,
         optimizer=bp.default_optimizer(int(config.fit_steps), config.lr),
         checkpointer=ctx.checkpointer(f"fit_{tag}"),
         progress=TqdmProgress(desc=f"biophys fit {tag}"),
     )
 
 
-def evaluate(syn: Synthetic, res: bp.FitResult) -> dict[str, np.ndarray]:
-    """Per-neuron localisation error, current correlation and spike match (+/- 1 ms)."""
+def evaluate(syn: Synthetic, res: bp.FitResult, lowpass_ms: float = 20.0) -> dict[str, np.ndarray]:
+    """Per-neuron localisation error, current correlation (raw and Gaussian low-passed with
+    s.d. `lowpass_ms`) and spike match (+/- 1 ms)."""
     err = np.linalg.norm(np.asarray(res.params.positions) - syn.positions, axis=1)
     fc = np.asarray(res.currents)
     corr = np.asarray([np.corrcoef(fc[i], syn.currents[i])[0, 1] for i in range(len(fc))])
+    sigma = lowpass_ms / DT
+    lp_fit = gaussian_filter1d(fc.astype(np.float64), sigma, axis=1)
+    lp_true = gaussian_filter1d(syn.currents.astype(np.float64), sigma, axis=1)
+    corr_lp = np.asarray([np.corrcoef(lp_fit[i], lp_true[i])[0, 1] for i in range(len(fc))])
     _, volts, _ = bp.population_traces(
         syn.cell, res.params.positions, res.currents, syn.probe.electrodes(), dt=DT
     )
@@ -188,7 +213,7 @@ def evaluate(syn: Synthetic, res: bp.FitResult) -> dict[str, np.ndarray]:
             for s, v in zip(syn.spikes, volts, strict=True)
         ]
     )
-    return {"err": err, "corr": corr, "match": match}
+    return {"err": err, "corr": corr, "corr_lp": corr_lp, "match": match}
 
 
 def plot_fit(syn: Synthetic, res: bp.FitResult, neuron: int):

@@ -15,7 +15,10 @@ from jaxlab._core import TqdmProgress
 
 NAME = "cells_scib"
 PAPER = "P5"
-DESCRIPTION = "scIB bio/batch/total (scib-metrics) of LeCellModel, PCA and NB-VAE on PBMC68k"
+DESCRIPTION = (
+    "scIB bio/batch/total (scib-metrics) of LeCellModel, PCA and NB-VAEs (with and without "
+    "batch labels) on PBMC68k"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +35,9 @@ class Config:
 
 
 QUICK = Config()
+
+# method name -> obsm key of its embedding
+EMBEDDINGS = {"lecell": "X_lecell", "pca": "X_pca", "vae_nobatch": "X_vae_nobatch", "vae": "X_vae"}
 FULL = Config(latent_dim=32, width=1024, steps=20000, batch_size=512, vae_steps=20000)
 
 
@@ -39,6 +45,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     from scib_metrics.benchmark import Benchmarker
 
     k_fit, k_vae = jax.random.split(key)
+    k_vae0 = jax.random.fold_in(k_vae, 1)
     adata = cells.simulate_batches(
         cells.load_pbmc68k(), config.n_batches, key=jax.random.key(0)
     )  # one batch simulation for every run seed, as before
@@ -48,20 +55,27 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     adata.obsm["X_lecell"] = ann.obsm["X_lecell"]
     adata.obsm["X_pca"] = pca_embedding(counts, d)
     codes = adata.obs["batch"].cat.codes.to_numpy()
-    _, adata.obsm["X_vae"] = cells.train_nbvae(
-        counts,
-        codes,
-        key=k_vae,
-        steps=config.vae_steps,
-        latent_dim=d,
-        checkpointer=ctx.checkpointer("nbvae_scib"),
-        progress=TqdmProgress(desc="cells: NB-VAE"),
-    )
+    # the batch-conditioned NB-VAE, and the fair baseline: like LeCellModel (and PCA) the
+    # second one never sees the batch labels
+    vaes = {
+        "X_vae": (codes, k_vae, "nbvae_scib", "cells: NB-VAE"),
+        "X_vae_nobatch": (None, k_vae0, "nbvae_nobatch_scib", "cells: NB-VAE, no batch labels"),
+    }
+    for obsm, (batch, k, tag, desc) in vaes.items():
+        _, adata.obsm[obsm] = cells.train_nbvae(
+            counts,
+            batch,
+            key=k,
+            steps=config.vae_steps,
+            latent_dim=d,
+            checkpointer=ctx.checkpointer(tag),
+            progress=TqdmProgress(desc=desc),
+        )
     bm = Benchmarker(
         adata,
         batch_key="batch",
         label_key="bulk_labels",
-        embedding_obsm_keys=["X_lecell", "X_pca", "X_vae"],
+        embedding_obsm_keys=list(EMBEDDINGS.values()),
         pre_integrated_embedding_obsm_key="X_pca",
         n_jobs=1,
         progress_bar=False,
@@ -70,21 +84,40 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     df = bm.get_results(min_max_scale=False)
     log.info("scib results:\n%s", df.to_string())
     metrics = {}
-    for method, key_ in (("lecell", "X_lecell"), ("pca", "X_pca"), ("vae", "X_vae")):
+    for method, key_ in EMBEDDINGS.items():
         metrics[f"scib_bio_{method}"] = float(df.loc[key_, "Bio conservation"])
         metrics[f"scib_batch_{method}"] = float(df.loc[key_, "Batch correction"])
         metrics[f"scib_total_{method}"] = float(df.loc[key_, "Total"])
-    tot = {m: metrics[f"scib_total_{m}"] for m in ("lecell", "pca", "vae")}
-    claims = [
-        Claim(
-            "LeCellModel scIB total >= PCA and VAE baselines",
-            "LeCellModel best total score",
-            f"total lecell {tot['lecell']:.3f}, pca {tot['pca']:.3f}, vae {tot['vae']:.3f}",
-            tot["lecell"] >= max(tot["pca"], tot["vae"]),
+
+    def part(kind):
+        v = {m: metrics[f"scib_{kind}_{m}"] for m in EMBEDDINGS}
+        fair = ", ".join(f"{m} {v[m]:.3f}" for m in ("lecell", "pca", "vae_nobatch"))
+        text = f"{fair}; batch-conditioned vae (given the batch labels) {v['vae']:.3f}"
+        return v, text, v["lecell"] >= max(v["pca"], v["vae_nobatch"])
+
+    claims = []
+    for kind, name in (("bio", "bio-conservation"), ("batch", "batch-correction")):
+        _, text, holds = part(kind)
+        claims.append(
+            Claim(
+                f"LeCellModel scIB {name} >= PCA and an NB-VAE without batch labels",
+                "LeCellModel best total score (scIB bio-conservation and batch correction)",
+                text + " (one seed: an ordering, no interval)",
+                holds,
+            )
         )
-    ]
-    fig, axes = plt.subplots(2, 3, figsize=(13, 8))
-    for col, key_ in enumerate(("X_lecell", "X_pca", "X_vae")):
+    _, text, holds = part("total")
+    claims.append(
+        Claim(
+            "LeCellModel scIB total >= PCA and an NB-VAE without batch labels (the baselines "
+            "given the same information)",
+            "LeCellModel best total score",
+            "total " + text + " (one seed: an ordering, no interval)",
+            holds,
+        )
+    )
+    fig, axes = plt.subplots(2, len(EMBEDDINGS), figsize=(4.3 * len(EMBEDDINGS), 8))
+    for col, key_ in enumerate(EMBEDDINGS.values()):
         z = adata.obsm[key_]
         xy = _two_d(z)
         for row, obs in enumerate(("bulk_labels", "batch")):
@@ -96,15 +129,18 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             ax.set_title(f"{key_} coloured by {obs}", fontsize=9)
             ax.set_xticks([])
             ax.set_yticks([])
-        axes[0, 2].legend(fontsize=6, markerscale=2, loc="best")
-        axes[1, 2].legend(fontsize=7, markerscale=2)
+        axes[0, -1].legend(fontsize=6, markerscale=2, loc="best")
+        axes[1, -1].legend(fontsize=7, markerscale=2)
     notes = (
         "Real PBMCs (scanpy's 10x_pbmc68k_reduced, 700 cells x 765 genes, counts recovered "
         "from the stored log-normalised values). Batches are synthetic: random split into "
         f"{config.n_batches} batches with library-size, gene-wise capture and dropout "
         "effects (jaxlab.cells.simulate_batches). scIB metrics by scib-metrics' "
-        "Benchmarker (total = 0.4 batch + 0.6 bio, unscaled). Embedding plots: first two "
-        "principal components of each embedding."
+        "Benchmarker (total = 0.4 batch + 0.6 bio, unscaled), reported per part. "
+        "LeCellModel sees no batch labels, so its fair baselines are PCA and the NB-VAE "
+        "trained with one batch (X_vae_nobatch); the batch-conditioned NB-VAE (X_vae) is "
+        "reported beside them as a method given more information. Embedding plots: "
+        "first two principal components of each embedding."
     )
     return Result(metrics=metrics, claims=claims, figures={"embeddings": fig}, notes=notes)
 

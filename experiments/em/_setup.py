@@ -81,7 +81,8 @@ NOTES = (
     "intensity, ridge and gradient-magnitude maps), in which SR and HR images are "
     "comparable; the denoiser is trained to map noised SR embeddings to HR ones. "
     "Instances: jaxlab.em.segment_watershed on sigmoid(boundary logits); metrics "
-    "averaged over held-out generated images; one seed, small CPU-sized training."
+    "averaged over held-out generated images; small CPU-sized training (em_joint: one "
+    "seed; em_t0 states its seeds)."
 )
 
 
@@ -173,8 +174,8 @@ def predict(
     return em.predict_method(tr, test.lr, test.bicubic, method, key=key, t0=t0)
 
 
-def scores(pred: em.MethodPrediction, test: Split) -> dict[str, float]:
-    """Mean PSNR, SSIM, VOI (split + merge), ARAND and CREMI score over the test images."""
+def image_scores(pred: em.MethodPrediction, test: Split) -> dict[str, np.ndarray]:
+    """Per-image PSNR, SSIM, VOI (split + merge), ARAND and CREMI score `(N,)` each."""
     hr = np.asarray(test.hr, np.float64)
     rows = []
     for i in range(hr.shape[0]):
@@ -190,7 +191,12 @@ def scores(pred: em.MethodPrediction, test: Split) -> dict[str, float]:
                 "cremi": seg["cremi"],
             }
         )
-    return {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
+    return {k: np.asarray([r[k] for r in rows], dtype=np.float64) for k in rows[0]}
+
+
+def scores(pred: em.MethodPrediction, test: Split) -> dict[str, float]:
+    """Mean PSNR, SSIM, VOI (split + merge), ARAND and CREMI score over the test images."""
+    return {k: float(v.mean()) for k, v in image_scores(pred, test).items()}
 
 
 def sample_figure(test: Split, preds: dict[str, em.MethodPrediction], title: str, i: int = 0):
