@@ -1,7 +1,8 @@
 """HAPS (P19) on tiny random decoders: the cached-prefix path against the full model, a zero
 generated adapter against the base `lm.score`, factor shapes per architecture, gradients
 against finite differences, the REINFORCE estimator against the analytic bandit gradient,
-and a planted rule that routing alone cannot reach."""
+and planted rules (a query-dependent shift; an architecture plus a shift) that routing
+alone cannot reach."""
 
 from __future__ import annotations
 
@@ -246,6 +247,28 @@ def test_reinforce_is_unbiased_on_a_toy_bandit(getkey):
     assert np.max(np.abs(analytic)) > 10 * np.max(se)
 
 
+def _fit_and_predict(haps, feats, t, cost, uppers, inputs, opts, tr, te, *, key, steps):
+    """Fit HAPS on queries `tr` (answers `t`); on `te`: every architecture's adapted
+    correctness (n_te, M) and the router's choice (n_te,)."""
+    trained, hist = routing.fit_haps(
+        haps,
+        feats[tr],
+        t[tr],
+        np.tile(cost, (tr.size, 1)),
+        uppers,
+        inputs_rows(inputs, tr),
+        opts,
+        key=key,
+        steps=steps,
+        learning_rate=1e-2,
+        batch_size=16,
+    )
+    assert np.all(np.isfinite(hist.losses))
+    logits, logp = routing.haps_predict(trained, feats[te], uppers, inputs_rows(inputs, te), opts)
+    correct = np.asarray(jnp.argmax(logits, -1)) == t[te][:, None]
+    return correct, np.asarray(jnp.argmax(logp, -1))
+
+
 @pytest.mark.slow
 def test_haps_recovers_a_planted_rule_routing_alone_cannot(models, getkey):
     """The right option is planted in the features (t_i); the base models' choices do not
@@ -265,26 +288,66 @@ def test_haps_recovers_a_planted_rule_routing_alone_cannot(models, getkey):
     base_correct = np.asarray(jnp.argmax(base_logits, -1)) == t[:, None]  # (N, M)
     ceiling = base_correct.max(1).mean()  # routing-only oracle over the plain models
     tr, te = np.arange(48), np.arange(48, n)
-    trained, hist = routing.fit_haps(
-        haps,
-        feats[tr],
-        t[tr],
-        np.tile([1.0, 1.5], (48, 1)),
-        uppers,
-        [jax.tree_util.tree_map(lambda a: a[tr], x) for x in inputs],
-        opts,
-        key=getkey(),
-        steps=150,
-        learning_rate=1e-2,
-        batch_size=16,
+    correct, choice = _fit_and_predict(
+        haps, feats, t, [1.0, 1.5], uppers, inputs, opts, tr, te, key=getkey(), steps=150
     )
-    assert np.all(np.isfinite(hist.losses))
-    logits, logp = routing.haps_predict(trained, feats[te], uppers, inputs_rows(inputs, te), opts)
-    choice = np.asarray(jnp.argmax(logp, -1))
-    answer = np.asarray(jnp.argmax(logits, -1))[np.arange(te.size), choice]
-    acc = float(np.mean(answer == t[te]))
+    acc = float(correct[np.arange(te.size), choice].mean())
     assert ceiling < 0.9
     assert acc >= 0.95 * 1.0, (acc, ceiling)  # the planted oracle is 1
+
+
+@pytest.mark.slow
+def test_haps_recovers_a_planted_architecture_and_shift(models, getkey):
+    """The planted rule has both halves: option t_i is right (the query-dependent shift,
+    known only through the features) and, for t_i = 1 or 2, only one architecture can name
+    it: architecture 0's option 1 is the same token as its option 0 (a tie, which argmax
+    resolves to option 0), architecture 1's option 2 the same as its option 1. So t = 1
+    needs architecture 1, t = 2 architecture 0, t = 0 either; the planted oracle is 1.
+
+    Routing-only (a kNN router over the plain models, the same features) cannot exceed the
+    plain models' oracle (its planted ceiling); either architecture alone, adapted, cannot
+    exceed the share of queries it can name; HAPS must route and adapt."""
+    models = models[:2]
+    n = 90
+    rng = np.random.default_rng(5)
+    t = rng.integers(0, 3, n)
+    feats = np.concatenate([np.eye(3)[t], rng.normal(size=(n, 2)) * 0.1], 1).astype(np.float32)
+    prompts = _prompts(n, 6)
+    pairs = [_inputs(m, prompts) for m in models]
+    uppers = [u for u, _ in pairs]
+    inputs = [x for _, x in pairs]
+    opts = [np.array([5, 5, 7], np.int32), np.array([5, 6, 6], np.int32)]
+    cost = [1.0, 1.5]
+    haps = routing.HAPS(5, [u.config for u in uppers], cost, key=getkey())
+    base_logits, _ = routing.haps_predict(haps, feats, uppers, inputs, opts)
+    base_correct = np.asarray(jnp.argmax(base_logits, -1)) == t[:, None]  # (N, M)
+    assert not base_correct[t == 1, 0].any()
+    assert not base_correct[t == 2, 1].any()
+    n_tr = 60
+    tr, te = np.arange(n_tr), np.arange(n_tr, n)
+    ceiling = base_correct[te].max(1).mean()  # the plain models' oracle on the test queries
+    table = routing.RoutingTable(
+        quality=base_correct[tr].astype(float),
+        cost=np.tile(cost, (n_tr, 1)),
+        candidates=("arch0", "arch1"),
+        features=feats[tr],
+    )
+    knn = routing.KNNRouter.fit(table, k=5)
+    ch = np.asarray(routing.route(knn, feats[te]))
+    routed_plain = float(base_correct[te, :][np.arange(te.size), ch].mean())
+    adapted_correct, choice = _fit_and_predict(
+        haps, feats, t, cost, uppers, inputs, opts, tr, te, key=getkey(), steps=200
+    )
+    acc = float(adapted_correct[np.arange(te.size), choice].mean())
+    single_cap = max(np.mean(t[te] != 2 - j) for j in range(2))  # arch j cannot name 2 - j
+    assert adapted_correct.mean(0).max() <= single_cap  # structural: the ties hold
+    assert ceiling < 0.9
+    assert single_cap < 0.9
+    assert routed_plain <= ceiling
+    # the router learned the architecture half: t = 1 -> 1, t = 2 -> 0
+    need = t[te] != 0
+    assert np.mean(choice[need] == (t[te][need] == 1)) >= 0.95, choice[need]
+    assert acc >= 0.95 * 1.0, (acc, ceiling, single_cap, routed_plain)
 
 
 def inputs_rows(inputs, idx):
