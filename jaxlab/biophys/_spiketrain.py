@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from jaxtyping import ArrayLike
 
+from jaxlab._core import as_array
+
 __all__ = ["spike_indices", "match_fraction"]
 
 
@@ -15,9 +17,7 @@ def spike_indices(voltage: ArrayLike, *, threshold: float = 0.0) -> np.ndarray:
     its maximum is returned: the time a spike sorter assigns to the
     extracellular trough. Returns a sorted int64 array.
     """
-    v = np.asarray(voltage)
-    if v.ndim != 1:
-        raise ValueError(f"voltage: expected a 1-D trace, received shape {v.shape}")
+    v = np.asarray(as_array("voltage", voltage, ndim=1, dtype=np.number, finite=True))
     above = v >= threshold
     starts = np.nonzero(above[1:] & ~above[:-1])[0] + 1
     if v.size and above[0]:
@@ -37,8 +37,8 @@ def match_fraction(true_idx: ArrayLike, pred_idx: ArrayLike, *, tolerance: int) 
     Greedy in time order (each predicted spike is used at most once); 1.0 when
     there are no true spikes and no predicted ones, 0.0 when only predicted.
     """
-    t = np.sort(np.asarray(true_idx, dtype=np.int64))
-    p = np.sort(np.asarray(pred_idx, dtype=np.int64))
+    t = np.sort(np.asarray(as_array("true_idx", true_idx, ndim=1, dtype=np.integer), np.int64))
+    p = np.sort(np.asarray(as_array("pred_idx", pred_idx, ndim=1, dtype=np.integer), np.int64))
     if t.size == 0:
         return 1.0 if p.size == 0 else 0.0
     used = np.zeros(p.size, dtype=bool)

@@ -36,6 +36,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from jaxlab._core import as_array
+
 __all__ = [
     "QuantWeight",
     "quantize",
@@ -122,9 +124,11 @@ def quantize(w, *, bits: int = 8) -> QuantWeight:
     """
     if bits not in (4, 8):
         raise ValueError(f"bits must be 4 or 8, got {bits!r}")
-    w = np.asarray(w, np.float32)
+    w = np.asarray(as_array("w", w, dtype=np.number, finite=True, nonempty=True), np.float32)
     if w.ndim < 2 or w.shape[-1] % BLOCK:
-        raise ValueError(f"w must be (..., N, K) with K a multiple of {BLOCK}, got {w.shape}")
+        raise ValueError(
+            f"w: expected (..., N, K) with K a multiple of {BLOCK}, received {w.shape}"
+        )
     blocks = w.reshape(*w.shape[:-1], -1, BLOCK)
     lo, hi = blocks.min(-1), blocks.max(-1)
     top = (1 << bits) - 1
