@@ -882,6 +882,155 @@ def lm_table():
     ]
 
 
+def beliefs_table():
+    from jaxlab import beliefs as bl
+
+    def state():
+        r = _rng(40)
+        return {
+            "acts": r.standard_normal((4, 3)),
+            "direction": r.standard_normal(3),
+            "threshold": np.float64(0.1),
+        }
+
+    def partial():
+        r = _rng(41)
+        return {
+            "x": r.standard_normal(8),
+            "y": r.standard_normal(8),
+            "covariates": r.standard_normal((8, 2)),
+        }
+
+    return [
+        Entry(
+            "beliefs.belief_state",
+            bl.belief_state,
+            state,
+            {"acts": "float", "direction": "float", "threshold": "float"},
+            empty_ok=("acts",),
+            accepts=BATCH("acts"),
+        ),
+        Entry(
+            "beliefs.expected_rating",
+            bl.expected_rating,
+            lambda: {"logliks": _rng(42).standard_normal((4, 3)), "values": np.array([0, 0.5, 1])},
+            {"logliks": "float", "values": "float"},
+            empty_ok=("logliks",),
+            accepts=BATCH("logliks"),
+        ),
+        Entry(
+            "beliefs.partial_correlation",
+            bl.partial_correlation,
+            partial,
+            {"x": "float", "y": "float", "covariates": "float"},
+        ),
+        Entry(
+            "beliefs.dose_slope",
+            bl.dose_slope,
+            lambda: {
+                "alphas": np.array([-1.0, 0.0, 1.0]),
+                "values": _rng(43).standard_normal((5, 3)),
+            },
+            {"alphas": "float", "values": "float"},
+        ),
+    ]
+
+
+def illusions_table():
+    from jaxlab import illusions as il
+
+    def attr():
+        return {
+            "p_minority": np.array([0.2, 0.7, 0.4, 0.9]),
+            "desirable": np.array([True, False, True, False]),
+        }
+
+    return [
+        Entry(
+            "illusions.phi_coefficient",
+            il.phi_coefficient,
+            lambda: {"table": np.array([[18.0, 8.0], [9.0, 4.0]])},
+            {"table": "count"},
+            accepts={("table", "fractional"): "a table of weights or expected counts"},
+        ),
+        Entry(
+            "illusions.attribution_phi",
+            il.attribution_phi,
+            attr,
+            {"p_minority": "prob", "desirable": "bool"},
+        ),
+        Entry(
+            "illusions.option_probabilities",
+            il.option_probabilities,
+            lambda: {"loglik": _rng(44).standard_normal((2, 3))},
+            {"loglik": "float"},
+            empty_ok=("loglik",),
+            accepts=BATCH("loglik"),
+        ),
+        Entry(
+            "illusions.frequency_bias",
+            il.frequency_bias,
+            lambda: {"estimates": np.array([10.0, 6.0]), "true_counts": np.array([12.0, 4.0])},
+            {"estimates": "float", "true_counts": "count"},
+            accepts={("true_counts", "fractional"): "mean counts over replicates"},
+        ),
+        Entry(
+            "illusions.mean_ci",
+            il.mean_ci,
+            lambda: {"values": np.array([0.2, 0.4, 0.5])},
+            {"values": "float"},
+        ),
+    ]
+
+
+def lengthprobe_table():
+    from jaxlab import lengthprobe as lp
+
+    def pair():
+        return {"y_true": np.array([10.0, 40.0, 3.0, 7.0]), "y_pred": np.array([12.0, 30, 4, 9])}
+
+    kinds = {"y_true": "count", "y_pred": "float"}
+    mean = {("y_true", "fractional"): "mean lengths over samples are fractional"}
+    return [
+        Entry("lengthprobe.mae", lp.mae, pair, kinds, accepts=mean),
+        Entry("lengthprobe.normalised_mae", lp.normalised_mae, pair, kinds, accepts=mean),
+        Entry("lengthprobe.log_r2", lp.log_r2, pair, kinds, accepts=mean),
+    ]
+
+
+def cslm_table():
+    from jaxlab import cslm
+
+    def samples():
+        r = _rng(45)
+        return {"correct": r.uniform(size=(4, 3)) > 0.5, "scores": r.uniform(size=(4, 3))}
+
+    return [
+        Entry(
+            "cslm.expected_calibration_error",
+            lambda **k: cslm.expected_calibration_error(**k, bins=4),
+            lambda: {
+                "confidence": np.array([0.1, 0.8, 0.6, 0.9]),
+                "correct": np.array([0.0, 1.0, 0.0, 1.0]),
+            },
+            {"confidence": "prob", "correct": "prob"},
+        ),
+        Entry(
+            "cslm.best_of_k",
+            lambda **k: cslm.best_of_k(**k, k=2),
+            samples,
+            {"correct": "bool", "scores": "float"},
+        ),
+        Entry(
+            "cslm.min_budget",
+            lambda **k: cslm.min_budget(k["accuracy"], (8, 16, 32), 0.5),
+            lambda: {"accuracy": np.array([0.2, 0.6, 0.9])},
+            {"accuracy": "prob"},
+            accepts=BATCH("accuracy"),
+        ),
+    ]
+
+
 IN_PROCESS = {
     "bandits": bandits_table,
     "lowrank": lowrank_table,
@@ -897,6 +1046,10 @@ IN_PROCESS = {
     "stereo": stereo_table,
     "interp": interp_table,
     "lm": lm_table,
+    "beliefs": beliefs_table,
+    "illusions": illusions_table,
+    "lengthprobe": lengthprobe_table,
+    "cslm": cslm_table,
 }
 SUBPROCESS = {"laplex": laplex_table}  # C++ kernels: a crash must not kill pytest
 
@@ -914,10 +1067,10 @@ def _report(component, res):
     assert not res["failures"], "\n".join(res["failures"][:40])
 
 
-# run with -m slow: cells compiles a training step per accepted input; eeg, stereo, interp
-# and temporal compile their (eager or jitted) kernels once per bad shape/dtype (15-25 s
-# each on 2 shared cores), over the default suite's budget
-SLOW = {"cells", "eeg", "stereo", "interp", "temporal"}
+# run with -m slow: cells compiles a training step per accepted input; the others compile
+# their (eager or jitted) kernels once per bad shape/dtype (10-25 s each on 2 shared
+# cores), over the default suite's budget
+SLOW = {"cells", "eeg", "stereo", "interp", "temporal", "beliefs", "illusions", "cslm"}
 
 
 @pytest.mark.parametrize(
