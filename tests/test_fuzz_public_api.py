@@ -193,13 +193,13 @@ def laplex_table():
     return [
         Entry(
             "laplex.matvec",
-            lambda **k: laplex.matvec(**k),
+            laplex.matvec,
             prob,
             {"v": "float", "t": "float", "s": "float", "a": "float", "c": "float"},
         ),
         Entry(
             "laplex.matmat",
-            lambda **k: laplex.matmat(**k),
+            laplex.matmat,
             lambda: dict(prob(), v=_rng(1).standard_normal((7, 2))),
             {"v": "float", "t": "float", "s": "float"},
         ),
@@ -246,17 +246,17 @@ def bandits_table():
     key = jax.random.key(0)
     kinds = {"actions": "int", "rewards": "float", "pscores": "prob", "action_probs": "prob"}
     return [
-        Entry("bandits.ips", lambda **k: B.ips(**k), log, kinds),
-        Entry("bandits.snips", lambda **k: B.snips(**k), log, kinds),
+        Entry("bandits.ips", B.ips, log, kinds),
+        Entry("bandits.snips", B.snips, log, kinds),
         Entry(
             "bandits.doubly_robust",
-            lambda **k: B.doubly_robust(**k),
+            B.doubly_robust,
             lambda: dict(log(), q_hat=_rng(6).uniform(size=(12, 3))),
             dict(kinds, q_hat="float"),
         ),
         Entry(
             "bandits.sherman_morrison",
-            lambda **k: B.sherman_morrison(**k),
+            B.sherman_morrison,
             lambda: {"a_inv": np.eye(3) * 0.5, "x": np.ones(3)},
             {"a_inv": "float", "x": "float"},
         ),
@@ -293,7 +293,7 @@ def lowrank_table():
     return [
         Entry(
             "lowrank.gram",
-            lambda **k: lr.gram(**k),
+            lr.gram,
             lambda: {"vectors": _rng(7).standard_normal((3, 5))},
             {"vectors": "float"},
         ),
@@ -336,7 +336,7 @@ def sensing_table():
     return [
         Entry(
             "sensing.action_grid",
-            lambda **k: sensing.action_grid(**k),
+            sensing.action_grid,
             lambda: {"n": 3},
             sizes=("n",),
         ),
@@ -351,14 +351,14 @@ def topology_table():
     return [
         Entry(
             "topology.rwse",
-            lambda **k: T.rwse(**k),
+            T.rwse,
             lambda: {"adj": ring, "steps": 3},
             {"adj": "float"},
             sizes=("steps",),
         ),
         Entry(
             "topology.lap_pe",
-            lambda **k: T.lap_pe(**k),
+            T.lap_pe,
             lambda: {"adj": ring, "k": 2},
             {"adj": "float"},
             sizes=("k",),
@@ -383,14 +383,14 @@ def routing_table():
     return [
         Entry(
             "routing.cost_quality_hull",
-            lambda **k: R.cost_quality_hull(**k),
+            R.cost_quality_hull,
             pts,
             {"cost": "float", "quality": "float"},
             accepts=flat,
         ),
         Entry(
             "routing.aiq",
-            lambda **k: R.aiq(**k),
+            R.aiq,
             pts,
             {"cost": "float", "quality": "float"},
             accepts=flat,
@@ -405,6 +405,632 @@ def routing_table():
     ]
 
 
+def biophys_table():
+    from jaxlab import biophys as bp
+
+    def geo():
+        r = _rng(10)
+        return {
+            "sources": r.uniform(-50, 50, (3, 3)),
+            "electrodes": r.uniform(-50, 50, (4, 3)) + 200.0,
+        }
+
+    def lines():
+        r = _rng(11)
+        return {
+            "starts": r.uniform(-50, 50, (3, 3)),
+            "ends": r.uniform(-50, 50, (3, 3)),
+            "electrodes": r.uniform(-50, 50, (4, 3)) + 200.0,
+        }
+
+    def traces():
+        r = _rng(12)
+        return {"traces": r.standard_normal((40, 3)), "spike_idx": np.array([10, 20, 30])}
+
+    return [
+        Entry(
+            "biophys.point_source_gain",
+            bp.point_source_gain,
+            geo,
+            {"sources": "float", "electrodes": "float"},
+            empty_ok=("sources", "electrodes"),
+        ),
+        Entry(
+            "biophys.point_source_potential",
+            bp.point_source_potential,
+            lambda: dict(geo(), currents=_rng(13).standard_normal((5, 3))),
+            {"sources": "float", "currents": "float", "electrodes": "float"},
+            empty_ok=("sources", "currents", "electrodes"),
+            accepts={("currents", "rank+2"): "leading axes are batch axes (*T, M)"},
+        ),
+        Entry(
+            "biophys.line_source_gain",
+            bp.line_source_gain,
+            lines,
+            {"starts": "float", "ends": "float", "electrodes": "float"},
+            empty_ok=("electrodes",),
+        ),
+        Entry(
+            "biophys.spike_indices",
+            bp.spike_indices,
+            lambda: {"voltage": np.sin(np.linspace(0, 20, 50)) * 40},
+            {"voltage": "float"},
+            empty_ok=("voltage",),
+        ),
+        Entry(
+            "biophys.match_fraction",
+            lambda **k: bp.match_fraction(**k, tolerance=2),
+            lambda: {"true_idx": np.array([3, 10, 20]), "pred_idx": np.array([4, 19])},
+            {"true_idx": "int", "pred_idx": "int"},
+            empty_ok=("true_idx", "pred_idx"),
+        ),
+        Entry(
+            "biophys.template_ptp",
+            lambda **k: bp.template_ptp(**k, before=2, after=3),
+            traces,
+            {"traces": "float", "spike_idx": "int"},
+        ),
+        Entry(
+            "biophys.spike_surrogate",
+            bp.spike_surrogate,
+            lambda: {"x": np.linspace(-1, 1, 5)},
+            {"x": "float"},
+            empty_ok=("x",),
+            accepts={("x", "rank+2"): "elementwise: any shape"},
+        ),
+    ]
+
+
+def observers_table():
+    from jaxlab import observers as ob
+
+    def sys_():
+        return {
+            "A": np.array([[0.0, 1.0], [-2.0, -0.5]]),
+            "C": np.array([[1.0, 0.0]]),
+            "poles": np.array([-3.0, -4.0]),
+        }
+
+    return [
+        Entry(
+            "observers.place_gain",
+            ob.place_gain,
+            sys_,
+            {"A": "float", "C": "float", "poles": "float"},
+        ),
+        Entry(
+            "observers.coverage_bound",
+            ob.coverage_bound,
+            lambda: {"num_samples": 100, "num_failures": 0, "confidence": 0.99},
+            {"confidence": "prob"},
+            sizes=("num_samples",),
+        ),
+    ]
+
+
+def temporal_table():
+    from jaxlab import temporal as tp
+
+    def ci():
+        return {"theta": np.array([0.1, 0.2, 0.3, 0.4, 0.5]), "covariance": np.eye(5) * 0.01}
+
+    def gof():
+        r = _rng(14)
+        return {"observed": r.standard_normal((4, 3)), "replicates": r.standard_normal((6, 4, 3))}
+
+    def cyc():
+        return {
+            "edges": np.array([[0, 1], [1, 2], [2, 0], [2, 3]]),
+            "num_nodes": 4,
+            "max_degree": 3,
+        }
+
+    return [
+        Entry(
+            "temporal.confidence_intervals",
+            tp.confidence_intervals,
+            ci,
+            {"theta": "float", "covariance": "float"},
+        ),
+        Entry(
+            "temporal.monte_carlo_gof",
+            tp.monte_carlo_gof,
+            gof,
+            {"observed": "float", "replicates": "float"},
+        ),
+        Entry(
+            "temporal.cycle_counts",
+            tp.cycle_counts,
+            cyc,
+            {"edges": "int"},
+            empty_ok=("edges",),
+            sizes=("num_nodes", "max_degree"),
+        ),
+    ]
+
+
+def em_table():
+    from jaxlab import em
+
+    def img():
+        r = _rng(15)
+        return {"pred": r.uniform(size=(8, 8)), "target": r.uniform(size=(8, 8))}
+
+    def labs():
+        r = _rng(16)
+        return {
+            "pred_labels": r.integers(1, 4, (6, 6)),
+            "true_labels": r.integers(1, 4, (6, 6)),
+        }
+
+    return [
+        Entry("em.psnr", em.psnr, img, {"pred": "float", "target": "float"}),
+        Entry("em.ssim", em.ssim, img, {"pred": "float", "target": "float"}),
+        Entry(
+            "em.adapted_rand_error",
+            em.adapted_rand_error,
+            labs,
+            {"pred_labels": "int", "true_labels": "int"},
+        ),
+        Entry(
+            "em.variation_of_information",
+            em.variation_of_information,
+            labs,
+            {"pred_labels": "int", "true_labels": "int"},
+        ),
+        Entry(
+            "em.gaussian_blur",
+            lambda **k: em.gaussian_blur(k["image"], 1.0),
+            lambda: {"image": _rng(17).uniform(size=(8, 8))},
+            {"image": "float"},
+        ),
+        Entry(
+            "em.upsample_bicubic",
+            em.upsample_bicubic,
+            lambda: {"low": _rng(18).uniform(size=(4, 4)), "factor": 2},
+            {"low": "float"},
+            sizes=("factor",),
+        ),
+        Entry(
+            "em.label_boundaries",
+            em.label_boundaries,
+            lambda: {"labels": _rng(19).integers(1, 4, (6, 6))},
+            {"labels": "int"},
+            empty_ok=("labels",),
+        ),
+        Entry(
+            "em.balanced_bce",
+            em.balanced_bce,
+            lambda: {
+                "logits": _rng(20).standard_normal((6, 6)),
+                "targets": (_rng(21).uniform(size=(6, 6)) > 0.5).astype(float),
+            },
+            {"logits": "float", "targets": "prob"},
+        ),
+        Entry(
+            "em.merge_small_segments",
+            em.merge_small_segments,
+            lambda: {"labels": _rng(22).integers(1, 4, (6, 6)), "min_size": 2},
+            {"labels": "int"},
+            sizes=("min_size",),
+        ),
+    ]
+
+
+def BATCH(*args):  # noqa: N802 - reads as a constant in the tables
+    """`accepts` for arguments whose leading axes are batch axes (a rank+2 input is valid)."""
+    return {(a, "rank+2"): "leading axes are batch axes" for a in args}
+
+
+def eeg_table():
+    from jaxlab import eeg
+
+    def sig():
+        return {"x": _rng(23).standard_normal((3, 256))}
+
+    def spd():
+        a = _rng(24).standard_normal((3, 3))
+        return {"c": a @ a.T + 3 * np.eye(3)}
+
+    def covs():
+        a = _rng(25).standard_normal((4, 3, 3))
+        return {"covs": a @ a.transpose(0, 2, 1) + 3 * np.eye(3)}
+
+    return [
+        Entry(
+            "eeg.welch",
+            lambda **k: eeg.welch(k["x"], 128.0, nperseg=64),
+            sig,
+            {"x": "float"},
+            accepts=BATCH("x"),
+        ),
+        Entry(
+            "eeg.bandpass",
+            lambda **k: eeg.bandpass(k["x"], 128.0, 1.0, 30.0),
+            sig,
+            {"x": "float"},
+            accepts=BATCH("x"),
+        ),
+        Entry(
+            "eeg.covariances",
+            eeg.covariances,
+            lambda: {"epochs": _rng(26).standard_normal((4, 3, 32))},
+            {"epochs": "float"},
+            accepts=BATCH("epochs"),
+        ),
+        Entry("eeg.spd_log", eeg.spd_log, spd, {"c": "float"}, accepts=BATCH("c")),
+        Entry(
+            "eeg.log_euclidean_mean",
+            eeg.log_euclidean_mean,
+            covs,
+            {"covs": "float"},
+        ),
+        Entry(
+            "eeg.tangent_space",
+            eeg.tangent_space,
+            lambda: dict(covs(), reference=np.eye(3)),
+            {"covs": "float", "reference": "float"},
+            accepts=BATCH("covs"),
+        ),
+        Entry(
+            "eeg.balanced_accuracy",
+            eeg.balanced_accuracy,
+            lambda: {"y_true": np.array([0, 1, 1, 0]), "y_pred": np.array([0, 1, 0, 0])},
+            {"y_true": "int", "y_pred": "int"},
+        ),
+        Entry(
+            "eeg.epoch",
+            eeg.epoch,
+            lambda: dict(sig(), length=64, step=32),
+            {"x": "float"},
+            accepts=BATCH("x"),
+            sizes=("length", "step"),
+        ),
+        Entry(
+            "eeg.fold_ci",
+            eeg.fold_ci,
+            lambda: {"scores": np.array([0.6, 0.7, 0.8])},
+            {"scores": "float"},
+        ),
+    ]
+
+
+def stereo_table():
+    from jaxlab import stereo as st
+
+    def pair():
+        r = _rng(27)
+        return {"pred": r.uniform(1, 5, (6, 6)), "gt": r.uniform(1, 5, (6, 6))}
+
+    def depth():
+        r = _rng(28)
+        return {"pred_depth": r.uniform(1, 5, (6, 6)), "gt_depth": r.uniform(1, 5, (6, 6))}
+
+    def cost():
+        return {"cost": _rng(29).uniform(size=(6, 7, 4))}
+
+    def metric_accepts(pred, gt):
+        nogt = "non-finite ground truth marks a pixel without ground truth (not scored)"
+        return {
+            (pred, "rank+2"): "elementwise metric: any shape",
+            (gt, "rank+2"): "elementwise metric: any shape",
+            (gt, "nan"): nogt,
+            (gt, "inf"): nogt,
+        }
+
+    ew, ewd = metric_accepts("pred", "gt"), metric_accepts("pred_depth", "gt_depth")
+    return [
+        Entry(
+            "stereo.epe",
+            st.epe,
+            pair,
+            {"pred": "float", "gt": "float"},
+            accepts=ew,
+        ),
+        Entry(
+            "stereo.bad_pixel_rate",
+            lambda **k: st.bad_pixel_rate(threshold=1.0, **k),
+            pair,
+            {"pred": "float", "gt": "float"},
+            accepts=ew,
+        ),
+        Entry(
+            "stereo.rmse",
+            st.rmse,
+            depth,
+            {"pred_depth": "float", "gt_depth": "float"},
+            accepts=ewd,
+        ),
+        Entry(
+            "stereo.delta1",
+            st.delta1,
+            depth,
+            {"pred_depth": "float", "gt_depth": "float"},
+            accepts=ewd,
+        ),
+        Entry(
+            "stereo.census_cost_volume",
+            lambda **k: st.census_cost_volume(**k, window=3),
+            lambda: {
+                "left": _rng(30).uniform(size=(6, 7)),
+                "right": _rng(31).uniform(size=(6, 7)),
+                "n_disp": 3,
+            },
+            {"left": "float", "right": "float"},
+            sizes=("n_disp",),
+        ),
+        Entry(
+            "stereo.block_matching",
+            lambda **k: st.block_matching(k["cost"], 1),
+            cost,
+            {"cost": "float"},
+        ),
+        Entry(
+            "stereo.subpixel_argmin",
+            st.subpixel_argmin,
+            lambda: {"agg": cost()["cost"]},
+            {"agg": "float"},
+        ),
+        Entry(
+            "stereo.sgm_disparity",
+            lambda **k: st.sgm_disparity(k["cost"], paths=4),
+            cost,
+            {"cost": "float"},
+        ),
+        Entry(
+            "stereo.correlation_volume",
+            st.correlation_volume,
+            lambda: {
+                "f_left": _rng(32).standard_normal((4, 5, 3)),
+                "f_right": _rng(33).standard_normal((4, 5, 3)),
+            },
+            {"f_left": "float", "f_right": "float"},
+        ),
+        Entry(
+            "stereo.disparity_to_depth",
+            lambda **k: st.disparity_to_depth(k["disp"], 100.0, 50.0),
+            lambda: {"disp": _rng(34).uniform(1, 5, (4, 4))},
+            {"disp": "float"},
+            empty_ok=("disp",),
+            accepts={("disp", "rank+2"): "elementwise: any shape"},
+        ),
+    ]
+
+
+def interp_table():
+    from jaxlab import interp as ip
+
+    def cls():
+        return {"y_true": np.array([0, 1, 1, 0, 1]), "y_pred": np.array([0, 1, 0, 0, 1])}
+
+    def sc():
+        return {"y_true": np.array([0, 1, 1, 0, 1]), "score": np.array([0.1, 0.8, 0.4, 0.3, 0.9])}
+
+    def xy():
+        r = _rng(35)
+        return {"x": r.standard_normal(6), "y": r.standard_normal(6)}
+
+    def ridge():
+        r = _rng(36)
+        return {"x": r.standard_normal((8, 3)), "y": r.standard_normal(8)}
+
+    key = jax.random.key(2)
+    return [
+        Entry("interp.accuracy", ip.accuracy, cls, {"y_true": "int", "y_pred": "int"}),
+        Entry("interp.auroc", ip.auroc, sc, {"y_true": "int", "score": "float"}),
+        Entry("interp.spearman", ip.spearman, xy, {"x": "float", "y": "float"}),
+        Entry(
+            "interp.r2_score",
+            lambda **k: ip.r2_score(y_true=k["x"], y_pred=k["y"]),
+            xy,
+            {"x": "float", "y": "float"},
+        ),
+        Entry(
+            "interp.fit_ridge",
+            lambda **k: ip.fit_ridge(**k, penalty=1.0).coef,
+            ridge,
+            {"x": "float", "y": "float"},
+        ),
+        Entry(
+            "interp.feature_label_association",
+            ip.feature_label_association,
+            lambda: {
+                "activations": _rng(37).uniform(size=(6, 3)),
+                "labels": np.array([0, 1, 0, 1, 1, 0]),
+            },
+            {"activations": "float", "labels": "int"},
+        ),
+        Entry(
+            "interp.group_kfold",
+            lambda **k: ip.group_kfold(**k, key=key),
+            lambda: {"groups": np.array([0, 0, 1, 1, 2, 2]), "n_folds": 3},
+            {"groups": "int"},
+            sizes=("n_folds",),
+        ),
+        Entry(
+            "interp.mean_difference",
+            lambda **k: ip.mean_difference(**k).direction,
+            lambda: {
+                "x": _rng(38).standard_normal((8, 3)),
+                "labels": np.array([True, False] * 4),
+                "train": np.array([True] * 4 + [False] * 4),
+            },
+            {"x": "float", "labels": "bool", "train": "bool"},
+        ),
+    ]
+
+
+def lm_table():
+    from jaxlab import lm
+
+    return [
+        Entry(
+            "lm.positions_from_mask",
+            lm.positions_from_mask,
+            lambda: {"mask": np.array([[0, 1, 1, 1], [1, 1, 1, 1]])},
+            {"mask": "int"},
+            empty_ok=("mask",),
+            accepts=BATCH("mask"),
+        ),
+        Entry(
+            "lm.quantize",
+            lambda **k: lm.quantize(**k).scale,
+            lambda: {"w": _rng(39).standard_normal((2, 32))},
+            {"w": "float"},
+            accepts=BATCH("w"),
+        ),
+    ]
+
+
+def beliefs_table():
+    from jaxlab import beliefs as bl
+
+    def state():
+        r = _rng(40)
+        return {
+            "acts": r.standard_normal((4, 3)),
+            "direction": r.standard_normal(3),
+            "threshold": np.float64(0.1),
+        }
+
+    def partial():
+        r = _rng(41)
+        return {
+            "x": r.standard_normal(8),
+            "y": r.standard_normal(8),
+            "covariates": r.standard_normal((8, 2)),
+        }
+
+    return [
+        Entry(
+            "beliefs.belief_state",
+            bl.belief_state,
+            state,
+            {"acts": "float", "direction": "float", "threshold": "float"},
+            empty_ok=("acts",),
+            accepts=BATCH("acts"),
+        ),
+        Entry(
+            "beliefs.expected_rating",
+            bl.expected_rating,
+            lambda: {"logliks": _rng(42).standard_normal((4, 3)), "values": np.array([0, 0.5, 1])},
+            {"logliks": "float", "values": "float"},
+            empty_ok=("logliks",),
+            accepts=BATCH("logliks"),
+        ),
+        Entry(
+            "beliefs.partial_correlation",
+            bl.partial_correlation,
+            partial,
+            {"x": "float", "y": "float", "covariates": "float"},
+        ),
+        Entry(
+            "beliefs.dose_slope",
+            bl.dose_slope,
+            lambda: {
+                "alphas": np.array([-1.0, 0.0, 1.0]),
+                "values": _rng(43).standard_normal((5, 3)),
+            },
+            {"alphas": "float", "values": "float"},
+        ),
+    ]
+
+
+def illusions_table():
+    from jaxlab import illusions as il
+
+    def attr():
+        return {
+            "p_minority": np.array([0.2, 0.7, 0.4, 0.9]),
+            "desirable": np.array([True, False, True, False]),
+        }
+
+    return [
+        Entry(
+            "illusions.phi_coefficient",
+            il.phi_coefficient,
+            lambda: {"table": np.array([[18.0, 8.0], [9.0, 4.0]])},
+            {"table": "count"},
+            accepts={("table", "fractional"): "a table of weights or expected counts"},
+        ),
+        Entry(
+            "illusions.attribution_phi",
+            il.attribution_phi,
+            attr,
+            {"p_minority": "prob", "desirable": "bool"},
+        ),
+        Entry(
+            "illusions.option_probabilities",
+            il.option_probabilities,
+            lambda: {"loglik": _rng(44).standard_normal((2, 3))},
+            {"loglik": "float"},
+            empty_ok=("loglik",),
+            accepts=BATCH("loglik"),
+        ),
+        Entry(
+            "illusions.frequency_bias",
+            il.frequency_bias,
+            lambda: {"estimates": np.array([10.0, 6.0]), "true_counts": np.array([12.0, 4.0])},
+            {"estimates": "float", "true_counts": "count"},
+            accepts={("true_counts", "fractional"): "mean counts over replicates"},
+        ),
+        Entry(
+            "illusions.mean_ci",
+            il.mean_ci,
+            lambda: {"values": np.array([0.2, 0.4, 0.5])},
+            {"values": "float"},
+        ),
+    ]
+
+
+def lengthprobe_table():
+    from jaxlab import lengthprobe as lp
+
+    def pair():
+        return {"y_true": np.array([10.0, 40.0, 3.0, 7.0]), "y_pred": np.array([12.0, 30, 4, 9])}
+
+    kinds = {"y_true": "count", "y_pred": "float"}
+    mean = {("y_true", "fractional"): "mean lengths over samples are fractional"}
+    return [
+        Entry("lengthprobe.mae", lp.mae, pair, kinds, accepts=mean),
+        Entry("lengthprobe.normalised_mae", lp.normalised_mae, pair, kinds, accepts=mean),
+        Entry("lengthprobe.log_r2", lp.log_r2, pair, kinds, accepts=mean),
+    ]
+
+
+def cslm_table():
+    from jaxlab import cslm
+
+    def samples():
+        r = _rng(45)
+        return {"correct": r.uniform(size=(4, 3)) > 0.5, "scores": r.uniform(size=(4, 3))}
+
+    return [
+        Entry(
+            "cslm.expected_calibration_error",
+            lambda **k: cslm.expected_calibration_error(**k, bins=4),
+            lambda: {
+                "confidence": np.array([0.1, 0.8, 0.6, 0.9]),
+                "correct": np.array([0.0, 1.0, 0.0, 1.0]),
+            },
+            {"confidence": "prob", "correct": "prob"},
+        ),
+        Entry(
+            "cslm.best_of_k",
+            lambda **k: cslm.best_of_k(**k, k=2),
+            samples,
+            {"correct": "bool", "scores": "float"},
+        ),
+        Entry(
+            "cslm.min_budget",
+            lambda **k: cslm.min_budget(k["accuracy"], (8, 16, 32), 0.5),
+            lambda: {"accuracy": np.array([0.2, 0.6, 0.9])},
+            {"accuracy": "prob"},
+            accepts=BATCH("accuracy"),
+        ),
+    ]
+
+
 IN_PROCESS = {
     "bandits": bandits_table,
     "lowrank": lowrank_table,
@@ -412,6 +1038,18 @@ IN_PROCESS = {
     "sensing": sensing_table,
     "topology": topology_table,
     "routing": routing_table,
+    "biophys": biophys_table,
+    "observers": observers_table,
+    "temporal": temporal_table,
+    "em": em_table,
+    "eeg": eeg_table,
+    "stereo": stereo_table,
+    "interp": interp_table,
+    "lm": lm_table,
+    "beliefs": beliefs_table,
+    "illusions": illusions_table,
+    "lengthprobe": lengthprobe_table,
+    "cslm": cslm_table,
 }
 SUBPROCESS = {"laplex": laplex_table}  # C++ kernels: a crash must not kill pytest
 
@@ -429,7 +1067,10 @@ def _report(component, res):
     assert not res["failures"], "\n".join(res["failures"][:40])
 
 
-SLOW = {"cells"}  # compiles a training step per accepted input: run with -m slow
+# run with -m slow: cells compiles a training step per accepted input; the others compile
+# their (eager or jitted) kernels once per bad shape/dtype (10-25 s each on 2 shared
+# cores), over the default suite's budget
+SLOW = {"cells", "eeg", "stereo", "interp", "temporal", "beliefs", "illusions", "cslm"}
 
 
 @pytest.mark.parametrize(

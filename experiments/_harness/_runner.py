@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxlab._core import atomic_write, write_json
+from jaxlab._core import atomic_write, remove_stale_temps, write_json
 
 from ._api import Result, RunContext, log
 from ._config import config_to_json
@@ -160,6 +160,10 @@ def run_experiment(
     name = mod.NAME
     run_dir = Path(out) / name
     run_dir.mkdir(parents=True, exist_ok=True)
+    # temp files of a killed write (metrics, figures, checkpoints): the next write of the
+    # same file removes its own, this sweep the rest
+    for folder in {run_dir, *(p.parent for p in run_dir.rglob(".*.tmp"))}:
+        remove_stale_temps(folder)
     config = mod.FULL if full else mod.QUICK
     handler = logging.FileHandler(run_dir / "run.log", mode="a" if resume else "w")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

@@ -4,6 +4,7 @@ progress strategies, data-wheel lookup, device sweeps."""
 from ._checkpoint import Checkpointer as Checkpointer
 from ._checkpoint import atomic_write as atomic_write
 from ._checkpoint import load_checkpoint as load_checkpoint
+from ._checkpoint import remove_stale_temps as remove_stale_temps
 from ._checkpoint import save_checkpoint as save_checkpoint
 from ._checkpoint import write_json as write_json
 from ._loop import AbstractLoop as AbstractLoop
@@ -26,6 +27,8 @@ from ._validate import check_finite as check_finite
 from ._validate import check_positive_int as check_positive_int
 from ._validate import check_range as check_range
 from ._validate import error_if_not_finite as error_if_not_finite
+from ._validate import traced_checks as traced_checks
+from ._validate import traced_checks_enabled as traced_checks_enabled
 from ._validated import ValidatedState as ValidatedState
 from ._validated import ValidatedStep as ValidatedStep
 from ._wheels import wheel_file as wheel_file

@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,14 @@ from typing import IO, Any, TypeVar
 
 import equinox as eqx
 
-__all__ = ["atomic_write", "write_json", "save_checkpoint", "load_checkpoint", "Checkpointer"]
+__all__ = [
+    "atomic_write",
+    "remove_stale_temps",
+    "write_json",
+    "save_checkpoint",
+    "load_checkpoint",
+    "Checkpointer",
+]
 
 T = TypeVar("T")
 
@@ -42,16 +50,67 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+# `.{target}.{pid}.{random}.tmp`: the writer's pid tells a killed writer's leftover from a
+# write in progress (mkstemp's random part has no dots)
+_TEMP = re.compile(r"^\.(?P<target>.+)\.(?P<pid>\d+)\.[^.]+\.tmp$")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True  # another thread of this process may be writing
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: a live process of another user
+        return True
+    return True
+
+
+def remove_stale_temps(folder: str | os.PathLike, target: str | None = None) -> list[Path]:
+    """Delete the temp files that killed `atomic_write`s left in `folder`.
+
+    A temp file is stale when the process that created it (its pid is in the name) is no
+    longer running; temp files of live writers are kept. `target` limits the sweep to the
+    temp files of one file name.
+
+    **Arguments:**
+
+    - `folder`: the directory to sweep (not recursive; a missing one is empty).
+    - `target`: only the temp files of this file name (None: every target).
+
+    **Returns:** the paths removed.
+    """
+    folder = Path(folder)
+    removed = []
+    if not folder.is_dir():
+        return removed
+    for p in folder.glob(".*.tmp"):
+        m = _TEMP.match(p.name)
+        if m is None or (target is not None and m["target"] != target):
+            continue
+        if not _alive(int(m["pid"])):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+                removed.append(p)
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]:
     """Open a temp file beside `path`; on clean exit fsync, `os.replace` it, fsync the folder.
 
     If the body raises, the temp file is removed and `path` is untouched. The file gets
-    the usual permissions (0666 minus the umask), not `mkstemp`'s 0600.
+    the usual permissions (0666 minus the umask), not `mkstemp`'s 0600. Temp files of
+    earlier writes of `path` whose process was killed are removed first
+    (`remove_stale_temps`).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale_temps(path.parent, path.name)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent
+    )
     try:
         with os.fdopen(fd, mode) as f:
             yield f

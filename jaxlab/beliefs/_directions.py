@@ -11,11 +11,12 @@ the separating hyperplane along that direction.
 from __future__ import annotations
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from .. import interp
-from .._core import check_array, check_finite
+from .._core import as_array, check_array, check_finite
 
 __all__ = ["BeliefDirections", "fit_directions", "belief_state"]
 
@@ -35,9 +36,11 @@ def belief_state(
 
     **Returns:** (...) belief states.
     """
-    acts = jnp.asarray(acts)
-    d = jnp.asarray(direction)
-    check_array("direction", d, ndim=1, dtype=jnp.floating)
+    acts = as_array("acts", acts, dtype=jnp.floating, finite=True)
+    d = as_array("direction", direction, ndim=1, dtype=jnp.floating, finite=True, nonempty=True)
+    threshold = as_array("threshold", threshold, shape=(), finite=True)
+    if not isinstance(d, jax.core.Tracer) and not bool(jnp.any(d != 0)):
+        raise ValueError("direction: expected a non-zero vector, received all zeros")
     if acts.ndim < 1 or acts.shape[-1] != d.shape[0]:
         raise ValueError(
             f"acts: expected shape (..., {d.shape[0]}) (the direction's width), "

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._core import check_array, check_finite
+from .._core import as_array, check_array, check_finite
 
 
 def _float_dtype(*arrays):
@@ -35,9 +35,8 @@ def expected_rating(
 
     **Returns:** (...) expected ratings.
     """
-    x = jnp.asarray(logliks)
-    v = jnp.asarray(values)
-    check_array("values", v, ndim=1)
+    x = as_array("logliks", logliks)
+    v = as_array("values", values, ndim=1, finite=True)
     if x.ndim < 1 or x.shape[-1] != v.shape[0] or v.shape[0] < 2:
         raise ValueError(
             f"logliks: expected shape (..., {v.shape[0]}) with >= 2 options (one per value), "
@@ -65,7 +64,8 @@ def partial_correlation(
 
     **Returns:** () partial correlation in [-1, 1].
     """
-    x, y, z = jnp.asarray(x), jnp.asarray(y), jnp.asarray(covariates)
+    x, y = as_array("x", x, finite=True), as_array("y", y, finite=True)
+    z = as_array("covariates", covariates, finite=True)
     if z.ndim == 1:
         z = z[:, None]
     sizes = check_array("x", x, shape=("n",))
@@ -74,8 +74,10 @@ def partial_correlation(
     dt = _float_dtype(x, y, z)
     x, y, z = x.astype(dt), y.astype(dt), z.astype(dt)
     n = x.shape[0]
-    w = jnp.ones((n,), dt) if weights is None else jnp.asarray(weights).astype(dt)
-    check_array("weights", w, shape=(n,))
+    if weights is None:
+        w = jnp.ones((n,), dt)
+    else:
+        w = as_array("weights", weights, shape=(n,), finite=True, low=0.0).astype(dt)
     return _partial(x, y, z, w)
 
 

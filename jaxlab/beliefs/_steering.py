@@ -20,7 +20,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .. import lm
-from .._core import check_array, check_finite, check_positive_int
+from .._core import as_array, check_array, check_finite, check_positive_int
 
 
 def _float_dtype(*arrays):
@@ -155,11 +155,16 @@ def dose_slope(
 
     **Returns:** () the slope.
     """
-    a = jnp.asarray(alphas)
-    v = jnp.asarray(values)
+    a = as_array("alphas", alphas, ndim=1, finite=True)
+    v = as_array("values", values, shape=(None, a.shape[0]), finite=True, nonempty=True)
+    if not isinstance(a, jax.core.Tracer) and len(np.unique(np.asarray(a))) < 2:
+        raise ValueError(f"alphas: expected at least two distinct values, received {a}")
     dt = _float_dtype(a, v)
     a, v = a.astype(dt), v.astype(dt)
-    w = jnp.ones((v.shape[0],), dt) if weights is None else jnp.asarray(weights).astype(dt)
+    if weights is None:
+        w = jnp.ones((v.shape[0],), dt)
+    else:
+        w = as_array("weights", weights, shape=(v.shape[0],), finite=True, low=0.0).astype(dt)
     ybar = (w @ v) / jnp.sum(w)
     da = a - jnp.mean(a)
     return jnp.sum(da * (ybar - jnp.mean(ybar))) / jnp.sum(da**2)

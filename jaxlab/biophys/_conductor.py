@@ -22,7 +22,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxlab._core import check_array, check_finite, check_range
+from jaxlab._core import as_array, check_array, check_finite, check_range
 
 __all__ = [
     "point_source_gain",
@@ -117,14 +117,14 @@ def point_source_potential(
     r_min: float = 1.0,
 ) -> Float[Array, "*T S"]:
     """Extracellular potential (uV) of point-source currents (nA), one per source."""
-    check_array("currents", currents, dtype=jnp.floating)
+    currents = as_array("currents", currents, dtype=jnp.floating, finite=True)
     gain = point_source_gain(sources, electrodes, sigma=sigma, r_min=r_min)
     if jnp.shape(currents)[-1:] != (gain.shape[1],):
         raise ValueError(
             f"currents: expected last axis {gain.shape[1]} (one per source), "
             f"received shape {jnp.shape(currents)}"
         )
-    return jnp.asarray(currents) @ gain.T
+    return currents @ gain.T
 
 
 def line_source_potential(
@@ -137,11 +137,11 @@ def line_source_potential(
     r_min: float = 1.0,
 ) -> Float[Array, "*T S"]:
     """Extracellular potential (uV) of line-source currents (nA), one per segment."""
-    check_array("currents", currents, dtype=jnp.floating)
+    currents = as_array("currents", currents, dtype=jnp.floating, finite=True)
     gain = line_source_gain(starts, ends, electrodes, sigma=sigma, r_min=r_min)
     if jnp.shape(currents)[-1:] != (gain.shape[1],):
         raise ValueError(
             f"currents: expected last axis {gain.shape[1]} (one per segment), "
             f"received shape {jnp.shape(currents)}"
         )
-    return jnp.asarray(currents) @ gain.T
+    return currents @ gain.T

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from jaxtyping import ArrayLike
 
+from jaxlab._core import as_array
+
 __all__ = ["spike_indices", "match_fraction"]
 
 
@@ -15,9 +17,7 @@ def spike_indices(voltage: ArrayLike, *, threshold: float = 0.0) -> np.ndarray:
     its maximum is returned: the time a spike sorter assigns to the
     extracellular trough. Returns a sorted int64 array.
     """
-    v = np.asarray(voltage)
-    if v.ndim != 1:
-        raise ValueError(f"voltage: expected a 1-D trace, received shape {v.shape}")
+    v = np.asarray(as_array("voltage", voltage, ndim=1, dtype=np.number, finite=True))
     above = v >= threshold
     starts = np.nonzero(above[1:] & ~above[:-1])[0] + 1
     if v.size and above[0]:
@@ -31,14 +31,22 @@ def spike_indices(voltage: ArrayLike, *, threshold: float = 0.0) -> np.ndarray:
     return np.asarray(out, dtype=np.int64)
 
 
+def _indices(name: str, x: ArrayLike) -> np.ndarray:
+    """A 1-D array of sample indices as int64 (an empty list, of no dtype, is allowed)."""
+    a = np.asarray(as_array(name, x, ndim=1, dtype=np.number))
+    if a.size and a.dtype.kind not in "iu":
+        raise ValueError(f"{name}: expected integer sample indices, received dtype {a.dtype}")
+    return a.astype(np.int64)
+
+
 def match_fraction(true_idx: ArrayLike, pred_idx: ArrayLike, *, tolerance: int) -> float:
     """Fraction of `true_idx` spikes matched one-to-one by a `pred_idx` spike within `tolerance`.
 
     Greedy in time order (each predicted spike is used at most once); 1.0 when
     there are no true spikes and no predicted ones, 0.0 when only predicted.
     """
-    t = np.sort(np.asarray(true_idx, dtype=np.int64))
-    p = np.sort(np.asarray(pred_idx, dtype=np.int64))
+    t = np.sort(_indices("true_idx", true_idx))
+    p = np.sort(_indices("pred_idx", pred_idx))
     if t.size == 0:
         return 1.0 if p.size == 0 else 0.0
     used = np.zeros(p.size, dtype=bool)

@@ -17,6 +17,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from jaxlab._core import as_array
+
 __all__ = ["spike_surrogate"]
 
 
@@ -44,5 +46,5 @@ def spike_surrogate(x: Float[ArrayLike, "*shape"], slope: float = 5.0) -> Float[
 
     **Returns:** an array shaped like `x` with entries 0.0 or 1.0.
     """
-    x = jnp.asarray(x)
+    x = as_array("x", x, dtype=jnp.floating, finite=True)
     return _heaviside(x, jnp.asarray(slope, dtype=x.dtype))

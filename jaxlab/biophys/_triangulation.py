@@ -14,6 +14,8 @@ import numpy as np
 import scipy.optimize
 from jaxtyping import ArrayLike
 
+from jaxlab._core import as_array
+
 __all__ = ["template_ptp", "monopolar_triangulation"]
 
 
@@ -25,8 +27,8 @@ def template_ptp(traces: ArrayLike, spike_idx: ArrayLike, *, before: int, after:
 
     **Returns:** `(S,)` peak-to-peak amplitudes of the template.
     """
-    x = np.asarray(traces)
-    idx = np.asarray(spike_idx, dtype=np.int64)
+    x = np.asarray(as_array("traces", traces, ndim=2, dtype=np.number, finite=True))
+    idx = np.asarray(as_array("spike_idx", spike_idx, ndim=1, dtype=np.integer), np.int64)
     idx = idx[(idx - before >= 0) & (idx + after <= x.shape[0])]
     if idx.size == 0:
         raise ValueError("spike_idx: no spike has a full waveform window inside the traces")

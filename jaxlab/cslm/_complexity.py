@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import check_array, check_positive_int, check_range
+from .._core import as_array, check_array, check_positive_int, check_range
 from ._budget import check_budgets
 
 __all__ = [
@@ -54,7 +54,7 @@ def min_budget(accuracy, budgets: Sequence[int], p: float) -> jax.Array:
     """
     budgets = check_budgets(budgets)
     check_range("p", p, low=0.0, high=1.0, low_inclusive=False)
-    acc = jnp.asarray(accuracy)
+    acc = as_array("accuracy", accuracy, finite=True, low=0.0, high=1.0)
     if acc.shape[-1:] != (len(budgets),):
         raise ValueError(
             f"accuracy: expected last axis {len(budgets)} (one per budget), "

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import check_array, check_positive_int, check_range
+from .._core import as_array, check_positive_int, check_range
 
 __all__ = ["StepErrorFit", "expected_calibration_error", "fit_step_error", "option_confidence"]
 
@@ -118,12 +118,9 @@ def expected_calibration_error(confidence, correct, *, bins: int = 10) -> jax.Ar
 
     **Returns:** scalar ECE in [0, 1]. jit-able.
     """
-    confidence = np.asarray(confidence) if isinstance(confidence, list | tuple) else confidence
-    check_array("confidence", confidence, ndim=1)
-    correct = np.asarray(correct) if isinstance(correct, list | tuple) else correct
-    check_array("correct", correct, ndim=1)
+    conf = as_array("confidence", confidence, ndim=1, finite=True)
+    correct = as_array("correct", correct, ndim=1, finite=True, low=0.0, high=1.0)
     bins = check_positive_int("bins", bins)
-    conf = jnp.asarray(confidence)
     if not jnp.issubdtype(conf.dtype, jnp.floating):
         conf = conf.astype(jnp.result_type(float))
     corr = jnp.asarray(correct).astype(conf.dtype)

@@ -16,7 +16,7 @@ from collections.abc import Hashable, Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import check_array, check_positive_int
+from .._core import as_array, check_positive_int
 from ._answers import Answer, format_answer
 from ._tasks import Task
 
@@ -34,8 +34,7 @@ VERIFIER_OPTIONS = (" Yes", " No")
 
 
 def _check_samples(name, x, ndim=2):
-    check_array(name, x, ndim=ndim)
-    x = jnp.asarray(x)
+    x = as_array(name, x, ndim=ndim, finite=True)
     if x.shape[-1] < 1 or x.shape[0] < 1:
         raise ValueError(f"{name}: expected (items >= 1, samples >= 1), received {x.shape}")
     return x

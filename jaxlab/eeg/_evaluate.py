@@ -7,6 +7,8 @@ import jax
 import numpy as np
 import scipy.stats
 
+from jaxlab._core import as_array
+
 __all__ = ["leave_subjects_out", "balanced_accuracy", "macro_f1", "fold_ci"]
 
 
@@ -66,7 +68,7 @@ def macro_f1(y_true, y_pred) -> float:
 
 def fold_ci(scores, *, level: float = 0.95):
     """Mean and Student-t confidence interval across fold scores: `(mean, low, high)`."""
-    s = np.asarray(scores, np.float64)
+    s = np.asarray(as_array("scores", scores, ndim=1, dtype=np.number, finite=True), np.float64)
     if s.ndim != 1 or s.size < 2:
         raise ValueError(f"scores: expected >= 2 fold scores, got shape {s.shape}")
     m = float(s.mean())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab._core import check_array
+from jaxlab._core import as_array, check_array
 
 from ._montage import channel_indices
 
@@ -38,7 +38,7 @@ def welch(x, sfreq: float, *, nperseg: int = 256):
 
     **Returns:** `(freqs (F,), psd (..., F))` with `F = nperseg // 2 + 1`.
     """
-    check_array("x", x, dtype=jnp.floating)
+    x = as_array("x", x, dtype=jnp.floating, finite=True, nonempty=True)
     if not (np.isfinite(sfreq) and sfreq > 0):
         raise ValueError(f"sfreq: expected a positive sampling rate in Hz, got {sfreq}")
     n = x.shape[-1]
@@ -99,7 +99,9 @@ def spectral_entropy(freqs, psd, *, fmin: float = 1.0, fmax: float = 45.0):
 def covariances(epochs, *, shrinkage: float = 0.0):
     """Spatial covariance per epoch `(..., C, L)` -> `(..., C, C)`, optionally shrunk towards
     `trace/C * I` by `shrinkage` in [0, 1] (keeps them positive definite)."""
-    check_array("epochs", epochs, dtype=jnp.floating)
+    epochs = as_array("epochs", epochs, dtype=jnp.floating, finite=True, nonempty=True)
+    if epochs.ndim < 2 or epochs.shape[-1] < 2:
+        raise ValueError(f"epochs: expected (..., C, L) with L >= 2, received {epochs.shape}")
     if not 0.0 <= shrinkage <= 1.0:
         raise ValueError(f"shrinkage: expected a value in [0, 1], got {shrinkage}")
     xc = epochs - epochs.mean(-1, keepdims=True)

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.signal
 
-from jaxlab._core import check_array
+from jaxlab._core import as_array, check_array
 
 from ._data import EEGDataset, EpochTable
 from ._ica import ica_clean
@@ -30,11 +30,10 @@ __all__ = [
 
 
 def _check_signal(name, x):
-    check_array(name, x, dtype=jnp.floating)
+    x = as_array(name, x, dtype=jnp.floating, finite=True, nonempty=True)
     if x.ndim < 1 or x.shape[-1] < 2:
         raise ValueError(f"{name}: expected (..., time) with at least 2 samples, got {x.shape}")
-    if not np.all(np.isfinite(np.asarray(x))):
-        raise ValueError(f"{name}: contains NaN or infinite samples")
+    return x
 
 
 def _check_sfreq(sfreq, *freqs):
@@ -55,7 +54,7 @@ def bandpass(x, sfreq: float, low: float, high: float, *, order: int = 4):
 
     **Returns:** filtered array, same shape and dtype as `x`.
     """
-    _check_signal("x", x)
+    x = _check_signal("x", x)
     _check_sfreq(sfreq, low, high)
     if not low < high:
         raise ValueError(f"low/high: expected low < high, got {low} >= {high}")
@@ -66,7 +65,7 @@ def bandpass(x, sfreq: float, low: float, high: float, *, order: int = 4):
 
 def notch(x, sfreq: float, freq: float = 50.0, *, quality: float = 30.0):
     """Zero-phase IIR notch at `freq` Hz (line noise) along the last axis; same shape."""
-    _check_signal("x", x)
+    x = _check_signal("x", x)
     _check_sfreq(sfreq, freq)
     b, a = scipy.signal.iirnotch(freq, quality, fs=sfreq)
     y = scipy.signal.filtfilt(b, a, np.asarray(x, np.float64), axis=-1)
@@ -101,7 +100,7 @@ def epoch_indices(n_times: int, length: int, step: int):
 
 def epoch(x, length: int, step: int):
     """Cut `x` `(..., C, T)` into epochs `(..., n_epochs, C, length)`."""
-    check_array("x", x, dtype=jnp.floating)
+    x = _check_signal("x", x)
     idx = epoch_indices(x.shape[-1], length, step)
     return jnp.moveaxis(x[..., idx], -2, -3)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab._core import check_array
+from jaxlab._core import as_array, check_array
 
 __all__ = [
     "spd_power",
@@ -19,10 +19,11 @@ __all__ = [
 ]
 
 
-def _check_spd(name, c):
-    check_array(name, c, dtype=jnp.floating)
+def _check_spd(name, c, *, ndim=None):
+    c = as_array(name, c, ndim=ndim, dtype=jnp.floating, finite=True, nonempty=True)
     if c.ndim < 2 or c.shape[-1] != c.shape[-2]:
         raise ValueError(f"{name}: expected (..., C, C) square matrices, got {c.shape}")
+    return c
 
 
 def _eig_apply(c, fn):
@@ -32,22 +33,25 @@ def _eig_apply(c, fn):
 
 def spd_power(c, p: float):
     """Matrix power of symmetric positive-definite `c` `(..., C, C)`."""
+    c = _check_spd("c", c)
     return _eig_apply(c, lambda w: w**p)
 
 
 def spd_log(c):
     """Matrix logarithm of SPD `c` `(..., C, C)`."""
+    c = _check_spd("c", c)
     return _eig_apply(c, jnp.log)
 
 
 def spd_exp(s):
     """Matrix exponential of symmetric `s` `(..., C, C)`."""
+    s = _check_spd("s", s)
     return _eig_apply(s, jnp.exp)
 
 
 def log_euclidean_mean(covs):
     """exp(mean(log C_i)) over the leading axis: `(N, C, C)` -> `(C, C)`."""
-    _check_spd("covs", covs)
+    covs = _check_spd("covs", covs, ndim=3)
     return spd_exp(spd_log(covs).mean(0))
 
 
@@ -58,8 +62,8 @@ def tangent_space(covs, reference):
 
     **Arguments:** `covs` `(..., C, C)`, `reference` `(C, C)`. **Returns:** `(..., C(C+1)/2)`.
     """
-    _check_spd("covs", covs)
-    _check_spd("reference", reference)
+    covs = _check_spd("covs", covs)
+    reference = _check_spd("reference", reference)
     c = covs.shape[-1]
     if reference.shape != (c, c):
         raise ValueError(f"reference: expected shape ({c}, {c}), got {reference.shape}")

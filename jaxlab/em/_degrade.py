@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxlab._core import check_array, check_finite
+from jaxlab._core import as_array
 
 __all__ = ["SUPPORTED_FACTORS", "gaussian_blur", "degrade", "upsample_bicubic"]
 
@@ -32,9 +32,8 @@ def _check_factor(factor) -> int:
     return int(factor)
 
 
-def _check_image(name: str, image) -> None:
-    check_array(name, image, ndim=2, dtype=jnp.floating)
-    check_finite(name, image)
+def _check_image(name: str, image) -> Array:
+    return as_array(name, image, ndim=2, dtype=jnp.floating, finite=True, nonempty=True)
 
 
 def _gaussian_kernel(sigma: float) -> Array:
@@ -57,7 +56,7 @@ def gaussian_blur(image: Float[Array, "H W"], sigma: float) -> Float[Array, "H W
     sigma = float(sigma)
     if not math.isfinite(sigma) or sigma < 0:
         raise ValueError(f"sigma: expected a finite value >= 0, received {sigma!r}")
-    image = jnp.asarray(image, jnp.float32)
+    image = _check_image("image", image).astype(jnp.float32)
     if sigma == 0.0:
         return image
     k = _gaussian_kernel(sigma)
@@ -98,7 +97,7 @@ def degrade(
     Paper: P11 (x2 and x4 degradation settings).
     """
     factor = _check_factor(factor)
-    _check_image("image", image)
+    image = _check_image("image", image)
     h, w = image.shape
     if h % factor or w % factor:
         raise ValueError(f"image: shape {tuple(image.shape)} is not divisible by factor {factor}")
@@ -127,7 +126,7 @@ def upsample_bicubic(low: Float[Array, "s s"], factor: int) -> Float[Array, "s*f
     Paper: P11 (bicubic baseline).
     """
     factor = _check_factor(factor)
-    _check_image("low", low)
+    low = _check_image("low", low)
     h, w = low.shape
     up = jax.image.resize(jnp.asarray(low, jnp.float32), (h * factor, w * factor), "cubic")
     return jnp.clip(up, 0.0, 1.0)

@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxlab._core import check_array, check_positive_int
+from jaxlab._core import as_array, check_array, check_positive_int
 
 from ._degrade import gaussian_blur
 from ._segment import merge_small_segments, relabel_connected
@@ -342,7 +342,7 @@ def label_boundaries(labels: Int[Array, "H W"]) -> Array:
 
     Both pixels of every instance change are marked; image edges are not boundaries.
     """
-    labels = jnp.asarray(labels)
+    labels = as_array("labels", labels, ndim=2, dtype=jnp.integer)
     diff_v = labels[1:, :] != labels[:-1, :]
     diff_h = labels[:, 1:] != labels[:, :-1]
     out = jnp.zeros(labels.shape, bool)

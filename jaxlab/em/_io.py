@@ -10,6 +10,8 @@ Paper: P11 (evaluation on real EM data sets when available).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 
 import numpy as np
@@ -44,7 +46,20 @@ def _read(path: str, name: str, key: str | None, *, optional: bool) -> np.ndarra
         import tifffile
 
         try:
-            return np.asarray(tifffile.imread(path))
+            with _tiff_warnings() as warned, tifffile.TiffFile(path) as tif:
+                if not tif.series:
+                    raise ValueError("no image in the file")
+                series = tif.series[0]
+                pages_ok = not warned  # a broken IFD chain is only logged: pages go missing
+                _check_tiff_sizes(series, os.path.getsize(path), path, name)
+                if not pages_ok:
+                    raise ValueError(f"damaged page structure ({warned[0]})")
+                out = np.asarray(series.asarray())
+                if warned:
+                    raise ValueError(f"damaged image data ({warned[0]})")
+                return out
+        except _Refused:
+            raise
         except Exception as err:  # tifffile raises several types on malformed files
             raise ValueError(f"{name}: cannot read TIFF file {path!r}: {err}") from err
     import h5py
@@ -109,6 +124,61 @@ def _check_storage(obj, key: str, path: str, name: str) -> None:
         raise ValueError(
             f"{name}: {key!r} in {path!r} declares {declared} bytes of shape {obj.shape} but "
             f"stores {stored}; refusing to allocate what the file merely claims"
+        )
+
+
+@contextlib.contextmanager
+def _tiff_warnings():
+    """The warnings tifffile logs meanwhile: it logs, and carries on past, a broken IFD
+    chain (the stack silently loses pages) or a corrupted tag list."""
+    records: list[str] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    logger = logging.getLogger("tifffile")
+    handler = _Collect(logging.WARNING)
+    logger.addHandler(handler)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+
+
+class _Refused(ValueError):
+    """A file refused before reading (its message already names the file)."""
+
+
+def _check_tiff_sizes(series, file_size: int, path: str, name: str) -> None:
+    """Check what a TIFF declares against what the file can hold, before allocating.
+
+    Every strip/tile must lie inside the file; uncompressed data cannot declare more
+    bytes than the file has; compressed data at most `_MAX_EXPANSION` times the file size
+    (above 64 MiB), and nothing more than `_MAX_BYTES`.
+    """
+    declared = int(np.prod(series.shape, dtype=np.float64)) * np.dtype(series.dtype).itemsize
+    compressed = False
+    for page in series.pages:
+        if page is None:
+            continue
+        compressed |= int(page.compression) != 1
+        for off, count in zip(page.dataoffsets, page.databytecounts, strict=False):
+            if off < 0 or count < 0 or off + count > file_size:
+                raise _Refused(
+                    f"{name}: TIFF file {path!r} has image data at bytes [{off}, {off + count}) "
+                    f"beyond its size {file_size} (truncated or corrupted)"
+                )
+    too_big = declared > _MAX_BYTES or (
+        declared > file_size
+        if not compressed
+        else declared > 1 << 26 and declared > _MAX_EXPANSION * max(file_size, 1)
+    )
+    if too_big:
+        raise _Refused(
+            f"{name}: TIFF file {path!r} declares {declared} bytes of shape "
+            f"{tuple(series.shape)} but is {file_size} bytes long; refusing to allocate "
+            "what the file merely claims"
         )
 
 

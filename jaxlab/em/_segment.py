@@ -58,6 +58,8 @@ def merge_small_segments(labels, min_size: int) -> np.ndarray:
     """
     labels = np.asarray(labels)
     check_array("labels", labels, ndim=2, dtype=np.integer)
+    if labels.size == 0:
+        raise ValueError(f"labels: expected a non-empty image, received shape {labels.shape}")
     min_size = check_positive_int("min_size", min_size)
     _, inv = cast(tuple[np.ndarray, np.ndarray], np.unique(labels, return_inverse=True))
     lab = inv.reshape(labels.shape).astype(np.int64) + 1

@@ -36,6 +36,7 @@ from jaxlab._core import (
     AbstractStep,
     Checkpointer,
     StepLoop,
+    as_array,
     check_positive_int,
     optimizer_update,
     run_steps,
@@ -64,7 +65,10 @@ def balanced_bce(logits: jax.Array, targets: jax.Array) -> jax.Array:
 
     **Returns:** scalar `0.5 mean_pos(-log p) + 0.5 mean_neg(-log(1 - p))`.
     """
-    t = jnp.asarray(targets, logits.dtype)
+    logits = as_array("logits", logits, dtype=jnp.floating, finite=True, nonempty=True)
+    t = as_array(
+        "targets", targets, shape=logits.shape, dtype=np.number, finite=True, low=0.0, high=1.0
+    ).astype(logits.dtype)
     pos = -jax.nn.log_sigmoid(logits)
     neg = -jax.nn.log_sigmoid(-logits)
     n_pos = jnp.maximum(jnp.sum(t), 1)

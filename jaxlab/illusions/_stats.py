@@ -16,7 +16,7 @@ import scipy.stats
 from jax.typing import ArrayLike
 from jaxtyping import Array, Bool, Float
 
-from .._core import check_array, check_finite, check_range
+from .._core import as_array, check_array, check_finite, check_range
 
 __all__ = [
     "phi_coefficient",
@@ -39,7 +39,7 @@ def phi_coefficient(table: Float[ArrayLike, "2 2"]) -> Float[Array, ""]:
 
     **Returns:** () phi in [-1, 1]; `ValueError` when a row or column sums to zero.
     """
-    t = jnp.asarray(table)
+    t = as_array("table", table)
     check_array("table", t, shape=(2, 2))
     if not jnp.issubdtype(t.dtype, jnp.floating):
         t = t.astype(jnp.result_type(float))  # counts: the default float (f64 under x64)
@@ -70,11 +70,11 @@ def attribution_table(
 
     **Returns:** (2, 2) expected counts (0/1 probabilities give the hard table).
     """
-    p = jnp.asarray(p_minority)
+    p = as_array("p_minority", p_minority)
     if not jnp.issubdtype(p.dtype, jnp.floating):
         p = p.astype(jnp.float32)
     sizes = check_array("p_minority", p, ndim=1)
-    d = jnp.asarray(desirable)
+    d = as_array("desirable", desirable)
     check_array("desirable", d, shape=(p.shape[0],), sizes=sizes, dtype=jnp.bool_)
     check_finite("p_minority", p)
     check_range("p_minority", p, low=0, high=1)
@@ -110,7 +110,7 @@ def option_probabilities(loglik: Float[ArrayLike, "... K"]) -> Float[Array, "...
 
     **Returns:** (..., K) probabilities summing to 1.
     """
-    x = jnp.asarray(loglik)
+    x = as_array("loglik", loglik)
     check_array("loglik", x, dtype=jnp.floating)
     if x.ndim == 0 or x.shape[-1] == 0:
         raise ValueError(f"loglik: expected (..., K) with K >= 1 options, received {x.shape}")
@@ -129,7 +129,7 @@ def expected_answer(
     **Returns:** () expected value.
     """
     p = option_probabilities(loglik)
-    v = jnp.asarray(values)
+    v = as_array("values", values)
     check_array("values", v, shape=p.shape)
     check_finite("values", v)
     return p @ v.astype(p.dtype)
@@ -147,11 +147,12 @@ def frequency_bias(
     "minority_excess": () ratio[minority] - ratio[majority] (> 0: the minority's
     undesirable behaviours are over-estimated relative to the majority's)}.
     """
-    e, t = jnp.asarray(estimates), jnp.asarray(true_counts)
+    e, t = as_array("estimates", estimates), as_array("true_counts", true_counts)
     e = e if jnp.issubdtype(e.dtype, jnp.floating) else e.astype(jnp.float32)
     check_array("estimates", e, shape=(2,))
     check_array("true_counts", t, shape=(2,))
     check_finite("estimates", e)
+    check_finite("true_counts", t)
     t = t.astype(e.dtype)
     check_range("true_counts", t, low=0, low_inclusive=False)
     ratio = e / t
@@ -165,8 +166,8 @@ def mean_ci(values: Float[ArrayLike, " n"], *, level: float = 0.95) -> tuple[flo
 
     **Returns:** (mean, low, high) floats.
     """
+    as_array("values", values, ndim=1, finite=True)  # lists, None, strings: one clear error
     v = np.asarray(values, np.float64)
-    check_array("values", v, ndim=1)
     if v.shape[0] < 2:
         raise ValueError(f"values: expected at least 2 replicates, received {v.shape[0]}")
     check_finite("values", v)

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._core import check_array, check_finite, check_positive_int
+from .._core import as_array, check_array, check_finite, check_positive_int
 
 __all__ = ["top_activating_contexts", "feature_label_association"]
 
@@ -33,7 +33,7 @@ def top_activating_contexts(
     the prompt), "activations": (k, 2 window + 1) (0 outside)}; the centre column is the
     top token.
     """
-    a = jnp.asarray(activations)
+    a = as_array("activations", activations)
     sizes = check_array("activations", a, shape=("N",), dtype=jnp.floating)
     tokens, seq = jnp.asarray(tokens), jnp.asarray(sequence_ids)
     check_array("tokens", tokens, shape=("N",), sizes=sizes, dtype=jnp.integer)
@@ -76,9 +76,9 @@ def feature_label_association(
 
     **Returns:** {"correlation": (m,) (0 for a constant latent), "mutual_information": (m,)}.
     """
-    a = jnp.asarray(activations)
+    a = as_array("activations", activations)
     sizes = check_array("activations", a, shape=("N", "m"), dtype=jnp.floating)
-    y = jnp.asarray(labels)
+    y = as_array("labels", labels)
     check_array("labels", y, shape=("N",), sizes=sizes, dtype=jnp.integer)
     if a.shape[0] == 0:
         raise ValueError("activations: expected at least one row, received 0")

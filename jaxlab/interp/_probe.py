@@ -30,6 +30,7 @@ from jaxtyping import Array, Bool, Float, Int
 from .._core import (
     AbstractStep,
     NoProgress,
+    as_array,
     check_array,
     check_finite,
     check_positive_int,
@@ -98,18 +99,18 @@ class LogisticProbe(eqx.Module):
 
 
 def _xy(x, y, weights):
-    x = jnp.asarray(x)
+    x = as_array("x", x)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = x.astype(jnp.float32)
     sizes = check_array("x", x, shape=("n", "d"))
-    y = jnp.asarray(y)
+    y = as_array("y", y)
     check_array("y", y, shape=("n",) + y.shape[1:], sizes=sizes)
     if y.ndim > 2:
         raise ValueError(f"y: expected shape (n,) or (n, m), received {y.shape}")
     if weights is None:
         w = jnp.ones((x.shape[0],), x.dtype)
     else:
-        w = jnp.asarray(weights).astype(x.dtype)
+        w = as_array("weights", weights).astype(x.dtype)
         check_array("weights", w, shape=("n",), sizes=sizes)
     check_finite("x", x)
     check_finite("y", y)
@@ -366,13 +367,13 @@ class LogisticStep(AbstractStep):
 
 
 def _logistic_step(x, labels, n_classes, penalty, weights):
-    x = jnp.asarray(x)
+    x = as_array("x", x)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = x.astype(jnp.float32)
     if x.ndim not in (2, 3):
         raise ValueError(f"x: expected shape (n, d) or (L, n, d), received {x.shape}")
     n = x.shape[-2]
-    labels = jnp.asarray(labels)
+    labels = as_array("labels", labels)
     check_array("labels", labels, shape=(n,), dtype=jnp.integer)
     n_classes = check_positive_int("n_classes", n_classes)
     if n_classes < 2:

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-from .._core import check_array, check_positive_int, check_range
+from .._core import as_array, check_array, check_positive_int, check_range
 
 __all__ = [
     "r2_score",
@@ -28,6 +28,19 @@ __all__ = [
     "group_split",
     "group_kfold",
 ]
+
+
+def _vectors(weights=None, **named):
+    """The named `(n,)` arguments (and `weights`) as arrays of one length `n >= 1`, finite
+    where concrete (inside `jit`, e.g. `bootstrap_ci`, only shapes are checked)."""
+    sizes: dict[str, int] = {}
+    out = [
+        as_array(k, v, shape=("n",), sizes=sizes, finite=True, nonempty=True)
+        for k, v in named.items()
+    ]
+    if weights is not None:
+        weights = as_array("weights", weights, shape=("n",), sizes=sizes, finite=True, low=0.0)
+    return (*out, weights)
 
 
 def _w(weights, n, dtype):
@@ -58,6 +71,7 @@ def r2_score(
 
     **Returns:** () R^2.
     """
+    y_true, y_pred, weights = _vectors(weights, y_true=y_true, y_pred=y_pred)
     y, p = _floats(y_true, y_pred)
     w = _w(weights, y.shape[0], y.dtype)
     mean = jnp.sum(w * y) / jnp.sum(w)
@@ -68,7 +82,7 @@ def accuracy(
     y_true: Int[Array, " n"], y_pred: Int[Array, " n"], *, weights: Float[Array, " n"] | None = None
 ) -> Float[Array, ""]:
     """Weighted fraction of `y_pred == y_true` (labels, not scores). **Returns:** ()."""
-    y = jnp.asarray(y_true)
+    y, y_pred, weights = _vectors(weights, y_true=y_true, y_pred=y_pred)
     w = _w(weights, y.shape[0], jnp.float32 if weights is None else _float(weights).dtype)
     return jnp.sum(w * (y == jnp.asarray(y_pred).astype(y.dtype)).astype(w.dtype)) / jnp.sum(w)
 
@@ -98,6 +112,7 @@ def spearman(
 
     **Returns:** () correlation in [-1, 1].
     """
+    x, y, weights = _vectors(weights, x=x, y=y)
     x, y = _floats(x, y)
     w = _w(weights, x.shape[0], x.dtype)
     rx, ry = _ranks(x, w), _ranks(y, w)
@@ -119,6 +134,7 @@ def auroc(
 
     **Returns:** () AUROC in [0, 1].
     """
+    y_true, score, weights = _vectors(weights, y_true=y_true, score=score)
     s = _float(score)
     w = _w(weights, s.shape[0], s.dtype)
     pos = (jnp.asarray(y_true).astype(jnp.int32) > 0).astype(s.dtype)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-from .._core import check_array, check_finite
+from .._core import as_array, check_array, check_finite
 from ..lm import ProjectOut, Steer
 from ._sae import AbstractSAE
 from ._stats import accuracy, auroc
@@ -58,9 +58,9 @@ def mean_difference(
 
     **Returns:** `MeanDifference` (held-out AUROC near 1: the direction separates).
     """
-    x = jnp.asarray(x)
+    x = as_array("x", x)
     sizes = check_array("x", x, shape=("n", "d"), dtype=jnp.floating)
-    labels, train = jnp.asarray(labels), jnp.asarray(train)
+    labels, train = as_array("labels", labels), as_array("train", train)
     check_array("labels", labels, shape=("n",), sizes=sizes, dtype=jnp.bool_)
     check_array("train", train, shape=("n",), sizes=sizes, dtype=jnp.bool_)
     check_finite("x", x)

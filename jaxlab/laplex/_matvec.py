@@ -45,7 +45,14 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Inexact
 
-from jaxlab._core import as_array, check_array, check_finite, check_range, error_if_not_finite
+from jaxlab._core import (
+    as_array,
+    check_array,
+    check_finite,
+    check_range,
+    error_if_not_finite,
+    traced_checks_enabled,
+)
 from jaxlab._kernels.laplex import (
     AbstractScan,
     CpuScan,
@@ -299,25 +306,30 @@ def matvec(
     Bad shapes/dtypes, NaN/inf values, `a <= 0` or a malformed `plan` raise `ValueError`
     (value checks on concrete inputs; under `jit` a non-positive decay, NaN/inf anchors
     and a plan whose permutations or ranks are out of range raise through
-    `equinox.error_if`). Lists and NumPy arrays are accepted and converted once.
+    `equinox.error_if`; `jaxlab._core.traced_checks(False)` switches those traced checks
+    off for a hot loop whose inputs were checked once). Lists and NumPy arrays are
+    accepted and converted once.
     """
     # the same array for t and s (a Gram / symmetric operator, also when traced) lets the
     # fused CPU path use one sort and no target factors
     sym = t is s
     v, t, s, a, b, c = _validate(v, t, s, a, b, c, plan)
     scan = default_scan() if scan is None else scan
-    return _matvec_jit(scan, sym, v, t, s, a, b, c, plan)
+    return _matvec_jit(scan, sym, traced_checks_enabled(), v, t, s, a, b, c, plan)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _matvec_jit(scan, sym, v, t, s, a, b, c, plan):
-    a = eqx.error_if(a, jnp.any(a <= 0), "a: decays must be > 0")
-    t = error_if_not_finite("t", t)  # NaN/inf anchors would break the sort, also under jit
-    s = t if sym else error_if_not_finite("s", s)
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _matvec_jit(scan, sym, checks, v, t, s, a, b, c, plan):
+    # `checks` (static, so each setting has its own compilation): the traced value checks
+    # on decays, anchors and plan, O(H (M + N)); `jaxlab._core.traced_checks(False)` skips
+    if checks:
+        a = eqx.error_if(a, jnp.any(a <= 0), "a: decays must be > 0")
+        t = error_if_not_finite("t", t)  # NaN/inf anchors would break the sort
+        s = t if sym else error_if_not_finite("s", s)
     if plan is None:
         ts = jax.lax.stop_gradient(t)
         plan = _make_plan(ts, ts if sym else jax.lax.stop_gradient(s), sym)
-    else:
+    elif checks:
         plan = plan_error_if(plan, t.shape[1], s.shape[1])
     vec = v.ndim == 1
     v2 = v[:, None] if vec else v

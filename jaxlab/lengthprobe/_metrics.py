@@ -18,9 +18,21 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .. import interp
-from .._core import check_array, check_finite, check_range
+from .._core import as_array, check_array, check_finite, check_range
 
 __all__ = ["mae", "normalised_mae", "log_r2", "length_metrics"]
+
+
+def _lengths(y_true, y_pred, weights):
+    """`y_true` (n,) lengths >= 0, `y_pred` (n,) and `weights` (n,) >= 0 as float32 arrays,
+    finite where concrete (inside `bootstrap_ci` only shapes are checked)."""
+    sizes: dict[str, int] = {}
+    kw = dict(shape=("n",), sizes=sizes, finite=True, nonempty=True)
+    y = as_array("y_true", y_true, low=0.0, **kw).astype(jnp.float32)
+    p = as_array("y_pred", y_pred, **kw).astype(jnp.float32)
+    if weights is not None:
+        weights = as_array("weights", weights, low=0.0, **kw).astype(jnp.float32)
+    return y, p, weights
 
 
 def _w(weights, y):
@@ -29,22 +41,22 @@ def _w(weights, y):
 
 def mae(y_true, y_pred, *, weights=None) -> Float[Array, ""]:
     """Weighted mean absolute error. **Returns:** ()."""
-    y, p = jnp.asarray(y_true, jnp.float32), jnp.asarray(y_pred, jnp.float32)
+    y, p, weights = _lengths(y_true, y_pred, weights)
     w = _w(weights, y)
     return jnp.sum(w * jnp.abs(y - p)) / jnp.sum(w)
 
 
 def normalised_mae(y_true, y_pred, *, weights=None) -> Float[Array, ""]:
     """MAE divided by the (weighted) mean true length. **Returns:** ()."""
-    y = jnp.asarray(y_true, jnp.float32)
+    y, p, weights = _lengths(y_true, y_pred, weights)
     w = _w(weights, y)
-    return mae(y, y_pred, weights=w) / (jnp.sum(w * y) / jnp.sum(w))
+    return mae(y, p, weights=w) / (jnp.sum(w * y) / jnp.sum(w))
 
 
 def log_r2(y_true, y_pred, *, weights=None) -> Float[Array, ""]:
     """R^2 of log1p(length). **Returns:** ()."""
-    y = jnp.log1p(jnp.asarray(y_true, jnp.float32))
-    p = jnp.log1p(jnp.maximum(jnp.asarray(y_pred, jnp.float32), 0.0))
+    y, p, weights = _lengths(y_true, y_pred, weights)
+    y, p = jnp.log1p(y), jnp.log1p(jnp.maximum(p, 0.0))
     return interp.r2_score(y, p, weights=weights)
 
 

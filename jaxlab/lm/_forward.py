@@ -22,7 +22,10 @@ __all__ = ["forward", "forward_batched", "positions_from_mask"]
 
 def positions_from_mask(mask: Int[Array, "... T"]) -> Int[Array, "... T"]:
     """Position ids for left-padded rows: 0, 1, ... over real tokens, -1 on padding."""
-    m = jnp.asarray(mask).astype(jnp.int32)
+    m = as_array("mask", mask, dtype=jnp.integer)
+    if m.ndim < 1 or m.shape[-1] == 0:
+        raise ValueError(f"mask: expected (..., T) with T >= 1, received shape {m.shape}")
+    m = m.astype(jnp.int32)
     return jnp.where(m > 0, jnp.cumsum(m, axis=-1) - 1, -1).astype(jnp.int32)
 
 

@@ -122,9 +122,15 @@ def quantize(w, *, bits: int = 8) -> QuantWeight:
     """
     if bits not in (4, 8):
         raise ValueError(f"bits must be 4 or 8, got {bits!r}")
-    w = np.asarray(w, np.float32)
+    if w is None or isinstance(w, str | bytes) or np.asarray(w).dtype.kind not in "biuf":
+        raise ValueError(f"w: expected a numeric array, received {type(w).__name__}")
+    w = np.asarray(w, np.float32)  # numpy throughout: model loading quantises every weight
+    if w.size == 0 or not np.isfinite(w).all():
+        raise ValueError(f"w: expected a non-empty array of finite values, received {w.shape}")
     if w.ndim < 2 or w.shape[-1] % BLOCK:
-        raise ValueError(f"w must be (..., N, K) with K a multiple of {BLOCK}, got {w.shape}")
+        raise ValueError(
+            f"w: expected (..., N, K) with K a multiple of {BLOCK}, received {w.shape}"
+        )
     blocks = w.reshape(*w.shape[:-1], -1, BLOCK)
     lo, hi = blocks.min(-1), blocks.max(-1)
     top = (1 << bits) - 1

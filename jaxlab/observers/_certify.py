@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.stats
 
-from jaxlab._core import check_positive_int
+from jaxlab._core import as_array, check_positive_int
 
 from ._lmi import decrease_bound
 from ._observer import NeuralObserver
@@ -178,6 +178,9 @@ def coverage_bound(num_samples: int, num_failures: int, confidence: float = 0.99
     **Returns:** a float in [0, 1].
     """
     check_positive_int("num_samples", num_samples)
+    confidence = float(as_array("confidence", confidence, shape=(), dtype=np.number, finite=True))
+    if isinstance(num_failures, bool) or not isinstance(num_failures, int | np.integer):
+        raise ValueError(f"num_failures: expected an integer, received {num_failures!r}")
     if not (0 <= num_failures <= num_samples):
         raise ValueError(
             f"num_failures: expected 0 <= num_failures <= {num_samples}, received {num_failures}"

@@ -22,7 +22,7 @@ import scipy.linalg
 import scipy.signal
 from jaxtyping import Array, Float
 
-from jaxlab._core import check_array, check_finite
+from jaxlab._core import as_array, check_array, check_finite
 
 from ._systems import AbstractPlant, extended_error_model, linear_model
 
@@ -46,9 +46,13 @@ def place_gain(A, C, poles) -> np.ndarray:
     **Arguments:** `A (n, n)`, `C (p, n)`, `poles (n,)` (complex poles in conjugate pairs).
     **Returns:** `L (n, p)` as a float64 numpy array.
     """
-    A = np.asarray(A, np.float64)
-    C = np.asarray(C, np.float64)
-    poles = np.asarray(poles)
+    n = {}
+    A = np.asarray(as_array("A", A, shape=("n", "n"), dtype=np.number, sizes=n, finite=True))
+    C = np.asarray(as_array("C", C, shape=(None, "n"), dtype=np.number, sizes=n, finite=True))
+    A, C = A.astype(np.float64), C.astype(np.float64)
+    if C.shape[0] == 0:
+        raise ValueError("C: expected at least one output row, received shape (0, n)")
+    poles = np.asarray(as_array("poles", poles, ndim=1, dtype=np.number, finite=True))
     if poles.shape != (A.shape[0],):
         raise ValueError(f"poles: expected shape ({A.shape[0]},), received {poles.shape}")
     if np.any(np.real(poles) >= 0):

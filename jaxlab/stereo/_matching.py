@@ -13,7 +13,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, UInt32
 
-from jaxlab._core import check_array, check_positive_int
+from jaxlab._core import check_array, check_finite, check_positive_int
+
+from ._sgm import check_cost
 
 __all__ = ["census_transform", "census_cost_volume", "block_matching"]
 
@@ -48,6 +50,8 @@ def census_cost_volume(
     sizes = check_array("left", left, ndim=2, dtype=jnp.floating)
     check_array("right", right, shape=left.shape, dtype=jnp.floating, sizes=sizes)
     check_positive_int("n_disp", n_disp)
+    check_finite("left", left)
+    check_finite("right", right)
     if n_disp > left.shape[1]:
         raise ValueError(
             f"n_disp: expected at most the image width {left.shape[1]}, received {n_disp}"
@@ -66,6 +70,7 @@ def census_cost_volume(
 
 def block_matching(cost: Float[Array, "H W D"], radius: int = 2) -> Float[Array, "H W"]:
     """Winner-take-all disparity after summing costs over a (2r+1)^2 box (local method)."""
+    cost = check_cost("cost", cost)
     k = 2 * radius + 1
     summed = jax.lax.reduce_window(cost, 0.0, jax.lax.add, (k, k, 1), (1, 1, 1), "SAME")
     return jnp.argmin(summed, axis=-1).astype(cost.dtype)

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxlab._core import check_array, check_positive_int
+from jaxlab._core import check_array, check_finite, check_positive_int
 
 __all__ = [
     "correlation_volume",
@@ -49,6 +49,8 @@ def correlation_volume(
     """
     sizes = check_array("f_left", f_left, shape=("H", "W", "C"), dtype=jnp.floating)
     check_array("f_right", f_right, shape=("H", "W", "C"), dtype=jnp.floating, sizes=sizes)
+    check_finite("f_left", f_left)
+    check_finite("f_right", f_right)
     w, c = f_left.shape[1], f_left.shape[2]
     full = jnp.einsum("yxc,yvc->yxv", f_left, f_right) / math.sqrt(c)  # v = x'
     xp = jnp.arange(w, dtype=jnp.int32)[:, None] - jnp.arange(w, dtype=jnp.int32)[None, :]

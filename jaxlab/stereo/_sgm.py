@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxlab._core import check_array
+from jaxlab._core import as_array
 
 __all__ = ["sgm_aggregate", "sgm_disparity", "subpixel_argmin"]
 
@@ -44,7 +44,7 @@ def sgm_aggregate(
     cost: Float[Array, "H W D"], p1: float = 8.0, p2: float = 32.0, paths: int = 8
 ) -> Float[Array, "H W D"]:
     """Sum of the path costs over 4 (horizontal, vertical) or 8 (plus diagonal) directions."""
-    check_array("cost", cost, ndim=3, dtype=jnp.floating)
+    cost = check_cost("cost", cost)
     if paths not in (4, 8):
         raise ValueError(f"paths: expected 4 or 8, received {paths}")
     if not 0 <= p1 <= p2:
@@ -64,8 +64,14 @@ def sgm_aggregate(
     return total
 
 
+def check_cost(name: str, cost) -> Array:
+    """A matching-cost volume `(H, W, D)`: a non-empty floating array, finite where concrete."""
+    return as_array(name, cost, ndim=3, dtype=jnp.floating, finite=True, nonempty=True)
+
+
 def subpixel_argmin(agg: Float[Array, "H W D"]) -> Float[Array, "H W"]:
     """Integer argmin refined by the vertex of the parabola through its two neighbours."""
+    agg = check_cost("agg", agg)
     d = jnp.argmin(agg, axis=-1)
     n = agg.shape[-1]
     dm, dp = jnp.clip(d - 1, 0, n - 1), jnp.clip(d + 1, 0, n - 1)

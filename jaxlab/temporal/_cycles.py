@@ -26,6 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Int
 
+from .._core import as_array
+
 __all__ = ["CycleCounts", "NeighbourTable", "neighbour_table", "cycle_counts", "max_nodes_for_keys"]
 
 #: `i * N + k` keys are int32: the node capacity is bounded by sqrt(2^31 - 1).
@@ -251,10 +253,7 @@ def cycle_counts(
         )
     if not isinstance(max_degree, int | np.integer) or max_degree < 1:
         raise ValueError(f"max_degree: expected a positive int, received {max_degree!r}")
-    if edges.ndim != 2 or edges.shape[-1] != 2 or not jnp.issubdtype(edges.dtype, jnp.integer):
-        raise ValueError(
-            f"edges: expected an (E, 2) integer array, received {edges.shape} {edges.dtype}"
-        )
+    edges = as_array("edges", edges, shape=(None, 2), dtype=jnp.integer)
     if edge_mask is None:
         edge_mask = jnp.ones(edges.shape[0], bool)
     if edge_mask.shape != edges.shape[:1]:

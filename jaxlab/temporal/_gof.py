@@ -16,9 +16,10 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._core import check_array, check_finite, check_positive_int
+from .._core import as_array, check_array, check_finite, check_positive_int
 from ._cycles import cycle_counts
 from ._model import Capacity, Snapshot, TemporalNetworkParams, check_params, transition
 
@@ -80,8 +81,8 @@ def monte_carlo_gof(
     **Returns:** a `GofResult` (p-values `(S,)` and joint, scores).
     """
     dt = jnp.result_type(float)
-    observed = jnp.asarray(observed, dt)
-    replicates = jnp.asarray(replicates, dt)
+    observed = as_array("observed", observed, dtype=np.number).astype(dt)
+    replicates = as_array("replicates", replicates, dtype=np.number).astype(dt)
     sizes = check_array("observed", observed, shape=("T", "S"))
     check_array("replicates", replicates, shape=(None, "T", "S"), sizes=sizes)
     if replicates.shape[0] < 2:

@@ -36,6 +36,7 @@ import optimistix as optx
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 from scipy import stats as sps
 
+from .._core import as_array
 from ._model import Capacity, TemporalNetworkParams, default_capacity
 from ._stats import TransitionStats, simulate_transitions
 
@@ -319,6 +320,8 @@ def confidence_intervals(
     """
     if not 0.0 < level < 1.0:
         raise ValueError(f"level: expected a value in (0, 1), received {level}")
+    theta = as_array("theta", theta, shape=(5,), dtype=jnp.floating, finite=True)
+    covariance = as_array("covariance", covariance, shape=(5, 5), dtype=jnp.floating, finite=True)
     z = float(sps.norm.ppf(0.5 + level / 2.0))
     se = jnp.sqrt(jnp.clip(jnp.diagonal(covariance), 0.0, None))
     return jnp.stack([theta - z * se, theta + z * se], axis=-1)
