@@ -10,14 +10,28 @@
 - compiled executables are dropped after every test module (`jax.clear_caches`): each
   XLA:CPU executable holds ~3 memory mappings, and one process running the whole suite
   compiles enough of them to pass Linux's `vm.max_map_count` (65530), after which the
-  next compilation segfaults inside XLA.
+  next compilation segfaults inside XLA;
+- XLA:CPU's LLVM backend runs at -O0 (`--xla_backend_optimization_level=0`, unless
+  XLA_FLAGS already sets a level): with the tests' tiny shapes, compiling is most of the
+  suite's time and -O0 roughly halves it (tests/stereo/test_stereo_raft.py: 112 -> 62 s
+  of CPU, tests/topology's step checks 46 -> 23 s); it only sets LLVM's optimisation
+  level (the HLO passes are the same), so results can differ from -O3 in the last bits
+  (e.g. FMA contraction), never beyond an oracle tolerance. Subprocesses that the tests
+  start (the examples) inherit it through the environment.
 """
 
 from __future__ import annotations
 
 import gc
 import itertools
+import os
 import zlib
+
+# before jax creates its CPU client, which reads XLA_FLAGS once
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
+    ).strip()
 
 import jax
 import jax.numpy as jnp

@@ -43,7 +43,8 @@ def test_deepconvnet_braindecode_sizes(getkey):
     c = 5
     model = eeg.DeepConvNet(n_classes=2)
     assert model.min_length() == 441
-    variables = model.init(getkey(), jnp.zeros((2, c, 441), jnp.float32))
+    # jitted init and forward: two compilations instead of ~170 eager per-op ones
+    variables = jax.jit(model.init)(getkey(), jnp.zeros((2, c, 441), jnp.float32))
     n_params = sum(v.size for v in jax.tree_util.tree_leaves(variables["params"]))
     expected = (
         25 * 10
@@ -59,7 +60,7 @@ def test_deepconvnet_braindecode_sizes(getkey):
         + (200 * 1 + 1) * 2
     )  # classifier over the single remaining time step
     assert n_params == expected
-    assert model.apply(variables, jnp.zeros((3, c, 441), jnp.float32)).shape == (3, 2)
+    assert jax.jit(model.apply)(variables, jnp.zeros((3, c, 441), jnp.float32)).shape == (3, 2)
     assert variables["params"]["Conv_0"]["kernel"].shape == (1, 10, 1, 25)
     with pytest.raises(ValueError, match="at least 441"):
         model.init(getkey(), jnp.zeros((2, c, 440), jnp.float32))

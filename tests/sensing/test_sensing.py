@@ -156,18 +156,21 @@ def test_information_gain_grad_matches_finite_differences(getkey):
 
 
 def test_elbo_improves_with_training(getkey):
-    data = sensing.simulate_probes(64, 8, key=getkey())
-    model = _model(getkey())
+    # jitted data and model construction: one compilation each instead of one per eager op
+    data = jax.jit(lambda k: sensing.simulate_probes(64, 8, key=k))(getkey())
+    model = eqx.filter_jit(_model)(getkey())
 
-    def mean_elbo(mdl):
+    @eqx.filter_jit  # one compilation serves the untrained and the trained model
+    def _mean_elbo(mdl):
         keys = jax.random.split(jax.random.key(0), 64)
-        return float(
-            jnp.mean(
-                jax.vmap(lambda v, m, a, k: sensing.elbo(mdl, v, m, a, key=k))(
-                    data.visual, data.mechano, data.actions, keys
-                )
+        return jnp.mean(
+            jax.vmap(lambda v, m, a, k: sensing.elbo(mdl, v, m, a, key=k))(
+                data.visual, data.mechano, data.actions, keys
             )
         )
+
+    def mean_elbo(mdl):
+        return float(_mean_elbo(mdl))
 
     before = mean_elbo(model)
     trained, losses = sensing.train_model(
