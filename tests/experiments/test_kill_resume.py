@@ -26,7 +26,8 @@ CHILD = Path(__file__).with_name("killrun.py")
 # experiment -> tiny QUICK overrides. sensing_maps checkpoints every chunk (3 saves: the
 # first kill is mid-training); laplex_gram fits two models with one final save each (the
 # first kill falls between the two fits); biophys_currents fits five times (the main fit
-# and the 2 x 2 start x loss ablation), saving every 25-step chunk; cells_genes saves every 50-step chunk (2 saves).
+# and the 2 x 2 start x loss ablation), saving every 25-step chunk; cells_genes saves
+# every 50-step chunk (2 saves).
 # Other experiments that checkpoint are not covered: topology (train/epoch times are
 # metrics and claims, so two runs never agree), eeg, em, stereo (no config small enough
 # for seven runs), interp/illusions SAEs (a language model; interp_sae has its own test).
