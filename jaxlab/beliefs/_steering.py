@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int

@@ -258,9 +258,12 @@ def fit(
     counts = counts_matrix(adata, layer)
     where = "adata" if layer is None else f"layer {layer!r}"
     _log_expression(counts, where, counts_are_normalised)  # the error names the source
-    opt = {"counts_are_normalised": counts_are_normalised}
-    model, curves = train_lecell(counts, key=key, **train_kwargs, **opt)
-    ann = annotate(model, counts, attributions=attributions, **opt)
+    model, curves = train_lecell(
+        counts, key=key, counts_are_normalised=counts_are_normalised, **train_kwargs
+    )
+    ann = annotate(
+        model, counts, attributions=attributions, counts_are_normalised=counts_are_normalised
+    )
     out = adata.copy()
     out.obsm["X_lecell"] = ann["X_lecell"]
     out.obs["jepa_score"] = ann["jepa_score"]

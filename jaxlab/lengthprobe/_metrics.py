@@ -12,6 +12,8 @@ with `groups`), so the many token rows of one completion count as one unit.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -27,7 +29,7 @@ def _lengths(y_true, y_pred, weights):
     """`y_true` (n,) lengths >= 0, `y_pred` (n,) and `weights` (n,) >= 0 as float32 arrays,
     finite where concrete (inside `bootstrap_ci` only shapes are checked)."""
     sizes: dict[str, int] = {}
-    kw = dict(shape=("n",), sizes=sizes, finite=True, nonempty=True)
+    kw: dict[str, Any] = dict(shape=("n",), sizes=sizes, finite=True, nonempty=True)
     y = as_array("y_true", y_true, low=0.0, **kw).astype(jnp.float32)
     p = as_array("y_pred", y_pred, **kw).astype(jnp.float32)
     if weights is not None:
