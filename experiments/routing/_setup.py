@@ -508,25 +508,10 @@ class HAPSData:
     prepare_seconds: float  # prefix K/V of the adapted blocks, in this call
 
 
-#: the last `haps_data` result and its key: experiments run one after another in one
-#: process (`python -m experiments reproduce --only 'routing_haps_*'`) share it
-_LAST_DATA: list = [None, None]
-
-
 def haps_data(config: HAPSConfig) -> HAPSData:
     """Load (or build) the prefix cache of every model and item and prepare the adapted
-    blocks' inputs; one model in memory at a time. The last result is kept in memory (one
-    slot) and returned, with zero build seconds, for a config of the same data fields."""
-    fields = (config.models, config.per_source, config.cached_top, config.top, config.n_active)
-    if _LAST_DATA[0] == fields:
-        return dataclasses.replace(_LAST_DATA[1], cache_seconds=0.0, prepare_seconds=0.0)
-    _LAST_DATA[:] = [None, None]  # free the previous data before building the next
-    data = _build_haps_data(config)
-    _LAST_DATA[:] = [fields, data]
-    return data
-
-
-def _build_haps_data(config: HAPSConfig) -> HAPSData:
+    blocks' inputs; one model in memory at a time (the prefix cache on disk is what later
+    runs share; nothing is kept between runs in this process)."""
     import jax
     import jax.numpy as jnp
 
