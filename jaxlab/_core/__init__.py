@@ -27,8 +27,6 @@ from ._validate import check_finite as check_finite
 from ._validate import check_positive_int as check_positive_int
 from ._validate import check_range as check_range
 from ._validate import error_if_not_finite as error_if_not_finite
-from ._validate import traced_checks as traced_checks
-from ._validate import traced_checks_enabled as traced_checks_enabled
 from ._validated import ValidatedState as ValidatedState
 from ._validated import ValidatedStep as ValidatedStep
 from ._wheels import wheel_file as wheel_file

@@ -5,22 +5,15 @@ They work on concrete arrays and on tracers (shape/dtype checks only need
 static information); value checks (finiteness, ranges) are skipped for tracers
 — inside `jit` use `equinox.error_if` instead.
 
-The traced value checks (`error_if_not_finite` and the checks written with
-`traced_checks_enabled()`, e.g. LAPLEX's anchor/plan/decay checks) cost an O(size)
-reduction per call. A hot loop whose inputs were checked once may switch them off:
-`with jaxlab._core.traced_checks(False): ...`, or `JAXLAB_TRACED_CHECKS=0` in the
-environment for a whole process. The setting is read when a function is traced: a
-function you `jit` yourself keeps the setting of its first trace (JAX caches traces per
-function), so set it before that first call. Default: on. Concrete-input
-checks (`ValueError`s at the boundary) are never switched off.
+`error_if_not_finite` is the traced finiteness check (an O(size) reduction per call);
+callers that offer an opt-out for hot loops take an explicit `traced_checks=` keyword
+(e.g. `laplex.matvec`) and pass it on. Concrete-input checks (`ValueError`s at the
+boundary) are never switched off.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import equinox as eqx
@@ -36,38 +29,7 @@ __all__ = [
     "check_range",
     "check_positive_int",
     "error_if_not_finite",
-    "traced_checks",
-    "traced_checks_enabled",
 ]
-
-_TRACED_CHECKS = contextvars.ContextVar(
-    "jaxlab_traced_checks", default=os.environ.get("JAXLAB_TRACED_CHECKS", "1") != "0"
-)
-
-
-def traced_checks_enabled() -> bool:
-    """Whether the value checks inside `jit` (`equinox.error_if`) are on (the default)."""
-    return _TRACED_CHECKS.get()
-
-
-@contextlib.contextmanager
-def traced_checks(enabled: bool) -> Iterator[None]:
-    """Switch the value checks inside `jit` on or off within a `with` block.
-
-    **Arguments:**
-
-    - `enabled`: False skips `error_if_not_finite` and the other traced value checks for
-      functions traced inside the block (a hot loop whose inputs were checked once).
-
-    Read at trace time: a function compiled inside the block keeps its setting in the
-    compilation cache (the LAPLEX entry points key their cache on it).
-    """
-    token = _TRACED_CHECKS.set(bool(enabled))
-    try:
-        yield
-    finally:
-        _TRACED_CHECKS.reset(token)
-
 
 # A shape spec entry: an int (exact), None (any size), or a str (named size that
 # must agree across all entries with the same name within one call).
@@ -227,13 +189,13 @@ def as_array(
     return arr
 
 
-def error_if_not_finite(name: str, x: jax.Array) -> jax.Array:
+def error_if_not_finite(name: str, x: jax.Array, *, enabled: bool = True) -> jax.Array:
     """Inside `jit`: `x`, with an `equinox.error_if` that fires when it holds NaN/inf.
 
-    The traced counterpart of `check_finite` (an O(size) reduction; hot loops that have
-    checked their inputs once may switch it off with `traced_checks(False)`).
+    The traced counterpart of `check_finite` (an O(size) reduction); `enabled=False`
+    returns `x` unchecked, for callers whose hot loop checked its inputs once.
     """
-    if not traced_checks_enabled() or not jnp.issubdtype(x.dtype, jnp.inexact):
+    if not enabled or not jnp.issubdtype(x.dtype, jnp.inexact):
         return x
     return eqx.error_if(x, ~jnp.all(jnp.isfinite(x)), f"{name}: expected finite values")
 

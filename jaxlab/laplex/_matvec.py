@@ -51,7 +51,6 @@ from jaxlab._core import (
     check_finite,
     check_range,
     error_if_not_finite,
-    traced_checks_enabled,
 )
 from jaxlab._kernels.laplex import (
     AbstractScan,
@@ -279,6 +278,7 @@ def matvec(
     *,
     plan: LaplexPlan | None = None,
     scan: AbstractScan | None = None,
+    traced_checks: bool = True,
 ) -> Inexact[Array, " M"] | Inexact[Array, "M K"]:
     """Exact LAPLEX product `K v` with `K[i, j] = sum_h c_h exp(-(a_h + i b_h)|t_h[i] - s_h[j]|)`.
 
@@ -296,6 +296,8 @@ def matvec(
       anchor order is unchanged); None sorts afresh.
     - `scan`: scan strategy (`BlockedScan`, `CpuScan`, `PallasScan`, ...; default: the
       fastest available, `default_scan()`).
+    - `traced_checks`: False skips the value checks under `jit` (decays, anchors, plan) for a
+      hot loop whose inputs were checked once (default True).
 
     The real kernel is `matvec(v, t, s, a, c=c)`; the complex one
     `matvec(v, t, s, a, b=b, c=c)` (the positional form `matvec(v, t, s, a, b, c)`,
@@ -306,8 +308,8 @@ def matvec(
     Bad shapes/dtypes, NaN/inf values, `a <= 0` or a malformed `plan` raise `ValueError`
     (value checks on concrete inputs; under `jit` a non-positive decay, NaN/inf anchors
     and a plan whose permutations or ranks are out of range raise through
-    `equinox.error_if`; `jaxlab._core.traced_checks(False)` switches those traced checks
-    off for a hot loop whose inputs were checked once). Lists and NumPy arrays are
+    `equinox.error_if`; `traced_checks=False` switches those traced checks off for a hot
+    loop whose inputs were checked once; each setting compiles once). Lists and NumPy arrays are
     accepted and converted once.
     """
     # the same array for t and s (a Gram / symmetric operator, also when traced) lets the
@@ -315,13 +317,13 @@ def matvec(
     sym = t is s
     v, t, s, a, b, c = _validate(v, t, s, a, b, c, plan)
     scan = default_scan() if scan is None else scan
-    return _matvec_jit(scan, sym, traced_checks_enabled(), v, t, s, a, b, c, plan)
+    return _matvec_jit(scan, sym, bool(traced_checks), v, t, s, a, b, c, plan)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
 def _matvec_jit(scan, sym, checks, v, t, s, a, b, c, plan):
     # `checks` (static, so each setting has its own compilation): the traced value checks
-    # on decays, anchors and plan, O(H (M + N)); `jaxlab._core.traced_checks(False)` skips
+    # on decays, anchors and plan, O(H (M + N)); `matvec(..., traced_checks=False)` skips
     if checks:
         a = eqx.error_if(a, jnp.any(a <= 0), "a: decays must be > 0")
         t = error_if_not_finite("t", t)  # NaN/inf anchors would break the sort
@@ -348,12 +350,13 @@ def matmat(
     *,
     plan: LaplexPlan | None = None,
     scan: AbstractScan | None = None,
+    traced_checks: bool = True,
 ) -> Inexact[Array, "M K"]:
     """`matvec` for a matrix of right-hand sides `v` (N, K); returns (M, K).
 
-    Real kernel: `matmat(v, t, s, a, c=c)`.
+    Real kernel: `matmat(v, t, s, a, c=c)`; `traced_checks` as in `matvec`.
     """
     v = as_array("v", v)
     if v.ndim != 2:
         raise ValueError(f"v: expected shape (N, K), received shape {np.shape(v)}")
-    return matvec(v, t, s, a, b, c, plan=plan, scan=scan)
+    return matvec(v, t, s, a, b, c, plan=plan, scan=scan, traced_checks=traced_checks)

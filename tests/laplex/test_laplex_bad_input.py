@@ -185,25 +185,17 @@ def test_conjugate_gradient_rejects_nan_b():
 
 def test_traced_checks_can_be_switched_off_for_hot_loops():
     # issue 30 Build 1: the traced value checks (decays, anchors, plan) are on by default
-    # and `traced_checks(False)` skips them for functions traced inside the block
-    from jaxlab._core import traced_checks, traced_checks_enabled
-
+    # and `traced_checks=False` (an explicit keyword, no global switch) skips them
     v, t, s, a, c = _problem()
     plan = laplex.make_plan(t, s)
 
-    def call(a):
-        return laplex.matvec(v, t, s, a, c=c, plan=plan)
+    def call(a, checks=True):
+        return laplex.matvec(v, t, s, a, c=c, plan=plan, traced_checks=checks)
 
     want = laplex.dense_matrix(t, s, a, None, c) @ v
-    assert traced_checks_enabled()
-    with traced_checks(False):
-        assert not traced_checks_enabled()
-        fast = eqx.filter_jit(call)
-        np.testing.assert_allclose(fast(a), want, rtol=1e-10)  # same result without checks
-        fast(-a)  # a negative decay is no longer caught (the price of the opt-out)
-    assert traced_checks_enabled()
-    # a function jitted by the caller keeps the setting it was traced with (documented):
-    # a fresh one is traced with the checks on
-    checked = eqx.filter_jit(lambda a: call(a))
+    fast = eqx.filter_jit(lambda a: call(a, checks=False))
+    np.testing.assert_allclose(fast(a), want, rtol=1e-10)  # same result without checks
+    fast(-a)  # a negative decay is no longer caught (the price of the opt-out)
+    checked = eqx.filter_jit(call)
     with pytest.raises(eqx.EquinoxRuntimeError, match="a: decays must be > 0"):
         checked(-a)
