@@ -4,33 +4,19 @@ AssertionErrors come out as one ValueError naming the file."""
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
-import mne
 import numpy as np
 import pytest
 
 from jaxlab import eeg
 
+from .edf_blocks import tiny_dataset, write_edf_blocks
+
 
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory):
-    data = eeg.simulate(
-        eeg.SimulationConfig(n_subjects=3, block_seconds=4.0),
-        key=jax.random.key(0),
-        dtype=jnp.float64,
-    )
-    root = tmp_path_factory.mktemp("edf")
-    paths = {}
-    for s in range(3):
-        for e in (0, 1):
-            for c in (0, 1):
-                p = root / f"sub{s}_ses{e}_cond{c}.edf"
-                mne.export.export_raw(
-                    str(p), eeg.raw_from_block(data, s, e, c), fmt="edf", verbose="error"
-                )
-                paths[(s, e, c)] = p
-    return data, paths
+    data = tiny_dataset()
+    return data, write_edf_blocks(data, tmp_path_factory.mktemp("edf"))
 
 
 def _ns(raw: bytes) -> int:

@@ -8,26 +8,16 @@ import pytest
 
 from jaxlab import eeg
 
+from .edf_blocks import tiny_dataset, write_edf_blocks
+
 
 @pytest.fixture(scope="module")
 def tiny():
-    return eeg.simulate(
-        eeg.SimulationConfig(n_subjects=3, block_seconds=4.0),
-        key=jax.random.key(0),
-        dtype=jnp.float64,
-    )
+    return tiny_dataset()
 
 
 def test_edf_round_trip(tiny, tmp_path):
-    paths = {}
-    for s in range(3):
-        for e in (0, 1):
-            for c in (0, 1):
-                p = tmp_path / f"sub{s}_ses{e}_cond{c}.edf"
-                mne.export.export_raw(
-                    str(p), eeg.raw_from_block(tiny, s, e, c), fmt="edf", verbose="error"
-                )
-                paths[(s, e, c)] = p
+    paths = write_edf_blocks(tiny, tmp_path)
     back = eeg.read_dataset(paths, np.asarray(tiny.group), dtype=jnp.float64)
     assert back.ch_names == tiny.ch_names
     assert back.sfreq == tiny.sfreq
