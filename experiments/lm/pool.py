@@ -41,8 +41,8 @@ class Config:
         "gemma3-270m",
         "qwen2.5-coder-0.5b-instruct",
     )
-    n_items: int = 64
-    chunk: int = 16
+    n_items: int = 200
+    chunk: int = 20
     batch_size: int = 4
 
 
@@ -54,8 +54,6 @@ FULL = Config(
         "qwen2.5-coder-0.5b-instruct",
         "qwen2.5-coder-1.5b-instruct",
     ),
-    n_items=200,
-    chunk=20,
 )
 
 # bump when the prompt format or the scoring changes: cached option scores then miss
