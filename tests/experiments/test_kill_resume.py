@@ -4,8 +4,10 @@ Each experiment runs (tiny config) in a subprocess that SIGKILLs itself (a) righ
 its first checkpoint (mid-training), (b) right after its last checkpoint, before the
 metrics (the kill that crashed `sensing_maps` on `losses[0]` of an empty array), and (c)
 inside the atomic metrics.json write; a second process resumes with `resume=True`.
-The resumed metrics.json must equal an uninterrupted run's, runtime fields aside, and
-no half-written result file may be left. Slow (several experiment runs per case).
+The resumed metrics.json must equal an uninterrupted run's, apart from the runner's
+runtime fields and what the experiment declares as wall-clock measurements
+(`TIMING_METRICS`, speed claims with `Claim(timing=True)`), and no half-written result
+file may be left. Slow (seven experiment runs per case).
 """
 
 from __future__ import annotations
