@@ -12,6 +12,13 @@ An experiment module `experiments/<component>/<claim>.py` declares
     FULL = Config(n=100_000)           # paper scale, for a GPU/TPU
     def run(config: Config, key: jax.Array, ctx: RunContext) -> Result: ...
 
+An experiment that reports wall-clock measurements among its metrics (training or epoch
+times, speed-ups) names them in an optional `TIMING_METRICS`: a tuple of `fnmatch`
+patterns over the flat metric names, e.g. `("train_time_*_s", "speedup_*")`. Two runs of
+the same seed agree on every metric but these; metrics.json lists the matched names
+under "timing_metrics", and a claim about speed is a `Claim(..., timing=True)` (its
+`measured` and `holds` come from timings). The kill/resume test compares the rest.
+
 The config is written to metrics.json as `dataclasses.asdict(config)` (tuples as lists)
 and read back with `config_from_json`; shared settings of a component's experiments are
 a base class in its `_setup.py`.
@@ -39,12 +46,16 @@ log = logging.getLogger("experiments")
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
-    """One headline claim: what the paper reports vs what this run measured."""
+    """One headline claim: what the paper reports vs what this run measured.
+
+    `timing`: the claim is about wall-clock speed, so its `measured` and `holds` come from
+    the experiment's `TIMING_METRICS` and vary between runs of the same seed."""
 
     claim: str
     paper: str  # the paper's value or statement, e.g. "MSE 0.0499" or "ODE = GD"
     measured: str  # what we measured, human-readable with units
     holds: bool
+    timing: bool = False
 
 
 @dataclasses.dataclass

@@ -42,6 +42,12 @@ def validate_module(mod: ModuleType, *, bench: bool = False) -> ModuleType:
         raise ValueError(
             f"{mod.__name__}: FULL_MEMORY_GB must be a positive number, received {need!r}"
         )
+    timing = getattr(mod, "TIMING_METRICS", ())
+    if not (isinstance(timing, tuple) and all(isinstance(t, str) and t for t in timing)):
+        raise ValueError(
+            f"{mod.__name__}: TIMING_METRICS must be a tuple of metric-name patterns, "
+            f"received {timing!r}"
+        )
     if not bench:
         check_config_pair(mod.__name__, mod.QUICK, mod.FULL)
     return mod

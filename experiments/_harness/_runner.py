@@ -28,6 +28,7 @@ __all__ = [
     "flatten_metrics",
     "full_refusal",
     "resume_note",
+    "timing_metrics",
 ]
 
 
@@ -126,6 +127,13 @@ def flatten_metrics(metrics: Mapping[str, Any], prefix: str = "") -> dict[str, f
     return flat
 
 
+def timing_metrics(mod: ModuleType, metrics: Mapping[str, Any]) -> list[str]:
+    """The flat metric names that match the module's `TIMING_METRICS` patterns (wall-clock
+    measurements: they differ between two runs of the same seed), sorted."""
+    patterns = getattr(mod, "TIMING_METRICS", ())
+    return sorted(k for k in metrics if any(fnmatch.fnmatchcase(k, p) for p in patterns))
+
+
 def _claims_json(result: Result, paper: str) -> list[dict[str, Any]]:
     return [
         {
@@ -133,6 +141,7 @@ def _claims_json(result: Result, paper: str) -> list[dict[str, Any]]:
             "paper": c.paper,
             "measured": c.measured,
             "holds": bool(c.holds),
+            "timing": bool(c.timing),
             "paper_id": paper,
         }
         for c in result.claims
@@ -191,6 +200,7 @@ def run_experiment(
                 fig.savefig(f, format="png", dpi=110, bbox_inches="tight")
             plt.close(fig)
             figures.append(png.name)
+        metrics = flatten_metrics(result.metrics)
         record = {
             "experiment": name,
             "paper": mod.PAPER,
@@ -198,7 +208,8 @@ def run_experiment(
             "config": "full" if full else "quick",
             "config_values": config_to_json(config),
             "seed": seed,
-            "metrics": flatten_metrics(result.metrics),
+            "metrics": metrics,
+            "timing_metrics": timing_metrics(mod, metrics),
             "claims": _claims_json(result, mod.PAPER),
             "figures": figures,
             "notes": result.notes,

@@ -33,6 +33,7 @@ from experiments._harness import Claim, Result, RunContext, cache_dir, log
 NAME = "interp_sae"
 PAPER = "P14"
 DESCRIPTION = "TopK SAE (aux-k) on SmolLM2 resid_post mid-layer: EV, L0, dead, CE/KL score vs PCA"
+TIMING_METRICS = ("train_seconds",)
 
 
 @dataclasses.dataclass(frozen=True)

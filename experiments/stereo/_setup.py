@@ -19,6 +19,8 @@ from jaxlab import stereo
 from jaxlab._core import TqdmProgress, load_checkpoint, save_checkpoint
 
 METHODS = ("bm", "sgm_jaxlab", "sgbm_opencv", "raft")
+# the wall-clock metrics of `trained_raft`'s info (the face experiments' TIMING_METRICS)
+RAFT_TIMING_METRICS = ("raft_render_s", "raft_train_s")
 RAFT_MODEL = (
     "raft_feature_dim",
     "raft_hidden_dim",

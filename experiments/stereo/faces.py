@@ -12,6 +12,7 @@ from experiments._harness import Claim, Result, RunContext
 from experiments.stereo._setup import (
     FULL_OVERRIDES,
     METHODS,
+    RAFT_TIMING_METRICS,
     FaceStereoConfig,
     face_set,
     fill_invalid,
@@ -27,6 +28,7 @@ DESCRIPTION = (
     "IR / L3DE vs delta_1 / RMSE of BM, jaxlab SGM, OpenCV SGBM and a learned "
     "RAFT-Stereo-lite on synthetic faces"
 )
+TIMING_METRICS = RAFT_TIMING_METRICS
 
 
 @dataclasses.dataclass(frozen=True)

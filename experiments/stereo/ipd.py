@@ -13,6 +13,7 @@ from experiments._harness import Claim, Result, RunContext
 from experiments.stereo._setup import (
     FULL_OVERRIDES,
     METHODS,
+    RAFT_TIMING_METRICS,
     FaceStereoConfig,
     detector_sigma,
     face_set,
@@ -27,6 +28,7 @@ from jaxlab import interp
 NAME = "stereo_ipd"
 PAPER = "P15"
 DESCRIPTION = "IPD error (mm) from pupil landmarks + stereo depth vs the 0.5 mm clinical bar"
+TIMING_METRICS = RAFT_TIMING_METRICS
 CLINICAL_MM = 0.5
 # Pupil-localisation noise (an assumption, stated in the claims): Timm & Barth 2011
 # ("Accurate eye centre localisation by means of gradients", VISAPP) localise both eye

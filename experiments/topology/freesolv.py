@@ -18,6 +18,7 @@ from jaxlab import topology as tp
 NAME = "topology_freesolv"
 PAPER = "P18"
 DESCRIPTION = "FreeSolv hydration free energy: HOPSE-M vs HOMP test RMSE"
+TIMING_METRICS = ts.TIMING_METRICS
 
 
 @dataclasses.dataclass(frozen=True)

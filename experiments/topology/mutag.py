@@ -23,6 +23,7 @@ from jaxlab import topology as tp
 NAME = "topology_mutag"
 PAPER = "P18"
 DESCRIPTION = "MUTAG 10-fold CV: HOPSE-M accuracy vs a HOMP (CWN/SCCN-style) baseline, and speed"
+TIMING_METRICS = ts.TIMING_METRICS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,6 +148,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                 f"{metrics['train_time_homp_s']:.1f} s ({metrics['speedup_vs_homp']:.2f}x)"
             ),
             holds=bool(metrics["speedup_vs_homp"] > 1.0),
+            timing=True,
         ),
     ]
     notes = (

@@ -21,6 +21,7 @@ from jaxlab import topology as tp
 NAME = "topology_zinc"
 PAPER = "P18"
 DESCRIPTION = "ZINC-style penalized logP (MOSES + RDKit): HOPSE-M vs HOMP test MAE, epoch time"
+TIMING_METRICS = ts.TIMING_METRICS
 
 
 @dataclasses.dataclass(frozen=True)

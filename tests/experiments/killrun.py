@@ -18,6 +18,12 @@ import signal
 import sys
 
 
+def _tuples(v):
+    if isinstance(v, dict):
+        return {k: _tuples(x) for k, x in v.items()}
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+
+
 def main() -> None:
     name, out, point, overrides = sys.argv[1:5]
     resume = "--resume" in sys.argv[5:]
@@ -27,7 +33,8 @@ def main() -> None:
     from experiments._harness._runner import run_experiment
 
     mod = _registry.find(name)
-    mod.QUICK = dataclasses.replace(mod.QUICK, **json.loads(overrides))
+    # JSON has no tuples: lists become the tuples the config fields hold
+    mod.QUICK = dataclasses.replace(mod.QUICK, **_tuples(json.loads(overrides)))
     saves = [0]
     save = ckpt.Checkpointer.save
 

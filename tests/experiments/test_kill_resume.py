@@ -4,33 +4,44 @@ Each experiment runs (tiny config) in a subprocess that SIGKILLs itself (a) righ
 its first checkpoint (mid-training), (b) right after its last checkpoint, before the
 metrics (the kill that crashed `sensing_maps` on `losses[0]` of an empty array), and (c)
 inside the atomic metrics.json write; a second process resumes with `resume=True`.
-The resumed metrics.json must equal an uninterrupted run's, runtime fields aside, and
-no half-written result file may be left. Slow (several experiment runs per case).
+The resumed metrics.json must equal an uninterrupted run's, apart from the runner's
+runtime fields and what the experiment declares as wall-clock measurements
+(`TIMING_METRICS`, speed claims with `Claim(timing=True)`), and no half-written result
+file may be left. Slow (seven experiment runs per case).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import time
+import types
 from pathlib import Path
 
+import jax
 import pytest
+
+from experiments._harness import Claim, Result, _registry
+from experiments._harness._runner import run_experiment
+
+from .killrun import _tuples
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("killrun.py")
 
-# experiment -> tiny QUICK overrides. sensing_maps checkpoints every chunk (3 saves: the
-# first kill is mid-training); laplex_gram fits two models with one final save each (the
-# first kill falls between the two fits); biophys_currents fits five times (the main fit
-# and the 2 x 2 start x loss ablation), saving every 25-step chunk; cells_genes saves
-# every 50-step chunk (2 saves).
-# Other experiments that checkpoint are not covered: topology (train/epoch times are
-# metrics and claims, so two runs never agree), eeg, em, stereo (no config small enough
-# for seven runs), interp/illusions SAEs (a language model; interp_sae has its own test).
+# experiment -> tiny QUICK overrides (lists become the config's tuples). sensing_maps
+# checkpoints every chunk (3 saves: the first kill is mid-training); laplex_gram fits two
+# models with one final save each (the first kill falls between the two fits);
+# biophys_currents fits five times (the main fit and the 2 x 2 start x loss ablation),
+# saving every 25-step chunk; cells_genes saves every 50-step chunk (2 saves);
+# topology_freesolv trains HOPSE then HOMP (2 seeds vmapped), saving every 10 epochs and
+# at the end (4 saves); its epoch times and speed-up are metrics and a claim, compared
+# through the experiment's declared TIMING_METRICS and `Claim.timing`.
 CASES = {
     "biophys_currents": {
         "n_neurons": 2,
@@ -59,7 +70,13 @@ CASES = {
         "cg_maxiter": 50,
         "n_boot": 50,
     },
+    "topology_freesolv": {"seeds": 2, "epochs": 12, "width": 8, "depth": 1},
 }
+# Not covered yet (each has a code path of its own; see the notes of issue 30): eeg_*,
+# em_*, stereo_* (tiny configs drafted in the notes, not yet run seven times here;
+# stereo needs an empty $JAXLAB_CACHE_DIR per run, its trained RAFT params are cached
+# there), interp_sae / illusions_sae (SmolLM2 per run), routing_haps_* (several LMs).
+# topology_mutag / topology_zinc share topology_freesolv's training path.
 RUNTIME = {"runtime_s", "jax"}
 
 
@@ -71,9 +88,22 @@ def _run(name, out, point, *, resume=False, cache=None):
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
 
 
+def _comparable(rec: dict) -> dict:
+    """metrics.json without what two runs of one seed need not share: the runner's
+    runtime fields, the experiment's declared wall-clock metrics (`TIMING_METRICS`, listed
+    in the record) and the measured value and verdict of its speed claims."""
+    timing = set(rec["timing_metrics"])
+    out = {k: v for k, v in rec.items() if k not in RUNTIME}
+    out["metrics"] = {k: v for k, v in rec["metrics"].items() if k not in timing}
+    out["claims"] = [
+        {k: v for k, v in c.items() if not (c["timing"] and k in ("measured", "holds"))}
+        for c in rec["claims"]
+    ]
+    return out
+
+
 def _metrics(out, name):
-    rec = json.loads((Path(out) / name / "metrics.json").read_text())
-    return {k: v for k, v in rec.items() if k not in RUNTIME}
+    return _comparable(json.loads((Path(out) / name / "metrics.json").read_text()))
 
 
 @pytest.mark.slow
@@ -97,3 +127,61 @@ def test_resume_at_every_kill_point_equals_uninterrupted(tmp_path, name):
         assert _metrics(out, name) == want, point
         leftovers = [p.name for p in (out / name).rglob(".*.tmp")]
         assert not leftovers, (point, leftovers)  # the resumed run removed the killed write's
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tiny:
+    n: int = 2
+
+
+def _timed_module(timing=("*_time_s",)):
+    mod = types.ModuleType("timed_experiment")
+    mod.NAME, mod.PAPER, mod.DESCRIPTION = "timed", "P9", "a run that measures its own time"
+    mod.QUICK, mod.FULL, mod.TIMING_METRICS = _Tiny(), _Tiny(n=3), timing
+
+    def run(config, key, ctx):
+        t0 = time.perf_counter()
+        x = float(jax.random.normal(key, ()))
+        secs = time.perf_counter() - t0 + 1e-9
+        return Result(
+            metrics={"x": x, "fit": {"train_time_s": secs}, "time_of_day": 1.0},
+            claims=[
+                Claim("x is finite", "finite", f"{x:.3f}", True),
+                Claim("fast", "under a day", f"{secs:.2e} s", secs < 86400, timing=True),
+            ],
+        )
+
+    mod.run = run
+    return _registry.validate_module(mod)
+
+
+def test_declared_timing_metrics_are_listed_and_left_out_of_the_comparison(tmp_path):
+    mod = _timed_module()
+    a = run_experiment(mod, out=tmp_path / "a")
+    b = run_experiment(mod, out=tmp_path / "b")
+    # fnmatch over the flat names: "fit/train_time_s" matches, "time_of_day" does not
+    assert a["timing_metrics"] == ["fit/train_time_s"]
+    assert [c["timing"] for c in a["claims"]] == [False, True]
+    assert a["metrics"]["fit/train_time_s"] != b["metrics"]["fit/train_time_s"]
+    ca, cb = _metrics(tmp_path / "a", "timed"), _metrics(tmp_path / "b", "timed")
+    assert ca == cb
+    assert set(ca["metrics"]) == {"x", "time_of_day"}
+    assert ca["claims"][0] == {k: v for k, v in a["claims"][0].items()}  # untimed: all kept
+    assert set(ca["claims"][1]) == set(a["claims"][1]) - {"measured", "holds"}
+    # anything else that differs is still caught
+    rec = json.loads((tmp_path / "a" / "timed" / "metrics.json").read_text())
+    rec["metrics"]["time_of_day"] = 2.0
+    assert _comparable(rec) != ca
+
+
+@pytest.mark.parametrize("bad", [["*_s"], ("",), "train_time_s", (3,)])
+def test_timing_metrics_must_be_a_tuple_of_patterns(bad):
+    with pytest.raises(ValueError, match="TIMING_METRICS must be a tuple"):
+        _timed_module(bad)
+
+
+def test_every_case_overrides_fields_of_its_experiments_config():
+    for name, overrides in CASES.items():
+        mod = _registry.find(name)  # also validates its TIMING_METRICS
+        tiny = dataclasses.replace(mod.QUICK, **_tuples(overrides))  # unknown field: TypeError
+        assert all(getattr(tiny, k) != getattr(mod.QUICK, k) for k in overrides), name
