@@ -47,9 +47,10 @@ class Config:
     """
 
     models: tuple[str, ...] = ("smollm2", "qwen-0.5b")
-    # SmolLM2: >= 200k stored tokens (1584 segments of 127); Qwen-0.5B is ~3.4x dearer
-    # per token (~46 tok/s of collection at load 7 on 2 cores), so 40k fit the hour
-    train_tokens: tuple[int, ...] = (202_752, 40_960)
+    # SmolLM2: >= 200k stored tokens (1584 segments of 127; the store took ~28 min at load
+    # 7-11 on 2 shared cores); Qwen-0.5B is ~3.4x dearer per token (33-46 tok/s of
+    # collection at load 6-7), so only 24k fit beside it in the hour
+    train_tokens: tuple[int, ...] = (202_752, 24_576)
     eval_tokens: int = 4096
     segment_tokens: int = 128
     eval_every: int = 8
