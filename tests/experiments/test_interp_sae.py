@@ -16,15 +16,18 @@ def test_interp_sae_tiny_run_writes_its_metrics(tmp_path, monkeypatch):
     monkeypatch.setenv("JAXLAB_CACHE_DIR", str(tmp_path / "cache"))
     cfg = dataclasses.replace(
         experiment.QUICK,
-        train_tokens=2048,
+        models=("smollm2",),
+        train_tokens=(2048,),
         eval_tokens=512,
-        steps=8,
+        steps=(8,),
         batch_size=128,
         buffer_size=1024,
         ce_sequences=2,
         curve_k=(8, 32),
     )
     res = experiment.run(cfg, jax.random.key(0), RunContext("interp_sae", out_dir=tmp_path))
+    assert set(res.metrics) == {"smollm2"}
+    m = res.metrics["smollm2"]
     for name in (
         "ev",
         "l0",
@@ -35,8 +38,11 @@ def test_interp_sae_tiny_run_writes_its_metrics(tmp_path, monkeypatch):
         "pca_ce_loss_score",
         "pca_kl_score",
     ):
-        assert name in res.metrics
-    assert res.metrics["l0"] == 32.0
-    assert res.metrics["pca_l0"] == 32.0
-    assert 0.5 < res.metrics["pca_ce_loss_score"] <= 1.0  # PCA at k=32 keeps most of the loss
+        assert name in m
+    assert m["l0"] == 32.0
+    assert m["pca_l0"] == 32.0
+    assert m["train_tokens"] == 2048 - 2048 // 128  # the BOS rows are not stored
+    assert 0.5 < m["pca_ce_loss_score"] <= 1.0  # PCA at k=32 keeps most of the loss
     assert len(res.claims) == 4
+    assert all(c.claim.startswith("smollm2: ") for c in res.claims)
+    assert set(res.figures) == {"density_and_ev_l0"}

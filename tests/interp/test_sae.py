@@ -109,6 +109,10 @@ def test_loss_gradient_equals_finite_differences(getkey):
     # and the aux term does contribute (the check is not vacuous)
     g0 = jax.jit(jax.grad(lambda p: step._loss(p, sae, x, none)[0]))(p0)
     assert float(jnp.max(jnp.abs(g[0] - g0[0]))) > 1e-3
+    # with no dead latent the aux term is skipped: the loss is the plain MSE, aux 0
+    loss0, (_, _, mse0, aux0, _) = step._loss(p0, sae, x, none)
+    assert float(aux0) == 0.0
+    assert float(loss0) == float(mse0)
 
 
 @pytest.mark.slow  # the eager step dispatches a few hundred ops one by one
