@@ -53,6 +53,7 @@ def test_wheel_has_one_top_level_package_with_the_kernel_sources(wheel):
     shipped = {n.rsplit("/", 1)[1] for n in names if n.startswith("jaxlab/_kernels/laplex/")}
     assert set(KERNEL_SOURCES) <= shipped
     assert "_cpu.py" in shipped
+    assert "jaxlab/_kernels/stereo/stereo_sgm.cc" in names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
 
 

@@ -10,7 +10,11 @@ alone or three times back to back), t_dense_16k_s (dense
 matvec at N = 16384, matrix precomputed), speedup_vs_assoc_scan,
 ratio_to_stream_floor, speedup_vs_celerite2, and the sort's share sort_share =
 t_sort_only_s / t_jaxlab_unsorted_s ("jaxlab_unsorted": fresh plan, sort included;
-"jaxlab_sort_only": only `make_plan`). "jaxlab_1thread" is "jaxlab" held to one
+"jaxlab_sort_only": only `make_plan`), speedup_unsorted_vs_assoc_scan =
+t_assoc_scan_s / t_jaxlab_unsorted_s (issue #32: the fresh-sort path against the
+associative scan with a reused plan), and grad_over_matvec = t_jaxlab_grad_s /
+t_jaxlab_s ("jaxlab_grad": the value and the cotangents of v, the anchors, the decay
+and the weight of w . K v, reused plan). "jaxlab_1thread" is "jaxlab" held to one
 thread (JAXLAB_LAPLEX_THREADS=1), the like-for-like comparison with the
 single-threaded peers (fields t_jaxlab_1thread_s, speedup_vs_celerite2_1thread).
 """
@@ -62,12 +66,20 @@ def setup(config, key):
     mv_assoc = jax.jit(lambda v, t, p: laplex.matvec(v, t, t, a, c=c, plan=p, scan=assoc))
     mv_fresh = jax.jit(lambda v, t: laplex.matvec(v, t, t, a, c=c, scan=fast))
     sort_only = jax.jit(lambda t: laplex.make_plan(t, t))
+    w = jnp.asarray(rng.standard_normal(n).astype(np.float32))
+
+    def loss(v, t, a, c, p):
+        return jnp.vdot(w, laplex.matvec(v, t, t, a, c=c, plan=p, scan=fast))
+
+    # matvec and the cotangents of every input (v, anchors, decay, weight), reused plan
+    grad_all = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3)))
 
     impls = {
         "jaxlab": lambda: mv_fast(vj, ts, plan),
         "jaxlab_unsorted": lambda: mv_fresh(vj, tu),
         "jaxlab_sort_only": lambda: sort_only(tu),
         "assoc_scan": lambda: mv_assoc(vj, ts, plan),
+        "jaxlab_grad": lambda: grad_all(vj, ts, a, c, plan),
     }
 
     def one_thread():
@@ -148,6 +160,9 @@ def setup(config, key):
         "speedup_vs_assoc_scan": lambda m: m["assoc_scan"] / m["jaxlab"],
         "ratio_to_stream_floor": lambda m: m["jaxlab"] / fields["t_stream_floor_s"](m),
         "sort_share": lambda m: m["jaxlab_sort_only"] / m["jaxlab_unsorted"],
+        "t_jaxlab_grad_s": lambda m: m["jaxlab_grad"],
+        "speedup_unsorted_vs_assoc_scan": lambda m: m["assoc_scan"] / m["jaxlab_unsorted"],
+        "grad_over_matvec": lambda m: m["jaxlab_grad"] / m["jaxlab"],
     }
     for peer in ("celerite2", "tinygp"):
         if peer in impls:
@@ -156,7 +171,7 @@ def setup(config, key):
             fields[f"speedup_vs_{peer}_1thread"] = lambda m, p=peer: m[p] / m["jaxlab_1thread"]
     return Bench(
         impls=impls,
-        ours=("jaxlab", "jaxlab_1thread", "jaxlab_unsorted", "jaxlab_sort_only"),
+        ours=("jaxlab", "jaxlab_1thread", "jaxlab_unsorted", "jaxlab_sort_only", "jaxlab_grad"),
         fields=fields,
         interleave=True,
         size={

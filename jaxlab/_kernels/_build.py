@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -24,7 +25,7 @@ from pathlib import Path
 import jax
 import jaxlib.version
 
-__all__ = ["build_shared_library", "kernel_cache_dir", "source_dir"]
+__all__ = ["build_shared_library", "cpu_tag", "kernel_cache_dir", "source_dir"]
 
 
 def kernel_cache_dir() -> Path:
@@ -32,6 +33,16 @@ def kernel_cache_dir() -> Path:
     root = os.environ.get("JAXLAB_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
     base = Path(root) if root else Path.home() / ".cache"
     return base / "jaxlab" / "kernels"
+
+
+def cpu_tag() -> bytes:
+    """The machine name and the CPU's flags (for libraries built with `-march=native`)."""
+    try:
+        with open("/proc/cpuinfo", "rb") as f:
+            flags = next((ln for ln in f if ln.startswith(b"flags")), b"")
+    except OSError:
+        flags = b""
+    return platform.machine().encode() + flags
 
 
 def source_dir(component: str, names: Sequence[str]) -> Path:

@@ -238,6 +238,37 @@ def test_cpu_plan_equals_jax_plan(dtype, same):
     assert bool(laplex.plan_is_valid(ours, tj, sj))
 
 
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cpu_plan_bucket_sort_on_all_threads_equals_jax_plan(monkeypatch, threads, dtype):
+    # the bucket scatter + per-bucket radix sort, on 1-3 threads (JAXLAB_LAPLEX_THREADS
+    # drops the size threshold), against jnp.argsort / jnp.searchsorted: continuous
+    # anchors over a wide span (most buckets hold several keys, some many), heavy ties
+    # (small buckets, insertion sort), one repeated value (no bucket bits), negatives
+    from jaxlab.laplex._plan import _jax_make_plan
+
+    monkeypatch.setenv("JAXLAB_LAPLEX_THREADS", threads)
+    rng = np.random.default_rng(23)
+    n = 5000
+    heads = np.stack(
+        [
+            rng.uniform(0, 1e5, n),
+            np.floor(rng.uniform(-3, 3, n)),
+            np.full(n, 2.5),
+            np.concatenate([rng.normal(0, 1e-3, n // 2), rng.uniform(-1e6, 1e6, n - n // 2)]),
+        ]
+    ).astype(dtype)
+    t = np.concatenate([heads[:, : n // 2], heads[:, ::-1][:, : n // 2]], axis=1)
+    for tj, sj, same in (
+        (jnp.asarray(heads),) * 2 + (True,),
+        (jnp.asarray(t), jnp.asarray(heads), False),
+    ):
+        ours = laplex.make_plan(tj, tj) if same else laplex.make_plan(tj, sj)
+        ref = _jax_make_plan(tj, sj, same)
+        for name in ("perm_s", "rank_t", "perm_t", "rank_s", "presorted_s"):
+            np.testing.assert_array_equal(getattr(ours, name), getattr(ref, name), err_msg=name)
+
+
 @pytest.mark.parametrize("phased", [False, True])
 def test_fused_presorted_anchors_value_and_gradients(phased):
     # identity permutations: the walks read the inputs in place (no sorted copies)

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import platform
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._build import build_shared_library, source_dir
+from .._build import build_shared_library, cpu_tag, source_dir
 
 __all__ = ["qmatmul_cpu", "qmatmul_kernel_available", "build_qmatmul_kernel"]
 
@@ -27,20 +26,11 @@ _SOURCE_NAME = "lm_qmatmul.cc"
 _TARGET = "jaxlab_lm_qmatmul_f32"
 
 
-def _cpu_tag() -> bytes:
-    try:
-        with open("/proc/cpuinfo", "rb") as f:
-            flags = next((ln for ln in f if ln.startswith(b"flags")), b"")
-    except OSError:
-        flags = b""
-    return platform.machine().encode() + flags
-
-
 def build_qmatmul_kernel(*, force: bool = False) -> Path:
     """Compile `lm_qmatmul.cc` (cached); returns the shared library's path."""
     src = source_dir("lm", [_SOURCE_NAME]) / _SOURCE_NAME
     return build_shared_library(
-        "lm_qmatmul", [src], flags=["-march=native"], tag_extra=_cpu_tag(), force=force
+        "lm_qmatmul", [src], flags=["-march=native"], tag_extra=cpu_tag(), force=force
     )
 
 
