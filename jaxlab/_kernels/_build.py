@@ -13,13 +13,14 @@ rename), so concurrent processes are safe.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import platform
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import jax
@@ -107,3 +108,15 @@ def build_shared_library(
         raise RuntimeError(f"{stem}: compilation failed:\n{proc.stderr[-4000:]}")
     os.replace(tmp, out)
     return out
+
+
+def load_cpu_targets(build: Callable[[], Path], targets: Mapping[str, str]) -> ctypes.CDLL | None:
+    """Build (cached) and load a kernel library, registering `targets` (FFI target name ->
+    exported symbol) on the CPU platform; None when it cannot be built or loaded."""
+    try:
+        lib = ctypes.cdll.LoadLibrary(str(build()))
+    except (RuntimeError, OSError):
+        return None
+    for name, symbol in targets.items():
+        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu")
+    return lib

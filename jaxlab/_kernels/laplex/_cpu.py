@@ -14,7 +14,6 @@ are safe. Without a compiler, `cpu_kernel_available()` is False and
 
 from __future__ import annotations
 
-import ctypes
 import functools
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._build import build_shared_library
+from .._build import build_shared_library, load_cpu_targets
 from .._build import source_dir as _source_dir
 from ._scan import AbstractScan
 
@@ -74,12 +73,9 @@ def build_cpu_kernel(*, force: bool = False) -> Path:
 
 @functools.cache
 def _register() -> bool:
-    try:
-        lib = ctypes.cdll.LoadLibrary(str(build_cpu_kernel()))
-    except (RuntimeError, OSError):
+    lib = load_cpu_targets(build_cpu_kernel, dict(_TARGETS.values()))
+    if lib is None:
         return False
-    for name, symbol in _TARGETS.values():
-        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu")
     for suffix in _FUSED_SUFFIX.values():
         for kind in ("Apply", "Parts", "Sym"):
             jax.ffi.register_ffi_target(

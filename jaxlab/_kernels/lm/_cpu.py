@@ -10,7 +10,6 @@ uses its pure-JAX path.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._build import build_shared_library, cpu_tag, source_dir
+from .._build import build_shared_library, cpu_tag, load_cpu_targets, source_dir
 
 __all__ = ["qmatmul_cpu", "qmatmul_kernel_available", "build_qmatmul_kernel"]
 
@@ -36,12 +35,7 @@ def build_qmatmul_kernel(*, force: bool = False) -> Path:
 
 @functools.cache
 def _register() -> bool:
-    try:
-        lib = ctypes.cdll.LoadLibrary(str(build_qmatmul_kernel()))
-    except (RuntimeError, OSError):
-        return False
-    jax.ffi.register_ffi_target(_TARGET, jax.ffi.pycapsule(lib.LmQMatmulF32), platform="cpu")
-    return True
+    return load_cpu_targets(build_qmatmul_kernel, {_TARGET: "LmQMatmulF32"}) is not None
 
 
 def qmatmul_kernel_available() -> bool:

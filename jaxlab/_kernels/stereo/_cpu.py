@@ -9,7 +9,6 @@ its name), then registered as an FFI target for the CPU platform. Without a comp
 
 from __future__ import annotations
 
-import ctypes
 import functools
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._build import build_shared_library, cpu_tag, source_dir
+from .._build import build_shared_library, cpu_tag, load_cpu_targets, source_dir
 
 __all__ = [
     "build_sgm_kernel",
@@ -47,13 +46,7 @@ def build_sgm_kernel(*, force: bool = False) -> Path:
 
 @functools.cache
 def _register() -> bool:
-    try:
-        lib = ctypes.cdll.LoadLibrary(str(build_sgm_kernel()))
-    except (RuntimeError, OSError):
-        return False
-    for name, symbol in _TARGETS.values():
-        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu")
-    return True
+    return load_cpu_targets(build_sgm_kernel, dict(_TARGETS.values())) is not None
 
 
 def sgm_kernel_available() -> bool:
