@@ -35,8 +35,15 @@ reproduce: $(STAMP)
 	@echo "report: $(CURDIR)/results/report.html (and results/REPORT.md)"
 
 # Opt-in peers for oracle tests and benchmarks (llama.cpp builds from source: minutes).
+# On CPUs that advertise AMX, llama.cpp's native build uses its AMX kernels, which
+# segfaulted in the first decode on our Firecracker VM (AMX tile state not enabled by
+# the hypervisor; llama-cpp-python 0.3.36): there it is built for AVX-512 without AMX.
+LLAMA_NO_AMX := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_BF16=ON \
+	-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+LLAMA_CMAKE_ARGS := $(if $(shell grep -m1 -o amx_tile /proc/cpuinfo 2>/dev/null),$(LLAMA_NO_AMX))
 peers: $(STAMP)
-	$(PIP) install -q -e ".[lm-oracle,biophys-peers]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q -e ".[lm-oracle,biophys-peers]"
 
 models: $(STAMP)
 	$(PY) -m jaxlab.data install --all
