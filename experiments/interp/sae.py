@@ -49,17 +49,17 @@ class Config:
     """
 
     models: tuple[str, ...] = ("smollm2", "qwen-0.5b")
-    # SmolLM2: >= 200k stored tokens (1584 segments of 127; the store took ~28 min at load
-    # 7-11 on 2 shared cores); Qwen-0.5B is ~3.4x dearer per token (33-46 tok/s of
-    # collection at load 6-7), so only 24k fit beside it in the hour
-    train_tokens: tuple[int, ...] = (202_752, 24_576)
+    # >= 200k stored tokens for both (1584 segments of 127). The SmolLM2 store took ~28 min
+    # at load 7-11 on 2 shared cores; Qwen-0.5B's 12 min (SAE 4 min, metrics 3 min) at
+    # load 2-11, 2026-12-02
+    train_tokens: tuple[int, ...] = (202_752, 202_752)
     eval_tokens: int = 4096
     segment_tokens: int = 128
     eval_every: int = 8
     expansion: int = 8
     k: int = 32
     batch_size: int = 512
-    steps: tuple[int, ...] = (600, 300)
+    steps: tuple[int, ...] = (600, 600)
     lr: float = 4e-4
     buffer_size: int = 16384
     dead_window: int = 200
