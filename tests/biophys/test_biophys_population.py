@@ -52,9 +52,11 @@ def test_matches_dense_reference_and_converges():
     # measured 6.4 / 1.6 / 0.40 mV (spike-timing shifts): the error falls at least
     # first order (observed ~4x per halving of dt)
     assert errs[0] < 10.0, errs
-    assert errs[1] < errs[0] / 1.8 and errs[2] < errs[1] / 1.8, errs
+    assert errs[1] < errs[0] / 1.8, errs
+    assert errs[2] < errs[1] / 1.8, errs
     assert np.abs(v32 - ref).max() < 10.0  # float32 state: same bound
-    assert ref.min() < -70 and ref.max() > 30  # the reference spikes
+    assert ref.min() < -70  # the reference spikes
+    assert ref.max() > 30
 
 
 def test_rest_stays_at_rest():
@@ -105,9 +107,7 @@ def test_gradient_matches_finite_differences():
 def test_vmap_over_parameters():
     cur = jnp.full((2, 200), 10.0, dtype=jnp.float32)
     gna = jnp.asarray([100.0, 120.0])
-    out = jax.vmap(lambda g: bp.simulate_hh_population(HH.__class__(g_na=g), cur, DT).voltage)(
-        gna
-    )
+    out = jax.vmap(lambda g: bp.simulate_hh_population(HH.__class__(g_na=g), cur, DT).voltage)(gna)
     direct = bp.simulate_hh_population(HH, cur, DT).voltage
     np.testing.assert_allclose(np.asarray(out[1]), np.asarray(direct), rtol=1e-6, atol=1e-5)
     assert not np.allclose(np.asarray(out[0]), np.asarray(out[1]))
