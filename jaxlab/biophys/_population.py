@@ -92,10 +92,14 @@ def simulate_hh_population(
         g = gna + gk + g_l
         e = (gna * e_na + gk * e_k + g_l * e_l + i_k) / g
         v_next = e + (v - e) * jnp.exp(-dt_over_c * g)
-        y_next = jnp.stack([v_next, m, h, n_]).astype(dtype)
-        _, spike = hh.spike_and_reset(y, y_next)
-        return y_next, (y_next, spike.astype(dtype))
+        return (v_next, m, h, n_), (v_next, m, h, n_)
 
-    _, (ys, ss) = jax.lax.scan(step, y_init.T, current.T, unroll=unroll)
-    states = jnp.moveaxis(ys, (0, 1, 2), (1, 2, 0))  # (T, 4, N) -> (N, T, 4)
-    return Trajectory(states=states, voltage=ys[:, 0, :].T, spikes=ss.T)
+    # separate per-variable outputs, so that a caller using only `voltage` lets
+    # `jax.jit` drop the gate trajectories from the loop
+    _, (vs, ms, hs, ns) = jax.lax.scan(step, tuple(y_init.T), current.T, unroll=unroll)
+    states = jnp.stack([vs.T, ms.T, hs.T, ns.T], axis=-1)
+    voltage = vs.T
+    v_prev = jnp.concatenate([y_init[:, :1], voltage[:, :-1]], axis=1)
+    # the threshold crossing of `simulate`, computed once over the whole trajectory
+    _, spikes = hh.spike_and_reset(v_prev[None], voltage[None])
+    return Trajectory(states=states, voltage=voltage, spikes=spikes.astype(dtype))
