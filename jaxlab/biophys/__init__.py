@@ -35,6 +35,7 @@ from ._neurons import BallAndStick as BallAndStick
 from ._neurons import HodgkinHuxley as HodgkinHuxley
 from ._noise import NoiseModel as NoiseModel
 from ._noise import pink_noise as pink_noise
+from ._population import simulate_hh_population as simulate_hh_population
 from ._probe import Probe as Probe
 from ._probe import neuropixels_1 as neuropixels_1
 from ._simulate import Trajectory as Trajectory
