@@ -51,6 +51,26 @@ def _check_arrays(arrays: ComplexArrays, feature_dims: Sequence[int], max_rank: 
             raise ValueError(f"arrays.x[{r}]: expected [n, {f}] (unbatched), received {x.shape}")
 
 
+def _embed_and_encode(embed, encoders, x, encs):
+    """`W x + b + sum_i MLP_i(e_i)` for one rank, fused: the route MLPs' first layers as
+    one batched matmul over the routes, their second layers and the embedding as one
+    matmul over the concatenation `[x, relu(W1_i e_i + b1_i)...]` (the same sums as
+    applying each MLP and adding, in fewer and larger operations)."""
+    k = min(len(encoders), len(encs))
+    if k == 0:
+        return _per_cell(embed, x)
+    first = [mlp.layers[0] for mlp in encoders[:k]]
+    second = [mlp.layers[1] for mlp in encoders[:k]]
+    w1 = jnp.stack([lin.weight for lin in first])  # [k, w, d]
+    b1 = jnp.stack([lin.bias for lin in first])  # [k, w]
+    hid = jax.nn.relu(jnp.einsum("knd,kwd->nkw", jnp.stack(encs[:k]), w1) + b1[None])
+    n = x.shape[0]
+    cat = jnp.concatenate([x, hid.reshape(n, -1)], axis=1)  # [n, f + k w]
+    w2 = jnp.concatenate([embed.weight] + [lin.weight for lin in second], axis=1)
+    bias = embed.bias + sum(lin.bias for lin in second)
+    return cat @ w2.T + bias[None]
+
+
 def _readout(readout, head, states, mask):
     pooled = sum(
         jnp.sum(_per_cell(lin, h) * m[:, None], axis=0)
@@ -139,9 +159,7 @@ class HOPSE(eqx.Module):
         _check_arrays(arrays, self.feature_dims, self.max_rank)
         states = []
         for r in range(self.max_rank + 1):
-            h = _per_cell(self.embed[r], arrays.x[r])
-            for enc_mlp, e in zip(self.encoders[r], arrays.enc[r], strict=False):
-                h = h + _per_cell(enc_mlp, e)
+            h = _embed_and_encode(self.embed[r], self.encoders[r], arrays.x[r], arrays.enc[r])
             for layer in self.blocks:
                 h = _per_cell(layer[r], h)
             states.append(h)

@@ -284,3 +284,54 @@ def test_hopse_step_passes_the_shared_step_checks(getkey, tmp_path):
     np.testing.assert_allclose(hist.losses, hist.aux["losses"].mean(1), rtol=1e-6)
     for a, b in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(ref), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
+
+
+def _hopse_states_per_route(model, arr):
+    """HOPSE's cell states by the literal formula: `W_r x + b_r + sum_i MLP_{r,i}(e_i)`, one
+    route MLP applied per cell at a time, then the residual blocks (the oracle of the fused
+    embedding + encoder matmuls in `HOPSE.cell_states`)."""
+    states = []
+    for r in range(model.max_rank + 1):
+        h = jax.vmap(model.embed[r])(arr.x[r])
+        for mlp, e in zip(model.encoders[r], arr.enc[r], strict=True):
+            h = h + jax.vmap(mlp)(e)
+        for layer in model.blocks:
+            h = jax.vmap(layer[r])(h)
+        states.append(h)
+    return tuple(states)
+
+
+def _hopse_out_per_route(model, arr):
+    states = _hopse_states_per_route(model, arr)
+    pooled = sum(
+        jnp.sum(jax.vmap(lin)(h) * m[:, None], axis=0)
+        for lin, h, m in zip(model.readout, states, arr.mask, strict=True)
+    )
+    return model.head(pooled)
+
+
+def test_hopse_fused_encoders_equal_the_per_route_formula(getkey, tmp_path):
+    graphs, _ = T.load_mutag()
+    data, _ = T.prepare_dataset("mutag5", graphs[:5], cache_dir=tmp_path, dtype=np.float64)
+    fd = [x.shape[-1] for x in data.x]
+    model = T.HOPSE(fd, data.enc[0][0].shape[-1], 2, width=16, depth=2, key=getkey())
+    model = jax.tree_util.tree_map(
+        lambda a: a.astype(jnp.float64) if eqx.is_inexact_array(a) else a, model
+    )
+    fused = eqx.filter_jit(lambda m, d: jax.vmap(m.cell_states)(d))(model, data)
+    literal = eqx.filter_jit(lambda m, d: jax.vmap(lambda a: _hopse_states_per_route(m, a))(d))(
+        model, data
+    )
+    for f, lit in zip(fused, literal, strict=True):
+        assert f.dtype == jnp.float64
+        assert f.shape == lit.shape
+        np.testing.assert_allclose(np.asarray(f), np.asarray(lit), rtol=1e-10, atol=1e-10)
+        assert float(jnp.abs(lit).max()) > 0.1  # the states are not all zero
+    g_f = eqx.filter_jit(eqx.filter_grad(lambda m: jnp.sum(jax.vmap(m)(data) ** 2)))(model)
+    g_l = eqx.filter_jit(
+        eqx.filter_grad(
+            lambda m: jnp.sum(jax.vmap(lambda a: _hopse_out_per_route(m, a))(data) ** 2)
+        )
+    )(model)
+    for a, b in zip(jax.tree_util.tree_leaves(g_f), jax.tree_util.tree_leaves(g_l), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-10)
