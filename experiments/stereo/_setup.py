@@ -14,13 +14,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments._harness import RunContext, cache_dir, log
+from experiments._harness import RunContext, cache_dir, load_npz, log, save_npz
 from jaxlab import stereo
 from jaxlab._core import TqdmProgress, load_checkpoint, save_checkpoint
 
 METHODS = ("bm", "sgm_jaxlab", "sgbm_opencv", "raft")
 # the wall-clock metrics of `trained_raft`'s info (the face experiments' TIMING_METRICS)
-RAFT_TIMING_METRICS = ("raft_render_s", "raft_train_s")
+# wall-clock seconds, and whether the params came from the cache (a run resumed after its
+# params were cached, or a rerun, reads them back): fields two runs of one seed need not share
+RAFT_TIMING_METRICS = ("raft_render_s", "raft_train_s", "raft_cached")
 RAFT_MODEL = (
     "raft_feature_dim",
     "raft_hidden_dim",
@@ -149,6 +151,15 @@ def _raft_model(config) -> stereo.RAFTStereo:
     )
 
 
+def _loss_summary(losses) -> dict[str, float]:
+    if not len(losses):
+        return {}
+    return {
+        "raft_loss_first10": float(np.mean(losses[:10])),
+        "raft_loss_last10": float(np.mean(losses[-10:])),
+    }
+
+
 def trained_raft(config, key, ctx: RunContext) -> tuple[object, dict[str, float]]:
     """Train RAFT-Stereo-lite on a separately rendered training split (key folded away
     from the evaluation set's), or reload it: the final params are cached under
@@ -165,12 +176,20 @@ def trained_raft(config, key, ctx: RunContext) -> tuple[object, dict[str, float]
         + np.asarray(jax.random.key_data(train_key)).tobytes()
     ).hexdigest()[:12]
     cached = cache_dir("stereo") / f"raft_{tag}.eqx"
+    # the training's losses and seconds, written before the params: a reused RAFT reports
+    # the loss curve it was trained with, as the run that trained it did
+    history = cached.with_suffix(".npz")
     like = stereo.init_raft(model, config.height, config.width, key=jax.random.key(0))
     info: dict[str, float] = {"raft_cached": 0.0}
     if cached.is_file():
         params = load_checkpoint(cached, like)
         log.info("RAFT params reused from %s", cached)
         info["raft_cached"] = 1.0
+        saved = load_npz(history)
+        if saved is not None:
+            info["raft_render_s"] = float(saved["render_s"])
+            info["raft_train_s"] = float(saved["train_s"])
+            info |= _loss_summary(saved["losses"])
     else:
         t0 = time.perf_counter()
         train = face_set(dataclasses.replace(config, n_pairs=config.raft_n_train), train_key)
@@ -191,15 +210,21 @@ def trained_raft(config, key, ctx: RunContext) -> tuple[object, dict[str, float]
             progress=TqdmProgress(desc="stereo: RAFT training"),
         )
         info["raft_train_s"] = time.perf_counter() - t0
-        if len(losses):
-            info["raft_loss_first10"] = float(np.mean(losses[:10]))
-            info["raft_loss_last10"] = float(np.mean(losses[-10:]))
+        info |= _loss_summary(losses)
         log.info(
             "RAFT: rendered %d training pairs in %.0f s, trained %d steps in %.0f s",
             config.raft_n_train,
             info["raft_render_s"],
             config.raft_steps,
             info["raft_train_s"],
+        )
+        save_npz(
+            history,
+            {
+                "losses": np.asarray(losses),
+                "render_s": np.asarray(info["raft_render_s"]),
+                "train_s": np.asarray(info["raft_train_s"]),
+            },
         )
         save_checkpoint(cached, params)
     return stereo.raft_predictor(model, params, n_iters=config.raft_iters), info

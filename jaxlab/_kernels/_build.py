@@ -30,10 +30,12 @@ __all__ = ["build_shared_library", "cpu_tag", "kernel_cache_dir", "source_dir"]
 
 
 def kernel_cache_dir() -> Path:
-    """`$JAXLAB_CACHE_DIR/kernels` (or `$XDG_CACHE_HOME/jaxlab/kernels`, `~/.cache/...`)."""
-    root = os.environ.get("JAXLAB_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
-    base = Path(root) if root else Path.home() / ".cache"
-    return base / "jaxlab" / "kernels"
+    """`$JAXLAB_CACHE_DIR/kernels` (else `$XDG_CACHE_HOME/jaxlab/kernels`, else
+    `~/.cache/jaxlab/kernels`): beside every other cache of jaxlab and its experiments."""
+    if root := os.environ.get("JAXLAB_CACHE_DIR"):
+        return Path(root) / "kernels"
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "jaxlab" / "kernels"
 
 
 def cpu_tag() -> bytes:

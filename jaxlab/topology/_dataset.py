@@ -2,7 +2,7 @@
 
 The encodings are the expensive, once-only preprocessing of HOPSE (P18); they
 are cached as one `.npz` per (data set, lift, encoding spec, graph structure)
-under `cache_dir` (default `$JAXLAB_CACHE/topology` or `~/.cache/jaxlab/topology`)
+under `cache_dir` (default `$JAXLAB_CACHE_DIR/topology` or `~/.cache/jaxlab/topology`)
 and loaded with `allow_pickle=False`.
 """
 
@@ -59,9 +59,9 @@ def lift_graph(graph: MolGraph, lift: LiftSpec) -> Complex:
 
 
 def default_cache_dir() -> Path:
-    """Where `prepare_dataset` caches encodings: `$JAXLAB_CACHE/topology`, else
-    `~/.cache/jaxlab/topology`."""
-    root = os.environ.get("JAXLAB_CACHE") or os.path.join("~", ".cache", "jaxlab")
+    """Where `prepare_dataset` caches encodings: `$JAXLAB_CACHE_DIR/topology`, else
+    `~/.cache/jaxlab/topology` (the one cache root of jaxlab and its experiments)."""
+    root = os.environ.get("JAXLAB_CACHE_DIR") or os.path.join("~", ".cache", "jaxlab")
     return Path(root).expanduser() / "topology"
 
 

@@ -29,6 +29,7 @@ import pytest
 from experiments._harness import Claim, Result, _registry
 from experiments._harness._runner import run_experiment
 
+from ..em.test_em_experiments import TINY as EM_TINY
 from .killrun import _tuples
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,16 +73,77 @@ CASES = {
     },
     "topology_freesolv": {"seeds": 2, "epochs": 12, "width": 8, "depth": 1},
 }
-# Not covered yet (each has a code path of its own; see the notes of issue 30): eeg_*,
-# em_*, stereo_* (tiny configs drafted in the notes, not yet run seven times here;
-# stereo needs an empty $JAXLAB_CACHE_DIR per run, its trained RAFT params are cached
-# there), interp_sae / illusions_sae (SmolLM2 per run), routing_haps_* (several LMs).
-# topology_mutag / topology_zinc share topology_freesolv's training path.
+# eeg_state: the deep baselines (evaluate_deep, shared by every eeg_* experiment) train
+# one model per fold with a final save each (2 saves). em_t0: em.train_methods
+# checkpoints every chunk of each model it trains (em_joint shares that path). stereo_faces:
+# the RAFT training behind stereo_faces / stereo_ipd, saving every 2 steps; its trained
+# params are then cached, so each run pair needs its own empty cache (see `_cache`).
+# Not covered yet (see the notes of issue 30): interp_sae / illusions_sae (SmolLM2 per
+# run), routing_haps_* (several LMs). topology_mutag / topology_zinc share
+# topology_freesolv's training path.
+CASES |= {
+    "eeg_state": {
+        "n_subjects": 6,
+        "block_seconds": 8.0,
+        "n_folds": 2,
+        "models": ("lda",),
+        "deep_models": ("shallow",),
+        "deep_epochs": 2,
+    },
+    # the em tests' tiny models, trained long enough to checkpoint 5 times
+    "em_t0": {k: v for k, v in EM_TINY.items() if k != "progress"}
+    | {
+        "size": 16,
+        "n_train": 8,
+        "features": (4, 8),
+        "seg_features": (4, 8),
+        "steps": 20,
+        "finetune_steps": 10,
+        "denoiser_steps": 20,
+        "chunk": 10,
+        "t0_values": (0, 3, 10),
+        "seeds": (0,),
+        "n_refine": 1,
+    },
+    "stereo_faces": {
+        "n_disp": 8,
+        "n_steps": 16,
+        "shard_size": 4,
+        "raft_feature_dim": 8,
+        "raft_hidden_dim": 8,
+        "raft_context_dim": 8,
+        "raft_levels": 2,
+        "raft_iters": 2,
+        "raft_n_train": 4,
+        "raft_steps": 4,
+        "raft_batch": 2,
+        "raft_checkpoint_every": 2,
+        "n_pairs": 4,
+        "height": 32,
+        "width": 48,
+        "batch": 2,
+    },
+}
 RUNTIME = {"runtime_s", "jax"}
 
 
+def _cache(root: Path) -> Path:
+    """A fresh, empty `$JAXLAB_CACHE_DIR` for one uninterrupted run or one killed run and
+    its resume (they share it, as one user's machine would). Shared across those pairs,
+    a cached result would let the later runs skip the training that is to be killed
+    (stereo caches its trained RAFT params). The C++ kernels' build cache is linked in:
+    content-addressed, it cannot change a result, and rebuilding it per pair is slow."""
+    from jaxlab._kernels._build import kernel_cache_dir
+
+    root.mkdir(parents=True)
+    kernels = kernel_cache_dir()
+    kernels.mkdir(parents=True, exist_ok=True)
+    (root / "kernels").symlink_to(kernels, target_is_directory=True)
+    return root
+
+
 def _run(name, out, point, *, resume=False, cache=None):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), JAXLAB_CACHE=str(cache), MPLBACKEND="Agg")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), JAXLAB_CACHE_DIR=str(cache), MPLBACKEND="Agg")
     cmd = [sys.executable, str(CHILD), name, str(out), point, json.dumps(CASES[name])]
     if resume:
         cmd.append("--resume")
@@ -102,6 +164,16 @@ def _comparable(rec: dict) -> dict:
     return out
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
 def _metrics(out, name):
     return _comparable(json.loads((Path(out) / name / "metrics.json").read_text()))
 
@@ -109,14 +181,14 @@ def _metrics(out, name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_resume_at_every_kill_point_equals_uninterrupted(tmp_path, name):
-    cache = tmp_path / "cache"
-    ref = _run(name, tmp_path / "ref", "none", cache=cache)
+    ref = _run(name, tmp_path / "ref", "none", cache=_cache(tmp_path / "cache_ref"))
     assert ref.returncode == 0, ref.stderr[-3000:]
     n_saves = int(re.search(r"SAVES=(\d+)", ref.stdout).group(1))
     assert n_saves >= 2, f"{name}: the tiny config must checkpoint more than once"
     want = _metrics(tmp_path / "ref", name)
     for point in ("save:1", f"save:{n_saves}", "metrics"):
         out = tmp_path / point.replace(":", "_")
+        cache = _cache(tmp_path / f"cache_{out.name}")
         killed = _run(name, out, point, cache=cache)
         assert killed.returncode == -signal.SIGKILL, (point, killed.stderr[-3000:])
         assert not (out / name / "metrics.json").exists(), point
@@ -125,6 +197,7 @@ def test_resume_at_every_kill_point_equals_uninterrupted(tmp_path, name):
         resumed = _run(name, out, "none", resume=True, cache=cache)
         assert resumed.returncode == 0, (point, resumed.stderr[-3000:])
         assert _metrics(out, name) == want, point
+        assert _mode(out / name / "metrics.json") == 0o666 & ~_umask(), point  # not 0600
         leftovers = [p.name for p in (out / name).rglob(".*.tmp")]
         assert not leftovers, (point, leftovers)  # the resumed run removed the killed write's
 
@@ -163,6 +236,9 @@ def test_declared_timing_metrics_are_listed_and_left_out_of_the_comparison(tmp_p
     assert a["timing_metrics"] == ["fit/train_time_s"]
     assert [c["timing"] for c in a["claims"]] == [False, True]
     assert a["metrics"]["fit/train_time_s"] != b["metrics"]["fit/train_time_s"]
+    # the runner's result files get open()'s 0666 minus the umask, not mkstemp's 0600
+    for f in ("metrics.json", "run.log"):
+        assert _mode(tmp_path / "a" / "timed" / f) == 0o666 & ~_umask(), f
     ca, cb = _metrics(tmp_path / "a", "timed"), _metrics(tmp_path / "b", "timed")
     assert ca == cb
     assert set(ca["metrics"]) == {"x", "time_of_day"}

@@ -430,15 +430,26 @@ def test_registry_finds_subpackage_experiments_and_rejects_setup_importing_one(
 
 
 def test_cache_dir_follows_jaxlab_cache_dir(tmp_path, monkeypatch):
+    # one variable, $JAXLAB_CACHE_DIR, roots every cache: the experiments', topology's
+    # encodings (read $JAXLAB_CACHE before) and the C++ kernels (were under .../jaxlab/)
     from experiments._harness import cache_dir
+    from jaxlab._kernels._build import kernel_cache_dir
+    from jaxlab.topology import default_cache_dir
 
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("JAXLAB_CACHE", str(tmp_path / "old"))  # the old name: ignored
     monkeypatch.setenv("JAXLAB_CACHE_DIR", str(tmp_path / "c"))
     d = cache_dir("stereo")
     assert d == tmp_path / "c" / "stereo"
     assert d.is_dir()
+    assert default_cache_dir() == tmp_path / "c" / "topology"
+    assert kernel_cache_dir() == tmp_path / "c" / "kernels"
     monkeypatch.delenv("JAXLAB_CACHE_DIR")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert cache_dir("x") == tmp_path / "home" / ".cache" / "jaxlab" / "x"
+    home = tmp_path / "home" / ".cache" / "jaxlab"
+    assert cache_dir("x") == home / "x"
+    assert default_cache_dir() == home / "topology"
+    assert kernel_cache_dir() == home / "kernels"
 
 
 def test_cli_misspelled_name_suggests_and_exits_2(capsys):
