@@ -471,6 +471,12 @@ def biophys_table():
             {"traces": "float", "spike_idx": "int"},
         ),
         Entry(
+            "biophys.simulate_hh_population",
+            lambda **k: bp.simulate_hh_population(bp.HodgkinHuxley(), **k, dt=0.025).voltage,
+            lambda: {"current": _rng(14).uniform(5.0, 15.0, (3, 20))},
+            {"current": "float"},
+        ),
+        Entry(
             "biophys.spike_surrogate",
             bp.spike_surrogate,
             lambda: {"x": np.linspace(-1, 1, 5)},

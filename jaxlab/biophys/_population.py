@@ -57,6 +57,11 @@ def simulate_hh_population(
         raise ValueError(f"hh: expected a HodgkinHuxley, received {type(hh).__name__}")
     check_array("current", current, ndim=2, dtype=jnp.floating)
     check_finite("current", current)
+    if 0 in jnp.shape(current):
+        raise ValueError(
+            f"current: expected at least one neuron and one step, received shape "
+            f"{tuple(jnp.shape(current))}"
+        )
     if not isinstance(dt, int | float) or not dt > 0:
         raise ValueError(f"dt: expected a positive number of ms, received {dt!r}")
     if not isinstance(unroll, int) or unroll < 1:
