@@ -50,7 +50,7 @@ class ChunkConfig:
     families: tuple[str, ...] = ("chain_sum", "counting", "sorting")
     # (family, sizes) pairs
     sizes: tuple[tuple[str, tuple[int, ...]], ...] = SIZES
-    items: int = 12
+    items: int = 20
     batch_size: int = 16
 
     def sizes_of(self, family: str) -> tuple[int, ...]:
@@ -103,8 +103,8 @@ def short(model: str) -> str:
     )
 
 
-@functools.cache
 def _content_hash(**parts) -> str:
+    """SHA-256 prefix of the JSON of `parts` (lists, tuples, numbers, strings)."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 

@@ -63,3 +63,13 @@ def test_experiment_contracts_and_cache(cache, tmp_path):
     assert "smollm2/lm_verifier_precision" in res.metrics
     assert len(res.claims) == 2
     assert len(list(cache.glob("triad-*.npz"))) == 1
+
+
+def test_content_hash_takes_the_chunk_keys_nested_lists():
+    # budget_chunk hashes lists of prompts and lists of option lists: an lru-cached hash
+    # raised "unhashable type: 'list'" on them, which only the slow test above exercised
+    parts = {"kind": "budget", "prompts": ["p1", "p2"], "options": [[" 1", " 2"], [" 3"]]}
+    h = _setup._content_hash(**parts)
+    assert h == _setup._content_hash(**parts)
+    assert h != _setup._content_hash(**{**parts, "options": [[" 1", " 2"], [" 4"]]})
+    assert h != _setup._content_hash(**{**parts, "budgets": (16,)})
