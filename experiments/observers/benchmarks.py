@@ -13,10 +13,12 @@ starts from, and that ESO with its bandwidth chosen on the training rollouts. Th
 on the extended state, which knows the nonlinear nominal model, is reported
 separately. Errors are RMSE after the transient (saved times from `settle_time`, `t =
 0` never scored) of diffrax simulations from fresh initial errors, with a paired
-bootstrap interval over them. A check that training does not end worse than its
-initialisation (the ESO gain plus a random MLP) compares the two on those test
-simulations. Also: the sampled local stability radius and the probabilistic coverage
-level of the point-guided (stage-1) observer.
+bootstrap interval over them. Stage 2 (QUICK: with the linearised estimation term, a
+rollout per LMI step being too slow on 2 cores) keeps its best validated state among
+those its own (P, T) certify, or its last state when there is none. A check that
+training does not end worse than its initialisation (the ESO gain plus a random MLP)
+compares the two on those test simulations. Also: the sampled local stability radius
+and the probabilistic coverage level of the point-guided (stage-1) observer.
 """
 
 from __future__ import annotations
