@@ -146,6 +146,8 @@ def rollout_estimation(
     **Arguments:** `plant` (the real plant: its disturbance is unknown to the observer but
     acts in the rollout); `initial_spread (n,)` or scalar; `batch`, `dt`, `steps`, `start`,
     `weights` as `rollout_mse`; `period >= 0`.
+
+    **Returns:** the function `estimation(observer, key) -> scalar` described above.
     """
     batch = check_positive_int("batch", batch)
     spread = jnp.broadcast_to(jnp.asarray(initial_spread, plant.C.dtype), (plant.state_dim,))
