@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
+from types import SimpleNamespace
 
 import equinox as eqx
 import jax
@@ -48,16 +50,45 @@ def _bar(progress: bool, desc: str):
 
 
 def two_stage(
-    params, *, key, tc, stage1_steps, stage2_steps, chunk=100, progress=False, optimizer=None
+    params,
+    *,
+    key,
+    tc,
+    stage1_steps,
+    stage2_steps,
+    chunk=100,
+    progress=False,
+    optimizer=None,
+    estimation=None,
+    stage2_estimation="same",
+    validation=None,
+    stage2_validation=None,
 ):
     """Stage 1 then stage 2; returns (point_only_params, two_stage_params, info).
 
     `optimizer`: default `optax.adam(tc.learning_rate)`; the same object passed to several
-    fits lets them share their compilation."""
+    fits lets them share their compilation. `estimation`: the estimation term of both
+    stage losses (None: the linearised error model; `O.rollout_estimation(...)`: rollouts
+    of the real plant); `stage2_estimation` overrides it for stage 2 ("same": keep it).
+    `validation`: `(val_loss, val_data, every)` for stage 1, which then returns its
+    best-validated parameters (the initial ones included). `stage2_validation`: the same
+    for stage 2, which then runs all `stage2_steps` (no stop at the first certificate) and
+    returns its best-scored parameters (make the score inf where not certified)."""
     optimizer = optax.adam(tc.learning_rate) if optimizer is None else optimizer
     k1, k2 = jax.random.split(key)
+    point = (
+        O.point_loss
+        if estimation is None
+        else functools.partial(O.point_loss, estimation=estimation)
+    )
+    est2 = estimation if isinstance(stage2_estimation, str) else stage2_estimation
+    lmi = O.lmi_loss if est2 is None else functools.partial(O.lmi_loss, estimation=est2)
+    val = {}
+    if validation is not None:
+        val_loss, val_data, every = validation
+        val = {"val_loss": val_loss, "val_data": val_data, "val_every": every}
     p1, i1 = O.fit(
-        O.point_loss,
+        point,
         params,
         key=k1,
         config=tc,
@@ -65,15 +96,21 @@ def two_stage(
         chunk=chunk,
         optimizer=optimizer,
         progress=_bar(progress, "stage 1 (point)"),
+        **val,
     )
+    val2 = {}
+    if stage2_validation is not None:
+        val_loss, val_data, every = stage2_validation
+        val2 = {"val_loss": val_loss, "val_data": val_data, "val_every": every}
     p2, i2 = O.fit(
-        O.lmi_loss,
+        lmi,
         p1,
         key=k2,
         config=tc,
         steps=stage2_steps,
         chunk=chunk,
-        stop=certified_stop(tc),
+        stop=None if val2 else certified_stop(tc),
+        **val2,
         optimizer=optimizer,
         progress=_bar(progress, "stage 2 (LMI)"),
     )
@@ -124,6 +161,22 @@ def per_start_mse(traj, *, start: int = 0) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         m = err.reshape(err.shape[0], -1).mean(axis=1)
     return np.where(ok & np.isfinite(m), m, np.inf)
+
+
+def true_disturbance(plant, traj):
+    """The disturbance an extended-state observer estimates (`O.total_disturbance`, relative
+    to the linear model) along a batch of trajectories: `(B, T, nd)`."""
+    f = jax.vmap(jax.vmap(lambda t, x: O.total_disturbance(plant, t, x)))
+    ts = jnp.broadcast_to(traj.ts, traj.x.shape[:2])
+    return f(ts, traj.x)
+
+
+def per_start_disturbance_mse(d_true, traj, *, start: int = 0) -> np.ndarray:
+    """Mean squared disturbance-estimate error per initial condition over saved times
+    `start:`: `d_true (B, T, nd)` against `traj.d_hat`; `(B,)`, `inf` for a failed or
+    non-finite trajectory (or an observer without a disturbance estimate, NaN `d_hat`)."""
+    dt = SimpleNamespace(x=np.asarray(d_true), x_hat=np.asarray(traj.d_hat), ok=traj.ok)
+    return per_start_mse(dt, start=start)
 
 
 def mse(traj, *, start: int = 0) -> float:

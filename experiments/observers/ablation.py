@@ -14,6 +14,7 @@ median ratio neural / best baseline gets a paired bootstrap interval over plants
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import equinox as eqx
 import jax
@@ -84,15 +85,17 @@ def _rmse_per_plant(traj, start=0):
 
 
 def _evaluator(nominal, ts, x0s, xh0s):
-    """`evaluate(observer, U)`: trajectories for every plant `nominal + U[i]` and start."""
+    """`evaluate(observer, U)`: trajectories for every plant `nominal + U[i]` and start, and
+    the true disturbance along them (`(plants, initial, T, nd)`)."""
 
     @eqx.filter_jit
     def evaluate(observer, U):
         def one(u):
             plant = eqx.tree_at(lambda q: q.delta_A, nominal, u * nominal.A)
-            return jax.vmap(
+            traj = jax.vmap(
                 lambda a, b: O.simulate(plant, observer, a, b, ts, rtol=1e-5, atol=1e-7)
             )(x0s, xh0s)
+            return traj, C.true_disturbance(plant, traj)
 
         return jax.vmap(one)(U)
 
@@ -137,10 +140,17 @@ def _run(cfg, key):
         evaluate = _evaluator(nominal, ts, x0s, xh0s)
         settle_i = C.settle_index(ts, cfg.settle_time)
         rmses, after = {}, {}
+        dist = {}
         for m, o in observers.items():
-            traj = evaluate(o, U)
+            traj, d_true = evaluate(o, U)
             rmses[m] = _rmse_per_plant(traj)
             after[m] = _rmse_per_plant(traj, settle_i)
+            if m != "luenberger":  # no disturbance estimate
+                dtraj = SimpleNamespace(x=d_true, x_hat=traj.d_hat, ok=traj.ok)
+                dist[m] = _rmse_per_plant(dtraj, settle_i)
+                metrics[f"dist_rmse_after_transient_median_{model}_{m}"] = float(
+                    np.percentile(dist[m], 50, method="higher")
+                )
             metrics[f"rmse_after_transient_median_{model}_{m}"] = float(
                 np.percentile(after[m], 50, method="higher")
             )
@@ -178,6 +188,31 @@ def _run(cfg, key):
                 f"{best} {C.fmt(metrics[f'rmse_median_{model}_{best}'])}; null: ratio 1; holds "
                 "if the interval's upper end <= 1",
                 hi <= 1.0,
+            )
+        )
+        dmed = {m: metrics[f"dist_rmse_after_transient_median_{model}_{m}"] for m in dist}
+        dbest = min(("eso", "ekf"), key=dmed.__getitem__)
+        dratio, dlo, dhi = C.paired_ratio_interval(
+            dist["neural"],
+            dist[dbest],
+            key=jax.random.fold_in(k, 78),
+            n_boot=cfg.n_boot,
+            stat=lambda v: np.percentile(v, 50, method="higher"),
+        )
+        metrics[f"dist_rmse_after_transient_ratio_{model}_neural_vs_best"] = dratio
+        metrics[f"dist_rmse_after_transient_ratio_{model}_neural_vs_best_high"] = dhi
+        claims.append(
+            Claim(
+                f"X-29 {model}: certified neural observer's median disturbance-estimate RMSE "
+                f"after the transient (t >= {cfg.settle_time:g} s) over perturbed plants <= best "
+                "baseline with a disturbance estimate",
+                "robust generalisation across X-29 ablations",
+                f"neural {C.fmt(dmed['neural'])} vs ESO {C.fmt(dmed['eso'])}, EKF "
+                f"{C.fmt(dmed['ekf'])}, point-only {C.fmt(dmed['point_only'])}; ratio to "
+                f"{dbest} {dratio:.3g} (95% paired bootstrap interval over {cfg.num_plants} "
+                f"plants {dlo:.3g} to {dhi:.3g}); null: ratio 1; holds if the interval's upper "
+                "end <= 1",
+                dhi <= 1.0,
             )
         )
         claims.append(

@@ -23,6 +23,9 @@ from ._observer import LuenbergerObserver as LuenbergerObserver
 from ._observer import NeuralObserver as NeuralObserver
 from ._observer import place_gain as place_gain
 from ._observer import trainable_filter as trainable_filter
+from ._rollout import rollout as rollout
+from ._rollout import rollout_estimation as rollout_estimation
+from ._rollout import rollout_mse as rollout_mse
 from ._simulate import Trajectory as Trajectory
 from ._simulate import simulate as simulate
 from ._simulate import state_mse as state_mse

@@ -27,7 +27,7 @@ from jaxlab._core import check_positive_int, optimizer_update
 from ._certify import numpy_lmi_blocks
 from ._lmi import lmi_matrix
 from ._observer import NeuralObserver, trainable_filter
-from ._train import ObserverTrainConfig, estimation_loss, sample_errors
+from ._train import ObserverTrainConfig, estimation_term
 
 __all__ = ["train_direct_sdp"]
 
@@ -112,16 +112,7 @@ def train_direct_sdp(
             obs = eqx.combine(tr, frozen)
             val = jnp.sum(Z * lmi_matrix(obs, P, t))
             if config.lmi_est_weight > 0:
-                ks, ke = jax.random.split(key)
-                etas = sample_errors(
-                    config.batch,
-                    obs.extended_dim,
-                    key=ks,
-                    radius=config.sample_radius,
-                    min_radius=config.min_radius,
-                    dtype=obs.A.dtype,
-                )
-                val = val + config.lmi_est_weight * estimation_loss(obs, etas, config, key=ke)
+                val = val + config.lmi_est_weight * estimation_term(obs, config, key)
             return val
 
         grads = eqx.filter_grad(loss)(trainable)

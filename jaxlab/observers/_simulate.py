@@ -32,7 +32,8 @@ class Trajectory(eqx.Module):
     ok: Array
 
 
-def _joint_field(t, state, args):
+def joint_field(t, state, args):
+    """The joint vector field of `(x, observer state)` (shared by `simulate` and `rollout`)."""
     plant, observer = args
     x, obs = state
     u = plant.control(t, x)
@@ -63,7 +64,7 @@ def simulate(
     check_array("ts", ts, ndim=1)
 
     sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(_joint_field),
+        diffrax.ODETerm(joint_field),
         diffrax.Tsit5(),
         t0=ts[0],
         t1=ts[-1],

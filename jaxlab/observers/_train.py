@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -34,6 +35,8 @@ from jaxlab._core import (
     AbstractProgress,
     AbstractStep,
     Checkpointer,
+    ValidatedState,
+    ValidatedStep,
     check_positive_int,
     optimizer_update,
     run_steps,
@@ -183,24 +186,58 @@ def estimation_loss(observer: NeuralObserver, etas, config: ObserverTrainConfig,
     return jnp.mean(jax.vmap(one)(etas, w))
 
 
+def _sample(obs: NeuralObserver, config: ObserverTrainConfig, key: jax.Array):
+    return sample_errors(
+        config.batch,
+        obs.extended_dim,
+        key=key,
+        radius=config.sample_radius,
+        min_radius=config.min_radius,
+        dtype=obs.A.dtype,
+    )
+
+
+def estimation_term(
+    obs: NeuralObserver,
+    config: ObserverTrainConfig,
+    key: jax.Array,
+    estimation: Callable[[NeuralObserver, jax.Array], Array] | None = None,
+):
+    """The estimation term of the stage losses: `estimation(obs, key)`, or with None
+    `estimation_loss` on `config.batch` sampled scaled errors (the linearised model)."""
+    ks, ke = jax.random.split(key)
+    if estimation is not None:
+        return estimation(obs, ke)
+    return estimation_loss(obs, _sample(obs, config, ks), config, key=ke)
+
+
 def _weight_norm(observer: NeuralObserver):
     leaves = [observer.gain, observer.readout, *observer.hidden]
     return sum(jnp.sum(w**2) for w in leaves)
 
 
-def point_loss(params: CertifiedObserver, config: ObserverTrainConfig, *, key: jax.Array):
-    """Stage-1 loss: `est_weight * estimation + hinge_weight * hinge + reg_weight * |W|^2`."""
+def point_loss(
+    params: CertifiedObserver,
+    config: ObserverTrainConfig,
+    *,
+    key: jax.Array,
+    estimation: Callable[[NeuralObserver, jax.Array], Array] | None = None,
+):
+    """Stage-1 loss: `est_weight * estimation + hinge_weight * hinge + reg_weight * |W|^2`.
+
+    `estimation(observer, key) -> scalar` is the estimation term; None uses
+    `estimation_loss` on the linearised error model (the sampled scaled errors);
+    `rollout_estimation(plant, ...)` gives the one on rollouts of the real nonlinear
+    plant with the observer in the loop. Bind it with `functools.partial`.
+    """
     ks, ke = jax.random.split(key)
     obs = params.observer
-    etas = sample_errors(
-        config.batch,
-        obs.extended_dim,
-        key=ks,
-        radius=config.sample_radius,
-        min_radius=config.min_radius,
-        dtype=obs.A.dtype,
+    etas = _sample(obs, config, ks)
+    est = (
+        estimation(obs, ke)
+        if estimation is not None
+        else estimation_loss(obs, etas, config, key=ke)
     )
-    est = estimation_loss(obs, etas, config, key=ke)
     hinge = lyapunov_hinge(
         obs,
         params.P,
@@ -216,8 +253,16 @@ def point_loss(params: CertifiedObserver, config: ObserverTrainConfig, *, key: j
     )
 
 
-def lmi_loss(params: CertifiedObserver, config: ObserverTrainConfig, *, key: jax.Array):
-    """Stage-2 loss: LMI barrier/penalty + `lmi_est_weight * estimation` + regulariser."""
+def lmi_loss(
+    params: CertifiedObserver,
+    config: ObserverTrainConfig,
+    *,
+    key: jax.Array,
+    estimation: Callable[[NeuralObserver, jax.Array], Array] | None = None,
+):
+    """Stage-2 loss: LMI barrier/penalty + `lmi_est_weight * estimation` + regulariser.
+
+    `estimation` as in `point_loss` (None: `estimation_loss` on the linearised model)."""
     obs = params.observer
     P = params.P
     P_n = P / (jnp.trace(P) / P.shape[0])
@@ -235,16 +280,7 @@ def lmi_loss(params: CertifiedObserver, config: ObserverTrainConfig, *, key: jax
     )
     loss = pen + config.reg_weight * _weight_norm(obs)
     if config.lmi_est_weight > 0:
-        ks, ke = jax.random.split(key)
-        etas = sample_errors(
-            config.batch,
-            obs.extended_dim,
-            key=ks,
-            radius=config.sample_radius,
-            min_radius=config.min_radius,
-            dtype=obs.A.dtype,
-        )
-        loss = loss + config.lmi_est_weight * estimation_loss(obs, etas, config, key=ke)
+        loss = loss + config.lmi_est_weight * estimation_term(obs, config, key, estimation)
     return loss
 
 
@@ -358,6 +394,10 @@ def fit(
     optimizer: optax.GradientTransformation | None = None,
     checkpointer: Checkpointer | None = None,
     progress: AbstractProgress | None = None,
+    val_loss: Callable[[CertifiedObserver, Any], Array] | None = None,
+    val_data: Any = None,
+    val_every: int = 50,
+    patience: int | None = None,
 ):
     """Run `steps` Adam steps of `loss_fn` (`StageStep` through `jaxlab._core.run_steps`).
 
@@ -368,23 +408,55 @@ def fit(
     pass the same object to several fits to reuse their compilation); `checkpointer`;
     `progress` (default silent).
 
+    Validation (`_core.ValidatedStep`): with `val_loss(params, val_data) -> scalar`
+    (jittable; e.g. the after-transient error of rollouts from held-out initial states),
+    the parameters are scored at the start and every `val_every` steps and the
+    best-scored ones are returned, so training never ends worse than its initialisation
+    on that score; `patience` evaluations without an improvement end the run (None:
+    never). `stop` then sees the current (not the best) parameters.
+
     The step is compiled on throw-away chunks (of both chunk lengths the run uses)
     before the clock starts.
 
     **Returns:** `(params, info)` with `info = {"steps", "seconds", "compile_seconds",
     "losses" (np array of the steps run), "stopped"}`; `seconds` is training wall time
-    without compilation.
+    without compilation. With validation also `"val_losses"` (the scores, NaN between
+    evaluations), `"init_val_loss"`, `"best_val_loss"`, `"best_step"` (0: the
+    initial parameters were kept) and `"last"` (the parameters of the last step).
     """
     check_positive_int("steps", steps)
     check_positive_int("chunk", chunk)
+    check_positive_int("val_every", val_every)
+    if patience is not None:
+        check_positive_int("patience", patience)
     optimizer = optax.adam(config.learning_rate) if optimizer is None else optimizer
-    step = StageStep(loss_fn, optimizer, config)
+    stage = StageStep(loss_fn, optimizer, config)
+    step: AbstractStep = stage
+    if val_loss is not None:
+        if not callable(val_loss):
+            raise ValueError(f"val_loss: expected a callable, received {type(val_loss).__name__}")
+        score = val_loss
+        step = ValidatedStep(
+            stage,
+            lambda st, data: score(st.params, data),
+            val_data,
+            every=val_every,
+            patience=steps + 1 if patience is None else patience,
+        )
     state = step.init(params, key)
+    init_val = float(state.best_loss) if isinstance(state, ValidatedState) else float("nan")
     chunk = min(chunk, steps)
     stopped = []
 
-    def stop_fn(st: TrainState) -> bool:
-        if stop is None or int(st.step) < min_steps or not bool(stop(st.params)):
+    def current(st) -> TrainState:
+        return st.state if isinstance(st, ValidatedState) else st
+
+    def stop_fn(st) -> bool:
+        if isinstance(step, ValidatedStep) and step.stop(st):
+            stopped.append(True)
+            return True
+        tr = current(st)
+        if stop is None or int(tr.step) < min_steps or not bool(stop(tr.params)):
             return False
         stopped.append(True)
         return True
@@ -396,7 +468,7 @@ def fit(
         run_steps(step, state, key=jax.random.fold_in(key, 7), steps=warm, chunk=chunk)[0]
     )
     if stop is not None:
-        stop(state.params)
+        stop(current(state).params)
     compile_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     state, hist = run_steps(
@@ -409,7 +481,7 @@ def fit(
         progress=progress,
         stop=stop_fn,
     )
-    params = state.params
+    params = state.best.params if isinstance(state, ValidatedState) else state.params
     jax.block_until_ready(params)
     info = {
         "steps": hist.steps_done,
@@ -418,4 +490,11 @@ def fit(
         "losses": hist.losses[: hist.steps_done],
         "stopped": bool(stopped),
     }
+    if isinstance(state, ValidatedState):
+        vals = np.asarray(hist.aux["val_loss"][: hist.steps_done])
+        info["val_losses"] = vals
+        info["init_val_loss"] = init_val
+        info["best_val_loss"] = float(state.best_loss)
+        info["best_step"] = int(state.best_step)
+        info["last"] = state.state.params
     return params, info

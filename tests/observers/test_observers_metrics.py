@@ -57,3 +57,56 @@ def test_paired_ratio_interval():
     assert lo < r < hi
     with pytest.raises(ValueError, match="a, b"):
         C.paired_ratio_interval(a, b[:-1], key=key)
+
+
+def test_disturbance_error_against_a_hand_computation():
+    import jax.numpy as jnp
+
+    import jaxlab.observers as O
+
+    # X-29 with 10 % model error: the disturbance relative to the linear model is
+    # delta_A x + a sin(w t) (E = I), computed here by hand
+    plant = O.x29_longitudinal(0.1)
+    rng = np.random.default_rng(0)
+    ts = np.linspace(0.0, 2.0, 5)
+    x = rng.normal(size=(2, 5, 4))
+    d_hat = rng.normal(size=(2, 5, 4))
+    traj = types.SimpleNamespace(
+        ts=jnp.asarray(ts), x=jnp.asarray(x), x_hat=jnp.asarray(x), d_hat=d_hat, ok=np.ones(2, bool)
+    )
+    dA = 0.1 * np.asarray(plant.A)
+    amp, freq = np.asarray(plant.dist_amp), np.asarray(plant.dist_freq)
+    d = np.einsum("ij,btj->bti", dA, x) + amp * np.sin(freq * ts[None, :, None])
+    np.testing.assert_allclose(C.true_disturbance(plant, traj), d, rtol=1e-9, atol=1e-12)
+    got = C.per_start_disturbance_mse(d, traj, start=1)
+    np.testing.assert_allclose(got, ((d - d_hat)[:, 1:] ** 2).mean(axis=(1, 2)))
+    # an observer without a disturbance estimate (NaN d_hat) scores inf
+    traj.d_hat = np.full_like(d_hat, np.nan)
+    assert np.isinf(C.per_start_disturbance_mse(d, traj, start=1)).all()
+
+
+def test_violation_starts_violate_the_point_only_decrease():
+    import dataclasses
+
+    import jax.numpy as jnp
+
+    import jaxlab.observers as O
+    from experiments.observers import x29
+
+    plant = O.x29_longitudinal(0.1)
+    obs = O.NeuralObserver.from_plant(plant, (3,), epsilon=0.01, key=jax.random.key(0))
+    params = O.CertifiedObserver.from_observer(obs)  # random gain, P = I: violations abound
+    cfg = dataclasses.replace(x29.QUICK, violation_candidates=64, num_initial=5)
+    x0s, xh0s, n_bad = x29._violation_starts(cfg, plant, params, jax.random.key(1))
+    assert 5 <= n_bad <= 64
+    assert x0s.shape == xh0s.shape == (5, 4)
+    # independently: the scaled error eta = ((x0 - x_hat0) / eps, d(0, x0) - 0) and the
+    # Lyapunov derivative 2 eta^T P f(eta) with f the nominal scaled error field (P = I)
+    A_eps, C_eps, _ = obs.error_model()
+    for x0, xh0 in zip(np.asarray(x0s), np.asarray(xh0s), strict=True):
+        d0 = 0.1 * np.asarray(plant.A) @ x0
+        eta = np.concatenate([(x0 - xh0) / 0.01, d0])
+        f = np.asarray(A_eps) @ eta + np.asarray(
+            obs.injection(jnp.asarray(np.asarray(C_eps) @ eta))
+        )
+        assert 2 * eta @ f > 0
