@@ -53,10 +53,10 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         paper="HOPSE matches or surpasses HOMP on molecular benchmarks",
         margin=float(config.margin),
         speed_note=(
-            "on complexes this small the ratio is not stable across runs on the shared "
-            "machine (0.80x, 1.66x and 1.18x in earlier runs): HOPSE's fixed per-cell cost "
-            "(its route encoder MLPs) is comparable to HOMP's message passing, so the clear "
-            "speed-up of larger complexes (topology_scaling) does not show reliably here"
+            "on complexes this small the epoch ratio is not stable across runs on the shared "
+            "machine (0.80x, 1.66x, 1.18x and 1.53x with the earlier per-route encoder MLPs, "
+            "whose per-cell cost was comparable to HOMP's message passing); the "
+            "topology_step benchmark reports the machine-independent FLOP ratio"
         ),
         level=float(config.ni_level),
         time_digits=3,

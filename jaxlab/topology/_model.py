@@ -51,6 +51,15 @@ def _check_arrays(arrays: ComplexArrays, feature_dims: Sequence[int], max_rank: 
             raise ValueError(f"arrays.x[{r}]: expected [n, {f}] (unbatched), received {x.shape}")
 
 
+ENCODERS = ("joined", "per_route")
+
+
+def _joined_embed(embed, x, encs):
+    """`W [x, e_1, ..., e_k] + b`: one linear map of a rank's features joined with all its
+    route encodings (the same as `W_x x + sum_i W_i e_i + b`, one matmul)."""
+    return jnp.concatenate([x, *encs], axis=1) @ embed.weight.T + embed.bias[None]
+
+
 def _embed_and_encode(embed, encoders, x, encs):
     """`W x + b + sum_i MLP_i(e_i)` for one rank, fused: the route MLPs' first layers as
     one batched matmul over the routes, their second layers and the embedding as one
@@ -72,26 +81,34 @@ def _embed_and_encode(embed, encoders, x, encs):
 
 
 def _readout(readout, head, states, mask):
+    """`head(sum_r sum_cells m_c (V_r h_c + c_r))`, computed as
+    `head(sum_r V_r (sum_cells m_c h_c) + c_r sum_cells m_c)` (linearity: one
+    `[width, width]` product per rank and graph instead of one per cell)."""
     pooled = sum(
-        jnp.sum(_per_cell(lin, h) * m[:, None], axis=0)
+        lin.weight @ jnp.sum(h * m[:, None], axis=0) + lin.bias * jnp.sum(m).astype(h.dtype)
         for lin, h, m in zip(readout, states, mask, strict=True)
     )
     return head(pooled)
 
 
 class HOPSE(eqx.Module):
-    """HOPSE-M: per-cell MLPs over features and Hasse-route encodings, no message passing.
+    """HOPSE-M: per-cell maps of features and Hasse-route encodings, no message passing.
 
-    Each cell of rank `r` gets `h = W_r x + sum_i MLP_{r,i}(enc_{r,i})` (one encoder
-    per neighbourhood route), then `depth` per-rank residual blocks with
-    LayerNorm; the graph output is `head(sum_r sum_cells V_r h)`. Cost is linear
-    in the number of cells. (HOPSE, P18.)
+    Each cell of rank `r` gets, with `encoder="joined"` (default),
+    `h = W_r [x, e_{r,1}, ..., e_{r,k}] + b_r`: one linear encoder over the cell's
+    features joined with its `k` precomputed route encodings (P18's HOPSE-M feeds the
+    encodings of all neighbourhoods of a rank, concatenated, to one linear layer per
+    rank); with `encoder="per_route"`, `h = W_r x + sum_i MLP_{r,i}(e_{r,i})`, one
+    two-layer encoder MLP per route (more per-cell work). Then `depth` per-rank
+    residual blocks with LayerNorm; the graph output is `head(sum_r sum_cells V_r h)`.
+    Cost is linear in the number of cells. (HOPSE, P18.)
 
     **Arguments:**
         feature_dims: `f_r` per rank.
         encoding_dim: width `d` of each route encoding (0: features only).
         out_dim: output width (classes or regression targets).
         width: hidden width; depth: residual blocks per rank.
+        encoder: `"joined"` or `"per_route"` (see above).
         key: PRNG key (keyword-only).
     """
 
@@ -103,6 +120,7 @@ class HOPSE(eqx.Module):
     feature_dims: tuple[int, ...] = eqx.field(static=True)
     encoding_dim: int = eqx.field(static=True)
     max_rank: int = eqx.field(static=True)
+    encoder: str = eqx.field(static=True)
 
     def __init__(
         self,
@@ -112,17 +130,29 @@ class HOPSE(eqx.Module):
         *,
         width: int = 64,
         depth: int = 2,
+        encoder: str = "joined",
         key: PRNGKeyArray,
         dtype: object = None,
     ):
+        if encoder not in ENCODERS:
+            raise ValueError(f"encoder: expected one of {ENCODERS}, received {encoder!r}")
+        self.encoder = encoder
         self.feature_dims = tuple(int(f) for f in feature_dims)
         self.encoding_dim = int(encoding_dim)
         self.max_rank = len(self.feature_dims) - 1
         R = self.max_rank
         k_embed, k_enc, k_blocks, k_read, k_head = jax.random.split(key, 5)
+        joined = encoder == "joined"
         self.embed = tuple(
-            eqx.nn.Linear(f, width, key=k, dtype=dtype)
-            for f, k in zip(self.feature_dims, jax.random.split(k_embed, R + 1), strict=True)
+            eqx.nn.Linear(
+                f + (len(rank_routes(r, R)) * self.encoding_dim if joined else 0),
+                width,
+                key=k,
+                dtype=dtype,
+            )
+            for r, (f, k) in enumerate(
+                zip(self.feature_dims, jax.random.split(k_embed, R + 1), strict=True)
+            )
         )
         enc_keys = jax.random.split(k_enc, (R + 1, 4))
         self.encoders = tuple(
@@ -138,7 +168,7 @@ class HOPSE(eqx.Module):
                 )
                 for i in range(len(rank_routes(r, R)))
             )
-            if self.encoding_dim > 0
+            if self.encoding_dim > 0 and not joined
             else ()
             for r in range(R + 1)
         )
@@ -154,12 +184,26 @@ class HOPSE(eqx.Module):
             width, out_dim, width, depth=1, activation=jax.nn.relu, key=k_head, dtype=dtype
         )
 
+    def _encode(self, r: int, arrays: ComplexArrays) -> Float[Array, "n w"]:
+        x, encs = arrays.x[r], arrays.enc[r]
+        if self.encoder == "joined":
+            if self.encoding_dim == 0:
+                return _per_cell(self.embed[r], x)
+            k = len(rank_routes(r, self.max_rank))
+            if len(encs) != k or any(e.shape[-1] != self.encoding_dim for e in encs):
+                raise ValueError(
+                    f"arrays.enc[{r}]: expected {k} route encodings of width "
+                    f"{self.encoding_dim}, received {[tuple(e.shape) for e in encs]}"
+                )
+            return _joined_embed(self.embed[r], x, encs)
+        return _embed_and_encode(self.embed[r], self.encoders[r], x, encs)
+
     def cell_states(self, arrays: ComplexArrays) -> tuple[Float[Array, "n w"], ...]:
         """Hidden state of every cell, `[n_r, width]` per rank."""
         _check_arrays(arrays, self.feature_dims, self.max_rank)
         states = []
         for r in range(self.max_rank + 1):
-            h = _embed_and_encode(self.embed[r], self.encoders[r], arrays.x[r], arrays.enc[r])
+            h = self._encode(r, arrays)
             for layer in self.blocks:
                 h = _per_cell(layer[r], h)
             states.append(h)

@@ -310,11 +310,13 @@ def _hopse_out_per_route(model, arr):
     return model.head(pooled)
 
 
-def test_hopse_fused_encoders_equal_the_per_route_formula(getkey, tmp_path):
+def test_hopse_per_route_fused_encoders_equal_the_per_route_formula(getkey, tmp_path):
     graphs, _ = T.load_mutag()
     data, _ = T.prepare_dataset("mutag5", graphs[:5], cache_dir=tmp_path, dtype=np.float64)
     fd = [x.shape[-1] for x in data.x]
-    model = T.HOPSE(fd, data.enc[0][0].shape[-1], 2, width=16, depth=2, key=getkey())
+    model = T.HOPSE(
+        fd, data.enc[0][0].shape[-1], 2, width=16, depth=2, encoder="per_route", key=getkey()
+    )
     model = jax.tree_util.tree_map(
         lambda a: a.astype(jnp.float64) if eqx.is_inexact_array(a) else a, model
     )
@@ -335,3 +337,84 @@ def test_hopse_fused_encoders_equal_the_per_route_formula(getkey, tmp_path):
     )(model)
     for a, b in zip(jax.tree_util.tree_leaves(g_f), jax.tree_util.tree_leaves(g_l), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-10)
+
+
+def _np_linear(lin, h):
+    return h @ np.asarray(lin.weight).T + np.asarray(lin.bias)
+
+
+def _np_block(block, h):
+    """`LayerNorm(h + W_2 relu(W_1 h + b_1) + b_2)` in NumPy (equinox's LayerNorm: eps 1e-5,
+    elementwise affine)."""
+    first, second = block.mlp.layers
+    h = h + _np_linear(second, np.maximum(_np_linear(first, h), 0.0))
+    mu = h.mean(-1, keepdims=True)
+    var = ((h - mu) ** 2).mean(-1, keepdims=True)
+    norm = block.norm
+    return (h - mu) / np.sqrt(var + norm.eps) * np.asarray(norm.weight) + np.asarray(norm.bias)
+
+
+def _np_hopse_joined(model, arr):
+    """NumPy float64 reference of the joined-encoder HOPSE on one complex, route by route:
+    `h = W_x x + sum_i W_i e_i + b` with `W = [W_x, W_1, ..., W_k]` split into its column
+    blocks, then the residual blocks, per-cell readout `V_r h + c_r` summed over real cells,
+    head. Returns (states per rank, output)."""
+    states, pooled = [], 0.0
+    for r in range(model.max_rank + 1):
+        w, b = np.asarray(model.embed[r].weight), np.asarray(model.embed[r].bias)
+        x = np.asarray(arr.x[r])
+        f = x.shape[1]
+        h = x @ w[:, :f].T + b
+        col = f
+        for e in arr.enc[r]:  # one product per route
+            e = np.asarray(e)
+            h = h + e @ w[:, col : col + e.shape[1]].T
+            col += e.shape[1]
+        assert col == w.shape[1]
+        for layer in model.blocks:
+            h = _np_block(layer[r], h)
+        states.append(h)
+        pooled = pooled + (_np_linear(model.readout[r], h) * np.asarray(arr.mask[r])[:, None]).sum(
+            0
+        )
+    first, second = model.head.layers
+    return states, _np_linear(second, np.maximum(_np_linear(first, pooled), 0.0))
+
+
+def test_hopse_joined_encoder_equals_a_numpy_per_route_reference(getkey, tmp_path):
+    graphs, _ = T.load_mutag()
+    data, _ = T.prepare_dataset("mutag4", graphs[:4], cache_dir=tmp_path, dtype=np.float64)
+    fd = [x.shape[-1] for x in data.x]
+    d = data.enc[0][0].shape[-1]
+    model = T.HOPSE(fd, d, 2, width=16, depth=2, key=getkey())
+    model = jax.tree_util.tree_map(
+        lambda a: a.astype(jnp.float64) if eqx.is_inexact_array(a) else a, model
+    )
+    assert model.encoder == "joined"
+    assert model.encoders == ((), (), ())
+    # one linear per rank over the features and all its routes' encodings
+    assert [lin.weight.shape[1] for lin in model.embed] == [
+        f + len(T.rank_routes(r, 2)) * d for r, f in enumerate(fd)
+    ]
+    states = eqx.filter_jit(lambda m, a: jax.vmap(m.cell_states)(a))(model, data)
+    out = eqx.filter_jit(lambda m, a: jax.vmap(m)(a))(model, data)
+    for g in range(4):
+        arr = jax.tree_util.tree_map(lambda a, g=g: a[g], data)
+        want_states, want_out = _np_hopse_joined(model, arr)
+        for r in range(3):
+            assert states[r].dtype == jnp.float64
+            np.testing.assert_allclose(
+                np.asarray(states[r][g]), want_states[r], rtol=1e-10, atol=1e-10
+            )
+            assert np.abs(want_states[r]).max() > 0.1
+        np.testing.assert_allclose(np.asarray(out[g]), want_out, rtol=1e-10, atol=1e-10)
+        assert np.abs(want_out).max() > 1e-3
+
+
+def test_hopse_encoder_argument_and_encoding_shapes_are_checked(getkey):
+    arr, _ = _arrays()
+    fd = [x.shape[1] for x in arr.x]
+    with pytest.raises(ValueError, match="encoder"):
+        T.HOPSE(fd, SPEC.dim, 2, encoder="shared", key=getkey())
+    with pytest.raises(ValueError, match=r"arrays.enc\[0\]"):
+        T.HOPSE(fd, SPEC.dim + 1, 2, key=getkey())(arr)
