@@ -78,7 +78,6 @@ CASES = {
 # checkpoints every chunk of each model it trains (em_joint shares that path). stereo_faces:
 # the RAFT training behind stereo_faces / stereo_ipd, saving every 2 steps; its trained
 # params are then cached, so each run pair needs its own empty cache (see `_cache`).
-# topology_mutag / topology_zinc share topology_freesolv's training path (`ts.train`).
 CASES |= {
     "eeg_state": {
         "n_subjects": 6,
@@ -126,8 +125,12 @@ CASES |= {
 # it back) streamed in buffers of 1024 tokens, 8 steps and one checkpoint each (3 saves).
 # illusions_sae: SmolLM2 once, then the SAE in chunks of 100 steps (2 saves). cells_scib:
 # the LeCell fit (chunks of 50: 2 saves) and two NB-VAEs (chunks of 100: 2 saves each).
-# routing_haps_main / _ablation: two of the pool's LMs (SmolLM2, Gemma-3) on 50 MedMCQA
-# items, each HAPS fit saving every 25 steps and at the end (2 saves per fit, 3 fits each).
+# routing_haps_main: two of the pool's LMs (SmolLM2, Gemma-3) on 50 MedMCQA items, each of
+# its 3 HAPS fits saving every 25 steps and at the end (6 saves). Not cases yet (each case
+# is seven runs, up to an hour on the shared 2-core machine, not run in time; see the
+# notes of issue 30): routing_haps_ablation (same fits as main, with `_HAPS_TINY`),
+# biophys_localize, cells_rare, eeg_cross_session, eeg_technique, em_joint, stereo_ipd,
+# topology_mutag, topology_zinc, which share a covered case's training path.
 CASES |= {
     "interp_sae": {
         "models": ("smollm2",),
@@ -161,10 +164,7 @@ _HAPS_TINY = {
     "batch_size": 4,
     "n_boot": 50,
 }
-CASES |= {
-    "routing_haps_main": _HAPS_TINY | {"router_steps": 20, "cost_shifts": (0.0, 1.0)},
-    "routing_haps_ablation": _HAPS_TINY,
-}
+CASES["routing_haps_main"] = _HAPS_TINY | {"router_steps": 20, "cost_shifts": (0.0, 1.0)}
 RUNTIME = {"runtime_s", "jax"}
 
 
