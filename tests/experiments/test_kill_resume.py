@@ -125,6 +125,8 @@ CASES |= {
 # it back) streamed in buffers of 1024 tokens, 8 steps and one checkpoint each (3 saves).
 # illusions_sae: SmolLM2 once, then the SAE in chunks of 100 steps (2 saves). cells_scib:
 # the LeCell fit (chunks of 50: 2 saves) and two NB-VAEs (chunks of 100: 2 saves each).
+# Measured 2026-12-02 (all three kill points passed; shared 2-core machine at load 11-13):
+# interp_sae 21 min, illusions_sae 51, cells_scib 60, routing_haps_main 49.
 # routing_haps_main: two of the pool's LMs (SmolLM2, Gemma-3) on 50 MedMCQA items, each of
 # its 3 HAPS fits saving every 25 steps and at the end (6 saves). Not cases yet (each case
 # is seven runs, up to an hour on the shared 2-core machine, not run in time; see the
