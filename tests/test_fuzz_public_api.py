@@ -405,6 +405,16 @@ def routing_table():
     ]
 
 
+def _with_x64(fn):
+    """`fn` called under `jax.enable_x64(True)` (a float64-only function)."""
+
+    def call(**kwargs):
+        with jax.enable_x64(True):
+            return fn(**kwargs)
+
+    return call
+
+
 def biophys_table():
     from jaxlab import biophys as bp
 
@@ -475,6 +485,13 @@ def biophys_table():
             lambda **k: bp.simulate_hh_population(bp.HodgkinHuxley(), **k, dt=0.025).voltage,
             lambda: {"current": _rng(14).uniform(5.0, 15.0, (3, 20))},
             {"current": "float"},
+        ),
+        Entry(
+            "biophys.hh_reference_voltage",
+            _with_x64(lambda **k: bp.hh_reference_voltage(bp.HodgkinHuxley(), **k, dt=0.025)),
+            lambda: {"currents": np.array([5.0, 10.0]), "steps": 8},
+            {"currents": "float"},
+            sizes=("steps",),
         ),
         Entry(
             "biophys.spike_surrogate",

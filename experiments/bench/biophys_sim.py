@@ -137,24 +137,10 @@ def setup(config: dict, key: jax.Array) -> Bench:
     agree_steps = int(round(100.0 / dt))
     hh = bp.HodgkinHuxley()
 
-    def ref_one(d):
-        ts = jnp.arange(1, agree_steps + 1) * dt
-        sol = diffrax.diffeqsolve(
-            diffrax.ODETerm(hh.vector_field),
-            diffrax.Tsit5(),
-            0.0,
-            float(ts[-1]),
-            dt / 4,
-            hh.init_state(),
-            args=jnp.asarray(d),
-            saveat=diffrax.SaveAt(ts=ts),
-            stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-10),
-            max_steps=200000,
-        )
-        return sol.ys[:, 0]
-
     with jax.enable_x64(True):  # the agreement runs in float64, like Brian2
-        ref = np.stack([np.asarray(ref_one(d)) for d in sub])
+        ref = np.asarray(
+            bp.hh_reference_voltage(hh, jnp.asarray(sub, jnp.float64), steps=agree_steps, dt=dt)
+        )
         ours = np.asarray(_jaxlab(sub, agree_steps, dt, jnp.float64)())
         ours5 = np.asarray(_jaxlab(sub, agree_steps, dt, jnp.float64, diffrax.Tsit5())())
     # the exponential-Euler arm's accuracy in the dtype it is timed in (float32)

@@ -391,11 +391,13 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         f"kept clean). Inputs scaled so the mean norm is sqrt(d). The SAE EV-vs-L0 curve "
         f"evaluates the one SAE trained at k={config.k} with other k' at inference. "
         + " ".join(
-            f"{r['tag']}: {r['metrics']['train_tokens']} training tokens, store built in "
-            f"{r['metrics']['store_seconds']:.0f} s, SAE {r['metrics']['steps']} steps in "
-            f"{r['metrics']['train_seconds']:.0f} s, {r['metrics']['total_seconds']:.0f} s "
-            f"in all."
+            f"{r['tag']}: {r['metrics']['train_tokens']} training tokens, SAE "
+            f"{r['metrics']['steps']} steps."
             for r in runs
         )
+        # the wall-clock times are the `*_seconds` metrics (TIMING_METRICS), not in the
+        # notes: a resumed or cached run's differ, the rest of the record must not
+        + " Wall-clock times: the metrics <model>/store_seconds, train_seconds, "
+        "metrics_seconds, total_seconds."
     )
     return Result(metrics=metrics, claims=claims, figures={"density_and_ev_l0": fig}, notes=notes)

@@ -22,6 +22,8 @@ from experiments.routing import _setup
 NAME = "routing_haps_ablation"
 PAPER = "P19"
 DESCRIPTION = "HAPS ablations: parameter sharing, reward term, adapted depth, LoRA rank"
+# wall-clock seconds of each arm's fit (a resumed fit counts only its remaining steps)
+TIMING_METRICS = ("train_seconds/*",)
 
 
 @dataclasses.dataclass(frozen=True)

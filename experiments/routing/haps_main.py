@@ -35,6 +35,9 @@ from jaxlab import routing
 NAME = "routing_haps_main"
 PAPER = "P19"
 DESCRIPTION = "HAPS (router + generated LoRA) vs routing-only / static / task LoRA baselines"
+# wall-clock seconds (prefix cache, adapted-block inputs, the HAPS and static-LoRA fits; a
+# resumed fit counts only its remaining steps): fields two runs of one seed need not share
+TIMING_METRICS = ("*_seconds", "*_seconds_this_run")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -38,6 +38,7 @@ from ._noise import pink_noise as pink_noise
 from ._population import simulate_hh_population as simulate_hh_population
 from ._probe import Probe as Probe
 from ._probe import neuropixels_1 as neuropixels_1
+from ._reference import hh_reference_voltage as hh_reference_voltage
 from ._simulate import Trajectory as Trajectory
 from ._simulate import simulate as simulate
 from ._spiketrain import match_fraction as match_fraction

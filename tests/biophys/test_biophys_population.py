@@ -15,24 +15,9 @@ DENS = np.array([6.0, 10.0, 14.0])
 
 def _reference(dens, steps, dt):
     """Tsit5, adaptive, rtol = atol = 1e-10, float64, sampled after each step."""
-    ts = jnp.arange(1, steps + 1, dtype=jnp.float64) * dt
-
-    def one(d):
-        sol = diffrax.diffeqsolve(
-            diffrax.ODETerm(HH.vector_field),
-            diffrax.Tsit5(),
-            0.0,
-            float(ts[-1]),
-            dt / 4,
-            HH.init_state(),
-            args=jnp.asarray(d),
-            saveat=diffrax.SaveAt(ts=ts),
-            stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-10),
-            max_steps=100000,
-        )
-        return np.asarray(sol.ys[:, 0])
-
-    return np.stack([one(d) for d in dens])
+    return np.asarray(
+        bp.hh_reference_voltage(HH, jnp.asarray(dens, jnp.float64), steps=steps, dt=dt)
+    )
 
 
 def _ours(dens, steps, dt, dtype=jnp.float64):

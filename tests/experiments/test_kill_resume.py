@@ -78,9 +78,6 @@ CASES = {
 # checkpoints every chunk of each model it trains (em_joint shares that path). stereo_faces:
 # the RAFT training behind stereo_faces / stereo_ipd, saving every 2 steps; its trained
 # params are then cached, so each run pair needs its own empty cache (see `_cache`).
-# Not covered yet (see the notes of issue 30): interp_sae / illusions_sae (SmolLM2 per
-# run), routing_haps_* (several LMs). topology_mutag / topology_zinc share
-# topology_freesolv's training path.
 CASES |= {
     "eeg_state": {
         "n_subjects": 6,
@@ -124,6 +121,52 @@ CASES |= {
         "batch": 2,
     },
 }
+# interp_sae: SmolLM2's activation store (cached under $JAXLAB_CACHE_DIR, so a resume reads
+# it back) streamed in buffers of 1024 tokens, 8 steps and one checkpoint each (3 saves).
+# illusions_sae: SmolLM2 once, then the SAE in chunks of 100 steps (2 saves). cells_scib:
+# the LeCell fit (chunks of 50: 2 saves) and two NB-VAEs (chunks of 100: 2 saves each).
+# Measured 2026-12-02 (all three kill points passed; shared 2-core machine at load 11-13):
+# interp_sae 21 min, illusions_sae 51, cells_scib 60, routing_haps_main 49.
+# routing_haps_main: two of the pool's LMs (SmolLM2, Gemma-3) on 50 MedMCQA items, each of
+# its 3 HAPS fits saving every 25 steps and at the end (6 saves). Not cases yet (each case
+# is seven runs, up to an hour on the shared 2-core machine, not run in time; see the
+# notes of issue 30): routing_haps_ablation (same fits as main, with `_HAPS_TINY`),
+# biophys_localize, cells_rare, eeg_cross_session, eeg_technique, em_joint, stereo_ipd,
+# topology_mutag, topology_zinc, which share a covered case's training path.
+CASES |= {
+    "interp_sae": {
+        "models": ("smollm2",),
+        "train_tokens": (2048,),
+        "eval_tokens": 512,
+        "steps": (24,),
+        "batch_size": 128,
+        "buffer_size": 1024,
+        "ce_sequences": 2,
+        "curve_k": (8, 32),
+    },
+    "illusions_sae": {
+        "orders": 2,
+        "expansion": 2,
+        "k": 8,
+        "steps": 150,
+        "batch_size": 64,
+        "ablate": 4,
+    },
+    "cells_scib": {"latent_dim": 4, "width": 16, "steps": 100, "batch_size": 32, "vae_steps": 200},
+}
+_HAPS_TINY = {
+    "models": ("smollm2-135m-instruct", "gemma3-270m"),
+    "per_source": (("medmcqa", 50),),
+    "cached_top": 1,
+    "top": 1,
+    "n_active": 1,
+    "rank": 2,
+    "hidden": 16,
+    "steps": 30,
+    "batch_size": 4,
+    "n_boot": 50,
+}
+CASES["routing_haps_main"] = _HAPS_TINY | {"router_steps": 20, "cost_shifts": (0.0, 1.0)}
 RUNTIME = {"runtime_s", "jax"}
 
 
@@ -143,7 +186,18 @@ def _cache(root: Path) -> Path:
 
 
 def _run(name, out, point, *, resume=False, cache=None):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), JAXLAB_CACHE_DIR=str(cache), MPLBACKEND="Agg")
+    """One child run. Every run of a case shares one JAX persistent compilation cache
+    (beside the run pairs' caches), so the same programs are not compiled again in each of
+    the seven runs. Like the kernels' build cache it cannot change a result: an entry is
+    the executable XLA compiles for the same program and options, and an entry a killed
+    run left half-written fails to decompress, which JAX warns about and recompiles."""
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(ROOT),
+        JAXLAB_CACHE_DIR=str(cache),
+        MPLBACKEND="Agg",
+        JAX_COMPILATION_CACHE_DIR=str(Path(cache).parent / "xla"),
+    )
     cmd = [sys.executable, str(CHILD), name, str(out), point, json.dumps(CASES[name])]
     if resume:
         cmd.append("--resume")
