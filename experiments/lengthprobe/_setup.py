@@ -37,12 +37,22 @@ CAVEAT = (
 class CacheConfig:
     """Models, families and sizes of the cached completion sets (QUICK defaults)."""
 
-    models: tuple[str, ...] = ("smollm2-135m-instruct",)
+    models: tuple[str, ...] = ("smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct")
     families: tuple[str, ...] = tuple(lp.FAMILIES)
-    items: int = 16
-    max_new_tokens: int = 128
+    items: int = 32
+    max_new_tokens: int = 256
     batch_size: int = 16
     n_layers_stored: int = 8  # evenly spaced layers, first to last
+    # (model, items, max_new_tokens) overrides: Qwen-0.5B decodes ~4x slower on the
+    # 2-core VM, so QUICK gives it fewer prompts and a smaller budget (see README).
+    budgets: tuple[tuple[str, int, int], ...] = (("qwen2.5-coder-0.5b-instruct", 16, 192),)
+
+    def budget(self, model: str) -> tuple[int, int]:
+        """(prompts per family, max new tokens) of `model`."""
+        for m, items, new in self.budgets:
+            if m == model:
+                return items, new
+        return self.items, self.max_new_tokens
 
 
 FULL_CACHE = {
@@ -56,6 +66,7 @@ FULL_CACHE = {
     "max_new_tokens": 512,
     "batch_size": 32,
     "n_layers_stored": 64,
+    "budgets": (),
 }
 
 
@@ -91,10 +102,11 @@ class ModelData:
 def model_data(config: CacheConfig, model: str, key: jax.Array) -> ModelData:
     """Build (or read) the completion set and states of one model."""
     tok, _ = _tokenizer_and_config(model)
+    items, max_new = config.budget(model)
     prompts = [
         p
         for i, f in enumerate(config.families)
-        for p in lp.make_prompts(f, config.items, key=jax.random.fold_in(key, i))
+        for p in lp.make_prompts(f, items, key=jax.random.fold_in(key, i))
     ]
     ids = [lp.encode_prompt(tok, p.text) for p in prompts]
     layers = stored_layers(model, config.n_layers_stored)
@@ -103,7 +115,7 @@ def model_data(config: CacheConfig, model: str, key: jax.Array) -> ModelData:
             {
                 "model": [model, list(lm.MODELS[model].packages)],
                 "prompts": [[p.family, p.text] for p in prompts],
-                "max_new": config.max_new_tokens,
+                "max_new": max_new,
                 "batch": config.batch_size,
                 "code": CODE_VERSION,
             },
@@ -124,7 +136,7 @@ def model_data(config: CacheConfig, model: str, key: jax.Array) -> ModelData:
             tok,
             ids,
             families=[p.family for p in prompts],
-            max_new_tokens=config.max_new_tokens,
+            max_new_tokens=max_new,
             path=folder / "batches",
             key=jax.random.fold_in(key, 10_000),
             batch_size=config.batch_size,
@@ -167,9 +179,11 @@ if __name__ == "__main__":  # build the QUICK cache: python -m experiments.lengt
 
     logging.basicConfig(level=logging.INFO)
     for m in CacheConfig().models:
+        t0 = time.perf_counter()
         d = model_data(CacheConfig(), m, jax.random.key(0))
         print(
             m,
+            f"{time.perf_counter() - t0:.0f} s",
             len(d.completions),
             d.generated.n_tokens,
             dict(zip(*np.unique(d.completions.reasons, return_counts=True), strict=True)),
