@@ -27,9 +27,9 @@ from jaxlab._core import TqdmProgress, write_json
 CODE_VERSION = "lengthprobe-v1"
 
 CAVEAT = (
-    "Small open models (SmolLM2-135M here; the paper used three 7-8B models), 4-bit GGUF "
-    "weights dequantised to float32, greedy decoding, a few dozen prompts per family: "
-    "larger models may behave differently."
+    "Small open models (SmolLM2-135M and Qwen2.5-Coder-0.5B here; the paper used three 7-8B "
+    "models), 4-bit GGUF weights dequantised to float32, greedy decoding, 8-16 prompts per "
+    "family: larger models may behave differently."
 )
 
 
@@ -39,20 +39,20 @@ class CacheConfig:
 
     models: tuple[str, ...] = ("smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct")
     families: tuple[str, ...] = tuple(lp.FAMILIES)
-    items: int = 32
-    max_new_tokens: int = 256
+    items: int = 16
+    max_new_tokens: int = 192
     batch_size: int = 16
     n_layers_stored: int = 8  # evenly spaced layers, first to last
-    # (model, items, max_new_tokens) overrides: Qwen-0.5B decodes ~4x slower on the
-    # 2-core VM, so QUICK gives it fewer prompts and a smaller budget (see README).
-    budgets: tuple[tuple[str, int, int], ...] = (("qwen2.5-coder-0.5b-instruct", 16, 192),)
+    # (model, items, max_new_tokens, batch_size) overrides: Qwen-0.5B decodes ~4x slower
+    # than SmolLM2 on the shared 2-core VM, so QUICK gives it fewer prompts and tokens.
+    budgets: tuple[tuple[str, int, int, int], ...] = (("qwen2.5-coder-0.5b-instruct", 8, 128, 8),)
 
-    def budget(self, model: str) -> tuple[int, int]:
-        """(prompts per family, max new tokens) of `model`."""
-        for m, items, new in self.budgets:
+    def budget(self, model: str) -> tuple[int, int, int]:
+        """(prompts per family, max new tokens, batch size) of `model`."""
+        for m, items, new, batch in self.budgets:
             if m == model:
-                return items, new
-        return self.items, self.max_new_tokens
+                return items, new, batch
+        return self.items, self.max_new_tokens, self.batch_size
 
 
 FULL_CACHE = {
@@ -102,7 +102,7 @@ class ModelData:
 def model_data(config: CacheConfig, model: str, key: jax.Array) -> ModelData:
     """Build (or read) the completion set and states of one model."""
     tok, _ = _tokenizer_and_config(model)
-    items, max_new = config.budget(model)
+    items, max_new, batch = config.budget(model)
     prompts = [
         p
         for i, f in enumerate(config.families)
@@ -116,7 +116,7 @@ def model_data(config: CacheConfig, model: str, key: jax.Array) -> ModelData:
                 "model": [model, list(lm.MODELS[model].packages)],
                 "prompts": [[p.family, p.text] for p in prompts],
                 "max_new": max_new,
-                "batch": config.batch_size,
+                "batch": batch,
                 "code": CODE_VERSION,
             },
             sort_keys=True,
@@ -139,7 +139,7 @@ def model_data(config: CacheConfig, model: str, key: jax.Array) -> ModelData:
             max_new_tokens=max_new,
             path=folder / "batches",
             key=jax.random.fold_in(key, 10_000),
-            batch_size=config.batch_size,
+            batch_size=batch,
             progress=TqdmProgress(desc=f"lengthprobe {short(model)} completions"),
         )
         write_json(done, cset.to_json())
@@ -176,9 +176,10 @@ def oof(fit, folds: np.ndarray) -> np.ndarray:
 
 if __name__ == "__main__":  # build the QUICK cache: python -m experiments.lengthprobe._setup
     import logging
+    import sys
 
     logging.basicConfig(level=logging.INFO)
-    for m in CacheConfig().models:
+    for m in sys.argv[1:] or CacheConfig().models:  # optional model names: one process each
         t0 = time.perf_counter()
         d = model_data(CacheConfig(), m, jax.random.key(0))
         print(
