@@ -28,8 +28,8 @@ CODE_VERSION = "lengthprobe-v1"
 
 CAVEAT = (
     "Small open models (SmolLM2-135M and Qwen2.5-Coder-0.5B here; the paper used three 7-8B "
-    "models), 4-bit GGUF weights dequantised to float32, greedy decoding, 8-16 prompts per "
-    "family: larger models may behave differently."
+    "models), 4-bit GGUF weights dequantised to float32, greedy decoding, 8 prompts per "
+    "family (QUICK): larger models and samples may behave differently."
 )
 
 
@@ -39,12 +39,12 @@ class CacheConfig:
 
     models: tuple[str, ...] = ("smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct")
     families: tuple[str, ...] = tuple(lp.FAMILIES)
-    items: int = 16
-    max_new_tokens: int = 192
-    batch_size: int = 16
+    items: int = 8
+    max_new_tokens: int = 160
+    batch_size: int = 8
     n_layers_stored: int = 8  # evenly spaced layers, first to last
-    # (model, items, max_new_tokens, batch_size) overrides: Qwen-0.5B decodes ~4x slower
-    # than SmolLM2 on the shared 2-core VM, so QUICK gives it fewer prompts and tokens.
+    # (model, items, max_new_tokens, batch_size) overrides: on the shared 2-core VM (load
+    # ~12) a Qwen-0.5B batch of 8 x 128 tokens took ~4 min, a SmolLM2 16 x 192 one ~10 min.
     budgets: tuple[tuple[str, int, int, int], ...] = (("qwen2.5-coder-0.5b-instruct", 8, 128, 8),)
 
     def budget(self, model: str) -> tuple[int, int, int]:
