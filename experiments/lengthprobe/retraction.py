@@ -3,7 +3,8 @@ retracts and restarts a partial solution, more than at a neutral filler of the s
 
 Per model, a ridge probe regresses log1p(remaining length) from the residual state of every
 generated token of the natural families' complete completions of the training prompts (half
-the prompts, grouped), at one layer chosen by GCV on those training rows only. Forced
+the prompts, grouped), at one layer chosen by held-out R^2 on validation prompts split off
+the training prompts (grouped; the test prompts play no part in the choice). Forced
 events, on held-out natural completions (complete or truncated) of at least `min_length`
 tokens: each is cut at a line or sentence end near its middle (`lp.cut_point`), a
 retraction phrase or a neutral filler with the same token count is appended to the prompt
@@ -164,8 +165,11 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 test_fraction=config.test_fraction,
             )
         )
-        # probe: natural families, training prompts, complete completions, GCV layer (GCV
-        # uses the training rows only; the held-out rows are scored at every layer)
+        # probe: natural families, training prompts, complete completions. The layer is
+        # chosen by held-out R^2 on validation prompts split off the training prompts
+        # (grouped by completion: row-wise GCV treats a completion's neighbouring tokens as
+        # independent and picked a non-generalising last layer for Qwen-0.5B); the held-out
+        # test prompts are not used for the choice.
         g = _setup.generated_rows(d)
         nat_rows = natural_c[g["text_index"]]
         fit_rows = np.flatnonzero(nat_rows & train_c[g["text_index"]])
@@ -173,9 +177,15 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         both = np.concatenate([fit_rows, test_rows])
         xs = _setup.layer_stack(d.generated, d.layers)[:, g["rows"][both]]
         is_fit = jnp.arange(both.size) < fit_rows.size
-        sweep = interp.probe_sweep(jnp.asarray(xs), jnp.asarray(g["y"][both]), train=is_fit)
-        li = int(np.argmin(np.asarray(sweep["gcv"])))
+        inner = interp.group_split(
+            jnp.asarray(g["text_index"][fit_rows]), key=jax.random.fold_in(key, 9)
+        )
+        sweep = interp.probe_sweep(
+            jnp.asarray(xs[:, : fit_rows.size]), jnp.asarray(g["y"][fit_rows]), train=inner
+        )
+        li = int(np.argmax(np.asarray(sweep["r2"])))
         layer = d.layers[li]
+        metrics[f"layer_val_r2_{tag}"] = float(sweep["r2"][li])
         probe, _ = interp.ridge_gcv(
             jnp.asarray(xs[li]), jnp.asarray(g["y"][both]), weights=is_fit.astype(jnp.float32)
         )
@@ -333,7 +343,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             )
         )
         notes.append(
-            f"{tag}: layer {layer} (GCV on {fit_rows.size} training rows), {n_items} forced "
+            f"{tag}: layer {layer} (validation R^2 {float(sweep['r2'][li]):.3f}; probe on "
+            f"{fit_rows.size} training rows), {n_items} forced "
             f"items, phrase {len(phrase)} tokens, filler {tok.decode(filler)!r}."
         )
     notes_text = (
