@@ -27,9 +27,9 @@ from jaxlab._core import TqdmProgress, write_json
 CODE_VERSION = "lengthprobe-v1"
 
 CAVEAT = (
-    "Small open models (SmolLM2-135M here; the paper used three 7-8B models), 4-bit GGUF "
-    "weights dequantised to float32, greedy decoding, a few dozen prompts per family: "
-    "larger models may behave differently."
+    "Small open models (SmolLM2-135M and Qwen2.5-Coder-0.5B here; the paper used three 7-8B "
+    "models), 4-bit GGUF weights dequantised to float32, greedy decoding, 8 prompts per "
+    "family (QUICK): larger models and samples may behave differently."
 )
 
 
@@ -37,12 +37,22 @@ CAVEAT = (
 class CacheConfig:
     """Models, families and sizes of the cached completion sets (QUICK defaults)."""
 
-    models: tuple[str, ...] = ("smollm2-135m-instruct",)
+    models: tuple[str, ...] = ("smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct")
     families: tuple[str, ...] = tuple(lp.FAMILIES)
-    items: int = 16
-    max_new_tokens: int = 128
-    batch_size: int = 16
+    items: int = 8
+    max_new_tokens: int = 160
+    batch_size: int = 8
     n_layers_stored: int = 8  # evenly spaced layers, first to last
+    # (model, items, max_new_tokens, batch_size) overrides: on the shared 2-core VM (load
+    # ~12) a Qwen-0.5B batch of 8 x 128 tokens took ~4 min, a SmolLM2 16 x 192 one ~10 min.
+    budgets: tuple[tuple[str, int, int, int], ...] = (("qwen2.5-coder-0.5b-instruct", 8, 128, 8),)
+
+    def budget(self, model: str) -> tuple[int, int, int]:
+        """(prompts per family, max new tokens, batch size) of `model`."""
+        for m, items, new, batch in self.budgets:
+            if m == model:
+                return items, new, batch
+        return self.items, self.max_new_tokens, self.batch_size
 
 
 FULL_CACHE = {
@@ -56,6 +66,7 @@ FULL_CACHE = {
     "max_new_tokens": 512,
     "batch_size": 32,
     "n_layers_stored": 64,
+    "budgets": (),
 }
 
 
@@ -91,10 +102,11 @@ class ModelData:
 def model_data(config: CacheConfig, model: str, key: jax.Array) -> ModelData:
     """Build (or read) the completion set and states of one model."""
     tok, _ = _tokenizer_and_config(model)
+    items, max_new, batch = config.budget(model)
     prompts = [
         p
         for i, f in enumerate(config.families)
-        for p in lp.make_prompts(f, config.items, key=jax.random.fold_in(key, i))
+        for p in lp.make_prompts(f, items, key=jax.random.fold_in(key, i))
     ]
     ids = [lp.encode_prompt(tok, p.text) for p in prompts]
     layers = stored_layers(model, config.n_layers_stored)
@@ -103,8 +115,8 @@ def model_data(config: CacheConfig, model: str, key: jax.Array) -> ModelData:
             {
                 "model": [model, list(lm.MODELS[model].packages)],
                 "prompts": [[p.family, p.text] for p in prompts],
-                "max_new": config.max_new_tokens,
-                "batch": config.batch_size,
+                "max_new": max_new,
+                "batch": batch,
                 "code": CODE_VERSION,
             },
             sort_keys=True,
@@ -124,10 +136,10 @@ def model_data(config: CacheConfig, model: str, key: jax.Array) -> ModelData:
             tok,
             ids,
             families=[p.family for p in prompts],
-            max_new_tokens=config.max_new_tokens,
+            max_new_tokens=max_new,
             path=folder / "batches",
             key=jax.random.fold_in(key, 10_000),
-            batch_size=config.batch_size,
+            batch_size=batch,
             progress=TqdmProgress(desc=f"lengthprobe {short(model)} completions"),
         )
         write_json(done, cset.to_json())
@@ -164,12 +176,15 @@ def oof(fit, folds: np.ndarray) -> np.ndarray:
 
 if __name__ == "__main__":  # build the QUICK cache: python -m experiments.lengthprobe._setup
     import logging
+    import sys
 
     logging.basicConfig(level=logging.INFO)
-    for m in CacheConfig().models:
+    for m in sys.argv[1:] or CacheConfig().models:  # optional model names: one process each
+        t0 = time.perf_counter()
         d = model_data(CacheConfig(), m, jax.random.key(0))
         print(
             m,
+            f"{time.perf_counter() - t0:.0f} s",
             len(d.completions),
             d.generated.n_tokens,
             dict(zip(*np.unique(d.completions.reasons, return_counts=True), strict=True)),

@@ -200,8 +200,9 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         )
     ]
     txt = (
-        f"{_setup.CAVEAT} Families: {list(config.families)}, {config.items} prompts each, "
-        f"greedy, max {config.max_new_tokens} new tokens (truncated completions left out). "
+        f"{_setup.CAVEAT} Families: {list(config.families)}; per model (prompts per family, "
+        f"max new tokens): { {m: config.budget(m)[:2] for m in config.models} }, greedy "
+        "(truncated completions left out). "
         "Natural prompts are files of the evals 3.0.1.post1 wheel; synthetic ones are "
         "jaxlab's generators. nMAE = MAE / mean true length. " + " ".join(notes)
     )

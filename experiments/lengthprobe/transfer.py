@@ -164,9 +164,10 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             )
         )
     notes = (
-        f"{_setup.CAVEAT} Families: {list(config.families)} ({config.items} prompts each; "
+        f"{_setup.CAVEAT} Families: {list(config.families)} (per model (prompts per family, "
+        f"max new tokens): { {m: config.budget(m)[:2] for m in config.models} }; "
         "natural = evals wheel files, synthetic = jaxlab generators); rows = every generated "
         "token of complete greedy completions; prompts split in halves, grouped. "
-        "Retraction events (claim 3) are not measured in this QUICK run."
+        "Retraction events (claim 3): lengthprobe_retraction."
     )
     return Result(metrics=metrics, claims=claims, figures={"transfer_matrix": fig}, notes=notes)

@@ -13,7 +13,9 @@
   `position_only`; metrics `length_metrics` (MAE, normalised MAE, log R^2, Spearman with
   bootstrap CIs over prompts).
 - `find_retractions`: token positions of retraction events ("Wait", "Actually", a repeated
-  line) for the per-position estimate around them (claim 3; no experiment yet).
+  line); forced events (claim 3): `cut_point`, `insert_phrase` (a retraction phrase or a
+  `same_length_filler` inserted into the model's own partial solution) and `estimate_jump`
+  (the remaining-length estimate after minus before, in tokens).
 
 Example: `examples/lengthprobe.py` (a jupytext notebook; rendered in the docs site).
 """
@@ -43,7 +45,11 @@ from ._probe import cross_fit as cross_fit
 from ._probe import directional_transfer as directional_transfer
 from ._probe import transfer_matrix as transfer_matrix
 from ._retraction import RETRACTION_PHRASES as RETRACTION_PHRASES
+from ._retraction import cut_point as cut_point
+from ._retraction import estimate_jump as estimate_jump
 from ._retraction import find_retractions as find_retractions
+from ._retraction import insert_phrase as insert_phrase
+from ._retraction import same_length_filler as same_length_filler
 from ._states import completion_states as completion_states
 from ._states import remaining_length as remaining_length
 from ._states import total_length as total_length

@@ -5,6 +5,14 @@ An event is a retraction phrase at a word boundary ("Wait", "Actually", "Let me 
 restarted step). Events are located as the index of the token in which they start, so the
 per-position probe estimate can be read just before and after them.
 
+Forced events. `cut_point` picks a break (end of a line or sentence) near the middle of one
+of the model's own completions, `insert_phrase` appends a phrase (a retraction, or a
+neutral filler of the same token length from `same_length_filler`) to the prompt and the
+partial solution there, giving the ids to continue from and the two positions to read the
+estimate at: the last token of the partial solution ("before") and the last token of the
+phrase ("after"); `estimate_jump` is the change of the remaining-length estimate between
+them, in tokens.
+
 Paper: the P17 abstract (claim 3: the remaining-length estimate shifts upward where the
 model retracts and restarts a partial solution).
 """
@@ -14,7 +22,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-__all__ = ["RETRACTION_PHRASES", "find_retractions"]
+import numpy as np
+
+__all__ = [
+    "RETRACTION_PHRASES",
+    "find_retractions",
+    "cut_point",
+    "insert_phrase",
+    "same_length_filler",
+    "estimate_jump",
+]
 
 #: phrases that open a retraction (matched case-sensitively at a word boundary).
 RETRACTION_PHRASES = (
@@ -71,3 +88,98 @@ def find_retractions(
     for c in starts:
         out.add(next(k for k, e in enumerate(ends) if e > c))
     return sorted(out)
+
+
+def cut_point(
+    tokens: Sequence[int],
+    decode: Callable[[Sequence[int]], str],
+    *,
+    fraction: float = 0.5,
+    breaks: Sequence[str] = ("\n", ". ", ".", ":", ";"),
+) -> int:
+    """Where to cut a completion into a partial solution: the prefix length k (1 <= k <
+    len(tokens)) closest to `fraction * len(tokens)` whose decoded text ends with one of
+    `breaks` (the end of a line or sentence); the rounded fraction itself if none does.
+
+    **Arguments:** `tokens` (at least 2 ids); `decode` ids -> text; `fraction` in (0, 1);
+    `breaks` non-empty strings.
+
+    **Returns:** the prefix length k (ties go to the shorter prefix).
+    """
+    toks = [int(t) for t in tokens]
+    if len(toks) < 2:
+        raise ValueError(f"tokens: expected at least 2 ids to cut, received {len(toks)}")
+    if not 0.0 < float(fraction) < 1.0:
+        raise ValueError(f"fraction: expected a value in (0, 1), received {fraction!r}")
+    if not breaks or any(not isinstance(b, str) or not b for b in breaks):
+        raise ValueError(f"breaks: expected non-empty strings, received {list(breaks)!r}")
+    target = fraction * len(toks)
+    ok = [k for k in range(1, len(toks)) if decode(toks[:k]).endswith(tuple(breaks))]
+    if not ok:
+        return min(max(1, int(round(target))), len(toks) - 1)
+    return min(ok, key=lambda k: (abs(k - target), k))
+
+
+def insert_phrase(
+    prompt: Sequence[int], completion: Sequence[int], cut: int, phrase: Sequence[int]
+) -> tuple[list[int], int, int]:
+    """Prompt + the first `cut` completion tokens + `phrase`: the ids to continue from.
+
+    **Arguments:** `prompt` (non-empty ids); `completion` ids; `cut` in [1, len(completion)];
+    `phrase` non-empty ids.
+
+    **Returns:** (ids, before, after) with `before` the position of the last partial-solution
+    token and `after` the position of the last phrase token (`after - before ==
+    len(phrase)`), both positions in `ids`.
+    """
+    p, c, ph = [int(t) for t in prompt], [int(t) for t in completion], [int(t) for t in phrase]
+    if not p or not ph:
+        raise ValueError("prompt, phrase: expected non-empty id lists")
+    if not 1 <= int(cut) <= len(c):
+        raise ValueError(f"cut: expected a value in [1, {len(c)}], received {cut!r}")
+    ids = p + c[: int(cut)] + ph
+    return ids, len(p) + int(cut) - 1, len(ids) - 1
+
+
+def same_length_filler(
+    encode: Callable[[str], Sequence[int]], length: int, candidates: Sequence[str]
+) -> list[int]:
+    """Ids of a neutral filler with exactly `length` tokens: the first candidate whose
+    encoding has that length, else the first `length` ids of the first candidate long
+    enough (the filler control of a retraction phrase of the same token length).
+
+    **Arguments:** `encode` text -> ids (without BOS); `length` >= 1; `candidates` texts.
+
+    **Returns:** `length` ids (`ValueError` when no candidate is long enough).
+    """
+    if int(length) < 1:
+        raise ValueError(f"length: expected a positive int, received {length!r}")
+    encoded = [[int(t) for t in encode(c)] for c in candidates]
+    for ids in encoded:
+        if len(ids) == length:
+            return ids
+    for ids in encoded:
+        if len(ids) > length:
+            return ids[:length]
+    raise ValueError(f"candidates: none encodes to at least {length} tokens")
+
+
+def estimate_jump(estimates, before, after, *, log1p: bool = True) -> np.ndarray:
+    """Change of a remaining-length estimate across events, in tokens.
+
+    **Arguments:** `estimates` (n,) per-position estimates (of log1p remaining tokens when
+    `log1p`, else of remaining tokens); `before`, `after` (m,) int indices into them.
+
+    **Returns:** (m,) `r[after] - r[before]` with `r = expm1(estimates)` (or the estimates).
+    """
+    e = np.asarray(estimates, np.float64)
+    b, a = np.asarray(before), np.asarray(after)
+    if e.ndim != 1:
+        raise ValueError(f"estimates: expected a 1-D array, received shape {e.shape}")
+    if b.shape != a.shape or b.ndim != 1:
+        raise ValueError(f"before, after: expected equal 1-D shapes, received {b.shape}, {a.shape}")
+    for name, idx in (("before", b), ("after", a)):
+        if idx.size and (idx.dtype.kind not in "iu" or idx.min() < 0 or idx.max() >= e.size):
+            raise ValueError(f"{name}: expected int indices in [0, {e.size})")
+    r = np.expm1(e) if log1p else e
+    return r[a] - r[b]
