@@ -123,6 +123,26 @@ def model_data(config: CacheConfig, model: str, key: jax.Array) -> ModelData:
         ).encode()
     ).hexdigest()[:16]
     folder = cache_dir("lengthprobe", f"{short(model)}-{h}")
+    cset, last, gen = cached_generation(
+        folder,
+        model,
+        ids,
+        [p.family for p in prompts],
+        max_new_tokens=max_new,
+        batch_size=batch,
+        key=jax.random.fold_in(key, 10_000),
+        layers=layers,
+        desc=f"lengthprobe {short(model)} completions",
+    )
+    return ModelData(model, prompts, cset, last, gen, layers)
+
+
+def cached_generation(
+    folder, model: str, ids, families, *, max_new_tokens, batch_size, key, layers, desc
+) -> tuple[lp.CompletionSet, lm.ActivationStore, lm.ActivationStore]:
+    """Greedy completions of `ids` and their prompt-last / generated states at `layers`,
+    read from `folder` (under a content hash the caller chose) or built there (resumable);
+    the model is loaded only for what is missing. Returns (set, last, generated)."""
     done = folder / "completions.json"
     states = folder / ("states-" + "-".join(map(str, layers)))
     net = None
@@ -135,17 +155,15 @@ def model_data(config: CacheConfig, model: str, key: jax.Array) -> ModelData:
             net,
             tok,
             ids,
-            families=[p.family for p in prompts],
-            max_new_tokens=max_new,
+            families=families,
+            max_new_tokens=max_new_tokens,
             path=folder / "batches",
-            key=jax.random.fold_in(key, 10_000),
-            batch_size=batch,
-            progress=TqdmProgress(desc=f"lengthprobe {short(model)} completions"),
+            key=key,
+            batch_size=batch_size,
+            progress=TqdmProgress(desc=desc),
         )
         write_json(done, cset.to_json())
-        log.info(
-            "lengthprobe %s: %d completions in %.0f s", model, len(cset), time.perf_counter() - t0
-        )
+        log.info("%s: %d completions in %.0f s", desc, len(cset), time.perf_counter() - t0)
     try:
         last = lm.ActivationStore(states / "prompt_last")
         gen = lm.ActivationStore(states / "generated")
@@ -156,8 +174,8 @@ def model_data(config: CacheConfig, model: str, key: jax.Array) -> ModelData:
         last, gen = lp.completion_states(
             net, cset, layers=layers, path=states, progress=TqdmProgress(desc="states")
         )
-        log.info("lengthprobe %s: states in %.0f s", model, time.perf_counter() - t0)
-    return ModelData(model, prompts, cset, last, gen, layers)
+        log.info("%s: states in %.0f s", desc, time.perf_counter() - t0)
+    return cset, last, gen
 
 
 def layer_stack(store: lm.ActivationStore, layers) -> np.ndarray:

@@ -27,18 +27,16 @@ import dataclasses
 import functools
 import hashlib
 import json
-import time
 
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext, cache_dir, log
+from experiments._harness import Claim, Result, RunContext, cache_dir
 from experiments.lengthprobe import _setup
 from jaxlab import interp, lm
 from jaxlab import lengthprobe as lp
-from jaxlab._core import TqdmProgress, write_json
 
 NAME = "lengthprobe_retraction"
 PAPER = "P17"
@@ -102,39 +100,17 @@ def _continuations(config, model: str, ids, families, layer):
         ).encode()
     ).hexdigest()[:16]
     folder = cache_dir("lengthprobe", f"{_setup.short(model)}-retraction-{h}")
-    done = folder / "completions.json"
-    net = None
-    if done.exists():
-        cset = lp.CompletionSet.from_json(json.loads(done.read_text()))
-    else:
-        t0 = time.perf_counter()
-        net, tok = lm.load(model)
-        cset = lp.generate_completions(
-            net,
-            tok,
-            ids,
-            families=families,
-            max_new_tokens=config.continue_tokens,
-            path=folder / "batches",
-            key=jax.random.key(0),
-            batch_size=config.budget(model)[2],
-            progress=TqdmProgress(desc=f"retraction {_setup.short(model)} continuations"),
-        )
-        write_json(done, cset.to_json())
-        log.info(
-            "retraction %s: %d continuations in %.0f s", model, len(cset), time.perf_counter() - t0
-        )
-    states = folder / f"states-{layer}"
-    try:
-        last = lm.ActivationStore(states / "prompt_last")
-        gen = lm.ActivationStore(states / "generated")
-    except ValueError:
-        if net is None:
-            net, _ = lm.load(model)
-        last, gen = lp.completion_states(
-            net, cset, layers=(layer,), path=states, progress=TqdmProgress(desc="states")
-        )
-    return cset, last, gen
+    return _setup.cached_generation(
+        folder,
+        model,
+        ids,
+        families,
+        max_new_tokens=config.continue_tokens,
+        batch_size=config.budget(model)[2],
+        key=jax.random.key(0),
+        layers=(layer,),
+        desc=f"retraction {_setup.short(model)} continuations",
+    )
 
 
 def _position_curve(g, train_rows, query_positions) -> np.ndarray:
