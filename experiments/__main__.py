@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ._harness import _registry
 from ._harness._bench import run_bench
+from ._harness._config import with_overrides
 from ._harness._papers import PAPERS, bibtex, papers_table
 from ._harness._report import claims_table, load_records, write_report
 from ._harness._runner import full_refusal, jax_info, reproduce, resume_note, run_experiment
@@ -66,7 +67,14 @@ def _cmd_run(args) -> int:
         return 2
     if args.resume:
         print(resume_note(mod, args.out))
-    rec = run_experiment(mod, out=args.out, full=args.full, seed=args.seed, resume=args.resume)
+    try:  # a bad override is a usage error, found before anything runs
+        with_overrides(mod.FULL if args.full else mod.QUICK, args.set)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    rec = run_experiment(
+        mod, out=args.out, full=args.full, seed=args.seed, resume=args.resume, overrides=args.set
+    )
     print(f"wrote {Path(args.out) / args.name / 'metrics.json'} ({rec['runtime_s']:.1f} s)")
     for c in rec["claims"]:
         print(
@@ -145,6 +153,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="continue from the checkpoints of an earlier run in OUT/NAME/checkpoints "
         "(says which it found, or that there are none)",
+    )
+    r.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="replace a field of the config (VALUE is JSON, a bare word a string; repeat "
+        "for several), e.g. --set items=12 --set 'families=[\"chain_sum\"]'; metrics.json "
+        "then says config quick+overrides and lists the values",
     )
     rp = sub.add_parser("reproduce", help="run all experiments and write the report")
     rp.add_argument(

@@ -18,6 +18,7 @@ from ._cache import model_tag as model_tag
 from ._cache import save_npz as save_npz
 from ._config import config_from_json as config_from_json
 from ._config import config_to_json as config_to_json
+from ._config import with_overrides as with_overrides
 from ._papers import PAPERS as PAPERS
 from ._runner import jax_info as jax_info
 from ._runner import reproduce as reproduce

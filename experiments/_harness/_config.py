@@ -6,7 +6,7 @@ import dataclasses
 import json
 from typing import Any, TypeVar
 
-__all__ = ["config_to_json", "config_from_json", "check_config_pair"]
+__all__ = ["config_to_json", "config_from_json", "check_config_pair", "with_overrides"]
 
 C = TypeVar("C")
 
@@ -67,3 +67,46 @@ def check_config_pair(where: str, quick: Any, full: Any) -> None:
             f"{where}: QUICK and FULL must be instances of one config class, "
             f"received {type(quick).__name__} and {type(full).__name__}"
         )
+
+
+def _same_kind(old: Any, new: Any) -> bool:
+    """Whether JSON value `new` may replace the field value `old` (ints for floats too)."""
+    if isinstance(old, bool) or isinstance(new, bool):
+        return isinstance(old, bool) and isinstance(new, bool)
+    if isinstance(old, float):
+        return isinstance(new, int | float)
+    if isinstance(old, tuple):
+        return isinstance(new, list)
+    return old is None or new is None or isinstance(new, type(old))
+
+
+def with_overrides(config: C, assignments: list[str] | tuple[str, ...]) -> C:
+    """`config` with fields replaced by `KEY=VALUE` assignments (VALUE is JSON; a bare word
+    is a string), e.g. `items=12`, `families=["chain_sum"]`; unknown keys and values of
+    another kind than the field's (a number for a list, ...) are a `ValueError`."""
+    if not _is_frozen_instance(config):
+        raise TypeError(
+            f"config must be a frozen dataclass instance, received {type(config).__name__}"
+        )
+    current = config_to_json(config)
+    changes: dict[str, Any] = {}
+    for item in assignments:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"config override: expected KEY=VALUE, received {item!r}")
+        if key not in current:
+            raise ValueError(
+                f"config override {key!r}: unknown key; expected one of {sorted(current)}"
+            )
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        if not _same_kind(current[key], value):
+            raise ValueError(
+                f"config override {key}={text}: expected a value like {current[key]!r} "
+                f"({type(current[key]).__name__}), received {type(value).__name__}"
+            )
+        changes[key] = value
+    return config_from_json(type(config), {**current, **changes})

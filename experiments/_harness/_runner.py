@@ -19,7 +19,7 @@ import numpy as np
 from jaxlab._core import atomic_write, remove_stale_temps, write_json
 
 from ._api import Result, RunContext, log
-from ._config import config_to_json
+from ._config import config_to_json, with_overrides
 
 __all__ = [
     "run_experiment",
@@ -155,8 +155,12 @@ def run_experiment(
     full: bool = False,
     seed: int = 0,
     resume: bool = False,
+    overrides: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run `mod.run(config, key, ctx)` and write DIR/NAME/{metrics.json, *.png, run.log}.
+
+    `overrides`: `KEY=VALUE` assignments replacing fields of the QUICK/FULL config
+    (`with_overrides`); the record's `config` then says `quick+overrides`.
 
     Returns the metrics.json content. Exceptions from the experiment propagate
     (after being logged to run.log); metrics.json is only replaced on success.
@@ -174,6 +178,10 @@ def run_experiment(
     for folder in {run_dir, *(p.parent for p in run_dir.rglob(".*.tmp"))}:
         remove_stale_temps(folder)
     config = mod.FULL if full else mod.QUICK
+    overrides = tuple(overrides)
+    if overrides:
+        config = with_overrides(config, overrides)
+    label = ("full" if full else "quick") + ("+overrides" if overrides else "")
     handler = logging.FileHandler(run_dir / "run.log", mode="a" if resume else "w")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     loggers = [log, logging.getLogger("jaxlab")]
@@ -182,9 +190,7 @@ def run_experiment(
         lg.setLevel(logging.INFO)
     ctx = RunContext(name=name, out_dir=run_dir, resume=resume, full=full)
     try:
-        log.info(
-            "run %s config=%s seed=%d jax=%s", name, "full" if full else "quick", seed, jax_info()
-        )
+        log.info("run %s config=%s seed=%d jax=%s", name, label, seed, jax_info())
         t0 = time.perf_counter()
         result = mod.run(config, jax.random.key(seed), ctx)
         if not isinstance(result, Result):
@@ -205,7 +211,7 @@ def run_experiment(
             "experiment": name,
             "paper": mod.PAPER,
             "description": mod.DESCRIPTION,
-            "config": "full" if full else "quick",
+            "config": label,
             "config_values": config_to_json(config),
             "seed": seed,
             "metrics": metrics,

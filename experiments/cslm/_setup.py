@@ -50,8 +50,9 @@ class ChunkConfig:
     families: tuple[str, ...] = ("chain_sum", "counting", "sorting")
     # (family, sizes) pairs
     sizes: tuple[tuple[str, tuple[int, ...]], ...] = SIZES
-    items: int = 20
-    batch_size: int = 16
+    items: int = 30
+    # one compiled batch per chunk (30 items; the triad's 8 items x 4 samples)
+    batch_size: int = 32
 
     def sizes_of(self, family: str) -> tuple[int, ...]:
         """The problem sizes of `family`."""
@@ -63,7 +64,7 @@ class BudgetConfig(ChunkConfig):
     """The budget table shared by cslm_complexity and cslm_reliability (QUICK defaults);
     `BUDGET_FULL_OVERRIDES` are the FULL values."""
 
-    budgets: tuple[int, ...] = (16, 32, 64, 128)
+    budgets: tuple[int, ...] = (16, 32, 64, 128, 256)
 
 
 BUDGET_FULL_OVERRIDES = {

@@ -33,7 +33,7 @@ class Config(_setup.ChunkConfig):
 
     families: tuple[str, ...] = ("chain_sum", "counting")
     sizes: tuple[tuple[str, tuple[int, ...]], ...] = (("chain_sum", (3,)), ("counting", (4,)))
-    items: int = 8
+    items: int = 30
     samples: int = 4
     max_new_tokens: int = 64
 
