@@ -105,3 +105,40 @@ def _tree_allclose_fixture():
 
 
 __all__ = ["tree_allclose", "jnp"]
+
+
+# ---------------------------------------------------------------- robustness totals
+# The fuzz suite (tests/test_fuzz_public_api.py) and the corrupted-file sweeps
+# (tests/corruption.py) hand their counts to the report with `record_property`
+# ("fuzz" / "corruption"); they travel with the test reports, also from xdist workers,
+# and are summed here at the end of the session (each test asserts its unhandled == 0).
+_TOTALS = {
+    "fuzz": ("tried", "clean", "documented", "unhandled"),
+    "corruption": ("tried", "value_error", "documented", "unhandled"),
+}
+
+
+def robustness_totals(reports) -> dict[str, dict[str, int]]:
+    """Per suite, the sum of the counts the call reports of `reports` carry."""
+    out: dict[str, dict[str, int]] = {}
+    for rep in reports:
+        if getattr(rep, "when", None) != "call":
+            continue
+        for name, value in getattr(rep, "user_properties", ()):
+            if name in _TOTALS:
+                t = out.setdefault(name, dict.fromkeys(_TOTALS[name], 0) | {"tests": 0})
+                t["tests"] += 1
+                for k in _TOTALS[name]:
+                    t[k] += int(value[k])
+    return out
+
+
+def pytest_terminal_summary(terminalreporter):
+    reports = [r for key in ("passed", "failed") for r in terminalreporter.stats.get(key, [])]
+    totals = robustness_totals(reports)
+    if not totals:
+        return
+    terminalreporter.section("robustness totals (issue 30)")
+    for name, t in sorted(totals.items()):
+        counts = ", ".join(f"{k} {t[k]}" for k in _TOTALS[name])
+        terminalreporter.write_line(f"{name}: {counts} (over {t['tests']} tests)")

@@ -140,7 +140,9 @@ def train(
 ):
     """`tp.fit` for `epochs` epochs; returns (state, train seconds, median epoch seconds,
     history). The step is compiled (and one epoch run) before the clock starts; the
-    times are those of the epochs this process ran (after a resume, the remaining ones).
+    times are those of the epochs this process ran (after a resume, the remaining ones;
+    NaN when a resume found the training complete and ran none: not measured, not 0 s,
+    which made topology_mutag's time ratio divide by zero).
     """
     kw = dict(key=key, vmapped=vmapped, eval_data=eval_data, eval_every=eval_every)
     t0 = time.perf_counter()
@@ -158,7 +160,7 @@ def train(
         checkpointer=ctx.checkpointer(tag, every=ckpt_every),
         progress=timer,
     )
-    elapsed = float(np.sum(timer.times))
+    elapsed = float(np.sum(timer.times)) if timer.times else float("nan")
     log.info("%s: compile %.1f s, train %.1f s over %d epochs", tag, compile_s, elapsed, epochs)
     per_epoch = float(np.median(timer.times)) if timer.times else float("nan")
     return state, elapsed, per_epoch, hist

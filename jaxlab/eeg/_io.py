@@ -79,6 +79,15 @@ def _check_edf_header(path: str | Path) -> None:
     dmin = _edf_field(head, base + 16 * ns, 8, ns, "digital_min", path)
     dmax = _edf_field(head, base + 24 * ns, 8, ns, "digital_max", path)
     nsamp = _edf_field(head, base + 32 * ns + 80 * ns, 8, ns, "samples_per_record", path)
+    # the unit scales every sample (MNE reads an unknown one as volts, silently): EDF
+    # headers are printable ASCII; 'µ' (latin-1 or UTF-8) is allowed, writers use it
+    dims = 256 + ns * (16 + 80)
+    for i in range(ns):
+        unit = head[dims + 8 * i : dims + 8 * (i + 1)]
+        if any(not (32 <= b <= 126 or b in (0xB5, 0xC2)) for b in unit):
+            raise ValueError(
+                f"{path}: EDF header field physical_dimension[{i}] is not a unit: {unit!r}"
+            )
     for i in range(ns):
         if not dmin[i] < dmax[i]:
             raise ValueError(

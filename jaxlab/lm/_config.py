@@ -88,7 +88,21 @@ class LMConfig:
 
 
 def config_from_gguf(gguf_file) -> LMConfig:
-    """`LMConfig` from an open `GGUFFile`'s metadata (architectures llama, gemma3, qwen2)."""
+    """`LMConfig` from an open `GGUFFile`'s metadata (architectures llama, gemma3, qwen2).
+
+    **Raises:**
+        ValueError: a missing or invalid metadata value (the message names the file).
+    """
+    try:
+        return _config_from_gguf(gguf_file)
+    except ValueError as e:
+        where = str(gguf_file.path)
+        if where in str(e):
+            raise
+        raise ValueError(f"GGUF file {where!r}: {e}") from e
+
+
+def _config_from_gguf(gguf_file) -> LMConfig:
     arch = gguf_file.require("general.architecture")
     if arch not in ("llama", "gemma3", "qwen2"):
         raise ValueError(f"GGUF architecture {arch!r} is not supported (llama, gemma3, qwen2)")

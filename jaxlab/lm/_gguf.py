@@ -125,7 +125,9 @@ def _read_value(cur: _Cursor, vtype: int, key: str, depth: int = 0):
                     f"of {count} elements does not fit"
                 )
             arr = cur.take(count * dt.itemsize, f"array {key!r}").view(dt)
-            return [bool(x) for x in arr] if etype == 7 else arr.tolist()
+            if etype == 7:
+                return [_bool(cur, int(x), key) for x in arr]
+            return arr.tolist()
         if count > cur.buf.size:
             raise ValueError(
                 f"GGUF file {str(cur.path)!r}: array {key!r} has impossible length {count}"
@@ -138,7 +140,14 @@ def _read_value(cur: _Cursor, vtype: int, key: str, depth: int = 0):
             f"GGUF file {str(cur.path)!r}: metadata {key!r} has unknown value type {vtype}"
         )
     v = cur.scalar(_VALUE_TYPES[vtype], f"value of {key!r}")
-    return bool(v) if vtype == 7 else v
+    return _bool(cur, v, key) if vtype == 7 else v
+
+
+def _bool(cur: _Cursor, v: int, key: str) -> bool:
+    """A GGUF bool is one byte, 0 or 1; any other byte is damage, not `True`."""
+    if v not in (0, 1):
+        raise ValueError(f"GGUF file {str(cur.path)!r}: bool {key!r} holds byte {v} (0 or 1)")
+    return bool(v)
 
 
 class GGUFFile:

@@ -24,53 +24,94 @@ def _np_dtype(dtype):
     return dt
 
 
+def expected_tensors(cfg: LMConfig) -> dict[str, tuple[int, ...]]:
+    """Name -> shape of every tensor `load_model` reads for `cfg` (GGUF names)."""
+    L, d, f = cfg.n_layers, cfg.d_model, cfg.d_ff
+    hq, hkv, hd = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim, cfg.head_dim
+    gemma = cfg.arch == "gemma3"
+    per_layer = {
+        "attn_norm.weight": (d,),
+        "attn_q.weight": (hq, d),
+        "attn_k.weight": (hkv, d),
+        "attn_v.weight": (hkv, d),
+        "attn_output.weight": (d, hq),
+        "ffn_norm.weight": (d,),
+        "ffn_gate.weight": (f, d),
+        "ffn_up.weight": (f, d),
+        "ffn_down.weight": (d, f),
+    }
+    if cfg.qk_norm:
+        per_layer |= {"attn_q_norm.weight": (hd,), "attn_k_norm.weight": (hd,)}
+    if gemma:
+        per_layer |= {"post_attention_norm.weight": (d,), "post_ffw_norm.weight": (d,)}
+    if cfg.qkv_bias:
+        per_layer |= {"attn_q.bias": (hq,), "attn_k.bias": (hkv,), "attn_v.bias": (hkv,)}
+    out = {f"blk.{i}.{k}": v for i in range(L) for k, v in per_layer.items()}
+    out["token_embd.weight"] = (cfg.vocab_size, d)
+    if not cfg.tied_embeddings:
+        out["output.weight"] = (cfg.vocab_size, d)
+    out["output_norm.weight"] = (d,)
+    return out
+
+
+def check_tensors(gguf_file, cfg: LMConfig) -> None:
+    """Every tensor `load_model` needs is in the file with the shape the metadata
+    implies; checked before any tensor is dequantised (ValueError naming the file)."""
+    where = f"GGUF file {str(gguf_file.path)!r}"
+    for name, shape in expected_tensors(cfg).items():
+        info = gguf_file.tensors.get(name)
+        if info is None:
+            raise ValueError(f"{where} lacks tensor {name!r} required by {cfg.arch}")
+        if tuple(info.shape) != tuple(shape):
+            raise ValueError(
+                f"{where}: tensor {name!r} has shape {info.shape}, but the metadata "
+                f"implies {tuple(shape)}"
+            )
+
+
 def load_model(gguf_file, *, dtype=jnp.float32) -> Transformer:
     """Build the `Transformer` stored in an open `GGUFFile`.
 
     **Raises:**
-        ValueError: a tensor is missing or its shape disagrees with the metadata.
+        ValueError: a tensor is missing or its shape disagrees with the metadata (checked
+            for every tensor before any is dequantised; the message names the file).
     """
     dt = _np_dtype(dtype)
     cfg: LMConfig = config_from_gguf(gguf_file)
-    L, d, f = cfg.n_layers, cfg.d_model, cfg.d_ff
-    hq, hkv, hd = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim, cfg.head_dim
+    check_tensors(gguf_file, cfg)
+    L = cfg.n_layers
 
-    def get(name, shape):
-        info = gguf_file.tensors.get(name)
-        if info is None:
-            raise ValueError(f"GGUF file lacks tensor {name!r} required by {cfg.arch}")
-        if tuple(info.shape) != tuple(shape):
-            raise ValueError(
-                f"GGUF tensor {name!r} has shape {info.shape}, but the metadata "
-                f"implies {tuple(shape)}"
-            )
+    def get(name):
         return gguf_file.array(name, dt)
 
-    def stack(suffix, shape):
-        return jnp.asarray(np.stack([get(f"blk.{i}.{suffix}", shape) for i in range(L)]))
+    def stack(suffix):
+        return jnp.asarray(np.stack([get(f"blk.{i}.{suffix}") for i in range(L)]))
+
+    def optional(suffix, present):
+        return stack(suffix) if present else None
 
     gemma = cfg.arch == "gemma3"
     layers = Layers(
-        attn_norm=stack("attn_norm.weight", (d,)),
-        wq=stack("attn_q.weight", (hq, d)),
-        wk=stack("attn_k.weight", (hkv, d)),
-        wv=stack("attn_v.weight", (hkv, d)),
-        wo=stack("attn_output.weight", (d, hq)),
-        ffn_norm=stack("ffn_norm.weight", (d,)),
-        w_gate=stack("ffn_gate.weight", (f, d)),
-        w_up=stack("ffn_up.weight", (f, d)),
-        w_down=stack("ffn_down.weight", (d, f)),
-        q_norm=stack("attn_q_norm.weight", (hd,)) if cfg.qk_norm else None,
-        k_norm=stack("attn_k_norm.weight", (hd,)) if cfg.qk_norm else None,
-        post_attn_norm=stack("post_attention_norm.weight", (d,)) if gemma else None,
-        post_ffn_norm=stack("post_ffw_norm.weight", (d,)) if gemma else None,
-        bq=stack("attn_q.bias", (hq,)) if cfg.qkv_bias else None,
-        bk=stack("attn_k.bias", (hkv,)) if cfg.qkv_bias else None,
-        bv=stack("attn_v.bias", (hkv,)) if cfg.qkv_bias else None,
+        attn_norm=stack("attn_norm.weight"),
+        wq=stack("attn_q.weight"),
+        wk=stack("attn_k.weight"),
+        wv=stack("attn_v.weight"),
+        wo=stack("attn_output.weight"),
+        ffn_norm=stack("ffn_norm.weight"),
+        w_gate=stack("ffn_gate.weight"),
+        w_up=stack("ffn_up.weight"),
+        w_down=stack("ffn_down.weight"),
+        q_norm=optional("attn_q_norm.weight", cfg.qk_norm),
+        k_norm=optional("attn_k_norm.weight", cfg.qk_norm),
+        post_attn_norm=optional("post_attention_norm.weight", gemma),
+        post_ffn_norm=optional("post_ffw_norm.weight", gemma),
+        bq=optional("attn_q.bias", cfg.qkv_bias),
+        bk=optional("attn_k.bias", cfg.qkv_bias),
+        bv=optional("attn_v.bias", cfg.qkv_bias),
     )
-    embed = jnp.asarray(get("token_embd.weight", (cfg.vocab_size, d)))
-    head = None if cfg.tied_embeddings else jnp.asarray(get("output.weight", (cfg.vocab_size, d)))
-    final = jnp.asarray(get("output_norm.weight", (d,)))
+    embed = jnp.asarray(get("token_embd.weight"))
+    head = None if cfg.tied_embeddings else jnp.asarray(get("output.weight"))
+    final = jnp.asarray(get("output_norm.weight"))
     return Transformer(cfg, embed, layers, final, head)
 
 

@@ -111,7 +111,28 @@ class Tokenizer:
 
     @classmethod
     def from_gguf(cls, gguf_file) -> Tokenizer:
-        """Build the tokenizer stored in an open `GGUFFile`."""
+        """Build the tokenizer stored in an open `GGUFFile`.
+
+        **Raises:**
+            ValueError: missing or malformed tokenizer metadata (token types outside
+                0..6, ids outside the vocabulary, merges the BPE model refuses); the
+                message names the file.
+        """
+        where = str(gguf_file.path)
+        try:
+            return cls._from_gguf(gguf_file)
+        except ValueError as e:
+            if where in str(e):
+                raise
+            raise ValueError(f"GGUF file {where!r}: {e}") from e
+        except Exception as e:  # the tokenizers package raises TypeError / Exception
+            raise ValueError(
+                f"GGUF file {where!r}: the tokenizer metadata cannot be built into a "
+                f"tokenizer ({type(e).__name__}: {str(e)[:200]})"
+            ) from e
+
+    @classmethod
+    def _from_gguf(cls, gguf_file) -> Tokenizer:
         from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers
         from tokenizers import Tokenizer as HFTokenizer
 
@@ -121,6 +142,12 @@ class Tokenizer:
         types = list(meta.get("tokenizer.ggml.token_type", [_NORMAL] * len(pieces)))
         if len(types) != len(pieces):
             raise ValueError("GGUF tokenizer: token_type and tokens have different lengths")
+        bad = [i for i, t in enumerate(types) if not (isinstance(t, int) and 0 <= t <= _BYTE)]
+        if bad:
+            raise ValueError(
+                f"GGUF tokenizer: token_type[{bad[0]}] is {types[bad[0]]!r} "
+                f"(llama.cpp's token types are 0..{_BYTE}; {len(bad)} entries outside)"
+            )
         vocab = {p: i for i, p in enumerate(pieces)}
         unk_id = meta.get("tokenizer.ggml.unknown_token_id")
         if unk_id is not None:

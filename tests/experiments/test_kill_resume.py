@@ -167,6 +167,38 @@ _HAPS_TINY = {
     "n_boot": 50,
 }
 CASES["routing_haps_main"] = _HAPS_TINY | {"router_steps": 20, "cost_shifts": (0.0, 1.0)}
+# The experiments that share a covered case's training path get a case of their own (a
+# shared path does not cover what each does around it: its loops over settings, folds
+# and seeds, its caches, its metrics). routing_haps_ablation: main's tiny HAPS fits, one
+# per variant (6 saves each). biophys_localize: the anchored population fit of
+# biophys_currents (25-step chunks: 2 saves). cells_rare: one LeCell fit per fraction
+# (chunks of 50: 2 saves each). eeg_cross_session / eeg_technique: eeg_state's deep
+# baselines. em_joint: em.train_methods as in em_t0, one setting. stereo_ipd: the RAFT
+# training of stereo_faces. topology_mutag / topology_zinc: topology_freesolv's train
+# (every 10 epochs and at the end: 2 saves per model and fold).
+_EEG_TINY = CASES["eeg_state"]
+CASES |= {
+    "routing_haps_ablation": dict(_HAPS_TINY),
+    "biophys_localize": {"n_neurons": 2, "duration_ms": 80.0, "fit_steps": 50},
+    "cells_rare": {"seeds": (0, 1), "latent_dim": 4, "width": 16, "steps": 100, "batch_size": 32},
+    "eeg_cross_session": dict(_EEG_TINY),
+    "eeg_technique": dict(_EEG_TINY),
+    "em_joint": {
+        k: v for k, v in CASES["em_t0"].items() if k not in ("t0_values", "seeds", "n_refine")
+    }
+    | {"settings": ((2, "cremi_like"),)},
+    "stereo_ipd": CASES["stereo_faces"] | {"noise_draws": 4, "n_boot": 50},
+    "topology_mutag": {"folds": 2, "epochs": 12, "width": 8, "depth": 1},
+    "topology_zinc": {
+        "seeds": 2,
+        "n_train": 48,
+        "n_val": 16,
+        "n_test": 16,
+        "epochs": 12,
+        "width": 8,
+        "depth": 1,
+    },
+}
 RUNTIME = {"runtime_s", "jax"}
 
 
