@@ -59,6 +59,7 @@ from jaxlab._kernels.laplex import (
     fused_apply,
     fused_parts,
     fused_sym,
+    fused_sym_fresh,
 )
 
 from ._plan import LaplexPlan, _make_plan, check_plan, plan_error_if
@@ -147,12 +148,30 @@ def _is_fused(scan):
     return isinstance(scan, CpuScan) and scan.fused
 
 
+def _fresh_sym(scan, sym, v, b):
+    """Whether a plan-less call takes `fused_sym_fresh` (sort inside the fused pass):
+    the fused CPU strategy, `t is s`, a real kernel and one real column."""
+    real = b is None and not jnp.issubdtype(v.dtype, jnp.complexfloating)
+    return _is_fused(scan) and sym and real and v.shape[1] == 1
+
+
+def _fresh_plan(t, s, sym):
+    return _make_plan(jax.lax.stop_gradient(t), jax.lax.stop_gradient(s), sym)
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
 def _core(scan, sym, v, t, s, a, b, c, plan):
-    """`sym`: t and s are the same array (and plan was made from it): one sort."""
+    """`sym`: t and s are the same array (and plan was made from it): one sort.
+
+    `plan` None: sort here (inside the fused pass when `_fresh_sym`, else a fresh plan).
+    """
     wd = _work_dtype(v, b)
     lam = _lam(a, b, wd)
     x = v.astype(wd)
+    if plan is None and _fresh_sym(scan, sym, v, b):
+        return fused_sym_fresh(x, jax.lax.stop_gradient(s), lam, c.astype(wd))
+    if plan is None:
+        plan = _fresh_plan(t, s, sym)
     if _is_fused(scan) and sym:
         return fused_sym(x, s, lam, c.astype(wd), plan.perm_s, plan.presorted_s)
     if _is_fused(scan):
@@ -167,6 +186,8 @@ def _core(scan, sym, v, t, s, a, b, c, plan):
 
 
 def _core_fwd(scan, sym, v, t, s, a, b, c, plan):
+    # differentiated: the backward pass needs the plan, so sort once here and reuse it
+    plan = _fresh_plan(t, s, sym) if plan is None else plan
     return _core(scan, sym, v, t, s, a, b, c, plan), (v, t, s, a, b, c, plan)
 
 
@@ -328,10 +349,7 @@ def _matvec_jit(scan, sym, checks, v, t, s, a, b, c, plan):
         a = eqx.error_if(a, jnp.any(a <= 0), "a: decays must be > 0")
         t = error_if_not_finite("t", t)  # NaN/inf anchors would break the sort
         s = t if sym else error_if_not_finite("s", s)
-    if plan is None:
-        ts = jax.lax.stop_gradient(t)
-        plan = _make_plan(ts, ts if sym else jax.lax.stop_gradient(s), sym)
-    elif checks:
+    if plan is not None and checks:
         plan = plan_error_if(plan, t.shape[1], s.shape[1])
     vec = v.ndim == 1
     v2 = v[:, None] if vec else v

@@ -39,6 +39,7 @@
 
 #include "laplex_mem.h"
 #include "laplex_par.h"
+#include "laplex_sort.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -173,7 +174,7 @@ inline int64_t Clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (
 template <typename S, bool CPX, bool JD, bool Q, bool TIE, int KS>
 LAPLEX_CLONES void HeadCols(const Plan& p, int64_t c0, const S* x, const S* tgt, const S* src,
                             double a, double b, double c_re, double c_im, bool acc, S* o0,
-                            S* o1, S* o2) {
+                            S* o1, S* o2, int walks) {
   constexpr int W = CPX ? 2 : 1;  // storage values per element
   constexpr int64_t C = kChunk;
   const int64_t n = p.n, m = p.m, k = p.k;
@@ -283,9 +284,10 @@ LAPLEX_CLONES void HeadCols(const Plan& p, int64_t c0, const S* x, const S* tgt,
     }
   };
 
-  // ---------------- left walk (ascending) ----------------
-  reset();
   int64_t it = 0;  // next target in sorted order
+  // ---------------- left walk (ascending) ----------------
+  if (walks & 1) {
+  reset();
   // targets left of every source: L = 0
   while (it < m && trank(tpos(it)) == 0) {
     const int64_t i = tpos(it);
@@ -340,7 +342,10 @@ LAPLEX_CLONES void HeadCols(const Plan& p, int64_t c0, const S* x, const S* tgt,
     }
   }
 
+  }  // left walk
+
   // ---------------- right walk (descending) ----------------
+  if (!(walks & 2)) return;
   reset();
   it = m - 1;
   while (it >= 0 && trank(tpos(it)) >= n) --it;  // right of every source: R = 0
@@ -377,16 +382,53 @@ LAPLEX_CLONES void HeadCols(const Plan& p, int64_t c0, const S* x, const S* tgt,
   }
 }
 
+// Both walks of one head over every column. The left and the right walk are
+// independent: on two or more threads (laplex_par::Threads of n + m) the left walk
+// writes the outputs while a second thread runs the right walk into zeroed copies,
+// which are then added in (split over the threads): the gradient passes
+// (laplex_fused_parts) and the general apply on two cores.
 template <typename S, bool CPX, bool JD, bool Q, bool TIE>
 void HeadSorted(const Plan& p, const S* x, const S* tgt, const S* src, double a, double b,
                 double c_re, double c_im, bool acc, S* o0, S* o1, S* o2) {
-  int64_t c0 = 0;
-  for (; c0 + 4 <= p.k; c0 += 4) {
-    HeadCols<S, CPX, JD, Q, TIE, 4>(p, c0, x, tgt, src, a, b, c_re, c_im, acc, o0, o1, o2);
+  auto cols = [&](int walks, bool ac, S* q0, S* q1, S* q2) {
+    int64_t c0 = 0;
+    for (; c0 + 4 <= p.k; c0 += 4) {
+      HeadCols<S, CPX, JD, Q, TIE, 4>(p, c0, x, tgt, src, a, b, c_re, c_im, ac, q0, q1, q2,
+                                      walks);
+    }
+    for (; c0 < p.k; ++c0) {
+      HeadCols<S, CPX, JD, Q, TIE, 1>(p, c0, x, tgt, src, a, b, c_re, c_im, ac, q0, q1, q2,
+                                      walks);
+    }
+  };
+  const int nt = laplex_par::Threads(p.n + p.m, 2);
+  if (nt < 2) {
+    cols(3, acc, o0, o1, o2);
+    return;
   }
-  for (; c0 < p.k; ++c0) {
-    HeadCols<S, CPX, JD, Q, TIE, 1>(p, c0, x, tgt, src, a, b, c_re, c_im, acc, o0, o1, o2);
-  }
+  constexpr int W = CPX ? 2 : 1;
+  const int64_t len = W * p.m * p.k;
+  Scratch<S> r0(len), r1(Q ? len : 0), r2(JD ? len : 0);
+  laplex_par::Run(2, [&](int t) {
+    if (t == 0) {
+      cols(1, acc, o0, o1, o2);
+      return;
+    }
+    std::fill(r0.data(), r0.data() + len, S(0));
+    if constexpr (Q) std::fill(r1.data(), r1.data() + len, S(0));
+    if constexpr (JD) std::fill(r2.data(), r2.data() + len, S(0));
+    cols(2, true, r0.data(), Q ? r1.data() : nullptr, JD ? r2.data() : nullptr);
+  });
+  laplex_par::Run(nt, [&](int t) {
+    const int64_t e0 = len * t / nt, e1 = len * (t + 1) / nt;
+    for (int64_t e = e0; e < e1; ++e) o0[e] = static_cast<S>(o0[e] + r0[e]);
+    if constexpr (Q) {
+      for (int64_t e = e0; e < e1; ++e) o1[e] = static_cast<S>(o1[e] + r1[e]);
+    }
+    if constexpr (JD) {
+      for (int64_t e = e0; e < e1; ++e) o2[e] = static_cast<S>(o2[e] + r2[e]);
+    }
+  });
 }
 
 // Unsorted anchors: the walks would read x and write the outputs in random order,
@@ -1127,7 +1169,82 @@ ffi::Error SymImpl(ffi::Buffer<D> x, ffi::Buffer<R> src, ffi::Buffer<D> lam, ffi
   return ffi::Error::Success();
 }
 
+// walk sorted real anchors `sv` with one column of values `xv` into `out` (+= with acc),
+// the symmetric operator's pass: SymSortedReal on AVX-512 CPUs, else SymCols
+template <typename S>
+void SymWalkReal(int64_t n, const S* xv, const S* sv, double a, double cw, bool acc, S* out) {
+#ifdef LAPLEX_SYM_SIMD
+  static const bool wide = __builtin_cpu_supports("avx512f");
+  if (wide) {
+    Scratch<S> qb(n);
+    SymSortedReal<S>(n, xv, sv, a, cw, acc, out, qb.data());
+    return;
+  }
+#endif
+  Scratch<S> fb(acc ? n : 0);
+  SymCols<S, false, 1>(n, 1, 0, nullptr, xv, sv, a, 0.0, cw, 0.0, acc, true, out,
+                       acc ? fb.data() : out);
+}
+
+// Symmetric operator from unsorted anchors, real kernel, one column, sorting inside:
+// per head, SortCarry (laplex_sort.h) sorts the anchors with the values carried
+// through the radix passes (no random gather), the sorted copies are walked, and
+// PermuteBack writes the result in the original order by a partitioned scatter
+// (no random scatter). Anchors that come nondecreasing are walked in place.
+template <ffi::DataType D>
+ffi::Error SymFreshImpl(ffi::Buffer<D> x, ffi::Buffer<D> src, ffi::Buffer<D> lam,
+                        ffi::Buffer<D> c, ffi::ResultBuffer<D> y) {
+  using S = ffi::NativeType<D>;
+  auto xd = x.dimensions();
+  auto sd = src.dimensions();
+  if (xd.size() != 2 || sd.size() != 2 || lam.dimensions().size() != 1 ||
+      c.dimensions().size() != 1) {
+    return ffi::Error::InvalidArgument("laplex_fused_symfresh: unexpected ranks");
+  }
+  const int64_t h_n = sd[0], n = sd[1];
+  if (xd[0] != n || xd[1] != 1 || lam.dimensions()[0] != h_n || c.dimensions()[0] != h_n) {
+    return ffi::Error::InvalidArgument("laplex_fused_symfresh: inconsistent shapes");
+  }
+  if (n >= (int64_t{1} << 31)) {
+    return ffi::Error::InvalidArgument("laplex_fused_symfresh: more than 2^31 - 1 anchors");
+  }
+  S* yo = y->typed_data();
+  if (n == 0) return ffi::Error::Success();
+  AdviseHuge(yo, sizeof(S) * n);
+  if (h_n == 0) {
+    std::fill(yo, yo + n, S(0));
+    return ffi::Error::Success();
+  }
+  const S* xs = x.typed_data();
+  for (int64_t h = 0; h < h_n; ++h) {
+    const double a = static_cast<double>(lam.typed_data()[h]);
+    const double cw = static_cast<double>(c.typed_data()[h]);
+    const S* sh = src.typed_data() + h * n;
+    auto srt = laplex_sort::SortCarry<S>(sh, xs, n);
+    if (srt.sorted) {
+      SymWalkReal<S>(n, xs, sh, a, cw, h > 0, yo);
+      continue;
+    }
+    Scratch<S> ys(n);
+    SymWalkReal<S>(n, srt.x.data(), srt.s.data(), a, cw, false, ys.data());
+    laplex_sort::PermuteBack<S>(srt.idx.data(), ys.data(), n, h > 0, yo);
+  }
+  return ffi::Error::Success();
+}
+
 }  // namespace
+
+#define LAPLEX_SYMFRESH_DEFINE(SUFFIX, D)                                          \
+  XLA_FFI_DEFINE_HANDLER_SYMBOL(LaplexFusedSymFresh##SUFFIX, (SymFreshImpl<D>),    \
+                                ffi::Ffi::Bind()                                   \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Ret<ffi::Buffer<D>>());
+
+LAPLEX_SYMFRESH_DEFINE(F32, ffi::F32)
+LAPLEX_SYMFRESH_DEFINE(F64, ffi::F64)
 
 #define LAPLEX_FUSED_DEFINE(SUFFIX, D, R)                                          \
   XLA_FFI_DEFINE_HANDLER_SYMBOL(LaplexFusedApply##SUFFIX, (ApplyImpl<D, R>),       \

@@ -17,27 +17,16 @@
 
 #include "laplex_mem.h"
 #include "laplex_par.h"
+#include "laplex_sort.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
 using laplex_mem::AdviseHuge;
 using laplex_mem::Scratch;
+using laplex_sort::BitLength;
+using laplex_sort::OrderKey;
 
 namespace {
-
-inline uint32_t OrderKey(float x) {
-  x = x + 0.0f;  // -0.0 -> +0.0
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof(u));
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-inline uint64_t OrderKey(double x) {
-  x = x + 0.0;
-  uint64_t u;
-  std::memcpy(&u, &x, sizeof(u));
-  return (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull);
-}
 
 // Stable argsort of x[0..n) into perm, returning the sorted keys, in two steps over
 // the keys' span [kmin, kmax]: (1) one stable scatter into up to 2^kBucketBits buckets
@@ -47,16 +36,6 @@ inline uint64_t OrderKey(double x) {
 // skipped) on the remaining low bits, buckets claimed by the threads from a counter.
 // Threads: laplex_par::Threads (JAXLAB_LAPLEX_THREADS=k forces k at any size).
 constexpr int kBucketBits = 11;
-
-template <typename U>
-inline int BitLength(U v) {
-  int b = 0;
-  while (v != 0) {
-    v >>= 1;
-    ++b;
-  }
-  return b;
-}
 
 // stable LSD radix sort of (k[i], ix[i]), i < m, by bits [0, bits) of k - base, using
 // the buffers tk / ti (m elements each); the result ends in k / ix

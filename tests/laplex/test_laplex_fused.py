@@ -107,7 +107,11 @@ def test_fused_float32_tiny_decays_phased(sym):
     ("phased", "ties", "complex_v"),
     [(False, False, False), (True, True, False), (False, True, True), (True, False, True)],
 )
-def test_fused_gradients_match_dense_autodiff(phased, ties, complex_v):
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_fused_gradients_match_dense_autodiff(phased, ties, complex_v, threads, monkeypatch):
+    # threads "2": each head's left and right walks on two threads (the right walk into
+    # zeroed copies, added in), as the gradient passes run at scale on two cores
+    monkeypatch.setenv("JAXLAB_LAPLEX_THREADS", threads)
     m, n, k = 9, 12, 5
     rng = np.random.default_rng(13 + phased + 2 * ties)
     t, s = _anchors(rng, 3, m, n, ties=ties)
@@ -150,8 +154,11 @@ def test_fused_symmetric_gradients_match_dense_autodiff(phased):
         assert _rel(g, r) < 1e-10
 
 
-def test_fused_parts_against_dense_sums():
-    # the backward building block itself: L + R, L - R - 2T and the Jordan sums
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_fused_parts_against_dense_sums(threads, monkeypatch):
+    # the backward building block itself: L + R, L - R - 2T and the Jordan sums (the two
+    # walks on one thread, or on two with the right walk's sums added in)
+    monkeypatch.setenv("JAXLAB_LAPLEX_THREADS", threads)
     rng = np.random.default_rng(15)
     t, s = _anchors(rng, 1, 20, 16, ties=True)
     lam = np.array([0.7 + 0.4j])

@@ -30,7 +30,7 @@ __all__ = ["CpuScan", "cpu_kernel_available", "build_cpu_kernel"]
 
 _SOURCE_NAMES = ("laplex_scan.cc", "laplex_fused.cc", "laplex_plan.cc")
 # headers: hashed into the cache key too, not compiled alone
-_HEADER_NAMES = ("laplex_mem.h", "laplex_par.h")
+_HEADER_NAMES = ("laplex_mem.h", "laplex_par.h", "laplex_sort.h")
 _TARGETS = {
     jnp.dtype(jnp.float32): ("laplex_scan_f32", "LaplexScanF32"),
     jnp.dtype(jnp.float64): ("laplex_scan_f64", "LaplexScanF64"),
@@ -46,7 +46,8 @@ _FUSED_SUFFIX = {
 
 
 def fused_target(kind: str, dtype) -> str:
-    """FFI target name of a fused pass (`kind` "apply", "sym" or "parts") for a storage dtype."""
+    """FFI target name of a fused pass for a storage dtype (`kind`: "apply", "sym",
+    "symfresh" or "parts")."""
     return f"laplex_fused_{kind}_{_FUSED_SUFFIX[jnp.dtype(dtype)].lower()}"
 
 
@@ -84,11 +85,15 @@ def _register() -> bool:
                 platform="cpu",
             )
     for suffix in ("F32", "F64"):
-        jax.ffi.register_ffi_target(
-            f"laplex_plan_{suffix.lower()}",
-            jax.ffi.pycapsule(getattr(lib, f"LaplexPlan{suffix}")),
-            platform="cpu",
-        )
+        for target, symbol in (
+            ("laplex_plan", "LaplexPlan"),
+            ("laplex_fused_symfresh", "LaplexFusedSymFresh"),
+        ):
+            jax.ffi.register_ffi_target(
+                f"{target}_{suffix.lower()}",
+                jax.ffi.pycapsule(getattr(lib, f"{symbol}{suffix}")),
+                platform="cpu",
+            )
     return True
 
 

@@ -21,7 +21,7 @@ from jaxtyping import Array, Float, Inexact, Int
 
 from ._cpu import _register, fused_target
 
-__all__ = ["cpu_plan", "fused_apply", "fused_parts", "fused_sym"]
+__all__ = ["cpu_plan", "fused_apply", "fused_parts", "fused_sym", "fused_sym_fresh"]
 
 
 def _check(x, lam):
@@ -108,6 +108,34 @@ def fused_sym(
     return call(
         x, src, lam, c.astype(x.dtype), perm_src.astype(jnp.int32), presorted.astype(jnp.int32)
     )
+
+
+def fused_sym_fresh(
+    x: Float[Array, "N 1"],
+    src: Float[Array, "H N"],
+    lam: Float[Array, " H"],
+    c: Float[Array, " H"],
+) -> Float[Array, "N 1"]:
+    """`fused_sym` from unsorted anchors, sorting inside: real kernel, one column (P9).
+
+    `y = sum_h c_h exp(-lam_h |src_h[:, None] - src_h[None, :]|) @ x` without a plan. Per
+    head the anchors are radix-sorted in C++ with the values carried through the
+    passes (no random gather of `x`), the sorted copies take `fused_sym`'s pass, and
+    the result returns to the original order by a partitioned scatter (no random
+    scatter); nondecreasing anchors are walked in place (`laplex_sort.h`). `x` (N, 1),
+    `src` (H, N), `lam`, `c` (H,), all float32 or all float64; anchors finite (the
+    caller's check). Returns (N, 1).
+    """
+    _check(x, lam)
+    dt = jnp.dtype(x.dtype)
+    if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)) or x.shape[1:] != (1,):
+        raise ValueError(f"x: expected one real column (N, 1), received {x.shape} {dt}")
+    call = jax.ffi.ffi_call(
+        fused_target("symfresh", dt),
+        jax.ShapeDtypeStruct(x.shape, dt),
+        vmap_method="sequential",
+    )
+    return call(x, src.astype(dt), lam, c.astype(dt))
 
 
 def fused_parts(

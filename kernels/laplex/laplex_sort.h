@@ -1,0 +1,325 @@
+// Radix-sort pieces shared by the LAPLEX CPU kernels: order-preserving unsigned keys
+// (laplex_plan.cc's argsort) and, for the fresh symmetric pass (laplex_fused.cc),
+// a sort that carries the values with the keys and a partitioned permutation back.
+//
+// SortCarry(s, x, n): the anchors s sorted (stable), the values x and the original
+// indices carried along, without one random access:
+//   (A) keys' span [kmin, kmax] (and whether s is already nondecreasing);
+//   (B) per-thread histograms over 2^kFineBits fine bins of (k - kmin), from which
+//       consecutive fine bins are grouped into about kCoarse buckets of similar size
+//       (so skewed distributions, e.g. floats over many binades, still give small,
+//       cache-resident buckets);
+//   (C) one stable scatter of (key, index, value) into the buckets (sequential reads,
+//       a few thousand write streams), per-thread offsets;
+//   (D) per bucket, in cache, an LSD radix sort on the bits the bucket actually spans
+//       (digits of <= 8 bits, evenly split; constant digits skipped; insertion sort
+//       for tiny buckets), the keys turned back into anchors in place.
+// PermuteBack(ix, val, n, acc, out): out[ix[j]] (+)= val[j] by partitioning the pairs
+// on the top bits of ix (2^kBackBits contiguous index ranges, per-thread offsets),
+// then writing each range, now in cache, into its stretch of out.
+// Threads: laplex_par::Threads (JAXLAB_LAPLEX_THREADS=k forces k at any size).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "laplex_mem.h"
+#include "laplex_par.h"
+
+namespace laplex_sort {
+
+using laplex_mem::Scratch;
+
+inline uint32_t OrderKey(float x) {
+  x = x + 0.0f;  // -0.0 -> +0.0
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof(u));
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+inline uint64_t OrderKey(double x) {
+  x = x + 0.0;
+  uint64_t u;
+  std::memcpy(&u, &x, sizeof(u));
+  return (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull);
+}
+
+// the inverse of OrderKey (-0.0 comes back as +0.0)
+inline float FromKey(uint32_t k) {
+  const uint32_t u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
+  float x;
+  std::memcpy(&x, &u, sizeof(x));
+  return x;
+}
+
+inline double FromKey(uint64_t k) {
+  const uint64_t u = (k & 0x8000000000000000ull) ? (k & 0x7fffffffffffffffull) : ~k;
+  double x;
+  std::memcpy(&x, &u, sizeof(x));
+  return x;
+}
+
+template <typename U>
+inline int BitLength(U v) {
+  int b = 0;
+  while (v != 0) {
+    v >>= 1;
+    ++b;
+  }
+  return b;
+}
+
+constexpr int kFineBits = 16;
+constexpr int64_t kCoarse = 2048;
+constexpr int kBackBits = 11;
+
+// stable LSD radix sort of (k, ix, xv)[0, m) on bits [0, bits) of k - base, with the
+// buffers tk / ti / tx (m each); the result ends in k / ix / xv
+template <typename U, typename S>
+void LsdCarry(U* k, int32_t* ix, S* xv, int64_t m, U base, int bits, U* tk, int32_t* ti,
+              S* tx) {
+  if (m < 2 || bits == 0) return;
+  if (m <= 32) {  // insertion sort (stable)
+    for (int64_t i = 1; i < m; ++i) {
+      const U kv = k[i];
+      const int32_t iv = ix[i];
+      const S xx = xv[i];
+      int64_t j = i;
+      for (; j > 0 && k[j - 1] > kv; --j) {
+        k[j] = k[j - 1];
+        ix[j] = ix[j - 1];
+        xv[j] = xv[j - 1];
+      }
+      k[j] = kv;
+      ix[j] = iv;
+      xv[j] = xx;
+    }
+    return;
+  }
+  const int passes = (bits + 7) / 8;
+  const int dw = (bits + passes - 1) / passes;
+  const U mask = (U(1) << dw) - 1;
+  int64_t hist[256];
+  U* ka = k;
+  int32_t* ia = ix;
+  S* xa = xv;
+  U* kb = tk;
+  int32_t* ib = ti;
+  S* xb = tx;
+  for (int sh = 0; sh < bits; sh += dw) {
+    std::fill(hist, hist + (int64_t{1} << dw), int64_t{0});
+    for (int64_t i = 0; i < m; ++i) ++hist[((ka[i] - base) >> sh) & mask];
+    bool trivial = false;
+    for (int64_t d = 0; d <= static_cast<int64_t>(mask); ++d) trivial |= hist[d] == m;
+    if (trivial) continue;
+    int64_t off = 0;
+    for (int64_t d = 0; d <= static_cast<int64_t>(mask); ++d) {
+      const int64_t c = hist[d];
+      hist[d] = off;
+      off += c;
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t dst = hist[((ka[i] - base) >> sh) & mask]++;
+      kb[dst] = ka[i];
+      ib[dst] = ia[i];
+      xb[dst] = xa[i];
+    }
+    std::swap(ka, kb);
+    std::swap(ia, ib);
+    std::swap(xa, xb);
+  }
+  if (ka != k) {
+    std::memcpy(k, ka, sizeof(U) * m);
+    std::memcpy(ix, ia, sizeof(int32_t) * m);
+    std::memcpy(xv, xa, sizeof(S) * m);
+  }
+}
+
+// the result of SortCarry: `sorted` (no copies made) when s was already nondecreasing
+template <typename S>
+struct Carried {
+  bool sorted = false;
+  Scratch<S> s;          // anchors, nondecreasing
+  Scratch<S> x;          // values in the same order
+  Scratch<int32_t> idx;  // original index of each element
+};
+
+template <typename S>
+Carried<S> SortCarry(const S* src, const S* x, int64_t n) {
+  using U = decltype(OrderKey(S()));
+  static_assert(sizeof(U) == sizeof(S), "keys and anchors share storage");
+  Carried<S> out;
+  if (n == 0) {
+    out.sorted = true;
+    return out;
+  }
+  const int nt = laplex_par::Threads(n, n);
+  std::vector<int64_t> lo(nt + 1);
+  for (int t = 0; t <= nt; ++t) lo[t] = n * t / nt;
+  // (A) span and sortedness
+  std::vector<U> tmin(nt), tmax(nt);
+  std::vector<char> tsorted(nt);
+  laplex_par::Run(nt, [&](int t) {
+    U mn = ~U(0), mx = 0;
+    U prev = lo[t] > 0 ? OrderKey(src[lo[t] - 1]) : U(0);
+    bool ok = true;
+    for (int64_t i = lo[t]; i < lo[t + 1]; ++i) {
+      const U k = OrderKey(src[i]);
+      mn = std::min(mn, k);
+      mx = std::max(mx, k);
+      ok &= k >= prev;
+      prev = k;
+    }
+    tmin[t] = mn;
+    tmax[t] = mx;
+    tsorted[t] = ok;
+  });
+  if (std::all_of(tsorted.begin(), tsorted.end(), [](char c) { return c != 0; })) {
+    out.sorted = true;
+    return out;
+  }
+  const U kmin = *std::min_element(tmin.begin(), tmin.end());
+  const U kmax = *std::max_element(tmax.begin(), tmax.end());
+  const int bits = BitLength<U>(kmax - kmin);
+  const int fb = std::min(bits, kFineBits);
+  const int fshift = bits - fb;
+  const int64_t nf = int64_t{1} << fb;
+  // (B) fine histograms, grouped into coarse buckets
+  std::vector<uint32_t> fh(static_cast<size_t>(nt * nf), 0);
+  laplex_par::Run(nt, [&](int t) {
+    uint32_t* h = fh.data() + t * nf;
+    for (int64_t i = lo[t]; i < lo[t + 1]; ++i) ++h[(OrderKey(src[i]) - kmin) >> fshift];
+  });
+  const int64_t target = std::max<int64_t>(64, n / kCoarse);
+  std::vector<uint16_t> lut(static_cast<size_t>(nf));
+  std::vector<int64_t> bfirst;  // first fine bin of each bucket
+  {
+    int64_t cur = 0;
+    bfirst.push_back(0);
+    for (int64_t f = 0; f < nf; ++f) {
+      int64_t c = 0;
+      for (int t = 0; t < nt; ++t) c += fh[t * nf + f];
+      if (cur > 0 && cur + c > target && bfirst.size() < 65535) {
+        bfirst.push_back(f);
+        cur = 0;
+      }
+      cur += c;
+      lut[f] = static_cast<uint16_t>(bfirst.size() - 1);
+    }
+  }
+  const int64_t nb = static_cast<int64_t>(bfirst.size());
+  std::vector<int64_t> off(static_cast<size_t>(nt * nb), 0);
+  for (int t = 0; t < nt; ++t) {
+    for (int64_t f = 0; f < nf; ++f) off[t * nb + lut[f]] += fh[t * nf + f];
+  }
+  std::vector<int64_t> start(static_cast<size_t>(nb + 1), 0);
+  int64_t acc = 0, biggest = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    start[b] = acc;
+    for (int t = 0; t < nt; ++t) {
+      const int64_t c = off[t * nb + b];
+      off[t * nb + b] = acc;
+      acc += c;
+    }
+    biggest = std::max(biggest, acc - start[b]);
+  }
+  start[nb] = acc;
+  // (C) stable scatter of (key, index, value); the keys live in out.s's storage
+  out.s = Scratch<S>(n);
+  out.x = Scratch<S>(n);
+  out.idx = Scratch<int32_t>(n);
+  char* kraw = reinterpret_cast<char*>(out.s.data());
+  U* key = reinterpret_cast<U*>(kraw);
+  S* xs = out.x.data();
+  int32_t* ix = out.idx.data();
+  laplex_par::Run(nt, [&](int t) {
+    int64_t* o = off.data() + t * nb;
+    const uint16_t* lt = lut.data();
+    for (int64_t i = lo[t]; i < lo[t + 1]; ++i) {
+      const U k = OrderKey(src[i]);
+      const int64_t dst = o[lt[(k - kmin) >> fshift]]++;
+      key[dst] = k;
+      ix[dst] = static_cast<int32_t>(i);
+      xs[dst] = x[i];
+    }
+  });
+  // (D) per bucket: LSD on the bits it spans, then keys -> anchors in place
+  std::atomic<int64_t> next{0};
+  laplex_par::Run(nt, [&](int) {
+    Scratch<U> tk(static_cast<size_t>(biggest));
+    Scratch<int32_t> ti(static_cast<size_t>(biggest));
+    Scratch<S> tx(static_cast<size_t>(biggest));
+    for (int64_t b = next.fetch_add(1); b < nb; b = next.fetch_add(1)) {
+      const int64_t b0 = start[b], m = start[b + 1] - b0;
+      if (m == 0) continue;
+      U* kb = key + b0;
+      U mn = kb[0], mx = kb[0];
+      for (int64_t i = 1; i < m; ++i) {
+        mn = std::min(mn, kb[i]);
+        mx = std::max(mx, kb[i]);
+      }
+      LsdCarry<U, S>(kb, ix + b0, xs + b0, m, mn, BitLength<U>(mx - mn), tk.data(), ti.data(),
+                     tx.data());
+      for (int64_t i = 0; i < m; ++i) {
+        U kv;
+        std::memcpy(&kv, kraw + sizeof(U) * (b0 + i), sizeof(U));
+        const S sv = FromKey(kv);
+        std::memcpy(kraw + sizeof(U) * (b0 + i), &sv, sizeof(S));
+      }
+    }
+  });
+  return out;
+}
+
+// out[ix[j]] = val[j] (+= with acc) for the permutation ix of 0..n-1 (see the top)
+template <typename S>
+void PermuteBack(const int32_t* ix, const S* val, int64_t n, bool acc, S* out) {
+  if (n == 0) return;
+  const int nt = laplex_par::Threads(n, n);
+  const int ib = BitLength<uint64_t>(static_cast<uint64_t>(n - 1));
+  const int pb = std::min(ib, kBackBits);
+  const int shift = ib - pb;
+  const int64_t np = ((n - 1) >> shift) + 1;
+  std::vector<int64_t> lo(nt + 1);
+  for (int t = 0; t <= nt; ++t) lo[t] = n * t / nt;
+  std::vector<int64_t> off(static_cast<size_t>(nt * np), 0);
+  laplex_par::Run(nt, [&](int t) {
+    int64_t* h = off.data() + t * np;
+    for (int64_t j = lo[t]; j < lo[t + 1]; ++j) ++h[ix[j] >> shift];
+  });
+  for (int64_t r = 0; r < np; ++r) {
+    int64_t o = r << shift;
+    for (int t = 0; t < nt; ++t) {
+      const int64_t c = off[t * np + r];
+      off[t * np + r] = o;
+      o += c;
+    }
+  }
+  Scratch<int32_t> pix(n);
+  Scratch<S> pval(n);
+  laplex_par::Run(nt, [&](int t) {
+    int64_t* o = off.data() + t * np;
+    for (int64_t j = lo[t]; j < lo[t + 1]; ++j) {
+      const int32_t i = ix[j];
+      const int64_t dst = o[i >> shift]++;
+      pix[dst] = i;
+      pval[dst] = val[j];
+    }
+  });
+  // range r holds exactly the indices [r << shift, (r + 1) << shift): threads take
+  // contiguous runs of ranges, each write lands in a cache-resident stretch of out
+  laplex_par::Run(nt, [&](int t) {
+    const int64_t j0 = std::min(n, ((np * t / nt) << shift));
+    const int64_t j1 = std::min(n, ((np * (t + 1) / nt) << shift));
+    if (acc) {
+      for (int64_t j = j0; j < j1; ++j) out[pix[j]] = static_cast<S>(out[pix[j]] + pval[j]);
+    } else {
+      for (int64_t j = j0; j < j1; ++j) out[pix[j]] = pval[j];
+    }
+  });
+}
+
+}  // namespace laplex_sort
