@@ -117,18 +117,8 @@ Scratch<U> Argsort(const T* x, int64_t n, int32_t* perm) {
     int64_t* h = hist.data() + t * nb;
     for (int64_t i = lo[t]; i < lo[t + 1]; ++i) ++h[(raw[i] - kmin) >> shift];
   });
-  std::vector<int64_t> start(static_cast<size_t>(nb + 1), 0);
-  int64_t off = 0, biggest = 0;
-  for (int64_t b = 0; b < nb; ++b) {
-    start[b] = off;
-    for (int t = 0; t < nt; ++t) {
-      const int64_t c = hist[t * nb + b];
-      hist[t * nb + b] = off;
-      off += c;
-    }
-    biggest = std::max(biggest, off - start[b]);
-  }
-  start[nb] = off;
+  std::vector<int64_t> start;
+  const int64_t biggest = laplex_sort::BucketOffsets(hist, nt, nb, start);
   laplex_par::Run(nt, [&](int t) {
     int64_t* h = hist.data() + t * nb;
     for (int64_t i = lo[t]; i < lo[t + 1]; ++i) {

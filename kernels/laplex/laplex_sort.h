@@ -62,6 +62,27 @@ inline double FromKey(uint64_t k) {
   return x;
 }
 
+// Per-thread bucket counts `cnt` (nt x nb, row t = thread t) -> in place, each thread's
+// first output slot per bucket (buckets in order, threads in order within a bucket, so
+// a scatter through them is stable); `start` (nb + 1) gets the bucket starts. Returns the
+// largest bucket's size.
+inline int64_t BucketOffsets(std::vector<int64_t>& cnt, int nt, int64_t nb,
+                             std::vector<int64_t>& start) {
+  start.assign(static_cast<size_t>(nb + 1), 0);
+  int64_t acc = 0, biggest = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    start[b] = acc;
+    for (int t = 0; t < nt; ++t) {
+      const int64_t c = cnt[t * nb + b];
+      cnt[t * nb + b] = acc;
+      acc += c;
+    }
+    biggest = std::max(biggest, acc - start[b]);
+  }
+  start[nb] = acc;
+  return biggest;
+}
+
 template <typename U>
 inline int BitLength(U v) {
   int b = 0;
@@ -215,18 +236,8 @@ Carried<S> SortCarry(const S* src, const S* x, int64_t n) {
   for (int t = 0; t < nt; ++t) {
     for (int64_t f = 0; f < nf; ++f) off[t * nb + lut[f]] += fh[t * nf + f];
   }
-  std::vector<int64_t> start(static_cast<size_t>(nb + 1), 0);
-  int64_t acc = 0, biggest = 0;
-  for (int64_t b = 0; b < nb; ++b) {
-    start[b] = acc;
-    for (int t = 0; t < nt; ++t) {
-      const int64_t c = off[t * nb + b];
-      off[t * nb + b] = acc;
-      acc += c;
-    }
-    biggest = std::max(biggest, acc - start[b]);
-  }
-  start[nb] = acc;
+  std::vector<int64_t> start;
+  const int64_t biggest = BucketOffsets(off, nt, nb, start);
   // (C) stable scatter of (key, index, value); the keys live in out.s's storage
   out.s = Scratch<S>(n);
   out.x = Scratch<S>(n);
