@@ -21,6 +21,7 @@ from ._generate import render_em as render_em
 from ._generate import tessellate as tessellate
 from ._io import load_em_volume as load_em_volume
 from ._metrics import adapted_rand_error as adapted_rand_error
+from ._metrics import boundary_f1 as boundary_f1
 from ._metrics import cremi_score as cremi_score
 from ._metrics import psnr as psnr
 from ._metrics import segmentation_scores as segmentation_scores
