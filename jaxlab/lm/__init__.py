@@ -14,6 +14,8 @@
   (temperature, top-p), stop tokens.
 - `score(model, tokenizer, prompts, continuations)`: option log-likelihoods (sum and
   per token) with one prompt KV cache per item and the head applied in vocabulary chunks.
+- `embed(model, tokenizer, texts)`: one vector per text, the mean of its final hidden
+  states (after the final norm), e.g. for a dense-retrieval baseline.
 - `collect(model, tokenizer, items, sites=, layers=, path=)` -> `ActivationStore`:
   activations of chosen sites/layers on disk (memory-mapped, resumable shards);
   `model_fingerprint(model)` is the weights' hash that identifies a store.
@@ -30,6 +32,7 @@ from ._collect import collect as collect
 from ._collect import model_fingerprint as model_fingerprint
 from ._config import LMConfig as LMConfig
 from ._config import config_from_gguf as config_from_gguf
+from ._embed import embed as embed
 from ._files import model_path as model_path
 from ._forward import forward as forward
 from ._forward import forward_batched as forward_batched

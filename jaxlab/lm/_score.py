@@ -132,6 +132,15 @@ def _check_range(ids, vocab, what):
         raise ValueError(f"{what}: token ids must lie in [0, {vocab}), got {bad[:5]}")
 
 
+def _token_ids(x, tokenizer, what, vocab, *, add_bos):
+    """`_ids`, refusing an empty result and ids outside [0, vocab)."""
+    ids = _ids(x, tokenizer, what, add_bos=add_bos)
+    if not ids:
+        raise ValueError(f"{what} is empty (no tokens)")
+    _check_range(ids, vocab, what)
+    return ids
+
+
 def score(
     model: Transformer,
     tokenizer,
@@ -186,18 +195,13 @@ def score(
     cfg = model.config
     items = []
     for i, (p, opts) in enumerate(zip(prompts, continuations, strict=True)):
-        pid = _ids(p, tokenizer, f"prompts[{i}]", add_bos=None)
-        if not pid:
-            raise ValueError(f"prompts[{i}] is empty (no tokens)")
-        _check_range(pid, cfg.vocab_size, f"prompts[{i}]")
+        pid = _token_ids(p, tokenizer, f"prompts[{i}]", cfg.vocab_size, add_bos=None)
         if isinstance(opts, str) or not isinstance(opts, Sequence) or not opts:
             raise ValueError(f"continuations[{i}] must be a non-empty list of options")
         oids = []
         for j, o in enumerate(opts):
-            oid = _ids(o, tokenizer, f"continuations[{i}][{j}]", add_bos=False)
-            if not oid:
-                raise ValueError(f"continuations[{i}][{j}] is empty (no tokens)")
-            _check_range(oid, cfg.vocab_size, f"continuations[{i}][{j}]")
+            what = f"continuations[{i}][{j}]"
+            oid = _token_ids(o, tokenizer, what, cfg.vocab_size, add_bos=False)
             if len(pid) + len(oid) > cfg.context_length:
                 raise ValueError(
                     f"continuations[{i}][{j}]: prompt ({len(pid)}) + continuation "

@@ -103,6 +103,16 @@ def _gelu_tanh(x):
 
 def reference_logits(model, tokens, lora_merge=None) -> np.ndarray:
     """(T, V) float64 logits of one unpadded sequence."""
+    hn = reference_hidden(model, tokens, lora_merge)
+    head = model.embed if model.lm_head is None else model.lm_head
+    return np.concatenate(
+        [hn @ np.asarray(head[i : i + 8192], np.float64).T for i in range(0, head.shape[0], 8192)],
+        axis=1,
+    )
+
+
+def reference_hidden(model, tokens, lora_merge=None) -> np.ndarray:
+    """(T, d) float64 final hidden states (after the final norm) of one unpadded sequence."""
     c = model.config
     delta = lora_merge or {}
 
@@ -153,12 +163,7 @@ def reference_logits(model, tokens, lora_merge=None) -> np.ndarray:
         if c.sandwich_norm:
             m = _rms(m, P["post_ffn_norm"][li], c.norm_eps)
         x = x + m
-    head = model.embed if model.lm_head is None else model.lm_head
-    hn = _rms(x, np.asarray(model.final_norm, np.float64), c.norm_eps)
-    return np.concatenate(
-        [hn @ np.asarray(head[i : i + 8192], np.float64).T for i in range(0, head.shape[0], 8192)],
-        axis=1,
-    )
+    return _rms(x, np.asarray(model.final_norm, np.float64), c.norm_eps)
 
 
 class _Layer:
