@@ -128,12 +128,24 @@ def discovery_metrics(tasks, found: dict[str, list], key: jax.Array, *, n_boot: 
         metrics[f"{m}/f1"] = float(prf[:, 2].mean())
         metrics[f"{m}/tokens_per_task"] = float(np.mean([d.tokens for d in ds]))
         metrics[f"{m}/visible_fraction"] = float(np.mean([d.visible for d in ds]))
-    idx = np.asarray(jax.random.randint(key, (n_boot, len(tasks)), 0, len(tasks)))
-    for m in found:
+    metrics.update(paired_bootstrap(f1, "f1", key, n_boot=n_boot))
+    return metrics
+
+
+def paired_bootstrap(
+    per_task: dict[str, np.ndarray], what: str, key: jax.Array, *, n_boot: int = 1000
+) -> dict[str, float]:
+    """Blackboard minus each other method (oracle excluded) of a per-task score: the mean
+    difference and its 95% paired-bootstrap CI over tasks (the same resamples for all)."""
+    n = len(per_task["blackboard"])
+    idx = np.asarray(jax.random.randint(key, (n_boot, n), 0, n))
+    out: dict[str, float] = {}
+    for m, v in per_task.items():
         if m in ("blackboard", "oracle"):
             continue
-        diff = (f1["blackboard"] - f1[m])[idx].mean(axis=1)
-        metrics[f"f1_diff_vs_{m}"] = float((f1["blackboard"] - f1[m]).mean())
-        metrics[f"f1_diff_vs_{m}/ci_low"] = float(np.quantile(diff, 0.025))
-        metrics[f"f1_diff_vs_{m}/ci_high"] = float(np.quantile(diff, 0.975))
-    return metrics
+        d = np.asarray(per_task["blackboard"], float) - np.asarray(v, float)
+        boot = d[idx].mean(axis=1)
+        out[f"{what}_diff_vs_{m}"] = float(d.mean())
+        out[f"{what}_diff_vs_{m}/ci_low"] = float(np.quantile(boot, 0.025))
+        out[f"{what}_diff_vs_{m}/ci_high"] = float(np.quantile(boot, 0.975))
+    return out

@@ -24,13 +24,13 @@ class Config(su.LakeConfig):
     """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
 
     sizes: tuple[int, ...] = (50, 100, 200)  # tables in the nested lakes
-    tasks: int = 10
+    tasks: int = 20
 
 
 QUICK = Config()
 FULL = Config(**su.FULL_OVERRIDES, sizes=(50, 200, 500, 10_000))
 
-BASELINES = ("master_slave", "single_agent", "retrieval")
+BASELINES = ("master_slave", "single_agent", "retrieval", "dense_retrieval")
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:

@@ -17,7 +17,13 @@ model, the same per-call context budget and the same cache serve every method:
 - `single_agent`: all snippets numbered in one prompt truncated to the context budget
   (the truncation is reported), the table chosen by the likelihood of its number;
 - `retrieval`: BM25 over the full profiles;
+- `dense_retrieval`: cosine similarity of the model's mean-pooled embeddings of the full
+  profiles and the request (`DenseIndex`, centred), with BM25's selection rule;
 - `oracle`: the task's true tables.
+
+`prefetch` fills the score cache for every relevance call of a task set in large
+batches (many prompts, up to 32 options each) before the methods run one request at a
+time, which then only read the cache.
 
 The planner fills the slots of a typed plan (kind, measured column, group column, filter
 column) by option likelihood among the candidates the chosen tables allow; literals are
@@ -40,6 +46,7 @@ import numpy as np
 
 from .._core import progress_bar
 from ._bm25 import BM25
+from ._dense import DenseIndex
 from ._lake import Lake, partition_description, profile_text
 from ._plan import ColumnRef, Condition, Plan, PlanError, execute, format_plan, parse_plan
 from ._table import Table
@@ -57,6 +64,9 @@ __all__ = [
     "single_agent",
     "retrieval",
     "oracle",
+    "bm25_index",
+    "dense_index",
+    "prefetch",
     "plan_query",
     "answer_query",
     "METHODS",
@@ -78,6 +88,10 @@ class AgentModel(abc.ABC):
     def count_tokens(self, text: str) -> int:
         """Number of tokens of `text`."""
 
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), d) embeddings (for `dense_retrieval`); models without them raise."""
+        raise NotImplementedError(f"{type(self).__name__} has no text embeddings")
+
 
 class LMAgentModel(AgentModel):
     """A `jaxlab.lm` model as an `AgentModel`, every option score cached on disk.
@@ -87,7 +101,8 @@ class LMAgentModel(AgentModel):
     - `model`, `tokenizer`: from `jaxlab.lm.load`.
     - `name`: the model's name (part of the cache key, with the prompt and the option).
     - `cache_dir`: folder of the score cache (`None`: no cache); one small JSON file per
-      (model, prompt, option) content hash, so runs resume and nested lakes share scores.
+      (model, prompt, option) content hash, so runs resume and nested lakes share scores;
+      embeddings likewise, one .npy file per (model, text).
     - `batch_size`: items per `lm.score` batch.
     """
 
@@ -105,19 +120,53 @@ class LMAgentModel(AgentModel):
         self.batch_size = batch_size
         self.calls = 0  # options actually scored by the model (cache misses)
 
-    def _path(self, prompt: str, option: str) -> Path | None:
+    def _path(self, prompt: str, option: str, suffix: str = ".json") -> Path | None:
         if self.cache_dir is None:
             return None
         h = hashlib.sha256(json.dumps([self.name, prompt, option]).encode()).hexdigest()
-        return self.cache_dir / h[:2] / f"{h}.json"
+        return self.cache_dir / h[:2] / f"{h}{suffix}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """`jaxlab.lm.embed` of each text, each vector cached on disk (.npy)."""
+        import jaxlab.lm as lm
+
+        from .._core import atomic_write
+
+        out: list[np.ndarray | None] = [None] * len(texts)
+        miss: list[int] = []
+        for i, t in enumerate(texts):
+            path = self._path("<embed>", t, ".npy")
+            if path is not None and path.is_file():
+                try:
+                    out[i] = np.load(path, allow_pickle=False)
+                    continue
+                except (OSError, ValueError):  # a torn file: embed again
+                    pass
+            miss.append(i)
+        if miss:
+            todo: list[str] = [texts[j] for j in miss]
+            e = lm.embed(self.model, self.tokenizer, todo)
+            for j, text, v in zip(miss, todo, e, strict=True):
+                out[j] = v
+                path = self._path("<embed>", text, ".npy")
+                if path is not None:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    with atomic_write(path, "wb") as f:
+                        np.save(f, v, allow_pickle=False)
+        return np.stack([np.asarray(v) for v in out])
 
     def option_scores(self, prompt: str, options: Sequence[str]) -> np.ndarray:
         return self.option_scores_many([prompt], [options])[0]
 
     def option_scores_many(
-        self, prompts: Sequence[str], options: Sequence[Sequence[str]]
+        self,
+        prompts: Sequence[str],
+        options: Sequence[Sequence[str]],
+        *,
+        progress: bool = False,
     ) -> list[np.ndarray]:
-        """`option_scores` for several prompts, the cache misses scored in batches."""
+        """`option_scores` for several prompts, the cache misses scored in batches (a
+        progress bar over the batches when `progress`)."""
         import jaxlab.lm as lm
 
         out = [np.full(len(o), np.nan) for o in options]
@@ -132,7 +181,8 @@ class LMAgentModel(AgentModel):
                     miss.append(j)
             if miss:
                 todo.append((i, miss))
-        for start in range(0, len(todo), self.batch_size):
+        starts = range(0, len(todo), self.batch_size)
+        for start in progress_bar(starts, desc="option scores", enabled=progress):
             chunk = todo[start : start + self.batch_size]
             # bucket the option count and the batch to powers of two (repeating an option /
             # an item), so that a run compiles a handful of shapes, not one per partition
@@ -173,6 +223,8 @@ class DiscoveryConfig:
     - `route_k`: partitions the master routes to.
     - `bm25_ratio`: BM25 keeps documents scoring at least this fraction of the best;
       `bm25_threshold`: it answers only above this score.
+    - `dense_ratio`, `dense_threshold`: the same rule for dense retrieval's cosines.
+    - `embed_chars`: characters of a profile that dense retrieval embeds.
     """
 
     threshold: float = 0.0
@@ -183,6 +235,9 @@ class DiscoveryConfig:
     route_k: int = 2
     bm25_ratio: float = 0.8
     bm25_threshold: float = 5.0
+    dense_ratio: float = 0.8
+    dense_threshold: float = 0.0
+    embed_chars: int = 1200
 
 
 @dataclasses.dataclass(frozen=True)
@@ -305,8 +360,8 @@ def master_slave(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConf
     return Discovery(chosen, tokens, (*msgs, f"central: SELECT {list(chosen)}"))
 
 
-def single_agent(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig) -> Discovery:
-    """One agent with every snippet in its prompt, truncated to `cfg.context_tokens`."""
+def _single_prompt(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig):
+    """The single agent's numbered snippets truncated to the budget: (prompt, options, names)."""
     tail = f"Question: {request}\nThe number of the data set needed (or none):"
     budget = cfg.context_tokens - model.count_tokens(tail) - 4
     lines, names, used = ["Data sets:"], [], model.count_tokens("Data sets:")
@@ -320,6 +375,12 @@ def single_agent(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConf
         used += t
     prompt = "\n".join(lines) + "\n" + tail
     options = [f" {k + 1}" for k in range(len(names))] + [" none"]
+    return prompt, options, names
+
+
+def single_agent(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig) -> Discovery:
+    """One agent with every snippet in its prompt, truncated to `cfg.context_tokens`."""
+    prompt, options, names = _single_prompt(lake, request, model, cfg)
     lp = model.option_scores(prompt, options)
     tokens = model.count_tokens(prompt) + sum(model.count_tokens(o) for o in options)
     visible = len(names) / max(len(lake), 1)
@@ -331,10 +392,18 @@ def single_agent(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConf
     return Discovery(chosen, tokens, msg, visible)
 
 
-def retrieval(lake: Lake, request: str, index: BM25, cfg: DiscoveryConfig) -> Discovery:
-    """BM25 over the full profiles (`index` built over `lake.tables` in order)."""
+def retrieval(
+    lake: Lake, request: str, index: BM25 | DenseIndex, cfg: DiscoveryConfig
+) -> Discovery:
+    """BM25 or dense retrieval over the full profiles (`index` built over `lake.tables` in
+    order by `bm25_index` / `dense_index`); the documents within `*_ratio` of the best,
+    when the best exceeds `*_threshold`."""
+    if not isinstance(index, BM25 | DenseIndex):
+        raise ValueError(f"index: expected a BM25 or DenseIndex, received {type(index).__name__}")
     s = index.scores(request)
     scores = dict(zip(lake.tables, s.tolist(), strict=True))
+    if isinstance(index, DenseIndex):
+        return Discovery(_select(scores, cfg, threshold=cfg.dense_threshold, ratio=cfg.dense_ratio))
     return Discovery(_select(scores, cfg, threshold=cfg.bm25_threshold, ratio=cfg.bm25_ratio))
 
 
@@ -348,7 +417,63 @@ def bm25_index(lake: Lake) -> BM25:
     return BM25([profile_text(t) for t in lake.tables.values()])
 
 
-METHODS = ("blackboard", "master_slave", "single_agent", "retrieval", "oracle")
+def dense_index(lake: Lake, model: AgentModel, cfg: DiscoveryConfig) -> DenseIndex:
+    """The dense index of the lake's profiles (first `cfg.embed_chars` characters) under
+    `model.embed`, in `lake.tables` order."""
+    docs = [profile_text(t)[: cfg.embed_chars] for t in lake.tables.values()]
+    return DenseIndex(docs, model.embed)
+
+
+METHODS = ("blackboard", "master_slave", "single_agent", "retrieval", "dense_retrieval", "oracle")
+
+_CHUNK = 32  # options per prompt in a prefetch item
+
+
+def prefetch(
+    lake: Lake,
+    tasks,
+    model: AgentModel,
+    cfg: DiscoveryConfig,
+    *,
+    methods: Sequence[str] = METHODS,
+    progress: bool = True,
+) -> int:
+    """Score every relevance call the LM methods will make on `tasks`, in large batches.
+
+    The blackboard's and the master's calls share one prompt per request (its snippets
+    and partition descriptions as options), the request-free base prompt is shared by
+    all requests, and the single agent has one prompt per request; each goes in chunks
+    of 32 options through `LMAgentModel.option_scores_many`, whose cache the methods
+    then read. Models without `option_scores_many` (scripted ones) are left alone.
+
+    **Returns:** the number of (prompt, option) pairs asked for (cached or not).
+    """
+    if not isinstance(model, LMAgentModel):
+        return 0
+    snippets = [snippet(t, chars=cfg.snippet_chars) for t in lake.tables.values()]
+    descs = [" " + partition_description(lake, p) for p in lake.partitions]
+    groups: list[tuple[str, list[str]]] = []  # (prompt, options), similar option lengths
+    lm_methods = {"blackboard", "master_slave"} & set(methods)
+    if lm_methods:
+        opts = snippets
+        groups.append((_RELEVANT, snippets))
+        if "master_slave" in lm_methods:
+            groups.append((_RELEVANT, descs))
+        for t in tasks:
+            groups.append((_request_prompt(t.query), opts))
+        if "master_slave" in lm_methods:
+            groups.extend((_request_prompt(t.query), descs) for t in tasks)
+    if "single_agent" in methods:
+        for t in tasks:
+            prompt, options, _ = _single_prompt(lake, t.query, model, cfg)
+            groups.append((prompt, options))
+    prompts, options = [], []
+    for p, opts in groups:
+        for i in range(0, len(opts), _CHUNK):
+            prompts.append(p)
+            options.append(list(opts[i : i + _CHUNK]))
+    model.option_scores_many(prompts, options, progress=progress)
+    return sum(len(o) for o in options)
 
 
 # ------------------------------------------------------------------------------ planner
@@ -498,8 +623,16 @@ def run_methods(
     methods: Sequence[str] = METHODS,
     progress: bool = True,
 ) -> dict[str, list]:
-    """Discovery of every method on every task: method -> list of `Discovery` (task order)."""
+    """Discovery of every method on every task: method -> list of `Discovery` (task order).
+
+    The LM methods' relevance calls are scored first in large batches (`prefetch`).
+    """
+    bad = [m for m in methods if m not in METHODS]
+    if bad:
+        raise ValueError(f"methods: expected names from {METHODS}, received {bad}")
     index = bm25_index(lake) if "retrieval" in methods else None
+    dense = dense_index(lake, model, cfg) if "dense_retrieval" in methods else None
+    prefetch(lake, tasks, model, cfg, methods=methods, progress=progress)
     out: dict[str, list] = {m: [] for m in methods}
     for task in progress_bar(tasks, desc="discovery", enabled=progress):
         for m in methods:
@@ -512,9 +645,10 @@ def run_methods(
             elif m == "retrieval":
                 assert index is not None  # built above whenever "retrieval" is in methods
                 d = retrieval(lake, task.query, index, cfg)
-            elif m == "oracle":
-                d = oracle(task.data_sources)
+            elif m == "dense_retrieval":
+                assert dense is not None
+                d = retrieval(lake, task.query, dense, cfg)
             else:
-                raise ValueError(f"methods: expected names from {METHODS}, received {m!r}")
+                d = oracle(task.data_sources)
             out[m].append(d)
     return out
