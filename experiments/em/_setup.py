@@ -22,7 +22,8 @@ from jaxlab import em
 from jaxlab._core import NoProgress, TqdmProgress
 
 METHODS = em.METHODS
-METRICS = ("psnr", "ssim", "voi", "arand", "cremi")
+METRICS = ("psnr", "ssim", "voi", "arand", "cremi", "boundary_f1")
+HIGHER_IS_BETTER = ("psnr", "ssim", "boundary_f1")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,7 +176,7 @@ def predict(
 
 
 def image_scores(pred: em.MethodPrediction, test: Split) -> dict[str, np.ndarray]:
-    """Per-image PSNR, SSIM, VOI (split + merge), ARAND and CREMI score `(N,)` each."""
+    """Per-image PSNR, SSIM, VOI (split + merge), ARAND, CREMI score, boundary F1 `(N,)`."""
     hr = np.asarray(test.hr, np.float64)
     rows = []
     for i in range(hr.shape[0]):
@@ -189,13 +190,14 @@ def image_scores(pred: em.MethodPrediction, test: Split) -> dict[str, np.ndarray
                 "voi_merge": seg["voi_merge"],
                 "arand": seg["arand"],
                 "cremi": seg["cremi"],
+                "boundary_f1": seg["boundary_f1"],
             }
         )
     return {k: np.asarray([r[k] for r in rows], dtype=np.float64) for k in rows[0]}
 
 
 def scores(pred: em.MethodPrediction, test: Split) -> dict[str, float]:
-    """Mean PSNR, SSIM, VOI (split + merge), ARAND and CREMI score over the test images."""
+    """Mean PSNR, SSIM, VOI (split + merge), ARAND, CREMI, boundary F1 over the test images."""
     return {k: float(v.mean()) for k, v in image_scores(pred, test).items()}
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from experiments._harness import Claim, Result, RunContext, log
 from experiments.em._setup import (
     FULL_OVERRIDES,
+    HIGHER_IS_BETTER,
     METHODS,
     METRICS,
     NOTES,
@@ -154,7 +155,7 @@ def _bar_figure(m, suffixes):
                 color=f"C{j}",
             )
         ax.set_xticks(x, suffixes, rotation=15)
-        better = "higher" if metric in ("psnr", "ssim") else "lower"
+        better = "higher" if metric in HIGHER_IS_BETTER else "lower"
         ax.set_title(f"{metric.upper()} ({better} better)")
         if metric in ("psnr", "ssim"):
             lo = min(m[f"{metric}_{meth}_{s}"] for meth in METHODS for s in suffixes)

@@ -49,7 +49,7 @@ class Config(EmConfig):
 QUICK = Config()
 FULL = Config(**FULL_OVERRIDES, t0_values=(0, 10, 20, 40, 60, 90, 120, 160, 200))
 
-SEG_METRICS = ("voi", "voi_split", "voi_merge", "arand", "cremi")
+SEG_METRICS = ("voi", "voi_split", "voi_merge", "arand", "cremi", "boundary_f1")
 
 
 def t0_values(config) -> list[int]:
@@ -58,7 +58,8 @@ def t0_values(config) -> list[int]:
 
 
 def metric_keys(config) -> list[str]:
-    """Keys `run(config, ...)` writes per t0: VOI (and split/merge), ARAND, CREMI, emb MSE."""
+    """Keys `run(config, ...)` writes per t0: VOI (and split/merge), ARAND, CREMI, boundary
+    F1, emb MSE."""
     return [f"{metric}_t0_{t}" for t in t0_values(config) for metric in (*SEG_METRICS, "emb_mse")]
 
 
@@ -130,6 +131,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     mid = [t for t in t0s if 0 < t < T]
     best_mid = min(mid, key=voi.get)
     d0, dT = diff("voi", t0c, 0), diff("voi", t0c, T)
+    bf1 = {t: m[f"boundary_f1_t0_{t}"] for t in t0s}
+    b0, bT = diff("boundary_f1", t0c, 0), diff("boundary_f1", t0c, T)
     emb = {t: m[f"emb_mse_t0_{t}"] for t in t0s}
     e0 = diff("emb_mse", t0c, 0)
     claims = [
@@ -154,6 +157,15 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             f"{m[f'emb_mse_one_t0_{t0c}']:.3f}",
             bool(e0[2] < 0),
         ),
+        Claim(
+            "partial diffusion gives the segmentation a higher boundary F1 (2-px tolerance, a "
+            "structural metric) than no diffusion and full diffusion",
+            "the refined structural prior improves the segmented structure",
+            f"boundary F1 at the trained t0={t0c}: {bf1[t0c]:.3f} vs t0=0: {bf1[0]:.3f} "
+            f"(difference {ci(b0)}) and t0=T: {bf1[T]:.3f} (difference {ci(bT)}); {pct} paired "
+            f"t over {n_s} seeds, averaged over {config.n_refine} refinements",
+            bool(b0[1] > 0 and bT[1] > 0),
+        ),
     ]
     _, _, priors, hr_emb = runs[0]
     return Result(
@@ -168,8 +180,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
 
 
 def _figure(m, t0s, T):
-    fig, axes = plt.subplots(1, 4, figsize=(16, 3.4))
-    for ax, metric in zip(axes, ("voi", "arand", "cremi", "emb_mse"), strict=True):
+    shown = ("voi", "arand", "cremi", "boundary_f1", "emb_mse")
+    fig, axes = plt.subplots(1, len(shown), figsize=(4 * len(shown), 3.4))
+    for ax, metric in zip(axes, shown, strict=True):
         ax.plot(t0s, [m[f"{metric}_t0_{t}"] for t in t0s], "o-")
         ax.set_xlabel("t0 (partial-diffusion start step)")
         ax.set_title(metric.upper() + (" to HR embedding" if metric == "emb_mse" else ""))

@@ -154,7 +154,8 @@ def cremi_score(arand: float, voi_split: float, voi_merge: float) -> float:
 
 
 def segmentation_scores(pred_labels, true_labels) -> dict[str, float]:
-    """All segmentation metrics: `voi_split`, `voi_merge`, `voi`, `arand`, `cremi`.
+    """All segmentation metrics: `voi_split`, `voi_merge`, `voi`, `arand`, `cremi` (lower
+    is better) and `boundary_f1` (tolerance 2 pixels, higher is better).
 
     **Arguments:**
 
@@ -170,6 +171,7 @@ def segmentation_scores(pred_labels, true_labels) -> dict[str, float]:
         "voi": split + merge,
         "arand": arand,
         "cremi": cremi_score(arand, split, merge),
+        "boundary_f1": boundary_f1(pred_labels, true_labels),
     }
 
 

@@ -62,7 +62,15 @@ def test_identical_segmentations_score_zero(two_cells):
     for pred in (two_cells, permuted):
         scores = segmentation_scores(pred, two_cells)
         assert scores == pytest.approx(
-            {"voi_split": 0.0, "voi_merge": 0.0, "voi": 0.0, "arand": 0.0, "cremi": 0.0}, abs=1e-12
+            {
+                "voi_split": 0.0,
+                "voi_merge": 0.0,
+                "voi": 0.0,
+                "arand": 0.0,
+                "cremi": 0.0,
+                "boundary_f1": 1.0,
+            },
+            abs=1e-12,
         )
 
 
@@ -215,6 +223,7 @@ def test_watershed_on_generator_boundaries(name, getkey):
     # much better than a trivial one-segment answer
     trivial = segmentation_scores(np.ones_like(true), true)
     assert scores["voi"] < 0.2 * trivial["voi"]
+    assert scores["boundary_f1"] > 0.8 > trivial["boundary_f1"] == 0.0
 
 
 def test_watershed_bad_inputs():
