@@ -28,6 +28,10 @@
 //   laplex_fused_apply_*: y (M, K) = sum_h c_h (L_h + R_h)
 //   laplex_fused_sym_*:   y (N, K) = sum_h c_h K_h x for targets = sources (one sort;
 //                         `presorted[h]` != 0 promises perm_h is the identity)
+//   Both take the whole plan (perm_s, rank_t, perm_t, rank_s; sym: M = N) and a `check`
+//   attribute: when set, the plan is checked first (laplex_check.h) and a malformed one
+//   returns an InvalidArgument error with jaxlab's plan message; unchecked calls may pass
+//   (H, 0) placeholders for the fields the pass does not read.
 //   laplex_fused_parts_*: out (H, P, M, K) with out[:, 0] = L + R,
 //                         out[:, 1] = L - R - 2 T (T only with `tie`, else L - R),
 //                         out[:, 2] = J_L + J_R (only with `jordan`; P = 2 + jordan).
@@ -37,6 +41,7 @@
 #include <cstring>
 #include <vector>
 
+#include "laplex_check.h"
 #include "laplex_mem.h"
 #include "laplex_par.h"
 #include "laplex_sort.h"
@@ -679,11 +684,40 @@ void LamAt(const S* lam, int64_t h, double* a, double* b) {
   }
 }
 
+// `check` set: the plan's four fields (perm_s (H, N), rank_t (H, M), perm_t (H, M),
+// rank_s (H, N)) are checked, after their shapes, before any pass reads them
+ffi::Error CheckPlanFields(bool check, int64_t h, int64_t m, int64_t n,
+                           ffi::Buffer<ffi::S32> perm_s, ffi::Buffer<ffi::S32> rank_t,
+                           ffi::Buffer<ffi::S32> perm_t, ffi::Buffer<ffi::S32> rank_s) {
+  if (!check) return ffi::Error::Success();
+  struct Want {
+    const char* name;
+    ffi::Buffer<ffi::S32>* buf;
+    int64_t len, hi;
+  };
+  Want want[] = {{"perm_s", &perm_s, n, -1},
+                 {"rank_t", &rank_t, m, n},
+                 {"perm_t", &perm_t, m, -1},
+                 {"rank_s", &rank_s, n, m}};
+  std::vector<laplex_check::Field> fields;
+  for (const Want& w : want) {
+    auto d = w.buf->dimensions();
+    if (d.size() != 2 || d[0] != h || d[1] != w.len) {
+      return ffi::Error::InvalidArgument(std::string("laplex_fused: checked plan field ") +
+                                         w.name + " has an inconsistent shape");
+    }
+    fields.push_back({w.name, w.buf->typed_data(), w.len, w.hi});
+  }
+  std::string bad = laplex_check::CheckPlan(fields, h);
+  if (!bad.empty()) return ffi::Error::InvalidArgument(bad);
+  return ffi::Error::Success();
+}
+
 template <ffi::DataType D, ffi::DataType R>
 ffi::Error ApplyImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
                      ffi::Buffer<D> lam, ffi::Buffer<D> c, ffi::Buffer<ffi::S32> perm_s,
                      ffi::Buffer<ffi::S32> rank_t, ffi::Buffer<ffi::S32> perm_t,
-                     ffi::ResultBuffer<D> y) {
+                     ffi::Buffer<ffi::S32> rank_s, ffi::ResultBuffer<D> y, bool check) {
   using S = typename Types<D>::S;
   constexpr bool CPX = Types<D>::kCpx;
   auto err = CheckShapes(x.dimensions(), tgt.dimensions(), src.dimensions(), lam.dimensions(),
@@ -694,6 +728,8 @@ ffi::Error ApplyImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
   if (c.dimensions().size() != 1 || c.dimensions()[0] != h_n) {
     return ffi::Error::InvalidArgument("laplex_fused: c must have shape (H,)");
   }
+  err = CheckPlanFields(check, h_n, m, n, perm_s, rank_t, perm_t, rank_s);
+  if (err.failure()) return err;
   S* yo = reinterpret_cast<S*>(y->untyped_data());
   constexpr int W = CPX ? 2 : 1;
   if (m == 0 || k == 0) return ffi::Error::Success();
@@ -1082,7 +1118,8 @@ void SymSortedReal(int64_t n, const S* x, const S* src, double a, double cw, boo
 template <ffi::DataType D, ffi::DataType R>
 ffi::Error SymImpl(ffi::Buffer<D> x, ffi::Buffer<R> src, ffi::Buffer<D> lam, ffi::Buffer<D> c,
                    ffi::Buffer<ffi::S32> perm, ffi::Buffer<ffi::S32> presorted,
-                   ffi::ResultBuffer<D> y) {
+                   ffi::Buffer<ffi::S32> rank_t, ffi::Buffer<ffi::S32> perm_t,
+                   ffi::Buffer<ffi::S32> rank_s, ffi::ResultBuffer<D> y, bool check) {
   using S = typename Types<D>::S;
   constexpr bool CPX = Types<D>::kCpx;
   constexpr int W = CPX ? 2 : 1;
@@ -1098,6 +1135,8 @@ ffi::Error SymImpl(ffi::Buffer<D> x, ffi::Buffer<R> src, ffi::Buffer<D> lam, ffi
       presorted.dimensions().size() != 1 || presorted.dimensions()[0] != h_n) {
     return ffi::Error::InvalidArgument("laplex_fused_sym: inconsistent shapes");
   }
+  auto err = CheckPlanFields(check, h_n, n, n, perm, rank_t, perm_t, rank_s);
+  if (err.failure()) return err;
   S* yo = reinterpret_cast<S*>(y->untyped_data());
   if (n == 0 || k == 0) return ffi::Error::Success();
   AdviseHuge(yo, sizeof(S) * W * n * k);
@@ -1257,7 +1296,9 @@ LAPLEX_SYMFRESH_DEFINE(F64, ffi::F64)
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
-                                    .Ret<ffi::Buffer<D>>());                       \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Ret<ffi::Buffer<D>>()                         \
+                                    .Attr<bool>("check"));                         \
   XLA_FFI_DEFINE_HANDLER_SYMBOL(LaplexFusedParts##SUFFIX, (PartsImpl<D, R>),       \
                                 ffi::Ffi::Bind()                                   \
                                     .Arg<ffi::Buffer<D>>()                         \
@@ -1278,7 +1319,11 @@ LAPLEX_SYMFRESH_DEFINE(F64, ffi::F64)
                                     .Arg<ffi::Buffer<D>>()                         \
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
-                                    .Ret<ffi::Buffer<D>>());
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Ret<ffi::Buffer<D>>()                         \
+                                    .Attr<bool>("check"));
 
 LAPLEX_FUSED_DEFINE(F32, ffi::F32, ffi::F32)
 LAPLEX_FUSED_DEFINE(F64, ffi::F64, ffi::F64)
