@@ -175,23 +175,10 @@ def _core(scan, sym, check, v, t, s, a, b, c, plan):
     if plan is None:
         plan, check = _fresh_plan(t, s, sym), False
     if _is_fused(scan) and sym:
-        rest = {"rank_tgt": plan.rank_t, "perm_tgt": plan.perm_t, "rank_src": plan.rank_s}
-        return fused_sym(
-            x, s, lam, c.astype(wd), plan.perm_s, plan.presorted_s, **rest, check=check
-        )
+        return fused_sym(x, s, lam, c.astype(wd), plan.perm_s, plan.presorted_s, check=check)
     if _is_fused(scan):
-        return fused_apply(
-            x,
-            t,
-            s,
-            lam,
-            c.astype(wd),
-            plan.perm_s,
-            plan.rank_t,
-            plan.perm_t,
-            plan.rank_s,
-            check=check,
-        )
+        perms = (plan.perm_s, plan.rank_t, plan.perm_t)
+        return fused_apply(x, t, s, lam, c.astype(wd), *perms, check=check)
 
     def head(th, sh, lh, ch, perm_s, rank_t):
         p = _side(scan, sh, perm_s, th, rank_t, lh, x, tie=False, jordan=False)
@@ -203,8 +190,7 @@ def _core(scan, sym, check, v, t, s, a, b, c, plan):
 
 def _core_fwd(scan, sym, check, v, t, s, a, b, c, plan):
     # differentiated: the backward pass needs the plan, so sort once here and reuse it
-    # (a fresh plan is not checked; a given one is checked by the forward pass, which
-    # fails the whole computation before the backward passes read it)
+    # (a fresh plan is not checked: `check` is only set for a given plan)
     if plan is None:
         plan, check = _fresh_plan(t, s, sym), False
     return _core(scan, sym, check, v, t, s, a, b, c, plan), (v, t, s, a, b, c, plan)
@@ -217,7 +203,9 @@ def _core_bwd(scan, sym, check, res, w):
     x = v.astype(wd)
     w = w.astype(wd)
     if _is_fused(scan):
-        v_bar, t_bar, s_bar, a_bar, b_bar, c_bar = _fused_bwd(x, t, s, lam, c.astype(wd), plan, w)
+        v_bar, t_bar, s_bar, a_bar, b_bar, c_bar = _fused_bwd(
+            x, t, s, lam, c.astype(wd), plan, w, check
+        )
     else:
         v_bar, t_bar, s_bar, a_bar, b_bar, c_bar = _scan_bwd(scan, x, t, s, lam, c, plan, w)
     v_bar = jnp.sum(v_bar, axis=0)
@@ -236,10 +224,26 @@ def _core_bwd(scan, sym, check, res, w):
     )
 
 
-def _fused_bwd(x, t, s, lam, c, plan, w):
-    """Per-head cotangents from two fused calls (see `jaxlab._kernels.laplex.fused_parts`)."""
-    p = fused_parts(x, t, s, lam, plan.perm_s, plan.rank_t, plan.perm_t, jordan=True, tie=False)
-    q = fused_parts(w, s, t, lam, plan.perm_t, plan.rank_s, plan.perm_s, jordan=False, tie=True)
+def _fused_bwd(x, t, s, lam, c, plan, w, check):
+    """Per-head cotangents from two fused calls (see `jaxlab._kernels.laplex.fused_parts`);
+    `check`: each call checks the plan fields it reads (together all four: a gradient
+    whose forward value is unused, and so dropped, still checks the plan)."""
+    p = fused_parts(
+        x, t, s, lam, plan.perm_s, plan.rank_t, plan.perm_t, jordan=True, tie=False, check=check
+    )
+    q = fused_parts(
+        w,
+        s,
+        t,
+        lam,
+        plan.perm_t,
+        plan.rank_s,
+        plan.perm_s,
+        jordan=False,
+        tie=True,
+        check=check,
+        transposed=True,
+    )
     lc = (lam * c)[:, None]
     c_bar = jnp.real(jnp.sum(w[None] * p[:, 0], axis=(1, 2)))
     t_bar = jnp.real(-lc * jnp.sum(w[None] * p[:, 1], axis=2))
@@ -349,12 +353,15 @@ def matvec(
     (value checks on concrete inputs). Under `jit` a non-positive decay and NaN/inf
     anchors raise `equinox.EquinoxRuntimeError` (`equinox.error_if`), and so does a plan
     whose permutations or ranks are out of range, except on the fused CPU strategy
-    (`CpuScan(fused=True)`, the default on CPU), where the C++ pass checks the plan it
-    reads and a malformed one fails the compiled call with the same message ("plan:
-    expected perm_s/perm_t rows that are permutations ..."), followed by the field, the
-    head and the offending entry: raised as `jax.errors.JaxRuntimeError` by the call that
-    compiles the computation and as `ValueError` by later calls of the compiled executable
-    (jaxlib's mapping of the kernel's INVALID_ARGUMENT status), when the result is ready.
+    (`CpuScan(fused=True)`, the default on CPU), where each C++ pass checks the plan
+    fields it reads before reading them (`t is s`: the matvec reads `perm_s`; otherwise
+    `perm_s`, `rank_t`, `perm_t`; the gradient passes read all four) and a malformed one
+    fails the compiled call with the same message ("plan: expected perm_s/perm_t rows that
+    are permutations ..."), followed by the field, the head and the offending entry:
+    raised as `jax.errors.JaxRuntimeError` by the call that compiles the computation and
+    as `ValueError` by later calls of the compiled executable (jaxlib's mapping of the
+    kernel's INVALID_ARGUMENT status), when the result is ready. (A concrete plan is
+    checked whole, eagerly, whatever the strategy.)
     `traced_checks=False` switches those traced checks off for a hot loop whose inputs
     were checked once (each setting compiles once). Lists and NumPy arrays are accepted
     and converted once.
@@ -383,9 +390,9 @@ def _matvec_jit(scan, sym, checks, v, t, s, a, b, c, plan):
         a = eqx.error_if(a, ~jnp.all(jnp.isfinite(t)), "t: expected finite values")
         if not sym:
             a = eqx.error_if(a, ~jnp.all(jnp.isfinite(s)), "s: expected finite values")
-    # a reused plan on the fused CPU path is checked inside the C++ pass that reads it
-    # (`_core`'s `check`, laplex_check.h): O(M + N) streaming reads and a cache-resident
-    # bitmap instead of the XLA scatter-add of `plan_error_if`
+    # a reused plan on the fused CPU path is checked inside the C++ passes, each field
+    # before a pass reads it (`_core`'s `check`, laplex_check.h): streaming reads and a
+    # cache-resident bitmap instead of the XLA scatter-add of `plan_error_if`
     fused_check = checks and plan is not None and _is_fused(scan)
     if plan is not None and checks and not fused_check:
         plan = plan_error_if(plan, t.shape[1], s.shape[1])

@@ -45,8 +45,8 @@ class LaplexPlan(eqx.Module):
     each `perm_*` row must be a permutation of `0..len-1` and each `rank_*` lie in
     `[0, len]`, and a concrete plan must sort and merge the concrete anchors it is used
     with. A concrete plan that fails raises `ValueError` eagerly; a traced one (under `jit`)
-    is checked by the fused C++ pass that reads it on CPU (`jax.errors.JaxRuntimeError` or
-    `ValueError`) and by `equinox.error_if` on other strategies
+    is checked by the fused C++ passes on CPU, each field before a pass reads it
+    (`jax.errors.JaxRuntimeError` or `ValueError`) and by `equinox.error_if` on other strategies
     (`equinox.EquinoxRuntimeError`), both
     with the message "plan: expected perm_s/perm_t rows that are permutations ..."; see
     `matvec`.

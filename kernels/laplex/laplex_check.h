@@ -1,5 +1,6 @@
 // Plan check for the LAPLEX fused passes (laplex_fused.cc): the C++ counterpart of
-// jaxlab.laplex._plan.plan_error_if, run by a pass whose FFI call has `check` set.
+// jaxlab.laplex._plan.plan_error_if, run by a pass whose FFI call has `check` set on
+// the plan fields that pass reads, before it reads them.
 //
 // A plan (perm_s (H, N), rank_t (H, M), perm_t (H, M), rank_s (H, N), int32) is well
 // formed when every perm row is a permutation of 0..len-1 (every entry in range, none

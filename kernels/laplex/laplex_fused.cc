@@ -28,13 +28,14 @@
 //   laplex_fused_apply_*: y (M, K) = sum_h c_h (L_h + R_h)
 //   laplex_fused_sym_*:   y (N, K) = sum_h c_h K_h x for targets = sources (one sort;
 //                         `presorted[h]` != 0 promises perm_h is the identity)
-//   Both take the whole plan (perm_s, rank_t, perm_t, rank_s; sym: M = N) and a `check`
-//   attribute: when set, the plan is checked first (laplex_check.h) and a malformed one
-//   returns an InvalidArgument error with jaxlab's plan message; unchecked calls may pass
-//   (H, 0) placeholders for the fields the pass does not read.
 //   laplex_fused_parts_*: out (H, P, M, K) with out[:, 0] = L + R,
 //                         out[:, 1] = L - R - 2 T (T only with `tie`, else L - R),
 //                         out[:, 2] = J_L + J_R (only with `jordan`; P = 2 + jordan).
+// Each takes a bool `check` attribute: when set, the plan fields the pass reads (apply,
+// parts: perm_s, rank_t, perm_t; sym: perm) are checked first (laplex_check.h) and a
+// malformed one returns an InvalidArgument error with jaxlab's plan message, naming
+// the plan's field (parts with `transposed`: the call's perm_src, rank_tgt, perm_tgt
+// are the plan's perm_t, rank_s, perm_s) and the head.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -684,40 +685,29 @@ void LamAt(const S* lam, int64_t h, double* a, double* b) {
   }
 }
 
-// `check` set: the plan's four fields (perm_s (H, N), rank_t (H, M), perm_t (H, M),
-// rank_s (H, N)) are checked, after their shapes, before any pass reads them
-ffi::Error CheckPlanFields(bool check, int64_t h, int64_t m, int64_t n,
-                           ffi::Buffer<ffi::S32> perm_s, ffi::Buffer<ffi::S32> rank_t,
-                           ffi::Buffer<ffi::S32> perm_t, ffi::Buffer<ffi::S32> rank_s) {
-  if (!check) return ffi::Error::Success();
-  struct Want {
-    const char* name;
-    ffi::Buffer<ffi::S32>* buf;
-    int64_t len, hi;
-  };
-  Want want[] = {{"perm_s", &perm_s, n, -1},
-                 {"rank_t", &rank_t, m, n},
-                 {"perm_t", &perm_t, m, -1},
-                 {"rank_s", &rank_s, n, m}};
-  std::vector<laplex_check::Field> fields;
-  for (const Want& w : want) {
-    auto d = w.buf->dimensions();
-    if (d.size() != 2 || d[0] != h || d[1] != w.len) {
-      return ffi::Error::InvalidArgument(std::string("laplex_fused: checked plan field ") +
-                                         w.name + " has an inconsistent shape");
-    }
-    fields.push_back({w.name, w.buf->typed_data(), w.len, w.hi});
-  }
-  std::string bad = laplex_check::CheckPlan(fields, h);
+// `check`: the plan fields a pass reads (shapes checked by the caller) are checked
+// before it reads them; a malformed one gives InvalidArgument with the plan message
+ffi::Error CheckPlanFields(const std::vector<laplex_check::Field>& fields, int64_t heads) {
+  std::string bad = laplex_check::CheckPlan(fields, heads);
   if (!bad.empty()) return ffi::Error::InvalidArgument(bad);
   return ffi::Error::Success();
+}
+
+// the (perm_src, rank_tgt, perm_tgt) of apply / parts under their plan names
+std::vector<laplex_check::Field> WalkFields(const int32_t* perm_src, const int32_t* rank_tgt,
+                                            const int32_t* perm_tgt, int64_t m, int64_t n,
+                                            bool transposed) {
+  if (transposed) {
+    return {{"perm_t", perm_src, n, -1}, {"rank_s", rank_tgt, m, n}, {"perm_s", perm_tgt, m, -1}};
+  }
+  return {{"perm_s", perm_src, n, -1}, {"rank_t", rank_tgt, m, n}, {"perm_t", perm_tgt, m, -1}};
 }
 
 template <ffi::DataType D, ffi::DataType R>
 ffi::Error ApplyImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
                      ffi::Buffer<D> lam, ffi::Buffer<D> c, ffi::Buffer<ffi::S32> perm_s,
                      ffi::Buffer<ffi::S32> rank_t, ffi::Buffer<ffi::S32> perm_t,
-                     ffi::Buffer<ffi::S32> rank_s, ffi::ResultBuffer<D> y, bool check) {
+                     ffi::ResultBuffer<D> y, bool check) {
   using S = typename Types<D>::S;
   constexpr bool CPX = Types<D>::kCpx;
   auto err = CheckShapes(x.dimensions(), tgt.dimensions(), src.dimensions(), lam.dimensions(),
@@ -728,8 +718,12 @@ ffi::Error ApplyImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
   if (c.dimensions().size() != 1 || c.dimensions()[0] != h_n) {
     return ffi::Error::InvalidArgument("laplex_fused: c must have shape (H,)");
   }
-  err = CheckPlanFields(check, h_n, m, n, perm_s, rank_t, perm_t, rank_s);
-  if (err.failure()) return err;
+  if (check) {
+    err = CheckPlanFields(WalkFields(perm_s.typed_data(), rank_t.typed_data(),
+                                     perm_t.typed_data(), m, n, false),
+                          h_n);
+    if (err.failure()) return err;
+  }
   S* yo = reinterpret_cast<S*>(y->untyped_data());
   constexpr int W = CPX ? 2 : 1;
   if (m == 0 || k == 0) return ffi::Error::Success();
@@ -757,7 +751,8 @@ template <ffi::DataType D, ffi::DataType R>
 ffi::Error PartsImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
                      ffi::Buffer<D> lam, ffi::Buffer<ffi::S32> perm_s,
                      ffi::Buffer<ffi::S32> rank_t, ffi::Buffer<ffi::S32> perm_t,
-                     ffi::ResultBuffer<D> out, int32_t jordan, int32_t tie) {
+                     ffi::ResultBuffer<D> out, int32_t jordan, int32_t tie, bool check,
+                     bool transposed) {
   using S = typename Types<D>::S;
   constexpr bool CPX = Types<D>::kCpx;
   auto err = CheckShapes(x.dimensions(), tgt.dimensions(), src.dimensions(), lam.dimensions(),
@@ -769,6 +764,12 @@ ffi::Error PartsImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
   auto od = out->dimensions();
   if (od.size() != 4 || od[0] != h_n || od[1] != np || od[2] != m || od[3] != k) {
     return ffi::Error::InvalidArgument("laplex_fused: out must have shape (H, 2 + jordan, M, K)");
+  }
+  if (check) {
+    err = CheckPlanFields(WalkFields(perm_s.typed_data(), rank_t.typed_data(),
+                                     perm_t.typed_data(), m, n, transposed),
+                          h_n);
+    if (err.failure()) return err;
   }
   constexpr int W = CPX ? 2 : 1;
   S* o = reinterpret_cast<S*>(out->untyped_data());
@@ -1118,8 +1119,7 @@ void SymSortedReal(int64_t n, const S* x, const S* src, double a, double cw, boo
 template <ffi::DataType D, ffi::DataType R>
 ffi::Error SymImpl(ffi::Buffer<D> x, ffi::Buffer<R> src, ffi::Buffer<D> lam, ffi::Buffer<D> c,
                    ffi::Buffer<ffi::S32> perm, ffi::Buffer<ffi::S32> presorted,
-                   ffi::Buffer<ffi::S32> rank_t, ffi::Buffer<ffi::S32> perm_t,
-                   ffi::Buffer<ffi::S32> rank_s, ffi::ResultBuffer<D> y, bool check) {
+                   ffi::ResultBuffer<D> y, bool check) {
   using S = typename Types<D>::S;
   constexpr bool CPX = Types<D>::kCpx;
   constexpr int W = CPX ? 2 : 1;
@@ -1135,8 +1135,10 @@ ffi::Error SymImpl(ffi::Buffer<D> x, ffi::Buffer<R> src, ffi::Buffer<D> lam, ffi
       presorted.dimensions().size() != 1 || presorted.dimensions()[0] != h_n) {
     return ffi::Error::InvalidArgument("laplex_fused_sym: inconsistent shapes");
   }
-  auto err = CheckPlanFields(check, h_n, n, n, perm, rank_t, perm_t, rank_s);
-  if (err.failure()) return err;
+  if (check) {
+    auto err = CheckPlanFields({{"perm_s", perm.typed_data(), n, -1}}, h_n);
+    if (err.failure()) return err;
+  }
   S* yo = reinterpret_cast<S*>(y->untyped_data());
   if (n == 0 || k == 0) return ffi::Error::Success();
   AdviseHuge(yo, sizeof(S) * W * n * k);
@@ -1296,7 +1298,6 @@ LAPLEX_SYMFRESH_DEFINE(F64, ffi::F64)
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
-                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Ret<ffi::Buffer<D>>()                         \
                                     .Attr<bool>("check"));                         \
   XLA_FFI_DEFINE_HANDLER_SYMBOL(LaplexFusedParts##SUFFIX, (PartsImpl<D, R>),       \
@@ -1310,16 +1311,15 @@ LAPLEX_SYMFRESH_DEFINE(F64, ffi::F64)
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Ret<ffi::Buffer<D>>()                         \
                                     .Attr<int32_t>("jordan")                       \
-                                    .Attr<int32_t>("tie"));                        \
+                                    .Attr<int32_t>("tie")                          \
+                                    .Attr<bool>("check")                           \
+                                    .Attr<bool>("transposed"));                    \
   XLA_FFI_DEFINE_HANDLER_SYMBOL(LaplexFusedSym##SUFFIX, (SymImpl<D, R>),           \
                                 ffi::Ffi::Bind()                                   \
                                     .Arg<ffi::Buffer<D>>()                         \
                                     .Arg<ffi::Buffer<R>>()                         \
                                     .Arg<ffi::Buffer<D>>()                         \
                                     .Arg<ffi::Buffer<D>>()                         \
-                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
-                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
-                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Ret<ffi::Buffer<D>>()                         \

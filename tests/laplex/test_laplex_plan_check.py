@@ -1,15 +1,15 @@
 """Issue 32 / issue 30 item 2: the reused-plan check inside the fused C++ passes.
 
 With the fused CPU strategy (`CpuScan(fused=True)`, the default on CPU) a plan reaching
-`matvec` as a traced value is checked by the C++ pass that reads it (`check` attribute of
-the FFI call, `kernels/laplex/laplex_check.h`), not by the XLA scatter-add of
-`plan_error_if`: a malformed plan fails the compiled call with an error whose text holds
-`plan_error_if`'s message and names the field and head (`jax.errors.JaxRuntimeError` from
-the call that compiles, `ValueError` from later calls of the compiled executable: jaxlib
-maps the kernel's INVALID_ARGUMENT status so); a concrete plan still raises
-`ValueError` eagerly (`check_plan`); other strategies keep `plan_error_if`
-(`equinox.EquinoxRuntimeError`). Valid plans give bitwise the results of the unchecked
-pass, which match the dense float64 matrix.
+`matvec` as a traced value is checked inside the C++ passes, each field before a pass
+reads it (`check` attribute of the FFI calls, `kernels/laplex/laplex_check.h`), not by
+the XLA scatter-add of `plan_error_if`. A malformed plan fails the compiled call with an
+error whose text holds `plan_error_if`'s message and names the field and head
+(`jax.errors.JaxRuntimeError` from the call that compiles, `ValueError` from later calls
+of the compiled executable: jaxlib maps the kernel's INVALID_ARGUMENT status so); a
+concrete plan still raises `ValueError` eagerly (`check_plan`); other strategies keep
+`plan_error_if` (`equinox.EquinoxRuntimeError`). Valid plans give bitwise the results of
+the unchecked pass, which match the dense float64 matrix.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from jaxlab import laplex
-from jaxlab._kernels.laplex import cpu_kernel_available, fused_apply, fused_sym
+from jaxlab._kernels.laplex import cpu_kernel_available, fused_apply, fused_parts, fused_sym
 from jaxlab.laplex._plan import PLAN_MALFORMED
 
 from .test_laplex_matvec import _dense_np, _rel
@@ -71,26 +71,33 @@ def _kernel_error(field, head, kind):
     return re.escape(PLAN_MALFORMED) + f".*plan.{field}, head {head}: .*{kind}"
 
 
+def _read_by_matvec(sym):
+    """The plan fields the forward pass reads (`matvec`'s docstring)."""
+    return ("perm_s",) if sym else ("perm_s", "rank_t", "perm_t")
+
+
 @pytest.mark.parametrize("sym", [True, False])
 def test_malformed_plan_under_jit_raises_the_plan_message_from_the_kernel(sym):
     v, t, s, a, c = _problem(sym)
     plan = laplex.make_plan(t, s)
-    if sym:
-        f = jax.jit(lambda p: laplex.matvec(v, t, t, a, c=c, plan=p))
-    else:
-        f = jax.jit(lambda p: laplex.matvec(v, t, s, a, c=c, plan=p))
+    f = jax.jit(lambda p: laplex.matvec(v, t, t if sym else s, a, c=c, plan=p))
     want = _dense_np(np.asarray(v)[:, None], t, s, a, None, c)[:, 0]
     assert _rel(f(plan), want) < 1e-12
-    count = 0
+    raised = 0
     for field, head, kind, bad in _defects(plan):
-        with pytest.raises(KERNEL_ERRORS, match=_kernel_error(field, head, kind)):
-            jax.block_until_ready(f(bad))
-        count += 1
-    assert count == 2 * (3 + 3 + 2 + 2)
+        if field in _read_by_matvec(sym):
+            with pytest.raises(KERNEL_ERRORS, match=_kernel_error(field, head, kind)):
+                jax.block_until_ready(f(bad))
+            raised += 1
+        else:  # a field the pass does not read: not checked, and the result is unchanged
+            assert _rel(f(bad), want) < 1e-12
+    assert raised == 2 * (3 if sym else 3 + 2 + 3)
 
 
 @pytest.mark.parametrize("sym", [True, False])
-def test_malformed_plan_under_grad_raises(sym):
+def test_malformed_plan_under_grad_raises_for_every_field(sym):
+    # the gradient passes read all four fields: every defect in every head is refused,
+    # also by a grad whose forward value is unused (and so dropped by XLA)
     v, t, s, a, c = _problem(sym)
     plan = laplex.make_plan(t, s)
 
@@ -98,10 +105,13 @@ def test_malformed_plan_under_grad_raises(sym):
         return jnp.sum(laplex.matvec(v, t, t if sym else s, a, c=c, plan=p))
 
     g = jax.jit(jax.grad(loss, argnums=(0, 1)))
-    g(v, a, plan)
-    _, head, kind, bad = next(d for d in _defects(plan) if d[0] == "rank_s" and d[1] == 1)
-    with pytest.raises(KERNEL_ERRORS, match=_kernel_error("rank_s", head, kind)):
-        jax.block_until_ready(g(v, a, bad))
+    jax.block_until_ready(g(v, a, plan))
+    count = 0
+    for field, head, kind, bad in _defects(plan):
+        with pytest.raises(KERNEL_ERRORS, match=_kernel_error(field, head, kind)):
+            jax.block_until_ready(g(v, a, bad))
+        count += 1
+    assert count == 2 * (3 + 2 + 3 + 2)
 
 
 @pytest.mark.parametrize("sym", [True, False])
@@ -117,20 +127,21 @@ def test_fused_calls_check_eagerly_when_asked():
     v, t, s, a, c = _problem(False)
     plan = laplex.make_plan(t, s)
     x = v[:, None]
-    bad = plan.perm_t.at[1, 2].set(plan.perm_t[1, 5])
     args = (x, t, s, a, c, plan.perm_s, plan.rank_t)
-    y = fused_apply(*args, plan.perm_t, rank_src=plan.rank_s, check=True)
+    y = fused_apply(*args, plan.perm_t, check=True)
     assert _rel(y, _dense_np(x, t, s, a, None, c)) < 1e-12
+    bad = plan.perm_t.at[1, 2].set(plan.perm_t[1, 5])
     with pytest.raises(KERNEL_ERRORS, match=_kernel_error("perm_t", 1, "repeats")):
-        jax.block_until_ready(fused_apply(*args, bad, rank_src=plan.rank_s, check=True))
+        jax.block_until_ready(fused_apply(*args, bad, check=True))
+    jax.block_until_ready(fused_apply(*args, bad))  # unchecked: clamped, no error
     sp = laplex.make_plan(s, s)
-    rest = {"rank_tgt": sp.rank_t, "perm_tgt": sp.perm_t, "rank_src": sp.rank_s}
     with pytest.raises(KERNEL_ERRORS, match=_kernel_error("perm_s", 0, "outside")):
-        fused_sym(x, s, a, c, sp.perm_s.at[0, 0].set(99), sp.presorted_s, **rest, check=True)
-    with pytest.raises(ValueError, match="^rank_src: expected the plan's rank_s"):
-        fused_apply(*args, plan.perm_t, check=True)
-    with pytest.raises(ValueError, match="^rank_tgt: expected the plan's rank_t"):
-        fused_sym(x, s, a, c, sp.perm_s, check=True)
+        fused_sym(x, s, a, c, sp.perm_s.at[0, 0].set(99), sp.presorted_s, check=True)
+    # the transposed gradient call names the plan's fields, not its argument roles
+    bad_rank = plan.rank_s.at[1, 0].set(-3)
+    kw = {"jordan": False, "tie": True, "check": True, "transposed": True}
+    with pytest.raises(KERNEL_ERRORS, match=_kernel_error("rank_s", 1, "outside")):
+        fused_parts(x[:7], s, t, a, plan.perm_t, bad_rank, plan.perm_s, **kw)
 
 
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])

@@ -31,18 +31,6 @@ def _check(x, lam):
         raise ValueError(f"lam: expected dtype {x.dtype} (that of x), received {lam.dtype}")
 
 
-def _plan_fields(h, fields):
-    """The plan fields the C++ check reads: each given one as int32, or an (H, 0)
-    placeholder when the call is unchecked (`check=False` reads none of them)."""
-    out = []
-    for name, x, check in fields:
-        if x is None and check:
-            field = {"rank_src": "rank_s", "rank_tgt": "rank_t", "perm_tgt": "perm_t"}[name]
-            raise ValueError(f"{name}: expected the plan's {field} (check=True), received None")
-        out.append(jnp.zeros((h, 0), jnp.int32) if x is None else x.astype(jnp.int32))
-    return out
-
-
 def fused_apply(
     x: Inexact[Array, "N K"],
     tgt: Float[Array, "H M"],
@@ -52,7 +40,6 @@ def fused_apply(
     perm_src: Int[Array, "H N"],
     rank_tgt: Int[Array, "H M"],
     perm_tgt: Int[Array, "H M"],
-    rank_src: Int[Array, "H N"] | None = None,
     *,
     check: bool = False,
 ) -> Inexact[Array, "M K"]:
@@ -61,26 +48,21 @@ def fused_apply(
     **Arguments:** `x` (N, K) in the work dtype (complex when `lam` is), anchors
     `tgt` (H, M), `src` (H, N) in its real dtype, `lam`, `c` (H,) in the work
     dtype, and the plan: `perm_src` sorts `src`, `perm_tgt` sorts `tgt`,
-    `rank_tgt[h, i] = #{src_h <= tgt_h[i]}`, `rank_src[h, j] = #{tgt_h <= src_h[j]}`
-    (all int32; `rank_src` is not read by the pass, only checked).
-    `check=True` checks the whole plan in C++ first (`laplex_check.h`: each `perm_*` row
-    a permutation, each rank in range; `rank_src` then required): a malformed plan fails
-    the call with `plan_error_if`'s message (`jaxlab.laplex`) followed by the field and
-    the head (`jax.errors.JaxRuntimeError` from a call that compiles, `ValueError` from a
-    compiled executable: jaxlib's mapping of INVALID_ARGUMENT).
+    `rank_tgt[h, i] = #{src_h <= tgt_h[i]}` (all int32).
+    `check=True` checks the plan fields the pass reads in C++ first (`laplex_check.h`:
+    each `perm_*` row a permutation, each rank in range): a malformed plan fails the call
+    with `plan_error_if`'s message (`jaxlab.laplex`) followed by the field and the head
+    (`jax.errors.JaxRuntimeError` from a call that compiles, `ValueError` from a compiled
+    executable: jaxlib's mapping of the INVALID_ARGUMENT status).
 
     **Returns:** (M, K) in the work dtype.
     """
     _check(x, lam)
-    h, m = tgt.shape
-    (rank_src,) = _plan_fields(h, [("rank_src", rank_src, check)])
+    m = tgt.shape[1]
     call = jax.ffi.ffi_call(
         fused_target("apply", x.dtype),
         jax.ShapeDtypeStruct((m, x.shape[1]), x.dtype),
         vmap_method="sequential",
-        # a checking call runs even where its result is unused (a grad that needs only
-        # the backward passes would otherwise drop the check with it)
-        has_side_effect=bool(check),
     )
     i32 = jnp.int32
     return call(
@@ -92,7 +74,6 @@ def fused_apply(
         perm_src.astype(i32),
         rank_tgt.astype(i32),
         perm_tgt.astype(i32),
-        rank_src,
         check=bool(check),
     )
 
@@ -105,9 +86,6 @@ def fused_sym(
     perm_src: Int[Array, "H N"],
     presorted: Int[Array, " H"] | None = None,
     *,
-    rank_tgt: Int[Array, "H N"] | None = None,
-    perm_tgt: Int[Array, "H N"] | None = None,
-    rank_src: Int[Array, "H N"] | None = None,
     check: bool = False,
 ) -> Inexact[Array, "N K"]:
     """`fused_apply` for targets equal to the sources (`tgt = src`, one sort), fused (P9).
@@ -127,29 +105,17 @@ def fused_sym(
     decays) run in double. `JAXLAB_LAPLEX_F32_SCAN=0` keeps double everywhere.
     Arguments as in `fused_apply`;
     `presorted` (H,) nonzero where `perm_src` is known to be the identity (it
-    is then not read; `LaplexPlan.presorted_s`). `check=True` checks the whole plan in
-    C++ first, as in `fused_apply` (`rank_tgt`, `perm_tgt`, `rank_src`: the plan's other
-    fields, then required; not read by the pass). Returns (N, K).
+    is then not read; `LaplexPlan.presorted_s`). `check=True` checks `perm_src` (the
+    one plan field the pass reads, named `perm_s` in the error) as in `fused_apply`.
+    Returns (N, K).
     """
     _check(x, lam)
-    h = src.shape[0]
     if presorted is None:
-        presorted = jnp.zeros((h,), jnp.int32)
-    rest = _plan_fields(
-        h,
-        [
-            ("rank_tgt", rank_tgt, check),
-            ("perm_tgt", perm_tgt, check),
-            ("rank_src", rank_src, check),
-        ],
-    )
+        presorted = jnp.zeros(src.shape[:1], jnp.int32)
     call = jax.ffi.ffi_call(
         fused_target("sym", x.dtype),
         jax.ShapeDtypeStruct(x.shape, x.dtype),
         vmap_method="sequential",
-        # a checking call runs even where its result is unused (a grad that needs only
-        # the backward passes would otherwise drop the check with it)
-        has_side_effect=bool(check),
     )
     return call(
         x,
@@ -158,7 +124,6 @@ def fused_sym(
         c.astype(x.dtype),
         perm_src.astype(jnp.int32),
         presorted.astype(jnp.int32),
-        *rest,
         check=bool(check),
     )
 
@@ -202,6 +167,8 @@ def fused_parts(
     *,
     jordan: bool,
     tie: bool,
+    check: bool = False,
+    transposed: bool = False,
 ) -> Inexact[Array, "H P M K"]:
     """Per-head one-sided sums for the LAPLEX backward pass, fused (P9).
 
@@ -209,7 +176,9 @@ def fused_parts(
     of) each target, `T` the sum over tied sources and `J` the Jordan sums of
     `|t - s| exp(-lam |t - s|) x`, returns (H, 2 + jordan, M, K):
     `[L + R, L - R - 2 T if tie else L - R, J (if jordan)]`. Arguments as in
-    `fused_apply` (without `c`).
+    `fused_apply` (without `c`); `check` as there, with `transposed=True` naming the
+    fields for the transposed call (`perm_src`, `rank_tgt`, `perm_tgt` are the plan's
+    `perm_t`, `rank_s`, `perm_s`).
     """
     _check(x, lam)
     h, m = tgt.shape
@@ -230,6 +199,8 @@ def fused_parts(
         perm_tgt.astype(i32),
         jordan=np.int32(jordan),
         tie=np.int32(tie),
+        check=bool(check),
+        transposed=bool(transposed),
     )
 
 
