@@ -3,8 +3,12 @@ tinygp, a numpy streaming pass (the memory-bandwidth floor) and dense matmul.
 
 The issue's named fields are written under "fields" (from the per-impl medians):
 t_jaxlab_s ("jaxlab": pre-sorted anchors, reused plan, nothing sorted; the default
-CPU path = fused C++ passes on all cores), t_assoc_scan_s (same work through the
-generic `jax.lax.associative_scan`), t_celerite2_s, t_tinygp_s, t_stream_floor_s
+CPU path = fused C++ passes on all cores, with the default traced checks, the plan's
+checked inside the C++ pass), t_jaxlab_unchecked_s (the same with
+`traced_checks=False`) and check_share = 1 - t_jaxlab_unchecked_s / t_jaxlab_s,
+t_assoc_scan_s (same work through the generic `jax.lax.associative_scan`, with
+`traced_checks=False`: the reference runs no checks, so the comparison charges the
+checks to jaxlab only), t_celerite2_s, t_tinygp_s, t_stream_floor_s
 (the fastest per-pass time of the one-thread and all-core numpy passes, run
 alone or three times back to back), t_dense_16k_s (dense
 matvec at N = 16384, matrix precomputed), speedup_vs_assoc_scan,
@@ -63,7 +67,12 @@ def setup(config, key):
     plan = jax.block_until_ready(laplex.make_plan(ts, ts))
     fast, assoc = default_scan(), AssociativeScan()
     mv_fast = jax.jit(lambda v, t, p: laplex.matvec(v, t, t, a, c=c, plan=p, scan=fast))
-    mv_assoc = jax.jit(lambda v, t, p: laplex.matvec(v, t, t, a, c=c, plan=p, scan=assoc))
+    mv_unchecked = jax.jit(
+        lambda v, t, p: laplex.matvec(v, t, t, a, c=c, plan=p, scan=fast, traced_checks=False)
+    )
+    mv_assoc = jax.jit(
+        lambda v, t, p: laplex.matvec(v, t, t, a, c=c, plan=p, scan=assoc, traced_checks=False)
+    )
     mv_fresh = jax.jit(lambda v, t: laplex.matvec(v, t, t, a, c=c, scan=fast))
     sort_only = jax.jit(lambda t: laplex.make_plan(t, t))
     w = jnp.asarray(rng.standard_normal(n).astype(np.float32))
@@ -76,6 +85,7 @@ def setup(config, key):
 
     impls = {
         "jaxlab": lambda: mv_fast(vj, ts, plan),
+        "jaxlab_unchecked": lambda: mv_unchecked(vj, ts, plan),
         "jaxlab_unsorted": lambda: mv_fresh(vj, tu),
         "jaxlab_sort_only": lambda: sort_only(tu),
         "assoc_scan": lambda: mv_assoc(vj, ts, plan),
@@ -145,6 +155,8 @@ def setup(config, key):
     fields = {
         "t_jaxlab_s": lambda m: m["jaxlab"],
         "t_assoc_scan_s": lambda m: m["assoc_scan"],
+        "t_jaxlab_unchecked_s": lambda m: m["jaxlab_unchecked"],
+        "check_share": lambda m: 1 - m["jaxlab_unchecked"] / m["jaxlab"],
         "t_stream_floor_s": lambda m: min(
             m["stream_floor"],
             m["stream_floor_all_cores"],
@@ -171,7 +183,14 @@ def setup(config, key):
             fields[f"speedup_vs_{peer}_1thread"] = lambda m, p=peer: m[p] / m["jaxlab_1thread"]
     return Bench(
         impls=impls,
-        ours=("jaxlab", "jaxlab_1thread", "jaxlab_unsorted", "jaxlab_sort_only", "jaxlab_grad"),
+        ours=(
+            "jaxlab",
+            "jaxlab_unchecked",
+            "jaxlab_1thread",
+            "jaxlab_unsorted",
+            "jaxlab_sort_only",
+            "jaxlab_grad",
+        ),
         fields=fields,
         interleave=True,
         size={
@@ -193,7 +212,10 @@ def setup(config, key):
             "criterion, so the recurrences run in float32, 16 lanes per vector; "
             "'jaxlab_1thread' is the same pass on one thread, like celerite2 and "
             "tinygp); "
-            "'jaxlab_unsorted' sorts afresh (one sort, t being s). All implementations are "
+            "'jaxlab_unsorted' sorts afresh (one sort, t being s). 'jaxlab' runs the default "
+            "traced checks (decay sign, anchor finiteness, and the plan's permutations and "
+            "ranks, checked inside the C++ pass); 'jaxlab_unchecked' and 'assoc_scan' run "
+            "with traced_checks=False. All implementations are "
             "timed in interleaved rounds (one call of each per round), so the drifts of "
             "the shared machine hit them alike; on the 2-core VM the streaming floor "
             "itself ranged 2.3-5.6 ms between runs and protocols. Ratios within one run "

@@ -159,11 +159,13 @@ def _fresh_plan(t, s, sym):
     return _make_plan(jax.lax.stop_gradient(t), jax.lax.stop_gradient(s), sym)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
-def _core(scan, sym, v, t, s, a, b, c, plan):
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
+def _core(scan, sym, check, v, t, s, a, b, c, plan):
     """`sym`: t and s are the same array (and plan was made from it): one sort.
 
     `plan` None: sort here (inside the fused pass when `_fresh_sym`, else a fresh plan).
+    `check`: the fused C++ pass checks a given `plan` before reading it (a fresh plan,
+    made here, is not checked); other strategies were given a checked plan.
     """
     wd = _work_dtype(v, b)
     lam = _lam(a, b, wd)
@@ -171,11 +173,12 @@ def _core(scan, sym, v, t, s, a, b, c, plan):
     if plan is None and _fresh_sym(scan, sym, v, b):
         return fused_sym_fresh(x, jax.lax.stop_gradient(s), lam, c.astype(wd))
     if plan is None:
-        plan = _fresh_plan(t, s, sym)
+        plan, check = _fresh_plan(t, s, sym), False
     if _is_fused(scan) and sym:
-        return fused_sym(x, s, lam, c.astype(wd), plan.perm_s, plan.presorted_s)
+        return fused_sym(x, s, lam, c.astype(wd), plan.perm_s, plan.presorted_s, check=check)
     if _is_fused(scan):
-        return fused_apply(x, t, s, lam, c.astype(wd), plan.perm_s, plan.rank_t, plan.perm_t)
+        perms = (plan.perm_s, plan.rank_t, plan.perm_t)
+        return fused_apply(x, t, s, lam, c.astype(wd), *perms, check=check)
 
     def head(th, sh, lh, ch, perm_s, rank_t):
         p = _side(scan, sh, perm_s, th, rank_t, lh, x, tie=False, jordan=False)
@@ -185,20 +188,24 @@ def _core(scan, sym, v, t, s, a, b, c, plan):
     return jnp.sum(ys, axis=0)
 
 
-def _core_fwd(scan, sym, v, t, s, a, b, c, plan):
+def _core_fwd(scan, sym, check, v, t, s, a, b, c, plan):
     # differentiated: the backward pass needs the plan, so sort once here and reuse it
-    plan = _fresh_plan(t, s, sym) if plan is None else plan
-    return _core(scan, sym, v, t, s, a, b, c, plan), (v, t, s, a, b, c, plan)
+    # (a fresh plan is not checked: `check` is only set for a given plan)
+    if plan is None:
+        plan, check = _fresh_plan(t, s, sym), False
+    return _core(scan, sym, check, v, t, s, a, b, c, plan), (v, t, s, a, b, c, plan)
 
 
-def _core_bwd(scan, sym, res, w):
+def _core_bwd(scan, sym, check, res, w):
     v, t, s, a, b, c, plan = res
     wd = _work_dtype(v, b)
     lam = _lam(a, b, wd)
     x = v.astype(wd)
     w = w.astype(wd)
     if _is_fused(scan):
-        v_bar, t_bar, s_bar, a_bar, b_bar, c_bar = _fused_bwd(x, t, s, lam, c.astype(wd), plan, w)
+        v_bar, t_bar, s_bar, a_bar, b_bar, c_bar = _fused_bwd(
+            x, t, s, lam, c.astype(wd), plan, w, check
+        )
     else:
         v_bar, t_bar, s_bar, a_bar, b_bar, c_bar = _scan_bwd(scan, x, t, s, lam, c, plan, w)
     v_bar = jnp.sum(v_bar, axis=0)
@@ -217,10 +224,26 @@ def _core_bwd(scan, sym, res, w):
     )
 
 
-def _fused_bwd(x, t, s, lam, c, plan, w):
-    """Per-head cotangents from two fused calls (see `jaxlab._kernels.laplex.fused_parts`)."""
-    p = fused_parts(x, t, s, lam, plan.perm_s, plan.rank_t, plan.perm_t, jordan=True, tie=False)
-    q = fused_parts(w, s, t, lam, plan.perm_t, plan.rank_s, plan.perm_s, jordan=False, tie=True)
+def _fused_bwd(x, t, s, lam, c, plan, w, check):
+    """Per-head cotangents from two fused calls (see `jaxlab._kernels.laplex.fused_parts`);
+    `check`: each call checks the plan fields it reads (together all four: a gradient
+    whose forward value is unused, and so dropped, still checks the plan)."""
+    p = fused_parts(
+        x, t, s, lam, plan.perm_s, plan.rank_t, plan.perm_t, jordan=True, tie=False, check=check
+    )
+    q = fused_parts(
+        w,
+        s,
+        t,
+        lam,
+        plan.perm_t,
+        plan.rank_s,
+        plan.perm_s,
+        jordan=False,
+        tie=True,
+        check=check,
+        transposed=True,
+    )
     lc = (lam * c)[:, None]
     c_bar = jnp.real(jnp.sum(w[None] * p[:, 0], axis=(1, 2)))
     t_bar = jnp.real(-lc * jnp.sum(w[None] * p[:, 1], axis=2))
@@ -327,11 +350,21 @@ def matvec(
     **Returns:** (M,) or (M, K); complex when `b` is given or `v` is complex.
 
     Bad shapes/dtypes, NaN/inf values, `a <= 0` or a malformed `plan` raise `ValueError`
-    (value checks on concrete inputs; under `jit` a non-positive decay, NaN/inf anchors
-    and a plan whose permutations or ranks are out of range raise through
-    `equinox.error_if`; `traced_checks=False` switches those traced checks off for a hot
-    loop whose inputs were checked once; each setting compiles once). Lists and NumPy arrays are
-    accepted and converted once.
+    (value checks on concrete inputs). Under `jit` a non-positive decay and NaN/inf
+    anchors raise `equinox.EquinoxRuntimeError` (`equinox.error_if`), and so does a plan
+    whose permutations or ranks are out of range, except on the fused CPU strategy
+    (`CpuScan(fused=True)`, the default on CPU), where each C++ pass checks the plan
+    fields it reads before reading them (`t is s`: the matvec reads `perm_s`; otherwise
+    `perm_s`, `rank_t`, `perm_t`; the gradient passes read all four) and a malformed one
+    fails the compiled call with the same message ("plan: expected perm_s/perm_t rows that
+    are permutations ..."), followed by the field, the head and the offending entry:
+    raised as `jax.errors.JaxRuntimeError` by the call that compiles the computation and
+    as `ValueError` by later calls of the compiled executable (jaxlib's mapping of the
+    kernel's INVALID_ARGUMENT status), when the result is ready. (A concrete plan is
+    checked whole, eagerly, whatever the strategy.)
+    `traced_checks=False` switches those traced checks off for a hot loop whose inputs
+    were checked once (each setting compiles once). Lists and NumPy arrays are accepted
+    and converted once.
     """
     # the same array for t and s (a Gram / symmetric operator, also when traced) lets the
     # fused CPU path use one sort and no target factors
@@ -347,14 +380,26 @@ def _matvec_jit(scan, sym, checks, v, t, s, a, b, c, plan):
     # on decays, anchors and plan, O(H (M + N)); `matvec(..., traced_checks=False)` skips
     if checks:
         a = eqx.error_if(a, jnp.any(a <= 0), "a: decays must be > 0")
+    if checks and plan is None:
         t = error_if_not_finite("t", t)  # NaN/inf anchors would break the sort
         s = t if sym else error_if_not_finite("s", s)
-    if plan is not None and checks:
+    elif checks:
+        # a reused plan sorts nothing: hang the finiteness checks on the (H,) decays, which
+        # every pass reads, rather than on the anchors (an error_if output is a new array:
+        # XLA may copy it, O(M + N) bytes)
+        a = eqx.error_if(a, ~jnp.all(jnp.isfinite(t)), "t: expected finite values")
+        if not sym:
+            a = eqx.error_if(a, ~jnp.all(jnp.isfinite(s)), "s: expected finite values")
+    # a reused plan on the fused CPU path is checked inside the C++ passes, each field
+    # before a pass reads it (`_core`'s `check`, laplex_check.h): streaming reads and a
+    # cache-resident bitmap instead of the XLA scatter-add of `plan_error_if`
+    fused_check = checks and plan is not None and _is_fused(scan)
+    if plan is not None and checks and not fused_check:
         plan = plan_error_if(plan, t.shape[1], s.shape[1])
     vec = v.ndim == 1
     v2 = v[:, None] if vec else v
     # cast: the custom_vjp wrapper (built through functools.partial) loses the return type
-    y = cast(jax.Array, _core(scan, sym, v2, t, s, a, b, c, plan))
+    y = cast(jax.Array, _core(scan, sym, fused_check, v2, t, s, a, b, c, plan))
     return y[:, 0] if vec else y
 
 

@@ -22,6 +22,13 @@ from jaxlab._kernels.laplex import cpu_kernel_available, cpu_plan
 
 __all__ = ["LaplexPlan", "make_plan", "plan_is_valid", "update_plan"]
 
+# plan_error_if's message; the fused C++ passes' check (kernels/laplex/laplex_check.h,
+# kPlanMalformed) starts its error text with the same words, then names field and head
+PLAN_MALFORMED = (
+    "plan: expected perm_s/perm_t rows that are permutations of 0..N-1 / 0..M-1 and "
+    "ranks in [0, N] / [0, M] (build plans with make_plan), received a malformed plan"
+)
+
 
 class LaplexPlan(eqx.Module):
     """Sort/merge state of one LAPLEX operator (all fields int32, per head).
@@ -36,8 +43,13 @@ class LaplexPlan(eqx.Module):
 
     Build plans with `make_plan` / `update_plan`. A plan given to `matvec` is checked:
     each `perm_*` row must be a permutation of `0..len-1` and each `rank_*` lie in
-    `[0, len]` (a `ValueError` for concrete plans, `equinox.error_if` under `jit`), and a
-    concrete plan must sort and merge the concrete anchors it is used with.
+    `[0, len]`, and a concrete plan must sort and merge the concrete anchors it is used
+    with. A concrete plan that fails raises `ValueError` eagerly; a traced one (under `jit`)
+    is checked by the fused C++ passes on CPU, each field before a pass reads it
+    (`jax.errors.JaxRuntimeError` or `ValueError`) and by `equinox.error_if` on other strategies
+    (`equinox.EquinoxRuntimeError`), both
+    with the message "plan: expected perm_s/perm_t rows that are permutations ..."; see
+    `matvec`.
     """
 
     perm_s: Int[Array, "H N"]
@@ -132,12 +144,7 @@ def plan_error_if(plan: LaplexPlan, m: int, n: int) -> LaplexPlan:
         & jnp.all((plan.rank_t >= 0) & (plan.rank_t <= n))
         & jnp.all((plan.rank_s >= 0) & (plan.rank_s <= m))
     )
-    perm_s = eqx.error_if(
-        plan.perm_s,
-        bad,
-        "plan: expected perm_s/perm_t rows that are permutations of 0..N-1 / 0..M-1 and "
-        "ranks in [0, N] / [0, M] (build plans with make_plan), received a malformed plan",
-    )
+    perm_s = eqx.error_if(plan.perm_s, bad, PLAN_MALFORMED)
     return LaplexPlan(perm_s, plan.rank_t, plan.perm_t, plan.rank_s, plan.presorted_s)
 
 

@@ -31,12 +31,18 @@
 //   laplex_fused_parts_*: out (H, P, M, K) with out[:, 0] = L + R,
 //                         out[:, 1] = L - R - 2 T (T only with `tie`, else L - R),
 //                         out[:, 2] = J_L + J_R (only with `jordan`; P = 2 + jordan).
+// Each takes a bool `check` attribute: when set, the plan fields the pass reads (apply,
+// parts: perm_s, rank_t, perm_t; sym: perm) are checked first (laplex_check.h) and a
+// malformed one returns an InvalidArgument error with jaxlab's plan message, naming
+// the plan's field (parts with `transposed`: the call's perm_src, rank_tgt, perm_tgt
+// are the plan's perm_t, rank_s, perm_s) and the head.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "laplex_check.h"
 #include "laplex_mem.h"
 #include "laplex_par.h"
 #include "laplex_sort.h"
@@ -679,11 +685,29 @@ void LamAt(const S* lam, int64_t h, double* a, double* b) {
   }
 }
 
+// `check`: the plan fields a pass reads (shapes checked by the caller) are checked
+// before it reads them; a malformed one gives InvalidArgument with the plan message
+ffi::Error CheckPlanFields(const std::vector<laplex_check::Field>& fields, int64_t heads) {
+  std::string bad = laplex_check::CheckPlan(fields, heads);
+  if (!bad.empty()) return ffi::Error::InvalidArgument(bad);
+  return ffi::Error::Success();
+}
+
+// the (perm_src, rank_tgt, perm_tgt) of apply / parts under their plan names
+std::vector<laplex_check::Field> WalkFields(const int32_t* perm_src, const int32_t* rank_tgt,
+                                            const int32_t* perm_tgt, int64_t m, int64_t n,
+                                            bool transposed) {
+  if (transposed) {
+    return {{"perm_t", perm_src, n, -1}, {"rank_s", rank_tgt, m, n}, {"perm_s", perm_tgt, m, -1}};
+  }
+  return {{"perm_s", perm_src, n, -1}, {"rank_t", rank_tgt, m, n}, {"perm_t", perm_tgt, m, -1}};
+}
+
 template <ffi::DataType D, ffi::DataType R>
 ffi::Error ApplyImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
                      ffi::Buffer<D> lam, ffi::Buffer<D> c, ffi::Buffer<ffi::S32> perm_s,
                      ffi::Buffer<ffi::S32> rank_t, ffi::Buffer<ffi::S32> perm_t,
-                     ffi::ResultBuffer<D> y) {
+                     ffi::ResultBuffer<D> y, bool check) {
   using S = typename Types<D>::S;
   constexpr bool CPX = Types<D>::kCpx;
   auto err = CheckShapes(x.dimensions(), tgt.dimensions(), src.dimensions(), lam.dimensions(),
@@ -693,6 +717,12 @@ ffi::Error ApplyImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
   const int64_t n = src.dimensions()[1], k = x.dimensions()[1];
   if (c.dimensions().size() != 1 || c.dimensions()[0] != h_n) {
     return ffi::Error::InvalidArgument("laplex_fused: c must have shape (H,)");
+  }
+  if (check) {
+    err = CheckPlanFields(WalkFields(perm_s.typed_data(), rank_t.typed_data(),
+                                     perm_t.typed_data(), m, n, false),
+                          h_n);
+    if (err.failure()) return err;
   }
   S* yo = reinterpret_cast<S*>(y->untyped_data());
   constexpr int W = CPX ? 2 : 1;
@@ -721,7 +751,8 @@ template <ffi::DataType D, ffi::DataType R>
 ffi::Error PartsImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
                      ffi::Buffer<D> lam, ffi::Buffer<ffi::S32> perm_s,
                      ffi::Buffer<ffi::S32> rank_t, ffi::Buffer<ffi::S32> perm_t,
-                     ffi::ResultBuffer<D> out, int32_t jordan, int32_t tie) {
+                     ffi::ResultBuffer<D> out, int32_t jordan, int32_t tie, bool check,
+                     bool transposed) {
   using S = typename Types<D>::S;
   constexpr bool CPX = Types<D>::kCpx;
   auto err = CheckShapes(x.dimensions(), tgt.dimensions(), src.dimensions(), lam.dimensions(),
@@ -733,6 +764,12 @@ ffi::Error PartsImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
   auto od = out->dimensions();
   if (od.size() != 4 || od[0] != h_n || od[1] != np || od[2] != m || od[3] != k) {
     return ffi::Error::InvalidArgument("laplex_fused: out must have shape (H, 2 + jordan, M, K)");
+  }
+  if (check) {
+    err = CheckPlanFields(WalkFields(perm_s.typed_data(), rank_t.typed_data(),
+                                     perm_t.typed_data(), m, n, transposed),
+                          h_n);
+    if (err.failure()) return err;
   }
   constexpr int W = CPX ? 2 : 1;
   S* o = reinterpret_cast<S*>(out->untyped_data());
@@ -1082,7 +1119,7 @@ void SymSortedReal(int64_t n, const S* x, const S* src, double a, double cw, boo
 template <ffi::DataType D, ffi::DataType R>
 ffi::Error SymImpl(ffi::Buffer<D> x, ffi::Buffer<R> src, ffi::Buffer<D> lam, ffi::Buffer<D> c,
                    ffi::Buffer<ffi::S32> perm, ffi::Buffer<ffi::S32> presorted,
-                   ffi::ResultBuffer<D> y) {
+                   ffi::ResultBuffer<D> y, bool check) {
   using S = typename Types<D>::S;
   constexpr bool CPX = Types<D>::kCpx;
   constexpr int W = CPX ? 2 : 1;
@@ -1097,6 +1134,10 @@ ffi::Error SymImpl(ffi::Buffer<D> x, ffi::Buffer<R> src, ffi::Buffer<D> lam, ffi
       perm.dimensions()[0] != h_n || perm.dimensions()[1] != n ||
       presorted.dimensions().size() != 1 || presorted.dimensions()[0] != h_n) {
     return ffi::Error::InvalidArgument("laplex_fused_sym: inconsistent shapes");
+  }
+  if (check) {
+    auto err = CheckPlanFields({{"perm_s", perm.typed_data(), n, -1}}, h_n);
+    if (err.failure()) return err;
   }
   S* yo = reinterpret_cast<S*>(y->untyped_data());
   if (n == 0 || k == 0) return ffi::Error::Success();
@@ -1257,7 +1298,8 @@ LAPLEX_SYMFRESH_DEFINE(F64, ffi::F64)
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
-                                    .Ret<ffi::Buffer<D>>());                       \
+                                    .Ret<ffi::Buffer<D>>()                         \
+                                    .Attr<bool>("check"));                         \
   XLA_FFI_DEFINE_HANDLER_SYMBOL(LaplexFusedParts##SUFFIX, (PartsImpl<D, R>),       \
                                 ffi::Ffi::Bind()                                   \
                                     .Arg<ffi::Buffer<D>>()                         \
@@ -1269,7 +1311,9 @@ LAPLEX_SYMFRESH_DEFINE(F64, ffi::F64)
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Ret<ffi::Buffer<D>>()                         \
                                     .Attr<int32_t>("jordan")                       \
-                                    .Attr<int32_t>("tie"));                        \
+                                    .Attr<int32_t>("tie")                          \
+                                    .Attr<bool>("check")                           \
+                                    .Attr<bool>("transposed"));                    \
   XLA_FFI_DEFINE_HANDLER_SYMBOL(LaplexFusedSym##SUFFIX, (SymImpl<D, R>),           \
                                 ffi::Ffi::Bind()                                   \
                                     .Arg<ffi::Buffer<D>>()                         \
@@ -1278,7 +1322,8 @@ LAPLEX_SYMFRESH_DEFINE(F64, ffi::F64)
                                     .Arg<ffi::Buffer<D>>()                         \
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
-                                    .Ret<ffi::Buffer<D>>());
+                                    .Ret<ffi::Buffer<D>>()                         \
+                                    .Attr<bool>("check"));
 
 LAPLEX_FUSED_DEFINE(F32, ffi::F32, ffi::F32)
 LAPLEX_FUSED_DEFINE(F64, ffi::F64, ffi::F64)

@@ -1,7 +1,8 @@
 """Issue 30 findings 2 and 4: malformed plans, NaN/inf/int anchors, NaN right-hand sides.
 
 Each malformed input must raise a clear error naming the argument (a `ValueError` on
-concrete inputs, an `equinox.error_if` under `jit`), never return garbage or zeros. The
+concrete inputs, an `equinox.error_if` or the fused C++ pass's check under `jit`), never
+return garbage or zeros. The
 C++ kernels read the plan, so the kernel-backed calls run in a subprocess
 (`test_malformed_plan_in_subprocess_never_crashes`).
 """
@@ -13,11 +14,13 @@ import sys
 import textwrap
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from jaxlab import laplex
+from jaxlab._kernels.laplex import CpuScan
 
 
 def _problem(seed=0, h=2, m=7, n=9):
@@ -85,14 +88,21 @@ def test_plan_of_other_anchors_is_refused():
         laplex.matvec(v, t, s, a, c=c, plan=(1, 2))
 
 
-def test_malformed_plan_under_jit_raises_error_if():
+@pytest.mark.parametrize("scan", ["default", "blocked"])
+def test_malformed_plan_under_jit_raises(scan):
+    # as `matvec` documents: the fused C++ pass (the default on CPU) checks the plan it
+    # reads and fails the compiled call (JaxRuntimeError from the compiling call, ValueError
+    # later); other strategies keep equinox.error_if; the message is the same
     v, t, s, a, c = _problem()
     plan = laplex.make_plan(t, s)
-    f = eqx.filter_jit(lambda p: laplex.matvec(v, t, s, a, c=c, plan=p))
+    strategy = laplex.default_scan() if scan == "default" else laplex.BlockedScan()
+    f = eqx.filter_jit(lambda p: laplex.matvec(v, t, s, a, c=c, plan=p, scan=strategy))
     np.testing.assert_allclose(f(plan), laplex.dense_matrix(t, s, a, None, c) @ v, rtol=1e-10)
+    fused = isinstance(strategy, CpuScan) and strategy.fused
+    errors = (jax.errors.JaxRuntimeError, ValueError) if fused else eqx.EquinoxRuntimeError
     for _, bad in list(_broken_plans(plan))[:4]:
-        with pytest.raises(eqx.EquinoxRuntimeError, match="plan: expected perm_s/perm_t"):
-            f(bad)
+        with pytest.raises(errors, match="plan: expected perm_s/perm_t"):
+            jax.block_until_ready(f(bad))
 
 
 def test_update_plan_re_sorts_a_malformed_plan():
@@ -122,7 +132,7 @@ def test_malformed_plan_in_subprocess_never_crashes():
         for call in (lambda: laplex.matvec(v, t, t, a, c=c, plan=bad), lambda: f(bad)):
             try:
                 call()
-            except (ValueError, eqx.EquinoxRuntimeError) as e:
+            except (ValueError, eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError) as e:
                 assert "plan" in str(e), e
             else:
                 raise SystemExit("malformed plan accepted")

@@ -30,7 +30,7 @@ __all__ = ["CpuScan", "cpu_kernel_available", "build_cpu_kernel"]
 
 _SOURCE_NAMES = ("laplex_scan.cc", "laplex_fused.cc", "laplex_plan.cc")
 # headers: hashed into the cache key too, not compiled alone
-_HEADER_NAMES = ("laplex_mem.h", "laplex_par.h", "laplex_sort.h")
+_HEADER_NAMES = ("laplex_check.h", "laplex_mem.h", "laplex_par.h", "laplex_sort.h")
 _TARGETS = {
     jnp.dtype(jnp.float32): ("laplex_scan_f32", "LaplexScanF32"),
     jnp.dtype(jnp.float64): ("laplex_scan_f64", "LaplexScanF64"),

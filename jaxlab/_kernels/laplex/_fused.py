@@ -40,6 +40,8 @@ def fused_apply(
     perm_src: Int[Array, "H N"],
     rank_tgt: Int[Array, "H M"],
     perm_tgt: Int[Array, "H M"],
+    *,
+    check: bool = False,
 ) -> Inexact[Array, "M K"]:
     """`y = sum_h c_h exp(-lam_h |tgt_h[:, None] - src_h[None, :]|) @ x`, fused (P9).
 
@@ -47,6 +49,11 @@ def fused_apply(
     `tgt` (H, M), `src` (H, N) in its real dtype, `lam`, `c` (H,) in the work
     dtype, and the plan: `perm_src` sorts `src`, `perm_tgt` sorts `tgt`,
     `rank_tgt[h, i] = #{src_h <= tgt_h[i]}` (all int32).
+    `check=True` checks the plan fields the pass reads in C++ first (`laplex_check.h`:
+    each `perm_*` row a permutation, each rank in range): a malformed plan fails the call
+    with `plan_error_if`'s message (`jaxlab.laplex`) followed by the field and the head
+    (`jax.errors.JaxRuntimeError` from a call that compiles, `ValueError` from a compiled
+    executable: jaxlib's mapping of the INVALID_ARGUMENT status).
 
     **Returns:** (M, K) in the work dtype.
     """
@@ -67,6 +74,7 @@ def fused_apply(
         perm_src.astype(i32),
         rank_tgt.astype(i32),
         perm_tgt.astype(i32),
+        check=bool(check),
     )
 
 
@@ -77,6 +85,8 @@ def fused_sym(
     c: Inexact[Array, " H"],
     perm_src: Int[Array, "H N"],
     presorted: Int[Array, " H"] | None = None,
+    *,
+    check: bool = False,
 ) -> Inexact[Array, "N K"]:
     """`fused_apply` for targets equal to the sources (`tgt = src`, one sort), fused (P9).
 
@@ -95,7 +105,9 @@ def fused_sym(
     decays) run in double. `JAXLAB_LAPLEX_F32_SCAN=0` keeps double everywhere.
     Arguments as in `fused_apply`;
     `presorted` (H,) nonzero where `perm_src` is known to be the identity (it
-    is then not read; `LaplexPlan.presorted_s`). Returns (N, K).
+    is then not read; `LaplexPlan.presorted_s`). `check=True` checks `perm_src` (the
+    one plan field the pass reads, named `perm_s` in the error) as in `fused_apply`.
+    Returns (N, K).
     """
     _check(x, lam)
     if presorted is None:
@@ -106,7 +118,13 @@ def fused_sym(
         vmap_method="sequential",
     )
     return call(
-        x, src, lam, c.astype(x.dtype), perm_src.astype(jnp.int32), presorted.astype(jnp.int32)
+        x,
+        src,
+        lam,
+        c.astype(x.dtype),
+        perm_src.astype(jnp.int32),
+        presorted.astype(jnp.int32),
+        check=bool(check),
     )
 
 
@@ -149,6 +167,8 @@ def fused_parts(
     *,
     jordan: bool,
     tie: bool,
+    check: bool = False,
+    transposed: bool = False,
 ) -> Inexact[Array, "H P M K"]:
     """Per-head one-sided sums for the LAPLEX backward pass, fused (P9).
 
@@ -156,7 +176,9 @@ def fused_parts(
     of) each target, `T` the sum over tied sources and `J` the Jordan sums of
     `|t - s| exp(-lam |t - s|) x`, returns (H, 2 + jordan, M, K):
     `[L + R, L - R - 2 T if tie else L - R, J (if jordan)]`. Arguments as in
-    `fused_apply` (without `c`).
+    `fused_apply` (without `c`); `check` as there, with `transposed=True` naming the
+    fields for the transposed call (`perm_src`, `rank_tgt`, `perm_tgt` are the plan's
+    `perm_t`, `rank_s`, `perm_s`).
     """
     _check(x, lam)
     h, m = tgt.shape
@@ -177,6 +199,8 @@ def fused_parts(
         perm_tgt.astype(i32),
         jordan=np.int32(jordan),
         tie=np.int32(tie),
+        check=bool(check),
+        transposed=bool(transposed),
     )
 
 
