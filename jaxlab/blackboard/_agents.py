@@ -418,8 +418,16 @@ def bm25_index(lake: Lake) -> BM25:
 
 
 def dense_index(lake: Lake, model: AgentModel, cfg: DiscoveryConfig) -> DenseIndex:
-    """The dense index of the lake's profiles (first `cfg.embed_chars` characters) under
-    `model.embed`, in `lake.tables` order."""
+    """The dense index of the lake's profiles under `model.embed`, in `lake.tables` order.
+
+    **Arguments:**
+
+    - `lake`: the lake whose tables are indexed.
+    - `model`: an agent model with `embed` (`LMAgentModel`: `jaxlab.lm.embed`, cached).
+    - `cfg`: `cfg.embed_chars` is how much of each profile is embedded.
+
+    **Returns:** a `DenseIndex` for `retrieval`.
+    """
     docs = [profile_text(t)[: cfg.embed_chars] for t in lake.tables.values()]
     return DenseIndex(docs, model.embed)
 
@@ -444,7 +452,15 @@ def prefetch(
     and partition descriptions as options), the request-free base prompt is shared by
     all requests, and the single agent has one prompt per request; each goes in chunks
     of 32 options through `LMAgentModel.option_scores_many`, whose cache the methods
-    then read. Models without `option_scores_many` (scripted ones) are left alone.
+    then read. Models other than `LMAgentModel` (scripted ones) are left alone.
+
+    **Arguments:**
+
+    - `lake`, `tasks`: the lake and the tasks whose queries will be posted.
+    - `model`: the agents' model.
+    - `cfg`: the discovery settings (snippet length, context budget) the methods use.
+    - `methods`: the methods that will run (only the LM ones need scores).
+    - `progress`: show a progress bar over the scoring batches.
 
     **Returns:** the number of (prompt, option) pairs asked for (cached or not).
     """
@@ -646,8 +662,9 @@ def run_methods(
                 assert index is not None  # built above whenever "retrieval" is in methods
                 d = retrieval(lake, task.query, index, cfg)
             elif m == "dense_retrieval":
-                assert dense is not None
+                assert dense is not None  # the query's embedding is its model call
                 d = retrieval(lake, task.query, dense, cfg)
+                d = dataclasses.replace(d, tokens=model.count_tokens(task.query))
             else:
                 d = oracle(task.data_sources)
             out[m].append(d)
