@@ -186,3 +186,72 @@ def report(record_property, reader: str, res: dict[str, Any]) -> None:
     for d in res["documented_list"]:
         print("  documented:", d)
     assert res["unhandled"] == 0, "\n".join(res["failures"][:40])
+
+
+def zip_fields(data: bytes) -> list[Field]:
+    """The layout of a stored (uncompressed) zip archive such as `np.savez` writes: per
+    member its local header (signature, version, flags, method, time/date, CRC, sizes,
+    name/extra lengths; "struct"), name, extra field, and data ("data": covered by the
+    CRC, so a flip there must be caught too); the central directory entries and the
+    end-of-central-directory record ("struct")."""
+    import io
+    import struct
+    import zipfile
+
+    def header(off: int, label: str, parts: Sequence[tuple[int, str]]) -> list[Field]:
+        out, at = [], off
+        for size, what in parts:
+            out.append(Field(at, size, f"{what} of {label}"))
+            at += size
+        return out
+
+    local = [(4, "signature"), (2, "version"), (2, "flags"), (2, "method"), (2, "time"),
+             (2, "date"), (4, "CRC"), (4, "compressed size"), (4, "size"),
+             (2, "name length"), (2, "extra length")]  # fmt: skip
+    central = [(4, "signature"), (2, "version made by"), (2, "version"), (2, "flags"),
+               (2, "method"), (2, "time"), (2, "date"), (4, "CRC"), (4, "compressed size"),
+               (4, "size"), (2, "name length"), (2, "extra length"), (2, "comment length"),
+               (2, "disk"), (2, "internal attributes"), (4, "external attributes"),
+               (4, "local header offset")]  # fmt: skip
+    out: list[Field] = []
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        infos = z.infolist()
+    for k, zi in enumerate(infos):
+        off = zi.header_offset
+        label = f"member {k} ({zi.filename})"
+        out += header(off, f"the local header of {label}", local)
+        n_name, n_extra = struct.unpack_from("<HH", data, off + 26)
+        out.append(Field(off + 30, n_name, f"name of {label}"))
+        if n_extra:
+            out.append(Field(off + 30 + n_name, n_extra, f"extra field of {label}"))
+        out.append(Field(off + 30 + n_name + n_extra, zi.compress_size, f"data of {label}", "data"))
+    eocd = data.rindex(b"PK\x05\x06")
+    (cd,) = struct.unpack_from("<I", data, eocd + 16)
+    at = cd
+    for k in range(len(infos)):
+        n_name, n_extra, n_comment = struct.unpack_from("<HHH", data, at + 28)
+        out += header(at, f"central entry {k}", central)
+        out.append(Field(at + 46, n_name, f"name in central entry {k}"))
+        if n_extra:
+            out.append(Field(at + 46 + n_name, n_extra, f"extra field of central entry {k}"))
+        at += 46 + n_name + n_extra + n_comment
+    out += header(
+        eocd,
+        "the end record",
+        [(4, "signature"), (2, "disk"), (2, "central disk"), (2, "entries on disk"),
+         (2, "entries"), (4, "central size"), (4, "central offset"), (2, "comment length")],
+    )  # fmt: skip
+    return out
+
+
+def data_flips(fields: Sequence[Field], per_field: int = 3) -> list[Damage]:
+    """XOR 0x01 on `per_field` bytes spread through every "data" field (bytes a checksum
+    covers: each flip must be caught)."""
+    out = []
+    for f in fields:
+        if f.kind != "data" or not f.size:
+            continue
+        for i in range(per_field):
+            at = f.start + (f.size - 1) * i // max(per_field - 1, 1)
+            out.append(Damage(f"byte {at} of {f.label} ^ 0x01", "data", at=at, mask=0x01))
+    return sorted(set(out), key=lambda d: d.at or 0)

@@ -7,12 +7,11 @@ import hashlib
 import io
 import logging
 import os
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from jaxlab._core import atomic_write
+from jaxlab._core import atomic_write, read_npz
 
 log = logging.getLogger("experiments")
 
@@ -38,10 +37,9 @@ def load_npz(path: Path) -> dict[str, np.ndarray] | None:
     if not path.exists():
         return None
     try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        log.warning("cache file %s unreadable (%s): recomputing", path, e)
+        return read_npz(path, "cache file")
+    except ValueError as e:
+        log.warning("%s: recomputing", e)
         return None
 
 

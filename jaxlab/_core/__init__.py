@@ -4,6 +4,7 @@ progress strategies, data-wheel lookup, device sweeps."""
 from ._checkpoint import Checkpointer as Checkpointer
 from ._checkpoint import atomic_write as atomic_write
 from ._checkpoint import load_checkpoint as load_checkpoint
+from ._checkpoint import read_npz as read_npz
 from ._checkpoint import remove_stale_temps as remove_stale_temps
 from ._checkpoint import save_checkpoint as save_checkpoint
 from ._checkpoint import write_json as write_json

@@ -1,4 +1,5 @@
-"""Checkpoints and result files written atomically (temp file + `os.replace`).
+"""Checkpoints and result files written atomically (temp file + `os.replace`), and
+`read_npz`, the one reader of `.npz` files that trusts nothing.
 
 An interrupted write never leaves a half-written file: the previous version
 stays in place until the new one is complete on disk.
@@ -11,12 +12,16 @@ import dataclasses
 import json
 import os
 import re
+import struct
 import tempfile
+import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import equinox as eqx
+import numpy as np
 
 __all__ = [
     "atomic_write",
@@ -24,6 +29,7 @@ __all__ = [
     "write_json",
     "save_checkpoint",
     "load_checkpoint",
+    "read_npz",
     "Checkpointer",
 ]
 
@@ -131,6 +137,51 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
     with atomic_write(path, "w") as f:
         f.write(text)
         f.write("\n")
+
+
+# what reading a damaged .npz can raise: zipfile's BadZipFile (bad signature, CRC,
+# truncation), NotImplementedError (a compression-method field changed to one zipfile
+# lacks), RuntimeError (the "encrypted" flag bit set), zlib.error / EOFError (a member
+# marked deflated), struct.error, OSError, and numpy's ValueError on a damaged .npy header
+_NPZ_ERRORS = (
+    OSError,
+    EOFError,
+    ValueError,
+    KeyError,
+    TypeError,
+    RuntimeError,
+    NotImplementedError,
+    OverflowError,
+    zipfile.BadZipFile,
+    zlib.error,
+    struct.error,
+)
+
+
+def read_npz(path: str | os.PathLike, what: str = "an .npz file") -> dict[str, np.ndarray]:
+    """Every array of the `.npz` archive at `path`, read without pickle.
+
+    **Arguments:**
+
+    - `path`: the file (opened and closed here, also when reading fails).
+    - `what`: what the file should be, for the error message.
+
+    **Returns:** name -> array, all read into memory.
+
+    **Raises:** `ValueError` naming the file when it is missing, truncated, damaged
+    (every zip-level failure: bad signature or CRC, an unknown compression method or the
+    encryption flag in a header) or holds pickled objects.
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            z = np.load(fh, allow_pickle=False)
+            if not isinstance(z, np.lib.npyio.NpzFile):
+                raise ValueError("a single .npy array, not an .npz archive")
+            with z:
+                return {k: z[k] for k in z.files}
+    except _NPZ_ERRORS as e:
+        raise ValueError(f"{path}: not a readable {what} ({type(e).__name__}: {e})") from e
 
 
 def save_checkpoint(path: str | os.PathLike, tree: Any) -> None:

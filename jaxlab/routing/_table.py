@@ -15,7 +15,6 @@ import dataclasses
 import io
 import json
 import os
-import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxlab._core import atomic_write, write_json
+from jaxlab._core import atomic_write, read_npz, write_json
 
 __all__ = ["RoutingTable"]
 
@@ -219,11 +218,8 @@ class RoutingTable:
             raise ValueError(f"{manifest}: not a readable RoutingTable manifest ({e})") from e
         if not isinstance(info, dict) or info.get("format") != _FORMAT:
             raise ValueError(f"{manifest}: expected format {_FORMAT!r}")
-        try:
-            with np.load(npz, allow_pickle=False) as z:
-                arrays = {a: z[a] for a in _ARRAYS if a in z.files}
-        except (OSError, EOFError, ValueError, zipfile.BadZipFile) as e:
-            raise ValueError(f"{npz}: not a readable .npz file without pickle ({e})") from e
+        stored = read_npz(npz, "RoutingTable .npz file")
+        arrays = {a: stored[a] for a in _ARRAYS if a in stored}
         missing = [a for a in _ARRAYS if a not in arrays]
         if missing:
             raise ValueError(f"{npz}: missing arrays {missing}")

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxlab._core import atomic_write, check_positive_int, write_json
+from jaxlab._core import atomic_write, check_positive_int, read_npz, write_json
 
 from ._render import StereoRig, camera_rays, project_points, sdf_normals, sphere_trace
 
@@ -480,11 +479,12 @@ class FaceStereoDataset:
     def _shard(self, entry) -> dict[str, np.ndarray]:
         if self._cache is None or self._cache[0] != entry["file"]:
             path = self.directory / entry["file"]
-            try:
-                with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as z:
-                    arrays = {k: z[k] for k in z.files}
-            except (OSError, ValueError, EOFError, TypeError, zipfile.BadZipFile) as e:
-                raise ValueError(f"{path}: cannot read face shard ({type(e).__name__}: {e})") from e
+            arrays = read_npz(path, "face shard")
+            keys = self.index.get("keys")
+            if isinstance(keys, list) and sorted(arrays) != sorted(keys):
+                raise ValueError(
+                    f"{path}: arrays {sorted(arrays)} differ from index.json's keys {sorted(keys)}"
+                )
             if any(len(v) != entry["count"] for v in arrays.values()):
                 raise ValueError(f"{path}: arrays do not hold count={entry['count']} pairs")
             self._cache = (entry["file"], arrays)

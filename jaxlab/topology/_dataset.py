@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import re
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from jaxlab._core import atomic_write
+from jaxlab._core import atomic_write, read_npz
 
 from ._arrays import ComplexArrays, complex_arrays, lift_features, max_sizes, stack_complex_arrays
 from ._complex import Complex, clique_lift, cycle_lift
@@ -99,13 +98,9 @@ def encode_complexes(
     keys = [(r, i) for r in range(R + 1) for i in range(len(rank_routes(r, R)))]
     if cache_file is not None and cache_file.exists():
         try:
-            with open(cache_file, "rb") as fh:  # closed also when np.load fails
-                z = np.load(fh, allow_pickle=False)
-                if not isinstance(z, np.lib.npyio.NpzFile):
-                    raise ValueError(f"{cache_file}: not an .npz archive")
-                with z:
-                    counts = z["counts"]
-                    flat = {k: z[f"enc_{k[0]}_{k[1]}"] for k in keys}
+            z = read_npz(cache_file, "encoding cache")
+            counts = z["counts"]
+            flat = {k: z[f"enc_{k[0]}_{k[1]}"] for k in keys}
             if counts.shape == (len(complexes), R + 1) and all(
                 tuple(counts[g]) == cx.sizes for g, cx in enumerate(complexes)
             ):
@@ -120,7 +115,7 @@ def encode_complexes(
                     )
                     for g in range(len(complexes))
                 ]
-        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
+        except (KeyError, ValueError):
             pass  # a corrupt (truncated, empty) or stale cache is recomputed and overwritten
     out = [complex_encodings(cx, spec) for cx in complexes]
     if cache_file is not None:

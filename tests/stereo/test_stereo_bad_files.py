@@ -10,6 +10,8 @@ import pytest
 
 from jaxlab import stereo
 
+from ..corruption import cuts, data_flips, flips, report, subset, sweep, zip_fields
+
 
 @pytest.fixture
 def shards(tmp_path):
@@ -80,5 +82,45 @@ def test_corrupt_shard_names_the_file(shards):
     for content in (b"", whole[: len(whole) // 2], b"\x93NUMPY garbage"):
         (d / "shard_00001.npz").write_bytes(content)
         ds = stereo.FaceStereoDataset(d)
-        with pytest.raises(ValueError, match="shard_00001.npz: cannot read face shard"):
+        with pytest.raises(ValueError, match="shard_00001.npz: not a readable face shard"):
             ds[5]
+
+
+def _shard_sweep(shards):
+    d, data = shards
+    path = d / "shard_00001.npz"
+    raw = path.read_bytes()
+    fields = zip_fields(raw)
+
+    def read(p):
+        return stereo.FaceStereoDataset(d)[5]  # a fresh dataset: no cached shard
+
+    def accept(damage, got, caught):
+        same = (
+            sorted(got) == ["k", "left"]
+            and np.array_equal(got["left"], data["left"][5])
+            and int(got["k"]) == 5
+        )
+        return "a zip header byte the reader ignores (pair unchanged)" if same else None
+
+    header = [f for f in fields if f.kind != "data"]
+    return (
+        path,
+        read,
+        accept,
+        (cuts(fields, len(raw), spread=16), flips(header), data_flips(fields)),
+    )
+
+
+def test_shard_corruption_sweep_subset(shards, record_property):
+    # issue 30: truncations, header flips and data flips (under the zip CRC) of a face
+    # shard end in one ValueError naming it, or in an unchanged read
+    path, read, accept, (c, fl, dfl) = _shard_sweep(shards)
+    damages = subset(c, 6) + subset(fl, 12) + subset(dfl, 4)
+    report(record_property, "face shard (subset)", sweep(path, read, damages, accept))
+
+
+@pytest.mark.slow
+def test_shard_corruption_sweep_full(shards, record_property):
+    path, read, accept, (c, fl, dfl) = _shard_sweep(shards)
+    report(record_property, "face shard", sweep(path, read, c + fl + dfl, accept))
