@@ -176,6 +176,9 @@ CASES["routing_haps_main"] = _HAPS_TINY | {"router_steps": 20, "cost_shifts": (0
 # baselines. em_joint: em.train_methods as in em_t0, one setting. stereo_ipd: the RAFT
 # training of stereo_faces. topology_mutag / topology_zinc: topology_freesolv's train
 # (every 10 epochs and at the end: 2 saves per model and fold).
+# Measured 2026-12-03 (all three kill points passed; shared 2-core machine, run niced
+# one case at a time): topology_mutag 180 s (load 3-4), eeg_technique 712 s (load 4-7),
+# eeg_cross_session 1359 s (load 7-9).
 _EEG_TINY = CASES["eeg_state"]
 CASES |= {
     "routing_haps_ablation": dict(_HAPS_TINY),
