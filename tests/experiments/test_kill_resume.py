@@ -128,11 +128,8 @@ CASES |= {
 # Measured 2026-12-02 (all three kill points passed; shared 2-core machine at load 11-13):
 # interp_sae 21 min, illusions_sae 51, cells_scib 60, routing_haps_main 49.
 # routing_haps_main: two of the pool's LMs (SmolLM2, Gemma-3) on 50 MedMCQA items, each of
-# its 3 HAPS fits saving every 25 steps and at the end (6 saves). Not cases yet (each case
-# is seven runs, up to an hour on the shared 2-core machine, not run in time; see the
-# notes of issue 30): routing_haps_ablation (same fits as main, with `_HAPS_TINY`),
-# biophys_localize, cells_rare, eeg_cross_session, eeg_technique, em_joint, stereo_ipd,
-# topology_mutag, topology_zinc, which share a covered case's training path.
+# its 3 HAPS fits saving every 25 steps and at the end (6 saves). The experiments that
+# share a covered case's training path are cases further down.
 CASES |= {
     "interp_sae": {
         "models": ("smollm2",),
@@ -176,6 +173,11 @@ CASES["routing_haps_main"] = _HAPS_TINY | {"router_steps": 20, "cost_shifts": (0
 # baselines. em_joint: em.train_methods as in em_t0, one setting. stereo_ipd: the RAFT
 # training of stereo_faces. topology_mutag / topology_zinc: topology_freesolv's train
 # (every 10 epochs and at the end: 2 saves per model and fold).
+# Measured 2026-12-03 (all three kill points passed; shared 2-core machine, run niced
+# one case at a time): topology_mutag 180 s (load 3-4), eeg_technique 712 s (load 4-7),
+# eeg_cross_session 1359 s (load 7-9), stereo_ipd 140 s (load 5-7), em_joint 208 s
+# (load 5-7), cells_rare 158 s (load 2-5), topology_zinc 153 s (load 4-5). Not run that
+# day: routing_haps_ablation (about an hour, like routing_haps_main), biophys_localize.
 _EEG_TINY = CASES["eeg_state"]
 CASES |= {
     "routing_haps_ablation": dict(_HAPS_TINY),
