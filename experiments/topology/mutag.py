@@ -9,6 +9,7 @@ Accuracy is the test-fold accuracy after the last epoch (no model selection).
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import equinox as eqx
 import jax
@@ -146,6 +147,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             measured=(
                 f"{metrics['train_time_hopse_s']:.1f} s vs "
                 f"{metrics['train_time_homp_s']:.1f} s ({metrics['speedup_vs_homp']:.2f}x)"
+                if math.isfinite(metrics["speedup_vs_homp"])
+                else "not measured: this run resumed after its last checkpoint and trained no "
+                "epoch (run without --resume to time it)"
             ),
             holds=bool(metrics["speedup_vs_homp"] > 1.0),
             timing=True,
