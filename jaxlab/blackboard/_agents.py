@@ -343,10 +343,15 @@ def blackboard(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig
     return Discovery(chosen, tokens, tuple(board))
 
 
+def _descriptions(lake: Lake) -> list[str]:
+    """The master's options: each partition's description, in `lake.partitions` order."""
+    return [" " + partition_description(lake, p) for p in lake.partitions]
+
+
 def master_slave(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig) -> Discovery:
     """Master-slave discovery: the central agent routes by partition descriptions."""
     parts = list(lake.partitions)
-    descs = [" " + partition_description(lake, p) for p in parts]
+    descs = _descriptions(lake)
     route, tokens = relevance(model, request, descs)
     order = np.argsort(-route, kind="stable")[: cfg.route_k]
     msgs = [f"central: ROUTE to {[parts[i] for i in order]}"]
@@ -466,19 +471,15 @@ def prefetch(
     """
     if not isinstance(model, LMAgentModel):
         return 0
-    snippets = [snippet(t, chars=cfg.snippet_chars) for t in lake.tables.values()]
-    descs = [" " + partition_description(lake, p) for p in lake.partitions]
-    groups: list[tuple[str, list[str]]] = []  # (prompt, options), similar option lengths
-    lm_methods = {"blackboard", "master_slave"} & set(methods)
-    if lm_methods:
-        opts = snippets
+    groups: list[tuple[str, list[str]]] = []  # (prompt, options)
+    if {"blackboard", "master_slave"} & set(methods):  # both score table snippets
+        snippets = [snippet(t, chars=cfg.snippet_chars) for t in lake.tables.values()]
         groups.append((_RELEVANT, snippets))
-        if "master_slave" in lm_methods:
-            groups.append((_RELEVANT, descs))
-        for t in tasks:
-            groups.append((_request_prompt(t.query), opts))
-        if "master_slave" in lm_methods:
-            groups.extend((_request_prompt(t.query), descs) for t in tasks)
+        groups += [(_request_prompt(t.query), snippets) for t in tasks]
+    if "master_slave" in methods:  # and the master the partition descriptions
+        descs = _descriptions(lake)
+        groups.append((_RELEVANT, descs))
+        groups += [(_request_prompt(t.query), descs) for t in tasks]
     if "single_agent" in methods:
         for t in tasks:
             prompt, options, _ = _single_prompt(lake, t.query, model, cfg)
