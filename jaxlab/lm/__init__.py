@@ -70,3 +70,7 @@ from ._sampling import Sample as Sample
 from ._score import Scores as Scores
 from ._score import score as score
 from ._tokenizer import Tokenizer as Tokenizer
+from ._sentence import SentenceEncoder as SentenceEncoder
+from ._sentence import encode_sentences as encode_sentences
+from ._sentence import encode_tokens as encode_tokens
+from ._sentence import load_sentence_encoder as load_sentence_encoder
