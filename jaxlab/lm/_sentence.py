@@ -60,7 +60,9 @@ class SentenceEncoder(eqx.Module):
     """A post-LN BERT encoder (the Transformer of a sentence-transformers model).
 
     Weights are stacked on a leading layer axis `L` (the layers run under `lax.scan`);
-    2-D projection weights are (out, in), as in the safetensors file. Build one with
+    2-D projection weights are (out, in), as in the safetensors file. Static fields:
+    `n_heads`, `norm_eps` (LayerNorm epsilon) and `max_seq_length` (the default
+    truncation length of `encode_sentences`, from `sentence_bert_config.json`). Build one with
     `load_sentence_encoder`; `encoder(tokens, mask)` gives the final hidden states of one
     sequence and `encode_tokens` its normalised sentence embedding.
 
@@ -91,6 +93,7 @@ class SentenceEncoder(eqx.Module):
     ffn_norm_bias: Float[Array, "L d"]
     n_heads: int = eqx.field(static=True)
     norm_eps: float = eqx.field(static=True)
+    max_seq_length: int = eqx.field(static=True, default=256)
 
     @property
     def d_model(self) -> int:
@@ -255,7 +258,7 @@ def encode_sentences(
     texts: Sequence[str],
     *,
     batch_size: int = 64,
-    max_length: int = 256,
+    max_length: int | None = None,
 ) -> np.ndarray:
     """Sentence embeddings of texts: the sentence-transformers pipeline, batched under jit.
 
@@ -272,7 +275,8 @@ def encode_sentences(
     - `texts`: N strings (an empty string embeds `[CLS] [SEP]`).
     - `batch_size`: most texts per compiled batch.
     - `max_length`: most tokens per text, `[CLS]` and `[SEP]` included
-      (2 <= `max_length` <= `encoder.max_positions`; the model was trained with 256).
+      (2 <= `max_length` <= `encoder.max_positions`); default: the model's
+      `encoder.max_seq_length` (256 for all-MiniLM-L6-v2, as sentence-transformers uses).
 
     **Returns:** an (N, d) float32 NumPy array of unit-norm rows (d = 384 for
     all-MiniLM-L6-v2), row i the embedding of `texts[i]`; compare rows by dot product.
@@ -298,6 +302,8 @@ def encode_sentences(
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
         raise ValueError(f"batch_size: expected a positive int, received {batch_size!r}")
     P = encoder.max_positions
+    if max_length is None:
+        max_length = encoder.max_seq_length
     if (
         not isinstance(max_length, int)
         or isinstance(max_length, bool)
@@ -449,8 +455,8 @@ def _read_config(folder: _Folder) -> dict[str, Any]:
     return out
 
 
-def _check_pipeline(folder: _Folder, max_positions: int) -> None:
-    """The sentence-transformers modules are exactly Transformer -> mean Pooling -> Normalize."""
+def _check_pipeline(folder: _Folder, max_positions: int) -> int:
+    """Check that the modules are Transformer -> mean Pooling -> Normalize; the max_seq_length."""
     modules = folder.json("modules.json")
     kinds = (
         [m.get("type", "").rsplit(".", 1)[-1] for m in modules if isinstance(m, dict)]
@@ -480,6 +486,7 @@ def _check_pipeline(folder: _Folder, max_positions: int) -> None:
             f"{folder.where('sentence_bert_config.json')}: max_seq_length must be an int in "
             f"[2, {max_positions}], received {n!r}"
         )
+    return n
 
 
 def _expected_tensors(cfg: dict[str, Any]) -> dict[str, tuple[int, ...]]:
@@ -594,6 +601,7 @@ def _encoder_from_tensors(w: dict[str, np.ndarray], cfg: dict[str, Any]) -> Sent
         ffn_norm_bias=stack("output.LayerNorm.bias"),
         n_heads=cfg["num_attention_heads"],
         norm_eps=cfg["layer_norm_eps"],
+        max_seq_length=cfg["max_seq_length"],
     )
 
 
@@ -639,7 +647,7 @@ def load_sentence_encoder(path: str | os.PathLike | None = None) -> tuple[Senten
     folder = _Folder(p)
     try:
         cfg = _read_config(folder)
-        _check_pipeline(folder, cfg["max_position_embeddings"])
+        cfg["max_seq_length"] = _check_pipeline(folder, cfg["max_position_embeddings"])
         tokenizer = _read_tokenizer(folder, cfg["vocab_size"])
         encoder = _encoder_from_tensors(_read_weights(folder, cfg), cfg)
     finally:

@@ -172,3 +172,69 @@ class _Layer:
 
     def __getitem__(self, li):
         return self.weight(self.name, li)
+
+
+# ---------------------------------------------------------------- BERT sentence encoder
+# Written from the BERT description (Devlin et al. 2019) and the sentence-transformers
+# modules (mean pooling over real tokens, then L2 normalisation), on the safetensors
+# tensor names directly; per-head loops, float64, no padding (one sentence at a time).
+
+_erf = np.vectorize(math.erf)
+
+
+def _layer_norm64(x, w, b, eps):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def reference_bert_states(weights, tokens, n_heads: int, eps: float) -> np.ndarray:
+    """(T, d) final hidden states of BertModel on one unpadded sequence, token type 0."""
+    w = {k: np.asarray(v, np.float64) for k, v in weights.items()}
+    tokens = np.asarray(tokens)
+    T = len(tokens)
+    x = (
+        w["embeddings.word_embeddings.weight"][tokens]
+        + w["embeddings.position_embeddings.weight"][np.arange(T)]
+        + w["embeddings.token_type_embeddings.weight"][np.zeros(T, int)]
+    )
+    x = _layer_norm64(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], eps)
+    n_layers = 1 + max(int(k.split(".")[2]) for k in w if k.startswith("encoder.layer."))
+    d = x.shape[1]
+    hd = d // n_heads
+    for i in range(n_layers):
+        p = f"encoder.layer.{i}."
+
+        def lin(v, name, p=p):
+            return v @ w[p + name + ".weight"].T + w[p + name + ".bias"]
+
+        q = lin(x, "attention.self.query")
+        k = lin(x, "attention.self.key")
+        v = lin(x, "attention.self.value")
+        ctx = np.zeros_like(x)
+        for h in range(n_heads):
+            sl = slice(h * hd, (h + 1) * hd)
+            s = q[:, sl] @ k[:, sl].T / math.sqrt(hd)
+            s = np.exp(s - s.max(axis=1, keepdims=True))
+            ctx[:, sl] = (s / s.sum(axis=1, keepdims=True)) @ v[:, sl]
+        x = _layer_norm64(
+            x + lin(ctx, "attention.output.dense"),
+            w[p + "attention.output.LayerNorm.weight"],
+            w[p + "attention.output.LayerNorm.bias"],
+            eps,
+        )
+        u = lin(x, "intermediate.dense")
+        u = 0.5 * u * (1.0 + _erf(u / math.sqrt(2.0)))
+        x = _layer_norm64(
+            x + lin(u, "output.dense"),
+            w[p + "output.LayerNorm.weight"],
+            w[p + "output.LayerNorm.bias"],
+            eps,
+        )
+    return x
+
+
+def reference_sentence_embedding(weights, tokens, n_heads: int, eps: float) -> np.ndarray:
+    """(d,) mean of the final states over all tokens of one sequence, L2-normalised."""
+    m = reference_bert_states(weights, tokens, n_heads, eps).mean(axis=0)
+    return m / np.linalg.norm(m)
