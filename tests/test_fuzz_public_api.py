@@ -904,7 +904,46 @@ def lm_table():
             {"w": "float"},
             accepts=BATCH("w"),
         ),
+        Entry(
+            "lm.encode_tokens",
+            lambda **k: lm.encode_tokens(_tiny_sentence_encoder(), **k),
+            lambda: {"tokens": np.array([1, 5, 2, 0]), "mask": np.array([1, 1, 1, 0])},
+            {"tokens": "int", "mask": "int"},
+            accepts={("mask", "none"): "None means every token is real"},
+        ),
     ]
+
+
+def _tiny_sentence_encoder():
+    """A random 1-layer BERT encoder (vocabulary 11, d = 4, 2 heads, 8 positions)."""
+    from jaxlab import lm
+
+    r = _rng(41)
+    V, P, d, f, L = 11, 8, 4, 6, 1
+
+    def w(*shape):
+        return jnp.asarray(r.standard_normal(shape), jnp.float32)
+
+    return lm.SentenceEncoder(
+        word_embeddings=w(V, d),
+        position_embeddings=w(P, d),
+        token_type_embeddings=w(2, d),
+        embedding_norm_scale=w(d),
+        embedding_norm_bias=w(d),
+        **{n: w(L, d, d) for n in ("wq", "wk", "wv", "wo")},
+        **{n: w(L, d) for n in ("bq", "bk", "bv", "bo")},
+        attention_norm_scale=w(L, d),
+        attention_norm_bias=w(L, d),
+        w_in=w(L, f, d),
+        b_in=w(L, f),
+        w_out=w(L, d, f),
+        b_out=w(L, d),
+        ffn_norm_scale=w(L, d),
+        ffn_norm_bias=w(L, d),
+        n_heads=2,
+        norm_eps=1e-12,
+        max_seq_length=8,
+    )
 
 
 def beliefs_table():

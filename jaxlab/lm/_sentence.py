@@ -110,9 +110,7 @@ class SentenceEncoder(eqx.Module):
         """Longest sequence P the position table covers."""
         return self.position_embeddings.shape[0]
 
-    def __call__(
-        self, tokens: Int[Array, " T"], mask: Array | None = None
-    ) -> Float[Array, "T d"]:
+    def __call__(self, tokens: Int[Array, " T"], mask: Array | None = None) -> Float[Array, "T d"]:
         """Final hidden states of one right-padded sequence.
 
         **Arguments:**
@@ -304,11 +302,7 @@ def encode_sentences(
     P = encoder.max_positions
     if max_length is None:
         max_length = encoder.max_seq_length
-    if (
-        not isinstance(max_length, int)
-        or isinstance(max_length, bool)
-        or not 2 <= max_length <= P
-    ):
+    if not isinstance(max_length, int) or isinstance(max_length, bool) or not 2 <= max_length <= P:
         raise ValueError(f"max_length: expected an int in [2, {P}], received {max_length!r}")
     if not (hasattr(tokenizer, "encode_batch") and hasattr(tokenizer, "token_to_id")):
         raise ValueError(
@@ -363,7 +357,9 @@ class _Folder:
         try:
             self.zip = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
-            raise ValueError(f"sentence encoder archive {str(path)!r}: not a valid zip ({e})") from e
+            raise ValueError(
+                f"sentence encoder archive {str(path)!r}: not a valid zip ({e})"
+            ) from e
 
     def where(self, name: str) -> str:
         return f"sentence encoder {'archive' if self.zip else 'folder'} {str(self.path)!r}: {name}"
@@ -424,7 +420,7 @@ def _read_config(folder: _Folder) -> dict[str, Any]:
     if not isinstance(cfg, dict):
         raise ValueError(f"{folder.where('config.json')}: expected a JSON object")
     where = folder.where("config.json")
-    out = {
+    out: dict[str, Any] = {
         k: _config_int(folder, cfg, k)
         for k in (
             "hidden_size",

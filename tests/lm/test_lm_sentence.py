@@ -55,7 +55,8 @@ def test_tokenizer_is_lowercasing_wordpiece(minilm):
     _, tok = minilm
     assert _ids(tok, "Hello world!") == [101, 7592, 2088, 999, 102]
     assert _ids(tok, "HELLO World!") == [101, 7592, 2088, 999, 102]
-    assert tok.padding is None and tok.truncation is None
+    assert tok.padding is None
+    assert tok.truncation is None
 
 
 def test_encoder_matches_numpy_reference(minilm, raw_weights):
