@@ -190,13 +190,20 @@ def _layer_norm64(x, w, b, eps):
 
 def reference_bert_states(weights, tokens, n_heads: int, eps: float) -> np.ndarray:
     """(T, d) final hidden states of BertModel on one unpadded sequence, token type 0."""
-    w = {k: np.asarray(v, np.float64) for k, v in weights.items()}
     tokens = np.asarray(tokens)
     T = len(tokens)
+    # rows of the tables first (converting the whole vocabulary table would dominate)
+    w = {
+        k: np.asarray(v, np.float64)
+        for k, v in weights.items()
+        if k.startswith("encoder.layer.") or "LayerNorm" in k
+    }
     x = (
-        w["embeddings.word_embeddings.weight"][tokens]
-        + w["embeddings.position_embeddings.weight"][np.arange(T)]
-        + w["embeddings.token_type_embeddings.weight"][np.zeros(T, int)]
+        np.asarray(weights["embeddings.word_embeddings.weight"][tokens], np.float64)
+        + np.asarray(weights["embeddings.position_embeddings.weight"][np.arange(T)], np.float64)
+        + np.asarray(
+            weights["embeddings.token_type_embeddings.weight"][np.zeros(T, int)], np.float64
+        )
     )
     x = _layer_norm64(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], eps)
     n_layers = 1 + max(int(k.split(".")[2]) for k in w if k.startswith("encoder.layer."))
