@@ -80,7 +80,7 @@ class VQAView:
         if not (isinstance(self.crop, int | float) and 0 < self.crop <= 1):
             raise ValueError(f"crop: expected a fraction in (0, 1], received {self.crop!r}")
         side = self.crop_side
-        if side < 1 or side % self.resolution:
+        if not self.blind and (side < 1 or side % self.resolution):
             raise ValueError(
                 f"resolution: expected a divisor of the cropped side {side} "
                 f"(image_size {self.image_size} x crop {self.crop}), received {self.resolution}"
@@ -136,7 +136,7 @@ class VQAView:
         o = (s - c) // 2
         x = x[..., o : o + c, o : o + c, :]
         if not self.colour:
-            x = jnp.sum(x * jnp.asarray(LUMA, jnp.float32), axis=-1, keepdims=True)
+            x = (x @ jnp.asarray(LUMA, jnp.float32))[..., None]
         r, b = self.resolution, c // self.resolution
         x = x.reshape(*x.shape[:-3], r, b, r, b, x.shape[-1])
         return jnp.mean(x, axis=(-4, -2))
@@ -345,7 +345,7 @@ class VQAFitStep(AbstractStep):
                 )(v, toks)
             ce = optax.softmax_cross_entropy_with_integer_labels(logits, y)
             total = jnp.maximum(jnp.sum(w), 1e-12)
-            hit = (jnp.argmax(logits, -1) == y).astype(jnp.float32)
+            hit = (jnp.argmax(logits, -1).astype(y.dtype) == y).astype(jnp.float32)
             return jnp.sum(w * ce) / total, jnp.sum(w * hit) / total
 
         (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
