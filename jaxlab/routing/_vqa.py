@@ -21,6 +21,7 @@ from typing import Any
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -120,7 +121,7 @@ class VQAView:
         **Returns:** float32 (..., resolution, resolution, channels); (..., 0, 0, 0) when
         blind.
         """
-        if not isinstance(images, jax.core.Tracer | jax.Array):
+        if not isinstance(images, jax.Array):  # tracers are jax.Arrays
             images = as_array("images", images)
         s = self.image_size
         if images.ndim < 3 or tuple(images.shape[-3:]) != (s, s, 3):
@@ -221,7 +222,7 @@ class VQAModel(eqx.Module):
                     eqx.tree_at(
                         lambda c: (c.weight, c.bias),
                         conv,
-                        (he, jnp.zeros_like(conv.bias)),
+                        (he, jnp.zeros((c_out, 1, 1), f32)),
                     )
                 )
                 c_in = c_out
@@ -292,7 +293,7 @@ def vqa_flops(model: VQAModel) -> int:
     if model.image_proj is not None:
         dense.append(model.image_proj)
     for lin in dense:
-        total += 2 * lin.in_features * lin.out_features
+        total += 2 * int(lin.in_features) * int(lin.out_features)
     return int(total)
 
 
@@ -438,10 +439,10 @@ def fit_vqa(
     """
     if not isinstance(model, VQAModel):
         raise ValueError(f"model: expected a VQAModel, received {type(model).__name__}")
-    n_answers = model.head.out_features
     images, tokens, answers, image_index = _check_questions(
-        images, tokens, answers, image_index, n_answers
+        images, tokens, answers, image_index, int(model.head.out_features)
     )
+    assert answers is not None
     n = answers.shape[0]
     if sample_weights is None:
         w = np.ones(n, np.float32)

@@ -74,7 +74,7 @@ class ImageEncoder(eqx.Module):
             for i, (a, b) in enumerate(zip(back[:-1], back[1:], strict=True))
         )
 
-    def target(self, image) -> Float[Array, "3 32 32"]:
+    def target(self, image) -> Float[Array, "c h w"]:
         """The centred, scaled 32x32 image the autoencoder reconstructs."""
         x = jnp.moveaxis(self.view.apply(image), -1, 0)
         return 4.0 * (x - jnp.mean(x, axis=(1, 2), keepdims=True))
@@ -86,7 +86,7 @@ class ImageEncoder(eqx.Module):
             x = jax.nn.leaky_relu(conv(x), 0.1)
         return self.to_feature(x.reshape(-1))
 
-    def __call__(self, image) -> Float[Array, "3 32 32"]:
+    def __call__(self, image) -> Float[Array, "c h w"]:
         x = self.from_feature(self.encode(image)).reshape(16, 4, 4)
         for i, deconv in enumerate(self.decoder):
             x = deconv(x)
@@ -184,7 +184,12 @@ def _encode_all(encoder, images, batch_size):
 
 
 def encode_images(encoder: ImageEncoder, images, *, batch_size: int = 256) -> jax.Array:
-    """(I, D) float32 features of `images` (I, H, W, 3), computed `batch_size` at a time."""
+    """The `ImageEncoder` features of many images, `batch_size` at a time.
+
+    **Arguments:** `encoder`; `images` (I, H, W, 3) uint8 or float in [0, 1]; `batch_size`.
+
+    **Returns:** (I, D) float32 features.
+    """
     if not isinstance(encoder, ImageEncoder):
         raise ValueError(f"encoder: expected an ImageEncoder, received {type(encoder).__name__}")
     images = _check_images(images, encoder.view.image_size)

@@ -47,7 +47,8 @@ def test_views_against_numpy():
     np.testing.assert_allclose(both, _block_mean((x @ LUMA)[2:6, 2:6, None], 2), rtol=1e-6)
     blind = routing.VQAView(blind=True, image_size=8)
     assert blind.apply(img).shape == (0, 0, 0)
-    assert blind.name == "blind" and v.name == "colour2"
+    assert blind.name == "blind"
+    assert v.name == "colour2"
     assert routing.VQAView(32, crop=0.5).name == "colour32-crop0.5"
     # batched images and floats in [0, 1] give the same views
     batch = np.stack([img, _image(rng)])
@@ -210,15 +211,19 @@ def test_image_encoder(getkey):
 def test_load_easy_vqa_real_wheel():
     train = routing.load_easy_vqa("train")
     test = routing.load_easy_vqa("test")
-    assert train.n_questions == 38575 and test.n_questions == 9673
-    assert train.images.shape == (4000, 64, 64, 3) and test.images.shape == (1000, 64, 64, 3)
+    assert train.n_questions == 38575
+    assert test.n_questions == 9673
+    assert train.images.shape == (4000, 64, 64, 3)
+    assert test.images.shape == (1000, 64, 64, 3)
     assert train.images.dtype == np.uint8
     # the wheel's README: 28407 train and 7136 test yes/no questions
     assert routing.QUESTION_TYPES == ("shape", "colour", "yes_no")
     assert np.bincount(train.question_type).tolist() == [5002, 5166, 28407]
     assert np.bincount(test.question_type).tolist() == [1257, 1280, 7136]
-    assert len(train.answer_names) == 13 and test.vocabulary == train.vocabulary
-    assert train.tokens.shape == (38575, 9) and test.tokens.max() < len(train.vocabulary)
+    assert len(train.answer_names) == 13
+    assert test.vocabulary == train.vocabulary
+    assert train.tokens.shape == (38575, 9)
+    assert test.tokens.max() < len(train.vocabulary)
     # the types agree with the question texts
     names = np.array(test.answer_names)[test.answers]
     for t, words in ((0, ("shape",)), (1, ("color",)), (2, ("is", "does"))):
@@ -248,7 +253,8 @@ def test_damaged_files_raise_naming_the_file(tmp_path, monkeypatch):
     monkeypatch.setenv("JAXLAB_CACHE_DIR", str(tmp_path / "cache"))
     root = _tiny_root(tmp_path)
     d = routing.load_easy_vqa("test", root=root)
-    assert d.n_questions == 2 and d.images.shape == (1, 64, 64, 3)
+    assert d.n_questions == 2
+    assert d.images.shape == (1, 64, 64, 3)
     assert d.question_type.tolist() == [1, 2]
     again = routing.load_easy_vqa("test", root=root)  # from the image cache
     np.testing.assert_array_equal(again.images, d.images)
