@@ -282,3 +282,53 @@ def test_damaged_files_raise_naming_the_file(tmp_path, monkeypatch):
     (root / "answers.txt").write_text("")
     with pytest.raises(ValueError, match="answers.txt"):
         routing.load_easy_vqa("test", root=root, cache=False)
+
+
+def test_committed_vqa_table():
+    from experiments.routing import _vqa_setup as setup
+
+    cfg = setup.VQATableConfig()
+    t = setup.vqa_table(cfg)  # the committed file (a rebuild would train: not here)
+    assert t.meta["code"] == setup.CODE_VERSION
+    assert t.meta["config"] == setup.table_fields(cfg)
+    assert t.quality.shape == (3 * cfg.per_type, len(cfg.members))
+    assert set(np.unique(t.quality)) <= {0.0, 1.0}
+    assert t.candidates == tuple(m.name for m in cfg.members)
+    assert np.bincount(t.groups).tolist() == [cfg.per_type] * 3
+    test = routing.load_easy_vqa("test")
+    rows = np.array([int(q.split("/")[1]) for q in t.query_ids])
+    np.testing.assert_array_equal(rows, setup.select_queries(test, cfg))
+    np.testing.assert_array_equal(t.groups, test.question_type[rows])
+    # cost: the FLOPs of each member's architecture (shapes only: an untrained model)
+    for j, m in enumerate(cfg.members):
+        model = routing.VQAModel(
+            m.view(), len(test.vocabulary), width=m.width, key=jax.random.key(0)
+        )
+        np.testing.assert_allclose(t.cost[:, j], routing.vqa_flops(model) / 1e6)
+        assert t.meta["members"][m.name]["flops"] == routing.vqa_flops(model)
+    # features: image feature, then the hashed bag of words of the question text
+    bow = routing.hashed_bow([test.questions[i] for i in rows], dim=cfg.question_dim)
+    np.testing.assert_allclose(t.features[:, cfg.encoder_dim :], bow)
+    assert t.features.shape == (t.n_queries, cfg.encoder_dim + cfg.question_dim)
+    np.testing.assert_array_equal(t.input_tokens[:, 0], (test.tokens[rows] != 0).sum(1))
+    assert np.all(t.output_tokens == 1)
+
+
+@pytest.mark.slow
+def test_tiny_vqa_table_build_and_cache(tmp_path, monkeypatch):
+    from experiments.routing import _vqa_setup as setup
+
+    monkeypatch.setenv("JAXLAB_CACHE_DIR", str(tmp_path))
+    cfg = setup.VQATableConfig(
+        members=setup.POOL[:2], steps=3, encoder_steps=2, per_type=4, latency_batch=5
+    )
+    t = setup.build_vqa_table(cfg)
+    assert t.quality.shape == (12, 2)
+    assert t.meta["train_seconds_this_call"] > 0
+    # a second build reads every trained member and the encoder from the cache
+    monkeypatch.setattr(routing, "fit_vqa", None)
+    monkeypatch.setattr(routing, "fit_image_encoder", None)
+    u = setup.build_vqa_table(cfg)
+    assert u.meta["train_seconds_this_call"] == 0
+    np.testing.assert_array_equal(u.quality, t.quality)
+    np.testing.assert_allclose(u.features, t.features)
