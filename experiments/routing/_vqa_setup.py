@@ -66,6 +66,7 @@ class Member:
     blind: bool = False
     width: int = 8
     learning_rate: float | None = None  # None: the config's
+    steps: int | None = None  # None: the config's
 
     def view(self) -> routing.VQAView:
         """The member's `routing.VQAView`."""
@@ -80,7 +81,8 @@ POOL = (
     Member("grey64", resolution=64, colour=False, width=8),
     Member("crop0.5", resolution=32, crop=0.5, width=8),
     Member("colour32-small", resolution=32, width=4),
-    Member("colour64-wide", resolution=64, width=16, learning_rate=1e-3),
+    # the wide member is unstable at 3e-3 and undertrained at 1e-3 x 3000 steps
+    Member("colour64-wide", resolution=64, width=16, learning_rate=2e-3, steps=6000),
 )
 
 
@@ -148,9 +150,10 @@ def train_member(member: Member, config: VQATableConfig, train: routing.VQAData)
     import optax
 
     lr = config.learning_rate if member.learning_rate is None else member.learning_rate
+    steps = config.steps if member.steps is None else member.steps
     settings = {
         "member": dataclasses.asdict(member),
-        "steps": config.steps,
+        "steps": steps,
         "batch_size": config.batch_size,
         "learning_rate": lr,
         "schedule": "cosine",
@@ -183,9 +186,9 @@ def train_member(member: Member, config: VQATableConfig, train: routing.VQAData)
         train.answers,
         train.image_index,
         key=k_fit,
-        steps=config.steps,
+        steps=steps,
         batch_size=config.batch_size,
-        optimizer=optax.adam(optax.cosine_decay_schedule(lr, config.steps)),
+        optimizer=optax.adam(optax.cosine_decay_schedule(lr, steps)),
         sample_weights=_type_weights(train),
         progress=TqdmProgress(desc=f"VQA member {member.name}"),
         checkpointer=Checkpointer(path.with_suffix(".ckpt"), every=500, resume=True),
