@@ -11,6 +11,12 @@
   `LatentRouter`;
   `threshold_route` (cost-aware thresholding); `QualityFitStep` / `fit_router` train them
   through `jaxlab._core.run_steps`.
+- Our own multimodal pool (P6, on the `easy-vqa` wheel): `load_easy_vqa` -> `VQAData`
+  (`QUESTION_TYPES`); pool members `VQAModel` that see an image through a `VQAView`
+  (resolution, colour/grey, centre crop, or blind), trained by `VQAFitStep` / `fit_vqa`,
+  answered with `vqa_predict`, costed by `vqa_flops`; router image features from an
+  `ImageEncoder` (convolutional autoencoder; `ImageEncoderFitStep`, `fit_image_encoder`,
+  `encode_images`).
 - P19 HAPS: `HAPS` (router over architectures + shared trunk + per-architecture
   `LoRAGenerator` heads emitting input-conditioned `jaxlab.lm.LoRA`), trained by `HAPSStep` /
   `fit_haps` (reward-augmented objective, `reinforce_surrogate`), `haps_predict`; the
@@ -55,3 +61,16 @@ from ._router import threshold_route as threshold_route
 from ._table import RoutingTable as RoutingTable
 from ._train import QualityFitStep as QualityFitStep
 from ._train import fit_router as fit_router
+from ._vqa import VQAFitStep as VQAFitStep
+from ._vqa import VQAModel as VQAModel
+from ._vqa import VQAView as VQAView
+from ._vqa import fit_vqa as fit_vqa
+from ._vqa import vqa_flops as vqa_flops
+from ._vqa import vqa_predict as vqa_predict
+from ._vqa_data import QUESTION_TYPES as QUESTION_TYPES
+from ._vqa_data import VQAData as VQAData
+from ._vqa_data import load_easy_vqa as load_easy_vqa
+from ._vqa_encoder import ImageEncoder as ImageEncoder
+from ._vqa_encoder import ImageEncoderFitStep as ImageEncoderFitStep
+from ._vqa_encoder import encode_images as encode_images
+from ._vqa_encoder import fit_image_encoder as fit_image_encoder
