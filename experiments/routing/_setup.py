@@ -73,7 +73,7 @@ class TableConfig:
     prompts: tuple[str, ...] = ("zero_shot",)
     rules: tuple[str, ...] = RULES
     # items per source (medmcqa has 300 - N_SHOTS usable items)
-    per_source: tuple[tuple[str, int], ...] = (("medmcqa", 120), ("logiqa", 40))
+    per_source: tuple[tuple[str, int], ...] = (("medmcqa", 299), ("logiqa", 200), ("reclor", 100))
     chunk: int = 20
     batch_size: int = 4
     feature_dim: int = 256

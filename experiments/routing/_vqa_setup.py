@@ -405,3 +405,59 @@ if __name__ == "__main__":
         f"oracle accuracy {table.quality.max(1).mean():.3f} vs best single member "
         f"{table.candidates[best]} {table.quality[:, best].mean():.3f}"
     )
+
+
+VQA_CAVEAT = CAVEAT
+_SHAPE_WORDS = ("circle", "rectangle", "triangle")
+
+
+def fine_groups(questions, coarse, type_names) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Finer task groups for routing_groups: shape, colour, and the yes/no questions split
+    by what they ask about (a shape word in the question: yes_no/shape, else yes_no/colour)."""
+    names = ("shape", "colour", "yes_no/shape", "yes_no/colour")
+    out = np.empty(len(questions), np.int64)
+    for i, (q, g) in enumerate(zip(questions, coarse, strict=True)):
+        t = type_names[g]
+        if t != "yes_no":
+            out[i] = names.index(t)
+        else:
+            words = q.lower().replace("?", " ").split()
+            out[i] = 2 if any(w in _SHAPE_WORDS for w in words) else 3
+    return out, names
+
+
+def vqa_table_with_features(features: str = "minilm"):
+    """(table, clusters) of the committed QUICK easy-VQA table with router features
+    `features` ("minilm": the image feature + the MiniLM-L6 sentence embedding of the
+    question; "bow": the table's own image feature + hashed bag of words; "both": all three)
+    and the finer task groups of `fine_groups`; clusters = the query's image (questions
+    about one image stay on one side of a split)."""
+    from experiments.routing._setup import FEATURES, sentence_features
+
+    if features not in FEATURES:
+        raise ValueError(f"features: expected one of {FEATURES}, received {features!r}")
+    config = VQATableConfig()
+    table = vqa_table(config)
+    test = routing.load_easy_vqa("test")
+    rows = np.array([int(q.split("/")[1]) for q in table.query_ids])
+    questions = [test.questions[i] for i in rows]
+    groups, names = fine_groups(questions, test.question_type[rows], test.type_names)
+    x, desc = table.features, table.meta.get("features")
+    if features != "bow":
+        image = table.features[:, : config.encoder_dim]
+        text = sentence_features(questions)
+        parts = [image, text] if features == "minilm" else [table.features, text]
+        x = np.concatenate(parts, axis=1)
+        desc = (
+            f"[ImageEncoder feature ({config.encoder_dim}), MiniLM-L6 sentence embedding of the "
+            "question (384, unit norm)"
+            + (f", hashed_bow(question, dim={config.question_dim})]" if features == "both" else "]")
+        )
+    table = dataclasses.replace(
+        table,
+        features=x,
+        groups=groups,
+        group_names=names,
+        meta={**table.meta, "features": desc},
+    )
+    return table, test.image_index[rows].astype(np.int64)

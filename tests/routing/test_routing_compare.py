@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from experiments._harness._registry import validate_module
-from experiments.routing import _compare, ablation, groups, masking, text
+from experiments.routing import _compare, ablation, groups, masking, text, vqa
 from jaxlab import routing
 
 
@@ -37,7 +37,7 @@ def splits():
 
 
 def test_experiment_contracts():
-    for m in (text, ablation, masking, groups):
+    for m in (text, vqa, ablation, masking, groups):
         validate_module(m)
 
 
@@ -98,3 +98,16 @@ def test_oracle_curve_bounds_every_router(getkey):
         assert routing.aiq(c[rows, ch].mean(1), q[rows, ch].mean(1), cost_range=crange) <= top
     # and the fixed candidates' hull (the zero router) is below it too
     assert routing.aiq(c.mean(0), q.mean(0), cost_range=crange) <= top
+
+
+def test_vqa_fine_groups_by_hand():
+    from experiments.routing import _vqa_setup
+
+    qs = [
+        "what is the red shape?",
+        "what color is the circle?",
+        "is there a triangle?",
+        "is there not a blue shape in the image?",
+    ]
+    g, names = _vqa_setup.fine_groups(qs, [0, 1, 2, 2], ("shape", "colour", "yes_no"))
+    assert [names[i] for i in g] == ["shape", "colour", "yes_no/shape", "yes_no/colour"]

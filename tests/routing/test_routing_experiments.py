@@ -95,9 +95,10 @@ def test_tiny_table_equals_direct_scores(tmp_path, monkeypatch):
 
 
 def test_committed_quick_table():
-    t = _setup.text_table(_setup.TableConfig())
-    n = sum(k for _, k in _setup.TableConfig().per_source)
-    assert t.quality.shape == (n, 6)
+    cfg = _setup.TableConfig()
+    t = _setup.text_table(cfg)
+    n = sum(k for _, k in cfg.per_source)
+    assert t.quality.shape == (n, len(cfg.models) * len(cfg.prompts) * len(cfg.rules))
     assert set(np.unique(t.quality)) <= {0.0, 1.0}
     from jaxlab import lm
 
