@@ -311,17 +311,24 @@ def table_fields(config: TableConfig) -> dict:
     )
 
 
-def text_table(config: TableConfig) -> routing.RoutingTable:
-    """The committed table under `data/routing/` when it was built with these settings and
-    this code version; otherwise `build_text_table` (cache, then model calls)."""
-    for path in sorted(DATA.glob("text_*.json")):
+def committed_table(prefix: str, fields: dict, code: str) -> routing.RoutingTable | None:
+    """The table `data/routing/<prefix>_*.json` whose manifest records these config fields
+    and code version, or None."""
+    for path in sorted(DATA.glob(f"{prefix}_*.json")):
         try:
             meta = json.loads(path.read_text()).get("meta", {})
         except (OSError, json.JSONDecodeError):
             continue
-        if meta.get("config") == table_fields(config) and meta.get("code") == CODE_VERSION:
+        if meta.get("config") == fields and meta.get("code") == code:
             return routing.RoutingTable.load(path)
-    return build_text_table(config)
+    return None
+
+
+def text_table(config: TableConfig) -> routing.RoutingTable:
+    """The committed table under `data/routing/` when it was built with these settings and
+    this code version; otherwise `build_text_table` (cache, then model calls)."""
+    table = committed_table("text", table_fields(config), CODE_VERSION)
+    return build_text_table(config) if table is None else table
 
 
 SENTENCE_CODE_VERSION = "routing-minilm-v1"  # bump when the sentence features change

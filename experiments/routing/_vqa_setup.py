@@ -364,14 +364,10 @@ def build_vqa_table(config: VQATableConfig = VQATableConfig()) -> routing.Routin
 def vqa_table(config: VQATableConfig = VQATableConfig()) -> routing.RoutingTable:
     """The committed table under `data/routing/` when it was built with these settings and
     this code version; otherwise `build_vqa_table` (cache, then training)."""
-    for path in sorted(DATA.glob("vqa_*.json")):
-        try:
-            meta = json.loads(path.read_text()).get("meta", {})
-        except (OSError, json.JSONDecodeError):
-            continue
-        if meta.get("config") == table_fields(config) and meta.get("code") == CODE_VERSION:
-            return routing.RoutingTable.load(path)
-    return build_vqa_table(config)
+    from experiments.routing._setup import committed_table
+
+    table = committed_table("vqa", table_fields(config), CODE_VERSION)
+    return build_vqa_table(config) if table is None else table
 
 
 if __name__ == "__main__":
