@@ -44,7 +44,7 @@ def orders_note(orders: int) -> str:
     return (
         f"QUICK reduced for a shared 2-core machine: {orders} random statement orders per "
         f"framing, not the issue's {ISSUE_ORDERS} (scoring one order of the four framings "
-        "took ~5 min for SmolLM2-135M and ~10 min for Qwen2.5-Coder-0.5B at load 6-7, "
+        "took ~5 min for SmolLM2-135M and 8-14 min for Qwen2.5-Coder-0.5B at load 3-8, "
         f"2026-12-04, so {ISSUE_ORDERS} orders would take ~5 h)."
     )
 

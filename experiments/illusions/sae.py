@@ -337,7 +337,9 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 f"overlap {int(overlap['overlap'])} vs {overlap['expected']:.2f} expected by "
                 f"chance (M = {alive.size} alive latents), p = {overlap['p_value']:.3f}; the "
                 "read-out latents follow p(minority), which carries little illusion here "
-                f"(plain |phi| {metrics['abs_phi/plain']:.3f})",
+                f"(plain |phi| {metrics['abs_phi/plain']:.3f}); the null draws uniformly, "
+                "not matched in firing frequency, so busy latents topping both lists also "
+                "count",
                 bool(overlap["p_value"] < 0.05),
             )
         )
