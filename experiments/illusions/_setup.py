@@ -33,6 +33,21 @@ CAVEAT = (
     "option likelihood; the paper studied larger LLMs, so a 'no' here says nothing about them."
 )
 
+#: statement orders per framing that issue #25 asks of QUICK illusions_correlation
+ISSUE_ORDERS = 20
+
+
+def orders_note(orders: int) -> str:
+    """The QUICK reduction of illusions_correlation, stated in its claims ("" at >= 20)."""
+    if orders >= ISSUE_ORDERS:
+        return ""
+    return (
+        f"QUICK reduced for a shared 2-core machine: {orders} random statement orders per "
+        f"framing, not the issue's {ISSUE_ORDERS} (scoring one order of the four framings "
+        "took ~5 min for SmolLM2-135M and 8-14 min for Qwen2.5-Coder-0.5B at load 3-8, "
+        f"2026-12-04, so {ISSUE_ORDERS} orders would take ~5 h)."
+    )
+
 
 @functools.cache
 def tokenizer_of(name: str) -> lm.Tokenizer:

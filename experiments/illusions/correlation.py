@@ -33,8 +33,10 @@ DESCRIPTION = "Hamilton & Gifford 18/8 vs 9/4: attribution phi, frequency bias, 
 class Config:
     """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
 
-    models: tuple[str, ...] = ("smollm2-135m-instruct",)
+    models: tuple[str, ...] = ("smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct")
     variants: tuple[str, ...] = ("neutral", "label_swap", "majority_minority", "organisation")
+    # issue #25 asks for 20 orders; 3 is what fits ~60 min for the four illusions_*
+    # experiments on the shared 2-core machine (see _setup.orders_note)
     orders: int = 3
     max_options: int = 64
 
@@ -104,6 +106,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             metrics[f"{tag}/letter_corrected/phi_ci_high"] = hi
 
     claims = []
+    reduced = _setup.orders_note(config.orders)
+    caveat = f"{_setup.CAVEAT} {reduced}".strip()
     for model in config.models:
         tag = _setup.short(model)
         phis = {v: metrics[f"{tag}/{v}/phi"] for v in config.variants}
@@ -112,7 +116,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         claims.append(
             Claim(
                 f"{tag}: an illusory correlation (attribution phi > 0, CI above 0) at least as "
-                f"strong as the human one in >= 1 framing. {_setup.CAVEAT}",
+                f"strong as the human one in >= 1 framing. {caveat}",
                 f"LLMs show stronger illusory correlation than humans (human phi ~ "
                 f"{human_phi:.2f}, Hamilton & Gifford 1976 Exp. 1, approximate)",
                 "; ".join(
@@ -129,7 +133,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             claims.append(
                 Claim(
                     f"{tag}: the attribution phi survives the label-swap control (mean of "
-                    f"the neutral and letter-swapped framings, CI above 0). {_setup.CAVEAT}",
+                    f"the neutral and letter-swapped framings, CI above 0). {caveat}",
                     "the illusion follows group size, not the label",
                     f"letter-corrected phi {lc:+.3f} "
                     f"[{metrics[f'{tag}/letter_corrected/phi_ci_low']:+.3f}, "
@@ -142,7 +146,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             Claim(
                 f"{tag}: the minority's undesirable count is over-estimated relative to the "
                 f"majority's (estimate/true ratio, minority minus majority > 0) in every "
-                f"framing. {_setup.CAVEAT}",
+                f"framing. {caveat}",
                 "humans over-estimate the minority's undesirable behaviours (Hamilton & "
                 "Gifford 1976)",
                 "; ".join(
@@ -184,7 +188,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     ax.legend(fontsize=7)
     fig.tight_layout()
     notes = (
-        f"{_setup.CAVEAT} Design: 18/8 vs 9/4 statements (true phi 0), behaviours drawn "
+        f"{caveat} Design: 18/8 vs 9/4 statements (true phi 0), behaviours drawn "
         f"from {len(il.DESIRABLE)} desirable / {len(il.UNDESIRABLE)} undesirable templates, "
         f"{config.orders} random orders per variant (the same orders across variants). "
         "Read-out: option log-likelihoods normalised over the options of each question "

@@ -11,6 +11,17 @@ the read-out (`interp.feature_label_association` against p(minority) above its m
 the k most correlated latents are ablated at every position (`interp.ablate_features`),
 against k random firing latents and k frequency-matched latents; the effect is the
 paired change of |phi| per presentation.
+
+Framing: the same questions with an analytic instruction paragraph before the
+statements ("Think analytically: count the statements for each group before
+answering."), a holistic one ("Go with your overall impression of each group.") or none
+(`jaxlab.illusions.INSTRUCTIONS`). The SAE is fitted on the tokens of all three
+framings. Reported: phi under each framing (paired over presentations), the latents at
+the answer position whose mean activation differs most between analytic and holistic
+(`framing_feature_shift`: sign-flip max-statistic p-values and bootstrap intervals, one
+presentation = one resampling unit), and their overlap with the latents most associated
+with the read-out (`latent_overlap`, hypergeometric null over the latents alive at the
+answer position).
 """
 
 from __future__ import annotations
@@ -39,7 +50,7 @@ class Config:
     """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
 
     model: str = "smollm2-135m-instruct"
-    orders: int = 3
+    orders: int = 10
     counts: tuple[tuple[int, int], tuple[int, int]] = ((4, 2), (2, 1))
     expansion: int = 4
     k: int = 16
@@ -47,22 +58,27 @@ class Config:
     batch_size: int = 256
     lr: float = 1e-3
     ablate: int = 8
+    framings: tuple[str, ...] = ("none", "analytic", "holistic")
+    overlap_k: int = 16
+    resamples: int = 2000
 
 
 QUICK = Config()
 FULL = Config(orders=200, counts=((18, 8), (9, 4)), expansion=16, k=32, steps=5000)
 
 
-def _sequences(tok, stimuli):
+def _sequences(tok, stimuli, instruction=""):
     """Per presentation, the token ids of each attribution question up to its answer's
-    "Group" (the next token, " A" or " B", is the choice)."""
+    "Group" (the next token, " A" or " B", is the choice), the context framed by
+    `instruction` ("" = plain)."""
     out = []
     for s in stimuli:
         qs = il.correlation_queries(s, traits=())[: len(s.texts)]
-        head = tok.encode(il.layout_queries(tok, [s.context], [qs[:1]]).prompts[0])
+        context = il.framed_context(s.context, instruction)
+        head = tok.encode(il.layout_queries(tok, [context], [qs[:1]]).prompts[0])
         lay = il.layout_queries(
             tok,
-            [s.context],
+            [context],
             [[il.Query(q.question, ("Group", "Group")) for q in qs]],
             max_options=2 * len(qs),
         )
@@ -79,8 +95,12 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         il.make_stimuli(key=jax.random.fold_in(k_stim, o), variant="neutral", counts=config.counts)
         for o in range(config.orders)
     ]
-    seqs = _sequences(tok, stimuli)
-    batches = [lm.pad_prompts(s) for s in seqs]
+    if config.framings[0] != "none":
+        raise ValueError(f"framings: expected 'none' first, received {config.framings}")
+    seqs_by = {f: _sequences(tok, stimuli, il.INSTRUCTIONS[f]) for f in config.framings}
+    seqs = seqs_by["none"]
+    batches_by = {f: [lm.pad_prompts(s) for s in sq] for f, sq in seqs_by.items()}
+    batches = batches_by["none"]
 
     def phis(intervene):
         out, pm = [], []
@@ -91,23 +111,34 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             out.append(float(il.attribution_phi(p_min, s.desirable)))
         return np.array(out), pm
 
-    # the plain run: the read-out, every real token (no BOS) for the SAE, the answer
-    # position of each question for the association, all tokens for the contexts
-    rows, last, every, base_phi, base_pm = [], [], [], [], []
-    for (t, m), s in zip(batches, stimuli, strict=True):
-        logits, acts = lm.forward_batched(model, t, mask=m, capture=["resid_post"], layers=[layer])
-        lp = np.asarray(jax.nn.log_softmax(logits[:, -1, :], axis=-1))[:, opt_ids]
-        base_pm.append(np.asarray(il.option_probabilities(lp))[:, 1])
-        base_phi.append(float(il.attribution_phi(base_pm[-1], s.desirable)))
-        a = np.asarray(acts["resid_post"][:, 0], np.float32)  # (B, T, d)
-        mm = np.asarray(m).astype(bool)
-        every.append(a[mm])
-        mm[np.arange(mm.shape[0]), mm.argmax(1)] = False  # drop the first real token (BOS)
-        rows.append(a[mm])
-        last.append(a[:, -1])
-    base_phi = np.array(base_phi)
+    # the plain runs (every framing): the read-out, every real token (no BOS) for the
+    # SAE, the answer position of each question, all tokens of the plain contexts
+    rows, every = [], []
+    last_by: dict[str, np.ndarray] = {}
+    phi_by: dict[str, np.ndarray] = {}
+    base_pm: list[np.ndarray] = []
+    for f in config.framings:
+        last, fphi = [], []
+        for (t, m), s in zip(batches_by[f], stimuli, strict=True):
+            logits, acts = lm.forward_batched(
+                model, t, mask=m, capture=["resid_post"], layers=[layer]
+            )
+            lp = np.asarray(jax.nn.log_softmax(logits[:, -1, :], axis=-1))[:, opt_ids]
+            pm = np.asarray(il.option_probabilities(lp))[:, 1]
+            fphi.append(float(il.attribution_phi(pm, s.desirable)))
+            a = np.asarray(acts["resid_post"][:, 0], np.float32)  # (B, T, d)
+            mm = np.asarray(m).astype(bool)
+            if f == "none":
+                base_pm.append(pm)
+                every.append(a[mm])
+            mm[np.arange(mm.shape[0]), mm.argmax(1)] = False  # drop the first real token (BOS)
+            rows.append(a[mm])
+            last.append(a[:, -1])
+        last_by[f] = np.concatenate(last)
+        phi_by[f] = np.array(fphi)
+    base_phi = phi_by["none"]
+    x_last = last_by["none"]
     x = np.concatenate(rows)
-    x_last = np.concatenate(last)
     scale = float(np.sqrt(x.shape[1]) / np.mean(np.linalg.norm(x, axis=1)))
     log.info("illusions_sae: %d token rows at layer %d", x.shape[0], layer)
     sae = ip.TopKSAE(
@@ -140,6 +171,32 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     res = {}
     for name, lat in conds.items():
         res[name], _ = phis(il.ablation(sae, lat, layer=layer, input_scale=scale))
+
+    # framing: latents at the answer position under every framing, the analytic vs
+    # holistic shift, and its overlap with the read-out's most associated latents
+    z_by = {f: np.asarray(jax.vmap(sae.encode)(jnp.asarray(last_by[f] * scale))) for f in last_by}
+    alive = np.flatnonzero(np.any([(z > 0).any(0) for z in z_by.values()], axis=0))
+    k_over = min(config.overlap_k, alive.size)
+    readout = alive[np.argsort(-np.abs(corr[alive]), kind="stable")[:k_over]]
+    n_q = len(seqs[0])
+    order_of = np.repeat(np.arange(config.orders), n_q)
+    shift = None
+    if {"analytic", "holistic"} <= set(config.framings):
+        shift = il.framing_feature_shift(
+            z_by["analytic"][:, alive],
+            z_by["holistic"][:, alive],
+            key=jax.random.fold_in(k_ctrl, 2),
+            k=k_over,
+            groups=order_of,
+            resamples=config.resamples,
+        )
+        shift["latents"] = alive[shift["latents"]]
+        # positions among the alive latents (the population of both draws)
+        overlap = il.latent_overlap(
+            np.searchsorted(alive, shift["latents"]),
+            np.searchsorted(alive, readout),
+            population=int(alive.size),
+        )
     metrics: dict[str, float] = {
         "layer": layer,
         "sae_explained_variance": float(quality["explained_variance"]),
@@ -161,6 +218,32 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         metrics[f"top_minus_{ctrl}"] = m
         metrics[f"top_minus_{ctrl}/ci_low"] = lo
         metrics[f"top_minus_{ctrl}/ci_high"] = hi
+    for f in config.framings:
+        m, lo, hi = il.mean_ci(phi_by[f])
+        metrics[f"framing/{f}/phi"] = m
+        metrics[f"framing/{f}/phi_ci_low"] = lo
+        metrics[f"framing/{f}/phi_ci_high"] = hi
+    for a_, b_ in (("analytic", "holistic"), ("analytic", "none"), ("holistic", "none")):
+        if {a_, b_} <= set(config.framings):
+            m, lo, hi = il.mean_ci(phi_by[a_] - phi_by[b_])
+            metrics[f"framing/{a_}_minus_{b_}/phi"] = m
+            metrics[f"framing/{a_}_minus_{b_}/phi_ci_low"] = lo
+            metrics[f"framing/{a_}_minus_{b_}/phi_ci_high"] = hi
+    metrics["framing/alive_latents"] = int(alive.size)
+    metrics["framing/k"] = int(k_over)
+    if shift is not None:
+        metrics["framing/shift_min_p"] = float(shift["p_value"].min())
+        metrics["framing/shift_significant"] = int((shift["p_value"] < 0.05).sum())
+        metrics["framing/shift_top_abs"] = float(np.abs(shift["shift"][0]))
+        metrics["framing/overlap"] = overlap["overlap"]
+        metrics["framing/overlap_expected"] = overlap["expected"]
+        metrics["framing/overlap_p"] = overlap["p_value"]
+        for i in range(min(5, k_over)):
+            metrics[f"framing/shift_{i}/latent"] = int(shift["latents"][i])
+            metrics[f"framing/shift_{i}/analytic_minus_holistic"] = float(shift["shift"][i])
+            metrics[f"framing/shift_{i}/ci_low"] = float(shift["ci_low"][i])
+            metrics[f"framing/shift_{i}/ci_high"] = float(shift["ci_high"][i])
+            metrics[f"framing/shift_{i}/p"] = float(shift["p_value"][i])
     contexts = []
     ids_flat = np.concatenate([np.asarray(t)[np.asarray(m).astype(bool)] for t, m in batches])
     seq_flat = np.concatenate(
@@ -199,6 +282,68 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             ),
         )
     ]
+    if {"analytic", "holistic"} <= set(config.framings):
+        d = "framing/analytic_minus_holistic/phi"
+        claims.append(
+            Claim(
+                "An analytic instruction ('count the statements for each group') lowers the "
+                "attribution phi relative to a holistic one ('go with your overall "
+                "impression'); holds when the 95% t interval of the paired per-presentation "
+                "difference phi(analytic) - phi(holistic) lies below 0 (null: no "
+                f"difference). {_setup.CAVEAT}",
+                "analytic processing counters the illusion, holistic processing feeds it "
+                "(paper's framing manipulation, larger LLMs)",
+                "phi "
+                + ", ".join(
+                    f"{f} {metrics[f'framing/{f}/phi']:+.3f} "
+                    f"[{metrics[f'framing/{f}/phi_ci_low']:+.3f}, "
+                    f"{metrics[f'framing/{f}/phi_ci_high']:+.3f}]"
+                    for f in config.framings
+                )
+                + f"; analytic - holistic {metrics[d]:+.3f} [{metrics[d + '_ci_low']:+.3f}, "
+                f"{metrics[d + '_ci_high']:+.3f}] over {config.orders} orders of the reduced "
+                "design",
+                bool(metrics[d + "_ci_high"] < 0),
+            )
+        )
+    if shift is not None:
+        tops = ", ".join(
+            f"{int(shift['latents'][i])} {shift['shift'][i]:+.2f} "
+            f"[{shift['ci_low'][i]:+.2f}, {shift['ci_high'][i]:+.2f}] p={shift['p_value'][i]:.3f}"
+            for i in range(min(3, k_over))
+        )
+        claims.append(
+            Claim(
+                "The analytic vs holistic framing moves SAE latents at the answer position: "
+                "holds when at least one latent's mean paired difference beats the "
+                "sign-flip permutation null of the maximum over all alive latents (p < "
+                "0.05, family-wise; null: the two framings' activations are exchangeable "
+                f"within each presentation). {_setup.CAVEAT}",
+                "the framing changes identifiable SAE features (paper's steering analysis)",
+                f"{metrics['framing/shift_significant']} of the top {k_over} of "
+                f"{alive.size} alive latents with p < 0.05 (min p "
+                f"{metrics['framing/shift_min_p']:.3f}); top latents (analytic - holistic, "
+                f"bootstrap CI over presentations): {tops}",
+                bool(metrics["framing/shift_min_p"] < 0.05),
+            )
+        )
+        claims.append(
+            Claim(
+                f"The {k_over} latents the framing moves most overlap the {k_over} latents "
+                "most associated with the attribution read-out beyond chance: holds when "
+                "the hypergeometric p < 0.05 (null: two independent draws from the latents "
+                f"alive at the answer position). {_setup.CAVEAT}",
+                "the framing-sensitive features are the illusion's features (paper's SAE analysis)",
+                f"overlap {int(overlap['overlap'])} vs {overlap['expected']:.2f} expected by "
+                f"chance (M = {alive.size} alive latents), p = {overlap['p_value']:.3f}; the "
+                "read-out latents follow p(minority), which carries little illusion here "
+                f"(plain |phi| {metrics['abs_phi/plain']:.3f}); the null draws uniformly, "
+                "not matched in firing frequency, so busy latents topping both lists also "
+                "count",
+                bool(overlap["p_value"] < 0.05),
+            )
+        )
+    figs = {}
     fig, ax = plt.subplots(figsize=(5, 3.2))
     names = ["plain", *conds]
     vals = [base_phi, *(res[n] for n in conds)]
@@ -208,12 +353,56 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     ax.set_ylabel("attribution phi per presentation")
     ax.set_title(f"SmolLM2 layer {layer}: ablating {config.ablate} latents", fontsize=9)
     fig.tight_layout()
+    figs["phi_ablation"] = fig
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    ax = axes[0]
+    for i in range(config.orders):
+        ax.plot(
+            range(len(config.framings)),
+            [phi_by[f][i] for f in config.framings],
+            "o-",
+            color="grey",
+            alpha=0.4,
+            lw=0.8,
+        )
+    ax.plot(
+        range(len(config.framings)),
+        [phi_by[f].mean() for f in config.framings],
+        "ks-",
+        lw=2,
+        label="mean",
+    )
+    ax.set_xticks(range(len(config.framings)), list(config.framings))
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.set_ylabel("attribution phi per presentation")
+    ax.set_title("(a) phi by instruction framing", fontsize=9)
+    ax = axes[1]
+    if shift is not None:
+        y = np.arange(k_over)
+        inside = np.isin(shift["latents"], readout)
+        err = [shift["shift"] - shift["ci_low"], shift["ci_high"] - shift["shift"]]
+        ax.errorbar(shift["shift"], y, xerr=err, fmt="none", ecolor="grey", lw=1)
+        ax.scatter(shift["shift"], y, c=np.where(inside, "C3", "C0"), zorder=3)
+        ax.set_yticks(y, [str(int(j)) for j in shift["latents"]], fontsize=6)
+        ax.invert_yaxis()
+        ax.axvline(0, color="grey", lw=0.5)
+        ax.set_xlabel("mean latent activation, analytic - holistic")
+        ax.set_title(
+            f"(b) top {k_over} shifted latents (red: read-out latents; overlap "
+            f"{int(overlap['overlap'])} vs {overlap['expected']:.1f})",
+            fontsize=8,
+        )
+    fig.tight_layout()
+    figs["framing"] = fig
     notes = (
         f"{_setup.CAVEAT} Reduced design {config.counts} (design phi "
         f"{float(il.phi_coefficient(np.array(config.counts))):.3f}), {config.orders} "
         f"orders, neutral labels. TopK SAE {sae.d_sae} latents, k={config.k}, "
         f"{config.steps} steps on {x.shape[0]} prompt tokens (EV "
         f"{metrics['sae_explained_variance']:.2f}); trained on the prompts themselves, so "
-        "the latents are not a general dictionary. Top latents' contexts: " + "; ".join(contexts)
+        "the latents are not a general dictionary (fitted on the tokens of every framing: "
+        + ", ".join(f"{f}: {il.INSTRUCTIONS[f]!r}" for f in config.framings)
+        + "). Top latents' contexts: "
+        + "; ".join(contexts)
     )
-    return Result(metrics=metrics, claims=claims, figures={"phi_ablation": fig}, notes=notes)
+    return Result(metrics=metrics, claims=claims, figures=figs, notes=notes)

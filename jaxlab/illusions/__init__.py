@@ -15,6 +15,10 @@
 - SAE analysis: `option_logprobs` (single-token choice under `intervene=`), `ablation`
   (`interp.ablate_features` at one layer; no latents = plain forward), `matched_latents`
   (random and frequency-matched control latents).
+- Framing: `INSTRUCTIONS` (none / analytic / holistic instruction paragraphs),
+  `framed_context`, `framing_feature_shift` (latents whose mean activation moves most
+  between two framings of the same prompts: family-wise sign-flip p-values, bootstrap
+  intervals), `latent_overlap` (overlap of two latent sets vs a hypergeometric null).
 - `HUMAN_BASELINES`: the human numbers used, each with its source.
 
 Example: `examples/illusions.py` (a jupytext notebook; rendered in the docs site).
@@ -42,6 +46,10 @@ from ._design import Stimuli as Stimuli
 from ._design import Variant as Variant
 from ._design import contingency_table as contingency_table
 from ._design import make_stimuli as make_stimuli
+from ._framing import INSTRUCTIONS as INSTRUCTIONS
+from ._framing import framed_context as framed_context
+from ._framing import framing_feature_shift as framing_feature_shift
+from ._framing import latent_overlap as latent_overlap
 from ._query import Layout as Layout
 from ._query import Query as Query
 from ._query import layout_queries as layout_queries
