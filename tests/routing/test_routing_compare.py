@@ -15,18 +15,15 @@ from experiments._harness._registry import validate_module
 from experiments.routing import _compare, ablation, groups, masking, text, vqa
 from jaxlab import routing
 
+from .test_routing_routers import planted as planted_table
 
-def planted(n, *, m=4, f=6, seed=0):
-    """Model j is right exactly when feature j is on; costs 1..m (as in the router tests)."""
-    rng = np.random.default_rng(seed)
-    x = (rng.uniform(size=(n, f)) < 0.35).astype(float)
-    return routing.RoutingTable(
-        quality=x[:, :m].copy(),
-        cost=np.tile(np.arange(1, m + 1.0), (n, 1)),
-        candidates=[f"m{j}" for j in range(m)],
-        features=x,
-        groups=(np.arange(n) % 2).astype(np.int64),
-        group_names=("even", "odd"),
+
+def planted(n, *, seed=0):
+    """The router tests' planted table (model j right exactly when feature j is on) with
+    two task groups."""
+    t = planted_table(n, seed=seed)
+    return dataclasses.replace(
+        t, groups=(np.arange(n) % 2).astype(np.int64), group_names=("even", "odd")
     )
 
 
