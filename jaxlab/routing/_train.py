@@ -1,4 +1,9 @@
-"""`QualityFitStep`: full-batch optax steps on a router's own loss, run by `run_steps`."""
+"""`QualityFitStep`: full-batch optax steps on a router's own loss, run by `run_steps`.
+
+`init_params`, `descend` and `fit_params` are the shared part of this component's optax
+steps (the router, VQA-model and image-encoder fits): the state is (trainable arrays,
+optimiser state), the model's non-array part a static field of the step.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,44 @@ from jaxtyping import Array, Float
 from jaxlab._core import AbstractStep, NoProgress, optimizer_update, run_steps
 
 __all__ = ["QualityFitStep", "fit_router", "fit_on_table"]
+
+
+def init_params(optimizer: optax.GradientTransformation, model):
+    """The state of this component's optax steps: (trainable arrays of `model`, optimiser
+    state)."""
+    params = eqx.filter(model, eqx.is_inexact_array)
+    return params, optimizer.init(params)
+
+
+def descend(static, optimizer: optax.GradientTransformation, state, loss_fn, *, has_aux=False):
+    """`(new_state, loss, aux)` after one update of the trainable arrays in `state` on
+    `loss_fn(model)` (the model re-assembled with its non-array part `static`; `loss_fn`
+    returns `(loss, aux)` when `has_aux`, aux None otherwise)."""
+    params, opt_state = state
+
+    def of_params(p):
+        return loss_fn(eqx.combine(p, static))
+
+    out, grads = jax.value_and_grad(of_params, has_aux=has_aux)(params)
+    loss, aux = out if has_aux else (out, None)
+    updates, opt_state = optimizer_update(optimizer, grads, opt_state, params)
+    return (eqx.apply_updates(params, updates), opt_state), loss, aux
+
+
+def fit_params(step: AbstractStep, model, *, key, steps: int, chunk: int, progress=None, **options):
+    """`model` trained by `step` through `jaxlab._core.run_steps` (`options`: its
+    `checkpointer`, `loop`); returns `(trained_model, history)`."""
+    params, static = eqx.partition(model, eqx.is_inexact_array)
+    state, hist = run_steps(
+        step,
+        step.init(params, key),
+        key=key,
+        steps=steps,
+        chunk=min(steps, chunk),
+        progress=NoProgress() if progress is None else progress,
+        **options,
+    )
+    return eqx.combine(state[0], static), hist
 
 
 class QualityFitStep(AbstractStep):
@@ -34,18 +77,14 @@ class QualityFitStep(AbstractStep):
 
     def init(self, model, key):
         del key
-        params = eqx.filter(model, eqx.is_inexact_array)
-        return params, self.optimizer.init(params)
+        return init_params(self.optimizer, model)
 
     def step(self, state, key):
-        params, opt_state = state
+        def loss_fn(model):
+            return model.loss(self.features, self.quality, key=key)
 
-        def loss_fn(p):
-            return eqx.combine(p, self.static).loss(self.features, self.quality, key=key)
-
-        loss, grads = jax.value_and_grad(loss_fn)(params)
-        updates, opt_state = optimizer_update(self.optimizer, grads, opt_state, params)
-        return (eqx.apply_updates(params, updates), opt_state), {"loss": loss}
+        state, loss, _ = descend(self.static, self.optimizer, state, loss_fn)
+        return state, {"loss": loss}
 
 
 def fit_router(
@@ -67,17 +106,10 @@ def fit_router(
     """
     x = jnp.asarray(features, jnp.float32)
     y = jnp.asarray(quality, jnp.float32)
-    params, static = eqx.partition(router, eqx.is_inexact_array)
+    static = eqx.partition(router, eqx.is_inexact_array)[1]
     step = QualityFitStep(x, y, static, optax.adam(learning_rate))
-    state, hist = run_steps(
-        step,
-        step.init(params, key),
-        key=key,
-        steps=steps,
-        chunk=min(steps, 100),
-        progress=NoProgress() if progress is None else progress,
-    )
-    return eqx.combine(state[0], static), hist.losses
+    trained, hist = fit_params(step, router, key=key, steps=steps, chunk=100, progress=progress)
+    return trained, hist.losses
 
 
 def fit_on_table(table, build, *, key, steps, learning_rate):

@@ -29,13 +29,12 @@ from jaxtyping import Array, Float, Int
 
 from jaxlab._core import (
     AbstractStep,
-    NoProgress,
     StepLoop,
     as_array,
     check_positive_int,
-    optimizer_update,
-    run_steps,
 )
+
+from ._train import descend, fit_params, init_params
 
 __all__ = ["VQAView", "VQAModel", "VQAFitStep", "fit_vqa", "vqa_predict", "vqa_flops"]
 
@@ -325,17 +324,14 @@ class VQAFitStep(AbstractStep):
 
     def init(self, model, key):
         del key
-        params = eqx.filter(model, eqx.is_inexact_array)
-        return params, self.optimizer.init(params)
+        return init_params(self.optimizer, model)
 
     def step(self, state, key):
-        params, opt_state = state
         idx = jax.random.randint(key, (self.batch_size,), 0, self.images.shape[0])
         imgs, toks = self.images[idx], self.tokens[idx]
         y, w = self.answers[idx], self.weights[idx]
 
-        def loss_fn(p):
-            model = eqx.combine(p, self.static)
+        def loss_fn(model):
             if model.image_proj is None:
                 v = None
                 logits = jax.vmap(jax.vmap(lambda t: model.answer_logits(None, t)))(toks)
@@ -349,9 +345,8 @@ class VQAFitStep(AbstractStep):
             hit = (jnp.argmax(logits, -1).astype(y.dtype) == y).astype(jnp.float32)
             return jnp.sum(w * ce) / total, jnp.sum(w * hit) / total
 
-        (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-        updates, opt_state = optimizer_update(self.optimizer, grads, opt_state, params)
-        return (eqx.apply_updates(params, updates), opt_state), {"loss": loss, "accuracy": acc}
+        state, loss, acc = descend(self.static, self.optimizer, state, loss_fn, has_aux=True)
+        return state, {"loss": loss, "accuracy": acc}
 
 
 def _group_by_image(n_images, tokens, answers, image_index, weights):
@@ -452,7 +447,7 @@ def fit_vqa(
             raise ValueError("sample_weights: expected a positive total, received 0")
     keep = np.asarray(image_index)
     g_tok, g_ans, g_w = _group_by_image(images.shape[0], tokens, answers, keep, w)
-    params, static = eqx.partition(model, eqx.is_inexact_array)
+    static = eqx.partition(model, eqx.is_inexact_array)[1]
     opt = optax.adam(3e-3) if optimizer is None else optimizer
     step = VQAFitStep(
         images=images,
@@ -464,17 +459,16 @@ def fit_vqa(
         batch_size=check_positive_int("batch_size", batch_size),
     )
     # XLA:CPU runs convolutions much slower inside a scan body: one jitted call per step
-    state, hist = run_steps(
+    return fit_params(
         step,
-        step.init(params, key),
+        model,
         key=key,
         steps=steps,
-        chunk=min(steps, 50),
-        progress=NoProgress() if progress is None else progress,
+        chunk=50,
+        progress=progress,
         checkpointer=checkpointer,
         loop=StepLoop(),
     )
-    return eqx.combine(state[0], static), hist
 
 
 @eqx.filter_jit

@@ -18,14 +18,12 @@ from jaxtyping import Array, Float
 
 from jaxlab._core import (
     AbstractStep,
-    NoProgress,
     StepLoop,
     as_array,
     check_positive_int,
-    optimizer_update,
-    run_steps,
 )
 
+from ._train import descend, fit_params, init_params
 from ._vqa import VQAView
 
 __all__ = ["ImageEncoder", "ImageEncoderFitStep", "fit_image_encoder", "encode_images"]
@@ -110,22 +108,18 @@ class ImageEncoderFitStep(AbstractStep):
 
     def init(self, model, key):
         del key
-        params = eqx.filter(model, eqx.is_inexact_array)
-        return params, self.optimizer.init(params)
+        return init_params(self.optimizer, model)
 
     def step(self, state, key):
-        params, opt_state = state
         idx = jax.random.randint(key, (self.batch_size,), 0, self.images.shape[0])
         imgs = self.images[idx]
 
-        def loss_fn(p):
-            enc = eqx.combine(p, self.static)
+        def loss_fn(enc):
             err = jax.vmap(enc)(imgs) - jax.vmap(enc.target)(imgs)
             return jnp.mean(err**2)
 
-        loss, grads = jax.value_and_grad(loss_fn)(params)
-        updates, opt_state = optimizer_update(self.optimizer, grads, opt_state, params)
-        return (eqx.apply_updates(params, updates), opt_state), {"loss": loss}
+        state, loss, _ = descend(self.static, self.optimizer, state, loss_fn)
+        return state, {"loss": loss}
 
 
 def _check_images(images, size):
@@ -158,24 +152,23 @@ def fit_image_encoder(
     if not isinstance(encoder, ImageEncoder):
         raise ValueError(f"encoder: expected an ImageEncoder, received {type(encoder).__name__}")
     images = _check_images(images, encoder.view.image_size)
-    params, static = eqx.partition(encoder, eqx.is_inexact_array)
+    static = eqx.partition(encoder, eqx.is_inexact_array)[1]
     step = ImageEncoderFitStep(
         images=images,
         static=static,
         optimizer=optax.adam(3e-3) if optimizer is None else optimizer,
         batch_size=check_positive_int("batch_size", batch_size),
     )
-    state, hist = run_steps(
+    return fit_params(
         step,
-        step.init(params, key),
+        encoder,
         key=key,
         steps=steps,
-        chunk=min(steps, 50),
-        progress=NoProgress() if progress is None else progress,
+        chunk=50,
+        progress=progress,
         checkpointer=checkpointer,
         loop=StepLoop(),
     )
-    return eqx.combine(state[0], static), hist
 
 
 @eqx.filter_jit
