@@ -47,6 +47,15 @@ class CompareConfig:
     n_boot: int = 300
 
 
+@dataclasses.dataclass(frozen=True)
+class TablesConfig(CompareConfig):
+    """A comparison over several P6 tables (`_setup.named_table` names) with one kind of
+    router features (`_setup.FEATURES`)."""
+
+    tables: tuple[str, ...] = ("text", "vqa")
+    features: str = "minilm"
+
+
 def fit(name: str, train: routing.RoutingTable, config: CompareConfig, key: jax.Array):
     """The router `name` (a baseline or a `LATENT` variant) fitted on `train`."""
     steps = config.steps

@@ -28,11 +28,8 @@ ABLATIONS = ("latent_no_comm", "latent_no_correction", "latent_point_head")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(_compare.CompareConfig):
+class Config(_compare.TablesConfig):
     """Settings of one run; the defaults are QUICK (2 CPU cores, committed tables)."""
-
-    tables: tuple[str, ...] = _setup.TABLES
-    features: str = "minilm"
 
 
 QUICK = Config()

@@ -28,11 +28,8 @@ DESCRIPTION = "LatentRouter's gain over the best fixed candidate per task group 
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(_compare.CompareConfig):
+class Config(_compare.TablesConfig):
     """Settings of one run; the defaults are QUICK (2 CPU cores, committed tables)."""
-
-    tables: tuple[str, ...] = _setup.TABLES
-    features: str = "minilm"
 
 
 QUICK = Config()

@@ -28,11 +28,9 @@ DESCRIPTION = "Accuracy of every router when the best candidates are removed at 
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(_compare.CompareConfig):
+class Config(_compare.TablesConfig):
     """Settings of one run; the defaults are QUICK (2 CPU cores, committed tables)."""
 
-    tables: tuple[str, ...] = _setup.TABLES
-    features: str = "minilm"
     max_removed: int = 3
 
 
