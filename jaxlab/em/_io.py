@@ -66,23 +66,30 @@ def _read(path: str, name: str, key: str | None, *, optional: bool) -> np.ndarra
 
     key = str(key)
     try:
-        f = h5py.File(path, "r")
-    except OSError as err:
+        with h5py.File(path, "r") as f:
+            return _read_hdf5(f, key, path, name, optional=optional)
+    except _Refused:
+        raise
+    except Exception as err:  # h5py raises OSError, KeyError, RuntimeError, ... on damage
         raise ValueError(f"{name}: cannot read HDF5 file {path!r}: {err}") from err
-    with f:
-        _check_link(f, key, path, name)
-        if key not in f:
-            if optional:
-                return None
-            raise ValueError(f"{name}: HDF5 file {path!r} has no dataset {key!r}")
-        obj = f[key]
-        if not isinstance(obj, h5py.Dataset):
-            raise ValueError(f"{name}: {key!r} in {path!r} is a group, not a dataset")
-        _check_storage(obj, key, path, name)
-        try:
-            return np.asarray(obj[()])
-        except (OSError, ValueError, TypeError) as err:
-            raise ValueError(f"{name}: cannot read {key!r} of HDF5 file {path!r}: {err}") from err
+
+
+def _read_hdf5(f, key: str, path: str, name: str, *, optional: bool) -> np.ndarray | None:
+    """Dataset `key` of the open file `f`, after the link, storage and size checks; every
+    refusal is a `_Refused` naming the file (other errors are h5py's, mapped by `_read`)."""
+    import h5py
+
+    _check_link(f, key, path, name)
+    if key not in f:
+        _check_listed(f, key, path, name)
+        if optional:
+            return None
+        raise _Refused(f"{name}: HDF5 file {path!r} has no dataset {key!r}")
+    obj = f[key]
+    if not isinstance(obj, h5py.Dataset):
+        raise _Refused(f"{name}: {key!r} in {path!r} is a group, not a dataset")
+    _check_storage(obj, key, path, name)
+    return np.asarray(obj[()])
 
 
 # A dataset may declare at most this many bytes per byte it actually stores (chunked,
@@ -100,30 +107,106 @@ def _check_link(f, key: str, path: str, name: str) -> None:
         sub = "/".join(parts[: i + 1])
         link = f.get(sub, getlink=True)
         if isinstance(link, h5py.ExternalLink):
-            raise ValueError(
+            raise _Refused(
                 f"{name}: {sub!r} in {path!r} is an external link to "
                 f"{link.filename!r}; readers are confined to the given file"
             )
 
 
+def _check_listed(f, key: str, path: str, name: str) -> None:
+    """A name that a group lists but a lookup does not find is a damaged group index
+    (version-1 group B-trees have no checksum): refuse it rather than read a missing
+    optional dataset as absent."""
+    import h5py
+
+    group = f
+    for part in key.strip("/").split("/"):
+        if part in group:
+            group = group[part]
+            if not isinstance(group, h5py.Group):
+                return
+        else:
+            if part in list(group):
+                raise _Refused(
+                    f"{name}: HDF5 file {path!r} lists {part!r} in {group.name!r} but a lookup "
+                    "does not find it (a damaged group index)"
+                )
+            return
+
+
 def _check_storage(obj, key: str, path: str, name: str) -> None:
     """Refuse external/virtual storage and sizes the file cannot hold (fill-value bombs)."""
     if obj.external:
-        raise ValueError(
+        raise _Refused(
             f"{name}: {key!r} in {path!r} stores its data in external files "
             f"{[e[0] for e in obj.external][:3]}; readers are confined to the given file"
         )
     if obj.is_virtual:
-        raise ValueError(
+        raise _Refused(
             f"{name}: {key!r} in {path!r} is a virtual dataset (it maps other files); "
             "readers are confined to the given file"
         )
     declared = int(np.prod(obj.shape, dtype=np.float64)) * obj.dtype.itemsize
     stored = int(obj.id.get_storage_size())
     if declared > _MAX_BYTES or (declared > 1 << 26 and declared > _MAX_EXPANSION * max(stored, 1)):
-        raise ValueError(
+        raise _Refused(
             f"{name}: {key!r} in {path!r} declares {declared} bytes of shape {obj.shape} but "
             f"stores {stored}; refusing to allocate what the file merely claims"
+        )
+    if obj.chunks is not None:
+        _check_chunks(obj, key, path, name)
+
+
+def _check_chunks(obj, key: str, path: str, name: str) -> None:
+    """Every stored chunk must sit on the dataset's chunk grid, inside its shape, and its
+    bytes inside the file. HDF5's version-1 chunk index has no checksum: a damaged chunk
+    key otherwise moves a chunk outside the array and the read returns fill values in its
+    place, silently."""
+    shape, chunks = obj.shape, obj.chunks
+    grid = int(np.prod([-(-s // c) for s, c in zip(shape, chunks, strict=True)], dtype=np.float64))
+    n = int(obj.id.get_num_chunks())
+    if n > grid:
+        raise _Refused(
+            f"{name}: {key!r} in {path!r} indexes {n} chunks, more than the {grid} chunks "
+            f"of its shape {shape} (a damaged chunk index)"
+        )
+    size = os.path.getsize(path)
+    n_filters = obj.id.get_create_plist().get_nfilters()
+    chunk_bytes = int(np.prod(chunks)) * obj.dtype.itemsize
+    bad: list[str] = []
+
+    def visit(info) -> None:
+        where = f"chunk at {info.chunk_offset} stored at bytes [{info.byte_offset}, " + (
+            f"{info.byte_offset + info.size})"
+        )
+        on_grid = all(
+            o % c == 0 and o < s for o, c, s in zip(info.chunk_offset, chunks, shape, strict=True)
+        )
+        if not on_grid or not (info.byte_offset >= 0 and info.byte_offset + info.size <= size):
+            bad.append(f"{where} outside its shape {shape} or its file of {size} bytes")
+        elif info.filter_mask >> n_filters or (
+            info.filter_mask == (1 << n_filters) - 1 and info.size != chunk_bytes
+        ):
+            # a mask skipping every filter (or none stated) must leave raw chunk bytes
+            bad.append(
+                f"{where} with filter mask {info.filter_mask:#x} over {n_filters} filters "
+                f"and {info.size} bytes for a chunk of {chunk_bytes}"
+            )
+        else:
+            # the read looks chunks up by their keys, the listing walks the index: a key
+            # that no longer sorts right is listed but read as fill values
+            try:
+                mask, stored = obj.id.read_direct_chunk(info.chunk_offset)
+            except RuntimeError as err:
+                bad.append(f"{where} that a lookup by its coordinates does not find ({err})")
+                return
+            if (mask, len(stored)) != (info.filter_mask, info.size):
+                bad.append(f"{where} that a lookup by its coordinates finds elsewhere")
+
+    obj.id.chunk_iter(lambda info: None if bad else visit(info))
+    if bad:
+        raise _Refused(
+            f"{name}: {key!r} in {path!r} has a {bad[0]} (a damaged chunk index or filter pipeline)"
         )
 
 
