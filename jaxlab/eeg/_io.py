@@ -56,7 +56,8 @@ def _check_edf_header(path: str | Path) -> None:
 
     Raises `ValueError` naming the file for a short or unparsable header, a signal whose
     digital range is empty (`digmin >= digmax`: MNE would divide by zero and return
-    values off by orders of magnitude) or whose physical range is empty; warns
+    values off by orders of magnitude) or whose physical range is empty, a unit that is
+    not printable text, and an EDF+/BDF+ file without its annotations signal; warns
     (`RuntimeWarning`) when the file holds fewer data records than its header states
     (MNE silently reads only those, which shortens every block of a data set).
     """
@@ -88,6 +89,17 @@ def _check_edf_header(path: str | Path) -> None:
             raise ValueError(
                 f"{path}: EDF header field physical_dimension[{i}] is not a unit: {unit!r}"
             )
+    # EDF+/BDF+ (reserved field "EDF+C"/"EDF+D") must hold an annotations signal, which
+    # MNE recognises by its exact label: with a damaged label it is read as one more EEG
+    # channel of text bytes (and the record times are lost), without an error
+    labels = [head[256 + 16 * i : 256 + 16 * (i + 1)].strip() for i in range(ns)]
+    if fixed[192:196] in (b"EDF+", b"BDF+") and not any(
+        lab in (b"EDF Annotations", b"BDF Annotations") for lab in labels
+    ):
+        raise ValueError(
+            f"{path}: {fixed[192:197].decode('ascii', 'replace')} file without an "
+            "'EDF Annotations' signal (required by EDF+; a damaged signal label?)"
+        )
     for i in range(ns):
         if not dmin[i] < dmax[i]:
             raise ValueError(

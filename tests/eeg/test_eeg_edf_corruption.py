@@ -124,3 +124,27 @@ def test_edf_corruption_sweep_every_field(real, record_property):
     path, data, fields, ref = real
     c, fl = _damages(data, fields)
     report(record_property, "eeg.edf", sweep(path, _read, c + fl, _accept(path, ref)))
+
+
+def test_edf_plus_without_its_annotations_signal_is_refused(real, tmp_path):
+    # the full sweep's label[19] case: one bit of "EDF Annotations" changed made MNE read
+    # the annotation bytes as a 20th EEG channel (and drop the record times), silently
+    path, data, fields, (_, _, names) = real
+    (label,) = [f for f in fields if f.label == f"label[{len(names)}]"]
+    assert data[label.start : label.start + label.size].strip() == b"EDF Annotations"
+    damaged = tmp_path / path.name
+    for at in (label.start + label.size // 2, label.start):
+        flipped = bytearray(data)
+        flipped[at] ^= 0x01
+        damaged.write_bytes(bytes(flipped))
+        with pytest.raises(
+            ValueError, match=f"{damaged}: EDF\\+C file without an 'EDF Annotations'"
+        ):
+            _read(damaged)
+    plain = bytearray(data)  # the same file declared plain EDF: any labels are valid
+    plain[192:197] = b"     "
+    plain[label.start + label.size // 2] ^= 0x01
+    damaged.write_bytes(bytes(plain))
+    x, _, got = _read(damaged)
+    assert got[: len(names)] == names
+    assert x.shape[0] == len(names) + 1
