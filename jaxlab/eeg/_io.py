@@ -7,6 +7,7 @@ called. Nothing is downloaded.
 
 from __future__ import annotations
 
+import configparser
 import contextlib
 import csv
 import warnings
@@ -16,6 +17,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
+from ._brainvision import check_brainvision_header
 from ._data import CONDITIONS, GROUPS, SESSIONS, EEGDataset, EpochTable
 from ._montage import STANDARD_1020, channel_indices, channel_positions
 
@@ -120,22 +122,46 @@ def _check_edf_header(path: str | Path) -> None:
             )
 
 
+def _check_header(path: Path) -> tuple[Path, ...]:
+    """The checks MNE does not make, by format; returns the other files the recording
+    reads (BrainVision's data and marker files)."""
+    suffix = path.suffix.lower()
+    if suffix in (".edf", ".bdf"):
+        _check_edf_header(path)
+    elif suffix == ".vhdr":
+        return check_brainvision_header(path)
+    return ()
+
+
 @contextlib.contextmanager
-def _mne_errors(path) -> Iterator[None]:
-    """MNE's reader errors (often a bare AssertionError) as one ValueError naming the file."""
+def _mne_errors(path, also: Sequence[Path] = ()) -> Iterator[None]:
+    """MNE's reader errors (often a bare AssertionError; configparser's, a LookupError
+    for an unknown codepage, NotImplementedError for an unknown format) as one
+    ValueError naming the file and the files it refers to."""
     try:
         yield
-    except (AssertionError, RuntimeError, ValueError, OSError, IndexError, KeyError) as e:
-        raise ValueError(f"{path}: cannot read this EEG recording ({type(e).__name__}: {e})") from e
+    except (
+        AssertionError,
+        RuntimeError,
+        ValueError,
+        OSError,
+        LookupError,
+        NotImplementedError,
+        ArithmeticError,
+        configparser.Error,
+    ) as e:
+        files = f" (with {', '.join(map(str, also))})" if also else ""
+        raise ValueError(
+            f"{path}{files}: cannot read this EEG recording ({type(e).__name__}: {e})"
+        ) from e
 
 
 def _read_raw(path):
     import mne
 
     path = Path(path)
-    if path.suffix.lower() in (".edf", ".bdf"):
-        _check_edf_header(path)
-    with _mne_errors(path):
+    also = _check_header(path)
+    with _mne_errors(path, also):
         return mne.io.read_raw(str(path), preload=True, verbose="error")
 
 
@@ -463,9 +489,8 @@ def read_bids(
                     )
                 runs = []
                 for p in sorted(paths, key=lambda p: (p.run or "", str(p))):
-                    if p.fpath.suffix.lower() in (".edf", ".bdf"):
-                        _check_edf_header(p.fpath)
-                    with _mne_errors(p.fpath):
+                    also = _check_header(p.fpath)
+                    with _mne_errors(p.fpath, also):
                         r = mne_bids.read_raw_bids(p, verbose="error")
                         r.load_data(verbose="error")
                     runs.append(r)
