@@ -243,7 +243,24 @@ def read_dataset(
     paths: Mapping, group: Sequence[int], *, ch_names=None, dtype=jnp.float32
 ) -> EEGDataset:
     """Read EDF/BDF/BrainVision files (`(subject, session, condition) -> path`) with
-    `mne.io.read_raw` and assemble them like `dataset_from_raws`."""
+    `mne.io.read_raw` and assemble them like `dataset_from_raws`.
+
+    **Arguments:**
+
+    - `paths`: mapping `(subject, session, condition) -> path` of `.edf`, `.bdf` or
+      `.vhdr` files (a BrainVision header names its data and marker files, which must
+      lie in the header's folder).
+    - `group`, `ch_names`, `dtype`: as in `dataset_from_raws`.
+
+    **Returns:** `EEGDataset` in microvolts.
+
+    **Raises:** `ValueError` naming the file for a damaged or truncated header, an
+    EDF+ file without its annotations signal, a BrainVision `DataFile=`/`MarkerFile=`
+    outside the header's folder, a BrainVision data file that is not a whole number of
+    samples, an EEG channel whose unit is not a voltage, and everything MNE or
+    `dataset_from_raws` rejects. Warns (`RuntimeWarning`, naming the file) when a file
+    holds fewer data records or samples than its header states (only those are read).
+    """
     raws = {k: _read_raw(p) for k, p in paths.items()}
     return dataset_from_raws(raws, group, ch_names=ch_names, dtype=dtype)
 
