@@ -273,7 +273,7 @@ def _as_volume(name: str, arr: np.ndarray) -> np.ndarray:
     return arr
 
 
-def _normalise(raw: np.ndarray) -> np.ndarray:
+def _normalise(raw: np.ndarray, name: str = "raw") -> np.ndarray:
     """Integers scale by their dtype's maximum; floats outside [0, 1] are min-max scaled."""
     if raw.dtype == bool:
         return raw.astype(np.float32)
@@ -284,9 +284,9 @@ def _normalise(raw: np.ndarray) -> np.ndarray:
             return ((raw - lo) / max(hi - lo, 1.0)).astype(np.float32)
         return (raw / float(info.max)).astype(np.float32)
     if not np.issubdtype(raw.dtype, np.floating):
-        raise ValueError(f"raw: expected an integer or float image, received dtype {raw.dtype}")
+        raise ValueError(f"{name}: expected an integer or float image, received dtype {raw.dtype}")
     if not np.all(np.isfinite(raw)):
-        raise ValueError("raw: expected finite values, received NaN/inf entries")
+        raise ValueError(f"{name}: expected finite values, received NaN/inf entries")
     lo, hi = float(raw.min()), float(raw.max())
     if lo >= 0.0 and hi <= 1.0:
         return raw.astype(np.float32)
@@ -327,11 +327,15 @@ def load_em_volume(
         raise ValueError(f"raw_key: expected a string, received {raw_key!r}")
     raw = _read(path, "path", raw_key, optional=False)
     assert raw is not None  # optional=False raises instead of returning None
-    raw = _normalise(_as_volume("raw", raw))
+    # errors about the contents name the file they come from
+    raw_name = f"raw ({path!r})"
+    raw = _normalise(_as_volume(raw_name, raw), raw_name)
 
     labels = None
+    labels_name = f"labels ({path!r})"
     if labels_path is not None:
         labels_path = os.fspath(labels_path)
+        labels_name = f"labels ({labels_path!r})"
         key = _DEFAULT_LABELS_KEY if labels_key is None else str(labels_key)
         labels = _read(labels_path, "labels_path", key, optional=False)
     elif labels_key is not None and _kind(path, "path") == "hdf5":
@@ -339,11 +343,11 @@ def load_em_volume(
             path, "labels_key", str(labels_key), optional=isinstance(labels_key, _Default)
         )
     if labels is not None:
-        labels = _as_volume("labels", labels)
+        labels = _as_volume(labels_name, labels)
         if not np.issubdtype(labels.dtype, np.integer):
-            raise ValueError(f"labels: expected an integer dtype, received {labels.dtype}")
+            raise ValueError(f"{labels_name}: expected an integer dtype, received {labels.dtype}")
         if labels.shape != raw.shape:
             raise ValueError(
-                f"labels: shape {labels.shape} does not match the raw volume {raw.shape}"
+                f"{labels_name}: shape {labels.shape} does not match the raw volume {raw.shape}"
             )
     return raw, labels

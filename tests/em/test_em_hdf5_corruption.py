@@ -258,3 +258,24 @@ def test_listed_name_that_a_lookup_misses_is_refused(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(ValueError, match=f"{path}.*lists 'neuron_ids'.*damaged group index"):
         em.load_em_volume(path)
+
+
+@pytest.mark.parametrize(
+    ("raw", "labels", "message"),
+    [
+        (np.array([[[b"a", b"b"]]], object), None, "expected an integer or float image"),
+        (np.full((2, 4, 4), np.nan, np.float32), None, "expected finite values"),
+        (np.zeros((2, 2, 4, 4), np.uint8), None, "expected a 2-D image or 3-D stack"),
+        (np.zeros((2, 4, 4), np.uint8), np.zeros((2, 4, 4), np.float32), "integer dtype"),
+        (np.zeros((2, 4, 4), np.uint8), np.zeros((2, 4, 5), np.uint32), "does not match"),
+    ],
+)
+def test_unusable_contents_are_refused_naming_the_file(tmp_path, raw, labels, message):
+    path = tmp_path / "contents.h5"
+    with h5py.File(path, "w") as f:
+        kind = h5py.string_dtype() if raw.dtype == object else None
+        f.create_dataset("volumes/raw", data=raw, dtype=kind)
+        if labels is not None:
+            f.create_dataset("volumes/labels/neuron_ids", data=labels)
+    with pytest.raises(ValueError, match=f"{path}.*{message}"):
+        em.load_em_volume(path)
