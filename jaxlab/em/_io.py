@@ -320,6 +320,13 @@ def load_em_volume(
     scaled by the dtype's maximum, float data outside `[0, 1]` min-max scaled);
     labels in their stored integer dtype `[Z, H, W]`, or `None`.
 
+    **Raises:** `ValueError` naming the file for anything it cannot read as given: a
+    damaged or truncated file, external links, external or virtual storage (readers are
+    confined to the given file), a dataset declaring far more bytes than the file stores
+    (checked before allocating), a damaged chunk index (chunks off the grid or outside the
+    file, filter masks inconsistent with a chunk's size, listed chunks a lookup misses),
+    and contents that are not an integer/finite-float 2-D or 3-D image.
+
     Paper: P11 (CREMI-style volumes).
     """
     path = os.fspath(path)
