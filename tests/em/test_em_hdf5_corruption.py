@@ -1,7 +1,9 @@
-"""Issue 30, Build 3: a corruption sweep of a real HDF5 file (a CREMI-layout volume written
+"""Issue 30, Build 3: corruption sweeps of a real HDF5 file (a CREMI-layout volume written
 by h5py with its defaults: superblock v0, version-1 object headers, no checksums):
 truncations at every superblock / object-header / B-tree / heap field boundary and at
-spread offsets through the data, and flipped bytes in every one of those fields.
+spread offsets through the data, and flipped bytes in every one of those fields; and of
+the same volume written with `libver="latest"` (superblock v3, every metadata block
+checksummed: every 4-byte word of every block flipped).
 
 Each damaged copy goes through `em.load_em_volume` (the raw volume, contiguous uint8,
 and the default labels, chunked + gzip uint64). The default run takes a deterministic
@@ -119,29 +121,75 @@ def _read(path):
     return em.load_em_volume(path)
 
 
-@pytest.fixture(scope="module")
-def real(tmp_path_factory):
-    path = tmp_path_factory.mktemp("hdf5") / "sample_C.hdf"
+def _write_volume(path, **file_kw):
+    """A CREMI-layout file: contiguous uint8 raw, chunked + gzip uint64 labels."""
     raw = (np.arange(4 * 16 * 16) % 251).astype(np.uint8).reshape(4, 16, 16)
     labels = (np.arange(4 * 16 * 16) // 37).astype(np.uint64).reshape(4, 16, 16)
-    with h5py.File(path, "w") as f:
+    with h5py.File(path, "w", **file_kw) as f:
         f.create_dataset("volumes/raw", data=raw)
         f.create_dataset(
             "volumes/labels/neuron_ids", data=labels, chunks=(1, 16, 16), compression="gzip"
         )
-    with h5py.File(path, "r") as f:
-        headers = {k: h5py.h5o.get_info(f[k].id).addr for k in _KEYS}
-        stored = {
-            "volumes/raw": (f["volumes/raw"].id.get_offset(), raw.nbytes),
-        }
-    data = path.read_bytes()
-    fields = hdf5_fields(data, headers, chunk_rank=labels.ndim)
-    for key, (off, size) in stored.items():
-        fields.append(Field(off, size, f"data of {key!r}", "data"))
     got = _read(path)
     np.testing.assert_array_equal(got[0], raw / np.float32(255))
     np.testing.assert_array_equal(got[1], labels)
+    with h5py.File(path, "r") as f:
+        headers = {k: h5py.h5o.get_info(f[k].id).addr for k in _KEYS}
+        stored = [(f["volumes/raw"].id.get_offset(), raw.nbytes, "data of 'volumes/raw'")]
+        f["volumes/labels/neuron_ids"].id.chunk_iter(
+            lambda c: stored.append((c.byte_offset, c.size, f"chunk {c.chunk_offset} of labels"))
+        )
+    return got, headers, [Field(off, size, what, "data") for off, size, what in stored]
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    path = tmp_path_factory.mktemp("hdf5") / "sample_C.hdf"
+    got, headers, stored = _write_volume(path)
+    data = path.read_bytes()
+    fields = hdf5_fields(data, headers, chunk_rank=3) + stored[:1]
     return path, data, fields, got
+
+
+# signatures of the checksummed metadata blocks of the newer format (object headers,
+# chunk indexes, B-tree v2, fractal heaps, free-space managers, shared messages)
+_BLOCKS = (
+    b"OHDR", b"OCHK", b"FAHD", b"FADB", b"EAHD", b"EAIB", b"EASB", b"EADB", b"BTHD",
+    b"BTIN", b"BTLF", b"FRHP", b"FHDB", b"FHIB", b"FSHD", b"FSSE", b"SMTB", b"SMLI",
+)  # fmt: skip
+
+
+def hdf5_latest_fields(data: bytes, stored: list[Field]) -> list[Field]:
+    """A `libver="latest"` file (superblock v3, every metadata block checksummed): the
+    superblock's fields, then every 4-byte word of every metadata block (found by its
+    signature; a block ends at the next one, the last at the last non-zero byte before
+    the first data)."""
+    out, at = [], 0
+    for size, what in [(8, "signature"), (1, "version"), (1, "offset size"),
+                       (1, "length size"), (1, "flags"), (8, "base address"),
+                       (8, "extension address"), (8, "EOF address"),
+                       (8, "root object header address"), (4, "checksum")]:  # fmt: skip
+        out.append(Field(at, size, f"superblock {what}"))
+        at += size
+    assert data[8] == 3, data[8]
+    first_data = min(f.start for f in stored)
+    end = len(data[:first_data].rstrip(b"\0"))
+    starts = sorted(m.start() for sig in _BLOCKS for m in re.finditer(re.escape(sig), data[:end]))
+    for k, start in enumerate(starts):
+        stop = starts[k + 1] if k + 1 < len(starts) else end
+        sig = data[start : start + 4].decode()
+        for w in range(start, stop, 4):
+            label = f"bytes {w - start}.. of the {sig} block at {start}"
+            out.append(Field(w, min(4, stop - w), label))
+    return out
+
+
+@pytest.fixture(scope="module")
+def latest(tmp_path_factory):
+    path = tmp_path_factory.mktemp("hdf5") / "sample_C_v3.hdf"
+    got, _, stored = _write_volume(path, libver="latest")
+    data = path.read_bytes()
+    return path, data, hdf5_latest_fields(data, stored) + stored, got
 
 
 def _accept(ref):
@@ -279,3 +327,24 @@ def test_unusable_contents_are_refused_naming_the_file(tmp_path, raw, labels, me
             f.create_dataset("volumes/labels/neuron_ids", data=labels)
     with pytest.raises(ValueError, match=f"{path}.*{message}"):
         em.load_em_volume(path)
+
+
+def test_hdf5_latest_field_walk_covers_the_metadata(latest):
+    _, data, fields, _ = latest
+    blocks = {f.label.split(" of the ")[1][:4] for f in fields if " block at " in f.label}
+    assert {"OHDR", "FAHD", "FADB"} <= blocks  # object headers and the labels' chunk index
+    assert sum(f.label.startswith("bytes 0.. of the OHDR") for f in fields) == len(_KEYS)
+
+
+def test_hdf5_latest_corruption_sweep_subset(latest, record_property):
+    path, data, fields, ref = latest
+    c, fl = _damages(data, fields)
+    damages = subset(c, 4) + subset(fl, 16)
+    report(record_property, "em.hdf5 v3 (subset)", sweep(path, _read, damages, _accept(ref)))
+
+
+@pytest.mark.slow
+def test_hdf5_latest_corruption_sweep_every_field(latest, record_property):
+    path, data, fields, ref = latest
+    c, fl = _damages(data, fields)
+    report(record_property, "em.hdf5 v3", sweep(path, _read, c + fl, _accept(ref)))
