@@ -177,8 +177,8 @@ CASES["routing_haps_main"] = _HAPS_TINY | {"router_steps": 20, "cost_shifts": (0
 # one case at a time): topology_mutag 180 s (load 3-4), eeg_technique 712 s (load 4-7),
 # eeg_cross_session 1359 s (load 7-9), stereo_ipd 140 s (load 5-7), em_joint 208 s
 # (load 5-7), cells_rare 158 s (load 2-5), topology_zinc 153 s (load 4-5); biophys_localize
-# passed earlier that day (166 s). Not yet run to a pass: routing_haps_ablation (about an
-# hour, like routing_haps_main).
+# passed earlier that day (166 s). routing_haps_ablation passed 2026-12-04 (1289 s, niced,
+# load 12-14, beside four helpers' jobs).
 _EEG_TINY = CASES["eeg_state"]
 CASES |= {
     "routing_haps_ablation": dict(_HAPS_TINY),
