@@ -1230,7 +1230,7 @@ void SymWalkReal(int64_t n, const S* xv, const S* sv, double a, double cw, bool 
 // Symmetric operator from unsorted anchors, real kernel, one column, sorting inside:
 // per head, SortCarry (laplex_sort.h) sorts the anchors with the values carried
 // through the radix passes (no random gather), the sorted copies are walked, and
-// PermuteBack writes the result in the original order by a partitioned scatter
+// PutBack writes the result in the original order by undoing the sort's two stages
 // (no random scatter). Anchors that come nondecreasing are walked in place.
 template <ffi::DataType D>
 ffi::Error SymFreshImpl(ffi::Buffer<D> x, ffi::Buffer<D> src, ffi::Buffer<D> lam,
@@ -1268,7 +1268,7 @@ ffi::Error SymFreshImpl(ffi::Buffer<D> x, ffi::Buffer<D> src, ffi::Buffer<D> lam
     }
     Scratch<S> ys(n);
     SymWalkReal<S>(n, srt.x.data(), srt.s.data(), a, cw, false, ys.data());
-    laplex_sort::PermuteBack<S>(srt.idx.data(), ys.data(), n, h > 0, yo);
+    laplex_sort::PutBack<S>(srt, sh, ys.data(), n, h > 0, yo);
   }
   return ffi::Error::Success();
 }

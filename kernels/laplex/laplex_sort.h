@@ -9,14 +9,18 @@
 //       consecutive fine bins are grouped into about kCoarse buckets of similar size
 //       (so skewed distributions, e.g. floats over many binades, still give small,
 //       cache-resident buckets);
-//   (C) one stable scatter of (key, index, value) into the buckets (sequential reads,
-//       a few thousand write streams), per-thread offsets;
+//   (C) one stable scatter of (key, value) into the buckets (sequential reads, a few
+//       thousand write streams), per-thread offsets;
 //   (D) per bucket, in cache, an LSD radix sort on the bits the bucket actually spans
-//       (digits of <= 8 bits, evenly split; constant digits skipped; insertion sort
-//       for tiny buckets), the keys turned back into anchors in place.
-// PermuteBack(ix, val, n, acc, out): out[ix[j]] (+)= val[j] by partitioning the pairs
-// on the top bits of ix (2^kBackBits contiguous index ranges, per-thread offsets),
-// then writing each range, now in cache, into its stretch of out.
+//       (digits of <= kDigitBits bits, evenly split; constant digits skipped; insertion
+//       sort for tiny buckets), the keys turned back into anchors in place.
+// The carried index of an element is its slot after (C) (its bucket's stretch holds
+// the bucket's elements in their original order: the scatter is stable), so
+// PutBack(c, src, val, acc, out), out[i] (+)= the value of original element i given
+// in sorted order, undoes (D) inside each bucket (a scatter within the bucket's
+// cache-resident stretch) and then (C) by the same walk over the original order that
+// scattered: each element's bucket from its anchor, read from that bucket's next slot
+// (sequential reads from the buckets, sequential writes, no random access).
 // Threads: laplex_par::Threads (JAXLAB_LAPLEX_THREADS=k forces k at any size).
 #pragma once
 
@@ -95,7 +99,7 @@ inline int BitLength(U v) {
 
 constexpr int kFineBits = 16;
 constexpr int64_t kCoarse = 2048;
-constexpr int kBackBits = 11;
+constexpr int kDigitBits = 11;
 
 // stable LSD radix sort of (k, ix, xv)[0, m) on bits [0, bits) of k - base, with the
 // buffers tk / ti / tx (m each); the result ends in k / ix / xv
@@ -120,10 +124,11 @@ void LsdCarry(U* k, int32_t* ix, S* xv, int64_t m, U base, int bits, U* tk, int3
     }
     return;
   }
-  const int passes = (bits + 7) / 8;
+  const int dmax = m >= (int64_t{1} << kDigitBits) ? kDigitBits : 8;  // histogram <= m
+  const int passes = (bits + dmax - 1) / dmax;
   const int dw = (bits + passes - 1) / passes;
   const U mask = (U(1) << dw) - 1;
-  int64_t hist[256];
+  int64_t hist[int64_t{1} << kDigitBits];
   U* ka = k;
   int32_t* ia = ix;
   S* xa = xv;
@@ -162,10 +167,18 @@ void LsdCarry(U* k, int32_t* ix, S* xv, int64_t m, U base, int bits, U* tk, int3
 // the result of SortCarry: `sorted` (no copies made) when s was already nondecreasing
 template <typename S>
 struct Carried {
+  using U = decltype(OrderKey(S()));
   bool sorted = false;
   Scratch<S> s;          // anchors, nondecreasing
   Scratch<S> x;          // values in the same order
-  Scratch<int32_t> idx;  // original index of each element
+  Scratch<int32_t> idx;  // each element's slot after the bucket scatter (C)
+  // what PutBack needs to repeat (C)'s walk: threads, their ranges of the original
+  // order and first slots per bucket, the fine-bin -> bucket table and key offset
+  int nt = 1;
+  std::vector<int64_t> lo, first;
+  std::vector<uint16_t> lut;
+  U kmin = 0;
+  int fshift = 0;
 };
 
 template <typename S>
@@ -238,7 +251,8 @@ Carried<S> SortCarry(const S* src, const S* x, int64_t n) {
   }
   std::vector<int64_t> start;
   const int64_t biggest = BucketOffsets(off, nt, nb, start);
-  // (C) stable scatter of (key, index, value); the keys live in out.s's storage
+  out.first = off;  // (C)'s first slot per thread and bucket, for PutBack
+  // (C) stable scatter of (key, value); the keys live in out.s's storage
   out.s = Scratch<S>(n);
   out.x = Scratch<S>(n);
   out.idx = Scratch<int32_t>(n);
@@ -253,7 +267,6 @@ Carried<S> SortCarry(const S* src, const S* x, int64_t n) {
       const U k = OrderKey(src[i]);
       const int64_t dst = o[lt[(k - kmin) >> fshift]]++;
       key[dst] = k;
-      ix[dst] = static_cast<int32_t>(i);
       xs[dst] = x[i];
     }
   });
@@ -267,6 +280,9 @@ Carried<S> SortCarry(const S* src, const S* x, int64_t n) {
       const int64_t b0 = start[b], m = start[b + 1] - b0;
       if (m == 0) continue;
       U* kb = key + b0;
+      // each element's slot after (C), the carried index (set here, in cache, rather
+      // than written as a third stream by (C))
+      for (int64_t i = 0; i < m; ++i) ix[b0 + i] = static_cast<int32_t>(b0 + i);
       U mn = kb[0], mx = kb[0];
       for (int64_t i = 1; i < m; ++i) {
         mn = std::min(mn, kb[i]);
@@ -282,53 +298,44 @@ Carried<S> SortCarry(const S* src, const S* x, int64_t n) {
       }
     }
   });
+  out.nt = nt;
+  out.lo = std::move(lo);
+  out.lut = std::move(lut);
+  out.kmin = kmin;
+  out.fshift = fshift;
   return out;
 }
 
-// out[ix[j]] = val[j] (+= with acc) for the permutation ix of 0..n-1 (see the top)
+// out[i] = (+= with acc) the value of original element i, for `val` in c's sorted
+// order and `src` the anchors c sorted (see the top)
 template <typename S>
-void PermuteBack(const int32_t* ix, const S* val, int64_t n, bool acc, S* out) {
+void PutBack(const Carried<S>& c, const S* src, const S* val, int64_t n, bool acc, S* out) {
+  using U = typename Carried<S>::U;
   if (n == 0) return;
-  const int nt = laplex_par::Threads(n, n);
-  const int ib = BitLength<uint64_t>(static_cast<uint64_t>(n - 1));
-  const int pb = std::min(ib, kBackBits);
-  const int shift = ib - pb;
-  const int64_t np = ((n - 1) >> shift) + 1;
-  std::vector<int64_t> lo(nt + 1);
-  for (int t = 0; t <= nt; ++t) lo[t] = n * t / nt;
-  std::vector<int64_t> off(static_cast<size_t>(nt * np), 0);
+  // undo (D): each value to its slot after (C), inside its bucket's stretch
+  Scratch<S> slot(n);
+  const int32_t* ix = c.idx.data();
+  const int nt = c.nt;
   laplex_par::Run(nt, [&](int t) {
-    int64_t* h = off.data() + t * np;
-    for (int64_t j = lo[t]; j < lo[t + 1]; ++j) ++h[ix[j] >> shift];
+    S* sl = slot.data();
+    for (int64_t j = n * t / nt, j1 = n * (t + 1) / nt; j < j1; ++j) sl[ix[j]] = val[j];
   });
-  for (int64_t r = 0; r < np; ++r) {
-    int64_t o = r << shift;
-    for (int t = 0; t < nt; ++t) {
-      const int64_t c = off[t * np + r];
-      off[t * np + r] = o;
-      o += c;
-    }
-  }
-  Scratch<int32_t> pix(n);
-  Scratch<S> pval(n);
+  // undo (C): the original order walked as (C) walked it, each thread from its slots
+  const int64_t nb = static_cast<int64_t>(c.first.size()) / nt;
   laplex_par::Run(nt, [&](int t) {
-    int64_t* o = off.data() + t * np;
-    for (int64_t j = lo[t]; j < lo[t + 1]; ++j) {
-      const int32_t i = ix[j];
-      const int64_t dst = o[i >> shift]++;
-      pix[dst] = i;
-      pval[dst] = val[j];
-    }
-  });
-  // range r holds exactly the indices [r << shift, (r + 1) << shift): threads take
-  // contiguous runs of ranges, each write lands in a cache-resident stretch of out
-  laplex_par::Run(nt, [&](int t) {
-    const int64_t j0 = std::min(n, ((np * t / nt) << shift));
-    const int64_t j1 = std::min(n, ((np * (t + 1) / nt) << shift));
+    std::vector<int64_t> o(c.first.begin() + t * nb, c.first.begin() + (t + 1) * nb);
+    const uint16_t* lt = c.lut.data();
+    const S* sl = slot.data();
+    const U kmin = c.kmin;
+    const int fshift = c.fshift;
     if (acc) {
-      for (int64_t j = j0; j < j1; ++j) out[pix[j]] = static_cast<S>(out[pix[j]] + pval[j]);
+      for (int64_t i = c.lo[t]; i < c.lo[t + 1]; ++i) {
+        out[i] = static_cast<S>(out[i] + sl[o[lt[(OrderKey(src[i]) - kmin) >> fshift]]++]);
+      }
     } else {
-      for (int64_t j = j0; j < j1; ++j) out[pix[j]] = pval[j];
+      for (int64_t i = c.lo[t]; i < c.lo[t + 1]; ++i) {
+        out[i] = sl[o[lt[(OrderKey(src[i]) - kmin) >> fshift]]++];
+      }
     }
   });
 }
