@@ -57,7 +57,7 @@ from jaxlab._kernels.laplex import (
     CpuScan,
     default_scan,
     fused_apply,
-    fused_parts,
+    fused_parts_separate,
     fused_sym,
     fused_sym_fresh,
 )
@@ -225,13 +225,13 @@ def _core_bwd(scan, sym, check, res, w):
 
 
 def _fused_bwd(x, t, s, lam, c, plan, w, check):
-    """Per-head cotangents from two fused calls (see `jaxlab._kernels.laplex.fused_parts`);
+    """Per-head cotangents from two fused calls (`jaxlab._kernels.laplex.fused_parts_separate`);
     `check`: each call checks the plan fields it reads (together all four: a gradient
     whose forward value is unused, and so dropped, still checks the plan)."""
-    p = fused_parts(
+    p0, p1, p2 = fused_parts_separate(
         x, t, s, lam, plan.perm_s, plan.rank_t, plan.perm_t, jordan=True, tie=False, check=check
     )
-    q = fused_parts(
+    q0, q1 = fused_parts_separate(
         w,
         s,
         t,
@@ -245,15 +245,11 @@ def _fused_bwd(x, t, s, lam, c, plan, w, check):
         transposed=True,
     )
     lc = (lam * c)[:, None]
-    # w . p[:, k] for every part at once: one reduction over p (per-part sums of
-    # `w[None] * p[:, k]` made XLA copy each part out first, 40 MB each at 1e7; together
-    # ~3x the cost of this form)
-    pw = jnp.einsum("hpmk,mk->hp", p, w)
-    c_bar = jnp.real(pw[:, 0])
-    t_bar = jnp.real(-lc * jnp.sum(w[None] * p[:, 1], axis=2))
-    big_lam = -c * pw[:, 2]
-    s_bar = jnp.real(-lc * jnp.sum(x[None] * q[:, 1], axis=2))
-    v_bar = c[:, None, None] * q[:, 0]
+    c_bar = jnp.real(jnp.sum(w[None] * p0, axis=(1, 2)))
+    t_bar = jnp.real(-lc * jnp.sum(w[None] * p1, axis=2))
+    big_lam = -c * jnp.sum(w[None] * p2, axis=(1, 2))
+    s_bar = jnp.real(-lc * jnp.sum(x[None] * q1, axis=2))
+    v_bar = c[:, None, None] * q0
     return v_bar, t_bar, s_bar, jnp.real(big_lam), -jnp.imag(big_lam), c_bar
 
 

@@ -21,7 +21,14 @@ from jaxtyping import Array, Float, Inexact, Int
 
 from ._cpu import _register, fused_target
 
-__all__ = ["cpu_plan", "fused_apply", "fused_parts", "fused_sym", "fused_sym_fresh"]
+__all__ = [
+    "cpu_plan",
+    "fused_apply",
+    "fused_parts",
+    "fused_parts_separate",
+    "fused_sym",
+    "fused_sym_fresh",
+]
 
 
 def _check(x, lam):
@@ -178,18 +185,54 @@ def fused_parts(
     `[L + R, L - R - 2 T if tie else L - R, J (if jordan)]`. Arguments as in
     `fused_apply` (without `c`); `check` as there, with `transposed=True` naming the
     fields for the transposed call (`perm_src`, `rank_tgt`, `perm_tgt` are the plan's
-    `perm_t`, `rank_s`, `perm_s`).
+    `perm_t`, `rank_s`, `perm_s`). `fused_parts_separate` gives the parts as separate
+    arrays (what the backward pass uses: no part is sliced out of a stack).
+    """
+    parts = fused_parts_separate(
+        x,
+        tgt,
+        src,
+        lam,
+        perm_src,
+        rank_tgt,
+        perm_tgt,
+        jordan=jordan,
+        tie=tie,
+        check=check,
+        transposed=transposed,
+    )
+    return jnp.stack(parts, axis=1)
+
+
+def fused_parts_separate(
+    x: Inexact[Array, "N K"],
+    tgt: Float[Array, "H M"],
+    src: Float[Array, "H N"],
+    lam: Inexact[Array, " H"],
+    perm_src: Int[Array, "H N"],
+    rank_tgt: Int[Array, "H M"],
+    perm_tgt: Int[Array, "H M"],
+    *,
+    jordan: bool,
+    tie: bool,
+    check: bool = False,
+    transposed: bool = False,
+) -> tuple[Inexact[Array, "H M K"], ...]:
+    """`fused_parts` as a tuple of 2 + jordan separate (H, M, K) arrays, one C++ output
+    each (P9): a reduction over one part then reads it where it lies (slicing a part out
+    of a stacked output made XLA copy it first). Arguments as in `fused_parts`.
     """
     _check(x, lam)
     h, m = tgt.shape
-    shape = (h, 2 + int(jordan), m, x.shape[1])
+    part = jax.ShapeDtypeStruct((h, m, x.shape[1]), x.dtype)
+    third = part if jordan else jax.ShapeDtypeStruct((0,), x.dtype)
     call = jax.ffi.ffi_call(
         fused_target("parts", x.dtype),
-        jax.ShapeDtypeStruct(shape, x.dtype),
+        (part, part, third),
         vmap_method="sequential",
     )
     i32 = jnp.int32
-    return call(
+    out = call(
         x,
         tgt,
         src,
@@ -202,6 +245,7 @@ def fused_parts(
         check=bool(check),
         transposed=bool(transposed),
     )
+    return tuple(out[: 2 + int(jordan)])
 
 
 def cpu_plan(
