@@ -163,45 +163,16 @@ def fused_sym_fresh(
     return call(x, src.astype(dt), lam, c.astype(dt))
 
 
-def fused_parts(
-    x: Inexact[Array, "N K"],
-    tgt: Float[Array, "H M"],
-    src: Float[Array, "H N"],
-    lam: Inexact[Array, " H"],
-    perm_src: Int[Array, "H N"],
-    rank_tgt: Int[Array, "H M"],
-    perm_tgt: Int[Array, "H M"],
-    *,
-    jordan: bool,
-    tie: bool,
-    check: bool = False,
-    transposed: bool = False,
-) -> Inexact[Array, "H P M K"]:
+def fused_parts(*args, **kwargs) -> Inexact[Array, "H P M K"]:
     """Per-head one-sided sums for the LAPLEX backward pass, fused (P9).
 
     With `L` (`R`) the sums over sources left of or tied with (strictly right
     of) each target, `T` the sum over tied sources and `J` the Jordan sums of
     `|t - s| exp(-lam |t - s|) x`, returns (H, 2 + jordan, M, K):
-    `[L + R, L - R - 2 T if tie else L - R, J (if jordan)]`. Arguments as in
-    `fused_apply` (without `c`); `check` as there, with `transposed=True` naming the
-    fields for the transposed call (`perm_src`, `rank_tgt`, `perm_tgt` are the plan's
-    `perm_t`, `rank_s`, `perm_s`). `fused_parts_separate` gives the parts as separate
-    arrays (what the backward pass uses: no part is sliced out of a stack).
+    `[L + R, L - R - 2 T if tie else L - R, J (if jordan)]`: the parts of
+    `fused_parts_separate` (same arguments) stacked on axis 1.
     """
-    parts = fused_parts_separate(
-        x,
-        tgt,
-        src,
-        lam,
-        perm_src,
-        rank_tgt,
-        perm_tgt,
-        jordan=jordan,
-        tie=tie,
-        check=check,
-        transposed=transposed,
-    )
-    return jnp.stack(parts, axis=1)
+    return jnp.stack(fused_parts_separate(*args, **kwargs), axis=1)
 
 
 def fused_parts_separate(
@@ -218,9 +189,16 @@ def fused_parts_separate(
     check: bool = False,
     transposed: bool = False,
 ) -> tuple[Inexact[Array, "H M K"], ...]:
-    """`fused_parts` as a tuple of 2 + jordan separate (H, M, K) arrays, one C++ output
-    each (P9): a reduction over one part then reads it where it lies (slicing a part out
-    of a stacked output made XLA copy it first). Arguments as in `fused_parts`.
+    """The parts of the LAPLEX backward pass (`fused_parts`) as 2 + jordan separate
+    (H, M, K) arrays, one C++ output each (P9): a reduction over one part reads it where
+    it lies (slicing a part out of a stacked output made XLA copy it first).
+
+    **Arguments:** `x` (N, K), `tgt` (H, M), `src` (H, N), `lam` (H,) and the plan
+    fields as in `fused_apply` (without `c`); `check` as there, with `transposed=True`
+    naming the fields for the transposed call (`perm_src`, `rank_tgt`, `perm_tgt` are
+    the plan's `perm_t`, `rank_s`, `perm_s`); `jordan`, `tie` which parts to form.
+
+    **Returns:** `(L + R, L - R - 2 T if tie else L - R[, J if jordan])`, each (H, M, K).
     """
     _check(x, lam)
     h, m = tgt.shape
