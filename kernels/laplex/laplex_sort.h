@@ -9,11 +9,11 @@
 //       consecutive fine bins are grouped into about kCoarse buckets of similar size
 //       (so skewed distributions, e.g. floats over many binades, still give small,
 //       cache-resident buckets);
-//   (C) one stable scatter of (key, value) into the buckets (sequential reads, a few
-//       thousand write streams), per-thread offsets;
+//   (C) one stable scatter of (key, value) records into the buckets (sequential reads,
+//       one write stream per bucket), per-thread offsets;
 //   (D) per bucket, in cache, an LSD radix sort on the bits the bucket actually spans
 //       (digits of <= kDigitBits bits, evenly split; constant digits skipped; insertion
-//       sort for tiny buckets), the keys turned back into anchors in place.
+//       sort for tiny buckets), the records then split into anchors and values.
 // The carried index of an element is its slot after (C) (its bucket's stretch holds
 // the bucket's elements in their original order: the scatter is stable), so
 // PutBack(c, src, val, acc, out), out[i] (+)= the value of original element i given
@@ -101,26 +101,31 @@ constexpr int kFineBits = 16;
 constexpr int64_t kCoarse = 2048;
 constexpr int kDigitBits = 11;
 
-// stable LSD radix sort of (k, ix, xv)[0, m) on bits [0, bits) of k - base, with the
-// buffers tk / ti / tx (m each); the result ends in k / ix / xv
+// an anchor's order key with its value, moved as one (one write stream per bucket in
+// the scatter instead of two)
 template <typename U, typename S>
-void LsdCarry(U* k, int32_t* ix, S* xv, int64_t m, U base, int bits, U* tk, int32_t* ti,
-              S* tx) {
+struct KeyVal {
+  U k;
+  S x;
+};
+
+// stable LSD radix sort of (kv, ix)[0, m) on bits [0, bits) of kv.k - base, with the
+// buffers tkv / ti (m each); the result ends in kv / ix
+template <typename U, typename S>
+void LsdCarry(KeyVal<U, S>* kv, int32_t* ix, int64_t m, U base, int bits, KeyVal<U, S>* tkv,
+              int32_t* ti) {
   if (m < 2 || bits == 0) return;
   if (m <= 32) {  // insertion sort (stable)
     for (int64_t i = 1; i < m; ++i) {
-      const U kv = k[i];
+      const KeyVal<U, S> e = kv[i];
       const int32_t iv = ix[i];
-      const S xx = xv[i];
       int64_t j = i;
-      for (; j > 0 && k[j - 1] > kv; --j) {
-        k[j] = k[j - 1];
+      for (; j > 0 && kv[j - 1].k > e.k; --j) {
+        kv[j] = kv[j - 1];
         ix[j] = ix[j - 1];
-        xv[j] = xv[j - 1];
       }
-      k[j] = kv;
+      kv[j] = e;
       ix[j] = iv;
-      xv[j] = xx;
     }
     return;
   }
@@ -129,15 +134,13 @@ void LsdCarry(U* k, int32_t* ix, S* xv, int64_t m, U base, int bits, U* tk, int3
   const int dw = (bits + passes - 1) / passes;
   const U mask = (U(1) << dw) - 1;
   int64_t hist[int64_t{1} << kDigitBits];
-  U* ka = k;
+  KeyVal<U, S>* ka = kv;
   int32_t* ia = ix;
-  S* xa = xv;
-  U* kb = tk;
+  KeyVal<U, S>* kb = tkv;
   int32_t* ib = ti;
-  S* xb = tx;
   for (int sh = 0; sh < bits; sh += dw) {
     std::fill(hist, hist + (int64_t{1} << dw), int64_t{0});
-    for (int64_t i = 0; i < m; ++i) ++hist[((ka[i] - base) >> sh) & mask];
+    for (int64_t i = 0; i < m; ++i) ++hist[((ka[i].k - base) >> sh) & mask];
     bool trivial = false;
     for (int64_t d = 0; d <= static_cast<int64_t>(mask); ++d) trivial |= hist[d] == m;
     if (trivial) continue;
@@ -148,19 +151,16 @@ void LsdCarry(U* k, int32_t* ix, S* xv, int64_t m, U base, int bits, U* tk, int3
       off += c;
     }
     for (int64_t i = 0; i < m; ++i) {
-      const int64_t dst = hist[((ka[i] - base) >> sh) & mask]++;
+      const int64_t dst = hist[((ka[i].k - base) >> sh) & mask]++;
       kb[dst] = ka[i];
       ib[dst] = ia[i];
-      xb[dst] = xa[i];
     }
     std::swap(ka, kb);
     std::swap(ia, ib);
-    std::swap(xa, xb);
   }
-  if (ka != k) {
-    std::memcpy(k, ka, sizeof(U) * m);
+  if (ka != kv) {
+    std::memcpy(kv, ka, sizeof(KeyVal<U, S>) * m);
     std::memcpy(ix, ia, sizeof(int32_t) * m);
-    std::memcpy(xv, xa, sizeof(S) * m);
   }
 }
 
@@ -184,8 +184,7 @@ struct Carried {
 template <typename S>
 Carried<S> SortCarry(const S* src, const S* x, int64_t n) {
   using U = decltype(OrderKey(S()));
-  static_assert(sizeof(U) == sizeof(S), "keys and anchors share storage");
-  Carried<S> out;
+    Carried<S> out;
   if (n == 0) {
     out.sorted = true;
     return out;
@@ -252,49 +251,44 @@ Carried<S> SortCarry(const S* src, const S* x, int64_t n) {
   std::vector<int64_t> start;
   const int64_t biggest = BucketOffsets(off, nt, nb, start);
   out.first = off;  // (C)'s first slot per thread and bucket, for PutBack
-  // (C) stable scatter of (key, value); the keys live in out.s's storage
+  // (C) stable scatter of (key, value) pairs
   out.s = Scratch<S>(n);
   out.x = Scratch<S>(n);
   out.idx = Scratch<int32_t>(n);
-  char* kraw = reinterpret_cast<char*>(out.s.data());
-  U* key = reinterpret_cast<U*>(kraw);
-  S* xs = out.x.data();
+  Scratch<KeyVal<U, S>> kv(n);
   int32_t* ix = out.idx.data();
   laplex_par::Run(nt, [&](int t) {
     int64_t* o = off.data() + t * nb;
     const uint16_t* lt = lut.data();
+    KeyVal<U, S>* kp = kv.data();
     for (int64_t i = lo[t]; i < lo[t + 1]; ++i) {
       const U k = OrderKey(src[i]);
-      const int64_t dst = o[lt[(k - kmin) >> fshift]]++;
-      key[dst] = k;
-      xs[dst] = x[i];
+      kp[o[lt[(k - kmin) >> fshift]]++] = KeyVal<U, S>{k, x[i]};
     }
   });
-  // (D) per bucket: LSD on the bits it spans, then keys -> anchors in place
+  // (D) per bucket: LSD on the bits it spans, then the pairs split into anchors and values
   std::atomic<int64_t> next{0};
   laplex_par::Run(nt, [&](int) {
-    Scratch<U> tk(static_cast<size_t>(biggest));
+    Scratch<KeyVal<U, S>> tkv(static_cast<size_t>(biggest));
     Scratch<int32_t> ti(static_cast<size_t>(biggest));
-    Scratch<S> tx(static_cast<size_t>(biggest));
     for (int64_t b = next.fetch_add(1); b < nb; b = next.fetch_add(1)) {
       const int64_t b0 = start[b], m = start[b + 1] - b0;
       if (m == 0) continue;
-      U* kb = key + b0;
+      KeyVal<U, S>* kb = kv.data() + b0;
       // each element's slot after (C), the carried index (set here, in cache, rather
-      // than written as a third stream by (C))
+      // than written as another stream by (C))
       for (int64_t i = 0; i < m; ++i) ix[b0 + i] = static_cast<int32_t>(b0 + i);
-      U mn = kb[0], mx = kb[0];
+      U mn = kb[0].k, mx = kb[0].k;
       for (int64_t i = 1; i < m; ++i) {
-        mn = std::min(mn, kb[i]);
-        mx = std::max(mx, kb[i]);
+        mn = std::min(mn, kb[i].k);
+        mx = std::max(mx, kb[i].k);
       }
-      LsdCarry<U, S>(kb, ix + b0, xs + b0, m, mn, BitLength<U>(mx - mn), tk.data(), ti.data(),
-                     tx.data());
+      LsdCarry<U, S>(kb, ix + b0, m, mn, BitLength<U>(mx - mn), tkv.data(), ti.data());
+      S* so = out.s.data() + b0;
+      S* xo = out.x.data() + b0;
       for (int64_t i = 0; i < m; ++i) {
-        U kv;
-        std::memcpy(&kv, kraw + sizeof(U) * (b0 + i), sizeof(U));
-        const S sv = FromKey(kv);
-        std::memcpy(kraw + sizeof(U) * (b0 + i), &sv, sizeof(S));
+        so[i] = FromKey(kb[i].k);
+        xo[i] = kb[i].x;
       }
     }
   });
