@@ -1,9 +1,9 @@
 // Radix-sort pieces shared by the LAPLEX CPU kernels: order-preserving unsigned keys
 // (laplex_plan.cc's argsort) and, for the fresh symmetric pass (laplex_fused.cc),
-// a sort that carries the values with the keys and a partitioned permutation back.
+// a sort that carries the values with the keys and the way back (PutBack).
 //
-// SortCarry(s, x, n): the anchors s sorted (stable), the values x and the original
-// indices carried along, without one random access:
+// SortCarry(s, x, n): the anchors s sorted (stable), the values x and each element's
+// slot after (C) carried along, without one random access:
 //   (A) keys' span [kmin, kmax] (and whether s is already nondecreasing);
 //   (B) per-thread histograms over 2^kFineBits fine bins of (k - kmin), from which
 //       consecutive fine bins are grouped into about kCoarse buckets of similar size
