@@ -146,8 +146,9 @@ def fused_sym_fresh(
     `y = sum_h c_h exp(-lam_h |src_h[:, None] - src_h[None, :]|) @ x` without a plan. Per
     head the anchors are radix-sorted in C++ with the values carried through the
     passes (no random gather of `x`), the sorted copies take `fused_sym`'s pass, and
-    the result returns to the original order by a partitioned scatter (no random
-    scatter); nondecreasing anchors are walked in place (`laplex_sort.h`). `x` (N, 1),
+    the result returns to the original order by undoing the sort's bucket scatter and
+    in-bucket sort (no random scatter); nondecreasing anchors are walked in place
+    (`laplex_sort.h`). `x` (N, 1),
     `src` (H, N), `lam`, `c` (H,), all float32 or all float64; anchors finite (the
     caller's check). Returns (N, 1).
     """
