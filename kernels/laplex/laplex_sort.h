@@ -184,7 +184,7 @@ struct Carried {
 template <typename S>
 Carried<S> SortCarry(const S* src, const S* x, int64_t n) {
   using U = decltype(OrderKey(S()));
-    Carried<S> out;
+  Carried<S> out;
   if (n == 0) {
     out.sorted = true;
     return out;
