@@ -57,7 +57,7 @@ from jaxlab._kernels.laplex import (
     CpuScan,
     default_scan,
     fused_apply,
-    fused_parts,
+    fused_parts_separate,
     fused_sym,
     fused_sym_fresh,
 )
@@ -225,13 +225,13 @@ def _core_bwd(scan, sym, check, res, w):
 
 
 def _fused_bwd(x, t, s, lam, c, plan, w, check):
-    """Per-head cotangents from two fused calls (see `jaxlab._kernels.laplex.fused_parts`);
+    """Per-head cotangents from two fused calls (`jaxlab._kernels.laplex.fused_parts_separate`);
     `check`: each call checks the plan fields it reads (together all four: a gradient
     whose forward value is unused, and so dropped, still checks the plan)."""
-    p = fused_parts(
+    p0, p1, p2 = fused_parts_separate(
         x, t, s, lam, plan.perm_s, plan.rank_t, plan.perm_t, jordan=True, tie=False, check=check
     )
-    q = fused_parts(
+    q0, q1 = fused_parts_separate(
         w,
         s,
         t,
@@ -245,11 +245,11 @@ def _fused_bwd(x, t, s, lam, c, plan, w, check):
         transposed=True,
     )
     lc = (lam * c)[:, None]
-    c_bar = jnp.real(jnp.sum(w[None] * p[:, 0], axis=(1, 2)))
-    t_bar = jnp.real(-lc * jnp.sum(w[None] * p[:, 1], axis=2))
-    big_lam = -c * jnp.sum(w[None] * p[:, 2], axis=(1, 2))
-    s_bar = jnp.real(-lc * jnp.sum(x[None] * q[:, 1], axis=2))
-    v_bar = c[:, None, None] * q[:, 0]
+    c_bar = jnp.real(jnp.sum(w[None] * p0, axis=(1, 2)))
+    t_bar = jnp.real(-lc * jnp.sum(w[None] * p1, axis=2))
+    big_lam = -c * jnp.sum(w[None] * p2, axis=(1, 2))
+    s_bar = jnp.real(-lc * jnp.sum(x[None] * q1, axis=2))
+    v_bar = c[:, None, None] * q0
     return v_bar, t_bar, s_bar, jnp.real(big_lam), -jnp.imag(big_lam), c_bar
 
 
@@ -380,13 +380,15 @@ def _matvec_jit(scan, sym, checks, v, t, s, a, b, c, plan):
     # on decays, anchors and plan, O(H (M + N)); `matvec(..., traced_checks=False)` skips
     if checks:
         a = eqx.error_if(a, jnp.any(a <= 0), "a: decays must be > 0")
-    if checks and plan is None:
+    if checks and plan is None and not _is_fused(scan):
         t = error_if_not_finite("t", t)  # NaN/inf anchors would break the sort
         s = t if sym else error_if_not_finite("s", s)
     elif checks:
-        # a reused plan sorts nothing: hang the finiteness checks on the (H,) decays, which
-        # every pass reads, rather than on the anchors (an error_if output is a new array:
-        # XLA may copy it, O(M + N) bytes)
+        # hang the finiteness checks on the (H,) decays, which every pass reads, rather
+        # than on the anchors (an error_if output is a new array: XLA copies it, O(M + N)
+        # bytes, ~15% of a plan-less fused matvec at 1e7): a reused plan sorts nothing,
+        # and the fused strategy's sorts (C++ radix sorts on the anchors' bit patterns,
+        # `cpu_plan` / `fused_sym_fresh`) terminate on NaN/inf, the error then raised
         a = eqx.error_if(a, ~jnp.all(jnp.isfinite(t)), "t: expected finite values")
         if not sym:
             a = eqx.error_if(a, ~jnp.all(jnp.isfinite(s)), "s: expected finite values")

@@ -28,9 +28,9 @@
 //   laplex_fused_apply_*: y (M, K) = sum_h c_h (L_h + R_h)
 //   laplex_fused_sym_*:   y (N, K) = sum_h c_h K_h x for targets = sources (one sort;
 //                         `presorted[h]` != 0 promises perm_h is the identity)
-//   laplex_fused_parts_*: out (H, P, M, K) with out[:, 0] = L + R,
-//                         out[:, 1] = L - R - 2 T (T only with `tie`, else L - R),
-//                         out[:, 2] = J_L + J_R (only with `jordan`; P = 2 + jordan).
+//   laplex_fused_parts_*: three outputs (H, M, K): L + R,
+//                         L - R - 2 T (T only with `tie`, else L - R),
+//                         J_L + J_R (only with `jordan`; without it the third is empty).
 // Each takes a bool `check` attribute: when set, the plan fields the pass reads (apply,
 // parts: perm_s, rank_t, perm_t; sym: perm) are checked first (laplex_check.h) and a
 // malformed one returns an InvalidArgument error with jaxlab's plan message, naming
@@ -751,7 +751,8 @@ template <ffi::DataType D, ffi::DataType R>
 ffi::Error PartsImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
                      ffi::Buffer<D> lam, ffi::Buffer<ffi::S32> perm_s,
                      ffi::Buffer<ffi::S32> rank_t, ffi::Buffer<ffi::S32> perm_t,
-                     ffi::ResultBuffer<D> out, int32_t jordan, int32_t tie, bool check,
+                     ffi::ResultBuffer<D> out0, ffi::ResultBuffer<D> out1,
+                     ffi::ResultBuffer<D> out2, int32_t jordan, int32_t tie, bool check,
                      bool transposed) {
   using S = typename Types<D>::S;
   constexpr bool CPX = Types<D>::kCpx;
@@ -760,10 +761,14 @@ ffi::Error PartsImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
   if (err.failure()) return err;
   const int64_t h_n = tgt.dimensions()[0], m = tgt.dimensions()[1];
   const int64_t n = src.dimensions()[1], k = x.dimensions()[1];
-  const int64_t np = jordan ? 3 : 2;
-  auto od = out->dimensions();
-  if (od.size() != 4 || od[0] != h_n || od[1] != np || od[2] != m || od[3] != k) {
-    return ffi::Error::InvalidArgument("laplex_fused: out must have shape (H, 2 + jordan, M, K)");
+  // one output per part, each (H, M, K); without `jordan` the third is empty
+  auto part_ok = [&](ffi::AnyBuffer::Dimensions od) {
+    return od.size() == 3 && od[0] == h_n && od[1] == m && od[2] == k;
+  };
+  if (!part_ok(out0->dimensions()) || !part_ok(out1->dimensions()) ||
+      (jordan ? !part_ok(out2->dimensions()) : out2->element_count() != 0)) {
+    return ffi::Error::InvalidArgument(
+        "laplex_fused: parts must have shape (H, M, K) (the third empty without jordan)");
   }
   if (check) {
     err = CheckPlanFields(WalkFields(perm_s.typed_data(), rank_t.typed_data(),
@@ -772,36 +777,37 @@ ffi::Error PartsImpl(ffi::Buffer<D> x, ffi::Buffer<R> tgt, ffi::Buffer<R> src,
     if (err.failure()) return err;
   }
   constexpr int W = CPX ? 2 : 1;
-  S* o = reinterpret_cast<S*>(out->untyped_data());
+  const int np = jordan ? 3 : 2;
+  S* o[3] = {reinterpret_cast<S*>(out0->untyped_data()),
+             reinterpret_cast<S*>(out1->untyped_data()),
+             reinterpret_cast<S*>(out2->untyped_data())};
   if (h_n == 0 || m == 0 || k == 0) return ffi::Error::Success();
-  AdviseHuge(o, sizeof(S) * W * h_n * np * m * k);
+  const int64_t blk = W * m * k;
+  for (int q = 0; q < np; ++q) AdviseHuge(o[q], sizeof(S) * h_n * blk);
   if (n == 0) {
-    std::fill(o, o + W * h_n * np * m * k, S(0));
+    for (int q = 0; q < np; ++q) std::fill(o[q], o[q] + h_n * blk, S(0));
     return ffi::Error::Success();
   }
   const S* xs = reinterpret_cast<const S*>(x.untyped_data());
   const S* ls = reinterpret_cast<const S*>(lam.untyped_data());
-  const int64_t blk = W * m * k;
   for (int64_t h = 0; h < h_n; ++h) {
     Plan p{n, m, k, perm_s.typed_data() + h * n, rank_t.typed_data() + h * m,
            perm_t.typed_data() + h * m};
     double a, b;
     LamAt<S, CPX>(ls, h, &a, &b);
-    S* oh = o + h * np * blk;
+    S* o0 = o[0] + h * blk;
+    S* o1 = o[1] + h * blk;
+    S* o2 = jordan ? o[2] + h * blk : nullptr;
     const S* th = tgt.typed_data() + h * m;
     const S* sh = src.typed_data() + h * n;
     if (jordan && tie) {
-      Head<S, CPX, true, true, true>(p, xs, th, sh, a, b, 1.0, 0.0, false, oh, oh + blk,
-                                     oh + 2 * blk);
+      Head<S, CPX, true, true, true>(p, xs, th, sh, a, b, 1.0, 0.0, false, o0, o1, o2);
     } else if (jordan) {
-      Head<S, CPX, true, true, false>(p, xs, th, sh, a, b, 1.0, 0.0, false, oh, oh + blk,
-                                      oh + 2 * blk);
+      Head<S, CPX, true, true, false>(p, xs, th, sh, a, b, 1.0, 0.0, false, o0, o1, o2);
     } else if (tie) {
-      Head<S, CPX, false, true, true>(p, xs, th, sh, a, b, 1.0, 0.0, false, oh, oh + blk,
-                                      nullptr);
+      Head<S, CPX, false, true, true>(p, xs, th, sh, a, b, 1.0, 0.0, false, o0, o1, o2);
     } else {
-      Head<S, CPX, false, true, false>(p, xs, th, sh, a, b, 1.0, 0.0, false, oh, oh + blk,
-                                       nullptr);
+      Head<S, CPX, false, true, false>(p, xs, th, sh, a, b, 1.0, 0.0, false, o0, o1, o2);
     }
   }
   return ffi::Error::Success();
@@ -1230,7 +1236,7 @@ void SymWalkReal(int64_t n, const S* xv, const S* sv, double a, double cw, bool 
 // Symmetric operator from unsorted anchors, real kernel, one column, sorting inside:
 // per head, SortCarry (laplex_sort.h) sorts the anchors with the values carried
 // through the radix passes (no random gather), the sorted copies are walked, and
-// PermuteBack writes the result in the original order by a partitioned scatter
+// PutBack writes the result in the original order by undoing the sort's two stages
 // (no random scatter). Anchors that come nondecreasing are walked in place.
 template <ffi::DataType D>
 ffi::Error SymFreshImpl(ffi::Buffer<D> x, ffi::Buffer<D> src, ffi::Buffer<D> lam,
@@ -1268,7 +1274,7 @@ ffi::Error SymFreshImpl(ffi::Buffer<D> x, ffi::Buffer<D> src, ffi::Buffer<D> lam
     }
     Scratch<S> ys(n);
     SymWalkReal<S>(n, srt.x.data(), srt.s.data(), a, cw, false, ys.data());
-    laplex_sort::PermuteBack<S>(srt.idx.data(), ys.data(), n, h > 0, yo);
+    laplex_sort::PutBack<S>(srt, sh, ys.data(), n, h > 0, yo);
   }
   return ffi::Error::Success();
 }
@@ -1309,6 +1315,8 @@ LAPLEX_SYMFRESH_DEFINE(F64, ffi::F64)
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
                                     .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Ret<ffi::Buffer<D>>()                         \
+                                    .Ret<ffi::Buffer<D>>()                         \
                                     .Ret<ffi::Buffer<D>>()                         \
                                     .Attr<int32_t>("jordan")                       \
                                     .Attr<int32_t>("tie")                          \

@@ -1,22 +1,26 @@
 // Radix-sort pieces shared by the LAPLEX CPU kernels: order-preserving unsigned keys
 // (laplex_plan.cc's argsort) and, for the fresh symmetric pass (laplex_fused.cc),
-// a sort that carries the values with the keys and a partitioned permutation back.
+// a sort that carries the values with the keys and the way back (PutBack).
 //
-// SortCarry(s, x, n): the anchors s sorted (stable), the values x and the original
-// indices carried along, without one random access:
+// SortCarry(s, x, n): the anchors s sorted (stable), the values x and each element's
+// slot after (C) carried along, without one random access:
 //   (A) keys' span [kmin, kmax] (and whether s is already nondecreasing);
 //   (B) per-thread histograms over 2^kFineBits fine bins of (k - kmin), from which
 //       consecutive fine bins are grouped into about kCoarse buckets of similar size
 //       (so skewed distributions, e.g. floats over many binades, still give small,
 //       cache-resident buckets);
-//   (C) one stable scatter of (key, index, value) into the buckets (sequential reads,
-//       a few thousand write streams), per-thread offsets;
+//   (C) one stable scatter of (key, value) records into the buckets (sequential reads,
+//       one write stream per bucket), per-thread offsets;
 //   (D) per bucket, in cache, an LSD radix sort on the bits the bucket actually spans
-//       (digits of <= 8 bits, evenly split; constant digits skipped; insertion sort
-//       for tiny buckets), the keys turned back into anchors in place.
-// PermuteBack(ix, val, n, acc, out): out[ix[j]] (+)= val[j] by partitioning the pairs
-// on the top bits of ix (2^kBackBits contiguous index ranges, per-thread offsets),
-// then writing each range, now in cache, into its stretch of out.
+//       (digits of <= kDigitBits bits, evenly split; constant digits skipped; insertion
+//       sort for tiny buckets), the records then split into anchors and values.
+// The carried index of an element is its slot after (C) (its bucket's stretch holds
+// the bucket's elements in their original order: the scatter is stable), so
+// PutBack(c, src, val, acc, out), out[i] (+)= the value of original element i given
+// in sorted order, undoes (D) inside each bucket (a scatter within the bucket's
+// cache-resident stretch) and then (C) by the same walk over the original order that
+// scattered: each element's bucket from its anchor, read from that bucket's next slot
+// (sequential reads from the buckets, sequential writes, no random access).
 // Threads: laplex_par::Threads (JAXLAB_LAPLEX_THREADS=k forces k at any size).
 #pragma once
 
@@ -95,44 +99,48 @@ inline int BitLength(U v) {
 
 constexpr int kFineBits = 16;
 constexpr int64_t kCoarse = 2048;
-constexpr int kBackBits = 11;
+constexpr int kDigitBits = 11;
 
-// stable LSD radix sort of (k, ix, xv)[0, m) on bits [0, bits) of k - base, with the
-// buffers tk / ti / tx (m each); the result ends in k / ix / xv
+// an anchor's order key with its value, moved as one (one write stream per bucket in
+// the scatter instead of two)
 template <typename U, typename S>
-void LsdCarry(U* k, int32_t* ix, S* xv, int64_t m, U base, int bits, U* tk, int32_t* ti,
-              S* tx) {
+struct KeyVal {
+  U k;
+  S x;
+};
+
+// stable LSD radix sort of (kv, ix)[0, m) on bits [0, bits) of kv.k - base, with the
+// buffers tkv / ti (m each); the result ends in kv / ix
+template <typename U, typename S>
+void LsdCarry(KeyVal<U, S>* kv, int32_t* ix, int64_t m, U base, int bits, KeyVal<U, S>* tkv,
+              int32_t* ti) {
   if (m < 2 || bits == 0) return;
   if (m <= 32) {  // insertion sort (stable)
     for (int64_t i = 1; i < m; ++i) {
-      const U kv = k[i];
+      const KeyVal<U, S> e = kv[i];
       const int32_t iv = ix[i];
-      const S xx = xv[i];
       int64_t j = i;
-      for (; j > 0 && k[j - 1] > kv; --j) {
-        k[j] = k[j - 1];
+      for (; j > 0 && kv[j - 1].k > e.k; --j) {
+        kv[j] = kv[j - 1];
         ix[j] = ix[j - 1];
-        xv[j] = xv[j - 1];
       }
-      k[j] = kv;
+      kv[j] = e;
       ix[j] = iv;
-      xv[j] = xx;
     }
     return;
   }
-  const int passes = (bits + 7) / 8;
+  const int dmax = m >= (int64_t{1} << kDigitBits) ? kDigitBits : 8;  // histogram <= m
+  const int passes = (bits + dmax - 1) / dmax;
   const int dw = (bits + passes - 1) / passes;
   const U mask = (U(1) << dw) - 1;
-  int64_t hist[256];
-  U* ka = k;
+  int64_t hist[int64_t{1} << kDigitBits];
+  KeyVal<U, S>* ka = kv;
   int32_t* ia = ix;
-  S* xa = xv;
-  U* kb = tk;
+  KeyVal<U, S>* kb = tkv;
   int32_t* ib = ti;
-  S* xb = tx;
   for (int sh = 0; sh < bits; sh += dw) {
     std::fill(hist, hist + (int64_t{1} << dw), int64_t{0});
-    for (int64_t i = 0; i < m; ++i) ++hist[((ka[i] - base) >> sh) & mask];
+    for (int64_t i = 0; i < m; ++i) ++hist[((ka[i].k - base) >> sh) & mask];
     bool trivial = false;
     for (int64_t d = 0; d <= static_cast<int64_t>(mask); ++d) trivial |= hist[d] == m;
     if (trivial) continue;
@@ -143,35 +151,39 @@ void LsdCarry(U* k, int32_t* ix, S* xv, int64_t m, U base, int bits, U* tk, int3
       off += c;
     }
     for (int64_t i = 0; i < m; ++i) {
-      const int64_t dst = hist[((ka[i] - base) >> sh) & mask]++;
+      const int64_t dst = hist[((ka[i].k - base) >> sh) & mask]++;
       kb[dst] = ka[i];
       ib[dst] = ia[i];
-      xb[dst] = xa[i];
     }
     std::swap(ka, kb);
     std::swap(ia, ib);
-    std::swap(xa, xb);
   }
-  if (ka != k) {
-    std::memcpy(k, ka, sizeof(U) * m);
+  if (ka != kv) {
+    std::memcpy(kv, ka, sizeof(KeyVal<U, S>) * m);
     std::memcpy(ix, ia, sizeof(int32_t) * m);
-    std::memcpy(xv, xa, sizeof(S) * m);
   }
 }
 
 // the result of SortCarry: `sorted` (no copies made) when s was already nondecreasing
 template <typename S>
 struct Carried {
+  using U = decltype(OrderKey(S()));
   bool sorted = false;
   Scratch<S> s;          // anchors, nondecreasing
   Scratch<S> x;          // values in the same order
-  Scratch<int32_t> idx;  // original index of each element
+  Scratch<int32_t> idx;  // each element's slot after the bucket scatter (C)
+  // what PutBack needs to repeat (C)'s walk: threads, their ranges of the original
+  // order and first slots per bucket, the fine-bin -> bucket table and key offset
+  int nt = 1;
+  std::vector<int64_t> lo, first;
+  std::vector<uint16_t> lut;
+  U kmin = 0;
+  int fshift = 0;
 };
 
 template <typename S>
 Carried<S> SortCarry(const S* src, const S* x, int64_t n) {
   using U = decltype(OrderKey(S()));
-  static_assert(sizeof(U) == sizeof(S), "keys and anchors share storage");
   Carried<S> out;
   if (n == 0) {
     out.sorted = true;
@@ -238,97 +250,86 @@ Carried<S> SortCarry(const S* src, const S* x, int64_t n) {
   }
   std::vector<int64_t> start;
   const int64_t biggest = BucketOffsets(off, nt, nb, start);
-  // (C) stable scatter of (key, index, value); the keys live in out.s's storage
+  out.first = off;  // (C)'s first slot per thread and bucket, for PutBack
+  // (C) stable scatter of (key, value) pairs
   out.s = Scratch<S>(n);
   out.x = Scratch<S>(n);
   out.idx = Scratch<int32_t>(n);
-  char* kraw = reinterpret_cast<char*>(out.s.data());
-  U* key = reinterpret_cast<U*>(kraw);
-  S* xs = out.x.data();
+  Scratch<KeyVal<U, S>> kv(n);
   int32_t* ix = out.idx.data();
   laplex_par::Run(nt, [&](int t) {
     int64_t* o = off.data() + t * nb;
     const uint16_t* lt = lut.data();
+    KeyVal<U, S>* kp = kv.data();
     for (int64_t i = lo[t]; i < lo[t + 1]; ++i) {
       const U k = OrderKey(src[i]);
-      const int64_t dst = o[lt[(k - kmin) >> fshift]]++;
-      key[dst] = k;
-      ix[dst] = static_cast<int32_t>(i);
-      xs[dst] = x[i];
+      kp[o[lt[(k - kmin) >> fshift]]++] = KeyVal<U, S>{k, x[i]};
     }
   });
-  // (D) per bucket: LSD on the bits it spans, then keys -> anchors in place
+  // (D) per bucket: LSD on the bits it spans, then the pairs split into anchors and values
   std::atomic<int64_t> next{0};
   laplex_par::Run(nt, [&](int) {
-    Scratch<U> tk(static_cast<size_t>(biggest));
+    Scratch<KeyVal<U, S>> tkv(static_cast<size_t>(biggest));
     Scratch<int32_t> ti(static_cast<size_t>(biggest));
-    Scratch<S> tx(static_cast<size_t>(biggest));
     for (int64_t b = next.fetch_add(1); b < nb; b = next.fetch_add(1)) {
       const int64_t b0 = start[b], m = start[b + 1] - b0;
       if (m == 0) continue;
-      U* kb = key + b0;
-      U mn = kb[0], mx = kb[0];
+      KeyVal<U, S>* kb = kv.data() + b0;
+      // each element's slot after (C), the carried index (set here, in cache, rather
+      // than written as another stream by (C))
+      for (int64_t i = 0; i < m; ++i) ix[b0 + i] = static_cast<int32_t>(b0 + i);
+      U mn = kb[0].k, mx = kb[0].k;
       for (int64_t i = 1; i < m; ++i) {
-        mn = std::min(mn, kb[i]);
-        mx = std::max(mx, kb[i]);
+        mn = std::min(mn, kb[i].k);
+        mx = std::max(mx, kb[i].k);
       }
-      LsdCarry<U, S>(kb, ix + b0, xs + b0, m, mn, BitLength<U>(mx - mn), tk.data(), ti.data(),
-                     tx.data());
+      LsdCarry<U, S>(kb, ix + b0, m, mn, BitLength<U>(mx - mn), tkv.data(), ti.data());
+      S* so = out.s.data() + b0;
+      S* xo = out.x.data() + b0;
       for (int64_t i = 0; i < m; ++i) {
-        U kv;
-        std::memcpy(&kv, kraw + sizeof(U) * (b0 + i), sizeof(U));
-        const S sv = FromKey(kv);
-        std::memcpy(kraw + sizeof(U) * (b0 + i), &sv, sizeof(S));
+        so[i] = FromKey(kb[i].k);
+        xo[i] = kb[i].x;
       }
     }
   });
+  out.nt = nt;
+  out.lo = std::move(lo);
+  out.lut = std::move(lut);
+  out.kmin = kmin;
+  out.fshift = fshift;
   return out;
 }
 
-// out[ix[j]] = val[j] (+= with acc) for the permutation ix of 0..n-1 (see the top)
+// out[i] = (+= with acc) the value of original element i, for `val` in c's sorted
+// order and `src` the anchors c sorted (see the top)
 template <typename S>
-void PermuteBack(const int32_t* ix, const S* val, int64_t n, bool acc, S* out) {
+void PutBack(const Carried<S>& c, const S* src, const S* val, int64_t n, bool acc, S* out) {
+  using U = typename Carried<S>::U;
   if (n == 0) return;
-  const int nt = laplex_par::Threads(n, n);
-  const int ib = BitLength<uint64_t>(static_cast<uint64_t>(n - 1));
-  const int pb = std::min(ib, kBackBits);
-  const int shift = ib - pb;
-  const int64_t np = ((n - 1) >> shift) + 1;
-  std::vector<int64_t> lo(nt + 1);
-  for (int t = 0; t <= nt; ++t) lo[t] = n * t / nt;
-  std::vector<int64_t> off(static_cast<size_t>(nt * np), 0);
+  // undo (D): each value to its slot after (C), inside its bucket's stretch
+  Scratch<S> slot(n);
+  const int32_t* ix = c.idx.data();
+  const int nt = c.nt;
   laplex_par::Run(nt, [&](int t) {
-    int64_t* h = off.data() + t * np;
-    for (int64_t j = lo[t]; j < lo[t + 1]; ++j) ++h[ix[j] >> shift];
+    S* sl = slot.data();
+    for (int64_t j = n * t / nt, j1 = n * (t + 1) / nt; j < j1; ++j) sl[ix[j]] = val[j];
   });
-  for (int64_t r = 0; r < np; ++r) {
-    int64_t o = r << shift;
-    for (int t = 0; t < nt; ++t) {
-      const int64_t c = off[t * np + r];
-      off[t * np + r] = o;
-      o += c;
-    }
-  }
-  Scratch<int32_t> pix(n);
-  Scratch<S> pval(n);
+  // undo (C): the original order walked as (C) walked it, each thread from its slots
+  const int64_t nb = static_cast<int64_t>(c.first.size()) / nt;
   laplex_par::Run(nt, [&](int t) {
-    int64_t* o = off.data() + t * np;
-    for (int64_t j = lo[t]; j < lo[t + 1]; ++j) {
-      const int32_t i = ix[j];
-      const int64_t dst = o[i >> shift]++;
-      pix[dst] = i;
-      pval[dst] = val[j];
-    }
-  });
-  // range r holds exactly the indices [r << shift, (r + 1) << shift): threads take
-  // contiguous runs of ranges, each write lands in a cache-resident stretch of out
-  laplex_par::Run(nt, [&](int t) {
-    const int64_t j0 = std::min(n, ((np * t / nt) << shift));
-    const int64_t j1 = std::min(n, ((np * (t + 1) / nt) << shift));
+    std::vector<int64_t> o(c.first.begin() + t * nb, c.first.begin() + (t + 1) * nb);
+    const uint16_t* lt = c.lut.data();
+    const S* sl = slot.data();
+    const U kmin = c.kmin;
+    const int fshift = c.fshift;
     if (acc) {
-      for (int64_t j = j0; j < j1; ++j) out[pix[j]] = static_cast<S>(out[pix[j]] + pval[j]);
+      for (int64_t i = c.lo[t]; i < c.lo[t + 1]; ++i) {
+        out[i] = static_cast<S>(out[i] + sl[o[lt[(OrderKey(src[i]) - kmin) >> fshift]]++]);
+      }
     } else {
-      for (int64_t j = j0; j < j1; ++j) out[pix[j]] = pval[j];
+      for (int64_t i = c.lo[t]; i < c.lo[t + 1]; ++i) {
+        out[i] = sl[o[lt[(OrderKey(src[i]) - kmin) >> fshift]]++];
+      }
     }
   });
 }

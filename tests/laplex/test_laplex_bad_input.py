@@ -158,6 +158,28 @@ def test_nonfinite_anchors_raise_under_jit(bad):
         eqx.filter_jit(lambda t: laplex.matvec(v[:7], t, t, a, c=c))(tb)
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nonfinite_anchors_raise_under_grad_without_plan(bad):
+    # on the fused CPU strategy the plan-less checks hang on the decays, not the anchors:
+    # the sorts inside (the gradient's fresh plan, fused_sym_fresh) run on the bad anchors
+    # and must end, the call then raising the same error
+    v, t, s, a, c = _problem()
+    tb = t.at[1, 2].set(bad)
+
+    def loss(v, t, s):
+        return jnp.sum(laplex.matvec(v, t, s, a, c=c, scan=CpuScan()) ** 2)
+
+    def loss_sym(v, t):  # t is s: one sort
+        return jnp.sum(laplex.matvec(v, t, t, a, c=c, scan=CpuScan()) ** 2)
+
+    with pytest.raises(eqx.EquinoxRuntimeError, match="t: expected finite values"):
+        eqx.filter_jit(jax.grad(loss, argnums=(0, 1)))(v, tb, s)
+    with pytest.raises(eqx.EquinoxRuntimeError, match="t: expected finite values"):
+        eqx.filter_jit(jax.grad(loss_sym, argnums=(0, 1)))(v[:7], tb)
+    with pytest.raises(eqx.EquinoxRuntimeError, match="t: expected finite values"):
+        eqx.filter_jit(lambda v, t: laplex.matvec(v, t, t, a, c=c, scan=CpuScan()))(v[:7], tb)
+
+
 def test_make_plan_rejects_nonfinite_and_integer_anchors():
     _, t, s, _, _ = _problem()
     with pytest.raises(ValueError, match="^t: expected finite values"):

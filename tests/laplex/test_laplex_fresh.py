@@ -1,5 +1,5 @@
 """The plan-less symmetric fused pass (`fused_sym_fresh`: the radix sort carries the
-values, a partitioned scatter restores the order) against the float64 dense matrix,
+values, undoing the sort restores the order) against the float64 dense matrix,
 and `matvec` without a plan routed through it (values and gradients)."""
 
 from __future__ import annotations

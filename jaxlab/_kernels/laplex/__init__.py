@@ -3,8 +3,8 @@
 - `AssociativeScan`: `jax.lax.associative_scan` reference.
 - `BlockedScan`: pure-JAX chunked scan (any backend).
 - `CpuScan`: C++ XLA FFI custom call (CPU; compiled on first use).
-- `fused_apply` / `fused_sym` / `fused_sym_fresh` / `fused_parts`: whole LAPLEX operator
-  passes fused in C++ (CPU).
+- `fused_apply` / `fused_sym` / `fused_sym_fresh` / `fused_parts` (`fused_parts_separate`):
+  whole LAPLEX operator passes fused in C++ (CPU).
 - `cpu_plan`: the LAPLEX sort plan in C++ (radix argsort + merge ranks, CPU).
 - `source_dir()`: where the C++ sources are (the wheel's copy, or `kernels/laplex/` of a checkout).
 - `PallasScan`: chunked Pallas kernel (GPU/TPU; `interpret=True` on CPU).
@@ -19,6 +19,7 @@ from ._default import default_scan as default_scan
 from ._fused import cpu_plan as cpu_plan
 from ._fused import fused_apply as fused_apply
 from ._fused import fused_parts as fused_parts
+from ._fused import fused_parts_separate as fused_parts_separate
 from ._fused import fused_sym as fused_sym
 from ._fused import fused_sym_fresh as fused_sym_fresh
 from ._pallas import PallasScan as PallasScan

@@ -21,7 +21,14 @@ from jaxtyping import Array, Float, Inexact, Int
 
 from ._cpu import _register, fused_target
 
-__all__ = ["cpu_plan", "fused_apply", "fused_parts", "fused_sym", "fused_sym_fresh"]
+__all__ = [
+    "cpu_plan",
+    "fused_apply",
+    "fused_parts",
+    "fused_parts_separate",
+    "fused_sym",
+    "fused_sym_fresh",
+]
 
 
 def _check(x, lam):
@@ -139,8 +146,9 @@ def fused_sym_fresh(
     `y = sum_h c_h exp(-lam_h |src_h[:, None] - src_h[None, :]|) @ x` without a plan. Per
     head the anchors are radix-sorted in C++ with the values carried through the
     passes (no random gather of `x`), the sorted copies take `fused_sym`'s pass, and
-    the result returns to the original order by a partitioned scatter (no random
-    scatter); nondecreasing anchors are walked in place (`laplex_sort.h`). `x` (N, 1),
+    the result returns to the original order by undoing the sort's bucket scatter and
+    in-bucket sort (no random scatter); nondecreasing anchors are walked in place
+    (`laplex_sort.h`). `x` (N, 1),
     `src` (H, N), `lam`, `c` (H,), all float32 or all float64; anchors finite (the
     caller's check). Returns (N, 1).
     """
@@ -156,7 +164,19 @@ def fused_sym_fresh(
     return call(x, src.astype(dt), lam, c.astype(dt))
 
 
-def fused_parts(
+def fused_parts(*args, **kwargs) -> Inexact[Array, "H P M K"]:
+    """Per-head one-sided sums for the LAPLEX backward pass, fused (P9).
+
+    With `L` (`R`) the sums over sources left of or tied with (strictly right
+    of) each target, `T` the sum over tied sources and `J` the Jordan sums of
+    `|t - s| exp(-lam |t - s|) x`, returns (H, 2 + jordan, M, K):
+    `[L + R, L - R - 2 T if tie else L - R, J (if jordan)]`: the parts of
+    `fused_parts_separate` (same arguments) stacked on axis 1.
+    """
+    return jnp.stack(fused_parts_separate(*args, **kwargs), axis=1)
+
+
+def fused_parts_separate(
     x: Inexact[Array, "N K"],
     tgt: Float[Array, "H M"],
     src: Float[Array, "H N"],
@@ -169,27 +189,29 @@ def fused_parts(
     tie: bool,
     check: bool = False,
     transposed: bool = False,
-) -> Inexact[Array, "H P M K"]:
-    """Per-head one-sided sums for the LAPLEX backward pass, fused (P9).
+) -> tuple[Inexact[Array, "H M K"], ...]:
+    """The parts of the LAPLEX backward pass (`fused_parts`) as 2 + jordan separate
+    (H, M, K) arrays, one C++ output each (P9): a reduction over one part reads it where
+    it lies (slicing a part out of a stacked output made XLA copy it first).
 
-    With `L` (`R`) the sums over sources left of or tied with (strictly right
-    of) each target, `T` the sum over tied sources and `J` the Jordan sums of
-    `|t - s| exp(-lam |t - s|) x`, returns (H, 2 + jordan, M, K):
-    `[L + R, L - R - 2 T if tie else L - R, J (if jordan)]`. Arguments as in
-    `fused_apply` (without `c`); `check` as there, with `transposed=True` naming the
-    fields for the transposed call (`perm_src`, `rank_tgt`, `perm_tgt` are the plan's
-    `perm_t`, `rank_s`, `perm_s`).
+    **Arguments:** `x` (N, K), `tgt` (H, M), `src` (H, N), `lam` (H,) and the plan
+    fields as in `fused_apply` (without `c`); `check` as there, with `transposed=True`
+    naming the fields for the transposed call (`perm_src`, `rank_tgt`, `perm_tgt` are
+    the plan's `perm_t`, `rank_s`, `perm_s`); `jordan`, `tie` which parts to form.
+
+    **Returns:** `(L + R, L - R - 2 T if tie else L - R[, J if jordan])`, each (H, M, K).
     """
     _check(x, lam)
     h, m = tgt.shape
-    shape = (h, 2 + int(jordan), m, x.shape[1])
+    part = jax.ShapeDtypeStruct((h, m, x.shape[1]), x.dtype)
+    third = part if jordan else jax.ShapeDtypeStruct((0,), x.dtype)
     call = jax.ffi.ffi_call(
         fused_target("parts", x.dtype),
-        jax.ShapeDtypeStruct(shape, x.dtype),
+        (part, part, third),
         vmap_method="sequential",
     )
     i32 = jnp.int32
-    return call(
+    out = call(
         x,
         tgt,
         src,
@@ -202,6 +224,7 @@ def fused_parts(
         check=bool(check),
         transposed=bool(transposed),
     )
+    return tuple(out[: 2 + int(jordan)])
 
 
 def cpu_plan(
