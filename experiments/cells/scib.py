@@ -143,12 +143,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     metrics: dict[str, float] = {}
     claims = []
     figures = {}
-    pct = f"{config.level:.0%}"
     for ds in config.datasets:
         i = DATASETS.index(ds)
         pre = PREFIX[ds]
-        sim = " (simulated counts)" if ds == "simulated" else ""
-        where = "simulated counts" if ds == "simulated" else "PBMCs"
         score = {(p, m): np.zeros(len(config.seeds)) for p in PARTS for m in EMBEDDINGS}
         for j, seed in enumerate(config.seeds):
             seed = int(seed)
@@ -162,38 +159,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                 metrics[f"{pre}scib_{pm[0]}_{pm[1]}_s{seed}"] = v
             if j == 0:
                 figures[f"{pre}embeddings"] = _plot(adata, LABEL_KEY[ds])
-        for (part, m), v in score.items():
-            metrics[f"{pre}scib_{part}_{m}"] = float(v.mean())
-        for part, name in (
-            ("bio", "bio-conservation"),
-            ("batch", "batch-correction"),
-            ("total", "total"),
-        ):
-            diffs = {}
-            for b in FAIR:
-                mean, lo, hi = t_interval(score[(part, "lecell")] - score[(part, b)], config.level)
-                diffs[b] = (mean, lo, hi)
-                metrics[f"{pre}scib_{part}_diff_lecell_{b}"] = mean
-                metrics[f"{pre}scib_{part}_diff_lecell_{b}_low"] = lo
-                metrics[f"{pre}scib_{part}_diff_lecell_{b}_high"] = hi
-            means = ", ".join(f"{m} {score[(part, m)].mean():.3f}" for m in ("lecell", *FAIR))
-            diff_text = ", ".join(
-                f"lecell - {b} {v[0]:+.3f} [{v[1]:+.3f}, {v[2]:+.3f}]" for b, v in diffs.items()
-            )
-            claims.append(
-                Claim(
-                    f"LeCellModel scIB {name} >= PCA and an NB-VAE without batch labels (the "
-                    f"baselines given the same information; non-inferiority, margin "
-                    f"{config.margin:g}){sim}",
-                    "LeCellModel best total score (scIB bio-conservation and batch correction)",
-                    f"{where}: {diff_text} ({pct} paired t over {len(config.seeds)} seeds, each "
-                    f"{'a fresh simulated data set' if sim else 'a fresh batch split'} and fresh "
-                    "fits; null: "
-                    f"lecell worse by the margin); mean {means}; batch-conditioned vae (given "
-                    f"the batch labels) {score[(part, 'vae')].mean():.3f}",
-                    all(v[1] > -config.margin for v in diffs.values()),
-                )
-            )
+        claims += _claims(ds, score, config, metrics)
     notes = (
         "Two data sets. (1) Real PBMCs (scanpy's 10x_pbmc68k_reduced, 700 cells x 765 genes, "
         "counts recovered from the stored log-normalised values, cell types bulk_labels) with "
@@ -212,6 +178,49 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "plots (seed 0): first two principal components of each embedding."
     )
     return Result(metrics=metrics, claims=claims, figures=figures, notes=notes)
+
+
+def _claims(ds: str, score: dict, config, metrics: dict) -> list:
+    """The three claims (bio, batch, total) of one data set from its per-seed scores
+    `score[(part, method)]` `(n_seeds,)`; adds the means and paired intervals to `metrics`."""
+    pre = PREFIX[ds]
+    sim = " (simulated counts)" if ds == "simulated" else ""
+    where = "simulated counts" if ds == "simulated" else "PBMCs"
+    pct = f"{config.level:.0%}"
+    claims = []
+    for (part, m), v in score.items():
+        metrics[f"{pre}scib_{part}_{m}"] = float(v.mean())
+    for part, name in (
+        ("bio", "bio-conservation"),
+        ("batch", "batch-correction"),
+        ("total", "total"),
+    ):
+        diffs = {}
+        for b in FAIR:
+            mean, lo, hi = t_interval(score[(part, "lecell")] - score[(part, b)], config.level)
+            diffs[b] = (mean, lo, hi)
+            metrics[f"{pre}scib_{part}_diff_lecell_{b}"] = mean
+            metrics[f"{pre}scib_{part}_diff_lecell_{b}_low"] = lo
+            metrics[f"{pre}scib_{part}_diff_lecell_{b}_high"] = hi
+        means = ", ".join(f"{m} {score[(part, m)].mean():.3f}" for m in ("lecell", *FAIR))
+        diff_text = ", ".join(
+            f"lecell - {b} {v[0]:+.3f} [{v[1]:+.3f}, {v[2]:+.3f}]" for b, v in diffs.items()
+        )
+        claims.append(
+            Claim(
+                f"LeCellModel scIB {name} >= PCA and an NB-VAE without batch labels (the "
+                f"baselines given the same information; non-inferiority, margin "
+                f"{config.margin:g}){sim}",
+                "LeCellModel best total score (scIB bio-conservation and batch correction)",
+                f"{where}: {diff_text} ({pct} paired t over {len(config.seeds)} seeds, each "
+                f"{'a fresh simulated data set' if sim else 'a fresh batch split'} and fresh "
+                "fits; null: "
+                f"lecell worse by the margin); mean {means}; batch-conditioned vae (given "
+                f"the batch labels) {score[(part, 'vae')].mean():.3f}",
+                all(v[1] > -config.margin for v in diffs.values()),
+            )
+        )
+    return claims
 
 
 def _plot(adata, label_key: str):
