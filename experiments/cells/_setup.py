@@ -1,4 +1,5 @@
-"""Shared pieces of the P5 cells experiments: PCA embedding and LeCellModel training."""
+"""Shared pieces of the P5 cells experiments: PCA embedding, LeCellModel training and the
+two data sets (real PBMCs and the simulated counts)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,25 @@ from jaxlab._core import TqdmProgress
 # cells.train_lecell's default optimiser, built once: fits of same-shaped data share one
 # compiled chunk (the driver caches it per step object, the optimiser included).
 LECELL_OPTIMIZER = optax.adamw(1e-3, weight_decay=1e-4)
+
+
+# The data sets the experiments run on, and the obs column of each one's cell types.
+# "simulated" is cells.simulate_counts (no wheel ships a larger real set: see its docstring).
+DATASETS = ("pbmc68k", "simulated")
+LABEL_KEY = {"pbmc68k": "bulk_labels", "simulated": "cell_type"}
+# metric-name prefix of each data set (the PBMC metrics keep their earlier names)
+PREFIX = {"pbmc68k": "", "simulated": "sim_"}
+
+
+def check_datasets(datasets) -> None:
+    """Raise unless `datasets` is a non-empty tuple of names in `DATASETS`."""
+    if not datasets or any(d not in DATASETS for d in datasets):
+        raise ValueError(f"datasets: expected names from {DATASETS}, received {datasets!r}")
+
+
+def simulated_cells(config, key, **kwargs):
+    """`cells.simulate_counts` at the config's size (`sim_cells` x `sim_genes`)."""
+    return cells.simulate_counts(config.sim_cells, config.sim_genes, key=key, **kwargs)
 
 
 def pca_embedding(counts: np.ndarray, n_comps: int) -> np.ndarray:

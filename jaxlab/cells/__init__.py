@@ -2,7 +2,8 @@
 
 AnnData in, AnnData out (`fit`), the SIGReg regulariser, JEPA-SCORE per cell and
 its gene attribution, an scVI-like negative-binomial VAE baseline, kNN density,
-and the real PBMC data shipped in scanpy's wheel.
+the real PBMC data shipped in scanpy's wheel, and a documented count simulator
+with planted cell types, batches and a rare stimulated state.
 
 Example: `examples/cells.py` (a jupytext notebook; rendered in the docs site).
 """
@@ -28,6 +29,7 @@ from ._score import jepa_score_sketched as jepa_score_sketched
 from ._sigreg import epps_pulley as epps_pulley
 from ._sigreg import epps_pulley_null_mean as epps_pulley_null_mean
 from ._sigreg import sigreg as sigreg
+from ._simulate import simulate_counts as simulate_counts
 from ._vae import NBVAE as NBVAE
 from ._vae import NBVAEStep as NBVAEStep
 from ._vae import nb_log_likelihood as nb_log_likelihood

@@ -1,5 +1,7 @@
 """Tiny runs of the experiments issue #34 items 5 and 8 changed (slow: each fits models)."""
 
+import warnings
+
 import jax
 import matplotlib
 import numpy as np
@@ -32,11 +34,65 @@ def test_biophys_currents_tiny_run_has_the_baseline_and_the_2x2_ablation(tmp_pat
 def test_cells_rare_tiny_run_has_intervals_over_seeds(tmp_path):
     from experiments.cells import rare as mod
 
-    cfg = mod.Config(fractions=(0.05, 0.1), seeds=(0, 1), steps=4, width=32, batch_size=64)
+    cfg = mod.Config(
+        fractions=(0.05, 0.1),
+        seeds=(0, 1),
+        steps=4,
+        width=32,
+        batch_size=64,
+        sim_cells=400,
+        sim_genes=64,
+    )
     res = mod.run(cfg, jax.random.key(0), RunContext(mod.NAME, tmp_path))
     m = res.metrics
-    for b in ("knn", "iforest"):
-        assert m[f"auroc_diff_lecell_{b}_low"] <= m[f"auroc_diff_lecell_{b}_high"]
-    assert {"auroc_lecell_10pct_s1", "auroc_lecell_10pct_mean"} <= set(m)
-    assert np.isfinite(m["dose_spearman_lecell_residualized"])
-    assert len(res.claims) == 2
+    for pre in ("", "sim_"):
+        for b in ("knn", "iforest"):
+            assert m[f"{pre}auroc_diff_lecell_{b}_low"] <= m[f"{pre}auroc_diff_lecell_{b}_high"]
+        assert {f"{pre}auroc_lecell_10pct_s1", f"{pre}auroc_lecell_10pct_mean"} <= set(m)
+        assert np.isfinite(m[f"{pre}dose_spearman_lecell_residualized"])
+    assert len(res.claims) == 4
+    assert all("simulated" in c.claim and "simulated" in c.measured for c in res.claims[2:])
+    assert set(res.figures) == {"auroc", "sim_auroc"}
+
+
+@pytest.mark.slow
+def test_cells_scib_tiny_run_has_intervals_over_seeds_on_both_data_sets(tmp_path):
+    from experiments.cells import scib as mod
+
+    with warnings.catch_warnings():
+        # umap (imported by scib-metrics) warns once that TensorFlow is absent
+        warnings.simplefilter("ignore", ImportWarning)
+        import scib_metrics.benchmark  # noqa: F401
+    cfg = mod.Config(
+        latent_dim=4,
+        width=16,
+        steps=20,
+        batch_size=32,
+        vae_steps=20,
+        seeds=(0, 1),
+        sim_cells=400,
+        sim_genes=64,
+    )
+    # scib-metrics divides float distances by integer label counts: the CLI's standard
+    # promotion, not the suite's strict mode
+    with jax.numpy_dtype_promotion("standard"):
+        res = mod.run(cfg, jax.random.key(0), RunContext(mod.NAME, tmp_path))
+    m = res.metrics
+    for pre in ("", "sim_"):
+        for part in ("bio", "batch", "total"):
+            for b in ("pca", "vae_nobatch"):
+                lo, hi = (
+                    m[f"{pre}scib_{part}_diff_lecell_{b}_low"],
+                    m[f"{pre}scib_{part}_diff_lecell_{b}_high"],
+                )
+                assert lo <= m[f"{pre}scib_{part}_diff_lecell_{b}"] <= hi
+            per_seed = [m[f"{pre}scib_{part}_lecell_s{s}"] for s in (0, 1)]
+            assert np.isclose(m[f"{pre}scib_{part}_lecell"], np.mean(per_seed))
+            assert np.isclose(
+                m[f"{pre}scib_{part}_diff_lecell_pca"],
+                m[f"{pre}scib_{part}_lecell"] - m[f"{pre}scib_{part}_pca"],
+            )
+    assert len(res.claims) == 6
+    assert all("simulated" in c.claim for c in res.claims[3:])
+    assert not any("simulated" in c.claim for c in res.claims[:3])
+    assert all("null" in c.measured for c in res.claims)

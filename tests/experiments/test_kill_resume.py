@@ -149,7 +149,16 @@ CASES |= {
         "batch_size": 64,
         "ablate": 4,
     },
-    "cells_scib": {"latent_dim": 4, "width": 16, "steps": 100, "batch_size": 32, "vae_steps": 200},
+    "cells_scib": {
+        "latent_dim": 4,
+        "width": 16,
+        "steps": 100,
+        "batch_size": 32,
+        "vae_steps": 200,
+        "seeds": (0, 1),
+        "sim_cells": 300,
+        "sim_genes": 64,
+    },
 }
 _HAPS_TINY = {
     "models": ("smollm2-135m-instruct", "gemma3-270m"),
@@ -183,7 +192,15 @@ _EEG_TINY = CASES["eeg_state"]
 CASES |= {
     "routing_haps_ablation": dict(_HAPS_TINY),
     "biophys_localize": {"n_neurons": 2, "duration_ms": 80.0, "fit_steps": 50},
-    "cells_rare": {"seeds": (0, 1), "latent_dim": 4, "width": 16, "steps": 100, "batch_size": 32},
+    "cells_rare": {
+        "seeds": (0, 1),
+        "latent_dim": 4,
+        "width": 16,
+        "steps": 100,
+        "batch_size": 32,
+        "sim_cells": 300,
+        "sim_genes": 64,
+    },
     "eeg_cross_session": dict(_EEG_TINY),
     "eeg_technique": dict(_EEG_TINY),
     "em_joint": {
