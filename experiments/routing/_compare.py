@@ -18,6 +18,7 @@ their metrics from these arrays:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 
 import jax
@@ -37,14 +38,30 @@ LATENT = {
 
 @dataclasses.dataclass(frozen=True)
 class CompareConfig:
-    """How routers are compared (mixed into each experiment's config)."""
+    """How routers are compared (mixed into each experiment's config).
+
+    Selection (`select=True`): every learned router gets the same pre-declared budget of
+    6 scored candidates on an inner validation split (`validation_fraction` of the
+    training part, by cluster where the table has clusters), selected by validation AIQ
+    at `cost_weights`, the selected model kept (no refit): the iterative routers 2
+    settings x `n_checks` stopping points (validation AIQ every `steps // n_checks` steps
+    of one fit per setting), kNN 6 values of k. The first entry of each grid is the
+    setting every router had before selection (`select=False` fits only that one, for
+    `steps`, on the whole training part)."""
 
     test_fraction: float = 0.3
     n_splits: int = 3
     cost_weights: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
     steps: int = 300
-    latent_dim: int = 32
     n_boot: int = 300
+    select: bool = True
+    validation_fraction: float = 0.2
+    n_checks: int = 3
+    #: linear, MLP, MF and EmbedLLM routers (their default rate first)
+    learning_rates: tuple[float, ...] = (1e-2, 3e-2)
+    #: LatentRouter and its ablations: (learning rate, dim, depth)
+    latent_settings: tuple[tuple[float, int, int], ...] = ((3e-3, 32, 2), (1e-2, 16, 1))
+    knn_ks: tuple[int, ...] = (10, 2, 5, 20, 40, 80)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,36 +73,144 @@ class TablesConfig(CompareConfig):
     features: str = "minilm"
 
 
-def fit(name: str, train: routing.RoutingTable, config: CompareConfig, key: jax.Array):
-    """The router `name` (a baseline or a `LATENT` variant) fitted on `train`."""
-    steps = config.steps
-    if name == "fixed":
-        return routing.FixedRouter.fit(train)
-    if name == "knn":
-        return routing.KNNRouter.fit(train, k=10)
-    if name == "linear":
-        return routing.MLPRouter.fit(train, key=key, hidden=(), steps=steps)
-    if name == "mlp":
-        return routing.MLPRouter.fit(train, key=key, steps=steps)
-    if name == "mf":
-        return routing.MatrixFactorisationRouter.fit(train, key=key, steps=steps)
-    if name == "embedllm":
-        return routing.EmbedLLMRouter.fit(train, key=key, steps=steps)
-    if name in LATENT:
-        return routing.LatentRouter.fit(
-            train, key=key, dim=config.latent_dim, steps=steps, **LATENT[name]
+def grid(name: str, config: CompareConfig) -> tuple[Callable, list[dict], int | None]:
+    """`(fit, settings, monitor_every)` of router `name` (a baseline or a `LATENT`
+    variant): its fit function, its selection grid (first entry: the unselected
+    setting) and the validation interval in steps (None: not iterative)."""
+    if config.steps % config.n_checks:
+        raise ValueError(
+            f"n_checks: expected a divisor of steps={config.steps}, received {config.n_checks}"
         )
+    every = config.steps // config.n_checks
+    if name == "fixed":
+        return routing.FixedRouter.fit, [{}], None
+    if name == "knn":
+        return routing.KNNRouter.fit, [{"k": k} for k in config.knn_ks], None
+    lrs = [{"learning_rate": lr, "steps": config.steps} for lr in config.learning_rates]
+    if name == "linear":
+        return functools.partial(routing.MLPRouter.fit, hidden=()), lrs, every
+    if name == "mlp":
+        return routing.MLPRouter.fit, lrs, every
+    if name == "mf":
+        return routing.MatrixFactorisationRouter.fit, lrs, every
+    if name == "embedllm":
+        return routing.EmbedLLMRouter.fit, lrs, every
+    if name in LATENT:
+        settings = [
+            {"learning_rate": lr, "dim": d, "depth": depth, "steps": config.steps}
+            for lr, d, depth in config.latent_settings
+        ]
+        return functools.partial(routing.LatentRouter.fit, **LATENT[name]), settings, every
     raise ValueError(f"name: expected one of {(*BASELINES, *LATENT)}, received {name!r}")
+
+
+def budget(name: str, config: CompareConfig) -> int:
+    """How many fitted candidates router `name`'s selection scores (0: nothing to select)."""
+    _, settings, every = grid(name, config)
+    if name == "fixed":
+        return 0
+    return len(settings) * (config.n_checks if every else 1)
+
+
+def fit(
+    name: str,
+    train: routing.RoutingTable,
+    config: CompareConfig,
+    key: jax.Array,
+    *,
+    clusters: np.ndarray | None = None,
+):
+    """`(router, selection)`: router `name` fitted on `train` (`selection` a
+    `routing.RouterSelection` on an inner validation split of `train` when
+    `config.select`, else None and the grid's first setting fitted on all of `train`).
+    `clusters` (train.n_queries,) keep clustered queries on one side of the inner split."""
+    fit_fn, settings, every = grid(name, config)
+    if name == "fixed" or not config.select:
+        return fit_fn(train, key=key, **settings[0]), None
+    sel = routing.select_router(
+        fit_fn,
+        train,
+        settings,
+        key=key,
+        validation_fraction=config.validation_fraction,
+        clusters=clusters,
+        cost_weights=config.cost_weights,
+        monitor_every=every,
+    )
+    return sel.router, sel
+
+
+def protocol(config: CompareConfig) -> str:
+    """The selection protocol in words (for claims and notes)."""
+    if not config.select:
+        return (
+            f"no selection: every router fitted once ({config.steps} steps, its default rate) "
+            "on the whole training part"
+        )
+    every = config.steps // config.n_checks
+    checks = "/".join(str(every * (i + 1)) for i in range(config.n_checks))
+    lat = ", ".join(f"lr {lr:g} dim {d} depth {dp}" for lr, d, dp in config.latent_settings)
+    return (
+        f"every learned router selected by validation AIQ (the {len(config.cost_weights)} "
+        f"cost weights) on an inner {config.validation_fraction:.0%} validation split of each "
+        "training part (by image where the table has clusters), the same budget of "
+        f"{budget('linear', config)} scored candidates each: linear/MLP/MF/EmbedLLM learning "
+        f"rates {'/'.join(f'{x:g}' for x in config.learning_rates)} x stopping at {checks} "
+        f"steps, LatentRouter and its ablations ({lat}) x the same stops, kNN k in "
+        f"{'/'.join(map(str, config.knn_ks))}; the selected model is kept (trained on the "
+        "inner part, no refit); test queries never enter the selection"
+    )
+
+
+def protocol_tag(config: CompareConfig) -> str:
+    """A short form of `protocol` for a claim's measured text."""
+    if not config.select:
+        return "no router selection"
+    return (
+        f"every learned router selected by validation AIQ on an inner "
+        f"{config.validation_fraction:.0%} split, {budget('linear', config)} candidates each"
+    )
+
+
+def selection_metrics(splits: list[Split], names: Sequence[str], prefix: str = "") -> dict:
+    """Per router: mean over splits of the selected candidate's validation AIQ and step
+    count (routers with a selection only)."""
+    out = {}
+    for n in names:
+        sels = [s.selections.get(n) for s in splits]
+        if any(x is None for x in sels):
+            continue
+        out[f"{prefix}validation_aiq/{n}"] = float(np.mean([x.score for x in sels]))
+        if all(x.steps is not None for x in sels):
+            out[f"{prefix}selected_steps/{n}"] = float(np.mean([x.steps for x in sels]))
+    return out
+
+
+def selection_summary(splits: list[Split], names: Sequence[str]) -> str:
+    """One line per router: the setting and step count selected on each split."""
+    out = []
+    for n in names:
+        sels = [s.selections.get(n) for s in splits]
+        if any(x is None for x in sels):
+            continue
+        picks = []
+        for x in sels:
+            kv = ",".join(f"{k}={v}" for k, v in x.setting.items() if k != "steps")
+            picks.append(kv + (f"@{x.steps}" if x.steps is not None else ""))
+        out.append(f"{n}: " + " | ".join(picks))
+    return "; ".join(out)
 
 
 @dataclasses.dataclass
 class Split:
     """One split's outcome: per router the (L, N) quality/cost of its choices at each cost
-    weight, the fitted routers, the tables, the bootstrap resamples (B, N)."""
+    weight, the fitted routers and their selections (`fit`), the tables, the bootstrap
+    resamples (B, N)."""
 
     train: routing.RoutingTable
     test: routing.RoutingTable
     routers: dict
+    selections: dict
     quality: dict[str, np.ndarray]
     cost: dict[str, np.ndarray]
     cost_range: tuple[float, float]
@@ -111,9 +236,13 @@ def compare(
         idx = np.asarray(
             jax.random.randint(k_boot, (config.n_boot, test.n_queries), 0, test.n_queries)
         )
-        routers, qual, cost = {}, {}, {}
+        train_cl = None
+        if clusters is not None:
+            at = {q: i for i, q in enumerate(table.query_ids)}
+            train_cl = np.asarray(clusters)[[at[q] for q in train.query_ids]]
+        routers, sels, qual, cost = {}, {}, {}, {}
         for i, n in enumerate(names):
-            r = fit(n, train, config, jax.random.fold_in(k_fit, i))
+            r, sels[n] = fit(n, train, config, jax.random.fold_in(k_fit, i), clusters=train_cl)
             ch = np.stack(
                 [np.asarray(routing.route(r, test.features, cost_weight=float(lm))) for lm in lams]
             )
@@ -123,6 +252,7 @@ def compare(
                 train,
                 test,
                 routers,
+                sels,
                 qual,
                 cost,
                 (float(fixed_c.min()), float(fixed_c.max())),
@@ -266,7 +396,9 @@ def main_result(
             pc, pq = s.cost[n].mean(1), s.quality[n].mean(1)
             at.append(routing.accuracy_at_cost(pc, pq, float(np.median(s.test.cost.mean(0)))))
         metrics[f"accuracy_at_median_cost/{n}"] = float(np.nanmean(at))
+    metrics.update(selection_metrics(splits, names))
     log.info("AIQ %s", {n: round(metrics[f"aiq/{n}"], 4) for n in names})
+    log.info("selected: %s", selection_summary(splits, names))
     best_aiq = max(BASELINES, key=lambda n: metrics[f"aiq/{n}"])
     best_rank = max(BASELINES, key=lambda n: metrics[f"rank_score_best/{n}"])
     d1 = diff_ci(splits, "latent", best_aiq, "aiq")
@@ -279,6 +411,7 @@ def main_result(
             f"LatentRouter's AIQ is above the best baseline's ({best_aiq}) on held-out queries "
             f"({size}; {config.n_splits} splits; {null}; {caveat})",
             "LatentRouter outperforms fixed-model, feature-level and learned-router baselines",
+            f"{protocol_tag(config)}: "
             f"AIQ {metrics['aiq/latent']:.4f} vs {metrics[f'aiq/{best_aiq}']:.4f}; gain "
             f"{d1[0]:+.4f} (95% CI {d1[1]:+.4f}, {d1[2]:+.4f}); "
             + ", ".join(f"{n} {metrics[f'aiq/{n}']:.4f}" for n in BASELINES)
@@ -289,7 +422,7 @@ def main_result(
             "LatentRouter's best VL-RouterBench rank score (beta 0.1, over the cost weights) is "
             f"above the best baseline's ({best_rank}) ({size}; {null})",
             "higher rank score than the baselines",
-            f"{metrics['rank_score_best/latent']:.4f} vs "
+            f"{protocol_tag(config)}: {metrics['rank_score_best/latent']:.4f} vs "
             f"{metrics[f'rank_score_best/{best_rank}']:.4f}; gain {d2[0]:+.4f} (95% CI "
             f"{d2[1]:+.4f}, {d2[2]:+.4f}); "
             + ", ".join(f"{n} {metrics[f'rank_score_best/{n}']:.4f}" for n in BASELINES),
@@ -315,4 +448,8 @@ def main_result(
     ax.set_ylabel("accuracy")
     ax.legend(fontsize=7)
     ax.set_title("cost-quality points and non-decreasing hulls (split 0, held-out queries)")
+    notes = (
+        f"{notes} Router selection: {protocol(config)}. Selected (setting@steps per split): "
+        f"{selection_summary(splits, names)}."
+    )
     return Result(metrics=metrics, claims=claims, figures={"cost_quality": fig}, notes=notes)

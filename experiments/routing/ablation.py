@@ -40,6 +40,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     del ctx
     metrics: dict[str, float] = {}
     claims = []
+    selected = []
     fig, axes = plt.subplots(1, len(config.tables), figsize=(4.5 * len(config.tables), 3.6))
     axes = np.atleast_1d(axes)
     for t_i, name in enumerate(config.tables):
@@ -50,6 +51,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         )
         for n in names:
             metrics[f"{name}/aiq/{n}"] = _compare.stat(splits, n)
+        metrics.update(_compare.selection_metrics(splits, names, f"{name}/"))
+        selected.append(f"{name}: {_compare.selection_summary(splits, names)}")
         drops = {}
         for n in ABLATIONS:
             d = _compare.diff_ci(splits, "latent", n)
@@ -67,6 +70,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 "and its drop's paired-bootstrap 95% CI lies above 0 (null: no drop; "
                 f"{config.n_splits} splits; {caveat})",
                 "latent communication is the main contributor",
+                f"{_compare.protocol_tag(config)}: "
                 f"AIQ full {metrics[f'{name}/aiq/latent']:.4f}; drops: "
                 + ", ".join(
                     f"{n.removeprefix('latent_')} {d[0]:+.4f} [{d[1]:+.4f}, {d[2]:+.4f}]"
@@ -85,7 +89,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         ax.set_title(f"{name}: {size}", fontsize=9)
     fig.tight_layout()
     notes = (
-        "Same splits, seeds and training steps for every variant; the drops' CIs are paired "
+        f"Router selection: {_compare.protocol(config)}. Selected: {'; '.join(selected)}. "
+        "Same splits, seeds and selection budget for every variant; the drops' CIs are paired "
         "bootstraps over held-out queries (the splits' draws averaged). Text: small open "
         "LMs of the jaxlab.lm pool; vqa: our own pool of small JAX VQA models that see "
         "different views of easy-vqa images (not the paper's MLLMs)."

@@ -50,11 +50,14 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     del ctx
     metrics: dict[str, float] = {}
     rows = []  # (table, group, advantage, gain, lo, hi)
+    selected = []
     for t_i, tname in enumerate(config.tables):
         table, clusters, _ = _setup.named_table(tname, config.features)
         splits = _compare.compare(
             table, ("latent",), config, jax.random.fold_in(key, t_i), clusters=clusters
         )
+        metrics.update(_compare.selection_metrics(splits, ("latent",), f"{tname}/"))
+        selected.append(f"{tname}: {_compare.selection_summary(splits, ('latent',))}")
         for g, gname in enumerate(table.group_names):
             gains, adv = [], []
             for s in splits:
@@ -92,7 +95,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             "advantage (Spearman rho > 0, exact one-sided permutation p < 0.05; null: no "
             "association)",
             "routing gains are strongest where model choice depends on the input",
-            f"rho {rho:+.2f}, p {p:.3f}; "
+            f"{_compare.protocol_tag(config)}: rho {rho:+.2f}, p {p:.3f}; "
             + "; ".join(f"{r[0]}/{r[1]}: adv {r[2]:.3f}, gain {r[3]:+.3f}" for r in rows),
             rho > 0 and p < 0.05,
         ),
@@ -100,6 +103,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             "In the group where the oracle's advantage is largest, LatentRouter beats the best "
             "fixed candidate (bootstrap 95% CI of the gain above 0)",
             "gains concentrate where routing matters",
+            f"{_compare.protocol_tag(config)}: "
             f"{top[0]}/{top[1]}: advantage {top[2]:.3f}, gain {top[3]:+.3f} "
             f"[{top[4]:+.3f}, {top[5]:+.3f}]",
             top[4] > 0,
@@ -127,5 +131,6 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         metrics=metrics,
         claims=claims,
         figures={"groups": fig},
-        notes="Blue: text table (evals sources); orange: vqa table (question types).",
+        notes="Blue: text table (evals sources); orange: vqa table (question types). Router "
+        f"selection: {_compare.protocol(config)}. Selected: {'; '.join(selected)}.",
     )

@@ -42,6 +42,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     del ctx
     metrics: dict[str, float] = {}
     claims = []
+    selected = []
     names = (*_compare.BASELINES, "latent")
     fig, axes = plt.subplots(1, len(config.tables), figsize=(4.8 * len(config.tables), 3.8))
     axes = np.atleast_1d(axes)
@@ -50,6 +51,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         splits = _compare.compare(
             table, names, config, jax.random.fold_in(key, t_i), clusters=clusters
         )
+        metrics.update(_compare.selection_metrics(splits, names, f"{tname}/"))
+        selected.append(f"{tname}: {_compare.selection_summary(splits, names)}")
         ks = range(1, min(config.max_removed, table.n_candidates - 1) + 1)
         full = {n: [s.quality[n][0] for s in splits] for n in names}  # lambda = 0
         drop = {n: [np.zeros(s.test.n_queries) for s in splits] for n in names}
@@ -93,6 +96,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 f"than the smallest baseline drop ({least}); holds when the paired-bootstrap 95% "
                 f"CI of the difference lies below 0 (null: no difference; {caveat})",
                 "availability masking keeps routing robust when candidates disappear",
+                f"{_compare.protocol_tag(config)}: "
                 f"mean drop {metrics[f'{tname}/mean_drop/latent']:+.3f} vs "
                 f"{metrics[f'{tname}/mean_drop/{least}']:+.3f}, difference {dd[0]:+.3f} "
                 f"[{dd[1]:+.3f}, {dd[2]:+.3f}]; "
@@ -107,6 +111,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 f"{tname} table ({size}): under masking LatentRouter's accuracy is above the best "
                 f"baseline's ({best}); holds when the paired-bootstrap 95% CI lies above 0",
                 "routes well inside a changing candidate pool",
+                f"{_compare.protocol_tag(config)}: "
                 f"masked accuracy {metrics[f'{tname}/mean_masked_accuracy/latent']:.3f} vs "
                 f"{metrics[f'{tname}/mean_masked_accuracy/{best}']:.3f}, gain {da[0]:+.3f} "
                 f"[{da[1]:+.3f}, {da[2]:+.3f}]",
@@ -129,6 +134,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         ax.legend(fontsize=7)
     fig.tight_layout()
     notes = (
+        f"Router selection: {_compare.protocol(config)}. Selected: {'; '.join(selected)}. "
         "The removed candidates are the k best on each split's training part; every router "
         "was trained on the full pool (LatentRouter with random availability masks). CIs: "
         "paired bootstrap over held-out queries, the splits' draws averaged."

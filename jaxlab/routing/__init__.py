@@ -10,7 +10,9 @@
   `FixedRouter`, `KNNRouter`, `MLPRouter`, `MatrixFactorisationRouter`, `EmbedLLMRouter`,
   `LatentRouter`;
   `threshold_route` (cost-aware thresholding); `QualityFitStep` / `fit_router` train them
-  through `jaxlab._core.run_steps`.
+  through `jaxlab._core.run_steps`; `select_router` picks a router's settings (and
+  stopping point) by validation AIQ (`router_aiq`) on a split of its training table ->
+  `RouterSelection`.
 - Our own multimodal pool (P6, on the `easy-vqa` wheel): `load_easy_vqa` -> `VQAData`
   (`QUESTION_TYPES`); pool members `VQAModel` that see an image through a `VQAView`
   (resolution, colour/grey, centre crop, or blind), trained by `VQAFitStep` / `fit_vqa`,
@@ -58,6 +60,9 @@ from ._reinforce import reinforce_surrogate as reinforce_surrogate
 from ._router import AbstractRouter as AbstractRouter
 from ._router import route as route
 from ._router import threshold_route as threshold_route
+from ._select import RouterSelection as RouterSelection
+from ._select import router_aiq as router_aiq
+from ._select import select_router as select_router
 from ._table import RoutingTable as RoutingTable
 from ._train import QualityFitStep as QualityFitStep
 from ._train import fit_router as fit_router

@@ -51,8 +51,10 @@ class FixedRouter(AbstractRouter):
     candidate_cost: Float[Array, " M"]
 
     @classmethod
-    def fit(cls, table: RoutingTable) -> FixedRouter:
-        """Means of `table.quality` and `table.cost` per candidate."""
+    def fit(cls, table: RoutingTable, *, key=None) -> FixedRouter:
+        """Means of `table.quality` and `table.cost` per candidate (`key` unused, as
+        `KNNRouter.fit`)."""
+        del key
         return cls(
             mean_quality=jnp.asarray(table.quality.mean(0), jnp.float32),
             candidate_cost=_mean_cost(table),
@@ -72,8 +74,10 @@ class KNNRouter(AbstractRouter):
     k: int = eqx.field(static=True, default=10)
 
     @classmethod
-    def fit(cls, table: RoutingTable, *, k: int = 10) -> KNNRouter:
-        """Stores the table's features (unit-normalised) and qualities."""
+    def fit(cls, table: RoutingTable, *, k: int = 10, key=None) -> KNNRouter:
+        """Stores the table's features (unit-normalised) and qualities (`key` unused: the
+        fit is deterministic; accepted so every router's `fit` takes one)."""
+        del key
         k = min(check_positive_int("k", k), table.n_queries)
         x = _features(table.features)
         x = x / jnp.maximum(jnp.linalg.norm(x, axis=1, keepdims=True), 1e-12)
@@ -141,8 +145,11 @@ class MLPRouter(AbstractRouter):
         steps=300,
         learning_rate=1e-2,
         weight_decay=1e-4,
+        monitor=None,
+        monitor_every=100,
     ) -> MLPRouter:
-        """Trains on `table` (binary cross-entropy + L2, Adam, full batch)."""
+        """Trains on `table` (binary cross-entropy + L2, Adam, full batch; `monitor`,
+        `monitor_every` as `fit_router`)."""
         return _fit_on(
             table,
             lambda k: cls(
@@ -156,6 +163,8 @@ class MLPRouter(AbstractRouter):
             key=key,
             steps=steps,
             learning_rate=learning_rate,
+            monitor=monitor,
+            monitor_every=monitor_every,
         )
 
 
@@ -193,9 +202,19 @@ class MatrixFactorisationRouter(AbstractRouter):
 
     @classmethod
     def fit(
-        cls, table: RoutingTable, *, key, dim=16, steps=300, learning_rate=1e-2, weight_decay=1e-4
+        cls,
+        table: RoutingTable,
+        *,
+        key,
+        dim=16,
+        steps=300,
+        learning_rate=1e-2,
+        weight_decay=1e-4,
+        monitor=None,
+        monitor_every=100,
     ) -> MatrixFactorisationRouter:
-        """Trains on `table` (binary cross-entropy + L2, Adam, full batch)."""
+        """Trains on `table` (binary cross-entropy + L2, Adam, full batch; `monitor`,
+        `monitor_every` as `fit_router`)."""
         return _fit_on(
             table,
             lambda k: cls(
@@ -209,6 +228,8 @@ class MatrixFactorisationRouter(AbstractRouter):
             key=key,
             steps=steps,
             learning_rate=learning_rate,
+            monitor=monitor,
+            monitor_every=monitor_every,
         )
 
 
@@ -267,8 +288,11 @@ class EmbedLLMRouter(AbstractRouter):
         steps=300,
         learning_rate=1e-2,
         weight_decay=1e-4,
+        monitor=None,
+        monitor_every=100,
     ) -> EmbedLLMRouter:
-        """Trains on `table` (binary cross-entropy + L2, Adam, full batch)."""
+        """Trains on `table` (binary cross-entropy + L2, Adam, full batch; `monitor`,
+        `monitor_every` as `fit_router`)."""
         return _fit_on(
             table,
             lambda k: cls(
@@ -283,4 +307,6 @@ class EmbedLLMRouter(AbstractRouter):
             key=key,
             steps=steps,
             learning_rate=learning_rate,
+            monitor=monitor,
+            monitor_every=monitor_every,
         )

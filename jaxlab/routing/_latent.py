@@ -227,10 +227,19 @@ class LatentRouter(AbstractRouter):
 
     @classmethod
     def fit(
-        cls, table: RoutingTable, *, key, steps: int = 400, learning_rate: float = 3e-3, **options
+        cls,
+        table: RoutingTable,
+        *,
+        key,
+        steps: int = 400,
+        learning_rate: float = 3e-3,
+        monitor=None,
+        monitor_every: int = 100,
+        **options,
     ) -> LatentRouter:
         """Builds a router for `table` (options as the constructor) and trains it with Adam
-        (full batch) through `jaxlab._core.run_steps`."""
+        (full batch) through `jaxlab._core.run_steps` (`monitor`, `monitor_every` as
+        `routing.fit_router`)."""
         c = table.cost.mean(0)
         c = c if c.max() > 0 else c + 1
         return fit_on_table(
@@ -239,4 +248,6 @@ class LatentRouter(AbstractRouter):
             key=key,
             steps=steps,
             learning_rate=learning_rate,
+            monitor=monitor,
+            monitor_every=monitor_every,
         )

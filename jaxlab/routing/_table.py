@@ -5,7 +5,8 @@ al. 2024; VL-RouterBench, Huang et al. 2025): for N queries and M candidates, th
 quality `Y[i, j]` (correctness in {0, 1} or a score in [0, 1]), the cost `C[i, j]`,
 input/output token counts, latency, per-query features and a task group.
 
-Stored as `<path>.npz` (numeric arrays, read with `allow_pickle=False`) plus
+Stored as `<path>.npz` (numeric arrays, deflate-compressed by `np.savez_compressed`,
+read with `allow_pickle=False`; uncompressed archives of earlier versions read the same) plus
 `<path>.json` (candidate names, group names, query ids, free-form metadata).
 """
 
@@ -206,10 +207,11 @@ class RoutingTable:
         return self.rows(~test), self.rows(test)
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write `<path>.npz` and `<path>.json` atomically; returns the .npz path."""
+        """Write `<path>.npz` (compressed) and `<path>.json` atomically; returns the .npz
+        path."""
         base = Path(path).with_suffix("")
         buf = io.BytesIO()
-        np.savez(buf, **{a: getattr(self, a) for a in _ARRAYS})
+        np.savez_compressed(buf, **{a: getattr(self, a) for a in _ARRAYS})
         npz = base.with_suffix(".npz")
         with atomic_write(npz, "wb") as fh:
             fh.write(buf.getvalue())

@@ -7,6 +7,7 @@ optimiser state), the model's non-array part a static field of the step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import equinox as eqx
@@ -15,7 +16,13 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Float
 
-from jaxlab._core import AbstractStep, NoProgress, optimizer_update, run_steps
+from jaxlab._core import (
+    AbstractStep,
+    NoProgress,
+    check_positive_int,
+    optimizer_update,
+    run_steps,
+)
 
 __all__ = ["QualityFitStep", "fit_router", "fit_on_table"]
 
@@ -44,7 +51,7 @@ def descend(static, optimizer: optax.GradientTransformation, state, loss_fn, *, 
 
 def fit_params(step: AbstractStep, model, *, key, steps: int, chunk: int, progress=None, **options):
     """`model` trained by `step` through `jaxlab._core.run_steps` (`options`: its
-    `checkpointer`, `loop`); returns `(trained_model, history)`."""
+    `checkpointer`, `loop`, `stop`); returns `(trained_model, history)`."""
     params, static = eqx.partition(model, eqx.is_inexact_array)
     state, hist = run_steps(
         step,
@@ -96,25 +103,49 @@ def fit_router(
     steps: int = 300,
     learning_rate: float = 1e-2,
     progress=None,
+    monitor: Callable[[Any, int], bool] | None = None,
+    monitor_every: int = 100,
 ):
     """Train `router` (an `AbstractRouter` with a `loss`) with Adam through `run_steps`.
 
     **Arguments:** `router`; `features` (N, F); `quality` (N, M); `key`; `steps`;
-    `learning_rate`; `progress` (a `jaxlab._core` progress strategy, default none).
+    `learning_rate`; `progress` (a `jaxlab._core` progress strategy, default none);
+    `monitor`: `monitor(router, steps_done) -> bool` called with the router after every
+    `monitor_every` steps and after the last one (validation scoring, early stopping:
+    True ends the fit there; it goes through `run_steps`' `stop`); `monitor_every` is
+    also the jitted chunk length when a monitor is given.
 
-    **Returns:** `(trained_router, losses)`, losses (steps,).
+    **Returns:** `(trained_router, losses)`, losses (steps,) (zeros after an early stop).
     """
     x = jnp.asarray(features, jnp.float32)
     y = jnp.asarray(quality, jnp.float32)
     static = eqx.partition(router, eqx.is_inexact_array)[1]
     step = QualityFitStep(x, y, static, optax.adam(learning_rate))
-    trained, hist = fit_params(step, router, key=key, steps=steps, chunk=100, progress=progress)
+    stop, chunk = None, 100
+    if monitor is not None:
+        chunk = check_positive_int("monitor_every", monitor_every)
+        stop = _monitor_stop(monitor, static, chunk, steps)
+    trained, hist = fit_params(
+        step, router, key=key, steps=steps, chunk=chunk, progress=progress, stop=stop
+    )
     return trained, hist.losses
 
 
-def fit_on_table(table, build, *, key, steps, learning_rate):
+def _monitor_stop(monitor, static, chunk: int, steps: int):
+    """`run_steps`' `stop` calling `monitor(router, steps_done)` after each chunk."""
+    calls = [0]
+
+    def stop(state):
+        # without a checkpointer run_steps ends a chunk at every multiple of `chunk`
+        calls[0] += 1
+        return bool(monitor(eqx.combine(state[0], static), min(calls[0] * chunk, steps)))
+
+    return stop
+
+
+def fit_on_table(table, build, *, key, steps, learning_rate, **options):
     """`build(init_key)` trained on `table`'s features and quality by `fit_router`
-    (init and training keys split from `key`)."""
+    (init and training keys split from `key`; `options`: its `monitor`, `monitor_every`)."""
     k_init, k_fit = jax.random.split(key)
     return fit_router(
         build(k_init),
@@ -123,4 +154,5 @@ def fit_on_table(table, build, *, key, steps, learning_rate):
         key=k_fit,
         steps=steps,
         learning_rate=learning_rate,
+        **options,
     )[0]

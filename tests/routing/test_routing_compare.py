@@ -108,3 +108,50 @@ def test_vqa_fine_groups_by_hand():
     ]
     g, names = _vqa_setup.fine_groups(qs, [0, 1, 2, 2], ("shape", "colour", "yes_no"))
     assert [names[i] for i in g] == ["shape", "colour", "yes_no/shape", "yes_no/colour"]
+
+
+def test_every_learned_router_gets_the_same_selection_budget():
+    learned = [n for n in (*_compare.BASELINES, *_compare.LATENT) if n != "fixed"]
+    for m in (text, vqa, ablation, masking, groups):
+        for cfg in (m.QUICK, m.FULL):
+            assert {_compare.budget(n, cfg) for n in learned} == {6}
+            assert _compare.budget("fixed", cfg) == 0
+            # the grids' first entries are the settings of the unselected comparison
+            assert _compare.grid("latent", cfg)[1][0]["learning_rate"] == 3e-3
+            assert _compare.grid("mlp", cfg)[1][0]["learning_rate"] == 1e-2
+
+
+def test_selection_never_reads_test_rows():
+    """Property: replacing the test rows' outcomes (quality and cost) leaves every
+    router's selection (all validation scores, the chosen setting and step count) and its
+    predictions unchanged (clustered splits, as for the VQA table)."""
+    cfg = dataclasses.replace(
+        _compare.CompareConfig(), n_splits=1, steps=30, n_boot=10, knn_ks=(1, 2, 4, 8, 16, 32)
+    )
+    t = planted(120, seed=4)
+    rng = np.random.default_rng(0)
+    # the no-cluster (stratified) split is the same code path after the split
+    for clusters, names in ((np.arange(120) // 3, ("knn", "linear")),):
+        key = jax.random.key(1)
+        (s,) = _compare.compare(t, names, cfg, key, clusters=clusters)
+        test = np.isin(np.asarray(t.query_ids), s.test.query_ids)
+        q, c = t.quality.copy(), t.cost.copy()
+        q[test] = rng.uniform(size=q[test].shape)
+        c[test] = rng.uniform(0.1, 9, size=c[test].shape)
+        (s2,) = _compare.compare(
+            dataclasses.replace(t, quality=q, cost=c),
+            ("knn", "linear"),
+            cfg,
+            key,
+            clusters=clusters,
+        )
+        assert s2.test.query_ids == s.test.query_ids
+        for n in names:
+            a, b = s.selections[n], s2.selections[n]
+            assert a.scores == b.scores
+            assert (a.setting, a.steps) == (b.setting, b.steps)
+            np.testing.assert_array_equal(
+                np.asarray(s.routers[n].predict_quality(t.features)),
+                np.asarray(s2.routers[n].predict_quality(t.features)),
+            )
+        assert len({x[2] for x in s.selections["knn"].scores}) > 1

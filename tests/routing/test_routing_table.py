@@ -42,6 +42,32 @@ def test_save_load_round_trip(tmp_path):
     assert u.meta == {"cost": "test"}
 
 
+def test_compressed_save_reads_uncompressed_tables(tmp_path):
+    """`save` deflates every member; an uncompressed archive of the earlier format (as
+    `np.savez` wrote) loads, re-saves and loads again with identical arrays and dtypes,
+    and the manifest bytes do not change."""
+    import zipfile
+
+    from jaxlab.routing._table import _ARRAYS
+
+    t = _table(n=40)
+    t.save(tmp_path / "old")
+    manifest = (tmp_path / "old.json").read_bytes()
+    np.savez(tmp_path / "old.npz", **{a: getattr(t, a) for a in _ARRAYS})
+    with zipfile.ZipFile(tmp_path / "old.npz") as z:
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_STORED}
+    old = routing.RoutingTable.load(tmp_path / "old")
+    old.save(tmp_path / "new")
+    assert (tmp_path / "new.json").read_bytes() == manifest
+    with zipfile.ZipFile(tmp_path / "new.npz") as z:
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_DEFLATED}
+    new = routing.RoutingTable.load(tmp_path / "new")
+    for a in _ARRAYS:
+        assert getattr(new, a).dtype == getattr(t, a).dtype
+        np.testing.assert_array_equal(getattr(new, a), getattr(t, a))
+    assert (tmp_path / "new.npz").stat().st_size < (tmp_path / "old.npz").stat().st_size
+
+
 def test_malformed_files_rejected(tmp_path):
     t = _table()
     t.save(tmp_path / "t")

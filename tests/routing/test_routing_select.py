@@ -1,0 +1,117 @@
+"""`select_router` / `router_aiq`: the selected setting and stopping point equal a
+brute-force loop over the grid (separate fits of every setting at every step count),
+`router_aiq` equals AIQ of the routed choices computed by hand, the validation split
+keeps clusters together, patience ends a fit early. (That the P6 comparison's selection
+never reads test rows is a property test in test_routing_compare.py.)"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import numpy as np
+import pytest
+
+from jaxlab import routing
+
+from .test_routing_routers import planted
+
+LAMS = (0.0, 0.1, 0.4, 1.6)
+
+
+def _parts(table, sel):
+    val = np.isin(np.asarray(table.query_ids), sel.validation_ids)
+    return table.rows(~val), table.rows(val)
+
+
+def _noisy(n, seed):
+    """The planted table with 30% of its labels flipped (so settings and step counts
+    differ in validation AIQ)."""
+    t = planted(n, seed=seed)
+    rng = np.random.default_rng(seed + 10)
+    flip = rng.uniform(size=t.quality.shape) < 0.3
+    return dataclasses.replace(t, quality=np.abs(t.quality - flip))
+
+
+def test_router_aiq_by_hand(getkey):
+    t = planted(30, seed=4)
+    r = routing.MLPRouter(6, 4, t.cost.mean(0), hidden=(), key=getkey())
+    rows = np.arange(t.n_queries)
+    pts = []
+    for lam in LAMS:
+        ch = np.asarray(routing.route(r, t.features, cost_weight=lam))
+        pts.append((t.cost[rows, ch].mean(), t.quality[rows, ch].mean()))
+    c, q = np.array(pts).T
+    want = routing.aiq(c, q, cost_range=(1.0, 4.0))
+    assert routing.router_aiq(r, t, cost_weights=LAMS) == pytest.approx(want)
+    with pytest.raises(ValueError, match="cost_weights"):
+        routing.router_aiq(r, t, cost_weights=[-1.0])
+
+
+def test_selection_equals_brute_force_over_grid_and_steps(getkey):
+    """Checkpointed selection (one fit per setting, scored every 20 of 40 steps) picks the
+    (setting, steps) a brute-force loop of separate fits picks, with the same scores."""
+    t = _noisy(120, seed=1)
+    grid = [{"learning_rate": 3e-3}, {"learning_rate": 3e-2, "hidden": (8,)}]
+    fit = functools.partial(routing.MLPRouter.fit, steps=40)
+    key = getkey()
+    sel = routing.select_router(fit, t, grid, key=key, cost_weights=LAMS, monitor_every=20)
+    inner, val = _parts(t, sel)
+    k_fit = jax.random.split(key)[1]
+    brute = []
+    for i, s in enumerate(grid):
+        for steps in (20, 40):
+            r = routing.MLPRouter.fit(inner, key=k_fit, steps=steps, **s)
+            brute.append((i, steps, routing.router_aiq(r, val, cost_weights=LAMS)))
+    assert [(i, s) for i, s, _ in sel.scores] == [(i, s) for i, s, _ in brute]
+    np.testing.assert_allclose([x[2] for x in sel.scores], [x[2] for x in brute], atol=1e-6)
+    i, steps, score = max(brute, key=lambda x: x[2])  # first maximum, as the selection
+    assert (sel.setting, sel.steps) == (grid[i], steps)
+    assert sel.score == pytest.approx(score, abs=1e-6)
+    assert routing.router_aiq(sel.router, val, cost_weights=LAMS) == pytest.approx(sel.score)
+    assert len({x[2] for x in brute}) > 1  # the grid matters on this table
+
+
+def test_knn_selection_equals_brute_force(getkey):
+    t = _noisy(150, seed=2)
+    grid = [{"k": k} for k in (1, 4, 16, 64)]
+    key = getkey()
+    sel = routing.select_router(routing.KNNRouter.fit, t, grid, key=key, cost_weights=LAMS)
+    inner, val = _parts(t, sel)
+    brute = [
+        routing.router_aiq(routing.KNNRouter.fit(inner, **s), val, cost_weights=LAMS) for s in grid
+    ]
+    np.testing.assert_allclose([x[2] for x in sel.scores], brute)
+    assert sel.setting == grid[int(np.argmax(brute))]
+    assert sel.steps is None
+    assert sel.router.k == sel.setting["k"]
+
+
+def test_patience_stops_a_fit_early(getkey):
+    t = _noisy(80, seed=3)
+    fit = functools.partial(routing.MLPRouter.fit, steps=200)
+    kw = {"key": getkey(), "cost_weights": LAMS, "monitor_every": 10}
+    full = routing.select_router(fit, t, [{"learning_rate": 0.3}], **kw)
+    early = routing.select_router(fit, t, [{"learning_rate": 0.3}], patience=1, **kw)
+    assert len(full.scores) == 20
+    # the same checks up to the first one without improvement, then the fit ends
+    n = len(early.scores)
+    assert n < 20
+    assert early.scores == full.scores[:n]
+    assert early.scores[-1][2] <= max(s[2] for s in early.scores[:-1])
+
+
+def test_validation_split_keeps_clusters(getkey):
+    t = _noisy(120, seed=5)
+    clusters = np.arange(120) // 4
+    grid = [{"k": 3}, {"k": 9}]
+    key = getkey()
+    sel = routing.select_router(
+        routing.KNNRouter.fit, t, grid, key=key, clusters=clusters, cost_weights=LAMS
+    )
+    val = np.isin(np.asarray(t.query_ids), sel.validation_ids)
+    assert 0 < val.sum() < 120
+    assert not set(clusters[val]) & set(clusters[~val])
+    with pytest.raises(ValueError, match="grid"):
+        routing.select_router(routing.KNNRouter.fit, t, [], key=key)
