@@ -158,19 +158,53 @@ _NPZ_ERRORS = (
 )
 
 
-def read_npz(path: str | os.PathLike, what: str = "an .npz file") -> dict[str, np.ndarray]:
+def _check_member_sizes(archive: zipfile.ZipFile, max_bytes: int) -> None:
+    """Refuse, before anything is allocated, an archive whose members would inflate to
+    more than `max_bytes` in all, or whose `.npy` header claims a different array size
+    than the member holds (numpy allocates the header's shape before reading: a small
+    compressed file could otherwise ask for any amount of memory)."""
+    infos = archive.infolist()
+    total = sum(info.file_size for info in infos)
+    if total > max_bytes:
+        raise ValueError(
+            f"its members would inflate to {total} bytes, more than the limit {max_bytes}"
+        )
+    for info in infos:
+        with archive.open(info) as member:
+            version = np.lib.format.read_magic(member)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+            elif version == (2, 0):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+            else:
+                raise ValueError(f"member {info.filename}: unsupported .npy version {version}")
+            header = member.tell()
+        nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if header + nbytes != info.file_size:
+            raise ValueError(
+                f"member {info.filename}: its header claims {nbytes} bytes of data for shape "
+                f"{shape}, the member holds {info.file_size - header}"
+            )
+
+
+def read_npz(
+    path: str | os.PathLike, what: str = "an .npz file", *, max_bytes: int = 2**34
+) -> dict[str, np.ndarray]:
     """Every array of the `.npz` archive at `path`, read without pickle.
 
     **Arguments:**
 
     - `path`: the file (opened and closed here, also when reading fails).
     - `what`: what the file should be, for the error message.
+    - `max_bytes`: the most the members may inflate to in all (default 16 GiB); checked,
+        with each `.npy` header's claimed size against its member's, before reading.
 
     **Returns:** name -> array, all read into memory.
 
     **Raises:** `ValueError` naming the file when it is missing, truncated, damaged
     (every zip-level failure: bad signature or CRC, an unknown compression method or the
-    encryption flag in a header) or holds pickled objects.
+    encryption flag in a header), holds pickled objects, claims more than `max_bytes`, or
+    has a `.npy` header whose shape disagrees with its member's size.
     """
     path = Path(path)
     try:
@@ -179,6 +213,9 @@ def read_npz(path: str | os.PathLike, what: str = "an .npz file") -> dict[str, n
             if not isinstance(z, np.lib.npyio.NpzFile):
                 raise ValueError("a single .npy array, not an .npz archive")
             with z:
+                if z.zip is None:
+                    raise ValueError("the archive is closed")
+                _check_member_sizes(z.zip, max_bytes)
                 return {k: z[k] for k in z.files}
     except _NPZ_ERRORS as e:
         raise ValueError(f"{path}: not a readable {what} ({type(e).__name__}: {e})") from e
