@@ -74,7 +74,8 @@ def _seed_run(config, key, ctx, seed: int, t0s):
     tr = train_methods(
         train, factor, config, k_fit, ctx, tag, optimizer(config), methods=("joint_diffusion",)
     )
-    hr_emb = np.asarray(em.structure_embedding(test.hr))
+    # the refiner's target space: E(HR) of the frozen base joint model (as in training)
+    hr_emb = np.asarray(em.embed_images(tr.joint_net, tr.params["joint_base"], test.hr))
     out: dict[str, dict[int, float]] = {k: {} for k in (*SEG_METRICS, "emb_mse", "emb_mse_one")}
     priors, sr = {}, {}
     for t0 in t0s:
@@ -196,7 +197,7 @@ def _figure(m, t0s, T):
     return fig
 
 
-def _prior_figure(priors, hr_emb, i: int = 0, channel: int = 1):
+def _prior_figure(priors, hr_emb, i: int = 0, channel: int = 0):
     t0s = list(priors)
     fig, ax = plt.subplots(1, len(t0s) + 1, figsize=(2.2 * (len(t0s) + 1), 2.6))
     for a, t0 in zip(ax, t0s, strict=False):
@@ -206,6 +207,6 @@ def _prior_figure(priors, hr_emb, i: int = 0, channel: int = 1):
     ax[-1].set_title("HR embedding", fontsize=9)
     for a in ax:
         a.axis("off")
-    fig.suptitle("ridge channel of the refined structural prior vs t0")
+    fig.suptitle(f"channel {channel} of the refined structural prior (embedding space) vs t0")
     fig.tight_layout()
     return fig

@@ -95,4 +95,4 @@ def test_em_t0_tiny_run_writes_every_key(tmp_path):
     # t0 = 0 leaves the SR embedding unchanged; t0 = T moves it
     assert res.metrics["emb_mse_t0_0"] != res.metrics["emb_mse_t0_10"]
     assert {"t0_ablation", "priors"} <= set(res.figures)
-    assert len(res.claims) == 2
+    assert len(res.claims) == 3

@@ -30,13 +30,13 @@ def test_shapes_for_x2_and_x4(factor, getkey):
     out = apply(params, lr)
     assert out.sr.shape == hr_shape
     assert out.boundary_logits.shape == hr_shape
-    assert out.embedding.shape == hr_shape + (3,)
+    assert out.embedding.shape == hr_shape + (4,)  # LearnedEmbedding's default channels
     assert out.sr.dtype == jnp.float32
     # unbatched input gives the unbatched output
     single = apply(params, lr[1])
     np.testing.assert_allclose(single.sr, out.sr[1], rtol=1e-5, atol=1e-6)
     # an explicit prior replaces the default one and changes only the segmentation
-    prior = jax.random.normal(getkey(), hr_shape + (3,), jnp.float32)
+    prior = jax.random.normal(getkey(), hr_shape + (4,), jnp.float32)
     guided = apply(params, lr, prior)
     np.testing.assert_array_equal(guided.sr, out.sr)
     assert not np.allclose(guided.boundary_logits, out.boundary_logits)
