@@ -109,9 +109,10 @@ def _flat(tree):
 @pytest.mark.parametrize("factor", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_joint_loss_gradient_matches_finite_differences(factor, getkey):
     batch = _toy_batch(getkey(), 2, 8 * factor, factor, F64)
-    # a fixed prior: the default one is stop-gradient'ed, so finite differences of the
-    # loss would see a dependence that the gradient deliberately ignores
-    batch["prior"] = jax.random.normal(getkey(), batch["hr"].shape + (3,), F64)
+    # a fixed prior: the default one embeds the SR image with its gradient stopped, so
+    # finite differences of the loss would see a dependence the gradient deliberately ignores
+    # (LearnedEmbedding's default 4 channels)
+    batch["prior"] = jax.random.normal(getkey(), batch["hr"].shape + (4,), F64)
     model = em.JointSRSeg(factor, (3, 4), param_dtype=F64)
     params = em.init_params(model, batch["lr"], key=getkey())
     objective = em.JointObjective(model, seg_weight=0.7, norm="l2")
