@@ -49,6 +49,10 @@ class EmConfig:
     t0: int = 30
     refine_steps: int = 5
     chunk: int = 50
+    # the refiner's embedding space: "learned" (Embedder head on the joint model's shared
+    # encoder, P11's learned features) or "structure" (hand-made, the ablation)
+    embedding: str = "learned"
+    embedding_channels: int = 4
     progress: bool = False
 
 
@@ -78,9 +82,12 @@ NOTES = (
     "labels; low-resolution inputs come from jaxlab.em.degrade (anti-alias blur, area "
     "downsampling, read noise). No real EM volume was used; the paper's data sets "
     "(CREMI, AC3/AC4 ...) are not reproduced and numbers are not comparable to it. "
-    "The refiner's embedding space is jaxlab.em.structure_embedding (standardised "
-    "intensity, ridge and gradient-magnitude maps), in which SR and HR images are "
-    "comparable; the denoiser is trained to map noised SR embeddings to HR ones. "
+    "The refiner's embedding space is learned: jaxlab.em.LearnedEmbedding, an Embedder "
+    "head (U-Net decoder + 1x1 conv, standardised per image and channel) on the joint "
+    "model's shared encoder applied to HR-sized images, trained with the joint model by "
+    "the segmentation loss flowing through the prior; the denoiser maps noised E(HR) "
+    "back conditioned on E(SR), both from the frozen base joint model (the hand-made "
+    "structure_embedding is the ablation, embedding='structure'). "
     "Instances: jaxlab.em.segment_watershed on sigmoid(boundary logits); metrics "
     "averaged over held-out generated images; small CPU-sized training (em_joint: one "
     "seed; em_t0 states its seeds)."
@@ -128,7 +135,17 @@ def methods_config(config: EmConfig) -> em.MethodsConfig:
         t0=int(config.t0),
         refine_steps=int(config.refine_steps),
         chunk=int(config.chunk),
+        embedding=embedding_strategy(config),
     )
+
+
+def embedding_strategy(config: EmConfig) -> em.AbstractEmbedding:
+    """The `em.AbstractEmbedding` named by `config.embedding` ("learned" or "structure")."""
+    if config.embedding == "learned":
+        return em.LearnedEmbedding(int(config.embedding_channels))
+    if config.embedding == "structure":
+        return em.StructureEmbedding()
+    raise ValueError(f"embedding: expected 'learned' or 'structure', received {config.embedding!r}")
 
 
 def optimizer(config: EmConfig) -> optax.GradientTransformation:

@@ -8,7 +8,7 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext, log
+from experiments._harness import Claim, Result, RunContext, log, t_interval
 from experiments.em._setup import (
     FULL_OVERRIDES,
     HIGHER_IS_BETTER,
@@ -16,11 +16,11 @@ from experiments.em._setup import (
     METRICS,
     NOTES,
     EmConfig,
+    image_scores,
     make_split,
     optimizer,
     predict,
     sample_figure,
-    scores,
     train_methods,
 )
 
@@ -35,10 +35,15 @@ MAIN_REGIME = "cremi_like"
 
 @dataclasses.dataclass(frozen=True)
 class Config(EmConfig):
-    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+    """Settings of one run; the defaults are QUICK (2 CPU cores, minutes).
+
+    One training seed per setting; each claim's gap carries a `level` paired t interval
+    over the `n_test` held-out images (test-image variation, not training variation)."""
 
     # (factor, regime) pairs
     settings: tuple[tuple[int, str], ...] = ((2, MAIN_REGIME), (4, MAIN_REGIME), (4, "noisy"))
+    n_test: int = 24
+    level: float = 0.95
 
 
 QUICK = Config()
@@ -68,6 +73,7 @@ def _fmt(m, metric, suffix, methods=("separate", "joint", "joint_diffusion")):
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
     m: dict[str, float] = {}
+    per_image: dict[str, np.ndarray] = {}
     figures = {}
     suffixes = []
     opt = optimizer(config)
@@ -82,23 +88,58 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         tr = train_methods(train, factor, config, k_fit, ctx, f"{regime}_x{factor}", opt)
         preds = {meth: predict(tr, test, meth, k_pred) for meth in METHODS}
         for meth, pred in preds.items():
-            sc = scores(pred, test)
+            sc = image_scores(pred, test)
             for metric, v in sc.items():
-                m[f"{metric}_{meth}_{sfx}"] = v
-            log.info("em_joint %s %s: %s", sfx, meth, sc)
+                m[f"{metric}_{meth}_{sfx}"] = float(v.mean())
+                per_image[f"{metric}_{meth}_{sfx}"] = v
+            log.info("em_joint %s %s: %s", sfx, meth, {k: float(v.mean()) for k, v in sc.items()})
         for name, ls in tr.losses.items():
             m[f"final_loss_{name}_{sfx}"] = float(np.mean(ls[-20:]))
         if (regime == MAIN_REGIME and factor == 4) or "samples" not in figures:
             figures["samples"] = sample_figure(test, preds, f"{regime} x{factor}")
 
-    def psnr_holds(s):
-        return m[f"psnr_joint_{s}"] > m[f"psnr_separate_{s}"]
+    def gap(metric, a, b, s):
+        """Mean and paired t interval over test images of metric(a) - metric(b)."""
+        t = t_interval(per_image[f"{metric}_{a}_{s}"] - per_image[f"{metric}_{b}_{s}"], level)
+        for name, v in zip(("", "_lo", "_hi"), t, strict=True):
+            m[f"gap_{metric}_{a}_vs_{b}_{s}{name}"] = v
+        return t
 
-    def refiner_holds(s):
+    level = float(config.level)
+
+    def ci(t):
+        return f"{t[0]:+.3f} [{t[1]:+.3f}, {t[2]:+.3f}]"
+
+    def psnr_holds(s):  # the interval lies above 0
+        return gap("psnr", "joint", "separate", s)[1] > 0
+
+    def refiner_holds(s):  # both intervals lie below 0
         return (
-            m[f"voi_joint_diffusion_{s}"] < m[f"voi_joint_{s}"]
-            and m[f"arand_joint_diffusion_{s}"] < m[f"arand_joint_{s}"]
+            gap("voi", "joint_diffusion", "joint", s)[2] < 0
+            and gap("arand", "joint_diffusion", "joint", s)[2] < 0
         )
+
+    def psnr_text(s):
+        return (
+            f"{s}: PSNR {_fmt(m, 'psnr', s, ('separate', 'joint'))} dB (joint - separate "
+            f"{ci(gap('psnr', 'joint', 'separate', s))})"
+        )
+
+    def refiner_text(s):
+        return (
+            f"{s}: VOI {_fmt(m, 'voi', s, ('joint', 'joint_diffusion'))} (diffusion - joint "
+            f"{ci(gap('voi', 'joint_diffusion', 'joint', s))}), ARAND "
+            f"{_fmt(m, 'arand', s, ('joint', 'joint_diffusion'))} "
+            f"({ci(gap('arand', 'joint_diffusion', 'joint', s))}), boundary F1 "
+            f"{_fmt(m, 'boundary_f1', s, ('joint', 'joint_diffusion'))} "
+            f"({ci(gap('boundary_f1', 'joint_diffusion', 'joint', s))})"
+        )
+
+    pct, n_img = f"{level:.0%}", int(config.n_test)
+    how = (
+        f"; {pct} paired t intervals over {n_img} held-out images, one training seed "
+        f"(null: no difference)"
+    )
 
     main = [s for s in suffixes if "_" not in s]
     extra = [s for s in suffixes if "_" in s]
@@ -107,17 +148,17 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             "segmentation as an auxiliary task (shared encoder) improves SR: joint PSNR > "
             "separate SR PSNR",
             "joint SR beats SR-only in PSNR/SSIM",
-            "; ".join(f"{s}: PSNR {_fmt(m, 'psnr', s, ('separate', 'joint'))} dB" for s in main),
+            "; ".join(psnr_text(s) for s in main) + how,
             all(psnr_holds(s) for s in main),
         ),
         Claim(
             "the partial-diffusion refiner lowers VOI and ARAND vs the joint model",
             "full model segments better than joint without refiner",
-            "; ".join(
-                f"{s}: VOI {_fmt(m, 'voi', s, ('joint', 'joint_diffusion'))}, ARAND "
-                f"{_fmt(m, 'arand', s, ('joint', 'joint_diffusion'))}"
-                for s in main
-            ),
+            "; ".join(refiner_text(s) for s in main)
+            + how
+            + "; the refiner works in the joint model's learned embedding (Embedder head on "
+            "the shared encoder), E(SR) -> E(HR) of the frozen base model; both methods get "
+            "the same base training and fine-tuning steps",
             all(refiner_holds(s) for s in main),
         ),
         Claim(
@@ -125,12 +166,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             "consistent over data sets and degradations",
             f"PSNR gain in {sum(map(psnr_holds, suffixes))}/{len(suffixes)}, refiner gain "
             f"in {sum(map(refiner_holds, suffixes))}/{len(suffixes)} settings "
-            f"({', '.join(suffixes)}); extra regimes: "
-            + "; ".join(
-                f"{s}: PSNR {_fmt(m, 'psnr', s, ('separate', 'joint'))}, VOI "
-                f"{_fmt(m, 'voi', s, ('joint', 'joint_diffusion'))}"
-                for s in extra
-            ),
+            f"({', '.join(suffixes)}; each gap's {pct} paired t interval over {n_img} "
+            "images excludes 0); extra regimes: "
+            + "; ".join(f"{psnr_text(s)}; {refiner_text(s)}" for s in extra),
             bool(extra) and all(psnr_holds(s) and refiner_holds(s) for s in suffixes),
         ),
     ]

@@ -74,7 +74,8 @@ def _seed_run(config, key, ctx, seed: int, t0s):
     tr = train_methods(
         train, factor, config, k_fit, ctx, tag, optimizer(config), methods=("joint_diffusion",)
     )
-    hr_emb = np.asarray(em.structure_embedding(test.hr))
+    # the refiner's target space: E(HR) of the frozen base joint model (as in training)
+    hr_emb = np.asarray(em.embed_images(tr.joint_net, tr.params["joint_base"], test.hr))
     out: dict[str, dict[int, float]] = {k: {} for k in (*SEG_METRICS, "emb_mse", "emb_mse_one")}
     priors, sr = {}, {}
     for t0 in t0s:
@@ -98,27 +99,60 @@ def _seed_run(config, key, ctx, seed: int, t0s):
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    T, t0c = int(config.T), int(config.t0)
+    T = int(config.T)
     t0s = t0_values(config)
     if t0s[0] < 0 or t0s[-1] > T:
         raise ValueError(f"t0_values: expected values in [0, {T}], received {t0s}")
     seeds = [int(s) for s in config.seeds]
-    runs = []
+    per_seed: dict[str, float] = {}
+    priors, hr_emb = {}, None
     for seed in seeds:
         k = key if seed == 0 else jax.random.fold_in(key, seed)  # seed 0: the one-seed run
-        runs.append(_seed_run(config, k, ctx, seed, t0s))
+        out, sr, p, e = _seed_run(config, k, ctx, seed, t0s)
+        if not priors:
+            priors, hr_emb = p, e
+        for metric in (*SEG_METRICS, "emb_mse", "emb_mse_one"):
+            for t0 in t0s:
+                per_seed[f"{metric}_t0_{t0}_s{seed}"] = out[metric][t0]
+        per_seed[f"psnr_s{seed}"], per_seed[f"ssim_s{seed}"] = sr["psnr"], sr["ssim"]
+    m, claims = seed_summary(config, per_seed)
+    return Result(
+        metrics=m,
+        claims=claims,
+        figures={"t0_ablation": _figure(m, t0s, T), "priors": _prior_figure(priors, hr_emb)},
+        notes=NOTES + f" The segmentation decoder was fine-tuned once per seed with priors "
+        f"refined from t0 = {config.t0}; the other t0 values change only the refiner at "
+        f"inference. {len(seeds)} seeds (each its own training and test images), every t0 "
+        f"refined {config.n_refine} times; the embedding MSE is that of the mean prior, "
+        f"in the {config.embedding} embedding space (E(HR) of the frozen base joint model).",
+    )
+
+
+def seed_summary(config, per_seed: dict[str, float]) -> tuple[dict[str, float], list[Claim]]:
+    """Metrics and claims of a run from its per-seed values.
+
+    `per_seed` holds `<metric>_t0_<t>_s<seed>` and `psnr_s<seed>`, `ssim_s<seed>` for every
+    seed of `config.seeds` (merged metrics of single-seed runs, `--set 'seeds=[s]'`, give
+    the same result as one run over all seeds). **Returns:** `(metrics, claims)`: the
+    per-seed values, their means over seeds (`<metric>_t0_<t>`, `psnr`, `ssim`) and the
+    claims (paired t intervals over seeds).
+    """
+    T, t0c = int(config.T), int(config.t0)
+    t0s = t0_values(config)
+    seeds = [int(s) for s in config.seeds]
     m: dict[str, float] = {"T": T, "t0_trained": t0c}
     for metric in (*SEG_METRICS, "emb_mse", "emb_mse_one"):
         for t0 in t0s:
-            vals = [r[0][metric][t0] for r in runs]
+            vals = [per_seed[f"{metric}_t0_{t0}_s{seed}"] for seed in seeds]
             m[f"{metric}_t0_{t0}"] = float(np.mean(vals))
             for seed, v in zip(seeds, vals, strict=True):
-                m[f"{metric}_t0_{t0}_s{seed}"] = v
-    m["psnr"] = float(np.mean([r[1]["psnr"] for r in runs]))  # SR does not depend on t0
-    m["ssim"] = float(np.mean([r[1]["ssim"] for r in runs]))
+                m[f"{metric}_t0_{t0}_s{seed}"] = float(v)
+    for metric in ("psnr", "ssim"):  # SR does not depend on t0
+        m[metric] = float(np.mean([per_seed[f"{metric}_s{seed}"] for seed in seeds]))
+        m.update({f"{metric}_s{seed}": float(per_seed[f"{metric}_s{seed}"]) for seed in seeds})
 
     def diff(metric, a, b):
-        d = [r[0][metric][a] - r[0][metric][b] for r in runs]
+        d = [m[f"{metric}_t0_{a}_s{seed}"] - m[f"{metric}_t0_{b}_s{seed}"] for seed in seeds]
         if len(d) < 2:
             return float(d[0]), float("nan"), float("nan")
         return t_interval(d, config.level)
@@ -150,7 +184,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         Claim(
             "the refined prior approximates the HR embedding better than the SR embedding",
             "structural prior closely approximates real HR features",
-            f"MSE to HR embedding of the prior averaged over {config.n_refine} refinements "
+            f"MSE to the HR embedding E(HR) ({config.embedding} embedding of the frozen base "
+            f"joint model) of the prior averaged over {config.n_refine} refinements "
             f"(removes the sampling variance a single draw adds): t0=0 (SR embedding) "
             f"{emb[0]:.3f}, trained t0={t0c}: {emb[t0c]:.3f} (difference {ci(e0)}, {pct} "
             f"paired t over {n_s} seeds), t0=T: {emb[T]:.3f}; one draw at t0={t0c}: "
@@ -167,16 +202,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             bool(b0[1] > 0 and bT[1] > 0),
         ),
     ]
-    _, _, priors, hr_emb = runs[0]
-    return Result(
-        metrics=m,
-        claims=claims,
-        figures={"t0_ablation": _figure(m, t0s, T), "priors": _prior_figure(priors, hr_emb)},
-        notes=NOTES + f" The segmentation decoder was fine-tuned once per seed with priors "
-        f"refined from t0 = {config.t0}; the other t0 values change only the refiner at "
-        f"inference. {n_s} seeds (each its own training and test images), every t0 "
-        f"refined {config.n_refine} times; the embedding MSE is that of the mean prior.",
-    )
+    return m, claims
 
 
 def _figure(m, t0s, T):
@@ -196,7 +222,7 @@ def _figure(m, t0s, T):
     return fig
 
 
-def _prior_figure(priors, hr_emb, i: int = 0, channel: int = 1):
+def _prior_figure(priors, hr_emb, i: int = 0, channel: int = 0):
     t0s = list(priors)
     fig, ax = plt.subplots(1, len(t0s) + 1, figsize=(2.2 * (len(t0s) + 1), 2.6))
     for a, t0 in zip(ax, t0s, strict=False):
@@ -206,6 +232,6 @@ def _prior_figure(priors, hr_emb, i: int = 0, channel: int = 1):
     ax[-1].set_title("HR embedding", fontsize=9)
     for a in ax:
         a.axis("off")
-    fig.suptitle("ridge channel of the refined structural prior vs t0")
+    fig.suptitle(f"channel {channel} of the refined structural prior (embedding space) vs t0")
     fig.tight_layout()
     return fig

@@ -31,8 +31,8 @@ from ._segment import merge_small_segments as merge_small_segments
 from ._segment import relabel_connected as relabel_connected
 from ._segment import segment_watershed as segment_watershed
 
-# Models (shared-encoder U-Nets, partial-diffusion refiner), their training and the four
-# P11 methods.
+# Models (shared-encoder U-Nets, learned embedding, partial-diffusion refiner), their
+# training and the four P11 methods.
 # isort: split
 from ._blocks import pixel_shuffle as pixel_shuffle
 from ._blocks import pixel_unshuffle as pixel_unshuffle
@@ -45,10 +45,17 @@ from ._diffusion import q_sample as q_sample
 from ._diffusion import refine_embedding as refine_embedding
 from ._diffusion import refine_timesteps as refine_timesteps
 from ._diffusion import structure_embedding as structure_embedding
+from ._embed import AbstractEmbedding as AbstractEmbedding
+from ._embed import Embedder as Embedder
+from ._embed import LearnedEmbedding as LearnedEmbedding
+from ._embed import StructureEmbedding as StructureEmbedding
+from ._joint import JointOutput as JointOutput
+from ._joint import JointSRSeg as JointSRSeg
 from ._methods import METHODS as METHODS
 from ._methods import MethodPrediction as MethodPrediction
 from ._methods import MethodsConfig as MethodsConfig
 from ._methods import TrainedMethods as TrainedMethods
+from ._methods import embed_images as embed_images
 from ._methods import predict_method as predict_method
 from ._methods import refine_dataset as refine_dataset
 from ._methods import train_methods as train_methods
@@ -61,8 +68,6 @@ from ._train import balanced_bce as balanced_bce
 from ._train import fit as fit
 from ._train import init_params as init_params
 from ._train import reconstruction_loss as reconstruction_loss
-from ._unet import JointOutput as JointOutput
-from ._unet import JointSRSeg as JointSRSeg
 from ._unet import SegDecoder as SegDecoder
 from ._unet import SegNet as SegNet
 from ._unet import SRDecoder as SRDecoder

@@ -1,14 +1,16 @@
 """Partial-diffusion refiner of SR embeddings (P11): a small conditional DDPM.
 
-The refiner works in an embedding space of HR-sized feature maps. The embedding
-used here is `structure_embedding(image)`: standardised intensity, ridge response
-(membranes are dark thin curves) and gradient magnitude, so that the SR image and
-the real HR image have embeddings in the same space. A small denoiser, conditioned
-on the SR embedding, is trained with the epsilon-prediction loss of DDPM (Ho et
-al. 2020) on noised HR embeddings. At inference the refiner starts from the SR
-embedding noised with the closed form q(x_t0 | x_0) to a step t0 < T and denoises it
-in a few deterministic DDIM steps (Song et al. 2021); the result is a structural
-prior approximating the HR embedding, which guides the segmentation decoder.
+The refiner works in an embedding space of HR-sized feature maps, in which the SR
+image and the real HR image have embeddings of the same kind: by default the learned
+features of the joint model's shared encoder (`jaxlab.em.LearnedEmbedding`), or the
+hand-made `structure_embedding(image)` (standardised intensity, ridge response, where
+membranes are dark thin curves, and gradient magnitude; `jaxlab.em.StructureEmbedding`).
+A small denoiser, conditioned on the SR embedding, is trained with the
+epsilon-prediction loss of DDPM (Ho et al. 2020) on noised HR embeddings. At
+inference the refiner starts from the SR embedding noised with the closed form
+q(x_t0 | x_0) to a step t0 < T and denoises it in a few deterministic DDIM steps
+(Song et al. 2021); the result is a structural prior approximating the HR
+embedding, which guides the segmentation decoder.
 t0 = T is full diffusion from (almost) pure noise; t0 = 0 returns the input.
 
 Conventions: `alpha_bars` has T + 1 entries with `alpha_bars[0] = 1` (no noise) and
@@ -129,9 +131,10 @@ def _blur_axis(x, sigma: float, axis: int):
     return out
 
 
-def _standardise(c):
-    mean = jnp.mean(c, axis=(-2, -1), keepdims=True)
-    var = jnp.mean((c - mean) ** 2, axis=(-2, -1), keepdims=True)
+def _standardise(c, axes=(-2, -1)):
+    # zero mean, unit variance over the pixel axes (per image and channel)
+    mean = jnp.mean(c, axis=axes, keepdims=True)
+    var = jnp.mean((c - mean) ** 2, axis=axes, keepdims=True)
     return (c - mean) / jnp.sqrt(var + 1e-6)
 
 

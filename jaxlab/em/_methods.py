@@ -9,6 +9,11 @@ All models are trained with `fit` (`ObjectiveStep` on the one driver); segmentat
 - `joint_diffusion`: the joint model whose segmentation decoder is guided by the
   partial-diffusion refinement (from step t0) of its SR embedding.
 
+The refiner's embedding space is the joint model's (`MethodsConfig.embedding`; by default
+learned features of its shared encoder). Its condition E(SR) and its target E(HR) are
+computed by the frozen base joint model (`params["joint_base"]`), in training and at
+inference, so the refiner always sees the features it was trained on.
+
 `joint` and `joint_diffusion` get the same number of steps: both start from one joint
 model trained for `steps`; `joint` continues for `finetune_steps`, `joint_diffusion`
 fine-tunes for `finetune_steps` with refined priors (precomputed once per training image).
@@ -29,16 +34,12 @@ import optax
 
 from jaxlab._core import AbstractProgress, Checkpointer, check_positive_int
 
-from ._diffusion import (
-    Denoiser,
-    NoiseSchedule,
-    make_schedule,
-    refine_embedding,
-    structure_embedding,
-)
+from ._diffusion import Denoiser, NoiseSchedule, make_schedule, refine_embedding
+from ._embed import AbstractEmbedding, LearnedEmbedding
+from ._joint import JointOutput, JointSRSeg
 from ._segment import segment_watershed
 from ._train import DenoiserObjective, JointObjective, SegObjective, SRObjective, fit, init_params
-from ._unet import JointOutput, JointSRSeg, SegNet, SRNet
+from ._unet import SegNet, SRNet
 
 __all__ = [
     "METHODS",
@@ -48,6 +49,7 @@ __all__ = [
     "train_methods",
     "predict_method",
     "refine_dataset",
+    "embed_images",
 ]
 
 METHODS = ("bicubic", "separate", "joint", "joint_diffusion")
@@ -61,7 +63,9 @@ class MethodsConfig:
     `denoiser_features`: refiner width; `steps`, `finetune_steps`, `denoiser_steps`,
     `batch_size`, `learning_rate` (Adam), `chunk`: training; `seg_weight`: joint loss
     weight; `num_timesteps`, `schedule`: the refiner's diffusion; `t0`, `refine_steps`:
-    partial-diffusion start step and number of reverse steps.
+    partial-diffusion start step and number of reverse steps; `embedding`: the joint
+    model's embedding strategy (the refiner's space; default `LearnedEmbedding()`,
+    `StructureEmbedding()` is the hand-made ablation).
     """
 
     features: tuple[int, ...] = (16, 32)
@@ -78,13 +82,15 @@ class MethodsConfig:
     t0: int = 30
     refine_steps: int = 5
     chunk: int = 50
+    embedding: AbstractEmbedding = LearnedEmbedding()
 
 
 @dataclasses.dataclass
 class TrainedMethods:
     """All trained models of one setting: the nets, their `params` and training `losses`
     by name (`seg_bicubic`, `sr`, `seg_separate`, `joint_base`, `joint`, `denoiser`,
-    `joint_diffusion`, as far as the requested methods need them)."""
+    `joint_diffusion`, as far as the requested methods need them). `joint_base` is the
+    joint model before fine-tuning: the frozen embedder of the refiner's E(SR), E(HR)."""
 
     factor: int
     config: MethodsConfig
@@ -137,6 +143,31 @@ def refine_dataset(
     )
 
 
+def embed_images(net: JointSRSeg, params: Any, images: jax.Array, *, batch: int = 16) -> jax.Array:
+    """E(images) of the joint model `net` with frozen `params` (no gradient reaches them).
+
+    The refiner's target E(HR) and, via `JointOutput.embedding`, its condition E(SR)
+    come from one frozen joint model (P11: the structural prior approximates the HR
+    features of the same network).
+
+    **Arguments:** `net` a `JointSRSeg`; `params` its flax variables; `images` `(N, H, W)`
+    HR-sized; `batch` images per jitted call.
+
+    **Returns:** `(N, H, W, C_e)`.
+    """
+    check_positive_int("batch", batch)
+    fn = jax.jit(lambda x: net.apply(jax.lax.stop_gradient(params), x, method="embed"))
+    return _batched_apply(fn, jnp.asarray(images), batch)
+
+
+def _frozen_sr_embedding(net: JointSRSeg, params: Any, lr: jax.Array) -> jax.Array:
+    # E(SR) of the frozen joint model: the refiner's condition, in training and inference
+    frozen = jax.lax.stop_gradient(params)
+    return _batched_apply(
+        jax.jit(lambda x: cast(JointOutput, net.apply(frozen, x)).embedding), jnp.asarray(lr)
+    )
+
+
 def train_methods(
     hr: jax.Array,
     lr: jax.Array,
@@ -158,8 +189,11 @@ def train_methods(
     `joint`: shared encoder + SR and segmentation decoders; `joint_diffusion`: the joint
     model whose segmentation decoder is guided by the partial-diffusion refinement of its
     SR embedding. `joint` and `joint_diffusion` start from one joint model trained for
-    `steps`; `joint` continues for `finetune_steps`, `joint_diffusion` fine-tunes as long
-    with refined priors. Every model is trained with `fit` (`ObjectiveStep`).
+    `steps` (`joint_base`); `joint` continues for `finetune_steps`, `joint_diffusion`
+    fine-tunes as long with refined priors. The refiner's denoiser learns to map noised
+    E(HR) back, conditioned on E(SR), both embedded by the frozen `joint_base` (learned
+    features by default, `config.embedding`). Every model is trained with `fit`
+    (`ObjectiveStep`).
 
     **Arguments:**
 
@@ -183,7 +217,7 @@ def train_methods(
     optimizer = optax.adam(float(c.learning_rate)) if optimizer is None else optimizer
     sr_net = SRNet(factor, tuple(c.features))
     seg_net = SegNet(tuple(c.seg_features))
-    joint_net = JointSRSeg(factor, tuple(c.features))
+    joint_net = JointSRSeg(factor, tuple(c.features), c.embedding)
     denoiser = Denoiser(c.num_timesteps, c.denoiser_features, c.schedule)
     schedule = make_schedule(c.schedule, c.num_timesteps)
     ks = jax.random.split(key, 12)
@@ -234,15 +268,14 @@ def train_methods(
         data = {"lr": lr, "hr": hr, "boundary": boundary}
         p = init_params(joint_net, lr[:1], key=ks[6])
         base, losses["joint_base"] = train("joint", objective, p, data, ks[7], c.steps)
+        params["joint_base"] = base
         if "joint" in methods:
             params["joint"], losses["joint"] = train(
                 "joint_ft", objective, base, data, ks[8], c.finetune_steps
             )
         if "joint_diffusion" in methods:
-            cond = _batched_apply(
-                jax.jit(lambda x: cast(JointOutput, joint_net.apply(base, x)).embedding), lr
-            )
-            target = structure_embedding(hr)
+            cond = _frozen_sr_embedding(joint_net, base, lr)
+            target = embed_images(joint_net, base, hr)
             p = init_params(denoiser, cond[:1], jnp.ones((1,), jnp.int32), cond[:1], key=ks[9])
             params["denoiser"], losses["denoiser"] = train(
                 "denoiser",
@@ -290,7 +323,8 @@ def predict_method(
 ) -> MethodPrediction:
     """SR image, boundary probabilities and watershed instances of `method` on LR images
     `lr` `(N, S/f, S/f)` (and their bicubic upsamplings `(N, S, S)`); `key` drives the
-    refiner of `joint_diffusion`, started at `t0` (default `trained.config.t0`)."""
+    refiner of `joint_diffusion`, started at `t0` (default `trained.config.t0`) from the
+    SR embedding of the frozen `joint_base` model (the refiner's training condition)."""
     p = trained.params
     if method == "bicubic":
         logits = _batched_apply(
@@ -312,7 +346,7 @@ def predict_method(
             trained.denoiser,
             p["denoiser"],
             trained.schedule,
-            out.embedding,
+            _frozen_sr_embedding(trained.joint_net, p["joint_base"], lr),
             t0=t0,
             n_steps=trained.config.refine_steps,
             key=key,

@@ -9,7 +9,8 @@ configuration and reuses it across data sets):
   an auxiliary task for SR); with a `"prior"` in the batch the segmentation decoder
   is guided by it (fine-tuning on refined structural priors);
 - `DenoiserObjective`: epsilon-prediction MSE of the refiner's denoiser on noised
-  HR embeddings, conditioned on SR embeddings.
+  HR embeddings E(HR), conditioned on SR embeddings E(SR) (both precomputed by a frozen
+  joint model, `jaxlab.em.embed_images`).
 
 `ObjectiveStep` is one optimiser step on a random minibatch (drawn with replacement);
 `fit` runs it with `jaxlab._core.run_steps` (one jitted call per step, `StepLoop`:
@@ -43,7 +44,7 @@ from jaxlab._core import (
 )
 
 from ._diffusion import Denoiser, make_schedule, q_sample
-from ._unet import JointOutput
+from ._joint import JointOutput
 
 __all__ = [
     "balanced_bce",

@@ -5,8 +5,8 @@ features into the high-resolution (HR) image with a pixel shuffle (sub-pixel
 convolution, Shi et al. 2016); a segmentation decoder turns the same features into
 HR boundary logits, optionally guided by a structural prior (the SR embedding,
 or the partial-diffusion refinement of it; see `jaxlab.em.refine_embedding`).
-Training both decoders through the shared encoder makes segmentation an auxiliary
-task for SR, as in P11 (joint EM super-resolution and neuron segmentation).
+The joint model built from these parts is `jaxlab.em.JointSRSeg`; the SR-only and
+segmentation-only baselines are `SRNet` and `SegNet`.
 
 Images are `(B, H, W)` float arrays (a leading batch axis is optional);
 feature maps are channels-last `(B, H, W, C)`.
@@ -14,7 +14,7 @@ feature maps are channels-last `(B, H, W, C)`.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -22,7 +22,6 @@ import jax.numpy as jnp
 
 from ._blocks import _ConvBlock, pixel_shuffle
 from ._degrade import _check_factor
-from ._diffusion import structure_embedding
 
 __all__ = [
     "UNetEncoder",
@@ -31,8 +30,6 @@ __all__ = [
     "SegDecoder",
     "SRNet",
     "SegNet",
-    "JointSRSeg",
-    "JointOutput",
 ]
 
 
@@ -182,55 +179,3 @@ class SegNet(nn.Module):
         skips = UNetEncoder(self.features, self.param_dtype, name="encoder")(x[..., None])
         logits = SegDecoder(1, self.features, self.param_dtype, name="seg_decoder")(skips)
         return logits[0] if single else logits
-
-
-class JointOutput(NamedTuple):
-    """Outputs of `JointSRSeg`: SR image `(B, H, W)`, SR embedding `(B, H, W, C_e)`
-    (the structure embedding of the SR image) and boundary logits `(B, H, W)`."""
-
-    sr: jax.Array
-    embedding: jax.Array
-    boundary_logits: jax.Array
-
-
-class JointSRSeg(nn.Module):
-    """P11 joint model: one shared encoder on the LR image, an SR decoder and a
-    segmentation decoder producing HR boundary logits.
-
-    The segmentation decoder is guided by a structural prior at HR: by default the
-    SR embedding `structure_embedding(sr)` (gradient stopped, so the coupling of the
-    two tasks runs through the shared encoder); pass `prior=` to use another one, e.g.
-    the partial-diffusion refinement of the SR embedding.
-
-    **Arguments (call):** `lr` `(B, h, w)` (or `(h, w)`), `prior` `(B, H, W, C_e)` or None.
-
-    **Returns:** `JointOutput(sr, embedding, boundary_logits)` at `H = h * factor`.
-    """
-
-    factor: int = 2
-    features: tuple[int, ...] = (16, 32)
-    param_dtype: Any = jnp.float32
-
-    @nn.compact
-    def __call__(self, lr, prior=None):
-        _check_factor(self.factor)
-        _check_image("lr", lr, 2 ** (len(self.features) - 1))
-        dt = self.param_dtype
-        x, single = _batched(lr, dt)
-        skips = UNetEncoder(self.features, dt, name="encoder")(x[..., None])
-        sr = SRDecoder(self.factor, self.features, dt, name="sr_decoder")(skips, x)
-        emb = structure_embedding(sr)
-        if prior is None:
-            prior = jax.lax.stop_gradient(emb)
-        else:
-            prior = jnp.asarray(prior, dt)
-            if prior.ndim == 3:
-                prior = prior[None]
-            if prior.shape[:3] != sr.shape:
-                raise ValueError(
-                    f"prior: expected shape {sr.shape + (emb.shape[-1],)}, received {prior.shape}"
-                )
-        logits = SegDecoder(self.factor, self.features, dt, name="seg_decoder")(skips, prior)
-        if single:
-            return JointOutput(sr[0], emb[0], logits[0])
-        return JointOutput(sr, emb, logits)

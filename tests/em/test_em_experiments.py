@@ -95,4 +95,35 @@ def test_em_t0_tiny_run_writes_every_key(tmp_path):
     # t0 = 0 leaves the SR embedding unchanged; t0 = T moves it
     assert res.metrics["emb_mse_t0_0"] != res.metrics["emb_mse_t0_10"]
     assert {"t0_ablation", "priors"} <= set(res.figures)
-    assert len(res.claims) == 2
+    assert len(res.claims) == 3
+
+
+def test_em_t0_seed_summary_means_and_paired_intervals():
+    from scipy import stats
+
+    mod = importlib.import_module("experiments.em.t0")
+    config = mod.QUICK
+    t0s, seeds, t0c = mod.t0_values(config), (0, 1, 2), int(config.t0)
+    rng = np.random.default_rng(0)
+    names = (*mod.SEG_METRICS, "emb_mse", "emb_mse_one")
+    per_seed = {f"{k}_t0_{t}_s{s}": float(rng.uniform()) for k in names for t in t0s for s in seeds}
+    per_seed.update(
+        {f"{k}_s{s}": float(rng.uniform(10, 20)) for k in ("psnr", "ssim") for s in seeds}
+    )
+    m, claims = mod.seed_summary(config, per_seed)
+    voi = np.asarray([[per_seed[f"voi_t0_{t}_s{s}"] for t in t0s] for s in seeds])
+    np.testing.assert_allclose([m[f"voi_t0_{t}"] for t in t0s], voi.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(m["psnr"], np.mean([per_seed[f"psnr_s{s}"] for s in seeds]))
+    # the claim's paired t interval over seeds, recomputed with scipy
+    highs = []
+    for other in (0, int(config.T)):
+        d = voi[:, t0s.index(t0c)] - voi[:, t0s.index(other)]
+        half = stats.t.ppf(0.975, 2) * d.std(ddof=1) / np.sqrt(3)
+        lo, hi = d.mean() - half, d.mean() + half
+        assert f"{d.mean():+.3f} [{lo:+.3f}, {hi:+.3f}]" in claims[0].measured
+        highs.append(hi)
+    assert claims[0].holds == bool(max(highs) < 0)
+    # single-seed runs merged give the same as the three seeds at once
+    one = [mod.seed_summary(dataclasses.replace(config, seeds=(s,)), per_seed)[0] for s in seeds]
+    merged = {k: v for r in one for k, v in r.items() if k.endswith(tuple(f"_s{s}" for s in seeds))}
+    assert mod.seed_summary(config, merged)[0] == m

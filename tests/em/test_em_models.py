@@ -30,13 +30,13 @@ def test_shapes_for_x2_and_x4(factor, getkey):
     out = apply(params, lr)
     assert out.sr.shape == hr_shape
     assert out.boundary_logits.shape == hr_shape
-    assert out.embedding.shape == hr_shape + (3,)
+    assert out.embedding.shape == hr_shape + (4,)  # LearnedEmbedding's default channels
     assert out.sr.dtype == jnp.float32
     # unbatched input gives the unbatched output
     single = apply(params, lr[1])
     np.testing.assert_allclose(single.sr, out.sr[1], rtol=1e-5, atol=1e-6)
     # an explicit prior replaces the default one and changes only the segmentation
-    prior = jax.random.normal(getkey(), hr_shape + (3,), jnp.float32)
+    prior = jax.random.normal(getkey(), hr_shape + (4,), jnp.float32)
     guided = apply(params, lr, prior)
     np.testing.assert_array_equal(guided.sr, out.sr)
     assert not np.allclose(guided.boundary_logits, out.boundary_logits)
@@ -109,9 +109,10 @@ def _flat(tree):
 @pytest.mark.parametrize("factor", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_joint_loss_gradient_matches_finite_differences(factor, getkey):
     batch = _toy_batch(getkey(), 2, 8 * factor, factor, F64)
-    # a fixed prior: the default one is stop-gradient'ed, so finite differences of the
-    # loss would see a dependence that the gradient deliberately ignores
-    batch["prior"] = jax.random.normal(getkey(), batch["hr"].shape + (3,), F64)
+    # a fixed prior: the default one embeds the SR image with its gradient stopped, so
+    # finite differences of the loss would see a dependence the gradient deliberately ignores
+    # (LearnedEmbedding's default 4 channels)
+    batch["prior"] = jax.random.normal(getkey(), batch["hr"].shape + (4,), F64)
     model = em.JointSRSeg(factor, (3, 4), param_dtype=F64)
     params = em.init_params(model, batch["lr"], key=getkey())
     objective = em.JointObjective(model, seg_weight=0.7, norm="l2")
