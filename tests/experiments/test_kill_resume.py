@@ -126,7 +126,8 @@ CASES |= {
 # illusions_sae: SmolLM2 once, then the SAE in chunks of 100 steps (2 saves). cells_scib:
 # the LeCell fit (chunks of 50: 2 saves) and two NB-VAEs (chunks of 100: 2 saves each).
 # Measured 2026-12-02 (all three kill points passed; shared 2-core machine at load 11-13):
-# interp_sae 21 min, illusions_sae 51, cells_scib 60, routing_haps_main 49.
+# interp_sae 21 min, illusions_sae 51, cells_scib 60, routing_haps_main 49. illusions_sae
+# again after its framing change 2026-12-04: 2402 s (load 4-14).
 # routing_haps_main: two of the pool's LMs (SmolLM2, Gemma-3) on 50 MedMCQA items, each of
 # its 3 HAPS fits saving every 25 steps and at the end (6 saves). The experiments that
 # share a covered case's training path are cases further down.
