@@ -37,12 +37,15 @@ MAIN_REGIME = "cremi_like"
 class Config(EmConfig):
     """Settings of one run; the defaults are QUICK (2 CPU cores, minutes).
 
-    One training seed per setting; each claim's gap carries a `level` paired t interval
-    over the `n_test` held-out images (test-image variation, not training variation)."""
+    Each of `seeds` trains its own models on its own training and `n_test` test images
+    per setting; each claim's gap carries a `level` paired t interval over the seeds'
+    mean gaps (training and test variation). A one-seed run falls back to the paired t
+    interval over its test images (test variation only) and says so."""
 
     # (factor, regime) pairs
     settings: tuple[tuple[int, str], ...] = ((2, MAIN_REGIME), (4, MAIN_REGIME), (4, "noisy"))
     n_test: int = 24
+    seeds: tuple[int, ...] = (0, 1, 2)
     level: float = 0.95
 
 
@@ -58,7 +61,8 @@ def _suffix(factor: int, regime: str) -> str:
 
 
 def metric_keys(config) -> list[str]:
-    """The contract keys `run(config, ...)` writes: `<metric>_<method>_x<k>[_<regime>]`."""
+    """The contract keys `run(config, ...)` writes: `<metric>_<method>_x<k>[_<regime>]`
+    (means over seeds; `..._s<seed>` holds each seed's value)."""
     return [
         f"{metric}_{meth}_{_suffix(int(f), r)}"
         for f, r in config.settings
@@ -72,40 +76,90 @@ def _fmt(m, metric, suffix, methods=("separate", "joint", "joint_diffusion")):
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    m: dict[str, float] = {}
+    per_seed: dict[str, float] = {}
     per_image: dict[str, np.ndarray] = {}
     figures = {}
-    suffixes = []
     opt = optimizer(config)
+    seeds = [int(s) for s in config.seeds]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds: expected distinct seeds, received {config.seeds!r}")
     for i, (factor, regime) in enumerate(config.settings):
         factor = int(factor)
         sfx = _suffix(factor, regime)
-        suffixes.append(sfx)
-        k_train, k_test, k_fit, k_pred = jax.random.split(jax.random.fold_in(key, i), 4)
-        size, noise = int(config.size), float(config.lr_noise)
-        train = make_split(regime, factor, int(config.n_train), size, noise, key=k_train)
-        test = make_split(regime, factor, int(config.n_test), size, noise, key=k_test)
-        tr = train_methods(train, factor, config, k_fit, ctx, f"{regime}_x{factor}", opt)
-        preds = {meth: predict(tr, test, meth, k_pred) for meth in METHODS}
-        for meth, pred in preds.items():
-            sc = image_scores(pred, test)
-            for metric, v in sc.items():
-                m[f"{metric}_{meth}_{sfx}"] = float(v.mean())
-                per_image[f"{metric}_{meth}_{sfx}"] = v
-            log.info("em_joint %s %s: %s", sfx, meth, {k: float(v.mean()) for k, v in sc.items()})
-        for name, ls in tr.losses.items():
-            m[f"final_loss_{name}_{sfx}"] = float(np.mean(ls[-20:]))
-        if (regime == MAIN_REGIME and factor == 4) or "samples" not in figures:
-            figures["samples"] = sample_figure(test, preds, f"{regime} x{factor}")
+        for seed in seeds:
+            # seed 0 keeps the key (and checkpoint tag) of the one-seed run
+            k_set = jax.random.fold_in(key, i)
+            k_set = k_set if seed == 0 else jax.random.fold_in(k_set, seed)
+            k_train, k_test, k_fit, k_pred = jax.random.split(k_set, 4)
+            size, noise = int(config.size), float(config.lr_noise)
+            train = make_split(regime, factor, int(config.n_train), size, noise, key=k_train)
+            test = make_split(regime, factor, int(config.n_test), size, noise, key=k_test)
+            tag = f"{regime}_x{factor}" + (f"_s{seed}" if seed else "")
+            tr = train_methods(train, factor, config, k_fit, ctx, tag, opt)
+            preds = {meth: predict(tr, test, meth, k_pred) for meth in METHODS}
+            for meth, pred in preds.items():
+                sc = image_scores(pred, test)
+                for metric, v in sc.items():
+                    per_seed[f"{metric}_{meth}_{sfx}_s{seed}"] = float(v.mean())
+                    if len(seeds) == 1:
+                        per_image[f"{metric}_{meth}_{sfx}"] = v
+                log.info(
+                    "em_joint %s seed %d %s: %s",
+                    sfx,
+                    seed,
+                    meth,
+                    {k: float(v.mean()) for k, v in sc.items()},
+                )
+            for name, ls in tr.losses.items():
+                per_seed[f"final_loss_{name}_{sfx}_s{seed}"] = float(np.mean(ls[-20:]))
+            first = seed == seeds[0]
+            if first and ((regime == MAIN_REGIME and factor == 4) or "samples" not in figures):
+                figures["samples"] = sample_figure(test, preds, f"{regime} x{factor}")
+    m, claims = seed_summary(config, per_seed, per_image or None)
+    missing = set(metric_keys(config)) - set(m)
+    if missing:
+        raise RuntimeError(f"em_joint: contract keys not written: {sorted(missing)}")
+    figures["metrics"] = _bar_figure(m, [_suffix(int(f), r) for f, r in config.settings], seeds)
+    return Result(metrics=m, claims=claims, figures=figures, notes=NOTES)
+
+
+def seed_summary(
+    config, per_seed: dict[str, float], per_image: dict[str, np.ndarray] | None = None
+) -> tuple[dict[str, float], list[Claim]]:
+    """Metrics and claims of a run from its per-seed values.
+
+    `per_seed` holds `<metric>_<method>_<setting>_s<seed>` (each seed's mean over its test
+    images) and `final_loss_<model>_<setting>_s<seed>` for every seed of `config.seeds`;
+    merged metrics of single-seed runs (`--set 'seeds=[s]'`) give the same result as one
+    run over all seeds. With one seed, `per_image` (`<metric>_<method>_<setting>` ->
+    per-image scores) gives the intervals over test images instead.
+
+    **Returns:** `(metrics, claims)`: per-seed values, their means over seeds (the contract
+    keys), every gap's mean and `level` paired t interval, and the claims.
+    """
+    seeds = [int(s) for s in config.seeds]
+    suffixes = [_suffix(int(f), r) for f, r in config.settings]
+    level = float(config.level)
+    if len(seeds) < 2 and per_image is None:
+        raise ValueError("per_image: required for a one-seed run (intervals over images)")
+    m: dict[str, float] = {}
+    stems = sorted({k.rsplit("_s", 1)[0] for k in per_seed if k.endswith(f"_s{seeds[0]}")})
+    for stem in stems:
+        vals = [per_seed[f"{stem}_s{seed}"] for seed in seeds]
+        m[stem] = float(np.mean(vals))
+        m.update({f"{stem}_s{seed}": float(v) for seed, v in zip(seeds, vals, strict=True)})
 
     def gap(metric, a, b, s):
-        """Mean and paired t interval over test images of metric(a) - metric(b)."""
-        t = t_interval(per_image[f"{metric}_{a}_{s}"] - per_image[f"{metric}_{b}_{s}"], level)
+        """Mean and paired t interval of metric(a) - metric(b): over seeds (>= 2 seeds) or
+        over the one seed's test images."""
+        if len(seeds) >= 2:
+            d = [m[f"{metric}_{a}_{s}_s{seed}"] - m[f"{metric}_{b}_{s}_s{seed}"] for seed in seeds]
+        else:
+            d = per_image[f"{metric}_{a}_{s}"] - per_image[f"{metric}_{b}_{s}"]  # type: ignore[index]
+        t = t_interval(d, level)
         for name, v in zip(("", "_lo", "_hi"), t, strict=True):
             m[f"gap_{metric}_{a}_vs_{b}_{s}{name}"] = v
         return t
-
-    level = float(config.level)
 
     def ci(t):
         return f"{t[0]:+.3f} [{t[1]:+.3f}, {t[2]:+.3f}]"
@@ -136,11 +190,14 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         )
 
     pct, n_img = f"{level:.0%}", int(config.n_test)
-    how = (
-        f"; {pct} paired t intervals over {n_img} held-out images, one training seed "
-        f"(null: no difference)"
-    )
-
+    if len(seeds) >= 2:
+        over = (
+            f"{pct} paired t intervals over {len(seeds)} seeds (each its own training and "
+            f"{n_img} test images; seed means compared)"
+        )
+    else:
+        over = f"{pct} paired t intervals over {n_img} held-out images, one training seed"
+    how = f"; {over} (null: no difference)"
     main = [s for s in suffixes if "_" not in s]
     extra = [s for s in suffixes if "_" in s]
     claims = [
@@ -166,40 +223,36 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             "consistent over data sets and degradations",
             f"PSNR gain in {sum(map(psnr_holds, suffixes))}/{len(suffixes)}, refiner gain "
             f"in {sum(map(refiner_holds, suffixes))}/{len(suffixes)} settings "
-            f"({', '.join(suffixes)}; each gap's {pct} paired t interval over {n_img} "
-            "images excludes 0); extra regimes: "
+            f"({', '.join(suffixes)}; each gap's {over} excludes 0); extra regimes: "
             + "; ".join(f"{psnr_text(s)}; {refiner_text(s)}" for s in extra),
             bool(extra) and all(psnr_holds(s) and refiner_holds(s) for s in suffixes),
         ),
     ]
-    missing = set(metric_keys(config)) - set(m)
-    if missing:
-        raise RuntimeError(f"em_joint: contract keys not written: {sorted(missing)}")
-    figures["metrics"] = _bar_figure(m, suffixes)
-    return Result(metrics=m, claims=claims, figures=figures, notes=NOTES)
+    return m, claims
 
 
-def _bar_figure(m, suffixes):
+def _bar_figure(m, suffixes, seeds):
+    """Bars: means over seeds; dots: each seed's value."""
     fig, axes = plt.subplots(1, len(METRICS), figsize=(4 * len(METRICS), 3.6))
     x = np.arange(len(suffixes))
     w = 0.8 / len(METHODS)
     for ax, metric in zip(axes, METRICS, strict=True):
         for j, meth in enumerate(METHODS):
-            ax.bar(
-                x + (j - 1.5) * w,
-                [m[f"{metric}_{meth}_{s}"] for s in suffixes],
-                w,
-                label=meth,
-                color=f"C{j}",
-            )
+            xs = x + (j - 1.5) * w
+            ax.bar(xs, [m[f"{metric}_{meth}_{s}"] for s in suffixes], w, label=meth, color=f"C{j}")
+            if len(seeds) > 1:
+                for seed in seeds:
+                    ys = [m[f"{metric}_{meth}_{s}_s{seed}"] for s in suffixes]
+                    ax.plot(xs, ys, "k.", ms=3)
         ax.set_xticks(x, suffixes, rotation=15)
         better = "higher" if metric in HIGHER_IS_BETTER else "lower"
         ax.set_title(f"{metric.upper()} ({better} better)")
         if metric in ("psnr", "ssim"):
-            lo = min(m[f"{metric}_{meth}_{s}"] for meth in METHODS for s in suffixes)
-            hi = max(m[f"{metric}_{meth}_{s}"] for meth in METHODS for s in suffixes)
+            vals = [m[k] for k in m if k.startswith(f"{metric}_") and not k.startswith("gap")]
+            lo, hi = min(vals), max(vals)
             ax.set_ylim(lo - 0.1 * (hi - lo + 1e-9), hi + 0.1 * (hi - lo + 1e-9))
     axes[0].legend(fontsize=8)
-    fig.suptitle("P11 on synthetic EM: SR fidelity and instance-segmentation errors")
+    n = f"{len(seeds)} seeds: bars = mean, dots = seeds" if len(seeds) > 1 else "one seed"
+    fig.suptitle(f"P11 on synthetic EM: SR fidelity and instance-segmentation errors ({n})")
     fig.tight_layout()
     return fig

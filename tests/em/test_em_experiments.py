@@ -127,3 +127,49 @@ def test_em_t0_seed_summary_means_and_paired_intervals():
     one = [mod.seed_summary(dataclasses.replace(config, seeds=(s,)), per_seed)[0] for s in seeds]
     merged = {k: v for r in one for k, v in r.items() if k.endswith(tuple(f"_s{s}" for s in seeds))}
     assert mod.seed_summary(config, merged)[0] == m
+
+
+def test_em_joint_seed_summary_means_and_paired_intervals():
+    from scipy import stats
+
+    mod = importlib.import_module("experiments.em.joint")
+    config, seeds = mod.QUICK, (0, 1, 2)
+    sfx = [mod._suffix(int(f), r) for f, r in config.settings]
+    rng = np.random.default_rng(1)
+    per_seed = {
+        f"{k}_{meth}_{s}_s{seed}": float(rng.uniform(0.1, 30))
+        for k in (*METRICS, "boundary_f1")
+        for meth in METHODS
+        for s in sfx
+        for seed in seeds
+    }
+    m, claims = mod.seed_summary(config, per_seed)
+    assert set(mod.metric_keys(config)) <= set(m)
+    np.testing.assert_allclose(
+        m["psnr_joint_x2"], np.mean([per_seed[f"psnr_joint_x2_s{s}"] for s in seeds])
+    )
+    # the claim's paired t interval over seeds, recomputed with scipy
+    d = np.asarray(
+        [
+            per_seed[f"psnr_joint_{s}_s{k}"] - per_seed[f"psnr_separate_{s}_s{k}"]
+            for s in ("x2",)
+            for k in seeds
+        ]
+    )
+    half = stats.t.ppf(0.975, 2) * d.std(ddof=1) / np.sqrt(3)
+    assert f"{d.mean():+.3f} [{d.mean() - half:+.3f}, {d.mean() + half:+.3f}]" in claims[0].measured
+    np.testing.assert_allclose(m["gap_psnr_joint_vs_separate_x2_lo"], d.mean() - half)
+    assert "over 3 seeds" in claims[0].measured
+    # single-seed runs merged give the same as the three seeds at once
+    one = [{k: v for k, v in per_seed.items() if k.endswith(f"_s{s}")} for s in seeds]
+    merged = {k: v for r in one for k, v in r.items()}
+    assert mod.seed_summary(config, merged)[0] == m
+    # one seed: intervals over its test images (the one-seed run's path), said so
+    one_cfg = dataclasses.replace(config, seeds=(0,))
+    with pytest.raises(ValueError, match="per_image"):
+        mod.seed_summary(one_cfg, one[0])
+    per_image = {k[: -len("_s0")]: rng.uniform(0, 30, config.n_test) for k in one[0]}
+    m1, c1 = mod.seed_summary(one_cfg, one[0], per_image)
+    d1 = per_image["psnr_joint_x2"] - per_image["psnr_separate_x2"]
+    np.testing.assert_allclose(m1["gap_psnr_joint_vs_separate_x2"], d1.mean())
+    assert "one training seed" in c1[0].measured

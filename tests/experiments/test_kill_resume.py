@@ -180,7 +180,7 @@ CASES["routing_haps_main"] = _HAPS_TINY | {"router_steps": 20, "cost_shifts": (0
 # per variant (6 saves each). biophys_localize: the anchored population fit of
 # biophys_currents (25-step chunks: 2 saves). cells_rare: one LeCell fit per fraction
 # (chunks of 50: 2 saves each). eeg_cross_session / eeg_technique: eeg_state's deep
-# baselines. em_joint: em.train_methods as in em_t0, one setting. stereo_ipd: the RAFT
+# baselines. em_joint: em.train_methods as in em_t0, one setting, two seeds. stereo_ipd: the RAFT
 # training of stereo_faces. topology_mutag / topology_zinc: topology_freesolv's train
 # (every 10 epochs and at the end: 2 saves per model and fold).
 # Measured 2026-12-03 (all three kill points passed; shared 2-core machine, run niced
@@ -207,7 +207,7 @@ CASES |= {
     "em_joint": {
         k: v for k, v in CASES["em_t0"].items() if k not in ("t0_values", "seeds", "n_refine")
     }
-    | {"settings": ((2, "cremi_like"),)},
+    | {"settings": ((2, "cremi_like"),), "seeds": (0, 1)},
     "stereo_ipd": CASES["stereo_faces"] | {"noise_draws": 4, "n_boot": 50},
     "topology_mutag": {"folds": 2, "epochs": 12, "width": 8, "depth": 1},
     "topology_zinc": {
