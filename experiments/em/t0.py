@@ -119,7 +119,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     return Result(
         metrics=m,
         claims=claims,
-        figures={"t0_ablation": _figure(m, t0s, T), "priors": _prior_figure(priors, hr_emb)},
+        figures={"t0_ablation": _figure(m, t0s, T, seeds), "priors": _prior_figure(priors, hr_emb)},
         notes=NOTES + f" The segmentation decoder was fine-tuned once per seed with priors "
         f"refined from t0 = {config.t0}; the other t0 values change only the refiner at "
         f"inference. {len(seeds)} seeds (each its own training and test images), every t0 "
@@ -205,18 +205,21 @@ def seed_summary(config, per_seed: dict[str, float]) -> tuple[dict[str, float], 
     return m, claims
 
 
-def _figure(m, t0s, T):
+def _figure(m, t0s, T, seeds=()):
+    """Each metric against t0: the mean over seeds (line) and each seed (dots)."""
     shown = ("voi", "arand", "cremi", "boundary_f1", "emb_mse")
     fig, axes = plt.subplots(1, len(shown), figsize=(4 * len(shown), 3.4))
     for ax, metric in zip(axes, shown, strict=True):
         ax.plot(t0s, [m[f"{metric}_t0_{t}"] for t in t0s], "o-")
+        for seed in seeds if len(seeds) > 1 else ():
+            ax.plot(t0s, [m[f"{metric}_t0_{t}_s{seed}"] for t in t0s], "k.", ms=3, alpha=0.6)
         ax.set_xlabel("t0 (partial-diffusion start step)")
         ax.set_title(metric.upper() + (" to HR embedding" if metric == "emb_mse" else ""))
         ax.axvline(m["t0_trained"], color="grey", ls=":", lw=1)
         ax.axvline(T, color="k", ls="--", lw=0.8)
     fig.suptitle(
         "P11 partial-diffusion ablation (t0 = 0: SR embedding; t0 = T: from noise; "
-        "dotted: t0 used in training) — synthetic EM"
+        f"dotted: t0 used in training; {len(seeds) or 1} seed(s), dots: seeds) — synthetic EM"
     )
     fig.tight_layout()
     return fig
