@@ -46,8 +46,6 @@ __all__ = [
     "refine_timesteps",
 ]
 
-EMBED_CHANNELS = 3
-
 
 class NoiseSchedule(eqx.Module):
     """DDPM noise schedule: `betas` `(T,)` and `alpha_bars` `(T + 1,)`, alpha_bars[0] = 1."""
