@@ -10,8 +10,13 @@ cost weights, over the validation part's fixed-candidate cost range). With
 `monitor_every`, iterative fits are also scored every `monitor_every` steps (through the
 fit's `monitor`, i.e. `run_steps`' `stop`), so the stopping point is selected as well
 (early stopping on the validation score; `patience` ends a fit whose score has not
-improved for that many checks). The selected router is the fitted model itself (trained
-on the inner part), not a refit on the whole table; the first best score wins ties.
+improved for that many checks). The first best score wins ties. By default the selected
+router is the fitted model itself (trained on the inner part only); with `refit=True` the
+chosen setting is fitted once more on the whole table (same key as the selection's fits,
+for the selected number of steps when the stopping point was selected) and that refitted
+router is returned instead. The selection itself (setting, steps, scores) is the same
+either way; the refitted router has no validation score of its own (it has seen the
+validation part).
 """
 
 from __future__ import annotations
@@ -78,13 +83,16 @@ class RouterSelection:
 
     **Fields:**
 
-    - `router`: the selected fitted router (trained on the inner training part).
+    - `router`: the selected fitted router: trained on the inner training part, or, when
+      `refit`, the selected setting (and step count) fitted again on the whole table.
     - `setting`: its grid entry (a dict of keyword arguments of the fit).
     - `steps`: the step count it was taken at (None for a fit without a monitor).
-    - `score`: its validation AIQ.
+    - `score`: the validation AIQ of the selected candidate (the inner-part fit; a
+      refitted router has seen the validation part, so it has no validation score).
     - `scores`: every scored candidate as `(grid index, steps or None, validation AIQ)`,
       in the order they were scored.
     - `validation_ids`: the `query_ids` of the validation part.
+    - `refit`: whether `router` was refitted on the whole table.
     """
 
     router: AbstractRouter
@@ -93,6 +101,7 @@ class RouterSelection:
     score: float
     scores: tuple[tuple[int, int | None, float], ...]
     validation_ids: tuple[str, ...]
+    refit: bool = False
 
 
 def select_router(
@@ -106,6 +115,7 @@ def select_router(
     cost_weights=(0.0,),
     monitor_every: int | None = None,
     patience: int | None = None,
+    refit: bool = False,
 ) -> RouterSelection:
     """The setting of `grid` (and, with `monitor_every`, the stopping point) whose fitted
     router has the highest validation AIQ (`router_aiq`) on a split of `table`.
@@ -127,6 +137,10 @@ def select_router(
       router).
     - `patience`: with `monitor_every`, end a fit after this many checks without a
       better score (None: never).
+    - `refit`: after the selection, fit the selected setting again on the whole `table`
+      (with the key of the selection's fits and, with `monitor_every`, `steps=` the
+      selected step count, replacing any `steps` in the setting) and return that router
+      instead of the inner-part fit.
 
     **Returns:** a `RouterSelection`.
     """
@@ -163,11 +177,16 @@ def select_router(
             return patience is not None and run["since"] >= patience
 
         fit(inner, key=k_fit, monitor=monitor, monitor_every=monitor_every, **setting)
+    setting, router = grid[best["i"]], best["router"]
+    if refit:
+        steps = {} if best["steps"] is None else {"steps": best["steps"]}
+        router = fit(table, key=k_fit, **{**setting, **steps})
     return RouterSelection(
-        router=best["router"],
-        setting=grid[best["i"]],
+        router=router,
+        setting=setting,
         steps=best["steps"],
         score=float(best["score"]),
         scores=tuple(scores),
         validation_ids=val.query_ids,
+        refit=bool(refit),
     )

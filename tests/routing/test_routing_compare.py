@@ -1,6 +1,7 @@
 """The P6 experiments' shared comparison: paired-bootstrap CIs, masking helpers, the exact
 permutation test of routing_groups (against scipy's permutation_test), and an end-to-end
-comparison on a planted table where routing must win."""
+comparison on a planted table where routing must win; `refit=True` reaches every learned
+router's selection."""
 
 from __future__ import annotations
 
@@ -155,3 +156,36 @@ def test_selection_never_reads_test_rows():
                 np.asarray(s2.routers[n].predict_quality(t.features)),
             )
         assert len({x[2] for x in s.selections["knn"].scores}) > 1
+
+
+def test_refit_reaches_the_selection_of_every_learned_router():
+    """`CompareConfig(refit=True)`: each learned router is its selected setting fitted on
+    the whole training part for the selected steps (bit for bit a direct fit with the
+    selection's key); the fixed router has no selection; the protocol says so."""
+    cfg = dataclasses.replace(
+        _compare.CompareConfig(),
+        n_splits=1,
+        steps=30,
+        n_boot=10,
+        knn_ks=(1, 2, 4, 8, 16, 32),
+        refit=True,
+    )
+    names = ("fixed", "knn", "linear")
+    key = jax.random.key(3)
+    (s,) = _compare.compare(planted(120, seed=4), names, cfg, key)
+    assert s.selections["fixed"] is None
+    k_fit = jax.random.split(jax.random.fold_in(key, 0), 3)[1]
+    for i, n in enumerate(names[1:], start=1):
+        sel = s.selections[n]
+        assert sel.refit
+        fit_fn = _compare.grid(n, cfg)[0]
+        steps = {} if sel.steps is None else {"steps": sel.steps}
+        key_n = jax.random.split(jax.random.fold_in(k_fit, i))[1]
+        direct = fit_fn(s.train, key=key_n, **{**sel.setting, **steps})
+        np.testing.assert_array_equal(
+            np.asarray(s.routers[n].predict_quality(s.test.features)),
+            np.asarray(direct.predict_quality(s.test.features)),
+        )
+    assert s.routers["knn"].train_features.shape[0] == s.train.n_queries
+    assert "refitted on the whole training part" in _compare.protocol(cfg)
+    assert "no refit" in _compare.protocol(dataclasses.replace(cfg, refit=False))

@@ -1,7 +1,9 @@
 """`select_router` / `router_aiq`: the selected setting and stopping point equal a
 brute-force loop over the grid (separate fits of every setting at every step count),
 `router_aiq` equals AIQ of the routed choices computed by hand, the validation split
-keeps clusters together, patience ends a fit early. (That the P6 comparison's selection
+keeps clusters together, patience ends a fit early; `refit=True` returns the selected
+setting fitted on the whole table (equal to a direct fit at the selected step count; kNN
+against a NumPy nearest-neighbour average). (That the P6 comparison's selection
 never reads test rows is a property test in test_routing_compare.py.)"""
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+import equinox as eqx
 import jax
 import numpy as np
 import pytest
@@ -115,3 +118,82 @@ def test_validation_split_keeps_clusters(getkey):
     assert not set(clusters[val]) & set(clusters[~val])
     with pytest.raises(ValueError, match="grid"):
         routing.select_router(routing.KNNRouter.fit, t, [], key=key)
+
+
+def _same_arrays(a, b) -> None:
+    la, lb = (
+        jax.tree.leaves(eqx.filter(a, eqx.is_array)),
+        jax.tree.leaves(eqx.filter(b, eqx.is_array)),
+    )
+    assert len(la) == len(lb) > 0
+    for x, y in zip(la, lb, strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.mark.parametrize("kind", ["mlp", pytest.param("latent", marks=pytest.mark.slow)])
+def test_refit_equals_a_fit_on_the_whole_table_at_the_selected_steps(kind):
+    """`refit=True`: the same selection as `refit=False`; the returned router is, bit for
+    bit, the selected setting fitted on the whole table (the selection's fit key) for the
+    selected step count, which overrides the setting's own `steps` (here the selection
+    stops early, so a refit for the setting's 40 steps would differ); and it matches the
+    checkpoint at that step count of one monitored fit on the whole table."""
+    t = _noisy(120, seed=1)
+    if kind == "mlp":
+        fit = functools.partial(routing.MLPRouter.fit, hidden=(32,))
+        grid = [{"learning_rate": 3e-1, "steps": 40}, {"learning_rate": 3e-2, "steps": 40}]
+        key = jax.random.key(2)  # selects the second setting after 20 steps
+    else:
+        fit = functools.partial(routing.LatentRouter.fit, dim=8, depth=1)
+        grid = [{"learning_rate": 1e-1, "steps": 40}, {"learning_rate": 1e-2, "steps": 40}]
+        key = jax.random.key(1)  # selects the first setting after 20 steps
+    kw = {"key": key, "cost_weights": LAMS, "monitor_every": 20}
+    plain = routing.select_router(fit, t, grid, **kw)
+    sel = routing.select_router(fit, t, grid, refit=True, **kw)
+    assert (plain.refit, sel.refit) == (False, True)
+    for f in ("setting", "steps", "score", "scores", "validation_ids"):
+        assert getattr(sel, f) == getattr(plain, f)
+    assert sel.steps < 40  # the selected stopping point is not the setting's own
+    k_fit = jax.random.split(key)[1]
+    direct = fit(t, key=k_fit, **{**sel.setting, "steps": sel.steps})
+    _same_arrays(sel.router, direct)
+    np.testing.assert_array_equal(
+        np.asarray(sel.router.predict_quality(t.features)),
+        np.asarray(direct.predict_quality(t.features)),
+    )
+    # the checkpoints of one monitored 40-step fit on the whole table: the one at the
+    # selected step count is the refit, the last one (the setting's own steps) is not
+    seen = {}
+
+    def monitor(router, steps):
+        seen[steps] = np.asarray(router.predict_quality(t.features))
+        return False
+
+    fit(t, key=k_fit, monitor=monitor, monitor_every=20, **sel.setting)
+    got = np.asarray(sel.router.predict_quality(t.features))
+    np.testing.assert_allclose(got, seen[sel.steps], atol=1e-5)
+    assert np.abs(got - seen[40]).max() > 1e-3
+    # nor the inner-part fit
+    assert np.abs(got - np.asarray(plain.router.predict_quality(t.features))).max() > 1e-3
+
+
+def test_knn_refit_uses_the_whole_table(getkey):
+    """kNN refit: the selected k over every row of the table, checked against a NumPy
+    nearest-neighbour average (cosine similarity; continuous features, so no ties)."""
+    t = _noisy(150, seed=2)
+    rng = np.random.default_rng(3)
+    t = dataclasses.replace(t, features=t.features + 0.3 * rng.normal(size=t.features.shape))
+    grid = [{"k": k} for k in (1, 4, 16, 64)]
+    key = getkey()
+    kw = {"key": key, "cost_weights": LAMS}
+    plain = routing.select_router(routing.KNNRouter.fit, t, grid, **kw)
+    sel = routing.select_router(routing.KNNRouter.fit, t, grid, refit=True, **kw)
+    assert (sel.setting, sel.steps, sel.scores) == (plain.setting, None, plain.scores)
+    assert sel.refit
+    assert sel.router.train_features.shape[0] == t.n_queries
+    assert plain.router.train_features.shape[0] < t.n_queries
+    x = t.features / np.linalg.norm(t.features, axis=1, keepdims=True)
+    q = rng.normal(size=(20, t.features.shape[1]))
+    qn = q / np.linalg.norm(q, axis=1, keepdims=True)
+    near = np.argsort(-(qn @ x.T), axis=1)[:, : sel.setting["k"]]
+    want = t.quality[near].mean(axis=1)
+    np.testing.assert_allclose(np.asarray(sel.router.predict_quality(q)), want, atol=1e-6)
