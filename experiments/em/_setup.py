@@ -89,8 +89,8 @@ NOTES = (
     "back conditioned on E(SR), both from the frozen base joint model (the hand-made "
     "structure_embedding is the ablation, embedding='structure'). "
     "Instances: jaxlab.em.segment_watershed on sigmoid(boundary logits); metrics "
-    "averaged over held-out generated images; small CPU-sized training (em_joint: one "
-    "seed; em_t0 states its seeds)."
+    "averaged over held-out generated images; small CPU-sized training (em_joint and "
+    "em_t0 state their seeds)."
 )
 
 

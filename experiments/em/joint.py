@@ -223,8 +223,8 @@ def seed_summary(
             "consistent over data sets and degradations",
             f"PSNR gain in {sum(map(psnr_holds, suffixes))}/{len(suffixes)}, refiner gain "
             f"in {sum(map(refiner_holds, suffixes))}/{len(suffixes)} settings "
-            f"({', '.join(suffixes)}; each gap's {over} excludes 0); extra regimes: "
-            + "; ".join(f"{psnr_text(s)}; {refiner_text(s)}" for s in extra),
+            f"({', '.join(suffixes)}; a gain: its gap's interval excludes 0; {over}); "
+            "extra regimes: " + "; ".join(f"{psnr_text(s)}; {refiner_text(s)}" for s in extra),
             bool(extra) and all(psnr_holds(s) and refiner_holds(s) for s in suffixes),
         ),
     ]
