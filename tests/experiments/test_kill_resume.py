@@ -188,7 +188,9 @@ CASES["routing_haps_main"] = _HAPS_TINY | {"router_steps": 20, "cost_shifts": (0
 # eeg_cross_session 1359 s (load 7-9), stereo_ipd 140 s (load 5-7), em_joint 208 s
 # (load 5-7), cells_rare 158 s (load 2-5), topology_zinc 153 s (load 4-5); biophys_localize
 # passed earlier that day (166 s). routing_haps_ablation passed 2026-12-04 (1289 s, niced,
-# load 12-14, beside four helpers' jobs).
+# load 12-14, beside four helpers' jobs). Re-run after the cases changed (cells: simulated
+# data, 2 seeds; em: learned embedding, em_joint 2 seeds), 2026-12-04 at load 4-8, all three
+# kill points passed: cells_scib 3671 s, cells_rare 339 s, em_joint 169 s, em_t0 124 s.
 _EEG_TINY = CASES["eeg_state"]
 CASES |= {
     "routing_haps_ablation": dict(_HAPS_TINY),
