@@ -1443,8 +1443,17 @@ LAPLEX_CLONES void SymGradPass1(int64_t n, int64_t ch0, int64_t ch1, const S* x,
     kw[0] = kx[cnt] = 0.0;
     // the eight recurrences; forward at u, backward at v = cnt - 1 - u
     double bx = bnext[2 * ch], bw = bnext[2 * ch + 1], lt = lin[ch], rt = rin[ch];
+    // prefetch the next chunk's anchors and values (one 64-byte line of each every
+    // kLine steps) while the chains run
+    constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(S));
+    const int64_t pf_end = std::min(C, n - j1);
     for (int64_t u = 0; u < cnt; ++u) {
       const int64_t v = cnt - 1 - u;
+      if (u % kLine == 0 && u < pf_end) {
+        __builtin_prefetch(src + j1 + u);
+        __builtin_prefetch(x + j1 + u);
+        __builtin_prefetch(w + j1 + u);
+      }
       gx = al[u] * gx + ad[u] * fx;
       gw = al[u] * gw + ad[u] * fw;
       fx = al[u] * fx + xd[u];
