@@ -1327,7 +1327,7 @@ template <typename S>
 void SymGradPass0(int64_t n, int64_t ch0, int64_t ch1, const S* x, const S* w, const S* src,
                   double a, GradChunk* info) {
   constexpr int64_t C = kGradChunk, kBlk = 128;
-  double e[kBlk], f[kBlk];
+  double e[kBlk], f[kBlk], xv[kBlk], wv[kBlk];
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const int64_t j0 = ch * C, cnt = std::min(C, n - j0);
     const S* sp = src + j0;
@@ -1339,13 +1339,25 @@ void SymGradPass0(int64_t n, int64_t ch0, int64_t ch1, const S* x, const S* w, c
       const int64_t m = std::min(kBlk, cnt - u0);
       for (int64_t u = 0; u < m; ++u) e[u] = static_cast<double>(sp[u0 + u]) - s0;
       GradExp<S>(e, a, f, m);
-      double px[4] = {0, 0, 0, 0}, pw[4] = {0, 0, 0, 0};
+      // eight lanes at a time (kBlk is a multiple of 8; a short last block is padded)
+      for (int64_t u = m; u < ((m + 7) & ~int64_t{7}); ++u) f[u] = xv[u] = wv[u] = 0.0;
       for (int64_t u = 0; u < m; ++u) {
-        px[u & 3] += f[u] * static_cast<double>(xp[u0 + u]);
-        pw[u & 3] += f[u] * static_cast<double>(wp[u0 + u]);
+        xv[u] = static_cast<double>(xp[u0 + u]);
+        wv[u] = static_cast<double>(wp[u0 + u]);
       }
-      bx += (px[0] + px[1]) + (px[2] + px[3]);
-      bw += (pw[0] + pw[1]) + (pw[2] + pw[3]);
+      V8 px = V8{} * 0.0, pw = px;
+      for (int64_t u = 0; u < m; u += 8) {
+        V8 fv, xq, wq;
+        std::memcpy(&fv, f + u, sizeof(V8));
+        std::memcpy(&xq, xv + u, sizeof(V8));
+        std::memcpy(&wq, wv + u, sizeof(V8));
+        px += fv * xq;
+        pw += fv * wq;
+      }
+      for (int e = 0; e < 8; ++e) {
+        bx += px[e];
+        bw += pw[e];
+      }
       if (f[m - 1] == 0.0) break;  // later anchors decay further
     }
     GradChunk& g = info[ch];
