@@ -28,7 +28,10 @@ in double precision for every storage dtype), and, when `t is s` (one array for
 both roles, e.g. a Gram operator), as one interleaved forward/backward loop with
 `y = F + B - x` (`fused_sym`; for one real float32 column on AVX-512 CPUs, on all
 cores and with float32 recurrences where the anchors decay fast enough, see its
-docstring). Other strategies run the scans one by one.
+docstring). The gradient of that symmetric case with a real kernel and one real column
+is one fused pass too (`fused_sym_grad`: `v`'s cotangent `c K w`, the anchors' through
+both roles, `a`'s from the left Jordan sums and `c`'s, with the tie convention above).
+Other strategies run the scans one by one.
 
 Complex cotangents follow JAX's convention (transpose, no conjugation; real
 inputs take the real part), so gradients equal autodiff through the dense matrix.

@@ -40,6 +40,15 @@ def _check(x, lam):
         raise ValueError(f"lam: expected dtype {x.dtype} (that of x), received {lam.dtype}")
 
 
+def _check_real_column(x, lam):
+    """`_check`, and `x` one float32 / float64 column (N, 1); returns its dtype."""
+    _check(x, lam)
+    dt = jnp.dtype(x.dtype)
+    if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)) or x.shape[1:] != (1,):
+        raise ValueError(f"x: expected one real column (N, 1), received {x.shape} {dt}")
+    return dt
+
+
 def fused_apply(
     x: Inexact[Array, "N K"],
     tgt: Float[Array, "H M"],
@@ -154,10 +163,7 @@ def fused_sym_fresh(
     `src` (H, N), `lam`, `c` (H,), all float32 or all float64; anchors finite (the
     caller's check). Returns (N, 1).
     """
-    _check(x, lam)
-    dt = jnp.dtype(x.dtype)
-    if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)) or x.shape[1:] != (1,):
-        raise ValueError(f"x: expected one real column (N, 1), received {x.shape} {dt}")
+    dt = _check_real_column(x, lam)
     call = jax.ffi.ffi_call(
         fused_target("symfresh", dt),
         jax.ShapeDtypeStruct(x.shape, dt),
@@ -204,10 +210,7 @@ def fused_sym_grad(
 
     **Returns:** `(v_bar (N, 1), ts_bar (H, N), a_bar (H,), c_bar (H,))`.
     """
-    _check(x, lam)
-    dt = jnp.dtype(x.dtype)
-    if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)) or x.shape[1:] != (1,):
-        raise ValueError(f"x: expected one real column (N, 1), received {x.shape} {dt}")
+    dt = _check_real_column(x, lam)
     h, n = src.shape
     if presorted is None:
         presorted = jnp.zeros((h,), jnp.int32)
