@@ -31,6 +31,9 @@
 //   laplex_fused_parts_*: three outputs (H, M, K): L + R,
 //                         L - R - 2 T (T only with `tie`, else L - R),
 //                         J_L + J_R (only with `jordan`; without it the third is empty).
+//   laplex_fused_symgrad_*: the cotangents of w . y for the symmetric real one-column
+//                         operator in one pass (v, the anchors through both roles, the
+//                         decays, the weights; see SymGradImpl).
 // Each takes a bool `check` attribute: when set, the plan fields the pass reads (apply,
 // parts: perm_s, rank_t, perm_t; sym: perm) are checked first (laplex_check.h) and a
 // malformed one returns an InvalidArgument error with jaxlab's plan message, naming
