@@ -28,7 +28,10 @@ in double precision for every storage dtype), and, when `t is s` (one array for
 both roles, e.g. a Gram operator), as one interleaved forward/backward loop with
 `y = F + B - x` (`fused_sym`; for one real float32 column on AVX-512 CPUs, on all
 cores and with float32 recurrences where the anchors decay fast enough, see its
-docstring). Other strategies run the scans one by one.
+docstring). The gradient of that symmetric case with a real kernel and one real column
+is one fused pass too (`fused_sym_grad`: `v`'s cotangent `c K w`, the anchors' through
+both roles, `a`'s from the left Jordan sums and `c`'s, with the tie convention above).
+Other strategies run the scans one by one.
 
 Complex cotangents follow JAX's convention (transpose, no conjugation; real
 inputs take the real part), so gradients equal autodiff through the dense matrix.
@@ -60,6 +63,7 @@ from jaxlab._kernels.laplex import (
     fused_parts_separate,
     fused_sym,
     fused_sym_fresh,
+    fused_sym_grad,
 )
 
 from ._plan import LaplexPlan, _make_plan, check_plan, plan_error_if
@@ -148,9 +152,10 @@ def _is_fused(scan):
     return isinstance(scan, CpuScan) and scan.fused
 
 
-def _fresh_sym(scan, sym, v, b):
-    """Whether a plan-less call takes `fused_sym_fresh` (sort inside the fused pass):
-    the fused CPU strategy, `t is s`, a real kernel and one real column."""
+def _sym_column(scan, sym, v, b):
+    """The fused CPU strategy, `t is s`, a real kernel and one real column: a plan-less
+    call sorts inside the fused pass (`fused_sym_fresh`) and the gradient is one pass
+    (`fused_sym_grad`)."""
     real = b is None and not jnp.issubdtype(v.dtype, jnp.complexfloating)
     return _is_fused(scan) and sym and real and v.shape[1] == 1
 
@@ -163,14 +168,14 @@ def _fresh_plan(t, s, sym):
 def _core(scan, sym, check, v, t, s, a, b, c, plan):
     """`sym`: t and s are the same array (and plan was made from it): one sort.
 
-    `plan` None: sort here (inside the fused pass when `_fresh_sym`, else a fresh plan).
+    `plan` None: sort here (inside the fused pass when `_sym_column`, else a fresh plan).
     `check`: the fused C++ pass checks a given `plan` before reading it (a fresh plan,
     made here, is not checked); other strategies were given a checked plan.
     """
     wd = _work_dtype(v, b)
     lam = _lam(a, b, wd)
     x = v.astype(wd)
-    if plan is None and _fresh_sym(scan, sym, v, b):
+    if plan is None and _sym_column(scan, sym, v, b):
         return fused_sym_fresh(x, jax.lax.stop_gradient(s), lam, c.astype(wd))
     if plan is None:
         plan, check = _fresh_plan(t, s, sym), False
@@ -202,6 +207,8 @@ def _core_bwd(scan, sym, check, res, w):
     lam = _lam(a, b, wd)
     x = v.astype(wd)
     w = w.astype(wd)
+    if _sym_column(scan, sym, v, b):
+        return _sym_bwd(x, w, s, lam, c.astype(wd), plan, check)
     if _is_fused(scan):
         v_bar, t_bar, s_bar, a_bar, b_bar, c_bar = _fused_bwd(
             x, t, s, lam, c.astype(wd), plan, w, check
@@ -222,6 +229,29 @@ def _core_bwd(scan, sym, check, res, w):
         c_bar.astype(f),
         None,
     )
+
+
+def _sym_bwd(x, w, s, lam, c, plan, check):
+    """Cotangents of the symmetric real one-column operator from one fused call
+    (`jaxlab._kernels.laplex.fused_sym_grad`). `t is s`, so JAX adds the two anchor
+    cotangents: the call returns their sum, passed as `t`'s, with zeros for `s`.
+    `check`: the call checks all four plan fields, as the general passes do."""
+    v_bar, ts_bar, a_bar, c_bar = fused_sym_grad(
+        x,
+        w,
+        s,
+        lam,
+        c,
+        plan.perm_s,
+        plan.rank_t,
+        plan.perm_t,
+        plan.rank_s,
+        plan.presorted_s,
+        check=check,
+    )
+    f = s.dtype
+    zeros = jnp.zeros_like(s)
+    return (v_bar, ts_bar.astype(f), zeros, a_bar.astype(f), None, c_bar.astype(f), None)
 
 
 def _fused_bwd(x, t, s, lam, c, plan, w, check):

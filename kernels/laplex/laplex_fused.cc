@@ -31,6 +31,9 @@
 //   laplex_fused_parts_*: three outputs (H, M, K): L + R,
 //                         L - R - 2 T (T only with `tie`, else L - R),
 //                         J_L + J_R (only with `jordan`; without it the third is empty).
+//   laplex_fused_symgrad_*: the cotangents of w . y for the symmetric real one-column
+//                         operator in one pass (v, the anchors through both roles, the
+//                         decays, the weights; see SymGradImpl).
 // Each takes a bool `check` attribute: when set, the plan fields the pass reads (apply,
 // parts: perm_s, rank_t, perm_t; sym: perm) are checked first (laplex_check.h) and a
 // malformed one returns an InvalidArgument error with jaxlab's plan message, naming
@@ -1279,6 +1282,399 @@ ffi::Error SymFreshImpl(ffi::Buffer<D> x, ffi::Buffer<D> src, ffi::Buffer<D> lam
   return ffi::Error::Success();
 }
 
+// ---------------------------------------------------------------------------------
+// Gradient of the symmetric operator, real kernel, one column (t is s: the Gram and
+// training case). Per head, over the sorted anchors s_j with gaps d_j = s_j - s_{j-1},
+// factors al_j = exp(-a d_j), the one-sided sums of SymCols (both include j)
+//   F_j = al_j F_{j-1} + x_j,   B_j = al_{j+1} B_{j+1} + x_j    (F^w, B^w: the same of w)
+// and the left Jordan sums G_j = al_j G_{j-1} + al_j d_j F_{j-1}
+// (= sum_{k<j} (s_j - s_k) exp(-a (s_j - s_k)) x_k), the cotangents of L = w . (c K x) are
+//   v_bar_j  (+)= c (F^w_j + B^w_j - w_j)               (c K w, accumulated over heads)
+//   c_bar      = sum_j w_j (F_j + B_j - x_j)              (w . K x)
+//   a_bar      = -c sum_j (w_j G_j + x_j G^w_j)           (the pairs k < j and k > j)
+//   ts_bar_j   = -a c (w_j T_j + x_j S_j)                 (the t- and s-roles together)
+//   T_j = F_j - B_j + x_j + 2 R_j,   S_j = F^w_j - B^w_j - w_j - 2 L_j
+// with R_j (L_j) the sum of x (w) over the elements after (before) j in sorted order
+// tied with it: the t-role counts tied sources as left of a target and the s-role tied
+// targets as right of a source, the one-sided derivative of |t - s| that the general
+// passes (and autodiff of the dense matrix) take; without ties R = L = 0.
+//
+// Pass 0 (threads over chunks of kGradChunk): per chunk the chunk-local B^x, B^w at its
+// first element (a vectorised sum of exp(-a (s_j - s_first)) x_j, stopped once the
+// factor underflows) and the tied runs at its ends; a few scalar steps per chunk then
+// give the true B at every chunk start and the tie sums entering every chunk. Pass 1
+// (threads over groups of chunks): each group starts from F^x, F^w, G^x, G^w at the
+// element before it (vectorised sums over earlier elements, stopped at underflow) and
+// walks its chunks: factors once per chunk (vectorised exp), the six recurrences in one
+// loop (forward chains at u, backward chains at cnt - 1 - u, all independent), then the
+// outputs and the two sums in a vectorisable loop. Everything in double; outputs are
+// rounded to the storage type once.
+constexpr int64_t kGradChunk = 1024;
+typedef double V8 __attribute__((vector_size(64)));
+
+struct GradChunk {
+  double bx, bw;    // B^x, B^w at the chunk's first element (chunk-local, then true)
+  double lead_x;    // sum of x over the leading run of anchors equal to the first
+  double trail_w;   // sum of w over the trailing run of anchors equal to the last
+  bool same;        // all anchors of the chunk equal
+};
+
+// out[u] = exp(-a e[u]) for e >= 0 (the precision of S's factors)
+template <typename S>
+LAPLEX_CLONES void GradExp(const double* e, double a, double* out, int64_t n) {
+  for (int64_t u = 0; u < n; ++u) out[u] = ExpFactor<S>(-a * e[u]);
+}
+
+// pass 0 for chunks [ch0, ch1)
+template <typename S>
+void SymGradPass0(int64_t n, int64_t ch0, int64_t ch1, const S* x, const S* w, const S* src,
+                  double a, GradChunk* info) {
+  constexpr int64_t C = kGradChunk, kBlk = 128;
+  double e[kBlk], f[kBlk], xv[kBlk], wv[kBlk];
+  for (int64_t ch = ch0; ch < ch1; ++ch) {
+    const int64_t j0 = ch * C, cnt = std::min(C, n - j0);
+    const S* sp = src + j0;
+    const S* xp = x + j0;
+    const S* wp = w + j0;
+    const double s0 = static_cast<double>(sp[0]);
+    double bx = 0.0, bw = 0.0;
+    for (int64_t u0 = 0; u0 < cnt; u0 += kBlk) {
+      const int64_t m = std::min(kBlk, cnt - u0);
+      for (int64_t u = 0; u < m; ++u) e[u] = static_cast<double>(sp[u0 + u]) - s0;
+      GradExp<S>(e, a, f, m);
+      // eight lanes at a time (kBlk is a multiple of 8; a short last block is padded)
+      for (int64_t u = m; u < ((m + 7) & ~int64_t{7}); ++u) f[u] = xv[u] = wv[u] = 0.0;
+      for (int64_t u = 0; u < m; ++u) {
+        xv[u] = static_cast<double>(xp[u0 + u]);
+        wv[u] = static_cast<double>(wp[u0 + u]);
+      }
+      V8 px = V8{} * 0.0, pw = px;
+      for (int64_t u = 0; u < m; u += 8) {
+        V8 fv, xq, wq;
+        std::memcpy(&fv, f + u, sizeof(V8));
+        std::memcpy(&xq, xv + u, sizeof(V8));
+        std::memcpy(&wq, wv + u, sizeof(V8));
+        px += fv * xq;
+        pw += fv * wq;
+      }
+      for (int e = 0; e < 8; ++e) {
+        bx += px[e];
+        bw += pw[e];
+      }
+      if (f[m - 1] == 0.0) break;  // later anchors decay further
+    }
+    GradChunk& g = info[ch];
+    g.bx = bx;
+    g.bw = bw;
+    int64_t u = 0;
+    g.lead_x = 0.0;
+    while (u < cnt && sp[u] == sp[0]) g.lead_x += static_cast<double>(xp[u++]);
+    g.same = u == cnt;
+    g.trail_w = 0.0;
+    for (u = cnt - 1; u >= 0 && sp[u] == sp[cnt - 1]; --u) g.trail_w += static_cast<double>(wp[u]);
+  }
+}
+
+// F^x, F^w, G^x, G^w at element e (sums over j <= e, stopped once the factor underflows)
+template <typename S>
+void SymGradCarry(int64_t e, const S* x, const S* w, const S* src, double a, double out[4]) {
+  constexpr int64_t kBlk = 128;
+  double d[kBlk], f[kBlk];
+  const double se = static_cast<double>(src[e]);
+  for (int q = 0; q < 4; ++q) out[q] = 0.0;
+  for (int64_t j1 = e + 1; j1 > 0; j1 -= kBlk) {
+    const int64_t jlo = std::max<int64_t>(0, j1 - kBlk), m = j1 - jlo;
+    for (int64_t u = 0; u < m; ++u) d[u] = se - static_cast<double>(src[jlo + u]);
+    GradExp<S>(d, a, f, m);
+    for (int64_t u = 0; u < m; ++u) {
+      const double fx = f[u] * static_cast<double>(x[jlo + u]);
+      const double fw = f[u] * static_cast<double>(w[jlo + u]);
+      out[0] += fx;
+      out[1] += fw;
+      out[2] += d[u] * fx;
+      out[3] += d[u] * fw;
+    }
+    if (f[0] == 0.0) break;  // earlier anchors decay further
+  }
+}
+
+// pass 1 over chunks [ch0, ch1): cf = (F^x, F^w, G^x, G^w) before the group, bnext[ch]
+// (x, w) the true B at chunk ch's end, lin/rin the tie sums entering each chunk.
+// Writes vb (accumulating when acc) and gb; returns the group's sums of c_bar and a_bar.
+// The tie sums run as two more chains, L_u = k_u (L_{u-1} + w_{u-1}) and
+// R_u = k_{u+1} (R_{u+1} + x_{u+1}) with k_u = [d_u == 0], branch free (ties are common
+// with float32 anchors); the reductions are left to the vectorisable output loop.
+template <typename S>
+LAPLEX_CLONES void SymGradPass1(int64_t n, int64_t ch0, int64_t ch1, const S* x, const S* w,
+                                const S* src, double a, double cw, bool acc,
+                                const double* cf, const double* bnext, const double* lin,
+                                const double* rin, S* vb, S* gb, double* csum, double* asum) {
+  constexpr int64_t C = kGradChunk;
+  constexpr int64_t L = C + 8;  // buffer stride (the factors have cnt + 1 entries)
+  std::vector<double> buf(16 * L);
+  double* d = buf.data();
+  double* al = d + L;
+  double* ad = al + L;
+  double* kp = ad + L;  // k_u, with k_0 = k_cnt = 1 (the entering sums lin / rin)
+  double* kw = kp + L;  // k_u w_{u-1}
+  double* kx = kw + L;  // k_u x_u
+  double* xd = kx + L;  // the chunk's x, w in double
+  double* wd = xd + L;
+  double* fxb = wd + L;
+  double* fwb = fxb + L;
+  double* gxb = fwb + L;
+  double* gwb = gxb + L;
+  double* bxb = gwb + L;
+  double* bwb = bxb + L;
+  double* ltb = bwb + L;
+  double* rtb = ltb + L;
+  double fx = cf[0], fw = cf[1], gx = cf[2], gw = cf[3];
+  const double k1 = -a * cw;
+  V8 cs = V8{} * 0.0, as = cs;
+  for (int64_t ch = ch0; ch < ch1; ++ch) {
+    const int64_t j0 = ch * C, cnt = std::min(C, n - j0), j1 = j0 + cnt;
+    const S* sp = src + j0;
+    const S* xp = x + j0;
+    const S* wp = w + j0;
+    d[0] = j0 > 0 ? static_cast<double>(sp[0]) - static_cast<double>(src[j0 - 1]) : 0.0;
+    for (int64_t u = 1; u < cnt; ++u) {
+      d[u] = static_cast<double>(sp[u]) - static_cast<double>(sp[u - 1]);
+    }
+    d[cnt] = j1 < n ? static_cast<double>(src[j1]) - static_cast<double>(sp[cnt - 1]) : 0.0;
+    GradExp<S>(d, a, al, cnt + 1);
+    if (j0 == 0) al[0] = 0.0;    // nothing before the first anchor
+    if (j1 == n) al[cnt] = 0.0;  // nothing after the last
+    for (int64_t u = 0; u < cnt; ++u) {
+      xd[u] = static_cast<double>(xp[u]);
+      wd[u] = static_cast<double>(wp[u]);
+    }
+    for (int64_t u = 0; u <= cnt; ++u) ad[u] = al[u] * d[u];
+    for (int64_t u = 1; u < cnt; ++u) {
+      kp[u] = d[u] == 0.0 ? 1.0 : 0.0;
+      kw[u] = kp[u] * wd[u - 1];
+      kx[u] = kp[u] * xd[u];
+    }
+    kp[0] = kp[cnt] = 1.0;
+    kw[0] = kx[cnt] = 0.0;
+    // the eight recurrences; forward at u, backward at v = cnt - 1 - u
+    double bx = bnext[2 * ch], bw = bnext[2 * ch + 1], lt = lin[ch], rt = rin[ch];
+    // prefetch the next chunk's anchors and values (one 64-byte line of each every
+    // kLine steps) while the chains run
+    constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(S));
+    const int64_t pf_end = std::min(C, n - j1);
+    for (int64_t u = 0; u < cnt; ++u) {
+      const int64_t v = cnt - 1 - u;
+      if (u % kLine == 0 && u < pf_end) {
+        __builtin_prefetch(src + j1 + u);
+        __builtin_prefetch(x + j1 + u);
+        __builtin_prefetch(w + j1 + u);
+      }
+      gx = al[u] * gx + ad[u] * fx;
+      gw = al[u] * gw + ad[u] * fw;
+      fx = al[u] * fx + xd[u];
+      fw = al[u] * fw + wd[u];
+      lt = kp[u] * lt + kw[u];
+      rt = kp[v + 1] * rt + kx[v + 1];
+      bx = al[v + 1] * bx + xd[v];
+      bw = al[v + 1] * bw + wd[v];
+      fxb[u] = fx;
+      fwb[u] = fw;
+      gxb[u] = gx;
+      gwb[u] = gw;
+      ltb[u] = lt;
+      rtb[v] = rt;
+      bxb[v] = bx;
+      bwb[v] = bw;
+    }
+    // outputs (vectorised; the accumulating form for later heads)
+    S* vo = vb + j0;
+    S* go = gb + j0;
+    for (int64_t u = 0; u < cnt; ++u) {
+      const double tt = fxb[u] - bxb[u] + xd[u] + 2.0 * rtb[u];
+      const double st = fwb[u] - bwb[u] - wd[u] - 2.0 * ltb[u];
+      go[u] = static_cast<S>(k1 * (wd[u] * tt + xd[u] * st));
+    }
+    if (acc) {
+      for (int64_t u = 0; u < cnt; ++u) {
+        vo[u] = static_cast<S>(static_cast<double>(vo[u]) + cw * (fwb[u] + bwb[u] - wd[u]));
+      }
+    } else {
+      for (int64_t u = 0; u < cnt; ++u) vo[u] = static_cast<S>(cw * (fwb[u] + bwb[u] - wd[u]));
+    }
+    // the two reductions, eight lanes at a time (the buffers are padded with zeros)
+    for (int64_t u = cnt; u < ((cnt + 7) & ~int64_t{7}); ++u) {
+      xd[u] = wd[u] = fxb[u] = bxb[u] = gxb[u] = gwb[u] = 0.0;
+    }
+    for (int64_t u = 0; u < cnt; u += 8) {
+      V8 xv, wv, f, b, g1, g2;
+      std::memcpy(&xv, xd + u, sizeof(V8));
+      std::memcpy(&wv, wd + u, sizeof(V8));
+      std::memcpy(&f, fxb + u, sizeof(V8));
+      std::memcpy(&b, bxb + u, sizeof(V8));
+      std::memcpy(&g1, gxb + u, sizeof(V8));
+      std::memcpy(&g2, gwb + u, sizeof(V8));
+      cs += wv * (f + b - xv);
+      as += wv * g1 + xv * g2;
+    }
+  }
+  double c_tot = 0.0, a_tot = 0.0;
+  for (int e = 0; e < 8; ++e) {
+    c_tot += cs[e];
+    a_tot += as[e];
+  }
+  *csum = c_tot;
+  *asum = a_tot;
+}
+
+// one head on sorted copies: vb (+)= c K w, gb = the anchor cotangent; returns c_bar
+// and a_bar of the head
+template <typename S>
+void SymGradSorted(int64_t n, const S* x, const S* w, const S* src, double a, double cw,
+                   bool acc, S* vb, S* gb, double* c_bar, double* a_bar) {
+  constexpr int64_t C = kGradChunk;
+  const int64_t nch = (n + C - 1) / C;
+  const int nt = laplex_par::Threads(n, nch);
+  std::vector<int64_t> gbd(nt + 1);
+  for (int t = 0; t <= nt; ++t) gbd[t] = nch * t / nt;
+  std::vector<GradChunk> info(nch);
+  laplex_par::Run(nt, [&](int t) { SymGradPass0<S>(n, gbd[t], gbd[t + 1], x, w, src, a, info.data()); });
+  // true B at each chunk's end (x, w), tie sums entering each chunk (serial, per chunk)
+  std::vector<double> bnext(2 * nch, 0.0), lin(nch, 0.0), rin(nch, 0.0);
+  double bx = 0.0, bw = 0.0;  // true B at the next chunk's first element
+  for (int64_t ch = nch - 1; ch >= 0; --ch) {
+    bnext[2 * ch] = bx;
+    bnext[2 * ch + 1] = bw;
+    const int64_t j0 = ch * C;
+    const double e = ch + 1 < nch ? ExpFactor<S>(-a * (static_cast<double>(src[j0 + C]) -
+                                                       static_cast<double>(src[j0])))
+                                  : 0.0;
+    bx = info[ch].bx + e * bx;
+    bw = info[ch].bw + e * bw;
+  }
+  for (int64_t ch = 1; ch < nch; ++ch) {
+    const int64_t j0 = ch * C;
+    if (src[j0 - 1] == src[j0]) lin[ch] = info[ch - 1].trail_w + (info[ch - 1].same ? lin[ch - 1] : 0.0);
+  }
+  for (int64_t ch = nch - 2; ch >= 0; --ch) {
+    const int64_t j1 = (ch + 1) * C;
+    if (src[j1] == src[j1 - 1]) rin[ch] = info[ch + 1].lead_x + (info[ch + 1].same ? rin[ch + 1] : 0.0);
+  }
+  std::vector<double> cs(nt), as(nt);
+  laplex_par::Run(nt, [&](int t) {
+    double cf[4] = {0.0, 0.0, 0.0, 0.0};
+    if (gbd[t] > 0) SymGradCarry<S>(gbd[t] * C - 1, x, w, src, a, cf);
+    SymGradPass1<S>(n, gbd[t], gbd[t + 1], x, w, src, a, cw, acc, cf, bnext.data(), lin.data(),
+                    rin.data(), vb, gb, &cs[t], &as[t]);
+  });
+  double c_tot = 0.0, a_tot = 0.0;
+  for (int t = 0; t < nt; ++t) {
+    c_tot += cs[t];
+    a_tot += as[t];
+  }
+  *c_bar = c_tot;
+  *a_bar = -cw * a_tot;
+}
+
+// The cotangents of w . y for y = sum_h c_h K_h x, K_h = exp(-a_h |s_h[i] - s_h[j]|), one
+// real column (laplex_fused_symgrad): v_bar (N, 1) = sum_h c_h K_h w, ts_bar (H, N) the
+// anchors' cotangent through both roles, a_bar, c_bar (H,). Unsorted anchors walk sorted
+// copies (gathered, and the results scattered back, on all threads). With `check`, all
+// four plan fields are checked first (the general gradient passes read them all, so a
+// malformed plan is refused alike).
+template <ffi::DataType D>
+ffi::Error SymGradImpl(ffi::Buffer<D> x, ffi::Buffer<D> w, ffi::Buffer<D> src, ffi::Buffer<D> lam,
+                       ffi::Buffer<D> c, ffi::Buffer<ffi::S32> perm_s, ffi::Buffer<ffi::S32> rank_t,
+                       ffi::Buffer<ffi::S32> perm_t, ffi::Buffer<ffi::S32> rank_s,
+                       ffi::Buffer<ffi::S32> presorted, ffi::ResultBuffer<D> v_bar,
+                       ffi::ResultBuffer<D> ts_bar, ffi::ResultBuffer<D> a_bar,
+                       ffi::ResultBuffer<D> c_bar, bool check) {
+  using S = ffi::NativeType<D>;
+  auto xd = x.dimensions();
+  auto sd = src.dimensions();
+  if (xd.size() != 2 || w.dimensions().size() != 2 || sd.size() != 2 ||
+      lam.dimensions().size() != 1 || c.dimensions().size() != 1) {
+    return ffi::Error::InvalidArgument("laplex_fused_symgrad: unexpected ranks");
+  }
+  const int64_t h_n = sd[0], n = sd[1];
+  auto plan_ok = [&](ffi::AnyBuffer::Dimensions pd) {
+    return pd.size() == 2 && pd[0] == h_n && pd[1] == n;
+  };
+  if (xd[0] != n || xd[1] != 1 || w.dimensions()[0] != n || w.dimensions()[1] != 1 ||
+      lam.dimensions()[0] != h_n || c.dimensions()[0] != h_n || !plan_ok(perm_s.dimensions()) ||
+      !plan_ok(rank_t.dimensions()) || !plan_ok(perm_t.dimensions()) ||
+      !plan_ok(rank_s.dimensions()) || presorted.dimensions().size() != 1 ||
+      presorted.dimensions()[0] != h_n) {
+    return ffi::Error::InvalidArgument("laplex_fused_symgrad: inconsistent shapes");
+  }
+  if (check) {
+    auto fields = WalkFields(perm_s.typed_data(), rank_t.typed_data(), perm_t.typed_data(), n, n,
+                             false);
+    fields.push_back({"rank_s", rank_s.typed_data(), n, n});
+    auto err = CheckPlanFields(fields, h_n);
+    if (err.failure()) return err;
+  }
+  S* vo = v_bar->typed_data();
+  S* go = ts_bar->typed_data();
+  S* ao = a_bar->typed_data();
+  S* co = c_bar->typed_data();
+  std::fill(ao, ao + h_n, S(0));
+  std::fill(co, co + h_n, S(0));
+  if (n == 0) return ffi::Error::Success();
+  AdviseHuge(vo, sizeof(S) * n);
+  AdviseHuge(go, sizeof(S) * h_n * n);
+  if (h_n == 0) {
+    std::fill(vo, vo + n, S(0));
+    return ffi::Error::Success();
+  }
+  const S* xs = x.typed_data();
+  const S* ws = w.typed_data();
+  for (int64_t h = 0; h < h_n; ++h) {
+    const double a = static_cast<double>(lam.typed_data()[h]);
+    const double cw = static_cast<double>(c.typed_data()[h]);
+    const int32_t* ph = perm_s.typed_data() + h * n;
+    const S* sh = src.typed_data() + h * n;
+    S* gh = go + h * n;
+    double cb, ab;
+    if (presorted.typed_data()[h] != 0 || IsIdentity(ph, 0, n)) {
+      SymGradSorted<S>(n, xs, ws, sh, a, cw, h > 0, vo, gh, &cb, &ab);
+    } else {
+      Scratch<S> xsrt(n), wsrt(n), ssrt(n), vsrt(n), gsrt(n);
+      const int nt = laplex_par::Threads(n, n);
+      laplex_par::Run(nt, [&](int t) {
+        for (int64_t j = n * t / nt, j1 = n * (t + 1) / nt; j < j1; ++j) {
+          if (j + kPf < j1) {
+            const int64_t ip = Clamp(ph[j + kPf], 0, n - 1);
+            __builtin_prefetch(sh + ip);
+            __builtin_prefetch(xs + ip);
+            __builtin_prefetch(ws + ip);
+          }
+          const int64_t id = Clamp(ph[j], 0, n - 1);
+          ssrt[j] = sh[id];
+          xsrt[j] = xs[id];
+          wsrt[j] = ws[id];
+        }
+      });
+      SymGradSorted<S>(n, xsrt.data(), wsrt.data(), ssrt.data(), a, cw, false, vsrt.data(),
+                       gsrt.data(), &cb, &ab);
+      laplex_par::Run(nt, [&](int t) {
+        for (int64_t j = n * t / nt, j1 = n * (t + 1) / nt; j < j1; ++j) {
+          if (j + kPf < j1) {
+            const int64_t ip = Clamp(ph[j + kPf], 0, n - 1);
+            __builtin_prefetch(vo + ip, 1);
+            __builtin_prefetch(gh + ip, 1);
+          }
+          const int64_t id = Clamp(ph[j], 0, n - 1);
+          vo[id] = h > 0 ? static_cast<S>(vo[id] + vsrt[j]) : vsrt[j];
+          gh[id] = gsrt[j];
+        }
+      });
+    }
+    ao[h] = static_cast<S>(ab);
+    co[h] = static_cast<S>(cb);
+  }
+  return ffi::Error::Success();
+}
+
 }  // namespace
 
 #define LAPLEX_SYMFRESH_DEFINE(SUFFIX, D)                                          \
@@ -1292,6 +1688,28 @@ ffi::Error SymFreshImpl(ffi::Buffer<D> x, ffi::Buffer<D> src, ffi::Buffer<D> lam
 
 LAPLEX_SYMFRESH_DEFINE(F32, ffi::F32)
 LAPLEX_SYMFRESH_DEFINE(F64, ffi::F64)
+
+#define LAPLEX_SYMGRAD_DEFINE(SUFFIX, D)                                           \
+  XLA_FFI_DEFINE_HANDLER_SYMBOL(LaplexFusedSymGrad##SUFFIX, (SymGradImpl<D>),      \
+                                ffi::Ffi::Bind()                                   \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<D>>()                         \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Arg<ffi::Buffer<ffi::S32>>()                  \
+                                    .Ret<ffi::Buffer<D>>()                         \
+                                    .Ret<ffi::Buffer<D>>()                         \
+                                    .Ret<ffi::Buffer<D>>()                         \
+                                    .Ret<ffi::Buffer<D>>()                         \
+                                    .Attr<bool>("check"));
+
+LAPLEX_SYMGRAD_DEFINE(F32, ffi::F32)
+LAPLEX_SYMGRAD_DEFINE(F64, ffi::F64)
 
 #define LAPLEX_FUSED_DEFINE(SUFFIX, D, R)                                          \
   XLA_FFI_DEFINE_HANDLER_SYMBOL(LaplexFusedApply##SUFFIX, (ApplyImpl<D, R>),       \

@@ -4,7 +4,8 @@
 - `BlockedScan`: pure-JAX chunked scan (any backend).
 - `CpuScan`: C++ XLA FFI custom call (CPU; compiled on first use).
 - `fused_apply` / `fused_sym` / `fused_sym_fresh` / `fused_parts` (`fused_parts_separate`):
-  whole LAPLEX operator passes fused in C++ (CPU).
+  whole LAPLEX operator passes fused in C++ (CPU); `fused_sym_grad`: the symmetric
+  operator's cotangents in one pass.
 - `cpu_plan`: the LAPLEX sort plan in C++ (radix argsort + merge ranks, CPU).
 - `source_dir()`: where the C++ sources are (the wheel's copy, or `kernels/laplex/` of a checkout).
 - `PallasScan`: chunked Pallas kernel (GPU/TPU; `interpret=True` on CPU).
@@ -22,6 +23,7 @@ from ._fused import fused_parts as fused_parts
 from ._fused import fused_parts_separate as fused_parts_separate
 from ._fused import fused_sym as fused_sym
 from ._fused import fused_sym_fresh as fused_sym_fresh
+from ._fused import fused_sym_grad as fused_sym_grad
 from ._pallas import PallasScan as PallasScan
 from ._scan import AbstractScan as AbstractScan
 from ._scan import AssociativeScan as AssociativeScan

@@ -47,7 +47,7 @@ _FUSED_SUFFIX = {
 
 def fused_target(kind: str, dtype) -> str:
     """FFI target name of a fused pass for a storage dtype (`kind`: "apply", "sym",
-    "symfresh" or "parts")."""
+    "symfresh", "symgrad" or "parts")."""
     return f"laplex_fused_{kind}_{_FUSED_SUFFIX[jnp.dtype(dtype)].lower()}"
 
 
@@ -88,6 +88,7 @@ def _register() -> bool:
         for target, symbol in (
             ("laplex_plan", "LaplexPlan"),
             ("laplex_fused_symfresh", "LaplexFusedSymFresh"),
+            ("laplex_fused_symgrad", "LaplexFusedSymGrad"),
         ):
             jax.ffi.register_ffi_target(
                 f"{target}_{suffix.lower()}",

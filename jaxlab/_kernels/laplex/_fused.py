@@ -9,7 +9,8 @@ path, see there). Inputs are the plan's permutations and
 ranks (`jaxlab.laplex.LaplexPlan`); nothing is sorted here.
 
 Both functions work under `jit`, `vmap` (batched calls run sequentially) and
-are differentiated by `jaxlab.laplex`'s custom VJP (which calls `fused_parts`).
+are differentiated by `jaxlab.laplex`'s custom VJP (which calls `fused_parts`, or
+`fused_sym_grad` for the symmetric real one-column operator).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "fused_parts_separate",
     "fused_sym",
     "fused_sym_fresh",
+    "fused_sym_grad",
 ]
 
 
@@ -36,6 +38,15 @@ def _check(x, lam):
         raise RuntimeError("laplex fused passes: the C++ kernel is unavailable (no compiler?)")
     if jnp.dtype(lam.dtype) != jnp.dtype(x.dtype):
         raise ValueError(f"lam: expected dtype {x.dtype} (that of x), received {lam.dtype}")
+
+
+def _check_real_column(x, lam):
+    """`_check`, and `x` one float32 / float64 column (N, 1); returns its dtype."""
+    _check(x, lam)
+    dt = jnp.dtype(x.dtype)
+    if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)) or x.shape[1:] != (1,):
+        raise ValueError(f"x: expected one real column (N, 1), received {x.shape} {dt}")
+    return dt
 
 
 def fused_apply(
@@ -152,16 +163,76 @@ def fused_sym_fresh(
     `src` (H, N), `lam`, `c` (H,), all float32 or all float64; anchors finite (the
     caller's check). Returns (N, 1).
     """
-    _check(x, lam)
-    dt = jnp.dtype(x.dtype)
-    if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)) or x.shape[1:] != (1,):
-        raise ValueError(f"x: expected one real column (N, 1), received {x.shape} {dt}")
+    dt = _check_real_column(x, lam)
     call = jax.ffi.ffi_call(
         fused_target("symfresh", dt),
         jax.ShapeDtypeStruct(x.shape, dt),
         vmap_method="sequential",
     )
     return call(x, src.astype(dt), lam, c.astype(dt))
+
+
+def fused_sym_grad(
+    x: Float[Array, "N 1"],
+    w: Float[Array, "N 1"],
+    src: Float[Array, "H N"],
+    lam: Float[Array, " H"],
+    c: Float[Array, " H"],
+    perm_s: Int[Array, "H N"],
+    rank_t: Int[Array, "H N"],
+    perm_t: Int[Array, "H N"],
+    rank_s: Int[Array, "H N"],
+    presorted: Int[Array, " H"] | None = None,
+    *,
+    check: bool = False,
+) -> tuple[Float[Array, "N 1"], Float[Array, "H N"], Float[Array, " H"], Float[Array, " H"]]:
+    """Cotangents of `w . y` for the symmetric real operator, one column, in one pass (P9).
+
+    With `y = sum_h c_h K_h x`, `K_h[i, j] = exp(-lam_h |src_h[i] - src_h[j]|)` (targets
+    are the sources, `fused_sym`'s operator), per head over the sorted anchors: the
+    one-sided sums `F, B` of `x` and of `w`, and the left Jordan sums `G` (of
+    `|s_j - s_k| exp(-lam |s_j - s_k|)`), give
+    `v_bar = sum_h c_h K_h w`, `c_bar_h = w . K_h x`, `a_bar_h = -c_h sum_j (w_j G_j + x_j
+    G^w_j)` and the anchors' cotangent through both roles `-lam c (w T + x S)` with
+    `T = F - B + x`, `S = F^w - B^w - w` plus the tie terms that give the one-sided
+    derivative at equal anchors the general passes give (`fused_parts`: tied sources
+    count as left of a target, tied targets as right of a source). The recurrences run
+    in double in chunks (factors formed once per chunk, forward and backward chains in
+    one loop), the chunks split over all cores with the carries between them summed
+    directly; unsorted anchors walk sorted copies, gathered and scattered back on all
+    cores.
+
+    **Arguments:** `x`, `w` (N, 1), `src` (H, N), `lam`, `c` (H,), all float32 or all
+    float64 (anchors finite: the caller's check); the plan of `src` with itself
+    (`jaxlab.laplex.LaplexPlan`: `perm_s`, `rank_t`, `perm_t`, `rank_s`; the pass reads
+    `perm_s`) and `presorted` as in `fused_sym`. `check=True` checks all four plan fields first,
+    as the general gradient passes do (`fused_apply`'s message).
+
+    **Returns:** `(v_bar (N, 1), ts_bar (H, N), a_bar (H,), c_bar (H,))`.
+    """
+    dt = _check_real_column(x, lam)
+    h, n = src.shape
+    if presorted is None:
+        presorted = jnp.zeros((h,), jnp.int32)
+    out = (
+        jax.ShapeDtypeStruct((n, 1), dt),
+        jax.ShapeDtypeStruct((h, n), dt),
+        jax.ShapeDtypeStruct((h,), dt),
+        jax.ShapeDtypeStruct((h,), dt),
+    )
+    call = jax.ffi.ffi_call(fused_target("symgrad", dt), out, vmap_method="sequential")
+    i32 = jnp.int32
+    plan = (perm_s, rank_t, perm_t, rank_s, presorted)
+    v_bar, ts_bar, a_bar, c_bar = call(
+        x,
+        w.astype(dt),
+        src.astype(dt),
+        lam,
+        c.astype(dt),
+        *(p.astype(i32) for p in plan),
+        check=bool(check),
+    )
+    return v_bar, ts_bar, a_bar, c_bar
 
 
 def fused_parts(*args, **kwargs) -> Inexact[Array, "H P M K"]:
