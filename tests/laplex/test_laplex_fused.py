@@ -466,3 +466,66 @@ def test_fused_symmetric_float32_recurrences(threads, monkeypatch):
     # the clustered chunk took the double path: it agrees with double everywhere to
     # float32 output rounding of the carries
     assert _rel(y[2048:4096], y_double[2048:4096]) < 1e-6
+
+
+def _numpy_plan(t, s):
+    # the plan from NumPy's stable argsort and searchsorted (the oracle; -0.0 == +0.0).
+    # Subnormals are flushed to zero first: the kernel computes its keys under XLA's
+    # denormals-are-zero mode and so orders them as 0 (as main's plan already did)
+    tiny = np.finfo(s.dtype).tiny
+    t, s = (np.where(np.abs(a) < tiny, 0, a).astype(a.dtype) for a in (t, s))
+    perm_s = np.argsort(s, axis=1, kind="stable")
+    perm_t = np.argsort(t, axis=1, kind="stable")
+    ss, ts = np.take_along_axis(s, perm_s, 1), np.take_along_axis(t, perm_t, 1)
+    rank_t = np.stack([np.searchsorted(a, b, side="right") for a, b in zip(ss, t, strict=True)])
+    rank_s = np.stack([np.searchsorted(a, b, side="right") for a, b in zip(ts, s, strict=True)])
+    presorted = (perm_s == np.arange(s.shape[1])).all(axis=1).astype(np.int32)
+    return {
+        "perm_s": perm_s,
+        "rank_t": rank_t,
+        "perm_t": perm_t,
+        "rank_s": rank_s,
+        "presorted_s": presorted,
+    }
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cpu_plan_equals_numpy_stable_argsort_plan(monkeypatch, threads, dtype):
+    # make_plan's data-sized bucket sort (laplex_sort.h, shared with the fused pass)
+    # against NumPy argsort(kind="stable"): random, tied, all equal, already sorted,
+    # reversed, a huge range, subnormals and -0.0/+0.0 mixes, bit for bit
+    monkeypatch.setenv("JAXLAB_LAPLEX_THREADS", threads)
+    rng = np.random.default_rng(41)
+    n = 3000
+    fi = np.finfo(dtype)
+    tiny = fi.smallest_subnormal
+    heads = [
+        rng.standard_normal(n),
+        np.floor(rng.uniform(-4, 4, n)),
+        np.full(n, -1.5),
+        np.sort(rng.uniform(-10, 10, n)),
+        np.sort(rng.uniform(-10, 10, n))[::-1],
+        rng.choice([-fi.max, -1.0, -fi.tiny, 0.0, fi.tiny, 1.0, fi.max], n)
+        * rng.uniform(0.5, 1, n),
+        rng.integers(-40, 40, n) * tiny,
+        rng.choice([-0.0, 0.0, tiny, -tiny], n),
+    ]
+    s = np.stack(heads).astype(dtype)
+    t = np.stack([rng.permutation(h)[: n // 2] for h in s]).astype(dtype)
+    assert np.count_nonzero(s[6]) > n // 2  # subnormals
+    assert np.all(np.abs(s[6]) < fi.tiny)
+    for tt, same in ((s, True), (t, False)):
+        ours = (
+            laplex.make_plan(jnp.asarray(s), jnp.asarray(s))
+            if same
+            else laplex.make_plan(jnp.asarray(tt), jnp.asarray(s))
+        )
+        ref = _numpy_plan(tt, s)
+        for name, want in ref.items():
+            np.testing.assert_array_equal(getattr(ours, name), want, err_msg=name)
+    # all equal and sorted heads take the sorted shortcut; the subnormal and +-0 heads too
+    # (all 0 as keys); the others the bucket sort
+    np.testing.assert_array_equal(
+        laplex.make_plan(jnp.asarray(s), jnp.asarray(s)).presorted_s, [0, 0, 1, 1, 0, 0, 1, 1]
+    )
