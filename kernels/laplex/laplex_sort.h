@@ -110,23 +110,22 @@ struct KeyVal {
 };
 
 // stable LSD radix sort of (kv, ix)[0, m) on bits [0, bits) of kv.k - base, with the
-// buffers tkv / ti (m each); the result ends in kv / ix (ix may be nullptr: not carried)
+// buffers tkv / ti (m each); the result ends in kv / ix
 template <typename U, typename S>
 void LsdCarry(KeyVal<U, S>* kv, int32_t* ix, int64_t m, U base, int bits, KeyVal<U, S>* tkv,
               int32_t* ti) {
   if (m < 2 || bits == 0) return;
-  const bool carry = ix != nullptr;
   if (m <= 32) {  // insertion sort (stable)
     for (int64_t i = 1; i < m; ++i) {
       const KeyVal<U, S> e = kv[i];
-      const int32_t iv = carry ? ix[i] : 0;
+      const int32_t iv = ix[i];
       int64_t j = i;
       for (; j > 0 && kv[j - 1].k > e.k; --j) {
         kv[j] = kv[j - 1];
-        if (carry) ix[j] = ix[j - 1];
+        ix[j] = ix[j - 1];
       }
       kv[j] = e;
-      if (carry) ix[j] = iv;
+      ix[j] = iv;
     }
     return;
   }
@@ -154,22 +153,27 @@ void LsdCarry(KeyVal<U, S>* kv, int32_t* ix, int64_t m, U base, int bits, KeyVal
     for (int64_t i = 0; i < m; ++i) {
       const int64_t dst = hist[((ka[i].k - base) >> sh) & mask]++;
       kb[dst] = ka[i];
-      if (carry) ib[dst] = ia[i];
+      ib[dst] = ia[i];
     }
     std::swap(ka, kb);
     std::swap(ia, ib);
   }
   if (ka != kv) {
     std::memcpy(kv, ka, sizeof(KeyVal<U, S>) * m);
-    if (carry) std::memcpy(ix, ia, sizeof(int32_t) * m);
+    std::memcpy(ix, ia, sizeof(int32_t) * m);
   }
 }
 
-// what PutBack needs to repeat the bucket scatter (C)'s walk: threads, their ranges of
-// the original order and first slots per bucket, the fine-bin -> bucket table and key
-// offset
-template <typename U>
-struct Walk {
+// the result of SortCarry: `sorted` (no copies made) when s was already nondecreasing
+template <typename S>
+struct Carried {
+  using U = decltype(OrderKey(S()));
+  bool sorted = false;
+  Scratch<S> s;          // anchors, nondecreasing
+  Scratch<S> x;          // values in the same order
+  Scratch<int32_t> idx;  // each element's slot after the bucket scatter (C)
+  // what PutBack needs to repeat (C)'s walk: threads, their ranges of the original
+  // order and first slots per bucket, the fine-bin -> bucket table and key offset
   int nt = 1;
   std::vector<int64_t> lo, first;
   std::vector<uint16_t> lut;
@@ -177,18 +181,14 @@ struct Walk {
   int fshift = 0;
 };
 
-// The one bucket sort behind SortCarry (fused pass) and laplex_plan.cc's argsort:
-// stages (A)-(D) above on the keys key(i) = OrderKey(anchor i), i < n, each carrying the
-// payload val(i) (type P) in its record. Returns false, having done nothing else, when
-// the keys are already nondecreasing. Otherwise calls prepare() once (one thread) after
-// (A), sorts, and hands each sorted bucket to emit(b0, records, m) (records [0, m) of
-// the sorted order's slots [b0, b0 + m), from any thread). prepare() returns ix (n
-// slots) or nullptr: with ix, ix[j] gets the slot after (C) of the element in sorted
-// slot j (what PutBack undoes) and `walk` what PutBack needs. Stable: equal keys keep
-// their original order.
-template <typename U, typename P, typename Key, typename Val, typename Prepare, typename Emit>
-bool SortRecords(int64_t n, Key key, Val val, Walk<U>& walk, Prepare prepare, Emit emit) {
-  if (n == 0) return false;
+template <typename S>
+Carried<S> SortCarry(const S* src, const S* x, int64_t n) {
+  using U = decltype(OrderKey(S()));
+  Carried<S> out;
+  if (n == 0) {
+    out.sorted = true;
+    return out;
+  }
   const int nt = laplex_par::Threads(n, n);
   std::vector<int64_t> lo(nt + 1);
   for (int t = 0; t <= nt; ++t) lo[t] = n * t / nt;
@@ -197,10 +197,10 @@ bool SortRecords(int64_t n, Key key, Val val, Walk<U>& walk, Prepare prepare, Em
   std::vector<char> tsorted(nt);
   laplex_par::Run(nt, [&](int t) {
     U mn = ~U(0), mx = 0;
-    U prev = lo[t] > 0 ? key(lo[t] - 1) : U(0);
+    U prev = lo[t] > 0 ? OrderKey(src[lo[t] - 1]) : U(0);
     bool ok = true;
     for (int64_t i = lo[t]; i < lo[t + 1]; ++i) {
-      const U k = key(i);
+      const U k = OrderKey(src[i]);
       mn = std::min(mn, k);
       mx = std::max(mx, k);
       ok &= k >= prev;
@@ -211,9 +211,9 @@ bool SortRecords(int64_t n, Key key, Val val, Walk<U>& walk, Prepare prepare, Em
     tsorted[t] = ok;
   });
   if (std::all_of(tsorted.begin(), tsorted.end(), [](char c) { return c != 0; })) {
-    return false;
+    out.sorted = true;
+    return out;
   }
-  int32_t* const ix = prepare();
   const U kmin = *std::min_element(tmin.begin(), tmin.end());
   const U kmax = *std::max_element(tmax.begin(), tmax.end());
   const int bits = BitLength<U>(kmax - kmin);
@@ -224,7 +224,7 @@ bool SortRecords(int64_t n, Key key, Val val, Walk<U>& walk, Prepare prepare, Em
   std::vector<uint32_t> fh(static_cast<size_t>(nt * nf), 0);
   laplex_par::Run(nt, [&](int t) {
     uint32_t* h = fh.data() + t * nf;
-    for (int64_t i = lo[t]; i < lo[t + 1]; ++i) ++h[(key(i) - kmin) >> fshift];
+    for (int64_t i = lo[t]; i < lo[t + 1]; ++i) ++h[(OrderKey(src[i]) - kmin) >> fshift];
   });
   const int64_t target = std::max<int64_t>(64, n / kCoarse);
   std::vector<uint16_t> lut(static_cast<size_t>(nf));
@@ -250,84 +250,53 @@ bool SortRecords(int64_t n, Key key, Val val, Walk<U>& walk, Prepare prepare, Em
   }
   std::vector<int64_t> start;
   const int64_t biggest = BucketOffsets(off, nt, nb, start);
-  if (ix != nullptr) walk.first = off;  // (C)'s first slot per thread and bucket
-  // (C) stable scatter of (key, payload) records
-  Scratch<KeyVal<U, P>> kv(n);
+  out.first = off;  // (C)'s first slot per thread and bucket, for PutBack
+  // (C) stable scatter of (key, value) pairs
+  out.s = Scratch<S>(n);
+  out.x = Scratch<S>(n);
+  out.idx = Scratch<int32_t>(n);
+  Scratch<KeyVal<U, S>> kv(n);
+  int32_t* ix = out.idx.data();
   laplex_par::Run(nt, [&](int t) {
     int64_t* o = off.data() + t * nb;
     const uint16_t* lt = lut.data();
-    KeyVal<U, P>* kp = kv.data();
+    KeyVal<U, S>* kp = kv.data();
     for (int64_t i = lo[t]; i < lo[t + 1]; ++i) {
-      const U k = key(i);
-      kp[o[lt[(k - kmin) >> fshift]]++] = KeyVal<U, P>{k, val(i)};
+      const U k = OrderKey(src[i]);
+      kp[o[lt[(k - kmin) >> fshift]]++] = KeyVal<U, S>{k, x[i]};
     }
   });
-  // (D) per bucket: LSD on the bits it spans, then the records to emit
+  // (D) per bucket: LSD on the bits it spans, then the pairs split into anchors and values
   std::atomic<int64_t> next{0};
   laplex_par::Run(nt, [&](int) {
-    Scratch<KeyVal<U, P>> tkv(static_cast<size_t>(biggest));
-    Scratch<int32_t> ti(ix != nullptr ? static_cast<size_t>(biggest) : 0);
+    Scratch<KeyVal<U, S>> tkv(static_cast<size_t>(biggest));
+    Scratch<int32_t> ti(static_cast<size_t>(biggest));
     for (int64_t b = next.fetch_add(1); b < nb; b = next.fetch_add(1)) {
       const int64_t b0 = start[b], m = start[b + 1] - b0;
       if (m == 0) continue;
-      KeyVal<U, P>* kb = kv.data() + b0;
+      KeyVal<U, S>* kb = kv.data() + b0;
       // each element's slot after (C), the carried index (set here, in cache, rather
       // than written as another stream by (C))
-      int32_t* ib = ix != nullptr ? ix + b0 : nullptr;
-      if (ib != nullptr) {
-        for (int64_t i = 0; i < m; ++i) ib[i] = static_cast<int32_t>(b0 + i);
-      }
+      for (int64_t i = 0; i < m; ++i) ix[b0 + i] = static_cast<int32_t>(b0 + i);
       U mn = kb[0].k, mx = kb[0].k;
       for (int64_t i = 1; i < m; ++i) {
         mn = std::min(mn, kb[i].k);
         mx = std::max(mx, kb[i].k);
       }
-      LsdCarry<U, P>(kb, ib, m, mn, BitLength<U>(mx - mn), tkv.data(), ti.data());
-      emit(b0, static_cast<const KeyVal<U, P>*>(kb), m);
+      LsdCarry<U, S>(kb, ix + b0, m, mn, BitLength<U>(mx - mn), tkv.data(), ti.data());
+      S* so = out.s.data() + b0;
+      S* xo = out.x.data() + b0;
+      for (int64_t i = 0; i < m; ++i) {
+        so[i] = FromKey(kb[i].k);
+        xo[i] = kb[i].x;
+      }
     }
   });
-  if (ix != nullptr) {
-    walk.nt = nt;
-    walk.lo = std::move(lo);
-    walk.lut = std::move(lut);
-    walk.kmin = kmin;
-    walk.fshift = fshift;
-  }
-  return true;
-}
-
-// the result of SortCarry: `sorted` (no copies made) when s was already nondecreasing
-template <typename S>
-struct Carried {
-  using U = decltype(OrderKey(S()));
-  bool sorted = false;
-  Scratch<S> s;          // anchors, nondecreasing
-  Scratch<S> x;          // values in the same order
-  Scratch<int32_t> idx;  // each element's slot after the bucket scatter (C)
-  Walk<U> walk;          // (C)'s walk, for PutBack
-};
-
-template <typename S>
-Carried<S> SortCarry(const S* src, const S* x, int64_t n) {
-  using U = decltype(OrderKey(S()));
-  Carried<S> out;
-  out.sorted = !SortRecords<U, S>(
-      n, [src](int64_t i) { return OrderKey(src[i]); }, [x](int64_t i) { return x[i]; },
-      out.walk,
-      [&out, n] {
-        out.s = Scratch<S>(n);
-        out.x = Scratch<S>(n);
-        out.idx = Scratch<int32_t>(n);
-        return out.idx.data();
-      },
-      [&out](int64_t b0, const KeyVal<U, S>* kb, int64_t m) {
-        S* so = out.s.data() + b0;
-        S* xo = out.x.data() + b0;
-        for (int64_t i = 0; i < m; ++i) {
-          so[i] = FromKey(kb[i].k);
-          xo[i] = kb[i].x;
-        }
-      });
+  out.nt = nt;
+  out.lo = std::move(lo);
+  out.lut = std::move(lut);
+  out.kmin = kmin;
+  out.fshift = fshift;
   return out;
 }
 
@@ -340,25 +309,25 @@ void PutBack(const Carried<S>& c, const S* src, const S* val, int64_t n, bool ac
   // undo (D): each value to its slot after (C), inside its bucket's stretch
   Scratch<S> slot(n);
   const int32_t* ix = c.idx.data();
-  const int nt = c.walk.nt;
+  const int nt = c.nt;
   laplex_par::Run(nt, [&](int t) {
     S* sl = slot.data();
     for (int64_t j = n * t / nt, j1 = n * (t + 1) / nt; j < j1; ++j) sl[ix[j]] = val[j];
   });
   // undo (C): the original order walked as (C) walked it, each thread from its slots
-  const int64_t nb = static_cast<int64_t>(c.walk.first.size()) / nt;
+  const int64_t nb = static_cast<int64_t>(c.first.size()) / nt;
   laplex_par::Run(nt, [&](int t) {
-    std::vector<int64_t> o(c.walk.first.begin() + t * nb, c.walk.first.begin() + (t + 1) * nb);
-    const uint16_t* lt = c.walk.lut.data();
+    std::vector<int64_t> o(c.first.begin() + t * nb, c.first.begin() + (t + 1) * nb);
+    const uint16_t* lt = c.lut.data();
     const S* sl = slot.data();
-    const U kmin = c.walk.kmin;
-    const int fshift = c.walk.fshift;
+    const U kmin = c.kmin;
+    const int fshift = c.fshift;
     if (acc) {
-      for (int64_t i = c.walk.lo[t]; i < c.walk.lo[t + 1]; ++i) {
+      for (int64_t i = c.lo[t]; i < c.lo[t + 1]; ++i) {
         out[i] = static_cast<S>(out[i] + sl[o[lt[(OrderKey(src[i]) - kmin) >> fshift]]++]);
       }
     } else {
-      for (int64_t i = c.walk.lo[t]; i < c.walk.lo[t + 1]; ++i) {
+      for (int64_t i = c.lo[t]; i < c.lo[t + 1]; ++i) {
         out[i] = sl[o[lt[(OrderKey(src[i]) - kmin) >> fshift]]++];
       }
     }
