@@ -81,6 +81,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     figures = {}
     opt = optimizer(config)
     seeds = [int(s) for s in config.seeds]
+    size, noise = int(config.size), float(config.lr_noise)
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds: expected distinct seeds, received {config.seeds!r}")
     for i, (factor, regime) in enumerate(config.settings):
@@ -91,7 +92,6 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             k_set = jax.random.fold_in(key, i)
             k_set = k_set if seed == 0 else jax.random.fold_in(k_set, seed)
             k_train, k_test, k_fit, k_pred = jax.random.split(k_set, 4)
-            size, noise = int(config.size), float(config.lr_noise)
             train = make_split(regime, factor, int(config.n_train), size, noise, key=k_train)
             test = make_split(regime, factor, int(config.n_test), size, noise, key=k_test)
             tag = f"{regime}_x{factor}" + (f"_s{seed}" if seed else "")
