@@ -52,6 +52,8 @@ CODE_VERSION = "routing-text-v1"  # bump when prompts, options or scoring change
 _PIN = "evals==3.0.1.post1"
 _MEDMCQA = "evals/registry/data/medmcqa/samples.jsonl"
 _RECLOR = "evals/registry/data/logiqa-logical-reasoning-plus/reclor-logical-reasoning-plus.jsonl"
+_SOCIALIQA = "evals/registry/data/theory_of_mind/socialiqa/test.jsonl"
+_QUARTZ = "evals/registry/data/quartz/samples.jsonl"
 PROMPTS = ("zero_shot", "few_shot")
 RULES = ("sum", "mean", "letter")
 N_SHOTS = 1
@@ -88,6 +90,15 @@ FULL_TABLE = TableConfig(
     ),
     prompts=PROMPTS,
     per_source=(("medmcqa", 299), ("logiqa", 1200), ("reclor", 499)),
+)
+
+
+#: the issue's size (>= 2000 queries x >= 10 candidates) within a 2-core session: the
+#: two smallest models x zero/few-shot x three answer rules on short-prompt sources
+#: (~1 h of model calls on an idle 2-core VM; LogiQA/ReClor passages would triple it)
+TABLE_2K = TableConfig(
+    prompts=PROMPTS,
+    per_source=(("medmcqa", 299), ("socialiqa", 1100), ("quartz", 700)),
 )
 
 
@@ -152,11 +163,53 @@ def reclor_items(n: int) -> list[dict]:
     raise ValueError(f"n: the ReClor file has {len(items)} items, {n} requested")
 
 
+def _lettered_items(path: Path, n: int, pattern: str, letters: str, what: str) -> list[dict]:
+    """The first `n` rows of an evals file whose last user message is a question followed
+    by its lettered options, matched by `pattern` (groups: question, then one option per
+    letter), in the house prompt format (question, "A. ..." lines, "Answer:")."""
+    items = []
+    for k, row in enumerate(_jsonl(path)):
+        m = re.match(pattern, row["input"][-1]["content"].strip(), re.S)
+        if m is None or row["ideal"] not in letters:
+            raise ValueError(f"{path}: malformed {what} row {k}: {row['input'][-1]!r:.200}")
+        question, options = m.group(1).strip(), [o.strip() for o in m.groups()[1:]]
+        lettered = "\n".join(f"{c}. {o}" for c, o in zip(letters, options, strict=True))
+        items.append(
+            {
+                "question": question,
+                "prompt": f"{question}\n{lettered}\nAnswer:",
+                "options": options,
+                "answer": letters.index(row["ideal"]),
+            }
+        )
+        if len(items) == n:
+            return items
+    raise ValueError(f"n: the {what} file has {len(items)} items, {n} requested")
+
+
+def socialiqa_items(n: int) -> list[dict]:
+    """The first `n` SocialIQA items (evals' theory-of-mind set; 3 options each)."""
+    path = wheel_file("evals", _SOCIALIQA, pin=_PIN)
+    return _lettered_items(path, n, r"^(.*) A: (.*); B: (.*); C: (.*)\.$", "ABC", "SocialIQA")
+
+
+def quartz_items(n: int) -> list[dict]:
+    """The first `n` QuaRTz items (qualitative relations; 2 options each)."""
+    path = wheel_file("evals", _QUARTZ, pin=_PIN)
+    return _lettered_items(path, n, r"^(.*)\n\n A: (.*)\n B: (.*)$", "AB", "QuaRTz")
+
+
 def _logiqa(n: int) -> list[dict]:
     return [{**it, "question": it["prompt"].rsplit("\nA.", 1)[0]} for it in logiqa_items(n)]
 
 
-_SOURCES = {"medmcqa": medmcqa_items, "logiqa": _logiqa, "reclor": reclor_items}
+_SOURCES = {
+    "medmcqa": medmcqa_items,
+    "logiqa": _logiqa,
+    "reclor": reclor_items,
+    "socialiqa": socialiqa_items,
+    "quartz": quartz_items,
+}
 
 
 def source_items(per_source) -> tuple[list[dict], list[dict]]:
@@ -249,6 +302,19 @@ def _rule(rule: str, out: dict[str, np.ndarray]):
     return choice, n_out, out["latency"] * frac
 
 
+def _chunks(queries: list[dict], size: int) -> list[slice]:
+    """Consecutive slices of `size` queries, cut also where the option count changes (a
+    chunk's scores are one (items, 2K) array)."""
+    starts = set(range(0, len(queries), size))
+    starts |= {
+        i
+        for i in range(1, len(queries))
+        if len(queries[i]["options"]) != len(queries[i - 1]["options"])
+    }
+    cuts = sorted(starts) + [len(queries)]
+    return [slice(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+
+
 def build_text_table(config: TableConfig = TableConfig()) -> routing.RoutingTable:
     """The (queries x model-prompt-rule candidates) table, from the cache or by scoring.
 
@@ -265,10 +331,9 @@ def build_text_table(config: TableConfig = TableConfig()) -> routing.RoutingTabl
     quality, cost, lat = np.zeros((n, k)), np.zeros((n, k)), np.zeros((n, k))
     tin, tout = np.zeros((n, k), np.int64), np.zeros((n, k), np.int64)
     models = _Models()
-    jobs = [(m, p, s) for m, p in passes for s in range(0, n, config.chunk)]
+    jobs = [(m, p, part) for m, p in passes for part in _chunks(queries, config.chunk)]
     t0 = time.perf_counter()
-    for model, prompt, s in progress_bar(jobs, desc="routing text table"):
-        part = slice(s, s + config.chunk)
+    for model, prompt, part in progress_bar(jobs, desc="routing text table"):
         out = _score_chunk(models, model, prompt, queries[part], shots, config.batch_size)
         for rule in config.rules:
             j = cands.index((model, prompt, rule))
@@ -785,7 +850,8 @@ if __name__ == "__main__" and "--haps" in sys.argv:
         _r = prefix_residuals(_m, _items, top=4, models=_loader)
         print(f"{_m}: {len(_r['resid'])} items, {_r['seconds']:.0f} s")
 elif __name__ == "__main__":
-    cfg = FULL_TABLE if "--full" in sys.argv else TableConfig()
+    _name = "full" if "--full" in sys.argv else "2k" if "--2k" in sys.argv else "quick"
+    cfg = {"full": FULL_TABLE, "2k": TABLE_2K, "quick": TableConfig()}[_name]
     t_start = time.perf_counter()
     table = build_text_table(cfg)
     table = dataclasses.replace(
@@ -796,9 +862,11 @@ elif __name__ == "__main__":
             "machine": platform.platform(),
             "built_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
             "wall_seconds": time.perf_counter() - t_start,
+            "build_command": "python -m experiments.routing._setup"
+            + ("" if _name == "quick" else f" --{_name}"),
         },
     )
-    out = table.save(DATA / ("text_full" if "--full" in sys.argv else "text_quick"))
+    out = table.save(DATA / f"text_{_name}")
     print(f"{table.n_queries} queries x {table.n_candidates} candidates -> {out}")
     print(
         "accuracy per candidate:",

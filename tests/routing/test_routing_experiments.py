@@ -110,3 +110,62 @@ def test_committed_quick_table():
     letter = [j for j, c in enumerate(t.candidates) if c.endswith(":letter")]
     assert np.all(t.output_tokens[:, letter] == 4)
     assert t.meta["config"] == _setup.table_fields(_setup.TableConfig())
+
+
+def test_socialiqa_and_quartz_items_format_back_to_the_raw_rows():
+    """Parsing is checked by its inverse: each item, written back in the file's own layout,
+    is the raw row up to whitespace (question, options, gold letter), for every row of
+    both files."""
+    import json
+
+    from jaxlab._core import wheel_file
+
+    for n, items, rel, layout in (
+        (2224, _setup.socialiqa_items, _setup._SOCIALIQA, "{q} A: {o[0]}; B: {o[1]}; C: {o[2]}."),
+        (3860, _setup.quartz_items, _setup._QUARTZ, "{q}\n\n A: {o[0]}\n B: {o[1]}"),
+    ):
+        path = wheel_file("evals", rel, pin=_setup._PIN)
+        raw = [json.loads(x) for x in path.read_text(encoding="utf-8").split("\n") if x.strip()]
+        parsed = items(n)
+        assert len(raw) == len(parsed) == n
+        for row, it in zip(raw, parsed, strict=True):
+            # equal up to whitespace (the parser strips each option)
+            written = layout.format(q=it["question"], o=it["options"])
+            assert "".join(written.split()) == "".join(row["input"][-1]["content"].split())
+            assert "ABC"[it["answer"]] == row["ideal"]
+            assert it["prompt"].startswith(it["question"] + "\nA. ")
+            assert it["prompt"].endswith("\nAnswer:")
+        with pytest.raises(ValueError, match="requested"):
+            items(n + 1)
+
+
+def test_lettered_items_refuse_a_malformed_row(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    rows = [
+        {"input": [{"role": "user", "content": "Q? A: x; B: y; C: z."}], "ideal": "B"},
+        {"input": [{"role": "user", "content": "Q? A: x; B: y."}], "ideal": "A"},
+    ]
+    path.write_text("\n".join(__import__("json").dumps(r) for r in rows))
+    pattern = r"^(.*) A: (.*); B: (.*); C: (.*)\.$"
+    assert _setup._lettered_items(path, 1, pattern, "ABC", "toy")[0]["answer"] == 1
+    with pytest.raises(ValueError, match=r"bad\.jsonl: malformed toy row 1"):
+        _setup._lettered_items(path, 2, pattern, "ABC", "toy")
+
+
+@pytest.mark.parametrize("size", [1, 3, 20])
+def test_chunks_cover_queries_in_order_without_mixing_option_counts(size):
+    rng = np.random.default_rng(size)
+    ks = np.repeat(rng.integers(2, 5, 6), rng.integers(1, 30, 6))
+    queries = [{"options": ["o"] * int(k)} for k in ks]
+    parts = _setup._chunks(queries, size)
+    assert [i for p in parts for i in range(p.start, p.stop)] == list(range(len(queries)))
+    for p in parts:
+        assert 0 < p.stop - p.start <= size
+        assert len(set(ks[p])) == 1
+        # a chunk starts at a multiple of size or where the option count changes
+        assert p.start % size == 0 or ks[p.start] != ks[p.start - 1]
+    # uniform option counts: the plain fixed-size chunks (the QUICK table's cache keys)
+    same = [{"options": ["o"] * 4}] * len(queries)
+    assert _setup._chunks(same, size) == [
+        slice(s, min(s + size, len(same))) for s in range(0, len(same), size)
+    ]
