@@ -7,7 +7,11 @@ rule) triples over the `jaxlab.lm` pool. Prompts:
 
 - `zero_shot`: the question and lettered options, then "Answer:";
 - `few_shot`: one solved item of the same source (taken from beyond the query range)
-  before the zero-shot prompt (FULL only: it doubles the prompt length).
+  before the zero-shot prompt;
+- `think`: the zero-shot prompt with "Answer:" replaced by "Let's think step by step.",
+  a greedy generation of at most THINK_TOKENS tokens (stopping at the model's stop
+  tokens), then "\nAnswer:" (the short-budget chain of thought of the issue; its
+  generated tokens count as output tokens).
 
 One `jaxlab.lm.score` pass per (model, prompt) scores 2K continuations per item: the K
 option texts and the K letters " A", " B", ...; three answer rules read it:
@@ -19,15 +23,16 @@ option texts and the K letters " A", " B", ...; three answer rules read it:
 A candidate is correct on a query when its rule picks the right option. Cost = 2 x
 n_params x (input + output tokens) / 1e9, i.e. GFLOPs of the forward pass (input tokens =
 prompt tokens, output tokens = the continuation tokens the rule reads: all option texts
-for `sum`/`mean`, the K letters for `letter`). Latency = measured wall time of a chunk's
-scoring, shared among its items in proportion to their tokens, and between the text and
-letter continuations in proportion to their token counts. Features: `hashed_bow` of the
-question text (256 buckets, words + bigrams): no model call.
+for `sum`/`mean`, the K letters for `letter`; plus the generated tokens for `think`).
+Latency = measured wall time of a chunk's generation and scoring, shared among its items in
+proportion to their tokens, and between the text and letter continuations in proportion
+to their token counts. Features: `hashed_bow` of the question text (256 buckets, words +
+bigrams): no model call.
 
 Each (model, prompt, chunk of items) is cached as `.npz` under
 `$JAXLAB_CACHE_DIR/routing/<content hash>` (model file SHA-256, prompts, options, code
 version), so a killed build resumes at the chunk it was in. Build command:
-`python -m experiments.routing._setup [--full]`.
+`python -m experiments.routing._setup [--2k | --full]` (QUICK table, TABLE_2K, FULL_TABLE).
 """
 
 from __future__ import annotations
@@ -54,7 +59,9 @@ _MEDMCQA = "evals/registry/data/medmcqa/samples.jsonl"
 _RECLOR = "evals/registry/data/logiqa-logical-reasoning-plus/reclor-logical-reasoning-plus.jsonl"
 _SOCIALIQA = "evals/registry/data/theory_of_mind/socialiqa/test.jsonl"
 _QUARTZ = "evals/registry/data/quartz/samples.jsonl"
-PROMPTS = ("zero_shot", "few_shot")
+PROMPTS = ("zero_shot", "few_shot", "think")
+THINK_CUE = "Let's think step by step."
+THINK_TOKENS = 32
 RULES = ("sum", "mean", "letter")
 N_SHOTS = 1
 
@@ -97,7 +104,7 @@ FULL_TABLE = TableConfig(
 #: two smallest models x zero/few-shot x three answer rules on short-prompt sources
 #: (~1 h of model calls on an idle 2-core VM; LogiQA/ReClor passages would triple it)
 TABLE_2K = TableConfig(
-    prompts=PROMPTS,
+    prompts=("zero_shot", "few_shot"),
     per_source=(("medmcqa", 299), ("socialiqa", 1100), ("quartz", 700)),
 )
 
@@ -235,6 +242,8 @@ def prompt_inputs(prompt: str, item: dict, shots: dict) -> tuple[str, list[str]]
         return item["prompt"], options
     if prompt == "few_shot":
         return "".join(_shot_text(s) for s in shots[item["group"]]) + item["prompt"], options
+    if prompt == "think":
+        return item["prompt"].removesuffix("Answer:") + THINK_CUE, options
     raise ValueError(f"prompt: expected one of {PROMPTS}, received {prompt!r}")
 
 
@@ -270,20 +279,46 @@ def _score_chunk(models, model, prompt, items, shots, batch_size) -> dict[str, n
         return cached
     net, tok = models(model)
     t0 = time.perf_counter()
-    sc = lm.score(net, tok, [p for p, _ in inputs], [o for _, o in inputs], batch_size=batch_size)
+    prompts = [p for p, _ in inputs]
+    n_in = np.array([len(tok.encode(p)) for p in prompts])
+    n_gen = np.zeros(len(prompts), np.int64)
+    if prompt == "think":
+        prompts, n_gen = think_prompts(net, tok, prompts)
+    sc = lm.score(net, tok, prompts, [o for _, o in inputs], batch_size=batch_size)
     seconds = time.perf_counter() - t0
-    n_in = np.array([len(tok.encode(p)) for p, _ in inputs])
     lens = np.array([[len(t) for t in toks] for toks in sc.tokens])  # (items, 2K)
-    total = n_in + lens.sum(1)
+    total = n_in + n_gen + lens.sum(1)
     out = {
         "sum": np.stack([np.asarray(s) for s in sc.sum]),
         "mean": np.stack([np.asarray(m) for m in sc.mean]),
         "input_tokens": n_in,
         "option_tokens": lens,
+        "generated_tokens": n_gen,
         "latency": seconds * total / total.sum(),
     }
     save_npz(path, out)
     return out
+
+
+def think_prompts(net, tok, prompts: list[str]) -> tuple[list[str], np.ndarray]:
+    """The `think` prompts' second stage: each prompt's greedy continuation of at most
+    THINK_TOKENS tokens (one batch; a stop token ends a row and is not kept), then
+    "\nAnswer:"; and the number of generated tokens per prompt."""
+    from jaxlab import lm
+
+    gen = lm.generate(
+        net,
+        [tok.encode(p) for p in prompts],
+        max_new_tokens=THINK_TOKENS,
+        stop_tokens=tok.stop_ids,
+        pad_id=tok.pad_id,
+    )
+    toks, lengths = np.asarray(gen.tokens), np.asarray(gen.lengths)
+    out = []
+    for p, row, n in zip(prompts, toks, lengths, strict=True):
+        ids = [int(t) for t in row[:n] if int(t) not in tok.stop_ids]
+        out.append(f"{p} {tok.decode(ids).strip()}\nAnswer:")
+    return out, lengths.astype(np.int64)
 
 
 def _rule(rule: str, out: dict[str, np.ndarray]):
@@ -296,10 +331,11 @@ def _rule(rule: str, out: dict[str, np.ndarray]):
         choice, n_out, share = np.argmax(out[rule][:, :k], 1), text, text
     else:
         raise ValueError(f"rule: expected one of {RULES}, received {rule!r}")
-    n_in = out["input_tokens"]
+    # prompt and generated tokens: read by both kinds of continuation
+    n_in = out["input_tokens"] + out.get("generated_tokens", 0)
     # the prompt's share of the latency is split between text and letter continuations
     frac = (n_in * share / (text + letters) + share) / (n_in + text + letters)
-    return choice, n_out, out["latency"] * frac
+    return choice, n_out + out.get("generated_tokens", 0), out["latency"] * frac
 
 
 def _chunks(queries: list[dict], size: int) -> list[slice]:

@@ -39,6 +39,9 @@ def test_items_parse_and_shots_are_not_queries():
     assert o0[4:] == [" A", " B", " C", " D"]
     assert p1.endswith(p0)
     assert len(p1) > len(p0)
+    p2, o2 = _setup.prompt_inputs("think", queries[0], shots)
+    assert o2 == o0
+    assert p2 == p0.removesuffix("Answer:") + "Let's think step by step."
     with pytest.raises(ValueError, match="prompt"):
         _setup.prompt_inputs("cot", queries[0], shots)
 
@@ -62,6 +65,13 @@ def test_answer_rules_share_tokens_and_latency():
     # text and letter continuations (with their shares of the prompt) split the latency
     np.testing.assert_allclose(lat_sum + lat_let, out["latency"])
     np.testing.assert_allclose(lat_sum, lat_mean)
+    # think: the generated tokens are output tokens of every rule; the split still adds up
+    gen = {**out, "generated_tokens": np.array([5, 0, 32])}
+    _, g_sum, l_sum = _setup._rule("sum", gen)
+    _, g_let, l_let = _setup._rule("letter", gen)
+    np.testing.assert_array_equal(g_sum, n_sum + gen["generated_tokens"])
+    np.testing.assert_array_equal(g_let, n_let + gen["generated_tokens"])
+    np.testing.assert_allclose(l_sum + l_let, out["latency"])
 
 
 @pytest.mark.slow
@@ -92,6 +102,34 @@ def test_tiny_table_equals_direct_scores(tmp_path, monkeypatch):
     u = _setup.build_text_table(cfg)
     np.testing.assert_array_equal(u.quality, t.quality)
     np.testing.assert_array_equal(u.latency, t.latency)
+
+
+@pytest.mark.slow
+def test_think_candidates_equal_one_item_at_a_time_generation_and_scores(tmp_path, monkeypatch):
+    """The think pass (one batched greedy generation per chunk, then batched scoring) equals
+    generating and scoring each item alone (batch 1) with the public `lm` calls."""
+    from jaxlab import lm
+
+    monkeypatch.setenv("JAXLAB_CACHE_DIR", str(tmp_path))
+    cfg = _setup.TableConfig(
+        models=("smollm2-135m-instruct",),
+        prompts=("think",),
+        per_source=(("socialiqa", 2), ("quartz", 2)),
+    )
+    t = _setup.build_text_table(cfg)
+    queries, shots = _setup.source_items(cfg.per_source)
+    model, tok = lm.load("smollm2-135m-instruct")
+    for i, q in enumerate(queries):
+        first, options = _setup.prompt_inputs("think", q, shots)
+        text = lm.generate_text(model, tok, first, max_new_tokens=_setup.THINK_TOKENS)
+        second = f"{first} {text.strip()}\nAnswer:"
+        s = lm.score(model, tok, [second], [options], batch_size=1).sum[0]
+        k = len(q["options"])
+        right = [np.argmax(s[:k]) == q["answer"], np.argmax(s[k:]) == q["answer"]]
+        assert [t.quality[i, 0], t.quality[i, 2]] == right, i
+        n_gen = t.output_tokens[i, 2] - k  # letter rule: K one-token letters + generated
+        assert 0 < n_gen <= _setup.THINK_TOKENS
+        assert t.input_tokens[i, 0] == len(tok.encode(first))
 
 
 def test_committed_quick_table():
