@@ -483,15 +483,17 @@ def text_table_with_features(config: TableConfig, kind: str) -> routing.RoutingT
     return dataclasses.replace(table, features=x, meta={**table.meta, "features": desc})
 
 
-TABLES = ("text", "vqa")
+TABLES = ("text", "text_2k", "vqa")
 
 
 def named_table(name: str, features: str = "minilm"):
     """(table, clusters or None, caveat) of the P6 tables: "text" (the committed QUICK text
-    table, `features` as `text_table_with_features`) or "vqa" (the committed easy-vqa table
-    of our own VQA pool; queries about one image share a cluster)."""
-    if name == "text":
-        return text_table_with_features(TableConfig(), features), None, CAVEAT
+    table, `features` as `text_table_with_features`), "text_2k" (TABLE_2K, likewise) or
+    "vqa" (the committed easy-vqa table of our own VQA pool; queries about one image share a
+    cluster)."""
+    if name in ("text", "text_2k"):
+        config = TABLE_2K if name == "text_2k" else TableConfig()
+        return text_table_with_features(config, features), None, CAVEAT
     if name == "vqa":
         from experiments.routing import _vqa_setup
 
