@@ -7,6 +7,7 @@ from jaxlab._kernels.laplex import AbstractScan as AbstractScan
 from jaxlab._kernels.laplex import AssociativeScan as AssociativeScan
 from jaxlab._kernels.laplex import BlockedScan as BlockedScan
 from jaxlab._kernels.laplex import CpuScan as CpuScan
+from jaxlab._kernels.laplex import PallasBlockScan as PallasBlockScan
 from jaxlab._kernels.laplex import PallasScan as PallasScan
 from jaxlab._kernels.laplex import cpu_kernel_available as cpu_kernel_available
 from jaxlab._kernels.laplex import default_scan as default_scan

@@ -58,6 +58,7 @@ from jaxlab._core import (
 from jaxlab._kernels.laplex import (
     AbstractScan,
     CpuScan,
+    PallasBlockScan,
     default_scan,
     fused_apply,
     fused_parts_separate,
@@ -160,6 +161,40 @@ def _sym_column(scan, sym, v, b):
     return _is_fused(scan) and sym and real and v.shape[1] == 1
 
 
+def _block_sym(scan, sym, v, b):
+    """`PallasBlockScan` with `t is s` and a real kernel: the reduce-then-scan kernels."""
+    real = b is None and not jnp.issubdtype(v.dtype, jnp.complexfloating)
+    return isinstance(scan, PallasBlockScan) and sym and real
+
+
+def _block_sym_apply(scan, x, s, lam, c, plan):
+    """Sum over heads of `c_h K_h x` by `PallasBlockScan.sym_matvec`, column by column, in
+    each head's sorted order (no gather or scatter where the plan says presorted)."""
+
+    def sorted_apply(sh, lh, ch, xs):
+        dt = jnp.promote_types(sh.dtype, xs.dtype)  # distances in the wider dtype
+        sh, lh, ch = sh.astype(dt), lh.astype(dt), ch.astype(dt)
+        ys = jax.vmap(lambda col: scan.sym_matvec(col, sh, lh, ch), 1, 1)(xs.astype(dt))
+        return ys.astype(xs.dtype)
+
+    y = jnp.zeros_like(x)
+    for h in range(s.shape[0]):
+        perm = plan.perm_s[h]
+
+        def gathered(h=h, perm=perm):
+            ys = sorted_apply(s[h][perm], lam[h], c[h], x[perm])
+            return jnp.zeros_like(x).at[perm].set(ys)
+
+        def direct(h=h):
+            return sorted_apply(s[h], lam[h], c[h], x)
+
+        if plan.presorted_s is None:
+            y = y + gathered()
+        else:
+            y = y + jax.lax.cond(plan.presorted_s[h] != 0, direct, gathered)
+    return y
+
+
 def _fresh_plan(t, s, sym):
     return _make_plan(jax.lax.stop_gradient(t), jax.lax.stop_gradient(s), sym)
 
@@ -179,6 +214,8 @@ def _core(scan, sym, check, v, t, s, a, b, c, plan):
         return fused_sym_fresh(x, jax.lax.stop_gradient(s), lam, c.astype(wd))
     if plan is None:
         plan, check = _fresh_plan(t, s, sym), False
+    if _block_sym(scan, sym, v, b):
+        return _block_sym_apply(scan, x, s, lam, c.astype(wd), plan)
     if _is_fused(scan) and sym:
         return fused_sym(x, s, lam, c.astype(wd), plan.perm_s, plan.presorted_s, check=check)
     if _is_fused(scan):

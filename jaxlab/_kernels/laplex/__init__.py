@@ -9,6 +9,8 @@
 - `cpu_plan`: the LAPLEX sort plan in C++ (radix argsort + merge ranks, CPU).
 - `source_dir()`: where the C++ sources are (the wheel's copy, or `kernels/laplex/` of a checkout).
 - `PallasScan`: chunked Pallas kernel (GPU/TPU; `interpret=True` on CPU).
+- `PallasBlockScan` / `pallas_sym_matvec`: the symmetric real operator as reduce-then-scan
+  Pallas kernels in the natural order (GPU via Triton, TPU via Mosaic).
 - `default_scan()`: the fastest strategy available on the default backend.
 """
 
@@ -25,6 +27,8 @@ from ._fused import fused_sym as fused_sym
 from ._fused import fused_sym_fresh as fused_sym_fresh
 from ._fused import fused_sym_grad as fused_sym_grad
 from ._pallas import PallasScan as PallasScan
+from ._pallas_block import PallasBlockScan as PallasBlockScan
+from ._pallas_block import pallas_sym_matvec as pallas_sym_matvec
 from ._scan import AbstractScan as AbstractScan
 from ._scan import AssociativeScan as AssociativeScan
 from ._scan import BlockedScan as BlockedScan
