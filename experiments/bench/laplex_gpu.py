@@ -10,17 +10,26 @@ step, so a run cut short still reports what it measured.
 
 Implementations (float32, one head, M = N, t = s pre-sorted, reused plan):
 
+- `block_matvec`, `block_matvec_grad`: `PallasBlockScan`, the reduce-then-scan kernels in
+  the natural order (issue #31; the gradient's scans still run through `PallasScan`);
 - `pallas_matvec`, `pallas_matvec_grad` (value and gradient in v, anchors, a, c),
-  `pallas_matvec_phased` (complex kernel): the Pallas chunked-scan kernel;
+  `pallas_matvec_phased` (complex kernel): the previous Pallas chunked-scan kernel;
 - `blocked_matvec` (`BlockedScan`, pure JAX) and `assoc_matvec`
   (`jax.lax.associative_scan`): the same operator through XLA's own scans;
-- `plan_sort`: `make_plan` on shuffled anchors (the sort, from scratch);
+- `plan_sort`: `make_plan` on shuffled anchors (the sort, from scratch); `lax_sort_pairs`
+  (`jax.lax.sort` of (key, index) pairs), `argsort` (`jnp.argsort`): the device sorts it
+  could use; `plan_reuse`: `update_plan` when the order did not change (the check only);
 - `device_stream`: one fused elementwise pass reading two arrays and writing one
   (12 bytes/element), the bandwidth this GPU actually delivers.
 
 The matvec's floor is ~20 bytes per element (read anchors and values, plan
 indices, write the output): `achieved_gbs = 20 N / t` and
 `achieved_fraction = achieved_gbs / peak` (H200: 4.8 TB/s).
+
+Prepared for the next session with a device (not yet run on one; `--dry-run` runs the
+whole script on CPU in interpret mode): `timeout 540 env PYTHONPATH=. python -m
+experiments.bench.laplex_gpu --out docs/gpu-run` (then copy
+`docs/gpu-run/bench/laplex_gpu.json` to `docs/gpu/laplex_gpu_block.json`).
 """
 
 from __future__ import annotations
@@ -41,7 +50,7 @@ import numpy as np
 from experiments._harness import Bench, timing_stats
 from jaxlab import laplex
 from jaxlab._core import write_json
-from jaxlab.laplex import AssociativeScan, BlockedScan, PallasScan
+from jaxlab.laplex import AssociativeScan, BlockedScan, PallasBlockScan, PallasScan
 
 NAME = "laplex_gpu"
 PAPER = "P9"
@@ -70,8 +79,9 @@ def _problem(n, key, decay, phase):
     return x, v, a, b, c, k3
 
 
-def setup(config, key, *, scan=None):
-    """Bench at size `config["n"]`; `scan` overrides the Pallas strategy (CPU dry runs)."""
+def setup(config, key, *, scan=None, block=None):
+    """Bench at size `config["n"]`; `scan` and `block` override the previous and the new
+    Pallas strategies (CPU dry runs)."""
     if scan is None and jax.default_backend() not in _GPU:
         raise RuntimeError(
             "laplex_gpu: needs a GPU/TPU backend; found "
@@ -81,6 +91,7 @@ def setup(config, key, *, scan=None):
     x, v, a, b, c, k3 = _problem(n, key, float(config["decay"]), float(config["phase"]))
     plan = jax.block_until_ready(jax.jit(laplex.make_plan)(x, x))
     pallas = PallasScan() if scan is None else scan
+    block = PallasBlockScan() if block is None else block
 
     def mv(strategy, phased=False):
         return jax.jit(
@@ -89,12 +100,21 @@ def setup(config, key, *, scan=None):
             )
         )
 
-    def loss(v, x, a, c, p):
-        return jnp.sum(laplex.matvec(v, x, x, a, c=c, plan=p, scan=pallas))
+    def value_and_grad(strategy):
+        def loss(v, x, a, c, p):
+            return jnp.sum(laplex.matvec(v, x, x, a, c=c, plan=p, scan=strategy))
+
+        return jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3)))
 
     mv_pallas, mv_phased = mv(pallas), mv(pallas, phased=True)
     mv_blocked, mv_assoc = mv(BlockedScan()), mv(AssociativeScan())
-    vg = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3)))
+    mv_block = mv(block)
+    vg, vg_block = value_and_grad(pallas), value_and_grad(block)
+    pairs = jax.jit(
+        lambda t: jax.lax.sort((t[0], jnp.arange(t.shape[1], dtype=jnp.int32)), num_keys=1)
+    )
+    argsort = jax.jit(lambda t: jnp.argsort(t[0]))
+    reuse = jax.jit(lambda p, t: laplex.update_plan(p, t, t))
     stream = jax.jit(lambda v, x: v * 2 + x[0])  # one fused pass: read 8 B, write 4 B
     sort = jax.jit(lambda t: laplex.make_plan(t, t))
     shuffled = {}
@@ -104,11 +124,24 @@ def setup(config, key, *, scan=None):
             shuffled["x"] = jax.block_until_ready(jax.random.permutation(k3, x, axis=1))
         return sort(shuffled["x"])
 
+    def sorted_input(fn):
+        def call():
+            if "x" not in shuffled:
+                shuffled["x"] = jax.block_until_ready(jax.random.permutation(k3, x, axis=1))
+            return fn(shuffled["x"])
+
+        return call
+
     impls = {
+        "block_matvec": lambda: mv_block(v, x, plan),
+        "block_matvec_grad": lambda: vg_block(v, x, a, c, plan),
         "pallas_matvec": lambda: mv_pallas(v, x, plan),
         "pallas_matvec_grad": lambda: vg(v, x, a, c, plan),
         "device_stream": lambda: stream(v, x),
         "plan_sort": plan_sort,
+        "lax_sort_pairs": sorted_input(pairs),
+        "argsort": sorted_input(argsort),
+        "plan_reuse": lambda: reuse(plan, x),
         "pallas_matvec_phased": lambda: mv_phased(v, x, plan),
         "blocked_matvec": lambda: mv_blocked(v, x, plan),
         "assoc_matvec": lambda: mv_assoc(v, x, plan),
@@ -130,11 +163,40 @@ def setup(config, key, *, scan=None):
         "stream_gbs": lambda m: 12 * n / m["device_stream"] / 1e9,
         "ratio_to_stream_floor": lambda m: m["pallas_matvec"] / (m["device_stream"] * bpe / 12),
         "grad_over_matvec": lambda m: m["pallas_matvec_grad"] / m["pallas_matvec"],
+        "t_block_matvec_s": lambda m: m["block_matvec"],
+        "t_block_matvec_grad_s": lambda m: m["block_matvec_grad"],
+        "block_speedup_vs_assoc_scan": lambda m: m["assoc_matvec"] / m["block_matvec"],
+        "block_speedup_vs_previous_pallas": lambda m: m["pallas_matvec"] / m["block_matvec"],
+        "block_achieved_fraction": lambda m: bpe * n / m["block_matvec"] / 1e9 / peak,
+        "block_ratio_to_stream_floor": lambda m: (
+            m["block_matvec"] / (m["device_stream"] * bpe / 12)
+        ),
+        "block_grad_over_matvec": lambda m: m["block_matvec_grad"] / m["block_matvec"],
+        "block_phased_over_real": lambda m: m["pallas_matvec_phased"] / m["block_matvec"],
+        "t_lax_sort_pairs_s": lambda m: m["lax_sort_pairs"],
+        "t_argsort_s": lambda m: m["argsort"],
+        "t_plan_reuse_s": lambda m: m["plan_reuse"],
+        "sort_over_block_matvec": lambda m: m["plan_sort"] / m["block_matvec"],
+        "fastest_sort_over_block_matvec": lambda m: (
+            min(m["plan_sort"], m["lax_sort_pairs"], m["argsort"]) / m["block_matvec"]
+        ),
     }
     return Bench(
         impls=impls,
-        ours=("pallas_matvec", "pallas_matvec_grad", "pallas_matvec_phased", "plan_sort"),
-        pairs=(("pallas_matvec", "blocked_matvec"), ("pallas_matvec", "assoc_matvec")),
+        ours=(
+            "block_matvec",
+            "block_matvec_grad",
+            "pallas_matvec",
+            "pallas_matvec_grad",
+            "pallas_matvec_phased",
+            "plan_sort",
+        ),
+        pairs=(
+            ("block_matvec", "assoc_matvec"),
+            ("block_matvec", "pallas_matvec"),
+            ("pallas_matvec", "blocked_matvec"),
+            ("pallas_matvec", "assoc_matvec"),
+        ),
         fields=fields,
         size={
             "N": n,
@@ -153,7 +215,8 @@ def setup(config, key, *, scan=None):
 
 
 def exactness(n, key, *, scan):
-    """Pallas matvec (real, phased) and gradients vs a float64 dense oracle at size n."""
+    """A Pallas strategy's matvec (real, phased) and gradients vs a float64 dense oracle
+    at size n."""
     x, v, a, b, c, _ = _problem(n, key, 0.05, 0.3)
     x = x * (64.0 / n)  # ~64 decay lengths across the domain (mixed near/far couplings)
     out = {}
@@ -202,7 +265,12 @@ def main(argv=None):
     p.add_argument(
         "--chunks",
         default="64,128,512,1024",
-        help="Pallas chunk lengths timed at the first size after the main runs",
+        help="previous Pallas kernel's chunk lengths timed at the first size",
+    )
+    p.add_argument(
+        "--tiles",
+        default="64x16,32x32,128x16,256x8,128x32",
+        help="PallasBlockScan rows x lanes timed at the first size",
     )
     p.add_argument(
         "--dry-run",
@@ -212,6 +280,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     jax.config.update("jax_enable_x64", True)  # float64 oracle; the benchmark stays float32
     scan = PallasScan(chunk=64, interpret=True) if args.dry_run else None
+    block = PallasBlockScan(rows=8, lanes=16, interpret=True) if args.dry_run else None
     record = {
         "bench": NAME,
         "paper": PAPER,
@@ -230,18 +299,19 @@ def main(argv=None):
         write_json(path, record)
         print(f"[{time.strftime('%H:%M:%S')}] wrote {path}", flush=True)
 
-    try:
-        record["exactness"] = exactness(args.check_n, jax.random.key(1), scan=scan or PallasScan())
-    except Exception:  # noqa: BLE001 - recorded, the timings still run
-        record["exactness"] = {"error": traceback.format_exc()[-3000:]}
-    print("exactness", record["exactness"], flush=True)
-    save()
+    for name, strategy in (("block", block or PallasBlockScan()), ("pallas", scan or PallasScan())):
+        try:
+            record["exactness"][name] = exactness(args.check_n, jax.random.key(1), scan=strategy)
+        except Exception:  # noqa: BLE001 - recorded, the timings still run
+            record["exactness"][name] = {"error": traceback.format_exc()[-3000:]}
+        print("exactness", name, record["exactness"][name], flush=True)
+        save()
     for n in (int(float(s)) for s in args.sizes.split(",")):
         config = {**(FULL if n >= 10**9 else QUICK), "n": n}
         warmup, repeats = int(config.pop("warmup")), int(config.pop("repeats"))
         entry = record["sizes"][str(n)] = {"timings": {}, "errors": {}}
         try:
-            bench = setup(config, jax.random.key(0), scan=scan)
+            bench = setup(config, jax.random.key(0), scan=scan, block=block)
         except Exception:  # noqa: BLE001
             entry["errors"]["setup"] = traceback.format_exc()[-3000:]
             save()
@@ -278,6 +348,18 @@ def main(argv=None):
         except Exception:  # noqa: BLE001
             sweep[str(chunk)] = traceback.format_exc()[-1500:]
         print(f"chunk {chunk}: {sweep[str(chunk)]}", flush=True)
+        save()
+    tiles = record["tile_sweep"] = {"N": n}
+    for tile in (t for t in args.tiles.split(",") if t):
+        rows, lanes = (int(z) for z in tile.split("x"))
+        strategy = PallasBlockScan(rows=rows, lanes=lanes, interpret=args.dry_run)
+        f = jax.jit(lambda v, x, p, s=strategy: laplex.matvec(v, x, x, a, c=c, plan=p, scan=s))
+        try:
+            stats = timing_stats(lambda f=f: f(v, x, plan), warmup=1, repeats=5)
+            tiles[tile] = stats["median_s"]
+        except Exception:  # noqa: BLE001
+            tiles[tile] = traceback.format_exc()[-1500:]
+        print(f"tile {tile}: {tiles[tile]}", flush=True)
         save()
     return record
 

@@ -66,16 +66,18 @@ def test_gpu_device_script_dry_run(tmp_path):
                 "256",
                 "--chunks",
                 "16",
+                "--tiles",
+                "4x8",
                 "--out",
                 str(tmp_path),
             ]
         )
     finally:
         jax.config.update("jax_enable_x64", x64)
-    ex = rec["exactness"]
-    assert ex["max_rel_err_real"] < 1e-5
-    assert ex["max_rel_err_phased"] < 1e-5
-    assert ex["max_grad_rel_err"] < 1e-3
+    for ex in (rec["exactness"]["block"], rec["exactness"]["pallas"]):
+        assert ex["max_rel_err_real"] < 1e-5
+        assert ex["max_rel_err_phased"] < 1e-5
+        assert ex["max_grad_rel_err"] < 1e-3
     entry = rec["sizes"]["1024"]
     assert not entry["errors"]
     assert {
@@ -84,5 +86,13 @@ def test_gpu_device_script_dry_run(tmp_path):
         "achieved_fraction_matvec",
         "speedup_vs_assoc_scan",
         "ratio_to_stream_floor",
+        "t_block_matvec_s",
+        "block_speedup_vs_assoc_scan",
+        "block_achieved_fraction",
+        "block_grad_over_matvec",
+        "t_lax_sort_pairs_s",
+        "t_plan_reuse_s",
+        "fastest_sort_over_block_matvec",
     } <= set(entry["fields"])
+    assert isinstance(rec["tile_sweep"]["4x8"], float)
     assert (tmp_path / "bench" / "laplex_gpu.json").exists()

@@ -25,7 +25,19 @@ from jax.experimental import pallas as pl
 
 from ._scan import AbstractScan
 
-__all__ = ["PallasScan"]
+__all__ = ["PallasScan", "compiler_params"]
+
+
+def compiler_params(target: str = "auto"):
+    """Triton's parameters on GPUs (newer JAX defaults to Mosaic GPU, which these kernels
+    are not written for), Mosaic's defaults on TPUs."""
+    if target == "auto":
+        target = "tpu" if jax.default_backend() == "tpu" else "gpu"
+    if target == "gpu":
+        from jax.experimental.pallas import triton as pl_triton
+
+        return pl_triton.CompilerParams()
+    return None
 
 
 def _kernel_real(a_ref, x_ref, h_ref, p_ref, *, chunk):
@@ -108,6 +120,7 @@ class PallasScan(AbstractScan):
                 in_specs=[spec] * 4,
                 out_specs=[spec] * 4,
                 interpret=self.interpret,
+                compiler_params=compiler_params(),
             )(jnp.real(a2), jnp.imag(a2), jnp.real(x2), jnp.imag(x2))
             hr, hi, pr, pi = outs
             return lax.complex(hr, hi), lax.complex(pr, pi)
@@ -118,6 +131,7 @@ class PallasScan(AbstractScan):
             in_specs=[spec] * 2,
             out_specs=[spec] * 2,
             interpret=self.interpret,
+            compiler_params=compiler_params(),
         )(a2, x2)
         return h, p
 

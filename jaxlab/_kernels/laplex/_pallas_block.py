@@ -40,24 +40,12 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jaxtyping import Array, Float
 
-from ._pallas import PallasScan
+from ._pallas import PallasScan, compiler_params
 from ._scan import AbstractScan, AssociativeScan
 
 __all__ = ["PallasBlockScan", "pallas_sym_matvec"]
 
 _TARGETS = ("auto", "gpu", "tpu")
-
-
-def _compiler_params(target: str):
-    """Triton's parameters on GPUs (newer JAX defaults to Mosaic GPU, which these kernels
-    are not written for), Mosaic's defaults on TPUs."""
-    if target == "auto":
-        target = "tpu" if jax.default_backend() == "tpu" else "gpu"
-    if target == "gpu":
-        from jax.experimental.pallas import triton as pl_triton
-
-        return pl_triton.CompilerParams()
-    return None
 
 
 def _chunk_ends(s_ref, x_ref, lam_ref, f_ref, b_ref):
@@ -137,7 +125,7 @@ def pallas_sym_matvec(
     x2 = jnp.pad(x, (0, pad)).reshape(nb * rows, lanes)
     lam = jnp.asarray(lam, dt)
     c = jnp.asarray(c, dt)
-    params = _compiler_params(target)
+    params = compiler_params(target)
     tile = pl.BlockSpec((rows, lanes), lambda i: (i, 0))
     # per-chunk values as (nb, 1, k) arrays with squeezed (1, k) blocks: Mosaic wants a
     # block's last two dimensions to be whole (or multiples of (8, 128))
