@@ -31,7 +31,9 @@ cores and with float32 recurrences where the anchors decay fast enough, see its
 docstring). The gradient of that symmetric case with a real kernel and one real column
 is one fused pass too (`fused_sym_grad`: `v`'s cotangent `c K w`, the anchors' through
 both roles, `a`'s from the left Jordan sums and `c`'s, with the tie convention above).
-Other strategies run the scans one by one.
+`PallasBlockScan` runs the symmetric real case, value and gradient, as
+reduce-then-scan Pallas kernels in the sorted order (`pallas_sym_matvec`,
+`pallas_sym_grad`). Other strategies run the scans one by one.
 
 Complex cotangents follow JAX's convention (transpose, no conjugation; real
 inputs take the real part), so gradients equal autodiff through the dense matrix.
@@ -195,6 +197,57 @@ def _block_sym_apply(scan, x, s, lam, c, plan):
     return y
 
 
+def _block_sym_bwd(scan, x, w, s, lam, c, plan):
+    """Cotangents of the symmetric real operator by `PallasBlockScan.sym_grad` (head by
+    head, column by column, in each head's sorted order; no gather or scatter where the
+    plan says presorted). `t is s`: the anchors' cotangent (both roles) goes to `t`, zeros
+    to `s`, as in `_sym_bwd`."""
+
+    def sorted_grad(sh, lh, ch, xs, ws):
+        dt = jnp.promote_types(sh.dtype, xs.dtype)  # distances in the wider dtype
+        sh, lh, ch = sh.astype(dt), lh.astype(dt), ch.astype(dt)
+        xs, ws = xs.astype(dt), ws.astype(dt)
+        if xs.shape[1] == 1:  # no vmap: its select would run the tie branch every time
+            vb, sb, ab, cb = scan.sym_grad(xs[:, 0], ws[:, 0], sh, lh, ch)
+            return vb[:, None].astype(x.dtype), sb, ab, cb
+        vb, sb, ab, cb = jax.vmap(
+            lambda xc, wc: scan.sym_grad(xc, wc, sh, lh, ch), 1, (1, 0, 0, 0)
+        )(xs, ws)
+        return vb.astype(x.dtype), jnp.sum(sb, 0), jnp.sum(ab), jnp.sum(cb)
+
+    v_bar = jnp.zeros_like(x)
+    s_bars, a_bars, c_bars = [], [], []
+    for h in range(s.shape[0]):
+        perm = plan.perm_s[h]
+
+        def gathered(h=h, perm=perm):
+            vb, sb, ab, cb = sorted_grad(s[h][perm], lam[h], c[h], x[perm], w[perm])
+            vb = jnp.zeros_like(x).at[perm].set(vb)
+            return vb, jnp.zeros_like(sb).at[perm].set(sb), ab, cb
+
+        def direct(h=h):
+            return sorted_grad(s[h], lam[h], c[h], x, w)
+
+        if plan.presorted_s is None:
+            vb, sb, ab, cb = gathered()
+        else:
+            vb, sb, ab, cb = jax.lax.cond(plan.presorted_s[h] != 0, direct, gathered)
+        v_bar = v_bar + vb
+        s_bars.append(sb)
+        a_bars.append(ab)
+        c_bars.append(cb)
+    f = s.dtype
+    return (
+        v_bar,
+        jnp.stack(s_bars).astype(f),
+        jnp.zeros_like(s),
+        jnp.stack(a_bars).astype(f),
+        None,
+        jnp.stack(c_bars).astype(f),
+        None,
+    )
+
+
 def _fresh_plan(t, s, sym):
     return _make_plan(jax.lax.stop_gradient(t), jax.lax.stop_gradient(s), sym)
 
@@ -246,6 +299,8 @@ def _core_bwd(scan, sym, check, res, w):
     w = w.astype(wd)
     if _sym_column(scan, sym, v, b):
         return _sym_bwd(x, w, s, lam, c.astype(wd), plan, check)
+    if _block_sym(scan, sym, v, b):
+        return _block_sym_bwd(scan, x, w, s, lam, c.astype(wd), plan)
     if _is_fused(scan):
         v_bar, t_bar, s_bar, a_bar, b_bar, c_bar = _fused_bwd(
             x, t, s, lam, c.astype(wd), plan, w, check

@@ -10,7 +10,8 @@
 - `source_dir()`: where the C++ sources are (the wheel's copy, or `kernels/laplex/` of a checkout).
 - `PallasScan`: chunked Pallas kernel (GPU/TPU; `interpret=True` on CPU).
 - `PallasBlockScan` / `pallas_sym_matvec`: the symmetric real operator as reduce-then-scan
-  Pallas kernels in the natural order (GPU via Triton, TPU via Mosaic).
+  Pallas kernels in the natural order (GPU via Triton, TPU via Mosaic); `pallas_sym_grad`:
+  its cotangents by the same kind of kernels.
 - `default_scan()`: the fastest strategy available on the default backend.
 """
 
@@ -29,6 +30,7 @@ from ._fused import fused_sym_grad as fused_sym_grad
 from ._pallas import PallasScan as PallasScan
 from ._pallas_block import PallasBlockScan as PallasBlockScan
 from ._pallas_block import pallas_sym_matvec as pallas_sym_matvec
+from ._pallas_block_grad import pallas_sym_grad as pallas_sym_grad
 from ._scan import AbstractScan as AbstractScan
 from ._scan import AssociativeScan as AssociativeScan
 from ._scan import BlockedScan as BlockedScan

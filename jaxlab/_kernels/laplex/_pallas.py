@@ -40,6 +40,21 @@ def compiler_params(target: str = "auto"):
     return None
 
 
+def chunk_tiles(s, cols, rows: int, lanes: int):
+    """Sorted anchors `s` (N,) and value columns (each (N,)) as `(nb * rows, lanes)` tiles,
+    `nb` chunks of `rows x lanes` consecutive anchors (the reduce-then-scan kernels' layout):
+    padded anchors repeat the last one and padded values are zero, so they add nothing.
+
+    **Returns:** `(nb, s2, cols2, first, last)`, with each chunk's first and last anchor (nb,).
+    """
+    n = s.shape[0]
+    nb = max(1, -(-n // (rows * lanes)))
+    pad = nb * rows * lanes - n
+    s2 = jnp.concatenate([s, jnp.broadcast_to(s[-1:], (pad,))]).reshape(nb * rows, lanes)
+    cols2 = [jnp.pad(x, (0, pad)).reshape(nb * rows, lanes) for x in cols]
+    return nb, s2, cols2, s2[::rows, 0], s2[rows - 1 :: rows, lanes - 1]
+
+
 def _kernel_real(a_ref, x_ref, h_ref, p_ref, *, chunk):
     tile = a_ref.shape[1]
 

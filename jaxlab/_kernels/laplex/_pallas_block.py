@@ -40,7 +40,8 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jaxtyping import Array, Float
 
-from ._pallas import PallasScan, compiler_params
+from ._pallas import PallasScan, chunk_tiles, compiler_params
+from ._pallas_block_grad import pallas_sym_grad
 from ._scan import AbstractScan, AssociativeScan
 
 __all__ = ["PallasBlockScan", "pallas_sym_matvec"]
@@ -116,13 +117,8 @@ def pallas_sym_matvec(
     `y` (N,) in the same order.
     """
     n = x.shape[0]
-    chunk = rows * lanes
-    nb = max(1, -(-n // chunk))
-    pad = nb * chunk - n
     dt = x.dtype
-    # padded anchors repeat the last one and carry zero values: they add nothing
-    s2 = jnp.concatenate([s, jnp.broadcast_to(s[-1:], (pad,))]).reshape(nb * rows, lanes)
-    x2 = jnp.pad(x, (0, pad)).reshape(nb * rows, lanes)
+    nb, s2, (x2,), first, last = chunk_tiles(s, [x], rows, lanes)
     lam = jnp.asarray(lam, dt)
     c = jnp.asarray(c, dt)
     params = compiler_params(target)
@@ -141,8 +137,6 @@ def pallas_sym_matvec(
         compiler_params=params,
     )(s2, x2, lam.reshape(1, 1))
     f_end, b_start = f_end.reshape(nb, 1), b_start.reshape(nb, 1)
-    first = s2[::rows, 0]  # (nb,) each chunk's first and last anchor
-    last = s2[rows - 1 :: rows, lanes - 1]
     zero = jnp.zeros((1,), dt)
     scan = AssociativeScan()
     # F at each chunk's last anchor (all chunks up to it), B at each chunk's first
@@ -176,8 +170,10 @@ class PallasBlockScan(AbstractScan):
     """LAPLEX on GPU/TPU with the sequence in its natural order: the symmetric real
     operator (`t is s`, no phase) runs as the reduce-then-scan kernels of
     `pallas_sym_matvec` (no transposes, decays formed in the kernels from the sorted
-    anchors); every other pass (M != N, phased kernels, the gradients' scans) runs the
-    plain recurrence through `PallasScan`'s chunked kernel.
+    anchors), and so do its gradients (`pallas_sym_grad`: the cotangents of v, the
+    anchors, the decay and the weight from one pass-1 and one pass-2 kernel); every other
+    pass (M != N, phased kernels and their gradients) runs the plain recurrence through
+    `PallasScan`'s chunked kernel.
 
     - `rows`, `lanes`: a chunk of the symmetric kernels is `rows x lanes` consecutive
       anchors (powers of two; `lanes` exponentials per element for the in-row block).
@@ -206,6 +202,21 @@ class PallasBlockScan(AbstractScan):
         `pallas_sym_matvec`."""
         return pallas_sym_matvec(
             x,
+            s,
+            lam,
+            c,
+            rows=self.rows,
+            lanes=self.lanes,
+            interpret=self.interpret,
+            target=self.target,
+        )
+
+    def sym_grad(self, x, w, s, lam, c):
+        """Cotangents of `sum(w * sym_matvec(x, s, lam, c))` (one head and one column, sorted
+        order): `(x_bar, s_bar, lam_bar, c_bar)`; see `pallas_sym_grad`."""
+        return pallas_sym_grad(
+            x,
+            w,
             s,
             lam,
             c,
