@@ -3,7 +3,8 @@
 `python -m experiments bench laplex_gpu [--full]` times one size through the
 shared benchmark runner. `python -m experiments.bench.laplex_gpu --out DIR`
 is the device check: it first verifies the Pallas path on the GPU against a
-float64 dense oracle (values and gradients, real and phased), then times every
+float64 dense oracle (values and gradients, real and phased, gradients also with tied
+anchors), then times every
 implementation at N = 1e8 and N = 1e9 one by one (an out-of-memory error in
 one is recorded, not fatal) and rewrites DIR/bench/laplex_gpu.json after each
 step, so a run cut short still reports what it measured.
@@ -11,7 +12,8 @@ step, so a run cut short still reports what it measured.
 Implementations (float32, one head, M = N, t = s pre-sorted, reused plan):
 
 - `block_matvec`, `block_matvec_grad`: `PallasBlockScan`, the reduce-then-scan kernels in
-  the natural order (issue #31; the gradient's scans still run through `PallasScan`);
+  the natural order (issue #31; the gradient in v, anchors, a, c by the same kind of
+  kernels, `pallas_sym_grad`; the phased matvec still runs through `PallasScan`);
 - `pallas_matvec`, `pallas_matvec_grad` (value and gradient in v, anchors, a, c),
   `pallas_matvec_phased` (complex kernel): the previous Pallas chunked-scan kernel;
 - `blocked_matvec` (`BlockedScan`, pure JAX) and `assoc_matvec`
@@ -29,7 +31,10 @@ indices, write the output): `achieved_gbs = 20 N / t` and
 Prepared for the next session with a device (not yet run on one; `--dry-run` runs the
 whole script on CPU in interpret mode): `timeout 540 env PYTHONPATH=. python -m
 experiments.bench.laplex_gpu --out docs/gpu-run` (then copy
-`docs/gpu-run/bench/laplex_gpu.json` to `docs/gpu/laplex_gpu_block.json`).
+`docs/gpu-run/bench/laplex_gpu.json` to `docs/gpu/laplex_gpu_block.json`). After the
+sizes it sweeps the previous kernel's chunk lengths (`--chunks`) and `PallasBlockScan`'s
+tiles for the matvec (`--tiles`) and for matvec + gradient (`--grad-tiles`) at the first
+size.
 """
 
 from __future__ import annotations
@@ -244,16 +249,18 @@ def exactness(n, key, *, scan):
     def f_dense(v, x, a, c):
         return jnp.sum(jnp.sin(laplex.dense_matrix(x, x, a, c=c) @ v))
 
-    g = jax.grad(f_fast, argnums=(0, 1, 2, 3))(v, x, a, c)
-    args64 = [jnp.asarray(np.asarray(z, np.float64)) for z in (v, x, a, c)]
-    g_ref = jax.grad(f_dense, argnums=(0, 1, 2, 3))(*args64)
-    out["max_grad_rel_err"] = max(
-        float(
-            np.max(np.abs(np.asarray(gi, np.float64) - np.asarray(ri)))
-            / np.max(np.abs(np.asarray(ri)))
+    # tied anchors: x on a grid of 1/8 decay length (~16 anchors per tie run at 8192)
+    for key, xs in (("max_grad_rel_err", x), ("max_grad_rel_err_ties", jnp.round(x * 8) / 8)):
+        g = jax.grad(f_fast, argnums=(0, 1, 2, 3))(v, xs, a, c)
+        args64 = [jnp.asarray(np.asarray(z, np.float64)) for z in (v, xs, a, c)]
+        g_ref = jax.grad(f_dense, argnums=(0, 1, 2, 3))(*args64)
+        out[key] = max(
+            float(
+                np.max(np.abs(np.asarray(gi, np.float64) - np.asarray(ri)))
+                / np.max(np.abs(np.asarray(ri)))
+            )
+            for gi, ri in zip(g, g_ref, strict=True)
         )
-        for gi, ri in zip(g, g_ref, strict=True)
-    )
     return out
 
 
@@ -271,6 +278,11 @@ def main(argv=None):
         "--tiles",
         default="64x16,32x32,128x16,256x8,128x32",
         help="PallasBlockScan rows x lanes timed at the first size",
+    )
+    p.add_argument(
+        "--grad-tiles",
+        default="64x16,32x16,16x16,64x8",
+        help="PallasBlockScan rows x lanes timed for matvec + gradient at the first size",
     )
     p.add_argument(
         "--dry-run",
@@ -360,6 +372,22 @@ def main(argv=None):
         except Exception:  # noqa: BLE001
             tiles[tile] = traceback.format_exc()[-1500:]
         print(f"tile {tile}: {tiles[tile]}", flush=True)
+        save()
+    grad_tiles = record["grad_tile_sweep"] = {"N": n}
+    for tile in (t for t in args.grad_tiles.split(",") if t):
+        rows, lanes = (int(z) for z in tile.split("x"))
+        strategy = PallasBlockScan(rows=rows, lanes=lanes, interpret=args.dry_run)
+
+        def loss(v, x, a, c, p, s=strategy):
+            return jnp.sum(laplex.matvec(v, x, x, a, c=c, plan=p, scan=s))
+
+        f = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3)))
+        try:
+            stats = timing_stats(lambda f=f: f(v, x, a, c, plan), warmup=1, repeats=5)
+            grad_tiles[tile] = stats["median_s"]
+        except Exception:  # noqa: BLE001
+            grad_tiles[tile] = traceback.format_exc()[-1500:]
+        print(f"grad tile {tile}: {grad_tiles[tile]}", flush=True)
         save()
     return record
 

@@ -68,6 +68,8 @@ def test_gpu_device_script_dry_run(tmp_path):
                 "16",
                 "--tiles",
                 "4x8",
+                "--grad-tiles",
+                "4x8",
                 "--out",
                 str(tmp_path),
             ]
@@ -78,6 +80,7 @@ def test_gpu_device_script_dry_run(tmp_path):
         assert ex["max_rel_err_real"] < 1e-5
         assert ex["max_rel_err_phased"] < 1e-5
         assert ex["max_grad_rel_err"] < 1e-3
+        assert ex["max_grad_rel_err_ties"] < 1e-3
     entry = rec["sizes"]["1024"]
     assert not entry["errors"]
     assert {
@@ -95,4 +98,5 @@ def test_gpu_device_script_dry_run(tmp_path):
         "fastest_sort_over_block_matvec",
     } <= set(entry["fields"])
     assert isinstance(rec["tile_sweep"]["4x8"], float)
+    assert isinstance(rec["grad_tile_sweep"]["4x8"], float)
     assert (tmp_path / "bench" / "laplex_gpu.json").exists()
