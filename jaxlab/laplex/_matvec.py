@@ -31,9 +31,10 @@ cores and with float32 recurrences where the anchors decay fast enough, see its
 docstring). The gradient of that symmetric case with a real kernel and one real column
 is one fused pass too (`fused_sym_grad`: `v`'s cotangent `c K w`, the anchors' through
 both roles, `a`'s from the left Jordan sums and `c`'s, with the tie convention above).
-`PallasBlockScan` runs the symmetric real case, value and gradient, as
-reduce-then-scan Pallas kernels in the sorted order (`pallas_sym_matvec`,
-`pallas_sym_grad`). Other strategies run the scans one by one.
+`PallasBlockScan` runs the symmetric case (`t is s`) as reduce-then-scan Pallas
+kernels in the sorted order: the real value and gradient (`pallas_sym_matvec`,
+`pallas_sym_grad`) and the phased (or complex-`v`) value (`pallas_sym_matvec_phased`;
+its gradient runs `PallasScan`'s recurrences). Other strategies run the scans one by one.
 
 Complex cotangents follow JAX's convention (transpose, no conjugation; real
 inputs take the real part), so gradients equal autodiff through the dense matrix.
@@ -164,16 +165,22 @@ def _sym_column(scan, sym, v, b):
 
 
 def _block_sym(scan, sym, v, b):
-    """`PallasBlockScan` with `t is s` and a real kernel: the reduce-then-scan kernels."""
+    """`PallasBlockScan` with `t is s` and a real kernel: the reduce-then-scan kernels
+    (value and gradient; phased kernels and complex `v` take them for the value only)."""
     real = b is None and not jnp.issubdtype(v.dtype, jnp.complexfloating)
     return isinstance(scan, PallasBlockScan) and sym and real
 
 
 def _block_sym_apply(scan, x, s, lam, c, plan):
-    """Sum over heads of `c_h K_h x` by `PallasBlockScan.sym_matvec`, column by column, in
-    each head's sorted order (no gather or scatter where the plan says presorted)."""
+    """Sum over heads of `c_h K_h x` by `PallasBlockScan.sym_matvec` (a complex work dtype,
+    i.e. a phase or a complex `x`: `sym_matvec_phased`), column by column, in each head's
+    sorted order (no gather or scatter where the plan says presorted)."""
 
     def sorted_apply(sh, lh, ch, xs):
+        if jnp.issubdtype(xs.dtype, jnp.complexfloating):
+            a, b, cr = jnp.real(lh), jnp.imag(lh), jnp.real(ch)  # c is real (H,)
+            op = lambda col: scan.sym_matvec_phased(col, sh, a, b, cr)  # noqa: E731
+            return jax.vmap(op, 1, 1)(xs).astype(xs.dtype)
         dt = jnp.promote_types(sh.dtype, xs.dtype)  # distances in the wider dtype
         sh, lh, ch = sh.astype(dt), lh.astype(dt), ch.astype(dt)
         ys = jax.vmap(lambda col: scan.sym_matvec(col, sh, lh, ch), 1, 1)(xs.astype(dt))
@@ -267,7 +274,7 @@ def _core(scan, sym, check, v, t, s, a, b, c, plan):
         return fused_sym_fresh(x, jax.lax.stop_gradient(s), lam, c.astype(wd))
     if plan is None:
         plan, check = _fresh_plan(t, s, sym), False
-    if _block_sym(scan, sym, v, b):
+    if isinstance(scan, PallasBlockScan) and sym:
         return _block_sym_apply(scan, x, s, lam, c.astype(wd), plan)
     if _is_fused(scan) and sym:
         return fused_sym(x, s, lam, c.astype(wd), plan.perm_s, plan.presorted_s, check=check)

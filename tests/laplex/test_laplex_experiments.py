@@ -93,6 +93,8 @@ def test_gpu_device_script_dry_run(tmp_path):
         "block_speedup_vs_assoc_scan",
         "block_achieved_fraction",
         "block_grad_over_matvec",
+        "block_phased_over_real",
+        "block_phased_speedup_vs_previous",
         "t_lax_sort_pairs_s",
         "t_plan_reuse_s",
         "fastest_sort_over_block_matvec",

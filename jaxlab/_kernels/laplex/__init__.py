@@ -11,7 +11,8 @@
 - `PallasScan`: chunked Pallas kernel (GPU/TPU; `interpret=True` on CPU).
 - `PallasBlockScan` / `pallas_sym_matvec`: the symmetric real operator as reduce-then-scan
   Pallas kernels in the natural order (GPU via Triton, TPU via Mosaic); `pallas_sym_grad`:
-  its cotangents by the same kind of kernels.
+  its cotangents by the same kind of kernels; `pallas_sym_matvec_phased`: the phased
+  (complex) symmetric operator.
 - `default_scan()`: the fastest strategy available on the default backend.
 """
 
@@ -31,6 +32,7 @@ from ._pallas import PallasScan as PallasScan
 from ._pallas_block import PallasBlockScan as PallasBlockScan
 from ._pallas_block import pallas_sym_matvec as pallas_sym_matvec
 from ._pallas_block_grad import pallas_sym_grad as pallas_sym_grad
+from ._pallas_block_phased import pallas_sym_matvec_phased as pallas_sym_matvec_phased
 from ._scan import AbstractScan as AbstractScan
 from ._scan import AssociativeScan as AssociativeScan
 from ._scan import BlockedScan as BlockedScan

@@ -42,6 +42,7 @@ from jaxtyping import Array, Float
 
 from ._pallas import PallasScan, chunk_tiles, compiler_params
 from ._pallas_block_grad import pallas_sym_grad
+from ._pallas_block_phased import pallas_sym_matvec_phased
 from ._scan import AbstractScan, AssociativeScan
 
 __all__ = ["PallasBlockScan", "pallas_sym_matvec"]
@@ -171,9 +172,10 @@ class PallasBlockScan(AbstractScan):
     operator (`t is s`, no phase) runs as the reduce-then-scan kernels of
     `pallas_sym_matvec` (no transposes, decays formed in the kernels from the sorted
     anchors), and so do its gradients (`pallas_sym_grad`: the cotangents of v, the
-    anchors, the decay and the weight from one pass-1 and one pass-2 kernel); every other
-    pass (M != N, phased kernels and their gradients) runs the plain recurrence through
-    `PallasScan`'s chunked kernel.
+    anchors, the decay and the weight from one pass-1 and one pass-2 kernel) and the
+    phased (complex) symmetric operator's value (`pallas_sym_matvec_phased`); every
+    other pass (M != N, the phased operator's gradients) runs the plain recurrence
+    through `PallasScan`'s chunked kernel.
 
     - `rows`, `lanes`: a chunk of the symmetric kernels is `rows x lanes` consecutive
       anchors (powers of two; `lanes` exponentials per element for the in-row block).
@@ -204,6 +206,21 @@ class PallasBlockScan(AbstractScan):
             x,
             s,
             lam,
+            c,
+            rows=self.rows,
+            lanes=self.lanes,
+            interpret=self.interpret,
+            target=self.target,
+        )
+
+    def sym_matvec_phased(self, x, s, a, b, c):
+        """The symmetric phased operator for one head and one (real or complex) column
+        (sorted order); see `pallas_sym_matvec_phased`."""
+        return pallas_sym_matvec_phased(
+            x,
+            s,
+            a,
+            b,
             c,
             rows=self.rows,
             lanes=self.lanes,
