@@ -214,7 +214,7 @@ def _block_sym_bwd(scan, x, w, s, lam, c, plan):
         dt = jnp.promote_types(sh.dtype, xs.dtype)  # distances in the wider dtype
         sh, lh, ch = sh.astype(dt), lh.astype(dt), ch.astype(dt)
         xs, ws = xs.astype(dt), ws.astype(dt)
-        if xs.shape[1] == 1:  # no vmap: its select would run the tie branch every time
+        if xs.shape[1] == 1:  # one column: no batch axis in the kernels' grid
             vb, sb, ab, cb = scan.sym_grad(xs[:, 0], ws[:, 0], sh, lh, ch)
             return vb[:, None].astype(x.dtype), sb, ab, cb
         vb, sb, ab, cb = jax.vmap(

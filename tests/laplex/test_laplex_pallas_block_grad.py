@@ -49,6 +49,18 @@ def test_sym_grad_matches_dense_autodiff_float64(n, kind):
             assert err < 1e-12, (name, lam, err)
 
 
+@pytest.mark.parametrize("counts", [[10, 80, 11], [101], [31, 1, 69], [32, 64, 5]])
+def test_sym_grad_tie_runs_across_whole_chunks(counts):
+    # runs covering whole chunks (32 anchors): the tie carries chain through constant chunks
+    rng = np.random.default_rng(len(counts))
+    s = np.repeat(np.arange(len(counts)) * 0.5, counts)
+    n = s.shape[0]
+    x, w = rng.standard_normal(n), rng.standard_normal(n)
+    got = pallas_sym_grad(jnp.asarray(x), jnp.asarray(w), jnp.asarray(s), 0.7, 1.3, **SMALL)
+    for g, r in zip(got, _dense_grads(x, w, s, 0.7, 1.3), strict=True):
+        assert _err(g, r) < 1e-12
+
+
 def test_sym_grad_matches_finite_differences():
     rng = np.random.default_rng(11)
     n = 40

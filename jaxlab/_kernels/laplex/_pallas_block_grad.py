@@ -28,11 +28,13 @@ first (last) anchor by the (rows x rows) decay matrix, the Jordan sums by
 iota masks, reductions; no gathers, no dynamic indexing), so it lowers for Triton and
 Mosaic alike.
 
-Ties: the kernels use the positional sign (`sign(k - j)`, exact for distinct anchors).
-When the sorted anchors have a tie (`jnp.any` over their gaps, one read of `s`), a
-`lax.cond` branch adds the difference to the convention above,
-`-2 lam c (w_k sum_{j>k, tied} x_j - x_k sum_{j<k, tied} w_j)`, from two segmented
-scans in plain JAX; without ties that branch is skipped.
+Ties follow that convention inside the kernels, with no extra pass: in a row's own
+block `x`'s sign counts a tied anchor as left (+1) and `w`'s as right (-1); across rows,
+an anchor tied with a later row can only be that row's first anchor and equal this row's
+last (and mirrored for earlier rows), so one tie sum per row end (`x` tied with a row's
+first anchor, `w` with its last) and a (rows x rows) match of row ends fix the row sums'
+positional signs; across chunks the same per-chunk tie sums are carried by a 0/1-decay
+scan (a constant chunk continues its neighbour's run).
 """
 
 from __future__ import annotations
@@ -43,19 +45,21 @@ from jax.experimental import pallas as pl
 from jaxtyping import Array, Float
 
 from ._pallas import chunk_tiles, compiler_params
-from ._scan import AssociativeScan
 
 __all__ = ["pallas_sym_grad"]
 
 
-def _grad_ends(s_ref, x_ref, w_ref, lam_ref, fx_ref, gx_ref, bx_ref, gbx_ref, fw_ref, bw_ref):
+def _grad_ends(s_ref, x_ref, w_ref, lam_ref, *out_refs):
+    fx_ref, gx_ref, bx_ref, gbx_ref, fw_ref, bw_ref, tw_ref, tx_ref = out_refs
     rows, lanes = s_ref.shape
     s = s_ref[...]
     x = x_ref[...]
     w = w_ref[...]
     lam = lam_ref[0, 0]
-    dl = s_ref[rows - 1, lanes - 1] - s  # distance to the chunk's last anchor, >= 0
-    dr = s - s_ref[0, 0]  # distance from its first anchor, >= 0
+    last = s_ref[rows - 1, lanes - 1]
+    first = s_ref[0, 0]
+    dl = last - s  # distance to the chunk's last anchor, >= 0
+    dr = s - first  # distance from its first anchor, >= 0
     el = jnp.exp(-lam * dl)
     er = jnp.exp(-lam * dr)
     fx_ref[...] = jnp.sum(el * x, keepdims=True)
@@ -64,6 +68,9 @@ def _grad_ends(s_ref, x_ref, w_ref, lam_ref, fx_ref, gx_ref, bx_ref, gbx_ref, fw
     gbx_ref[...] = jnp.sum(dr * er * x, keepdims=True)
     fw_ref[...] = jnp.sum(el * w, keepdims=True)
     bw_ref[...] = jnp.sum(er * w, keepdims=True)
+    # tie sums: w tied with the chunk's last anchor, x tied with its first
+    tw_ref[...] = jnp.sum(jnp.where(s == last, w, 0), keepdims=True)
+    tx_ref[...] = jnp.sum(jnp.where(s == first, x, 0), keepdims=True)
 
 
 def _grad_apply(s_ref, x_ref, w_ref, side_ref, vbar_ref, sbar_ref, cpart_ref, apart_ref):
@@ -75,13 +82,14 @@ def _grad_apply(s_ref, x_ref, w_ref, side_ref, vbar_ref, sbar_ref, cpart_ref, ap
     fw_in, bw_in = side_ref[0, 4], side_ref[0, 5]
     e_prev, f_next = side_ref[0, 6], side_ref[0, 7]
     lam, c = side_ref[0, 8], side_ref[0, 9]
-    # each row's own block: distances, decays and the positional sign sign(k - j)
+    tw_in, tx_in = side_ref[0, 10], side_ref[0, 11]  # tie carries at e_prev and f_next
+    # each row's own block: distances, decays and the signs of the convention (x: a tie
+    # counts as left, +1; w: as right, -1; the diagonal's two terms cancel)
     diff = s[:, :, None] - s[:, None, :]
     dist = jnp.abs(diff)
     kern = jnp.exp(-lam * dist)
-    kk = jax.lax.broadcasted_iota(jnp.int32, (lanes, lanes), 0)
-    jj = jax.lax.broadcasted_iota(jnp.int32, (lanes, lanes), 1)
-    sign = jnp.where(kk > jj, 1.0, jnp.where(kk < jj, -1.0, 0.0)).astype(s.dtype)[None]
+    sign_x = jnp.where(diff >= 0, 1.0, -1.0).astype(s.dtype)
+    sign_w = jnp.where(diff > 0, 1.0, -1.0).astype(s.dtype)
     e = s_ref[:, pl.ds(lanes - 1, 1)]  # (rows, 1) each row's last and first anchor
     f = s_ref[:, pl.ds(0, 1)]
     dl = e - s
@@ -107,7 +115,7 @@ def _grad_apply(s_ref, x_ref, w_ref, side_ref, vbar_ref, sbar_ref, cpart_ref, ap
         q_in = jnp.sum(e_right * b_row.T, axis=1, keepdims=True) + e1 * b_in
         return f_row, b_row, p_in, q_in
 
-    def sums(col, p_in, q_in):
+    def sums(col, sign, p_in, q_in):
         colj = col[:, None, :]
         local = jnp.sum(kern * colj, axis=2)
         signed = jnp.sum(sign * kern * colj, axis=2)
@@ -117,8 +125,20 @@ def _grad_apply(s_ref, x_ref, w_ref, side_ref, vbar_ref, sbar_ref, cpart_ref, ap
 
     fx_row, bx_row, px, qx = incoming(x, fx_in, bx_in)
     _, _, pw, qw = incoming(w, fw_in, bw_in)
-    kx, sx = sums(x, px, qx)
-    kw, sw = sums(w, pw, qw)
+    kx, sx = sums(x, sign_x, px, qx)
+    kw, sw = sums(w, sign_w, pw, qw)
+    # ties across rows: the row sums count a tied anchor of a later row as right and of
+    # an earlier row as left. x's tied with row g's last anchor e_g in later rows (those
+    # rows start at e_g) must count as left: +2 each; w's tied with its first anchor f_g
+    # in earlier rows (they end at f_g) as right: -2 each
+    tx_row = jnp.sum(jnp.where(s == f, x, 0), axis=1, keepdims=True)  # x tied with f_h
+    tw_row = jnp.sum(jnp.where(s == e, w, 0), axis=1, keepdims=True)  # w tied with e_h
+    tie_r = jnp.where((h > g) & (e == f.T), tx_row.T, 0)
+    tie_r = jnp.sum(tie_r, axis=1, keepdims=True) + jnp.where(f_next == e, tx_in, 0)
+    tie_l = jnp.where((h < g) & (f == e.T), tw_row.T, 0)
+    tie_l = jnp.sum(tie_l, axis=1, keepdims=True) + jnp.where(e_prev == f, tw_in, 0)
+    sx = sx + 2 * jnp.where(s == e, tie_r, 0)
+    sw = sw - 2 * jnp.where(s == f, tie_l, 0)
     # Jordan sums of x: sum_j |s_k - s_j| exp(-lam |s_k - s_j|) x_j
     gx_row = jnp.sum(dl * el * x, axis=1, keepdims=True)
     gbx_row = jnp.sum(dr * er * x, axis=1, keepdims=True)
@@ -151,13 +171,12 @@ def _jordan_scan(gap, lam, f, g, *, reverse):
     return out[2], out[3]
 
 
-def _tie_sums(s, cols):
-    """Within tie runs of the sorted `s`: `sum_{j<k} col_j` and `sum_{j>k} col_j` (N, C)."""
-    same = jnp.concatenate([jnp.zeros((1,), s.dtype), (s[1:] == s[:-1]).astype(s.dtype)])
-    scan = AssociativeScan()
-    before = scan.scan_beta(same - 1, cols) - cols
-    after = scan.scan_beta(same - 1, cols, reverse=True) - cols
-    return before, after
+def _tie_scan(keep, x, *, reverse):
+    """`T_k = x_k + keep_k T_prev` over chunks (`prev` = k - 1, or k + 1 when `reverse`)."""
+    out = jax.lax.associative_scan(
+        lambda lo, hi: (lo[0] * hi[0], hi[0] * lo[1] + hi[1]), (keep, x), reverse=reverse
+    )
+    return out[1]
 
 
 def pallas_sym_grad(
@@ -200,15 +219,15 @@ def pallas_sym_grad(
     per_chunk = jax.ShapeDtypeStruct((nb, 1, 1), dt)
     ends = pl.pallas_call(
         _grad_ends,
-        out_shape=[per_chunk] * 6,
+        out_shape=[per_chunk] * 8,
         grid=(nb,),
         in_specs=[tile, tile, tile, pl.BlockSpec((1, 1), lambda i: (0, 0))],
-        out_specs=[one] * 6,
+        out_specs=[one] * 8,
         interpret=interpret,
         name="laplex_grad_ends",
         compiler_params=params,
     )(s2, x2, w2, lam.reshape(1, 1))
-    fx, gx, bx, gbx, fw, bw = (e.reshape(nb) for e in ends)
+    fx, gx, bx, gbx, fw, bw, tw, tx = (e.reshape(nb) for e in ends)
     zero = jnp.zeros((1,), dt)
     # left states at each chunk's last anchor, right states at each chunk's first
     gap_l = jnp.concatenate([zero, last[1:] - last[:-1]])
@@ -226,11 +245,20 @@ def pallas_sym_grad(
     gb_in = jnp.concatenate([gb_tot[1:], zero2])
     e_prev = jnp.concatenate([first[:1], last[:-1]])
     f_next = jnp.concatenate([first[1:], last[-1:]])
+    # tie carries: w of all chunks <= k tied with chunk k's last anchor (a constant chunk
+    # continues the previous one's run), x of all chunks >= k tied with its first
+    const = first == last
+    keep_w = (const & (e_prev == last) & (jnp.arange(nb) > 0)).astype(dt)
+    tw_tot = _tie_scan(keep_w, tw, reverse=False)
+    keep_x = (const & (f_next == first) & (jnp.arange(nb) < nb - 1)).astype(dt)
+    tx_tot = _tie_scan(keep_x, tx, reverse=True)
+    tw_in = jnp.concatenate([zero, tw_tot[:-1]])
+    tx_in = jnp.concatenate([tx_tot[1:], zero])
     cols = [f_in[:, 0], g_in[:, 0], b_in[:, 0], gb_in[:, 0], f_in[:, 1], b_in[:, 1]]
     side = jnp.stack(
         cols
-        + [e_prev, f_next, jnp.full_like(e_prev, lam), jnp.full_like(e_prev, c)]
-        + [jnp.zeros_like(e_prev)] * 6,
+        + [e_prev, f_next, jnp.full_like(e_prev, lam), jnp.full_like(e_prev, c), tw_in, tx_in]
+        + [jnp.zeros_like(e_prev)] * 4,
         axis=1,
     )[:, None, :]
     vbar, sbar, cpart, apart = pl.pallas_call(
@@ -244,12 +272,4 @@ def pallas_sym_grad(
         compiler_params=params,
     )(s2, x2, w2, side)
     vbar, sbar = vbar.reshape(-1)[:n], sbar.reshape(-1)[:n]
-    tied = jnp.any(s[1:] == s[:-1]) if n > 1 else jnp.asarray(False)
-
-    def untie(sbar):
-        # the kernels' sign(k - j) -> JAX's sign(0) = +1 (see the module doc)
-        before, after = _tie_sums(s, jnp.stack([x, w], 1))
-        return sbar - 2 * lam * c * (w * after[:, 0] - x * before[:, 1])
-
-    sbar = jax.lax.cond(tied, untie, lambda sbar: sbar, sbar)
     return vbar, sbar, -c * jnp.sum(apart), jnp.sum(cpart)
