@@ -137,3 +137,18 @@ def test_phased_kernels_lower_for_gpu_and_tpu_without_a_device(target, platform,
         disabled_checks=[export.DisabledSafetyCheck.custom_call(call)],
     )(spec, spec, scalar, scalar, scalar)
     assert exp.mlir_module().count(call) == 2
+
+
+def test_phased_jit_equals_eager_and_vmap_equals_loop():
+    rng = np.random.default_rng(9)
+    s = jnp.asarray(np.sort(rng.uniform(0, 9, 40)))
+    xs = jnp.asarray(rng.standard_normal((2, 40)))
+
+    def f(x):
+        return pallas_sym_matvec_phased(x, s, 0.5, 1.5, 1.0, **SMALL)
+
+    jf = jax.jit(f)
+    np.testing.assert_allclose(jf(xs[0]), f(xs[0]), rtol=1e-14, atol=1e-14)
+    batched = jax.vmap(f)(xs)
+    for i in range(2):
+        np.testing.assert_allclose(batched[i], jf(xs[i]), rtol=1e-13, atol=1e-13)

@@ -20,8 +20,8 @@ first anchor). The carry scan over chunks (plain JAX, one element per chunk) is 
 2x2 Jordan-block recurrence `F' = alpha F + f`, `G' = alpha (G + delta F) + g` as an
 associative scan. One pass-2 kernel (`_grad_apply`) reads `s, x, w` again and writes `c K w`
 and the anchors' cotangent per element plus, per chunk, `sum w K x` and `sum w J x`:
-inside a chunk each row's own (lanes x lanes) block is dense (`K`, the positional sign
-and the distance weights, all formed from the anchors in the kernel, every exponential
+inside a chunk each row's own (lanes x lanes) block is dense (`K`, the signs and the
+distance weights, all formed from the anchors in the kernel, every exponential
 argument <= 0); earlier and later rows enter through their end sums, moved to a row's
 first (last) anchor by the (rows x rows) decay matrix, the Jordan sums by
 `G + delta F`. Same constructs as `pallas_sym_matvec` (contiguous (rows, lanes) tiles,
@@ -32,8 +32,8 @@ Ties follow that convention inside the kernels, with no extra pass: in a row's o
 block `x`'s sign counts a tied anchor as left (+1) and `w`'s as right (-1); across rows,
 an anchor tied with a later row can only be that row's first anchor and equal this row's
 last (and mirrored for earlier rows), so one tie sum per row end (`x` tied with a row's
-first anchor, `w` with its last) and a (rows x rows) match of row ends fix the row sums'
-positional signs; across chunks the same per-chunk tie sums are carried by a 0/1-decay
+first anchor, `w` with its last) and a (rows x rows) match of row ends fix the signs
+the row sums give by position; across chunks the same per-chunk tie sums are carried by a 0/1-decay
 scan (a constant chunk continues its neighbour's run).
 """
 
