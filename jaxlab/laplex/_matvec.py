@@ -246,6 +246,8 @@ def _core_bwd(scan, sym, check, res, w):
     w = w.astype(wd)
     if _sym_column(scan, sym, v, b):
         return _sym_bwd(x, w, s, lam, c.astype(wd), plan, check)
+    if _block_sym(scan, sym, v, b):
+        return _block_sym_bwd(scan, x, w, s, lam, c.astype(wd), plan, v.dtype)
     if _is_fused(scan):
         v_bar, t_bar, s_bar, a_bar, b_bar, c_bar = _fused_bwd(
             x, t, s, lam, c.astype(wd), plan, w, check
@@ -289,6 +291,44 @@ def _sym_bwd(x, w, s, lam, c, plan, check):
     f = s.dtype
     zeros = jnp.zeros_like(s)
     return (v_bar, ts_bar.astype(f), zeros, a_bar.astype(f), None, c_bar.astype(f), None)
+
+
+def _block_sym_bwd(scan, x, w, s, lam, c, plan, v_dtype):
+    """Cotangents of the symmetric real operator from `PallasBlockScan.sym_parts` (per head
+    and column, in sorted order): `v`'s is `c K w`; `c`'s is `w . K x`; `a`'s is minus `c w`
+    against the Jordan sums of `x`; the anchors' (both roles summed, passed as `t`'s) is
+    `-lam c (w S_x + x S_w + 2 w A_x - 2 x B_w)` with `S` the position-signed sums and
+    `A`/`B` the sums over tied anchors after/before (the tie conventions of the module
+    docstring)."""
+    wd = x.dtype
+    v_bar = jnp.zeros_like(x)
+    ts_bar, a_bar, c_bar = [], [], []
+    for h in range(s.shape[0]):
+        perm = plan.perm_s[h]
+        sh = s[h][perm].astype(jnp.promote_types(s.dtype, wd))
+        lh, ch = lam[h].astype(sh.dtype), c[h].astype(sh.dtype)
+        xs, ws = x[perm].astype(sh.dtype), w[perm].astype(sh.dtype)
+
+        def parts(u, sh=sh, lh=lh):
+            return jax.vmap(lambda col: scan.sym_parts(col, sh, lh), 1, 1)(u)
+
+        px, pw = parts(xs), parts(ws)
+        v_bar = v_bar.at[perm].add((ch * pw["plain"]).astype(wd))
+        c_bar.append(jnp.sum(ws * px["plain"]))
+        a_bar.append(-ch * jnp.sum(ws * px["jordan"]))
+        g = ws * px["signed"] + xs * pw["signed"]
+        g = g + 2 * (ws * px["tie_after"] - xs * pw["tie_before"])
+        ts_bar.append(jnp.zeros_like(sh).at[perm].set(-lh * ch * jnp.sum(g, axis=1)))
+    f = s.dtype
+    return (
+        v_bar.astype(v_dtype),
+        jnp.stack(ts_bar).astype(f),
+        jnp.zeros_like(s),
+        jnp.stack(a_bar).astype(f),
+        None,
+        jnp.stack(c_bar).astype(f),
+        None,
+    )
 
 
 def _fused_bwd(x, t, s, lam, c, plan, w, check):

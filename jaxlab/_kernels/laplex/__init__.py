@@ -9,8 +9,9 @@
 - `cpu_plan`: the LAPLEX sort plan in C++ (radix argsort + merge ranks, CPU).
 - `source_dir()`: where the C++ sources are (the wheel's copy, or `kernels/laplex/` of a checkout).
 - `PallasScan`: chunked Pallas kernel (GPU/TPU; `interpret=True` on CPU).
-- `PallasBlockScan` / `pallas_sym_matvec`: the symmetric real operator as reduce-then-scan
-  Pallas kernels in the natural order (GPU via Triton, TPU via Mosaic).
+- `PallasBlockScan` / `pallas_sym_matvec` / `pallas_sym_parts`: the symmetric real operator
+  and its gradient sums as reduce-then-scan Pallas kernels in the natural order (GPU via
+  Triton, TPU via Mosaic).
 - `default_scan()`: the fastest strategy available on the default backend.
 """
 
@@ -29,6 +30,7 @@ from ._fused import fused_sym_grad as fused_sym_grad
 from ._pallas import PallasScan as PallasScan
 from ._pallas_block import PallasBlockScan as PallasBlockScan
 from ._pallas_block import pallas_sym_matvec as pallas_sym_matvec
+from ._pallas_block import pallas_sym_parts as pallas_sym_parts
 from ._scan import AbstractScan as AbstractScan
 from ._scan import AssociativeScan as AssociativeScan
 from ._scan import BlockedScan as BlockedScan

@@ -43,7 +43,7 @@ from jaxtyping import Array, Float
 from ._pallas import PallasScan, compiler_params
 from ._scan import AbstractScan, AssociativeScan
 
-__all__ = ["PallasBlockScan", "pallas_sym_matvec"]
+__all__ = ["PallasBlockScan", "pallas_sym_matvec", "pallas_sym_parts"]
 
 _TARGETS = ("auto", "gpu", "tpu")
 
@@ -172,6 +172,168 @@ def pallas_sym_matvec(
     return y.reshape(-1)[:n]
 
 
+def _chunk_summaries(s_ref, u_ref, lam_ref, f_ref, g_ref, b_ref, h_ref, te_ref, ts_ref):
+    rows, lanes = s_ref.shape
+    s = s_ref[...]
+    u = u_ref[...]
+    lam = lam_ref[0, 0]
+    last = s_ref[rows - 1, lanes - 1]
+    first = s_ref[0, 0]
+    el, ef = jnp.exp(-lam * (last - s)) * u, jnp.exp(-lam * (s - first)) * u
+    f_ref[...] = jnp.sum(el, keepdims=True)
+    g_ref[...] = jnp.sum((last - s) * el, keepdims=True)
+    b_ref[...] = jnp.sum(ef, keepdims=True)
+    h_ref[...] = jnp.sum((s - first) * ef, keepdims=True)
+    te_ref[...] = jnp.sum(jnp.where(s == last, u, 0), keepdims=True)
+    ts_ref[...] = jnp.sum(jnp.where(s == first, u, 0), keepdims=True)
+
+
+def _chunk_parts(s_ref, u_ref, side_ref, plain_ref, signed_ref, jordan_ref, tb_ref, ta_ref):
+    rows, lanes = s_ref.shape
+    s = s_ref[...]
+    u = u_ref[...]
+    f_in, g_in, e_prev, t_in = (side_ref[0, k] for k in range(4))  # left carries
+    b_in, h_in, f_next, t_next = (side_ref[0, k] for k in range(4, 8))  # right carries
+    lam = side_ref[0, 8]
+    # in-row blocks: d[g, j, i] = s_j - s_i; sign by position, ties by equality
+    d = s[:, :, None] - s[:, None, :]
+    ek = jnp.exp(-lam * jnp.abs(d)) * u[:, None, :]
+    j = jax.lax.broadcasted_iota(jnp.int32, (rows, lanes, lanes), 1)
+    i = jax.lax.broadcasted_iota(jnp.int32, (rows, lanes, lanes), 2)
+    tied = jnp.where(d == 0, u[:, None, :], 0)
+    plain = jnp.sum(ek, axis=2)
+    signed = jnp.sum(jnp.where(i < j, ek, 0), axis=2) - jnp.sum(jnp.where(i > j, ek, 0), axis=2)
+    jordan = jnp.sum(jnp.abs(d) * ek, axis=2)
+    tb = jnp.sum(jnp.where(i < j, tied, 0), axis=2)
+    ta = jnp.sum(jnp.where(i > j, tied, 0), axis=2)
+    # row summaries at each row's last (e) and first (f) anchor
+    e = s_ref[:, pl.ds(lanes - 1, 1)]
+    f = s_ref[:, pl.ds(0, 1)]
+    el, ef = jnp.exp(-lam * (e - s)) * u, jnp.exp(-lam * (s - f)) * u
+    f_end = jnp.sum(el, axis=1, keepdims=True)
+    g_end = jnp.sum((e - s) * el, axis=1, keepdims=True)
+    b_start = jnp.sum(ef, axis=1, keepdims=True)
+    h_start = jnp.sum((s - f) * ef, axis=1, keepdims=True)
+    t_end = jnp.sum(jnp.where(s == e, u, 0), axis=1, keepdims=True)
+    t_start = jnp.sum(jnp.where(s == f, u, 0), axis=1, keepdims=True)
+    rg = jax.lax.broadcasted_iota(jnp.int32, (rows, rows), 0)
+    rh = jax.lax.broadcasted_iota(jnp.int32, (rows, rows), 1)
+    # from the left, at each row's first anchor: value P, Jordan sum G, tied sum T
+    dl = jnp.maximum(f - e.T, 0)
+    ml = jnp.where(rh < rg, jnp.exp(-lam * dl), 0)
+    cl = jnp.exp(-lam * jnp.maximum(f - e_prev, 0))
+    p_in = jnp.sum(ml * f_end.T, axis=1, keepdims=True) + cl * f_in
+    g_row = jnp.sum(ml * (dl * f_end.T + g_end.T), axis=1, keepdims=True)
+    g_row = g_row + cl * ((f - e_prev) * f_in + g_in)
+    t_row = jnp.sum(jnp.where((rh < rg) & (f == e.T), t_end.T, 0), axis=1, keepdims=True)
+    t_row = t_row + jnp.where(e_prev == f, t_in, 0)
+    # from the right, at each row's last anchor: value Q, Jordan sum H, tied sum
+    dr = jnp.maximum(f.T - e, 0)
+    mr = jnp.where(rh > rg, jnp.exp(-lam * dr), 0)
+    cr = jnp.exp(-lam * jnp.maximum(f_next - e, 0))
+    q_in = jnp.sum(mr * b_start.T, axis=1, keepdims=True) + cr * b_in
+    h_row = jnp.sum(mr * (dr * b_start.T + h_start.T), axis=1, keepdims=True)
+    h_row = h_row + cr * ((f_next - e) * b_in + h_in)
+    a_row = jnp.sum(jnp.where((rh > rg) & (e == f.T), t_start.T, 0), axis=1, keepdims=True)
+    a_row = a_row + jnp.where(f_next == e, t_next, 0)
+    al, ar = jnp.exp(-lam * (s - f)), jnp.exp(-lam * (e - s))
+    plain_ref[...] = plain + al * p_in + ar * q_in
+    signed_ref[...] = signed + al * p_in - ar * q_in
+    jordan_ref[...] = jordan + al * ((s - f) * p_in + g_row) + ar * ((e - s) * q_in + h_row)
+    tb_ref[...] = tb + jnp.where(s == f, t_row, 0)
+    ta_ref[...] = ta + jnp.where(s == e, a_row, 0)
+
+
+def pallas_sym_parts(
+    u: Float[Array, " N"],
+    s: Float[Array, " N"],
+    lam: Float[Array, ""],
+    *,
+    rows: int = 64,
+    lanes: int = 16,
+    interpret: bool = False,
+    target: str = "auto",
+) -> dict[str, Float[Array, " N"]]:
+    """The sums the symmetric operator's gradients read, for sorted anchors `s` and one
+    value vector `u` (sorted order), by reduce-then-scan kernels as `pallas_sym_matvec`:
+
+    - `plain[j] = sum_i exp(-lam |s_j - s_i|) u_i`;
+    - `signed[j]`: the same over positions i < j minus over i > j;
+    - `jordan[j] = sum_i |s_j - s_i| exp(-lam |s_j - s_i|) u_i` (the decay's derivative);
+    - `tie_before[j]`, `tie_after[j]`: sums of `u_i` over tied anchors `s_i == s_j` at
+      positions before / after j (the tie conventions of the anchor gradients).
+
+    Each is carried across rows and chunks by its own end sums (the Jordan sums as the
+    2x2 recurrence `G_j = alpha_j (G_{j-1} + d_j F_{j-1})`, the tied sums by equality).
+    Arguments as `pallas_sym_matvec`; returns a dict of (N,) arrays.
+    """
+    n = u.shape[0]
+    chunk = rows * lanes
+    nb = max(1, -(-n // chunk))
+    pad = nb * chunk - n
+    dt = u.dtype
+    s2 = jnp.concatenate([s, jnp.broadcast_to(s[-1:], (pad,))]).reshape(nb * rows, lanes)
+    u2 = jnp.pad(u, (0, pad)).reshape(nb * rows, lanes)
+    lam = jnp.asarray(lam, dt)
+    params = compiler_params(target)
+    tile = pl.BlockSpec((rows, lanes), lambda k: (k, 0))
+    one = pl.BlockSpec((None, 1, 1), lambda k: (k, 0, 0))
+    sums = pl.pallas_call(
+        _chunk_summaries,
+        out_shape=[jax.ShapeDtypeStruct((nb, 1, 1), dt)] * 6,
+        grid=(nb,),
+        in_specs=[tile, tile, pl.BlockSpec((1, 1), lambda k: (0, 0))],
+        out_specs=[one] * 6,
+        interpret=interpret,
+        compiler_params=params,
+        name="laplex_chunk_summaries",
+    )(s2, u2, lam.reshape(1, 1))
+    fc, gc, bc, hc, tec, tsc = (z.reshape(nb, 1) for z in sums)
+    first = s2[::rows, 0]
+    last = s2[rows - 1 :: rows, lanes - 1]
+    zero = jnp.zeros((1,), dt)
+    scan = AssociativeScan()
+    # left: F and the Jordan sum G at each chunk's last anchor, the tied sum there
+    dlast = jnp.concatenate([zero, last[1:] - last[:-1]])
+    beta = jnp.expm1(-lam * dlast)
+    f_tot = scan.scan_beta(beta, fc)
+    f_prev = jnp.concatenate([jnp.zeros((1, 1), dt), f_tot[:-1]])
+    g_tot = scan.scan_beta(beta, (beta + 1)[:, None] * dlast[:, None] * f_prev + gc)
+    t_tot = scan.scan_beta((dlast == 0).astype(dt) - 1, tec)
+    # right: B and the Jordan sum H at each chunk's first anchor, the tied sum there
+    dfirst = jnp.concatenate([zero, first[1:] - first[:-1]])
+    beta_r = jnp.expm1(-lam * dfirst)
+    b_tot = scan.scan_beta(beta_r, bc, reverse=True)
+    b_next = jnp.concatenate([b_tot[1:], jnp.zeros((1, 1), dt)])
+    w_next = jnp.concatenate([(beta_r + 1)[1:] * dfirst[1:], zero])
+    h_tot = scan.scan_beta(beta_r, w_next[:, None] * b_next + hc, reverse=True)
+    ts_tot = scan.scan_beta((dfirst == 0).astype(dt) - 1, tsc, reverse=True)
+
+    def prev(z):
+        return jnp.concatenate([zero, z[:-1, 0]])
+
+    def nxt(z):
+        return jnp.concatenate([z[1:, 0], zero])
+
+    e_prev = jnp.concatenate([first[:1], last[:-1]])
+    f_next = jnp.concatenate([first[1:], last[-1:]])
+    cols = [prev(f_tot), prev(g_tot), e_prev, prev(t_tot)]
+    cols += [nxt(b_tot), nxt(h_tot), f_next, nxt(ts_tot), jnp.full((nb,), lam, dt)]
+    side = jnp.stack(cols + [jnp.zeros((nb,), dt)] * 7, axis=1)[:, None, :]
+    out = pl.pallas_call(
+        _chunk_parts,
+        out_shape=[jax.ShapeDtypeStruct((nb * rows, lanes), dt)] * 5,
+        grid=(nb,),
+        in_specs=[tile, tile, pl.BlockSpec((None, 1, 16), lambda k: (k, 0, 0))],
+        out_specs=[tile] * 5,
+        interpret=interpret,
+        compiler_params=params,
+        name="laplex_chunk_parts",
+    )(s2, u2, side)
+    names = ("plain", "signed", "jordan", "tie_before", "tie_after")
+    return {k: z.reshape(-1)[:n] for k, z in zip(names, out, strict=True)}
+
+
 class PallasBlockScan(AbstractScan):
     """LAPLEX on GPU/TPU with the sequence in its natural order: the symmetric real
     operator (`t is s`, no phase) runs as the reduce-then-scan kernels of
@@ -200,6 +362,19 @@ class PallasBlockScan(AbstractScan):
 
     def forward(self, alpha, x):
         return PallasScan(interpret=self.interpret).forward(alpha, x)
+
+    def sym_parts(self, u, s, lam):
+        """The gradient sums of the symmetric operator (sorted order); see
+        `pallas_sym_parts`."""
+        return pallas_sym_parts(
+            u,
+            s,
+            lam,
+            rows=self.rows,
+            lanes=self.lanes,
+            interpret=self.interpret,
+            target=self.target,
+        )
 
     def sym_matvec(self, x, s, lam, c):
         """The symmetric real operator for one head and one column (sorted order); see
