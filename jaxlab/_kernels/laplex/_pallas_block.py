@@ -48,6 +48,16 @@ __all__ = ["PallasBlockScan", "pallas_sym_matvec", "pallas_sym_parts"]
 _TARGETS = ("auto", "gpu", "tpu")
 
 
+def _tiles(s, u, rows, lanes):
+    """(chunks, anchors, values) as (chunks * rows, lanes) tiles; the padded anchors repeat
+    the last one and carry zero values, so they add nothing to any sum."""
+    n = u.shape[0]
+    nb = max(1, -(-n // (rows * lanes)))
+    pad = nb * rows * lanes - n
+    s2 = jnp.concatenate([s, jnp.broadcast_to(s[-1:], (pad,))]).reshape(nb * rows, lanes)
+    return nb, s2, jnp.pad(u, (0, pad)).reshape(nb * rows, lanes)
+
+
 def _chunk_ends(s_ref, x_ref, lam_ref, f_ref, b_ref):
     rows, lanes = s_ref.shape
     s = s_ref[...]
@@ -115,14 +125,8 @@ def pallas_sym_matvec(
 
     `y` (N,) in the same order.
     """
-    n = x.shape[0]
-    chunk = rows * lanes
-    nb = max(1, -(-n // chunk))
-    pad = nb * chunk - n
-    dt = x.dtype
-    # padded anchors repeat the last one and carry zero values: they add nothing
-    s2 = jnp.concatenate([s, jnp.broadcast_to(s[-1:], (pad,))]).reshape(nb * rows, lanes)
-    x2 = jnp.pad(x, (0, pad)).reshape(nb * rows, lanes)
+    n, dt = x.shape[0], x.dtype
+    nb, s2, x2 = _tiles(s, x, rows, lanes)
     lam = jnp.asarray(lam, dt)
     c = jnp.asarray(c, dt)
     params = compiler_params(target)
@@ -267,13 +271,8 @@ def pallas_sym_parts(
     2x2 recurrence `G_j = alpha_j (G_{j-1} + d_j F_{j-1})`, the tied sums by equality).
     Arguments as `pallas_sym_matvec`; returns a dict of (N,) arrays.
     """
-    n = u.shape[0]
-    chunk = rows * lanes
-    nb = max(1, -(-n // chunk))
-    pad = nb * chunk - n
-    dt = u.dtype
-    s2 = jnp.concatenate([s, jnp.broadcast_to(s[-1:], (pad,))]).reshape(nb * rows, lanes)
-    u2 = jnp.pad(u, (0, pad)).reshape(nb * rows, lanes)
+    n, dt = u.shape[0], u.dtype
+    nb, s2, u2 = _tiles(s, u, rows, lanes)
     lam = jnp.asarray(lam, dt)
     params = compiler_params(target)
     tile = pl.BlockSpec((rows, lanes), lambda k: (k, 0))
@@ -366,26 +365,17 @@ class PallasBlockScan(AbstractScan):
     def sym_parts(self, u, s, lam):
         """The gradient sums of the symmetric operator (sorted order); see
         `pallas_sym_parts`."""
-        return pallas_sym_parts(
-            u,
-            s,
-            lam,
-            rows=self.rows,
-            lanes=self.lanes,
-            interpret=self.interpret,
-            target=self.target,
-        )
+        return pallas_sym_parts(u, s, lam, **self._settings())
 
     def sym_matvec(self, x, s, lam, c):
         """The symmetric real operator for one head and one column (sorted order); see
         `pallas_sym_matvec`."""
-        return pallas_sym_matvec(
-            x,
-            s,
-            lam,
-            c,
-            rows=self.rows,
-            lanes=self.lanes,
-            interpret=self.interpret,
-            target=self.target,
-        )
+        return pallas_sym_matvec(x, s, lam, c, **self._settings())
+
+    def _settings(self) -> dict:
+        return {
+            "rows": self.rows,
+            "lanes": self.lanes,
+            "interpret": self.interpret,
+            "target": self.target,
+        }
