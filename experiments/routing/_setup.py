@@ -102,7 +102,8 @@ FULL_TABLE = TableConfig(
 
 #: the issue's size (>= 2000 queries x >= 10 candidates) within a 2-core session: the
 #: two smallest models x zero/few-shot x three answer rules on short-prompt sources
-#: (~1 h of model calls on an idle 2-core VM; LogiQA/ReClor passages would triple it)
+#: (42 min of model calls on the shared 2-core VM; LogiQA/ReClor passages would triple
+#: it; adding Qwen2.5-Coder-0.5B takes ~1 h more)
 TABLE_2K = TableConfig(
     prompts=("zero_shot", "few_shot"),
     per_source=(("medmcqa", 299), ("socialiqa", 1100), ("quartz", 700)),

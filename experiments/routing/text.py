@@ -49,8 +49,9 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         f"{_setup.CAVEAT} Table: {size}, groups {', '.join(table.group_names)}; "
         f"{table.meta.get('cost')}; router features: {table.meta.get('features')}. QUICK uses "
         "a reduced table (2 models x 1 prompt x 3 answer rules) built on a shared 2-core "
-        "machine; the issue's table (>= 2000 items x >= 10 candidates, 4 models, few-shot "
-        "prompts) is FULL (`python -m experiments.routing._setup --full`). AIQ over the test "
+        "machine; `_setup.TABLE_2K` (2099 short-prompt items x 12 candidates: 2 models x "
+        "zero/few-shot x 3 rules; `python -m experiments.routing._setup --2k`) has the "
+        "issue's size; the 4-model table with think prompts is FULL (`--full`). AIQ over the test "
         "split's fixed-candidate cost range; the oracle picks the cheapest right candidate; the "
         "zero router is the hull of the fixed candidates."
     )

@@ -207,3 +207,35 @@ def test_chunks_cover_queries_in_order_without_mixing_option_counts(size):
     assert _setup._chunks(same, size) == [
         slice(s, min(s + size, len(same))) for s in range(0, len(same), size)
     ]
+
+
+def test_committed_2k_table_has_the_issue_size_and_agrees_with_the_quick_table():
+    t = _setup.text_table(_setup.TABLE_2K)
+    cfg = _setup.TABLE_2K
+    n = sum(k for _, k in cfg.per_source)
+    assert n >= 2000
+    assert t.quality.shape == (n, len(cfg.models) * len(cfg.prompts) * len(cfg.rules))
+    assert t.n_candidates >= 10
+    assert t.meta["config"] == _setup.table_fields(cfg)
+    sizes = dict(cfg.per_source)
+    assert [int(np.sum(t.groups == g)) for g in range(len(t.group_names))] == [
+        sizes[name] for name in t.group_names
+    ]
+    from jaxlab import lm
+
+    for j, name in enumerate(t.candidates):
+        model = name.split(":")[0]
+        tokens = t.input_tokens[:, j] + t.output_tokens[:, j]
+        np.testing.assert_allclose(t.cost[:, j], 2 * lm.MODELS[model].n_params * tokens / 1e9)
+    # the letter rule reads K one-token letters: 4, 3 and 2 options per source
+    k = {"medmcqa": 4, "socialiqa": 3, "quartz": 2}
+    letter = [j for j, c in enumerate(t.candidates) if c.endswith(":letter")]
+    want = np.array([k[t.group_names[g]] for g in t.groups])
+    for j in letter:
+        np.testing.assert_array_equal(t.output_tokens[:, j], want)
+    # the MedMCQA zero-shot outcomes are the QUICK table's (same items, same scores)
+    quick = _setup.text_table(_setup.TableConfig())
+    for j, name in enumerate(quick.candidates):
+        np.testing.assert_array_equal(
+            t.quality[:299, t.candidates.index(name)], quick.quality[:299, j]
+        )

@@ -117,8 +117,7 @@ def pallas_sym_matvec(
 
     `y` (N,) in the same order.
     """
-    n = x.shape[0]
-    dt = x.dtype
+    n, dt = x.shape[0], x.dtype
     nb, s2, (x2,), first, last = chunk_tiles(s, [x], rows, lanes)
     lam = jnp.asarray(lam, dt)
     c = jnp.asarray(c, dt)
@@ -199,46 +198,25 @@ class PallasBlockScan(AbstractScan):
     def forward(self, alpha, x):
         return PallasScan(interpret=self.interpret).forward(alpha, x)
 
-    def sym_matvec(self, x, s, lam, c):
-        """The symmetric real operator for one head and one column (sorted order); see
-        `pallas_sym_matvec`."""
-        return pallas_sym_matvec(
-            x,
-            s,
-            lam,
-            c,
-            rows=self.rows,
-            lanes=self.lanes,
-            interpret=self.interpret,
-            target=self.target,
-        )
+    def sym_grad(self, x, w, s, lam, c):
+        """Cotangents of `sum(w * sym_matvec(x, s, lam, c))` (one head and one column, sorted
+        order): `(x_bar, s_bar, lam_bar, c_bar)`; see `pallas_sym_grad`."""
+        return pallas_sym_grad(x, w, s, lam, c, **self._settings())
 
     def sym_matvec_phased(self, x, s, a, b, c):
         """The symmetric phased operator for one head and one (real or complex) column
         (sorted order); see `pallas_sym_matvec_phased`."""
-        return pallas_sym_matvec_phased(
-            x,
-            s,
-            a,
-            b,
-            c,
-            rows=self.rows,
-            lanes=self.lanes,
-            interpret=self.interpret,
-            target=self.target,
-        )
+        return pallas_sym_matvec_phased(x, s, a, b, c, **self._settings())
 
-    def sym_grad(self, x, w, s, lam, c):
-        """Cotangents of `sum(w * sym_matvec(x, s, lam, c))` (one head and one column, sorted
-        order): `(x_bar, s_bar, lam_bar, c_bar)`; see `pallas_sym_grad`."""
-        return pallas_sym_grad(
-            x,
-            w,
-            s,
-            lam,
-            c,
-            rows=self.rows,
-            lanes=self.lanes,
-            interpret=self.interpret,
-            target=self.target,
-        )
+    def sym_matvec(self, x, s, lam, c):
+        """The symmetric real operator for one head and one column (sorted order); see
+        `pallas_sym_matvec`."""
+        return pallas_sym_matvec(x, s, lam, c, **self._settings())
+
+    def _settings(self) -> dict:
+        return {
+            "rows": self.rows,
+            "lanes": self.lanes,
+            "interpret": self.interpret,
+            "target": self.target,
+        }
