@@ -1301,7 +1301,7 @@ ffi::Error SymFreshImpl(ffi::Buffer<D> x, ffi::Buffer<D> src, ffi::Buffer<D> lam
 //
 // Pass 0 (threads over chunks of kGradChunk): per chunk the chunk-local B^x, B^w at its
 // first element (a vectorised sum of exp(-a (s_j - s_first)) x_j, stopped once the
-// factor underflows) and the tied runs at its ends; a few scalar steps per chunk then
+// factor underflows, or for float32 storage once it is below 2^-80) and the tied runs at its ends; a few scalar steps per chunk then
 // give the true B at every chunk start and the tie sums entering every chunk. Pass 1
 // (threads over groups of chunks): each group starts from F^x, F^w, G^x, G^w at the
 // element before it (vectorised sums over earlier elements, stopped at underflow) and
@@ -1330,6 +1330,11 @@ template <typename S>
 void SymGradPass0(int64_t n, int64_t ch0, int64_t ch1, const S* x, const S* w, const S* src,
                   double a, GradChunk* info) {
   constexpr int64_t C = kGradChunk, kBlk = 128;
+  // where the sum stops: at double underflow (0) for float64 storage; for float32
+  // storage once a factor is below 2^-80 (~8e-25): each term left out is below 2^-80
+  // times its |x|, far under the 3e-10 relative error that float32 storage's factors
+  // (ExpFactor<float>) already carry on every term kept
+  const double kStop = sizeof(S) < sizeof(double) ? 0x1p-80 : 0.0;
   double e[kBlk], f[kBlk], xv[kBlk], wv[kBlk];
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const int64_t j0 = ch * C, cnt = std::min(C, n - j0);
@@ -1361,7 +1366,7 @@ void SymGradPass0(int64_t n, int64_t ch0, int64_t ch1, const S* x, const S* w, c
         bx += px[e];
         bw += pw[e];
       }
-      if (f[m - 1] == 0.0) break;  // later anchors decay further
+      if (f[m - 1] <= kStop) break;  // later anchors decay further
     }
     GradChunk& g = info[ch];
     g.bx = bx;
@@ -1403,34 +1408,31 @@ void SymGradCarry(int64_t e, const S* x, const S* w, const S* src, double a, dou
 // Writes vb (accumulating when acc) and gb; returns the group's sums of c_bar and a_bar.
 // The tie sums run as two more chains, L_u = k_u (L_{u-1} + w_{u-1}) and
 // R_u = k_{u+1} (R_{u+1} + x_{u+1}) with k_u = [d_u == 0], branch free (ties are common
-// with float32 anchors); the reductions are left to the vectorisable output loop.
+// with float32 anchors). a_bar's two sums accumulate in the chain loop (the Jordan
+// chains are not stored); the outputs and c_bar's sum run in vectorisable loops.
 template <typename S>
 LAPLEX_CLONES void SymGradPass1(int64_t n, int64_t ch0, int64_t ch1, const S* x, const S* w,
                                 const S* src, double a, double cw, bool acc,
                                 const double* cf, const double* bnext, const double* lin,
                                 const double* rin, S* vb, S* gb, double* csum, double* asum) {
   constexpr int64_t C = kGradChunk;
-  constexpr int64_t L = C + 8;  // buffer stride (the factors have cnt + 1 entries)
-  std::vector<double> buf(16 * L);
+  constexpr int64_t L = C + 16;  // buffer stride (the factors have cnt + 1 entries)
+  std::vector<double> buf(12 * L);
   double* d = buf.data();
   double* al = d + L;
-  double* ad = al + L;
-  double* kp = ad + L;  // k_u, with k_0 = k_cnt = 1 (the entering sums lin / rin)
-  double* kw = kp + L;  // k_u w_{u-1}
-  double* kx = kw + L;  // k_u x_u
-  double* xd = kx + L;  // the chunk's x, w in double
+  double* kp = al + L;  // k_u, with k_0 = k_cnt = 1 (the entering sums lin / rin)
+  double* xd = kp + L + 8;  // the chunk's x, w in double; xd[cnt] = 0, wd[-1] = 0
   double* wd = xd + L;
   double* fxb = wd + L;
   double* fwb = fxb + L;
-  double* gxb = fwb + L;
-  double* gwb = gxb + L;
-  double* bxb = gwb + L;
+  double* bxb = fwb + L;
   double* bwb = bxb + L;
   double* ltb = bwb + L;
   double* rtb = ltb + L;
   double fx = cf[0], fw = cf[1], gx = cf[2], gw = cf[3];
   const double k1 = -a * cw;
-  V8 cs = V8{} * 0.0, as = cs;
+  V8 cs = V8{} * 0.0;
+  double as_w = 0.0, as_x = 0.0;  // sum w G^x, sum x G^w (accumulated in the chain loop)
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const int64_t j0 = ch * C, cnt = std::min(C, n - j0), j1 = j0 + cnt;
     const S* sp = src + j0;
@@ -1447,16 +1449,14 @@ LAPLEX_CLONES void SymGradPass1(int64_t n, int64_t ch0, int64_t ch1, const S* x,
     for (int64_t u = 0; u < cnt; ++u) {
       xd[u] = static_cast<double>(xp[u]);
       wd[u] = static_cast<double>(wp[u]);
-    }
-    for (int64_t u = 0; u <= cnt; ++u) ad[u] = al[u] * d[u];
-    for (int64_t u = 1; u < cnt; ++u) {
       kp[u] = d[u] == 0.0 ? 1.0 : 0.0;
-      kw[u] = kp[u] * wd[u - 1];
-      kx[u] = kp[u] * xd[u];
     }
     kp[0] = kp[cnt] = 1.0;
-    kw[0] = kx[cnt] = 0.0;
-    // the eight recurrences; forward at u, backward at v = cnt - 1 - u
+    xd[cnt] = wd[-1] = 0.0;  // k_0 w_{-1} = k_cnt x_cnt = 0
+    // the eight recurrences; forward at u, backward at v = cnt - 1 - u. The tie chains
+    // L_u = k_u L_{u-1} + k_u w_{u-1}, R_v = k_{v+1} R_{v+1} + k_{v+1} x_{v+1}; the Jordan
+    // chains take al_u d_u F_{u-1}, and their two sums over the chunk (a_bar's) are
+    // accumulated here rather than stored
     double bx = bnext[2 * ch], bw = bnext[2 * ch + 1], lt = lin[ch], rt = rin[ch];
     // prefetch the next chunk's anchors and values (one 64-byte line of each every
     // kLine steps) while the chains run
@@ -1469,59 +1469,50 @@ LAPLEX_CLONES void SymGradPass1(int64_t n, int64_t ch0, int64_t ch1, const S* x,
         __builtin_prefetch(x + j1 + u);
         __builtin_prefetch(w + j1 + u);
       }
-      gx = al[u] * gx + ad[u] * fx;
-      gw = al[u] * gw + ad[u] * fw;
+      const double ad = al[u] * d[u];
+      gx = al[u] * gx + ad * fx;
+      gw = al[u] * gw + ad * fw;
       fx = al[u] * fx + xd[u];
       fw = al[u] * fw + wd[u];
-      lt = kp[u] * lt + kw[u];
-      rt = kp[v + 1] * rt + kx[v + 1];
+      lt = kp[u] * lt + kp[u] * wd[u - 1];
+      rt = kp[v + 1] * rt + kp[v + 1] * xd[v + 1];
       bx = al[v + 1] * bx + xd[v];
       bw = al[v + 1] * bw + wd[v];
+      as_w += wd[u] * gx;
+      as_x += xd[u] * gw;
       fxb[u] = fx;
       fwb[u] = fw;
-      gxb[u] = gx;
-      gwb[u] = gw;
       ltb[u] = lt;
       rtb[v] = rt;
       bxb[v] = bx;
       bwb[v] = bw;
     }
-    // outputs (vectorised; the accumulating form for later heads)
+    // outputs and c_bar's sum in one vectorised loop (the accumulating form for later
+    // heads); the buffers are padded with zeros to whole vectors
+    for (int64_t u = cnt; u < ((cnt + 7) & ~int64_t{7}); ++u) {
+      xd[u] = wd[u] = fxb[u] = bxb[u] = 0.0;
+    }
     S* vo = vb + j0;
     S* go = gb + j0;
     for (int64_t u = 0; u < cnt; ++u) {
       const double tt = fxb[u] - bxb[u] + xd[u] + 2.0 * rtb[u];
       const double st = fwb[u] - bwb[u] - wd[u] - 2.0 * ltb[u];
       go[u] = static_cast<S>(k1 * (wd[u] * tt + xd[u] * st));
-    }
-    if (acc) {
-      for (int64_t u = 0; u < cnt; ++u) {
-        vo[u] = static_cast<S>(static_cast<double>(vo[u]) + cw * (fwb[u] + bwb[u] - wd[u]));
-      }
-    } else {
-      for (int64_t u = 0; u < cnt; ++u) vo[u] = static_cast<S>(cw * (fwb[u] + bwb[u] - wd[u]));
-    }
-    // the two reductions, eight lanes at a time (the buffers are padded with zeros)
-    for (int64_t u = cnt; u < ((cnt + 7) & ~int64_t{7}); ++u) {
-      xd[u] = wd[u] = fxb[u] = bxb[u] = gxb[u] = gwb[u] = 0.0;
+      const double vv = cw * (fwb[u] + bwb[u] - wd[u]);
+      vo[u] = static_cast<S>(acc ? static_cast<double>(vo[u]) + vv : vv);
     }
     for (int64_t u = 0; u < cnt; u += 8) {
-      V8 xv, wv, f, b, g1, g2;
+      V8 xv, wv, f, b;
       std::memcpy(&xv, xd + u, sizeof(V8));
       std::memcpy(&wv, wd + u, sizeof(V8));
       std::memcpy(&f, fxb + u, sizeof(V8));
       std::memcpy(&b, bxb + u, sizeof(V8));
-      std::memcpy(&g1, gxb + u, sizeof(V8));
-      std::memcpy(&g2, gwb + u, sizeof(V8));
       cs += wv * (f + b - xv);
-      as += wv * g1 + xv * g2;
     }
   }
-  double c_tot = 0.0, a_tot = 0.0;
-  for (int e = 0; e < 8; ++e) {
-    c_tot += cs[e];
-    a_tot += as[e];
-  }
+  double c_tot = 0.0;
+  for (int e = 0; e < 8; ++e) c_tot += cs[e];
+  const double a_tot = as_w + as_x;
   *csum = c_tot;
   *asum = a_tot;
 }
