@@ -1312,6 +1312,27 @@ ffi::Error SymFreshImpl(ffi::Buffer<D> x, ffi::Buffer<D> src, ffi::Buffer<D> lam
 constexpr int64_t kGradChunk = 1024;
 typedef double V8 __attribute__((vector_size(64)));
 
+// One head's rows of a symmetric plan (perm_s, rank_t, perm_t, rank_s, each n long) for
+// the check fused into the pass over pre-sorted anchors: Bad(j0, j1) is nonzero unless
+// both perms are the identity and both ranks lie in [0, n] on [j0, j1). A plan that
+// passes everywhere is well formed (laplex_check.h); one that does not is checked
+// again in full after the pass, which finds the defect and names it.
+struct PlanRows {
+  const int32_t *perm_s, *rank_t, *perm_t, *rank_s;
+  int64_t n;
+  uint32_t Bad(int64_t j0, int64_t j1) const {
+    uint32_t bad = 0;
+    const uint32_t hi = static_cast<uint32_t>(n);
+    for (int64_t j = j0; j < j1; ++j) {
+      const int32_t jj = static_cast<int32_t>(j);
+      bad |= static_cast<uint32_t>(perm_s[j] ^ jj) | static_cast<uint32_t>(perm_t[j] ^ jj) |
+             static_cast<uint32_t>(static_cast<uint32_t>(rank_t[j]) > hi) |
+             static_cast<uint32_t>(static_cast<uint32_t>(rank_s[j]) > hi);
+    }
+    return bad;
+  }
+};
+
 struct GradChunk {
   double bx, bw;    // B^x, B^w at the chunk's first element (chunk-local, then true)
   double lead_x;    // sum of x over the leading run of anchors equal to the first
@@ -1414,9 +1435,11 @@ template <typename S>
 LAPLEX_CLONES void SymGradPass1(int64_t n, int64_t ch0, int64_t ch1, const S* x, const S* w,
                                 const S* src, double a, double cw, bool acc,
                                 const double* cf, const double* bnext, const double* lin,
-                                const double* rin, S* vb, S* gb, double* csum, double* asum) {
+                                const double* rin, S* vb, S* gb, double* csum, double* asum,
+                                const PlanRows* chk, bool* chk_ok) {
   constexpr int64_t C = kGradChunk;
-  constexpr int64_t L = C + 16;  // buffer stride (the factors have cnt + 1 entries)
+  constexpr int64_t L = C + 16;
+  uint32_t chk_bad = 0;  // buffer stride (the factors have cnt + 1 entries)
   std::vector<double> buf(12 * L);
   double* d = buf.data();
   double* al = d + L;
@@ -1501,6 +1524,7 @@ LAPLEX_CLONES void SymGradPass1(int64_t n, int64_t ch0, int64_t ch1, const S* x,
       const double vv = cw * (fwb[u] + bwb[u] - wd[u]);
       vo[u] = static_cast<S>(acc ? static_cast<double>(vo[u]) + vv : vv);
     }
+    if (chk != nullptr) chk_bad |= chk->Bad(j0, j1);
     for (int64_t u = 0; u < cnt; u += 8) {
       V8 xv, wv, f, b;
       std::memcpy(&xv, xd + u, sizeof(V8));
@@ -1513,6 +1537,7 @@ LAPLEX_CLONES void SymGradPass1(int64_t n, int64_t ch0, int64_t ch1, const S* x,
   double c_tot = 0.0;
   for (int e = 0; e < 8; ++e) c_tot += cs[e];
   const double a_tot = as_w + as_x;
+  if (chk != nullptr) *chk_ok = chk_bad == 0;
   *csum = c_tot;
   *asum = a_tot;
 }
@@ -1521,7 +1546,8 @@ LAPLEX_CLONES void SymGradPass1(int64_t n, int64_t ch0, int64_t ch1, const S* x,
 // and a_bar of the head
 template <typename S>
 void SymGradSorted(int64_t n, const S* x, const S* w, const S* src, double a, double cw,
-                   bool acc, S* vb, S* gb, double* c_bar, double* a_bar) {
+                   bool acc, S* vb, S* gb, double* c_bar, double* a_bar,
+                   const PlanRows* chk = nullptr, bool* chk_ok = nullptr) {
   constexpr int64_t C = kGradChunk;
   const int64_t nch = (n + C - 1) / C;
   const int nt = laplex_par::Threads(n, nch);
@@ -1551,12 +1577,19 @@ void SymGradSorted(int64_t n, const S* x, const S* w, const S* src, double a, do
     if (src[j1] == src[j1 - 1]) rin[ch] = info[ch + 1].lead_x + (info[ch + 1].same ? rin[ch + 1] : 0.0);
   }
   std::vector<double> cs(nt), as(nt);
+  std::vector<char> ok(nt, 1);
   laplex_par::Run(nt, [&](int t) {
     double cf[4] = {0.0, 0.0, 0.0, 0.0};
     if (gbd[t] > 0) SymGradCarry<S>(gbd[t] * C - 1, x, w, src, a, cf);
+    bool good = true;
     SymGradPass1<S>(n, gbd[t], gbd[t + 1], x, w, src, a, cw, acc, cf, bnext.data(), lin.data(),
-                    rin.data(), vb, gb, &cs[t], &as[t]);
+                    rin.data(), vb, gb, &cs[t], &as[t], chk, &good);
+    ok[t] = good;
   });
+  if (chk_ok != nullptr) {
+    *chk_ok = true;
+    for (int t = 0; t < nt; ++t) *chk_ok = *chk_ok && ok[t] != 0;
+  }
   double c_tot = 0.0, a_tot = 0.0;
   for (int t = 0; t < nt; ++t) {
     c_tot += cs[t];
@@ -1597,13 +1630,20 @@ ffi::Error SymGradImpl(ffi::Buffer<D> x, ffi::Buffer<D> w, ffi::Buffer<D> src, f
       presorted.dimensions()[0] != h_n) {
     return ffi::Error::InvalidArgument("laplex_fused_symgrad: inconsistent shapes");
   }
-  if (check) {
-    auto fields = WalkFields(perm_s.typed_data(), rank_t.typed_data(), perm_t.typed_data(), n, n,
-                             false);
-    fields.push_back({"rank_s", rank_s.typed_data(), n, n});
+  auto fields = WalkFields(perm_s.typed_data(), rank_t.typed_data(), perm_t.typed_data(), n, n,
+                           false);
+  fields.push_back({"rank_s", rank_s.typed_data(), n, n});
+  // `check`: when every head is flagged pre-sorted (and there is work), the check runs
+  // fused into the pass (PlanRows: identity perms, ranks in range, read alongside the
+  // compute-bound chains) and, only where that fast test fails, in full afterwards;
+  // otherwise in full first. Either way a malformed plan gets the same error.
+  bool fused_check = check && n > 0 && h_n > 0;
+  for (int64_t h = 0; fused_check && h < h_n; ++h) fused_check = presorted.typed_data()[h] != 0;
+  if (check && !fused_check) {
     auto err = CheckPlanFields(fields, h_n);
     if (err.failure()) return err;
   }
+  bool plan_fast_ok = true;
   S* vo = v_bar->typed_data();
   S* go = ts_bar->typed_data();
   S* ao = a_bar->typed_data();
@@ -1626,7 +1666,13 @@ ffi::Error SymGradImpl(ffi::Buffer<D> x, ffi::Buffer<D> w, ffi::Buffer<D> src, f
     const S* sh = src.typed_data() + h * n;
     S* gh = go + h * n;
     double cb, ab;
-    if (presorted.typed_data()[h] != 0 || IsIdentity(ph, 0, n)) {
+    if (fused_check) {
+      const PlanRows rows{ph, rank_t.typed_data() + h * n, perm_t.typed_data() + h * n,
+                          rank_s.typed_data() + h * n, n};
+      bool ok = true;
+      SymGradSorted<S>(n, xs, ws, sh, a, cw, h > 0, vo, gh, &cb, &ab, &rows, &ok);
+      plan_fast_ok = plan_fast_ok && ok;
+    } else if (presorted.typed_data()[h] != 0 || IsIdentity(ph, 0, n)) {
       SymGradSorted<S>(n, xs, ws, sh, a, cw, h > 0, vo, gh, &cb, &ab);
     } else {
       Scratch<S> xsrt(n), wsrt(n), ssrt(n), vsrt(n), gsrt(n);
@@ -1663,6 +1709,7 @@ ffi::Error SymGradImpl(ffi::Buffer<D> x, ffi::Buffer<D> w, ffi::Buffer<D> src, f
     ao[h] = static_cast<S>(ab);
     co[h] = static_cast<S>(cb);
   }
+  if (fused_check && !plan_fast_ok) return CheckPlanFields(fields, h_n);
   return ffi::Error::Success();
 }
 
