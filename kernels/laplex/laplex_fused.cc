@@ -1603,8 +1603,10 @@ void SymGradSorted(int64_t n, const S* x, const S* w, const S* src, double a, do
 // real column (laplex_fused_symgrad): v_bar (N, 1) = sum_h c_h K_h w, ts_bar (H, N) the
 // anchors' cotangent through both roles, a_bar, c_bar (H,). Unsorted anchors walk sorted
 // copies (gathered, and the results scattered back, on all threads). With `check`, all
-// four plan fields are checked first (the general gradient passes read them all, so a
-// malformed plan is refused alike).
+// four plan fields are checked (the general gradient passes read them all, so a
+// malformed plan is refused alike): first, or, when every head is flagged pre-sorted,
+// inside the pass (PlanRows) with the full check only where that fast test fails; the
+// error text is the same either way.
 template <ffi::DataType D>
 ffi::Error SymGradImpl(ffi::Buffer<D> x, ffi::Buffer<D> w, ffi::Buffer<D> src, ffi::Buffer<D> lam,
                        ffi::Buffer<D> c, ffi::Buffer<ffi::S32> perm_s, ffi::Buffer<ffi::S32> rank_t,
