@@ -1301,7 +1301,7 @@ ffi::Error SymFreshImpl(ffi::Buffer<D> x, ffi::Buffer<D> src, ffi::Buffer<D> lam
 //
 // Pass 0 (threads over chunks of kGradChunk): per chunk the chunk-local B^x, B^w at its
 // first element (a vectorised sum of exp(-a (s_j - s_first)) x_j, stopped once the
-// factor underflows) and the tied runs at its ends; a few scalar steps per chunk then
+// factor underflows, or for float32 storage once it is below 2^-80) and the tied runs at its ends; a few scalar steps per chunk then
 // give the true B at every chunk start and the tie sums entering every chunk. Pass 1
 // (threads over groups of chunks): each group starts from F^x, F^w, G^x, G^w at the
 // element before it (vectorised sums over earlier elements, stopped at underflow) and
@@ -1311,6 +1311,27 @@ ffi::Error SymFreshImpl(ffi::Buffer<D> x, ffi::Buffer<D> src, ffi::Buffer<D> lam
 // rounded to the storage type once.
 constexpr int64_t kGradChunk = 1024;
 typedef double V8 __attribute__((vector_size(64)));
+
+// One head's rows of a symmetric plan (perm_s, rank_t, perm_t, rank_s, each n long) for
+// the check fused into the pass over pre-sorted anchors: Bad(j0, j1) is nonzero unless
+// both perms are the identity and both ranks lie in [0, n] on [j0, j1). A plan that
+// passes everywhere is well formed (laplex_check.h); one that does not is checked
+// again in full after the pass, which finds the defect and names it.
+struct PlanRows {
+  const int32_t *perm_s, *rank_t, *perm_t, *rank_s;
+  int64_t n;
+  uint32_t Bad(int64_t j0, int64_t j1) const {
+    uint32_t bad = 0;
+    const uint32_t hi = static_cast<uint32_t>(n);
+    for (int64_t j = j0; j < j1; ++j) {
+      const int32_t jj = static_cast<int32_t>(j);
+      bad |= static_cast<uint32_t>(perm_s[j] ^ jj) | static_cast<uint32_t>(perm_t[j] ^ jj) |
+             static_cast<uint32_t>(static_cast<uint32_t>(rank_t[j]) > hi) |
+             static_cast<uint32_t>(static_cast<uint32_t>(rank_s[j]) > hi);
+    }
+    return bad;
+  }
+};
 
 struct GradChunk {
   double bx, bw;    // B^x, B^w at the chunk's first element (chunk-local, then true)
@@ -1330,6 +1351,11 @@ template <typename S>
 void SymGradPass0(int64_t n, int64_t ch0, int64_t ch1, const S* x, const S* w, const S* src,
                   double a, GradChunk* info) {
   constexpr int64_t C = kGradChunk, kBlk = 128;
+  // where the sum stops: at double underflow (0) for float64 storage; for float32
+  // storage once a factor is below 2^-80 (~8e-25): each term left out is below 2^-80
+  // times its |x|, far under the 3e-10 relative error that float32 storage's factors
+  // (ExpFactor<float>) already carry on every term kept
+  const double kStop = sizeof(S) < sizeof(double) ? 0x1p-80 : 0.0;
   double e[kBlk], f[kBlk], xv[kBlk], wv[kBlk];
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const int64_t j0 = ch * C, cnt = std::min(C, n - j0);
@@ -1361,7 +1387,7 @@ void SymGradPass0(int64_t n, int64_t ch0, int64_t ch1, const S* x, const S* w, c
         bx += px[e];
         bw += pw[e];
       }
-      if (f[m - 1] == 0.0) break;  // later anchors decay further
+      if (f[m - 1] <= kStop) break;  // later anchors decay further
     }
     GradChunk& g = info[ch];
     g.bx = bx;
@@ -1403,34 +1429,33 @@ void SymGradCarry(int64_t e, const S* x, const S* w, const S* src, double a, dou
 // Writes vb (accumulating when acc) and gb; returns the group's sums of c_bar and a_bar.
 // The tie sums run as two more chains, L_u = k_u (L_{u-1} + w_{u-1}) and
 // R_u = k_{u+1} (R_{u+1} + x_{u+1}) with k_u = [d_u == 0], branch free (ties are common
-// with float32 anchors); the reductions are left to the vectorisable output loop.
+// with float32 anchors). a_bar's two sums accumulate in the chain loop (the Jordan
+// chains are not stored); the outputs and c_bar's sum run in vectorisable loops.
 template <typename S>
 LAPLEX_CLONES void SymGradPass1(int64_t n, int64_t ch0, int64_t ch1, const S* x, const S* w,
                                 const S* src, double a, double cw, bool acc,
                                 const double* cf, const double* bnext, const double* lin,
-                                const double* rin, S* vb, S* gb, double* csum, double* asum) {
+                                const double* rin, S* vb, S* gb, double* csum, double* asum,
+                                const PlanRows* chk, bool* chk_ok) {
   constexpr int64_t C = kGradChunk;
-  constexpr int64_t L = C + 8;  // buffer stride (the factors have cnt + 1 entries)
-  std::vector<double> buf(16 * L);
+  constexpr int64_t L = C + 16;
+  uint32_t chk_bad = 0;  // buffer stride (the factors have cnt + 1 entries)
+  std::vector<double> buf(12 * L);
   double* d = buf.data();
   double* al = d + L;
-  double* ad = al + L;
-  double* kp = ad + L;  // k_u, with k_0 = k_cnt = 1 (the entering sums lin / rin)
-  double* kw = kp + L;  // k_u w_{u-1}
-  double* kx = kw + L;  // k_u x_u
-  double* xd = kx + L;  // the chunk's x, w in double
+  double* kp = al + L;  // k_u, with k_0 = k_cnt = 1 (the entering sums lin / rin)
+  double* xd = kp + L + 8;  // the chunk's x, w in double; xd[cnt] = 0, wd[-1] = 0
   double* wd = xd + L;
   double* fxb = wd + L;
   double* fwb = fxb + L;
-  double* gxb = fwb + L;
-  double* gwb = gxb + L;
-  double* bxb = gwb + L;
+  double* bxb = fwb + L;
   double* bwb = bxb + L;
   double* ltb = bwb + L;
   double* rtb = ltb + L;
   double fx = cf[0], fw = cf[1], gx = cf[2], gw = cf[3];
   const double k1 = -a * cw;
-  V8 cs = V8{} * 0.0, as = cs;
+  V8 cs = V8{} * 0.0;
+  double as_w = 0.0, as_x = 0.0;  // sum w G^x, sum x G^w (accumulated in the chain loop)
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const int64_t j0 = ch * C, cnt = std::min(C, n - j0), j1 = j0 + cnt;
     const S* sp = src + j0;
@@ -1447,16 +1472,14 @@ LAPLEX_CLONES void SymGradPass1(int64_t n, int64_t ch0, int64_t ch1, const S* x,
     for (int64_t u = 0; u < cnt; ++u) {
       xd[u] = static_cast<double>(xp[u]);
       wd[u] = static_cast<double>(wp[u]);
-    }
-    for (int64_t u = 0; u <= cnt; ++u) ad[u] = al[u] * d[u];
-    for (int64_t u = 1; u < cnt; ++u) {
       kp[u] = d[u] == 0.0 ? 1.0 : 0.0;
-      kw[u] = kp[u] * wd[u - 1];
-      kx[u] = kp[u] * xd[u];
     }
     kp[0] = kp[cnt] = 1.0;
-    kw[0] = kx[cnt] = 0.0;
-    // the eight recurrences; forward at u, backward at v = cnt - 1 - u
+    xd[cnt] = wd[-1] = 0.0;  // k_0 w_{-1} = k_cnt x_cnt = 0
+    // the eight recurrences; forward at u, backward at v = cnt - 1 - u. The tie chains
+    // L_u = k_u L_{u-1} + k_u w_{u-1}, R_v = k_{v+1} R_{v+1} + k_{v+1} x_{v+1}; the Jordan
+    // chains take al_u d_u F_{u-1}, and their two sums over the chunk (a_bar's) are
+    // accumulated here rather than stored
     double bx = bnext[2 * ch], bw = bnext[2 * ch + 1], lt = lin[ch], rt = rin[ch];
     // prefetch the next chunk's anchors and values (one 64-byte line of each every
     // kLine steps) while the chains run
@@ -1469,59 +1492,52 @@ LAPLEX_CLONES void SymGradPass1(int64_t n, int64_t ch0, int64_t ch1, const S* x,
         __builtin_prefetch(x + j1 + u);
         __builtin_prefetch(w + j1 + u);
       }
-      gx = al[u] * gx + ad[u] * fx;
-      gw = al[u] * gw + ad[u] * fw;
+      const double ad = al[u] * d[u];
+      gx = al[u] * gx + ad * fx;
+      gw = al[u] * gw + ad * fw;
       fx = al[u] * fx + xd[u];
       fw = al[u] * fw + wd[u];
-      lt = kp[u] * lt + kw[u];
-      rt = kp[v + 1] * rt + kx[v + 1];
+      lt = kp[u] * lt + kp[u] * wd[u - 1];
+      rt = kp[v + 1] * rt + kp[v + 1] * xd[v + 1];
       bx = al[v + 1] * bx + xd[v];
       bw = al[v + 1] * bw + wd[v];
+      as_w += wd[u] * gx;
+      as_x += xd[u] * gw;
       fxb[u] = fx;
       fwb[u] = fw;
-      gxb[u] = gx;
-      gwb[u] = gw;
       ltb[u] = lt;
       rtb[v] = rt;
       bxb[v] = bx;
       bwb[v] = bw;
     }
-    // outputs (vectorised; the accumulating form for later heads)
+    // outputs and c_bar's sum in one vectorised loop (the accumulating form for later
+    // heads); the buffers are padded with zeros to whole vectors
+    for (int64_t u = cnt; u < ((cnt + 7) & ~int64_t{7}); ++u) {
+      xd[u] = wd[u] = fxb[u] = bxb[u] = 0.0;
+    }
     S* vo = vb + j0;
     S* go = gb + j0;
     for (int64_t u = 0; u < cnt; ++u) {
       const double tt = fxb[u] - bxb[u] + xd[u] + 2.0 * rtb[u];
       const double st = fwb[u] - bwb[u] - wd[u] - 2.0 * ltb[u];
       go[u] = static_cast<S>(k1 * (wd[u] * tt + xd[u] * st));
+      const double vv = cw * (fwb[u] + bwb[u] - wd[u]);
+      vo[u] = static_cast<S>(acc ? static_cast<double>(vo[u]) + vv : vv);
     }
-    if (acc) {
-      for (int64_t u = 0; u < cnt; ++u) {
-        vo[u] = static_cast<S>(static_cast<double>(vo[u]) + cw * (fwb[u] + bwb[u] - wd[u]));
-      }
-    } else {
-      for (int64_t u = 0; u < cnt; ++u) vo[u] = static_cast<S>(cw * (fwb[u] + bwb[u] - wd[u]));
-    }
-    // the two reductions, eight lanes at a time (the buffers are padded with zeros)
-    for (int64_t u = cnt; u < ((cnt + 7) & ~int64_t{7}); ++u) {
-      xd[u] = wd[u] = fxb[u] = bxb[u] = gxb[u] = gwb[u] = 0.0;
-    }
+    if (chk != nullptr) chk_bad |= chk->Bad(j0, j1);
     for (int64_t u = 0; u < cnt; u += 8) {
-      V8 xv, wv, f, b, g1, g2;
+      V8 xv, wv, f, b;
       std::memcpy(&xv, xd + u, sizeof(V8));
       std::memcpy(&wv, wd + u, sizeof(V8));
       std::memcpy(&f, fxb + u, sizeof(V8));
       std::memcpy(&b, bxb + u, sizeof(V8));
-      std::memcpy(&g1, gxb + u, sizeof(V8));
-      std::memcpy(&g2, gwb + u, sizeof(V8));
       cs += wv * (f + b - xv);
-      as += wv * g1 + xv * g2;
     }
   }
-  double c_tot = 0.0, a_tot = 0.0;
-  for (int e = 0; e < 8; ++e) {
-    c_tot += cs[e];
-    a_tot += as[e];
-  }
+  double c_tot = 0.0;
+  for (int e = 0; e < 8; ++e) c_tot += cs[e];
+  const double a_tot = as_w + as_x;
+  if (chk != nullptr) *chk_ok = chk_bad == 0;
   *csum = c_tot;
   *asum = a_tot;
 }
@@ -1530,7 +1546,8 @@ LAPLEX_CLONES void SymGradPass1(int64_t n, int64_t ch0, int64_t ch1, const S* x,
 // and a_bar of the head
 template <typename S>
 void SymGradSorted(int64_t n, const S* x, const S* w, const S* src, double a, double cw,
-                   bool acc, S* vb, S* gb, double* c_bar, double* a_bar) {
+                   bool acc, S* vb, S* gb, double* c_bar, double* a_bar,
+                   const PlanRows* chk = nullptr, bool* chk_ok = nullptr) {
   constexpr int64_t C = kGradChunk;
   const int64_t nch = (n + C - 1) / C;
   const int nt = laplex_par::Threads(n, nch);
@@ -1560,12 +1577,19 @@ void SymGradSorted(int64_t n, const S* x, const S* w, const S* src, double a, do
     if (src[j1] == src[j1 - 1]) rin[ch] = info[ch + 1].lead_x + (info[ch + 1].same ? rin[ch + 1] : 0.0);
   }
   std::vector<double> cs(nt), as(nt);
+  std::vector<char> ok(nt, 1);
   laplex_par::Run(nt, [&](int t) {
     double cf[4] = {0.0, 0.0, 0.0, 0.0};
     if (gbd[t] > 0) SymGradCarry<S>(gbd[t] * C - 1, x, w, src, a, cf);
+    bool good = true;
     SymGradPass1<S>(n, gbd[t], gbd[t + 1], x, w, src, a, cw, acc, cf, bnext.data(), lin.data(),
-                    rin.data(), vb, gb, &cs[t], &as[t]);
+                    rin.data(), vb, gb, &cs[t], &as[t], chk, &good);
+    ok[t] = good;
   });
+  if (chk_ok != nullptr) {
+    *chk_ok = true;
+    for (int t = 0; t < nt; ++t) *chk_ok = *chk_ok && ok[t] != 0;
+  }
   double c_tot = 0.0, a_tot = 0.0;
   for (int t = 0; t < nt; ++t) {
     c_tot += cs[t];
@@ -1579,8 +1603,10 @@ void SymGradSorted(int64_t n, const S* x, const S* w, const S* src, double a, do
 // real column (laplex_fused_symgrad): v_bar (N, 1) = sum_h c_h K_h w, ts_bar (H, N) the
 // anchors' cotangent through both roles, a_bar, c_bar (H,). Unsorted anchors walk sorted
 // copies (gathered, and the results scattered back, on all threads). With `check`, all
-// four plan fields are checked first (the general gradient passes read them all, so a
-// malformed plan is refused alike).
+// four plan fields are checked (the general gradient passes read them all, so a
+// malformed plan is refused alike): first, or, when every head is flagged pre-sorted,
+// inside the pass (PlanRows) with the full check only where that fast test fails; the
+// error text is the same either way.
 template <ffi::DataType D>
 ffi::Error SymGradImpl(ffi::Buffer<D> x, ffi::Buffer<D> w, ffi::Buffer<D> src, ffi::Buffer<D> lam,
                        ffi::Buffer<D> c, ffi::Buffer<ffi::S32> perm_s, ffi::Buffer<ffi::S32> rank_t,
@@ -1606,13 +1632,20 @@ ffi::Error SymGradImpl(ffi::Buffer<D> x, ffi::Buffer<D> w, ffi::Buffer<D> src, f
       presorted.dimensions()[0] != h_n) {
     return ffi::Error::InvalidArgument("laplex_fused_symgrad: inconsistent shapes");
   }
-  if (check) {
-    auto fields = WalkFields(perm_s.typed_data(), rank_t.typed_data(), perm_t.typed_data(), n, n,
-                             false);
-    fields.push_back({"rank_s", rank_s.typed_data(), n, n});
+  auto fields = WalkFields(perm_s.typed_data(), rank_t.typed_data(), perm_t.typed_data(), n, n,
+                           false);
+  fields.push_back({"rank_s", rank_s.typed_data(), n, n});
+  // `check`: when every head is flagged pre-sorted (and there is work), the check runs
+  // fused into the pass (PlanRows: identity perms, ranks in range, read alongside the
+  // compute-bound chains) and, only where that fast test fails, in full afterwards;
+  // otherwise in full first. Either way a malformed plan gets the same error.
+  bool fused_check = check && n > 0 && h_n > 0;
+  for (int64_t h = 0; fused_check && h < h_n; ++h) fused_check = presorted.typed_data()[h] != 0;
+  if (check && !fused_check) {
     auto err = CheckPlanFields(fields, h_n);
     if (err.failure()) return err;
   }
+  bool plan_fast_ok = true;
   S* vo = v_bar->typed_data();
   S* go = ts_bar->typed_data();
   S* ao = a_bar->typed_data();
@@ -1635,7 +1668,13 @@ ffi::Error SymGradImpl(ffi::Buffer<D> x, ffi::Buffer<D> w, ffi::Buffer<D> src, f
     const S* sh = src.typed_data() + h * n;
     S* gh = go + h * n;
     double cb, ab;
-    if (presorted.typed_data()[h] != 0 || IsIdentity(ph, 0, n)) {
+    if (fused_check) {
+      const PlanRows rows{ph, rank_t.typed_data() + h * n, perm_t.typed_data() + h * n,
+                          rank_s.typed_data() + h * n, n};
+      bool ok = true;
+      SymGradSorted<S>(n, xs, ws, sh, a, cw, h > 0, vo, gh, &cb, &ab, &rows, &ok);
+      plan_fast_ok = plan_fast_ok && ok;
+    } else if (presorted.typed_data()[h] != 0 || IsIdentity(ph, 0, n)) {
       SymGradSorted<S>(n, xs, ws, sh, a, cw, h > 0, vo, gh, &cb, &ab);
     } else {
       Scratch<S> xsrt(n), wsrt(n), ssrt(n), vsrt(n), gsrt(n);
@@ -1672,6 +1711,7 @@ ffi::Error SymGradImpl(ffi::Buffer<D> x, ffi::Buffer<D> w, ffi::Buffer<D> src, f
     ao[h] = static_cast<S>(ab);
     co[h] = static_cast<S>(cb);
   }
+  if (fused_check && !plan_fast_ok) return CheckPlanFields(fields, h_n);
   return ffi::Error::Success();
 }
 

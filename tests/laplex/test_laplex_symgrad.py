@@ -226,3 +226,45 @@ def test_fused_sym_grad_refuses_a_malformed_plan_field():
     same = fused_sym_grad(one, one, xj, a, c, *bad_rank)
     for g, s in zip(good, same, strict=True):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(s))
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_fused_check_on_presorted_anchors_refuses_as_the_full_check(threads, monkeypatch):
+    # pre-sorted heads check the plan inside the pass (identity perms, ranks in range),
+    # and in full only where that fails: every defect (in a later chunk too) gives the
+    # full check's error text (presorted = 0: the full check runs first); a valid but
+    # non-identity permutation passes, and a valid plan gives check=False's outputs
+    monkeypatch.setenv("JAXLAB_LAPLEX_THREADS", threads)
+    n = 2 * CHUNK + 13
+    rng = np.random.default_rng(5)
+    xj = jnp.asarray(np.sort(_anchors(rng, 2, n, "ties"), axis=1))
+    vw = [jnp.asarray(rng.standard_normal((n, 1))) for _ in range(2)]
+    a, c = jnp.asarray([0.7, 1.9]), jnp.asarray([1.1, -0.4])
+    plan = list(_plan_args(xj, "sorted"))
+    np.testing.assert_array_equal(np.asarray(plan[4]), [1, 1])
+    full = [*plan[:4], jnp.zeros(2, jnp.int32)]
+    want = fused_sym_grad(*vw, xj, a, c, *plan)
+    for g, w in zip(fused_sym_grad(*vw, xj, a, c, *plan, check=True), want, strict=True):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    count = 0
+    for field in range(4):
+        for head in range(2):
+            for pos in (0, 3, CHUNK + 500, n - 1):
+                for value in (-1, n + 1, (pos + 1) % n):
+                    bad = list(plan)
+                    bad[field] = bad[field].at[head, pos].set(value)
+                    bad_full = [*bad[:4], full[4]]
+                    if field in (1, 3) and 0 <= value <= n:
+                        continue  # a rank in [0, n] is well formed
+                    msgs = []
+                    for args in (bad, bad_full):
+                        with pytest.raises((jax.errors.JaxRuntimeError, ValueError)) as err:
+                            jax.block_until_ready(fused_sym_grad(*vw, xj, a, c, *args, check=True))
+                        msgs.append(str(err.value))
+                    assert f"head {head}" in msgs[0]
+                    assert msgs[0] == msgs[1]
+                    count += 1
+    assert count == 2 * 4 * (3 + 2 + 3 + 2)
+    swap = list(plan)
+    swap[2] = swap[2].at[1, 4].set(5).at[1, 5].set(4)  # a permutation, not the identity
+    jax.block_until_ready(fused_sym_grad(*vw, xj, a, c, *swap, check=True))

@@ -205,8 +205,10 @@ def fused_sym_grad(
     **Arguments:** `x`, `w` (N, 1), `src` (H, N), `lam`, `c` (H,), all float32 or all
     float64 (anchors finite: the caller's check); the plan of `src` with itself
     (`jaxlab.laplex.LaplexPlan`: `perm_s`, `rank_t`, `perm_t`, `rank_s`; the pass reads
-    `perm_s`) and `presorted` as in `fused_sym`. `check=True` checks all four plan fields first,
-    as the general gradient passes do (`fused_apply`'s message).
+    `perm_s`) and `presorted` as in `fused_sym`. `check=True` checks all four plan fields,
+    as the general gradient passes do (`fused_apply`'s message): first, or, when every head
+    is flagged pre-sorted, inside the pass (identity permutations, ranks in range) with
+    the full check only where that fails, so the error text is the same.
 
     **Returns:** `(v_bar (N, 1), ts_bar (H, N), a_bar (H,), c_bar (H,))`.
     """
