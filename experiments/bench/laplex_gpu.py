@@ -355,47 +355,45 @@ def main(argv=None):
             save()
         del bench
     n = int(float(args.sizes.split(",")[0]))
-    sweep = record["chunk_sweep"] = {"N": n}
     x, v, a, _, c, _ = _problem(n, jax.random.key(0), QUICK["decay"], QUICK["phase"])
     plan = jax.block_until_ready(jax.jit(laplex.make_plan)(x, x))
-    for chunk in (int(s) for s in args.chunks.split(",") if s):
-        strategy = PallasScan(chunk=chunk, interpret=args.dry_run)
-        f = jax.jit(lambda v, x, p, s=strategy: laplex.matvec(v, x, x, a, c=c, plan=p, scan=s))
-        try:
-            stats = timing_stats(lambda f=f: f(v, x, plan), warmup=1, repeats=5)
-            sweep[str(chunk)] = stats["median_s"]
-        except Exception:  # noqa: BLE001
-            sweep[str(chunk)] = traceback.format_exc()[-1500:]
-        print(f"chunk {chunk}: {sweep[str(chunk)]}", flush=True)
-        save()
-    tiles = record["tile_sweep"] = {"N": n}
-    for tile in (t for t in args.tiles.split(",") if t):
-        rows, lanes = (int(z) for z in tile.split("x"))
-        strategy = PallasBlockScan(rows=rows, lanes=lanes, interpret=args.dry_run)
-        f = jax.jit(lambda v, x, p, s=strategy: laplex.matvec(v, x, x, a, c=c, plan=p, scan=s))
-        try:
-            stats = timing_stats(lambda f=f: f(v, x, plan), warmup=1, repeats=5)
-            tiles[tile] = stats["median_s"]
-        except Exception:  # noqa: BLE001
-            tiles[tile] = traceback.format_exc()[-1500:]
-        print(f"tile {tile}: {tiles[tile]}", flush=True)
-        save()
-    grad_tiles = record["grad_tile_sweep"] = {"N": n}
-    for tile in (t for t in args.grad_tiles.split(",") if t):
-        rows, lanes = (int(z) for z in tile.split("x"))
-        strategy = PallasBlockScan(rows=rows, lanes=lanes, interpret=args.dry_run)
 
-        def loss(v, x, a, c, p, s=strategy):
-            return jnp.sum(laplex.matvec(v, x, x, a, c=c, plan=p, scan=s))
+    def sweep(key, label, settings, make_call):
+        """Time `make_call(setting)()` for each setting into `record[key]`, saving after each
+        (an error is recorded, the sweep goes on)."""
+        out = record[key] = {"N": n}
+        for name, setting in settings:
+            call = make_call(setting)
+            try:
+                out[name] = timing_stats(call, warmup=1, repeats=5)["median_s"]
+            except Exception:  # noqa: BLE001
+                out[name] = traceback.format_exc()[-1500:]
+            print(f"{label} {name}: {out[name]}", flush=True)
+            save()
+
+    def matvec_call(strategy):
+        f = jax.jit(lambda v, x, p: laplex.matvec(v, x, x, a, c=c, plan=p, scan=strategy))
+        return lambda: f(v, x, plan)
+
+    def grad_call(strategy):
+        def loss(v, x, a, c, p):
+            return jnp.sum(laplex.matvec(v, x, x, a, c=c, plan=p, scan=strategy))
 
         f = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3)))
-        try:
-            stats = timing_stats(lambda f=f: f(v, x, a, c, plan), warmup=1, repeats=5)
-            grad_tiles[tile] = stats["median_s"]
-        except Exception:  # noqa: BLE001
-            grad_tiles[tile] = traceback.format_exc()[-1500:]
-        print(f"grad tile {tile}: {grad_tiles[tile]}", flush=True)
-        save()
+        return lambda: f(v, x, a, c, plan)
+
+    def tiles(spec):
+        for tile in (t for t in spec.split(",") if t):
+            rows, lanes = (int(z) for z in tile.split("x"))
+            yield tile, PallasBlockScan(rows=rows, lanes=lanes, interpret=args.dry_run)
+
+    chunks = [
+        (str(k), PallasScan(chunk=k, interpret=args.dry_run))
+        for k in (int(z) for z in args.chunks.split(",") if z)
+    ]
+    sweep("chunk_sweep", "chunk", chunks, matvec_call)
+    sweep("tile_sweep", "tile", list(tiles(args.tiles)), matvec_call)
+    sweep("grad_tile_sweep", "grad tile", list(tiles(args.grad_tiles)), grad_call)
     return record
 
 
