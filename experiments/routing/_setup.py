@@ -279,10 +279,10 @@ def _score_chunk(models, model, prompt, items, shots, batch_size) -> dict[str, n
     if cached is not None:
         return cached
     net, tok = models(model)
-    t0 = time.perf_counter()
     prompts = [p for p, _ in inputs]
     n_in = np.array([len(tok.encode(p)) for p in prompts])
     n_gen = np.zeros(len(prompts), np.int64)
+    t0 = time.perf_counter()  # latency: generation and scoring, not this tokenisation
     if prompt == "think":
         prompts, n_gen = think_prompts(net, tok, prompts)
     sc = lm.score(net, tok, prompts, [o for _, o in inputs], batch_size=batch_size)
