@@ -195,8 +195,8 @@ def selection_metrics(splits: list[Split], names: Sequence[str], prefix: str = "
     count (routers with a selection only)."""
     out = {}
     for n in names:
-        sels = [s.selections.get(n) for s in splits]
-        if any(x is None for x in sels):
+        sels = [x for s in splits if (x := s.selections.get(n)) is not None]
+        if len(sels) < len(splits):
             continue
         out[f"{prefix}validation_aiq/{n}"] = float(np.mean([x.score for x in sels]))
         if all(x.steps is not None for x in sels):
@@ -208,8 +208,8 @@ def selection_summary(splits: list[Split], names: Sequence[str]) -> str:
     """One line per router: the setting and step count selected on each split."""
     out = []
     for n in names:
-        sels = [s.selections.get(n) for s in splits]
-        if any(x is None for x in sels):
+        sels = [x for s in splits if (x := s.selections.get(n)) is not None]
+        if len(sels) < len(splits):
             continue
         picks = []
         for x in sels:
