@@ -214,7 +214,11 @@ def test_committed_2k_table_has_the_issue_size_and_agrees_with_the_quick_table()
     cfg = _setup.TABLE_2K
     n = sum(k for _, k in cfg.per_source)
     assert n >= 2000
-    assert t.quality.shape == (n, len(cfg.models) * len(cfg.prompts) * len(cfg.rules))
+    passes = len(cfg.models) * len(cfg.prompts) - len(cfg.omit)
+    assert t.quality.shape == (n, passes * len(cfg.rules))
+    assert [c.rsplit(":", 1)[0] for c in t.candidates[:: len(cfg.rules)]] == [
+        f"{m}:{p}" for m, p in _setup.table_passes(cfg)
+    ]
     assert t.n_candidates >= 10
     assert t.meta["config"] == _setup.table_fields(cfg)
     sizes = dict(cfg.per_source)
@@ -239,3 +243,15 @@ def test_committed_2k_table_has_the_issue_size_and_agrees_with_the_quick_table()
         np.testing.assert_array_equal(
             t.quality[:299, t.candidates.index(name)], quick.quality[:299, j]
         )
+
+
+def test_table_passes_leave_out_the_omitted_pairs_and_reject_unknown_ones():
+    cfg = _setup.TableConfig(
+        models=("a", "b"), prompts=("zero_shot", "few_shot"), omit=(("b", "few_shot"),)
+    )
+    assert _setup.table_passes(cfg) == [("a", "zero_shot"), ("a", "few_shot"), ("b", "zero_shot")]
+    # an empty omit leaves the manifest fields as before it existed (committed QUICK table)
+    assert "omit" not in _setup.table_fields(_setup.TableConfig())
+    assert _setup.table_fields(cfg)["omit"] == [["b", "few_shot"]]
+    with pytest.raises(ValueError, match="omit"):
+        _setup.table_passes(dataclasses.replace(cfg, omit=(("c", "think"),)))
