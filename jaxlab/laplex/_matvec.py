@@ -34,7 +34,15 @@ both roles, `a`'s from the left Jordan sums and `c`'s, with the tie convention a
 `PallasBlockScan` runs the symmetric case (`t is s`) as reduce-then-scan Pallas
 kernels in the sorted order: the real value and gradient (`pallas_sym_matvec`,
 `pallas_sym_grad`) and the phased (or complex-`v`) value (`pallas_sym_matvec_phased`;
-its gradient runs `PallasScan`'s recurrences). Other strategies run the scans one by one.
+its gradient runs `PallasScan`'s recurrences). For targets other than the sources (`t`
+not `s`, M != N) and a real kernel it runs the same two kernels on each head's merged
+sequence of targets and sources (M + N anchors; merged positions from the plan,
+`merged_positions`, no sort): `v` at the sources and zeros at the targets, so the
+symmetric operator's value at a target is exactly `sum_j K(t, s_j) v_j`; for the
+gradient `w` at the targets, so the symmetric loss is the operator's (`t`'s and `s`'s
+cotangents are the merged anchor cotangent at their positions, ties signed by value with
+the convention above; `v`'s is `c K w` at the sources). The phased M != N operator runs
+`PallasScan`'s recurrences. Other strategies run the scans one by one.
 
 Complex cotangents follow JAX's convention (transpose, no conjugation; real
 inputs take the real part), so gradients equal autodiff through the dense matrix.
