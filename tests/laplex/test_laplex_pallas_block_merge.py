@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax import export
 
 from jaxlab import laplex
 from jaxlab._kernels.laplex import PallasBlockScan
@@ -249,3 +250,36 @@ def test_vmap_of_the_gradient_equals_loop():
     grads = jax.jit(jax.vmap(g))(vs)
     for i in range(3):
         np.testing.assert_allclose(grads[i], jg(vs[i]), rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize(
+    ("target", "platform", "call"),
+    [("gpu", "cuda", "__gpu$xla.gpu.triton"), ("tpu", "tpu", "tpu_custom_call")],
+)
+def test_merged_value_and_gradient_lower_for_gpu_and_tpu_without_a_device(target, platform, call):
+    """The whole M != N value and gradient through `matvec` (plan given: merged positions,
+    scatters, gathers and the four kernels) lower to the platform's Pallas custom call from
+    a CPU-only host; compiling them needs the device."""
+    scan = PallasBlockScan(target=target)
+    m, n = 1 << 11, 1 << 12
+    f32, i32 = jnp.float32, jnp.int32
+
+    def spec(*shape, dtype=f32):
+        return jax.ShapeDtypeStruct(shape, dtype)
+
+    def f(v, t, s, a, c, w, plan):
+        def loss(v, t, s, a, c):
+            y = laplex.matvec(v, t, s, a, c=c, plan=plan, scan=scan, traced_checks=False)
+            return jnp.sum(w * y)
+
+        return jax.value_and_grad(loss, (0, 1, 2, 3, 4))(v, t, s, a, c)
+
+    ints = (spec(1, n, dtype=i32), spec(1, m, dtype=i32))
+    plan = laplex.LaplexPlan(*ints, *ints[::-1], spec(1, dtype=i32))
+    exp = export.export(
+        jax.jit(f),
+        platforms=[platform],
+        disabled_checks=[export.DisabledSafetyCheck.custom_call(call)],
+    )(spec(n), spec(1, m), spec(1, n), spec(1), spec(1), spec(m), plan)
+    # value: ends + apply; gradient: grad ends + grad apply
+    assert exp.mlir_module().count(call) == 4
