@@ -279,8 +279,14 @@ def _place(q, x, size):
 def _merged(t, s, plan, h):
     """Head `h`'s merged sequence: the positions `(q_t, q_s)` of targets and sources
     (`merged_positions`) and the anchors `u` (M + N,) in merged (sorted) order."""
+    size = t.shape[1] + s.shape[1]
+    if size >= 2**31:  # the positions are int32, like the plan
+        raise ValueError(
+            f"t, s: PallasBlockScan merges targets and sources into one sequence and needs "
+            f"M + N < 2**31, received M + N = {size}"
+        )
     q_t, q_s = merged_positions(plan, h)
-    u = _place(q_s, s[h], t.shape[1] + s.shape[1]).at[q_t].set(t[h], unique_indices=True)
+    u = _place(q_s, s[h], size).at[q_t].set(t[h], unique_indices=True)
     return q_t, q_s, u
 
 

@@ -283,3 +283,16 @@ def test_merged_value_and_gradient_lower_for_gpu_and_tpu_without_a_device(target
     )(spec(n), spec(1, m), spec(1, n), spec(1), spec(1), spec(m), plan)
     # value: ends + apply; gradient: grad ends + grad apply
     assert exp.mlir_module().count(call) == 4
+
+
+def test_merged_sequence_longer_than_int32_is_refused():
+    # the merged positions are int32 like the plan: M + N >= 2**31 is refused (shapes only)
+    m, n = 2**30, 2**30
+    f32 = jnp.float32
+
+    def f(v, t, s):
+        return laplex.matvec(v, t, s, jnp.ones(1, f32), None, jnp.ones(1, f32), scan=SCAN)
+
+    spec = jax.ShapeDtypeStruct
+    with pytest.raises(ValueError, match=r"M \+ N < 2\*\*31"):
+        jax.eval_shape(f, spec((n,), f32), spec((1, m), f32), spec((1, n), f32))
