@@ -4,17 +4,22 @@
 shared benchmark runner. `python -m experiments.bench.laplex_gpu --out DIR`
 is the device check: it first verifies the Pallas path on the GPU against a
 float64 dense oracle (values and gradients, real and phased, gradients also with tied
-anchors), then times every
+anchors; `PallasBlockScan` also for M = N/2 targets tied with sources), then times every
 implementation at N = 1e8 and N = 1e9 one by one (an out-of-memory error in
 one is recorded, not fatal) and rewrites DIR/bench/laplex_gpu.json after each
 step, so a run cut short still reports what it measured.
 
-Implementations (float32, one head, M = N, t = s pre-sorted, reused plan):
+Implementations (float32, one head, M = N, t = s pre-sorted, reused plan, unless said):
 
 - `block_matvec`, `block_matvec_grad`, `block_matvec_phased`: `PallasBlockScan`, the
   reduce-then-scan kernels in the natural order (issue #31; the gradient in v, anchors,
   a, c by the same kind of kernels, `pallas_sym_grad`; the phased (complex) matvec by
   `pallas_sym_matvec_phased`);
+- `block_merge_matvec`, `block_merge_matvec_grad`: `PallasBlockScan` for M = N/2 targets
+  `t` other than the N sources (sorted, reused plan): the symmetric kernels on the merged
+  sequence of both (M + N elements; value and gradient in v, t, s, a, c), beside
+  `pallas_merge_matvec`, `pallas_merge_matvec_grad`: `PallasScan`'s M != N path (scans
+  with XLA gathers);
 - `pallas_matvec`, `pallas_matvec_grad` (value and gradient in v, anchors, a, c),
   `pallas_matvec_phased` (complex kernel): the previous Pallas chunked-scan kernel;
 - `blocked_matvec` (`BlockedScan`, pure JAX) and `assoc_matvec`
@@ -116,6 +121,30 @@ def setup(config, key, *, scan=None, block=None):
     mv_blocked, mv_assoc = mv(BlockedScan()), mv(AssociativeScan())
     mv_block, mv_block_phased = mv(block), mv(block, phased=True)
     vg, vg_block = value_and_grad(pallas), value_and_grad(block)
+    merge_inputs = {}
+
+    def merge_call(strategy, grad):
+        """M != N: M = N/2 sorted targets over the sources' range, a reused plan (made on
+        the first, untimed warm-up call, so the other timings do not hold its memory)."""
+
+        def value(v, t, s, a, c, p):
+            return laplex.matvec(v, t, s, a, c=c, plan=p, scan=strategy)
+
+        def loss(*args):
+            return jnp.sum(value(*args))
+
+        f = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3, 4)) if grad else value)
+
+        def call():
+            if not merge_inputs:
+                k = jax.random.fold_in(key, 1)
+                tm = jnp.sort(jax.random.uniform(k, (1, n // 2), jnp.float32, 0, n), axis=1)
+                merge_inputs["t"] = tm
+                merge_inputs["plan"] = jax.block_until_ready(jax.jit(laplex.make_plan)(tm, x))
+            return f(v, merge_inputs["t"], x, a, c, merge_inputs["plan"])
+
+        return call
+
     pairs = jax.jit(
         lambda t: jax.lax.sort((t[0], jnp.arange(t.shape[1], dtype=jnp.int32)), num_keys=1)
     )
@@ -152,6 +181,11 @@ def setup(config, key, *, scan=None, block=None):
         "pallas_matvec_phased": lambda: mv_phased(v, x, plan),
         "blocked_matvec": lambda: mv_blocked(v, x, plan),
         "assoc_matvec": lambda: mv_assoc(v, x, plan),
+        # last: at 1e9 the merged sequence (1.5e9) and its gradient may run out of memory
+        "block_merge_matvec": merge_call(block, grad=False),
+        "block_merge_matvec_grad": merge_call(block, grad=True),
+        "pallas_merge_matvec": merge_call(pallas, grad=False),
+        "pallas_merge_matvec_grad": merge_call(pallas, grad=True),
     }
     bpe = float(config["bytes_per_element"])
     peak = float(config["peak_bandwidth_gbs"])
@@ -184,6 +218,21 @@ def setup(config, key, *, scan=None, block=None):
         "block_phased_speedup_vs_previous": lambda m: (
             m["pallas_matvec_phased"] / m["block_matvec_phased"]
         ),
+        "t_block_merge_matvec_s": lambda m: m["block_merge_matvec"],
+        "t_block_merge_matvec_grad_s": lambda m: m["block_merge_matvec_grad"],
+        "t_pallas_merge_matvec_s": lambda m: m["pallas_merge_matvec"],
+        "t_pallas_merge_matvec_grad_s": lambda m: m["pallas_merge_matvec_grad"],
+        "block_merge_speedup_vs_previous": lambda m: (
+            m["pallas_merge_matvec"] / m["block_merge_matvec"]
+        ),
+        "block_merge_grad_speedup_vs_previous": lambda m: (
+            m["pallas_merge_matvec_grad"] / m["block_merge_matvec_grad"]
+        ),
+        "block_merge_grad_over_matvec": lambda m: (
+            m["block_merge_matvec_grad"] / m["block_merge_matvec"]
+        ),
+        # the merged sequence has M + N = 1.5 N elements (the symmetric one N)
+        "block_merge_over_sym_matvec": lambda m: m["block_merge_matvec"] / m["block_matvec"],
         "t_lax_sort_pairs_s": lambda m: m["lax_sort_pairs"],
         "t_argsort_s": lambda m: m["argsort"],
         "t_plan_reuse_s": lambda m: m["plan_reuse"],
@@ -198,6 +247,8 @@ def setup(config, key, *, scan=None, block=None):
             "block_matvec",
             "block_matvec_grad",
             "block_matvec_phased",
+            "block_merge_matvec",
+            "block_merge_matvec_grad",
             "pallas_matvec",
             "pallas_matvec_grad",
             "pallas_matvec_phased",
@@ -206,6 +257,7 @@ def setup(config, key, *, scan=None, block=None):
         pairs=(
             ("block_matvec", "assoc_matvec"),
             ("block_matvec", "pallas_matvec"),
+            ("block_merge_matvec", "pallas_merge_matvec"),
             ("pallas_matvec", "blocked_matvec"),
             ("pallas_matvec", "assoc_matvec"),
         ),
@@ -214,12 +266,14 @@ def setup(config, key, *, scan=None, block=None):
             "N": n,
             "dtype": "float32",
             "heads": 1,
+            "M_merge": n // 2,
             "device": str(jax.devices()[0]),
             "bytes_per_element": bpe,
             "peak_bandwidth_gbs": peak,
         },
         notes=(
-            "t = s pre-sorted with a reused plan; achieved_fraction = bytes_per_element * N "
+            "t = s pre-sorted with a reused plan (block_merge_* / pallas_merge_*: M = N/2 "
+            "sorted targets, a reused plan); achieved_fraction = bytes_per_element * N "
             "/ median_s / peak_bandwidth; ratio_to_stream_floor compares with the measured "
             "device_stream pass scaled to the same bytes per element."
         ),
@@ -268,6 +322,39 @@ def exactness(n, key, *, scan):
             )
             for gi, ri in zip(g, g_ref, strict=True)
         )
+    return out
+
+
+def exactness_merge(n, key, *, scan):
+    """M = n/2 targets other than the n sources (real kernel): value and gradients in
+    v, t, s, a, c vs a float64 dense oracle, with half the targets tied with sources."""
+    x, v, a, _, c, _ = _problem(n, key, 0.05, 0.3)
+    # sources on a grid of 1/8 decay length (tie runs); targets every other source
+    # anchor, every second one moved off the grid by 1/32
+    xg = jnp.round(x * (64.0 / n) * 8) / 8
+    shift = jnp.where(jnp.arange(n // 2) % 2 == 0, 0.0, 1 / 32)[None, :]
+    tg = (xg[:, ::2] + shift).astype(x.dtype)
+    out = {}
+    y = laplex.matvec(v, tg, xg, a, c=c, scan=scan)
+    args64 = [jnp.asarray(np.asarray(z, np.float64)) for z in (v, tg, xg, a, c)]
+    ref = np.asarray(laplex.dense_matrix(*args64[1:4], c=args64[4]) @ args64[0])
+    out["max_rel_err_merge"] = float(np.max(np.abs(np.asarray(y) - ref)) / np.max(np.abs(ref)))
+
+    def m_fast(v, t, s, a, c):
+        return jnp.sum(jnp.sin(laplex.matvec(v, t, s, a, c=c, scan=scan)))
+
+    def m_dense(v, t, s, a, c):
+        return jnp.sum(jnp.sin(laplex.dense_matrix(t, s, a, c=c) @ v))
+
+    g = jax.grad(m_fast, argnums=(0, 1, 2, 3, 4))(v, tg, xg, a, c)
+    g_ref = jax.grad(m_dense, argnums=(0, 1, 2, 3, 4))(*args64)
+    out["max_grad_rel_err_merge"] = max(
+        float(
+            np.max(np.abs(np.asarray(gi, np.float64) - np.asarray(ri)))
+            / np.max(np.abs(np.asarray(ri)))
+        )
+        for gi, ri in zip(g, g_ref, strict=True)
+    )
     return out
 
 
@@ -323,6 +410,12 @@ def main(argv=None):
             record["exactness"][name] = exactness(args.check_n, jax.random.key(1), scan=strategy)
         except Exception:  # noqa: BLE001 - recorded, the timings still run
             record["exactness"][name] = {"error": traceback.format_exc()[-3000:]}
+        if name == "block":  # M != N by the merged sequence (PallasScan's path: own tests)
+            try:
+                merge = exactness_merge(args.check_n, jax.random.key(2), scan=strategy)
+            except Exception:  # noqa: BLE001
+                merge = {"merge_error": traceback.format_exc()[-3000:]}
+            record["exactness"][name].update(merge)
         print("exactness", name, record["exactness"][name], flush=True)
         save()
     for n in (int(float(s)) for s in args.sizes.split(",")):

@@ -34,7 +34,15 @@ both roles, `a`'s from the left Jordan sums and `c`'s, with the tie convention a
 `PallasBlockScan` runs the symmetric case (`t is s`) as reduce-then-scan Pallas
 kernels in the sorted order: the real value and gradient (`pallas_sym_matvec`,
 `pallas_sym_grad`) and the phased (or complex-`v`) value (`pallas_sym_matvec_phased`;
-its gradient runs `PallasScan`'s recurrences). Other strategies run the scans one by one.
+its gradient runs `PallasScan`'s recurrences). For targets other than the sources (`t`
+not `s`, M != N) and a real kernel it runs the same two kernels on each head's merged
+sequence of targets and sources (M + N anchors; merged positions from the plan,
+`merged_positions`, no sort): `v` at the sources and zeros at the targets, so the
+symmetric operator's value at a target is exactly `sum_j K(t, s_j) v_j`; for the
+gradient `w` at the targets, so the symmetric loss is the operator's (`t`'s and `s`'s
+cotangents are the merged anchor cotangent at their positions, ties signed by value with
+the convention above; `v`'s is `c K w` at the sources). The phased M != N operator runs
+`PallasScan`'s recurrences. Other strategies run the scans one by one.
 
 Complex cotangents follow JAX's convention (transpose, no conjugation; real
 inputs take the real part), so gradients equal autodiff through the dense matrix.
@@ -70,7 +78,7 @@ from jaxlab._kernels.laplex import (
     fused_sym_grad,
 )
 
-from ._plan import LaplexPlan, _make_plan, check_plan, plan_error_if
+from ._plan import LaplexPlan, _make_plan, check_plan, merged_positions, plan_error_if
 
 __all__ = ["matvec", "matmat"]
 
@@ -255,6 +263,85 @@ def _block_sym_bwd(scan, x, w, s, lam, c, plan):
     )
 
 
+def _block_merge(scan, sym, v, b):
+    """`PallasBlockScan` with targets other than the sources (`t` not `s`, M != N in
+    general) and a real kernel: the symmetric kernels on each head's merged sequence
+    (`_block_merge_apply`, `_block_merge_bwd`)."""
+    real = b is None and not jnp.issubdtype(v.dtype, jnp.complexfloating)
+    return isinstance(scan, PallasBlockScan) and not sym and real
+
+
+def _place(q, x, size):
+    """`x` (rows) at positions `q` of `size` zero rows (`q` distinct)."""
+    return jnp.zeros((size,) + x.shape[1:], x.dtype).at[q].set(x, unique_indices=True)
+
+
+def _merged(t, s, plan, h):
+    """Head `h`'s merged sequence: the positions `(q_t, q_s)` of targets and sources
+    (`merged_positions`) and the anchors `u` (M + N,) in merged (sorted) order."""
+    size = t.shape[1] + s.shape[1]
+    if size >= 2**31:  # the positions are int32, like the plan
+        raise ValueError(
+            f"t, s: PallasBlockScan merges targets and sources into one sequence and needs "
+            f"M + N < 2**31, received M + N = {size}"
+        )
+    q_t, q_s = merged_positions(plan, h)
+    u = _place(q_s, s[h], size).at[q_t].set(t[h], unique_indices=True)
+    return q_t, q_s, u
+
+
+def _block_merge_apply(scan, x, t, s, lam, c, plan):
+    """Sum over heads of `c_h K_h x` for M targets and N sources by the symmetric kernel
+    (`PallasBlockScan.sym_matvec`) on the merged sequence of both: `x` at the sources'
+    positions and zeros at the targets', so the symmetric operator's value at a target is
+    `sum_j K(t, s_j) x_j` exactly. The scatter into merged order and the gather of the
+    targets' rows out of it are the only data movement besides the kernels."""
+    size = t.shape[1] + s.shape[1]
+    y = jnp.zeros((t.shape[1], x.shape[1]), x.dtype)
+    for h in range(t.shape[0]):
+        q_t, q_s, u = _merged(t, s, plan, h)
+        op = functools.partial(scan.sym_matvec, s=u, lam=lam[h], c=c[h])
+        y = y + _gather_rows(jax.vmap(op, 1, 1)(_place(q_s, x, size)), q_t)
+    return y
+
+
+def _block_merge_bwd(scan, x, w, t, s, lam, c, plan):
+    """Cotangents of the M != N real operator by `PallasBlockScan.sym_grad` on each head's
+    merged sequence, with `x` at the sources and `w` at the targets (zeros elsewhere), so
+    the symmetric loss `sum W c K X` is the operator's `sum w c K x`: the merged anchor
+    cotangent at a target's (source's) position is `t`'s (`s`'s), with JAX's tie convention
+    (`sym_grad` signs ties by value, not by merged order); `c K W` at the sources' positions
+    is `v`'s; the decay and weight cotangents are the operator's."""
+    size = t.shape[1] + s.shape[1]
+    v_bar = jnp.zeros_like(x)
+    t_bars, s_bars, a_bars, c_bars = [], [], [], []
+    for h in range(t.shape[0]):
+        q_t, q_s, u = _merged(t, s, plan, h)
+        xm, wm = _place(q_s, x, size), _place(q_t, w, size)
+        grad = functools.partial(scan.sym_grad, s=u, lam=lam[h], c=c[h])
+        if x.shape[1] == 1:  # one column: no batch axis in the kernels' grid
+            vb, sb, ab, cb = grad(xm[:, 0], wm[:, 0])
+            vb = vb[:, None]
+        else:
+            vb, sb, ab, cb = jax.vmap(grad, 1, (1, 0, 0, 0))(xm, wm)
+            sb, ab, cb = jnp.sum(sb, 0), jnp.sum(ab), jnp.sum(cb)
+        v_bar = v_bar + _gather_rows(vb, q_s)
+        t_bars.append(_gather_rows(sb, q_t))
+        s_bars.append(_gather_rows(sb, q_s))
+        a_bars.append(ab)
+        c_bars.append(cb)
+    f = t.dtype
+    return (
+        v_bar.astype(x.dtype),
+        jnp.stack(t_bars).astype(f),
+        jnp.stack(s_bars).astype(f),
+        jnp.stack(a_bars).astype(f),
+        None,
+        jnp.stack(c_bars).astype(f),
+        None,
+    )
+
+
 def _fresh_plan(t, s, sym):
     return _make_plan(jax.lax.stop_gradient(t), jax.lax.stop_gradient(s), sym)
 
@@ -276,6 +363,8 @@ def _core(scan, sym, check, v, t, s, a, b, c, plan):
         plan, check = _fresh_plan(t, s, sym), False
     if isinstance(scan, PallasBlockScan) and sym:
         return _block_sym_apply(scan, x, s, lam, c.astype(wd), plan)
+    if _block_merge(scan, sym, v, b):
+        return _block_merge_apply(scan, x, t, s, lam, c.astype(wd), plan)
     if _is_fused(scan) and sym:
         return fused_sym(x, s, lam, c.astype(wd), plan.perm_s, plan.presorted_s, check=check)
     if _is_fused(scan):
@@ -308,6 +397,8 @@ def _core_bwd(scan, sym, check, res, w):
         return _sym_bwd(x, w, s, lam, c.astype(wd), plan, check)
     if _block_sym(scan, sym, v, b):
         return _block_sym_bwd(scan, x, w, s, lam, c.astype(wd), plan)
+    if _block_merge(scan, sym, v, b):
+        return _block_merge_bwd(scan, x, w, t, s, lam, c.astype(wd), plan)
     if _is_fused(scan):
         v_bar, t_bar, s_bar, a_bar, b_bar, c_bar = _fused_bwd(
             x, t, s, lam, c.astype(wd), plan, w, check

@@ -228,3 +228,31 @@ def update_plan(plan: LaplexPlan, t: Float[Array, "H M"], s: Float[Array, "H N"]
     t = as_array("t", t, shape=("H", "M"), dtype=jnp.floating)
     s = t if same else as_array("s", s, shape=("H", "N"), dtype=jnp.floating)
     return lax.cond(plan_is_valid(plan, t, s), lambda: plan, lambda: make_plan(t, s))
+
+
+def merged_positions(plan: LaplexPlan, h: int) -> tuple[Int[Array, " M"], Int[Array, " N"]]:
+    """Head `h`'s targets and sources in one sorted sequence of length M + N, from the
+    plan alone (no sort): `(q_t, q_s)`, the merged position of each target and source in
+    their original order (together a permutation of `0..M+N-1`; the anchors placed there
+    are nondecreasing).
+
+    Ties follow `rank_t` (`#{s <= t}`): tied sources before a target. The target of sorted
+    index i sits at `i + rank_t`; a source of sorted index j has the targets with
+    `rank_t <= j` before it (a histogram of `rank_t` and a cumulative sum, O(M + N)).
+    Where `presorted_s` says so, the sources' scatter back to their original order is
+    skipped (`lax.cond`).
+    """
+    perm_s, rank_t, perm_t = plan.perm_s[h], plan.rank_t[h], plan.perm_t[h]
+    m, n = rank_t.shape[0], perm_s.shape[0]
+    dt = rank_t.dtype
+    inv_t = jnp.zeros(m, dt).at[perm_t].set(jnp.arange(m, dtype=dt), unique_indices=True)
+    q_t = inv_t + rank_t
+    hist = jnp.zeros(n + 1, dt).at[rank_t].add(1)
+    q_sorted = jnp.arange(n, dtype=dt) + jnp.cumsum(hist)[:n].astype(dt)
+
+    def scatter():
+        return jnp.zeros(n, dt).at[perm_s].set(q_sorted, unique_indices=True)
+
+    if plan.presorted_s is None:
+        return q_t, scatter()
+    return q_t, lax.cond(plan.presorted_s[h] != 0, lambda: q_sorted, scatter)

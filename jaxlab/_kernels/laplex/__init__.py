@@ -12,7 +12,9 @@
 - `PallasBlockScan` / `pallas_sym_matvec`: the symmetric real operator as reduce-then-scan
   Pallas kernels in the natural order (GPU via Triton, TPU via Mosaic); `pallas_sym_grad`:
   its cotangents by the same kind of kernels; `pallas_sym_matvec_phased`: the phased
-  (complex) symmetric operator.
+  (complex) symmetric operator. `jaxlab.laplex.matvec` runs the real M != N operator
+  (`t` not `s`) and its gradient by the same two kernels on the merged sequence of
+  targets and sources.
 - `default_scan()`: the fastest strategy available on the default backend.
 """
 

@@ -172,8 +172,11 @@ class PallasBlockScan(AbstractScan):
     `pallas_sym_matvec` (no transposes, decays formed in the kernels from the sorted
     anchors), and so do its gradients (`pallas_sym_grad`: the cotangents of v, the
     anchors, the decay and the weight from one pass-1 and one pass-2 kernel) and the
-    phased (complex) symmetric operator's value (`pallas_sym_matvec_phased`); every
-    other pass (M != N, the phased operator's gradients) runs the plain recurrence
+    phased (complex) symmetric operator's value (`pallas_sym_matvec_phased`). The real
+    operator with targets other than the sources (`t` not `s`, M != N) and its gradients
+    run `sym_matvec` / `sym_grad` on each head's merged sequence of targets and sources
+    (`jaxlab.laplex.matvec`: values at the sources, zeros at the targets). Every other
+    pass (the phased operator's gradients, phased M != N) runs the plain recurrence
     through `PallasScan`'s chunked kernel.
 
     - `rows`, `lanes`: a chunk of the symmetric kernels is `rows x lanes` consecutive
