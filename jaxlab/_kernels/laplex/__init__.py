@@ -12,7 +12,8 @@
 - `PallasBlockScan` / `pallas_sym_matvec`: the symmetric real operator as reduce-then-scan
   Pallas kernels in the natural order (GPU via Triton, TPU via Mosaic); `pallas_sym_grad`:
   its cotangents by the same kind of kernels; `pallas_sym_matvec_phased`: the phased
-  (complex) symmetric operator.
+  (complex) symmetric operator, and `pallas_sym_grad_phased` its cotangents (incl. the
+  phase's).
 - `default_scan()`: the fastest strategy available on the default backend.
 """
 
@@ -33,6 +34,7 @@ from ._pallas_block import PallasBlockScan as PallasBlockScan
 from ._pallas_block import pallas_sym_matvec as pallas_sym_matvec
 from ._pallas_block_grad import pallas_sym_grad as pallas_sym_grad
 from ._pallas_block_phased import pallas_sym_matvec_phased as pallas_sym_matvec_phased
+from ._pallas_block_phased_grad import pallas_sym_grad_phased as pallas_sym_grad_phased
 from ._scan import AbstractScan as AbstractScan
 from ._scan import AssociativeScan as AssociativeScan
 from ._scan import BlockedScan as BlockedScan
