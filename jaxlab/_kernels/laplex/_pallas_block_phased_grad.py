@@ -306,9 +306,9 @@ def pallas_sym_grad_phased(
     f_next = jnp.concatenate([first[1:], last[-1:]])
     # tie carries (as in `pallas_sym_grad`): a constant chunk continues its neighbour's run
     const = first == last
-    keep_w = (const & (e_prev == last) & (jnp.arange(nb) > 0)).astype(dt)
+    keep_w = (const & (e_prev == last) & (jnp.arange(nb) > 0)).astype(cd)
     tw_tot = _tie_scan(keep_w, tw, reverse=False)
-    keep_x = (const & (f_next == first) & (jnp.arange(nb) < nb - 1)).astype(dt)
+    keep_x = (const & (f_next == first) & (jnp.arange(nb) < nb - 1)).astype(cd)
     tx_tot = _tie_scan(keep_x, tx, reverse=True)
     czero1 = jnp.zeros((1,), cd)
     tw_in = jnp.concatenate([czero1, tw_tot[:-1]])
