@@ -126,13 +126,11 @@ def test_phased_grad_float32(cx):
     x = x.astype(np.complex64 if cx else np.float32)
     w = w.astype(np.complex64)
     f32 = np.float32
-    got = pallas_sym_grad_phased(
-        jnp.asarray(x), jnp.asarray(w), jnp.asarray(s), f32(0.7), f32(1.9), f32(0.9), **SMALL
-    )
+    got = _grad(jnp.asarray(x), jnp.asarray(w), jnp.asarray(s), f32(0.7), f32(1.9), f32(0.9))
     ref = _dense_vjp(x, w, s, 0.7, 1.9, 0.9)  # float64 from the stored (float32) inputs
     for name, g, r in zip(NAMES, got, ref, strict=True):
         assert g.dtype == (jnp.complex64 if cx and name == "x" else jnp.float32), name
-        assert _err(g, r) < 3e-5, (name, _err(g, r))
+        assert _err(g, r) < 1e-5, (name, _err(g, r))
 
 
 def _heads(presorted, cols):
@@ -193,6 +191,7 @@ def test_matvec_vjp_with_a_phase_all_layouts(presorted, cols, cx):
         assert _err(g, r) < 1e-12, (name, _err(g, r))
 
 
+@pytest.mark.slow  # two heads' kernels compiled in interpret mode: 10-15 s
 def test_matvec_vjp_complex_v_real_kernel_and_fresh_plan():
     # a complex v with the real kernel (b None) takes the phased kernels with phase 0; no
     # plan: the forward sorts afresh and the backward reuses that plan

@@ -169,9 +169,11 @@ def _apply(*refs, cx):
     g = jax.lax.broadcasted_iota(jnp.int32, (rows, rows), 0)
     h = jax.lax.broadcasted_iota(jnp.int32, (rows, rows), 1)
     d_left = jnp.maximum(f - e.T, 0)  # [g, h]: from row h's last anchor to row g's first
-    e_left = _decay_pair(d_left, a, b).where(h < g)
-    d_right = jnp.maximum(f.T - e, 0)  # [g, h]: from row g's last anchor to row h's first
-    e_right = _decay_pair(d_right, a, b).where(h > g)
+    m_left = _decay_pair(d_left, a, b)
+    e_left = m_left.where(h < g)
+    # [g, h]: from row g's last anchor to row h's first: the transposes (no cos/sin again)
+    d_right = d_left.T
+    e_right = m_left.T.where(h > g)
     d0 = jnp.maximum(f - e_prev, 0)  # previous chunk's end to each row's first anchor
     e0 = _decay_pair(d0, a, b)
     d1 = jnp.maximum(f_next - e, 0)  # each row's last anchor to the next chunk's start
