@@ -16,6 +16,7 @@ from jax import export
 
 from jaxlab import laplex
 from jaxlab._kernels.laplex import PallasBlockScan, pallas_sym_grad_phased
+from jaxlab._kernels.laplex._pallas_block_phased_grad import chunk_carries
 
 from .test_laplex_pallas_block import SMALL, _anchors
 
@@ -243,3 +244,53 @@ def test_phased_grad_kernels_lower_for_gpu_and_tpu_without_a_device(target, plat
         disabled_checks=[export.DisabledSafetyCheck.custom_call(call)],
     )(spec, w_spec, s_spec, scalar, scalar, scalar)
     assert exp.mlir_module().count(call) == 2
+
+
+@pytest.mark.parametrize("lam", [0.7, 0.7 + 1.9j])
+def test_chunk_carries_equal_direct_sums_over_earlier_and_later_chunks(lam):
+    # the carry scan over chunks (real or complex decay) vs direct sums over the elements of
+    # all earlier / later chunks, with tie runs crossing and covering whole chunks
+    rng = np.random.default_rng(4)
+    size, nb = 8, 7
+    s = np.sort(np.concatenate([np.round(rng.uniform(0, 6, 40)), np.full(16, 7.0)]))
+    x, w = (rng.standard_normal(nb * size) for _ in range(2))
+    dt = np.complex128 if isinstance(lam, complex) else np.float64
+    sc, xc, wc = (z.reshape(nb, size) for z in (s, x, w))
+    first, last = sc[:, 0], sc[:, -1]
+
+    def e(d):
+        return np.exp(-lam * d)
+
+    sums = [
+        [np.sum(e(last[k] - sc[k]) * xc[k]) for k in range(nb)],
+        [np.sum((last[k] - sc[k]) * e(last[k] - sc[k]) * xc[k]) for k in range(nb)],
+        [np.sum(e(sc[k] - first[k]) * xc[k]) for k in range(nb)],
+        [np.sum((sc[k] - first[k]) * e(sc[k] - first[k]) * xc[k]) for k in range(nb)],
+        [np.sum(e(last[k] - sc[k]) * wc[k]) for k in range(nb)],
+        [np.sum(e(sc[k] - first[k]) * wc[k]) for k in range(nb)],
+        [np.sum(wc[k][sc[k] == last[k]]) for k in range(nb)],
+        [np.sum(xc[k][sc[k] == first[k]]) for k in range(nb)],
+    ]
+    got = chunk_carries(
+        jnp.asarray(first),
+        jnp.asarray(last),
+        jnp.asarray(lam, dt),
+        *(jnp.asarray(np.asarray(z, dt)) for z in sums),
+    )
+    ref = np.zeros((8, nb), dt)
+    for k in range(nb):
+        left, right = slice(0, k * size), slice((k + 1) * size, None)
+        if k > 0:
+            d = last[k - 1] - s[left]
+            ref[0, k] = np.sum(e(d) * x[left])
+            ref[1, k] = np.sum(d * e(d) * x[left])
+            ref[4, k] = np.sum(e(d) * w[left])
+            ref[6, k] = np.sum(w[left][s[left] == last[k - 1]])
+        if k < nb - 1:
+            d = s[right] - first[k + 1]
+            ref[2, k] = np.sum(e(d) * x[right])
+            ref[3, k] = np.sum(d * e(d) * x[right])
+            ref[5, k] = np.sum(e(d) * w[right])
+            ref[7, k] = np.sum(x[right][s[right] == first[k + 1]])
+    for i, g in enumerate(got):
+        np.testing.assert_allclose(np.asarray(g), ref[i], rtol=1e-12, atol=1e-12, err_msg=str(i))
