@@ -3,18 +3,19 @@
 `python -m experiments bench laplex_gpu [--full]` times one size through the
 shared benchmark runner. `python -m experiments.bench.laplex_gpu --out DIR`
 is the device check: it first verifies the Pallas path on the GPU against a
-float64 dense oracle (values and gradients, real and phased, gradients also with tied
-anchors; `PallasBlockScan` also for M = N/2 targets tied with sources), then times every
+float64 dense oracle (values and gradients, real and phased, real gradients also with
+tied anchors; `PallasBlockScan` also for M = N/2 targets tied with sources), then times every
 implementation at N = 1e8 and N = 1e9 one by one (an out-of-memory error in
 one is recorded, not fatal) and rewrites DIR/bench/laplex_gpu.json after each
 step, so a run cut short still reports what it measured.
 
 Implementations (float32, one head, M = N, t = s pre-sorted, reused plan, unless said):
 
-- `block_matvec`, `block_matvec_grad`, `block_matvec_phased`: `PallasBlockScan`, the
-  reduce-then-scan kernels in the natural order (issue #31; the gradient in v, anchors,
-  a, c by the same kind of kernels, `pallas_sym_grad`; the phased (complex) matvec by
-  `pallas_sym_matvec_phased`);
+- `block_matvec`, `block_matvec_grad`, `block_matvec_phased`,
+  `block_matvec_phased_grad`: `PallasBlockScan`, the reduce-then-scan kernels in the
+  natural order (issue #31; the gradient in v, anchors, a, c by the same kind of kernels,
+  `pallas_sym_grad`; the phased (complex) matvec by `pallas_sym_matvec_phased`, its value
+  and gradient in v, anchors, a, b, c by `pallas_sym_grad_phased`);
 - `block_merge_matvec`, `block_merge_matvec_grad`: `PallasBlockScan` for M = N/2 targets
   `t` other than the N sources (sorted, reused plan): the symmetric kernels on the merged
   sequence of both (M + N elements; value and gradient in v, t, s, a, c), beside
@@ -121,6 +122,12 @@ def setup(config, key, *, scan=None, block=None):
     mv_blocked, mv_assoc = mv(BlockedScan()), mv(AssociativeScan())
     mv_block, mv_block_phased = mv(block), mv(block, phased=True)
     vg, vg_block = value_and_grad(pallas), value_and_grad(block)
+
+    def loss_phased(v, x, a, b, c, p):
+        return jnp.sum(jnp.real(laplex.matvec(v, x, x, a, b, c, plan=p, scan=block)))
+
+    vg_block_phased = jax.jit(jax.value_and_grad(loss_phased, argnums=(0, 1, 2, 3, 4)))
+
     merge_inputs = {}
 
     def merge_call(strategy, grad):
@@ -171,6 +178,7 @@ def setup(config, key, *, scan=None, block=None):
         "block_matvec": lambda: mv_block(v, x, plan),
         "block_matvec_grad": lambda: vg_block(v, x, a, c, plan),
         "block_matvec_phased": lambda: mv_block_phased(v, x, plan),
+        "block_matvec_phased_grad": lambda: vg_block_phased(v, x, a, b, c, plan),
         "pallas_matvec": lambda: mv_pallas(v, x, plan),
         "pallas_matvec_grad": lambda: vg(v, x, a, c, plan),
         "device_stream": lambda: stream(v, x),
@@ -233,6 +241,16 @@ def setup(config, key, *, scan=None, block=None):
         ),
         # the merged sequence has M + N = 1.5 N elements (the symmetric one N)
         "block_merge_over_sym_matvec": lambda m: m["block_merge_matvec"] / m["block_matvec"],
+        "block_phased_grad_t_s": lambda m: m["block_matvec_phased_grad"],
+        "block_phased_grad_over_phased": lambda m: (
+            m["block_matvec_phased_grad"] / m["block_matvec_phased"]
+        ),
+        "block_phased_grad_over_real_grad": lambda m: (
+            m["block_matvec_phased_grad"] / m["block_matvec_grad"]
+        ),
+        "block_phased_grad_over_matvec": lambda m: (
+            m["block_matvec_phased_grad"] / m["block_matvec"]
+        ),
         "t_lax_sort_pairs_s": lambda m: m["lax_sort_pairs"],
         "t_argsort_s": lambda m: m["argsort"],
         "t_plan_reuse_s": lambda m: m["plan_reuse"],
@@ -247,6 +265,7 @@ def setup(config, key, *, scan=None, block=None):
             "block_matvec",
             "block_matvec_grad",
             "block_matvec_phased",
+            "block_matvec_phased_grad",
             "block_merge_matvec",
             "block_merge_matvec_grad",
             "pallas_matvec",
@@ -322,6 +341,22 @@ def exactness(n, key, *, scan):
             )
             for gi, ri in zip(g, g_ref, strict=True)
         )
+
+    # the phased operator's gradient in every argument (v, anchors, a, b, c)
+    def g_phased(matrix):
+        def loss(v, x, a, b, c):
+            return jnp.sum(jnp.sin(jnp.real(matrix(v, x, a, b, c))))
+
+        return jax.grad(loss, argnums=(0, 1, 2, 3, 4))
+
+    g = g_phased(lambda v, x, a, b, c: laplex.matvec(v, x, x, a, b, c, scan=scan))(v, x, a, b, c)
+    args64 = [jnp.asarray(np.asarray(z, np.float64)) for z in (v, x, a, b, c)]
+    dense = lambda v, x, a, b, c: laplex.dense_matrix(x, x, a, b, c) @ v.astype(jnp.complex128)  # noqa: E731
+    g_ref = g_phased(dense)(*args64)
+    out["max_grad_rel_err_phased"] = max(
+        float(np.max(np.abs(np.asarray(gi, np.float64) - ri)) / np.max(np.abs(ri)))
+        for gi, ri in zip(g, (np.asarray(r) for r in g_ref), strict=True)
+    )
     return out
 
 

@@ -33,12 +33,13 @@ is one fused pass too (`fused_sym_grad`: `v`'s cotangent `c K w`, the anchors' t
 both roles, `a`'s from the left Jordan sums and `c`'s, with the tie convention above).
 `PallasBlockScan` runs the symmetric case (`t is s`) as reduce-then-scan Pallas
 kernels in the sorted order: the real value and gradient (`pallas_sym_matvec`,
-`pallas_sym_grad`) and the phased (or complex-`v`) value (`pallas_sym_matvec_phased`;
-its gradient runs `PallasScan`'s recurrences). For targets other than the sources (`t`
-not `s`, M != N) and a real kernel it runs the same two kernels on each head's merged
-sequence of targets and sources (M + N anchors; merged positions from the plan,
-`merged_positions`, no sort): `v` at the sources and zeros at the targets, so the
-symmetric operator's value at a target is exactly `sum_j K(t, s_j) v_j`; for the
+`pallas_sym_grad`) and the phased (or complex-`v`) value and gradient
+(`pallas_sym_matvec_phased`, `pallas_sym_grad_phased`: the same passes in real
+arithmetic on (re, im) pairs, `b`'s cotangent from the complex Jordan sums). For targets
+other than the sources (`t` not `s`, M != N) and a real kernel it runs the real kernels
+on each head's merged sequence of targets and sources (M + N anchors; merged positions
+from the plan, `merged_positions`, no sort): `v` at the sources and zeros at the targets,
+so the symmetric operator's value at a target is exactly `sum_j K(t, s_j) v_j`; for the
 gradient `w` at the targets, so the symmetric loss is the operator's (`t`'s and `s`'s
 cotangents are the merged anchor cotangent at their positions, ties signed by value with
 the convention above; `v`'s is `c K w` at the sources). The phased M != N operator runs
@@ -76,6 +77,7 @@ from jaxlab._kernels.laplex import (
     fused_sym,
     fused_sym_fresh,
     fused_sym_grad,
+    pallas_sym_grad_phased,
 )
 
 from ._plan import LaplexPlan, _make_plan, check_plan, merged_positions, plan_error_if
@@ -172,11 +174,10 @@ def _sym_column(scan, sym, v, b):
     return _is_fused(scan) and sym and real and v.shape[1] == 1
 
 
-def _block_sym(scan, sym, v, b):
-    """`PallasBlockScan` with `t is s` and a real kernel: the reduce-then-scan kernels
-    (value and gradient; phased kernels and complex `v` take them for the value only)."""
-    real = b is None and not jnp.issubdtype(v.dtype, jnp.complexfloating)
-    return isinstance(scan, PallasBlockScan) and sym and real
+def _block_sym(scan, sym):
+    """`PallasBlockScan` with `t is s`: the reduce-then-scan kernels, value and gradient
+    (real kernel and real `v`; a phase or a complex `v` takes the phased kernels)."""
+    return isinstance(scan, PallasBlockScan) and sym
 
 
 def _block_sym_apply(scan, x, s, lam, c, plan):
@@ -212,44 +213,60 @@ def _block_sym_apply(scan, x, s, lam, c, plan):
     return y
 
 
-def _block_sym_bwd(scan, x, w, s, lam, c, plan):
-    """Cotangents of the symmetric real operator by `PallasBlockScan.sym_grad` (head by
-    head, column by column, in each head's sorted order; no gather or scatter where the
-    plan says presorted). `t is s`: the anchors' cotangent (both roles) goes to `t`, zeros
-    to `s`, as in `_sym_bwd`."""
+def _block_sym_bwd(scan, x, w, s, lam, c, plan, v_dtype, phased):
+    """Cotangents of the symmetric operator by `PallasBlockScan`'s kernels, head by head and
+    column by column in each head's sorted order (no gather or scatter where the plan says
+    presorted): `sym_grad` for a real work dtype, `pallas_sym_grad_phased` for a complex
+    one (a phase, or a complex `v`; a real `v` takes the real part of its cotangent).
+    `v_dtype`: `v`'s dtype; `phased`: `b` was given (its cotangent is returned, else
+    None). `t is s`: the anchors' cotangent (both roles) goes to `t`, zeros to `s`, as in
+    `_sym_bwd`."""
+    settings = {"rows": scan.rows, "lanes": scan.lanes}
+    settings |= {"interpret": scan.interpret, "target": scan.target}
+    real_v = not jnp.issubdtype(v_dtype, jnp.complexfloating)
+
+    def column(xc, wc, sh, lh, ch):
+        if not jnp.issubdtype(xc.dtype, jnp.complexfloating):
+            vb, sb, ab, cb = scan.sym_grad(xc, wc, sh, lh, ch)
+            return vb, sb, ab, jnp.zeros_like(ab), cb
+        xc = jnp.real(xc) if real_v else xc
+        a, b, cr = jnp.real(lh), jnp.imag(lh), jnp.real(ch)  # c is real (H,)
+        return pallas_sym_grad_phased(xc, wc, sh, a, b, cr, **settings)
 
     def sorted_grad(sh, lh, ch, xs, ws):
-        dt = jnp.promote_types(sh.dtype, xs.dtype)  # distances in the wider dtype
-        sh, lh, ch = sh.astype(dt), lh.astype(dt), ch.astype(dt)
-        xs, ws = xs.astype(dt), ws.astype(dt)
+        if not jnp.issubdtype(xs.dtype, jnp.complexfloating):
+            dt = jnp.promote_types(sh.dtype, xs.dtype)  # distances in the wider dtype
+            sh, lh, ch = sh.astype(dt), lh.astype(dt), ch.astype(dt)
+            xs, ws = xs.astype(dt), ws.astype(dt)
         if xs.shape[1] == 1:  # one column: no batch axis in the kernels' grid
-            vb, sb, ab, cb = scan.sym_grad(xs[:, 0], ws[:, 0], sh, lh, ch)
-            return vb[:, None].astype(x.dtype), sb, ab, cb
-        vb, sb, ab, cb = jax.vmap(
-            lambda xc, wc: scan.sym_grad(xc, wc, sh, lh, ch), 1, (1, 0, 0, 0)
+            vb, sb, ab, bb, cb = column(xs[:, 0], ws[:, 0], sh, lh, ch)
+            return vb[:, None].astype(v_dtype), sb, ab, bb, cb
+        vb, sb, ab, bb, cb = jax.vmap(
+            lambda xc, wc: column(xc, wc, sh, lh, ch), 1, (1, 0, 0, 0, 0)
         )(xs, ws)
-        return vb.astype(x.dtype), jnp.sum(sb, 0), jnp.sum(ab), jnp.sum(cb)
+        return vb.astype(v_dtype), jnp.sum(sb, 0), jnp.sum(ab), jnp.sum(bb), jnp.sum(cb)
 
-    v_bar = jnp.zeros_like(x)
-    s_bars, a_bars, c_bars = [], [], []
+    v_bar = jnp.zeros(x.shape, v_dtype)
+    s_bars, a_bars, b_bars, c_bars = [], [], [], []
     for h in range(s.shape[0]):
         perm = plan.perm_s[h]
 
         def gathered(h=h, perm=perm):
-            vb, sb, ab, cb = sorted_grad(s[h][perm], lam[h], c[h], x[perm], w[perm])
-            vb = jnp.zeros_like(x).at[perm].set(vb)
-            return vb, jnp.zeros_like(sb).at[perm].set(sb), ab, cb
+            vb, sb, ab, bb, cb = sorted_grad(s[h][perm], lam[h], c[h], x[perm], w[perm])
+            vb = jnp.zeros(x.shape, v_dtype).at[perm].set(vb)
+            return vb, jnp.zeros_like(sb).at[perm].set(sb), ab, bb, cb
 
         def direct(h=h):
             return sorted_grad(s[h], lam[h], c[h], x, w)
 
         if plan.presorted_s is None:
-            vb, sb, ab, cb = gathered()
+            vb, sb, ab, bb, cb = gathered()
         else:
-            vb, sb, ab, cb = jax.lax.cond(plan.presorted_s[h] != 0, direct, gathered)
+            vb, sb, ab, bb, cb = jax.lax.cond(plan.presorted_s[h] != 0, direct, gathered)
         v_bar = v_bar + vb
         s_bars.append(sb)
         a_bars.append(ab)
+        b_bars.append(bb)
         c_bars.append(cb)
     f = s.dtype
     return (
@@ -257,7 +274,7 @@ def _block_sym_bwd(scan, x, w, s, lam, c, plan):
         jnp.stack(s_bars).astype(f),
         jnp.zeros_like(s),
         jnp.stack(a_bars).astype(f),
-        None,
+        jnp.stack(b_bars).astype(f) if phased else None,
         jnp.stack(c_bars).astype(f),
         None,
     )
@@ -395,8 +412,8 @@ def _core_bwd(scan, sym, check, res, w):
     w = w.astype(wd)
     if _sym_column(scan, sym, v, b):
         return _sym_bwd(x, w, s, lam, c.astype(wd), plan, check)
-    if _block_sym(scan, sym, v, b):
-        return _block_sym_bwd(scan, x, w, s, lam, c.astype(wd), plan)
+    if _block_sym(scan, sym):
+        return _block_sym_bwd(scan, x, w, s, lam, c.astype(wd), plan, v.dtype, b is not None)
     if _block_merge(scan, sym, v, b):
         return _block_merge_bwd(scan, x, w, t, s, lam, c.astype(wd), plan)
     if _is_fused(scan):

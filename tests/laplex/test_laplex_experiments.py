@@ -81,6 +81,7 @@ def test_gpu_device_script_dry_run(tmp_path):
         assert ex["max_rel_err_phased"] < 1e-5
         assert ex["max_grad_rel_err"] < 1e-3
         assert ex["max_grad_rel_err_ties"] < 1e-3
+        assert ex["max_grad_rel_err_phased"] < 1e-3
     assert rec["exactness"]["block"]["max_rel_err_merge"] < 1e-5
     assert rec["exactness"]["block"]["max_grad_rel_err_merge"] < 1e-3
     entry = rec["sizes"]["1024"]
@@ -101,6 +102,7 @@ def test_gpu_device_script_dry_run(tmp_path):
         "block_merge_speedup_vs_previous",
         "block_merge_grad_over_matvec",
         "block_merge_over_sym_matvec",
+        "block_phased_grad_over_phased",
         "t_lax_sort_pairs_s",
         "t_plan_reuse_s",
         "fastest_sort_over_block_matvec",

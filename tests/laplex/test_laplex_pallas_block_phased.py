@@ -94,7 +94,7 @@ def test_matvec_phased_unsorted_real_v_fresh_plan_and_complex_v_real_kernel():
 
 
 def test_phased_gradients_through_the_block_strategy_match_dense_autodiff():
-    # value by the phased kernels, cotangents by PallasScan's recurrences
+    # value by the phased kernels, cotangents by the phased gradient kernels
     rng = np.random.default_rng(8)
     n = 21
     s = np.round(rng.uniform(-3, 3, (1, n)), 1)

@@ -12,9 +12,9 @@
 - `PallasBlockScan` / `pallas_sym_matvec`: the symmetric real operator as reduce-then-scan
   Pallas kernels in the natural order (GPU via Triton, TPU via Mosaic); `pallas_sym_grad`:
   its cotangents by the same kind of kernels; `pallas_sym_matvec_phased`: the phased
-  (complex) symmetric operator. `jaxlab.laplex.matvec` runs the real M != N operator
-  (`t` not `s`) and its gradient by the same two kernels on the merged sequence of
-  targets and sources.
+  (complex) symmetric operator, and `pallas_sym_grad_phased` its cotangents (incl. the
+  phase's). `jaxlab.laplex.matvec` runs the real M != N operator (`t` not `s`) and its
+  gradient by the real kernels on the merged sequence of targets and sources.
 - `default_scan()`: the fastest strategy available on the default backend.
 """
 
@@ -35,6 +35,7 @@ from ._pallas_block import PallasBlockScan as PallasBlockScan
 from ._pallas_block import pallas_sym_matvec as pallas_sym_matvec
 from ._pallas_block_grad import pallas_sym_grad as pallas_sym_grad
 from ._pallas_block_phased import pallas_sym_matvec_phased as pallas_sym_matvec_phased
+from ._pallas_block_phased_grad import pallas_sym_grad_phased as pallas_sym_grad_phased
 from ._scan import AbstractScan as AbstractScan
 from ._scan import AssociativeScan as AssociativeScan
 from ._scan import BlockedScan as BlockedScan
