@@ -43,6 +43,7 @@ from jaxtyping import Array, Float
 from ._pallas import PallasScan, chunk_tiles, compiler_params
 from ._pallas_block_grad import pallas_sym_grad
 from ._pallas_block_phased import pallas_sym_matvec_phased
+from ._pallas_block_phased_grad import pallas_sym_grad_phased
 from ._scan import AbstractScan, AssociativeScan
 
 __all__ = ["PallasBlockScan", "pallas_sym_matvec"]
@@ -205,6 +206,12 @@ class PallasBlockScan(AbstractScan):
         """Cotangents of `sum(w * sym_matvec(x, s, lam, c))` (one head and one column, sorted
         order): `(x_bar, s_bar, lam_bar, c_bar)`; see `pallas_sym_grad`."""
         return pallas_sym_grad(x, w, s, lam, c, **self._settings())
+
+    def sym_grad_phased(self, x, w, s, a, b, c):
+        """Cotangents of the symmetric phased operator for one head and one (real or
+        complex) column (sorted order): `(x_bar, s_bar, a_bar, b_bar, c_bar)`; see
+        `pallas_sym_grad_phased`."""
+        return pallas_sym_grad_phased(x, w, s, a, b, c, **self._settings())
 
     def sym_matvec_phased(self, x, s, a, b, c):
         """The symmetric phased operator for one head and one (real or complex) column
