@@ -36,14 +36,17 @@ kernels in the sorted order: the real value and gradient (`pallas_sym_matvec`,
 `pallas_sym_grad`) and the phased (or complex-`v`) value and gradient
 (`pallas_sym_matvec_phased`, `pallas_sym_grad_phased`: the same passes in real
 arithmetic on (re, im) pairs, `b`'s cotangent from the complex Jordan sums). For targets
-other than the sources (`t` not `s`, M != N) and a real kernel it runs the real kernels
-on each head's merged sequence of targets and sources (M + N anchors; merged positions
-from the plan, `merged_positions`, no sort): `v` at the sources and zeros at the targets,
-so the symmetric operator's value at a target is exactly `sum_j K(t, s_j) v_j`; for the
-gradient `w` at the targets, so the symmetric loss is the operator's (`t`'s and `s`'s
-cotangents are the merged anchor cotangent at their positions, ties signed by value with
-the convention above; `v`'s is `c K w` at the sources). The phased M != N operator runs
-`PallasScan`'s recurrences. Other strategies run the scans one by one.
+other than the sources (`t` not `s`, M != N), real or phased kernel and real or complex
+`v`, it runs the same symmetric kernels on each head's merged sequence of targets and
+sources (M + N anchors; merged positions from the plan, `merged_positions`, no sort): `v`
+at the sources and zeros at the targets, so the symmetric operator's value at a target
+is exactly `sum_j K(t, s_j) v_j`; for the gradient `w` at the targets, so the symmetric
+loss is the operator's (`t`'s and `s`'s cotangents are the merged anchor cotangent at
+their positions: the symmetric kernels sign a tied pair by role, not by merged order,
+so a tied source counts as left of a target for `t` and a tied target as right of a
+source for `s`, the convention above; `v`'s is `c K w` at the sources; `a`, `b`, `c` are
+the operator's). So `PallasBlockScan` never runs a plain recurrence. Other strategies
+run the scans one by one.
 
 Complex cotangents follow JAX's convention (transpose, no conjugation; real
 inputs take the real part), so gradients equal autodiff through the dense matrix.

@@ -252,14 +252,18 @@ def test_vmap_of_the_gradient_equals_loop():
         np.testing.assert_allclose(grads[i], jg(vs[i]), rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.parametrize("phased", [False, True])
 @pytest.mark.parametrize(
     ("target", "platform", "call"),
     [("gpu", "cuda", "__gpu$xla.gpu.triton"), ("tpu", "tpu", "tpu_custom_call")],
 )
-def test_merged_value_and_gradient_lower_for_gpu_and_tpu_without_a_device(target, platform, call):
+def test_merged_value_and_gradient_lower_for_gpu_and_tpu_without_a_device(
+    target, platform, call, phased
+):
     """The whole M != N value and gradient through `matvec` (plan given: merged positions,
-    scatters, gathers and the four kernels) lower to the platform's Pallas custom call from
-    a CPU-only host; compiling them needs the device."""
+    scatters, gathers and the four kernels; `phased`: a phase b, the phased kernels)
+    lower to the platform's Pallas custom call from a CPU-only host; compiling them needs
+    the device."""
     scan = PallasBlockScan(target=target)
     m, n = 1 << 11, 1 << 12
     f32, i32 = jnp.float32, jnp.int32
@@ -268,11 +272,13 @@ def test_merged_value_and_gradient_lower_for_gpu_and_tpu_without_a_device(target
         return jax.ShapeDtypeStruct(shape, dtype)
 
     def f(v, t, s, a, c, w, plan):
-        def loss(v, t, s, a, c):
-            y = laplex.matvec(v, t, s, a, c=c, plan=plan, scan=scan, traced_checks=False)
-            return jnp.sum(w * y)
+        def loss(v, t, s, a, b, c):
+            y = laplex.matvec(
+                v, t, s, a, b if phased else None, c, plan=plan, scan=scan, traced_checks=False
+            )
+            return jnp.sum(w * jnp.real(y))
 
-        return jax.value_and_grad(loss, (0, 1, 2, 3, 4))(v, t, s, a, c)
+        return jax.value_and_grad(loss, (0, 1, 2, 3, 4, 5))(v, t, s, a, 0.5 * a, c)
 
     ints = (spec(1, n, dtype=i32), spec(1, m, dtype=i32))
     plan = laplex.LaplexPlan(*ints, *ints[::-1], spec(1, dtype=i32))

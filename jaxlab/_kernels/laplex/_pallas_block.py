@@ -168,17 +168,17 @@ def pallas_sym_matvec(
 
 
 class PallasBlockScan(AbstractScan):
-    """LAPLEX on GPU/TPU with the sequence in its natural order: the symmetric real
-    operator (`t is s`, no phase) runs as the reduce-then-scan kernels of
-    `pallas_sym_matvec` (no transposes, decays formed in the kernels from the sorted
-    anchors), and so do its gradients (`pallas_sym_grad`: the cotangents of v, the
-    anchors, the decay and the weight from one pass-1 and one pass-2 kernel) and the
-    phased (complex) symmetric operator's value (`pallas_sym_matvec_phased`). The real
-    operator with targets other than the sources (`t` not `s`, M != N) and its gradients
-    run `sym_matvec` / `sym_grad` on each head's merged sequence of targets and sources
-    (`jaxlab.laplex.matvec`: values at the sources, zeros at the targets). Every other
-    pass (the phased operator's gradients, phased M != N) runs the plain recurrence
-    through `PallasScan`'s chunked kernel.
+    """LAPLEX on GPU/TPU with the sequence in its natural order: every LAPLEX operator
+    runs as reduce-then-scan Pallas kernels (no transposes, decays formed in the kernels
+    from the sorted anchors). The symmetric real operator (`t is s`, no phase):
+    `pallas_sym_matvec`, its gradients (v, anchors, decay, weight) `pallas_sym_grad`; the
+    phased (complex, or a complex `v`) symmetric operator: `pallas_sym_matvec_phased`, its
+    gradients (v, anchors, a, b, c) `pallas_sym_grad_phased`. Targets other than the
+    sources (`t` not `s`, M != N), real or phased, value and gradients: the same kernels
+    on each head's merged sequence of targets and sources (`jaxlab.laplex.matvec`: values
+    at the sources, zeros at the targets; the output cotangent at the targets). `forward`
+    (the `AbstractScan` interface, which no LAPLEX operator path of this strategy uses)
+    runs the plain recurrence through `PallasScan`'s chunked kernel.
 
     - `rows`, `lanes`: a chunk of the symmetric kernels is `rows x lanes` consecutive
       anchors (powers of two; `lanes` exponentials per element for the in-row block).
