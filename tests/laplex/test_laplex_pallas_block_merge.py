@@ -1,8 +1,9 @@
 """`PallasBlockScan` for M targets and N sources (`t` not `s`): the symmetric reduce-then-scan
-kernels on each head's merged sequence of targets and sources (value and gradient), in
-Pallas interpret mode, against the float64 dense matrix, autodiff through it and finite
-differences; ties across and within `t` and `s`, targets outside the sources' range,
-presorted and shuffled anchors; the merged positions against a NumPy stable merge."""
+kernels, real and phased (a phase b or a complex v), on each head's merged sequence of
+targets and sources (value and gradient), in Pallas interpret mode, against the float64
+dense matrix, autodiff through it and finite differences; ties across and within `t` and
+`s`, targets outside the sources' range, presorted and shuffled anchors; the merged
+positions against a NumPy stable merge."""
 
 from __future__ import annotations
 
