@@ -20,7 +20,8 @@ Implementations (float32, one head, M = N, t = s pre-sorted, reused plan, unless
   `t` other than the N sources (sorted, reused plan): the symmetric kernels on the merged
   sequence of both (M + N elements; value and gradient in v, t, s, a, c), beside
   `pallas_merge_matvec`, `pallas_merge_matvec_grad`: `PallasScan`'s M != N path (scans
-  with XLA gathers);
+  with XLA gathers); `block_merge_phased_matvec`, `block_merge_phased_matvec_grad`: the
+  same with a phase (the phased kernels on the merged sequence; gradient also in b);
 - `pallas_matvec`, `pallas_matvec_grad` (value and gradient in v, anchors, a, c),
   `pallas_matvec_phased` (complex kernel): the previous Pallas chunked-scan kernel;
 - `blocked_matvec` (`BlockedScan`, pure JAX) and `assoc_matvec`
@@ -130,17 +131,19 @@ def setup(config, key, *, scan=None, block=None):
 
     merge_inputs = {}
 
-    def merge_call(strategy, grad):
+    def merge_call(strategy, grad, phased=False):
         """M != N: M = N/2 sorted targets over the sources' range, a reused plan (made on
-        the first, untimed warm-up call, so the other timings do not hold its memory)."""
+        the first, untimed warm-up call, so the other timings do not hold its memory);
+        `phased`: the complex kernel (phase `b`, gradient also in `b`)."""
 
-        def value(v, t, s, a, c, p):
-            return laplex.matvec(v, t, s, a, c=c, plan=p, scan=strategy)
+        def value(v, t, s, a, b, c, p):
+            return laplex.matvec(v, t, s, a, b if phased else None, c, plan=p, scan=strategy)
 
         def loss(*args):
-            return jnp.sum(value(*args))
+            return jnp.sum(jnp.real(value(*args)))
 
-        f = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3, 4)) if grad else value)
+        argnums = (0, 1, 2, 3, 4, 5) if phased else (0, 1, 2, 3, 5)
+        f = jax.jit(jax.value_and_grad(loss, argnums=argnums) if grad else value)
 
         def call():
             if not merge_inputs:
@@ -148,7 +151,7 @@ def setup(config, key, *, scan=None, block=None):
                 tm = jnp.sort(jax.random.uniform(k, (1, n // 2), jnp.float32, 0, n), axis=1)
                 merge_inputs["t"] = tm
                 merge_inputs["plan"] = jax.block_until_ready(jax.jit(laplex.make_plan)(tm, x))
-            return f(v, merge_inputs["t"], x, a, c, merge_inputs["plan"])
+            return f(v, merge_inputs["t"], x, a, b, c, merge_inputs["plan"])
 
         return call
 
@@ -194,6 +197,8 @@ def setup(config, key, *, scan=None, block=None):
         "block_merge_matvec_grad": merge_call(block, grad=True),
         "pallas_merge_matvec": merge_call(pallas, grad=False),
         "pallas_merge_matvec_grad": merge_call(pallas, grad=True),
+        "block_merge_phased_matvec": merge_call(block, grad=False, phased=True),
+        "block_merge_phased_matvec_grad": merge_call(block, grad=True, phased=True),
     }
     bpe = float(config["bytes_per_element"])
     peak = float(config["peak_bandwidth_gbs"])
@@ -241,6 +246,14 @@ def setup(config, key, *, scan=None, block=None):
         ),
         # the merged sequence has M + N = 1.5 N elements (the symmetric one N)
         "block_merge_over_sym_matvec": lambda m: m["block_merge_matvec"] / m["block_matvec"],
+        "t_block_merge_phased_matvec_s": lambda m: m["block_merge_phased_matvec"],
+        "t_block_merge_phased_matvec_grad_s": lambda m: m["block_merge_phased_matvec_grad"],
+        "block_merge_phased_over_real": lambda m: (
+            m["block_merge_phased_matvec"] / m["block_merge_matvec"]
+        ),
+        "block_merge_phased_grad_over_phased": lambda m: (
+            m["block_merge_phased_matvec_grad"] / m["block_merge_phased_matvec"]
+        ),
         "block_phased_grad_t_s": lambda m: m["block_matvec_phased_grad"],
         "block_phased_grad_over_phased": lambda m: (
             m["block_matvec_phased_grad"] / m["block_matvec_phased"]
@@ -268,6 +281,8 @@ def setup(config, key, *, scan=None, block=None):
             "block_matvec_phased_grad",
             "block_merge_matvec",
             "block_merge_matvec_grad",
+            "block_merge_phased_matvec",
+            "block_merge_phased_matvec_grad",
             "pallas_matvec",
             "pallas_matvec_grad",
             "pallas_matvec_phased",
@@ -361,9 +376,10 @@ def exactness(n, key, *, scan):
 
 
 def exactness_merge(n, key, *, scan):
-    """M = n/2 targets other than the n sources (real kernel): value and gradients in
-    v, t, s, a, c vs a float64 dense oracle, with half the targets tied with sources."""
-    x, v, a, _, c, _ = _problem(n, key, 0.05, 0.3)
+    """M = n/2 targets other than the n sources: value and gradients in v, t, s, a, c
+    (real kernel) and in v, t, s, a, b, c (phased) vs a float64 dense oracle, with half
+    the targets tied with sources."""
+    x, v, a, b, c, _ = _problem(n, key, 0.05, 0.3)
     # sources on a grid of 1/8 decay length (tie runs); targets every other source
     # anchor, every second one moved off the grid by 1/32
     xg = jnp.round(x * (64.0 / n) * 8) / 8
@@ -384,6 +400,34 @@ def exactness_merge(n, key, *, scan):
     g = jax.grad(m_fast, argnums=(0, 1, 2, 3, 4))(v, tg, xg, a, c)
     g_ref = jax.grad(m_dense, argnums=(0, 1, 2, 3, 4))(*args64)
     out["max_grad_rel_err_merge"] = max(
+        float(
+            np.max(np.abs(np.asarray(gi, np.float64) - np.asarray(ri)))
+            / np.max(np.abs(np.asarray(ri)))
+        )
+        for gi, ri in zip(g, g_ref, strict=True)
+    )
+    # the phased operator (a phase b, real v) on the same anchors: value and gradients in
+    # v, t, s, a, b, c
+    y = laplex.matvec(v, tg, xg, a, b, c, scan=scan)
+    b64 = jnp.asarray(np.asarray(b, np.float64))
+    k64 = laplex.dense_matrix(*args64[1:4], b64, args64[4])
+    ref = np.asarray(k64 @ args64[0].astype(k64.dtype))
+    out["max_rel_err_merge_phased"] = float(
+        np.max(np.abs(np.asarray(y) - ref)) / np.max(np.abs(ref))
+    )
+
+    def p_fast(v, t, s, a, b, c):
+        y = laplex.matvec(v, t, s, a, b, c, scan=scan)
+        return jnp.sum(jnp.sin(jnp.real(y)) + jnp.cos(jnp.imag(y)))
+
+    def p_dense(v, t, s, a, b, c):
+        k = laplex.dense_matrix(t, s, a, b, c)
+        y = k @ v.astype(k.dtype)
+        return jnp.sum(jnp.sin(jnp.real(y)) + jnp.cos(jnp.imag(y)))
+
+    g = jax.grad(p_fast, argnums=(0, 1, 2, 3, 4, 5))(v, tg, xg, a, b, c)
+    g_ref = jax.grad(p_dense, argnums=(0, 1, 2, 3, 4, 5))(*args64[:4], b64, args64[4])
+    out["max_grad_rel_err_merge_phased"] = max(
         float(
             np.max(np.abs(np.asarray(gi, np.float64) - np.asarray(ri)))
             / np.max(np.abs(np.asarray(ri)))

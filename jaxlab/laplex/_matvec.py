@@ -36,14 +36,17 @@ kernels in the sorted order: the real value and gradient (`pallas_sym_matvec`,
 `pallas_sym_grad`) and the phased (or complex-`v`) value and gradient
 (`pallas_sym_matvec_phased`, `pallas_sym_grad_phased`: the same passes in real
 arithmetic on (re, im) pairs, `b`'s cotangent from the complex Jordan sums). For targets
-other than the sources (`t` not `s`, M != N) and a real kernel it runs the real kernels
-on each head's merged sequence of targets and sources (M + N anchors; merged positions
-from the plan, `merged_positions`, no sort): `v` at the sources and zeros at the targets,
-so the symmetric operator's value at a target is exactly `sum_j K(t, s_j) v_j`; for the
-gradient `w` at the targets, so the symmetric loss is the operator's (`t`'s and `s`'s
-cotangents are the merged anchor cotangent at their positions, ties signed by value with
-the convention above; `v`'s is `c K w` at the sources). The phased M != N operator runs
-`PallasScan`'s recurrences. Other strategies run the scans one by one.
+other than the sources (`t` not `s`, M != N), real or phased kernel and real or complex
+`v`, it runs the same symmetric kernels on each head's merged sequence of targets and
+sources (M + N anchors; merged positions from the plan, `merged_positions`, no sort): `v`
+at the sources and zeros at the targets, so the symmetric operator's value at a target
+is exactly `sum_j K(t, s_j) v_j`; for the gradient `w` at the targets, so the symmetric
+loss is the operator's (`t`'s and `s`'s cotangents are the merged anchor cotangent at
+their positions: the symmetric kernels sign a tied pair by role, not by merged order,
+so a tied source counts as left of a target for `t` and a tied target as right of a
+source for `s`, the convention above; `v`'s is `c K w` at the sources; `a`, `b`, `c` are
+the operator's). So `PallasBlockScan` never runs a plain recurrence. Other strategies
+run the scans one by one.
 
 Complex cotangents follow JAX's convention (transpose, no conjugation; real
 inputs take the real part), so gradients equal autodiff through the dense matrix.
@@ -77,7 +80,6 @@ from jaxlab._kernels.laplex import (
     fused_sym,
     fused_sym_fresh,
     fused_sym_grad,
-    pallas_sym_grad_phased,
 )
 
 from ._plan import LaplexPlan, _make_plan, check_plan, merged_positions, plan_error_if
@@ -180,31 +182,63 @@ def _block_sym(scan, sym):
     return isinstance(scan, PallasBlockScan) and sym
 
 
-def _block_sym_apply(scan, x, s, lam, c, plan):
-    """Sum over heads of `c_h K_h x` by `PallasBlockScan.sym_matvec` (a complex work dtype,
-    i.e. a phase or a complex `x`: `sym_matvec_phased`), column by column, in each head's
-    sorted order (no gather or scatter where the plan says presorted)."""
+def _sorted_apply(scan, sh, lh, ch, xs, real_v):
+    """One head, sorted anchors `sh`: `ch K xs` column by column by
+    `PallasBlockScan.sym_matvec` (a complex work dtype, i.e. a phase or a complex `xs`:
+    `sym_matvec_phased`; `real_v`: `v` was real, so only the real part of `xs` is read,
+    one real-column pass instead of two)."""
+    if jnp.issubdtype(xs.dtype, jnp.complexfloating):
+        a, b, cr = jnp.real(lh), jnp.imag(lh), jnp.real(ch)  # c is real (H,)
+        op = lambda col: scan.sym_matvec_phased(  # noqa: E731
+            jnp.real(col) if real_v else col, sh, a, b, cr
+        )
+        return jax.vmap(op, 1, 1)(xs).astype(xs.dtype)
+    dt = jnp.promote_types(sh.dtype, xs.dtype)  # distances in the wider dtype
+    sh, lh, ch = sh.astype(dt), lh.astype(dt), ch.astype(dt)
+    ys = jax.vmap(lambda col: scan.sym_matvec(col, sh, lh, ch), 1, 1)(xs.astype(dt))
+    return ys.astype(xs.dtype)
 
-    def sorted_apply(sh, lh, ch, xs):
-        if jnp.issubdtype(xs.dtype, jnp.complexfloating):
-            a, b, cr = jnp.real(lh), jnp.imag(lh), jnp.real(ch)  # c is real (H,)
-            op = lambda col: scan.sym_matvec_phased(col, sh, a, b, cr)  # noqa: E731
-            return jax.vmap(op, 1, 1)(xs).astype(xs.dtype)
+
+def _sorted_grad(scan, sh, lh, ch, xs, ws, v_dtype):
+    """One head, sorted anchors `sh`: the cotangents `(v, anchors, a, b, c)` of
+    `sum(ws * ch K xs)` column by column (columns summed), by `PallasBlockScan.sym_grad`
+    for a real work dtype and `sym_grad_phased` for a complex one (a phase, or a
+    complex `v`; a real `v` (`v_dtype`) takes the real part of its cotangent; `b`'s
+    cotangent is zero for a real kernel)."""
+    real_v = not jnp.issubdtype(v_dtype, jnp.complexfloating)
+
+    def column(xc, wc):
+        if not jnp.issubdtype(xc.dtype, jnp.complexfloating):
+            vb, sb, ab, cb = scan.sym_grad(xc, wc, sh, lh, ch)
+            return vb, sb, ab, jnp.zeros_like(ab), cb
+        xc = jnp.real(xc) if real_v else xc
+        a, b, cr = jnp.real(lh), jnp.imag(lh), jnp.real(ch)  # c is real (H,)
+        return scan.sym_grad_phased(xc, wc, sh, a, b, cr)
+
+    if not jnp.issubdtype(xs.dtype, jnp.complexfloating):
         dt = jnp.promote_types(sh.dtype, xs.dtype)  # distances in the wider dtype
         sh, lh, ch = sh.astype(dt), lh.astype(dt), ch.astype(dt)
-        ys = jax.vmap(lambda col: scan.sym_matvec(col, sh, lh, ch), 1, 1)(xs.astype(dt))
-        return ys.astype(xs.dtype)
+        xs, ws = xs.astype(dt), ws.astype(dt)
+    if xs.shape[1] == 1:  # one column: no batch axis in the kernels' grid
+        vb, sb, ab, bb, cb = column(xs[:, 0], ws[:, 0])
+        return vb[:, None].astype(v_dtype), sb, ab, bb, cb
+    vb, sb, ab, bb, cb = jax.vmap(column, 1, (1, 0, 0, 0, 0))(xs, ws)
+    return vb.astype(v_dtype), jnp.sum(sb, 0), jnp.sum(ab), jnp.sum(bb), jnp.sum(cb)
 
+
+def _block_sym_apply(scan, x, s, lam, c, plan, real_v):
+    """Sum over heads of `c_h K_h x` by `_sorted_apply` in each head's sorted order (no
+    gather or scatter where the plan says presorted); `real_v` as there."""
     y = jnp.zeros_like(x)
     for h in range(s.shape[0]):
         perm = plan.perm_s[h]
 
         def gathered(h=h, perm=perm):
-            ys = sorted_apply(s[h][perm], lam[h], c[h], x[perm])
+            ys = _sorted_apply(scan, s[h][perm], lam[h], c[h], x[perm], real_v)
             return jnp.zeros_like(x).at[perm].set(ys)
 
         def direct(h=h):
-            return sorted_apply(s[h], lam[h], c[h], x)
+            return _sorted_apply(scan, s[h], lam[h], c[h], x, real_v)
 
         if plan.presorted_s is None:
             y = y + gathered()
@@ -214,50 +248,24 @@ def _block_sym_apply(scan, x, s, lam, c, plan):
 
 
 def _block_sym_bwd(scan, x, w, s, lam, c, plan, v_dtype, phased):
-    """Cotangents of the symmetric operator by `PallasBlockScan`'s kernels, head by head and
-    column by column in each head's sorted order (no gather or scatter where the plan says
-    presorted): `sym_grad` for a real work dtype, `pallas_sym_grad_phased` for a complex
-    one (a phase, or a complex `v`; a real `v` takes the real part of its cotangent).
-    `v_dtype`: `v`'s dtype; `phased`: `b` was given (its cotangent is returned, else
-    None). `t is s`: the anchors' cotangent (both roles) goes to `t`, zeros to `s`, as in
-    `_sym_bwd`."""
-    settings = {"rows": scan.rows, "lanes": scan.lanes}
-    settings |= {"interpret": scan.interpret, "target": scan.target}
-    real_v = not jnp.issubdtype(v_dtype, jnp.complexfloating)
-
-    def column(xc, wc, sh, lh, ch):
-        if not jnp.issubdtype(xc.dtype, jnp.complexfloating):
-            vb, sb, ab, cb = scan.sym_grad(xc, wc, sh, lh, ch)
-            return vb, sb, ab, jnp.zeros_like(ab), cb
-        xc = jnp.real(xc) if real_v else xc
-        a, b, cr = jnp.real(lh), jnp.imag(lh), jnp.real(ch)  # c is real (H,)
-        return pallas_sym_grad_phased(xc, wc, sh, a, b, cr, **settings)
-
-    def sorted_grad(sh, lh, ch, xs, ws):
-        if not jnp.issubdtype(xs.dtype, jnp.complexfloating):
-            dt = jnp.promote_types(sh.dtype, xs.dtype)  # distances in the wider dtype
-            sh, lh, ch = sh.astype(dt), lh.astype(dt), ch.astype(dt)
-            xs, ws = xs.astype(dt), ws.astype(dt)
-        if xs.shape[1] == 1:  # one column: no batch axis in the kernels' grid
-            vb, sb, ab, bb, cb = column(xs[:, 0], ws[:, 0], sh, lh, ch)
-            return vb[:, None].astype(v_dtype), sb, ab, bb, cb
-        vb, sb, ab, bb, cb = jax.vmap(
-            lambda xc, wc: column(xc, wc, sh, lh, ch), 1, (1, 0, 0, 0, 0)
-        )(xs, ws)
-        return vb.astype(v_dtype), jnp.sum(sb, 0), jnp.sum(ab), jnp.sum(bb), jnp.sum(cb)
-
+    """Cotangents of the symmetric operator by `_sorted_grad`, head by head in each head's
+    sorted order (no gather or scatter where the plan says presorted). `v_dtype`: `v`'s
+    dtype; `phased`: `b` was given (its cotangent is returned, else None). `t is s`: the
+    anchors' cotangent (both roles) goes to `t`, zeros to `s`, as in `_sym_bwd`."""
     v_bar = jnp.zeros(x.shape, v_dtype)
     s_bars, a_bars, b_bars, c_bars = [], [], [], []
     for h in range(s.shape[0]):
         perm = plan.perm_s[h]
 
         def gathered(h=h, perm=perm):
-            vb, sb, ab, bb, cb = sorted_grad(s[h][perm], lam[h], c[h], x[perm], w[perm])
+            vb, sb, ab, bb, cb = _sorted_grad(
+                scan, s[h][perm], lam[h], c[h], x[perm], w[perm], v_dtype
+            )
             vb = jnp.zeros(x.shape, v_dtype).at[perm].set(vb)
             return vb, jnp.zeros_like(sb).at[perm].set(sb), ab, bb, cb
 
         def direct(h=h):
-            return sorted_grad(s[h], lam[h], c[h], x, w)
+            return _sorted_grad(scan, s[h], lam[h], c[h], x, w, v_dtype)
 
         if plan.presorted_s is None:
             vb, sb, ab, bb, cb = gathered()
@@ -268,24 +276,35 @@ def _block_sym_bwd(scan, x, w, s, lam, c, plan, v_dtype, phased):
         a_bars.append(ab)
         b_bars.append(bb)
         c_bars.append(cb)
-    f = s.dtype
+    return _block_cotangents(
+        v_bar,
+        s_bars,
+        [jnp.zeros_like(s[0])] * s.shape[0],
+        a_bars,
+        b_bars if phased else None,
+        c_bars,
+        s.dtype,
+    )
+
+
+def _block_cotangents(v_bar, t_bars, s_bars, a_bars, b_bars, c_bars, f):
+    """The `_core` cotangent tuple from per-head lists (anchors and scalars in dtype `f`)."""
     return (
         v_bar,
+        jnp.stack(t_bars).astype(f),
         jnp.stack(s_bars).astype(f),
-        jnp.zeros_like(s),
         jnp.stack(a_bars).astype(f),
-        jnp.stack(b_bars).astype(f) if phased else None,
+        None if b_bars is None else jnp.stack(b_bars).astype(f),
         jnp.stack(c_bars).astype(f),
         None,
     )
 
 
-def _block_merge(scan, sym, v, b):
+def _block_merge(scan, sym):
     """`PallasBlockScan` with targets other than the sources (`t` not `s`, M != N in
-    general) and a real kernel: the symmetric kernels on each head's merged sequence
-    (`_block_merge_apply`, `_block_merge_bwd`)."""
-    real = b is None and not jnp.issubdtype(v.dtype, jnp.complexfloating)
-    return isinstance(scan, PallasBlockScan) and not sym and real
+    general), real or phased kernel, real or complex `v`: the symmetric kernels on each
+    head's merged sequence (`_block_merge_apply`, `_block_merge_bwd`)."""
+    return isinstance(scan, PallasBlockScan) and not sym
 
 
 def _place(q, x, size):
@@ -307,55 +326,47 @@ def _merged(t, s, plan, h):
     return q_t, q_s, u
 
 
-def _block_merge_apply(scan, x, t, s, lam, c, plan):
-    """Sum over heads of `c_h K_h x` for M targets and N sources by the symmetric kernel
-    (`PallasBlockScan.sym_matvec`) on the merged sequence of both: `x` at the sources'
-    positions and zeros at the targets', so the symmetric operator's value at a target is
-    `sum_j K(t, s_j) x_j` exactly. The scatter into merged order and the gather of the
-    targets' rows out of it are the only data movement besides the kernels."""
+def _block_merge_apply(scan, x, t, s, lam, c, plan, real_v):
+    """Sum over heads of `c_h K_h x` for M targets and N sources by the symmetric kernels
+    (`_sorted_apply`: real, or phased for a complex work dtype) on the merged sequence of
+    both: `x` at the sources' positions and zeros at the targets', so the symmetric
+    operator's value at a target is `sum_j K(t, s_j) x_j` exactly. The scatter into merged
+    order and the gather of the targets' rows out of it are the only data movement
+    besides the kernels. `real_v` as in `_sorted_apply`."""
     size = t.shape[1] + s.shape[1]
     y = jnp.zeros((t.shape[1], x.shape[1]), x.dtype)
     for h in range(t.shape[0]):
         q_t, q_s, u = _merged(t, s, plan, h)
-        op = functools.partial(scan.sym_matvec, s=u, lam=lam[h], c=c[h])
-        y = y + _gather_rows(jax.vmap(op, 1, 1)(_place(q_s, x, size)), q_t)
+        y = y + _gather_rows(
+            _sorted_apply(scan, u, lam[h], c[h], _place(q_s, x, size), real_v), q_t
+        )
     return y
 
 
-def _block_merge_bwd(scan, x, w, t, s, lam, c, plan):
-    """Cotangents of the M != N real operator by `PallasBlockScan.sym_grad` on each head's
-    merged sequence, with `x` at the sources and `w` at the targets (zeros elsewhere), so
-    the symmetric loss `sum W c K X` is the operator's `sum w c K x`: the merged anchor
-    cotangent at a target's (source's) position is `t`'s (`s`'s), with JAX's tie convention
-    (`sym_grad` signs ties by value, not by merged order); `c K W` at the sources' positions
-    is `v`'s; the decay and weight cotangents are the operator's."""
+def _block_merge_bwd(scan, x, w, t, s, lam, c, plan, v_dtype, phased):
+    """Cotangents of the M != N operator by `_sorted_grad` (real or phased kernels) on each
+    head's merged sequence, with `x` at the sources and `w` at the targets (zeros
+    elsewhere), so the symmetric loss `sum W c K X` is the operator's `sum w c K x`: the
+    merged anchor cotangent at a target's (source's) position is `t`'s (`s`'s), with JAX's
+    tie convention (the symmetric kernels sign a tied pair by role, `+1` for the `w` side
+    and `-1` for the `x` side, as autodiff through the dense matrix does, not by merged
+    order); `c K W` at the sources' positions is `v`'s; the decay, phase and weight
+    cotangents are the operator's. `v_dtype`, `phased` as in `_block_sym_bwd`."""
     size = t.shape[1] + s.shape[1]
-    v_bar = jnp.zeros_like(x)
-    t_bars, s_bars, a_bars, c_bars = [], [], [], []
+    v_bar = jnp.zeros(x.shape, v_dtype)
+    t_bars, s_bars, a_bars, b_bars, c_bars = [], [], [], [], []
     for h in range(t.shape[0]):
         q_t, q_s, u = _merged(t, s, plan, h)
         xm, wm = _place(q_s, x, size), _place(q_t, w, size)
-        grad = functools.partial(scan.sym_grad, s=u, lam=lam[h], c=c[h])
-        if x.shape[1] == 1:  # one column: no batch axis in the kernels' grid
-            vb, sb, ab, cb = grad(xm[:, 0], wm[:, 0])
-            vb = vb[:, None]
-        else:
-            vb, sb, ab, cb = jax.vmap(grad, 1, (1, 0, 0, 0))(xm, wm)
-            sb, ab, cb = jnp.sum(sb, 0), jnp.sum(ab), jnp.sum(cb)
+        vb, sb, ab, bb, cb = _sorted_grad(scan, u, lam[h], c[h], xm, wm, v_dtype)
         v_bar = v_bar + _gather_rows(vb, q_s)
         t_bars.append(_gather_rows(sb, q_t))
         s_bars.append(_gather_rows(sb, q_s))
         a_bars.append(ab)
+        b_bars.append(bb)
         c_bars.append(cb)
-    f = t.dtype
-    return (
-        v_bar.astype(x.dtype),
-        jnp.stack(t_bars).astype(f),
-        jnp.stack(s_bars).astype(f),
-        jnp.stack(a_bars).astype(f),
-        None,
-        jnp.stack(c_bars).astype(f),
-        None,
+    return _block_cotangents(
+        v_bar, t_bars, s_bars, a_bars, b_bars if phased else None, c_bars, t.dtype
     )
 
 
@@ -378,10 +389,11 @@ def _core(scan, sym, check, v, t, s, a, b, c, plan):
         return fused_sym_fresh(x, jax.lax.stop_gradient(s), lam, c.astype(wd))
     if plan is None:
         plan, check = _fresh_plan(t, s, sym), False
-    if isinstance(scan, PallasBlockScan) and sym:
-        return _block_sym_apply(scan, x, s, lam, c.astype(wd), plan)
-    if _block_merge(scan, sym, v, b):
-        return _block_merge_apply(scan, x, t, s, lam, c.astype(wd), plan)
+    real_v = not jnp.issubdtype(v.dtype, jnp.complexfloating)
+    if _block_sym(scan, sym):
+        return _block_sym_apply(scan, x, s, lam, c.astype(wd), plan, real_v)
+    if _block_merge(scan, sym):
+        return _block_merge_apply(scan, x, t, s, lam, c.astype(wd), plan, real_v)
     if _is_fused(scan) and sym:
         return fused_sym(x, s, lam, c.astype(wd), plan.perm_s, plan.presorted_s, check=check)
     if _is_fused(scan):
@@ -414,8 +426,8 @@ def _core_bwd(scan, sym, check, res, w):
         return _sym_bwd(x, w, s, lam, c.astype(wd), plan, check)
     if _block_sym(scan, sym):
         return _block_sym_bwd(scan, x, w, s, lam, c.astype(wd), plan, v.dtype, b is not None)
-    if _block_merge(scan, sym, v, b):
-        return _block_merge_bwd(scan, x, w, t, s, lam, c.astype(wd), plan)
+    if _block_merge(scan, sym):
+        return _block_merge_bwd(scan, x, w, t, s, lam, c.astype(wd), plan, v.dtype, b is not None)
     if _is_fused(scan):
         v_bar, t_bar, s_bar, a_bar, b_bar, c_bar = _fused_bwd(
             x, t, s, lam, c.astype(wd), plan, w, check

@@ -16,7 +16,7 @@ from jax import export
 
 from jaxlab import laplex
 from jaxlab._kernels.laplex import PallasBlockScan, pallas_sym_grad_phased
-from jaxlab._kernels.laplex._pallas_block_phased_grad import chunk_carries
+from jaxlab._kernels.laplex._pallas_block_grad import chunk_carries
 
 from .test_laplex_pallas_block import SMALL, _anchors
 

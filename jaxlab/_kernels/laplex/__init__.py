@@ -13,8 +13,9 @@
   Pallas kernels in the natural order (GPU via Triton, TPU via Mosaic); `pallas_sym_grad`:
   its cotangents by the same kind of kernels; `pallas_sym_matvec_phased`: the phased
   (complex) symmetric operator, and `pallas_sym_grad_phased` its cotangents (incl. the
-  phase's). `jaxlab.laplex.matvec` runs the real M != N operator (`t` not `s`) and its
-  gradient by the real kernels on the merged sequence of targets and sources.
+  phase's). `jaxlab.laplex.matvec` runs the M != N operator (`t` not `s`), real or
+  phased, and its gradient by the same kernels on the merged sequence of targets and
+  sources.
 - `default_scan()`: the fastest strategy available on the default backend.
 """
 

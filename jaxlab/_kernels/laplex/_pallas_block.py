@@ -43,6 +43,7 @@ from jaxtyping import Array, Float
 from ._pallas import PallasScan, chunk_tiles, compiler_params
 from ._pallas_block_grad import pallas_sym_grad
 from ._pallas_block_phased import pallas_sym_matvec_phased
+from ._pallas_block_phased_grad import pallas_sym_grad_phased
 from ._scan import AbstractScan, AssociativeScan
 
 __all__ = ["PallasBlockScan", "pallas_sym_matvec"]
@@ -167,17 +168,17 @@ def pallas_sym_matvec(
 
 
 class PallasBlockScan(AbstractScan):
-    """LAPLEX on GPU/TPU with the sequence in its natural order: the symmetric real
-    operator (`t is s`, no phase) runs as the reduce-then-scan kernels of
-    `pallas_sym_matvec` (no transposes, decays formed in the kernels from the sorted
-    anchors), and so do its gradients (`pallas_sym_grad`: the cotangents of v, the
-    anchors, the decay and the weight from one pass-1 and one pass-2 kernel) and the
-    phased (complex) symmetric operator's value (`pallas_sym_matvec_phased`). The real
-    operator with targets other than the sources (`t` not `s`, M != N) and its gradients
-    run `sym_matvec` / `sym_grad` on each head's merged sequence of targets and sources
-    (`jaxlab.laplex.matvec`: values at the sources, zeros at the targets). Every other
-    pass (the phased operator's gradients, phased M != N) runs the plain recurrence
-    through `PallasScan`'s chunked kernel.
+    """LAPLEX on GPU/TPU with the sequence in its natural order: every LAPLEX operator
+    runs as reduce-then-scan Pallas kernels (no transposes, decays formed in the kernels
+    from the sorted anchors). The symmetric real operator (`t is s`, no phase):
+    `pallas_sym_matvec`, its gradients (v, anchors, decay, weight) `pallas_sym_grad`; the
+    phased (complex, or a complex `v`) symmetric operator: `pallas_sym_matvec_phased`, its
+    gradients (v, anchors, a, b, c) `pallas_sym_grad_phased`. Targets other than the
+    sources (`t` not `s`, M != N), real or phased, value and gradients: the same kernels
+    on each head's merged sequence of targets and sources (`jaxlab.laplex.matvec`: values
+    at the sources, zeros at the targets; the output cotangent at the targets). `forward`
+    (the `AbstractScan` interface, which no LAPLEX operator path of this strategy uses)
+    runs the plain recurrence through `PallasScan`'s chunked kernel.
 
     - `rows`, `lanes`: a chunk of the symmetric kernels is `rows x lanes` consecutive
       anchors (powers of two; `lanes` exponentials per element for the in-row block).
@@ -205,6 +206,12 @@ class PallasBlockScan(AbstractScan):
         """Cotangents of `sum(w * sym_matvec(x, s, lam, c))` (one head and one column, sorted
         order): `(x_bar, s_bar, lam_bar, c_bar)`; see `pallas_sym_grad`."""
         return pallas_sym_grad(x, w, s, lam, c, **self._settings())
+
+    def sym_grad_phased(self, x, w, s, a, b, c):
+        """Cotangents of the symmetric phased operator for one head and one (real or
+        complex) column (sorted order): `(x_bar, s_bar, a_bar, b_bar, c_bar)`; see
+        `pallas_sym_grad_phased`."""
+        return pallas_sym_grad_phased(x, w, s, a, b, c, **self._settings())
 
     def sym_matvec_phased(self, x, s, a, b, c):
         """The symmetric phased operator for one head and one (real or complex) column

@@ -46,7 +46,7 @@ from jaxtyping import Array, Float
 
 from ._pallas import chunk_tiles, compiler_params
 
-__all__ = ["pallas_sym_grad"]
+__all__ = ["chunk_carries", "pallas_sym_grad"]
 
 
 def _grad_ends(s_ref, x_ref, w_ref, lam_ref, *out_refs):
@@ -179,6 +179,57 @@ def _tie_scan(keep, x, *, reverse):
     return out[1]
 
 
+def chunk_carries(first, last, lam, fx, gx, bx, gbx, fw, bw, tw, tx):
+    """The carry scan over chunks of the symmetric gradient kernels (one element per chunk,
+    plain JAX; real or complex `lam` and sums alike).
+
+    From each chunk's first and last anchor (nb,) and its pass-1 sums (each (nb,)): the end
+    sums of `x` (`fx` at the last anchor, `bx` at the first) with their Jordan sums (`gx`,
+    `gbx`), those of `w` (`fw`, `bw`) and the tie sums (`tw`: w tied with the last anchor,
+    `tx`: x tied with the first), the states entering each chunk by the 2x2 Jordan-block
+    recurrence `F' = alpha F + f`, `G' = alpha (G + delta F) + g`: from the left at the
+    previous chunk's last anchor, from the right at the next chunk's first; the tie carries
+    by a 0/1-decay scan (a constant chunk continues its neighbour's run).
+
+    **Returns:** `(fx_in, gx_in, bx_in, gbx_in, fw_in, bw_in, tw_in, tx_in)`, each (nb,).
+    """
+    nb, dt = fx.shape[0], fx.dtype
+    zero = jnp.zeros((1,), first.dtype)
+    zero_sums = jnp.zeros_like(gx)
+    gap_l = jnp.concatenate([zero, last[1:] - last[:-1]]).astype(dt)
+    f_tot, g_tot = _jordan_scan(
+        gap_l, lam, jnp.stack([fx, fw], 1), jnp.stack([gx, zero_sums], 1), reverse=False
+    )
+    gap_r = jnp.concatenate([first[1:] - first[:-1], zero]).astype(dt)
+    b_tot, gb_tot = _jordan_scan(
+        gap_r, lam, jnp.stack([bx, bw], 1), jnp.stack([gbx, zero_sums], 1), reverse=True
+    )
+    e_prev = jnp.concatenate([first[:1], last[:-1]])
+    f_next = jnp.concatenate([first[1:], last[-1:]])
+    const = first == last
+    keep_w = (const & (e_prev == last) & (jnp.arange(nb) > 0)).astype(dt)
+    keep_x = (const & (f_next == first) & (jnp.arange(nb) < nb - 1)).astype(dt)
+    tw_tot = _tie_scan(keep_w, tw, reverse=False)
+    tx_tot = _tie_scan(keep_x, tx, reverse=True)
+
+    def from_left(z):  # the state of all chunks before k
+        return jnp.concatenate([jnp.zeros_like(z[:1]), z[:-1]])
+
+    def from_right(z):  # of all chunks after k
+        return jnp.concatenate([z[1:], jnp.zeros_like(z[:1])])
+
+    return (
+        from_left(f_tot[:, 0]),
+        from_left(g_tot[:, 0]),
+        from_right(b_tot[:, 0]),
+        from_right(gb_tot[:, 0]),
+        from_left(f_tot[:, 1]),
+        from_right(b_tot[:, 1]),
+        from_left(tw_tot),
+        from_right(tx_tot),
+    )
+
+
 def pallas_sym_grad(
     x: Float[Array, " N"],
     w: Float[Array, " N"],
@@ -228,33 +279,12 @@ def pallas_sym_grad(
         compiler_params=params,
     )(s2, x2, w2, lam.reshape(1, 1))
     fx, gx, bx, gbx, fw, bw, tw, tx = (e.reshape(nb) for e in ends)
-    zero = jnp.zeros((1,), dt)
-    # left states at each chunk's last anchor, right states at each chunk's first
-    gap_l = jnp.concatenate([zero, last[1:] - last[:-1]])
-    f_tot, g_tot = _jordan_scan(
-        gap_l, lam, jnp.stack([fx, fw], 1), jnp.stack([gx, jnp.zeros_like(gx)], 1), reverse=False
+    f_in, g_in, b_in, gb_in, fw_in, bw_in, tw_in, tx_in = chunk_carries(
+        first, last, lam, fx, gx, bx, gbx, fw, bw, tw, tx
     )
-    gap_r = jnp.concatenate([first[1:] - first[:-1], zero])
-    b_tot, gb_tot = _jordan_scan(
-        gap_r, lam, jnp.stack([bx, bw], 1), jnp.stack([gbx, jnp.zeros_like(gbx)], 1), reverse=True
-    )
-    zero2 = jnp.zeros((1, 2), dt)
-    f_in = jnp.concatenate([zero2, f_tot[:-1]])
-    g_in = jnp.concatenate([zero2, g_tot[:-1]])
-    b_in = jnp.concatenate([b_tot[1:], zero2])
-    gb_in = jnp.concatenate([gb_tot[1:], zero2])
     e_prev = jnp.concatenate([first[:1], last[:-1]])
     f_next = jnp.concatenate([first[1:], last[-1:]])
-    # tie carries: w of all chunks <= k tied with chunk k's last anchor (a constant chunk
-    # continues the previous one's run), x of all chunks >= k tied with its first
-    const = first == last
-    keep_w = (const & (e_prev == last) & (jnp.arange(nb) > 0)).astype(dt)
-    tw_tot = _tie_scan(keep_w, tw, reverse=False)
-    keep_x = (const & (f_next == first) & (jnp.arange(nb) < nb - 1)).astype(dt)
-    tx_tot = _tie_scan(keep_x, tx, reverse=True)
-    tw_in = jnp.concatenate([zero, tw_tot[:-1]])
-    tx_in = jnp.concatenate([tx_tot[1:], zero])
-    cols = [f_in[:, 0], g_in[:, 0], b_in[:, 0], gb_in[:, 0], f_in[:, 1], b_in[:, 1]]
+    cols = [f_in, g_in, b_in, gb_in, fw_in, bw_in]
     side = jnp.stack(
         cols
         + [e_prev, f_next, jnp.full_like(e_prev, lam), jnp.full_like(e_prev, c), tw_in, tx_in]

@@ -39,10 +39,10 @@ from jax.experimental import pallas as pl
 from jaxtyping import Array, Float, Inexact
 
 from ._pallas import chunk_tiles, compiler_params
-from ._pallas_block_grad import _jordan_scan, _tie_scan
+from ._pallas_block_grad import chunk_carries
 from ._pallas_block_phased import _decay
 
-__all__ = ["chunk_carries", "pallas_sym_grad_phased"]
+__all__ = ["pallas_sym_grad_phased"]
 
 
 class _Pair:
@@ -225,57 +225,6 @@ def _apply(*refs, cx):
     lam_part = (w * jx).sum()
     ar_ref[...] = lam_part.re
     ai_ref[...] = lam_part.im
-
-
-def chunk_carries(first, last, lam, fx, gx, bx, gbx, fw, bw, tw, tx):
-    """The carry scan over chunks of the symmetric gradient kernels (one element per chunk,
-    plain JAX; real or complex `lam` and sums alike).
-
-    From each chunk's first and last anchor (nb,) and its pass-1 sums (each (nb,)): the end
-    sums of `x` (`fx` at the last anchor, `bx` at the first) with their Jordan sums (`gx`,
-    `gbx`), those of `w` (`fw`, `bw`) and the tie sums (`tw`: w tied with the last anchor,
-    `tx`: x tied with the first), the states entering each chunk by the 2x2 Jordan-block
-    recurrence `F' = alpha F + f`, `G' = alpha (G + delta F) + g`: from the left at the
-    previous chunk's last anchor, from the right at the next chunk's first; the tie carries
-    by a 0/1-decay scan (a constant chunk continues its neighbour's run).
-
-    **Returns:** `(fx_in, gx_in, bx_in, gbx_in, fw_in, bw_in, tw_in, tx_in)`, each (nb,).
-    """
-    nb, dt = fx.shape[0], fx.dtype
-    zero = jnp.zeros((1,), first.dtype)
-    zero_sums = jnp.zeros_like(gx)
-    gap_l = jnp.concatenate([zero, last[1:] - last[:-1]]).astype(dt)
-    f_tot, g_tot = _jordan_scan(
-        gap_l, lam, jnp.stack([fx, fw], 1), jnp.stack([gx, zero_sums], 1), reverse=False
-    )
-    gap_r = jnp.concatenate([first[1:] - first[:-1], zero]).astype(dt)
-    b_tot, gb_tot = _jordan_scan(
-        gap_r, lam, jnp.stack([bx, bw], 1), jnp.stack([gbx, zero_sums], 1), reverse=True
-    )
-    e_prev = jnp.concatenate([first[:1], last[:-1]])
-    f_next = jnp.concatenate([first[1:], last[-1:]])
-    const = first == last
-    keep_w = (const & (e_prev == last) & (jnp.arange(nb) > 0)).astype(dt)
-    keep_x = (const & (f_next == first) & (jnp.arange(nb) < nb - 1)).astype(dt)
-    tw_tot = _tie_scan(keep_w, tw, reverse=False)
-    tx_tot = _tie_scan(keep_x, tx, reverse=True)
-
-    def from_left(z):  # the state of all chunks before k
-        return jnp.concatenate([jnp.zeros_like(z[:1]), z[:-1]])
-
-    def from_right(z):  # of all chunks after k
-        return jnp.concatenate([z[1:], jnp.zeros_like(z[:1])])
-
-    return (
-        from_left(f_tot[:, 0]),
-        from_left(g_tot[:, 0]),
-        from_right(b_tot[:, 0]),
-        from_right(gb_tot[:, 0]),
-        from_left(f_tot[:, 1]),
-        from_right(b_tot[:, 1]),
-        from_left(tw_tot),
-        from_right(tx_tot),
-    )
 
 
 def pallas_sym_grad_phased(
