@@ -22,6 +22,23 @@ from .test_laplex_pallas_block import SMALL
 SCAN = PallasBlockScan(**SMALL)
 
 
+def _some_by_default(cases, keep):
+    """Every case under `-m slow`; only the indices in `keep` also in the default suite
+    (each case compiles its own interpret-mode kernels: seconds apiece)."""
+    return [
+        c if i in keep else pytest.param(*c, marks=pytest.mark.slow) for i, c in enumerate(cases)
+    ]
+
+
+_SHAPES_KINDS = [
+    (m, n, kind)
+    for kind in ["uniform", "grid", "outside", "runs"]
+    for m, n in [(9, 45), (45, 9), (1, 40), (37, 1)]
+]
+# one case per shape and per kind by default (the diagonal of shapes x kinds)
+_DIAGONAL = {0, 5, 10, 15}
+
+
 def _anchors(rng, h, m, n, kind):
     """(t, s): `grid` ties across and within t and s; `outside` puts targets beyond both
     ends of the sources' range; `runs` long tie runs shared by t and s."""
@@ -75,8 +92,7 @@ def test_merged_positions_are_a_stable_merge(presorted, kind):
         np.testing.assert_array_equal(q_t, want[29:])
 
 
-@pytest.mark.parametrize(("m", "n"), [(9, 45), (45, 9), (1, 40), (37, 1)])
-@pytest.mark.parametrize("kind", ["uniform", "grid", "outside", "runs"])
+@pytest.mark.parametrize(("m", "n", "kind"), _some_by_default(_SHAPES_KINDS, _DIAGONAL))
 def test_value_matches_dense_float64(m, n, kind):
     rng = np.random.default_rng(m * n)
     t, s = _anchors(rng, 2, m, n, kind)
@@ -137,16 +153,19 @@ _dense_grads = jax.jit(jax.grad(_dense_loss, (0, 1, 2, 3, 4)))
 
 @pytest.mark.parametrize(
     ("h", "m", "n", "cols", "kind", "presorted"),
-    [
-        (2, 9, 45, 2, "grid", False),
-        (2, 9, 45, 2, "runs", True),
-        (2, 9, 45, 2, "uniform", False),
-        (2, 45, 9, 2, "grid", True),
-        (2, 45, 9, 2, "outside", False),
-        (2, 45, 9, 2, "runs", False),
-        (1, 37, 1, 1, "outside", True),
-        (1, 37, 1, 1, "grid", True),
-    ],
+    _some_by_default(
+        [
+            (2, 9, 45, 2, "grid", False),
+            (2, 9, 45, 2, "runs", True),
+            (2, 9, 45, 2, "uniform", False),
+            (2, 45, 9, 2, "grid", True),
+            (2, 45, 9, 2, "outside", False),
+            (2, 45, 9, 2, "runs", False),
+            (1, 37, 1, 1, "outside", True),
+            (1, 37, 1, 1, "grid", True),
+        ],
+        {0, 1, 4, 7},
+    ),
 )
 def test_gradients_match_dense_autodiff(h, m, n, cols, kind, presorted):
     """v, t, s, decay and weight cotangents (heads and columns summed) with JAX's tie
@@ -326,8 +345,7 @@ def _values(rng, n, cols, cx):
     return v + 1j * rng.standard_normal((n, cols)) if cx else v
 
 
-@pytest.mark.parametrize(("m", "n"), [(9, 45), (45, 9), (1, 40), (37, 1)])
-@pytest.mark.parametrize("kind", ["uniform", "grid", "outside", "runs"])
+@pytest.mark.parametrize(("m", "n", "kind"), _some_by_default(_SHAPES_KINDS, {1, 6, 11, 12}))
 def test_phased_value_matches_dense_float64(m, n, kind):
     rng = np.random.default_rng(m * n + 1)
     t, s = _anchors(rng, 2, m, n, kind)
@@ -404,17 +422,20 @@ def _phased_case(seed, h, m, n, cols, kind, presorted, cx, dtype=np.float64):
 
 @pytest.mark.parametrize(
     ("h", "m", "n", "cols", "kind", "presorted", "cx"),
-    [
-        (2, 9, 45, 2, "grid", False, True),
-        (2, 9, 45, 1, "runs", True, False),
-        (2, 9, 45, 2, "uniform", False, False),
-        (2, 45, 9, 2, "grid", True, False),
-        (2, 45, 9, 1, "outside", False, True),
-        (2, 45, 9, 2, "runs", False, True),
-        (1, 1, 37, 1, "grid", False, True),
-        (1, 37, 1, 1, "grid", True, True),
-        (1, 70, 90, 1, "runs", False, True),  # tie runs (~53) cover whole 32-anchor chunks
-    ],
+    _some_by_default(
+        [
+            (2, 9, 45, 2, "grid", False, True),
+            (2, 9, 45, 1, "runs", True, False),
+            (2, 9, 45, 2, "uniform", False, False),
+            (2, 45, 9, 2, "grid", True, False),
+            (2, 45, 9, 1, "outside", False, True),
+            (2, 45, 9, 2, "runs", False, True),
+            (1, 1, 37, 1, "grid", False, True),
+            (1, 37, 1, 1, "grid", True, True),
+            (1, 70, 90, 1, "runs", False, True),  # tie runs (~53) cover whole 32-anchor chunks
+        ],
+        {0, 3, 8},
+    ),
 )
 def test_phased_gradients_match_dense_autodiff(h, m, n, cols, kind, presorted, cx):
     """v (real or complex), t, s, a, b, c cotangents of Re(sum(w y)) with JAX's complex and

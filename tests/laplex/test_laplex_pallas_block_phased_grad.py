@@ -54,9 +54,25 @@ def _case(rng, n, kind, cx):
     return s, x, w
 
 
-@pytest.mark.parametrize("n", [1, 7, 2 * 32 + 5])
-@pytest.mark.parametrize("kind", ["uniform", "grid", "runs"])
-@pytest.mark.parametrize("cx", [False, True])
+# every (n, kind, cx) under `-m slow`; by default each n, kind and cx at least once
+_GRAD_CASES = [
+    (n, kind, cx)
+    for cx in [False, True]
+    for kind in ["uniform", "grid", "runs"]
+    for n in [1, 7, 69]
+]
+_GRAD_DEFAULT = {
+    (1, "uniform", True),
+    (7, "grid", False),
+    (69, "runs", True),
+    (69, "uniform", False),
+}
+
+
+@pytest.mark.parametrize(
+    ("n", "kind", "cx"),
+    [c if c in _GRAD_DEFAULT else pytest.param(*c, marks=pytest.mark.slow) for c in _GRAD_CASES],
+)
 def test_phased_grad_matches_dense_autodiff_float64(n, kind, cx):
     rng = np.random.default_rng(n + 10 * cx)
     s, x, w = _case(rng, n, kind, cx)
