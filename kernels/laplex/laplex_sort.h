@@ -201,19 +201,25 @@ Carried<S> SortCarry(const S* src, const S* x, int64_t n) {
   std::vector<U> tmin(nt), tmax(nt);
   std::vector<char> tsorted(nt);
   laplex_par::Run(nt, [&](int t) {
+    // no value carried from one element to the next (each key compared with its
+    // predecessor's, recomputed), so the loop vectorises
     U mn = ~U(0), mx = 0;
-    U prev = lo[t] > 0 ? OrderKey(src[lo[t] - 1]) : U(0);
-    bool ok = true;
-    for (int64_t i = lo[t]; i < lo[t + 1]; ++i) {
+    const int64_t i0 = std::max<int64_t>(lo[t], 1);
+    U bad = 0;
+    for (int64_t i = i0; i < lo[t + 1]; ++i) {
       const U k = OrderKey(src[i]);
       mn = std::min(mn, k);
       mx = std::max(mx, k);
-      ok &= k >= prev;
-      prev = k;
+      bad |= static_cast<U>(k < OrderKey(src[i - 1]));
+    }
+    if (lo[t] == 0 && lo[t + 1] > 0) {
+      const U k = OrderKey(src[0]);
+      mn = std::min(mn, k);
+      mx = std::max(mx, k);
     }
     tmin[t] = mn;
     tmax[t] = mx;
-    tsorted[t] = ok;
+    tsorted[t] = bad == 0;
   });
   if (std::all_of(tsorted.begin(), tsorted.end(), [](char c) { return c != 0; })) {
     out.sorted = true;
