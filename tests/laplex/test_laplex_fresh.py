@@ -63,7 +63,7 @@ def test_fused_sym_fresh_matches_dense(threads, dtype, n, monkeypatch):
 
 
 def test_fused_sym_fresh_at_scale_threads_agree(monkeypatch):
-    # 2^20 + 5 anchors (several thousand buckets, skewed bucket sizes, the multi-range
+    # 2^20 + 5 anchors (a few hundred buckets of ~4000, skewed bucket sizes, the multi-range
     # scatter back): 1 and 2 threads against the plan path (gathers through perm_s)
     n = (1 << 20) + 5
     rng = np.random.default_rng(3)
