@@ -17,9 +17,12 @@ from jaxlab import routing
 def test_experiment_contract():
     validate_module(text)
     assert text.QUICK.models == _setup.TableConfig().models
+    # the experiment's table fields are the table config's (an empty `omit` left out, as
+    # in the manifests written before it existed)
     assert set(_setup.table_fields(text.QUICK)) == {
         f.name for f in dataclasses.fields(_setup.TableConfig)
-    }
+    } - {"omit"}
+    assert "omit" in _setup.table_fields(dataclasses.replace(text.QUICK, omit=_setup.TABLE_2K.omit))
 
 
 def test_items_parse_and_shots_are_not_queries():
