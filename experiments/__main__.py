@@ -11,6 +11,7 @@ from pathlib import Path
 from ._harness import _registry
 from ._harness._bench import run_bench
 from ._harness._config import with_overrides
+from ._harness._dryrun import dry_run
 from ._harness._papers import PAPERS, bibtex, papers_table
 from ._harness._report import claims_table, load_records, write_report
 from ._harness._runner import full_refusal, jax_info, reproduce, resume_note, run_experiment
@@ -21,6 +22,8 @@ folder held no results; 2 a usage error (unknown name, bad flag, --full refused)
 examples:
   python -m experiments run bandits_synthetic --seed 1 --out results
   python -m experiments run cells_rare --resume          # continue from its checkpoints
+  python -m experiments run cells_rare --tiny            # the smoke tier's size (seconds)
+  python -m experiments run cells_rare --full --dry-run  # check FULL here: data, models, cost
   python -m experiments reproduce --only 'laplex_*'
   python -m experiments claims results                   # the claims table as Markdown"""
 
@@ -40,6 +43,9 @@ def _find(name: str, *, bench: bool = False):
 
 def _refuse_full(mods, args) -> bool:
     """Print why FULL must not start here (unless --force); True when refused."""
+    if args.full and args.tiny:
+        _usage_error("--full and --tiny: choose one scale")
+        return True
     if not args.full or args.force:
         return False
     reasons = [r for r in map(full_refusal, mods) if r]
@@ -63,17 +69,35 @@ def _cmd_run(args) -> int:
     mod = _find(args.name)
     if mod is None:
         return 2
+    if args.dry_run:
+        if not args.full:
+            return _usage_error("--dry-run checks the FULL config: add --full")
+        try:
+            with_overrides(mod.FULL, args.set)
+        except ValueError as e:
+            return _usage_error(str(e))
+        report = dry_run(mod, overrides=args.set, seed=args.seed)
+        print("\n".join(report.lines()))
+        return 0 if report.ok else 1
     if _refuse_full([mod], args):
         return 2
     if args.resume:
         print(resume_note(mod, args.out))
     try:  # a bad override is a usage error, found before anything runs
-        with_overrides(mod.FULL if args.full else mod.QUICK, args.set)
+        if args.tiny and not hasattr(mod, "TINY"):
+            raise ValueError(f"{mod.NAME} declares no TINY config")
+        with_overrides(mod.FULL if args.full else mod.TINY if args.tiny else mod.QUICK, args.set)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     rec = run_experiment(
-        mod, out=args.out, full=args.full, seed=args.seed, resume=args.resume, overrides=args.set
+        mod,
+        out=args.out,
+        full=args.full,
+        seed=args.seed,
+        resume=args.resume,
+        overrides=args.set,
+        tiny=args.tiny,
     )
     print(f"wrote {Path(args.out) / args.name / 'metrics.json'} ({rec['runtime_s']:.1f} s)")
     for c in rec["claims"]:
@@ -89,9 +113,11 @@ def _cmd_reproduce(args) -> int:
     if _refuse_full([m for m in mods if args.only is None or fnmatch(m.NAME, args.only)], args):
         return 2
     t0 = time.perf_counter()
-    done, failed = reproduce(mods, out=args.out, full=args.full, seed=args.seed, only=args.only)
+    done, failed = reproduce(
+        mods, out=args.out, full=args.full, seed=args.seed, only=args.only, tiny=args.tiny
+    )
     header = (
-        f"{'FULL' if args.full else 'QUICK'} configs, seed {args.seed}; "
+        f"{'FULL' if args.full else 'TINY' if args.tiny else 'QUICK'} configs, seed {args.seed}; "
         f"{len(done)} succeeded, {len(failed)} failed in {time.perf_counter() - t0:.0f} s; "
         f"jax {jax_info()}"
     )
@@ -106,7 +132,7 @@ def _cmd_bench(args) -> int:
     mod = _find(args.name, bench=True)
     if mod is None or _refuse_full([mod], args):
         return 2
-    rec = run_bench(mod, out=args.out, full=args.full, seed=args.seed)
+    rec = run_bench(mod, out=args.out, full=args.full, seed=args.seed, tiny=args.tiny)
     print(f"wrote {Path(args.out) / 'bench' / (args.name + '.json')}")
     for impl, t in rec["timings"].items():
         print(f"  {impl:30s} median {t['median_s']:.4g} s")
@@ -155,6 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(says which it found, or that there are none)",
     )
     r.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="with --full: check the FULL config here without running it (config, data, "
+        "models, device memory, a time estimate from one timed TINY run); exit 1 on a problem",
+    )
+    r.add_argument(
         "--set",
         action="append",
         default=[],
@@ -188,6 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
         )
         q.add_argument(
             "--force", action="store_true", help="start a --full run that would be refused"
+        )
+        q.add_argument(
+            "--tiny",
+            action="store_true",
+            help="the TINY config: the real code path end to end at a tiny size, in seconds "
+            "(the smoke tier; its numbers are not results)",
         )
         q.add_argument(
             "--seed",

@@ -65,10 +65,22 @@ def interleaved_stats(fns, *, warmup: int, repeats: int) -> dict[str, dict[str, 
 
 
 def run_bench(
-    mod: ModuleType, *, out: str | Path = "results", full: bool = False, seed: int = 0
+    mod: ModuleType,
+    *,
+    out: str | Path = "results",
+    full: bool = False,
+    seed: int = 0,
+    tiny: bool = False,
 ) -> dict[str, Any]:
-    """Run benchmark `mod` and write DIR/bench/NAME.json; returns its content."""
-    config = dict(mod.FULL if full else mod.QUICK)
+    """Run benchmark `mod` and write DIR/bench/NAME.json; returns its content.
+
+    `tiny`: QUICK updated with the module's TINY (the smoke tier: every implementation
+    runs once at a tiny size; its timings are not results)."""
+    if full and tiny:
+        raise ValueError("full and tiny: choose one scale")
+    if tiny and not hasattr(mod, "TINY"):
+        raise ValueError(f"{mod.NAME} declares no TINY config (the smoke tier's size)")
+    config = dict(mod.FULL) if full else {**mod.QUICK, **(mod.TINY if tiny else {})}
     warmup = int(config.pop("warmup", 2))
     repeats = int(config.pop("repeats", 7))
     bench = mod.setup(config, jax.random.key(seed))
@@ -103,7 +115,7 @@ def run_bench(
         "bench": mod.NAME,
         "paper": mod.PAPER,
         "description": mod.DESCRIPTION,
-        "config": "full" if full else "quick",
+        "config": "full" if full else "tiny" if tiny else "quick",
         "config_values": config,
         "size": dict(bench.size),
         "ours": list(bench.ours),

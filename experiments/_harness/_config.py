@@ -47,10 +47,11 @@ def config_from_json(cls: type[C], data: dict[str, Any]) -> C:
     return cls(**{k: _freeze(v) for k, v in data.items()})
 
 
-def check_config_pair(where: str, quick: Any, full: Any) -> None:
-    """`ValueError` unless QUICK and FULL are frozen instances of one dataclass that
-    survive the JSON round trip."""
-    for label, cfg in (("QUICK", quick), ("FULL", full)):
+def check_config_pair(where: str, quick: Any, full: Any, tiny: Any = None) -> None:
+    """`ValueError` unless QUICK and FULL (and TINY, when given) are frozen instances of one
+    dataclass that survive the JSON round trip."""
+    named = [("QUICK", quick), ("FULL", full)] + ([("TINY", tiny)] if tiny is not None else [])
+    for label, cfg in named:
         if not _is_frozen_instance(cfg):
             raise ValueError(
                 f"{where}: {label} must be an instance of a frozen dataclass, "
@@ -62,11 +63,12 @@ def check_config_pair(where: str, quick: Any, full: Any) -> None:
                 f"{where}: {label} does not survive the JSON round trip "
                 f"(lists instead of tuples?): {cfg!r} -> {back!r}"
             )
-    if type(quick) is not type(full):
-        raise ValueError(
-            f"{where}: QUICK and FULL must be instances of one config class, "
-            f"received {type(quick).__name__} and {type(full).__name__}"
-        )
+    for label, cfg in named[1:]:
+        if type(cfg) is not type(quick):
+            raise ValueError(
+                f"{where}: QUICK and {label} must be instances of one config class, "
+                f"received {type(quick).__name__} and {type(cfg).__name__}"
+            )
 
 
 def _same_kind(old: Any, new: Any) -> bool:

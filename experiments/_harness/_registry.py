@@ -48,8 +48,18 @@ def validate_module(mod: ModuleType, *, bench: bool = False) -> ModuleType:
             f"{mod.__name__}: TIMING_METRICS must be a tuple of metric-name patterns, "
             f"received {timing!r}"
         )
-    if not bench:
-        check_config_pair(mod.__name__, mod.QUICK, mod.FULL)
+    tiny = getattr(mod, "TINY", None)
+    if bench:
+        if tiny is not None and not (isinstance(tiny, dict) and set(tiny) <= set(mod.QUICK)):
+            raise ValueError(
+                f"{mod.__name__}: TINY must be a dict with keys among QUICK's "
+                f"({sorted(mod.QUICK)}), received {tiny!r}"
+            )
+    else:
+        check_config_pair(mod.__name__, mod.QUICK, mod.FULL, tiny)
+    work = getattr(mod, "full_work", None)
+    if work is not None and not callable(work):
+        raise ValueError(f"{mod.__name__}: full_work must be a function of a config")
     return mod
 
 

@@ -22,6 +22,8 @@ from ._api import Result, RunContext, log
 from ._config import config_to_json, with_overrides
 
 __all__ = [
+    "SCALES",
+    "config_of",
     "run_experiment",
     "reproduce",
     "jax_info",
@@ -30,6 +32,19 @@ __all__ = [
     "resume_note",
     "timing_metrics",
 ]
+
+
+SCALES = ("tiny", "quick", "full")
+
+
+def config_of(mod: ModuleType, scale: str) -> Any:
+    """The module's config at `scale`: "tiny" (TINY: the smoke tier, seconds), "quick"
+    (QUICK: 2 CPU cores, minutes) or "full" (FULL: paper scale, an accelerator)."""
+    if scale not in SCALES:
+        raise ValueError(f"scale: expected one of {SCALES}, received {scale!r}")
+    if scale == "tiny" and not hasattr(mod, "TINY"):
+        raise ValueError(f"{mod.NAME} declares no TINY config (the smoke tier's size)")
+    return getattr(mod, scale.upper())
 
 
 def jax_info() -> dict[str, Any]:
@@ -156,11 +171,14 @@ def run_experiment(
     seed: int = 0,
     resume: bool = False,
     overrides: Sequence[str] = (),
+    tiny: bool = False,
 ) -> dict[str, Any]:
     """Run `mod.run(config, key, ctx)` and write DIR/NAME/{metrics.json, *.png, run.log}.
 
     `overrides`: `KEY=VALUE` assignments replacing fields of the QUICK/FULL config
     (`with_overrides`); the record's `config` then says `quick+overrides`.
+    `tiny`: the module's TINY config (the smoke tier: the real code path at a tiny size;
+    its numbers are not results).
 
     Returns the metrics.json content. Exceptions from the experiment propagate
     (after being logged to run.log); metrics.json is only replaced on success.
@@ -177,11 +195,14 @@ def run_experiment(
     # same file removes its own, this sweep the rest
     for folder in {run_dir, *(p.parent for p in run_dir.rglob(".*.tmp"))}:
         remove_stale_temps(folder)
-    config = mod.FULL if full else mod.QUICK
+    if full and tiny:
+        raise ValueError("full and tiny: choose one scale")
+    scale = "full" if full else "tiny" if tiny else "quick"
+    config = config_of(mod, scale)
     overrides = tuple(overrides)
     if overrides:
         config = with_overrides(config, overrides)
-    label = ("full" if full else "quick") + ("+overrides" if overrides else "")
+    label = scale + ("+overrides" if overrides else "")
     handler = logging.FileHandler(run_dir / "run.log", mode="a" if resume else "w")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     loggers = [log, logging.getLogger("jaxlab")]
@@ -242,6 +263,7 @@ def reproduce(
     seed: int = 0,
     only: str | None = None,
     progress: bool = True,
+    tiny: bool = False,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Run every module (or those whose NAME matches `only`), never stopping at a failure.
 
@@ -256,7 +278,7 @@ def reproduce(
     for mod in bar:
         bar.set_postfix_str(mod.NAME)
         try:
-            done.append(run_experiment(mod, out=out, full=full, seed=seed))
+            done.append(run_experiment(mod, out=out, full=full, seed=seed, tiny=tiny))
         except Exception as e:  # noqa: BLE001 - report every failure, keep going
             tb = traceback.format_exc()
             failed.append(

@@ -43,6 +43,7 @@ class Config:
 
 
 QUICK = Config()
+TINY = Config(n_neurons=40, horizon=1.0, n_save=5)  # the smoke tier
 FULL = Config(n_neurons=10000, n_save=81)
 
 

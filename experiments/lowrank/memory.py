@@ -51,6 +51,9 @@ class Config:
 
 
 QUICK = Config()
+TINY = Config(
+    n_nets=8, t_first=2.0, t_last=4.0, weight_decays=(0.0, 0.1), input_correlations=(0.0, 0.9)
+)  # the smoke tier
 FULL = Config(
     n_nets=512,
     weight_decays=(0.0, 0.0003, 0.001, 0.002, 0.003, 0.01),

@@ -50,6 +50,7 @@ class Config:
 
 
 QUICK = Config()
+TINY = Config(n_nets=4, t_phase=2.0, t_probe=2.0, n_save=5)  # the smoke tier
 FULL = Config(n_nets=256, n_save=161)
 
 

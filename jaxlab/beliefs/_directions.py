@@ -14,6 +14,7 @@ import equinox as eqx
 import jax
 import jax.core
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from .. import interp
@@ -40,7 +41,7 @@ def belief_state(
     acts = as_array("acts", acts, dtype=jnp.floating, finite=True)
     d = as_array("direction", direction, ndim=1, dtype=jnp.floating, finite=True, nonempty=True)
     threshold = as_array("threshold", threshold, shape=(), finite=True)
-    if not isinstance(d, jax.core.Tracer) and not bool(jnp.any(d != 0)):
+    if not isinstance(d, jax.core.Tracer) and not bool(np.any(np.asarray(d) != 0)):
         raise ValueError("direction: expected a non-zero vector, received all zeros")
     if acts.ndim < 1 or acts.shape[-1] != d.shape[0]:
         raise ValueError(

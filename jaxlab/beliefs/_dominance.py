@@ -26,6 +26,7 @@ import equinox as eqx
 import jax
 import jax.core
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from .._core import check_array
@@ -100,7 +101,7 @@ def dominance(
     else:
         m = jnp.asarray(mask)
         check_array("mask", m, shape=s.shape[:1], dtype=jnp.bool_)
-    if not isinstance(m, jax.core.Tracer) and not bool(jnp.any(m)):
+    if not isinstance(m, jax.core.Tracer) and not bool(np.any(np.asarray(m))):
         raise ValueError("mask: expected at least one valid position, received none")
     return _dominance(s, m, target)
 

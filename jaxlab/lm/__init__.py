@@ -69,6 +69,7 @@ from ._quant import project as project
 from ._quant import quantize as quantize
 from ._registry import MODELS as MODELS
 from ._registry import ModelInfo as ModelInfo
+from ._registry import canonical_name as canonical_name
 from ._sampling import Greedy as Greedy
 from ._sampling import Sample as Sample
 from ._score import Scores as Scores

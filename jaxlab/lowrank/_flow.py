@@ -10,6 +10,7 @@ import equinox as eqx
 import jax
 import jax.core
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from jaxlab._core import as_array, check_array, check_finite, check_positive_int, check_range
@@ -40,7 +41,7 @@ def _check_solve_inputs(y0_name: str, y0, trained, ts, dt0, max_steps):
     ts = as_array("ts", ts, shape=(None,), dtype=jnp.floating, finite=True)
     if ts.shape[0] == 0:
         raise ValueError("ts: expected at least one save time, received shape (0,)")
-    if not isinstance(ts, jax.core.Tracer) and bool(jnp.any(jnp.diff(ts) < 0)):
+    if not isinstance(ts, jax.core.Tracer) and bool(np.any(np.diff(np.asarray(ts)) < 0)):
         raise ValueError(f"ts: expected nondecreasing save times, received {ts}")
     if dt0 is not None:
         check_finite("dt0", dt0)

@@ -1,0 +1,93 @@
+"""The smoke tier (`make smoke`, run by `.ci/run`): every experiment and every benchmark
+executes its real code path end to end at its TINY size, as `python -m experiments run
+NAME --tiny` would (real data files and real models where the experiment uses them; the
+smallest model, a handful of items and steps), and every experiment's FULL config passes
+`--full --dry-run` (config, data, models, memory, a time estimate from the TINY run).
+
+Each experiment must write metrics.json with its metrics, its claims and its figures
+(PNG files); the metric names that its component's tests rely on are in `expected.py`.
+Numbers from TINY runs are not results: nothing here checks a claim's verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from experiments._harness import _registry
+from experiments._harness._bench import run_bench
+from experiments._harness._dryrun import dry_run
+from experiments._harness._runner import run_experiment
+
+from .expected import METRICS
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPERIMENTS = sorted(name for _, name in _registry._module_names("experiments", False))
+BENCHMARKS = sorted(name for _, name in _registry._module_names("experiments", True))
+_CLAIM_FIELDS = {"claim", "paper", "measured", "holds", "paper_id"}
+
+pytestmark = pytest.mark.smoke
+
+
+def _finite_or_none(x) -> bool:
+    return x is None or (isinstance(x, int | float) and math.isfinite(x))
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiment(name, tmp_path, user_jax_config):
+    mod = _registry.find(name)
+    t0 = time.perf_counter()
+    rec = run_experiment(mod, out=tmp_path, tiny=True)
+    seconds = time.perf_counter() - t0
+    written = json.loads((tmp_path / name / "metrics.json").read_text())
+    assert written == json.loads(json.dumps(rec))
+    assert written["config"] == "tiny"
+    assert written["metrics"], f"{name} wrote no metrics"
+    assert all(_finite_or_none(v) for v in written["metrics"].values())
+    missing = [k for k in METRICS.get(name, ()) if k not in written["metrics"]]
+    assert not missing, f"{name}: metrics {missing} not written"
+    assert written["claims"], f"{name} checked no claim"
+    for c in written["claims"]:
+        assert _CLAIM_FIELDS <= set(c), c
+    assert written["figures"], f"{name} drew no figure"
+    for fig in written["figures"]:
+        png = tmp_path / name / fig
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+    report = dry_run(mod, tiny_seconds=seconds)
+    assert report.ok, "\n".join(report.lines())
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_benchmark(name, tmp_path, user_jax_config):
+    mod = _registry.find(name, bench=True)
+    rec = run_bench(mod, out=tmp_path, tiny=True)
+    written = json.loads((tmp_path / "bench" / f"{name}.json").read_text())
+    assert written["config"] == "tiny"
+    assert rec["timings"] and set(rec["ours"]) <= set(rec["timings"])
+    for t in rec["timings"].values():
+        assert t["median_s"] > 0
+    assert all(math.isfinite(v) and v > 0 for v in rec["ratios"].values())
+    assert all(math.isfinite(v) for v in rec["fields"].values())
+
+
+def test_cli_tiny_run_and_full_dry_run(tmp_path):
+    """The two commands a user types, as subprocesses (JAX's defaults, the real CLI)."""
+    name = "laplex_exactness"
+    run = [sys.executable, "-m", "experiments", "run", name]
+    out = subprocess.run(
+        [*run, "--tiny", "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads((tmp_path / name / "metrics.json").read_text())["config"] == "tiny"
+    dry = subprocess.run([*run, "--full", "--dry-run"], cwd=ROOT, capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stdout[-2000:] + dry.stderr[-2000:]
+    assert f"{name} --full --dry-run: ok" in dry.stdout
+    assert "time_estimate" in dry.stdout and "device_memory" in dry.stdout
+    bad = subprocess.run([*run, "--dry-run"], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode == 2 and "add --full" in bad.stderr
