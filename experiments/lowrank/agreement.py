@@ -48,7 +48,8 @@ class Config:
 
 
 QUICK = Config()
-TINY = Config(ns=(30, 120), tanh_seeds=2, horizon=0.5, n_save=3, sgd_n=20, sgd_steps=3)  # the smoke tier
+# the smoke tier
+TINY = Config(ns=(30, 120), tanh_seeds=2, horizon=0.5, n_save=3, sgd_n=20, sgd_steps=3)
 FULL = Config(
     ns=(100, 300, 1000, 3000, 10000, 30000, 100000), linear_seeds=4, tanh_seeds=32, n_save=21
 )
