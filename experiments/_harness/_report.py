@@ -13,7 +13,7 @@ from jaxlab._core import atomic_write
 
 from ._papers import PAPERS, citation, paper_sort_key
 
-__all__ = ["write_report", "load_records", "claims_table"]
+__all__ = ["write_report", "load_records", "claims_table", "failed_smoke"]
 
 
 def load_records(out: Path, names: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -127,9 +127,23 @@ def _markdown(groups, out: Path, header: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def claims_table(records: Sequence[dict[str, Any]]) -> str:
+def failed_smoke(status_file: str | Path) -> set[str]:
+    """The experiments that failed the smoke tier, from the status file `make smoke` writes
+    (`{"experiments": {NAME: "passed" | "failed"}, ...}`)."""
+    data = json.loads(Path(status_file).read_text())
+    runs = data.get("experiments") if isinstance(data, dict) else None
+    if not isinstance(runs, dict):
+        raise ValueError(f"{status_file}: expected the smoke status JSON of `make smoke`")
+    return {name for name, outcome in runs.items() if outcome != "passed"}
+
+
+def claims_table(records: Sequence[dict[str, Any]], *, stale: set[str] = frozenset()) -> str:
     """One Markdown table of every claim (paper, experiment, claim, paper value, measured,
-    holds), papers in order: the README's claims table."""
+    holds), papers in order: the README's claims table.
+
+    `stale`: experiments whose current code fails the smoke tier (`failed_smoke`): their
+    rows say "stale" instead of a verdict, since the code that produced them no longer runs.
+    """
     rows = [
         "| paper | experiment | claim | paper value | measured | holds |",
         "|---|---|---|---|---|---|",
@@ -137,10 +151,12 @@ def claims_table(records: Sequence[dict[str, Any]]) -> str:
     ordered = sorted(records, key=lambda r: (paper_sort_key(r.get("paper", "?")), r["experiment"]))
     for r in ordered:
         for c in r["claims"]:
+            verdict = "yes" if c["holds"] else "**no**"
+            if r["experiment"] in stale:
+                verdict = "stale (its code fails the smoke tier)"
             rows.append(
                 f"| {r.get('paper', '?')} | {r['experiment']} | {_cell(c['claim'])} | "
-                f"{_cell(c['paper'])} | {_cell(c['measured'])} | "
-                f"{'yes' if c['holds'] else '**no**'} |"
+                f"{_cell(c['paper'])} | {_cell(c['measured'])} | {verdict} |"
             )
     return "\n".join(rows) + "\n"
 

@@ -22,7 +22,8 @@ from experiments._harness import _registry  # noqa: E402
 from experiments._harness._api import Bench, Claim, Result, RunContext  # noqa: E402
 from experiments._harness._bench import run_bench  # noqa: E402
 from experiments._harness._config import config_from_json  # noqa: E402
-from experiments._harness._report import claims_table, write_report  # noqa: E402
+from experiments._harness._dryrun import dry_run, named_models, work_ratio  # noqa: E402
+from experiments._harness._report import claims_table, failed_smoke, write_report  # noqa: E402
 from experiments._harness._runner import reproduce, run_experiment  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -522,3 +523,109 @@ def test_cli_help_documents_every_flag(capsys):
     assert "OUT/NAME/checkpoints" in text
     assert "DIR/NAME" not in text
     assert "exit status: 0 success; 1 an experiment" in text
+
+
+def test_claims_table_marks_rows_of_experiments_that_fail_the_smoke_tier(tmp_path):
+    def rec(name, holds):
+        c = {"claim": "c", "paper": "p", "measured": "m", "holds": holds}
+        return {"experiment": name, "paper": "P2", "claims": [c]}
+
+    status = tmp_path / "status.json"
+    status.write_text(json.dumps({"experiments": {"a": "passed", "b": "failed"}}))
+    stale = failed_smoke(status)
+    assert stale == {"b"}
+    table = claims_table([rec("a", True), rec("b", True)], stale=stale).splitlines()
+    assert table[2].endswith("| yes |")
+    assert table[3].endswith("| stale (its code fails the smoke tier) |")
+    status.write_text("[1]")
+    with pytest.raises(ValueError, match="smoke status"):
+        failed_smoke(status)
+
+
+def test_tiny_config_runs_and_must_be_of_the_config_class(tmp_path):
+    mod = _module("good", _good_run, TINY=_Config(n=2, sizes=(1,)))
+    rec = run_experiment(mod, out=tmp_path, tiny=True)
+    assert rec["config"] == "tiny"
+    assert rec["config_values"] == {"n": 2, "sizes": [1]}
+    with pytest.raises(ValueError, match="choose one scale"):
+        run_experiment(mod, out=tmp_path, tiny=True, full=True)
+
+    @dataclasses.dataclass(frozen=True)
+    class Other:
+        n: int = 3
+
+    mod.TINY = Other()
+    with pytest.raises(ValueError, match="QUICK and TINY must be instances of one config class"):
+        _registry.validate_module(mod)
+    del mod.TINY
+    with pytest.raises(ValueError, match="declares no TINY"):
+        run_experiment(mod, out=tmp_path, tiny=True)
+
+
+def test_bench_tiny_updates_quick_and_is_checked(tmp_path):
+    mod = types.ModuleType("test_bench_tiny")
+    mod.NAME, mod.PAPER, mod.DESCRIPTION = "tb", "P9", "test bench"
+    mod.QUICK, mod.FULL = {"n": 1000, "repeats": 3, "warmup": 1}, {"n": 10**6}
+    mod.TINY = {"n": 10, "repeats": 1, "warmup": 0}
+    seen = []
+
+    def setup(config, key):
+        seen.append(config["n"])
+        return Bench(impls={"ours": lambda: jnp.ones(config["n"])}, ours=("ours",), size={})
+
+    mod.setup = setup
+    _registry.validate_module(mod, bench=True)
+    rec = run_bench(mod, out=tmp_path, tiny=True)
+    assert seen == [10]
+    assert rec["config"] == "tiny"
+    assert rec["timings"]["ours"]["repeats"] == 1
+    mod.TINY = {"size": 3}
+    with pytest.raises(ValueError, match="TINY must be a dict with keys among QUICK's"):
+        _registry.validate_module(mod, bench=True)
+
+
+def test_dry_run_checks_the_full_config_and_estimates_from_the_tiny_run(tmp_path):
+    mod = _module("good", _good_run, TINY=_Config(n=3, sizes=(1,)))
+    report = dry_run(mod)
+    assert report.ok, report.lines()
+    # FULL n=30, sizes has 1 entry in both: x10 the TINY work by the generic estimate
+    assert "x10 the TINY work" in report.facts["time_estimate"]
+    assert "n 3->30" in report.facts["time_estimate"]
+    assert report.facts["device_memory"].startswith("not declared")
+    mod.full_work = lambda c: c.n**2
+    assert work_ratio(mod, mod.TINY, mod.FULL) == (100.0, "the module's full_work(config)")
+    mod.FULL_MEMORY_GB = 12
+
+    def preflight(config):
+        if config.n > 10:
+            raise ValueError("n: at most 10 here")
+        return {}
+
+    mod.preflight = preflight
+    report = dry_run(mod, tiny_seconds=1.0)
+    assert not report.ok
+    assert report.problems == ["preflight: n: at most 10 here"]
+    assert report.facts["device_memory"].startswith("about 12 GB")
+
+    def crashing(config, key, ctx):
+        raise RuntimeError("boom")
+
+    bad = _module("bad", crashing, TINY=_Config())
+    report = dry_run(bad)
+    assert report.problems == ["the TINY run failed: RuntimeError: boom"]
+    assert "1 problem(s)" in report.lines()[0]
+
+
+def test_dry_run_names_pool_models_and_checks_their_files():
+    @dataclasses.dataclass(frozen=True)
+    class LMConfig:
+        models: tuple[str, ...] = ("smollm2", "not-a-model")
+        layer: str = "gemma3-270m"
+
+    assert named_models(LMConfig()) == ["smollm2-135m-instruct", "gemma3-270m"]
+    mod = _module("lmcheck", _good_run)
+    mod.QUICK = mod.FULL = mod.TINY = LMConfig(models=("smollm2",), layer="x")
+    report = dry_run(mod, tiny_seconds=0.5)
+    assert report.ok, report.lines()
+    assert "smollm2-135m-instruct" in report.facts["models"]
+    assert report.facts["device_memory"].startswith("at least 0.538 GB")
