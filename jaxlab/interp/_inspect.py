@@ -6,6 +6,8 @@ information of discrete variables).
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
@@ -47,7 +49,7 @@ def top_activating_contexts(
     return _contexts(a, tokens, seq, k, window)
 
 
-@jax.jit(static_argnums=(3, 4))
+@functools.partial(jax.jit, static_argnums=(3, 4))
 def _contexts(a, tokens, seq, k, window):
     vals, idx = jax.lax.top_k(a, k)
     offs = jnp.arange(-window, window + 1, dtype=idx.dtype)
@@ -87,7 +89,7 @@ def feature_label_association(
     return _association(a, jnp.searchsorted(classes, y), int(classes.shape[0]))
 
 
-@jax.jit(static_argnums=(2,))
+@functools.partial(jax.jit, static_argnums=(2,))
 def _association(a, y, n_classes):
     f = a.dtype
     yf = y.astype(f)
