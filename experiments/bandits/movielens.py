@@ -45,7 +45,15 @@ class Config:
 
 
 QUICK = Config()
+# the smoke tier
+TINY = Config(n_users=3, events=120, pool=40, candidates=10)
 FULL = Config(n_users=180, pool=300, events=40000)
+
+
+def full_work(config) -> float:
+    """Microseconds here, roughly: the compilations (a fixed 8e6, TINY's ~8 s) plus 4
+    policies x users x logged events x candidates (one ~1 us score each)."""
+    return 8e6 + 4 * config.n_users * config.events * config.candidates
 
 
 def _prepare(config, key):
