@@ -71,11 +71,11 @@ FULL_MEMORY_GB = 26
 
 
 def full_work(config) -> float:
-    """Multiply-adds, ~1e9 a second here: the compilations (a fixed 2.8e10, TINY's ~28 s)
+    """Multiply-adds, ~1e9 a second here: the compilations (a fixed 1.8e10, TINY's ~18 s)
     plus 6 policies x seeds x rounds x items x features^2 (LinUCB scores) in both regimes."""
     main = config.horizon * config.n_items * sum(config.n_values) ** 2
     small = config.small_horizon * config.small_n_items * sum(config.small_n_values) ** 2
-    return 2.8e10 + 6 * config.seeds * (main + small)
+    return 1.8e10 + 6 * config.seeds * (main + small)
 
 
 # policies whose relevance estimate is read for the rounds-to-identify comparison

@@ -62,13 +62,18 @@ TINY = Config(
     n_boot=50,
 )
 FULL = Config(**FULL_OVERRIDES, n_eval=1024, grid=61)
+# Device memory FULL needs, roughly: XLA's memory analysis of the compiled maps (all 1024
+# flowers x 3 modalities x 61^2 grid points at once, float32; `.lower(...).compile()
+# .memory_analysis()` on the CPU backend, 2026-12-05): 83 GB of temporaries
+FULL_MEMORY_GB = 83
 
 
 def full_work(config) -> float:
-    """Rough seconds here: the training (`train_seconds`) plus three sets of maps (3
-    modalities, every grid point, ~20 width^2 multiply-adds each, at 1e10 a second)."""
+    """Rough seconds here: the compilations (~20 s, most of TINY's 21 s), the training
+    (`train_seconds`) and three sets of maps (3 modalities, every grid point, ~20 width^2
+    multiply-adds each, at 1e10 a second)."""
     maps = 3 * 3 * config.n_eval * config.grid**2 * 20 * config.width**2 / 1e10
-    return train_seconds(config) + 10.0 + maps
+    return 20.0 + train_seconds(config) + maps
 
 
 def _maps(model, flower, grid, n_context, key):

@@ -39,13 +39,18 @@ QUICK = Config()
 # the smoke tier
 TINY = Config(n_flowers=32, n_probes=4, width=8, steps=100, n_eval=4, n_steps=3, grid=5)
 FULL = Config(**FULL_OVERRIDES, n_eval=2048, n_steps=20, grid=41)
+# Device memory FULL needs, roughly: XLA's memory analysis of one policy's compiled episodes
+# (2048 flowers vmapped, a 41^2-point map every step, float32; `.lower(...).compile()
+# .memory_analysis()` on the CPU backend, 2026-12-05): 74 GB of temporaries
+FULL_MEMORY_GB = 74
 
 
 def full_work(config) -> float:
-    """Rough seconds here: the training (`train_seconds`) plus the episodes (4 policies x 2
-    flower sets x steps, a map over the grid a step, ~20 width^2 multiply-adds a point)."""
+    """Rough seconds here: the compilations (~8 s, most of TINY's ~10 s), the training
+    (`train_seconds`) and the episodes (4 policies x 2 flower sets x steps, a map over the
+    grid a step, ~20 width^2 multiply-adds a point, at 1e10 a second)."""
     episodes = 4 * 2 * config.n_eval * config.n_steps * config.grid**2 * 20 * config.width**2
-    return train_seconds(config) + 8.0 + episodes / 1e10
+    return 8.0 + train_seconds(config) + episodes / 1e10
 
 
 def _policies(config):

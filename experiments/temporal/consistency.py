@@ -64,12 +64,12 @@ FULL = Config(
 
 
 def full_work(config) -> float:
-    """Simulated chain steps (data and plug-in chains), plus the compilations (a fixed 3.5e4:
-    TINY's ~35 s; a chain step runs in ~1 ms here)."""
+    """Simulated chain steps (data and plug-in chains), plus the compilations (a fixed 1.7e4:
+    TINY's ~17 s; a chain step runs in ~1 ms here)."""
     burn, reps = config.burn_in, config.replicates
     data = reps * (config.t_grid[-1] + burn)
     plugin = reps * config.plugin_chains * (config.plugin_steps + burn)
-    return 3.5e4 + data + plugin
+    return 1.7e4 + data + plugin
 
 
 def _prefix(stats, t):
