@@ -45,7 +45,20 @@ class Config:
 
 
 QUICK = Config()
+# the smoke tier
+TINY = Config(n_users=3, events=120, pool=40, candidates=10)
 FULL = Config(n_users=180, pool=300, events=40000)
+# Device memory FULL needs, roughly: XLA's memory analysis of the compiled replay of all 180
+# users (their 40000 x 40 candidate contexts of 32 features are materialised at once, ~37
+# GB in float32; `.lower(...).compile().memory_analysis()` on the CPU backend, 2026-12-05,
+# which gives bandits_synthetic's declared 26 GB too): 39.4 GB of temporaries
+FULL_MEMORY_GB = 40
+
+
+def full_work(config) -> float:
+    """Microseconds here, roughly: the compilations (a fixed 8e6, TINY's ~8 s) plus 4
+    policies x users x logged events x candidates (one ~1 us score each)."""
+    return 8e6 + 4 * config.n_users * config.events * config.candidates
 
 
 def _prepare(config, key):

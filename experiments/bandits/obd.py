@@ -32,7 +32,16 @@ class Config:
 
 
 QUICK = Config()
+# the smoke tier
+TINY = Config(n_boot=10, policy_samples=8)
 FULL = Config(n_boot=2000, policy_samples=4096)
+
+
+def full_work(config) -> float:
+    """Element operations, ~1e9 a second here: compilations and training on the log (a
+    fixed 7e9, TINY's ~7 s) plus the bootstrap (30 estimates x n_boot x 1e4 rows x 80
+    items) and the policies' Monte-Carlo action probabilities."""
+    return 7e9 + 30 * config.n_boot * 1e4 * 80 + 4 * config.policy_samples * 80 * 44
 
 
 def _train(pol, items, actions, rewards, key):
@@ -76,7 +85,8 @@ def _train(pol, items, actions, rewards, key):
 def _action_probs(pol, state, items, n_samples, key):
     """The trained policy's distribution over items (Monte Carlo over its randomness)."""
     mask = jnp.ones(items.shape[0], bool)
-    arms = jax.vmap(lambda k: pol.select(state, items, mask, key=k).arm)(
+    # jit: one compilation per policy (eagerly, the vmapped select compiled op by op)
+    arms = jax.jit(jax.vmap(lambda k: pol.select(state, items, mask, key=k).arm))(
         jax.random.split(key, n_samples)
     )
     return jnp.bincount(arms, length=items.shape[0]).astype(items.dtype) / n_samples

@@ -51,10 +51,32 @@ class Config:
 
 
 QUICK = Config()
+# the smoke tier (both regimes, every policy)
+TINY = Config(
+    n_items=40,
+    n_values=(3, 3, 3),
+    relevant=(1,),
+    horizon=40,
+    seeds=2,
+    small_n_items=30,
+    small_n_values=(2, 2),
+    small_relevant=(0,),
+    small_horizon=20,
+    identify_every=10,
+)
 FULL = Config(n_items=5000, horizon=5000, seeds=64, identify_every=25)
 # Device memory FULL needs, roughly: a CPU run of FULL on 2026-12-01 died allocating one
 # 25.6 GB buffer (per-seed horizon x items arrays, 5000 x 5000, vmapped over 64 seeds).
 FULL_MEMORY_GB = 26
+
+
+def full_work(config) -> float:
+    """Multiply-adds, ~1e9 a second here: the compilations (a fixed 1.8e10, TINY's ~18 s)
+    plus 6 policies x seeds x rounds x items x features^2 (LinUCB scores) in both regimes."""
+    main = config.horizon * config.n_items * sum(config.n_values) ** 2
+    small = config.small_horizon * config.small_n_items * sum(config.small_n_values) ** 2
+    return 1.8e10 + 6 * config.seeds * (main + small)
+
 
 # policies whose relevance estimate is read for the rounds-to-identify comparison
 IDENTIFIERS = ("tdge", "tdge_gain", "linucb")

@@ -16,6 +16,7 @@ NAME = "bandits_speed"
 PAPER = "P16"
 DESCRIPTION = "Disjoint LinUCB online on a MovieLens stream: jaxlab vs mabwiser decisions/s"
 QUICK = {"rounds": 1500, "alpha": 1.0, "warmup": 1, "repeats": 3}
+TINY = {"rounds": 50, "warmup": 0, "repeats": 1}  # the smoke tier
 FULL = {"rounds": 20000, "alpha": 1.0, "warmup": 1, "repeats": 5}
 
 _AGE_EDGES = np.asarray([18, 25, 35, 45, 50, 56])

@@ -20,6 +20,8 @@ PAPER = "P1"
 DESCRIPTION = "Full N-space gradient flow vs overlap ODE (diffrax, same horizon) at N = 1e3..1e5"
 
 QUICK = {"ns": [1000, 10000, 100000], "horizon": 1.0, "rtol": 1e-6, "warmup": 1, "repeats": 3}
+# the smoke tier (the lowrank tests' tiny size)
+TINY = {"ns": [20, 40], "horizon": 0.2, "rtol": 1e-4, "warmup": 0, "repeats": 1}
 FULL = {
     "ns": [1000, 3000, 10000, 30000, 100000, 300000],
     "horizon": 5.0,

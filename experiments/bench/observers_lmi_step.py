@@ -19,6 +19,7 @@ NAME = "observers_lmi_step"
 PAPER = "P2"
 DESCRIPTION = "X-29 LMI step: jaxlab barrier value+grad (jit) vs cvxpy Clarabel / SCS SDP solve"
 QUICK = {"hidden": [16, 16], "warmup": 1, "repeats": 3, "scs": False}  # SCS: ~1 min a solve
+TINY = {"hidden": [4], "warmup": 0, "repeats": 1, "scs": True}  # the smoke tier: every solver
 FULL = {"hidden": [32, 64, 32], "warmup": 1, "repeats": 5, "scs": True}
 
 

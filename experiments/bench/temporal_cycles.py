@@ -37,6 +37,8 @@ DESCRIPTION = (
 )
 
 QUICK = {"window": 60, "sim_mean_size": 800, "sim_steps": 40, "warmup": 1, "repeats": 3}
+# the smoke tier: 10 min windows, a small simulated network
+TINY = {"window": 600, "sim_mean_size": 30, "sim_steps": 5, "warmup": 0, "repeats": 1}
 FULL = {"window": 20, "sim_mean_size": 1500, "sim_steps": 200, "warmup": 2, "repeats": 7}
 
 

@@ -156,10 +156,11 @@ def per_start_mse(traj, *, start: int = 0) -> np.ndarray:
     `traj` holds a batch of trajectories (`x`, `x_hat` of shape `(B, T, n)`, `ok` `(B,)`);
     returns `(B,)`, `inf` for a failed or non-finite trajectory.
     """
-    err = np.asarray((traj.x - traj.x_hat)[:, start:] ** 2)
-    ok = np.asarray(traj.ok).reshape(err.shape[0], -1).all(axis=1)
+    # a diverged (still ok) solve overflows the square: inf, not a warning
     with np.errstate(over="ignore", invalid="ignore"):
+        err = np.asarray(traj.x - traj.x_hat)[:, start:] ** 2
         m = err.reshape(err.shape[0], -1).mean(axis=1)
+    ok = np.asarray(traj.ok).reshape(err.shape[0], -1).all(axis=1)
     return np.where(ok & np.isfinite(m), m, np.inf)
 
 

@@ -54,6 +54,19 @@ class Config:
 
 
 QUICK = Config()
+# the smoke tier
+# the smoke tier (300 + 300 steps: with fewer, the observer is not yet certified and its
+# diverging simulations run to diffrax's step limit, much slower than the training)
+TINY = Config(
+    hidden=(8,),
+    num_plants=4,
+    horizon=1.0,
+    num_save=21,
+    n_boot=50,
+    stage1_steps=300,
+    stage2_max_steps=300,
+    train={**C.TRAIN_QUICK, "batch": 8, "rollout_steps": 3},
+)
 FULL = Config(
     models=("longitudinal", "lateral"),
     hidden=(32, 64, 32),
@@ -63,6 +76,14 @@ FULL = Config(
     stage1_steps=10000,
     stage2_max_steps=10000,
 )
+
+
+def full_work(config) -> float:
+    """Per model: its compilations (a fixed 2e5, ~40x TINY's steps: they are most of TINY's
+    time), training steps x batch, and simulated seconds of the 5 observers' runs."""
+    sims = 5 * config.num_plants * config.num_initial * config.horizon
+    steps = (config.stage1_steps + config.stage2_max_steps) * config.train["batch"]
+    return len(config.models) * (2e5 + steps + sims)
 
 
 _MODELS = {"longitudinal": O.x29_longitudinal, "lateral": O.x29_lateral}

@@ -41,6 +41,16 @@ FULL_OVERRIDES = {"n_flowers": 32768, "n_probes": 32, "latent_dim": 8, "width": 
 UNSEEN = {"kinds": (1,), "curvature_range": (1.0, 1.6), "contrast_range": (0.25, 0.4)}
 
 
+def train_seconds(config: SensingConfig) -> float:
+    """Rough seconds of the VAE's training steps on this CPU (compilations not counted):
+    10 ms of overhead a step and its multiply-adds (64 flowers x probes x width^2 x ~10
+    layers) at 1e10 a second; validations at the same rate."""
+    per_probe = config.width**2 * 10 / 1e10
+    step = 0.01 + 64 * config.n_probes * per_probe
+    val = config.steps / config.val_every * config.val_flowers * config.n_probes * per_probe
+    return config.steps * step + val
+
+
 def _val_neg_elbo(inner_state, val, *, static, n_context):
     """Mean -ELBO of held-out flowers with `n_context` context probes (fixed key)."""
     data, key = val

@@ -11,7 +11,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext
-from experiments.sensing._setup import FULL_OVERRIDES, SensingConfig, trained_model_validated
+from experiments.sensing._setup import (
+    FULL_OVERRIDES,
+    SensingConfig,
+    train_seconds,
+    trained_model_validated,
+)
 from jaxlab import interp, sensing
 
 NAME = "sensing_maps"
@@ -43,7 +48,32 @@ class Config(SensingConfig):
 
 
 QUICK = Config()
+# the smoke tier (n_eval >= 3: the maps figure shows three flowers)
+TINY = Config(
+    n_flowers=32,
+    n_probes=4,
+    width=8,
+    steps=100,
+    val_flowers=8,
+    val_every=25,
+    n_eval=3,
+    grid=9,
+    n_null=50,
+    n_boot=50,
+)
 FULL = Config(**FULL_OVERRIDES, n_eval=1024, grid=61)
+# Device memory FULL needs, roughly: XLA's memory analysis of the compiled maps (all 1024
+# flowers x 3 modalities x 61^2 grid points at once, float32; `.lower(...).compile()
+# .memory_analysis()` on the CPU backend, 2026-12-05): 83 GB of temporaries
+FULL_MEMORY_GB = 83
+
+
+def full_work(config) -> float:
+    """Rough seconds here: the compilations (~20 s, most of TINY's 21 s), the training
+    (`train_seconds`) and three sets of maps (3 modalities, every grid point, ~20 width^2
+    multiply-adds each, at 1e10 a second)."""
+    maps = 3 * 3 * config.n_eval * config.grid**2 * 20 * config.width**2 / 1e10
+    return 20.0 + train_seconds(config) + maps
 
 
 def _maps(model, flower, grid, n_context, key):
@@ -163,9 +193,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     flowers = jax.vmap(
         lambda k: sensing.sample_flower(key=k, kinds=(0,), contrast_range=(0.8, 1.0))
     )(jax.random.split(k_eval, n))
-    maps = jax.jit(jax.vmap(lambda f, k: _maps(model, f, grid, config.n_context, k)))(
-        flowers, jax.random.split(jax.random.fold_in(k_eval, 1), n)
-    )
+    # one compiled function for the three sets of flowers (a jit per call recompiled it)
+    maps_of = jax.jit(jax.vmap(lambda f, k: _maps(model, f, grid, config.n_context, k)))
+    maps = maps_of(flowers, jax.random.split(jax.random.fold_in(k_eval, 1), n))
     pattern = jax.vmap(lambda f: jax.vmap(lambda a: sensing.pattern_intensity(f, a[:2]))(grid))(
         flowers
     )
@@ -242,9 +272,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     curved = eqx.tree_at(lambda f: f.curvature, flowers, jnp.ones(n))
     spreads = {}
     for label, fl in (("flat", flat), ("curved", curved)):
-        mp = jax.jit(jax.vmap(lambda f, k: _maps(model, f, grid, config.n_context, k)))(
-            fl, jax.random.split(k_geo, n)
-        )
+        mp = maps_of(fl, jax.random.split(k_geo, n))
         spreads[label] = np.asarray(jax.vmap(lambda i: _spread(i, grid))(mp["mechano"]))
     geometry_effect = float(np.mean(spreads["curved"] - spreads["flat"]))
     se_geo = float(np.std(spreads["curved"] - spreads["flat"]) / np.sqrt(n))

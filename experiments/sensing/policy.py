@@ -9,7 +9,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext
-from experiments.sensing._setup import FULL_OVERRIDES, UNSEEN, SensingConfig, trained_model
+from experiments.sensing._setup import (
+    FULL_OVERRIDES,
+    UNSEEN,
+    SensingConfig,
+    train_seconds,
+    trained_model,
+)
 from jaxlab import sensing
 
 NAME = "sensing_policy"
@@ -30,7 +36,21 @@ class Config(SensingConfig):
 
 
 QUICK = Config()
+# the smoke tier
+TINY = Config(n_flowers=32, n_probes=4, width=8, steps=100, n_eval=4, n_steps=3, grid=5)
 FULL = Config(**FULL_OVERRIDES, n_eval=2048, n_steps=20, grid=41)
+# Device memory FULL needs, roughly: XLA's memory analysis of one policy's compiled episodes
+# (2048 flowers vmapped, a 41^2-point map every step, float32; `.lower(...).compile()
+# .memory_analysis()` on the CPU backend, 2026-12-05): 74 GB of temporaries
+FULL_MEMORY_GB = 74
+
+
+def full_work(config) -> float:
+    """Rough seconds here: the compilations (~8 s, most of TINY's ~10 s), the training
+    (`train_seconds`) and the episodes (4 policies x 2 flower sets x steps, a map over the
+    grid a step, ~20 width^2 multiply-adds a point, at 1e10 a second)."""
+    episodes = 4 * 2 * config.n_eval * config.n_steps * config.grid**2 * 20 * config.width**2
+    return 8.0 + train_seconds(config) + episodes / 1e10
 
 
 def _policies(config):
@@ -42,11 +62,15 @@ def _policies(config):
     }
 
 
-def _evaluate(model, flowers, policy, grid, n_steps, key):
-    n = flowers.curvature.shape[0]
-    run = jax.jit(
+def _episodes(model, policy, grid, n_steps):
+    """The compiled episodes of one policy over a batch of flowers `(flowers, keys)`."""
+    return jax.jit(
         jax.vmap(lambda f, k: sensing.run_episode(model, f, policy, grid, n_steps, key=k))
     )
+
+
+def _evaluate(run, flowers, n_steps, key):
+    n = flowers.curvature.shape[0]
     ep = run(flowers, jax.random.split(key, n))
     hit = np.asarray(ep.rewards) > 0
     first = np.where(hit.any(1), hit.argmax(1) + 1, n_steps + 1)  # 1-indexed; T+1 = never
@@ -71,8 +95,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     )
     metrics, curves = {}, {}
     for name, pol in _policies(config).items():
-        r = _evaluate(model, seen, pol, grid, config.n_steps, k_run)
-        u = _evaluate(model, unseen, pol, grid, config.n_steps, jax.random.fold_in(k_run, 1))
+        run_pol = _episodes(model, pol, grid, config.n_steps)  # one compile: seen and unseen
+        r = _evaluate(run_pol, seen, config.n_steps, k_run)
+        u = _evaluate(run_pol, unseen, config.n_steps, jax.random.fold_in(k_run, 1))
         metrics[f"steps_to_nectar_{name}"] = r["steps_to_nectar"]
         metrics[f"reward_auc_{name}"] = r["reward_auc"]
         metrics[f"success_{name}"] = r["success"]

@@ -51,6 +51,8 @@ class Config:
 
 
 QUICK = Config()
+# the smoke tier
+TINY = Config(t_grid=(20, 40), replicates=4, burn_in=20, plugin_chains=2, plugin_steps=20)
 FULL = Config(
     params=(4.0, 0.08, 0.6, 1.5, 1.0),
     t_grid=(100, 200, 400, 800, 1600, 3200),
@@ -59,6 +61,15 @@ FULL = Config(
     plugin_chains=4,
     plugin_steps=800,
 )
+
+
+def full_work(config) -> float:
+    """Simulated chain steps (data and plug-in chains), plus the compilations (a fixed 1.7e4:
+    TINY's ~17 s; a chain step runs in ~1 ms here)."""
+    burn, reps = config.burn_in, config.replicates
+    data = reps * (config.t_grid[-1] + burn)
+    plugin = reps * config.plugin_chains * (config.plugin_steps + burn)
+    return 1.7e4 + data + plugin
 
 
 def _prefix(stats, t):

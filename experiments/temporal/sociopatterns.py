@@ -66,7 +66,16 @@ class Config:
 
 
 QUICK = Config()
+# the smoke tier: one network (the smallest), a short plug-in chain, a small GOF test
+TINY = Config(datasets=("hospital",), plugin_steps=20, gof_replicates=19, gof_transitions=10)
 FULL = Config(plugin_chains=8, plugin_steps=2000, gof_replicates=999, gof_transitions=1000)
+
+
+def full_work(config) -> float:
+    """Per network: simulated transitions (plug-in chains, GOF replicates), plus the
+    compilations and the data's statistics (a fixed 1.2e4: TINY's ~12 s; ~1 ms a transition)."""
+    plugin = config.plugin_chains * config.plugin_steps
+    return len(config.datasets) * (1.2e4 + plugin + config.gof_replicates * config.gof_transitions)
 
 
 COUNTS = ("edges", "triangles", "four_cycles")

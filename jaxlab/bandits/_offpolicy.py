@@ -13,6 +13,8 @@ Confidence intervals are percentile bootstrap intervals over events.
 
 from __future__ import annotations
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -129,10 +131,18 @@ def estimate_with_ci(
     idx = jax.random.randint(key, (n_boot, n), 0, n)
     # Validation happened on the full log; the resamples only reuse those entries.
     raw = {ips: _ips_raw, snips: _snips_raw, doubly_robust: _dr_raw}.get(estimator, estimator)
+    low, high = _bootstrap_interval(raw, level, idx, *args)
+    return OffPolicyEstimate(value=value, low=low, high=high)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _bootstrap_interval(raw, level, idx, *args):
+    """Percentile interval of `raw` over the resamples `idx` (one compilation per estimator
+    and shape: run eagerly, every call compiled its `lax.map` anew)."""
     # lax.map in small batches: a vmap over all resamples would hold n_boot copies of the log.
     boots = jax.lax.map(lambda i: raw(*(a[i] for a in args)), idx, batch_size=8)
     q = jnp.quantile(boots, jnp.asarray([(1 - level) / 2, (1 + level) / 2], boots.dtype))
-    return OffPolicyEstimate(value=value, low=q[0], high=q[1])
+    return q[0], q[1]
 
 
 def _ips_raw(actions, rewards, pscores, action_probs):

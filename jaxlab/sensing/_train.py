@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -52,7 +54,24 @@ def simulate_probes(n_flowers: int, n_probes: int, *, key: jax.Array, **flower_k
     """Sample flowers (training conditions unless `flower_kwargs` say otherwise) and probe them."""
     check_positive_int("n_flowers", n_flowers)
     check_positive_int("n_probes", n_probes)
+    keys = jax.random.split(key, n_flowers)
+    # one compiled program (run eagerly, the vmapped renderer compiled ~170 primitives one
+    # by one, ~10 s on 2 cores, again for every other number of flowers); keyword values
+    # that cannot be static (traced arrays) keep the eager path
+    kwargs = tuple(
+        sorted(
+            (k, tuple(np.asarray(v).tolist()) if isinstance(v, list | np.ndarray) else v)
+            for k, v in flower_kwargs.items()
+        )
+    )
+    try:
+        hash(kwargs)
+    except TypeError:
+        return _simulate_probes(keys, n_probes, dict(flower_kwargs))
+    return _simulate_probes_jit(keys, n_probes, kwargs)
 
+
+def _simulate_probes(keys, n_probes: int, flower_kwargs: dict) -> ProbeData:
     def one(k):
         kf, ka, ko = jax.random.split(k, 3)
         f = sample_flower(key=kf, **flower_kwargs)
@@ -60,8 +79,13 @@ def simulate_probes(n_flowers: int, n_probes: int, *, key: jax.Array, **flower_k
         v, m = jax.vmap(lambda a, kk: observe(f, a, key=kk))(acts, jax.random.split(ko, n_probes))
         return f, acts, v, m
 
-    f, a, v, m = jax.vmap(one)(jax.random.split(key, n_flowers))
+    f, a, v, m = jax.vmap(one)(keys)
     return ProbeData(flowers=f, actions=a, visual=v, mechano=m)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _simulate_probes_jit(keys, n_probes: int, flower_kwargs: tuple) -> ProbeData:
+    return _simulate_probes(keys, n_probes, dict(flower_kwargs))
 
 
 def _probe_data(data: ProbeData) -> ProbeData:

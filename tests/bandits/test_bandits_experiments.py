@@ -1,6 +1,7 @@
-"""The P16 experiments and benchmark write the metric keys issue 10 names (tiny configs)."""
+"""The P16 experiments and benchmark at their TINY size: what the smoke tier does not check
+(value ranges, the identification round, interval order, the peer's agreement). The
+metric names issue 10 asks for are checked by the smoke tier (tests/smoke/expected.py)."""
 
-import dataclasses
 import importlib
 
 import jax
@@ -15,46 +16,22 @@ matplotlib.use("Agg")
 pytestmark = pytest.mark.slow
 
 
-def _run(name, tmp_path, **overrides):
+def _run(name, tmp_path):
     mod = find(name)
-    config = dataclasses.replace(mod.QUICK, **overrides)
-    return mod.run(config, jax.random.key(0), RunContext(mod.NAME, tmp_path))
+    return mod.TINY, mod.run(mod.TINY, jax.random.key(0), RunContext(mod.NAME, tmp_path))
 
 
-def test_synthetic_contract(tmp_path):
-    res = _run(
-        "bandits_synthetic",
-        tmp_path,
-        n_items=40,
-        n_values=(3, 3, 3),
-        relevant=(1,),
-        horizon=40,
-        seeds=2,
-        small_n_items=30,
-        small_n_values=(2, 2),
-        small_relevant=(0,),
-        small_horizon=20,
-        identify_every=10,
-    )
-    for k in (
-        "regret_tdge",
-        "regret_linucb",
-        "regret_lints",
-        "regret_egreedy",
-        "dim_recovery_tdge",
-        "rounds_to_identify_tdge",
-        "rounds_to_identify_linucb",
-        "small_regret_tdge",
-    ):
-        assert k in res.metrics
+def test_synthetic_ranges(tmp_path):
+    cfg, res = _run("bandits_synthetic", tmp_path)
     assert 0.0 <= res.metrics["dim_recovery_tdge"] <= 1.0
     assert "regret" in res.figures
     assert len(res.claims) == 3
-    assert 10 <= res.metrics["rounds_to_identify_tdge"] <= 40
+    # a checkpoint round, capped at the horizon when not identified
+    assert cfg.identify_every <= res.metrics["rounds_to_identify_tdge"] <= cfg.horizon
 
 
-def test_movielens_contract(tmp_path):
-    res = _run("bandits_movielens", tmp_path, n_users=3, events=120, pool=40, candidates=10)
+def test_movielens_rewards_are_click_rates(tmp_path):
+    _, res = _run("bandits_movielens", tmp_path)
     for k in (
         "reward_tdge",
         "reward_linucb",
@@ -67,17 +44,19 @@ def test_movielens_contract(tmp_path):
     assert "trajectory" in res.figures
 
 
-def test_obd_contract(tmp_path):
-    res = _run("bandits_obd", tmp_path, n_boot=10, policy_samples=8)
+def test_obd_intervals_are_ordered(tmp_path):
+    _, res = _run("bandits_obd", tmp_path)
     for name in ("tdge", "linucb", "lints", "egreedy"):
         for est in ("ips", "snips", "dr"):
             m = res.metrics
             assert m[f"random/{est}_{name}_low"] <= m[f"random/{est}_{name}_high"]
 
 
-def test_speed_bench_contract():
+def test_speed_bench_agrees_with_mabwiser():
     mod = importlib.import_module("experiments.bench.bandits_speed")
-    bench = mod.setup({"rounds": 50, "alpha": 1.0}, jax.random.key(0))
+    config = {**mod.QUICK, **mod.TINY}
+    config = {k: v for k, v in config.items() if k not in ("warmup", "repeats")}
+    bench = mod.setup(config, jax.random.key(0))
     for k in ("jaxlab_decisions_s", "mabwiser_decisions_s", "decisions_ratio", "arm_agreement"):
         assert k in bench.size
     assert bench.size["arm_agreement"] > 0.9

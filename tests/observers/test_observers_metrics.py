@@ -1,6 +1,7 @@
 """The P2 experiments' error metrics: t = 0 exclusion, per-start MSE, bootstrap ratio."""
 
 import types
+import warnings
 
 import jax
 import numpy as np
@@ -41,6 +42,20 @@ def test_failed_trajectory_is_inf():
     assert got[0] == pytest.approx(0.01)
     assert np.isinf(got[1])
     assert np.isinf(C.mse(_traj(err, ok=[True, False])))
+
+
+def test_diverged_but_successful_trajectory_is_inf_without_a_warning():
+    # a solve that "succeeded" with errors ~1e200 (observers_x29's LMI-only observer at the
+    # smoke tier's size): squaring overflowed outside the errstate and, with warnings as
+    # errors, crashed the experiment instead of scoring the start inf
+    err = np.full((2, 5, 1), 0.1)
+    err[1, 3:] = 1e200
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = C.per_start_mse(_traj(err), start=1)
+        assert np.isinf(C.mse(_traj(err)))
+    assert got[0] == pytest.approx(0.01)
+    assert np.isinf(got[1])
 
 
 def test_paired_ratio_interval():

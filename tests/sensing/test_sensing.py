@@ -9,7 +9,7 @@ import pytest
 
 from jaxlab import sensing
 from jaxlab._core import Checkpointer
-from jaxlab.sensing import GaussianExpert
+from jaxlab.sensing import GaussianExpert, _train
 from tests.step_checks import check_step
 
 
@@ -271,3 +271,23 @@ def test_bad_inputs_raise(getkey):
         )
     with pytest.raises(ValueError, match="n_flowers: expected a positive integer"):
         sensing.simulate_probes(0, 4, key=getkey())
+
+
+def test_simulate_probes_is_one_compiled_program_with_the_eager_values(getkey):
+    # simulate_probes ran eagerly (a vmap compiled ~170 primitives one by one, ~10 s of the
+    # sensing experiments' smoke runs); it is now jitted with the flower keywords static
+    key = getkey()
+    kw = {"kinds": [1], "curvature_range": np.asarray([1.0, 1.6])}  # list / array: made static
+    got = sensing.simulate_probes(6, 3, key=key, **kw)
+    want = jax.tree.map(
+        np.asarray,
+        _train._simulate_probes(jax.random.split(key, 6), 3, kw),
+    )
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        np.testing.assert_allclose(np.asarray(a), b, rtol=1e-5, atol=1e-6)
+    assert np.all(np.asarray(got.flowers.kind) == 1)
+    # a traced range cannot be static: the eager path still takes it
+    traced = jax.jit(
+        lambda lo: sensing.simulate_probes(2, 3, key=key, curvature_range=(lo, lo + 0.1))
+    )(jnp.asarray(1.2))
+    assert np.all(np.asarray(traced.flowers.curvature) >= 1.2 - 1e-6)

@@ -2,8 +2,49 @@
 claims rely on); an experiment not listed is checked for the generic contract only."""
 
 METRICS: dict[str, tuple[str, ...]] = {
+    "bandits_movielens": (
+        "reward_tdge",
+        "reward_linucb",
+        "reward_lints",
+        "reward_egreedy",
+        "coldstart_reward_tdge",
+        "coldstart_reward_linucb",
+    ),
+    "bandits_obd": tuple(
+        f"random/{est}_{pol}_{end}"
+        for pol in ("tdge", "linucb", "lints", "egreedy")
+        for est in ("ips", "snips", "dr")
+        for end in ("low", "high")
+    ),
+    "bandits_synthetic": (
+        "regret_tdge",
+        "regret_linucb",
+        "regret_lints",
+        "regret_egreedy",
+        "dim_recovery_tdge",
+        "rounds_to_identify_tdge",
+        "rounds_to_identify_linucb",
+        "small_regret_tdge",
+    ),
     "lowrank_agreement": ("linear_max_err", "tanh_err_slope"),
     "lowrank_exposure": ("initial_output_diff", "final_output_diff"),
     "lowrank_memory": ("history_decode_acc_invisible", "history_decode_acc_visible"),
     "lowrank_predictions": ("savings_ratio", "connectivity_signature_gap"),
+    "observers_x29": (
+        "mse_after_transient_two_stage",
+        "mse_ratio_two_stage_vs_lmi_only",
+        "violation_starts",
+    ),
+    "sensing_maps": (
+        "pattern_alignment_lo",
+        "offset_angle_deg",
+        "offset_p_value",
+        "geometry_effect",
+    ),
+    "sensing_policy": (
+        "steps_to_nectar_lexicographic",
+        "reward_auc_lexicographic",
+        "unseen_success_lexicographic",
+    ),
+    "temporal_consistency": ("rmse_slope", "ci_coverage_95", "plugin_sd_over_mc_sd"),
 }
