@@ -77,8 +77,12 @@ QUICK = {
     "bytes_per_element": 20,
     "decay": 0.5,
     "phase": 0.3,
+    "interpret": False,  # True: the Pallas kernels in interpret mode (runs on CPU)
 }
 FULL = {**QUICK, "n": 1_000_000_000, "repeats": 3}
+# the smoke tier: every implementation once on CPU, the Pallas kernels in interpret mode
+# (the tiles of `--dry-run`)
+TINY = {"n": 1024, "warmup": 0, "repeats": 1, "interpret": True}
 _GPU = ("gpu", "cuda", "rocm", "tpu")
 
 
@@ -94,7 +98,11 @@ def _problem(n, key, decay, phase):
 
 def setup(config, key, *, scan=None, block=None):
     """Bench at size `config["n"]`; `scan` and `block` override the previous and the new
-    Pallas strategies (CPU dry runs)."""
+    Pallas strategies (CPU dry runs); `config["interpret"]` runs both in interpret mode
+    with the dry run's small tiles (any backend)."""
+    if config.get("interpret", False):
+        scan = PallasScan(chunk=64, interpret=True) if scan is None else scan
+        block = PallasBlockScan(rows=8, lanes=16, interpret=True) if block is None else block
     if scan is None and jax.default_backend() not in _GPU:
         raise RuntimeError(
             "laplex_gpu: needs a GPU/TPU backend; found "

@@ -49,6 +49,7 @@ QUICK = {
     "peers": ["celerite2", "tinygp"],
 }
 FULL = {**QUICK, "repeats": 9}
+TINY = {"n": 5000, "n_dense": 256, "warmup": 0, "repeats": 1}  # the smoke tier
 
 
 def setup(config, key):

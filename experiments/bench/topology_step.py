@@ -34,6 +34,7 @@ DESCRIPTION = (
 )
 
 QUICK = {"batch": 64, "width": 64, "depth": 2, "warmup": 3, "repeats": 30}
+TINY = {"batch": 8, "width": 8, "depth": 1, "warmup": 0, "repeats": 1}  # the smoke tier
 FULL = {"batch": 188, "width": 128, "depth": 4, "warmup": 3, "repeats": 30}
 DATASETS = ("mutag", "zinc", "freesolv")
 MODELS = ("hopse", "hopse_per_route", "homp")
@@ -67,14 +68,15 @@ def _step(batch, y, classes: int):
     return step
 
 
-def _flops(step, model) -> float:
-    """XLA's cost-analysis FLOPs of the compiled step."""
+def _compiled(step, model):
+    """`step(model)` compiled once (over the model's arrays): the timed call, and XLA's
+    cost-analysis FLOPs of that same executable."""
     params, static = eqx.partition(model, eqx.is_array)
-    lowered = jax.jit(lambda p: step(eqx.combine(p, static))).lower(params)
-    cost = lowered.compile().cost_analysis()
+    compiled = jax.jit(lambda p: step(eqx.combine(p, static))).lower(params).compile()
+    cost = compiled.cost_analysis()
     if isinstance(cost, list):  # older jax: one dict per computation
         cost = cost[0]
-    return float(cost["flops"])
+    return (lambda: compiled(params)), float(cost["flops"])
 
 
 def setup(config: dict, key: jax.Array) -> Bench:
@@ -103,8 +105,7 @@ def setup(config: dict, key: jax.Array) -> Bench:
                 config["depth"],
                 jax.random.fold_in(jax.random.fold_in(key, d), i),
             )
-            impls[f"{name}_{ds}"] = lambda step=step, model=model: step(model)
-            flops[name] = _flops(step, model)
+            impls[f"{name}_{ds}"], flops[name] = _compiled(step, model)
             size[f"flops_{name}_{ds}"] = flops[name]
         for name in ("hopse", "hopse_per_route"):
             size[f"flop_ratio_homp_over_{name}_{ds}"] = round(flops["homp"] / flops[name], 3)

@@ -41,6 +41,8 @@ class Config:
 
 
 QUICK = Config()
+# the smoke tier: every case kind (real/phased, ties, both decay extremes, every gradient)
+TINY = Config(sizes=(7,), grad_sizes=(5,), decay_scales=(1e-6, 1e6), sym_sizes=(9,))
 FULL = Config(grad_sizes=(7, 100, 1024, 2048), heads=3, decay_scales=(1e-6, 1e-3, 1.0, 1e3, 1e6))
 
 

@@ -66,6 +66,19 @@ class Config:
 
 
 QUICK = Config()
+TINY = Config(  # the smoke tier: both fits with one validation and early-stopping check
+    n_train=6,
+    n_val=3,
+    n_test=3,
+    heads=2,
+    steps=4,
+    val_every=2,
+    lanczos=6,
+    cg_maxiter=50,
+    eval_probes=2,
+    eval_lanczos=8,
+    n_boot=50,
+)
 FULL = Config(steps=1000, probes=8, patience=5)
 
 

@@ -67,6 +67,16 @@ class Config:
 
 
 QUICK = Config()
+TINY = Config(  # the smoke tier: every projection family, one matched budget (h = r = 1)
+    side=8,
+    hidden=16,
+    train_per_class=3,
+    test_per_class=2,
+    heads=(1, 2),
+    ranks=(1,),
+    steps=3,
+    n_boot=50,
+)
 FULL = Config(
     heads=(1, 2, 4, 8, 16),
     ranks=(1, 2, 4, 8, 16, 64),

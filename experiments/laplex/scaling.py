@@ -36,7 +36,11 @@ class Config:
 
 
 QUICK = Config()
+TINY = Config(sizes=(300, 3000), repeats=1, fit_from=300)  # the smoke tier
 FULL = Config(sizes=(1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000), repeats=5)
+# N = 1e8 float32: t, s, v, w, the three anchor/vector gradients, the plan's sorted copies
+# and permutations and the matvec's forward/backward sums: ~20 arrays of 4e8 bytes
+FULL_MEMORY_GB = 8
 
 
 def _loss(v, t, s, a, c, w, plan):
@@ -50,6 +54,11 @@ _VG_FRESH = jax.jit(
     )
 )
 _PLAN = jax.jit(laplex.make_plan)
+
+
+def full_work(config) -> float:
+    """Element passes of the timed calls (warm-up + repeats) plus ~1e7 per size's compiles."""
+    return float(sum((config.repeats + 1) * n + 1e7 for n in config.sizes))
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:

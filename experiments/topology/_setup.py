@@ -53,6 +53,19 @@ class TrainConfig(Encodings):
     weight_decay: float = 1e-4
 
 
+# the training work that one compile of the two models' epoch steps costs on CPU (graph
+# epochs at width 32, depth 2; TINY runs are mostly compiles, FULL runs mostly epochs)
+COMPILE_WORK = 15_000
+
+
+def train_work(n_graphs: int, runs: int, config: TrainConfig, epochs: int) -> float:
+    """The work of training HOPSE and HOMP: graphs x vmapped runs x epochs (+1: the
+    compile epoch), scaled by width / 32 and depth / 2, plus the compiles (`full_work`
+    of the HOPSE-vs-HOMP experiments; a crude model, calibrated on QUICK runs)."""
+    scale = int(config.width) / 32 * int(config.depth) / 2
+    return n_graphs * runs * (epochs + 1) * scale + COMPILE_WORK
+
+
 def spec_from(config: Encodings) -> tp.EncodingSpec:
     return tp.EncodingSpec(
         lappe_k=int(config.lappe_k),

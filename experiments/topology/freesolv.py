@@ -36,7 +36,13 @@ class Config(ts.TrainConfig):
 
 
 QUICK = Config()
+TINY = Config(seeds=2, epochs=2, eval_every=1, width=8, depth=1)  # the smoke tier
 FULL = Config(epochs=400, eval_every=5, width=128, lr=1e-3)
+
+
+def full_work(config) -> float:
+    """Training work (`_setup.train_work`) on FreeSolv's 513 training molecules."""
+    return ts.train_work(513, int(config.seeds), config, int(config.epochs))
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:

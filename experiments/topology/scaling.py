@@ -43,9 +43,17 @@ class Config:
 
 
 QUICK = Config()
+TINY = Config(nodes=(60, 120), width=8, depth=1, repeats=1, rwse_steps=2)  # the smoke tier
 FULL = Config(
     nodes=(1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000), width=128, repeats=10, rwse_steps=8
 )
+
+
+def full_work(config) -> float:
+    """Node passes per size: encodings (one per RWSE step), the fwd+bwd passes (warm-ups
+    and repeats, scaled by width x depth), ~2e4 for the two models' compiles."""
+    passes = (int(config.repeats) + 2) * int(config.width) * int(config.depth) / 64
+    return float(sum(n * (1 + int(config.rwse_steps) + passes) + 2e4 for n in config.nodes))
 
 
 def _complex_arrays(n: int, config: Config, seed: int):

@@ -47,6 +47,17 @@ class Config(ts.TrainConfig):
 
 
 QUICK = Config()
+TINY = Config(  # the smoke tier
+    seeds=2,
+    n_train=48,
+    n_val=16,
+    n_test=16,
+    epochs=2,
+    eval_every=1,
+    batch_size=16,
+    width=8,
+    depth=1,
+)
 FULL = Config(
     n_train=12000,
     n_val=1000,
@@ -58,6 +69,11 @@ FULL = Config(
     depth=4,
     lr=1e-3,
 )
+
+
+def full_work(config) -> float:
+    """Training work (`_setup.train_work`) on the n_train molecules."""
+    return ts.train_work(int(config.n_train), int(config.seeds), config, int(config.epochs))
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
