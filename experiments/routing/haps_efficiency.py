@@ -49,6 +49,7 @@ class Config(_setup.HAPSConfig):
 
 
 QUICK = Config()
+TINY = Config(**_setup.HAPS_TINY, n_timed=4, repeats=1)  # the smoke tier
 FULL = Config(**{**_setup.HAPS_FULL, "steps": 100}, n_timed=200)
 
 
@@ -62,6 +63,11 @@ def _median_time(fn, args_list, repeats):
             jax.block_until_ready(fn(*a))
         best.append((time.perf_counter() - t0) / len(args_list))
     return float(np.median(best))
+
+
+def full_work(config: Config) -> float:
+    """`_setup.haps_work`: parameters x (prefix items + fit steps x batch x blocks)."""
+    return _setup.haps_work(config)
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
