@@ -124,6 +124,8 @@ def test_every_learned_router_gets_the_same_selection_budget():
             # the grids' first entries are the settings of the unselected comparison
             assert _compare.grid("latent", cfg)[1][0]["learning_rate"] == 3e-3
             assert _compare.grid("mlp", cfg)[1][0]["learning_rate"] == 1e-2
+        # the smoke tier's cut grid keeps the budgets equal (2 scored candidates each)
+        assert {_compare.budget(n, m.TINY) for n in learned} == {2}
 
 
 def test_selection_never_reads_test_rows():
