@@ -64,6 +64,34 @@ FULL_OVERRIDES = {
     "context_tokens": 2048,
 }
 SUBLAKE_FULL_OVERRIDES = {**FULL_OVERRIDES, "tables": 10_000}
+#: the smoke tier (each experiment's TINY): SmolLM2 agents on 4 tasks over a sub-lake of a
+#: few partitions, a shorter per-call context
+TINY_OVERRIDES = {"tasks": 4, "context_tokens": 256}
+
+
+def method_figure(metrics: dict[str, float], methods, what: str, ylabel: str):
+    """Bars of each method's `<method>/<what>` (left) and tokens per task (right, log)."""
+    import matplotlib.pyplot as plt
+
+    fig, (ax, ax_t) = plt.subplots(1, 2, figsize=(9, 3.4))
+    x = range(len(methods))
+    ax.bar(x, [metrics[f"{m}/{what}"] for m in methods], color="C0")
+    ax.set_xticks(x, [m.replace("_", " ") for m in methods], rotation=25, fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax_t.bar(x, [metrics[f"{m}/tokens_per_task"] for m in methods], color="C1")
+    ax_t.set_xticks(x, [m.replace("_", " ") for m in methods], rotation=25, fontsize=7)
+    ax_t.set_yscale("log")
+    ax_t.set_ylabel("tokens per task")
+    fig.tight_layout()
+    return fig
+
+
+def lake_work(config: LakeConfig, tables: int) -> float:
+    """The dry run's work unit: LM calls x model size (tasks x tables x billions of params)."""
+    import jaxlab.lm as lm
+
+    params = lm.MODELS[lm.canonical_name(config.model)].n_params / 1e9
+    return float(config.tasks * tables * params)
 
 
 def discovery_config(config: LakeConfig) -> bb.DiscoveryConfig:

@@ -24,9 +24,15 @@ class Config(su.SubLakeConfig):
 
 
 QUICK = Config()
+TINY = Config(**su.TINY_OVERRIDES, tables=30)  # the smoke tier
 FULL = Config(**su.SUBLAKE_FULL_OVERRIDES)
 
 BASELINES = ("master_slave", "single_agent", "retrieval", "dense_retrieval")
+
+
+def full_work(config: Config) -> float:
+    """`su.lake_work`: tasks x tables x the agent model's parameters."""
+    return su.lake_work(config, config.tables)
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
@@ -63,4 +69,6 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         )
     ]
     notes = su.NOTES.format(model=config.model, ctx=config.context_tokens)
-    return Result(metrics=m, claims=claims, notes=notes)
+    fig = su.method_figure(m, list(found), "f1", "discovery F1 (mean over tasks)")
+    fig.axes[0].set_title(f"{len(tasks)} tasks, {len(lake)} tables", fontsize=9)
+    return Result(metrics=m, claims=claims, figures={"discovery": fig}, notes=notes)

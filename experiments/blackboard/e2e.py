@@ -28,7 +28,13 @@ class Config(su.SubLakeConfig):
 
 
 QUICK = Config()
+TINY = Config(**su.TINY_OVERRIDES, tables=30)  # the smoke tier
 FULL = Config(**su.SUBLAKE_FULL_OVERRIDES)
+
+
+def full_work(config: Config) -> float:
+    """`su.lake_work`: tasks x tables x the agent model's parameters."""
+    return su.lake_work(config, config.tables)
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
@@ -85,4 +91,6 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         )
     ]
     notes = su.NOTES.format(model=config.model, ctx=config.context_tokens)
-    return Result(metrics=m, claims=claims, notes=notes)
+    fig = su.method_figure(m, list(found), "success", "end-to-end success (KramaBench score)")
+    fig.axes[0].set_title(f"{len(tasks)} tasks, {len(lake)} tables", fontsize=9)
+    return Result(metrics=m, claims=claims, figures={"success": fig}, notes=notes)

@@ -28,9 +28,15 @@ class Config(su.LakeConfig):
 
 
 QUICK = Config()
+TINY = Config(**su.TINY_OVERRIDES, sizes=(20, 40))  # the smoke tier
 FULL = Config(**su.FULL_OVERRIDES, sizes=(50, 200, 500, 10_000))
 
 BASELINES = ("master_slave", "single_agent", "retrieval", "dense_retrieval")
+
+
+def full_work(config: Config) -> float:
+    """`su.lake_work` summed over the nested lakes' sizes."""
+    return su.lake_work(config, sum(config.sizes))
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:

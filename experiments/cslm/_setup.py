@@ -88,6 +88,27 @@ BUDGET_FULL_OVERRIDES = {
     "budgets": (16, 32, 64, 128, 256, 512, 1024),
 }
 
+#: the smoke tier's budget table (cslm_complexity / cslm_reliability TINY): SmolLM2, one
+#: family at 3 sizes, 3 items, budgets 2/4/8 (its chunks are built by `budget_chunk`; their
+#: content hash differs from QUICK's)
+BUDGET_TINY = {
+    "models": ("smollm2-135m-instruct",),
+    "families": ("chain_sum",),
+    "sizes": (("chain_sum", (1, 2, 3)),),
+    "items": 3,
+    "budgets": (2, 4, 8),
+    "batch_size": 4,
+}
+
+
+def chunk_work(config: ChunkConfig, tokens: int) -> float:
+    """The dry run's work unit: model parameters (billions) x items x sizes x `tokens` (the
+    generated tokens per item)."""
+    params = sum(lm.MODELS[m].n_params for m in config.models) / 1e9
+    sizes = sum(len(config.sizes_of(f)) for f in config.families)
+    return params * sizes * config.items * tokens
+
+
 CAVEAT = (
     "Small open models (135M-0.5B parameters, 4-bit GGUF weights dequantised to "
     "float32); the paper's thesis is about LMs in general, and larger models may "

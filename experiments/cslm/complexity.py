@@ -46,6 +46,7 @@ class Config(_setup.BudgetConfig):
 
 
 QUICK = Config()
+TINY = Config(**_setup.BUDGET_TINY, n_boot=20)  # the smoke tier
 FULL = Config(**_setup.BUDGET_FULL_OVERRIDES, n_boot=2000)
 
 
@@ -61,6 +62,11 @@ def kendall_tau(x, y) -> float:
             s += np.sign(x[j] - x[i]) * np.sign(y[j] - y[i])
             pairs += 1
     return s / pairs if pairs else float("nan")
+
+
+def full_work(config: Config) -> float:
+    """`_setup.chunk_work` with the largest budget as the generated tokens per item."""
+    return _setup.chunk_work(config, max(config.budgets))
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:

@@ -37,7 +37,13 @@ class Config(_setup.BudgetConfig):
 
 
 QUICK = Config()
+TINY = Config(**_setup.BUDGET_TINY)  # the smoke tier
 FULL = Config(**_setup.BUDGET_FULL_OVERRIDES, ece_bins=15)
+
+
+def full_work(config: Config) -> float:
+    """`_setup.chunk_work` with the largest budget as the generated tokens per item."""
+    return _setup.chunk_work(config, max(config.budgets))
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:

@@ -39,6 +39,15 @@ class Config(_setup.ChunkConfig):
 
 
 QUICK = Config()
+TINY = Config(  # the smoke tier
+    models=("smollm2-135m-instruct",),
+    families=("chain_sum",),
+    sizes=(("chain_sum", (2,)),),
+    items=2,
+    samples=2,
+    max_new_tokens=8,
+    batch_size=4,
+)
 FULL = Config(
     models=(
         "smollm2-135m-instruct",
@@ -75,6 +84,11 @@ def mean_gap(a, b) -> float:
     d = np.asarray(a) - np.asarray(b)
     d = d[np.isfinite(d)]
     return float(d.mean()) if d.size else float("nan")
+
+
+def full_work(config: Config) -> float:
+    """`_setup.chunk_work` with samples x max_new_tokens generated tokens per item."""
+    return _setup.chunk_work(config, config.samples * config.max_new_tokens)
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:

@@ -70,6 +70,29 @@ class CompareConfig:
     knn_ks: tuple[int, ...] = (10, 2, 5, 20, 40, 80)
 
 
+#: the smoke tier's comparison (each experiment's TINY): one split, short fits, and a
+#: selection grid cut to one setting per router x 2 stopping points (kNN: 2 values of k),
+#: so every learned router still gets the same budget (2 scored candidates); a one-block
+#: LatentRouter (its training step's compilation is most of a TINY run)
+TINY_COMPARE = dict(
+    n_splits=1,
+    steps=20,
+    n_boot=20,
+    n_checks=2,
+    cost_weights=(0.0, 0.2, 1.6),
+    learning_rates=(1e-2,),
+    latent_settings=((3e-3, 16, 1),),
+    knn_ks=(10, 2),
+)
+
+
+def compare_work(config: CompareConfig, n_tables: int = 1) -> float:
+    """Router fit steps of a comparison (the dry run's work unit): splits x tables x the
+    iterative routers' grid settings x steps."""
+    settings = len(config.learning_rates) + len(config.latent_settings)
+    return float(config.n_splits * n_tables * settings * config.steps)
+
+
 @dataclasses.dataclass(frozen=True)
 class TablesConfig(CompareConfig):
     """A comparison over several P6 tables (`_setup.named_table` names) with one kind of

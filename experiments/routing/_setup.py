@@ -687,6 +687,34 @@ HAPS_FULL = dict(
 )
 
 
+#: the smoke tier's HAPS data and fits (the haps_* TINY configs): the two smallest pool
+#: models (HAPS routes between models, so it needs two), 12 MedMCQA items, one adapted
+#: block on the last prompt token; its prefix cache is built by `prefix_residuals` (its
+#: content hash differs from QUICK's: other items and `top`)
+HAPS_TINY = dict(
+    models=HAPS_MODELS[:2],
+    per_source=(("medmcqa", 12),),
+    cached_top=1,
+    top=1,
+    n_active=1,
+    rank=2,
+    hidden=16,
+    steps=4,
+    batch_size=4,
+    n_boot=50,
+)
+
+
+def haps_work(config: HAPSConfig) -> float:
+    """The dry run's work unit: models' parameters x (prefix items + steps x batch x blocks)."""
+    from jaxlab import lm
+
+    items = sum(n for _, n in config.per_source)
+    params = sum(lm.MODELS[m].n_params for m in config.models) / 1e9
+    blocks = config.top or 24  # top 0: every block (the pool's models have 24-30)
+    return params * (items + config.steps * config.batch_size * blocks)
+
+
 @dataclasses.dataclass
 class HAPSData:
     """Everything the haps_* experiments train and score on (N queries, M models, K=4)."""

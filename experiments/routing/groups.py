@@ -33,17 +33,28 @@ class Config(_compare.TablesConfig):
 
 
 QUICK = Config()
+TINY = Config(**_compare.TINY_COMPARE)  # the smoke tier (the committed tables)
 FULL = Config(n_splits=5, steps=600, n_boot=1000)
 
 
 def exact_spearman_p(x, y) -> tuple[float, float]:
-    """Spearman rho and its one-sided exact permutation p (all orderings of y; <= 8 groups)."""
+    """Spearman rho and its one-sided exact permutation p (all orderings of y; <= 8 groups).
+
+    A constant x or y has no ranking to correlate: rho 0 and p 1 (no evidence of an
+    association), not scipy's nan with a ConstantInputWarning."""
     x, y = np.asarray(x, float), np.asarray(y, float)
-    rho = float(stats.spearmanr(x, y)[0])
     if x.size > 8:
         raise ValueError(f"exact permutation test: at most 8 groups, received {x.size}")
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return 0.0, 1.0
+    rho = float(stats.spearmanr(x, y)[0])
     perms = [float(stats.spearmanr(x, np.asarray(p))[0]) for p in itertools.permutations(y)]
     return rho, float(np.mean(np.asarray(perms) >= rho - 1e-12))
+
+
+def full_work(config: Config) -> float:
+    """Router fit steps (`_compare.compare_work`)."""
+    return _compare.compare_work(config, len(config.tables))
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:

@@ -40,12 +40,20 @@ class Config(_setup.HAPSConfig):
 
 
 QUICK = Config()
+# the smoke tier: every arm, the rank arm and the fewer-blocks arm included (2 cached and
+# adapted blocks; the fewer-blocks arm adapts 1, running the middle block over the cache)
+TINY = Config(**{**_setup.HAPS_TINY, "cached_top": 2, "top": 2}, fewer_top=1, ranks=(1,))
 FULL = Config(**_setup.HAPS_FULL, fewer_top=4, ranks=(2, 8, 16))
 
 
 def _accuracy(haps, data, test):
     correct, choice = _setup.haps_outcomes(haps, data, data.features, test)
     return correct[np.arange(len(test)), choice[0]].astype(float)
+
+
+def full_work(config: Config) -> float:
+    """`_setup.haps_work`: parameters x (prefix items + fit steps x batch x blocks)."""
+    return _setup.haps_work(config)
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:

@@ -25,6 +25,7 @@ import time
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext, log
@@ -49,6 +50,7 @@ class Config(_setup.HAPSConfig):
 
 
 QUICK = Config()
+TINY = Config(**_setup.HAPS_TINY, n_timed=4, repeats=1)  # the smoke tier
 FULL = Config(**{**_setup.HAPS_FULL, "steps": 100}, n_timed=200)
 
 
@@ -62,6 +64,11 @@ def _median_time(fn, args_list, repeats):
             jax.block_until_ready(fn(*a))
         best.append((time.perf_counter() - t0) / len(args_list))
     return float(np.median(best))
+
+
+def full_work(config: Config) -> float:
+    """`_setup.haps_work`: parameters x (prefix items + fit steps x batch x blocks)."""
+    return _setup.haps_work(config)
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
@@ -190,6 +197,24 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         ),
     ]
     del h_hist
+    fig, (ax_q, ax_t) = plt.subplots(1, 2, figsize=(9, 3.6))
+    per_query = {k.split("/", 1)[1]: v for k, v in metrics.items() if k.startswith("seconds_per_")}
+    ax_q.bar(range(len(per_query)), [v * 1e3 for v in per_query.values()], color="C0")
+    ax_q.set_xticks(range(len(per_query)), [k.replace("_", " ") for k in per_query], fontsize=6)
+    ax_q.tick_params(axis="x", rotation=20)
+    ax_q.set_ylabel("ms per held-out query (median)")
+    ax_q.set_title(f"inference on the cached prefix (ratio HAPS / routing {ratio:.2f})", fontsize=8)
+    per_step = {k.split("/", 1)[1]: v for k, v in metrics.items() if k.startswith("train_sec")}
+    ax_t.bar(range(len(per_step)), list(per_step.values()), color="C1")
+    ax_t.set_xticks(range(len(per_step)), [k.replace("_", " ") for k in per_step], fontsize=7)
+    ax_t.set_yscale("log")
+    ax_t.set_ylabel("training seconds per step")
+    ax_t.set_title(
+        f"HAPS generates {100 * metrics['generated_fraction_of_model_mean']:.3f}% of the "
+        "chosen model's parameters per query",
+        fontsize=8,
+    )
+    fig.tight_layout()
     notes = (
         f"{_setup.HAPS_CAVEAT}. Timings: jitted single-query calls after warm-up, median of "
         f"{config.repeats} passes over {len(test)} held-out queries, per-architecture times "
@@ -197,4 +222,4 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         f"read ratios. Training: {config.steps} timed steps per method (not converged); "
         "seconds per step = the fit's wall time / steps, compilation included."
     )
-    return Result(metrics=metrics, claims=claims, figures={}, notes=notes)
+    return Result(metrics=metrics, claims=claims, figures={"cost": fig}, notes=notes)

@@ -50,6 +50,7 @@ class Config(_setup.HAPSConfig):
 
 
 QUICK = Config()
+TINY = Config(**_setup.HAPS_TINY, router_steps=20, cost_shifts=(0.0, 1.0))  # the smoke tier
 FULL = Config(**_setup.HAPS_FULL)
 
 
@@ -62,6 +63,11 @@ def _p6_routers(train, key, steps):
         "mf": routing.MatrixFactorisationRouter.fit(train, key=k[1], steps=steps),
         "latent": routing.LatentRouter.fit(train, key=k[2], dim=32, steps=steps),
     }
+
+
+def full_work(config: Config) -> float:
+    """`_setup.haps_work`: parameters x (prefix items + fit steps x batch x blocks)."""
+    return _setup.haps_work(config)
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:

@@ -35,7 +35,15 @@ class Config(_compare.TablesConfig):
 
 
 QUICK = Config()
+# the smoke tier: the committed text table only (the vqa table's path, clusters
+# included, runs in routing_vqa and routing_groups' TINY)
+TINY = Config(**_compare.TINY_COMPARE, tables=("text",))
 FULL = Config(n_splits=5, steps=600, n_boot=1000)
+
+
+def full_work(config: Config) -> float:
+    """Router fit steps (`_compare.compare_work`)."""
+    return _compare.compare_work(config, len(config.tables))
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:

@@ -32,7 +32,13 @@ class Config(_compare.CompareConfig):
 
 
 QUICK = Config()
+TINY = Config(**_compare.TINY_COMPARE)  # the smoke tier (the committed table)
 FULL = Config(n_splits=5, steps=600, n_boot=1000)
+
+
+def full_work(config: Config) -> float:
+    """Router fit steps (`_compare.compare_work`)."""
+    return _compare.compare_work(config)
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:

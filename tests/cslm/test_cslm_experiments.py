@@ -1,33 +1,14 @@
-"""The cslm experiments keep their contract on tiny configs with SmolLM2 (slow: real model
-calls), and a second run reads the content-hashed cache without loading the model."""
+"""The cslm experiments' content-hashed caches: a second build of the TINY budget table and
+triad chunk reads the cache without loading the model (slow: real model calls; the
+experiments' contract at TINY size is the smoke tier's, tests/smoke)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
+import numpy as np
 import pytest
 
-from experiments._harness import Result, RunContext
-from experiments.cslm import _setup, complexity, reliability, triad
-
-TINY_BUDGET = {
-    "models": ("smollm2-135m-instruct",),
-    "families": ("chain_sum",),
-    "sizes": (("chain_sum", (1, 2, 3)),),
-    "items": 3,
-    "budgets": (2, 4, 8),
-    "batch_size": 4,
-}
-TINY_TRIAD = {
-    "models": ("smollm2-135m-instruct",),
-    "families": ("chain_sum",),
-    "sizes": (("chain_sum", (2,)),),
-    "items": 2,
-    "samples": 2,
-    "max_new_tokens": 8,
-    "batch_size": 4,
-}
+from experiments.cslm import _setup, complexity, triad
 
 
 @pytest.fixture
@@ -37,32 +18,26 @@ def cache(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_experiment_contracts_and_cache(cache, tmp_path):
+def test_tiny_chunks_are_read_back_from_the_cache(cache):
     key = jax.random.key(0)
-    tiny = dataclasses.replace(complexity.QUICK, **TINY_BUDGET, n_boot=20)
-    res = complexity.run(tiny, key, RunContext(complexity.NAME, tmp_path / "c"))
-    assert isinstance(res, Result)
-    assert res.claims
-    assert res.figures
-    assert "smollm2/chain_sum/kendall_tau" in res.metrics
-    assert len(list(cache.glob("budget-*.npz"))) == 3
+    tiny = complexity.TINY
+    table = _setup.budget_table(tiny, key)
+    assert len(list(cache.glob("budget-*.npz"))) == sum(len(s) for _, s in tiny.sizes)
     models = _setup.Models()
-    table = _setup.budget_table(tiny, key, models)
-    assert models._name is None
-    assert len(table) == 3  # all from the cache
-    res = reliability.run(
-        dataclasses.replace(reliability.QUICK, **TINY_BUDGET),
-        key,
-        RunContext(reliability.NAME, tmp_path / "r"),
-    )
-    assert "smollm2/ece" in res.metrics
-    assert res.claims
-    res = triad.run(
-        dataclasses.replace(triad.QUICK, **TINY_TRIAD), key, RunContext(triad.NAME, tmp_path / "t")
-    )
-    assert "smollm2/lm_verifier_precision" in res.metrics
-    assert len(res.claims) == 2
+    again = _setup.budget_table(tiny, key, models)
+    assert models._name is None  # all from the cache
+    assert again.keys() == table.keys()
+    for k, chunk in table.items():
+        np.testing.assert_array_equal(again[k]["correct"], chunk["correct"])
+    t = triad.TINY
+    family, n = t.families[0], t.sizes_of(t.families[0])[0]
+    args = (t.models[0], family, n, t.items, t.samples, t.max_new_tokens, key)
+    first = _setup.triad_chunk(_setup.Models(), *args, batch_size=t.batch_size)
     assert len(list(cache.glob("triad-*.npz"))) == 1
+    models = _setup.Models()
+    second = _setup.triad_chunk(models, *args, batch_size=t.batch_size)
+    assert models._name is None
+    np.testing.assert_array_equal(second["verify_score"], first["verify_score"])
 
 
 def test_content_hash_takes_the_chunk_keys_nested_lists():

@@ -79,6 +79,10 @@ def test_exact_spearman_p_matches_scipy():
         assert p == pytest.approx(ref.pvalue)
     with pytest.raises(ValueError, match="8 groups"):
         groups.exact_spearman_p(np.arange(9.0), np.arange(9.0))
+    # a constant gain (every group's LatentRouter gain 0: it routed like the best fixed
+    # candidate) raised scipy's ConstantInputWarning and gave rho nan
+    assert groups.exact_spearman_p([0.1, 0.3, 0.2], [0.0, 0.0, 0.0]) == (0.0, 1.0)
+    assert groups.exact_spearman_p([0.5, 0.5], [0.1, 0.2]) == (0.0, 1.0)
 
 
 def test_oracle_curve_bounds_every_router(getkey):
@@ -120,6 +124,8 @@ def test_every_learned_router_gets_the_same_selection_budget():
             # the grids' first entries are the settings of the unselected comparison
             assert _compare.grid("latent", cfg)[1][0]["learning_rate"] == 3e-3
             assert _compare.grid("mlp", cfg)[1][0]["learning_rate"] == 1e-2
+        # the smoke tier's cut grid keeps the budgets equal (2 scored candidates each)
+        assert {_compare.budget(n, m.TINY) for n in learned} == {2}
 
 
 def test_selection_never_reads_test_rows():
