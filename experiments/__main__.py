@@ -14,7 +14,14 @@ from ._harness._config import with_overrides
 from ._harness._dryrun import dry_run
 from ._harness._papers import PAPERS, bibtex, papers_table
 from ._harness._report import claims_table, failed_smoke, load_records, write_report
-from ._harness._runner import full_refusal, jax_info, reproduce, resume_note, run_experiment
+from ._harness._runner import (
+    config_of,
+    full_refusal,
+    jax_info,
+    reproduce,
+    resume_note,
+    run_experiment,
+)
 
 _EPILOG = """exit status: 0 success; 1 an experiment (or benchmark) failed or a claims
 folder held no results; 2 a usage error (unknown name, bad flag, --full refused).
@@ -84,9 +91,8 @@ def _cmd_run(args) -> int:
     if args.resume:
         print(resume_note(mod, args.out))
     try:  # a bad override is a usage error, found before anything runs
-        if args.tiny and not hasattr(mod, "TINY"):
-            raise ValueError(f"{mod.NAME} declares no TINY config")
-        with_overrides(mod.FULL if args.full else mod.TINY if args.tiny else mod.QUICK, args.set)
+        scale = "full" if args.full else "tiny" if args.tiny else "quick"
+        with_overrides(config_of(mod, scale), args.set)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -54,7 +54,6 @@ class Config:
 
 
 QUICK = Config()
-# the smoke tier
 # the smoke tier (300 + 300 steps: with fewer, the observer is not yet certified and its
 # diverging simulations run to diffrax's step limit, much slower than the training)
 TINY = Config(
