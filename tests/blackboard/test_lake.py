@@ -19,6 +19,33 @@ def test_types_and_missing_values():
     assert np.isnan(cols["c"][1])
 
 
+def test_column_types_by_hand():
+    """The vectorised column conversion: each rule on one column (values stripped)."""
+    data = (
+        b"i,im,f,inf,s,empty,big\n"
+        b" 1 ,1,1.5,1,a,NA,1\n"
+        b"2,,2,inf,b,,99999999999999999999\n"
+        b"-3,3,1e3,3,3,.,3\n"
+    )
+    cols, dt = parse_csv(data, file="t.csv")
+    assert dt == {
+        "i": "int",
+        "im": "float",  # an int column with a missing value
+        "f": "float",
+        "inf": "str",  # a non-finite value keeps the column text
+        "s": "str",
+        "empty": "float",  # every value missing: all nan
+        "big": "float",  # an int beyond int64: read as float
+    }
+    np.testing.assert_array_equal(cols["i"], [1, 2, -3])
+    np.testing.assert_array_equal(cols["im"], [1.0, np.nan, 3.0])
+    np.testing.assert_array_equal(cols["f"], [1.5, 2.0, 1000.0])
+    assert list(cols["inf"]) == ["1", "inf", "3"]
+    assert list(cols["s"]) == ["a", "b", "3"]
+    assert np.isnan(cols["empty"]).all()
+    assert cols["empty"].shape == (3,)
+
+
 @pytest.mark.parametrize(
     ("data", "match"),
     [
