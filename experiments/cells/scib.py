@@ -55,6 +55,17 @@ class Config:
 
 
 QUICK = Config()
+# the smoke tier: both data sets, two seeds (the paired intervals need two)
+TINY = Config(
+    latent_dim=4,
+    width=16,
+    steps=4,
+    batch_size=32,
+    vae_steps=4,
+    seeds=(0, 1),
+    sim_cells=300,
+    sim_genes=64,
+)
 
 # method name -> obsm key of its embedding
 EMBEDDINGS = {"lecell": "X_lecell", "pca": "X_pca", "vae_nobatch": "X_vae_nobatch", "vae": "X_vae"}
