@@ -31,6 +31,8 @@ PAPER = "P12"
 DESCRIPTION = "HH population at dt=25us: jaxlab (diffrax, vmap) vs Jaxley vs Brian2"
 
 QUICK = {"n_neurons": 100, "duration_ms": 1000.0, "dt_ms": 0.025, "warmup": 1, "repeats": 3}
+# the smoke tier: every implementation once on a small population
+TINY = {"n_neurons": 2, "duration_ms": 20.0, "warmup": 0, "repeats": 1}
 FULL = {"n_neurons": 1000, "duration_ms": 1000.0, "dt_ms": 0.025, "warmup": 1, "repeats": 5}
 
 _AREA_CM2 = 2 * np.pi * 1.0 * 10.0 * 1e-8  # Jaxley's default compartment: r 1 um, L 10 um

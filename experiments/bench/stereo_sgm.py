@@ -26,6 +26,8 @@ NAME = "stereo_sgm"
 PAPER = "P15"
 DESCRIPTION = "census + 8-path SGM (jaxlab, jitted; C++ kernel and JAX path) vs OpenCV StereoSGBM"
 QUICK = {"scale": 2, "n_disp": 48, "warmup": 1, "repeats": 5}
+# the smoke tier: the pair box-downsampled 8 x, every implementation once
+TINY = {"scale": 8, "n_disp": 16, "warmup": 0, "repeats": 1}
 FULL = {"scale": 1, "n_disp": 80, "warmup": 2, "repeats": 10}
 
 

@@ -48,7 +48,15 @@ class Config(setup.BiophysConfig):
 
 
 QUICK = Config()
+# the smoke tier: two neurons, 150 ms, the main fit and the 2 x 2 ablation a few steps each
+TINY = Config(n_neurons=2, duration_ms=150.0, fit_steps=4, ablation_steps=4)
 FULL = Config(**setup.FULL_OVERRIDES, ablation_steps=300)
+
+
+def full_work(config) -> float:
+    """Simulated neuron-milliseconds over the five fits' steps (main fit + 2 x 2 ablation)."""
+    return config.n_neurons * config.duration_ms * (config.fit_steps + 4 * config.ablation_steps)
+
 
 STARTS = {"rate": True, "const": False}  # spike-time (f-I) start vs constant 0.2 nA
 LOSSES = {"anchor": True, "trace": False}  # anchored loss vs trace-only loss

@@ -31,7 +31,14 @@ class Config(setup.BiophysConfig):
 
 
 QUICK = Config()
+# the smoke tier: two neurons, 150 ms, a few steps of the anchored fit
+TINY = Config(n_neurons=2, duration_ms=150.0, fit_steps=4)
 FULL = Config(**setup.FULL_OVERRIDES)
+
+
+def full_work(config) -> float:
+    """Simulated neuron-milliseconds over the fit's steps."""
+    return config.n_neurons * config.duration_ms * config.fit_steps
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:

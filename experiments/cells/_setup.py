@@ -13,6 +13,8 @@ from jaxlab._core import TqdmProgress
 # cells.train_lecell's default optimiser, built once: fits of same-shaped data share one
 # compiled chunk (the driver caches it per step object, the optimiser included).
 LECELL_OPTIMIZER = optax.adamw(1e-3, weight_decay=1e-4)
+# cells.train_nbvae's default (Adam, 1e-3), built once for the same reason
+NBVAE_OPTIMIZER = optax.adam(1e-3)
 
 
 # The data sets the experiments run on, and the obs column of each one's cell types.

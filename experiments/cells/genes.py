@@ -31,6 +31,8 @@ class Config:
 
 
 QUICK = Config()
+# the smoke tier
+TINY = Config(latent_dim=4, width=16, steps=20, batch_size=32)
 FULL = Config(latent_dim=32, width=1024, steps=20000, batch_size=512)
 
 

@@ -60,6 +60,18 @@ class Config:
 
 
 QUICK = Config()
+# the smoke tier: both data sets, two fractions x two seeds (the intervals need two)
+TINY = Config(
+    fractions=(0.05, 0.1),
+    seeds=(0, 1),
+    latent_dim=4,
+    width=16,
+    steps=4,
+    batch_size=32,
+    n_pcs=8,
+    sim_cells=300,
+    sim_genes=64,
+)
 FULL = Config(
     fractions=(0.005, 0.01, 0.02, 0.05, 0.10),
     doses=(0.5, 1.0, 2.0, 4.0, 8.0),

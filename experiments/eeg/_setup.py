@@ -125,6 +125,13 @@ def deep_model(name: str, n_classes: int):
     raise ValueError(f"deep model {name!r}: expected eegnet, shallow or deep")
 
 
+# train_classifier's default (Adam, 1e-3), built once: every training of one model on
+# same-shaped data (folds, cross_session's raw and aligned epochs, the experiments run in
+# one process) shares one compiled step (the driver caches it per step object, the
+# optimiser included)
+DEEP_OPTIMIZER = optax.adam(1e-3)
+
+
 def deep_inputs(tab):
     """Epochs `(N, C, L)` as float32, scaled by one global (label-free) standard deviation."""
     x = np.asarray(tab.x, np.float32)
@@ -157,7 +164,7 @@ def evaluate_deep(
     subject = np.asarray(subject)
     n_classes = int(y.max()) + 1
     summaries = [{} for _ in prefixes]
-    optimizer = optax.adam(1e-3)  # train_classifier's default, one object: folds share compiles
+    optimizer = DEEP_OPTIMIZER
     for m in models:
         scores = [([], []) for _ in prefixes]
         for i, (train, *tests) in enumerate(folds):

@@ -27,6 +27,8 @@ class Config(common.EegConfig):
 
 
 QUICK = Config()
+# the smoke tier
+TINY = Config(n_subjects=6, block_seconds=8.0, n_folds=2, deep_epochs=1)
 FULL = Config(**common.FULL_OVERRIDES, deep_models=("eegnet", "shallow", "deep"), deep_epochs=100)
 
 

@@ -27,6 +27,8 @@ class Config(common.EegConfig):
 
 
 QUICK = Config()
+# the smoke tier
+TINY = Config(n_subjects=6, block_seconds=8.0, n_folds=2, scales=(0.0, 1.0), zero_repeats=2)
 FULL = Config(
     **common.FULL_OVERRIDES,
     scales=(0.0, 0.25, 0.5, 1.0, 2.0),
@@ -40,6 +42,7 @@ def _evaluate_scale(config, key, scale, tag, metrics):
     tab, _, _ = common.epochs_for(config, k_sim, scale)
     feats, covs = common.inputs_for(tab)
     folds = common.folds_for(tab.subject, config.n_folds, k_fold)
+    k_rf = jax.random.fold_in(key, 11)  # the random forest's seed (FULL runs rf)
     s = common.evaluate(
         config.models,
         feats,
@@ -48,6 +51,7 @@ def _evaluate_scale(config, key, scale, tag, metrics):
         folds,
         f"bacc_state_scale{tag}",
         metrics,
+        key=k_rf,
     )
     med = np.asarray(tab.condition) == 1
     mt = tab.select(med)
@@ -60,6 +64,7 @@ def _evaluate_scale(config, key, scale, tag, metrics):
         tf,
         f"bacc_technique_scale{tag}",
         metrics,
+        key=k_rf,
     )
     return s, t
 

@@ -50,6 +50,24 @@ class Config(EmConfig):
 
 
 QUICK = Config()
+# the smoke tier: QUICK's three settings, tiny models, two seeds (the paired intervals)
+TINY = Config(
+    size=32,
+    n_train=4,
+    n_test=2,
+    features=(2, 4),
+    seg_features=(2, 4),
+    denoiser_features=4,
+    steps=2,
+    finetune_steps=2,
+    denoiser_steps=2,
+    batch_size=2,
+    T=10,
+    t0=3,
+    refine_steps=2,
+    chunk=2,
+    seeds=(0, 1),
+)
 FULL = Config(
     **FULL_OVERRIDES,
     settings=tuple((f, r) for r in (MAIN_REGIME, "dense", "noisy") for f in (2, 4)),

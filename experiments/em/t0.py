@@ -47,6 +47,25 @@ class Config(EmConfig):
 
 
 QUICK = Config()
+# the smoke tier: tiny models, two seeds (the paired intervals), t0 in {0, 3, T}
+TINY = Config(
+    size=32,
+    n_train=4,
+    n_test=2,
+    features=(2, 4),
+    seg_features=(2, 4),
+    denoiser_features=4,
+    steps=2,
+    finetune_steps=2,
+    denoiser_steps=2,
+    batch_size=2,
+    T=10,
+    t0=3,
+    refine_steps=2,
+    chunk=2,
+    t0_values=(0,),
+    seeds=(0, 1),
+)
 FULL = Config(**FULL_OVERRIDES, t0_values=(0, 10, 20, 40, 60, 90, 120, 160, 200))
 
 SEG_METRICS = ("voi", "voi_split", "voi_merge", "arand", "cremi", "boundary_f1")
@@ -63,7 +82,7 @@ def metric_keys(config) -> list[str]:
     return [f"{metric}_t0_{t}" for t in t0_values(config) for metric in (*SEG_METRICS, "emb_mse")]
 
 
-def _seed_run(config, key, ctx, seed: int, t0s):
+def _seed_run(config, key, ctx, seed: int, t0s, opt):
     """Train once and score every t0: per-t0 means over images and refinements."""
     factor, regime = int(config.factor), config.regime
     k_train, k_test, k_fit, k_pred = jax.random.split(key, 4)
@@ -71,9 +90,7 @@ def _seed_run(config, key, ctx, seed: int, t0s):
     train = make_split(regime, factor, int(config.n_train), size, noise, key=k_train)
     test = make_split(regime, factor, int(config.n_test), size, noise, key=k_test)
     tag = f"t0_{regime}_x{factor}" + (f"_s{seed}" if seed else "")
-    tr = train_methods(
-        train, factor, config, k_fit, ctx, tag, optimizer(config), methods=("joint_diffusion",)
-    )
+    tr = train_methods(train, factor, config, k_fit, ctx, tag, opt, methods=("joint_diffusion",))
     # the refiner's target space: E(HR) of the frozen base joint model (as in training)
     hr_emb = np.asarray(em.embed_images(tr.joint_net, tr.params["joint_base"], test.hr))
     out: dict[str, dict[int, float]] = {k: {} for k in (*SEG_METRICS, "emb_mse", "emb_mse_one")}
@@ -106,9 +123,10 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     seeds = [int(s) for s in config.seeds]
     per_seed: dict[str, float] = {}
     priors, hr_emb = {}, None
+    opt = optimizer(config)  # one object: the seeds' trainings share compiled steps
     for seed in seeds:
         k = key if seed == 0 else jax.random.fold_in(key, seed)  # seed 0: the one-seed run
-        out, sr, p, e = _seed_run(config, k, ctx, seed, t0s)
+        out, sr, p, e = _seed_run(config, k, ctx, seed, t0s, opt)
         if not priors:
             priors, hr_emb = p, e
         for metric in (*SEG_METRICS, "emb_mse", "emb_mse_one"):

@@ -39,6 +39,25 @@ class Config(FaceStereoConfig):
 
 
 QUICK = Config()
+# the smoke tier: every method, a RAFT trained for 4 steps (cached like QUICK's, its own tag)
+TINY = Config(
+    n_disp=8,
+    n_steps=16,
+    shard_size=4,
+    raft_feature_dim=8,
+    raft_hidden_dim=8,
+    raft_context_dim=8,
+    raft_levels=2,
+    raft_iters=2,
+    raft_n_train=4,
+    raft_steps=4,
+    raft_batch=2,
+    raft_checkpoint_every=2,
+    n_pairs=6,
+    height=32,
+    width=48,
+    batch=2,
+)
 FULL = Config(**FULL_OVERRIDES)
 
 

@@ -48,6 +48,27 @@ class IPDConfig(FaceStereoConfig):
 
 
 QUICK = IPDConfig()
+# the smoke tier: stereo_faces' TINY face set and RAFT, a few noise draws and resamples
+TINY = IPDConfig(
+    n_disp=8,
+    n_steps=16,
+    shard_size=4,
+    raft_feature_dim=8,
+    raft_hidden_dim=8,
+    raft_context_dim=8,
+    raft_levels=2,
+    raft_iters=2,
+    raft_n_train=4,
+    raft_steps=4,
+    raft_batch=2,
+    raft_checkpoint_every=2,
+    n_pairs=6,
+    height=32,
+    width=48,
+    batch=2,
+    noise_draws=4,
+    n_boot=50,
+)
 FULL = IPDConfig(**FULL_OVERRIDES)
 
 

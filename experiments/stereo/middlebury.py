@@ -30,7 +30,14 @@ class Config:
 
 
 QUICK = Config()
+# the smoke tier: the motorcycle pair box-downsampled 8 x (370 x 250 pixels)
+TINY = Config(scale=8, n_disp=16)
 FULL = Config(scale=1, n_disp=80)
+
+
+def full_work(config) -> float:
+    """Cost-volume cells: pixels (1 / scale^2 of the full pair) x disparities."""
+    return config.n_disp / config.scale**2
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:

@@ -213,6 +213,13 @@ def _logits(model: nn.Module, params, batch_stats, x):
     return model.apply({"params": params, "batch_stats": batch_stats}, x, train=False)
 
 
+@functools.partial(jax.jit, static_argnames="model")
+def _init_variables(model: nn.Module, key, x):
+    # one compiled init per model and input shape (eager flax init compiles every
+    # initialiser of every parameter shape op by op)
+    return model.init({"params": key}, x)
+
+
 def _cross_entropy(logits, labels):
     return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
 
@@ -267,7 +274,7 @@ class ClassifierStep(AbstractStep):
 
     def init(self, model, key):
         k_init, _, k_perm = jax.random.split(key, 3)
-        variables = self.model.init({"params": k_init}, self.x[:2]) if model is None else model
+        variables = _init_variables(self.model, k_init, self.x[:2]) if model is None else model
         params, stats = variables["params"], variables["batch_stats"]
         n = self.x.shape[0]
         order = jnp.stack(

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, cast
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -119,6 +121,25 @@ def _batched_apply(fn, x, batch: int = 16):
     return jnp.concatenate([fn(x[i : i + batch]) for i in range(0, x.shape[0], batch)])
 
 
+# The jitted forward passes take the (frozen) parameters as arguments and the flax
+# modules as static arguments (they hash by value): one compile per model configuration,
+# input shape and output, shared by every call (seeds, settings, t0 values). Closing over
+# the parameters in a fresh `jax.jit(lambda ...)` per call recompiled every time.
+@partial(jax.jit, static_argnums=0, static_argnames=("method", "part"))
+def _apply(net: nn.Module, params: Any, *args: Any, method: str | None = None, part=None):
+    out = net.apply(jax.lax.stop_gradient(params), *args, method=method)
+    return out if part is None else getattr(out, part)
+
+
+def _batched(net: nn.Module, params: Any, x: jax.Array, batch: int = 16, **kw) -> jax.Array:
+    return _batched_apply(lambda xb: _apply(net, params, xb, **kw), jnp.asarray(x), batch)
+
+
+@partial(jax.jit, static_argnums=0, static_argnames=("t0", "n_steps"))
+def _refine(denoiser, params, schedule, z, key, *, t0: int, n_steps: int) -> jax.Array:
+    return refine_embedding(denoiser, params, schedule, z, t0=t0, n_steps=n_steps, key=key)
+
+
 def refine_dataset(
     denoiser: Denoiser,
     params: Any,
@@ -132,12 +153,17 @@ def refine_dataset(
 ) -> jax.Array:
     """`refine_embedding` over a data set `cond` `(N, H, W, C)` in jitted batches (batch
     starting at row i uses `fold_in(key, i)`). **Returns:** `(N, H, W, C)`."""
-    fn = jax.jit(
-        lambda z, k: refine_embedding(denoiser, params, schedule, z, t0=t0, n_steps=n_steps, key=k)
-    )
     return jnp.concatenate(
         [
-            fn(cond[i : i + batch], jax.random.fold_in(key, i))
+            _refine(
+                denoiser,
+                params,
+                schedule,
+                cond[i : i + batch],
+                jax.random.fold_in(key, i),
+                t0=int(t0),
+                n_steps=int(n_steps),
+            )
             for i in range(0, cond.shape[0], batch)
         ]
     )
@@ -156,16 +182,12 @@ def embed_images(net: JointSRSeg, params: Any, images: jax.Array, *, batch: int 
     **Returns:** `(N, H, W, C_e)`.
     """
     check_positive_int("batch", batch)
-    fn = jax.jit(lambda x: net.apply(jax.lax.stop_gradient(params), x, method="embed"))
-    return _batched_apply(fn, jnp.asarray(images), batch)
+    return _batched(net, params, images, batch, method="embed")
 
 
 def _frozen_sr_embedding(net: JointSRSeg, params: Any, lr: jax.Array) -> jax.Array:
     # E(SR) of the frozen joint model: the refiner's condition, in training and inference
-    frozen = jax.lax.stop_gradient(params)
-    return _batched_apply(
-        jax.jit(lambda x: cast(JointOutput, net.apply(frozen, x)).embedding), jnp.asarray(lr)
-    )
+    return _batched(net, params, lr, part="embedding")
 
 
 def train_methods(
@@ -253,7 +275,7 @@ def train_methods(
         params["sr"], losses["sr"] = train(
             "sr", SRObjective(sr_net), p, {"lr": lr, "hr": hr}, ks[3], c.steps
         )
-        sr_train = _batched_apply(jax.jit(lambda x: sr_net.apply(params["sr"], x)), lr)
+        sr_train = _batched(sr_net, params["sr"], lr)
         p = init_params(seg_net, bicubic[:1], key=ks[4])
         params["seg_separate"], losses["seg_separate"] = train(
             "seg_separate",
@@ -327,20 +349,18 @@ def predict_method(
     SR embedding of the frozen `joint_base` model (the refiner's training condition)."""
     p = trained.params
     if method == "bicubic":
-        logits = _batched_apply(
-            jax.jit(lambda x: trained.seg_net.apply(p["seg_bicubic"], x)), bicubic
-        )
+        logits = _batched(trained.seg_net, p["seg_bicubic"], bicubic)
         return _prediction(bicubic, logits)
     if method == "separate":
-        sr = _batched_apply(jax.jit(lambda x: trained.sr_net.apply(p["sr"], x)), lr)
-        logits = _batched_apply(jax.jit(lambda x: trained.seg_net.apply(p["seg_separate"], x)), sr)
+        sr = _batched(trained.sr_net, p["sr"], lr)
+        logits = _batched(trained.seg_net, p["seg_separate"], sr)
         return _prediction(sr, logits)
     if method == "joint":
-        out = cast(JointOutput, trained.joint_net.apply(p["joint"], lr))
+        out = cast(JointOutput, _apply(trained.joint_net, p["joint"], jnp.asarray(lr)))
         return _prediction(out.sr, out.boundary_logits)
     if method == "joint_diffusion":
         jp = p["joint_diffusion"]
-        out = cast(JointOutput, trained.joint_net.apply(jp, lr))
+        out = cast(JointOutput, _apply(trained.joint_net, jp, jnp.asarray(lr)))
         t0 = trained.config.t0 if t0 is None else t0
         prior = refine_dataset(
             trained.denoiser,
@@ -351,6 +371,6 @@ def predict_method(
             n_steps=trained.config.refine_steps,
             key=key,
         )
-        logits = cast(JointOutput, trained.joint_net.apply(jp, lr, prior)).boundary_logits
+        logits = _apply(trained.joint_net, jp, jnp.asarray(lr), prior, part="boundary_logits")
         return dataclasses.replace(_prediction(out.sr, logits), prior=prior)
     raise ValueError(f"method: expected one of {METHODS}, received {method!r}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, cast
 
 import equinox as eqx
@@ -165,7 +166,14 @@ def init_params(model: nn.Module, *args: Any, key: jax.Array) -> Any:
     """
     data = np.asarray(jax.random.key_data(key)).ravel().astype(np.uint32)
     seed = int(np.bitwise_xor.reduce(data * np.uint32(2654435761)) & np.uint32(0x7FFFFFFF))
-    return jax.jit(model.init)(jax.random.key(seed, impl="rbg"), *args)
+    return _init(model, jax.random.key(seed, impl="rbg"), *args)
+
+
+# one jitted init per model configuration and input shapes: flax modules hash by value,
+# so equal models built in later calls (seeds, settings) reuse the compiled init
+@partial(jax.jit, static_argnums=0)
+def _init(model: nn.Module, key: jax.Array, *args: Any) -> Any:
+    return model.init(key, *args)
 
 
 def _check_data(data: Mapping[str, Any]) -> dict[str, jax.Array]:

@@ -236,3 +236,23 @@ def test_bad_embedding_inputs_raise(getkey):
         net.apply(params, jnp.zeros((1, 7, 8), jnp.float32), method="embed")
     with pytest.raises(ValueError, match="prior"):
         net.apply(params, lr, jnp.zeros((1, 8, 8, 2), jnp.float32))
+
+
+def test_frozen_forward_passes_compile_once_per_model_configuration(getkey):
+    """Regression: `embed_images` (and the other frozen forward passes of `train_methods` /
+    `predict_method`) closed over the parameters in a fresh `jax.jit(lambda ...)` per call,
+    so every call (each seed, setting and t0 of the em experiments) compiled again. The
+    parameters are arguments now and equal models share one compiled function."""
+    from jaxlab.em import _methods
+
+    img = jax.random.uniform(getkey(), (3, 12, 16), jnp.float32)
+    lr = img[:, ::2, ::2]
+    p1 = em.init_params(_net(), lr, key=getkey())
+    p2 = em.init_params(_net(), lr, key=getkey())  # an equal model built again: one init
+    before = _methods._apply._cache_size()
+    e1 = em.embed_images(_net(), p1, img)
+    e2 = em.embed_images(_net(), p2, img)
+    assert _methods._apply._cache_size() == before + 1
+    want = jax.jit(lambda p, x: _net().apply(p, x, method="embed"))(p2, img)
+    np.testing.assert_allclose(np.asarray(e2), np.asarray(want), rtol=1e-5, atol=1e-5)
+    assert not np.allclose(np.asarray(e1), np.asarray(e2))

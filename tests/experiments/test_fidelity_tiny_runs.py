@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 def test_biophys_currents_tiny_run_has_the_baseline_and_the_2x2_ablation(tmp_path):
     from experiments.biophys import currents as mod
 
-    cfg = mod.Config(n_neurons=2, duration_ms=150.0, fit_steps=4, ablation_steps=2)
+    cfg = mod.TINY  # two neurons, 150 ms, 4 steps per fit
     # the experiment runs in float32 under JAX's standard promotion (the CLI's setting),
     # not the suite's strict mode (its synthetic data mix float32 arrays with the cell)
     with jax.numpy_dtype_promotion("standard"):
@@ -34,15 +34,7 @@ def test_biophys_currents_tiny_run_has_the_baseline_and_the_2x2_ablation(tmp_pat
 def test_cells_rare_tiny_run_has_intervals_over_seeds(tmp_path):
     from experiments.cells import rare as mod
 
-    cfg = mod.Config(
-        fractions=(0.05, 0.1),
-        seeds=(0, 1),
-        steps=4,
-        width=32,
-        batch_size=64,
-        sim_cells=400,
-        sim_genes=64,
-    )
+    cfg = mod.TINY  # fractions 5% and 10%, seeds 0 and 1, both data sets
     res = mod.run(cfg, jax.random.key(0), RunContext(mod.NAME, tmp_path))
     m = res.metrics
     for pre in ("", "sim_"):
@@ -56,7 +48,7 @@ def test_cells_rare_tiny_run_has_intervals_over_seeds(tmp_path):
 
 
 @pytest.mark.slow
-# scib-metrics warns (and clips to 0) when a 20-step embedding raises the batch variance
+# scib-metrics warns (and clips to 0) when a 4-step embedding raises the batch variance
 @pytest.mark.filterwarnings("ignore:PCR comparison score is negative:UserWarning")
 def test_cells_scib_tiny_run_has_intervals_over_seeds_on_both_data_sets(tmp_path):
     from experiments.cells import scib as mod
@@ -65,16 +57,7 @@ def test_cells_scib_tiny_run_has_intervals_over_seeds_on_both_data_sets(tmp_path
         # umap (imported by scib-metrics) warns once that TensorFlow is absent
         warnings.simplefilter("ignore", ImportWarning)
         import scib_metrics.benchmark  # noqa: F401
-    cfg = mod.Config(
-        latent_dim=4,
-        width=16,
-        steps=20,
-        batch_size=32,
-        vae_steps=20,
-        seeds=(0, 1),
-        sim_cells=400,
-        sim_genes=64,
-    )
+    cfg = mod.TINY  # seeds 0 and 1, both data sets
     # as the CLI runs it: scib-metrics divides float distances by integer label counts,
     # broadcasts (n, k) by (k,) and keeps float32 k-means carries, so standard promotion,
     # implicit rank promotion and 32-bit defaults instead of the suite's strict modes
