@@ -30,6 +30,15 @@ QUICK = {
     "repeats": 3,
 }
 FULL = {**QUICK, "warmup": 2, "repeats": 10}
+TINY = {  # the smoke tier: two widths, both implementations once
+    "dims": [16, 32],
+    "expansion": 4,
+    "batch": 64,
+    "k": 4,
+    "buffer": 256,
+    "warmup": 0,
+    "repeats": 1,
+}
 
 LR, B1, B2, EPS, AUX_C = 2e-4, 0.9, 0.999, 1e-8, 1.0 / 32
 

@@ -39,6 +39,15 @@ QUICK = {
     "score_items": 8,
 }
 FULL = {**QUICK, "warmup": 2, "repeats": 7}
+TINY = {  # the smoke tier: SmolLM2, every weight format, job and (when installed) llama.cpp
+    "prefill_tokens": 16,
+    "decode_tokens": 4,
+    "batch": 2,
+    "warmup": 0,
+    "repeats": 1,
+    "models": ["smollm2"],
+    "score_items": 2,
+}
 
 _SHORT = {"smollm2": "smollm2", "qwen2.5-coder-0.5b-instruct": "qwen05"}
 

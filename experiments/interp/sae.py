@@ -69,6 +69,16 @@ class Config:
 
 
 QUICK = Config()
+TINY = Config(  # the smoke tier: SmolLM2, a 2k-token store, two SAE buffers of 4 steps
+    models=("smollm2",),
+    train_tokens=(2048,),
+    eval_tokens=512,
+    steps=(8,),
+    batch_size=128,
+    buffer_size=512,
+    ce_sequences=2,
+    curve_k=(8, 32),
+)
 FULL = Config(
     train_tokens=(20_000_000, 20_000_000),
     eval_tokens=65536,
@@ -79,6 +89,27 @@ FULL = Config(
     dead_window=1000,
     ce_sequences=256,
 )
+
+# FULL on Qwen-0.5B: the 1M-row training window and the 1M-token SAE buffer (896 float32
+# each: 3.6 GB apiece), the float32 model (2.5 GB), the SAE (2 x 896 x 14336) with Adam
+# moments and a 4096-row batch of latents (0.2 GB each, a few live): about 12 GB
+FULL_MEMORY_GB = 12
+
+
+def full_work(config) -> float:
+    """FLOPs per model: the activation stores (forward passes), the SAE steps, the CE/KL
+    splices (4 forward passes per sequence), ~6e11 for the load and compiles (d_model
+    taken as sqrt(n_params / 400))."""
+    from jaxlab.lm import MODELS, canonical_name
+
+    work = 0.0
+    for name, tokens, steps in zip(config.models, config.train_tokens, config.steps, strict=True):
+        p = MODELS[canonical_name(name)].n_params
+        d = (p / 400) ** 0.5
+        work += 2 * p * (tokens + config.eval_tokens)
+        work += 6 * steps * config.batch_size * d * config.expansion * d
+        work += 8 * p * config.ce_sequences * config.segment_tokens + 6e11
+    return work
 
 
 def package_texts() -> list[tuple[str, str]]:

@@ -82,6 +82,17 @@ TINY = Config(  # the smoke tier: both fits with one validation and early-stoppi
 FULL = Config(steps=1000, probes=8, patience=5)
 
 
+def full_work(config) -> float:
+    """Crude, in single-head 625-dim matvecs: both fits' steps (images x probes x
+    (Lanczos + CG iterations, taken as <= 100)), their exact validations (a Cholesky
+    ~ 1.3e4 matvecs), the SLQ test scores, and ~4e6 for the two fits' compiles."""
+    h = int(config.heads)
+    step = config.n_train * config.probes * (config.lanczos + min(config.cg_maxiter, 100)) * h
+    val = 1.3e4 * config.steps / config.val_every
+    test = config.n_test * config.eval_probes * (config.eval_lanczos + 100) * h
+    return float(2 * (config.steps * step + val + test) + 4e6)
+
+
 def load_faces() -> np.ndarray:
     """(100, 25, 25) float faces in [0, 1] from the scikit-image wheel's LFW subset."""
     dist = importlib.metadata.distribution("scikit-image")

@@ -86,6 +86,17 @@ FULL = Config(
 )
 
 
+def full_work(config) -> float:
+    """FLOPs (crude): every projection's full-batch steps (the dense one's side^2 x hidden
+    product dominates; LAPLEX and low-rank ~ (n + m) per head or rank), the shared
+    readout, and ~1e10 (a second) per projection for its compile."""
+    b, n, m = len(IMAGES) * config.train_per_class, config.side**2, config.hidden
+    models = 2 + len(config.ranks) + len(config.heads)
+    per_step = n * m + (n + m) * (20 * sum(config.heads) + sum(config.ranks))
+    per_step += models * m * len(IMAGES)
+    return float(6 * config.steps * b * per_step + 1e10 * models)
+
+
 class Dense(eqx.Module):
     w: jax.Array
     b: jax.Array

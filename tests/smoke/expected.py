@@ -25,6 +25,15 @@ METRICS: dict[str, tuple[str, ...]] = {
         "rounds_to_identify_tdge",
         "rounds_to_identify_linucb",
         "small_regret_tdge",
+    "interp_sae": (
+        "smollm2/ev",
+        "smollm2/l0",
+        "smollm2/dead_frac",
+        "smollm2/ce_loss_score",
+        "smollm2/kl_score",
+        "smollm2/pca_ev",
+        "smollm2/pca_ce_loss_score",
+        "smollm2/pca_kl_score",
     ),
     "laplex_exactness": (
         "max_rel_err_f64",
@@ -110,6 +119,18 @@ METRICS: dict[str, tuple[str, ...]] = {
         f"{metric}_t0_{t}" for t in (0, 3, 10) for metric in ("voi", "arand", "cremi", "emb_mse")
     )
     + ("psnr", "ssim"),
+    "lm_pool": (
+        "pool_disagreement",
+        "pool_oracle_acc",
+        "ppl_smollm2_135m_instruct",
+        "logiqa_acc_smollm2_135m_instruct",
+    ),
+    "lm_sanity": (
+        "kv_cache_max_abs_diff",
+        "smollm2_ppl_text",
+        "smollm2_ppl_shuffled",
+        "gemma3_paris",
+    ),
     "lowrank_agreement": ("linear_max_err", "tanh_err_slope"),
     "lowrank_exposure": ("initial_output_diff", "final_output_diff"),
     "lowrank_memory": ("history_decode_acc_invisible", "history_decode_acc_visible"),
@@ -168,4 +189,8 @@ METRICS: dict[str, tuple[str, ...]] = {
         "sigma_iod_for_10x_best",
     ),
     "stereo_middlebury": ("bad2_sgm_jaxlab_on_opencv_valid", "bad2_sgbm_opencv_on_opencv_valid"),
+    "topology_freesolv": ("rmse_hopse", "rmse_homp", "rmse_diff_upper", "speedup_epoch_vs_homp"),
+    "topology_mutag": ("acc_hopse", "acc_homp", "acc_diff_lower", "speedup_vs_homp"),
+    "topology_scaling": ("loglog_slope_hopse", "loglog_slope_homp", "speedup_vs_homp"),
+    "topology_zinc": ("mae_hopse", "mae_homp", "mae_diff_upper", "speedup_epoch_vs_homp"),
 }
