@@ -70,6 +70,31 @@ FULL_CACHE = {
 }
 
 
+#: TINY (the smoke tier): SmolLM2 alone, 6 prompts of two synthetic families and one natural
+#: one (each family one batch of 6; most completions end within 48 tokens, so every probe,
+#: baseline and per-family read-out has complete completions), 2 stored layers. The three
+#: experiments share these settings, so they share one tiny cache.
+TINY_CACHE = {
+    "models": ("smollm2-135m-instruct",),
+    "families": ("repeat_word", "list_items", "paragraph_summary"),
+    "items": 6,
+    "max_new_tokens": 48,
+    "batch_size": 6,
+    "n_layers_stored": 2,
+    "budgets": (),
+}
+
+
+def full_work(config: CacheConfig) -> float:
+    """Model work of the cache: parameters x prompts x tokens (prompt ~150 + budget), twice
+    (generation, states)."""
+    total = 0.0
+    for m in config.models:
+        items, new, _ = config.budget(m)
+        total += lm.MODELS[m].n_params * len(config.families) * items * 2 * (150 + new)
+    return total
+
+
 def short(model: str) -> str:
     """Short model tag for metric names."""
     return model.split("-")[0] if model.startswith("smollm") else model.split("-instruct")[0]
