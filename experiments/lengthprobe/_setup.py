@@ -208,6 +208,14 @@ def layer_stack(store: lm.ActivationStore, layers) -> np.ndarray:
     return np.stack([np.asarray(store.array("resid_post", i), np.float32) for i in layers])
 
 
+def to_tokens(log_pred, max_new_tokens: int) -> np.ndarray:
+    """Token counts of log1p predictions, read as at most 10x the token budget: a wild
+    out-of-fold extrapolation (a ridge probe fitted on fewer token rows than dimensions, as
+    at the smoke tier's size, predicted log1p lengths of +-600) would overflow `expm1`."""
+    p = np.asarray(log_pred)
+    return np.expm1(np.minimum(p, np.asarray(np.log1p(10 * max_new_tokens), p.dtype)))
+
+
 def oof(fit, folds: np.ndarray) -> np.ndarray:
     """Out-of-fold predictions of a baseline `fit(train_mask) -> (n,) predictions`."""
     out = np.zeros(folds.shape[0])
