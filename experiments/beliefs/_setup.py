@@ -1,8 +1,9 @@
 """Shared set-up of the P13 beliefs experiments: the items and the cached model calls.
 
-Items: `jaxlab.beliefs.make_scenarios` (box / door / suspect, k_A, k_B in 0..4, a balanced
-design), `make_factual` (misleading context against the prior) and the first ToMi (and, in
-FULL, Hi-ToM) stories of the `evals` wheel, all drawn from the run's key.
+Items: `jaxlab.beliefs.make_scenarios` (box / door / suspect, k_A, k_B in 0..4, or up to the
+config's `max_evidence`, a balanced design), `make_factual` (misleading context against the
+prior) and the first ToMi (and, in FULL, Hi-ToM) stories of the `evals` wheel, all drawn from
+the run's key.
 
 Model calls, each cached per chunk of items as `.npz` under a content hash (model GGUF
 SHA-256, the exact prompts and options, layers, generation length, code version) in
@@ -71,13 +72,18 @@ class ItemConfig:
     factual_per_cell: int = 1
     tomi_items: int = 24
     hitom_items: int = 0
+    max_evidence: int = 4  # k_A, k_B in 0..max_evidence
 
 
 def make_items(cfg: ItemConfig, key: jax.Array) -> list[bl.BeliefItem]:
     """Scenarios, factual items, ToMi and Hi-ToM stories (in that order)."""
-    items = bl.make_scenarios(cfg.n_per_cell, key=jax.random.fold_in(key, 0))
+    items = bl.make_scenarios(
+        cfg.n_per_cell, key=jax.random.fold_in(key, 0), max_evidence=cfg.max_evidence
+    )
     if cfg.factual_per_cell:
-        items += bl.make_factual(cfg.factual_per_cell, key=jax.random.fold_in(key, 1))
+        items += bl.make_factual(
+            cfg.factual_per_cell, key=jax.random.fold_in(key, 1), max_evidence=cfg.max_evidence
+        )
     if cfg.tomi_items:
         items += bl.read_tomi(wheel_file("evals", TOMI), n=cfg.tomi_items)
     if cfg.hitom_items:
@@ -353,6 +359,8 @@ class BaseConfig:
     reduced_n_per_cell: int = 2
     n_layers: int = 6
     max_new_tokens: int = 12
+    max_evidence: int = 4  # the design's cells: k_A, k_B in 0..max_evidence
+    chunk: int = 16  # items per cached chunk of model calls (one compiled batch)
 
 
 #: FULL: four models, all items at the paper's scale, every layer
@@ -368,6 +376,39 @@ FULL_SETTINGS = {
 }
 
 
+#: TINY (the smoke tier): SmolLM2 alone, one scenario and one factual item per (k_A, k_B)
+#: cell of a 4 x 4 design (k up to 3: every read-out still has ties and |k_A - k_B| >= 3
+#: items, and the prompts fit a 128-token bucket) and 2 ToMi stories, all 34 items in one
+#: chunk (one compile, no padded rows); 2 stored layers, 3 generated tokens. The three
+#: experiments share these settings, so they share one tiny cache.
+TINY_SETTINGS = {
+    "models": ("smollm2-135m-instruct",),
+    "reduced_models": (),
+    "n_per_cell": 1,
+    "factual_per_cell": 1,
+    "tomi_items": 2,
+    "hitom_items": 0,
+    "n_layers": 2,
+    "max_new_tokens": 3,
+    "max_evidence": 3,
+    "chunk": 34,
+}
+
+
+def full_work(config) -> float:
+    """Model work of the cache: sum over models of parameters x tokens (prompt ~80 + generated)
+    x items (Hi-ToM stories count 3), twice (generation, states), plus the self-reports."""
+    total = 0.0
+    for m in config.models:
+        ic = item_config(config, m)
+        scen = (ic.max_evidence + 1) ** 2 * ic.n_per_cell
+        items = (ic.max_evidence + 1) ** 2 * ic.factual_per_cell + ic.tomi_items
+        items += scen + 3 * ic.hitom_items
+        tokens = 2 * items * (80 + config.max_new_tokens) + scen * (100 + 7 * 16)
+        total += lm.MODELS[m].n_params * tokens
+    return total
+
+
 def build(config, key: jax.Array, **kw) -> dict[str, float]:
     """Build (or read) the generation and monitoring caches of an experiment config's
     models; seconds per model."""
@@ -376,8 +417,10 @@ def build(config, key: jax.Array, **kw) -> dict[str, float]:
         items = make_items(item_config(config, m), key)
         scen = [i for i, it in enumerate(items) if it.family in bl.SCENARIOS]
         lazy = _Lazy(m)
-        run = model_run(m, items, lazy=lazy, **kw)
-        _, t = monitor_scores(m, [items[i] for i in scen], run.choice[scen], lazy=lazy)
+        run = model_run(m, items, lazy=lazy, chunk=config.chunk, **kw)
+        _, t = monitor_scores(
+            m, [items[i] for i in scen], run.choice[scen], lazy=lazy, chunk=config.chunk
+        )
         out[m] = run.seconds + t
     return out
 
@@ -469,9 +512,13 @@ def item_config(config, model: str) -> ItemConfig:
     models in `config.reduced_models` only `config.reduced_n_per_cell` scenarios per cell
     (no factual or ToMi items; QUICK's budget on the shared CPU)."""
     if model in config.reduced_models:
-        return ItemConfig(config.reduced_n_per_cell, 0, 0, 0)
+        return ItemConfig(config.reduced_n_per_cell, 0, 0, 0, config.max_evidence)
     return ItemConfig(
-        config.n_per_cell, config.factual_per_cell, config.tomi_items, config.hitom_items
+        config.n_per_cell,
+        config.factual_per_cell,
+        config.tomi_items,
+        config.hitom_items,
+        config.max_evidence,
     )
 
 

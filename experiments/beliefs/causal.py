@@ -44,11 +44,23 @@ class Config(_setup.BaseConfig):
 
 
 QUICK = Config()
+TINY = Config(
+    **_setup.TINY_SETTINGS, alphas=(-1.0, 0.0, 1.0), n_random=1, n_resamples=50
+)  # the smoke tier
 FULL = Config(
     **_setup.FULL_SETTINGS,
     alphas=(-1.0, -0.75, -0.5, -0.25, -0.125, 0.0, 0.125, 0.25, 0.5, 0.75, 1.0),
     n_random=10,
 )
+
+
+def full_work(config: Config) -> float:
+    """The cache's model work (`_setup.full_work`) plus the steered and ablated answers."""
+    n_scen = (config.max_evidence + 1) ** 2 * config.n_per_cell
+    edits = len(config.alphas) * (2 + config.n_random) + 1 + config.n_random
+    steer = n_scen * config.test_fraction * (100 + edits)
+    params = sum(_setup.lm.MODELS[m].n_params for m in config.models)
+    return _setup.full_work(config) + steer * params
 
 
 def _slope_ci(alphas, margins, key, n_resamples):
@@ -75,7 +87,11 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         items = _setup.make_items(_setup.item_config(config, model), key)
         km = jax.random.fold_in(key, 200 + mi)
         run_ = _setup.model_run(
-            model, items, n_layers=config.n_layers, max_new_tokens=config.max_new_tokens
+            model,
+            items,
+            n_layers=config.n_layers,
+            max_new_tokens=config.max_new_tokens,
+            chunk=config.chunk,
         )
         rows, train = _setup.scenario_split(items, km, config.test_fraction)
         bal = np.array([items[i].balance for i in rows])

@@ -39,6 +39,7 @@ class Config(_setup.BaseConfig):
 
 
 QUICK = Config()
+TINY = Config(**_setup.TINY_SETTINGS, n_shuffles=3, n_resamples=50)  # the smoke tier
 FULL = Config(
     **_setup.FULL_SETTINGS,
     n_shuffles=200,
@@ -50,6 +51,9 @@ def _rho_at_best(b: _setup.Beliefs) -> tuple[int, float]:
     return best, float(interp.spearman(b.balance, b.dom_mean[best]))
 
 
+full_work = _setup.full_work  # the dry run's work ratio: the model calls of the cache
+
+
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     metrics: dict[str, float] = {}
     claims, curves = [], {}
@@ -58,7 +62,11 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         tag = _setup.short(model)
         items = _setup.make_items(_setup.item_config(config, model), key)
         run_ = _setup.model_run(
-            model, items, n_layers=config.n_layers, max_new_tokens=config.max_new_tokens
+            model,
+            items,
+            n_layers=config.n_layers,
+            max_new_tokens=config.max_new_tokens,
+            chunk=config.chunk,
         )
         metrics[f"cache_build_s_{tag}"] = run_.seconds
         metrics[f"items_{tag}"] = len(items)
@@ -147,10 +155,15 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         )
         if mi == 0:
             ax2 = axes[1]
-            for bal in (-4, -2, 0, 2, 4):
+            # five balance levels from one end to the other (-4, -2, 0, 2, 4 for k <= 4)
+            levels = np.unique(b.balance)
+            shown = np.unique(levels[np.round(np.linspace(0, levels.size - 1, 5)).astype(int)])
+            for bal in shown:
                 j = int(np.flatnonzero(b.balance == bal)[0])
                 m = run_.mask[b.rows[j]]
-                ax2.plot(np.flatnonzero(m), b.margins[best, j][m], marker=".", label=f"{bal:+d}")
+                ax2.plot(
+                    np.flatnonzero(m), b.margins[best, j][m], marker=".", label=f"{int(bal):+d}"
+                )
             ax2.axhline(0, color="grey", lw=0.5)
             ax2.set_xlabel("position (0 = last prompt token, then generated tokens)")
             ax2.set_ylabel(f"dominance margin of A ({tag}, layer {run_.layers[best]})")
@@ -171,8 +184,9 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     notes = (
-        f"{_setup.CAVEAT} Items: {config.n_per_cell} scenarios per (k_A, k_B) cell in 0..4 "
-        f"(box / door / suspect), {config.factual_per_cell} factual item per cell and "
+        f"{_setup.CAVEAT} Items: {config.n_per_cell} scenarios per (k_A, k_B) cell in "
+        f"0..{config.max_evidence} (box / door / suspect), {config.factual_per_cell} factual "
+        "item per cell and "
         f"{config.tomi_items} ToMi stories (evals wheel, read as a file); models "
         f"{list(config.reduced_models)} only {config.reduced_n_per_cell} scenarios per cell "
         "(CPU budget). Dominance over the "

@@ -41,9 +41,12 @@ class Config(_setup.BaseConfig):
 
 
 QUICK = Config()
+TINY = Config(**_setup.TINY_SETTINGS, n_resamples=50)  # the smoke tier
 FULL = Config(
     **_setup.FULL_SETTINGS,
 )
+
+full_work = _setup.full_work  # the dry run's work ratio: the model calls of the cache
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
@@ -55,7 +58,11 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         tag = _setup.short(model)
         items = _setup.make_items(_setup.item_config(config, model), key)
         run_ = _setup.model_run(
-            model, items, n_layers=config.n_layers, max_new_tokens=config.max_new_tokens
+            model,
+            items,
+            n_layers=config.n_layers,
+            max_new_tokens=config.max_new_tokens,
+            chunk=config.chunk,
         )
         # the same folds as beliefs_modulation (same key), so the dominance is the same
         b = _setup.cross_fit(
@@ -64,7 +71,9 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         best = int(np.argmax(b.auroc))
         rows = b.rows
         choice = run_.choice[rows]
-        ll, secs = _setup.monitor_scores(model, [items[i] for i in rows], choice)
+        ll, secs = _setup.monitor_scores(
+            model, [items[i] for i in rows], choice, chunk=config.chunk
+        )
         metrics[f"monitor_build_s_{tag}"] = secs
         conf = np.asarray(bl.expected_rating(ll[:, :3], _setup.CONFIDENCE_VALUES))
         p_conflict = np.exp(ll[:, 3]) / (np.exp(ll[:, 3]) + np.exp(ll[:, 4]))

@@ -42,12 +42,19 @@ class Config:
 
 
 QUICK = Config()
+TINY = Config(pairs=2, corr2cause_items=4)  # the smoke tier
 FULL = Config(
     models=tuple(lm.MODELS),
     pairs=144,
     corr2cause_items=2246,
     max_variables=6,
 )
+
+
+def full_work(config: Config) -> float:
+    """Model work: parameters x scored contexts (framed pairs, causal controls, Corr2Cause)."""
+    contexts = len(il.FRAMINGS) * config.pairs + len(il.CAUSAL_PAIRS) + config.corr2cause_items
+    return sum(lm.MODELS[m].n_params for m in config.models) * contexts
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:

@@ -1,14 +1,14 @@
 """P14 claim: illusory correlation (Hamilton & Gifford 1976) in small LMs vs humans.
 
-Each presentation is the 18/8 vs 9/4 design (phi = 0 by construction) in a random
+Each presentation is the 18/8 vs 9/4 design (`counts`; phi = 0 by construction) in a random
 order with behaviours drawn from templates; the group names follow a variant (neutral
 Group A/B, majority/minority, large/small organisation, and the label-swap control where
 the majority is called "Group B"). Read-outs by option likelihood (`jaxlab.lm.score`):
 (a) the group each statement is attributed to -> phi between attributed group and
 desirability (> 0: undesirable behaviour goes to the minority), (b) expected estimates of
-each group's undesirable count vs the truth (8 and 4), (c) 1-7 trait ratings. Phi per
-presentation, mean and t interval over presentations; the letter-corrected phi averages
-the neutral and label-swap variants (a preference for one letter cancels).
+each group's undesirable count vs the truth (8 and 4 in the original design), (c) 1-7 trait
+ratings. Phi per presentation, mean and t interval over presentations; the letter-corrected
+phi averages the neutral and label-swap variants (a preference for one letter cancels).
 """
 
 from __future__ import annotations
@@ -39,13 +39,33 @@ class Config:
     # experiments on the shared 2-core machine (see _setup.orders_note)
     orders: int = 3
     max_options: int = 64
+    # ((majority desirable, undesirable), (minority desirable, undesirable)); phi = 0
+    counts: tuple[tuple[int, int], tuple[int, int]] = ((18, 8), (9, 4))
 
 
 QUICK = Config()
+# the smoke tier: SmolLM2, the neutral and label-swap framings (the letter-corrected phi),
+# 2 orders of the smallest design with the same 2:1 group and 2:1 desirability ratios
+TINY = Config(
+    models=("smollm2-135m-instruct",),
+    variants=("neutral", "label_swap"),
+    orders=2,
+    counts=((4, 2), (2, 1)),
+)
 FULL = Config(
     models=tuple(lm.MODELS),
     orders=200,
 )
+
+
+def full_work(config: Config) -> float:
+    """Model work: parameters x tokens scored per presentation (~15 per statement, repeated
+    for every item of `max_options` answers, ~24 per answer) x variants x orders."""
+    s = sum(map(sum, config.counts))
+    answers = 2 * s + (s + 3) + 28  # attributions, the two count estimates, trait ratings
+    tokens = 15 * s * -(-answers // config.max_options) + 24 * answers
+    params = sum(lm.MODELS[m].n_params for m in config.models)
+    return params * tokens * len(config.variants) * config.orders
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
@@ -59,7 +79,9 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         for variant in config.variants:
             # the same behaviours and orders in every variant (only the names change)
             stimuli = [
-                il.make_stimuli(key=jax.random.fold_in(key, o), variant=variant)
+                il.make_stimuli(
+                    key=jax.random.fold_in(key, o), variant=variant, counts=config.counts
+                )
                 for o in range(config.orders)
             ]
             queries = [il.correlation_queries(s) for s in stimuli]
@@ -106,6 +128,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             metrics[f"{tag}/letter_corrected/phi_ci_high"] = hi
 
     claims = []
+    (_, true_maj), (_, true_min) = config.counts  # the undesirable counts
     reduced = _setup.orders_note(config.orders)
     caveat = f"{_setup.CAVEAT} {reduced}".strip()
     for model in config.models:
@@ -151,16 +174,16 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 "Gifford 1976)",
                 "; ".join(
                     f"{v}: {excess[v]:+.2f} (estimates "
-                    f"{metrics[f'{tag}/{v}/estimate_majority']:.1f}/8, "
-                    f"{metrics[f'{tag}/{v}/estimate_minority']:.1f}/4)"
+                    f"{metrics[f'{tag}/{v}/estimate_majority']:.1f}/{true_maj}, "
+                    f"{metrics[f'{tag}/{v}/estimate_minority']:.1f}/{true_min})"
                     for v in config.variants
                 )
                 + (
                     "; both counts under-estimated, so the excess may come from a prior "
                     "for small numbers rather than from distinctiveness"
                     if all(
-                        metrics[f"{tag}/{v}/estimate_majority"] < 8
-                        and metrics[f"{tag}/{v}/estimate_minority"] < 4
+                        metrics[f"{tag}/{v}/estimate_majority"] < true_maj
+                        and metrics[f"{tag}/{v}/estimate_minority"] < true_min
                         for v in config.variants
                     )
                     else ""
@@ -188,7 +211,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     ax.legend(fontsize=7)
     fig.tight_layout()
     notes = (
-        f"{caveat} Design: 18/8 vs 9/4 statements (true phi 0), behaviours drawn "
+        f"{caveat} Design: {config.counts[0][0]}/{config.counts[0][1]} vs "
+        f"{config.counts[1][0]}/{config.counts[1][1]} statements (true phi 0), behaviours drawn "
         f"from {len(il.DESIRABLE)} desirable / {len(il.UNDESIRABLE)} undesirable templates, "
         f"{config.orders} random orders per variant (the same orders across variants). "
         "Read-out: option log-likelihoods normalised over the options of each question "

@@ -44,12 +44,19 @@ class Config:
 
 
 QUICK = Config()
+TINY = Config(length=8, sequences=4, controls=2)  # the smoke tier
 FULL = Config(
     models=tuple(lm.MODELS),
     length=20,
     sequences=400,
     controls=50,
 )
+
+
+def full_work(config: Config) -> float:
+    """Model work: parameters x sequences (random and periodic) x their length (+ questions)."""
+    seqs = len(config.kinds) * (config.sequences + config.controls)
+    return sum(lm.MODELS[m].n_params for m in config.models) * seqs * (config.length + 40)
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:

@@ -64,7 +64,49 @@ class Config:
 
 
 QUICK = Config()
+# the smoke tier: 2 orders of the smallest design with phi = 0 and a 2:1 group-size ratio
+# (6 attribution questions per presentation, not QUICK's 9: every presentation is run once
+# per framing and per ablation, so its questions are most of the cost), a small SAE trained
+# for a few steps
+TINY = Config(
+    orders=2,
+    counts=((2, 2), (1, 1)),
+    expansion=1,
+    k=4,
+    steps=20,
+    batch_size=64,
+    ablate=2,
+    overlap_k=4,
+    resamples=100,
+)
 FULL = Config(orders=200, counts=((18, 8), (9, 4)), expansion=16, k=32, steps=5000)
+# FULL: ~13M token rows (200 orders x 3 framings x 39 questions x ~570 tokens) x 576 float32
+# = ~31 GB on the device at a time (the SAE's training set; the scaled copy for its
+# metrics), twice at the peak (`sae_metrics` pads a copy), plus the model and the SAE
+FULL_MEMORY_GB = 65
+
+
+def full_work(config: Config) -> float:
+    """FLOPs: forwards of every attribution question (one sequence of ~13 tokens per statement
+    + 60) per framing and ablation condition, plus the SAE's training steps."""
+    n_q = sum(map(sum, config.counts))
+    tokens = config.orders * n_q * (len(config.framings) + 3) * (13 * n_q + 60)
+    d = lm.config_from_gguf(lm.read_gguf(lm.model_path(config.model))).d_model
+    sae = 12 * config.steps * config.batch_size * config.expansion * d * d
+    return 2 * lm.MODELS[config.model].n_params * tokens + sae
+
+
+#: rows per block of dense SAE codes: FULL's ~13M token rows x 9216 latents would take ~500
+#: GB at once; QUICK's ~60k rows are one block
+ENCODE_ROWS = 1 << 18
+
+
+def _blocks(sae, x, scale, fn) -> list:
+    """`fn(codes)` of each block of `ENCODE_ROWS` rows of `x * scale` (dense SAE codes)."""
+    out = []
+    for i in range(0, x.shape[0], ENCODE_ROWS):
+        out.append(fn(jax.vmap(sae.encode)(jnp.asarray(x[i : i + ENCODE_ROWS] * scale))))
+    return out
 
 
 def _sequences(tok, stimuli, instruction=""):
@@ -156,8 +198,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     )
     losses = np.concatenate([h.losses for h in hists])
     quality = ip.sae_metrics(sae, jnp.asarray(x * scale))
-    z_all = np.asarray(jax.vmap(sae.encode)(jnp.asarray(x * scale)))
-    density = (z_all > 0).mean(0)
+    fired = sum(_blocks(sae, x, scale, lambda z: np.asarray(z > 0).sum(0)))
+    density = fired / x.shape[0]
     z_last = np.asarray(jax.vmap(sae.encode)(jnp.asarray(x_last * scale)))
 
     p_min = np.concatenate(base_pm)
@@ -250,8 +292,9 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         [np.repeat(np.arange(len(s)) + 1000 * o, [len(q) for q in s]) for o, s in enumerate(seqs)]
     )
     # contexts over all real tokens (BOS included, so the ids line up with the text)
-    z_every = np.asarray(jax.vmap(sae.encode)(jnp.asarray(np.concatenate(every) * scale)))
-    acts_flat = z_every[:, top[:3]]
+    acts_flat = np.concatenate(
+        _blocks(sae, np.concatenate(every), scale, lambda z: np.asarray(z[:, top[:3]]))
+    )
     for j in range(min(3, len(top))):
         c = ip.top_activating_contexts(
             jnp.asarray(acts_flat[:, j]),

@@ -70,6 +70,31 @@ FULL_CACHE = {
 }
 
 
+#: TINY (the smoke tier): SmolLM2 alone, 6 prompts of two synthetic families and one natural
+#: one (each family one batch of 6; most completions end within 48 tokens, so every probe,
+#: baseline and per-family read-out has complete completions), 2 stored layers. The three
+#: experiments share these settings, so they share one tiny cache.
+TINY_CACHE = {
+    "models": ("smollm2-135m-instruct",),
+    "families": ("repeat_word", "list_items", "paragraph_summary"),
+    "items": 6,
+    "max_new_tokens": 48,
+    "batch_size": 6,
+    "n_layers_stored": 2,
+    "budgets": (),
+}
+
+
+def full_work(config: CacheConfig) -> float:
+    """Model work of the cache: parameters x prompts x tokens (prompt ~150 + budget), twice
+    (generation, states)."""
+    total = 0.0
+    for m in config.models:
+        items, new, _ = config.budget(m)
+        total += lm.MODELS[m].n_params * len(config.families) * items * 2 * (150 + new)
+    return total
+
+
 def short(model: str) -> str:
     """Short model tag for metric names."""
     return model.split("-")[0] if model.startswith("smollm") else model.split("-instruct")[0]
@@ -181,6 +206,14 @@ def cached_generation(
 def layer_stack(store: lm.ActivationStore, layers) -> np.ndarray:
     """(L, n, d) float32 array of the store's residual columns, in `layers` order."""
     return np.stack([np.asarray(store.array("resid_post", i), np.float32) for i in layers])
+
+
+def to_tokens(log_pred, max_new_tokens: int) -> np.ndarray:
+    """Token counts of log1p predictions, read as at most 10x the token budget: a wild
+    out-of-fold extrapolation (a ridge probe fitted on fewer token rows than dimensions, as
+    at the smoke tier's size, predicted log1p lengths of +-600) would overflow `expm1`."""
+    p = np.asarray(log_pred)
+    return np.expm1(np.minimum(p, np.asarray(np.log1p(10 * max_new_tokens), p.dtype)))
 
 
 def oof(fit, folds: np.ndarray) -> np.ndarray:

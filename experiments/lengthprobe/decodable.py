@@ -43,7 +43,10 @@ class Config(_setup.CacheConfig):
 
 
 QUICK = Config()
+TINY = Config(**_setup.TINY_CACHE, n_boot=50)  # the smoke tier
 FULL = Config(**_setup.FULL_CACHE, n_boot=2000)
+
+full_work = _setup.full_work  # the dry run's work ratio: the model calls of the cache
 
 
 def _mean_finite(values) -> float:
@@ -63,6 +66,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     for mi, model in enumerate(config.models):
         tag = _setup.short(model)
         d = _setup.model_data(config, model, key)
+        budget = config.budget(model)[1]
         cs = d.completions
         idx = np.flatnonzero(~cs.truncated)
         metrics[f"completions_{tag}"] = len(cs)
@@ -99,7 +103,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             for kind, p in preds.items():
                 m = lp.length_metrics(
                     y_tok,
-                    np.expm1(p),
+                    _setup.to_tokens(p, budget),
                     key=bkey,
                     mask=mask,
                     groups=idx,
@@ -161,7 +165,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         for kind, p in (("probe", rg["prediction"]), ("position", pos_only)):
             m = lp.length_metrics(
                 g["remaining"].astype(np.float32),
-                np.expm1(p),
+                _setup.to_tokens(p, budget),
                 key=jax.random.fold_in(key, 4),
                 groups=g["text_index"],
                 n_resamples=config.n_boot,
@@ -180,8 +184,9 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             sel = g["text_index"] == i
             ax = axes_c[mi, shown]
             ax.plot(g["position"][sel], g["remaining"][sel], "k-", label="truth")
-            ax.plot(g["position"][sel], np.expm1(rg["prediction"][sel]), "C0-", label="probe")
-            ax.plot(g["position"][sel], np.expm1(pos_only[sel]), "C1--", label="position-only")
+            x_pos = g["position"][sel]
+            ax.plot(x_pos, _setup.to_tokens(rg["prediction"][sel], budget), "C0-", label="probe")
+            ax.plot(x_pos, _setup.to_tokens(pos_only[sel], budget), "C1--", label="position-only")
             ax.set_title(f"{tag} {names[fi]}", fontsize=8)
             ax.set_xlabel("position")
             ax.set_ylabel("remaining tokens")

@@ -63,7 +63,14 @@ class Config(_setup.CacheConfig):
 
 
 QUICK = Config()
+TINY = Config(**_setup.TINY_CACHE, max_items=3, continue_tokens=4, n_boot=50)  # the smoke tier
 FULL = Config(**_setup.FULL_CACHE, max_items=400, continue_tokens=256, n_boot=2000)
+
+
+def full_work(config: Config) -> float:
+    """The cache's model work plus the forced continuations (2 per item, prompt ~300)."""
+    cont = 2 * config.max_items * (300 + config.continue_tokens)
+    return _setup.full_work(config) + cont * sum(lm.MODELS[m].n_params for m in config.models)
 
 
 def _mean(x, *, weights=None):

@@ -39,7 +39,10 @@ class Config(_setup.CacheConfig):
 
 
 QUICK = Config()
+TINY = Config(**_setup.TINY_CACHE, n_boot=50)  # the smoke tier
 FULL = Config(**_setup.FULL_CACHE, n_boot=2000)
+
+full_work = _setup.full_work  # the dry run's work ratio: the model calls of the cache
 
 
 def asymmetry(y, probe, base, forward, *, weights=None):

@@ -143,12 +143,17 @@ def auroc(
     return jnp.sum(wp * (lo + (hi - lo) / 2)) / (jnp.sum(wp) * jnp.sum(wn))
 
 
-@functools.partial(jax.jit, static_argnames=("metric", "n_groups", "n_draw"))
-def _resampled(metric, arrays, base, gid, p, keys, *, n_groups, n_draw):
-    # compiled once per (metric, shapes): repeated intervals of one metric reuse it
+@functools.partial(jax.jit, static_argnames=("metric", "n_groups"))
+def _resampled(metric, arrays, base, gid, p, keys, n_draw, *, n_groups):
+    # compiled once per (metric, shapes): repeated intervals of one metric reuse it, also
+    # over subsets (masks) with different numbers of groups to draw. n_groups draws of which
+    # the first n_draw count are the n_draw draws of `choice(k, n_groups, (n_draw,), p=p)`:
+    # threefry's bits for element i do not depend on the shape (jax_threefry_partitionable,
+    # the default)
     def one(k):
-        draw = jax.random.choice(k, n_groups, (n_draw,), p=p)
-        counts = jnp.zeros((n_groups,), base.dtype).at[draw].add(1)
+        draw = jax.random.choice(k, n_groups, (n_groups,), p=p)
+        keep = (jnp.arange(n_groups, dtype=n_draw.dtype) < n_draw).astype(base.dtype)
+        counts = jnp.zeros((n_groups,), base.dtype).at[draw].add(keep)
         return metric(*arrays, weights=base * counts[gid])
 
     return jax.vmap(one)(keys)
@@ -210,8 +215,8 @@ def bootstrap_ci(
         gid,
         p,
         jax.random.split(key, n_resamples),
+        jnp.asarray(n_draw, jnp.int32),
         n_groups=n_groups,
-        n_draw=n_draw,
     )
     alpha = (1 - level) / 2
     low, high = jnp.nanquantile(stats, jnp.asarray([alpha, 1 - alpha], stats.dtype))

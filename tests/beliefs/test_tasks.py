@@ -112,3 +112,23 @@ def test_readers_reject_malformed(tmp_path):
         bl.read_tomi(p)
     with pytest.raises(ValueError, match="path"):
         bl.read_hitom(tmp_path / "missing.jsonl")
+
+
+def test_experiment_items_default_and_smaller_design():
+    """The beliefs experiments' items: QUICK's (k up to 4) are those of the generators'
+    defaults, so its cache keys are unchanged; the smoke tier's TINY design has k up to 3."""
+    from experiments.beliefs import _setup, modulation
+
+    key = jax.random.key(0)
+    quick = _setup.make_items(_setup.item_config(modulation.QUICK, "smollm2-135m-instruct"), key)
+    ref = bl.make_scenarios(3, key=jax.random.fold_in(key, 0))
+    ref += bl.make_factual(1, key=jax.random.fold_in(key, 1))
+    ref += bl.read_tomi(wheel_file("evals", TOMI), n=24)
+    assert quick == ref
+    tiny = _setup.make_items(_setup.item_config(modulation.TINY, "smollm2-135m-instruct"), key)
+    fams = collections.Counter(it.family for it in tiny)
+    assert fams["fact"] == 16
+    assert fams["tomi"] == 2
+    assert sum(fams[k] for k in bl.SCENARIOS) == 16
+    assert max(max(it.evidence) for it in tiny if it.evidence) == 3
+    assert len(tiny) == modulation.TINY.chunk  # one chunk of model calls

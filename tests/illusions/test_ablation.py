@@ -52,3 +52,18 @@ def test_matched_latents(getkey):
         il.matched_latents(density, np.array([9]), key=getkey())
     with pytest.raises(ValueError, match="option_ids"):
         il.option_logprobs(None, np.zeros((1, 2), np.int32), np.ones((1, 2), np.int32), [1])
+
+
+def test_sae_codes_in_blocks_equal_one_block(monkeypatch, getkey):
+    """illusions_sae reads its dense SAE codes in blocks of rows (FULL's would not fit in
+    memory): the firing counts and chosen columns do not depend on the block size."""
+    from experiments.illusions import sae as exp
+
+    x = np.asarray(jax.random.normal(getkey(), (50, 8)), np.float32)
+    sae = ip.TopKSAE(8, 16, 3, key=getkey(), b_dec=jnp.asarray(x))
+    whole = np.asarray(jax.vmap(sae.encode)(jnp.asarray(x * 0.5)))
+    monkeypatch.setattr(exp, "ENCODE_ROWS", 7)
+    fired = sum(exp._blocks(sae, x, 0.5, lambda z: np.asarray(z > 0).sum(0)))
+    np.testing.assert_array_equal(fired / x.shape[0], (whole > 0).mean(0))
+    cols = np.concatenate(exp._blocks(sae, x, 0.5, lambda z: np.asarray(z[:, [1, 4]])))
+    np.testing.assert_allclose(cols, whole[:, [1, 4]], rtol=1e-6, atol=1e-6)

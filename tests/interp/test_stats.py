@@ -64,6 +64,38 @@ def test_bootstrap_ci_covers_and_groups_widen(getkey):
     assert float(est_t) == pytest.approx(r2_score(np.asarray(y)[300:], np.asarray(pred)[300:]))
 
 
+def test_bootstrap_ci_draws_as_before_and_compiles_once_over_subsets(getkey):
+    """The resampled groups are those of `choice(k, n_groups, (n_draw,), p)` (the bootstrap
+    drew exactly that before it compiled once per n_draw), and subsets with different
+    numbers of groups to draw share one compile (lengthprobe_decodable's per-family CIs
+    compiled 19 times)."""
+    from jaxlab.interp._stats import _resampled
+
+    g = jnp.repeat(jnp.arange(12), 3)
+    y = jax.random.normal(getkey(), (36,))
+    p = y + jax.random.normal(getkey(), (36,))
+    key = getkey()
+    compiled = _resampled._cache_size()
+    for n_sub in (12, 7, 4):
+        w = (g < n_sub).astype(jnp.float32)
+        est, lo, hi = ip.bootstrap_ci(
+            ip.spearman, y, p, key=key, n_resamples=50, groups=g, weights=w
+        )
+        present = (jnp.arange(12) < n_sub).astype(jnp.float32)
+        pr = present / n_sub
+
+        def one(k, w=w, pr=pr, n_sub=n_sub):
+            draw = jax.random.choice(k, 12, (n_sub,), p=pr)
+            counts = jnp.zeros((12,), jnp.float32).at[draw].add(1)
+            return ip.spearman(y, p, weights=w * counts[g])
+
+        ref = jax.vmap(one)(jax.random.split(key, 50))
+        rlo, rhi = jnp.nanquantile(ref, jnp.asarray([0.025, 0.975], ref.dtype))
+        np.testing.assert_allclose([lo, hi], [rlo, rhi], rtol=1e-6)
+        assert float(est) == pytest.approx(float(ip.spearman(y, p, weights=w)))
+    assert _resampled._cache_size() == compiled + 1
+
+
 def test_group_split_and_kfold(getkey):
     groups = jnp.repeat(jnp.arange(12), 5)
     train = ip.group_split(groups, key=getkey(), test_fraction=0.25)

@@ -139,3 +139,17 @@ def test_probe_bad_input():
         lp.position_only(y, pos, np.zeros_like(y, bool))
     with pytest.raises(ValueError, match="positions"):
         lp.position_only(y, -pos - 1, np.ones_like(y, bool))
+
+
+def test_token_counts_of_wild_log_predictions_stay_finite():
+    """lengthprobe_decodable reads log1p predictions back as tokens: an out-of-fold ridge
+    fitted on fewer rows than dimensions predicted +-600 (overflowing float32 expm1); sane
+    predictions are unchanged, wild ones are read as at most 10x the token budget."""
+    from experiments.lengthprobe import _setup
+
+    p = np.array([-600.0, 0.0, 2.5, 5.0, 643.0], np.float32)
+    with np.errstate(over="raise"):
+        t = _setup.to_tokens(p, 48)
+    assert np.all(np.isfinite(t))
+    np.testing.assert_array_equal(t[:4], np.expm1(p[:4]))
+    assert t[4] == pytest.approx(480, rel=1e-5)
