@@ -25,40 +25,23 @@ METRICS: dict[str, tuple[str, ...]] = {
         "rounds_to_identify_tdge",
         "rounds_to_identify_linucb",
         "small_regret_tdge",
-    "interp_sae": (
-        "smollm2/ev",
-        "smollm2/l0",
-        "smollm2/dead_frac",
-        "smollm2/ce_loss_score",
-        "smollm2/kl_score",
-        "smollm2/pca_ev",
-        "smollm2/pca_ce_loss_score",
-        "smollm2/pca_kl_score",
     ),
-    "laplex_exactness": (
-        "max_rel_err_f64",
-        "max_rel_err_f32",
-        "max_grad_rel_err_f64",
-        "max_rel_err_f32_sym_presorted",
+    "beliefs_causal": (
+        "steer_slope_smollm2",
+        "steer_slope_ci_low_smollm2",
+        "decisiveness_ablated_smollm2",
     ),
-    "laplex_gram": (
-        "nll_laplex_test",
-        "laplex_minus_diag_hi",
-        "laplex_minus_grid_hi",
-        "slq_rel_err_laplex",
+    "beliefs_modulation": (
+        "rho_modulation_smollm2",
+        "rho_null95_smollm2",
+        "rho_factual_action_smollm2",
+        "tomi_accuracy_smollm2",
     ),
-    "laplex_head": ("acc_dense", "acc_random", "laplex1_minus_lowrank1_lo"),
-    "laplex_scaling": ("loglog_slope", "loglog_slope_reused_plan"),
-    "blackboard_discovery": ("blackboard/f1", "f1_diff_vs_master_slave/ci_low", "model_calls"),
-    "blackboard_e2e": (
-        "blackboard/success",
-        "success_diff_vs_single_agent/ci_low",
-        "oracle/success",
+    "beliefs_monitoring": (
+        "partial_r_monitoring_smollm2",
+        "confidence_tie_smollm2",
+        "change_rate_clear_smollm2",
     ),
-    "blackboard_scaling": ("model_calls",),
-    "cslm_complexity": ("smollm2/chain_sum/kendall_tau", "pairs_growing"),
-    "cslm_reliability": ("smollm2/ece", "fits"),
-    "cslm_triad": ("smollm2/lm_verifier_precision", "smollm2/gap_program_vs_majority"),
     "biophys_currents": (
         "current_corr_start",
         "current_corr_lowpass_mean",
@@ -68,6 +51,13 @@ METRICS: dict[str, tuple[str, ...]] = {
         *(f"ablation_match_{s}_{loss}" for s in ("rate", "const") for loss in ("anchor", "trace")),
     ),
     "biophys_localize": ("loc_err_um_mean", "loc_err_um_baseline", "current_corr_mean"),
+    "blackboard_discovery": ("blackboard/f1", "f1_diff_vs_master_slave/ci_low", "model_calls"),
+    "blackboard_e2e": (
+        "blackboard/success",
+        "success_diff_vs_single_agent/ci_low",
+        "oracle/success",
+    ),
+    "blackboard_scaling": ("model_calls",),
     "cells_genes": ("program_precision_at_20", "chance_precision"),
     "cells_rare": tuple(
         f"{pre}{k}"
@@ -93,6 +83,9 @@ METRICS: dict[str, tuple[str, ...]] = {
             "diff_lecell_vae_nobatch",
         )
     ),
+    "cslm_complexity": ("smollm2/chain_sum/kendall_tau", "pairs_growing"),
+    "cslm_reliability": ("smollm2/ece", "fits"),
+    "cslm_triad": ("smollm2/lm_verifier_precision", "smollm2/gap_program_vs_majority"),
     "eeg_cross_session": tuple(
         f"{prefix}_{model}"
         for prefix in ("bacc_within", "bacc_cross", "bacc_cross_aligned")
@@ -119,33 +112,6 @@ METRICS: dict[str, tuple[str, ...]] = {
         f"{metric}_t0_{t}" for t in (0, 3, 10) for metric in ("voi", "arand", "cremi", "emb_mse")
     )
     + ("psnr", "ssim"),
-    "lm_pool": (
-        "pool_disagreement",
-        "pool_oracle_acc",
-        "ppl_smollm2_135m_instruct",
-        "logiqa_acc_smollm2_135m_instruct",
-    ),
-    "lm_sanity": (
-        "kv_cache_max_abs_diff",
-        "smollm2_ppl_text",
-        "smollm2_ppl_shuffled",
-        "gemma3_paris",
-    "beliefs_causal": (
-        "steer_slope_smollm2",
-        "steer_slope_ci_low_smollm2",
-        "decisiveness_ablated_smollm2",
-    ),
-    "beliefs_modulation": (
-        "rho_modulation_smollm2",
-        "rho_null95_smollm2",
-        "rho_factual_action_smollm2",
-        "tomi_accuracy_smollm2",
-    ),
-    "beliefs_monitoring": (
-        "partial_r_monitoring_smollm2",
-        "confidence_tie_smollm2",
-        "change_rate_clear_smollm2",
-    ),
     "illusions_causal": ("smollm2/temporal/p_causal", "smollm2/corr2cause/p_entail_not_entailed"),
     "illusions_correlation": (
         "smollm2/neutral/phi",
@@ -162,6 +128,30 @@ METRICS: dict[str, tuple[str, ...]] = {
         "framing/analytic_minus_holistic/phi",
         "framing/overlap_p",
     ),
+    "interp_sae": (
+        "smollm2/ev",
+        "smollm2/l0",
+        "smollm2/dead_frac",
+        "smollm2/ce_loss_score",
+        "smollm2/kl_score",
+        "smollm2/pca_ev",
+        "smollm2/pca_ce_loss_score",
+        "smollm2/pca_kl_score",
+    ),
+    "laplex_exactness": (
+        "max_rel_err_f64",
+        "max_rel_err_f32",
+        "max_grad_rel_err_f64",
+        "max_rel_err_f32_sym_presorted",
+    ),
+    "laplex_gram": (
+        "nll_laplex_test",
+        "laplex_minus_diag_hi",
+        "laplex_minus_grid_hi",
+        "slq_rel_err_laplex",
+    ),
+    "laplex_head": ("acc_dense", "acc_random", "laplex1_minus_lowrank1_lo"),
+    "laplex_scaling": ("loglog_slope", "loglog_slope_reused_plan"),
     "lengthprobe_decodable": (
         "natural_pairs",
         "natural_pairs_probe_wins",
@@ -179,6 +169,18 @@ METRICS: dict[str, tuple[str, ...]] = {
         "asymmetry",
         "asymmetry_low",
     ),
+    "lm_pool": (
+        "pool_disagreement",
+        "pool_oracle_acc",
+        "ppl_smollm2_135m_instruct",
+        "logiqa_acc_smollm2_135m_instruct",
+    ),
+    "lm_sanity": (
+        "kv_cache_max_abs_diff",
+        "smollm2_ppl_text",
+        "smollm2_ppl_shuffled",
+        "gemma3_paris",
+    ),
     "lowrank_agreement": ("linear_max_err", "tanh_err_slope"),
     "lowrank_exposure": ("initial_output_diff", "final_output_diff"),
     "lowrank_memory": ("history_decode_acc_invisible", "history_decode_acc_visible"),
@@ -188,18 +190,6 @@ METRICS: dict[str, tuple[str, ...]] = {
         "mse_ratio_two_stage_vs_lmi_only",
         "violation_starts",
     ),
-    "sensing_maps": (
-        "pattern_alignment_lo",
-        "offset_angle_deg",
-        "offset_p_value",
-        "geometry_effect",
-    ),
-    "sensing_policy": (
-        "steps_to_nectar_lexicographic",
-        "reward_auc_lexicographic",
-        "unseen_success_lexicographic",
-    ),
-    "temporal_consistency": ("rmse_slope", "ci_coverage_95", "plugin_sd_over_mc_sd"),
     "routing_ablation": ("text/aiq/latent", "text/aiq_drop/latent_no_comm_ci_low"),
     "routing_groups": ("spearman_rho", "spearman_p_exact", "n_groups"),
     "routing_haps_ablation": ("gain_over/no_sharing_ci_low", "gain_over/no_reward_ci_low"),
@@ -225,6 +215,17 @@ METRICS: dict[str, tuple[str, ...]] = {
         "aiq_gain_vs_best_baseline_ci_low",
         "rank_gain_vs_best_baseline_ci_low",
     ),
+    "sensing_maps": (
+        "pattern_alignment_lo",
+        "offset_angle_deg",
+        "offset_p_value",
+        "geometry_effect",
+    ),
+    "sensing_policy": (
+        "steps_to_nectar_lexicographic",
+        "reward_auc_lexicographic",
+        "unseen_success_lexicographic",
+    ),
     "stereo_faces": tuple(
         f"{k}_{method}"
         for method in ("bm", "sgm_jaxlab", "sgbm_opencv", "raft")
@@ -237,6 +238,7 @@ METRICS: dict[str, tuple[str, ...]] = {
         "sigma_iod_for_10x_best",
     ),
     "stereo_middlebury": ("bad2_sgm_jaxlab_on_opencv_valid", "bad2_sgbm_opencv_on_opencv_valid"),
+    "temporal_consistency": ("rmse_slope", "ci_coverage_95", "plugin_sd_over_mc_sd"),
     "topology_freesolv": ("rmse_hopse", "rmse_homp", "rmse_diff_upper", "speedup_epoch_vs_homp"),
     "topology_mutag": ("acc_hopse", "acc_homp", "acc_diff_lower", "speedup_vs_homp"),
     "topology_scaling": ("loglog_slope_hopse", "loglog_slope_homp", "speedup_vs_homp"),
