@@ -34,8 +34,7 @@ _TINY = re.compile(r"^TINY\s*[:=]", re.MULTILINE)
 
 def _with_tiny(bench: bool) -> list[str]:
     """The registered names whose module declares TINY (read from the source: cheap at
-    collection). Issue #52 moves every module here; `test_modules_without_tiny` lists the
-    rest, so none is silently left out."""
+    collection); `test_every_module_declares_tiny` checks that none is left out."""
     out = []
     for dotted, name in _registry._module_names("experiments", bench):
         src = (ROOT / (dotted.replace(".", "/") + ".py")).read_text()
@@ -113,41 +112,6 @@ def test_cli_tiny_run_and_full_dry_run(tmp_path):
     assert "add --full" in bad.stderr
 
 
-# Modules not yet given a TINY config (issue #52 is open until this is empty).
-WITHOUT_TINY: set[str] = {
-    "beliefs_causal",
-    "beliefs_modulation",
-    "beliefs_monitoring",
-    "biophys_currents",
-    "biophys_localize",
-    "biophys_sim",
-    "cells_genes",
-    "cells_rare",
-    "cells_scib",
-    "eeg_cross_session",
-    "eeg_effect_size",
-    "eeg_state",
-    "eeg_technique",
-    "em_joint",
-    "em_t0",
-    "illusions_causal",
-    "illusions_correlation",
-    "illusions_randomness",
-    "illusions_sae",
-    "interp_sae",
-    "interp_sae_step",
-    "lengthprobe_decodable",
-    "lengthprobe_retraction",
-    "lengthprobe_transfer",
-    "lm_pool",
-    "lm_sanity",
-    "lm_speed",
-    "stereo_faces",
-    "stereo_ipd",
-    "stereo_middlebury",
-    "stereo_sgm",
-}
-
-
-def test_modules_without_tiny_are_the_listed_ones():
-    assert set(ALL) - set(EXPERIMENTS) - set(BENCHMARKS) == WITHOUT_TINY
+def test_every_module_declares_tiny():
+    """Every registered experiment and benchmark is in the smoke tier (none left out)."""
+    assert sorted(EXPERIMENTS + BENCHMARKS) == ALL
