@@ -552,13 +552,16 @@ def excludes(
 def gated(claim: Claim, precondition: Precondition) -> Claim:
     """`claim`, testable only if `precondition` passed: a failed precondition makes the
     verdict `untestable` and names the gate; a passed one is recorded with the claim.
-    A claim already untestable keeps its first failed gate."""
+    A claim already untestable keeps its first failed gate (a failed `precondition` names
+    the cause of a non-finite estimate instead of the generic "finite estimate" gate)."""
     if not isinstance(claim, Claim) or not claim.protocol:
         raise ValueError("claim: expected a protocol Claim (from superior, at_least, ...)")
     if not isinstance(precondition, Precondition):
         raise ValueError(f"precondition: expected a Precondition, received {precondition!r}")
     if claim.gate is not None and not claim.gate.passed:
-        return claim
+        if claim.gate.name != "finite estimate" or precondition.passed:
+            return claim
+        claim = dataclasses.replace(claim, holds=None, verdict="holds", gate=None)  # named now
     if precondition.passed:
         return dataclasses.replace(claim, holds=None, gate=precondition)
     note = f"untestable: {precondition.name} failed ({precondition.measured})"

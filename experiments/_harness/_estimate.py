@@ -452,17 +452,17 @@ def permutation_test(
 ) -> PermutationTest:
     """Permutation test of `statistic(a, b)` (default: `mean(a) - mean(b)`).
 
-    - `paired=True`: a sign-flip test: each pair's members are swapped or not (for the mean
-      difference, the signs of `a - b` flipped), 2^n arrangements.
-    - `paired=False`: a two-sample test: the pooled values relabelled, C(n_a + n_b, n_a)
-      arrangements.
+        - `paired=True`: a sign-flip test: each pair's members are swapped or not (for the mean
+          difference, the signs of `a - b` flipped), 2^n arrangements.
+        - `paired=False`: a two-sample test: the pooled values relabelled, C(n_a + n_b, n_a)
+          arrangements.
 
-    When the arrangements number at most `exact_max`, every one is enumerated (an exact
-    test, `n_resamples` 0 in the result); otherwise `n_resamples` (<= `MAX_RESAMPLES`) random
-    ones are drawn (Monte Carlo, p-value `(1 + #{T* as extreme}) / (1 + n_resamples)`).
-    Computed by `scipy.stats.permutation_test`; `statistic` must be vectorised
-    (`statistic(x, y, axis=-1)`). `alternative`: "two-sided" (twice the smaller one-sided
-p-value, at most 1), "greater" or "less".
+        When the arrangements number at most `exact_max`, every one is enumerated (an exact
+        test, `n_resamples` 0 in the result); otherwise `n_resamples` (<= `MAX_RESAMPLES`) random
+        ones are drawn (Monte Carlo, p-value `(1 + #{T* as extreme}) / (1 + n_resamples)`).
+        Computed by `scipy.stats.permutation_test`; `statistic` must be vectorised
+        (`statistic(x, y, axis=-1)`). `alternative`: "two-sided" (twice the smaller one-sided
+    p-value, at most 1), "greater" or "less".
     """
     a, b = _vector("a", a, 1), _vector("b", b, 1)
     if alternative not in ("two-sided", "greater", "less"):
