@@ -237,8 +237,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     matched = [(h, f"laplex{h}", f"lowrank{h}") for h in config.heads if h in config.ranks]
     diffs = {h: beats(la, lr, f"rank-{h} head") for h, la, lr in matched}
     vs_rf = {h: beats(f"laplex{h}", "random", "random features") for h in config.heads}
-    for h, c in diffs.items():
-        metrics[f"laplex{h}_minus_lowrank{h}"] = c.estimate
+    for h, claim in diffs.items():
+        metrics[f"laplex{h}_minus_lowrank{h}"] = claim.estimate
     frac = {k: params[k] / params["dense"] for k in projs if k.startswith("laplex")}
 
     def vs_dense(name):
@@ -262,8 +262,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     )
     claims = [
         all_of(
-            {f"laplex{h} vs lowrank{h}": c for h, c in diffs.items()}
-            | {f"laplex{h} vs random": c for h, c in vs_rf.items()},
+            {f"laplex{h} vs lowrank{h}": d for h, d in diffs.items()}
+            | {f"laplex{h} vs random": d for h, d in vs_rf.items()},
             claim="LAPLEX head beats low-rank and random-feature heads at matched parameters",
             paper="compact heads (qualitative)",
             detail=f"{n} x {m} projection on image crops ({len(IMAGES)} classes, {len(y_te)} "
