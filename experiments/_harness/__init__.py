@@ -1,5 +1,6 @@
-"""The experiment harness: the contract (`Result`, `Claim`, `Bench`, `RunContext`), discovery,
-the runner, benchmarks timing and the report. Experiments import from here only."""
+"""The experiment harness: the contract (`Result`, `Claim`, `Bench`, `RunContext`), the
+statistics-and-claims protocol (`Estimate` and its estimators, the claim constructors),
+discovery, the runner, benchmarks timing and the report. Experiments import from here only."""
 
 from ._api import Bench as Bench
 from ._api import Claim as Claim
@@ -16,12 +17,35 @@ from ._cache import load_npz as load_npz
 from ._cache import model_sha256 as model_sha256
 from ._cache import model_tag as model_tag
 from ._cache import save_npz as save_npz
+from ._claim import KINDS as KINDS
+from ._claim import VERDICTS as VERDICTS
+from ._claim import Precondition as Precondition
+from ._claim import all_of as all_of
+from ._claim import at_least as at_least
+from ._claim import at_most as at_most
+from ._claim import best_of as best_of
+from ._claim import equivalent as equivalent
+from ._claim import excludes as excludes
+from ._claim import gated as gated
+from ._claim import noninferior as noninferior
+from ._claim import superior as superior
 from ._config import config_from_json as config_from_json
 from ._config import config_to_json as config_to_json
 from ._config import with_overrides as with_overrides
+from ._estimate import MAX_RESAMPLES as MAX_RESAMPLES
+from ._estimate import Estimate as Estimate
+from ._estimate import PermutationTest as PermutationTest
+from ._estimate import bootstrap as bootstrap
+from ._estimate import paired_bootstrap as paired_bootstrap
+from ._estimate import paired_t as paired_t
+from ._estimate import permutation_test as permutation_test
+from ._estimate import spearman as spearman
+from ._estimate import t_interval as t_interval
+from ._estimate import t_mean as t_mean
+from ._estimate import welch_t as welch_t
+from ._estimate import wilson as wilson
 from ._papers import PAPERS as PAPERS
 from ._runner import jax_info as jax_info
 from ._runner import reproduce as reproduce
 from ._runner import run_experiment as run_experiment
 from ._stats import residualize as residualize
-from ._stats import t_interval as t_interval

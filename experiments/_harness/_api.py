@@ -16,8 +16,13 @@ An experiment that reports wall-clock measurements among its metrics (training o
 times, speed-ups) names them in an optional `TIMING_METRICS`: a tuple of `fnmatch`
 patterns over the flat metric names, e.g. `("train_time_*_s", "speedup_*")`. Two runs of
 the same seed agree on every metric but these; metrics.json lists the matched names
-under "timing_metrics", and a claim about speed is a `Claim(..., timing=True)` (its
-`measured` and `holds` come from timings). The kill/resume test compares the rest.
+under "timing_metrics", and a claim about speed has `timing=True` (its `measured` and
+verdict come from timings).
+
+Claims are built by the protocol constructors of `_claim.py` (`superior`, `noninferior`,
+`equivalent`, `at_least`, `at_most`, `excludes`, `gated`, `all_of`, `best_of`) from the
+`Estimate`s of `_estimate.py`; `metrics` may hold `Estimate`s, written flat as `name`,
+`name_lo`, `name_hi`, `name_n`. The kill/resume test compares the rest.
 
 The config is written to metrics.json as `dataclasses.asdict(config)` (tuples as lists)
 and read back with `config_from_json`; shared settings of a component's experiments are
@@ -39,30 +44,19 @@ from typing import Any
 
 from jaxlab._core import Checkpointer
 
+from ._claim import Claim
+
 __all__ = ["Claim", "Result", "Bench", "RunContext", "log"]
 
 log = logging.getLogger("experiments")
-
-
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    """One headline claim: what the paper reports vs what this run measured.
-
-    `timing`: the claim is about wall-clock speed, so its `measured` and `holds` come from
-    the experiment's `TIMING_METRICS` and vary between runs of the same seed."""
-
-    claim: str
-    paper: str  # the paper's value or statement, e.g. "MSE 0.0499" or "ODE = GD"
-    measured: str  # what we measured, human-readable with units
-    holds: bool
-    timing: bool = False
 
 
 @dataclasses.dataclass
 class Result:
     """What `run(config, key)` returns.
 
-    - `metrics`: flat (or nested, flattened with "/") name -> number.
+    - `metrics`: flat (or nested, flattened with "/") name -> number or `Estimate`
+      (written as `name`, `name_lo`, `name_hi`, `name_n`).
     - `claims`: the paper's claims checked by this run.
     - `figures`: name -> matplotlib Figure; saved as NAME/<name>.png.
     - `notes`: free text for the report (data source, synthetic or real, caveats).

@@ -18,8 +18,9 @@ import numpy as np
 
 from jaxlab._core import atomic_write, remove_stale_temps, write_json
 
-from ._api import Result, RunContext, log
+from ._api import Claim, Result, RunContext, log
 from ._config import config_to_json, with_overrides
+from ._estimate import Estimate
 
 __all__ = [
     "SCALES",
@@ -128,11 +129,20 @@ def _to_number(v: Any) -> float | int | None:
 
 
 def flatten_metrics(metrics: Mapping[str, Any], prefix: str = "") -> dict[str, float | int | None]:
-    """Nested mappings -> flat `a/b/c` names; values -> Python scalars."""
+    """Nested mappings -> flat `a/b/c` names; values -> Python scalars.
+
+    The one naming rule for intervals: an `Estimate` under `name` is written as `name`
+    (its value), `name_lo`, `name_hi` (its interval) and `name_n` (its units); a name
+    that collides with another metric is an error."""
     flat: dict[str, float | int | None] = {}
     for k, v in metrics.items():
         name = f"{prefix}{k}"
-        if isinstance(v, Mapping):
+        if isinstance(v, Estimate):
+            for key, x in v.flat(name).items():
+                if key in flat or (key != name and key in metrics):
+                    raise ValueError(f"metrics[{name!r}]: the Estimate's {key!r} is also a metric")
+                flat[key] = _to_number(x)
+        elif isinstance(v, Mapping):
             flat.update(flatten_metrics(v, prefix=f"{name}/"))
         else:
             try:
@@ -150,17 +160,12 @@ def timing_metrics(mod: ModuleType, metrics: Mapping[str, Any]) -> list[str]:
 
 
 def _claims_json(result: Result, paper: str) -> list[dict[str, Any]]:
-    return [
-        {
-            "claim": c.claim,
-            "paper": c.paper,
-            "measured": c.measured,
-            "holds": bool(c.holds),
-            "timing": bool(c.timing),
-            "paper_id": paper,
-        }
-        for c in result.claims
-    ]
+    """Each claim's record (`Claim.as_dict`): the legacy keys claim, paper, measured, holds,
+    timing, paper_id, and the protocol's verdict, estimate, null, margin, test, alpha, gate."""
+    for i, c in enumerate(result.claims):
+        if not isinstance(c, Claim):
+            raise TypeError(f"claims[{i}]: expected a Claim, received {type(c).__name__}")
+    return [c.as_dict(paper) for c in result.claims]
 
 
 def run_experiment(

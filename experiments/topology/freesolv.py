@@ -64,7 +64,6 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             "whose per-cell cost was comparable to HOMP's message passing); the "
             "topology_step benchmark reports the machine-independent FLOP ratio"
         ),
-        level=float(config.ni_level),
         time_digits=3,
     )
     notes = (

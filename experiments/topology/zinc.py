@@ -96,7 +96,6 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         unit="",
         paper="HOPSE matches or surpasses HOMP on molecular benchmarks (ZINC)",
         margin=float(config.margin),
-        level=float(config.ni_level),
         time_digits=2,
     )
     notes = (

@@ -239,8 +239,8 @@ METRICS: dict[str, tuple[str, ...]] = {
     ),
     "stereo_middlebury": ("bad2_sgm_jaxlab_on_opencv_valid", "bad2_sgbm_opencv_on_opencv_valid"),
     "temporal_consistency": ("rmse_slope", "ci_coverage_95", "plugin_sd_over_mc_sd"),
-    "topology_freesolv": ("rmse_hopse", "rmse_homp", "rmse_diff_upper", "speedup_epoch_vs_homp"),
-    "topology_mutag": ("acc_hopse", "acc_homp", "acc_diff_lower", "speedup_vs_homp"),
+    "topology_freesolv": ("rmse_hopse", "rmse_homp", "rmse_diff_hi", "speedup_epoch_vs_homp"),
+    "topology_mutag": ("acc_hopse", "acc_homp", "acc_diff_lo", "speedup_vs_homp"),
     "topology_scaling": ("loglog_slope_hopse", "loglog_slope_homp", "speedup_vs_homp"),
-    "topology_zinc": ("mae_hopse", "mae_homp", "mae_diff_upper", "speedup_epoch_vs_homp"),
+    "topology_zinc": ("mae_hopse", "mae_homp", "mae_diff_hi", "speedup_epoch_vs_homp"),
 }
