@@ -261,6 +261,10 @@ def benchmarks_page(benches: Sequence[Mapping[str, Any]], index: Sequence[Module
                 f"| {seconds_text(t['max_s'])} |"
             )
         lines.append("")
+        if b.get("ratios"):
+            lines += ["| ratio (peer median / ours median) | value |", "|---|---|"]
+            lines += [f"| {k} | {v:.3g} |" for k, v in b["ratios"].items()]
+            lines.append("")
         if b.get("fields"):
             lines += ["| field | value |", "|---|---|"]
             lines += [f"| {k} | {v:.4g} |" for k, v in b["fields"].items()]
