@@ -120,6 +120,7 @@ def run_bench(
         "config": "full" if full else "tiny" if tiny else "quick",
         "config_values": config,
         "config_hash": hashed,
+        "seed": seed,
         "size": dict(bench.size),
         "ours": list(bench.ours),
         "timings": timings,

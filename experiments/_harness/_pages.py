@@ -210,7 +210,7 @@ def results_page(
     for paper in sorted(per_paper, key=paper_sort_key):
         comp, title = PAPERS.get(paper, ("?", "unknown paper"))
         cited = citation(paper) if paper in PAPERS else "unknown paper"
-        lines += [f"## {paper} {comp}: {title} {{#{_anchor(paper)}}}", "", cited, ""]
+        lines += [f"## {paper} {comp} — {title} {{#{_anchor(paper)}}}", "", cited, ""]
         missing = []
         for m in per_paper[paper]:
             if m.name in by_name:

@@ -55,13 +55,14 @@ def test_snapshot_folders_are_not_ignored_by_git():
         pytest.skip("not a git checkout")
     paths = ["results/quick/x/metrics.json", "results/quick/x/fig.png", "results/bench/x.json"]
     out = subprocess.run(
-        ["git", "check-ignore", *paths, "results/x/metrics.json"],
+        ["git", "check-ignore", *paths, "results/x/metrics.json", "results/quick/x/checkpoints/a"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=False,
     )
-    assert out.stdout.split() == ["results/x/metrics.json"]  # only other output is ignored
+    # only other output, and the runs' checkpoints, are ignored
+    assert out.stdout.split() == ["results/x/metrics.json", "results/quick/x/checkpoints/a"]
 
 
 def test_module_index_lists_every_registered_experiment_and_benchmark():
