@@ -24,7 +24,7 @@ from ._harness._runner import (
     resume_note,
     run_experiment,
 )
-from ._harness._snapshot import ROOT, load_benches, load_records
+from ._harness._snapshot import ROOT, load_benches, load_records, stale_results
 
 _EPILOG = """exit status: 0 success; 1 an experiment (or benchmark) failed or a claims
 folder held no results; 2 a usage error (unknown name, bad flag, --full refused).
@@ -195,6 +195,11 @@ def _cmd_docs_tables(args) -> int:
         return 1
     if not changed:
         print("README and docs tables are up to date with the snapshot")
+    results = Path(args.root) / "results"
+    stale = stale_results(load_records(results / "quick"))
+    stale += stale_results(load_benches(results / "bench"), bench=True)
+    for name, why in stale:
+        print(f"stale snapshot result {name}: {why} (re-run it at QUICK)", file=sys.stderr)
     return 0
 
 

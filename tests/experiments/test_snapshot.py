@@ -302,7 +302,7 @@ def _tmp_root(tmp_path: Path) -> Path:
     return root
 
 
-def test_generated_pages_from_a_snapshot(tmp_path):
+def test_generated_pages_from_a_snapshot(tmp_path, capsys):
     root = _tmp_root(tmp_path)
     snap = root / "results" / "quick"
     rec = {
@@ -329,6 +329,9 @@ def test_generated_pages_from_a_snapshot(tmp_path):
     assert cli.main(["docs-tables", "--check", "--root", str(root)]) == 1
     assert cli.main(["docs-tables", "--root", str(root)]) == 0
     assert cli.main(["docs-tables", "--check", "--root", str(root)]) == 0
+    err = capsys.readouterr().err
+    assert "stale snapshot result bandits_synthetic: its QUICK config changed" in err
+    assert "stale snapshot result lowrank_speed: no config hash" in err
 
     readme = (root / "README.md").read_text()
     assert "1 of 63 experiments are in the snapshot" in readme
