@@ -4,8 +4,11 @@ Nothing here is hand-copied: the API reference lists every name each component's
 `__init__` re-exports; each component page (its hand-written top in
 `docs/components/<name>.md`) gets its public API, the worked-example cell of its example,
 its experiments (NAME and DESCRIPTION read from the experiment modules' source), its rows
-of README's claims table and its data sets with licences from `jaxlab.data.CATALOGUE`.
-The examples in `examples/*.py` are copied in and rendered by mkdocs-jupyter.
+of the claims table of the committed results snapshot (`results/quick`) and its data sets
+with licences from `jaxlab.data.CATALOGUE`. The snapshot's figures are copied in beside
+the results page (`docs/results.md`, written with the other generated tables by
+`python -m experiments docs-tables`). The examples in `examples/*.py` are copied in and
+rendered by mkdocs-jupyter.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ sys.path.insert(0, str(ROOT / "docs"))
 
 from hooks import components, papers, papers_by_component  # noqa: E402
 
+from experiments._harness._pages import figure_path  # noqa: E402
+from experiments._harness._report import claims_table  # noqa: E402
+from experiments._harness._snapshot import SNAPSHOT_DIR, load_records  # noqa: E402
 from jaxlab.data import CATALOGUE  # noqa: E402
 
 # Components being built on other branches; the components index says so while they are missing.
@@ -62,18 +68,14 @@ def experiments_of(comp: str) -> list[tuple[str, str]]:
     return out
 
 
-def claims_rows() -> tuple[str, list[tuple[str, str]]]:
-    """The header and (experiment, row) of every row of README's `## Claims` table."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("\n## Claims", 1)[1].split("\n## ", 1)[0]
-    lines = [ln for ln in section.splitlines() if ln.startswith("| ")]
-    header = lines[0]
-    rows = []
-    for ln in lines[1:]:
-        cells = [c.strip() for c in ln.strip("|").split(" | ")]
-        if len(cells) >= 6 and cells[1] != "experiment":
-            rows.append((cells[1], ln))
-    return header, rows
+def snapshot_figures(records) -> None:
+    """Copy every figure of the snapshot to where the results page links it."""
+    for r in records:
+        for fig in r.get("figures", []):
+            src = SNAPSHOT_DIR / r["experiment"] / fig
+            if src.is_file():
+                with mkdocs_gen_files.open(figure_path(r["experiment"], fig), "wb") as f:
+                    f.write(src.read_bytes())
 
 
 def example_cell(comp: str, tag: str = "core") -> str | None:
@@ -98,7 +100,7 @@ def api_page(comp: str, mod, names: list[str]) -> None:
             f.write(f"::: jaxlab.{comp}.{n}\n\n")
 
 
-def component_extra(comp: str, mod, names, claims_header, claims, paper_info) -> str:
+def component_extra(comp: str, mod, names, records, paper_info) -> str:
     out = []
     out.append("## Public API\n")
     out.append(f"`import jaxlab.{comp}`; every name links to its entry in the API reference.\n")
@@ -127,19 +129,20 @@ def component_extra(comp: str, mod, names, claims_header, claims, paper_info) ->
         out += [f"| `{n}` | {d} |" for n, d in exps]
         out.append("")
         mine = {n for n, _ in exps}
-        rows = [r for e, r in claims if e in mine or e.split(" ")[0] in mine]
+        rows = [r for r in records if r.get("experiment") in mine]
         out.append("### Current claims\n")
         if rows:
             out.append(
-                "The rows of the [claims table](../experiments.md#the-claims-table) for these "
-                "experiments (generated from README.md at build time; the README says on "
-                "which machine and when they ran).\n"
+                "The claims of these experiments in the committed results snapshot (the "
+                "[results page](../results.md) says on which machine, when and from which "
+                "commit each ran):\n"
             )
-            out.append(claims_header)
-            out.append("|" + "---|" * claims_header.count(" | ") + "---|")
-            out += rows
+            out.append(claims_table(rows))
         else:
-            out.append("No row of the claims table comes from these experiments yet.")
+            out.append(
+                "None of these experiments is in the results snapshot yet (see the "
+                "[results page](../results.md))."
+            )
         out.append("")
     data = [d for d in CATALOGUE if comp in d.used_by or comp == "data"]
     if data:
@@ -175,7 +178,8 @@ def main() -> None:
     comps = components()
     by_comp = papers_by_component()
     info = papers()
-    claims_header, claims = claims_rows()
+    records = load_records(SNAPSHOT_DIR)
+    snapshot_figures(records)
     index = ["# Components\n"]
     index.append(
         "One page per component: the paper and its claim, the concepts, the public API, a "
@@ -209,9 +213,7 @@ def main() -> None:
         index.append(f"| [`jaxlab.{comp}`]({comp}.md) | {label} | {first} |")
         api_index.append(f"| [`jaxlab.{comp}`]({comp}.md) | {len(names)} |")
         api_page(comp, mod, names)
-        extra = component_extra(
-            comp, mod, names, claims_header, claims, [(p, info[p]) for p in pids]
-        )
+        extra = component_extra(comp, mod, names, records, [(p, info[p]) for p in pids])
         with mkdocs_gen_files.open(f"components/{comp}.md", "a") as f:
             f.write("\n" + extra)
         ex = ROOT / "examples" / f"{comp}.py"
@@ -222,9 +224,6 @@ def main() -> None:
     for name, pid in NOT_YET.items():
         if name not in comps:
             index.append(f"| `jaxlab.{name}` | {pid} | being built on another branch |")
-    with mkdocs_gen_files.open("experiments.md", "a") as f:
-        f.write("\n" + claims_header + "\n|" + "---|" * (claims_header.count(" | ") + 1) + "\n")
-        f.write("\n".join(row for _, row in claims) + "\n")
     with mkdocs_gen_files.open("components/index.md", "w") as f:
         f.write("\n".join(index) + "\n")
     with mkdocs_gen_files.open("api/index.md", "w") as f:

@@ -46,11 +46,14 @@ def on_config(config, **kwargs):
     comps = components()
     config["nav"] = [
         {"Home": "index.md"},
+        {"Install": "install.md"},
+        {"Results": ["results.md", "benchmarks.md", "papers.md", "gpu.md"]},
         {"Components": ["components/index.md", *[f"components/{c}.md" for c in comps]]},
         {"Examples": ["examples/index.md", *[f"examples/{c}.py" for c in examples()]]},
         {"API reference": ["api/index.md", *[f"api/{c}.md" for c in comps]]},
         {"Experiment runner": "experiments.md"},
         {"Writing a component": "new-component.md"},
+        {"Component status": "status.md"},
         {"Design": "design.md"},
         {"Renamed arguments": "changes.md"},
     ]

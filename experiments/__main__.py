@@ -1,4 +1,5 @@
-"""`python -m experiments {list, run, reproduce, bench, claims, papers}`."""
+"""`python -m experiments {list, run, reproduce, bench, claims, bench-table, docs-tables,
+papers}`."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from ._harness import _registry
 from ._harness._bench import run_bench
 from ._harness._config import with_overrides
 from ._harness._dryrun import dry_run
+from ._harness._pages import write_docs_tables
 from ._harness._papers import PAPERS, bibtex, papers_table
-from ._harness._report import claims_table, failed_smoke, load_records, write_report
+from ._harness._report import bench_table, claims_table, failed_smoke, write_report
 from ._harness._runner import (
     config_of,
     full_refusal,
@@ -22,6 +24,7 @@ from ._harness._runner import (
     resume_note,
     run_experiment,
 )
+from ._harness._snapshot import ROOT, load_benches, load_records, stale_results
 
 _EPILOG = """exit status: 0 success; 1 an experiment (or benchmark) failed or a claims
 folder held no results; 2 a usage error (unknown name, bad flag, --full refused).
@@ -32,7 +35,9 @@ examples:
   python -m experiments run cells_rare --tiny            # the smoke tier's size (seconds)
   python -m experiments run cells_rare --full --dry-run  # check FULL here: data, models, cost
   python -m experiments reproduce --only 'laplex_*'
-  python -m experiments claims results                   # the claims table as Markdown"""
+  python -m experiments claims results/quick             # the claims table as Markdown
+  python -m experiments bench-table results/bench        # one row per benchmark
+  python -m experiments docs-tables --check              # README/docs tables up to date?"""
 
 
 def _usage_error(message: str) -> int:
@@ -164,6 +169,40 @@ def _cmd_claims(args) -> int:
     return 0
 
 
+def _cmd_bench_table(args) -> int:
+    """Print the benchmark table (one row per benchmark) of the JSON files in a folder."""
+    benches = load_benches(Path(args.dir))
+    if not benches:
+        print(f"no benchmark JSON under {args.dir}", file=sys.stderr)
+        return 1
+    sys.stdout.write(bench_table(benches))
+    return 0
+
+
+def _cmd_docs_tables(args) -> int:
+    """Write (or, with --check, compare) README's and the docs' generated tables."""
+    changed = write_docs_tables(args.root, check=args.check)
+    root = Path(args.root).resolve()
+    for path in changed:
+        rel = path.resolve().relative_to(root)
+        print(f"{'differs' if args.check else 'wrote'}: {rel}")
+    if args.check and changed:
+        print(
+            "the generated tables differ from the snapshot: run `python -m experiments "
+            "docs-tables` and commit the result",
+            file=sys.stderr,
+        )
+        return 1
+    if not changed:
+        print("README and docs tables are up to date with the snapshot")
+    results = Path(args.root) / "results"
+    stale = stale_results(load_records(results / "quick"))
+    stale += stale_results(load_benches(results / "bench"), bench=True)
+    for name, why in stale:
+        print(f"stale snapshot result {name}: {why} (re-run it at QUICK)", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line (every flag and positional has a help text)."""
     p = argparse.ArgumentParser(
@@ -209,7 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="run one benchmark (ours vs peers)")
     b.add_argument("name", metavar="NAME", help="the benchmark (see `list`)")
     c = sub.add_parser(
-        "claims", help="print the claims table of results folders as Markdown (README's table)"
+        "claims",
+        help="print the claims table of results folders as Markdown (verdict, interval, null)",
     )
     c.add_argument(
         "dirs", nargs="+", metavar="DIR", help="results folders holding NAME/metrics.json"
@@ -220,6 +260,29 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="the smoke tier's status file (`make smoke` writes results/smoke/status.json): "
         "rows of experiments that failed it are marked stale",
+    )
+    bt = sub.add_parser(
+        "bench-table",
+        help="print one Markdown row per benchmark (medians, ratios to the peers) of a folder",
+    )
+    bt.add_argument(
+        "dir", metavar="DIR", help="a folder of benchmark JSON files, e.g. results/bench"
+    )
+    dt = sub.add_parser(
+        "docs-tables",
+        help="write README's and the docs' generated tables from the committed snapshot "
+        "(results/quick, results/bench)",
+    )
+    dt.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 and name the files whose generated parts differ",
+    )
+    dt.add_argument(
+        "--root",
+        default=str(ROOT),
+        metavar="ROOT",
+        help="the repository root holding README.md, docs/ and results/ (default: this one)",
     )
     pp = sub.add_parser(
         "papers", help="the papers the experiments check: authors, venue, identifiers, code"
@@ -274,6 +337,8 @@ def main(argv=None) -> int:
         "reproduce": _cmd_reproduce,
         "bench": _cmd_bench,
         "claims": _cmd_claims,
+        "bench-table": _cmd_bench_table,
+        "docs-tables": _cmd_docs_tables,
         "papers": _cmd_papers,
     }[args.cmd](args)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import platform
 import statistics
 import time
 from pathlib import Path
@@ -14,6 +13,7 @@ import jax
 from jaxlab._core import write_json
 
 from ._api import Bench, log
+from ._provenance import config_hash, machine_info, provenance
 from ._runner import jax_info
 
 __all__ = ["interleaved_stats", "run_bench", "time_callable", "timing_stats"]
@@ -80,7 +80,9 @@ def run_bench(
         raise ValueError("full and tiny: choose one scale")
     if tiny and not hasattr(mod, "TINY"):
         raise ValueError(f"{mod.NAME} declares no TINY config (the smoke tier's size)")
+    t0 = time.perf_counter()
     config = dict(mod.FULL) if full else {**mod.QUICK, **(mod.TINY if tiny else {})}
+    hashed = config_hash(config)  # warm-up and repeats included
     warmup = int(config.pop("warmup", 2))
     repeats = int(config.pop("repeats", 7))
     bench = mod.setup(config, jax.random.key(seed))
@@ -117,6 +119,8 @@ def run_bench(
         "description": mod.DESCRIPTION,
         "config": "full" if full else "tiny" if tiny else "quick",
         "config_values": config,
+        "config_hash": hashed,
+        "seed": seed,
         "size": dict(bench.size),
         "ours": list(bench.ours),
         "timings": timings,
@@ -125,12 +129,10 @@ def run_bench(
         "interleaved": bench.interleave,
         "fields": fields,
         "notes": bench.notes,
+        "runtime_s": time.perf_counter() - t0,
         "jax": jax_info(),
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor(),
-            "python": platform.python_version(),
-        },
+        "machine": machine_info(),
+        "provenance": provenance(),
     }
     write_json(Path(out) / "bench" / f"{mod.NAME}.json", record)
     return record

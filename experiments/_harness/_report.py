@@ -1,42 +1,35 @@
-"""REPORT.md and report.html from the metrics.json files of a results folder."""
+"""REPORT.md and report.html from the metrics.json files of a results folder, and the
+claims and benchmark tables (Markdown) that README and the docs show."""
 
 from __future__ import annotations
 
 import base64
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from jaxlab._core import atomic_write
 
 from ._papers import PAPERS, citation, paper_sort_key
+from ._snapshot import is_legacy, load_benches, load_records, verdict
 
-__all__ = ["write_report", "load_records", "claims_table", "failed_smoke"]
-
-
-def load_records(out: Path, names: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """Every DIR/*/metrics.json (restricted to `names` when given)."""
-    recs = []
-    for p in sorted(out.glob("*/metrics.json")):
-        try:
-            rec = json.loads(p.read_text())
-        except json.JSONDecodeError:
-            continue
-        if names is None or rec.get("experiment") in names:
-            recs.append(rec)
-    return recs
+__all__ = [
+    "write_report",
+    "load_records",
+    "claims_table",
+    "bench_table",
+    "failed_smoke",
+    "estimate_text",
+    "null_text",
+    "verdict_text",
+    "seconds_text",
+]
 
 
 def _load_benches(out: Path) -> list[dict[str, Any]]:
-    benches = []
-    for p in sorted((out / "bench").glob("*.json")):
-        try:
-            benches.append(json.loads(p.read_text()))
-        except json.JSONDecodeError:
-            continue
-    return benches
+    return load_benches(out / "bench")
 
 
 def _fmt(v: Any) -> str:
@@ -93,11 +86,16 @@ def _markdown(groups, out: Path, header: str) -> str:
                 "",
             ]
             if r["claims"]:
-                lines += ["| claim | paper | measured | holds |", "|---|---|---|---|"]
+                lines += [
+                    "| claim | paper | measured | estimate [interval] | null / baseline "
+                    "| verdict |",
+                    "|---|---|---|---|---|---|",
+                ]
                 for c in r["claims"]:
                     lines.append(
                         f"| {_cell(c['claim'])} | {_cell(c['paper'])} | "
-                        f"{_cell(c['measured'])} | {'yes' if c['holds'] else '**no**'} |"
+                        f"{_cell(c['measured'])} | {_cell(estimate_text(c))} | "
+                        f"{_cell(null_text(c))} | {_cell(verdict_text(c))} |"
                     )
                 lines.append("")
             if r["metrics"]:
@@ -137,28 +135,131 @@ def failed_smoke(status_file: str | Path) -> set[str]:
     return {name for name, outcome in runs.items() if outcome != "passed"}
 
 
-def claims_table(records: Sequence[dict[str, Any]], *, stale: set[str] = frozenset()) -> str:
+def estimate_text(claim: Mapping[str, Any]) -> str:
+    """`value [low, high]` with the level, method and n of a protocol claim's `estimate`
+    ("—" when it has none)."""
+    e = claim.get("estimate")
+    if not e:
+        return "—"
+    text = f"{_fmt(e.get('value'))} [{_fmt(e.get('low'))}, {_fmt(e.get('high'))}]"
+    details = []
+    if e.get("level") is not None:
+        details.append(f"{e['level']:.0%}")
+    if e.get("method"):
+        details.append(str(e["method"]))
+    if e.get("n") is not None:
+        details.append(f"n={e['n']}")
+    return text + (f" ({' '.join(details)})" if details else "")
+
+
+def null_text(claim: Mapping[str, Any]) -> str:
+    """The null or baseline a protocol claim is compared against, with its margin, test and
+    alpha ("—" for a legacy claim)."""
+    if is_legacy(claim) or claim.get("null") is None:
+        return "—"
+    parts = [str(claim["null"])]
+    if claim.get("margin") is not None:
+        parts.append(f"margin {_fmt(claim['margin'])}")
+    if claim.get("test"):
+        parts.append(str(claim["test"]))
+    if claim.get("alpha") is not None:
+        parts.append(f"alpha {_fmt(claim['alpha'])}")
+    return "; ".join(parts)
+
+
+def verdict_text(claim: Mapping[str, Any]) -> str:
+    """The verdict as a table shows it: `holds`, `**fails**`, `inconclusive`, `untestable`
+    (with the failed precondition when the record names it), or `holds (legacy)` /
+    `**no** (legacy)` for a record without the protocol's verdict."""
+    v = verdict(claim)
+    if v == "fails":
+        return "**fails**"
+    if v == "no (legacy)":
+        return "**no** (legacy)"
+    if v == "untestable" and claim.get("gate"):
+        return f"untestable ({claim['gate']})"
+    return v
+
+
+def seconds_text(t: float | None) -> str:
+    """A duration with a readable unit: 12.3 s, 45.6 ms, 7.8 us."""
+    if t is None:
+        return "n/a"
+    if t >= 1:
+        return f"{t:.3g} s"
+    if t >= 1e-3:
+        return f"{t * 1e3:.3g} ms"
+    return f"{t * 1e6:.3g} us"
+
+
+CLAIMS_HEADER = (
+    "| paper | experiment | claim | paper value | measured | estimate [interval] "
+    "| null / baseline | verdict |"
+)
+
+
+def claims_table(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    stale: set[str] | frozenset[str] = frozenset(),
+) -> str:
     """One Markdown table of every claim (paper, experiment, claim, paper value, measured,
-    holds), papers in order: the README's claims table.
+    the estimate with its interval, the null or baseline, the verdict), papers in order.
 
     `stale`: experiments whose current code fails the smoke tier (`failed_smoke`): their
     rows say "stale" instead of a verdict, since the code that produced them no longer runs.
     """
-    rows = [
-        "| paper | experiment | claim | paper value | measured | holds |",
-        "|---|---|---|---|---|---|",
-    ]
+    rows = [CLAIMS_HEADER, "|---|---|---|---|---|---|---|---|"]
     ordered = sorted(records, key=lambda r: (paper_sort_key(r.get("paper", "?")), r["experiment"]))
     for r in ordered:
         for c in r["claims"]:
-            verdict = "yes" if c["holds"] else "**no**"
+            v = verdict_text(c)
             if r["experiment"] in stale:
-                verdict = "stale (its code fails the smoke tier)"
+                v = "stale (its code fails the smoke tier)"
             rows.append(
                 f"| {r.get('paper', '?')} | {r['experiment']} | {_cell(c['claim'])} | "
-                f"{_cell(c['paper'])} | {_cell(c['measured'])} | {verdict} |"
+                f"{_cell(c['paper'])} | {_cell(c['measured'])} | {_cell(estimate_text(c))} | "
+                f"{_cell(null_text(c))} | {_cell(v)} |"
             )
     return "\n".join(rows) + "\n"
+
+
+def bench_table(benches: Sequence[Mapping[str, Any]]) -> str:
+    """One Markdown row per benchmark: its paper, size, the median of our main
+    implementation (the first of `ours`), the peers' medians, and the ratios of ours to each
+    peer (peer median / ours median: > 1 means ours is faster); benchmarks ordered by paper
+    then name. Every implementation's timing and every ratio: `python -m experiments bench`
+    prints them, the benchmarks page lists them."""
+    rows = [
+        "| benchmark | paper | size | ours (median) | peers (median) | ratio peer / ours |",
+        "|---|---|---|---|---|---|",
+    ]
+    ordered = sorted(benches, key=lambda b: (paper_sort_key(b.get("paper", "?")), b["bench"]))
+    for b in ordered:
+        ours = [i for i in b.get("ours", ()) if i in b["timings"]]
+        main = ours[0] if ours else None
+        peers = [i for i in b["timings"] if i not in ours]
+        med = {i: seconds_text(t["median_s"]) for i, t in b["timings"].items()}
+        size = ", ".join(f"{k} {v}" for k, v in b.get("size", {}).items())
+        ratios = b.get("ratios", {})
+        mine = {k: v for k, v in ratios.items() if main and k.startswith(f"{main}_vs_")}
+        shown = "; ".join(
+            f"{k.removeprefix(f'{main}_vs_') if k in mine else k} {v:.3g}x"
+            for k, v in (mine or ratios).items()
+        )
+        rows.append(
+            f"| {b['bench']} | {b.get('paper', '?')} | {_cell(size) or '—'} | "
+            f"{_cell(f'{main} {med[main]}') if main else '—'} | "
+            f"{_cell(', '.join(f'{i} {med[i]}' for i in peers)) or '—'} | "
+            f"{_cell(shown) or '—'} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def _css(claim: Mapping[str, Any]) -> str:
+    return {"holds": "yes", "holds (legacy)": "yes", "fails": "no", "no (legacy)": "no"}.get(
+        verdict(claim), "open"
+    )
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -174,7 +275,7 @@ def _html(groups, out: Path, header: str) -> str:
         "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
         "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;"
         "padding:3px 8px;text-align:left}.no{color:#b00;font-weight:bold}.yes{color:#070}"
-        ".failed{color:#b00}pre{background:#f6f6f6;padding:.5em;overflow:auto}"
+        ".open{color:#a60}.failed{color:#b00}pre{background:#f6f6f6;padding:.5em;overflow:auto}"
         "img{max-width:100%}</style></head><body>",
         "<h1>jaxlab report</h1>",
         f"<p>{e(header)}</p>",
@@ -198,13 +299,14 @@ def _html(groups, out: Path, header: str) -> str:
                         e(c["claim"]),
                         e(str(c["paper"])),
                         e(str(c["measured"])),
-                        "<span class='yes'>yes</span>"
-                        if c["holds"]
-                        else "<span class='no'>no</span>",
+                        e(estimate_text(c)),
+                        e(null_text(c)),
+                        f"<span class='{_css(c)}'>{e(verdict(c))}</span>",
                     ]
                     for c in r["claims"]
                 ]
-                parts.append(_table(["claim", "paper", "measured", "holds"], rows))
+                head = ["claim", "paper", "measured", "estimate [interval]", "null / baseline"]
+                parts.append(_table([*head, "verdict"], rows))
             if r["metrics"]:
                 rows = [[e(k), e(_fmt(v))] for k, v in r["metrics"].items()]
                 parts.append(_table(["metric", "value"], rows))

@@ -21,6 +21,7 @@ from jaxlab._core import atomic_write, remove_stale_temps, write_json
 from ._api import Claim, Result, RunContext, log
 from ._config import config_to_json, with_overrides
 from ._estimate import Estimate
+from ._provenance import config_hash, machine_info, provenance
 
 __all__ = [
     "SCALES",
@@ -233,12 +234,14 @@ def run_experiment(
             plt.close(fig)
             figures.append(png.name)
         metrics = flatten_metrics(result.metrics)
+        values = config_to_json(config)
         record = {
             "experiment": name,
             "paper": mod.PAPER,
             "description": mod.DESCRIPTION,
             "config": label,
-            "config_values": config_to_json(config),
+            "config_values": values,
+            "config_hash": config_hash(values),
             "seed": seed,
             "metrics": metrics,
             "timing_metrics": timing_metrics(mod, metrics),
@@ -247,6 +250,8 @@ def run_experiment(
             "notes": result.notes,
             "runtime_s": runtime,
             "jax": jax_info(),
+            "machine": machine_info(),
+            "provenance": provenance(),
         }
         write_json(run_dir / "metrics.json", record)
         log.info("done %s in %.1f s", name, runtime)

@@ -223,7 +223,8 @@ CASES |= {
         "depth": 1,
     },
 }
-RUNTIME = {"runtime_s", "jax"}
+# the runner's provenance of a run: where, when and from which commit it ran
+RUNTIME = {"runtime_s", "jax", "machine", "provenance"}
 
 
 def _cache(root: Path) -> Path:

@@ -274,8 +274,8 @@ def test_claims_table_orders_papers_and_escapes():
         }
 
     table = claims_table([rec("z", "P10", False), rec("y", "P2", True)]).splitlines()
-    assert table[2] == "| P2 | y | a\\|b | p | m | yes |"
-    assert table[3] == "| P10 | z | a\\|b | p | m | **no** |"
+    assert table[2] == "| P2 | y | a\\|b | p | m | — | — | holds (legacy) |"
+    assert table[3] == "| P10 | z | a\\|b | p | m | — | — | **no** (legacy) |"
     assert len(table) == 4
 
 
@@ -535,7 +535,7 @@ def test_claims_table_marks_rows_of_experiments_that_fail_the_smoke_tier(tmp_pat
     stale = failed_smoke(status)
     assert stale == {"b"}
     table = claims_table([rec("a", True), rec("b", True)], stale=stale).splitlines()
-    assert table[2].endswith("| yes |")
+    assert table[2].endswith("| holds (legacy) |")
     assert table[3].endswith("| stale (its code fails the smoke tier) |")
     status.write_text("[1]")
     with pytest.raises(ValueError, match="smoke status"):
