@@ -41,7 +41,7 @@ ALLOWED_FOR_NOW: dict[tuple[str, str], str] = {
     ("experiments.laplex.scaling", "jaxlab._core"): "progress_bar",
     ("experiments.topology._setup", "jaxlab._core"): "AbstractProgress, TqdmProgress",
     # experiments/lm's LogiQA loader, shared with routing: belongs in the harness (the lead's)
-    ("experiments.routing._tables", "experiments.lm._setup"): "logiqa_items",
+    ("experiments.routing._sources", "experiments.lm._setup"): "logiqa_items",
     # experiments/_harness (the lead's): Checkpointer is public (`jaxlab.Checkpointer`); the
     # atomic file helpers are not
     ("experiments._harness._api", "jaxlab._core"): "Checkpointer",

@@ -14,7 +14,7 @@ import numpy as np
 import optax
 
 import jaxlab.observers as O
-from jaxlab._core import TqdmProgress, numpy_rng
+from jaxlab import TqdmProgress, numpy_rng
 
 
 def machine() -> str:

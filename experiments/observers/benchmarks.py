@@ -5,7 +5,7 @@ position only). Per system: a two-stage-trained neural extended-state observer
 (certified independently with cvxpy/Clarabel). Its estimation loss is the
 after-transient error of RK4 rollouts of the real nonlinear plant with the observer in
 the loop (`O.rollout_estimation`; random initial states and disturbance phases), and
-stage 1 keeps its best state on held-out rollouts (`_core.ValidatedStep` through
+stage 1 keeps its best state on held-out rollouts (`jaxlab.ValidatedStep` through
 `O.fit(val_loss=...)`, the initialisation included). Baselines with the same
 knowledge (the linearisation at the origin, plus for the tuned ESO the same
 training rollouts): a Luenberger observer, the linear high-gain ESO the neural gain
