@@ -34,8 +34,8 @@ import numpy as np
 from experiments._harness import cache_dir, load_npz, log, model_sha256, save_npz
 from experiments._harness import model_tag as short
 from jaxlab import beliefs as bl
-from jaxlab import lm
-from jaxlab._core import progress_bar, wheel_file
+from jaxlab import lm, progress_bar
+from jaxlab.data import wheel_file
 
 CODE_VERSION = "beliefs-v1"  # bump when prompts, options, generation or read-outs change
 

@@ -61,8 +61,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments._harness import Bench, timing_stats
-from jaxlab import laplex
-from jaxlab._core import write_json
+from jaxlab import laplex, write_json
 from jaxlab.laplex import AssociativeScan, BlockedScan, PallasBlockScan, PallasScan
 
 NAME = "laplex_gpu"

@@ -18,8 +18,8 @@ import numpy as np
 from scipy.ndimage import gaussian_filter1d
 
 from experiments._harness import RunContext, log
+from jaxlab import TqdmProgress
 from jaxlab import biophys as bp
-from jaxlab._core import TqdmProgress
 
 
 @dataclasses.dataclass(frozen=True)

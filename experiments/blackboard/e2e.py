@@ -15,7 +15,7 @@ import numpy as np
 import jaxlab.blackboard as bb
 from experiments._harness import Claim, Result, RunContext, log
 from experiments.blackboard import _setup as su
-from jaxlab._core import progress_bar
+from jaxlab import progress_bar
 
 NAME = "blackboard_e2e"
 PAPER = "P8"
@@ -67,7 +67,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         m[f"{meth}/success"] = float(np.mean(scores))
         m[f"{meth}/tokens_per_task"] = float(np.mean(toks))
         log.info("%s: success %.3f", meth, m[f"{meth}/success"])
-    from jaxlab._core import write_json
+    from jaxlab import write_json
 
     write_json(ctx.out_dir / "answers.json", rows)
     m.update(su.paired_bootstrap(per_task, "success", k_boot))

@@ -7,8 +7,7 @@ import numpy as np
 import optax
 
 from experiments._harness import RunContext
-from jaxlab import cells
-from jaxlab._core import TqdmProgress
+from jaxlab import TqdmProgress, cells
 
 # cells.train_lecell's default optimiser, built once: fits of same-shaped data share one
 # compiled chunk (the driver caches it per step object, the optimiser included).

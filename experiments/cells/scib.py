@@ -22,8 +22,7 @@ from experiments.cells._setup import (
     pca_embedding,
     simulated_cells,
 )
-from jaxlab import cells
-from jaxlab._core import TqdmProgress
+from jaxlab import TqdmProgress, cells
 
 NAME = "cells_scib"
 PAPER = "P5"

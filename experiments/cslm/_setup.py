@@ -21,8 +21,7 @@ import jax
 import numpy as np
 
 from experiments._harness import cache_dir, load_npz, log, model_sha256, save_npz
-from jaxlab import cslm, lm
-from jaxlab._core import progress_bar
+from jaxlab import cslm, lm, progress_bar
 
 CODE_VERSION = "cslm-v1"  # bump when prompts, options or the scoring change
 N_DISTRACTORS = 3

@@ -12,8 +12,7 @@ import numpy as np
 import optax
 
 from experiments._harness import RunContext, log
-from jaxlab import eeg
-from jaxlab._core import TqdmProgress
+from jaxlab import TqdmProgress, eeg
 
 SIM_NOTE = (
     "All numbers come from jaxlab.eeg's L-FAME-design SIMULATOR (the real L-FAME data set "

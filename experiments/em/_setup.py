@@ -18,8 +18,7 @@ import numpy as np
 import optax
 
 from experiments._harness import RunContext, log
-from jaxlab import em
-from jaxlab._core import NoProgress, TqdmProgress
+from jaxlab import NoProgress, TqdmProgress, em
 
 METHODS = em.METHODS
 METRICS = ("psnr", "ssim", "voi", "arand", "cremi", "boundary_f1")

@@ -22,8 +22,7 @@ import numpy as np
 from experiments._harness import cache_dir, load_npz, log, model_sha256, save_npz
 from experiments._harness import model_tag as short
 from jaxlab import illusions as il
-from jaxlab import lm
-from jaxlab._core import progress_bar
+from jaxlab import lm, progress_bar
 
 CODE_VERSION = "illusions-v1"  # bump when prompts, options or the scoring change
 

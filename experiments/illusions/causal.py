@@ -22,7 +22,7 @@ from experiments._harness import Claim, Result, RunContext
 from experiments.illusions import _setup
 from jaxlab import illusions as il
 from jaxlab import lm
-from jaxlab._core import wheel_file
+from jaxlab.data import wheel_file
 
 NAME = "illusions_causal"
 PAPER = "P14"

@@ -166,7 +166,7 @@ def truncated(model, n_layers):
 
 def _store(model, items, layer, tag):
     import jaxlab.lm as lm
-    from jaxlab._core import TqdmProgress
+    from jaxlab import TqdmProgress
 
     h = hashlib.sha256(
         json.dumps([model.config.name, model.config.n_layers, layer, "generated", items]).encode()
@@ -211,7 +211,7 @@ def _one_model(
     """Store build, SAE training and metrics of one model; metrics, curves and timings."""
     import jaxlab.interp as ip
     import jaxlab.lm as lm
-    from jaxlab._core import TqdmProgress
+    from jaxlab import TqdmProgress
 
     tag = model_tag(name)
     t_start = time.perf_counter()

@@ -20,9 +20,8 @@ import jax
 import numpy as np
 
 from experiments._harness import cache_dir, log
-from jaxlab import interp, lm
+from jaxlab import TqdmProgress, interp, lm, write_json
 from jaxlab import lengthprobe as lp
-from jaxlab._core import TqdmProgress, write_json
 
 CODE_VERSION = "lengthprobe-v1"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from jaxlab._core import wheel_file
+from jaxlab.data import wheel_file
 
 __all__ = ["TEXT", "logiqa_items"]
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from experiments._harness import Claim, Result, RunContext, cache_dir, log, model_sha256
 from experiments.lm._setup import TEXT, logiqa_items
-from jaxlab._core import progress_bar, write_json
+from jaxlab import progress_bar, write_json
 
 NAME = "lm_pool"
 PAPER = "LM"  # the shared runtime; the pool is what P6 and P19 route over

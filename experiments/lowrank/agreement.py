@@ -20,8 +20,7 @@ from tqdm.auto import tqdm
 
 from experiments._harness import Claim, Result, RunContext, log
 from jaxlab import lowrank as lr
-from jaxlab import sweep
-from jaxlab._core import numpy_rng
+from jaxlab import numpy_rng, sweep
 
 NAME = "lowrank_agreement"
 PAPER = "P1"

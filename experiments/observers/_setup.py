@@ -1,8 +1,9 @@
-"""Shared pieces of the P2 observer experiments (training recipes, simulation, baselines)."""
+"""Shared pieces of the P2 observer experiments (settings, simulation of many starts, error
+metrics and their bootstrap); the training recipe and the ESO/EKF baselines are
+`jaxlab.observers` (`train_two_stage`, `train_lmi_only`, `high_gain_eso`, `disturbance_ekf`)."""
 
 from __future__ import annotations
 
-import functools
 import os
 import platform
 from types import SimpleNamespace
@@ -11,10 +12,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 import jaxlab.observers as O
-from jaxlab._core import TqdmProgress, numpy_rng
+from jaxlab import numpy_rng
 
 
 def machine() -> str:
@@ -34,101 +34,6 @@ TRAIN_QUICK = {"batch": 64, "rollout_steps": 10, "rollout_dt": 0.1, "learning_ra
 def train_config(cfg) -> O.ObserverTrainConfig:
     keys = {f.name for f in O.ObserverTrainConfig.__dataclass_fields__.values()}
     return O.ObserverTrainConfig(**{k: v for k, v in cfg.train.items() if k in keys})
-
-
-@eqx.filter_jit
-def _max_eig(p):
-    return O.max_lmi_eigenvalue(p)
-
-
-def certified_stop(tc: O.ObserverTrainConfig):
-    return lambda p: bool(_max_eig(p) < -tc.lmi_margin)
-
-
-def _bar(progress: bool, desc: str):
-    return TqdmProgress(desc=desc) if progress else None
-
-
-def two_stage(
-    params,
-    *,
-    key,
-    tc,
-    stage1_steps,
-    stage2_steps,
-    chunk=100,
-    progress=False,
-    optimizer=None,
-    estimation=None,
-    stage2_estimation="same",
-    validation=None,
-    stage2_validation=None,
-):
-    """Stage 1 then stage 2; returns (point_only_params, two_stage_params, info).
-
-    `optimizer`: default `optax.adam(tc.learning_rate)`; the same object passed to several
-    fits lets them share their compilation. `estimation`: the estimation term of both
-    stage losses (None: the linearised error model; `O.rollout_estimation(...)`: rollouts
-    of the real plant); `stage2_estimation` overrides it for stage 2 ("same": keep it).
-    `validation`: `(val_loss, val_data, every)` for stage 1, which then returns its
-    best-validated parameters (the initial ones included). `stage2_validation`: the same
-    for stage 2, which then runs all `stage2_steps` (no stop at the first certificate) and
-    returns its best-scored parameters (make the score inf where not certified)."""
-    optimizer = optax.adam(tc.learning_rate) if optimizer is None else optimizer
-    k1, k2 = jax.random.split(key)
-    point = (
-        O.point_loss
-        if estimation is None
-        else functools.partial(O.point_loss, estimation=estimation)
-    )
-    est2 = estimation if isinstance(stage2_estimation, str) else stage2_estimation
-    lmi = O.lmi_loss if est2 is None else functools.partial(O.lmi_loss, estimation=est2)
-    val = {}
-    if validation is not None:
-        val_loss, val_data, every = validation
-        val = {"val_loss": val_loss, "val_data": val_data, "val_every": every}
-    p1, i1 = O.fit(
-        point,
-        params,
-        key=k1,
-        config=tc,
-        steps=stage1_steps,
-        chunk=chunk,
-        optimizer=optimizer,
-        progress=_bar(progress, "stage 1 (point)"),
-        **val,
-    )
-    val2 = {}
-    if stage2_validation is not None:
-        val_loss, val_data, every = stage2_validation
-        val2 = {"val_loss": val_loss, "val_data": val_data, "val_every": every}
-    p2, i2 = O.fit(
-        lmi,
-        p1,
-        key=k2,
-        config=tc,
-        steps=stage2_steps,
-        chunk=chunk,
-        stop=None if val2 else certified_stop(tc),
-        **val2,
-        optimizer=optimizer,
-        progress=_bar(progress, "stage 2 (LMI)"),
-    )
-    return p1, p2, {"stage1": i1, "stage2": i2}
-
-
-def lmi_only(params, *, key, tc, steps, chunk=100, progress=False, optimizer=None):
-    return O.fit(
-        O.lmi_loss,
-        params,
-        key=key,
-        config=tc,
-        steps=steps,
-        chunk=chunk,
-        stop=certified_stop(tc),
-        optimizer=optax.adam(tc.learning_rate) if optimizer is None else optimizer,
-        progress=_bar(progress, "LMI only"),
-    )
 
 
 @eqx.filter_jit
@@ -205,27 +110,6 @@ def paired_ratio_interval(a, b, *, key, n_boot: int = 2000, level: float = 0.95,
     ratios = np.where(np.isnan(ratios), np.inf, ratios)
     q = (1 - level) / 2
     return point, float(np.quantile(ratios, q)), float(np.quantile(ratios, 1 - q))
-
-
-def ekf_for(plant, *, q_state=1e-2, q_dist=10.0, r=1e-2):
-    n, nd = plant.state_dim, plant.disturbance_dim
-    p = plant.C.shape[0]
-    dt = plant.C.dtype
-    Q = jnp.diag(jnp.concatenate([jnp.full((n,), q_state, dt), jnp.full((nd,), q_dist, dt)]))
-    return O.ExtendedKalmanFilter(
-        plant=plant,
-        process_noise=Q,
-        measurement_noise=r * jnp.eye(p, dtype=dt),
-        initial_cov=jnp.eye(n + nd, dtype=dt),
-    )
-
-
-def eso_for(plant, *, epsilon, poles, key):
-    """Linear high-gain extended-state observer (no hidden layer), poles in fast time."""
-    A, _, C, E = O.linear_model(plant)
-    A_eps, C_eps, _ = O.extended_error_model(A, C, E, epsilon)
-    L = O.place_gain(A_eps, C_eps, poles)
-    return O.NeuralObserver.from_plant(plant, (), epsilon=epsilon, key=key, gain=L)
 
 
 def fmt(v: float) -> str:

@@ -133,10 +133,10 @@ def _run(cfg, key):
         obs0 = O.NeuralObserver.from_plant(
             nominal, tuple(cfg.hidden), epsilon=cfg.epsilon, key=k_init
         )
-        p_point, p_two, _ = C.two_stage(
+        p_point, p_two, _ = O.train_two_stage(
             O.CertifiedObserver.from_observer(obs0),
             key=k_train,
-            tc=tc,
+            config=tc,
             stage1_steps=cfg.stage1_steps,
             stage2_steps=cfg.stage2_max_steps,
         )
@@ -147,9 +147,9 @@ def _run(cfg, key):
         observers = {
             "neural": p_two.observer,
             "point_only": p_point.observer,
-            "eso": C.eso_for(nominal, epsilon=cfg.epsilon, poles=PAPER_POLES, key=k_init),
+            "eso": O.high_gain_eso(nominal, epsilon=cfg.epsilon, poles=PAPER_POLES, key=k_init),
             "luenberger": O.LuenbergerObserver.from_plant(nominal, luen_poles),
-            "ekf": C.ekf_for(nominal),
+            "ekf": O.disturbance_ekf(nominal),
         }
         del p
         U = jax.random.uniform(k_unc, (cfg.num_plants, n, n), minval=-cfg.delta, maxval=cfg.delta)

@@ -5,7 +5,7 @@ position only). Per system: a two-stage-trained neural extended-state observer
 (certified independently with cvxpy/Clarabel). Its estimation loss is the
 after-transient error of RK4 rollouts of the real nonlinear plant with the observer in
 the loop (`O.rollout_estimation`; random initial states and disturbance phases), and
-stage 1 keeps its best state on held-out rollouts (`_core.ValidatedStep` through
+stage 1 keeps its best state on held-out rollouts (`jaxlab.ValidatedStep` through
 `O.fit(val_loss=...)`, the initialisation included). Baselines with the same
 knowledge (the linearisation at the origin, plus for the tuned ESO the same
 training rollouts): a Luenberger observer, the linear high-gain ESO the neural gain
@@ -143,12 +143,16 @@ def _tuned_eso(cfg, plant, est, key):
     same loss as the neural observer's estimation term); returns (observer, scale)."""
     scores = {}
     for s in cfg.eso_scales:
-        eso = C.eso_for(plant, epsilon=cfg.epsilon, poles=[s * p for p in cfg.eso_poles], key=key)
+        eso = O.high_gain_eso(
+            plant, epsilon=cfg.epsilon, poles=[s * p for p in cfg.eso_poles], key=key
+        )
         # several fresh batches: the tuned baseline sees as many rollouts as a few train steps
         vals = [float(_jit_est(est, eso, jax.random.fold_in(key, j))) for j in range(8)]
         scores[s] = float(np.mean(vals)) if np.all(np.isfinite(vals)) else np.inf
     best = min(scores, key=scores.__getitem__)
-    eso = C.eso_for(plant, epsilon=cfg.epsilon, poles=[best * p for p in cfg.eso_poles], key=key)
+    eso = O.high_gain_eso(
+        plant, epsilon=cfg.epsilon, poles=[best * p for p in cfg.eso_poles], key=key
+    )
     return eso, best
 
 
@@ -168,7 +172,7 @@ def _run(cfg, key):
         k_val, k_tune = jax.random.split(jax.random.fold_in(k, 11))
         # the output-injection gain starts from the pole-placed ESO gain (the paper's
         # observer = nominal model + gain + neural correction); the MLP is random
-        eso = C.eso_for(plant, epsilon=cfg.epsilon, poles=cfg.eso_poles, key=k_init)
+        eso = O.high_gain_eso(plant, epsilon=cfg.epsilon, poles=cfg.eso_poles, key=k_init)
         obs0 = O.NeuralObserver.from_plant(
             plant, tuple(cfg.hidden), epsilon=cfg.epsilon, key=k_init, gain=eso.gain
         )
@@ -210,10 +214,10 @@ def _run(cfg, key):
             ok = O.max_lmi_eigenvalue(params) < -tc.lmi_margin
             return jnp.where(ok, val_loss(params, data), jnp.inf)
 
-        p_point, p_two, info = C.two_stage(
+        p_point, p_two, info = O.train_two_stage(
             O.CertifiedObserver.from_observer(obs0),
             key=k_train,
-            tc=tc,
+            config=tc,
             stage1_steps=cfg.stage1_steps,
             stage2_steps=cfg.stage2_max_steps,
             estimation=est,
@@ -280,7 +284,9 @@ def _run(cfg, key):
             "luenberger": O.LuenbergerObserver.from_plant(plant, [-3.0, -4.0]),
             "eso": eso,
             "eso_tuned": eso_tuned,
-            "ekf": C.ekf_for(plant, q_state=1e-3, q_dist=10.0, r=1e-3),
+            "ekf": O.disturbance_ekf(
+                plant, state_noise=1e-3, disturbance_noise=10.0, measurement_noise=1e-3
+            ),
             "initial": obs0,  # the neural observer before training
         }
         ts = jnp.linspace(0.0, cfg.horizon, cfg.num_save)

@@ -37,6 +37,7 @@ import optax
 import jaxlab.observers as O
 from experiments._harness import Claim, Result, RunContext, log
 from experiments.observers import _setup as C
+from jaxlab import TqdmProgress
 
 NAME = "observers_x29"
 PAPER = "P2"
@@ -154,24 +155,24 @@ def _run(cfg, key):
 
     log.info("two-stage training")
     adam = optax.adam(tc.learning_rate)  # one object: stage 2 and LMI-only share a compile
-    p_point, p_two, info_two = C.two_stage(
+    p_point, p_two, info_two = O.train_two_stage(
         params0,
         key=k_train,
-        tc=tc,
+        config=tc,
         stage1_steps=cfg.stage1_steps,
         stage2_steps=cfg.stage2_max_steps,
-        progress=True,
+        progress=TqdmProgress(desc="two-stage training"),
         optimizer=adam,
     )
     t_point = info_two["stage1"]["seconds"]
     t_two = t_point + info_two["stage2"]["seconds"]
     log.info("LMI-only training")
-    p_lmi, info_lmi = C.lmi_only(
+    p_lmi, info_lmi = O.train_lmi_only(
         params0,
         key=k_lmi,
-        tc=tc,
+        config=tc,
         steps=cfg.lmi_only_max_steps,
-        progress=True,
+        progress=TqdmProgress(desc="LMI-only training"),
         optimizer=adam,
     )
     log.info("direct-SDP training")
@@ -201,8 +202,8 @@ def _run(cfg, key):
     xh0s = jnp.zeros_like(x0s)
     baselines = {
         "luenberger": O.LuenbergerObserver.from_plant(plant, [-5.0, -6.0, -7.0, -8.0]),
-        "eso": C.eso_for(plant, epsilon=cfg.epsilon, poles=PAPER_POLES, key=k_init),
-        "ekf": C.ekf_for(plant),
+        "eso": O.high_gain_eso(plant, epsilon=cfg.epsilon, poles=PAPER_POLES, key=k_init),
+        "ekf": O.disturbance_ekf(plant),
     }
     trajs = {
         k: C.simulate_many(plant, o, x0s, xh0s, ts) for k, o in {**observers, **baselines}.items()

@@ -95,8 +95,8 @@ def compare_work(config: CompareConfig, n_tables: int = 1) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class TablesConfig(CompareConfig):
-    """A comparison over several P6 tables (`_setup.named_table` names) with one kind of
-    router features (`_setup.FEATURES`)."""
+    """A comparison over several P6 tables (`_tables.named_table` names) with one kind of
+    router features (`_features.FEATURES`)."""
 
     tables: tuple[str, ...] = ("text", "vqa")
     features: str = "minilm"

@@ -41,8 +41,10 @@ from pathlib import Path
 import numpy as np
 
 from experiments._harness import cache_dir
-from jaxlab import routing
-from jaxlab._core import Checkpointer, TqdmProgress, load_checkpoint, numpy_rng, save_checkpoint
+from jaxlab import Checkpointer, TqdmProgress, load_checkpoint, numpy_rng, routing, save_checkpoint
+
+from ._committed import committed_table
+from ._features import FEATURES, sentence_features
 
 CODE_VERSION = "routing-vqa-v2"  # bump when the models, training or table fields change
 DATA = Path(__file__).resolve().parents[2] / "data" / "routing"
@@ -364,8 +366,6 @@ def build_vqa_table(config: VQATableConfig = VQATableConfig()) -> routing.Routin
 def vqa_table(config: VQATableConfig = VQATableConfig()) -> routing.RoutingTable:
     """The committed table under `data/routing/` when it was built with these settings and
     this code version; otherwise `build_vqa_table` (cache, then training)."""
-    from experiments.routing._setup import committed_table
-
     table = committed_table("vqa", table_fields(config), CODE_VERSION)
     return build_vqa_table(config) if table is None else table
 
@@ -428,8 +428,6 @@ def vqa_table_with_features(features: str = "minilm"):
     question; "bow": the table's own image feature + hashed bag of words; "both": all three)
     and the finer task groups of `fine_groups`; clusters = the query's image (questions
     about one image stay on one side of a split)."""
-    from experiments.routing._setup import FEATURES, sentence_features
-
     if features not in FEATURES:
         raise ValueError(f"features: expected one of {FEATURES}, received {features!r}")
     config = VQATableConfig()

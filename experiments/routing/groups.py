@@ -20,7 +20,7 @@ import numpy as np
 from scipy import stats
 
 from experiments._harness import Claim, Result, RunContext, log
-from experiments.routing import _compare, _setup
+from experiments.routing import _compare, _tables
 
 NAME = "routing_groups"
 PAPER = "P6"
@@ -63,7 +63,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     rows = []  # (table, group, advantage, gain, lo, hi)
     selected = []
     for t_i, tname in enumerate(config.tables):
-        table, clusters, _ = _setup.named_table(tname, config.features)
+        table, clusters, _ = _tables.named_table(tname, config.features)
         splits = _compare.compare(
             table, ("latent",), config, jax.random.fold_in(key, t_i), clusters=clusters
         )

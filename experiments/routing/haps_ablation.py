@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext, log
-from experiments.routing import _setup
+from experiments.routing import _haps
 
 NAME = "routing_haps_ablation"
 PAPER = "P19"
@@ -27,12 +27,12 @@ TIMING_METRICS = ("train_seconds/*",)
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(_setup.HAPSConfig):
+class Config(_haps.HAPSConfig):
     """Settings of one run; the defaults are QUICK.
 
     QUICK is reduced to the two claimed arms (no sharing, no reward) beside HAPS: the rank
     sweep and the fewer-blocks arm (which rebuilds the adapted-block inputs) did not fit the
-    shared 2-core machine's time (see `_setup.HAPS_SOURCES`); `fewer_top=None` and
+    shared 2-core machine's time (see `_haps.HAPS_SOURCES`); `fewer_top=None` and
     `ranks=()` skip them. FULL runs them (ranks 2, 8, 16; top 4 blocks)."""
 
     fewer_top: int | None = None
@@ -42,25 +42,25 @@ class Config(_setup.HAPSConfig):
 QUICK = Config()
 # the smoke tier: every arm, the rank arm and the fewer-blocks arm included (2 cached and
 # adapted blocks; the fewer-blocks arm adapts 1, running the middle block over the cache)
-TINY = Config(**{**_setup.HAPS_TINY, "cached_top": 2, "top": 2}, fewer_top=1, ranks=(1,))
-FULL = Config(**_setup.HAPS_FULL, fewer_top=4, ranks=(2, 8, 16))
+TINY = Config(**{**_haps.HAPS_TINY, "cached_top": 2, "top": 2}, fewer_top=1, ranks=(1,))
+FULL = Config(**_haps.HAPS_FULL, fewer_top=4, ranks=(2, 8, 16))
 
 
 def _accuracy(haps, data, test):
-    correct, choice = _setup.haps_outcomes(haps, data, data.features, test)
+    correct, choice = _haps.haps_outcomes(haps, data, data.features, test)
     return correct[np.arange(len(test)), choice[0]].astype(float)
 
 
 def full_work(config: Config) -> float:
-    """`_setup.haps_work`: parameters x (prefix items + fit steps x batch x blocks)."""
-    return _setup.haps_work(config)
+    """`_haps.haps_work`: parameters x (prefix items + fit steps x batch x blocks)."""
+    return _haps.haps_work(config)
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     # the split and fit keys of routing_haps_main: the `haps` arm is main's HAPS fit
     k_split, k_fit, *_, k_boot = jax.random.split(key, 6)
-    data = _setup.haps_data(config)
-    train, test = _setup.haps_split(data, config, k_split)
+    data = _haps.haps_data(config)
+    train, test = _haps.haps_split(data, config, k_split)
     # every variant starts from the same initialisation key and minibatch keys
     variants = {
         "haps": dict(),
@@ -69,22 +69,22 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     }
     per_query, seconds = {}, {}
     for n, kw in variants.items():
-        haps, _, secs = _setup.train_haps(
+        haps, _, secs = _haps.train_haps(
             data, config, data.features, train, k_fit, ctx=ctx, tag=n, **kw
         )
         per_query[n], seconds[n] = _accuracy(haps, data, test), secs
         log.info("%s: accuracy %.3f (%.0f s)", n, per_query[n].mean(), secs)
     for r in config.ranks:
         cfg = dataclasses.replace(config, rank=r)
-        haps, _, secs = _setup.train_haps(
+        haps, _, secs = _haps.train_haps(
             data, cfg, data.features, train, k_fit, ctx=ctx, tag=f"rank_{r}"
         )
         per_query[f"rank_{r}"], seconds[f"rank_{r}"] = _accuracy(haps, data, test), secs
     del data
     if config.fewer_top is not None:
         few = dataclasses.replace(config, top=config.fewer_top)
-        data_few = _setup.haps_data(few)
-        haps, _, secs = _setup.train_haps(
+        data_few = _haps.haps_data(few)
+        haps, _, secs = _haps.train_haps(
             data_few, few, data_few.features, train, k_fit, ctx=ctx, tag=f"top_{config.fewer_top}"
         )
         per_query[f"top_{config.fewer_top}"] = _accuracy(haps, data_few, test)
@@ -96,7 +96,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     kb = jax.random.split(k_boot, 2 + len(config.ranks) + 1)
     diffs = {}
     for i, n in enumerate([n for n in per_query if n != "haps"]):
-        d = _setup.paired_ci(per_query["haps"], per_query[n], config.n_boot, kb[i])
+        d = _haps.paired_ci(per_query["haps"], per_query[n], config.n_boot, kb[i])
         diffs[n] = d
         metrics[f"gain_over/{n}"], metrics[f"gain_over/{n}_ci_low"] = d[0], d[1]
         metrics[f"gain_over/{n}_ci_high"] = d[2]
@@ -111,21 +111,21 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     size = (
         f"{len(test)} held-out items, 3 models, {config.steps} steps of batch "
         f"{config.batch_size}"
-        + ("" if ctx.full else f"; {_setup.HAPS_QUICK_NOTE}, rank/depth arms skipped")
-        + f"; {_setup.HAPS_CAVEAT}"
+        + ("" if ctx.full else f"; {_haps.HAPS_QUICK_NOTE}, rank/depth arms skipped")
+        + f"; {_haps.HAPS_CAVEAT}"
     )
     arms = [n for n in per_query if n.startswith(("rank", "top"))]
     claims = [
         Claim(
             f"Sharing the trunk between the router and the LoRA generators raises HAPS's "
-            f"held-out accuracy over the un-shared variant; {_setup.HAPS_NULL} ({size})",
+            f"held-out accuracy over the un-shared variant; {_haps.HAPS_NULL} ({size})",
             "parameter sharing transfers knowledge between the two levels",
             fmt("no_sharing"),
             diffs["no_sharing"][1] > 0,
         ),
         Claim(
             f"The reward term (correctness minus cost) raises HAPS's held-out accuracy over "
-            f"the likelihood-only router; {_setup.HAPS_NULL} ({size})",
+            f"the likelihood-only router; {_haps.HAPS_NULL} ({size})",
             "the reward-augmented objective helps",
             fmt("no_reward"),
             diffs["no_reward"][1] > 0,
@@ -151,7 +151,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     ax.set_title("HAPS ablations")
     fig.tight_layout()
     notes = (
-        f"{_setup.HAPS_CAVEAT}. Same items, split, steps ({config.steps}) and keys as "
+        f"{_haps.HAPS_CAVEAT}. Same items, split, steps ({config.steps}) and keys as "
         "routing_haps_main (its `haps` arm is main's HAPS fit); one split, paired bootstrap "
         "over held-out queries. Shared machine."
     )

@@ -29,7 +29,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext, log
-from experiments.routing import _setup
+from experiments.routing import _haps
 from jaxlab import lm, routing
 
 NAME = "routing_haps_efficiency"
@@ -38,7 +38,7 @@ DESCRIPTION = "HAPS cost: time per query and generated parameters vs routing-onl
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(_setup.HAPSConfig):
+class Config(_haps.HAPSConfig):
     """Settings of one run; the defaults are QUICK."""
 
     # only timed: a short fit per method (QUICK: 10 steps, was 40, for the shared machine;
@@ -50,8 +50,8 @@ class Config(_setup.HAPSConfig):
 
 
 QUICK = Config()
-TINY = Config(**_setup.HAPS_TINY, n_timed=4, repeats=1)  # the smoke tier
-FULL = Config(**{**_setup.HAPS_FULL, "steps": 100}, n_timed=200)
+TINY = Config(**_haps.HAPS_TINY, n_timed=4, repeats=1)  # the smoke tier
+FULL = Config(**{**_haps.HAPS_FULL, "steps": 100}, n_timed=200)
 
 
 def _median_time(fn, args_list, repeats):
@@ -67,21 +67,21 @@ def _median_time(fn, args_list, repeats):
 
 
 def full_work(config: Config) -> float:
-    """`_setup.haps_work`: parameters x (prefix items + fit steps x batch x blocks)."""
-    return _setup.haps_work(config)
+    """`_haps.haps_work`: parameters x (prefix items + fit steps x batch x blocks)."""
+    return _haps.haps_work(config)
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     del ctx
     k_split, k_fit, k_static, k_mlp = jax.random.split(key, 4)
-    data = _setup.haps_data(config)
-    names = _setup.data_names(data)
-    train, test = _setup.haps_split(data, config, k_split)
+    data = _haps.haps_data(config)
+    names = _haps.data_names(data)
+    train, test = _haps.haps_split(data, config, k_split)
     test = test[: config.n_timed]
-    table = _setup.plain_table(data)
-    haps, h_hist, h_secs = _setup.train_haps(data, config, data.features, train, k_fit)
+    table = _haps.plain_table(data)
+    haps, h_hist, h_secs = _haps.train_haps(data, config, data.features, train, k_fit)
     zeros = np.zeros((len(data.items), 1), np.float32)
-    static, _, s_secs = _setup.train_haps(
+    static, _, s_secs = _haps.train_haps(
         data, config, zeros, train, k_static, explore=1.0, route_weight=0.0, reward_weight=0.0
     )
     t0 = time.perf_counter()
@@ -150,7 +150,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     for n, v in times.items():
         metrics[f"seconds_per_query/{n}"] = float(np.sum(v))
     # the cache's saving: the same top blocks over the whole prompt (the residual recomputed)
-    pre = _setup.prefix_residuals(names[0], [data.items[i] for i in test], top=config.cached_top)
+    pre = _haps.prefix_residuals(names[0], [data.items[i] for i in test], top=config.cached_top)
     if config.top == config.cached_top:
         metrics["seconds_per_query/top_blocks_whole_prompt_" + names[0]] = _median_time(
             lambda r: whole_prompt(data.uppers[0], r),
@@ -180,7 +180,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             f"HAPS's time per query (router + LoRA generation + adapted top blocks on the cached "
             f"prefix) is within {config.max_overhead}x the routing-only pass on the same prefix "
             "(a threshold on medians, no CI; shared 2-core machine, ratio within one run; "
-            f"{_setup.HAPS_CAVEAT})",
+            f"{_haps.HAPS_CAVEAT})",
             "HAPS is efficient at inference",
             f"{metrics['seconds_per_query/haps'] * 1e3:.2f} ms vs "
             f"{metrics['seconds_per_query/routing_only'] * 1e3:.2f} ms (ratio {ratio:.2f}); "
@@ -189,7 +189,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         ),
         Claim(
             "HAPS generates less than 1% of the chosen model's parameters per query (an exact "
-            f"count, no CI; {_setup.HAPS_CAVEAT}: the fraction shrinks for larger models)",
+            f"count, no CI; {_haps.HAPS_CAVEAT}: the fraction shrinks for larger models)",
             "parameter generation is lightweight",
             f"{metrics['generated_params_per_query_mean']:.0f} numbers per query, "
             f"{100 * metrics['generated_fraction_of_model_mean']:.3f}% of the chosen model",
@@ -216,7 +216,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     )
     fig.tight_layout()
     notes = (
-        f"{_setup.HAPS_CAVEAT}. Timings: jitted single-query calls after warm-up, median of "
+        f"{_haps.HAPS_CAVEAT}. Timings: jitted single-query calls after warm-up, median of "
         f"{config.repeats} passes over {len(test)} held-out queries, per-architecture times "
         "weighted by HAPS's routing shares; a 2-core machine shared with other agents, so "
         f"read ratios. Training: {config.steps} timed steps per method (not converged); "

@@ -3,7 +3,7 @@
 Real multiple-choice items of the `evals` wheel (MedMCQA, LogiQA, ReClor: three task
 groups), answered by the option letter after "Answer:" by three models of the `jaxlab.lm`
 pool. The bottom blocks of every model are frozen and cached per item
-(`_setup.prefix_residuals`); the adapters act on the top `top` blocks at the last
+(`_haps.prefix_residuals`); the adapters act on the top `top` blocks at the last
 `n_active` prompt tokens (activated LoRA on the cached prompt, see
 `jaxlab.routing.adapted_inputs`). On a stratified held-out split of the items:
 
@@ -29,7 +29,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext, log
-from experiments.routing import _setup
+from experiments.routing import _haps
 from jaxlab import routing
 
 NAME = "routing_haps_main"
@@ -41,17 +41,17 @@ TIMING_METRICS = ("*_seconds", "*_seconds_this_run")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(_setup.HAPSConfig):
+class Config(_haps.HAPSConfig):
     """Settings of one run; the defaults are QUICK (3 models, top 4 blocks, cached; reduced
-    to 150 items and 50 steps of batch 8 for the shared machine, see `_setup.HAPSConfig`)."""
+    to 150 items and 50 steps of batch 8 for the shared machine, see `_haps.HAPSConfig`)."""
 
     router_steps: int = 300
     cost_shifts: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 QUICK = Config()
-TINY = Config(**_setup.HAPS_TINY, router_steps=20, cost_shifts=(0.0, 1.0))  # the smoke tier
-FULL = Config(**_setup.HAPS_FULL)
+TINY = Config(**_haps.HAPS_TINY, router_steps=20, cost_shifts=(0.0, 1.0))  # the smoke tier
+FULL = Config(**_haps.HAPS_FULL)
 
 
 def _p6_routers(train, key, steps):
@@ -66,16 +66,16 @@ def _p6_routers(train, key, steps):
 
 
 def full_work(config: Config) -> float:
-    """`_setup.haps_work`: parameters x (prefix items + fit steps x batch x blocks)."""
-    return _setup.haps_work(config)
+    """`_haps.haps_work`: parameters x (prefix items + fit steps x batch x blocks)."""
+    return _haps.haps_work(config)
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     k_split, k_haps, k_static, k_task, k_routers, k_boot = jax.random.split(key, 6)
-    data = _setup.haps_data(config)
-    names = _setup.data_names(data)
-    table = _setup.plain_table(data)
-    train, test = _setup.haps_split(data, config, k_split)
+    data = _haps.haps_data(config)
+    names = _haps.data_names(data)
+    table = _haps.plain_table(data)
+    train, test = _haps.haps_split(data, config, k_split)
     log.info(
         "HAPS data: %d queries (%d train, %d test) x %d models",
         len(data.items),
@@ -109,12 +109,12 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     per_query["oracle_plain"] = te_tab.quality.max(1)
 
     # HAPS
-    haps, hist, secs = _setup.train_haps(
+    haps, hist, secs = _haps.train_haps(
         data, config, data.features, train, k_haps, ctx=ctx, tag="haps"
     )
     metrics["haps_train_seconds"] = secs
     metrics["haps_final_loss"] = float(np.nanmean(hist.losses[-20:]))
-    correct, choice = _setup.haps_outcomes(haps, data, data.features, test, lams)
+    correct, choice = _haps.haps_outcomes(haps, data, data.features, test, lams)
     q = correct[np.arange(len(test)), choice]
     c = data.cost[test][np.arange(len(test)), choice]
     per_query["haps"] = q[0]
@@ -125,7 +125,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
 
     # static LoRA per architecture: the generator on a constant input, no router training
     zeros = np.zeros((len(data.items), 1), np.float32)
-    static, _, secs = _setup.train_haps(
+    static, _, secs = _haps.train_haps(
         data,
         config,
         zeros,
@@ -138,8 +138,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         reward_weight=0.0,
     )
     metrics["static_train_seconds"] = secs
-    s_train, _ = _setup.haps_outcomes(static, data, zeros, train)
-    s_test, _ = _setup.haps_outcomes(static, data, zeros, test)
+    s_train, _ = _haps.haps_outcomes(static, data, zeros, train)
+    s_test, _ = _haps.haps_outcomes(static, data, zeros, test)
     best = int(np.argmax(s_train.mean(0)))
     metrics["static_best_model_is_" + names[best]] = 1.0
     per_query["static_best"] = s_test[:, best].astype(float)
@@ -158,8 +158,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
 
     # task-level generated LoRA (router and generator see only the task group)
     onehot = np.eye(len(data.group_names), dtype=np.float32)[data.groups]
-    task, _, _ = _setup.train_haps(data, config, onehot, train, k_task, ctx=ctx, tag="task_lora")
-    t_corr, t_choice = _setup.haps_outcomes(task, data, onehot, test)
+    task, _, _ = _haps.train_haps(data, config, onehot, train, k_task, ctx=ctx, tag="task_lora")
+    t_corr, t_choice = _haps.haps_outcomes(task, data, onehot, test)
     per_query["task_lora"] = t_corr[np.arange(len(test)), t_choice[0]].astype(float)
 
     for n, v in per_query.items():
@@ -170,12 +170,10 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     best_router = max(routers, key=lambda n: metrics[f"accuracy/{n}"])
     metrics["best_routing_only_is_" + best_router] = 1.0
     kb = jax.random.split(k_boot, 4)
-    d_route = _setup.paired_ci(per_query["haps"], per_query[best_router], config.n_boot, kb[0])
-    d_static = _setup.paired_ci(per_query["haps"], per_query["static_best"], config.n_boot, kb[1])
-    d_task = _setup.paired_ci(per_query["haps"], per_query["task_lora"], config.n_boot, kb[2])
-    d_sr = _setup.paired_ci(
-        per_query["haps"], per_query["static_lora_router"], config.n_boot, kb[3]
-    )
+    d_route = _haps.paired_ci(per_query["haps"], per_query[best_router], config.n_boot, kb[0])
+    d_static = _haps.paired_ci(per_query["haps"], per_query["static_best"], config.n_boot, kb[1])
+    d_task = _haps.paired_ci(per_query["haps"], per_query["task_lora"], config.n_boot, kb[2])
+    d_sr = _haps.paired_ci(per_query["haps"], per_query["static_lora_router"], config.n_boot, kb[3])
     for tag, d in (
         ("vs_best_routing_only", d_route),
         ("vs_static_lora", d_static),
@@ -190,7 +188,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     size = (
         f"{len(test)} held-out of {len(data.items)} items, {len(names)} models, "
         f"top {config.top or 'all'} blocks, {config.steps} steps of batch {config.batch_size}"
-        + ("" if ctx.full else f"; {_setup.HAPS_QUICK_NOTE}")
+        + ("" if ctx.full else f"; {_haps.HAPS_QUICK_NOTE}")
     )
 
     def fmt(d):
@@ -199,7 +197,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     claims = [
         Claim(
             f"HAPS's held-out accuracy is above the best routing-only router ({best_router}) "
-            f"over the plain models; {_setup.HAPS_NULL} ({size}; {_setup.HAPS_CAVEAT})",
+            f"over the plain models; {_haps.HAPS_NULL} ({size}; {_haps.HAPS_CAVEAT})",
             "HAPS outperforms strong routing baselines",
             f"accuracy {metrics['accuracy/haps']:.3f} vs {metrics[f'accuracy/{best_router}']:.3f}; "
             f"gain {fmt(d_route)}; plain-model oracle {metrics['accuracy/oracle_plain']:.3f}",
@@ -208,7 +206,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         Claim(
             f"HAPS's held-out accuracy is above the best single model with a static LoRA "
             f"({names[best]}, chosen on training accuracy) trained on the same mix; "
-            f"{_setup.HAPS_NULL} ({size}; {_setup.HAPS_CAVEAT})",
+            f"{_haps.HAPS_NULL} ({size}; {_haps.HAPS_CAVEAT})",
             "HAPS beats static adaptation",
             f"accuracy {metrics['accuracy/haps']:.3f} vs {metrics['accuracy/static_best']:.3f}; "
             f"gain {fmt(d_static)}; task-level LoRA {metrics['accuracy/task_lora']:.3f} "
@@ -226,7 +224,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     ax.legend(fontsize=7)
     ax.set_title("HAPS vs routing-only (cost shifts / cost weights)")
     notes = (
-        f"{_setup.HAPS_CAVEAT}. {len(data.items)} items "
+        f"{_haps.HAPS_CAVEAT}. {len(data.items)} items "
         f"({', '.join(f'{g} {n}' for g, n in config.per_source)}), adapters on the top "
         f"{config.top} blocks at the last {config.n_active} prompt tokens (activated LoRA over "
         "the cached prefix), rank "

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Claim, Result, RunContext, log
-from experiments.routing import _compare, _setup
+from experiments.routing import _compare, _tables
 
 NAME = "routing_masking"
 PAPER = "P6"
@@ -55,7 +55,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     fig, axes = plt.subplots(1, len(config.tables), figsize=(4.8 * len(config.tables), 3.8))
     axes = np.atleast_1d(axes)
     for t_i, tname in enumerate(config.tables):
-        table, clusters, caveat = _setup.named_table(tname, config.features)
+        table, clusters, caveat = _tables.named_table(tname, config.features)
         splits = _compare.compare(
             table, names, config, jax.random.fold_in(key, t_i), clusters=clusters
         )

@@ -17,7 +17,7 @@ import dataclasses
 import jax
 
 from experiments._harness import Result, RunContext, log
-from experiments.routing import _compare, _setup
+from experiments.routing import _compare, _tables
 
 NAME = "routing_vqa"
 PAPER = "P6"
@@ -43,7 +43,7 @@ def full_work(config: Config) -> float:
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     del ctx  # the table is committed under data/routing (or rebuilt from the cache)
-    table, clusters, caveat = _setup.named_table("vqa", config.features)
+    table, clusters, caveat = _tables.named_table("vqa", config.features)
     log.info("vqa table: %d queries x %d candidates", table.n_queries, table.n_candidates)
     size = f"{table.n_queries} queries x {table.n_candidates} candidates"
     members = table.meta.get("members", {})

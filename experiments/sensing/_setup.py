@@ -12,8 +12,7 @@ import numpy as np
 import optax
 
 from experiments._harness import RunContext, log
-from jaxlab import sensing
-from jaxlab._core import TqdmProgress, ValidatedStep, run_steps
+from jaxlab import TqdmProgress, ValidatedStep, run_steps, sensing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +68,7 @@ def trained_model(
     """Train the multimodal VAE on simulated probes of training-condition flowers.
 
     With `config.val_flowers > 0` the run is scored on held-out flowers every
-    `val_every` steps (`_core.ValidatedStep`), stops after `patience` evaluations without
+    `val_every` steps (`jaxlab.ValidatedStep`), stops after `patience` evaluations without
     a relative improvement of `min_rel_improvement`, and returns the best-validation
     model; `losses` are then the steps that ran (see `trained_model_validated`)."""
     return trained_model_validated(config, key, ctx)[:2]

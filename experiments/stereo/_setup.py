@@ -15,8 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments._harness import RunContext, cache_dir, load_npz, log, save_npz
-from jaxlab import stereo
-from jaxlab._core import TqdmProgress, load_checkpoint, save_checkpoint
+from jaxlab import TqdmProgress, load_checkpoint, save_checkpoint, stereo
 
 METHODS = ("bm", "sgm_jaxlab", "sgbm_opencv", "raft")
 # the wall-clock metrics of `trained_raft`'s info (the face experiments' TIMING_METRICS)

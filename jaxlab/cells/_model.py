@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from ._logvol import jacobian_log_volume
 from ._sigreg import sigreg
 
 __all__ = ["LeCellModel", "augment", "log_normalize_jax", "jepa_loss"]
@@ -100,9 +101,7 @@ class LeCellModel(eqx.Module):
 
     def score(self, x: Float[Array, " G"]) -> Float[Array, ""]:
         """JEPA-SCORE of one cell's log-normalised expression `x` (G,) (`jepa_score(self, x)`)."""
-        from ._score import jepa_score  # _score imports this module
-
-        return jepa_score(self, x)
+        return jacobian_log_volume(self.embed, x)
 
 
 def jepa_loss(

@@ -26,11 +26,11 @@ from jaxtyping import Array, Float
 
 from jaxlab._core import check_array, check_positive_int
 
+from ._logvol import CLIP, jacobian_log_volume, log_volume
 from ._model import LeCellModel
 
 __all__ = ["jepa_score", "jepa_score_sketched", "gene_attribution", "CLIP", "Encoder"]
 
-CLIP = 1e-6
 Encoder = Callable[[Float[Array, " G"]], Float[Array, " D"]]
 """An encoder of one cell, (G,) -> (D,): a `LeCellModel` (its `embed`) or any function."""
 
@@ -52,11 +52,6 @@ def _as_encoder(encoder: LeCellModel | Encoder) -> Encoder:
     return encoder
 
 
-def _logvol(jac: Float[Array, "D G"]) -> Float[Array, ""]:
-    s = jnp.linalg.svd(jac, compute_uv=False)
-    return jnp.sum(jnp.log(jnp.maximum(s, CLIP)))
-
-
 def jepa_score(encoder: LeCellModel | Encoder, x: Float[Array, " G"]) -> Float[Array, ""]:
     """Sum of log singular values (clipped at 1e-6) of the encoder Jacobian at one cell.
 
@@ -69,9 +64,7 @@ def jepa_score(encoder: LeCellModel | Encoder, x: Float[Array, " G"]) -> Float[A
 
     **Returns:** a scalar; `fit`'s `obs["jepa_score"]` for the cell.
     """
-    encoder = _as_encoder(encoder)
-    check_array("x", x, ndim=1, dtype=jnp.floating)
-    return _logvol(jax.jacrev(encoder)(x))
+    return jacobian_log_volume(_as_encoder(encoder), x)
 
 
 def jepa_score_sketched(
@@ -92,7 +85,7 @@ def jepa_score_sketched(
         jnp.asarray(rank, x.dtype)
     )
     jo = jax.vmap(lambda v: jax.jvp(encoder, (x,), (v,))[1], in_axes=1, out_axes=1)(omega)
-    return _logvol(jo)
+    return log_volume(jo)
 
 
 def gene_attribution(encoder: LeCellModel | Encoder, x: Float[Array, " G"]) -> Float[Array, " G"]:

