@@ -69,12 +69,13 @@ for name, r in routers.items():
         )
         for w in weights
     ]
-    q, c = np.array(pts).T
+    c, q = np.array(pts).T  # RoutedOutcome(cost, quality), the order of aiq
     curves[name] = (c, q)
     print(f"{name}: AIQ {routing.aiq(c, q, cost_range=crange):.3f}")
-oracle_q, oracle_c = routing.routed_outcome(
+oracle = routing.routed_outcome(
     routing.oracle_choice(test.quality, test.cost), test.quality, test.cost
 )
+oracle_c, oracle_q = oracle.cost, oracle.quality
 print(
     f"zero router AIQ {routing.aiq(fixed_c, fixed_q, cost_range=crange):.3f}; "
     f"oracle accuracy {oracle_q:.3f}"
