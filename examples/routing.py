@@ -12,10 +12,11 @@
 # the features and sends the query to the best one for a given cost weight; sweeping
 # the cost weight traces a cost-quality curve, and its non-decreasing convex hull gives
 # RouterBench's AIQ (average improvement in quality). Below: the real QUICK table
-# committed in `data/routing/text_quick` (160 evals items x 6 candidates built on
+# committed in `data/routing/text_quick` (599 evals items x 6 candidates built on
 # SmolLM2-135M and Gemma-3-270M), a held-out split, and the fixed, kNN and linear
 # routers against the oracle. LatentRouter (`routing.LatentRouter.fit`) is trained the
-# same way by the `routing_text` experiment. HAPS (P19) is being built on another branch.
+# same way by the `routing_text` experiment; HAPS (P19, `routing.fit_haps`) by
+# `routing_haps_main`.
 
 # %%
 # Install (Colab CPU, GPU or TPU runtime, or a fresh venv): uncomment, set JAXLAB_REPO to
