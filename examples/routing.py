@@ -12,15 +12,21 @@
 # the features and sends the query to the best one for a given cost weight; sweeping
 # the cost weight traces a cost-quality curve, and its non-decreasing convex hull gives
 # RouterBench's AIQ (average improvement in quality). Below: the real QUICK table
-# committed in `data/routing/text_quick` (160 evals items x 6 candidates built on
+# committed in `data/routing/text_quick` (599 evals items x 6 candidates built on
 # SmolLM2-135M and Gemma-3-270M), a held-out split, and the fixed, kNN and linear
 # routers against the oracle. LatentRouter (`routing.LatentRouter.fit`) is trained the
-# same way by the `routing_text` experiment. HAPS (P19) is being built on another branch.
+# same way by the `routing_text` experiment; HAPS (P19, `routing.fit_haps`) by
+# `routing_haps_main`.
 
 # %%
-# Colab: uncomment to install jaxlab (set the repository URL); the table is in the repo.
-# !git clone https://github.com/OWNER/jaxlab
-# !pip install -q "./jaxlab[routing]"
+# Install (Colab CPU, GPU or TPU runtime, or a fresh venv): uncomment, set JAXLAB_REPO to
+# the repository's git URL (a fork or mirror works), run once. keep.txt keeps the jax and
+# numpy the runtime ships (jaxlab needs jax >= 0.5.0), so no restart is needed; should pip
+# report a conflict (a jax older than 0.5.0), drop `-c keep.txt` and restart the runtime.
+# JAXLAB_REPO = "https://github.com/OWNER/jaxlab"
+# !test -d jaxlab || git clone -q --depth 1 {JAXLAB_REPO} jaxlab
+# !pip freeze | grep -iE "^(jax|jaxlib|jax[-_]cuda.*|libtpu.*|numpy)==" > keep.txt
+# !pip install -q -c keep.txt "./jaxlab[routing]"
 
 # %%
 import os
@@ -64,12 +70,13 @@ for name, r in routers.items():
         )
         for w in weights
     ]
-    q, c = np.array(pts).T
+    c, q = np.array(pts).T  # RoutedOutcome(cost, quality), the order of aiq
     curves[name] = (c, q)
     print(f"{name}: AIQ {routing.aiq(c, q, cost_range=crange):.3f}")
-oracle_q, oracle_c = routing.routed_outcome(
+oracle = routing.routed_outcome(
     routing.oracle_choice(test.quality, test.cost), test.quality, test.cost
 )
+oracle_c, oracle_q = oracle.cost, oracle.quality
 print(
     f"zero router AIQ {routing.aiq(fixed_c, fixed_q, cost_range=crange):.3f}; "
     f"oracle accuracy {oracle_q:.3f}"

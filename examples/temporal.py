@@ -16,8 +16,14 @@
 # `temporal_consistency` checks consistency and coverage on simulated chains.
 
 # %%
-# Colab: uncomment to install jaxlab (set the repository URL) and the SocioPatterns wheel.
-# !pip install -q "jaxlab @ git+https://github.com/OWNER/jaxlab"
+# Install (Colab CPU, GPU or TPU runtime, or a fresh venv): uncomment, set JAXLAB_REPO to
+# the repository's git URL (a fork or mirror works), run once. keep.txt keeps the jax and
+# numpy the runtime ships (jaxlab needs jax >= 0.5.0), so no restart is needed; should pip
+# report a conflict (a jax older than 0.5.0), drop `-c keep.txt` and restart the runtime.
+# JAXLAB_REPO = "https://github.com/OWNER/jaxlab"
+# !test -d jaxlab || git clone -q --depth 1 {JAXLAB_REPO} jaxlab
+# !pip freeze | grep -iE "^(jax|jaxlib|jax[-_]cuda.*|libtpu.*|numpy)==" > keep.txt
+# !pip install -q -c keep.txt "./jaxlab"
 # !python -m jaxlab.data install --only sociopatterns
 
 # %%

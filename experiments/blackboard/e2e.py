@@ -48,10 +48,11 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     for meth, ds in found.items():
         scores, toks = [], []
         for d, t in progress_bar(list(zip(ds, tasks, strict=True)), desc=f"e2e {meth}"):
-            ans, plan, tok = bb.answer_query(t.query, d.tables, lake, model)
+            qa = bb.answer_query(t.query, d.tables, lake, model)
+            ans = qa.answer
             s = 0.0 if ans is None else bb.score_answer(ans, t.answer, t.answer_type)
             scores.append(s)
-            toks.append(d.tokens + tok)
+            toks.append(d.tokens + qa.tokens)
             rows.append(
                 {
                     "method": meth,
@@ -60,7 +61,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                     "answer": ans,
                     "truth": t.answer,
                     "score": s,
-                    "plan": plan,
+                    "plan": qa.plan,
+                    "reason": qa.reason,  # why no answer (the PlanError), "" otherwise
                 }
             )
         per_task[meth] = np.asarray(scores)

@@ -169,23 +169,21 @@ def _store(model, items, layer, tag):
     from jaxlab import TqdmProgress
 
     h = hashlib.sha256(
-        json.dumps([model.config.name, model.config.n_layers, layer, "generated", items]).encode()
+        json.dumps([model.config.name, model.config.n_layers, layer, "skip_first", items]).encode()
     ).hexdigest()[:16]
     path = cache_dir("interp", "acts") / f"{tag}_{h}"
     t0 = time.perf_counter()
-    # (BOS, rest) pairs with positions="generated": the forward sees the BOS, the store
-    # keeps every other token (BOS rows carry outsized attention-sink activations and are
-    # left out of SAE training and metrics, as in SAELens)
-    pairs = [(seg[:1], seg[1:]) for seg in items]
+    # the library default skip_first=True: the forward sees the BOS, the store keeps every
+    # other token (BOS rows carry outsized attention-sink activations and are left out of
+    # SAE training and metrics, as in SAELens)
     store = lm.collect(
         model,
         None,
-        pairs,
+        [list(seg) for seg in items],
         layers=[layer],
         path=path,
         shard_rows=8192,
         batch_tokens=2048,
-        positions="generated",
         progress=TqdmProgress(),
     )
     log.info(

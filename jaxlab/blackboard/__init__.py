@@ -8,6 +8,7 @@ from ._agents import AgentModel as AgentModel
 from ._agents import Discovery as Discovery
 from ._agents import DiscoveryConfig as DiscoveryConfig
 from ._agents import LMAgentModel as LMAgentModel
+from ._agents import QueryAnswer as QueryAnswer
 from ._agents import answer_query as answer_query
 from ._agents import blackboard as blackboard
 from ._agents import bm25_index as bm25_index

@@ -41,6 +41,7 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -69,6 +70,7 @@ __all__ = [
     "prefetch",
     "plan_query",
     "answer_query",
+    "QueryAnswer",
     "METHODS",
 ]
 
@@ -606,29 +608,65 @@ def plan_query(question: str, tables: Sequence[Table], model: AgentModel) -> tup
     return format_plan(plan), tokens
 
 
-def answer_query(
-    question: str, found: Sequence[str], lake: Lake, model: AgentModel
-) -> tuple[object, str, int]:
+class QueryAnswer(NamedTuple):
+    """What `answer_query` returns (a named tuple: read the fields by name).
+
+    - `answer`: the executed plan's answer (a float, or a list of strings / a string);
+      `NOT_IN_LAKE` when discovery found no table; `None` when no valid plan could be
+      made or run (then `reason` says why).
+    - `plan`: the planner's text (`""` when no plan was asked for).
+    - `tokens`: the planner call's tokens (0 when no call was made).
+    - `reason`: `""` on success; otherwise the stage and the `PlanError`'s message, e.g.
+      `"plan: tables: no numeric column to aggregate"` (the tables admit no plan) or
+      `"execute: ..."` (the planner's text is outside the grammar or does not fit the
+      tables, e.g. no shared key column to join on).
+    """
+
+    answer: object
+    plan: str
+    tokens: int
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether a plan was made and run (`answer` is not `None`)."""
+        return not self.reason
+
+
+def answer_query(question: str, found: Sequence[str], lake: Lake, model: AgentModel) -> QueryAnswer:
     """End to end after discovery: plan over the found tables, parse strictly, execute.
 
-    **Returns:** `(answer, plan_text, tokens)`; `NOT_IN_LAKE` when nothing was found, `None`
-    when no valid plan could be made or run.
+    Never swallows why it failed: a `PlanError` while planning or executing becomes a
+    `QueryAnswer` with `answer=None` and the error's message in `reason` (the common case
+    when discovery adds tables that cannot be joined); other errors propagate.
+
+    **Arguments:**
+
+    - `question`: the natural-language query.
+    - `found`: the names of the discovered tables (keys of `lake.tables`).
+    - `lake`: the data lake.
+    - `model`: the planning `AgentModel`.
+
+    **Returns:** a `QueryAnswer` (`answer`, `plan`, `tokens`, `reason`).
     """
     if not found:
-        return NOT_IN_LAKE, "", 0
+        return QueryAnswer(NOT_IN_LAKE, "", 0)
+    missing = [n for n in found if n not in lake.tables]
+    if missing:
+        raise ValueError(f"found: tables not in the lake: {missing}")
     try:
         text, tokens = plan_query(question, [lake.tables[n] for n in found], model)
-    except PlanError:
-        return None, "", 0
+    except PlanError as e:
+        return QueryAnswer(None, "", 0, f"plan: {e}")
     try:
         ans = execute(parse_plan(text), lake.tables)
-    except PlanError:
-        return None, text, tokens
+    except PlanError as e:
+        return QueryAnswer(None, text, tokens, f"execute: {e}")
     if isinstance(ans, list):
         ans = [str(a) for a in ans]
     elif not isinstance(ans, float):
         ans = str(ans)
-    return ans, text, tokens
+    return QueryAnswer(ans, text, tokens)
 
 
 def run_methods(

@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             mark = "ok     " if r["installed"] else "missing"
             extra = "" if r["default"] else " (optional)"
-            print(f"{mark} {r['name']:<16}{extra} {' '.join(r['missing'])}")
+            miss = f" missing: {' '.join(r['missing'])}" if r["missing"] else ""
+            print(f"{mark} {r['name']:<16}{extra} {r['carries']} [{r['wheels']}]{miss}")
         return 0 if all(r["installed"] for r in rows if r["default"]) else 1
     for d in CATALOGUE:
         flag = "default " if d.default else "optional"

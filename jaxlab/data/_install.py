@@ -27,15 +27,41 @@ def install_command(sets: Sequence[DataSet]) -> list[str]:
 def install(
     only: Sequence[str] | None = None, *, everything: bool = False, quiet: bool = True
 ) -> int:
-    """Install the missing wheels of the selected entries; returns pip's exit status."""
+    """Install the missing wheels of the selected entries, one pip call per entry, printing
+    each entry as it goes and a summary (installed / already there / failed).
+
+    **Arguments:** `only`: entry names (default: the default set); `everything`: also the
+    optional entries; `quiet`: pass `-q` to pip.
+
+    **Returns:** 0 when every selected entry is installed, else 1.
+    """
     sets = selected(only, everything=everything)
     missing = [d for d in sets if not all(is_installed(r) for r in d.requirements)]
+    present = [d.name for d in sets if d not in missing]
+    if present:
+        print(f"already installed: {', '.join(present)}", flush=True)
     if not missing:
+        print(f"nothing to install ({len(sets)} entries present)", flush=True)
         return 0
-    cmd = install_command(missing)
-    if quiet:
-        cmd.insert(4, "-q")
-    return subprocess.call(cmd)
+    failed = []
+    for i, d in enumerate(missing, 1):
+        print(
+            f"[{i}/{len(missing)}] {d.name}: {' '.join(d.requirements)} (pip --no-deps)",
+            flush=True,
+        )
+        cmd = install_command([d])
+        if quiet:
+            cmd.insert(4, "-q")
+        if subprocess.call(cmd) != 0:
+            failed.append(d.name)
+    done = [d.name for d in missing if d.name not in failed]
+    print(
+        f"installed {len(done)} of {len(missing)} missing entries"
+        + (f": {', '.join(done)}" if done else "")
+        + (f"; FAILED: {', '.join(failed)} (pip's message above)" if failed else ""),
+        flush=True,
+    )
+    return 1 if failed else 0
 
 
 def status(only: Sequence[str] | None = None, *, everything: bool = True) -> list[dict]:
@@ -51,6 +77,8 @@ def status(only: Sequence[str] | None = None, *, everything: bool = True) -> lis
                 "default": d.default,
                 "used_by": ",".join(d.used_by),
                 "licence": d.licence,
+                "carries": d.carries,
+                "wheels": d.wheel_summary,
             }
         )
     return rows

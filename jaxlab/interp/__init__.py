@@ -6,6 +6,11 @@
 - Sparse autoencoders: `TopKSAE`, `ReLUSAE`, `BatchTopKSAE`, trained by `SAEStep` through
   `jaxlab._core.run_steps` (`fit_sae` streams an array or an activation store);
   `TopKPCA` baseline; `sae_metrics`, `density_histogram`, `ce_loss_score` (via `Splice`).
+  `fit_sae(normalize_activations=...)` takes SAELens' `"none"` / `"expected_average_only_in"`
+  (`norm_scaling_factor`, `fold_scaling_factor`); `save_sae` / `load_sae` read and write
+  SAELens' folder format (`cfg.json` + `sae_weights.safetensors`). Activation stores
+  (`jaxlab.lm.collect`) leave out the first position (attention sink, `skip_first=True`)
+  and special tokens (`exclude_special=True`) by default.
 - Steering: `mean_difference`, `steer`, `SteerAt`, `project_out`, `ClampFeatures`,
   `ablate_features`, `dose_response`.
 - Inspection: `top_activating_contexts`, `feature_label_association`.
@@ -14,7 +19,10 @@ Example: `examples/interp.py` (a jupytext notebook; rendered in the docs site).
 """
 
 from ._baseline import TopKPCA as TopKPCA
+from ._fit import NORMALIZE_ACTIVATIONS as NORMALIZE_ACTIVATIONS
 from ._fit import fit_sae as fit_sae
+from ._fit import fold_scaling_factor as fold_scaling_factor
+from ._fit import norm_scaling_factor as norm_scaling_factor
 from ._inspect import feature_label_association as feature_label_association
 from ._inspect import top_activating_contexts as top_activating_contexts
 from ._metrics import density_histogram as density_histogram
@@ -33,6 +41,10 @@ from ._sae import BatchTopKSAE as BatchTopKSAE
 from ._sae import ReLUSAE as ReLUSAE
 from ._sae import TopKSAE as TopKSAE
 from ._sae import normalize_decoder as normalize_decoder
+from ._saelens import SAE_CFG_FILENAME as SAE_CFG_FILENAME
+from ._saelens import SAE_WEIGHTS_FILENAME as SAE_WEIGHTS_FILENAME
+from ._saelens import load_sae as load_sae
+from ._saelens import save_sae as save_sae
 from ._splice import Splice as Splice
 from ._splice import ce_loss_score as ce_loss_score
 from ._stats import accuracy as accuracy

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray
 
@@ -13,7 +15,59 @@ from .._core import Checkpointer, NoProgress, check_positive_int, run_steps
 from ._sae import AbstractSAE
 from ._train import SAEState, SAEStep
 
-__all__ = ["fit_sae"]
+__all__ = ["fit_sae", "NORMALIZE_ACTIVATIONS", "norm_scaling_factor", "fold_scaling_factor"]
+
+#: `fit_sae`'s `normalize_activations` choices (SAELens' names). SAELens also has the
+#: per-token run-time transforms "constant_norm_rescale" and "layer_norm", which jaxlab's
+#: SAEs do not apply (refused with a ValueError).
+NORMALIZE_ACTIVATIONS = ("none", "expected_average_only_in")
+_NORM_SAMPLE = 65536
+
+
+def norm_scaling_factor(x) -> float:
+    """SAELens' `expected_average_only_in` factor `s = sqrt(d) / mean_i ||x_i||`.
+
+    **Arguments:** `x`: an (n, d) sample of activations.
+
+    **Returns:** the float scale at which the sample's mean activation norm is sqrt(d).
+    """
+    x = np.asarray(x, np.float64)
+    if x.ndim != 2 or x.shape[0] == 0:
+        raise ValueError(f"x: expected a non-empty (n, d) sample, received shape {x.shape}")
+    mean_norm = float(np.mean(np.linalg.norm(x, axis=1)))
+    if not np.isfinite(mean_norm) or mean_norm <= 0:
+        raise ValueError(f"x: the mean norm must be positive and finite, received {mean_norm}")
+    return float(np.sqrt(x.shape[1]) / mean_norm)
+
+
+def fold_scaling_factor(sae: AbstractSAE, scale: float) -> AbstractSAE:
+    """The SAE trained on `scale * x` as an SAE of the raw x (SAELens'
+    `fold_activation_norm_scaling_factor`): `W_enc * s`, `W_dec / s`, `b_dec / s`, so
+    `folded(x) == sae(s * x) / s` and `folded.encode(x) == sae.encode(s * x)`.
+
+    **Arguments:** `sae`: an SAE trained on scaled activations; `scale`: the scale s > 0.
+
+    **Returns:** the SAE of the raw activations (same class).
+    """
+    if not scale > 0:
+        raise ValueError(f"scale: expected a positive number, received {scale!r}")
+    s = jnp.float32(scale)
+    return eqx.tree_at(
+        lambda m: (m.W_enc, m.W_dec, m.b_dec), sae, (sae.W_enc * s, sae.W_dec / s, sae.b_dec / s)
+    )
+
+
+def _sample_rows(source, n: int) -> np.ndarray:
+    if hasattr(source, "shards"):
+        parts, held = [], 0
+        for shard in source.shards():
+            take = np.asarray(shard[: n - held], np.float32)
+            parts.append(take)
+            held += take.shape[0]
+            if held >= n:
+                break
+        return np.concatenate(parts) if parts else np.zeros((0, int(source.d)), np.float32)
+    return np.asarray(source[:n], np.float32)
 
 
 def fit_sae(
@@ -29,6 +83,7 @@ def fit_sae(
     progress=None,
     chunk: int = 100,
     scale: float = 1.0,
+    normalize_activations: str = "none",
     **step_options,
 ):
     """Train `sae` for `steps` steps of `SAEStep` on activations from `source`.
@@ -48,6 +103,13 @@ def fit_sae(
       store run checkpoints per buffer when `checkpointer` is a callable buffer -> Checkpointer).
     - `scale`: activations are multiplied by this before training (SAELens normalises so
       that the mean norm is sqrt(d_in); pass the same `input_scale` to `ce_loss_score`).
+    - `normalize_activations`: SAELens' option of that name. `"none"` (default): train on
+      `scale * x`. `"expected_average_only_in"`: the scale is estimated as
+      `norm_scaling_factor` of the source's first 65,536 rows (`scale` must then stay
+      1.0), the SAE trains on the scaled activations, and the returned SAE has the scale
+      folded into its weights (`fold_scaling_factor`, as SAELens folds it before saving):
+      it encodes and reconstructs the raw activations. The returned state's SAE stays in
+      the scaled space (it is what a resumed run continues).
     - `**step_options`: further `SAEStep` fields (`aux_coefficient`, `dead_window`, ...).
 
     **Returns:** (trained SAE, final `SAEState`, list of the driver's `History` per buffer).
@@ -58,6 +120,34 @@ def fit_sae(
     progress = NoProgress() if progress is None else progress
     if not scale > 0:
         raise ValueError(f"scale: expected a positive number, received {scale!r}")
+    if normalize_activations not in NORMALIZE_ACTIVATIONS:
+        raise ValueError(
+            f"normalize_activations: expected one of {NORMALIZE_ACTIVATIONS}, received "
+            f"{normalize_activations!r} (SAELens' per-token 'constant_norm_rescale' and "
+            "'layer_norm' are run-time transforms that jaxlab's SAEs do not apply)"
+        )
+    if normalize_activations == "expected_average_only_in":
+        if scale != 1.0:
+            raise ValueError(
+                "scale: leave it at 1.0 with normalize_activations='expected_average_only_in' "
+                f"(the scale is estimated from the data), received {scale!r}"
+            )
+        est = norm_scaling_factor(_sample_rows(source, _NORM_SAMPLE))
+        trained, state, hists = fit_sae(
+            source,
+            sae,
+            key=key,
+            steps=steps,
+            batch_size=batch_size,
+            optimizer=optimizer,
+            buffer_size=buffer_size,
+            checkpointer=checkpointer,
+            progress=progress,
+            chunk=chunk,
+            scale=est,
+            **step_options,
+        )
+        return fold_scaling_factor(trained, est), state, hists
     if hasattr(source, "batches"):
         return _fit_store(
             source,

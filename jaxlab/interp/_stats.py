@@ -15,6 +15,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from .._core import as_array, check_array, check_positive_int, check_range
@@ -41,6 +42,26 @@ def _vectors(weights=None, **named):
     if weights is not None:
         weights = as_array("weights", weights, shape=("n",), sizes=sizes, finite=True, low=0.0)
     return (*out, weights)
+
+
+def _concrete(x) -> np.ndarray | None:
+    """x as a NumPy array when its values are known (None inside `jit` / `vmap`)."""
+    return None if isinstance(x, Tracer) else np.asarray(x)
+
+
+def _check_labels(name: str, x, *, binary: bool, hint: str) -> None:
+    """Concrete `x` must hold integer labels ({0, 1} when `binary`): a ValueError naming
+    `name` otherwise (scores or probabilities passed where labels belong)."""
+    v = _concrete(x)
+    if v is None or v.dtype == bool:
+        return
+    ok = np.all(v == np.round(v)) if np.issubdtype(v.dtype, np.floating) else True
+    if ok and binary:
+        ok = bool(np.all((v == 0) | (v == 1)))
+    if not ok:
+        kind = "binary labels (0/1)" if binary else "integer labels"
+        shown = ", ".join(f"{float(t):g}" for t in np.unique(v)[:4])
+        raise ValueError(f"{name}: expected {kind}, received values such as {shown}; {hint}")
 
 
 def _w(weights, n, dtype):
@@ -81,8 +102,15 @@ def r2_score(
 def accuracy(
     y_true: Int[Array, " n"], y_pred: Int[Array, " n"], *, weights: Float[Array, " n"] | None = None
 ) -> Float[Array, ""]:
-    """Weighted fraction of `y_pred == y_true` (labels, not scores). **Returns:** ()."""
+    """Weighted fraction of `y_pred == y_true` (labels, not scores). **Returns:** ().
+
+    Concrete `y_true` / `y_pred` holding non-integer values (probabilities or scores) are
+    refused with a `ValueError` naming the argument: threshold or argmax them first.
+    """
     y, y_pred, weights = _vectors(weights, y_true=y_true, y_pred=y_pred)
+    hint = "accuracy compares labels: threshold (p > 0.5) or argmax scores first"
+    _check_labels("y_true", y, binary=False, hint=hint)
+    _check_labels("y_pred", y_pred, binary=False, hint=hint)
     w = _w(weights, y.shape[0], jnp.float32 if weights is None else _float(weights).dtype)
     return jnp.sum(w * (y == jnp.asarray(y_pred).astype(y.dtype)).astype(w.dtype)) / jnp.sum(w)
 
@@ -133,8 +161,24 @@ def auroc(
     **Arguments:** `y_true` (n,) binary labels (1 = positive), `score` (n,), `weights`.
 
     **Returns:** () AUROC in [0, 1].
+
+    Concrete arguments are checked: `y_true` must hold 0/1 labels (a `ValueError` naming
+    it otherwise, e.g. when `y_true` and `score` are swapped) and both classes (the AUROC
+    of one class is undefined).
     """
     y_true, score, weights = _vectors(weights, y_true=y_true, score=score)
+    _check_labels(
+        "y_true",
+        y_true,
+        binary=True,
+        hint="the argument order is auroc(y_true, score): are they swapped?",
+    )
+    v = _concrete(y_true)
+    if v is not None and np.unique(v > 0).size < 2:
+        raise ValueError(
+            "y_true: expected both classes (0 and 1), received only "
+            f"{int(v.reshape(-1)[0] > 0)}; the AUROC of one class is undefined"
+        )
     s = _float(score)
     w = _w(weights, s.shape[0], s.dtype)
     pos = (jnp.asarray(y_true).astype(jnp.int32) > 0).astype(s.dtype)

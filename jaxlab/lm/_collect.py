@@ -127,19 +127,30 @@ def _items(texts_or_tokens, tokenizer, vocab_size):
     return out
 
 
-def _kept_positions(n_tokens: int, n_prompt: int, positions: str) -> np.ndarray:
-    if positions == "all":
-        return np.arange(n_tokens)
-    if positions == "last_prompt":
+def _kept_positions(
+    tokens: Sequence[int],
+    n_prompt: int,
+    positions: str,
+    skip_first: bool = False,
+    excluded: frozenset[int] = frozenset(),
+) -> np.ndarray:
+    n_tokens = len(tokens)
+    if positions == "last_prompt":  # one chosen position per item: never filtered
         return np.asarray([n_prompt - 1])
-    return np.arange(n_prompt, n_tokens)
+    keep = np.arange(0 if positions == "all" else n_prompt, n_tokens)
+    if skip_first:
+        keep = keep[keep > 0]
+    if excluded:
+        toks = np.asarray(tokens)
+        keep = keep[~np.isin(toks[keep], np.fromiter(excluded, np.int64))]
+    return keep
 
 
-def _plan(items, positions, shard_rows, batch_tokens):
+def _plan(items, positions, shard_rows, batch_tokens, skip_first, excluded):
     """Deterministic shards (item ranges) and, inside each, batches of item indices."""
     shards, start, rows = [], 0, 0
     for i, (toks, n_prompt, _) in enumerate(items):
-        rows += len(_kept_positions(len(toks), n_prompt, positions))
+        rows += len(_kept_positions(toks, n_prompt, positions, skip_first, excluded))
         if rows >= shard_rows or i == len(items) - 1:
             shards.append((start, i + 1))
             start, rows = i + 1, 0
@@ -186,7 +197,9 @@ def _save_npy(path: Path, arr: np.ndarray) -> None:
         np.save(f, arr, allow_pickle=False)
 
 
-def _compute_shard(model, items, shard, columns, sites, layers, positions, dtype):
+def _compute_shard(
+    model, items, shard, columns, sites, layers, positions, dtype, skip_first, excluded
+):
     a, b = shard["items"]
     per_item: dict[int, dict[str, np.ndarray]] = {}
     for batch in shard["batches"]:
@@ -203,7 +216,7 @@ def _compute_shard(model, items, shard, columns, sites, layers, positions, dtype
         acts = {s: np.asarray(v) for s, v in acts.items()}
         for r, j in enumerate(batch):
             t, n_prompt, _ = items[j]
-            keep = _kept_positions(len(t), n_prompt, positions)
+            keep = _kept_positions(t, n_prompt, positions, skip_first, excluded)
             cols = length - len(t) + keep
             rec = {
                 _column(s, layer): acts[s][r, li, cols].astype(dtype)
@@ -225,6 +238,27 @@ def _compute_shard(model, items, shard, columns, sites, layers, positions, dtype
     return out
 
 
+def _excluded_ids(exclude_special, tokenizer, vocab_size) -> frozenset[int]:
+    """The token ids whose rows `collect` leaves out."""
+    if exclude_special is False or exclude_special is None:
+        return frozenset()
+    if exclude_special is True:
+        return (
+            frozenset(getattr(tokenizer, "special_ids", ()))
+            if tokenizer is not None
+            else frozenset()
+        )
+    if isinstance(exclude_special, str | bytes) or not isinstance(exclude_special, Sequence):
+        raise ValueError(
+            "exclude_special must be True, False or a sequence of token ids, got "
+            f"{type(exclude_special).__name__}"
+        )
+    ids = list(exclude_special)
+    if any(not isinstance(i, int | np.integer) or not 0 <= i < vocab_size for i in ids):
+        raise ValueError(f"exclude_special: token ids must be ints in [0, {vocab_size}), got {ids}")
+    return frozenset(int(i) for i in ids)
+
+
 def collect(
     model: Transformer,
     tokenizer,
@@ -234,6 +268,8 @@ def collect(
     layers: Sequence[int],
     path: str | os.PathLike,
     positions: str = "all",
+    skip_first: bool = True,
+    exclude_special: bool | Sequence[int] = True,
     dtype: str = "float32",
     shard_rows: int = 32768,
     batch_tokens: int = 4096,
@@ -257,6 +293,18 @@ def collect(
       was made by the same request, else `ValueError`).
     - `positions`: `"all"` tokens, `"last_prompt"` (the last prompt token of each
       item) or `"generated"` (the completion's tokens only).
+    - `skip_first`: leave out each item's first position (default on). Position 0 is
+      the attention sink: its residual norm is orders of magnitude above the others
+      (SmolLM2-135M: ~24,000 against a median of ~200), and an SAE or probe trained with
+      these rows fits them and reports a misleadingly high explained variance. SAELens
+      drops them too (its `exclude_special_tokens`). `False` keeps them.
+    - `exclude_special`: leave out the rows whose token is a special token (default
+      on): `True` = the tokenizer's `special_ids` (BOS, EOS, padding, chat control
+      tokens; none are known when `tokenizer` is None), a sequence = these token ids,
+      `False` = keep every token. Neither filter applies to `positions="last_prompt"`
+      (one chosen row per item). The store records both (its `metadata` has
+      `skip_first` and `excluded_ids` whenever a filter applies); `positions` tells
+      which rows were kept.
     - `dtype`: `"float32"` or `"float16"` on disk.
     - `shard_rows`: a shard closes once it holds at least this many rows.
     - `batch_tokens`: padded tokens per forward batch.
@@ -285,6 +333,9 @@ def collect(
         raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
     if dtype not in _DTYPES:
         raise ValueError(f"dtype must be one of {_DTYPES}, got {dtype!r}")
+    if not isinstance(skip_first, bool | np.bool_):
+        raise ValueError(f"skip_first must be True or False, got {skip_first!r}")
+    excluded = _excluded_ids(exclude_special, tokenizer, cfg.vocab_size)
     for name, v in (("shard_rows", shard_rows), ("batch_tokens", batch_tokens)):
         if not isinstance(v, int) or v <= 0:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
@@ -302,6 +353,12 @@ def collect(
         )
     batch_tokens = max(batch_tokens, prompt_bucket(longest))
     columns = [_column(s, layer) for s in sites for layer in layers]
+    # the filters that change which rows are kept (none for one chosen row per item, and
+    # position 0 is never a completion token): recorded only then, so a store made
+    # before the filters existed keeps its identity
+    skip_first = bool(skip_first) and positions == "all"
+    if positions == "last_prompt":
+        excluded = frozenset()
     request = {
         "model": {
             "name": cfg.name,
@@ -318,6 +375,17 @@ def collect(
         "batch_tokens": batch_tokens,
         "sources_sha256": _sha256_bytes("".join(h for _, _, h in items).encode()),
     }
+    if skip_first:
+        request["skip_first"] = True
+    if excluded:
+        request["excluded_ids"] = sorted(excluded)
+    kept = sum(len(_kept_positions(t, n, positions, skip_first, excluded)) for t, n, _ in items)
+    if kept == 0:
+        raise ValueError(
+            "texts_or_tokens: no row is left once skip_first / exclude_special are applied "
+            "(every item is one token long or only special tokens); pass skip_first=False "
+            "or exclude_special=False to keep them"
+        )
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
     manifest_path = folder / _MANIFEST
@@ -345,7 +413,7 @@ def collect(
             "complete": False,
         }
         write_json(manifest_path, manifest)
-    plan = _plan(items, positions, shard_rows, batch_tokens)
+    plan = _plan(items, positions, shard_rows, batch_tokens, skip_first, excluded)
     done = {s["index"] for s in manifest["shards"]}
     todo = [k for k in range(len(plan)) if k not in done]
     progress = NoProgress() if progress is None else progress
@@ -353,7 +421,16 @@ def collect(
     try:
         for k in todo:
             arrays = _compute_shard(
-                model, items, plan[k], columns, sites, layers, positions, np.dtype(dtype)
+                model,
+                items,
+                plan[k],
+                columns,
+                sites,
+                layers,
+                positions,
+                np.dtype(dtype),
+                skip_first,
+                excluded,
             )
             files = _shard_files(k, columns)
             entry = {

@@ -46,6 +46,7 @@ from ._hypernet import pad_lora as pad_lora
 from ._latent import LatentRouter as LatentRouter
 from ._loaders import from_routerbench as from_routerbench
 from ._loaders import from_vl_routerbench as from_vl_routerbench
+from ._metrics import RoutedOutcome as RoutedOutcome
 from ._metrics import accuracy_at_cost as accuracy_at_cost
 from ._metrics import aiq as aiq
 from ._metrics import apgr as apgr

@@ -80,6 +80,17 @@ def from_routerbench(
     """
     path = Path(path)
     try:
+        with open(path, "rb") as f:
+            head = f.read(2)
+    except OSError as e:
+        raise ValueError(f"{path}: not a readable CSV file ({e})") from e
+    if head[:1] == b"\x80" or path.suffix.lower() in (".pkl", ".pickle"):
+        raise ValueError(
+            f"path: {path} is a pickle (RouterBench ships its table as a pickled DataFrame); "
+            "pickle is never read here (it can run code): export it once with "
+            "`pd.read_pickle(f).to_csv(g, index=False)` and pass the CSV"
+        )
+    try:
         with open(path, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
             cols = reader.fieldnames or []
@@ -90,6 +101,14 @@ def from_routerbench(
     if missing:
         raise ValueError(f"{path}: missing RouterBench columns {missing}; found {cols[:8]}")
     models = [c for c in cols if "|" not in c and f"{c}|total_cost" in cols]
+    named = dict.fromkeys(c.split("|")[0] for c in cols if "|" in c)
+    incomplete = [m for m in named if m not in cols or f"{m}|total_cost" not in cols]
+    if incomplete:
+        lacks = {m: [c for c in (m, f"{m}|total_cost") if c not in cols] for m in incomplete}
+        raise ValueError(
+            f"{path}: models with an incomplete column set (every model needs 'm' and "
+            f"'m|total_cost'): missing {lacks}"
+        )
     if not models:
         raise ValueError(f"{path}: no model columns (expected 'm' and 'm|total_cost' pairs)")
     if not rows:

@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from jaxlab._core import check_finite, check_range
@@ -29,6 +31,7 @@ __all__ = [
     "rank_score",
     "accuracy_at_cost",
     "routed_outcome",
+    "RoutedOutcome",
     "oracle_choice",
 ]
 
@@ -53,7 +56,23 @@ def _points(cost, quality):
         )
     if not (np.all(np.isfinite(c)) and np.all(np.isfinite(q))):
         raise ValueError("cost, quality: expected finite values, received NaN or inf")
+    if np.any(c < 0):
+        raise ValueError(f"cost: expected non-negative costs, received min {c.min():g}")
+    if np.any((q < 0) | (q > 1)):
+        raise ValueError(
+            f"quality: expected values in [0, 1] (a RoutingTable's quality), received "
+            f"[{q.min():g}, {q.max():g}]; the argument order is (cost, quality): are they "
+            "swapped?"
+        )
     return c, q
+
+
+class RoutedOutcome(NamedTuple):
+    """Mean cost and mean quality of a routing (`routed_outcome`), in the (cost, quality)
+    order of `aiq` and `cost_quality_hull`; read the fields by name."""
+
+    cost: float
+    quality: float
 
 
 def cost_quality_hull(cost, quality) -> tuple[np.ndarray, np.ndarray]:
@@ -213,12 +232,14 @@ def accuracy_at_cost(cost, quality, budget: float) -> float:
     return float(np.interp(budget, hc, hq))
 
 
-def routed_outcome(choice, quality, cost) -> tuple[float, float]:
-    """Mean quality and mean cost of routing query i to candidate `choice[i]`.
+def routed_outcome(choice, quality, cost) -> RoutedOutcome:
+    """Mean cost and mean quality of routing query i to candidate `choice[i]`.
 
-    **Arguments:** `choice` (N,) int; `quality`, `cost` (N, M).
+    **Arguments:** `choice` (N,) int; `quality`, `cost` (N, M) (a `RoutingTable`'s).
 
-    **Returns:** `(mean_quality, mean_cost)`.
+    **Returns:** a `RoutedOutcome(cost, quality)`: the (cost, quality) order of `aiq` and
+    `cost_quality_hull` (before issue 60 this returned (quality, cost); read the fields by
+    name, `out.cost` / `out.quality`).
     """
     ch = np.asarray(choice)
     q, c = np.asarray(quality), np.asarray(cost)
@@ -227,7 +248,7 @@ def routed_outcome(choice, quality, cost) -> tuple[float, float]:
     if np.any((ch < 0) | (ch >= q.shape[1])):
         raise ValueError(f"choice: expected indices in [0, {q.shape[1]}), received outside")
     rows = np.arange(ch.size)
-    return float(q[rows, ch].mean()), float(c[rows, ch].mean())
+    return RoutedOutcome(cost=float(c[rows, ch].mean()), quality=float(q[rows, ch].mean()))
 
 
 def oracle_choice(quality, cost, *, available=None) -> np.ndarray:

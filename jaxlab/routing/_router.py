@@ -12,11 +12,27 @@ import abc
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
+from jax.core import Tracer
 from jaxtyping import Array, Bool, Float, Int
 
 from jaxlab._core import check_array
 
 __all__ = ["AbstractRouter", "route", "threshold_route"]
+
+
+def _check_cost_weight(cost_weight) -> None:
+    """A concrete cost weight must be a finite number >= 0 (traced ones pass through)."""
+    if isinstance(cost_weight, Tracer):
+        return
+    w = np.asarray(cost_weight)
+    if w.ndim != 0 or not np.issubdtype(w.dtype, np.number):
+        raise ValueError(f"cost_weight: expected a number >= 0, received {cost_weight!r}")
+    if not (np.isfinite(w) and w >= 0):
+        raise ValueError(
+            f"cost_weight: expected a finite number >= 0 (0: performance routing; larger "
+            f"weights prefer cheaper candidates), received {float(w)}"
+        )
 
 
 class AbstractRouter(eqx.Module):
@@ -50,6 +66,7 @@ class AbstractRouter(eqx.Module):
 
         **Returns:** (N, M) utilities.
         """
+        _check_cost_weight(cost_weight)
         q = self.predict_quality(features)
         c = self.candidate_cost / jnp.max(self.candidate_cost)
         u = q - cost_weight * c[None, :]
@@ -78,7 +95,14 @@ def route(
         available = jnp.asarray(available, bool)
         if not bool(jnp.all(jnp.any(jnp.atleast_2d(available), axis=-1))):
             raise ValueError("available: expected at least one available candidate per query")
-    u = router.predict_utilities(features, cost_weight=cost_weight, available=available)
+    _check_cost_weight(cost_weight)
+    try:
+        u = router.predict_utilities(features, cost_weight=cost_weight, available=available)
+    except TypeError as e:  # a width mismatch inside the router's matmul / distances
+        raise ValueError(
+            f"features: expected the feature width the router was fitted on, received "
+            f"shape {tuple(features.shape)} ({type(router).__name__}: {e})"
+        ) from None
     return jnp.argmax(u, axis=1)
 
 

@@ -133,11 +133,31 @@ def test_planner_output_goes_through_the_strict_parser_and_answers():
         "In the data on: Body mass and leg count of zoo animals, how many records have "
         "'legs' greater than 3?"
     )
-    ans, text, tokens = bb.answer_query(q, ["zoo/animals"], lake, SlotModel())
-    assert bb.parse_plan(text).where[0].value == 3.0
-    assert tokens > 0
-    assert ans in (3.0, 0.0, 1.0, 2.0, 4.0, 5.0)
-    assert bb.answer_query(q, [], lake, SlotModel())[0] == bb.NOT_IN_LAKE
+    res = bb.answer_query(q, ["zoo/animals"], lake, SlotModel())
+    assert isinstance(res, bb.QueryAnswer)
+    assert bb.parse_plan(res.plan).where[0].value == 3.0
+    assert res.tokens > 0
+    assert res.ok
+    assert res.reason == ""
+    # zoo/animals' legs in tests/blackboard/_tables.py: 4, 2, 6, 4, 2 -> 3 rows above 3
+    assert res.answer == 3.0
+    assert bb.answer_query(q, [], lake, SlotModel()).answer == bb.NOT_IN_LAKE
+
+
+def test_answer_query_says_why_there_is_no_answer():
+    """Issue 60: the PlanError's reason is returned, not swallowed into (None, "", 0)."""
+    lake = _lake()
+    q = "In the data on: zoo animals and shop sales, what is the mean 'mass'?"
+    res = bb.answer_query(q, ["zoo/animals", "shop/sales"], lake, SlotModel())
+    assert res.answer is None
+    assert not res.ok
+    assert res.reason == (
+        "plan: tables: no shared key column between 'zoo/animals' and 'shop/sales'"
+    )
+    res = bb.answer_query(q, ["shop/cities"], lake, SlotModel())
+    assert res.reason == "plan: tables: no numeric column to aggregate"
+    with pytest.raises(ValueError, match="found: tables not in the lake"):
+        bb.answer_query(q, ["zoo/nope"], lake, SlotModel())
 
 
 def test_lake_checks_its_partitions():

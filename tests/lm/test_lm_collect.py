@@ -44,6 +44,7 @@ def test_collect_equals_forward_capture(model, tmp_path):
         path=tmp_path / "s",
         shard_rows=20,
         progress=rec,
+        skip_first=False,
     )
     n_shards = len(store.shards("mlp_out", 0))
     assert rec.calls == [("start", n_shards, 0), *[("update", 1)] * n_shards, ("close",)]
@@ -69,7 +70,8 @@ def test_collect_equals_forward_capture(model, tmp_path):
 def test_positions_filters(model, tmp_path):
     items = _items()
     pairs = [(t[:2], t[2:]) for t in items]
-    full = lm.collect(model, None, items, layers=[1], path=tmp_path / "all").array()
+    full = lm.collect(model, None, items, layers=[1], path=tmp_path / "all", skip_first=False)
+    full = full.array()
     starts = np.cumsum([0] + [len(t) for t in items])[:-1]
     last = lm.collect(
         model, None, pairs, layers=[1], path=tmp_path / "last", positions="last_prompt"
@@ -81,6 +83,37 @@ def test_positions_filters(model, tmp_path):
     np.testing.assert_allclose(gen.array(), full[keep], rtol=1e-5, atol=1e-5)
     n_gen = [len(t) - 2 for t in items]
     np.testing.assert_array_equal(gen.text_index, np.repeat(np.arange(8), n_gen))
+
+
+def test_skip_first_and_exclude_special(model, tmp_path):
+    """Position 0 and the named token ids are left out by default filters, recorded in the
+    manifest, and kept when asked; last_prompt rows are never filtered."""
+    items = _items()
+    full = lm.collect(model, None, items, layers=[1], path=tmp_path / "all", skip_first=False)
+    default = lm.collect(model, None, items, layers=[1], path=tmp_path / "default")
+    assert default.metadata["skip_first"] is True
+    assert "excluded_ids" not in default.metadata  # no tokenizer: no known special ids
+    keep = full.positions > 0
+    np.testing.assert_array_equal(default.positions, full.positions[keep])
+    np.testing.assert_allclose(default.array(), full.array()[keep], rtol=1e-5, atol=1e-5)
+    special = sorted({items[0][3], items[3][5]})
+    ex = lm.collect(model, None, items, layers=[1], path=tmp_path / "ex", exclude_special=special)
+    keep = (full.positions > 0) & ~np.isin(full.tokens, special)
+    assert ex.n_tokens == int(keep.sum()) < default.n_tokens
+    np.testing.assert_array_equal(ex.tokens, full.tokens[keep])
+    assert ex.metadata["excluded_ids"] == special
+    pairs = [(t[:1], t[1:]) for t in items]
+    last = lm.collect(
+        model, None, pairs, layers=[1], path=tmp_path / "last", positions="last_prompt"
+    )
+    np.testing.assert_array_equal(last.positions, np.zeros(8, np.int32))
+    assert "skip_first" not in last.metadata
+    with pytest.raises(ValueError, match="skip_first"):
+        lm.collect(model, None, items, layers=[1], path=tmp_path / "x", skip_first=1)
+    with pytest.raises(ValueError, match="exclude_special"):
+        lm.collect(model, None, items, layers=[1], path=tmp_path / "x", exclude_special=[999])
+    with pytest.raises(ValueError, match="no row is left"):
+        lm.collect(model, None, [[1], [2]], layers=[1], path=tmp_path / "y")
 
 
 def test_batches_shuffle_is_a_permutation(model, tmp_path):

@@ -102,9 +102,10 @@ def test_oracle_zero_router_and_accuracy_at_cost():
     cost = np.tile([1.0, 2.0, 4.0], (4, 1))
     ch = routing.oracle_choice(quality, cost)
     np.testing.assert_array_equal(ch, [0, 1, 2, 0])  # cheapest right one; none right: cheapest
-    q, c = routing.routed_outcome(ch, quality, cost)
-    assert q == pytest.approx(quality.max(1).mean())
-    assert c == pytest.approx(2.0)
+    out = routing.routed_outcome(ch, quality, cost)
+    assert out.quality == pytest.approx(quality.max(1).mean())
+    assert out.cost == pytest.approx(2.0)  # costs 1 + 2 + 4 + 1 of the choices
+    assert tuple(out) == (out.cost, out.quality)  # (cost, quality), as aiq takes them
     # masking the middle model: query 1 goes to model 2
     ch2 = routing.oracle_choice(quality, cost, available=np.array([True, False, True]))
     np.testing.assert_array_equal(ch2, [0, 2, 2, 0])
