@@ -91,11 +91,6 @@ def _readme_install_section() -> str:
     return m.group(1) if m else ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="README.md is rewritten on another branch (issue 60): the lead puts "
-    "tests/install_spec.README_LINES into its install section, then removes this mark",
-)
 def test_readme_install_section_names_the_same_packages():
     section = _readme_install_section()
     assert section, "README.md has no '## Install' section"

@@ -126,7 +126,7 @@ def test_readme_install_path_works_outside_make_and_docs_are_in_the_repo():
     assert "(docs/design.md)" in readme
     assert (ROOT / "docs" / "design.md").is_file()
     section = readme.split("## Install", 1)[1].split("\n## ", 1)[0]
-    assert 'pip install -e ".[test]" "jax[cuda12]"' in section
+    assert 'pip install -e ".[all]"' in section
     assert "python -m jaxlab.data install" in section
     # every data entry the README names exists in the catalogue
     from jaxlab.data import CATALOGUE

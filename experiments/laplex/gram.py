@@ -14,7 +14,7 @@ Models, zero-mean Gaussians fitted by maximum likelihood on the training images:
   625 x 626 / 2 numbers.
 
 The fits use the matvec-only likelihood (CG + stochastic Lanczos quadrature) through
-`_core.ValidatedStep`: the exact validation NLL (dense Cholesky; 625 dimensions allow
+`jaxlab.ValidatedStep`: the exact validation NLL (dense Cholesky; 625 dimensions allow
 it) is scored every `val_every` steps and the best-validation parameters are kept
 (early stopping with a patience). Train / validation / test NLL per dimension are
 exact; the matvec-only estimate is checked against them. Figure: samples and the
@@ -42,8 +42,7 @@ from experiments._harness import (
     paired_bootstrap,
     superior,
 )
-from jaxlab import laplex
-from jaxlab._core import TqdmProgress, ValidatedStep, run_steps
+from jaxlab import TqdmProgress, ValidatedStep, laplex, run_steps
 
 NAME = "laplex_gram"
 PAPER = "P9"

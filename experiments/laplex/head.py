@@ -41,8 +41,7 @@ from experiments._harness import (
     paired_bootstrap,
     superior,
 )
-from jaxlab import laplex
-from jaxlab._core import progress_bar
+from jaxlab import laplex, progress_bar
 
 NAME = "laplex_head"
 PAPER = "P9"

@@ -17,8 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import Estimate, Result, RunContext, at_most, log, timing_stats
-from jaxlab import laplex
-from jaxlab._core import progress_bar
+from jaxlab import laplex, progress_bar
 
 NAME = "laplex_scaling"
 PAPER = "P9"

@@ -29,8 +29,8 @@ from experiments._harness import (
     noninferior,
     welch_t,
 )
+from jaxlab import AbstractProgress, TqdmProgress
 from jaxlab import topology as tp
-from jaxlab._core import AbstractProgress, TqdmProgress
 
 F32 = jnp.float32
 MODELS = ("hopse", "homp")
