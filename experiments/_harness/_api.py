@@ -38,9 +38,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+import jax
 
 from jaxlab._core import Checkpointer
 
@@ -104,18 +107,38 @@ class RunContext:
     - `out_dir`: the run's folder (`DIR/NAME`); checkpoints go to `out_dir/checkpoints`.
     - `resume`: continue from the checkpoints there (`--resume`).
     - `full`: whether this is the FULL (paper-scale) config.
+    - `seed`: the run's `--seed`; `key(stream, *index)` derives every named random
+      stream of the run from it.
 
     Calling an experiment's `run` directly (tests, notebooks) takes
-    `RunContext(name, out_dir=some_folder)`.
+    `RunContext(name, out_dir=some_folder)` (seed 0).
     """
 
     name: str
     out_dir: Path
     resume: bool = False
     full: bool = False
+    seed: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "out_dir", Path(self.out_dir))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative int, received {self.seed!r}")
+
+    def key(self, stream: str, *index: int) -> jax.Array:
+        """The key of the named random stream `stream` (e.g. `ctx.key("spike_ins", i)`):
+        `fold_in(fold_in(key(seed), crc32(stream)), *index)`. Every stream changes with
+        `--seed` and is reproduced bit for bit by the same seed; distinct names and indices
+        give independent streams. Use it for every random choice of a run that is not the
+        `key` argument's own split, so that no draw is fixed regardless of the seed."""
+        if not isinstance(stream, str) or not stream:
+            raise ValueError(f"stream must be a non-empty str, received {stream!r}")
+        k = jax.random.fold_in(jax.random.key(self.seed), zlib.crc32(stream.encode()) & 0x7FFFFFFF)
+        for i in index:
+            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < 2**31:
+                raise ValueError(f"index must be ints in [0, 2**31), received {index!r}")
+            k = jax.random.fold_in(k, i)
+        return k
 
     @property
     def checkpoint_dir(self) -> Path:

@@ -215,7 +215,7 @@ def run_experiment(
     for lg in loggers:
         lg.addHandler(handler)
         lg.setLevel(logging.INFO)
-    ctx = RunContext(name=name, out_dir=run_dir, resume=resume, full=full)
+    ctx = RunContext(name=name, out_dir=run_dir, resume=resume, full=full, seed=seed)
     try:
         log.info("run %s config=%s seed=%d jax=%s", name, label, seed, jax_info())
         t0 = time.perf_counter()

@@ -93,9 +93,10 @@ def _tag(f):
     return f"{pct:g}".replace(".", "p") + "pct"
 
 
-def _keys(key, i: int, seed: int):
-    """Spike-in and fit keys of fraction `i`, seed `seed` (seed 0: the single-seed run's)."""
-    spike, fit = jax.random.key(i), jax.random.fold_in(key, i)
+def _keys(key, i: int, seed: int, ctx: RunContext):
+    """Spike-in and fit keys of fraction `i`, seed `seed` (seed 0: the single-seed run's);
+    the spike-ins come from the run's named stream, so `--seed` changes them too."""
+    spike, fit = ctx.key("spike_ins", i), jax.random.fold_in(key, i)
     if seed:
         spike, fit = jax.random.fold_in(spike, seed), jax.random.fold_in(fit, 1000 + seed)
     return spike, fit
@@ -147,7 +148,7 @@ def _run_dataset(ds: str, config, key: jax.Array, ctx: RunContext, metrics: dict
     for i, f in enumerate(config.fractions):
         t = _tag(f)
         for j, seed in enumerate(config.seeds):
-            k_spike, k_fit = _keys(key, i, int(seed))
+            k_spike, k_fit = _keys(key, i, int(seed), ctx)
             if di:  # the PBMC spike-ins keep their keys; the simulated ones get their own
                 k_spike = jax.random.fold_in(k_spike, 1_000_000 + di)
                 k_fit = jax.random.fold_in(k_fit, 1_000_000 + di)
