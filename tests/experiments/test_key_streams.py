@@ -38,13 +38,18 @@ def test_the_stream_key_is_the_documented_fold_in():
     np.testing.assert_array_equal(jax.random.key_data(got), jax.random.key_data(want))
 
 
+@pytest.mark.parametrize("seed", [-1, 1.5, True])
+def test_bad_seeds_raise(seed):
+    with pytest.raises(ValueError, match="seed"):
+        RunContext("x", out_dir=".", seed=seed)
+
+
 @pytest.mark.parametrize(
-    ("kwargs", "call"),
-    [({"seed": -1}, None), ({"seed": 1.5}, None), ({}, ("",)), ({}, ("s", -1)), ({}, ("s", 2.0))],
+    ("call", "match"), [(("",), "stream"), (("s", -1), "index"), (("s", 2.0), "index")]
 )
-def test_bad_seeds_streams_and_indices_raise(kwargs, call):
-    with pytest.raises(ValueError):
-        ctx = RunContext("x", out_dir=".", **kwargs)
+def test_bad_streams_and_indices_raise(call, match):
+    ctx = RunContext("x", out_dir=".")
+    with pytest.raises(ValueError, match=match):
         ctx.key(*call)
 
 
