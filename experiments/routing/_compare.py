@@ -59,7 +59,7 @@ class CompareConfig:
     select: bool = True
     #: refit every selected router on the whole training part (all learned routers alike;
     #: off by default: on the QUICK tables it lowered LatentRouter's text AIQ by 0.026 and
-    #: raised its VQA AIQ by 0.005, no claim changed; see README's P6 note)
+    #: raised its VQA AIQ by 0.005, no claim changed; see CHANGELOG.md's P6 row)
     refit: bool = False
     validation_fraction: float = 0.2
     n_checks: int = 3

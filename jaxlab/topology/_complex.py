@@ -95,8 +95,9 @@ class Complex:
 
 
 def _binary_offdiag(m: sp.sparray) -> sp.csr_array:
-    m = sp.csr_array(m, dtype=np.float64)
-    m.setdiag(0.0)
+    coo = sp.coo_array(m, dtype=np.float64)
+    off = coo.row != coo.col  # drop the diagonal (CSR's setdiag warns on older scipy)
+    m = sp.csr_array((coo.data[off], (coo.row[off], coo.col[off])), shape=coo.shape)
     m.eliminate_zeros()
     m.data[:] = 1.0
     return m

@@ -1,8 +1,9 @@
 """The smoke tier (`make smoke`, run by `.ci/run`): every experiment and every benchmark
-executes its real code path end to end at its TINY size, as `python -m experiments run
-NAME --tiny` would (real data files and real models where the experiment uses them; the
-smallest model, a handful of items and steps), and every experiment's FULL config passes
-`--full --dry-run` (config, data, models, memory, a time estimate from the TINY run).
+executes its real code path end to end at its TINY size through `python -m experiments run
+NAME --tiny`, each in its own process as a user runs it (real data files and real models
+where the experiment uses them; the smallest model, a handful of items and steps), and every
+experiment's FULL config passes `--full --dry-run` (config, data, models, memory, a time
+estimate from the TINY run).
 
 Each experiment must write metrics.json with its metrics, its claims and its figures
 (PNG files); the metric names that its component's tests rely on are in `expected.py`.
@@ -22,9 +23,7 @@ from pathlib import Path
 import pytest
 
 from experiments._harness import _registry
-from experiments._harness._bench import run_bench
 from experiments._harness._dryrun import dry_run
-from experiments._harness._runner import run_experiment
 
 from .expected import METRICS
 
@@ -47,6 +46,8 @@ EXPERIMENTS = _with_tiny(False)
 BENCHMARKS = _with_tiny(True)
 ALL = sorted(n for b in (False, True) for _, n in _registry._module_names("experiments", b))
 _CLAIM_FIELDS = {"claim", "paper", "measured", "holds", "paper_id"}
+# one TINY run; far above the slowest seen (~12 min at load 10), it only stops a hang
+TIMEOUT_S = 1800
 
 pytestmark = pytest.mark.smoke
 
@@ -55,14 +56,26 @@ def _finite_or_none(x) -> bool:
     return x is None or (isinstance(x, int | float) and math.isfinite(x))
 
 
+def _cli(*args: str, out: Path) -> float:
+    """Run `python -m experiments ARGS --tiny --out OUT` as a user does, in its own process
+    (JAX's defaults; one run's crash or compile-cache growth cannot reach the next run);
+    returns its wall time."""
+    cmd = [sys.executable, "-m", "experiments", *args, "--tiny", "--out", str(out)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT_S)
+    seconds = time.perf_counter() - t0
+    assert proc.returncode == 0, (
+        f"{' '.join(cmd[1:])} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
+    )
+    return seconds
+
+
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment(name, tmp_path, user_jax_config):
     mod = _registry.find(name)
-    t0 = time.perf_counter()
-    rec = run_experiment(mod, out=tmp_path, tiny=True)
-    seconds = time.perf_counter() - t0
+    seconds = _cli("run", name, out=tmp_path)
     written = json.loads((tmp_path / name / "metrics.json").read_text())
-    assert written == json.loads(json.dumps(rec))
+    assert written["experiment"] == name
     assert written["config"] == "tiny"
     assert written["metrics"], f"{name} wrote no metrics"
     assert all(_finite_or_none(v) for v in written["metrics"].values())
@@ -80,11 +93,10 @@ def test_experiment(name, tmp_path, user_jax_config):
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)
-def test_benchmark(name, tmp_path, user_jax_config):
-    mod = _registry.find(name, bench=True)
-    rec = run_bench(mod, out=tmp_path, tiny=True)
-    written = json.loads((tmp_path / "bench" / f"{name}.json").read_text())
-    assert written["config"] == "tiny"
+def test_benchmark(name, tmp_path):
+    _cli("bench", name, out=tmp_path)
+    rec = json.loads((tmp_path / "bench" / f"{name}.json").read_text())
+    assert rec["config"] == "tiny"
     assert rec["timings"]
     assert set(rec["ours"]) <= set(rec["timings"])
     for t in rec["timings"].values():

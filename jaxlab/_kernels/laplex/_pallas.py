@@ -36,7 +36,11 @@ def compiler_params(target: str = "auto"):
     if target == "gpu":
         from jax.experimental.pallas import triton as pl_triton
 
-        return pl_triton.CompilerParams()
+        # `CompilerParams` since JAX 0.6; `TritonCompilerParams` before (our lower bound 0.5)
+        params = getattr(pl_triton, "CompilerParams", None)
+        if params is None:
+            params = getattr(pl_triton, "TritonCompilerParams")  # noqa: B009
+        return params()
     return None
 
 
@@ -107,7 +111,7 @@ class PallasScan(AbstractScan):
     - `tile`: lanes per kernel instance (a power of two; 128 suits GPUs and TPUs).
     - `interpret`: run through the Pallas interpreter (CPU testing).
 
-    Measured on one H200 (README): this layout (coalesced rows, XLA transposes
+    Measured on one H200 (docs/gpu.md): this layout (coalesced rows, XLA transposes
     around the kernel) ran 6x faster than walking strided columns of the
     untransposed sequence inside the kernel.
     """
