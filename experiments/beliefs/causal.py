@@ -8,24 +8,36 @@ action is read as P(choose A) from the two options' next-token probabilities
 (`jaxlab.beliefs.option_logprobs`) on the held-out scenarios. Controls at the same norm:
 random directions and an orthogonal "topic" direction (box minus door scenarios, with the
 belief direction projected out). The slope of the logit margin log P(A) - log P(B) against
-alpha gets a bootstrap CI over items. Converse check: projecting the belief direction out
-(at the best and all later stored layers) should move choices towards chance, more than
-projecting out random directions.
+alpha (the mean of the items' least-squares slopes) gets a percentile bootstrap interval over
+items, and so does its paired difference from each control's |slope|. Converse check:
+projecting the belief direction out (at the best and all later stored layers) should move
+choices towards chance, more than projecting out random directions (paired over items).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext
+from experiments._harness import (
+    Estimate,
+    Precondition,
+    Result,
+    RunContext,
+    all_of,
+    at_least,
+    at_most,
+    bootstrap,
+    excludes,
+    gated,
+    paired_bootstrap,
+    superior,
+)
 from experiments.beliefs import _setup
 from jaxlab import beliefs as bl
-from jaxlab import interp
 
 NAME = "beliefs_causal"
 PAPER = "P13"
@@ -41,6 +53,9 @@ class Config(_setup.BaseConfig):
     alphas: tuple[float, ...] = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0)
     n_random: int = 3
     n_resamples: int = 1000
+    # a dose-response curve is monotone when no step of the mean P(choose A) goes against
+    # its direction by more than this (a float tolerance, not a measured effect)
+    monotone_tol: float = 1e-9
 
 
 QUICK = Config()
@@ -63,11 +78,21 @@ def full_work(config: Config) -> float:
     return _setup.full_work(config) + steer * params
 
 
-def _slope_ci(alphas, margins, key, n_resamples):
-    """Slope of the item-mean logit margin vs alpha, with a bootstrap CI over items."""
-    metric = functools.partial(bl.dose_slope, np.asarray(alphas))
-    est, lo, hi = interp.bootstrap_ci(metric, margins, key=key, n_resamples=n_resamples)
-    return float(est), float(lo), float(hi)
+def _item_slopes(alphas, margins):
+    """Per-item least-squares slopes of the margin vs alpha: margins (n, A) -> (n,). Their
+    mean is `jaxlab.beliefs.dose_slope(alphas, margins)` (the slope is linear in the
+    item-mean response), so a bootstrap of the mean over items resamples it over items."""
+    da = np.asarray(alphas, np.float64) - np.mean(alphas)
+    m = np.asarray(margins, np.float64)
+    return (m - m.mean(1, keepdims=True)) @ da / (da @ da)
+
+
+def _abs_mean(x, axis=-1):
+    return np.abs(np.mean(x, axis=axis))
+
+
+def _signed_minus_abs(x, y, axis=-1):
+    return np.mean(x, axis=axis) - np.abs(np.mean(y, axis=axis))
 
 
 def _unit(v):
@@ -78,7 +103,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     alphas = np.asarray(config.alphas, np.float64)
     if not np.any(alphas == 0):
         raise ValueError("alphas: expected the grid to contain 0 (the plain run)")
-    metrics: dict[str, float] = {}
+    metrics: dict[str, float | Estimate] = {}
     claims = []
     fig, axes = plt.subplots(1, len(config.models), figsize=(5 * len(config.models), 3.4))
     axes = np.atleast_1d(axes)
@@ -119,22 +144,44 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         margins = (lp[..., 0] - lp[..., 1]).reshape(len(dirs), alphas.size, -1)  # (D, A, n)
         p_a = 1 / (1 + np.exp(-margins))
         kk = jax.random.split(km, len(dirs))
-        slopes = [
-            _slope_ci(alphas, margins[i].T, kk[i], config.n_resamples) for i in range(len(dirs))
-        ]
+        seed = int(jax.random.randint(kk[0], (), 0, 2**31 - 1))
+        item_slopes = np.stack([_item_slopes(alphas, margins[i].T) for i in range(len(dirs))])
+        slopes = [float(bl.dose_slope(alphas, margins[i].T)) for i in range(len(dirs))]
+        slope = bootstrap(item_slopes[0], seed=seed, n_resamples=config.n_resamples)
         curve = p_a[0].mean(axis=1)
         steps = np.diff(curve)
-        monotone = bool(np.all(steps >= -1e-9) or np.all(steps <= 1e-9))
-        control_max = max(abs(s[0]) for s in slopes[1:])
-        s, lo, hi = slopes[0]
+        # the largest step against the curve's direction (up or down, whichever is smaller)
+        against = min(max(0.0, -float(steps.min())), max(0.0, float(steps.max())))
+        monotone = bool(against <= config.monotone_tol)
+        control_max = max(abs(r) for r in slopes[1:])
+        s, lo, hi = slope.value, slope.low, slope.high
+        controls = ["topic"] + [f"random {i + 1}" for i in range(config.n_random)]
+        vs_abs = {
+            c: paired_bootstrap(
+                item_slopes[0],
+                item_slopes[i + 1],
+                _abs_mean,
+                seed=seed,
+                n_resamples=config.n_resamples,
+            )
+            for i, c in enumerate(controls)
+        }
+        vs_signed = {
+            c: bootstrap(
+                (item_slopes[0], item_slopes[i + 1]),
+                _signed_minus_abs,
+                seed=seed,
+                n_resamples=config.n_resamples,
+            )
+            for i, c in enumerate(controls)
+        }
         metrics.update(
             {
-                f"steer_slope_{tag}": s,
-                f"steer_slope_ci_low_{tag}": lo,
-                f"steer_slope_ci_high_{tag}": hi,
-                f"steer_slope_random_{tag}": float(np.mean([r[0] for r in slopes[2:]])),
-                f"steer_slope_random_max_abs_{tag}": float(max(abs(r[0]) for r in slopes[2:])),
-                f"steer_slope_topic_{tag}": slopes[1][0],
+                f"steer_slope_{tag}": slope,
+                f"steer_slope_random_{tag}": float(np.mean(slopes[2:])),
+                f"steer_slope_random_max_abs_{tag}": float(max(abs(r) for r in slopes[2:])),
+                f"steer_slope_topic_{tag}": slopes[1],
+                f"steer_abs_slope_minus_topic_{tag}": vs_abs["topic"],
                 f"steer_layer_{tag}": layer,
                 f"steer_scale_{tag}": scale,
                 f"steer_auroc_{tag}": float(fit.test_auroc[best]),
@@ -158,8 +205,11 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         dec_t = decided[test]
         sign = np.sign(bal[test][dec_t])
 
-        def decisive(m, dec_t=dec_t):
-            return float(np.mean(np.abs(1 / (1 + np.exp(-m[dec_t])) - 0.5)))
+        def decisive_items(m, dec_t=dec_t):
+            return np.abs(1 / (1 + np.exp(-m[dec_t])) - 0.5)
+
+        def decisive(m):
+            return float(np.mean(decisive_items(m)))
 
         def accuracy(m, dec_t=dec_t, sign=sign):
             return float(np.mean(np.sign(m[dec_t]) == sign))
@@ -177,49 +227,117 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 f"accuracy_random_ablated_{tag}": float(np.mean([accuracy(m) for m in abl_m[1:]])),
             }
         )
-        # potency: the CI of the slope excludes 0 and its nearer end beats every control
-        near = min(abs(lo), abs(hi)) if lo * hi > 0 else 0.0
-        holds = bool(monotone and near > control_max)
+        mono = at_most(
+            Estimate.point(against, n=alphas.size, method="largest step against the curve"),
+            config.monotone_tol,
+            null="a non-monotone dose-response",
+            claim="monotone dose-response",
+            paper="-",
+            subject="mean P(choose A) over alpha",
+        )
+        potency = f"{tag}: steering the belief direction at the answer token shifts the chosen "
+        potency += (
+            "action monotonically (either sign), with a slope whose 95% CI excludes 0 and lies "
+            "beyond every same-norm control's |slope| (random, orthogonal topic; paired "
+            f"bootstrap of |slope| - |control slope| over items). {_setup.CAVEAT}"
+        )
+        paper = "belief formation causally drives action selection"
+        part = {"claim": potency, "paper": paper}
         claims.append(
-            Claim(
-                f"{tag}: steering the belief direction at the answer token shifts the chosen "
-                f"action monotonically (either sign), with a slope whose 95% CI excludes 0 "
-                f"and lies beyond every same-norm control's |slope| (random, orthogonal "
-                f"topic). {_setup.CAVEAT}",
-                "belief formation causally drives action selection",
-                f"slope of logit P(A) per unit alpha {s:.2f} [{lo:.2f}, {hi:.2f}] at layer "
-                f"{layer} (alpha unit = median residual norm {scale:.1f}); P(A) "
+            all_of(
+                {
+                    "monotone": mono,
+                    "slope excludes 0": excludes(
+                        slope, 0.0, null="no effect (slope 0)", subject="belief slope", **part
+                    ),
+                }
+                | {
+                    f"vs {c}": superior(d, "belief |slope|", f"{c} direction |slope|", **part)
+                    for c, d in vs_abs.items()
+                },
+                **part,
+                detail=f"slope of logit P(A) per unit alpha {s:.2f} [{lo:.2f}, {hi:.2f}] at "
+                f"layer {layer} (alpha unit = median residual norm {scale:.1f}); P(A) "
                 f"{curve[0]:.2f} -> {curve[-1]:.2f} over alpha {alphas[0]:g}..{alphas[-1]:g}, "
                 f"monotone: {monotone}; random slopes "
-                f"{', '.join(f'{r[0]:.2f}' for r in slopes[2:])}, topic {slopes[1][0]:.2f}; "
+                f"{', '.join(f'{r:.2f}' for r in slopes[2:])}, topic {slopes[1]:.2f}; "
                 f"n={test.size} held-out scenarios",
-                holds,
             )
         )
+        signed = (
+            f"{tag}: the shift has the belief's sign: steering towards 'evidence favours A' "
+            "raises P(choose A) (slope CI above 0 and, paired over items, above every "
+            f"control's |slope|). {_setup.CAVEAT}"
+        )
+        part = {"claim": signed, "paper": f"{paper} (signed)"}
         claims.append(
-            Claim(
-                f"{tag}: the shift has the belief's sign: steering towards 'evidence favours "
-                f"A' raises P(choose A) (slope CI above 0 and above every control's |slope|). "
-                f"{_setup.CAVEAT}",
-                "belief formation causally drives action selection (signed)",
-                f"slope {s:.2f} [{lo:.2f}, {hi:.2f}]; max control |slope| {control_max:.2f}; "
-                f"behaviour on these items: accuracy vs evidence "
+            all_of(
+                {
+                    "monotone": mono,
+                    "slope above 0": at_least(
+                        slope, 0.0, null="no effect (slope 0)", subject="belief slope", **part
+                    ),
+                }
+                | {
+                    f"vs {c}": superior(d, "belief slope", f"{c} direction |slope|", **part)
+                    for c, d in vs_signed.items()
+                },
+                **part,
+                detail=f"slope {s:.2f} [{lo:.2f}, {hi:.2f}]; max control |slope| "
+                f"{control_max:.2f}; behaviour on these items: accuracy vs evidence "
                 f"{metrics.get(f'accuracy_plain_{tag}', float('nan')):.2f}",
-                bool(lo > 0 and monotone and lo > control_max),
             )
         )
         dp, da = metrics[f"decisiveness_plain_{tag}"], metrics[f"decisiveness_ablated_{tag}"]
         dr = metrics[f"decisiveness_random_ablated_{tag}"]
+        n_dec = int(dec_t.sum())
+        if n_dec >= 2:
+            ablated = decisive_items(abl_m[0])
+            vs_plain = paired_bootstrap(
+                ablated, decisive_items(plain), seed=seed, n_resamples=config.n_resamples
+            )
+            vs_random = paired_bootstrap(
+                ablated,
+                np.mean([decisive_items(m) for m in abl_m[1:]], axis=0),
+                seed=seed,
+                n_resamples=config.n_resamples,
+            )
+        else:
+            vs_plain = vs_random = Estimate.point(float("nan"), method="too few decided items")
+        metrics[f"decisiveness_ablated_minus_plain_{tag}"] = vs_plain
+        metrics[f"decisiveness_ablated_minus_random_{tag}"] = vs_random
+        converse = (
+            f"{tag}: projecting the belief direction out (best and later layers, answer "
+            "token) moves decided choices towards chance more than projecting out random "
+            f"directions (paired over decided items). {_setup.CAVEAT}"
+        )
+        part = {
+            "claim": converse,
+            "paper": "belief formation causally drives action selection (converse check)",
+            "higher_is_better": False,
+        }
         claims.append(
-            Claim(
-                f"{tag}: projecting the belief direction out (best and later layers, answer "
-                f"token) moves decided choices towards chance more than projecting out random "
-                f"directions. {_setup.CAVEAT}",
-                "belief formation causally drives action selection (converse check)",
-                f"mean |P(A) - 0.5| plain {dp:.3f}, belief ablated {da:.3f}, random ablated "
-                f"{dr:.3f}; accuracy vs evidence {metrics[f'accuracy_plain_{tag}']:.2f} -> "
-                f"{metrics[f'accuracy_ablated_{tag}']:.2f} at layers {abl_layers}",
-                bool(da < dp and da < dr),
+            gated(
+                all_of(
+                    {
+                        "vs plain": superior(
+                            vs_plain, "belief direction ablated", "no ablation", **part
+                        ),
+                        "vs random": superior(
+                            vs_random,
+                            "belief direction ablated",
+                            "random directions ablated",
+                            **part,
+                        ),
+                    },
+                    claim=converse,
+                    paper=part["paper"],
+                    detail=f"mean |P(A) - 0.5| plain {dp:.3f}, belief ablated {da:.3f}, random "
+                    f"ablated {dr:.3f}; accuracy vs evidence "
+                    f"{metrics[f'accuracy_plain_{tag}']:.2f} -> "
+                    f"{metrics[f'accuracy_ablated_{tag}']:.2f} at layers {abl_layers}",
+                ),
+                Precondition(">= 2 decided held-out items", n_dec >= 2, f"{n_dec} decided items"),
             )
         )
         ax = axes[mi]

@@ -6,8 +6,9 @@ fitted by difference of means on the last prompt token of items whose evidence f
 B (5-fold cross-fitting: every item's belief is read by a direction not fitted on it), and
 the belief state of each token of the model's generated answer is its projection; the
 dominance of A over the generation (mean signed margin, `jaxlab.beliefs.dominance`) is
-correlated with the evidence balance k_A - k_B (Spearman, bootstrap CI over items). Null:
-the same procedure on shuffled labels (layer chosen the same way, by cross-fitted AUROC).
+correlated with the evidence balance k_A - k_B (Spearman, percentile bootstrap interval over
+items). Null: the same procedure on shuffled labels (layer chosen the same way, by
+cross-fitted AUROC); the claim compares the interval with the null's 95th percentile.
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext
+from experiments._harness import (
+    Estimate,
+    Result,
+    RunContext,
+    all_of,
+    at_least,
+    spearman,
+    superior,
+    wilson,
+)
 from experiments.beliefs import _setup
 from jaxlab import interp
 
@@ -36,6 +46,10 @@ class Config(_setup.BaseConfig):
     n_folds: int = 5
     n_shuffles: int = 30
     n_resamples: int = 1000
+    # the shuffled-label null's quantile the interval must clear (a one-sided 5% level)
+    null_quantile: float = 0.95
+    # "most models": the share of models whose per-model claim holds must be at least this
+    most: float = 0.5
 
 
 QUICK = Config()
@@ -55,7 +69,7 @@ full_work = _setup.full_work  # the dry run's work ratio: the model calls of the
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
-    metrics: dict[str, float] = {}
+    metrics: dict[str, float | Estimate] = {}
     claims, curves = [], {}
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
     for mi, model in enumerate(config.models):
@@ -73,13 +87,14 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         kf = jax.random.fold_in(key, 100 + mi)
         b = _setup.cross_fit(run_, items, key=kf, n_folds=config.n_folds)
         best, rho = _rho_at_best(b)
-        _, lo, hi = interp.bootstrap_ci(
-            interp.spearman,
+        rho_est = spearman(
             b.balance,
             b.dom_mean[best],
-            key=jax.random.fold_in(kf, 1),
+            method="bootstrap",
+            seed=int(jax.random.randint(jax.random.fold_in(kf, 1), (), 0, 2**31 - 1)),
             n_resamples=config.n_resamples,
         )
+        lo, hi = rho_est.low, rho_est.high
         rng = np.random.default_rng(np.asarray(jax.random.key_data(kf)))
         null = []
         decided = b.balance != 0
@@ -91,15 +106,13 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 lab[at] = rng.permutation(lab[at])
             nb = _setup.cross_fit(run_, items, key=kf, n_folds=config.n_folds, labels=lab)
             null.append(_rho_at_best(nb)[1])
-        null95 = float(np.quantile(null, 0.95))
+        null95 = float(np.quantile(null, config.null_quantile))
         rows = b.rows
         act = run_.action[rows, 0] - run_.action[rows, 1]
         rho_act = float(interp.spearman(b.balance, act))
         metrics.update(
             {
-                f"rho_modulation_{tag}": rho,
-                f"rho_modulation_ci_low_{tag}": float(lo),
-                f"rho_modulation_ci_high_{tag}": float(hi),
+                f"rho_modulation_{tag}": rho_est,
                 f"rho_null95_{tag}": null95,
                 f"rho_null_mean_{tag}": float(np.mean(null)),
                 f"best_layer_{tag}": run_.layers[best],
@@ -131,18 +144,46 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 sel = np.array([items[i].tag == t for i in tomi])
                 if sel.any():
                     metrics[f"tomi_accuracy_{t}_{tag}"] = float(correct[sel].mean())
-        holds = bool(lo > null95 and rho > 0)
+        text = (
+            f"{tag}: the evidence balance k_A - k_B modulates the belief's dominance over "
+            f"the generated answer (Spearman rho > 0 with its 95% CI above the "
+            f"shuffled-label null's {100 * config.null_quantile:g}th percentile). "
+            f"{_setup.CAVEAT}"
+        )
+        part = {
+            "claim": text,
+            "paper": "external inputs systematically modulate internal belief formation",
+        }
+        # the interval of rho shifted by the null's quantile (a fixed reference here: its
+        # Monte Carlo error over the shuffles is not propagated)
+        above_null = Estimate(
+            rho_est.value - null95,
+            lo - null95,
+            hi - null95,
+            rho_est.level,
+            f"{rho_est.method}, minus the null quantile",
+            rho_est.n,
+        )
         claims.append(
-            Claim(
-                f"{tag}: the evidence balance k_A - k_B modulates the belief's dominance over "
-                f"the generated answer (Spearman rho > 0 with its 95% CI above the "
-                f"shuffled-label null's 95th percentile). {_setup.CAVEAT}",
-                "external inputs systematically modulate internal belief formation",
-                f"rho {rho:.2f} [{lo:.2f}, {hi:.2f}] at layer {run_.layers[best]} "
-                f"(cross-fitted AUROC {b.auroc[best]:.2f}), shuffled-label null 95th pct "
-                f"{null95:.2f} ({config.n_shuffles} shuffles), n={b.balance.size}; "
-                f"behaviour: rho(balance, option margin) {rho_act:.2f}",
-                holds,
+            all_of(
+                {
+                    "rho above 0": at_least(
+                        rho_est, 0.0, null="no modulation (rho 0)", subject="rho", **part
+                    ),
+                    "rho above the shuffled null": superior(
+                        above_null,
+                        "evidence balance",
+                        f"shuffled-label null ({100 * config.null_quantile:g}th percentile of "
+                        f"{config.n_shuffles} shuffles)",
+                        **part,
+                    ),
+                },
+                **part,
+                detail=f"rho {rho:.2f} [{lo:.2f}, {hi:.2f}] at layer {run_.layers[best]} "
+                f"(cross-fitted AUROC {b.auroc[best]:.2f}), shuffled-label null "
+                f"{100 * config.null_quantile:g}th pct {null95:.2f} ({config.n_shuffles} "
+                f"shuffles), n={b.balance.size}; behaviour: rho(balance, option margin) "
+                f"{rho_act:.2f}",
             )
         )
         curves[tag] = b
@@ -168,14 +209,20 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             ax2.set_xlabel("position (0 = last prompt token, then generated tokens)")
             ax2.set_ylabel(f"dominance margin of A ({tag}, layer {run_.layers[best]})")
             ax2.legend(title="k_A - k_B", fontsize=7)
-    n_hold = sum(c.holds for c in claims)
+    n_hold = sum(c.verdict == "holds" for c in claims)
+    share = wilson(n_hold, len(config.models))
+    metrics["share_models_modulated"] = share
     claims.append(
-        Claim(
-            "For most models, the evidence balance modulates belief dominance (the per-model "
-            f"claim above holds for more than half of the models). {_setup.CAVEAT}",
-            "external inputs systematically modulate internal belief formation",
-            f"holds for {n_hold} of {len(config.models)} models",
-            bool(n_hold * 2 > len(config.models)),
+        at_least(
+            share,
+            config.most,
+            null=f"a share of {config.most:g} of the models (most)",
+            claim="For most models, the evidence balance modulates belief dominance (the "
+            "per-model claim above holds for more than half of the models). "
+            f"{_setup.CAVEAT}",
+            paper="external inputs systematically modulate internal belief formation",
+            subject="share of models whose claim holds",
+            detail=f"holds for {n_hold} of {len(config.models)} models",
         )
     )
     axes[0].axhline(0, color="grey", lw=0.5)

@@ -18,7 +18,19 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext
+from experiments._harness import (
+    Estimate,
+    Precondition,
+    Result,
+    RunContext,
+    all_of,
+    at_least,
+    gated,
+    paired_t,
+    superior,
+    t_mean,
+    welch_t,
+)
 from experiments.illusions import _setup
 from jaxlab import illusions as il
 from jaxlab import lm
@@ -39,6 +51,10 @@ class Config:
     pairs: int = 10
     corr2cause_items: int = 24
     max_variables: int = 3
+    # "more often than not": mean P(Yes) above indifference (the claim's wording)
+    assert_bar: float = 0.5
+    # over-assertion: P(entailment) above the uniform rate over the three labels
+    uniform_bar: float = 1 / 3
 
 
 QUICK = Config()
@@ -64,7 +80,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         wheel_file("evals", "corr2cause/corr2cause.jsonl"), max_variables=config.max_variables
     )[: config.corr2cause_items]
     labels = np.array([i.label for i in items])
-    metrics: dict[str, float] = {"corr2cause/items": len(items)}
+    metrics: dict[str, float | Estimate] = {"corr2cause/items": len(items)}
     claims = []
     for model in config.models:
         tag = _setup.short(model)
@@ -85,10 +101,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             )
             p_yes = np.array([float(il.option_probabilities(a[0])[0]) for a in answers])
             rates[framing] = p_yes
-            m, lo, hi = il.mean_ci(p_yes)
-            metrics[f"{tag}/{framing}/p_causal"] = m
-            metrics[f"{tag}/{framing}/p_causal_ci_low"] = lo
-            metrics[f"{tag}/{framing}/p_causal_ci_high"] = hi
+            metrics[f"{tag}/{framing}/p_causal"] = t_mean(p_yes)
             metrics[f"{tag}/{framing}/frac_yes"] = float(np.mean(p_yes > 0.5))
         cq = [i.query() for i in items]
         answers = _setup.score_queries(
@@ -104,9 +117,13 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         probs = np.stack([np.asarray(il.option_probabilities(a[0])) for a in answers])
         pred = np.array(["entailment", "contradiction", "neutral"])[probs.argmax(1)]
         metrics[f"{tag}/corr2cause/accuracy"] = float(np.mean(pred == labels))
-        metrics[f"{tag}/corr2cause/p_entail_not_entailed"] = float(
-            probs[labels != "entailment", 0].mean()
+        not_entailed = probs[labels != "entailment", 0]
+        over = (
+            t_mean(not_entailed)
+            if not_entailed.size >= 2
+            else Estimate.point(float(not_entailed.mean()) if not_entailed.size else float("nan"))
         )
+        metrics[f"{tag}/corr2cause/p_entail_not_entailed"] = over
         if np.any(labels == "entailment"):
             metrics[f"{tag}/corr2cause/p_entail_entailed"] = float(
                 probs[labels == "entailment", 0].mean()
@@ -114,47 +131,68 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         metrics[f"{tag}/corr2cause/majority_baseline"] = float(
             max(np.mean(labels == lab) for lab in np.unique(labels))
         )
+        est = {f: metrics[f"{tag}/{f}/p_causal"] for f in rates}
         claims.append(
-            Claim(
-                f"{tag}: asserts a causal link between unrelated events more often than not "
-                f"(mean P(Yes) > 0.5, CI above 0.5) when they are temporally ordered. "
-                f"{_setup.CAVEAT}",
-                "LLMs construct causal narratives from ambiguous events more than humans",
-                "; ".join(
-                    f"{f}: {metrics[f'{tag}/{f}/p_causal']:.2f} "
-                    f"[{metrics[f'{tag}/{f}/p_causal_ci_low']:.2f}, "
-                    f"{metrics[f'{tag}/{f}/p_causal_ci_high']:.2f}]"
-                    for f in rates
-                ),
-                bool(metrics[f"{tag}/temporal/p_causal_ci_low"] > 0.5),
+            at_least(
+                est["temporal"],
+                config.assert_bar,
+                null=f"indifference (P(Yes) {config.assert_bar:g})",
+                claim=f"{tag}: asserts a causal link between unrelated events more often than "
+                f"not (mean P(Yes) > {config.assert_bar:g}, t interval over event pairs above "
+                f"it) when they are temporally ordered. {_setup.CAVEAT}",
+                paper="LLMs construct causal narratives from ambiguous events more than humans",
+                subject="mean P(Yes), temporal framing",
+                detail="; ".join(f"{f}: {e:.2f}" for f, e in est.items()),
             )
         )
+        text = (
+            f"{tag}: framing matters as for humans: temporal order raises the causal rate over "
+            f"explicit independence (paired over event pairs), and true causal pairs score "
+            f"highest (Welch, different pairs). {_setup.CAVEAT}"
+        )
+        part = {
+            "claim": text,
+            "paper": "temporal order is a cue to causation (Einhorn & Hogarth 1986, qualitative)",
+        }
         claims.append(
-            Claim(
-                f"{tag}: framing matters as for humans: temporal order raises the causal "
-                f"rate over explicit independence, and true causal pairs score highest. "
-                f"{_setup.CAVEAT}",
-                "temporal order is a cue to causation (Einhorn & Hogarth 1986, qualitative)",
-                f"temporal {metrics[f'{tag}/temporal/p_causal']:.2f}, independent "
-                f"{metrics[f'{tag}/independent/p_causal']:.2f}, causal controls "
-                f"{metrics[f'{tag}/causal_control/p_causal']:.2f}",
-                bool(
-                    metrics[f"{tag}/temporal/p_causal"] > metrics[f"{tag}/independent/p_causal"]
-                    and metrics[f"{tag}/causal_control/p_causal"]
-                    > metrics[f"{tag}/temporal/p_causal"]
-                ),
+            all_of(
+                {
+                    "temporal vs independent": superior(
+                        paired_t(rates["temporal"], rates["independent"]),
+                        "temporal framing",
+                        "independent framing",
+                        **part,
+                    ),
+                    "causal controls vs temporal": superior(
+                        welch_t(rates["causal_control"], rates["temporal"]),
+                        "causal control pairs",
+                        "unrelated pairs, temporal framing",
+                        **part,
+                    ),
+                },
+                **part,
+                detail=f"temporal {est['temporal'].value:.2f}, independent "
+                f"{est['independent'].value:.2f}, causal controls "
+                f"{est['causal_control'].value:.2f}",
             )
         )
+        n_not = int(np.sum(labels != "entailment"))
         claims.append(
-            Claim(
-                f"{tag}: Corr2Cause: over-asserts causation (P(entailment) on non-entailed "
-                f"causal hypotheses > 1/3, the uniform rate). {_setup.CAVEAT}",
-                "LLMs infer causation from correlation (Jin et al. 2024: near-chance F1)",
-                f"P(entailment) {metrics[f'{tag}/corr2cause/p_entail_not_entailed']:.2f} on "
-                f"{int(np.sum(labels != 'entailment'))} non-entailed items; accuracy "
-                f"{metrics[f'{tag}/corr2cause/accuracy']:.2f} (majority class "
-                f"{metrics[f'{tag}/corr2cause/majority_baseline']:.2f})",
-                bool(metrics[f"{tag}/corr2cause/p_entail_not_entailed"] > 1 / 3),
+            gated(
+                at_least(
+                    over,
+                    config.uniform_bar,
+                    null=f"the uniform rate {config.uniform_bar:.3g} over three labels",
+                    claim=f"{tag}: Corr2Cause: over-asserts causation (P(entailment) on "
+                    f"non-entailed causal hypotheses > {config.uniform_bar:.3g}, the uniform "
+                    f"rate; t interval over items). {_setup.CAVEAT}",
+                    paper="LLMs infer causation from correlation (Jin et al. 2024: near-chance F1)",
+                    subject="mean P(entailment), non-entailed items",
+                    detail=f"{n_not} non-entailed items; accuracy "
+                    f"{metrics[f'{tag}/corr2cause/accuracy']:.2f} (majority class "
+                    f"{metrics[f'{tag}/corr2cause/majority_baseline']:.2f})",
+                ),
+                Precondition(">= 2 non-entailed items", n_not >= 2, f"{n_not} items"),
             )
         )
     fig, ax = plt.subplots(figsize=(5.5, 3.2))
@@ -163,14 +201,14 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         tag = _setup.short(model)
         ax.bar(
             np.arange(len(fr)),
-            [metrics[f"{tag}/{f}/p_causal"] for f in fr],
+            [metrics[f"{tag}/{f}/p_causal"].value for f in fr],
             yerr=[
                 [
-                    metrics[f"{tag}/{f}/p_causal"] - metrics[f"{tag}/{f}/p_causal_ci_low"]
+                    metrics[f"{tag}/{f}/p_causal"].value - metrics[f"{tag}/{f}/p_causal"].low
                     for f in fr
                 ],
                 [
-                    metrics[f"{tag}/{f}/p_causal_ci_high"] - metrics[f"{tag}/{f}/p_causal"]
+                    metrics[f"{tag}/{f}/p_causal"].high - metrics[f"{tag}/{f}/p_causal"].value
                     for f in fr
                 ],
             ],

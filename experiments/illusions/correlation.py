@@ -19,7 +19,7 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext
+from experiments._harness import Estimate, Result, RunContext, all_of, at_least, best_of, t_mean
 from experiments.illusions import _setup
 from jaxlab import illusions as il
 from jaxlab import lm
@@ -41,6 +41,9 @@ class Config:
     max_options: int = 64
     # ((majority desirable, undesirable), (minority desirable, undesirable)); phi = 0
     counts: tuple[tuple[int, int], tuple[int, int]] = ((18, 8), (9, 4))
+    # the human attribution phi the model's must reach (Hamilton & Gifford 1976 Exp. 1,
+    # approximate; jaxlab.illusions.HUMAN_BASELINES)
+    human_phi: float = il.human_baseline("hg_phi_attribution").value
 
 
 QUICK = Config()
@@ -70,9 +73,12 @@ def full_work(config: Config) -> float:
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     pool = lm.Pool(config.models)
-    human_phi = il.human_baseline("hg_phi_attribution").value
+    human_phi = config.human_phi
     human_share = il.human_baseline("hg_minority_share_undesirable").value
-    metrics: dict[str, float] = {"human/phi": human_phi, "human/share_undesirable": human_share}
+    metrics: dict[str, float | Estimate] = {
+        "human/phi": human_phi,
+        "human/share_undesirable": human_share,
+    }
     per: dict[tuple[str, str], list[dict]] = {}
     for model in config.models:
         tag = _setup.short(model)
@@ -107,10 +113,10 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 "trait_gap",
             ):
                 vals = np.array([r[field] for r in reads])
-                metrics[f"{tag}/{variant}/{field}"] = float(vals.mean())
-            m, lo, hi = il.mean_ci(np.array([r["phi"] for r in reads]))
-            metrics[f"{tag}/{variant}/phi_ci_low"] = lo
-            metrics[f"{tag}/{variant}/phi_ci_high"] = hi
+                # t intervals over orders for the claims' quantities
+                metrics[f"{tag}/{variant}/{field}"] = (
+                    t_mean(vals) if field in ("phi", "minority_excess") else float(vals.mean())
+                )
             share = np.mean(
                 [
                     r["p_minority"][~s.desirable].sum() / (~s.desirable).sum()
@@ -122,10 +128,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             both = np.array(
                 [r["phi"] for r in per[tag, "neutral"]] + [r["phi"] for r in per[tag, "label_swap"]]
             ).reshape(2, -1)
-            m, lo, hi = il.mean_ci(both.mean(0))
-            metrics[f"{tag}/letter_corrected/phi"] = m
-            metrics[f"{tag}/letter_corrected/phi_ci_low"] = lo
-            metrics[f"{tag}/letter_corrected/phi_ci_high"] = hi
+            metrics[f"{tag}/letter_corrected/phi"] = t_mean(both.mean(0))
 
     claims = []
     (_, true_maj), (_, true_min) = config.counts  # the undesirable counts
@@ -134,61 +137,81 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     for model in config.models:
         tag = _setup.short(model)
         phis = {v: metrics[f"{tag}/{v}/phi"] for v in config.variants}
-        lows = {v: metrics[f"{tag}/{v}/phi_ci_low"] for v in config.variants}
-        best = max(phis, key=phis.get)
-        claims.append(
-            Claim(
-                f"{tag}: an illusory correlation (attribution phi > 0, CI above 0) at least as "
-                f"strong as the human one in >= 1 framing. {caveat}",
-                f"LLMs show stronger illusory correlation than humans (human phi ~ "
+        values = {v: np.array([r["phi"] for r in per[tag, v]]) for v in config.variants}
+
+        def vs_humans(v, tag=tag, values=values):
+            return lambda level: at_least(
+                t_mean(values[v], level),
+                human_phi,
+                null=f"the human phi {human_phi:.2f} (Hamilton & Gifford 1976 Exp. 1, approx.)",
+                claim=f"{tag}: an illusory correlation (attribution phi, t interval over orders "
+                f"at or above the human phi, so above 0) at least as strong as the human one in "
+                f">= 1 framing (Holm over the framings). {caveat}",
+                paper=f"LLMs show stronger illusory correlation than humans (human phi ~ "
                 f"{human_phi:.2f}, Hamilton & Gifford 1976 Exp. 1, approximate)",
-                "; ".join(
-                    f"{v} phi {phis[v]:+.3f} [{lows[v]:+.3f}, "
-                    f"{metrics[f'{tag}/{v}/phi_ci_high']:+.3f}]"
-                    for v in config.variants
-                )
+                subject="phi",
+            )
+
+        claims.append(
+            best_of(
+                {v: vs_humans(v) for v in config.variants},
+                detail="; ".join(f"{v} phi {phis[v]:+.3f}" for v in config.variants)
                 + f" over {config.orders} orders",
-                bool(phis[best] >= human_phi and lows[best] > 0),
             )
         )
         if f"{tag}/letter_corrected/phi" in metrics:
-            lc = metrics[f"{tag}/letter_corrected/phi"]
             claims.append(
-                Claim(
-                    f"{tag}: the attribution phi survives the label-swap control (mean of "
-                    f"the neutral and letter-swapped framings, CI above 0). {caveat}",
-                    "the illusion follows group size, not the label",
-                    f"letter-corrected phi {lc:+.3f} "
-                    f"[{metrics[f'{tag}/letter_corrected/phi_ci_low']:+.3f}, "
-                    f"{metrics[f'{tag}/letter_corrected/phi_ci_high']:+.3f}]",
-                    bool(metrics[f"{tag}/letter_corrected/phi_ci_low"] > 0),
+                at_least(
+                    metrics[f"{tag}/letter_corrected/phi"],
+                    0.0,
+                    null="no illusory correlation (the design's phi 0)",
+                    claim=f"{tag}: the attribution phi survives the label-swap control (mean of "
+                    f"the neutral and letter-swapped framings, t interval over orders above 0). "
+                    f"{caveat}",
+                    paper="the illusion follows group size, not the label",
+                    subject="letter-corrected phi",
                 )
             )
         excess = {v: metrics[f"{tag}/{v}/minority_excess"] for v in config.variants}
+        text = (
+            f"{tag}: the minority's undesirable count is over-estimated relative to the "
+            f"majority's (estimate/true ratio, minority minus majority > 0, t interval over "
+            f"orders) in every framing. {caveat}"
+        )
+        part = {
+            "claim": text,
+            "paper": "humans over-estimate the minority's undesirable behaviours (Hamilton & "
+            "Gifford 1976)",
+        }
+        under = all(
+            metrics[f"{tag}/{v}/estimate_majority"] < true_maj
+            and metrics[f"{tag}/{v}/estimate_minority"] < true_min
+            for v in config.variants
+        )
         claims.append(
-            Claim(
-                f"{tag}: the minority's undesirable count is over-estimated relative to the "
-                f"majority's (estimate/true ratio, minority minus majority > 0) in every "
-                f"framing. {caveat}",
-                "humans over-estimate the minority's undesirable behaviours (Hamilton & "
-                "Gifford 1976)",
-                "; ".join(
-                    f"{v}: {excess[v]:+.2f} (estimates "
-                    f"{metrics[f'{tag}/{v}/estimate_majority']:.1f}/{true_maj}, "
-                    f"{metrics[f'{tag}/{v}/estimate_minority']:.1f}/{true_min})"
+            all_of(
+                {
+                    v: at_least(
+                        excess[v],
+                        0.0,
+                        null="no over-estimate (excess 0)",
+                        subject="excess",
+                        **part,
+                    )
+                    for v in config.variants
+                },
+                **part,
+                detail="; ".join(
+                    f"{v}: estimates {metrics[f'{tag}/{v}/estimate_majority']:.1f}/{true_maj}, "
+                    f"{metrics[f'{tag}/{v}/estimate_minority']:.1f}/{true_min}"
                     for v in config.variants
                 )
                 + (
                     "; both counts under-estimated, so the excess may come from a prior "
                     "for small numbers rather than from distinctiveness"
-                    if all(
-                        metrics[f"{tag}/{v}/estimate_majority"] < true_maj
-                        and metrics[f"{tag}/{v}/estimate_minority"] < true_min
-                        for v in config.variants
-                    )
+                    if under
                     else ""
                 ),
-                bool(all(e > 0 for e in excess.values())),
             )
         )
 
@@ -197,11 +220,9 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     for mi, model in enumerate(config.models):
         tag = _setup.short(model)
         x = np.arange(len(config.variants)) + mi * width
-        y = [metrics[f"{tag}/{v}/phi"] for v in config.variants]
-        err = [
-            [y[i] - metrics[f"{tag}/{v}/phi_ci_low"] for i, v in enumerate(config.variants)],
-            [metrics[f"{tag}/{v}/phi_ci_high"] - y[i] for i, v in enumerate(config.variants)],
-        ]
+        est = [metrics[f"{tag}/{v}/phi"] for v in config.variants]
+        y = [e.value for e in est]
+        err = [[e.value - e.low for e in est], [e.high - e.value for e in est]]
         ax.bar(x, y, width, yerr=err, label=tag, capsize=3)
     ax.axhline(human_phi, color="k", ls="--", lw=1, label="humans (H&G 1976, approx.)")
     ax.axhline(0, color="grey", lw=0.5)

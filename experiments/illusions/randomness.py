@@ -16,7 +16,17 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext
+from experiments._harness import (
+    Estimate,
+    Result,
+    RunContext,
+    all_of,
+    at_least,
+    best_of,
+    superior,
+    t_mean,
+    welch_t,
+)
 from experiments.illusions import _setup
 from jaxlab import illusions as il
 from jaxlab import lm
@@ -41,6 +51,8 @@ class Config:
     length: int = 10
     sequences: int = 32
     controls: int = 4
+    # "more often than not": mean P(Yes: a pattern) above indifference (the claim's wording)
+    pattern_bar: float = 0.5
 
 
 QUICK = Config()
@@ -61,11 +73,12 @@ def full_work(config: Config) -> float:
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     pool = lm.Pool(config.models)
-    metrics: dict[str, float] = {
+    metrics: dict[str, float | Estimate] = {
         f"human/{k}": il.human_baseline(k).value
         for k in ("gvt_hot_hand_fans", "gvt_hot_hand_free_throws", "falk_konold_alternation")
     }
     slopes: dict[tuple[str, str], float] = {}
+    claim_rates: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
     for model in config.models:
         tag = _setup.short(model)
         for ki, kind in enumerate(config.kinds):
@@ -100,11 +113,9 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             runs = np.array([il.final_run_length(s) for s in allseq])
             n = config.sequences
             chance = 1 / 6 if kind == "dice" else 0.5
-            metrics[f"{tag}/{kind}/pattern_claim_random"] = float(p_yes[:n].mean())
+            claim_rates[tag, kind] = (p_yes[:n], p_yes[n:])
+            metrics[f"{tag}/{kind}/pattern_claim_random"] = t_mean(p_yes[:n])
             metrics[f"{tag}/{kind}/pattern_claim_periodic"] = float(p_yes[n:].mean())
-            m, lo, hi = il.mean_ci(p_yes[:n])
-            metrics[f"{tag}/{kind}/pattern_claim_random_ci_low"] = lo
-            metrics[f"{tag}/{kind}/pattern_claim_random_ci_high"] = hi
             metrics[f"{tag}/{kind}/p_repeat"] = float(p_rep[:n].mean())
             metrics[f"{tag}/{kind}/p_repeat_chance"] = chance
             metrics[f"{tag}/{kind}/mean_final_run"] = float(runs[:n].mean())
@@ -116,60 +127,74 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         tag = _setup.short(model)
         rnd = {k: metrics[f"{tag}/{k}/pattern_claim_random"] for k in config.kinds}
         per = {k: metrics[f"{tag}/{k}/pattern_claim_periodic"] for k in config.kinds}
+
+        def sees_pattern(k, tag=tag):
+            return lambda level: at_least(
+                t_mean(claim_rates[tag, k][0], level),
+                config.pattern_bar,
+                null=f"indifference (P(Yes) {config.pattern_bar:g})",
+                claim=f"{tag}: claims a pattern in random sequences more often than not (P(Yes) "
+                f"> {config.pattern_bar:g}, t interval over sequences above it) in >= 1 "
+                f"sequence type (Holm over the types). {_setup.CAVEAT}",
+                paper="LLMs perceive patterns in random data more than humans",
+                subject="mean P(Yes), random sequences",
+            )
+
         claims.append(
-            Claim(
-                f"{tag}: claims a pattern in random sequences more often than not (P(Yes) > "
-                f"0.5, CI above 0.5) in >= 1 sequence type. {_setup.CAVEAT}",
-                "LLMs perceive patterns in random data more than humans",
-                "; ".join(
-                    f"{k}: random {rnd[k]:.2f} "
-                    f"[{metrics[f'{tag}/{k}/pattern_claim_random_ci_low']:.2f}, "
-                    f"{metrics[f'{tag}/{k}/pattern_claim_random_ci_high']:.2f}] vs periodic "
-                    f"{per[k]:.2f}"
-                    for k in config.kinds
-                ),
-                bool(
-                    any(
-                        metrics[f"{tag}/{k}/pattern_claim_random_ci_low"] > 0.5
-                        for k in config.kinds
-                    )
+            best_of(
+                {k: sees_pattern(k) for k in config.kinds},
+                detail="; ".join(
+                    f"{k}: random {rnd[k]:.2f} vs periodic {per[k]:.2f}" for k in config.kinds
                 ),
             )
         )
+        text = (
+            f"{tag}: pattern claims discriminate: P(Yes) higher on periodic than on random "
+            f"sequences for every type (Welch interval). {_setup.CAVEAT}"
+        )
+        part = {"claim": text, "paper": "(sanity check of the read-out)"}
         claims.append(
-            Claim(
-                f"{tag}: pattern claims discriminate: P(Yes) higher on periodic than on random "
-                f"sequences for every type. {_setup.CAVEAT}",
-                "(sanity check of the read-out)",
-                "; ".join(f"{k}: {per[k]:.2f} vs {rnd[k]:.2f}" for k in config.kinds),
-                bool(all(per[k] > rnd[k] for k in config.kinds)),
+            all_of(
+                {
+                    k: superior(
+                        welch_t(claim_rates[tag, k][1], claim_rates[tag, k][0]),
+                        "periodic sequences",
+                        "random sequences",
+                        **part,
+                    )
+                    for k in config.kinds
+                },
+                **part,
             )
         )
         if (tag, "coin") in slopes:
             s = slopes[tag, "coin"]
             claims.append(
-                Claim(
-                    f"{tag}: coin flips: the longer the final streak, the less a repeat is "
+                superior(
+                    Estimate.point(s, n=config.sequences, method="least-squares slope"),
+                    "P(repeat) per flip of the final streak",
+                    "no streak dependence (slope 0)",
+                    higher_is_better=False,
+                    claim=f"{tag}: coin flips: the longer the final streak, the less a repeat is "
                     f"expected (gambler's fallacy: slope of P(repeat) on streak length < 0). "
                     f"{_setup.CAVEAT}",
-                    "humans expect alternations after streaks (Tversky & Kahneman 1971; "
+                    paper="humans expect alternations after streaks (Tversky & Kahneman 1971; "
                     "most-random-looking alternation rate ~0.6, Falk & Konold 1997, approx.)",
-                    f"slope {s:+.3f} per flip; mean P(repeat) "
-                    f"{metrics[f'{tag}/coin/p_repeat']:.2f} (chance 0.5)",
-                    bool(s < 0),
+                    detail=f"mean P(repeat) {metrics[f'{tag}/coin/p_repeat']:.2f} (chance 0.5)",
                 )
             )
         if (tag, "walk") in slopes:
             s = slopes[tag, "walk"]
             claims.append(
-                Claim(
-                    f"{tag}: price walk: a longer run of moves makes the model expect it to "
-                    f"continue (hot hand / trend following: slope > 0). {_setup.CAVEAT}",
-                    "91% of fans believe in the hot hand (basketball; Gilovich, Vallone & "
+                superior(
+                    Estimate.point(s, n=config.sequences, method="least-squares slope"),
+                    "P(same move) per move of the final run",
+                    "no streak dependence (slope 0)",
+                    claim=f"{tag}: price walk: a longer run of moves makes the model expect it "
+                    f"to continue (hot hand / trend following: slope > 0). {_setup.CAVEAT}",
+                    paper="91% of fans believe in the hot hand (basketball; Gilovich, Vallone & "
                     "Tversky 1985)",
-                    f"slope {s:+.3f} per move; mean P(same move) "
-                    f"{metrics[f'{tag}/walk/p_repeat']:.2f} (chance 0.5)",
-                    bool(s > 0),
+                    detail=f"mean P(same move) {metrics[f'{tag}/walk/p_repeat']:.2f} (chance 0.5)",
                 )
             )
     fig, ax = plt.subplots(figsize=(5.5, 3.2))
@@ -178,7 +203,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         x = np.arange(len(config.kinds))
         ax.plot(
             x,
-            [metrics[f"{tag}/{k}/pattern_claim_random"] for k in config.kinds],
+            [metrics[f"{tag}/{k}/pattern_claim_random"].value for k in config.kinds],
             "o-",
             label=f"{tag} random",
         )

@@ -34,7 +34,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 import optax
 
-from experiments._harness import Claim, Result, RunContext, log
+from experiments._harness import (
+    Estimate,
+    Result,
+    RunContext,
+    all_of,
+    at_most,
+    log,
+    paired_t,
+    superior,
+    t_mean,
+)
 from experiments.illusions import _setup
 from jaxlab import illusions as il
 from jaxlab import interp as ip
@@ -61,6 +71,8 @@ class Config:
     framings: tuple[str, ...] = ("none", "analytic", "holistic")
     overlap_k: int = 16
     resamples: int = 2000
+    # level of the sign-flip max-statistic and hypergeometric tests (p <= alpha; the usual 5%)
+    alpha: float = 0.05
 
 
 QUICK = Config()
@@ -239,7 +251,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             np.searchsorted(alive, readout),
             population=int(alive.size),
         )
-    metrics: dict[str, float] = {
+    metrics: dict[str, float | Estimate] = {
         "layer": layer,
         "sae_explained_variance": float(quality["explained_variance"]),
         "sae_l0": float(quality["l0"]),
@@ -256,21 +268,12 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         diffs[name] = d
         metrics[f"abs_phi_change/{name}"] = float(d.mean())
     for ctrl in ("random", "matched"):
-        m, lo, hi = il.mean_ci(diffs["top"] - diffs[ctrl])
-        metrics[f"top_minus_{ctrl}"] = m
-        metrics[f"top_minus_{ctrl}/ci_low"] = lo
-        metrics[f"top_minus_{ctrl}/ci_high"] = hi
+        metrics[f"top_minus_{ctrl}"] = paired_t(diffs["top"], diffs[ctrl])
     for f in config.framings:
-        m, lo, hi = il.mean_ci(phi_by[f])
-        metrics[f"framing/{f}/phi"] = m
-        metrics[f"framing/{f}/phi_ci_low"] = lo
-        metrics[f"framing/{f}/phi_ci_high"] = hi
+        metrics[f"framing/{f}/phi"] = t_mean(phi_by[f])
     for a_, b_ in (("analytic", "holistic"), ("analytic", "none"), ("holistic", "none")):
         if {a_, b_} <= set(config.framings):
-            m, lo, hi = il.mean_ci(phi_by[a_] - phi_by[b_])
-            metrics[f"framing/{a_}_minus_{b_}/phi"] = m
-            metrics[f"framing/{a_}_minus_{b_}/phi_ci_low"] = lo
-            metrics[f"framing/{a_}_minus_{b_}/phi_ci_high"] = hi
+            metrics[f"framing/{a_}_minus_{b_}/phi"] = paired_t(phi_by[a_], phi_by[b_])
     metrics["framing/alive_latents"] = int(alive.size)
     metrics["framing/k"] = int(k_over)
     if shift is not None:
@@ -282,9 +285,15 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         metrics["framing/overlap_p"] = overlap["p_value"]
         for i in range(min(5, k_over)):
             metrics[f"framing/shift_{i}/latent"] = int(shift["latents"][i])
-            metrics[f"framing/shift_{i}/analytic_minus_holistic"] = float(shift["shift"][i])
-            metrics[f"framing/shift_{i}/ci_low"] = float(shift["ci_low"][i])
-            metrics[f"framing/shift_{i}/ci_high"] = float(shift["ci_high"][i])
+            # jaxlab.illusions.framing_feature_shift: percentile bootstrap over presentations
+            metrics[f"framing/shift_{i}/analytic_minus_holistic"] = Estimate(
+                float(shift["shift"][i]),
+                float(shift["ci_low"][i]),
+                float(shift["ci_high"][i]),
+                0.95,
+                "percentile bootstrap over presentations (not corrected for the selection)",
+                config.orders,
+            )
             metrics[f"framing/shift_{i}/p"] = float(shift["p_value"][i])
     contexts = []
     ids_flat = np.concatenate([np.asarray(t)[np.asarray(m).astype(bool)] for t, m in batches])
@@ -305,48 +314,55 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         )
         toks = [int(t) for t in np.asarray(c["tokens"][0]) if t >= 0]
         contexts.append(f"latent {int(top[j])} (corr {corr[top[j]]:+.2f}): {tok.decode(toks)!r}")
-    claims = [
-        Claim(
-            "Ablating the k SAE latents most associated with the attribution read-out "
-            "reduces |phi| more than k random and k frequency-matched latents (paired CI of "
-            f"the difference below 0). {_setup.CAVEAT}",
-            "holistic-frequency / analytic features are linked to the illusion (paper's "
-            "SAE analysis on larger LLMs)",
-            f"|phi| change: top {metrics['abs_phi_change/top']:+.3f}, random "
+    claims = []
+    text = (
+        "Ablating the k SAE latents most associated with the attribution read-out reduces "
+        "|phi| more than k random and k frequency-matched latents (paired t interval over "
+        f"presentations of the difference below 0). {_setup.CAVEAT}"
+    )
+    part = {
+        "claim": text,
+        "paper": "holistic-frequency / analytic features are linked to the illusion (paper's "
+        "SAE analysis on larger LLMs)",
+        "higher_is_better": False,
+    }
+    claims.append(
+        all_of(
+            {
+                f"vs {ctrl}": superior(
+                    metrics[f"top_minus_{ctrl}"],
+                    "ablating the top read-out latents (|phi| change)",
+                    f"ablating {ctrl} latents (|phi| change)",
+                    **part,
+                )
+                for ctrl in ("random", "matched")
+            },
+            claim=text,
+            paper=part["paper"],
+            detail=f"|phi| change: top {metrics['abs_phi_change/top']:+.3f}, random "
             f"{metrics['abs_phi_change/random']:+.3f}, matched "
-            f"{metrics['abs_phi_change/matched']:+.3f}; top - random "
-            f"{metrics['top_minus_random']:+.3f} [{metrics['top_minus_random/ci_low']:+.3f}, "
-            f"{metrics['top_minus_random/ci_high']:+.3f}], top - matched "
-            f"{metrics['top_minus_matched']:+.3f} [{metrics['top_minus_matched/ci_low']:+.3f}, "
-            f"{metrics['top_minus_matched/ci_high']:+.3f}] over {config.orders} orders "
-            f"(plain |phi| {metrics['abs_phi/plain']:.3f})",
-            bool(
-                metrics["top_minus_random/ci_high"] < 0 and metrics["top_minus_matched/ci_high"] < 0
-            ),
+            f"{metrics['abs_phi_change/matched']:+.3f} over {config.orders} orders (plain "
+            f"|phi| {metrics['abs_phi/plain']:.3f})",
         )
-    ]
+    )
     if {"analytic", "holistic"} <= set(config.framings):
         d = "framing/analytic_minus_holistic/phi"
         claims.append(
-            Claim(
-                "An analytic instruction ('count the statements for each group') lowers the "
-                "attribution phi relative to a holistic one ('go with your overall "
+            superior(
+                metrics[d],
+                "analytic instruction",
+                "holistic instruction",
+                higher_is_better=False,
+                claim="An analytic instruction ('count the statements for each group') lowers "
+                "the attribution phi relative to a holistic one ('go with your overall "
                 "impression'); holds when the 95% t interval of the paired per-presentation "
                 "difference phi(analytic) - phi(holistic) lies below 0 (null: no "
                 f"difference). {_setup.CAVEAT}",
-                "analytic processing counters the illusion, holistic processing feeds it "
+                paper="analytic processing counters the illusion, holistic processing feeds it "
                 "(paper's framing manipulation, larger LLMs)",
-                "phi "
-                + ", ".join(
-                    f"{f} {metrics[f'framing/{f}/phi']:+.3f} "
-                    f"[{metrics[f'framing/{f}/phi_ci_low']:+.3f}, "
-                    f"{metrics[f'framing/{f}/phi_ci_high']:+.3f}]"
-                    for f in config.framings
-                )
-                + f"; analytic - holistic {metrics[d]:+.3f} [{metrics[d + '_ci_low']:+.3f}, "
-                f"{metrics[d + '_ci_high']:+.3f}] over {config.orders} orders of the reduced "
-                "design",
-                bool(metrics[d + "_ci_high"] < 0),
+                detail="phi "
+                + ", ".join(f"{f} {metrics[f'framing/{f}/phi']:+.3f}" for f in config.framings)
+                + f" over {config.orders} orders of the reduced design",
             )
         )
     if shift is not None:
@@ -356,34 +372,43 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             for i in range(min(3, k_over))
         )
         claims.append(
-            Claim(
-                "The analytic vs holistic framing moves SAE latents at the answer position: "
-                "holds when at least one latent's mean paired difference beats the "
-                "sign-flip permutation null of the maximum over all alive latents (p < "
-                "0.05, family-wise; null: the two framings' activations are exchangeable "
-                f"within each presentation). {_setup.CAVEAT}",
-                "the framing changes identifiable SAE features (paper's steering analysis)",
-                f"{metrics['framing/shift_significant']} of the top {k_over} of "
-                f"{alive.size} alive latents with p < 0.05 (min p "
-                f"{metrics['framing/shift_min_p']:.3f}); top latents (analytic - holistic, "
+            at_most(
+                Estimate.point(
+                    metrics["framing/shift_min_p"],
+                    n=config.orders,
+                    method="sign-flip max-statistic permutation p-value",
+                ),
+                config.alpha,
+                null="the two framings' activations are exchangeable within each presentation",
+                claim="The analytic vs holistic framing moves SAE latents at the answer "
+                "position: holds when at least one latent's mean paired difference beats the "
+                "sign-flip permutation null of the maximum over all alive latents (p <= "
+                f"{config.alpha:g}, family-wise). {_setup.CAVEAT}",
+                paper="the framing changes identifiable SAE features (paper's steering analysis)",
+                subject="min family-wise p",
+                detail=f"{metrics['framing/shift_significant']} of the top {k_over} of "
+                f"{alive.size} alive latents with p < 0.05; top latents (analytic - holistic, "
                 f"bootstrap CI over presentations): {tops}",
-                bool(metrics["framing/shift_min_p"] < 0.05),
             )
         )
         claims.append(
-            Claim(
-                f"The {k_over} latents the framing moves most overlap the {k_over} latents "
-                "most associated with the attribution read-out beyond chance: holds when "
-                "the hypergeometric p < 0.05 (null: two independent draws from the latents "
-                f"alive at the answer position). {_setup.CAVEAT}",
-                "the framing-sensitive features are the illusion's features (paper's SAE analysis)",
-                f"overlap {int(overlap['overlap'])} vs {overlap['expected']:.2f} expected by "
-                f"chance (M = {alive.size} alive latents), p = {overlap['p_value']:.3f}; the "
-                "read-out latents follow p(minority), which carries little illusion here "
-                f"(plain |phi| {metrics['abs_phi/plain']:.3f}); the null draws uniformly, "
-                "not matched in firing frequency, so busy latents topping both lists also "
-                "count",
-                bool(overlap["p_value"] < 0.05),
+            at_most(
+                Estimate.point(
+                    overlap["p_value"], n=int(alive.size), method="hypergeometric p-value"
+                ),
+                config.alpha,
+                null="two independent draws from the latents alive at the answer position",
+                claim=f"The {k_over} latents the framing moves most overlap the {k_over} latents "
+                "most associated with the attribution read-out beyond chance: holds when the "
+                f"hypergeometric p <= {config.alpha:g}. {_setup.CAVEAT}",
+                paper="the framing-sensitive features are the illusion's features (paper's SAE "
+                "analysis)",
+                subject="overlap p",
+                detail=f"overlap {int(overlap['overlap'])} vs {overlap['expected']:.2f} expected "
+                f"by chance (M = {alive.size} alive latents); the read-out latents follow "
+                "p(minority), which carries little illusion here (plain |phi| "
+                f"{metrics['abs_phi/plain']:.3f}); the null draws uniformly, not matched in "
+                "firing frequency, so busy latents topping both lists also count",
             )
         )
     figs = {}

@@ -1,4 +1,5 @@
-"""The beliefs experiments' cached model calls on SmolLM2 against direct `jaxlab.lm` calls."""
+"""The beliefs experiments: cached model calls on SmolLM2 against direct `jaxlab.lm` calls,
+and the statistics helpers of beliefs_causal and beliefs_monitoring against oracles."""
 
 from __future__ import annotations
 
@@ -37,3 +38,32 @@ def test_model_run_matches_score_and_forward(tmp_path, monkeypatch, getkey):
     # greedy generation agrees with lm.generate run alone
     g = lm.generate(net, [tok.encode(items[i].prompt)], max_new_tokens=4)
     assert list(np.asarray(g.tokens[0])[:n_gen]) == run.generated[i]
+
+
+def test_causal_item_slopes_average_to_the_dose_slope():
+    # beliefs_causal bootstraps the mean of per-item slopes: it must equal the library's
+    # slope of the item-mean response (the slope is linear in the item mean)
+    from experiments.beliefs import causal
+
+    rng = np.random.default_rng(0)
+    alphas = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
+    margins = rng.normal(size=(7, alphas.size)) + 3.0 * alphas
+    slopes = causal._item_slopes(alphas, margins)
+    assert slopes.shape == (7,)
+    np.testing.assert_allclose(slopes.mean(), float(bl.dose_slope(alphas, margins)), rtol=1e-6)
+    # one item: its own least-squares slope (np.polyfit as the oracle)
+    np.testing.assert_allclose(slopes[0], np.polyfit(alphas, margins[0], 1)[0], rtol=1e-9)
+
+
+def test_monitoring_row_statistic_resamples_like_the_data():
+    # beliefs_monitoring bootstraps row indices through `_of_rows`: with the mean of one
+    # array it must give the harness bootstrap of that array itself (same resamples)
+    from experiments._harness import bootstrap
+    from experiments.beliefs import monitoring
+
+    x = np.random.default_rng(1).normal(size=15)
+    direct = bootstrap(x, seed=3, n_resamples=200)
+    rows = bootstrap(np.arange(x.size), monitoring._of_rows(np.mean, x), seed=3, n_resamples=200)
+    np.testing.assert_allclose(
+        [rows.value, rows.low, rows.high], [direct.value, direct.low, direct.high], rtol=1e-12
+    )

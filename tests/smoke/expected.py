@@ -28,7 +28,7 @@ METRICS: dict[str, tuple[str, ...]] = {
     ),
     "beliefs_causal": (
         "steer_slope_smollm2",
-        "steer_slope_ci_low_smollm2",
+        "steer_slope_smollm2_lo",
         "decisiveness_ablated_smollm2",
     ),
     "beliefs_modulation": (
