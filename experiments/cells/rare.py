@@ -212,13 +212,13 @@ def _run_dataset(ds: str, config, key: jax.Array, ctx: RunContext, metrics: dict
     sim = " (simulated counts)" if pre else ""
     where = "simulated counts: " if pre else ""
 
-    def ci(f):
+    def lecell_mean(f):
         return metrics[f"{pre}auroc_lecell_{_tag(f)}_mean"]
 
     per_fraction = "; ".join(
         f"{f * 100:g}%: "
         + ", ".join(f"{m} {auc[m][i].mean():.2f}" for m in METHODS)
-        + f" (lecell {pct} CI [{ci(f).low:.2f}, {ci(f).high:.2f}])"
+        + f" (lecell {pct} CI [{lecell_mean(f).low:.2f}, {lecell_mean(f).high:.2f}])"
         for i, f in enumerate(config.fractions)
     )
     claim = (
