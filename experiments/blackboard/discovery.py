@@ -1,6 +1,7 @@
-"""P8 claim: blackboard data discovery F1 >= every baseline's (master-slave, single agent
+"""P8 claim: blackboard data discovery F1 beats every baseline's (master-slave, single agent
 with all profiles in a truncated context, BM25 and dense retrieval): the claim holds when
-the 95% paired-bootstrap CI over tasks of every difference lies at or above zero.
+the 95% paired-bootstrap interval over tasks of every difference lies above the margin
+(`f1_margin`, 0: any gain).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import dataclasses
 import jax
 
 import jaxlab.blackboard as bb
-from experiments._harness import Claim, Result, RunContext, log
+from experiments._harness import Result, RunContext, all_of, log, superior
 from experiments.blackboard import _setup as su
 
 NAME = "blackboard_discovery"
@@ -21,6 +22,10 @@ DESCRIPTION = "Data-discovery P/R/F1 of blackboard vs master-slave, single agent
 @dataclasses.dataclass(frozen=True)
 class Config(su.SubLakeConfig):
     """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    # superiority margin of blackboard F1 over each baseline (fixed before the run; the
+    # paper reports up to 9% relative gain, no margin: 0 is any gain)
+    f1_margin: float = 0.0
 
 
 QUICK = Config()
@@ -44,7 +49,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     bb.save_tasks(tasks, ctx.out_dir / "tasks.json")
     model = su.agent_model(config)
     found = bb.run_methods(lake, tasks, model, su.discovery_config(config))
-    m = su.discovery_metrics(tasks, found, k_boot)
+    m, _ = su.discovery_metrics(tasks, found, k_boot)
     m.update(
         {
             "lake_tables": len(lake),
@@ -53,19 +58,31 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             "model_calls": model.calls,
         }
     )
-    parts = ", ".join(
-        f"{b} {m[f'{b}/f1']:.3f} (diff {m[f'f1_diff_vs_{b}']:+.3f}, 95% CI "
-        f"[{m[f'f1_diff_vs_{b}/ci_low']:+.3f}, {m[f'f1_diff_vs_{b}/ci_high']:+.3f}])"
-        for b in BASELINES
+    claim = (
+        "blackboard discovery F1 > every baseline's, every 95% paired-bootstrap interval "
+        "of the difference above the margin (small open model agents)"
     )
+    paper = "up to 9% relative F1 gain over the best baseline"
     claims = [
-        Claim(
-            "blackboard discovery F1 >= every baseline's, every 95% CI low end >= 0 (small "
-            "open model agents)",
-            "up to 9% relative F1 gain over the best baseline",
-            f"blackboard {m['blackboard/f1']:.3f} vs {parts}; single agent saw "
-            f"{m['single_agent/visible_fraction']:.0%} of the lake",
-            bool(all(m[f"f1_diff_vs_{b}/ci_low"] >= 0 for b in BASELINES)),
+        all_of(
+            {
+                b: superior(
+                    m[f"f1_diff_vs_{b}"],
+                    "blackboard",
+                    b.replace("_", " "),
+                    config.f1_margin,
+                    claim=claim,
+                    paper=paper,
+                )
+                for b in BASELINES
+            },
+            claim=claim,
+            paper=paper,
+            detail=(
+                f"F1 over {len(tasks)} tasks: blackboard {m['blackboard/f1']:.3f}, "
+                + ", ".join(f"{b} {m[f'{b}/f1']:.3f}" for b in BASELINES)
+                + f"; single agent saw {m['single_agent/visible_fraction']:.0%} of the lake"
+            ),
         )
     ]
     notes = su.NOTES.format(model=config.model, ctx=config.context_tokens)

@@ -1,6 +1,7 @@
 """P8 claim: end-to-end success (KramaBench scoring) of the blackboard is higher than the
-master-slave's and the single agent's (the 95% paired-bootstrap CI of each difference
-above zero); BM25, dense retrieval and the oracle (true tables) for reference.
+master-slave's and the single agent's (the 95% paired-bootstrap interval of each
+difference above the margin `success_margin`, 0: any gain); BM25, dense retrieval and
+the oracle (true tables) for reference.
 Discovery feeds the same planner (slot filling by option likelihood, strict parser,
 deterministic executor).
 """
@@ -13,7 +14,7 @@ import jax
 import numpy as np
 
 import jaxlab.blackboard as bb
-from experiments._harness import Claim, Result, RunContext, log
+from experiments._harness import Result, RunContext, all_of, log, superior
 from experiments.blackboard import _setup as su
 from jaxlab import progress_bar
 
@@ -25,6 +26,11 @@ DESCRIPTION = "End-to-end KramaBench-scored success: blackboard vs master-slave,
 @dataclasses.dataclass(frozen=True)
 class Config(su.SubLakeConfig):
     """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
+
+    # superiority margin of blackboard success over master-slave and the single agent
+    # (fixed before the run; the paper reports 13%-57% relative gain, no margin: 0 is any
+    # gain)
+    success_margin: float = 0.0
 
 
 QUICK = Config()
@@ -42,7 +48,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     _, lake, tasks = su.lake_and_tasks(config, k_data, int(config.tables))
     model = su.agent_model(config)
     found = bb.run_methods(lake, tasks, model, su.discovery_config(config))
-    m: dict[str, float] = {}
+    m: dict = {}
     per_task: dict[str, np.ndarray] = {}
     rows = []
     for meth, ds in found.items():
@@ -72,24 +78,35 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     from jaxlab import write_json
 
     write_json(ctx.out_dir / "answers.json", rows)
-    m.update(su.paired_bootstrap(per_task, "success", k_boot))
+    m.update(su.differences(per_task, "success", k_boot))
     m.update({"lake_tables": len(lake), "tasks": len(tasks), "model_calls": model.calls})
     vs = ("master_slave", "single_agent")
-    holds = all(m[f"success_diff_vs_{b}/ci_low"] > 0 for b in vs)
-    cis = ", ".join(
-        f"{b} {m[f'{b}/success']:.3f} (diff 95% CI [{m[f'success_diff_vs_{b}/ci_low']:+.3f}, "
-        f"{m[f'success_diff_vs_{b}/ci_high']:+.3f}])"
-        for b in vs
+    claim = (
+        "blackboard end-to-end success > master-slave and > single agent, 95% paired-"
+        "bootstrap interval of each difference above the margin (small open models)"
     )
+    paper = "13%-57% relative improvement over the best baseline"
     claims = [
-        Claim(
-            "blackboard end-to-end success > master-slave and > single agent, 95% CI of each "
-            "difference above 0 (small open models)",
-            "13%-57% relative improvement over the best baseline",
-            f"blackboard {m['blackboard/success']:.3f} vs {cis}; BM25 "
-            f"{m['retrieval/success']:.3f}, dense {m['dense_retrieval/success']:.3f}, oracle "
-            f"tables {m['oracle/success']:.3f}",
-            bool(holds),
+        all_of(
+            {
+                b: superior(
+                    m[f"success_diff_vs_{b}"],
+                    "blackboard",
+                    b.replace("_", " "),
+                    config.success_margin,
+                    claim=claim,
+                    paper=paper,
+                )
+                for b in vs
+            },
+            claim=claim,
+            paper=paper,
+            detail=(
+                f"success over {len(tasks)} tasks: blackboard {m['blackboard/success']:.3f}, "
+                + ", ".join(f"{b} {m[f'{b}/success']:.3f}" for b in vs)
+                + f"; BM25 {m['retrieval/success']:.3f}, dense "
+                f"{m['dense_retrieval/success']:.3f}, oracle tables {m['oracle/success']:.3f}"
+            ),
         )
     ]
     notes = su.NOTES.format(model=config.model, ctx=config.context_tokens)

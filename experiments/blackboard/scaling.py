@@ -11,7 +11,7 @@ import jax
 import matplotlib.pyplot as plt
 
 import jaxlab.blackboard as bb
-from experiments._harness import Claim, Result, RunContext, log
+from experiments._harness import Result, RunContext, log, noninferior, paired_bootstrap
 from experiments.blackboard import _setup as su
 
 NAME = "blackboard_scaling"
@@ -25,6 +25,10 @@ class Config(su.LakeConfig):
 
     sizes: tuple[int, ...] = (50, 100, 200)  # tables in the nested lakes
     tasks: int = 20
+    # non-inferiority margin of "grows or holds", F1 units: the margin over the best
+    # baseline at the largest lake may fall short of the smallest lake's by less than this
+    # (a tolerance fixed before the run, not from the paper)
+    scaling_margin: float = 0.05
 
 
 QUICK = Config()
@@ -47,24 +51,26 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     keep = tuple(s for t in tasks for s in t.data_sources)
     model = su.agent_model(config)
     cfg = su.discovery_config(config)
-    m: dict[str, float] = {}
+    m: dict = {}
     curves: dict[str, list] = {b: [] for b in ("blackboard", *BASELINES)}
     tokens: dict[str, list] = {b: [] for b in curves}
     actual = []
-    margins = []
+    margins, per_task = [], []
     for n in sizes:
         lake = small if n == sizes[0] else full.subset(n, key=k_lake, keep=keep)
         assert set(small.tables) <= set(lake.tables)
         actual.append(len(lake))
         found = bb.run_methods(lake, tasks, model, cfg, methods=("blackboard", *BASELINES))
-        mm = su.discovery_metrics(tasks, found, k_boot)
+        mm, f1 = su.discovery_metrics(tasks, found, k_boot)
         for b in curves:
             curves[b].append(mm[f"{b}/f1"])
             tokens[b].append(mm[f"{b}/tokens_per_task"])
             m[f"n{len(lake)}/{b}/f1"] = mm[f"{b}/f1"]
             m[f"n{len(lake)}/{b}/tokens_per_task"] = mm[f"{b}/tokens_per_task"]
-        margin = mm["blackboard/f1"] - max(mm[f"{b}/f1"] for b in BASELINES)
+        best = max(BASELINES, key=lambda b: mm[f"{b}/f1"])
+        margin = mm["blackboard/f1"] - mm[f"{best}/f1"]
         margins.append(margin)
+        per_task.append(f1["blackboard"] - f1[best])  # the margin of each task
         m[f"n{len(lake)}/margin"] = margin
         log.info("lake %d tables: margin %.3f", len(lake), margin)
     m["model_calls"] = model.calls
@@ -76,13 +82,23 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     ax[1].set(xlabel="tables in the lake", ylabel="tokens per task", yscale="log")
     ax[0].legend(fontsize=7)
     fig.tight_layout()
+    growth = paired_bootstrap(
+        per_task[-1], per_task[0], seed=su.boot_seed(k_boot), n_resamples=1000
+    )
+    m["margin_growth"] = growth
     claims = [
-        Claim(
-            "blackboard's F1 margin over the best baseline grows or holds with lake size",
-            "blackboard scales to large lakes where baselines degrade",
-            "margins "
-            + ", ".join(f"{a} tables: {x:+.3f}" for a, x in zip(actual, margins, strict=True)),
-            bool(margins[-1] >= margins[0]),
+        noninferior(
+            growth,
+            f"margin at {actual[-1]} tables",
+            f"margin at {actual[0]} tables",
+            config.scaling_margin,
+            claim="blackboard's F1 margin over the best baseline grows or holds with lake size",
+            paper="blackboard scales to large lakes where baselines degrade",
+            detail=(
+                "margin = blackboard F1 - the best baseline's (by mean) at each size, paired "
+                f"over the {len(tasks)} tasks: "
+                + ", ".join(f"{a} tables: {x:+.3f}" for a, x in zip(actual, margins, strict=True))
+            ),
         )
     ]
     notes = su.NOTES.format(model=config.model, ctx=config.context_tokens)

@@ -10,6 +10,7 @@ import pytest
 
 from experiments._harness import RunContext
 from experiments._harness._registry import find
+from experiments._harness._runner import flatten_metrics
 
 matplotlib.use("Agg")
 
@@ -18,20 +19,29 @@ pytestmark = pytest.mark.slow
 
 def _run(name, tmp_path):
     mod = find(name)
-    return mod.TINY, mod.run(mod.TINY, jax.random.key(0), RunContext(mod.NAME, tmp_path))
+    res = mod.run(mod.TINY, jax.random.key(0), RunContext(mod.NAME, tmp_path))
+    return mod.TINY, res, flatten_metrics(res.metrics)
 
 
 def test_synthetic_ranges(tmp_path):
-    cfg, res = _run("bandits_synthetic", tmp_path)
-    assert 0.0 <= res.metrics["dim_recovery_tdge"] <= 1.0
+    cfg, res, m = _run("bandits_synthetic", tmp_path)
+    assert 0.0 <= m["dim_recovery_tdge"] <= 1.0
     assert "regret" in res.figures
     assert len(res.claims) == 3
+    assert all(c.protocol and c.null for c in res.claims)
     # a checkpoint round, capped at the horizon when not identified
-    assert cfg.identify_every <= res.metrics["rounds_to_identify_tdge"] <= cfg.horizon
+    assert cfg.identify_every <= m["rounds_to_identify_tdge"] <= cfg.horizon
+    # the paired difference is the difference of the means over the same seeds
+    diff = m["regret_diff_tdge_minus_best"]
+    assert m["regret_diff_tdge_minus_best_lo"] <= diff <= m["regret_diff_tdge_minus_best_hi"]
+    assert any(
+        abs(m["regret_tdge"] - m[f"regret_{b}"] - diff) < 1e-6 * max(1.0, abs(diff))
+        for b in ("linucb", "lints", "egreedy")
+    )
 
 
 def test_movielens_rewards_are_click_rates(tmp_path):
-    _, res = _run("bandits_movielens", tmp_path)
+    _, res, m = _run("bandits_movielens", tmp_path)
     for k in (
         "reward_tdge",
         "reward_linucb",
@@ -40,16 +50,23 @@ def test_movielens_rewards_are_click_rates(tmp_path):
         "coldstart_reward_tdge",
         "coldstart_reward_linucb",
     ):
-        assert 0.0 <= res.metrics[k] <= 1.0
+        assert 0.0 <= m[k] <= 1.0
+        assert m[f"{k}_lo"] <= m[k] <= m[f"{k}_hi"]
     assert "trajectory" in res.figures
 
 
 def test_obd_intervals_are_ordered(tmp_path):
-    _, res = _run("bandits_obd", tmp_path)
+    cfg, res, m = _run("bandits_obd", tmp_path)
     for name in ("tdge", "linucb", "lints", "egreedy"):
         for est in ("ips", "snips", "dr"):
-            m = res.metrics
-            assert m[f"random/{est}_{name}_low"] <= m[f"random/{est}_{name}_high"]
+            assert m[f"random/{est}_{name}_lo"] <= m[f"random/{est}_{name}_hi"]
+    # the claim's estimate is IPS minus the on-policy click rate, interval shifted with it
+    truth = m["random/onpolicy_click_rate"]
+    assert abs(m["bts/ips_uniform_minus_onpolicy"] - (m["bts/ips_uniform"] - truth)) < 1e-9
+    assert abs(m["bts/ips_uniform_minus_onpolicy_lo"] - (m["bts/ips_uniform_lo"] - truth)) < 1e-9
+    (claim,) = res.claims
+    assert claim.kind == "equivalent"
+    assert claim.margin == cfg.ips_margin
 
 
 def test_speed_bench_agrees_with_mabwiser():

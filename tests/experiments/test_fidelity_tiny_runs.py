@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from experiments._harness import RunContext
+from experiments._harness._runner import flatten_metrics
 
 matplotlib.use("Agg")
 
@@ -21,13 +22,20 @@ def test_biophys_currents_tiny_run_has_the_baseline_and_the_2x2_ablation(tmp_pat
     # not the suite's strict mode (its synthetic data mix float32 arrays with the cell)
     with jax.numpy_dtype_promotion("standard"):
         res = mod.run(cfg, jax.random.key(0), RunContext(mod.NAME, tmp_path))
-    m = res.metrics
+    m = flatten_metrics(res.metrics)
     cells = [f"ablation_match_{s}_{ls}" for s in mod.STARTS for ls in mod.LOSSES]
     assert set(cells) <= set(m)
-    assert {"current_corr_start", "current_corr_lowpass_mean", "current_corr_gain_low"} <= set(m)
-    assert m["current_corr_gain_low"] <= m["current_corr_gain"] <= m["current_corr_gain_high"]
+    assert {"current_corr_start", "current_corr_lowpass_mean", "current_corr_gain_lo"} <= set(m)
+    assert m["current_corr_gain_lo"] <= m["current_corr_gain"] <= m["current_corr_gain_hi"]
     assert all(np.isfinite(v) for v in m.values())
     assert len(res.claims) == 5
+    assert [c.kind for c in res.claims] == [
+        "at_least",
+        "superior",
+        "at_least",
+        "at_least",
+        "superior",  # all_of over two superior parts keeps their kind
+    ]
 
 
 @pytest.mark.slow
@@ -36,10 +44,10 @@ def test_cells_rare_tiny_run_has_intervals_over_seeds(tmp_path):
 
     cfg = mod.TINY  # fractions 5% and 10%, seeds 0 and 1, both data sets
     res = mod.run(cfg, jax.random.key(0), RunContext(mod.NAME, tmp_path))
-    m = res.metrics
+    m = flatten_metrics(res.metrics)
     for pre in ("", "sim_"):
         for b in ("knn", "iforest"):
-            assert m[f"{pre}auroc_diff_lecell_{b}_low"] <= m[f"{pre}auroc_diff_lecell_{b}_high"]
+            assert m[f"{pre}auroc_diff_lecell_{b}_lo"] <= m[f"{pre}auroc_diff_lecell_{b}_hi"]
         assert {f"{pre}auroc_lecell_10pct_s1", f"{pre}auroc_lecell_10pct_mean"} <= set(m)
         assert np.isfinite(m[f"{pre}dose_spearman_lecell_residualized"])
     assert len(res.claims) == 4
@@ -67,13 +75,13 @@ def test_cells_scib_tiny_run_has_intervals_over_seeds_on_both_data_sets(tmp_path
         jax.enable_x64(False),
     ):
         res = mod.run(cfg, jax.random.key(0), RunContext(mod.NAME, tmp_path))
-    m = res.metrics
+    m = flatten_metrics(res.metrics)
     for pre in ("", "sim_"):
         for part in ("bio", "batch", "total"):
             for b in ("pca", "vae_nobatch"):
                 lo, hi = (
-                    m[f"{pre}scib_{part}_diff_lecell_{b}_low"],
-                    m[f"{pre}scib_{part}_diff_lecell_{b}_high"],
+                    m[f"{pre}scib_{part}_diff_lecell_{b}_lo"],
+                    m[f"{pre}scib_{part}_diff_lecell_{b}_hi"],
                 )
                 assert lo <= m[f"{pre}scib_{part}_diff_lecell_{b}"] <= hi
             per_seed = [m[f"{pre}scib_{part}_lecell_s{s}"] for s in (0, 1)]
@@ -85,4 +93,4 @@ def test_cells_scib_tiny_run_has_intervals_over_seeds_on_both_data_sets(tmp_path
     assert len(res.claims) == 6
     assert all("simulated" in c.claim for c in res.claims[3:])
     assert not any("simulated" in c.claim for c in res.claims[:3])
-    assert all("null" in c.measured for c in res.claims)
+    assert all(c.protocol and c.null and c.margin == cfg.margin for c in res.claims)

@@ -14,7 +14,7 @@ METRICS: dict[str, tuple[str, ...]] = {
         f"random/{est}_{pol}_{end}"
         for pol in ("tdge", "linucb", "lints", "egreedy")
         for est in ("ips", "snips", "dr")
-        for end in ("low", "high")
+        for end in ("lo", "hi")
     ),
     "bandits_synthetic": (
         "regret_tdge",
@@ -46,15 +46,15 @@ METRICS: dict[str, tuple[str, ...]] = {
         "current_corr_start",
         "current_corr_lowpass_mean",
         "current_corr_gain",
-        "current_corr_gain_low",
-        "current_corr_gain_high",
+        "current_corr_gain_lo",
+        "current_corr_gain_hi",
         *(f"ablation_match_{s}_{loss}" for s in ("rate", "const") for loss in ("anchor", "trace")),
     ),
     "biophys_localize": ("loc_err_um_mean", "loc_err_um_baseline", "current_corr_mean"),
-    "blackboard_discovery": ("blackboard/f1", "f1_diff_vs_master_slave/ci_low", "model_calls"),
+    "blackboard_discovery": ("blackboard/f1", "f1_diff_vs_master_slave_lo", "model_calls"),
     "blackboard_e2e": (
         "blackboard/success",
-        "success_diff_vs_single_agent/ci_low",
+        "success_diff_vs_single_agent_lo",
         "oracle/success",
     ),
     "blackboard_scaling": ("model_calls",),
@@ -64,6 +64,7 @@ METRICS: dict[str, tuple[str, ...]] = {
         for pre in ("", "sim_")
         for k in (
             "auroc_diff_lecell_knn",
+            "auroc_diff_lecell_knn_lo",
             "auroc_diff_lecell_iforest",
             "auroc_lecell_10pct_s1",
             "auroc_lecell_10pct_mean",
