@@ -163,7 +163,8 @@ def test_em_joint_seed_summary_means_and_paired_intervals():
         else "inconclusive"
     )
     assert claims[0].verdict == want
-    assert claims[0].kind == "superior" and claims[0].null == "separate SR"
+    assert claims[0].kind == "superior"
+    assert claims[0].null == "separate SR"
     # claim 3 needs a regime beyond the main one: without it, untestable
     main_only = dataclasses.replace(config, settings=((2, "cremi_like"), (4, "cremi_like")))
     keep = {k: v for k, v in per_seed.items() if "noisy" not in k}
