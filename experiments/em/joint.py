@@ -197,9 +197,6 @@ def seed_summary(
                 metric, "joint_diffusion", "joint", s
             )
 
-    def ci(e: Estimate) -> str:
-        return f"{e.value:+.3f} [{e.low:+.3f}, {e.high:+.3f}]"
-
     def psnr_claim(s):  # joint - separate PSNR: the interval lies above 0
         return superior(
             gaps[f"gap_psnr_joint_vs_separate_{s}"],
@@ -225,7 +222,7 @@ def seed_summary(
     def psnr_text(s):
         g = gaps[f"gap_psnr_joint_vs_separate_{s}"]
         return (
-            f"{s}: PSNR {_fmt(m, 'psnr', s, ('separate', 'joint'))} dB (joint - separate {ci(g)})"
+            f"{s}: PSNR {_fmt(m, 'psnr', s, ('separate', 'joint'))} dB (joint - separate {g:+.3f})"
         )
 
     def refiner_text(s):
@@ -233,11 +230,11 @@ def seed_summary(
         f1 = gaps[f"gap_boundary_f1_joint_diffusion_vs_joint_{s}"]
         return (
             f"{s}: VOI {_fmt(m, 'voi', s, ('joint', 'joint_diffusion'))} (diffusion - joint "
-            f"{ci(g['voi'])}), ARAND "
+            f"{g['voi']:+.3f}), ARAND "
             f"{_fmt(m, 'arand', s, ('joint', 'joint_diffusion'))} "
-            f"({ci(g['arand'])}), boundary F1 "
+            f"({g['arand']:+.3f}), boundary F1 "
             f"{_fmt(m, 'boundary_f1', s, ('joint', 'joint_diffusion'))} "
-            f"({ci(f1)})"
+            f"({f1:+.3f})"
         )
 
     pct, n_img = f"{level:.0%}", int(config.n_test)

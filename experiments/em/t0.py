@@ -191,9 +191,6 @@ def seed_summary(
             return Estimate(d, float("nan"), float("nan"), config.level, "paired t", 1)
         return paired_t(av, bv, config.level)
 
-    def ci(e: Estimate) -> str:
-        return f"{e.value:+.3f} [{e.low:+.3f}, {e.high:+.3f}]"
-
     pct, n_s = f"{config.level:.0%}", len(seeds)
     voi = {t: m[f"voi_t0_{t}"] for t in t0s}
     mid = [t for t in t0s if 0 < t < T]
@@ -231,7 +228,7 @@ def seed_summary(
                 "and full diffusion from noise (t0 = T)",
                 paper="starting from a partially noised SR embedding is the right design",
                 detail=f"VOI at the trained t0={t0c}: {voi[t0c]:.3f} vs t0=0: {voi[0]:.3f} "
-                f"(difference {ci(d0)}) and t0=T={T}: {voi[T]:.3f} (difference {ci(dT)}); {pct} "
+                f"(difference {d0:+.3f}) and t0=T={T}: {voi[T]:.3f} (difference {dT:+.3f}); {pct} "
                 f"paired t over {n_s} seeds (training + {config.n_test} test images each, VOI "
                 f"averaged over {config.n_refine} refinements; null: no difference); best "
                 f"partial t0={best_mid}: {voi[best_mid]:.3f} (chosen after the run, descriptive)",
@@ -251,7 +248,7 @@ def seed_summary(
                 f"frozen base joint model) of the prior averaged over {config.n_refine} "
                 f"refinements (removes the sampling variance a single draw adds): t0=0 (SR "
                 f"embedding) {emb[0]:.3f}, trained t0={t0c}: {emb[t0c]:.3f} (difference "
-                f"{ci(e0)}, {pct} paired t over {n_s} seeds), t0=T: {emb[T]:.3f}; one draw at "
+                f"{e0:+.3f}, {pct} paired t over {n_s} seeds), t0=T: {emb[T]:.3f}; one draw at "
                 f"t0={t0c}: {m[f'emb_mse_one_t0_{t0c}']:.3f}",
             ),
             enough,
@@ -266,8 +263,8 @@ def seed_summary(
                 "tolerance, a structural metric) than no diffusion and full diffusion",
                 paper="the refined structural prior improves the segmented structure",
                 detail=f"boundary F1 at the trained t0={t0c}: {bf1[t0c]:.3f} vs t0=0: "
-                f"{bf1[0]:.3f} (difference {ci(b0)}) and t0=T: {bf1[T]:.3f} (difference "
-                f"{ci(bT)}); {pct} paired t over {n_s} seeds, averaged over {config.n_refine} "
+                f"{bf1[0]:.3f} (difference {b0:+.3f}) and t0=T: {bf1[T]:.3f} (difference "
+                f"{bT:+.3f}); {pct} paired t over {n_s} seeds, averaged over {config.n_refine} "
                 "refinements",
             ),
             enough,
