@@ -1,5 +1,6 @@
 """Shared pipeline of the eeg_* experiments (P10): simulate -> preprocess -> epoch ->
-features / covariances -> leave-subjects-out evaluation with fold CIs."""
+features / covariances -> leave-subjects-out evaluation; fold scores summarised by the
+harness's t interval over folds (`t_mean`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import optax
 
-from experiments._harness import RunContext, log
+from experiments._harness import RunContext, log, t_mean
 from jaxlab import TqdmProgress, eeg
 
 SIM_NOTE = (
@@ -68,31 +69,33 @@ def inputs_for(tab):
 
 
 def evaluate(models, feats, covs, y, folds, prefix, metrics, *, key):
-    """Cross-validate each model; write `<prefix>_<model>` (mean bacc), `f1...`, CI bounds.
+    """Cross-validate each model; write `<prefix>_<model>` (mean bacc over folds and its
+    95% t interval, an `Estimate`: `_lo`, `_hi`, `_n`) and `f1...` (mean macro-F1).
 
-    `key` seeds the random classifiers (the random forest)."""
+    `key` seeds the random classifiers (the random forest).
+    **Returns:** model -> the per-fold balanced accuracies `(folds,)`."""
     summary = {}
     for m in models:
         r = eeg.cross_validate(m, covs if m == "tangent" else feats, y, folds, key=key)
-        mean, lo, hi = eeg.fold_ci(r["bacc"])
-        f1, f1_lo, f1_hi = eeg.fold_ci(r["f1"])
-        metrics[f"{prefix}_{m}"] = mean
-        metrics[f"{prefix}_{m}_ci_low"] = lo
-        metrics[f"{prefix}_{m}_ci_high"] = hi
-        metrics[f"{prefix.replace('bacc', 'f1')}_{m}"] = f1
-        summary[m] = (mean, lo, hi)
-        log.info("%s_%s = %.3f [%.3f, %.3f] (macro-F1 %.3f)", prefix, m, mean, lo, hi, f1)
+        bacc = t_mean(r["bacc"])
+        metrics[f"{prefix}_{m}"] = bacc
+        metrics[f"{prefix.replace('bacc', 'f1')}_{m}"] = float(np.mean(r["f1"]))
+        summary[m] = np.asarray(r["bacc"], np.float64)
+        log.info("%s_%s = %s (macro-F1 %.3f)", prefix, m, format(bacc, ".3f"), np.mean(r["f1"]))
     return summary
 
 
 def bar_figure(summaries: dict, chance: float, title: str):
+    """Bars: mean balanced accuracy per model over folds, whiskers its 95% t interval;
+    `summaries`: label -> (model -> per-fold scores)."""
     fig, ax = plt.subplots(figsize=(7, 3.5))
     names = list(next(iter(summaries.values())))
     width = 0.8 / len(summaries)
     for i, (label, s) in enumerate(summaries.items()):
         x = np.arange(len(names)) + i * width
-        means = np.asarray([s[n][0] for n in names])
-        err = np.asarray([[s[n][0] - s[n][1], s[n][2] - s[n][0]] for n in names]).T
+        est = [t_mean(s[n]) for n in names]
+        means = np.asarray([e.value for e in est])
+        err = np.asarray([[e.value - e.low, e.high - e.value] for e in est]).T
         ax.bar(x, means, width, yerr=err, label=label, capsize=3)
     ax.axhline(chance, color="k", ls="--", lw=1, label="chance")
     ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2, names)
@@ -156,7 +159,8 @@ def evaluate_deep(
     """Train each deep model once per fold and score it on one or more test sets.
 
     `folds`: tuples `(train_idx, test_idx_1, ..., test_idx_k)`; the k test sets write
-    `<prefixes[j]>_<model>` (mean bacc over folds), CI bounds and macro-F1 like `evaluate`.
+    `<prefixes[j]>_<model>` (mean bacc over folds with its t interval) and macro-F1 like
+    `evaluate`, and return model -> per-fold balanced accuracies, one dict per test set.
     Early stopping uses ~20 % of the training subjects as validation set. When a run is in
     progress, training checkpoints go to `ctx`'s checkpoint dir and resume with `--resume`.
     """
@@ -192,11 +196,9 @@ def evaluate_deep(
                 scores[j][1].append(eeg.macro_f1(y[test], pred))
         for j, prefix in enumerate(prefixes):
             baccs, f1s = scores[j]
-            mean, lo, hi = eeg.fold_ci(baccs)
-            metrics[f"{prefix}_{m}"] = mean
-            metrics[f"{prefix}_{m}_ci_low"] = lo
-            metrics[f"{prefix}_{m}_ci_high"] = hi
-            metrics[f"{prefix.replace('bacc', 'f1')}_{m}"] = eeg.fold_ci(f1s)[0]
-            summaries[j][m] = (mean, lo, hi)
-            log.info("%s_%s = %.3f [%.3f, %.3f]", prefix, m, mean, lo, hi)
+            bacc = t_mean(baccs)
+            metrics[f"{prefix}_{m}"] = bacc
+            metrics[f"{prefix.replace('bacc', 'f1')}_{m}"] = float(np.mean(f1s))
+            summaries[j][m] = np.asarray(baccs, np.float64)
+            log.info("%s_%s = %s", prefix, m, format(bacc, ".3f"))
     return summaries

@@ -8,7 +8,18 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext, log, t_interval
+from experiments._harness import (
+    Claim,
+    Estimate,
+    Precondition,
+    Result,
+    RunContext,
+    all_of,
+    gated,
+    log,
+    paired_t,
+    superior,
+)
 from experiments.em._setup import (
     FULL_OVERRIDES,
     HIGHER_IS_BETTER,
@@ -143,7 +154,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
 
 def seed_summary(
     config, per_seed: dict[str, float], per_image: dict[str, np.ndarray] | None = None
-) -> tuple[dict[str, float], list[Claim]]:
+) -> tuple[dict[str, float | Estimate], list[Claim]]:
     """Metrics and claims of a run from its per-seed values.
 
     `per_seed` holds `<metric>_<method>_<setting>_s<seed>` (each seed's mean over its test
@@ -160,51 +171,70 @@ def seed_summary(
     level = float(config.level)
     if len(seeds) < 2 and per_image is None:
         raise ValueError("per_image: required for a one-seed run (intervals over images)")
-    m: dict[str, float] = {}
+    m: dict[str, float | Estimate] = {}
     stems = sorted({k.rsplit("_s", 1)[0] for k in per_seed if k.endswith(f"_s{seeds[0]}")})
     for stem in stems:
         vals = [per_seed[f"{stem}_s{seed}"] for seed in seeds]
         m[stem] = float(np.mean(vals))
         m.update({f"{stem}_s{seed}": float(v) for seed, v in zip(seeds, vals, strict=True)})
 
-    def gap(metric, a, b, s):
+    def gap(metric, a, b, s) -> Estimate:
         """Mean and paired t interval of metric(a) - metric(b): over seeds (>= 2 seeds) or
         over the one seed's test images."""
         if len(seeds) >= 2:
-            d = [m[f"{metric}_{a}_{s}_s{seed}"] - m[f"{metric}_{b}_{s}_s{seed}"] for seed in seeds]
+            av = [m[f"{metric}_{a}_{s}_s{seed}"] for seed in seeds]
+            bv = [m[f"{metric}_{b}_{s}_s{seed}"] for seed in seeds]
         else:
-            d = per_image[f"{metric}_{a}_{s}"] - per_image[f"{metric}_{b}_{s}"]  # type: ignore[index]
-        t = t_interval(d, level)
-        for name, v in zip(("", "_lo", "_hi"), t, strict=True):
-            m[f"gap_{metric}_{a}_vs_{b}_{s}{name}"] = v
-        return t
+            av = per_image[f"{metric}_{a}_{s}"]  # type: ignore[index]
+            bv = per_image[f"{metric}_{b}_{s}"]  # type: ignore[index]
+        return paired_t(av, bv, level)
 
-    def ci(t):
-        return f"{t[0]:+.3f} [{t[1]:+.3f}, {t[2]:+.3f}]"
+    gaps: dict[str, Estimate] = {}
+    for s in suffixes:
+        gaps[f"gap_psnr_joint_vs_separate_{s}"] = gap("psnr", "joint", "separate", s)
+        for metric in ("voi", "arand", "boundary_f1"):
+            gaps[f"gap_{metric}_joint_diffusion_vs_joint_{s}"] = gap(
+                metric, "joint_diffusion", "joint", s
+            )
 
-    def psnr_holds(s):  # the interval lies above 0
-        return gap("psnr", "joint", "separate", s)[1] > 0
-
-    def refiner_holds(s):  # both intervals lie below 0
-        return (
-            gap("voi", "joint_diffusion", "joint", s)[2] < 0
-            and gap("arand", "joint_diffusion", "joint", s)[2] < 0
+    def psnr_claim(s):  # joint - separate PSNR: the interval lies above 0
+        return superior(
+            gaps[f"gap_psnr_joint_vs_separate_{s}"],
+            "joint SR + segmentation",
+            "separate SR",
+            claim=f"{s}: joint PSNR > separate SR PSNR",
+            paper="joint SR beats SR-only in PSNR/SSIM",
         )
 
+    def refiner_claims(s):  # diffusion - joint VOI and ARAND: both intervals lie below 0
+        return {
+            f"{metric} {s}": superior(
+                gaps[f"gap_{metric}_joint_diffusion_vs_joint_{s}"],
+                "joint + partial-diffusion refiner",
+                "joint model without refiner",
+                claim=f"{s}: the refiner lowers {metric.upper()}",
+                paper="full model segments better than joint without refiner",
+                higher_is_better=False,
+            )
+            for metric in ("voi", "arand")
+        }
+
     def psnr_text(s):
+        g = gaps[f"gap_psnr_joint_vs_separate_{s}"]
         return (
-            f"{s}: PSNR {_fmt(m, 'psnr', s, ('separate', 'joint'))} dB (joint - separate "
-            f"{ci(gap('psnr', 'joint', 'separate', s))})"
+            f"{s}: PSNR {_fmt(m, 'psnr', s, ('separate', 'joint'))} dB (joint - separate {g:+.3f})"
         )
 
     def refiner_text(s):
+        g = {k: gaps[f"gap_{k}_joint_diffusion_vs_joint_{s}"] for k in ("voi", "arand")}
+        f1 = gaps[f"gap_boundary_f1_joint_diffusion_vs_joint_{s}"]
         return (
             f"{s}: VOI {_fmt(m, 'voi', s, ('joint', 'joint_diffusion'))} (diffusion - joint "
-            f"{ci(gap('voi', 'joint_diffusion', 'joint', s))}), ARAND "
+            f"{g['voi']:+.3f}), ARAND "
             f"{_fmt(m, 'arand', s, ('joint', 'joint_diffusion'))} "
-            f"({ci(gap('arand', 'joint_diffusion', 'joint', s))}), boundary F1 "
+            f"({g['arand']:+.3f}), boundary F1 "
             f"{_fmt(m, 'boundary_f1', s, ('joint', 'joint_diffusion'))} "
-            f"({ci(gap('boundary_f1', 'joint_diffusion', 'joint', s))})"
+            f"({f1:+.3f})"
         )
 
     pct, n_img = f"{level:.0%}", int(config.n_test)
@@ -218,34 +248,46 @@ def seed_summary(
     how = f"; {over} (null: no difference)"
     main = [s for s in suffixes if "_" not in s]
     extra = [s for s in suffixes if "_" in s]
+    every = {f"psnr {s}": psnr_claim(s) for s in suffixes}
+    for s in suffixes:
+        every.update(refiner_claims(s))
     claims = [
-        Claim(
-            "segmentation as an auxiliary task (shared encoder) improves SR: joint PSNR > "
+        all_of(
+            {f"psnr {s}": every[f"psnr {s}"] for s in main},
+            claim="segmentation as an auxiliary task (shared encoder) improves SR: joint PSNR > "
             "separate SR PSNR",
-            "joint SR beats SR-only in PSNR/SSIM",
-            "; ".join(psnr_text(s) for s in main) + how,
-            all(psnr_holds(s) for s in main),
+            paper="joint SR beats SR-only in PSNR/SSIM",
+            detail="; ".join(psnr_text(s) for s in main) + how,
         ),
-        Claim(
-            "the partial-diffusion refiner lowers VOI and ARAND vs the joint model",
-            "full model segments better than joint without refiner",
-            "; ".join(refiner_text(s) for s in main)
+        all_of(
+            {k: every[k] for s in main for k in refiner_claims(s)},
+            claim="the partial-diffusion refiner lowers VOI and ARAND vs the joint model",
+            paper="full model segments better than joint without refiner",
+            detail="; ".join(refiner_text(s) for s in main)
             + how
             + "; the refiner works in the joint model's learned embedding (Embedder head on "
             "the shared encoder), E(SR) -> E(HR) of the frozen base model; both methods get "
             "the same base training and fine-tuning steps",
-            all(refiner_holds(s) for s in main),
         ),
-        Claim(
-            "both gains hold across degradation settings and generator regimes",
-            "consistent over data sets and degradations",
-            f"PSNR gain in {sum(map(psnr_holds, suffixes))}/{len(suffixes)}, refiner gain "
-            f"in {sum(map(refiner_holds, suffixes))}/{len(suffixes)} settings "
-            f"({', '.join(suffixes)}; a gain: its gap's interval excludes 0; {over}); "
-            "extra regimes: " + "; ".join(f"{psnr_text(s)}; {refiner_text(s)}" for s in extra),
-            bool(extra) and all(psnr_holds(s) and refiner_holds(s) for s in suffixes),
+        gated(
+            all_of(
+                every,
+                claim="both gains hold across degradation settings and generator regimes",
+                paper="consistent over data sets and degradations",
+                detail=f"PSNR gain in {sum(every[f'psnr {s}'].holds for s in suffixes)}/"
+                f"{len(suffixes)}, refiner gain in "
+                f"{sum(all(c.holds for c in refiner_claims(s).values()) for s in suffixes)}/"
+                f"{len(suffixes)} settings ({', '.join(suffixes)}; {over}); extra regimes: "
+                + "; ".join(f"{psnr_text(s)}; {refiner_text(s)}" for s in extra),
+            ),
+            Precondition(
+                "settings include a regime beyond the main one",
+                bool(extra),
+                f"settings {', '.join(suffixes)}",
+            ),
         ),
     ]
+    m.update(gaps)
     return m, claims
 
 

@@ -8,7 +8,18 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext, log, t_interval
+from experiments._harness import (
+    Claim,
+    Estimate,
+    Precondition,
+    Result,
+    RunContext,
+    all_of,
+    gated,
+    log,
+    paired_t,
+    superior,
+)
 from experiments.em._setup import (
     FULL_OVERRIDES,
     NOTES,
@@ -146,19 +157,22 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     )
 
 
-def seed_summary(config, per_seed: dict[str, float]) -> tuple[dict[str, float], list[Claim]]:
+def seed_summary(
+    config, per_seed: dict[str, float]
+) -> tuple[dict[str, float | Estimate], list[Claim]]:
     """Metrics and claims of a run from its per-seed values.
 
     `per_seed` holds `<metric>_t0_<t>_s<seed>` and `psnr_s<seed>`, `ssim_s<seed>` for every
     seed of `config.seeds` (merged metrics of single-seed runs, `--set 'seeds=[s]'`, give
     the same result as one run over all seeds). **Returns:** `(metrics, claims)`: the
     per-seed values, their means over seeds (`<metric>_t0_<t>`, `psnr`, `ssim`) and the
-    claims (paired t intervals over seeds).
+    claims; `gap_<metric>_t0_<t0>_vs_<t>` the claims' paired differences (`Estimate`s,
+    t intervals over seeds).
     """
     T, t0c = int(config.T), int(config.t0)
     t0s = t0_values(config)
     seeds = [int(s) for s in config.seeds]
-    m: dict[str, float] = {"T": T, "t0_trained": t0c}
+    m: dict[str, float | Estimate] = {"T": T, "t0_trained": t0c}
     for metric in (*SEG_METRICS, "emb_mse", "emb_mse_one"):
         for t0 in t0s:
             vals = [per_seed[f"{metric}_t0_{t0}_s{seed}"] for seed in seeds]
@@ -169,14 +183,13 @@ def seed_summary(config, per_seed: dict[str, float]) -> tuple[dict[str, float], 
         m[metric] = float(np.mean([per_seed[f"{metric}_s{seed}"] for seed in seeds]))
         m.update({f"{metric}_s{seed}": float(per_seed[f"{metric}_s{seed}"]) for seed in seeds})
 
-    def diff(metric, a, b):
-        d = [m[f"{metric}_t0_{a}_s{seed}"] - m[f"{metric}_t0_{b}_s{seed}"] for seed in seeds]
-        if len(d) < 2:
-            return float(d[0]), float("nan"), float("nan")
-        return t_interval(d, config.level)
-
-    def ci(t):
-        return f"{t[0]:+.3f} [{t[1]:+.3f}, {t[2]:+.3f}]"
+    def diff(metric, a, b) -> Estimate:
+        av = [m[f"{metric}_t0_{a}_s{seed}"] for seed in seeds]
+        bv = [m[f"{metric}_t0_{b}_s{seed}"] for seed in seeds]
+        if len(seeds) < 2:  # no interval from one seed: the claims are untestable (gate)
+            d = float(av[0] - bv[0])
+            return Estimate(d, float("nan"), float("nan"), config.level, "paired t", 1)
+        return paired_t(av, bv, config.level)
 
     pct, n_s = f"{config.level:.0%}", len(seeds)
     voi = {t: m[f"voi_t0_{t}"] for t in t0s}
@@ -187,37 +200,74 @@ def seed_summary(config, per_seed: dict[str, float]) -> tuple[dict[str, float], 
     b0, bT = diff("boundary_f1", t0c, 0), diff("boundary_f1", t0c, T)
     emb = {t: m[f"emb_mse_t0_{t}"] for t in t0s}
     e0 = diff("emb_mse", t0c, 0)
+    m[f"gap_voi_t0_{t0c}_vs_0"], m[f"gap_voi_t0_{t0c}_vs_{T}"] = d0, dT
+    m[f"gap_boundary_f1_t0_{t0c}_vs_0"], m[f"gap_boundary_f1_t0_{t0c}_vs_{T}"] = b0, bT
+    m[f"gap_emb_mse_t0_{t0c}_vs_0"] = e0
+    enough = Precondition("at least two seeds (a paired t interval)", n_s >= 2, f"{n_s} seed(s)")
+    partial = f"partial diffusion t0={t0c}"
+    none_, full = "no diffusion (t0=0)", f"full diffusion from noise (t0=T={T})"
+
+    def better(est, baseline, metric, higher_is_better):
+        return superior(
+            est,
+            partial,
+            baseline,
+            claim=f"{metric} at t0={t0c} better than {baseline}",
+            paper="-",
+            higher_is_better=higher_is_better,
+        )
+
     claims = [
-        Claim(
-            "partial diffusion (0 < t0 < T) segments better than no diffusion (t0 = 0) and "
-            "full diffusion from noise (t0 = T)",
-            "starting from a partially noised SR embedding is the right design",
-            f"VOI at the trained t0={t0c}: {voi[t0c]:.3f} vs t0=0: {voi[0]:.3f} (difference "
-            f"{ci(d0)}) and t0=T={T}: {voi[T]:.3f} (difference {ci(dT)}); {pct} paired t over "
-            f"{n_s} seeds (training + {config.n_test} test images each, VOI averaged over "
-            f"{config.n_refine} refinements; null: no difference); best partial "
-            f"t0={best_mid}: {voi[best_mid]:.3f} (chosen after the run, descriptive)",
-            bool(d0[2] < 0 and dT[2] < 0),
+        gated(
+            all_of(
+                {
+                    "VOI vs t0=0": better(d0, none_, "VOI", False),
+                    "VOI vs t0=T": better(dT, full, "VOI", False),
+                },
+                claim="partial diffusion (0 < t0 < T) segments better than no diffusion (t0 = 0) "
+                "and full diffusion from noise (t0 = T)",
+                paper="starting from a partially noised SR embedding is the right design",
+                detail=f"VOI at the trained t0={t0c}: {voi[t0c]:.3f} vs t0=0: {voi[0]:.3f} "
+                f"(difference {d0:+.3f}) and t0=T={T}: {voi[T]:.3f} (difference {dT:+.3f}); {pct} "
+                f"paired t over {n_s} seeds (training + {config.n_test} test images each, VOI "
+                f"averaged over {config.n_refine} refinements; null: no difference); best "
+                f"partial t0={best_mid}: {voi[best_mid]:.3f} (chosen after the run, descriptive)",
+            ),
+            enough,
         ),
-        Claim(
-            "the refined prior approximates the HR embedding better than the SR embedding",
-            "structural prior closely approximates real HR features",
-            f"MSE to the HR embedding E(HR) ({config.embedding} embedding of the frozen base "
-            f"joint model) of the prior averaged over {config.n_refine} refinements "
-            f"(removes the sampling variance a single draw adds): t0=0 (SR embedding) "
-            f"{emb[0]:.3f}, trained t0={t0c}: {emb[t0c]:.3f} (difference {ci(e0)}, {pct} "
-            f"paired t over {n_s} seeds), t0=T: {emb[T]:.3f}; one draw at t0={t0c}: "
-            f"{m[f'emb_mse_one_t0_{t0c}']:.3f}",
-            bool(e0[2] < 0),
+        gated(
+            superior(
+                e0,
+                f"refined prior (t0={t0c})",
+                "SR embedding (t0=0)",
+                claim="the refined prior approximates the HR embedding better than the SR "
+                "embedding",
+                paper="structural prior closely approximates real HR features",
+                higher_is_better=False,
+                detail=f"MSE to the HR embedding E(HR) ({config.embedding} embedding of the "
+                f"frozen base joint model) of the prior averaged over {config.n_refine} "
+                f"refinements (removes the sampling variance a single draw adds): t0=0 (SR "
+                f"embedding) {emb[0]:.3f}, trained t0={t0c}: {emb[t0c]:.3f} (difference "
+                f"{e0:+.3f}, {pct} paired t over {n_s} seeds), t0=T: {emb[T]:.3f}; one draw at "
+                f"t0={t0c}: {m[f'emb_mse_one_t0_{t0c}']:.3f}",
+            ),
+            enough,
         ),
-        Claim(
-            "partial diffusion gives the segmentation a higher boundary F1 (2-px tolerance, a "
-            "structural metric) than no diffusion and full diffusion",
-            "the refined structural prior improves the segmented structure",
-            f"boundary F1 at the trained t0={t0c}: {bf1[t0c]:.3f} vs t0=0: {bf1[0]:.3f} "
-            f"(difference {ci(b0)}) and t0=T: {bf1[T]:.3f} (difference {ci(bT)}); {pct} paired "
-            f"t over {n_s} seeds, averaged over {config.n_refine} refinements",
-            bool(b0[1] > 0 and bT[1] > 0),
+        gated(
+            all_of(
+                {
+                    "boundary F1 vs t0=0": better(b0, none_, "boundary F1", True),
+                    "boundary F1 vs t0=T": better(bT, full, "boundary F1", True),
+                },
+                claim="partial diffusion gives the segmentation a higher boundary F1 (2-px "
+                "tolerance, a structural metric) than no diffusion and full diffusion",
+                paper="the refined structural prior improves the segmented structure",
+                detail=f"boundary F1 at the trained t0={t0c}: {bf1[t0c]:.3f} vs t0=0: "
+                f"{bf1[0]:.3f} (difference {b0:+.3f}) and t0=T: {bf1[T]:.3f} (difference "
+                f"{bT:+.3f}); {pct} paired t over {n_s} seeds, averaged over {config.n_refine} "
+                "refinements",
+            ),
+            enough,
         ),
     ]
     return m, claims

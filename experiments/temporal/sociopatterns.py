@@ -30,7 +30,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm import tqdm
 
-from experiments._harness import Claim, Result, RunContext, log
+from experiments._harness import (
+    Claim,
+    Estimate,
+    Result,
+    RunContext,
+    all_of,
+    at_least,
+    at_most,
+    log,
+)
 from jaxlab.temporal import (
     PARAM_NAMES,
     Capacity,
@@ -167,8 +176,31 @@ def _fit_dataset(name: str, config: Config, key):
     return est, cov, ci, pvals, p_all, (idx, obs, mean, np.sqrt(var)), info
 
 
+def _in_space(name: str, theta) -> dict[str, Claim]:
+    """Point-value claims that one network's estimates lie in the model's parameter space:
+    persistence p in [0, 1], formation alpha >= 0, closure gamma >= 0."""
+
+    def bound(i, at, bar, null):
+        return at(
+            Estimate.point(float(theta[i]), method="MoM point estimate"),
+            bar,
+            null=f"{null} (outside the model)",
+            claim=f"{name}: {PARAM_NAMES[i]} in the parameter space",
+            paper="-",
+            subject=f"{name} {PARAM_NAMES[i]}",
+        )
+
+    p, alpha, gamma = (PARAM_NAMES[i] for i in (2, 3, 4))
+    return {
+        f"{name} {p} >= 0": bound(2, at_least, 0.0, "p < 0"),
+        f"{name} {p} <= 1": bound(2, at_most, 1.0, "p > 1"),
+        f"{name} {alpha} >= 0": bound(3, at_least, 0.0, "alpha < 0"),
+        f"{name} {gamma} >= 0": bound(4, at_least, 0.0, "gamma < 0"),
+    }
+
+
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    metrics: dict[str, float] = {}
+    metrics: dict[str, float | Estimate] = {}
     claims: list[Claim] = []
     fits = {}
     keys = jax.random.split(key, len(config.datasets))
@@ -178,14 +210,20 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
 
     fig, axes = plt.subplots(len(fits), 3, figsize=(15, 3.2 * len(fits)), squeeze=False)
     summary = []
-    all_ok = True
-    in_space = True
+    usable: dict[str, bool] = {}
+    space: dict[str, Claim] = {}
     for row, (name, (est, _cov, ci, pvals, p_all, series, info)) in enumerate(fits.items()):
         theta = np.asarray(est.theta, float)
         for i, pname in enumerate(PARAM_NAMES):
-            metrics[f"{name}_{pname}"] = float(theta[i])
-            metrics[f"{name}_{pname}_ci_low"] = float(ci[i, 0])
-            metrics[f"{name}_{pname}_ci_high"] = float(ci[i, 1])
+            # the 95% normal interval with the simulation-based plug-in covariance
+            metrics[f"{name}_{pname}"] = Estimate(
+                float(theta[i]),
+                float(ci[i, 0]),
+                float(ci[i, 1]),
+                0.95,
+                "normal, simulation-based plug-in covariance",
+                max(int(info["transitions"]), 1),
+            )
         metrics[f"{name}_gof_pvalue"] = p_all
         for c in COUNTS:
             metrics[f"{name}_gof_pvalue_{c}"] = pvals[c]
@@ -193,8 +231,10 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             metrics[f"{name}_{kname}"] = v
         metrics[f"{name}_converged"] = bool(est.converged)
         metrics[f"{name}_identifiable"] = bool(est.identifiable)
-        all_ok &= bool(est.converged) and bool(est.identifiable) and bool(np.all(np.isfinite(ci)))
-        in_space &= bool(theta[2] <= 1 and theta[2] >= 0 and theta[3] >= 0 and theta[4] >= 0)
+        usable[name] = (
+            bool(est.converged) and bool(est.identifiable) and bool(np.all(np.isfinite(ci)))
+        )
+        space.update(_in_space(name, theta))
         summary.append(
             f"{name}: "
             + ", ".join(
@@ -219,23 +259,30 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         axes[row, 0].legend(fontsize=7)
     fig.tight_layout()
 
+    n_ok = sum(usable.values())
     claims.append(
-        Claim(
+        at_least(
+            Estimate.point(n_ok, n=len(usable), method="count of networks"),
+            len(usable),
+            null="some network without a converged, identifiable estimate and finite CIs",
             claim="MoM from cycle counts gives identifiable estimates with 95% CIs on real "
             "size-varying contact networks",
             paper="real-data example: accurate, effective estimates",
-            measured="; ".join(summary),
-            holds=all_ok,
+            subject="networks with converged, identifiable estimates and finite CIs",
+            detail="; ".join(summary),
         )
     )
     claims.append(
-        Claim(
+        all_of(
+            space,
             claim="estimates lie in the model's parameter space (p in [0,1], alpha, gamma >= 0)",
             paper="model fits the real networks",
-            measured="yes" if in_space else "no: some alpha/gamma estimate outside (model misfit)",
-            holds=in_space,
+            detail="point estimates; outside: model misfit",
         )
     )
+    # the goodness-of-fit claims stay legacy: a Monte-Carlo p-value against the fitted
+    # model has no protocol constructor, and not rejecting "the model generated the data"
+    # is no evidence that it did (a protocol "holds" would need an equivalence margin)
     alpha = float(config.gof_alpha)
     r = int(config.gof_replicates)
     verdict = {

@@ -109,6 +109,11 @@ def test_em_t0_seed_summary_means_and_paired_intervals():
         assert f"{d.mean():+.3f} [{lo:+.3f}, {hi:+.3f}]" in claims[0].measured
         highs.append(hi)
     assert claims[0].holds == bool(max(highs) < 0)
+    assert m[f"gap_voi_t0_{t0c}_vs_0"].n == 3
+    # one seed: no interval, every claim untestable (the named gate)
+    c1 = mod.seed_summary(dataclasses.replace(config, seeds=(0,)), per_seed)[1]
+    assert [c.verdict for c in c1] == ["untestable"] * 3
+    assert c1[0].gate.name.startswith("at least two seeds")
     # single-seed runs merged give the same as the three seeds at once
     one = [mod.seed_summary(dataclasses.replace(config, seeds=(s,)), per_seed)[0] for s in seeds]
     merged = {k: v for r in one for k, v in r.items() if k.endswith(tuple(f"_s{s}" for s in seeds))}
@@ -144,8 +149,26 @@ def test_em_joint_seed_summary_means_and_paired_intervals():
     )
     half = stats.t.ppf(0.975, 2) * d.std(ddof=1) / np.sqrt(3)
     assert f"{d.mean():+.3f} [{d.mean() - half:+.3f}, {d.mean() + half:+.3f}]" in claims[0].measured
-    np.testing.assert_allclose(m["gap_psnr_joint_vs_separate_x2_lo"], d.mean() - half)
+    gap = m["gap_psnr_joint_vs_separate_x2"]  # an Estimate: written as gap, gap_lo, gap_hi, gap_n
+    np.testing.assert_allclose([gap.low, gap.high], [d.mean() - half, d.mean() + half])
+    assert gap.n == 3
     assert "over 3 seeds" in claims[0].measured
+    # claim 1: joint beats separate in PSNR at x2 and x4 (the intervals' lower ends above 0)
+    ends = [m[f"gap_psnr_joint_vs_separate_{s}"] for s in ("x2", "x4")]
+    want = (
+        "holds"
+        if all(e.low > 0 for e in ends)
+        else "fails"
+        if any(e.high <= 0 for e in ends)
+        else "inconclusive"
+    )
+    assert claims[0].verdict == want
+    assert claims[0].kind == "superior"
+    assert claims[0].null == "separate SR"
+    # claim 3 needs a regime beyond the main one: without it, untestable
+    main_only = dataclasses.replace(config, settings=((2, "cremi_like"), (4, "cremi_like")))
+    keep = {k: v for k, v in per_seed.items() if "noisy" not in k}
+    assert mod.seed_summary(main_only, keep)[1][2].verdict == "untestable"
     # single-seed runs merged give the same as the three seeds at once
     one = [{k: v for k, v in per_seed.items() if k.endswith(f"_s{s}")} for s in seeds]
     merged = {k: v for r in one for k, v in r.items()}
@@ -157,5 +180,6 @@ def test_em_joint_seed_summary_means_and_paired_intervals():
     per_image = {k[: -len("_s0")]: rng.uniform(0, 30, config.n_test) for k in one[0]}
     m1, c1 = mod.seed_summary(one_cfg, one[0], per_image)
     d1 = per_image["psnr_joint_x2"] - per_image["psnr_separate_x2"]
-    np.testing.assert_allclose(m1["gap_psnr_joint_vs_separate_x2"], d1.mean())
+    np.testing.assert_allclose(m1["gap_psnr_joint_vs_separate_x2"].value, d1.mean())
+    assert m1["gap_psnr_joint_vs_separate_x2"].n == config.n_test
     assert "one training seed" in c1[0].measured

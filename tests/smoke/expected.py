@@ -96,11 +96,18 @@ METRICS: dict[str, tuple[str, ...]] = {
     "eeg_effect_size": (
         "bacc_state_at_zero_effect",
         "bacc_technique_at_zero_effect",
-        "bacc_state_at_zero_effect_ci_low",
-        "bacc_technique_at_zero_effect_ci_high",
+        "bacc_state_at_zero_effect_lo",
+        "bacc_technique_at_zero_effect_hi",
         "bacc_state_mean_scale1",
     ),
-    "eeg_state": ("bacc_state_eegnet", "bacc_state_shallow", "bacc_state_deep", "bacc_state_lda"),
+    "eeg_state": (
+        "bacc_state_eegnet",
+        "bacc_state_shallow",
+        "bacc_state_deep",
+        "bacc_state_lda",
+        "bacc_state_lda_lo",
+        "bacc_state_eegnet_hi",
+    ),
     "eeg_technique": ("bacc_technique_eegnet", "bacc_technique_shallow", "bacc_technique_lda"),
     # the P11 contract keys (issue 14): <metric>_<method>_x<k>, the noisy regime at x4
     "em_joint": tuple(
@@ -218,14 +225,19 @@ METRICS: dict[str, tuple[str, ...]] = {
     ),
     "sensing_maps": (
         "pattern_alignment_lo",
+        "pattern_alignment_diff",
         "offset_angle_deg",
         "offset_p_value",
         "geometry_effect",
+        "geometry_effect_lo",
+        "geometry_effect_n",
     ),
     "sensing_policy": (
         "steps_to_nectar_lexicographic",
         "reward_auc_lexicographic",
         "unseen_success_lexicographic",
+        "steps_to_nectar_lexicographic_minus_exploit_hi",
+        "reward_auc_lexicographic_minus_weighted_lo",
     ),
     "stereo_faces": tuple(
         f"{k}_{method}"

@@ -54,3 +54,22 @@ def test_crossing_interpolates_on_the_sweep():
     assert ipd._crossing([0.0, 0.01, 0.02], [1.0, 3.0, 7.0], 5.0) == pytest.approx(0.015)
     assert ipd._crossing([0.0, 0.01], [6.0, 7.0], 5.0) == 0.0
     assert ipd._crossing([0.0, 0.01], [1.0, 2.0], 5.0) == float("inf")
+
+
+def test_mean_ci_is_the_bootstrap_of_the_mean_and_nan_for_a_lost_face():
+    from scipy import stats
+
+    from experiments._harness import at_least
+
+    err = np.random.default_rng(3).gamma(2.0, 3.0, 40)
+    e = ipd._mean_ci(err, seed=1, n_resamples=2000)
+    assert e.value == pytest.approx(err.mean())
+    ref = stats.bootstrap((err,), np.mean, n_resamples=2000, method="percentile", rng=1)
+    assert [e.low, e.high] == pytest.approx(
+        [ref.confidence_interval.low, ref.confidence_interval.high], rel=1e-12
+    )
+    # a face whose error is not finite: no interval, the claim untestable (not "fails")
+    lost = ipd._mean_ci(np.append(err, np.nan), seed=1, n_resamples=200)
+    c = at_least(lost, 5.0, null="10 x the 0.5 mm bar", claim="c", paper="p")
+    assert np.isnan(lost.value)
+    assert c.verdict == "untestable"
