@@ -12,7 +12,9 @@ its alpha, and a four-valued verdict:
 
 Build one with a constructor, never by hand: `superior`, `noninferior`, `equivalent`
 (a difference `method - baseline`), `at_least` / `at_most` (an estimate against a bar),
-`excludes` (an estimate against a null value), `gated` (a precondition), `all_of` (a
+`excludes` (an estimate against a null value), `rejects` / `consistent_with` (a
+test's p-value against the config's alpha, where the claim is a test: a Monte-Carlo test
+against simulated nulls, a goodness of fit), `gated` (a precondition), `all_of` (a
 conjunction: every part must hold) and `best_of` (the best of several framings, models or
 layers, with Holm's correction over them). Margins and bars come from the experiment's
 config, fixed before the run: never derive one from the run's own numbers.
@@ -47,6 +49,8 @@ __all__ = [
     "at_least",
     "at_most",
     "excludes",
+    "rejects",
+    "consistent_with",
     "gated",
     "all_of",
     "best_of",
@@ -60,6 +64,8 @@ KINDS = (
     "at_least",
     "at_most",
     "excludes",
+    "rejects",
+    "consistent_with",
     "all_of",
 )
 _ONE_SIDED = ("superior", "noninferior", "at_least", "at_most")
@@ -237,6 +243,10 @@ class Claim:
             return lo - (ref if self.higher_is_better else -ref)
         if self.kind == "excludes":
             return max(e.low - ref, ref - e.high) - m
+        if self.kind == "rejects":
+            return (self.alpha or 0.0) - e.value
+        if self.kind == "consistent_with":
+            return e.value - (self.alpha or 0.0)
         return -math.inf
 
 
@@ -546,6 +556,98 @@ def excludes(
         "excludes", e, verdict, claim=claim, paper=paper, subject=subject, null=null,
         reference=value, margin=margin, higher_is_better=True, rule=rule, summary=summary,
         detail=detail, timing=timing,
+    )  # fmt: skip
+
+
+def _p_value_claim(
+    kind: str, p, alpha, *, test, null, claim, paper, subject, detail, n, timing
+) -> Claim:
+    try:
+        p = float(p)  # nan: the test could not be computed (untestable)
+    except (TypeError, ValueError):
+        raise ValueError(f"p: expected a p-value in [0, 1], received {p!r}") from None
+    alpha = _number("alpha", alpha)
+    if not (0 <= p <= 1 or math.isnan(p)):
+        raise ValueError(f"p: expected a p-value in [0, 1], received {p!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha: expected a level in (0, 1), received {alpha!r}")
+    est = Estimate.point(p, n=n, method=f"{_text('test', test)} p-value")
+    rejected = p <= alpha
+    if kind == "rejects":
+        verdict = "holds" if rejected else "inconclusive"
+        rule = f"holds if p <= {alpha:g}; otherwise inconclusive (not rejecting is no evidence)"
+    else:
+        verdict = "fails" if rejected else "inconclusive"
+        rule = (
+            f"fails if p <= {alpha:g} (the data reject it); otherwise inconclusive (not "
+            "rejecting a model does not show that it fits: that needs an equivalence margin)"
+        )
+    gate = _untestable_gate(est)
+    if gate is not None:
+        verdict = "untestable"
+    summary = f"{subject + ' ' if subject else ''}p = {p:.3g} ({test}, n={n}); alpha {alpha:g}"
+    return Claim(
+        _text("claim", claim),
+        _text("paper", paper),
+        summary + (f"; {detail}" if detail else ""),
+        timing=timing,
+        verdict=verdict,
+        kind=kind,
+        estimate=est,
+        subject=subject,
+        null=_text("null", null),
+        reference=alpha,
+        margin=0.0,
+        higher_is_better=kind == "consistent_with",
+        test=f"{test}: {rule}",
+        alpha=alpha,
+        gate=gate,
+    )
+
+
+def rejects(
+    p: float,
+    alpha: float,
+    *,
+    test: str,
+    null: str,
+    claim: str,
+    paper: str,
+    n: int = 1,
+    subject: str | None = None,
+    detail: str = "",
+    timing: bool = False,
+) -> Claim:
+    """A test (`test`, e.g. "Monte-Carlo test against 999 simulated nulls") rejects the
+    null `null` at level `alpha` (from the config): holds if `p <= alpha`, inconclusive
+    otherwise (failing to reject is absence of evidence, never a "fails"). For claims
+    with an effect size, prefer `excludes` / `superior` on an interval."""
+    return _p_value_claim(
+        "rejects", p, alpha, test=test, null=null, claim=claim, paper=paper,
+        subject=subject, detail=detail, n=n, timing=timing,
+    )  # fmt: skip
+
+
+def consistent_with(
+    p: float,
+    alpha: float,
+    *,
+    test: str,
+    null: str,
+    claim: str,
+    paper: str,
+    n: int = 1,
+    subject: str | None = None,
+    detail: str = "",
+    timing: bool = False,
+) -> Claim:
+    """A goodness-of-fit claim: the data are consistent with the model `null` (e.g. "the
+    fitted model's simulated networks"). Fails if the test rejects it (`p <= alpha`);
+    otherwise inconclusive: a p-value alone never shows that a model fits (that needs an
+    equivalence margin on a discrepancy, `equivalent`). Never holds."""
+    return _p_value_claim(
+        "consistent_with", p, alpha, test=test, null=null, claim=claim, paper=paper,
+        subject=subject, detail=detail, n=n, timing=timing,
     )  # fmt: skip
 
 

@@ -287,3 +287,38 @@ def test_flatten_metrics_writes_estimates_by_the_naming_rule():
     assert flatten_metrics({"x": Estimate(float("nan"), 0, 1, 0.9, "t", 2)})["x"] is None
     with pytest.raises(ValueError, match="acc_lo"):
         flatten_metrics({"acc": e, "acc_lo": 0.1})
+
+
+# ---------------------------------------------------------------- p-value claims
+
+
+@pytest.mark.parametrize(
+    ("p", "rejects_verdict", "consistent_verdict"),
+    [(0.001, "holds", "fails"), (0.05, "holds", "fails"), (0.2, "inconclusive", "inconclusive")],
+)
+def test_p_value_claims_never_read_absence_of_evidence_as_a_verdict(
+    p, rejects_verdict, consistent_verdict
+):
+    from experiments._harness import consistent_with, rejects
+
+    kw = dict(test="Monte-Carlo test, 99 nulls", null="no offset", claim="c", paper="p", n=99)
+    r = rejects(p, 0.05, **kw)
+    c = consistent_with(p, 0.05, **kw)
+    assert (r.verdict, c.verdict) == (rejects_verdict, consistent_verdict)
+    assert r.alpha == c.alpha == 0.05
+    assert r.kind == "rejects"
+    assert c.kind == "consistent_with"
+    assert r.as_dict("P9")["estimate"]["value"] == p
+
+
+def test_p_value_claims_check_their_inputs():
+    from experiments._harness import rejects
+
+    kw = dict(test="t", null="n", claim="c", paper="p")
+    with pytest.raises(ValueError, match="p-value"):
+        rejects(1.5, 0.05, **kw)
+    with pytest.raises(ValueError, match="alpha"):
+        rejects(0.01, 0.0, **kw)
+    with pytest.raises(ValueError, match="null"):
+        rejects(0.01, 0.05, **{**kw, "null": ""})
+    assert rejects(float("nan"), 0.05, **kw).verdict == "untestable"
