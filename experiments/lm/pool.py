@@ -25,10 +25,12 @@ import numpy as np
 
 from experiments._harness import (
     Estimate,
+    Precondition,
     Result,
     RunContext,
     at_least,
     cache_dir,
+    gated,
     log,
     model_sha256,
     wilson,
@@ -181,16 +183,20 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     metrics["pool_oracle_acc"] = float(table.any(axis=0).mean())
     metrics["pool_best_single_acc"] = float(table.mean(axis=1).max())
     claims = [
-        at_least(
-            disagree,
-            config.disagreement_bar,
-            null=f"{config.disagreement_bar:.0%} of items (the disagreement routing needs)",
-            subject="fraction of items some but not all models get right",
-            claim=f"Per-item correctness differs between the pool's models on >= "
-            f"{config.disagreement_bar:.0%} of items (what routing needs)",
-            paper=f">= {config.disagreement_bar:.0%} of items",
-            detail=f"{n} items; oracle routing {metrics['pool_oracle_acc']:.3f} vs best single "
-            f"{metrics['pool_best_single_acc']:.3f}",
+        gated(
+            at_least(
+                disagree,
+                config.disagreement_bar,
+                null=f"{config.disagreement_bar:.0%} of items (the disagreement routing needs)",
+                subject="fraction of items some but not all models get right",
+                claim=f"Per-item correctness differs between the pool's models on >= "
+                f"{config.disagreement_bar:.0%} of items (what routing needs)",
+                paper=f">= {config.disagreement_bar:.0%} of items",
+                detail=f"{n} items; oracle routing {metrics['pool_oracle_acc']:.3f} vs best single "
+                f"{metrics['pool_best_single_acc']:.3f}",
+            ),
+            # one model cannot disagree with itself (the smoke tier's pool)
+            Precondition(">= 2 models in the pool", table.shape[0] >= 2, f"{table.shape[0]}"),
         ),
     ]
     for k, (p_text, p_shuf) in ppl.items():
