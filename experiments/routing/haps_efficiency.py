@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext, log
+from experiments._harness import Estimate, Result, RunContext, at_most, log
 from experiments.routing import _haps
 from jaxlab import lm, routing
 
@@ -46,7 +46,12 @@ class Config(_haps.HAPSConfig):
     steps: int = 10
     n_timed: int = 30  # held-out queries timed
     repeats: int = 3
+    #: the time-per-query ratio HAPS / routing-only the efficiency claim allows (our bar for
+    #: "efficient at inference": the paper gives no number)
     max_overhead: float = 2.0
+    #: the generated fraction of the chosen model's parameters the claim allows: 1% (our
+    #: reading of the paper's "lightweight")
+    max_generated_fraction: float = 0.01
 
 
 QUICK = Config()
@@ -176,24 +181,34 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     metrics["haps_over_routing_only_time_ratio"] = ratio
     log.info("efficiency: %s", metrics)
     claims = [
-        Claim(
-            f"HAPS's time per query (router + LoRA generation + adapted top blocks on the cached "
-            f"prefix) is within {config.max_overhead}x the routing-only pass on the same prefix "
-            "(a threshold on medians, no CI; shared 2-core machine, ratio within one run; "
-            f"{_haps.HAPS_CAVEAT})",
-            "HAPS is efficient at inference",
-            f"{metrics['seconds_per_query/haps'] * 1e3:.2f} ms vs "
-            f"{metrics['seconds_per_query/routing_only'] * 1e3:.2f} ms (ratio {ratio:.2f}); "
+        at_most(
+            Estimate.point(ratio, n=len(test), method="ratio of medians (no interval)"),
+            config.max_overhead,
+            null=f"{config.max_overhead}x the routing-only time per query",
+            subject="HAPS / routing-only time per query",
+            timing=True,
+            claim=f"HAPS's time per query (router + LoRA generation + adapted top blocks on the "
+            f"cached prefix) is within {config.max_overhead}x the routing-only pass on the same "
+            "prefix (a threshold on medians, no interval; shared 2-core machine, ratio within "
+            f"one run; {_haps.HAPS_CAVEAT})",
+            paper="HAPS is efficient at inference",
+            detail=f"{metrics['seconds_per_query/haps'] * 1e3:.2f} ms vs "
+            f"{metrics['seconds_per_query/routing_only'] * 1e3:.2f} ms; "
             f"static LoRA {metrics['seconds_per_query/static_lora'] * 1e3:.2f} ms",
-            ratio <= config.max_overhead,
         ),
-        Claim(
-            "HAPS generates less than 1% of the chosen model's parameters per query (an exact "
-            f"count, no CI; {_haps.HAPS_CAVEAT}: the fraction shrinks for larger models)",
-            "parameter generation is lightweight",
-            f"{metrics['generated_params_per_query_mean']:.0f} numbers per query, "
+        at_most(
+            Estimate.point(
+                metrics["generated_fraction_of_model_mean"], n=len(test), method="exact count"
+            ),
+            config.max_generated_fraction,
+            null=f"{config.max_generated_fraction:.0%} of the chosen model's parameters",
+            subject="generated fraction of the chosen model's parameters",
+            claim="HAPS generates less than 1% of the chosen model's parameters per query (an "
+            f"exact count, no interval; {_haps.HAPS_CAVEAT}: the fraction shrinks for larger "
+            "models)",
+            paper="parameter generation is lightweight",
+            detail=f"{metrics['generated_params_per_query_mean']:.0f} numbers per query, "
             f"{100 * metrics['generated_fraction_of_model_mean']:.3f}% of the chosen model",
-            metrics["generated_fraction_of_model_mean"] < 0.01,
         ),
     ]
     del h_hist

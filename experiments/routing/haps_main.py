@@ -17,7 +17,8 @@ pool. The bottom blocks of every model are frozen and cached per item
 - oracles over the plain and over the statically adapted models.
 
 Claims: HAPS's held-out accuracy is above the best routing-only router's and above the best
-single model + static LoRA's, with paired bootstrap CIs over test queries.
+single model + static LoRA's (`superior` on the per-query accuracy difference, the
+harness's paired bootstrap over held-out queries).
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext, log
+from experiments._harness import Estimate, Result, RunContext, log, paired_bootstrap, superior
 from experiments.routing import _haps
-from jaxlab import routing
+from jaxlab import numpy_rng, routing
 
 NAME = "routing_haps_main"
 PAPER = "P19"
@@ -83,7 +84,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         len(test),
         len(names),
     )
-    metrics: dict[str, float] = {
+    metrics: dict[str, float | Estimate] = {
         "n_queries": len(data.items),
         "n_test": len(test),
         "prefix_cache_build_seconds_this_run": data.cache_seconds,
@@ -170,19 +171,22 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     best_router = max(routers, key=lambda n: metrics[f"accuracy/{n}"])
     metrics["best_routing_only_is_" + best_router] = 1.0
     kb = jax.random.split(k_boot, 4)
-    d_route = _haps.paired_ci(per_query["haps"], per_query[best_router], config.n_boot, kb[0])
-    d_static = _haps.paired_ci(per_query["haps"], per_query["static_best"], config.n_boot, kb[1])
-    d_task = _haps.paired_ci(per_query["haps"], per_query["task_lora"], config.n_boot, kb[2])
-    d_sr = _haps.paired_ci(per_query["haps"], per_query["static_lora_router"], config.n_boot, kb[3])
-    for tag, d in (
-        ("vs_best_routing_only", d_route),
-        ("vs_static_lora", d_static),
-        ("vs_task_lora", d_task),
-        ("vs_static_lora_router", d_sr),
+    gains = {}
+    for i, (tag, other) in enumerate(
+        (
+            ("vs_best_routing_only", best_router),
+            ("vs_static_lora", "static_best"),
+            ("vs_task_lora", "task_lora"),
+            ("vs_static_lora_router", "static_lora_router"),
+        )
     ):
-        metrics[f"haps_gain_{tag}"] = d[0]
-        metrics[f"haps_gain_{tag}_ci_low"] = d[1]
-        metrics[f"haps_gain_{tag}_ci_high"] = d[2]
+        gains[tag] = paired_bootstrap(
+            per_query["haps"],
+            per_query[other],
+            seed=numpy_rng(kb[i]),
+            n_resamples=config.n_boot,
+        )
+        metrics[f"haps_gain_{tag}"] = gains[tag]
     log.info("accuracy: %s", {n: round(metrics[f"accuracy/{n}"], 3) for n in per_query})
 
     size = (
@@ -191,28 +195,34 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         + ("" if ctx.full else f"; {_haps.HAPS_QUICK_NOTE}")
     )
 
-    def fmt(d):
-        return f"{d[0]:+.3f} (95% CI {d[1]:+.3f}, {d[2]:+.3f})"
-
     claims = [
-        Claim(
-            f"HAPS's held-out accuracy is above the best routing-only router ({best_router}) "
-            f"over the plain models; {_haps.HAPS_NULL} ({size}; {_haps.HAPS_CAVEAT})",
-            "HAPS outperforms strong routing baselines",
-            f"accuracy {metrics['accuracy/haps']:.3f} vs {metrics[f'accuracy/{best_router}']:.3f}; "
-            f"gain {fmt(d_route)}; plain-model oracle {metrics['accuracy/oracle_plain']:.3f}",
-            d_route[1] > 0,
+        superior(
+            gains["vs_best_routing_only"],
+            "HAPS",
+            f"the best routing-only router ({best_router})",
+            config.gain_margin,
+            claim=f"HAPS's held-out accuracy is above the best routing-only router "
+            f"({best_router}) over the plain models; {_haps.HAPS_NULL} ({size}; "
+            f"{_haps.HAPS_CAVEAT})",
+            paper="HAPS outperforms strong routing baselines",
+            detail=f"accuracy {metrics['accuracy/haps']:.3f} vs "
+            f"{metrics[f'accuracy/{best_router}']:.3f}; plain-model oracle "
+            f"{metrics['accuracy/oracle_plain']:.3f}",
         ),
-        Claim(
-            f"HAPS's held-out accuracy is above the best single model with a static LoRA "
+        superior(
+            gains["vs_static_lora"],
+            "HAPS",
+            f"the best single model with a static LoRA ({names[best]})",
+            config.gain_margin,
+            claim=f"HAPS's held-out accuracy is above the best single model with a static LoRA "
             f"({names[best]}, chosen on training accuracy) trained on the same mix; "
             f"{_haps.HAPS_NULL} ({size}; {_haps.HAPS_CAVEAT})",
-            "HAPS beats static adaptation",
-            f"accuracy {metrics['accuracy/haps']:.3f} vs {metrics['accuracy/static_best']:.3f}; "
-            f"gain {fmt(d_static)}; task-level LoRA {metrics['accuracy/task_lora']:.3f} "
-            f"(gain {fmt(d_task)}); per-architecture static LoRA + router "
-            f"{metrics['accuracy/static_lora_router']:.3f} (gain {fmt(d_sr)})",
-            d_static[1] > 0,
+            paper="HAPS beats static adaptation",
+            detail=f"accuracy {metrics['accuracy/haps']:.3f} vs "
+            f"{metrics['accuracy/static_best']:.3f}; task-level LoRA "
+            f"{metrics['accuracy/task_lora']:.3f} (gain {gains['vs_task_lora']:+.3f}); "
+            f"per-architecture static LoRA + router {metrics['accuracy/static_lora_router']:.3f} "
+            f"(gain {gains['vs_static_lora_router']:+.3f})",
         ),
     ]
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -229,7 +239,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         f"{config.top} blocks at the last {config.n_active} prompt tokens (activated LoRA over "
         "the cached prefix), rank "
         f"{config.rank} on {'/'.join(config.targets)}, {config.steps} steps; one split "
-        "(stratified by group), CIs from a paired bootstrap over held-out queries. The "
+        "(stratified by group), 95% intervals from the harness's paired percentile bootstrap "
+        "over held-out queries. The "
         "static-LoRA + router baseline's router is trained on the adapted models' "
         "in-sample correctness. Cost = 2 n_params (prompt tokens + 1) GFLOPs. Machine "
         "shared with other agents (2 cores)."

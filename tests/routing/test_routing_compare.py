@@ -1,5 +1,5 @@
-"""The P6 experiments' shared comparison: paired-bootstrap CIs, masking helpers, the exact
-permutation test of routing_groups (against scipy's permutation_test), and an end-to-end
+"""The P6 experiments' shared comparison: the paired bootstrap over held-out queries (against
+the harness's bootstrap of the same resamples), masking helpers, and an end-to-end
 comparison on a planted table where routing must win; `refit=True` reaches every learned
 router's selection."""
 
@@ -10,8 +10,8 @@ import dataclasses
 import jax
 import numpy as np
 import pytest
-from scipy import stats
 
+from experiments._harness import bootstrap
 from experiments._harness._registry import validate_module
 from experiments.routing import _compare, ablation, groups, masking, text, vqa
 from jaxlab import routing
@@ -40,12 +40,14 @@ def test_experiment_contracts():
 
 
 def test_routing_beats_fixed_on_planted_table(splits):
-    gain, lo, hi = _compare.diff_ci(splits, "mlp", "fixed")
-    assert lo > 0
-    assert lo <= gain <= hi
-    assert _compare.stat(splits, "mlp") > _compare.stat(splits, "fixed")
+    d = _compare.diff_estimate(splits, "mlp", "fixed", n_resamples=100)
+    assert d.low > 0
+    assert d.low <= d.value <= d.high
+    assert d.n == sum(s.test.n_queries for s in splits)
+    assert d.value == pytest.approx(_compare.stat(splits, "mlp") - _compare.stat(splits, "fixed"))
     # a router against itself: exactly no difference
-    assert _compare.diff_ci(splits, "mlp", "mlp", "rank") == (0.0, 0.0, 0.0)
+    same = _compare.diff_estimate(splits, "mlp", "mlp", "rank", n_resamples=100)
+    assert (same.value, same.low, same.high) == (0.0, 0.0, 0.0)
     zero, oracle = _compare.zero_and_oracle_aiq(splits)
     assert zero <= _compare.stat(splits, "mlp") <= oracle
 
@@ -59,30 +61,30 @@ def test_masking_helpers(splits):
     q = _compare.masked_quality(s, "mlp", av)
     assert q.shape == (s.test.n_queries,)
     assert q.mean() <= s.test.quality[:, av].max(1).mean() + 1e-12
-    m, lo, hi = _compare.boot_ci(splits, [np.full(x.test.n_queries, 0.25) for x in splits])
-    assert (m, lo, hi) == pytest.approx((0.25, 0.25, 0.25))
+    e = _compare.mean_estimate(
+        splits, [np.full(x.test.n_queries, 0.25) for x in splits], n_resamples=50
+    )
+    assert (e.value, e.low, e.high) == pytest.approx((0.25, 0.25, 0.25))
 
 
-def test_exact_spearman_p_matches_scipy():
-    rng = np.random.default_rng(3)
-    for n in (4, 6):
-        x, y = rng.normal(size=n), rng.normal(size=n)
-        rho, p = groups.exact_spearman_p(x, y)
-        ref = stats.permutation_test(
-            (y,),
-            lambda yy, x=x: stats.spearmanr(x, yy)[0],
-            permutation_type="pairings",
-            alternative="greater",
-            n_resamples=np.inf,
-        )
-        assert rho == pytest.approx(ref.statistic)
-        assert p == pytest.approx(ref.pvalue)
-    with pytest.raises(ValueError, match="8 groups"):
-        groups.exact_spearman_p(np.arange(9.0), np.arange(9.0))
-    # a constant gain (every group's LatentRouter gain 0: it routed like the best fixed
-    # candidate) raised scipy's ConstantInputWarning and gave rho nan
-    assert groups.exact_spearman_p([0.1, 0.3, 0.2], [0.0, 0.0, 0.0]) == (0.0, 1.0)
-    assert groups.exact_spearman_p([0.5, 0.5], [0.1, 0.2]) == (0.0, 1.0)
+def test_split_bootstrap_is_the_harness_bootstrap_of_the_pooled_queries(splits):
+    """One split: the pooled items are its queries, so the interval of a per-query mean is
+    the harness's bootstrap of that mean with the same generator (the same resamples); two
+    splits: the value is the mean of the splits' means, `where` restricts each mean."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=splits[0].test.n_queries)
+    got = _compare.mean_estimate(splits[:1], [x], n_resamples=200)
+    ref = bootstrap(x, np.mean, seed=np.random.default_rng([splits[0].seed]), n_resamples=200)
+    assert (got.value, got.low, got.high) == pytest.approx((ref.value, ref.low, ref.high))
+    xs = [rng.normal(size=s.test.n_queries) for s in splits]
+    masks = [np.arange(s.test.n_queries) % 3 == 0 for s in splits]
+    two = _compare.mean_estimate(splits, xs, where=masks, n_resamples=200)
+    means = [x[m].mean() for x, m in zip(xs, masks, strict=True)]
+    assert two.value == pytest.approx(np.mean(means))
+    assert two.low < two.value < two.high
+    # the same splits draw the same resamples (common random numbers across estimates)
+    again = _compare.mean_estimate(splits, xs, where=masks, n_resamples=200)
+    assert (again.low, again.high) == (two.low, two.high)
 
 
 def test_oracle_curve_bounds_every_router(getkey):

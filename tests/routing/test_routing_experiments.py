@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from experiments._harness._registry import validate_module
+from experiments.lm import _setup as lm_setup
 from experiments.routing import _sources, _text_table, text
 from jaxlab import routing
 
@@ -49,6 +50,17 @@ def test_items_parse_and_shots_are_not_queries():
     assert p2 == p0.removesuffix("Answer:") + "Let's think step by step."
     with pytest.raises(ValueError, match="prompt"):
         _text_table.prompt_inputs("cot", queries[0], shots)
+
+
+def test_logiqa_items_equal_lm_pools():
+    """routing's LogiQA parser (moved out of experiments/lm so routing imports no other
+    experiment) gives lm_pool's items: the committed tables and caches are keyed by them."""
+    ours = _sources.logiqa_items(300)
+    assert ours == lm_setup.logiqa_items(300)
+    assert {it["answer"] for it in ours} == {0, 1, 2, 3}
+    assert not any(o.startswith(("A.", "B.", "C.", "D.")) for it in ours for o in it["options"])
+    with pytest.raises(ValueError, match="LogiQA file has"):
+        _sources.logiqa_items(10**7)
 
 
 def test_answer_rules_share_tokens_and_latency():
