@@ -11,15 +11,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._harness import (
-    Claim,
     Estimate,
     Result,
     RunContext,
     all_of,
+    at_least,
+    at_most,
     bootstrap,
     excludes,
     paired_bootstrap,
     paired_t,
+    rejects,
     superior,
 )
 from experiments.sensing._setup import (
@@ -359,6 +361,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         **_validation_metrics(val_at, val_loss, best_step, config),
         "train_steps": int(len(losses)),
     }
+    offset_claim = "information peak is offset at an angle from the flower axis"
+    offset_paper = "angled offsets during tracking"
     claims = [
         all_of(
             {
@@ -389,20 +393,42 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             f"{metrics['pattern_corr_whole_grid']:.2f}; inside, with the value: "
             f"{metrics['pattern_value_corr_inside']:.2f}.)",
         ),
-        # legacy: the protocol has no constructor for a p-value against a simulated null
-        # distribution (a point p-value read with at_most would say "fails" where p >= alpha
-        # is only inconclusive)
-        Claim(
-            "information peak is offset at an angle from the flower axis",
-            "angled offsets during tracking",
-            f"median angle {metrics['offset_angle_deg']:.0f} deg; null (peaks at uniformly "
-            f"random grid points, {config.n_null} draws): median {null_median:.0f} deg, "
-            f"two-sided p = {p_offset:.3f}; {peak_inside:.0%} of peaks inside the corolla; "
-            f"peak on the corolla only: {metrics['offset_angle_corolla_deg']:.0f} deg vs "
-            f"null {null_in:.0f} deg, p = {p_in:.3f}; holds if {config.min_angle:g} < angle < "
-            f"{180 - config.min_angle:g} and p < {config.alpha:g}",
-            config.min_angle < metrics["offset_angle_deg"] < 180.0 - config.min_angle
-            and p_offset < config.alpha,
+        all_of(
+            {
+                "not along the axis (low)": at_least(
+                    Estimate.point(metrics["offset_angle_deg"], method="median peak angle"),
+                    config.min_angle,
+                    null=f"along the flower axis (angle < {config.min_angle:g} deg)",
+                    claim=offset_claim,
+                    paper=offset_paper,
+                    subject="median angle",
+                ),
+                "not along the axis (high)": at_most(
+                    Estimate.point(metrics["offset_angle_deg"], method="median peak angle"),
+                    180.0 - config.min_angle,
+                    null=f"along the flower axis (angle > {180 - config.min_angle:g} deg)",
+                    claim=offset_claim,
+                    paper=offset_paper,
+                    subject="median angle",
+                ),
+                "random-peak null rejected": rejects(
+                    p_offset,
+                    config.alpha,
+                    test=f"two-sided Monte-Carlo test against {config.n_null} random-peak draws",
+                    null="peaks at uniformly random grid points",
+                    claim=offset_claim,
+                    paper=offset_paper,
+                    n=int(config.n_null),
+                    subject="median angle vs null",
+                ),
+            },
+            claim=offset_claim,
+            paper=offset_paper,
+            detail=f"median angle {metrics['offset_angle_deg']:.0f} deg; null (peaks at "
+            f"uniformly random grid points, {config.n_null} draws): median {null_median:.0f} "
+            f"deg, two-sided p = {p_offset:.3f}; {peak_inside:.0%} of peaks inside the "
+            f"corolla; peak on the corolla only: {metrics['offset_angle_corolla_deg']:.0f} deg "
+            f"vs null {null_in:.0f} deg, p = {p_in:.3f}",
         ),
         excludes(
             geometry_effect,
