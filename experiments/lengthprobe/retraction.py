@@ -313,7 +313,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                     paper="the per-position estimate shifts upward at retractions (qualitative, "
                     "curated high-loss completions, 7-8B models)",
                     detail=f"jump (tokens) retraction {jump_r.mean():+.1f} vs filler "
-                    f"{jump_f.mean():+.1f} over {n_items} items (log1p units {jump_log_diff:+.3f}); "
+                    f"{jump_f.mean():+.1f} over {n_items} items (log1p units "
+                    f"{jump_log_diff:+.3f}); "
                     f"position-only {jump_pos.mean():+.1f} after both; {n_events} natural "
                     "retractions",
                 ),

@@ -94,7 +94,8 @@ def test_retraction_writes_its_keys_and_caches(fake_data, monkeypatch, tmp_path)
     for k in ("jump_retraction", "jump_filler", "jump_position_only_smollm2"):
         assert np.isfinite(res.metrics[k]), k
     diff = res.metrics["jump_diff"]  # an Estimate: the paired bootstrap over items
-    assert diff.finite and diff.low <= diff.high
+    assert diff.finite
+    assert diff.low <= diff.high
     assert diff.value == pytest.approx(res.metrics["jump_retraction"] - res.metrics["jump_filler"])
     assert res.claims[0].verdict in ("holds", "fails", "inconclusive")
     assert res.metrics["jump_position_only_diff_smollm2"] == 0.0

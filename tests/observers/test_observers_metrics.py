@@ -66,7 +66,8 @@ def test_ratio_estimate():
     # an exact multiple: every resample gives the same ratio
     est = C.ratio_estimate(0.5 * b, b, key=key, n_boot=200)
     assert (est.value, est.low, est.high) == pytest.approx((0.5, 0.5, 0.5))
-    assert est.n == 30 and est.level == 0.95
+    assert est.n == 30
+    assert est.level == 0.95
     # noisy pairs: scipy's paired percentile bootstrap of the ratio of means, same seed
     a = b * np.random.default_rng(1).uniform(0.5, 1.5, 30)
     est = C.ratio_estimate(a, b, key=key, n_boot=500)
