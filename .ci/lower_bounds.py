@@ -27,7 +27,9 @@ for req in [*project["dependencies"], *requirements(["test"])]:
     if not m:
         raise SystemExit(f"pyproject.toml: {req!r} has no `>=` lower bound")
     name = m.group(1).lower()
-    pins[name] = max(pins.get(name, m.group(3)), m.group(3), key=lambda v: [
-        int(x) if x.isdigit() else 0 for x in re.split(r"[.]", v)
-    ])
+    pins[name] = max(
+        pins.get(name, m.group(3)),
+        m.group(3),
+        key=lambda v: [int(x) if x.isdigit() else 0 for x in re.split(r"[.]", v)],
+    )
 sys.stdout.write("".join(f"{n}=={v}.*\n" for n, v in sorted(pins.items())))

@@ -19,7 +19,7 @@ import time
 import jax
 import numpy as np
 
-from experiments._harness import cache_dir, log
+from experiments._harness import Estimate, cache_dir, log
 from jaxlab import TqdmProgress, interp, lm, write_json
 from jaxlab import lengthprobe as lp
 
@@ -244,6 +244,21 @@ if __name__ == "__main__":  # build the QUICK cache: python -m experiments.lengt
 def spearman_gap(y, p, q, *, weights=None):
     """Spearman(y, p) - Spearman(y, q): the gain of predictor p over q (bootstrap metric)."""
     return interp.spearman(y, p, weights=weights) - interp.spearman(y, q, weights=weights)
+
+
+def boot_estimate(value, low, high, *, n: int, level: float = 0.95, units: str = "prompts"):
+    """An interval of jaxlab's percentile bootstrap (`interp.bootstrap_ci`,
+    `lengthprobe.length_metrics`) as an `Estimate`: those resample whole prompts (groups)
+    and evaluate on masked rows, which the harness's `bootstrap` does not; `n` the units
+    resampled (at least 1)."""
+    return Estimate(
+        float(value),
+        float(low),
+        float(high),
+        level,
+        f"percentile bootstrap over {units} (jaxlab.interp)",
+        max(int(n), 1),
+    )
 
 
 def generated_rows(d: ModelData) -> dict[str, np.ndarray]:

@@ -21,7 +21,15 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext
+from experiments._harness import (
+    Estimate,
+    Precondition,
+    Result,
+    RunContext,
+    at_least,
+    gated,
+    superior,
+)
 from experiments.lengthprobe import _setup
 from jaxlab import interp
 from jaxlab import lengthprobe as lp
@@ -40,6 +48,9 @@ class Config(_setup.CacheConfig):
     n_folds: int = 5
     n_boot: int = 500
     margin: float = 0.1  # Spearman gain over the best baseline the claim asks for
+    # "most natural families": the fraction of natural family-model pairs whose gain clears
+    # the margin must be at least this (more than half)
+    most: float = 0.51
 
 
 QUICK = Config()
@@ -62,7 +73,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     fig_c, axes_c = plt.subplots(
         len(config.models), 3, figsize=(10, 2.8 * len(config.models)), squeeze=False
     )
-    wins, natural_pairs, notes = 0, 0, []
+    wins, losses, natural_pairs, notes, pair_verdicts = 0, 0, 0, [], []
     for mi, model in enumerate(config.models):
         tag = _setup.short(model)
         d = _setup.model_data(config, model, key)
@@ -113,8 +124,9 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 for k in ("spearman", "r2", "nmae"):
                     metrics[f"{k}_{tag}_{fname}{suffix}"] = m[k]
                 if kind == "probe":
-                    metrics[f"spearman_low_{tag}_{fname}"] = m["spearman_low"]
-                    metrics[f"spearman_high_{tag}_{fname}"] = m["spearman_high"]
+                    metrics[f"spearman_{tag}_{fname}"] = _setup.boot_estimate(
+                        m["spearman"], m["spearman_low"], m["spearman_high"], n=int(mask.sum())
+                    )
                 sp[kind] = m["spearman"]
             best = max(BASELINES, key=lambda b: sp[b])
             gain, lo, hi = interp.bootstrap_ci(
@@ -126,11 +138,21 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 n_resamples=config.n_boot,
                 weights=mask.astype(np.float32),
             )
-            metrics[f"gain_{tag}_{fname}"] = float(gain)
-            metrics[f"gain_low_{tag}_{fname}"] = float(lo)
+            gain = _setup.boot_estimate(gain, lo, hi, n=int(mask.sum()))
+            metrics[f"gain_{tag}_{fname}"] = gain
             if fname in lp.FAMILIES and lp.FAMILIES[fname].kind == "natural":
                 natural_pairs += 1
-                wins += bool(float(gain) >= config.margin and float(lo) > 0)
+                pair = superior(
+                    gain,
+                    "probe",
+                    f"the best prompt-only baseline ({best})",
+                    config.margin,
+                    claim=f"{tag}/{fname}: the probe beats the best baseline",
+                    paper="-",
+                )
+                wins += pair.verdict == "holds"
+                losses += pair.verdict in ("fails", "untestable")
+                pair_verdicts.append(f"{tag}/{fname} {gain:+.3f} vs {best}: {pair.verdict}")
         # Spearman by layer (within-family mean), per-layer out-of-fold predictions
         by_layer = [
             _mean_finite(
@@ -194,14 +216,38 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             shown += 1
     metrics["natural_pairs"] = natural_pairs
     metrics["natural_pairs_probe_wins"] = wins
+    # the fraction of pairs won: at least the pairs whose gain clears the margin (low), at
+    # most those plus the inconclusive ones (high); each pair's verdict from its 0.95 interval
+    n_pairs = max(natural_pairs, 1)
+    won = Estimate(
+        wins / n_pairs if natural_pairs else float("nan"),
+        wins / n_pairs if natural_pairs else float("nan"),
+        (natural_pairs - losses) / n_pairs if natural_pairs else float("nan"),
+        0.95,
+        "fraction of natural family-model pairs won (low: holds; high: holds or "
+        "inconclusive; per-pair paired bootstrap intervals)",
+        n_pairs,
+    )
     claims = [
-        Claim(
-            "Total length is linearly decodable from the prompt-last state: the probe beats "
-            f"the best prompt-only baseline by >= {config.margin} within-family Spearman "
-            "(paired bootstrap CI of the gain above 0) on most natural families. " + _setup.CAVEAT,
-            "decodable before any output is emitted (three 7-8B models, seven datasets)",
-            f"{wins}/{natural_pairs} natural family-model pairs",
-            bool(natural_pairs > 0 and wins > natural_pairs / 2),
+        gated(
+            at_least(
+                won,
+                config.most,
+                null=f"at most half the pairs (bar {config.most:g})",
+                subject="pairs won",
+                claim="Total length is linearly decodable from the prompt-last state: the probe "
+                f"beats the best prompt-only baseline by more than {config.margin} within-family "
+                "Spearman (the paired bootstrap interval of the gain above the margin) on most "
+                "natural families. " + _setup.CAVEAT,
+                paper="decodable before any output is emitted (three 7-8B models, seven datasets)",
+                detail=f"{wins}/{natural_pairs} natural family-model pairs: "
+                + "; ".join(pair_verdicts),
+            ),
+            Precondition(
+                "a natural family with >= 4 complete completions",
+                natural_pairs > 0,
+                f"{natural_pairs} natural family-model pairs",
+            ),
         )
     ]
     txt = (

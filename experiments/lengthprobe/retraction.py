@@ -33,7 +33,16 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Result, RunContext, cache_dir
+from experiments._harness import (
+    Estimate,
+    Precondition,
+    Result,
+    RunContext,
+    cache_dir,
+    gated,
+    paired_bootstrap,
+    superior,
+)
 from experiments.lengthprobe import _setup
 from jaxlab import interp, lm
 from jaxlab import lengthprobe as lp
@@ -73,18 +82,6 @@ def full_work(config: Config) -> float:
     return _setup.full_work(config) + cont * sum(lm.MODELS[m].n_params for m in config.models)
 
 
-def _mean(x, *, weights=None):
-    """Weighted mean (bootstrap metric)."""
-    w = jnp.ones_like(x) if weights is None else weights
-    return jnp.sum(w * x) / jnp.sum(w)
-
-
-def _mean_ci(x, key, n_boot) -> tuple[float, float, float]:
-    """Mean of `x` over items with its percentile bootstrap CI."""
-    est, lo, hi = interp.bootstrap_ci(_mean, jnp.asarray(x), key=key, n_resamples=n_boot)
-    return float(est), float(lo), float(hi)
-
-
 def _row_lookup(store: lm.ActivationStore) -> dict[tuple[int, int], int]:
     return {
         (int(t), int(p)): r
@@ -92,7 +89,7 @@ def _row_lookup(store: lm.ActivationStore) -> dict[tuple[int, int], int]:
     }
 
 
-def _continuations(config, model: str, ids, families, layer):
+def _continuations(config, model: str, ids, families, layer, key):
     """Continue generating from the forced prefixes (cached); returns (set, last, generated)."""
     h = hashlib.sha256(
         json.dumps(
@@ -114,7 +111,7 @@ def _continuations(config, model: str, ids, families, layer):
         families,
         max_new_tokens=config.continue_tokens,
         batch_size=config.budget(model)[2],
-        key=jax.random.key(0),
+        key=key,
         layers=(layer,),
         desc=f"retraction {_setup.short(model)} continuations",
     )
@@ -207,7 +204,9 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 fams.append(cond)
             before_pos.append(cs.prompt_lengths[i] + cut - 1)
             cut_of.append(cut)
-        cont, last, _ = _continuations(config, model, ids, fams, layer)
+        cont, last, _ = _continuations(
+            config, model, ids, fams, layer, ctx.key("continuations", mi)
+        )
         lookup = _row_lookup(d.generated)
         before_rows = [lookup[(int(i), int(p))] for i, p in zip(items, before_pos, strict=True)]
         est_before = estimate(d.generated, before_rows)
@@ -223,36 +222,27 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         pc = _position_curve(g, fit_rows, np.concatenate([cuts - 1, cuts - 1 + len(phrase)]))
         jump_pos = lp.estimate_jump(pc, k, n_items + k)
         diff = (jump_r - jump_f).astype(np.float32)
-        bkey = jax.random.fold_in(key, 9)
-        est, lo, hi = (
-            float(v)
-            for v in interp.bootstrap_ci(
-                _mean, jnp.asarray(diff), key=bkey, n_resamples=config.n_boot
+        seed = int(jax.random.randint(jax.random.fold_in(key, 9), (), 0, 2**31 - 1))
+        if n_items >= 2:  # paired over items: the model's jump after both phrases
+            jump_diff = paired_bootstrap(jump_r, jump_f, seed=seed, n_resamples=config.n_boot)
+            jump_log_diff = paired_bootstrap(
+                jump_r_log, jump_f_log, seed=seed, n_resamples=config.n_boot
             )
-        )
-        dl = (jump_r_log - jump_f_log).astype(np.float32)
-        est_l, lo_l, hi_l = (
-            float(v)
-            for v in interp.bootstrap_ci(
-                _mean, jnp.asarray(dl), key=bkey, n_resamples=config.n_boot
-            )
-        )
+        else:
+            nan = float("nan")
+            jump_diff = jump_log_diff = Estimate(nan, nan, nan, 0.95, "too few items", 1)
         cont_len = cont.lengths
         metrics.update(
             {
                 f"items_{tag}": n_items,
                 f"jump_retraction_{tag}": float(jump_r.mean()),
                 f"jump_filler_{tag}": float(jump_f.mean()),
-                f"jump_diff_{tag}": est,
-                f"jump_diff_ci_low_{tag}": lo,
-                f"jump_diff_ci_high_{tag}": hi,
+                f"jump_diff_{tag}": jump_diff,
                 f"jump_diff_median_{tag}": float(np.median(diff)),
                 f"jump_diff_positive_fraction_{tag}": float((diff > 0).mean()),
                 f"jump_log_retraction_{tag}": float(jump_r_log.mean()),
                 f"jump_log_filler_{tag}": float(jump_f_log.mean()),
-                f"jump_log_diff_{tag}": est_l,
-                f"jump_log_diff_ci_low_{tag}": lo_l,
-                f"jump_log_diff_ci_high_{tag}": hi_l,
+                f"jump_log_diff_{tag}": jump_log_diff,
                 f"jump_position_only_{tag}": float(jump_pos.mean()),
                 f"jump_position_only_diff_{tag}": 0.0,  # same positions after both phrases
                 f"estimate_before_{tag}": float(np.expm1(est_before).mean()),
@@ -308,21 +298,31 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 lp.estimate_jump(pp, np.arange(m), m + np.arange(m)).mean()
             )
         if mi == 0:  # the issue's contract keys, for the first model
-            for kname in ("jump_retraction", "jump_filler", "jump_diff_ci_low"):
+            for kname in ("jump_retraction", "jump_filler", "jump_diff"):
                 metrics[kname] = metrics[f"{kname}_{tag}"]
         claims.append(
-            Claim(
-                f"{tag}: the probe's remaining-length estimate jumps upward at a forced "
-                "retraction more than at a neutral filler of the same token length (paired "
-                "bootstrap CI of the difference above 0); a position-only predictor cannot "
-                "(its jump is the same after both). " + _setup.CAVEAT,
-                "the per-position estimate shifts upward at retractions (qualitative, curated "
-                "high-loss completions, 7-8B models)",
-                f"jump (tokens) retraction {jump_r.mean():+.1f} vs filler {jump_f.mean():+.1f}, "
-                f"difference {est:+.1f} [{lo:+.1f}, {hi:+.1f}] over {n_items} items "
-                f"(log1p units {est_l:+.3f} [{lo_l:+.3f}, {hi_l:+.3f}]); position-only "
-                f"{jump_pos.mean():+.1f} after both; {n_events} natural retractions",
-                bool(lo > 0),
+            gated(
+                superior(
+                    jump_diff,
+                    "jump at a forced retraction",
+                    "jump at a neutral filler of the same token length (same items)",
+                    claim=f"{tag}: the probe's remaining-length estimate jumps upward at a forced "
+                    "retraction more than at a neutral filler of the same token length (paired "
+                    "bootstrap interval of the difference above 0); a position-only predictor "
+                    "cannot (its jump is the same after both). " + _setup.CAVEAT,
+                    paper="the per-position estimate shifts upward at retractions (qualitative, "
+                    "curated high-loss completions, 7-8B models)",
+                    detail=f"jump (tokens) retraction {jump_r.mean():+.1f} vs filler "
+                    f"{jump_f.mean():+.1f} over {n_items} items (log1p units "
+                    f"{jump_log_diff:+.3f}); "
+                    f"position-only {jump_pos.mean():+.1f} after both; {n_events} natural "
+                    "retractions",
+                ),
+                Precondition(
+                    "at least 2 forced items (held-out natural completions long enough to cut)",
+                    n_items >= 2,
+                    f"{n_items} items",
+                ),
             )
         )
         notes.append(

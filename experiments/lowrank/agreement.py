@@ -16,9 +16,10 @@ import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
+from scipy import stats
 from tqdm.auto import tqdm
 
-from experiments._harness import Claim, Result, RunContext, log
+from experiments._harness import Estimate, Result, RunContext, at_most, equivalent, log
 from jaxlab import lowrank as lr
 from jaxlab import numpy_rng, sweep
 
@@ -44,6 +45,14 @@ class Config:
     sgd_n: int = 1000
     sgd_steps: int = 50
     sgd_eta: float = 0.05
+    n_boot: int = 2000
+    # linear units: |G_sim - G_ode| allowed (the solvers' rtol 1e-10 with atol 1e-12,
+    # accumulated over the horizon; the paper's "exact" is exact up to the ODE solver)
+    linear_tol: float = 1e-6
+    # tanh units: the paper's slope -1/2 (mean-field fluctuations ~ N^-1/2), accepted within
+    # +-0.2 (the old [-0.7, -0.3] band)
+    slope_claimed: float = -0.5
+    slope_margin: float = 0.2
 
 
 QUICK = Config()
@@ -89,21 +98,30 @@ def _slope(ns, errs) -> float:
     return float(np.polyfit(np.log(np.asarray(ns, float)), np.log(np.asarray(errs)), 1)[0])
 
 
-def slope_interval(ns, per_seed, *, key, n_boot: int = 2000, level: float = 0.95):
-    """Percentile bootstrap interval of the log-log slope of the mean error against N.
+def slope_estimate(ns, per_seed, *, key, n_boot: int = 2000, level: float = 0.95) -> Estimate:
+    """The log-log slope of the mean error against N with its percentile bootstrap interval.
 
-    **Arguments:** `ns` the sizes; `per_seed` one array of per-seed errors per size (seeds
-    are independent across sizes, so each size is resampled on its own); `key` a JAX key.
-
-    **Returns:** `(low, high)`.
+    `per_seed` holds one array of per-seed errors per size; seeds are independent across
+    sizes, so each size is resampled on its own (a stratified bootstrap: `scipy.stats.
+    bootstrap` with `paired=False`; the harness's `bootstrap` resamples tuples as pairs).
+    `key` a JAX key (the resampling seed). **Returns:** an `Estimate` (n = seeds in all).
     """
-    rng = numpy_rng(key)
-    slopes = np.empty(n_boot)
-    for b in range(n_boot):
-        means = [np.mean(rng.choice(np.asarray(e), size=len(e), replace=True)) for e in per_seed]
-        slopes[b] = _slope(ns, means)
-    q = (1 - level) / 2
-    return float(np.quantile(slopes, q)), float(np.quantile(slopes, 1 - q))
+    x = np.log(np.asarray(ns, float))
+    xc = (x - x.mean()) / np.sum((x - x.mean()) ** 2)
+
+    def slope(*samples, axis=-1):  # least-squares slope of log mean error on log N
+        logm = np.stack([np.log(np.mean(s, axis=axis)) for s in samples], axis=-1)
+        return logm @ xc
+
+    samples = tuple(np.asarray(e, float) for e in per_seed)
+    res = stats.bootstrap(
+        samples, slope, n_resamples=n_boot, paired=False, vectorized=True,
+        confidence_level=level, method="percentile", rng=numpy_rng(key),
+    )  # fmt: skip
+    value = _slope(ns, [np.mean(e) for e in samples])
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    n = sum(e.size for e in samples)
+    return Estimate(value, lo, hi, level, "stratified percentile bootstrap (seeds per N)", n)
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
@@ -141,14 +159,16 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             log.info("tanh N=%d mean max|dG|=%.3g (early %.3g)", n, tanh_errs[-1], tanh_early[-1])
 
         metrics["linear_max_err"] = max(lin_errs)
-        metrics["tanh_err_slope"] = _slope(config.ns, tanh_errs)
-        metrics["tanh_err_slope_early"] = _slope(config.ns, tanh_early)
         metrics["early_time"] = float(ts[1])
         k_boot = jax.random.fold_in(key, 99)
-        lo, hi = slope_interval(config.ns, tanh_seed_errs, key=jax.random.fold_in(k_boot, 0))
-        metrics["tanh_err_slope_low"], metrics["tanh_err_slope_high"] = lo, hi
-        lo, hi = slope_interval(config.ns, tanh_seed_early, key=jax.random.fold_in(k_boot, 1))
-        metrics["tanh_err_slope_early_low"], metrics["tanh_err_slope_early_high"] = lo, hi
+        slope_est = slope_estimate(
+            config.ns, tanh_seed_errs, key=jax.random.fold_in(k_boot, 0), n_boot=config.n_boot
+        )
+        early_est = slope_estimate(
+            config.ns, tanh_seed_early, key=jax.random.fold_in(k_boot, 1), n_boot=config.n_boot
+        )
+        metrics["tanh_err_slope"] = slope_est
+        metrics["tanh_err_slope_early"] = early_est
         # plateau: the last size step's error ratio against the N^-1/2 prediction
         metrics["tanh_err_ratio_last"] = tanh_errs[-1] / tanh_errs[-2]
         metrics["tanh_err_ratio_last_expected"] = (config.ns[-1] / config.ns[-2]) ** -0.5
@@ -176,38 +196,50 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         )
         metrics["linear_sgd_max_err"] = float(jnp.max(jnp.abs(g_net - g_map)))
 
-    slope = metrics["tanh_err_slope"]
+    def vs_half(est: Estimate) -> Estimate:  # slope - (-1/2): the equivalence difference
+        c = config.slope_claimed
+        return dataclasses.replace(est, value=est.value - c, low=est.low - c, high=est.high - c)
+
+    claimed = f"N^{config.slope_claimed:g} (slope {config.slope_claimed:g})"
     claims = [
-        Claim(
-            "linear RNN: overlap ODE = full GD at every N",
-            "exact (to solver tolerance)",
-            f"max_t,N |G_sim - G_ode| = {metrics['linear_max_err']:.2e} at N = {list(config.ns)} "
-            f"(rtol {config.linear_rtol:g}); optax SGD vs exact overlap map "
-            f"{metrics['linear_sgd_max_err']:.1e}",
-            metrics["linear_max_err"] <= 1e-6,
+        at_most(
+            Estimate.point(
+                metrics["linear_max_err"],
+                n=len(config.ns) * config.linear_seeds,
+                method=f"max |G_sim - G_ode| over t, N and {config.linear_seeds} seed(s)",
+            ),
+            config.linear_tol,
+            null=f"exact agreement up to the solver tolerance {config.linear_tol:g}",
+            claim="linear RNN: overlap ODE = full GD at every N",
+            paper="exact (to solver tolerance)",
+            detail=f"N = {list(config.ns)} (rtol {config.linear_rtol:g}); optax SGD vs exact "
+            f"overlap map {metrics['linear_sgd_max_err']:.1e}",
         ),
-        Claim(
-            "tanh RNN: early in learning the ODE error shrinks ~N^-1/2 (finite-N fluctuations)",
-            "slope -1/2",
-            f"slope {metrics['tanh_err_slope_early']:.2f} at t = {float(ts[1]):.2g} "
-            f"(95% bootstrap interval over seeds {metrics['tanh_err_slope_early_low']:.2f} to "
-            f"{metrics['tanh_err_slope_early_high']:.2f}; errors "
-            f"{', '.join(f'{e:.2g}' for e in tanh_early)}; {config.tanh_seeds} seeds per N); "
-            "null: no N dependence (slope 0); holds if the slope is in [-0.7, -0.3]",
-            -0.7 <= metrics["tanh_err_slope_early"] <= -0.3,
+        equivalent(
+            vs_half(early_est),
+            "tanh error slope early in learning",
+            claimed,
+            config.slope_margin,
+            claim="tanh RNN: early in learning the ODE error shrinks ~N^-1/2 (finite-N "
+            "fluctuations)",
+            paper="slope -1/2",
+            detail=f"slope {early_est:.2f} at t = {float(ts[1]):.2g}; errors "
+            f"{', '.join(f'{e:.2g}' for e in tanh_early)}; {config.tanh_seeds} seeds per N",
         ),
-        Claim(
-            "tanh RNN: over the whole training horizon the ODE error keeps shrinking ~N^-1/2 "
-            "(no N-independent closure error)",
-            "asymptotically exact, slope -1/2",
-            f"slope {slope:.2f} over t <= {config.horizon:g} (95% bootstrap interval "
-            f"{metrics['tanh_err_slope_low']:.2f} to {metrics['tanh_err_slope_high']:.2f}; "
-            f"errors {', '.join(f'{e:.2g}' for e in tanh_errs)}): the error plateaus, "
+        equivalent(
+            vs_half(slope_est),
+            "tanh error slope over the whole horizon",
+            claimed,
+            config.slope_margin,
+            claim="tanh RNN: over the whole training horizon the ODE error keeps shrinking "
+            "~N^-1/2 (no N-independent closure error)",
+            paper="asymptotically exact, slope -1/2",
+            detail=f"slope {slope_est:.2f} over t <= {config.horizon:g}; errors "
+            f"{', '.join(f'{e:.2g}' for e in tanh_errs)}: "
             f"err(N={config.ns[-1]})/err(N={config.ns[-2]}) = "
             f"{metrics['tanh_err_ratio_last']:.2f} vs {metrics['tanh_err_ratio_last_expected']:.2f}"
-            " under N^-1/2, an N-independent error of the Gaussian closure that grows with the "
-            "distance travelled; holds if the slope is in [-0.7, -0.3]",
-            -0.7 <= slope <= -0.3,
+            " under N^-1/2 (a plateau is an N-independent error of the Gaussian closure that "
+            "grows with the distance travelled)",
         ),
     ]
 

@@ -20,9 +20,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
-from experiments._harness import Claim, Result, RunContext, log
+from experiments._harness import (
+    Result,
+    RunContext,
+    all_of,
+    at_least,
+    at_most,
+    log,
+    paired_bootstrap,
+    superior,
+    wilson,
+)
 from experiments.lowrank._setup import LAYOUT, channel_task, random_init, train_histories
 from jaxlab import lowrank as lr
+from jaxlab import numpy_rng
 
 NAME = "lowrank_memory"
 PAPER = "P1"
@@ -45,6 +56,12 @@ class Config:
     noise_levels: tuple[float, ...] = (0.0, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05)
     # "at chance": decoding accuracy <= this (chance 0.5; ~2.4 binomial s.d. at 64 nets)
     chance_band: float = 0.65
+    # "decodable": the paper-level target accuracy of the invisible-overlap decoder
+    decodable_bar: float = 0.95
+    # "memory lost": accuracy drops by more than this under weight decay / input overlap
+    # (fixed before the run; the old rule's 0.2)
+    lost_margin: float = 0.2
+    n_boot: int = 2000
     weight_decays: tuple[float, ...] = (0.0, 0.001, 0.003, 0.01)
     input_correlations: tuple[float, ...] = (0.0, 0.99, 0.999)
     rtol: float = 1e-7
@@ -52,7 +69,12 @@ class Config:
 
 QUICK = Config()
 TINY = Config(
-    n_nets=8, t_first=2.0, t_last=4.0, weight_decays=(0.0, 0.1), input_correlations=(0.0, 0.9)
+    n_nets=8,
+    t_first=2.0,
+    t_last=4.0,
+    weight_decays=(0.0, 0.1),
+    input_correlations=(0.0, 0.9),
+    n_boot=200,
 )  # the smoke tier
 FULL = Config(
     n_nets=512,
@@ -61,14 +83,19 @@ FULL = Config(
 )
 
 
-def decode_accuracy(
-    features: np.ndarray, labels: np.ndarray, *, ridge: float = 1e-3, folds: int = 4, seed: int = 0
-) -> float:
-    """Cross-validated accuracy of a ridge-regression linear classifier (binary labels)."""
-    rng = np.random.default_rng(seed)
+def decode_correct(
+    features: np.ndarray,
+    labels: np.ndarray,
+    *,
+    rng: np.random.Generator,
+    ridge: float = 1e-3,
+    folds: int = 4,
+) -> np.ndarray:
+    """Per item: is its cross-validated prediction by a ridge-regression linear classifier
+    (binary labels) right? `rng` draws the fold assignment. **Returns:** `(n,)` bool."""
     order = rng.permutation(len(labels))
     parts = np.array_split(order, folds)
-    correct = 0
+    correct = np.zeros(len(labels), bool)
     for k in range(folds):
         test = parts[k]
         train = np.concatenate([parts[j] for j in range(folds) if j != k])
@@ -76,7 +103,7 @@ def decode_accuracy(
         sd = features[train].std(0)
         keep = sd > 1e-9 * (1.0 + np.abs(mu))
         if not np.any(keep):
-            correct += int(np.sum(labels[test] == np.bincount(labels[train]).argmax()))
+            correct[test] = labels[test] == np.bincount(labels[train]).argmax()
             continue
         x_tr = (features[train][:, keep] - mu[keep]) / sd[keep]
         x_te = (features[test][:, keep] - mu[keep]) / sd[keep]
@@ -84,8 +111,8 @@ def decode_accuracy(
         x_te = np.concatenate([x_te, np.ones((len(test), 1))], 1)
         y = 2.0 * labels[train] - 1.0
         w = np.linalg.solve(x_tr.T @ x_tr + ridge * len(train) * np.eye(x_tr.shape[1]), x_tr.T @ y)
-        correct += int(np.sum((x_te @ w > 0).astype(int) == labels[test]))
-    return correct / len(labels)
+        correct[test] = (x_te @ w > 0).astype(int) == labels[test]
+    return correct
 
 
 def _features(gs: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -94,7 +121,7 @@ def _features(gs: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return gs[:, iu[sel], ju[sel]]
 
 
-def _condition(g0, config, weight_decay, tasks, visible, trained, pairs):
+def _condition(g0, config, weight_decay, tasks, visible, trained, pairs, key):
     t1, t2 = config.t_first, config.t_last
     phases = {
         "B": [(tasks["B"], t2)],
@@ -107,22 +134,26 @@ def _condition(g0, config, weight_decay, tasks, visible, trained, pairs):
         h: np.asarray(train_histories(g0, phases[h], weight_decay, config.rtol, trained))
         for h in needed
     }
-    rng = np.random.default_rng(0)
-    acc = {}
+    rng = numpy_rng(key)  # read-out noise and CV folds (the run's "readout" stream)
+    acc, correct = {}, {}
     levels = sorted({0.0, float(config.obs_noise), *map(float, config.noise_levels)})
     for kind in ("invisible", "visible"):
         for noise in levels:
-            accs = []
+            accs, items = [], []
             for pair in pairs:
                 vis = np.asarray(visible[pair[0][-1]])
                 mask = ~vis if kind == "invisible" else vis
                 x = np.concatenate([_features(finals[p], mask) for p in pair])
                 x = x + noise * rng.standard_normal(x.shape)
                 y = np.repeat(np.arange(2), len(g0))
-                accs.append(decode_accuracy(x, y))
+                items.append(decode_correct(x, y, rng=rng))
+                accs.append(float(items[-1].mean()))
             acc[f"{kind}@{noise:g}"] = float(np.mean(accs))
+            correct[f"{kind}@{noise:g}"] = items  # per pair: (2 n_nets,) bool
         acc[kind] = acc[f"{kind}@{float(config.obs_noise):g}"]
         acc[f"{kind}_noiseless"] = acc[f"{kind}@0"]
+        correct[kind] = correct[f"{kind}@{float(config.obs_noise):g}"]
+        correct[f"{kind}_noiseless"] = correct[f"{kind}@0"]
     losses = {
         h: float(
             np.mean(
@@ -131,7 +162,7 @@ def _condition(g0, config, weight_decay, tasks, visible, trained, pairs):
         )
         for h in needed
     }
-    return acc, losses, finals
+    return acc, correct, losses, finals
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
@@ -149,14 +180,17 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         k_init = jax.random.fold_in(key, 0)
         grid = [("wd", wd) for wd in config.weight_decays]
         grid += [("rho", r) for r in config.input_correlations if r != 0.0]
-        table = {}
+        table, items = {}, {}
         finals0 = None
-        for kind, val in tqdm(grid, desc="lowrank_memory conditions"):
+        for ci, (kind, val) in enumerate(tqdm(grid, desc="lowrank_memory conditions")):
             wd, rho = (val, 0.0) if kind == "wd" else (0.0, val)
             g0 = random_init(k_init, config.n_nets, config.init_jitter, rho, config.readout_overlap)
             pairs = [("B", "A>B"), ("A", "B>A")] if (kind, val) == ("wd", 0.0) else [("B", "A>B")]
-            acc, losses, finals = _condition(g0, config, wd, tasks, visible, trained, pairs)
+            acc, correct, losses, finals = _condition(
+                g0, config, wd, tasks, visible, trained, pairs, ctx.key("readout", ci)
+            )
             table[(kind, val)] = (acc, losses)
+            items[(kind, val)] = correct
             if kind == "wd" and val == 0.0:
                 finals0 = finals
             log.info(
@@ -174,8 +208,6 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     metrics = {
         "history_decode_acc_invisible": acc0["invisible"],
         "history_decode_acc_visible": acc0["visible"],
-        "history_decode_acc_invisible_noiseless": acc0["invisible_noiseless"],
-        "history_decode_acc_visible_noiseless": acc0["visible_noiseless"],
         "obs_noise": config.obs_noise,
         "chance": 0.5,
         "visible_chance_noise": chance_noise,
@@ -187,38 +219,71 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     for (kind, val), (acc, _) in table.items():
         for name, v in acc.items():
             metrics[f"sweep/{kind}{val:g}/acc_{name}"] = v
+
+    def proportion(correct):  # accuracy over every item of every pair, Wilson interval
+        c = np.concatenate(correct)
+        return wilson(int(c.sum()), int(c.size))
+
+    inv, vis = (
+        proportion(items[("wd", 0.0)]["invisible_noiseless"]),
+        proportion(items[("wd", 0.0)]["visible_noiseless"]),
+    )
+    metrics["history_decode_acc_invisible_noiseless"] = inv
+    metrics["history_decode_acc_visible_noiseless"] = vis
+    boot_seed = int(jax.random.randint(ctx.key("bootstrap"), (), 0, 2**31 - 1))
+    base = items[("wd", 0.0)]["invisible"][0].astype(float)  # the (B, A>B) pair
+    lost = {}
     wd_max = config.weight_decays[-1]
     rho_max = config.input_correlations[-1]
+    conditions = [("wd", wd_max, f"weight decay {wd_max:g}")]
+    if rho_max != 0.0:
+        conditions.append(("rho", rho_max, f"input overlap I1.I2 = {rho_max:g}"))
+    for kind, val, label in conditions:
+        cond = items[(kind, val)]["invisible"][0].astype(float)
+        diff = paired_bootstrap(cond, base, seed=boot_seed, n_resamples=config.n_boot)
+        metrics[f"memory_loss_{kind}"] = diff
+        lost[label] = superior(
+            diff,
+            label,
+            "no weight decay, orthogonal inputs (same initial networks)",
+            config.lost_margin,
+            higher_is_better=False,
+            claim=f"memory is lost under {label}",
+            paper="conditions under which memory is lost",
+        )
     acc_wd = table[("wd", wd_max)][0]["invisible"]
     acc_rho = table[("rho", rho_max)][0]["invisible"] if rho_max != 0.0 else float("nan")
     claims = [
-        Claim(
-            "invisible overlaps encode training history (linear decoder)",
-            "decodable (target >= 0.95)",
-            f"accuracy {acc0['invisible_noiseless']:.3f} noiseless ({acc0['invisible']:.3f} "
-            f"with read-out noise {config.obs_noise:g}; chance 0.5; {config.n_nets} nets"
-            f" per history, 4-fold CV; final losses B {losses0['B']:.1e}, A>B "
-            f"{losses0['A>B']:.1e}); null: chance; holds if noiseless accuracy >= 0.95",
-            acc0["invisible_noiseless"] >= 0.95,
+        at_least(
+            inv,
+            config.decodable_bar,
+            null=f"the target accuracy {config.decodable_bar:g} (chance 0.5)",
+            claim="invisible overlaps encode training history (linear decoder)",
+            paper="decodable (target >= 0.95)",
+            detail=f"noiseless; {acc0['invisible']:.3f} with read-out noise {config.obs_noise:g}; "
+            f"{config.n_nets} nets per history, 4-fold CV; final losses B {losses0['B']:.1e}, "
+            f"A>B {losses0['A>B']:.1e}",
         ),
-        Claim(
-            "visible overlaps do not encode training history",
-            "~chance",
-            f"accuracy {acc0['visible_noiseless']:.3f} noiseless (chance 0.5): the visible "
-            "overlaps converge to the same point only as t -> inf, and their residual carries "
-            "the history; they reach chance (<= "
+        at_most(
+            vis,
+            config.chance_band,
+            null=f"the chance band {config.chance_band:g} (chance 0.5)",
+            claim="visible overlaps do not encode training history",
+            paper="~chance",
+            detail="noiseless: the visible overlaps converge to the same point only as "
+            "t -> inf, and their residual carries the history; they reach chance (<= "
             f"{config.chance_band:g}) only with read-out noise s.d. >= {chance_noise:g} "
             f"(swept {', '.join(f'{lv:g}' for lv in levels)}), where the invisible ones "
-            f"still give {metrics['invisible_acc_at_visible_chance_noise']:.3f}; holds if "
-            f"noiseless accuracy <= {config.chance_band:g}",
-            acc0["visible_noiseless"] <= config.chance_band,
+            f"still give {metrics['invisible_acc_at_visible_chance_noise']:.3f}",
         ),
-        Claim(
-            "memory is lost under weight decay or overlapping input channels",
-            "conditions under which memory is lost",
-            f"accuracy {acc_wd:.3f} at weight decay {wd_max:g}; {acc_rho:.3f} at "
-            f"I1.I2 = {rho_max:g} (vs {acc0['invisible']:.3f})",
-            acc_wd < acc0["invisible"] - 0.2 and acc_rho < acc0["invisible"] - 0.2,
+        all_of(
+            lost,
+            claim="memory is lost under weight decay or overlapping input channels",
+            paper="conditions under which memory is lost",
+            detail=f"invisible-overlap accuracy (read-out noise {config.obs_noise:g}, the "
+            f"(B, A>B) pair): {acc_wd:.3f} at weight decay {wd_max:g}; {acc_rho:.3f} at "
+            f"I1.I2 = {rho_max:g}; vs {base.mean():.3f} without; paired bootstrap over "
+            f"{base.size} networks x histories",
         ),
     ]
     notes = (

@@ -1,9 +1,11 @@
 """Shared pieces of the P2 observer experiments (settings, simulation of many starts, error
-metrics and their bootstrap); the training recipe and the ESO/EKF baselines are
-`jaxlab.observers` (`train_two_stage`, `train_lmi_only`, `high_gain_eso`, `disturbance_ekf`)."""
+metrics and the ratio statistic their claims bootstrap); the training recipe and the
+ESO/EKF baselines are `jaxlab.observers` (`train_two_stage`, `train_lmi_only`,
+`high_gain_eso`, `disturbance_ekf`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 from types import SimpleNamespace
@@ -14,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxlab.observers as O
-from jaxlab import numpy_rng
+from experiments._harness import Estimate, bootstrap
 
 
 def machine() -> str:
@@ -91,26 +93,48 @@ def mse(traj, *, start: int = 0) -> float:
     return float(np.mean(per_start_mse(traj, start=start)))
 
 
-def paired_ratio_interval(a, b, *, key, n_boot: int = 2000, level: float = 0.95, stat=np.mean):
-    """Percentile bootstrap interval of `stat(a) / stat(b)` resampling the pairs `(a_i, b_i)`.
+# a diverged (infinite) error enters a ratio as the larger of this and 10x the largest
+# finite error of either method, so a diverged run loses every comparison (the harness's
+# estimators take finite values only)
+DIVERGED_ERROR = 1e12
+
+
+def ratio_estimate(a, b, *, key, n_boot: int = 2000, level: float = 0.95, stat=np.mean):
+    """`stat(a) / stat(b)` with its percentile bootstrap interval, resampling the pairs
+    `(a_i, b_i)` (the harness's `bootstrap` over paired items).
 
     `a`, `b`: per-item errors of two methods on the same items (initial conditions, plants);
-    `key`: a JAX key. **Returns:** `(ratio, low, high)`; `inf` entries make the ratio inf.
+    `key`: a JAX key (the resampling seed); `stat`: a reduction taking `axis`. Infinite or
+    NaN errors (diverged runs) enter as `max(DIVERGED_ERROR, 10 * largest finite error)`.
+    **Returns:** an `Estimate`.
     """
     a, b = np.asarray(a, float), np.asarray(b, float)
     if a.shape != b.shape or a.ndim != 1 or a.size < 2:
         raise ValueError(
             f"a, b: expected two 1-D arrays of one length >= 2, got {a.shape}, {b.shape}"
         )
-    rng = numpy_rng(key)
-    idx = rng.integers(0, a.size, (n_boot, a.size))
-    with np.errstate(over="ignore", invalid="ignore"):
-        ratios = np.array([stat(a[i]) / stat(b[i]) for i in idx])
-        point = float(stat(a) / stat(b))
-    ratios = np.where(np.isnan(ratios), np.inf, ratios)
-    q = (1 - level) / 2
-    return point, float(np.quantile(ratios, q)), float(np.quantile(ratios, 1 - q))
+    finite = np.concatenate([a[np.isfinite(a)], b[np.isfinite(b)]])
+    cap = max(DIVERGED_ERROR, 10 * float(np.max(np.abs(finite), initial=0.0)))
+    a, b = (np.where(np.isfinite(v), v, cap) for v in (a, b))
+
+    def ratio(x, y, axis=-1):
+        return np.asarray(stat(x, axis=axis)) / np.asarray(stat(y, axis=axis))
+
+    seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
+    est = bootstrap((a, b), ratio, seed=seed, level=level, n_resamples=n_boot)
+    return dataclasses.replace(est, method=f"paired {est.method} of a ratio")
 
 
-def fmt(v: float) -> str:
-    return "diverged" if not np.isfinite(v) else f"{v:.4g}"
+def median_higher(v, axis=-1):
+    """The median as the higher of the two middle values (never interpolates between a
+    finite and a diverged run's error)."""
+    return np.percentile(v, 50, axis=axis, method="higher")
+
+
+def sqrt_estimate(est: Estimate) -> Estimate:
+    """The square root of a non-negative estimate and of its interval ends (an RMSE ratio
+    from an MSE ratio: the map is monotone, so the percentile interval maps exactly)."""
+    return dataclasses.replace(
+        est, value=float(np.sqrt(est.value)), low=float(np.sqrt(est.low)),
+        high=float(np.sqrt(est.high)),
+    )  # fmt: skip

@@ -91,8 +91,13 @@ def test_retraction_writes_its_keys_and_caches(fake_data, monkeypatch, tmp_path)
     )
     ctx = RunContext(retraction.NAME, out_dir=tmp_path)
     res = retraction.run(config, jax.random.key(0), ctx)
-    for k in ("jump_retraction", "jump_filler", "jump_diff_ci_low", "jump_position_only_smollm2"):
+    for k in ("jump_retraction", "jump_filler", "jump_position_only_smollm2"):
         assert np.isfinite(res.metrics[k]), k
+    diff = res.metrics["jump_diff"]  # an Estimate: the paired bootstrap over items
+    assert diff.finite
+    assert diff.low <= diff.high
+    assert diff.value == pytest.approx(res.metrics["jump_retraction"] - res.metrics["jump_filler"])
+    assert res.claims[0].verdict in ("holds", "fails", "inconclusive")
     assert res.metrics["jump_position_only_diff_smollm2"] == 0.0
     assert res.metrics["items_smollm2"] >= 2
     assert len(loads) == 1  # continuations and their states from one model load

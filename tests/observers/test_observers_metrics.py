@@ -1,4 +1,4 @@
-"""The P2 experiments' error metrics: t = 0 exclusion, per-start MSE, bootstrap ratio."""
+"""The P2 experiments' error metrics: t = 0 exclusion, per-start MSE, the ratio estimate."""
 
 import types
 import warnings
@@ -58,20 +58,47 @@ def test_diverged_but_successful_trajectory_is_inf_without_a_warning():
     assert np.isinf(got[1])
 
 
-def test_paired_ratio_interval():
+def test_ratio_estimate():
+    from scipy import stats
+
     key = jax.random.key(0)
     b = np.random.default_rng(0).uniform(1, 2, 30)
     # an exact multiple: every resample gives the same ratio
-    r, lo, hi = C.paired_ratio_interval(0.5 * b, b, key=key, n_boot=200)
-    assert r == pytest.approx(0.5)
-    assert lo == pytest.approx(0.5)
-    assert hi == pytest.approx(0.5)
-    # noisy pairs: the interval contains the point and has positive width
+    est = C.ratio_estimate(0.5 * b, b, key=key, n_boot=200)
+    assert (est.value, est.low, est.high) == pytest.approx((0.5, 0.5, 0.5))
+    assert est.n == 30
+    assert est.level == 0.95
+    # noisy pairs: scipy's paired percentile bootstrap of the ratio of means, same seed
     a = b * np.random.default_rng(1).uniform(0.5, 1.5, 30)
-    r, lo, hi = C.paired_ratio_interval(a, b, key=key, n_boot=500)
-    assert lo < r < hi
+    est = C.ratio_estimate(a, b, key=key, n_boot=500)
+    seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
+    ref = stats.bootstrap(
+        (a, b),
+        lambda x, y, axis=-1: x.mean(axis) / y.mean(axis),
+        paired=True,
+        n_resamples=500,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    ).confidence_interval
+    assert est.value == pytest.approx(a.mean() / b.mean())
+    assert (est.low, est.high) == pytest.approx((ref.low, ref.high))
+    assert est.low < est.value < est.high
+    # a diverged (inf) error of the subject loses the comparison; of the baseline, wins
+    a_div = a.copy()
+    a_div[:20] = np.inf
+    assert C.ratio_estimate(a_div, b, key=key, n_boot=200).low > 1e6
+    assert C.ratio_estimate(b, a_div, key=key, n_boot=200).high < 1e-6
+    # ... also against a baseline whose finite errors are huge (a near-diverged run)
+    assert C.ratio_estimate(a_div, 1e100 * b, key=key, n_boot=200).low > 1
+    # the median never interpolates towards a diverged value; sqrt maps every end
+    med = C.ratio_estimate(a, b, key=key, n_boot=200, stat=C.median_higher)
+    assert med.value == pytest.approx(np.sort(a)[15] / np.sort(b)[15])
+    root = C.sqrt_estimate(est)
+    assert (root.value, root.low, root.high) == pytest.approx(
+        tuple(np.sqrt([est.value, est.low, est.high]))
+    )
     with pytest.raises(ValueError, match="a, b"):
-        C.paired_ratio_interval(a, b[:-1], key=key)
+        C.ratio_estimate(a, b[:-1], key=key)
 
 
 def test_disturbance_error_against_a_hand_computation():

@@ -168,14 +168,14 @@ METRICS: dict[str, tuple[str, ...]] = {
     "lengthprobe_retraction": (
         "jump_retraction",
         "jump_filler",
-        "jump_diff_ci_low",
+        "jump_diff_lo",
         "jump_position_only_smollm2",
     ),
     "lengthprobe_transfer": (
         "transfer_nat_to_syn",
         "transfer_syn_to_nat",
         "asymmetry",
-        "asymmetry_low",
+        "asymmetry_lo",
     ),
     "lm_pool": (
         "pool_disagreement",
