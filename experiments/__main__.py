@@ -113,7 +113,8 @@ def _cmd_run(args) -> int:
     print(f"wrote {Path(args.out) / args.name / 'metrics.json'} ({rec['runtime_s']:.1f} s)")
     for c in rec["claims"]:
         print(
-            f"  [{'holds' if c['holds'] else 'FAILS'}] {c['claim']}: paper {c['paper']}, "
+            f"  [{c.get('verdict') or ('holds' if c['holds'] else 'fails')}] {c['claim']}: "
+            f"paper {c['paper']}, "
             f"measured {c['measured']}"
         )
     return 0
