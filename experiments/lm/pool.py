@@ -35,8 +35,9 @@ from experiments._harness import (
     model_sha256,
     wilson,
 )
-from experiments.lm._setup import TEXT, logiqa_items
+from experiments.lm._setup import TEXT
 from jaxlab import progress_bar, write_json
+from jaxlab.data import logiqa_items
 
 NAME = "lm_pool"
 PAPER = "LM"  # the shared runtime; the pool is what P6 and P19 route over

@@ -3,9 +3,8 @@ SocialIQA and QuaRTz from the OpenAI `evals` wheel (read as data files, never im
 each source one task group, in the house prompt format (question, lettered options,
 "Answer:"), with N_SHOTS items per source kept apart as few-shot examples.
 
-`logiqa_items` is the same parser as lm_pool's (`experiments/lm/_setup.py`), kept here so
-that routing imports no other experiment's helpers; the two must give the same items (the
-committed routing tables and HAPS caches are keyed by them: a test compares them)."""
+LogiQA comes from `jaxlab.data.logiqa_items`, the reader lm_pool uses too (the committed
+routing tables and HAPS caches are keyed by its items)."""
 
 from __future__ import annotations
 
@@ -13,10 +12,9 @@ import json
 import re
 from pathlib import Path
 
-from jaxlab.data import wheel_file
+from jaxlab.data import logiqa_items, wheel_file
 
 _PIN = "evals==3.0.1.post1"
-_LOGIQA = "evals/registry/data/logiqa/logiqa.jsonl"
 _MEDMCQA = "evals/registry/data/medmcqa/samples.jsonl"
 _RECLOR = "evals/registry/data/logiqa-logical-reasoning-plus/reclor-logical-reasoning-plus.jsonl"
 _SOCIALIQA = "evals/registry/data/theory_of_mind/socialiqa/test.jsonl"
@@ -119,37 +117,6 @@ def quartz_items(n: int) -> list[dict]:
     """The first `n` QuaRTz items (qualitative relations; 2 options each)."""
     path = wheel_file("evals", _QUARTZ, pin=_PIN)
     return _lettered_items(path, n, r"^(.*)\n\n A: (.*)\n B: (.*)$", "AB", "QuaRTz")
-
-
-def logiqa_items(n: int) -> list[dict]:
-    """The first `n` LogiQA items of the OpenAI `evals` wheel (a data file, never imported).
-
-    Each item: `prompt` (passage, question and the four lettered options, ending in
-    "Answer:"), `options` (the four option texts, without their letter prefixes) and
-    `answer` (0-3).
-    """
-    path = wheel_file("evals", _LOGIQA, pin=_PIN)
-    items = []
-    for k, row in enumerate(_jsonl(path)):
-        user = next(m["content"] for m in row["input"] if m["role"] == "user")
-        options = {}
-        for ln in user.split("\n"):
-            m = re.match(r"^([ABCD])\. (.*)$", ln.strip())
-            if m:
-                # the file repeats the letter ("A. A.Zhao chose ..."): drop the copy
-                options[m.group(1)] = re.sub(rf"^{m.group(1)}\.\s*", "", m.group(2)).strip()
-        if sorted(options) != list("ABCD") or row["ideal"] not in options:
-            raise ValueError(f"{path}: malformed LogiQA row {k}: {user[-200:]!r}")
-        items.append(
-            {
-                "prompt": user.strip(),
-                "options": [options[c] for c in "ABCD"],
-                "answer": "ABCD".index(row["ideal"]),
-            }
-        )
-        if len(items) == n:
-            return items
-    raise ValueError(f"n: the LogiQA file has {len(items)} items, {n} requested")
 
 
 def _logiqa(n: int) -> list[dict]:

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from experiments._harness._registry import validate_module
-from experiments.lm import _setup as lm_setup
 from experiments.routing import _sources, _text_table, text
 from jaxlab import routing
+from jaxlab.data import logiqa_items
 
 
 def test_experiment_contract():
@@ -52,15 +52,21 @@ def test_items_parse_and_shots_are_not_queries():
         _text_table.prompt_inputs("cot", queries[0], shots)
 
 
-def test_logiqa_items_equal_lm_pools():
-    """routing's LogiQA parser (moved out of experiments/lm so routing imports no other
-    experiment) gives lm_pool's items: the committed tables and caches are keyed by them."""
-    ours = _sources.logiqa_items(300)
-    assert ours == lm_setup.logiqa_items(300)
-    assert {it["answer"] for it in ours} == {0, 1, 2, 3}
-    assert not any(o.startswith(("A.", "B.", "C.", "D.")) for it in ours for o in it["options"])
+def test_logiqa_items_parse_the_evals_file():
+    """The one LogiQA reader (jaxlab.data, used by routing and lm_pool): four clean options,
+    every answer letter, the wheel's rows in order, and sizes refused before reading."""
+    items = logiqa_items(300)
+    assert len(items) == 300
+    assert {it["answer"] for it in items} == {0, 1, 2, 3}
+    assert not any(o.startswith(("A.", "B.", "C.", "D.")) for it in items for o in it["options"])
+    assert all(it["prompt"].endswith("Answer:") for it in items)
+    assert logiqa_items(5) == items[:5]
+    assert [q["prompt"] for q in _sources._logiqa(3)] == [it["prompt"] for it in items[:3]]
     with pytest.raises(ValueError, match="LogiQA file has"):
-        _sources.logiqa_items(10**7)
+        logiqa_items(99_999)
+    for bad in (0, -1, 10**7, 2.0):
+        with pytest.raises(ValueError, match="n: expected"):
+            logiqa_items(bad)
 
 
 def test_answer_rules_share_tokens_and_latency():
