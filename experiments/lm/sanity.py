@@ -45,6 +45,16 @@ class Config:
     #: perplexity of the shuffled tokens over that of the text: "far below" read as 5x
     ppl_ratio_bar: float = 5.0
 
+    def __post_init__(self):  # bounded before a model is loaded (`--set kv_tokens=-5`)
+        for name, hi in (("kv_tokens", 4096), ("answer_tokens", 1024)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
+                raise ValueError(f"{name}: expected an int in [1, {hi}], received {v!r}")
+        for name in ("kv_rel_tol", "ppl_ratio_bar"):
+            v = getattr(self, name)
+            if not isinstance(v, int | float) or not 0 < v < float("inf"):
+                raise ValueError(f"{name}: expected a finite number > 0, received {v!r}")
+
 
 QUICK = Config()
 TINY = Config(kv_tokens=4, answer_tokens=4)  # the smoke tier: both models, every check

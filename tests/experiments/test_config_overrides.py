@@ -73,3 +73,13 @@ def test_cli_set_flag_and_bad_override_exit_2(tmp_path, monkeypatch, capsys):
     assert cli.main(["run", "over", "--out", str(tmp_path / "b"), "--set", "nn=9"]) == 2
     assert "override 'nn': unknown key" in capsys.readouterr().err
     assert not (tmp_path / "b" / "over").exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "100000", "true"])
+def test_lm_sanity_refuses_a_bad_kv_tokens_before_loading_a_model(value, tmp_path, capsys):
+    """Issue #60: `--set kv_tokens=-5` ran 18 s and died with a traceback; now a usage
+    error (exit 2) before anything runs, naming the field and its range."""
+    out = tmp_path / "out"
+    assert cli.main(["run", "lm_sanity", "--out", str(out), "--set", f"kv_tokens={value}"]) == 2
+    assert "kv_tokens" in capsys.readouterr().err
+    assert not (out / "lm_sanity").exists()
