@@ -8,6 +8,8 @@ from ._checkpoint import read_npz as read_npz
 from ._checkpoint import remove_stale_temps as remove_stale_temps
 from ._checkpoint import save_checkpoint as save_checkpoint
 from ._checkpoint import write_json as write_json
+from ._json import parse_json as parse_json
+from ._json import read_json as read_json
 from ._loop import AbstractLoop as AbstractLoop
 from ._loop import AbstractStep as AbstractStep
 from ._loop import History as History
@@ -23,10 +25,16 @@ from ._rng import numpy_rng as numpy_rng
 from ._rng import sklearn_seed as sklearn_seed
 from ._sweep import sweep as sweep
 from ._validate import as_array as as_array
+from ._validate import available_memory as available_memory
 from ._validate import check_array as check_array
 from ._validate import check_finite as check_finite
+from ._validate import check_ids as check_ids
+from ._validate import check_lengths as check_lengths
+from ._validate import check_memory as check_memory
 from ._validate import check_positive_int as check_positive_int
 from ._validate import check_range as check_range
+from ._validate import check_size as check_size
+from ._validate import check_strings as check_strings
 from ._validate import error_if_not_finite as error_if_not_finite
 from ._validated import ValidatedState as ValidatedState
 from ._validated import ValidatedStep as ValidatedStep

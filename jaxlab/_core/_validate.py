@@ -24,10 +24,16 @@ import numpy as np
 
 __all__ = [
     "as_array",
+    "available_memory",
     "check_array",
     "check_finite",
+    "check_ids",
+    "check_lengths",
+    "check_memory",
     "check_range",
     "check_positive_int",
+    "check_size",
+    "check_strings",
     "error_if_not_finite",
 ]
 
@@ -241,3 +247,112 @@ def check_positive_int(name: str, x: Any) -> int:
     if isinstance(x, bool) or not isinstance(x, int | np.integer) or x < 1:
         raise ValueError(f"{name}: expected a positive integer, received {x!r}")
     return int(x)
+
+
+def check_size(name: str, x: Any, *, cap: int, why: str = "") -> int:
+    """Raise unless `x` is an integer in [1, cap]; returns it as `int`.
+
+    For every size a caller or a file can set (resamples, counts, widths, lengths):
+    checked before anything is allocated, so a huge value is a `ValueError` naming the
+    argument and its cap instead of an abort inside XLA or a hang. `why` says where the
+    cap comes from (shown in the message).
+    """
+    x = check_positive_int(name, x)
+    if x > cap:
+        reason = f" ({why})" if why else ""
+        raise ValueError(f"{name}: expected at most {cap}{reason}, received {x}")
+    return x
+
+
+def check_ids(name: str, ids: Any, n: int, *, what: str = "ids") -> Any:
+    """Integer ids, each in [0, n): concrete ids as a NumPy int64 array of the same shape.
+
+    Token, option and class ids are never wrapped: a negative id or one >= `n` raises
+    (JAX indexing would clamp or wrap it and return another entry's value silently).
+    Booleans, floats and strings raise. `what` names the id space in the message
+    (e.g. "token ids", "option ids"). Under tracing the value check is an
+    `equinox.error_if` on the returned array (the dtype check stays static).
+    """
+    if isinstance(ids, jax.core.Tracer):
+        if not jnp.issubdtype(ids.dtype, jnp.integer):
+            raise ValueError(f"{name}: expected integer {what}, received dtype {ids.dtype}")
+        bad = jnp.any((ids < 0) | (ids >= n))
+        return eqx.error_if(ids, bad, f"{name}: {what} must lie in [0, {n})")  # type: ignore[return-value]
+    if isinstance(ids, str | bytes) or ids is None:
+        raise ValueError(f"{name}: expected integer {what}, received {type(ids).__name__}")
+    try:
+        arr = np.asarray(ids)
+    except (ValueError, TypeError) as e:  # ragged nested lists
+        raise ValueError(f"{name}: expected integer {what}, received a ragged sequence") from e
+    if arr.size and (arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer)):
+        raise ValueError(f"{name}: expected integer {what}, received dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    bad = arr[(arr < 0) | (arr >= n)]
+    if bad.size:
+        raise ValueError(
+            f"{name}: {what} must lie in [0, {n}), received {bad[:5].tolist()}"
+            + (f" and {bad.size - 5} more" if bad.size > 5 else "")
+        )
+    return arr
+
+
+def check_lengths(**named: Any) -> int:
+    """Raise unless every named argument has the same length (`len` or leading axis);
+    returns that length. Paired arguments (features and queries, items and labels)
+    must match; a shorter one is never broadcast or truncated."""
+    lengths = {
+        k: (v.shape[0] if hasattr(v, "shape") and v.shape else len(v)) for k, v in named.items()
+    }
+    if len(set(lengths.values())) > 1:
+        pretty = ", ".join(f"{k}={n}" for k, n in lengths.items())
+        raise ValueError(f"{', '.join(lengths)}: expected one length, received {pretty}")
+    return next(iter(lengths.values()), 0)
+
+
+def check_strings(name: str, x: Any, *, nonempty: bool = True) -> tuple[str, ...]:
+    """A sequence of strings as a tuple. A bare string raises (it would iterate as its
+    characters: `candidates="abc"` is not three candidates), as do non-string entries."""
+    if isinstance(x, str | bytes):
+        raise ValueError(f"{name}: expected a sequence of strings, received the string {x!r:.60}")
+    try:
+        out = tuple(x)
+    except TypeError as e:
+        raise ValueError(
+            f"{name}: expected a sequence of strings, received {type(x).__name__}"
+        ) from e
+    bad = [v for v in out if not isinstance(v, str)]
+    if bad:
+        raise ValueError(f"{name}: expected strings, received {bad[0]!r:.60}")
+    if nonempty and not out:
+        raise ValueError(f"{name}: expected at least one string, received none")
+    return out
+
+
+def available_memory() -> int:
+    """Bytes of memory this process may still allocate: MemAvailable from /proc/meminfo
+    where it exists, otherwise physical memory (os.sysconf), otherwise 8 GiB."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        import os
+
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def check_memory(name: str, n_bytes: float, *, fraction: float = 0.5) -> None:
+    """Raise before allocating when an argument asks for more than `fraction` of the
+    memory still available (`available_memory`): the estimate `n_bytes` is the caller's
+    (e.g. resamples x items x 8). The message names the argument and both sizes."""
+    budget = fraction * available_memory()
+    if not np.isfinite(n_bytes) or n_bytes > budget:
+        raise ValueError(
+            f"{name}: needs about {n_bytes / 2**30:.1f} GiB, more than {fraction:.0%} of "
+            f"the {budget / fraction / 2**30:.1f} GiB available; use a smaller value"
+        )

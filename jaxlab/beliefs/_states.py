@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import lm
-from .._core import check_positive_int
+from .._core import check_ids, check_positive_int
 
 __all__ = ["generation_states"]
 
@@ -68,8 +68,14 @@ def generation_states(
             f"completions: expected one list per prompt ({len(prompts)}), "
             f"received {len(completions)}"
         )
-    ps = [list(map(int, p)) for p in prompts]
-    cs = [list(map(int, c)) for c in completions]
+    V = cfg.vocab_size
+    ps = [
+        check_ids(f"prompts[{i}]", p, V, what="token ids").tolist() for i, p in enumerate(prompts)
+    ]
+    cs = [
+        check_ids(f"completions[{i}]", c, V, what="token ids").tolist()
+        for i, c in enumerate(completions)
+    ]
     if any(not p for p in ps):
         raise ValueError("prompts: expected non-empty token lists")
     if any(len(c) > width for c in cs):

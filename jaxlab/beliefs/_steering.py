@@ -21,7 +21,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .. import lm
-from .._core import as_array, check_array, check_finite, check_positive_int
+from .._core import as_array, check_array, check_finite, check_ids, check_positive_int
 
 
 def _float_dtype(*arrays):
@@ -95,13 +95,14 @@ def option_logprobs(
         raise ValueError(f"site: expected one of {lm.SITES}, received {site!r}")
     batch_size = check_positive_int("batch_size", batch_size)
     cfg = model.config
-    toks = [list(map(int, p)) for p in prompts]
+    toks = [
+        check_ids(f"prompts[{i}]", p, cfg.vocab_size, what="token ids").tolist()
+        for i, p in enumerate(prompts)
+    ]
     if not toks or any(len(p) < 2 for p in toks):
         raise ValueError("prompts: expected a non-empty list of token lists of >= 2 tokens")
-    ids = np.asarray(option_ids)
-    check_array("option_ids", ids, shape=(len(toks), "K"), dtype=np.integer)
-    if ids.size and not (ids.min() >= 0 and ids.max() < cfg.vocab_size):
-        raise ValueError(f"option_ids: expected ids in [0, {cfg.vocab_size}), received {ids}")
+    ids = check_ids("option_ids", option_ids, cfg.vocab_size, what="token ids")
+    check_array("option_ids", ids, shape=(len(toks), "K"))
     layers = tuple(int(i) for i in layers)
     if mode == "none":
         vecs = jnp.zeros((1, 0, cfg.d_model), jnp.float32)

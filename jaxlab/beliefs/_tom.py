@@ -10,12 +10,11 @@ and `.../hitom/hitom-multiple-choice.jsonl`. ToMi: Le et al. 2019; Hi-ToM: Wu et
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 
-from .._core import check_positive_int
+from .._core import check_positive_int, parse_json
 from ._tasks import BeliefItem
 
 __all__ = ["read_tomi", "read_hitom"]
@@ -35,10 +34,10 @@ def _lines(path, n):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = parse_json(line, where=f"{path}: line {i + 1}")
                 text = row["input"][-1]["content"]
                 ideal = row["ideal"]
-            except (json.JSONDecodeError, KeyError, IndexError, TypeError) as e:
+            except (ValueError, KeyError, IndexError, TypeError) as e:
                 raise ValueError(f"{path}: line {i + 1} is not an evals sample ({e})") from None
             if not isinstance(text, str) or not isinstance(ideal, str):
                 raise ValueError(f"{path}: line {i + 1}: input content and ideal must be strings")

@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._core import progress_bar
+from .._core import progress_bar, read_json
 from ._bm25 import BM25
 from ._dense import DenseIndex
 from ._lake import Lake, partition_description, profile_text
@@ -178,7 +178,7 @@ class LMAgentModel(AgentModel):
             for j, o in enumerate(opts):
                 path = self._path(p, o)
                 if path is not None and path.is_file():
-                    out[i][j] = json.loads(path.read_text())["score"]
+                    out[i][j] = read_json(path)["score"]
                 else:
                     miss.append(j)
             if miss:

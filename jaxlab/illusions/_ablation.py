@@ -17,7 +17,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .. import interp as ip
 from .. import lm
-from .._core import check_array, check_positive_int
+from .._core import check_array, check_ids, check_positive_int
 
 __all__ = ["option_logprobs", "ablation", "matched_latents"]
 
@@ -42,6 +42,9 @@ def option_logprobs(
     check_array("option_ids", ids, ndim=1, dtype=np.integer)
     if ids.size < 2:
         raise ValueError(f"option_ids: expected at least 2 token ids, received {ids.tolist()}")
+    if not isinstance(model, lm.Transformer):
+        raise ValueError(f"model: expected a jaxlab.lm.Transformer, received {type(model)}")
+    ids = check_ids("option_ids", ids, model.config.vocab_size, what="token ids")
     logits, _ = lm.forward_batched(model, tokens, mask=mask, intervene=intervene)
     return jax.nn.log_softmax(logits[:, -1, :], axis=-1)[:, jnp.asarray(ids)]
 

@@ -10,7 +10,6 @@ causation from correlation?" (Corr2Cause, ICLR).
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import jax
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
-from .._core import check_positive_int
+from .._core import check_positive_int, parse_json
 from ._query import Query
 
 __all__ = [
@@ -138,7 +137,7 @@ def read_corr2cause(path: str | Path, *, max_variables: int = 3) -> list[Corr2Ca
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = parse_json(line, where=f"{path}: line {ln}")
                 text = row["input"][-1]["content"]
                 label = row["ideal"].removeprefix("Answer:").strip()
                 premise, hypothesis = text.split("Hypothesis:")

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.stats
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._core import check_array, check_positive_int
+from .._core import check_array, check_memory, check_positive_int, check_size
 
 __all__ = ["INSTRUCTIONS", "framed_context", "framing_feature_shift", "latent_overlap"]
 
@@ -26,6 +26,9 @@ INSTRUCTIONS: dict[str, str] = {
     "analytic": ("Think analytically: count the statements for each group before answering."),
     "holistic": "Go with your overall impression of each group.",
 }
+
+# more resamples than this add nothing a p-value or a percentile interval can show
+MAX_RESAMPLES = 10_000_000
 
 
 def framed_context(context: str, instruction: str) -> str:
@@ -104,7 +107,7 @@ def framing_feature_shift(
     check_positive_int("k", k)
     if k > m:
         raise ValueError(f"k: expected at most {m} (the number of latents), received {k}")
-    check_positive_int("resamples", resamples)
+    check_size("resamples", resamples, cap=MAX_RESAMPLES, why="illusions.MAX_RESAMPLES")
     if not 0 < level < 1:
         raise ValueError(f"level: expected a number in (0, 1), received {level!r}")
     g = None
@@ -118,6 +121,8 @@ def framing_feature_shift(
     top = np.argsort(-np.abs(mean), kind="stable")[:k]
     k_perm, k_boot = jax.random.split(key)
     G = sums.shape[0]
+    # the sign matrix, the (R, m) permuted means and the (R, G) resampling weights
+    check_memory("resamples", 8.0 * resamples * (m + 2 * G + k))
     signs = np.asarray(jax.random.rademacher(k_perm, (resamples, G), dtype=jnp.float32))
     # step-down max-T: the null of rank r is the max over the latents ranked r and below
     ranked = np.argsort(-np.abs(mean), kind="stable")

@@ -26,7 +26,7 @@ import jax
 import numpy as np
 
 from .. import lm
-from .._core import AbstractProgress, NoProgress, check_positive_int, write_json
+from .._core import AbstractProgress, NoProgress, check_positive_int, read_json, write_json
 
 __all__ = [
     "STOP_REASONS",
@@ -191,8 +191,8 @@ def _hash(obj) -> str:
 
 def _read_json(path: Path):
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        return read_json(path)
+    except (OSError, ValueError) as e:
         raise ValueError(f"path: {path} is not a readable JSON file ({e})") from None
 
 

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import re
 from collections.abc import Callable
 
 import jax
 import numpy as np
 
-from .._core import check_positive_int, numpy_rng, wheel_file
+from .._core import check_positive_int, numpy_rng, parse_json, wheel_file
 
 __all__ = [
     "CompletionPrompt",
@@ -152,8 +151,8 @@ def _evals_rows(rel: str) -> tuple[dict, ...]:
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as e:
+            rows.append(parse_json(line, where=f"{path}: line {i + 1}"))
+        except ValueError as e:
             raise ValueError(f"{path}: line {i + 1} is not JSON ({e})") from None
     return tuple(rows)
 

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from .._core import check_ids
 from ._config import LMConfig
 from ._lora import LoRA, adapted_weight
 from ._quant import QuantWeight, embed_rows, project
@@ -172,7 +173,9 @@ class Transformer(eqx.Module):
         self, h: Float[Array, "... d"], tokens: Int[Array, " K"]
     ) -> Float[Array, "... K"]:
         """`logits(h)[..., tokens]` without the rest of the vocabulary (e.g. K option
-        letters: K head rows instead of the whole output matrix)."""
+        letters: K head rows instead of the whole output matrix). Ids outside the
+        vocabulary raise (an `equinox.error_if` under jit): never a wrapped row."""
+        tokens = check_ids("tokens", tokens, self.config.vocab_size, what="token ids")
         hn = _rms_norm(h, self.final_norm, self.config.norm_eps)
         head = self.embed if self.lm_head is None else self.lm_head
         return hn @ embed_rows(head, tokens).astype(jnp.float32).T

@@ -25,9 +25,13 @@ __all__ = [
 OverlapLossFn = Callable[[Float[Array, "P P"]], Float[Array, ""]]
 
 
-def _check_g_trained(g, trained, name: str = "g"):
-    sizes = check_array(name, g, shape=("P", "P"), dtype=jnp.floating)
-    check_array("trained", trained, shape=("P",), dtype=jnp.bool_, sizes=sizes)
+def _check_g_trained(g, trained, name: str = "g", loss_fn=None):
+    """`g` square, `trained` of its size, and both of the size of `loss_fn`'s layout when
+    it has one (an `OverlapLoss`), so a wrong size names the caller's argument."""
+    size = getattr(getattr(loss_fn, "layout", None), "size", None)
+    p = size if isinstance(size, int) else "P"
+    sizes = check_array(name, g, shape=(p, p), dtype=jnp.floating)
+    check_array("trained", trained, shape=(p if p != "P" else sizes["P"],), dtype=jnp.bool_)
 
 
 def _check_solve_inputs(y0_name: str, y0, trained, ts, dt0, max_steps):
@@ -79,7 +83,7 @@ def overlap_flow(
 
     **Returns:** `dG/dt`, `(P, P)`, symmetric.
     """
-    _check_g_trained(g, trained)
+    _check_g_trained(g, trained, "g", loss_fn)
     a = _mixing(loss_fn, g, trained)
     return -(a @ g + g @ a.T)
 
@@ -92,7 +96,7 @@ def overlap_gd_step(
     A GD step with learning rate `N eta` maps `V -> (1 - eta D S_hat) V`, hence
     `G -> A G A^T` with `A = 1 - eta D S_hat(G)`: exact at every N for losses of G.
     """
-    _check_g_trained(g, trained)
+    _check_g_trained(g, trained, "g", loss_fn)
     a = jnp.eye(g.shape[0], dtype=g.dtype) - eta * _mixing(loss_fn, g, trained)
     return a @ g @ a.T
 
@@ -118,7 +122,7 @@ def overlap_gd(
     """`n_steps` of discrete GD in overlap space; returns `(n_steps + 1, P, P)` including `g0`."""
     g0 = as_array("g0", g0, ndim=2, dtype=jnp.floating, finite=True)
     trained = as_array("trained", trained, ndim=1, dtype=jnp.bool_)
-    _check_g_trained(g0, trained, "g0")
+    _check_g_trained(g0, trained, "g0", loss_fn)
     n_steps = check_positive_int("n_steps", n_steps)
     return _overlap_gd_scan(loss_fn, g0, trained, jnp.asarray(eta, g0.dtype), n_steps)
 
@@ -164,7 +168,7 @@ def solve_overlap_flow(
       with `ConstantStepSize()` pass `dt0`.
     """
     g0, trained, ts = _check_solve_inputs("g0", g0, trained, ts, dt0, max_steps)
-    _check_g_trained(g0, trained, "g0")
+    _check_g_trained(g0, trained, "g0", loss_fn)
     solver = diffrax.Tsit5() if solver is None else solver
     if stepsize_controller is None:
         stepsize_controller = diffrax.PIDController(rtol=1e-8, atol=1e-10)

@@ -26,12 +26,16 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from jaxlab import lm
-from jaxlab._core import check_positive_int
+from jaxlab._core import check_memory, check_positive_int, check_size
 
 from ._adapted import AdaptedInputs, adapted_option_logits
 from ._hypernet import LoRAGenerator
 
 __all__ = ["HAPS"]
+
+
+# the largest trunk/embedding/code width or LoRA rank HAPS accepts (the paper uses <= 1024)
+HAPS_MAX_WIDTH = 1 << 16
 
 
 class HAPS(eqx.Module):
@@ -83,6 +87,13 @@ class HAPS(eqx.Module):
             shared: one trunk for router and generators (False: the un-shared ablation).
         """
         n_features = check_positive_int("n_features", n_features)
+        why = "routing.HAPS_MAX_WIDTH"
+        hidden = check_size("hidden", hidden, cap=HAPS_MAX_WIDTH, why=why)
+        arch_dim = check_size("arch_dim", arch_dim, cap=HAPS_MAX_WIDTH, why=why)
+        code_dim = check_size("code_dim", code_dim, cap=HAPS_MAX_WIDTH, why=why)
+        rank = check_size("rank", rank, cap=HAPS_MAX_WIDTH, why=why)
+        # the trunk(s), the shared layer and the generators' output layers, float32
+        check_memory("hidden", 4.0 * 2 * (n_features * hidden + hidden * hidden))
         configs = tuple(configs)
         if not configs:
             raise ValueError("configs: expected at least one LMConfig, received none")

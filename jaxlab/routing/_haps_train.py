@@ -33,7 +33,15 @@ import optax
 from jaxtyping import Array, Float, Int
 
 from jaxlab import lm
-from jaxlab._core import AbstractStep, NoProgress, check_positive_int, optimizer_update, run_steps
+from jaxlab._core import (
+    AbstractStep,
+    NoProgress,
+    check_ids,
+    check_lengths,
+    check_positive_int,
+    optimizer_update,
+    run_steps,
+)
 
 from ._adapted import AdaptedInputs
 from ._haps import HAPS
@@ -126,6 +134,20 @@ class HAPSStep(AbstractStep):
         return (params, opt_state), {"loss": loss, "routed_accuracy": acc, "nll": nll}
 
 
+def _check_options(options: Sequence, uppers: Sequence[lm.Transformer]) -> tuple:
+    """Each candidate's K option token ids, in its own vocabulary (never wrapped)."""
+    opts = tuple(
+        jnp.asarray(check_ids(f"options[{j}]", o, u.config.vocab_size, what="token ids"), jnp.int32)
+        for j, (o, u) in enumerate(zip(options, uppers, strict=True))
+    )
+    if any(o.ndim != 1 or o.shape != opts[0].shape or o.size < 2 for o in opts):
+        raise ValueError(
+            f"options: expected the same K >= 2 option ids per candidate, received shapes "
+            f"{[tuple(o.shape) for o in opts]}"
+        )
+    return opts
+
+
 def fit_haps(
     haps: HAPS,
     features,
@@ -166,6 +188,10 @@ def fit_haps(
             f"uppers, inputs, options: expected {m} each, received "
             f"{len(uppers)}, {len(inputs)}, {len(options)}"
         )
+    opts = _check_options(options, uppers)
+    y = jnp.asarray(
+        check_ids("answers", answers, opts[0].shape[0], what="option indices"), jnp.int32
+    )
     params, static = eqx.partition(haps, eqx.is_inexact_array)
     step = HAPSStep(
         x,
@@ -173,7 +199,7 @@ def fit_haps(
         c,
         tuple(uppers),
         tuple(inputs),
-        tuple(jnp.asarray(o, jnp.int32) for o in options),
+        opts,
         static,
         optax.adamw(learning_rate, weight_decay=weight_decay),
         **step_options,
@@ -218,7 +244,16 @@ def haps_predict(
     **Returns:** `(option_logits (N, M, K), router_log_probs (N, M))`.
     """
     x = jnp.asarray(features, jnp.float32)
-    opts = tuple(jnp.asarray(o, jnp.int32) for o in options)
+    if x.ndim != 2:
+        raise ValueError(f"features: expected (N, F), received shape {x.shape}")
+    if not (len(uppers) == len(inputs) == len(options) == haps.n_candidates):
+        raise ValueError(
+            f"uppers, inputs, options: expected {haps.n_candidates} each, received "
+            f"{len(uppers)}, {len(inputs)}, {len(options)}"
+        )
+    opts = _check_options(options, uppers)
+    for j, inp in enumerate(inputs):
+        check_lengths(features=x, **{f"inputs[{j}]": inp.resid})
     n = x.shape[0]
     chunk = check_positive_int("chunk", chunk)
     outs = []

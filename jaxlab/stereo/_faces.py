@@ -25,7 +25,6 @@ Paper: P15 (synthetic stereo faces with depth, normals, masks and landmarks).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxlab._core import atomic_write, check_positive_int, read_npz, write_json
+from jaxlab._core import atomic_write, check_positive_int, read_json, read_npz, write_json
 
 from ._render import StereoRig, camera_rays, project_points, sdf_normals, sphere_trace
 
@@ -435,8 +434,8 @@ class FaceStereoDataset:
                 f"directory: expected a face shard set with index.json, received {str(directory)!r}"
             )
         try:
-            self.index = json.loads(index.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
+            self.index = read_json(index)
+        except ValueError as e:
             raise ValueError(f"{index}: not a valid index.json ({e})") from None
         self._check_index(index)
         self._cache: tuple[str, dict] | None = None

@@ -53,3 +53,17 @@ def test_solve_overlap_flow_accepts_lists_like_arrays():
         loss, np.asarray(g0).tolist(), np.asarray(trained).tolist(), [0.0, 0.2]
     )
     np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+def test_a_start_of_the_wrong_size_names_g0_not_g():
+    """Issue #59: the size error of a start that does not fit the loss's layout named the
+    loss's internal `g`, not the caller's argument `g0`."""
+    loss, g0, trained = _problem()
+    p = g0.shape[0]
+    big, big_trained = jnp.eye(p + 1), jnp.ones(p + 1, bool)
+    with pytest.raises(ValueError, match=rf"^g0: expected shape \({p}, {p}\)"):
+        lr.solve_overlap_flow(loss, big, big_trained, jnp.array([0.0, 0.5]))
+    with pytest.raises(ValueError, match=rf"^g0: expected shape \({p}, {p}\)"):
+        lr.overlap_gd(loss, big, big_trained, eta=0.1, n_steps=2)
+    with pytest.raises(ValueError, match=rf"^g: expected shape \({p}, {p}\)"):
+        lr.overlap_flow(loss, big, big_trained)

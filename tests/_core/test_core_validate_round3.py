@@ -1,0 +1,83 @@
+"""The shared validation layer of issue #59: ids never wrap, sizes are capped before
+allocation, paired lengths match, a bare string is not a sequence of strings, and an
+allocation larger than the machine is refused by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab._core import (
+    available_memory,
+    check_ids,
+    check_lengths,
+    check_memory,
+    check_size,
+    check_strings,
+)
+
+
+def test_check_ids_accepts_the_range_and_refuses_wrapping_values():
+    np.testing.assert_array_equal(check_ids("ids", [0, 3, 4], 5), [0, 3, 4])
+    np.testing.assert_array_equal(check_ids("ids", np.array([[1], [2]]), 5), [[1], [2]])
+    for bad in ([0, 5], [-1, 2], [999]):
+        with pytest.raises(ValueError, match=r"ids: token ids must lie in \[0, 5\)"):
+            check_ids("ids", bad, 5, what="token ids")
+    for bad in ("abc", [0.5, 1.0], [True, False], None, [[1, 2], [3]]):
+        with pytest.raises(ValueError, match="ids: expected integer"):
+            check_ids("ids", bad, 5)
+
+
+def test_check_ids_under_jit_raises_instead_of_wrapping():
+    f = jax.jit(lambda t: check_ids("tokens", t, 5) * 1)
+    np.testing.assert_array_equal(f(jnp.array([1, 4])), [1, 4])
+    with pytest.raises(Exception, match=r"tokens: ids must lie in \[0, 5\)"):
+        jax.block_until_ready(f(jnp.array([1, 5])))
+
+
+def test_check_size_caps_before_anything_is_allocated():
+    assert check_size("n", 7, cap=10) == 7
+    with pytest.raises(ValueError, match=r"n: expected at most 10 \(the cap\), received 11"):
+        check_size("n", 11, cap=10, why="the cap")
+    for bad in (0, -1, 2.5, True, "3"):
+        with pytest.raises(ValueError, match="n: expected a positive integer"):
+            check_size("n", bad, cap=10)
+
+
+def test_check_lengths_names_every_argument():
+    assert check_lengths(a=[1, 2], b=np.zeros((2, 3))) == 2
+    with pytest.raises(ValueError, match="features, queries: expected one length, received "
+                       "features=7, queries=4"):  # fmt: skip
+        check_lengths(features=np.zeros((7, 2)), queries=[1, 2, 3, 4])
+
+
+def test_check_strings_refuses_a_bare_string():
+    assert check_strings("candidates", ["a", "b"]) == ("a", "b")
+    with pytest.raises(
+        ValueError, match="candidates: expected a sequence of strings, received the string"
+    ):
+        check_strings("candidates", "abc")
+    with pytest.raises(ValueError, match="candidates: expected strings"):
+        check_strings("candidates", ["a", 3])
+    with pytest.raises(ValueError, match="candidates: expected at least one"):
+        check_strings("candidates", [])
+
+
+def test_check_memory_compares_with_what_the_machine_has():
+    have = available_memory()
+    # oracle: /proc/meminfo read independently where it exists
+    try:
+        text = Path("/proc/meminfo").read_text()
+        kb = int(next(ln for ln in text.splitlines() if ln.startswith("MemAvailable:")).split()[1])
+        assert abs(have - kb * 1024) < 0.2 * kb * 1024  # memory moves between the two reads
+    except (OSError, StopIteration):
+        assert have > 0
+    check_memory("resamples", 1024.0)
+    with pytest.raises(ValueError, match="resamples: needs about .* GiB"):
+        check_memory("resamples", 10.0 * have)
+    with pytest.raises(ValueError, match="resamples: needs about"):
+        check_memory("resamples", float("inf"))

@@ -1,0 +1,65 @@
+"""HAPS refuses what the independent probe of issue #59 found it accepting silently: option
+ids outside the vocabulary (NaN logits), answers beyond the options, feature rows that do
+not match the queries, and widths that would abort inside XLA."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab import lm, routing
+
+from .test_haps import OPTIONS, TOP, _inputs, _prompts
+
+
+@pytest.fixture(scope="module")
+def pair():
+    from ..lm.lm_reference import tiny_llama
+
+    m = lm.Transformer.random(tiny_llama(), key=jax.random.key(4))
+    upper, inputs = _inputs(m, _prompts(4, 0))
+    return upper, inputs
+
+
+def test_option_ids_outside_the_vocabulary_raise_never_nan(pair):
+    upper, inputs = pair
+    one = jax.tree_util.tree_map(lambda x: x[0], inputs)
+    ok = routing.adapted_option_logits(upper, one, None, jnp.asarray(OPTIONS))
+    assert np.isfinite(np.asarray(ok)).all()
+    V = upper.config.vocab_size
+    for bad in ([5, V + 938], [5, -1]):
+        with pytest.raises(ValueError, match=rf"tokens: token ids must lie in \[0, {V}\)"):
+            routing.adapted_option_logits(upper, one, None, jnp.asarray(bad))
+    f = jax.jit(routing.adapted_option_logits)
+    with pytest.raises(Exception, match=rf"token ids must lie in \[0, {V}\)"):
+        jax.block_until_ready(f(upper, one, None, jnp.asarray([5, V + 938])))
+
+
+def test_haps_predict_and_fit_check_lengths_and_answers(pair, getkey):
+    upper, inputs = pair
+    haps = routing.HAPS(3, [upper.config], [1.0], key=getkey())
+    feats = np.zeros((4, 3), np.float32)
+    logits, _ = routing.haps_predict(haps, feats, [upper], [inputs], [OPTIONS])
+    assert logits.shape == (4, 1, OPTIONS.size)
+    with pytest.raises(ValueError, match="features, inputs\\[0\\]: expected one length"):
+        routing.haps_predict(haps, np.zeros((7, 3)), [upper], [inputs], [OPTIONS])
+    with pytest.raises(ValueError, match=r"answers: option indices must lie in \[0, 3\)"):
+        routing.fit_haps(
+            haps, feats, [0, 1, 2, 3], np.ones((4, 1)), [upper], [inputs], [OPTIONS],
+            key=getkey(), steps=1,
+        )  # fmt: skip
+
+
+def test_haps_widths_are_capped_before_allocation(pair, getkey):
+    upper, _ = pair
+    with pytest.raises(ValueError, match="hidden: expected at most 65536"):
+        routing.HAPS(3, [upper.config], [1.0], key=getkey(), hidden=10**9)
+    with pytest.raises(ValueError, match="rank: expected at most"):
+        routing.HAPS(3, [upper.config], [1.0], key=getkey(), rank=10**7)
+    with pytest.raises(ValueError, match="hidden: needs about"):
+        routing.HAPS(10**6, [upper.config], [1.0], key=getkey(), hidden=60_000)
+
+
+assert TOP >= 1  # the imported layout is the one test_haps uses
