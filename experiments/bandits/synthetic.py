@@ -3,7 +3,11 @@
 Two regimes. The main one is a large decision space (TDGE's claim is about large spaces):
 12 dimensions x 5 values = 60 one-hot features, 2000 items, T = 1000. The small world of
 earlier runs (6 x 4 = 24 features, 300 items, T = 500), where LinUCB is already efficient,
-is kept and reported as a regime. Dimension identification is compared by speed: the
+is kept and reported as a regime. Every policy's exploration hyperparameter (LinUCB's,
+TDGE's backbone's and neural-linear's alpha, linear TS's v, epsilon-greedy's epsilon) is
+tuned on its own grid of the same size, on tuning seeds separate from the evaluation seeds
+(the same budget for the method and every baseline), then run on the evaluation seeds.
+Dimension identification is compared by speed: the
 number of rounds after which a policy's relevance estimate ranks exactly the truly
 relevant dimensions on top and keeps doing so (checked every `identify_every` rounds),
 for TDGE and for LinUCB's own weights.
@@ -13,13 +17,14 @@ from __future__ import annotations
 
 import dataclasses
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Result, RunContext, log, paired_t, superior, t_mean
-from jaxlab import bandits, sweep
+from experiments._harness import Result, RunContext, all_of, log, paired_t, superior, t_mean
+from jaxlab import bandits
 
 NAME = "bandits_synthetic"
 PAPER = "P16"
@@ -34,16 +39,21 @@ class Config:
     n_values: tuple[int, ...] = (5,) * 12
     relevant: tuple[int, ...] = (0, 3, 7)
     horizon: int = 1000
-    seeds: int = 6
+    # evaluation seeds (issue #54: >= 20, t intervals); tuning seeds are a separate stream.
+    # tune_seeds x grid size = seeds: the tuning and evaluation sweeps share one program
+    seeds: int = 20
+    tune_seeds: int = 5
     # the small regime (reported): where LinUCB is already efficient
     small_n_items: int = 300
     small_n_values: tuple[int, ...] = (4, 4, 4, 4, 4, 4)
     small_relevant: tuple[int, ...] = (0, 2)
     small_horizon: int = 500
     noise: float = 0.5
-    alpha: float = 1.0
-    ts_v: float = 0.5
-    epsilon: float = 0.1
+    # tuning grids, one size for every policy (fixed before the run): log-spaced around the
+    # usual defaults (alpha 1 of Li et al. 2010, v ~0.5 of Agrawal & Goyal 2013, epsilon 0.1)
+    alpha_grid: tuple[float, ...] = (0.1, 0.3, 1.0, 3.0)
+    ts_v_grid: tuple[float, ...] = (0.1, 0.3, 1.0, 3.0)
+    epsilon_grid: tuple[float, ...] = (0.01, 0.03, 0.1, 0.3)
     probe_rounds: int = 3
     identify_every: int = 5
     # superiority margins of the claims (fixed before the run; the paper gives none, 0:
@@ -61,14 +71,18 @@ TINY = Config(
     n_values=(3, 3, 3),
     relevant=(1,),
     horizon=40,
-    seeds=2,
+    seeds=4,
+    tune_seeds=2,
+    alpha_grid=(0.3, 1.0),
+    ts_v_grid=(0.3, 1.0),
+    epsilon_grid=(0.03, 0.1),
     small_n_items=30,
     small_n_values=(2, 2),
     small_relevant=(0,),
     small_horizon=20,
     identify_every=10,
 )
-FULL = Config(n_items=5000, horizon=5000, seeds=64, identify_every=25)
+FULL = Config(n_items=5000, horizon=5000, seeds=64, tune_seeds=16, identify_every=25)
 # Device memory FULL needs, roughly: a CPU run of FULL on 2026-12-01 died allocating one
 # 25.6 GB buffer (per-seed horizon x items arrays, 5000 x 5000, vmapped over 64 seeds).
 FULL_MEMORY_GB = 26
@@ -76,10 +90,12 @@ FULL_MEMORY_GB = 26
 
 def full_work(config) -> float:
     """Multiply-adds, ~1e9 a second here: the compilations (a fixed 1.8e10, TINY's ~18 s)
-    plus 6 policies x seeds x rounds x items x features^2 (LinUCB scores) in both regimes."""
+    plus 6 policies x (evaluation + tuning runs) x rounds x items x features^2 (LinUCB
+    scores) in both regimes."""
     main = config.horizon * config.n_items * sum(config.n_values) ** 2
     small = config.small_horizon * config.small_n_items * sum(config.small_n_values) ** 2
-    return 1.8e10 + 6 * config.seeds * (main + small)
+    runs = config.seeds + config.tune_seeds * len(config.alpha_grid)
+    return 1.8e10 + 6 * runs * (main + small)
 
 
 # policies whose relevance estimate is read for the rounds-to-identify comparison
@@ -127,18 +143,46 @@ def rounds_to_identify(relevance, relevant, every: int) -> np.ndarray:
     return np.where(kept.any(axis=-1), (first + 1.0) * every, np.inf)
 
 
-def _world(config, key, n_items, n_values, relevant, horizon, tag):
+def _grids(config) -> dict[str, tuple[str, tuple[float, ...]]]:
+    """Each policy's tuned hyperparameter (a field path) and its grid."""
+    alpha = ("alpha", tuple(config.alpha_grid))
+    return {
+        "tdge": ("backbone.alpha", alpha[1]),
+        "tdge_gain": ("backbone.alpha", alpha[1]),
+        "linucb": alpha,
+        "lints": ("v", tuple(config.ts_v_grid)),
+        "egreedy": ("epsilon", tuple(config.epsilon_grid)),
+        "neurallinear": alpha,
+    }
+
+
+def _with_hyper(pol, path: str, value):
+    """`pol` with the hyperparameter at `path` set to `value` (may be traced)."""
+
+    def where(p):
+        for part in path.split("."):
+            p = getattr(p, part)
+        return p
+
+    return eqx.tree_at(where, pol, jnp.asarray(value, jnp.zeros(()).dtype))
+
+
+def _world(config, ctx, n_items, n_values, relevant, horizon, tag):
     n_chunks = horizon // config.identify_every
     if n_chunks * config.identify_every != horizon:
         raise ValueError(
             f"identify_every: expected a divisor of the horizon {horizon}, received "
             f"{config.identify_every}"
         )
+    grids = _grids(config)
+    sizes = {len(g) for _, g in grids.values()}
+    if len(sizes) != 1:
+        raise ValueError(f"*_grid: expected one grid size for every policy, received {sizes}")
     backbones = {
-        "linucb": bandits.LinUCB(alpha=config.alpha),
-        "lints": bandits.LinearTS(v=config.ts_v),
-        "egreedy": bandits.EpsilonGreedy(epsilon=config.epsilon),
-        "neurallinear": bandits.NeuralLinear(alpha=config.alpha),
+        "linucb": bandits.LinUCB(alpha=1.0),
+        "lints": bandits.LinearTS(v=1.0),
+        "egreedy": bandits.EpsilonGreedy(epsilon=0.1),
+        "neurallinear": bandits.NeuralLinear(alpha=1.0),
     }
     feature_dim = tuple(i for i, v in enumerate(n_values) for _ in range(v))
     m = len(n_values)
@@ -161,13 +205,12 @@ def _world(config, key, n_items, n_values, relevant, horizon, tag):
             return _relevance_from_theta(state.theta, feature_dim, m)
         return jnp.zeros(m)
 
-    def one_seed(seed, name):
-        k = jax.random.fold_in(key, seed)
+    def one_seed(k, hyper, name):
         k_world, k_rew, k_pol = jax.random.split(k, 3)
         world = bandits.make_dimension_world(
             n_items, n_values, relevant, key=k_world, noise=config.noise
         )
-        pol = policies[name]
+        pol = _with_hyper(policies[name], grids[name][0], hyper)
         rewards = world.sample_rewards(horizon, key=k_rew)
         k_init, k_play = jax.random.split(k_pol)
         state0 = pol.init(world.features.shape[-1], n_items, key=k_init)
@@ -177,7 +220,8 @@ def _world(config, key, n_items, n_values, relevant, horizon, tag):
             tr = bandits.play(
                 pol, world.features, r_c, key=jax.random.fold_in(k_play, i), state=state
             )
-            dims = tr.choices.dimension if name.startswith("tdge") else jnp.zeros_like(tr.arms)
+            tdge = name.startswith("tdge")
+            dims = tr.choices.dimension if tdge else jnp.zeros_like(tr.arms)  # pyright: ignore[reportAttributeAccessIssue]
             return tr.state, (tr.arms, dims, relevance(name, pol, tr.state))
 
         r_chunks = rewards.reshape(n_chunks, config.identify_every, n_items)
@@ -186,11 +230,29 @@ def _world(config, key, n_items, n_values, relevant, horizon, tag):
         regret = jnp.cumsum(jnp.max(world.mean_rewards) - world.mean_rewards[arms])
         return regret, rel, dims
 
-    seeds = jnp.arange(config.seeds)
-    curves, metrics, rels, dims = {}, {}, {}, {}
+    def keys(stream, n):
+        return jnp.stack([ctx.key(f"{tag}{stream}", i) for i in range(n)])
+
+    # tuning: every grid value on the same tuning seeds (a stream separate from evaluation)
+    n_tune, n_grid = int(config.tune_seeds), len(next(iter(grids.values()))[1])
+    tune_keys = jnp.concatenate([keys("tune", n_tune)] * n_grid)
+    eval_keys = keys("eval", int(config.seeds))
+    curves, metrics, rels, dims, tuned = {}, {}, {}, {}, {}
     for name in policies:
+        path, grid = grids[name]
+        log.info("bandits_synthetic (%s): tuning %s (%s in %s)", tag, name, path, grid)
+        hyp = jnp.repeat(jnp.asarray(grid, jnp.zeros(()).dtype), n_tune)
+        # one program for the tuning and the evaluation sweep (same batch size at QUICK)
+        batched = jax.jit(jax.vmap(lambda a, name=name: one_seed(a[0], a[1], name)))
+        t_regret, _, _ = batched((tune_keys, hyp))
+        mean_final = np.asarray(t_regret)[:, -1].reshape(n_grid, n_tune).mean(axis=1)
+        best = float(grid[int(np.argmin(mean_final))])
+        tuned[name] = best
+        metrics[f"{tag}tuned_{name}"] = best
+        metrics[f"{tag}tuning_regret_{name}"] = float(mean_final.min())
         log.info("bandits_synthetic (%s): running %s over %d seeds", tag, name, config.seeds)
-        regret, rel, dims[name] = sweep(lambda s, name=name: one_seed(s, name), seeds)
+        hyp_eval = jnp.full((eval_keys.shape[0],), best, jnp.zeros(()).dtype)
+        regret, rel, dims[name] = batched((eval_keys, hyp_eval))
         regret = np.asarray(regret)
         curves[name] = regret
         rels[name] = np.asarray(rel)
@@ -208,47 +270,57 @@ def _world(config, key, n_items, n_values, relevant, horizon, tag):
         late = np.asarray(dims[name])[:, horizon // 2 :]
         # how often the dimension level restricts by a truly relevant dimension (2nd half)
         metrics[f"{tag}{name}_late_relevant_dim_fraction"] = float(np.isin(late, relevant).mean())
-    return metrics, curves, rels, final_regret, identify
+    return metrics, curves, rels, final_regret, identify, tuned
 
 
-def _regret_claim(config, metrics, final, tag, label, horizon):
+def _regret_claim(config, metrics, final, tuned, tag, label, horizon):
     baselines = ("linucb", "lints", "egreedy")
+    parts = {}
+    text = (
+        f"{label}: TDGE explores more efficiently than bandit baselines (lower cumulative regret)"
+    )
+    paper = "TDGE substantially improves exploration efficiency over baselines"
+    for b in baselines:
+        diff = paired_t(final["tdge"], final[b], config.level)
+        metrics[f"{tag}regret_diff_tdge_minus_{b}"] = diff
+        parts[b] = superior(
+            diff,
+            "TDGE",
+            f"{b} (tuned)",
+            config.regret_margin,
+            higher_is_better=False,
+            claim=text,
+            paper=paper,
+        )
     best = min(baselines, key=lambda b: metrics[f"{tag}regret_{b}"].value)
-    diff = paired_t(final["tdge"], final[best], config.level)
-    metrics[f"{tag}regret_diff_tdge_minus_best"] = diff
-    return superior(
-        diff,
-        "TDGE",
-        f"the best baseline by mean regret ({best})",
-        config.regret_margin,
-        higher_is_better=False,
-        claim=(
-            f"{label}: TDGE explores more efficiently than bandit baselines (lower cumulative "
-            "regret)"
-        ),
-        paper="TDGE substantially improves exploration efficiency over baselines",
+    metrics[f"{tag}regret_diff_tdge_minus_best"] = metrics[f"{tag}regret_diff_tdge_minus_{best}"]
+    hyper = ", ".join(f"{n} {tuned[n]:g}" for n in ("tdge", *baselines))
+    return all_of(
+        parts,
+        claim=text,
+        paper=paper,
         detail=(
-            f"final regret TDGE {metrics[f'{tag}regret_tdge']:.1f} vs {best} "
+            f"final regret TDGE {metrics[f'{tag}regret_tdge']:.1f} vs {best} (best baseline) "
             f"{metrics[f'{tag}regret_{best}']:.1f} (T={horizon}, paired over {config.seeds} "
-            "seeds)"
+            f"evaluation seeds); tuned on {config.tune_seeds} separate seeds: {hyper}"
         ),
     )
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    k_big, k_small = jax.random.split(key)
-    metrics, curves, rels, final, identify = _world(
+    del key  # every draw comes from a named stream of ctx (tuning and evaluation seeds)
+    metrics, curves, rels, final, identify, tuned = _world(
         config,
-        k_big,
+        ctx,
         config.n_items,
         tuple(config.n_values),
         tuple(config.relevant),
         config.horizon,
         "",
     )
-    m_small, curves_small, _, final_small, _ = _world(
+    m_small, curves_small, _, final_small, _, tuned_small = _world(
         config,
-        k_small,
+        ctx,
         config.small_n_items,
         tuple(config.small_n_values),
         tuple(config.small_relevant),
@@ -291,12 +363,14 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     )
     metrics["rounds_to_identify_diff_tdge_minus_linucb"] = d_id
     claims = [
-        _regret_claim(config, metrics, final, "", big, config.horizon),
-        _regret_claim(config, metrics, final_small, "small_", small, config.small_horizon),
+        _regret_claim(config, metrics, final, tuned, "", big, config.horizon),
+        _regret_claim(
+            config, metrics, final_small, tuned_small, "small_", small, config.small_horizon
+        ),
         superior(
             d_id,
             "TDGE",
-            "LinUCB's own weights",
+            "LinUCB's own weights (tuned alpha)",
             config.identify_margin,
             higher_is_better=False,
             claim="TDGE identifies the reward-relevant dimensions faster than LinUCB's own weights",
@@ -318,9 +392,18 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         f"{list(n_values)} values, reward = sum of value weights of dimensions {list(relevant)} "
         f"+ N(0, {config.noise}^2) noise, T={config.horizon}. Small regime: "
         f"{config.small_n_items} items, {list(config.small_n_values)} values, relevant "
-        f"{list(config.small_relevant)}, T={config.small_horizon}. {config.seeds} seeds each. "
-        f"Backbone of TDGE: LinUCB(alpha={config.alpha}); TDGE probes each dimension "
-        f"{config.probe_rounds} times first. Neural-linear reported as an extra baseline. "
+        f"{list(config.small_relevant)}, T={config.small_horizon}. {config.seeds} evaluation "
+        "seeds each (paired t intervals). Tuning: each policy's exploration hyperparameter "
+        f"(alpha in {list(config.alpha_grid)} for LinUCB, TDGE's LinUCB backbone and "
+        f"neural-linear; v in {list(config.ts_v_grid)} for linear TS; epsilon in "
+        f"{list(config.epsilon_grid)}) chosen by mean final regret on {config.tune_seeds} "
+        "tuning seeds (a separate key stream), per regime: main "
+        + ", ".join(f"{n} {v:g}" for n, v in tuned.items())
+        + "; small "
+        + ", ".join(f"{n} {v:g}" for n, v in tuned_small.items())
+        + f". TDGE probes each dimension {config.probe_rounds} times first. Neural-linear "
+        "reported as an extra baseline (not in the claim). The regret claim holds only if "
+        "TDGE beats every baseline (LinUCB, linear TS, epsilon-greedy; intersection-union). "
         "'tdge' credits the dimension level with the observed reward; 'tdge_gain' with the "
         "item model's predicted gain of the chosen feature. Rounds to identify use TDGE's "
         "item-level relevance (range of feature weights per dimension) and the same read-out "

@@ -153,4 +153,8 @@ class NeuralLinear(AbstractBackbone):
             buf_r=state.buf_r.at[slot].set(r),
             count=state.count + 1,
         )
-        return jax.lax.cond(new.count % self.train_every == 0, self._retrain, lambda s: s, new)
+        # a closure, not the bound method: a bound method is hashed with its module, which
+        # fails when a hyperparameter is traced (vmap over alpha)
+        return jax.lax.cond(
+            new.count % self.train_every == 0, lambda s: self._retrain(s), lambda s: s, new
+        )

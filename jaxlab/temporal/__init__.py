@@ -5,9 +5,12 @@ Example: `examples/temporal.py` (a jupytext notebook; rendered in the docs site)
 
 from ._cycles import CycleCounts as CycleCounts
 from ._cycles import cycle_counts as cycle_counts
+from ._gof import BootstrapGofResult as BootstrapGofResult
 from ._gof import GofResult as GofResult
+from ._gof import bootstrap_gof as bootstrap_gof
 from ._gof import monte_carlo_gof as monte_carlo_gof
 from ._gof import one_step_counts as one_step_counts
+from ._gof import two_sided_pvalues as two_sided_pvalues
 from ._model import PARAM_NAMES as PARAM_NAMES
 from ._model import Capacity as Capacity
 from ._model import Snapshot as Snapshot

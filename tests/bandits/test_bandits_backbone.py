@@ -1,5 +1,6 @@
 """Backbones: exact rank-one updates, UCB/TS/epsilon-greedy rules, convergence, jit/vmap."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -164,6 +165,30 @@ def test_play_jit_equals_eager_and_vmap_equals_loop(getkey, tree_allclose):
     batched = jax.vmap(run)(keys)
     for i in range(3):
         assert tree_allclose(jax.tree_util.tree_map(lambda a, i=i: a[i], batched), run(keys[i]))
+
+
+def test_hyperparameter_vmap_equals_loop(getkey, tree_allclose):
+    # a traced exploration hyperparameter (tuning sweeps): every backbone, NeuralLinear's
+    # retraining branch included, runs under vmap over it and matches one run per value
+    t, k, d = 30, 4, 3
+    contexts = jax.random.normal(getkey(), (k, d), jnp.float64)
+    rewards = jax.random.normal(getkey(), (t, k), jnp.float64)
+    key = getkey()
+    for pol, field in (
+        (B.LinUCB(alpha=1.0), "alpha"),
+        (B.LinearTS(v=1.0), "v"),
+        (B.EpsilonGreedy(epsilon=0.1), "epsilon"),
+        (B.NeuralLinear(hidden=4, train_every=10, train_steps=5, buffer=32), "alpha"),
+    ):
+        values = jnp.asarray([0.05, 0.5, 2.0 if field != "epsilon" else 0.9])
+
+        def run(h, pol=pol, field=field):
+            p = eqx.tree_at(lambda q, field=field: getattr(q, field), pol, h)
+            return B.play(p, contexts, rewards, key=key).arms
+
+        batched = jax.vmap(run)(values)
+        for i, h in enumerate(values):
+            assert tree_allclose(batched[i], run(h)), (type(pol).__name__, float(h))
 
 
 def test_neural_linear_head_is_exact_ridge_on_features(getkey):

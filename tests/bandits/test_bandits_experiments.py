@@ -60,13 +60,13 @@ def test_obd_intervals_are_ordered(tmp_path):
     for name in ("tdge", "linucb", "lints", "egreedy"):
         for est in ("ips", "snips", "dr"):
             assert m[f"random/{est}_{name}_lo"] <= m[f"random/{est}_{name}_hi"]
-    # the claim's estimate is IPS minus the on-policy click rate, interval shifted with it
+    # the descriptive IPS check: IPS minus the on-policy click rate, interval shifted with it
     truth = m["random/onpolicy_click_rate"]
     assert abs(m["bts/ips_uniform_minus_onpolicy"] - (m["bts/ips_uniform"] - truth)) < 1e-9
     assert abs(m["bts/ips_uniform_minus_onpolicy_lo"] - (m["bts/ips_uniform_lo"] - truth)) < 1e-9
-    (claim,) = res.claims
-    assert claim.kind == "equivalent"
-    assert claim.margin == cfg.ips_margin
+    # not a P16 claim (issue #54): reported in the notes, no claim row
+    assert res.claims == []
+    assert f"+-{cfg.ips_margin:g} tolerance" in res.notes
 
 
 def test_speed_bench_agrees_with_mabwiser():

@@ -9,10 +9,13 @@ from scipy import stats
 from jaxlab.temporal import (
     Snapshot,
     TemporalNetworkParams,
+    bootstrap_gof,
     default_capacity,
     monte_carlo_gof,
     one_step_counts,
     simulate,
+    transition,
+    two_sided_pvalues,
 )
 
 from .conftest import PARAMS
@@ -124,3 +127,80 @@ def test_rejects_bad_input():
         one_step_counts(
             PARAMS, seq, jnp.arange(2), key=jax.random.key(1), capacity=cap, n_replicates=0
         )
+
+
+# ------------------------------------------------------------ parametric bootstrap
+
+
+def test_two_sided_pvalues_match_explicit_counts():
+    rng = np.random.default_rng(1)
+    rep = rng.integers(0, 6, (39, 4)).astype(float)  # ties on purpose
+    obs = np.array([0.0, 2.0, 5.0, 9.0])
+    two, up, lo = (np.asarray(x) for x in two_sided_pvalues(jnp.asarray(obs), jnp.asarray(rep)))
+    for j in range(4):
+        u = (1 + sum(r >= obs[j] for r in rep[:, j])) / 40
+        low = (1 + sum(r <= obs[j] for r in rep[:, j])) / 40
+        assert up[j] == pytest.approx(u)
+        assert lo[j] == pytest.approx(low)
+        assert two[j] == pytest.approx(min(1.0, 2 * min(u, low)))
+    assert two[3] == pytest.approx(2 / 40)  # beyond every replicate: the smallest p
+
+
+def _sequence(key, n_steps, persistence=None):
+    """A simulated sequence; with `persistence` `(p_even, p_odd)` its edges are rebuilt one
+    step at a time with a persistence that alternates over time (not the model: the edge
+    counts vary more than any single persistence allows)."""
+    cap = default_capacity(PARAMS, slack=1.5)
+    seq = simulate(PARAMS, n_steps, key=key, capacity=cap, burn_in=60)
+    if persistence is None:
+        return seq, cap
+    snaps = [jax.tree.map(lambda x: x[0], seq)]
+    for t in range(n_steps - 1):
+        p = persistence[t % 2]
+        params = TemporalNetworkParams(1.0, 0.08, p, 1.5, 1.0)
+        nxt, _ = transition(
+            params, snaps[-1], seq.present[t + 1], key=jax.random.fold_in(key, t), capacity=cap
+        )
+        snaps.append(nxt)
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *snaps), cap
+
+
+def test_bootstrap_gof_calibrated_under_the_model():
+    # data from the model: the re-estimating bootstrap must neither over-reject nor pile
+    # its p-values near 1 (the plug-in test's failure mode on fitted moments)
+    n_sets, b = 20, 19
+    ps = []
+    for i in range(n_sets):
+        seq, cap = _sequence(jax.random.key(100 + i), 16)
+        res = bootstrap_gof(
+            seq, jnp.arange(15), key=jax.random.key(i), capacity=cap, n_bootstrap=b, n_inner=3
+        )
+        assert bool(np.all(np.asarray(res.converged)))
+        ps.append(np.asarray(res.pvalues))
+    ps = np.array(ps)  # (n_sets, 3)
+    _, hi = _binomial_band(n_sets * 3, 0.1)
+    assert int(np.sum(ps <= 0.1)) <= hi
+    # two-sided p of B = 19 under the null: mean 0.55; a test blind to one tail or piling
+    # p near 1 lies far above
+    assert 0.4 < float(ps.mean()) < 0.7, ps.mean(axis=0)
+
+
+def test_bootstrap_gof_rejects_time_varying_persistence():
+    seq, cap = _sequence(jax.random.key(7), 31, persistence=(0.98, 0.05))
+    res = bootstrap_gof(
+        seq, jnp.arange(30), key=jax.random.key(8), capacity=cap, n_bootstrap=39, n_inner=5
+    )
+    assert float(res.pvalues[0]) <= 0.05  # edges vary more than the model allows
+    assert float(res.upper[0]) <= 0.025
+    theta = np.asarray(res.theta)
+    assert 0.05 < theta[2] < 0.98  # one compromise persistence
+
+
+def test_bootstrap_gof_rejects_bad_input():
+    seq, cap = _sequence(jax.random.key(0), 6)
+    with pytest.raises(ValueError, match="n_inner"):
+        bootstrap_gof(seq, jnp.arange(3), key=jax.random.key(0), capacity=cap,
+                      n_bootstrap=3, n_inner=1)  # fmt: skip
+    with pytest.raises(ValueError, match="times"):
+        bootstrap_gof(seq, jnp.arange(10), key=jax.random.key(0), capacity=cap,
+                      n_bootstrap=3, n_inner=2)  # fmt: skip
