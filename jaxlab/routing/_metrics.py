@@ -135,8 +135,9 @@ def aiq(cost, quality, *, cost_range: tuple[float, float] | str | None = None) -
     Tied costs: the hull keeps the best quality at each cost. RouterBench's released
     hull (`get_non_descreasing_convex_hull_of`) starts from whichever point of the
     cheapest cost sorts first and never compares points of equal cost, so a worse point
-    at the cheapest (or dearest) cost can enter its hull; here it cannot, and the two
-    agree exactly where costs are distinct (see docs/components/routing.md).
+    at the cheapest cost can start its hull and the better of two points at the dearest
+    cost can be lost; here neither happens, and the two agree exactly where costs are
+    distinct (see docs/components/routing.md, "Compatibility").
 
     **Returns:** a float; within [min quality, max quality] for the default range.
     """
