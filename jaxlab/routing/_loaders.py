@@ -312,13 +312,8 @@ def _read_meta(registry: Path) -> list[dict]:
                 ) from e
             except Exception as e:  # noqa: BLE001 - pyarrow raises its own error types
                 raise ValueError(f"{parquet}: not a readable parquet file ({e})") from e
-            return [
-                {
-                    k: (None if v is None or (isinstance(v, float) and v != v) else v)
-                    for k, v in row.items()
-                }
-                for row in df.to_dict(orient="records")
-            ]
+            df = df.astype(object).where(pd.notna(df), None)  # NaN / pd.NA -> None
+            return df.to_dict(orient="records")
         if csv_path.is_file():
             with open(csv_path, newline="", encoding="utf-8") as f:
                 return list(csv.DictReader(f))

@@ -53,7 +53,8 @@ def _write(root, *, benchmarks=True):
         {
             "sample_id": sorted(IDS),
             "dataset": [s.split("/")[0] for s in sorted(IDS)],
-            "split": "test",
+            # a nullable column with a missing value (pd.NA) must not break the reader
+            "split": pd.array(["test", None, "test", "dev", "test"], dtype="string"),
             "task": ["vqa_mc" if s.startswith("MMStar") else "ocr_qa" for s in sorted(IDS)],
         }
     )
