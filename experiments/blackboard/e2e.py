@@ -3,7 +3,9 @@ master-slave's and the single agent's (the 95% paired-bootstrap interval of each
 difference above the margin `success_margin`, 0: any gain); BM25, dense retrieval and
 the oracle (true tables) for reference.
 Discovery feeds the same planner (slot filling by option likelihood, strict parser,
-deterministic executor).
+deterministic executor). Answers are scored by `blackboard.score_answer`, KramaBench's
+metric rules (benchmark/metrics.py@3d26983; the deviations kept are listed in
+docs/components/blackboard.md, "Compatibility").
 """
 
 from __future__ import annotations

@@ -8,8 +8,12 @@ and split, the (L, N) quality and cost of the chosen candidates. The experiments
 their metrics from these arrays:
 
 - AIQ (RouterBench) of the router's (mean cost, accuracy) points over the test split's
-  fixed-candidate cost range; a difference of two routers is an `Estimate` with a 95%
-  interval from the harness's percentile bootstrap over the held-out queries of every split
+  fixed-candidate cost range: jaxlab's normalisation, the area over [c_min, c_max] of
+  the fixed candidates' mean costs divided by (c_max - c_min) (`routing.aiq` with
+  `cost_range=(c_min, c_max)`), not RouterBench's released `calc_AIQ` (area from cost 0
+  divided by c_max: `cost_range="routerbench"`); a difference of two routers is an
+  `Estimate` with a 95% interval from the harness's percentile bootstrap over the held-out
+  queries of every split
   (`split_bootstrap`: items are the (split, query) pairs, both routers scored on the same
   resampled queries, the statistic averaged over the splits);
 - the best VL-RouterBench rank score over the cost weights, with the same bootstrap;

@@ -1,11 +1,13 @@
-"""Reconstruction and sparsity metrics of a sparse autoencoder (SAELens' definitions).
+"""Reconstruction and sparsity metrics of a sparse autoencoder (current SAELens' definitions).
 
 Over N activation vectors x_t with reconstructions x_hat_t and codes z_t:
 
 - `l0`: mean over tokens of the number of non-zero latents, `mean_t #{i: z_ti != 0}`;
-- `mse`: mean over tokens and dimensions of `(x - x_hat)^2`;
+- `mse`: mean over tokens of `||x_t - x_hat_t||^2` (summed over dimensions: SAELens'
+  evals and training convention; divide by d_in for the per-element mean);
 - `explained_variance`: `1 - sum_t ||x_t - x_hat_t||^2 / sum_t ||x_t - mean_t x_t||^2`
-  (SAELens' `explained_variance`, pooled over the evaluation tokens);
+  (SAELens' `ExplainedVarianceCalculator`, pooled over the evaluation tokens; SAELens
+  6.18 and earlier reported a different, inflated value for activations with a mean);
 - `cosine_similarity`: mean over tokens of cos(x_t, x_hat_t);
 - `l2_ratio`: mean over tokens of `||x_hat_t|| / ||x_t||`;
 - `dead_fraction`: fraction of latents that fire on none of the N tokens (the window);
@@ -63,7 +65,8 @@ def sae_metrics(
     **Returns:** {"l0", "mse", "explained_variance", "cosine_similarity", "l2_ratio",
     "dead_fraction": (), "feature_density": (d_sae,)}, SAELens' definitions over tokens
     x_t with reconstructions x_hat_t and codes z_t: `l0` the mean number of non-zero
-    latents; `mse` the mean of `(x - x_hat)^2`; `explained_variance`
+    latents; `mse` the mean over tokens of `||x_t - x_hat_t||^2` (summed over the d_in
+    dimensions, as SAELens; divide by d_in for the per-element mean); `explained_variance`
     `1 - sum_t ||x_t - x_hat_t||^2 / sum_t ||x_t - mean_t x_t||^2`; `cosine_similarity` the
     mean cos(x_t, x_hat_t); `l2_ratio` the mean `||x_hat_t|| / ||x_t||`; `dead_fraction`
     the fraction of latents firing on none of the tokens; `feature_density` per latent,
@@ -87,7 +90,7 @@ def sae_metrics(
     density = fired / n
     return {
         "l0": l0 / n,
-        "mse": rss / (n * x.shape[1]),
+        "mse": rss / n,
         "explained_variance": 1 - rss / tss,
         "cosine_similarity": cos / n,
         "l2_ratio": ratio / n,

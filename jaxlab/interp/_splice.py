@@ -1,12 +1,14 @@
 """Model-level SAE metrics: splice the reconstruction into `lm.forward` via `intervene`.
 
-With p the clean next-token distribution and CE the mean next-token cross-entropy
-over positions t whose token t and t+1 are both real (mask):
+With p the clean next-token distribution, CE the mean next-token cross-entropy over the
+T-1 positions t whose token t and t+1 are both real (mask), and KL the mean over the T
+real positions t of KL(p_clean,t || p_edited,t) (SAELens' `get_recons_loss`: CE per token
+over T-1 positions, KL over all T):
 
 - `ce_loss_score = (CE_ablated - CE_sae) / (CE_ablated - CE_clean)`, SAELens'
   definition with zero-ablation of the site as the ablated baseline
   (1: the reconstruction loses nothing; 0: as bad as deleting the activation);
-- `kl_score = (KL_ablated - KL_sae) / KL_ablated`, KL = mean_t KL(p_clean || p_edited).
+- `kl_score = (KL_ablated - KL_sae) / KL_ablated`.
 
 The clean, spliced and ablated passes run the same compiled program (`Splice` with
 traced mixing weights), so an identity reconstruction gives exactly CE_clean and a
@@ -52,11 +54,15 @@ class Splice(eqx.Module):
 
 @jax.jit
 def _losses(logits, ref_logp, tokens, mask):
-    logp = jax.nn.log_softmax(logits[:, :-1], axis=-1)
-    valid = (mask[:, :-1] * mask[:, 1:]).astype(logp.dtype)
-    nll = -jnp.take_along_axis(logp, tokens[:, 1:, None], axis=-1)[..., 0]
+    """Summed next-token NLL over the T-1 pairs of real tokens, summed KL(p_clean ||
+    p_edited) over the T real positions (SAELens: CE per token over T-1, KL over T), and
+    the two counts."""
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    pair = (mask[:, :-1] * mask[:, 1:]).astype(logp.dtype)
+    real = mask.astype(logp.dtype)
+    nll = -jnp.take_along_axis(logp[:, :-1], tokens[:, 1:, None], axis=-1)[..., 0]
     kl = jnp.sum(jnp.exp(ref_logp) * (ref_logp - logp), axis=-1)
-    return jnp.sum(valid * nll), jnp.sum(valid * kl), jnp.sum(valid)
+    return jnp.sum(pair * nll), jnp.sum(real * kl), jnp.sum(pair), jnp.sum(real)
 
 
 def ce_loss_score(
@@ -73,12 +79,14 @@ def ce_loss_score(
 ) -> dict[str, float]:
     """CE-loss score and KL score of splicing `sae` at (site, layer) (SAELens' definitions).
 
-    With CE the mean next-token cross-entropy over positions whose token and next token
-    are real: `ce_loss_score = (CE_ablated - CE_sae) / (CE_ablated - CE_clean)`, the
+    With CE the mean next-token cross-entropy over the T-1 positions whose token and next
+    token are real: `ce_loss_score = (CE_ablated - CE_sae) / (CE_ablated - CE_clean)`, the
     ablated baseline zeroing the site (1: the reconstruction loses nothing; 0: as bad as
     deleting the activation); `kl_score = (KL_ablated - KL_sae) / KL_ablated`, KL the mean
-    KL(p_clean || p_edited). The three passes run one compiled program, so an identity
-    reconstruction gives exactly CE_clean.
+    KL(p_clean || p_edited) over all T real positions (the last one included), as SAELens
+    averages it. Positions left clean by `skip_first` add the same CE to all three passes
+    and KL 0, so they leave both scores unchanged. The three passes run one compiled
+    program, so an identity reconstruction gives exactly CE_clean.
 
     **Arguments:**
 
@@ -127,21 +135,22 @@ def ce_loss_score(
         )
 
     tot = np.zeros((3, 2))
-    count = 0.0
+    pairs, positions = 0.0, 0.0
     for s in range(0, tokens.shape[0], batch_size):
         tb, mb = tokens[s : s + batch_size].astype(jnp.int32), mask[s : s + batch_size]
         runs = [
             forward_batched(model, tb, mask=mb, intervene={(site, layer): splice(k, r)})[0]
             for k, r in ((1, 0), (0, 1), (0, 0))
         ]
-        ref = jax.nn.log_softmax(runs[0][:, :-1], axis=-1)
+        ref = jax.nn.log_softmax(runs[0], axis=-1)
         for i, lg in enumerate(runs):
-            nll, kl, n = _losses(lg, ref, tb, mb)
+            nll, kl, n_pair, n_real = _losses(lg, ref, tb, mb)
             tot[i] += (float(nll), float(kl))
-        count += float(n)
-    if count == 0:
+        pairs += float(n_pair)
+        positions += float(n_real)
+    if pairs == 0:
         raise ValueError("mask: expected at least one pair of consecutive real tokens")
-    (ce_clean, _), (ce_sae, kl_sae), (ce_abl, kl_abl) = tot / count
+    (ce_clean, _), (ce_sae, kl_sae), (ce_abl, kl_abl) = tot / np.array([pairs, positions])
     if ce_abl == ce_clean or kl_abl == 0:
         raise ValueError(
             f"layer: zero-ablating ({site!r}, {layer}) leaves the loss unchanged "

@@ -3,7 +3,9 @@
 - `RoutingTable`: queries x candidates outcomes (quality, cost, tokens, latency, features,
   task group), saved as .npz + JSON; `from_routerbench` / `from_vl_routerbench` read those
   benchmarks' layouts; `hashed_bow` query features.
-- Metrics: `cost_quality_hull`, `aiq`, `zero_router_curve` (RouterBench), `pgr`, `apgr`,
+- Metrics: `cost_quality_hull`, `aiq` (jaxlab's normalisation by default,
+  `cost_range="routerbench"` for RouterBench's released `calc_AIQ`), `zero_router_curve`
+  (RouterBench), `pgr`, `apgr`,
   `call_performance_threshold` (RouteLLM), `rank_score` (VL-RouterBench),
   `accuracy_at_cost`, `routed_outcome`, `oracle_choice`.
 - Routers behind `AbstractRouter` (`predict_quality`, `predict_utilities`, `route`):

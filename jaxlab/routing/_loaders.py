@@ -5,11 +5,11 @@
   [0, 1]), `m|model_response` and `m|total_cost`. The benchmark ships it as a pickled
   DataFrame; pickle is never read here: export it once to CSV
   (`pd.read_pickle(f).to_csv(g, index=False)`) and read the CSV.
-- VL-RouterBench (Huang et al. 2025): a folder with `data/matrices/Y.npz` (the quality
-  matrix, dense under key `Y` or a scipy.sparse CSR/COO `.npz`), `data/matrices/C.npy` (the
-  cost matrix), `data/registry/models.txt` (one model per line) and
-  `data/registry/meta.csv` or `meta.jsonl` (one row per sample: `sample_id`, the task in
-  `dataset` / `task` / `benchmark`, the text in `question` / `prompt` / `text`).
+- VL-RouterBench (Huang et al. 2025): its output folder, `data/matrices/Y.npz` (quality),
+  `data/matrices/C.npy` (cost), `data/matrices/sample_ids.pkl` (row order),
+  `data/registry/model_index.pkl` (column order) and `data/registry/meta.parquet` (one row
+  per sample: `sample_id`, `dataset`, `task`, ...); the pickles are read by an unpickler
+  that admits only lists of strings and ints (see `from_vl_routerbench`).
 
 Query features are `hashed_bow` of the prompt text unless `features` is given.
 """
@@ -19,6 +19,8 @@ from __future__ import annotations
 import csv
 import json
 import os
+import pickle
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -87,8 +89,9 @@ def from_routerbench(
     if head[:1] == b"\x80" or path.suffix.lower() in (".pkl", ".pickle"):
         raise ValueError(
             f"path: {path} is a pickle (RouterBench ships its table as a pickled DataFrame); "
-            "pickle is never read here (it can run code): export it once with "
-            "`pd.read_pickle(f).to_csv(g, index=False)` and pass the CSV"
+            "pickle is never read here (it can run code): export to CSV once, "
+            "`pd.read_pickle(f).to_csv(g, index=False)` in a session that trusts the file, "
+            "and pass the CSV"
         )
     try:
         with open(path, newline="", encoding="utf-8") as f:
@@ -137,37 +140,180 @@ def from_routerbench(
         raise ValueError(f"{path}: {e}") from e
 
 
-def _read_quality(path: Path) -> np.ndarray:
+#: Largest matrix (cells) a loader allocates unless `max_cells` says otherwise: the
+#: released VL-RouterBench has ~30k samples x 17 models (5e5 cells).
+MAX_CELLS = 50_000_000
+_MAX_PICKLE_BYTES = 64 << 20
+_MAX_TEXT_BYTES = 512 << 20
+
+
+class _ListUnpickler(pickle.Unpickler):
+    """Unpickles lists/tuples of str and int only: every global (class, function) is
+    refused, so no pickle can construct an object or call anything."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(
+            f"refused global {module}.{name} (only lists of strings and ints are read)"
+        )
+
+
+def _read_id_pickle(path: Path, n: int | None = None) -> list:
+    """A pickled list of str/int (VL-RouterBench's `model_index.pkl`, `sample_ids.pkl`)
+    through `_ListUnpickler`; anything else is a ValueError naming the file."""
+    try:
+        size = path.stat().st_size
+        if size > _MAX_PICKLE_BYTES:
+            raise ValueError(f"{path}: {size} bytes, more than an id list needs")
+        with open(path, "rb") as f:
+            obj = _ListUnpickler(f).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError) as e:
+        if str(e).startswith(str(path)):
+            raise
+        raise ValueError(
+            f"{path}: not a pickled list of strings/ints (only those are read; "
+            f"never arbitrary objects): {e}"
+        ) from None
+    except OSError as e:
+        raise ValueError(f"{path}: unreadable ({e})") from e
+    if not isinstance(obj, (list, tuple)) or not all(
+        isinstance(v, (str, int)) and not isinstance(v, bool) for v in obj
+    ):
+        raise ValueError(f"{path}: expected a list of strings/ints, received {type(obj).__name__}")
+    if n is not None and len(obj) != n:
+        raise ValueError(f"{path}: {len(obj)} entries, the matrices have {n}")
+    return list(obj)
+
+
+def _npy_header(f) -> tuple[tuple[int, ...], np.dtype]:
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+    else:
+        shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+    return tuple(int(s) for s in shape), np.dtype(dtype)
+
+
+def _check_cells(path, what, shape, max_cells):
+    cells = int(np.prod(shape, dtype=object)) if len(shape) else 1
+    if cells > max_cells:
+        raise ValueError(
+            f"{path}: {what} declares shape {shape} ({cells} cells), more than max_cells="
+            f"{max_cells}; raise max_cells if the file is what you expect"
+        )
+
+
+def _npz_headers(path: Path, max_cells: int) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """Each member's declared (shape, dtype), read from the .npy headers inside the zip
+    before anything is decompressed in full; each bounded by `max_cells`."""
+    out = {}
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                with zf.open(info) as f:
+                    shape, dtype = _npy_header(f)
+                _check_cells(path, f"member {info.filename!r}", shape, max_cells)
+                out[info.filename[:-4]] = (shape, dtype)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
+        if str(e).startswith(str(path)):
+            raise
+        raise ValueError(f"{path}: not a readable .npz file ({e})") from e
+    return out
+
+
+def _read_quality(path: Path, max_cells: int) -> np.ndarray:
+    headers = _npz_headers(path, max_cells)
     try:
         with np.load(path, allow_pickle=False) as z:
-            if "Y" in z.files:
-                return np.asarray(z["Y"])
-            if {"data", "shape", "format"} <= set(z.files):
+            if "Y" in headers:
+                return np.asarray(z["Y"], np.float64)
+            if {"data", "shape", "format"} <= set(headers):
                 fmt = z["format"].item()
                 fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
                 shape = tuple(int(s) for s in z["shape"])
-                if len(shape) != 2 or shape[0] * shape[1] > 10**9:
+                if len(shape) != 2 or min(shape) < 0:
                     raise ValueError(f"{path}: implausible matrix shape {shape}")
+                _check_cells(path, "the sparse matrix", shape, max_cells)
                 dense = np.zeros(shape)
+                data = z["data"]
                 if fmt == "csr":
                     indptr, indices = z["indptr"], z["indices"]
-                    if indptr.size != shape[0] + 1 or indices.size != z["data"].size:
+                    if (
+                        indptr.size != shape[0] + 1
+                        or indices.size != data.size
+                        or np.any(np.diff(indptr) < 0)
+                        or indptr[0] != 0
+                        or indptr[-1] != data.size
+                    ):
                         raise ValueError(f"{path}: inconsistent CSR arrays")
                     rows = np.repeat(np.arange(shape[0]), np.diff(indptr))
-                    dense[rows, indices] = z["data"]
+                    cols = indices
                 elif fmt == "coo":
-                    dense[z["row"], z["col"]] = z["data"]
+                    rows, cols = z["row"], z["col"]
+                    if not rows.size == cols.size == data.size:
+                        raise ValueError(f"{path}: inconsistent COO arrays")
                 else:
                     raise ValueError(f"{path}: sparse format {fmt!r} not supported (csr, coo)")
+                if rows.size and (
+                    np.any((rows < 0) | (rows >= shape[0]))
+                    or np.any((cols < 0) | (cols >= shape[1]))
+                ):
+                    raise ValueError(f"{path}: sparse indices outside the shape {shape}")
+                dense[rows, cols] = data
                 return dense
-            raise ValueError(f"{path}: expected key 'Y' or a scipy.sparse matrix, found {z.files}")
-    except (OSError, EOFError, IndexError) as e:
+            raise ValueError(
+                f"{path}: expected key 'Y' or a scipy.sparse matrix, found {sorted(headers)}"
+            )
+    except (OSError, EOFError, IndexError, KeyError) as e:
         raise ValueError(f"{path}: not a readable quality matrix ({e})") from e
 
 
+def _read_cost(matrices: Path, max_cells: int) -> tuple[Path, np.ndarray]:
+    npy, npz = matrices / "C.npy", matrices / "C.npz"
+    if npy.is_file():
+        try:
+            with open(npy, "rb") as f:
+                shape, _ = _npy_header(f)
+            _check_cells(npy, "the cost matrix", shape, max_cells)
+            return npy, np.asarray(np.load(npy, allow_pickle=False), np.float64)
+        except (OSError, EOFError) as e:
+            raise ValueError(f"{npy}: not a readable .npy cost matrix ({e})") from e
+        except ValueError as e:
+            if str(e).startswith(str(npy)):
+                raise
+            raise ValueError(f"{npy}: not a readable .npy cost matrix ({e})") from e
+    if npz.is_file():
+        headers = _npz_headers(npz, max_cells)
+        if "C" not in headers:
+            raise ValueError(f"{npz}: expected key 'C', found {sorted(headers)}")
+        with np.load(npz, allow_pickle=False) as z:
+            return npz, np.asarray(z["C"], np.float64)
+    raise ValueError(f"{npy}: missing (and no C.npz): not a VL-RouterBench data folder")
+
+
 def _read_meta(registry: Path) -> list[dict]:
+    parquet = registry / "meta.parquet"
     csv_path, jsonl_path = registry / "meta.csv", registry / "meta.jsonl"
     try:
+        if parquet.is_file():
+            try:
+                import pandas as pd
+            except ImportError as e:  # pragma: no cover - the routing extra has pandas
+                raise ValueError(
+                    f"{parquet}: reading parquet needs pandas and pyarrow "
+                    "(pip install 'jaxlab[routing]')"
+                ) from e
+            try:
+                df = pd.read_parquet(parquet)
+            except ImportError as e:
+                raise ValueError(
+                    f"{parquet}: reading parquet needs pyarrow (pip install 'jaxlab[routing]')"
+                ) from e
+            except Exception as e:  # noqa: BLE001 - pyarrow raises its own error types
+                raise ValueError(f"{parquet}: not a readable parquet file ({e})") from e
+            df = df.astype(object).where(pd.notna(df), None)  # NaN / pd.NA -> None
+            return df.to_dict(orient="records")
         if csv_path.is_file():
             with open(csv_path, newline="", encoding="utf-8") as f:
                 return list(csv.DictReader(f))
@@ -179,10 +325,10 @@ def _read_meta(registry: Path) -> list[dict]:
             ]
     except (OSError, UnicodeDecodeError, csv.Error, json.JSONDecodeError) as e:
         raise ValueError(f"{registry}: unreadable meta file ({e})") from e
-    raise ValueError(
-        f"{registry}: expected meta.csv or meta.jsonl (export VL-RouterBench's meta.parquet "
-        "with pandas: pd.read_parquet(p).to_csv(registry / 'meta.csv', index=False))"
-    )
+    raise ValueError(f"{registry}: expected meta.parquet, meta.csv or meta.jsonl")
+
+
+_TEXT_KEYS = ("question", "prompt", "text")
 
 
 def _first(row: dict, keys, default=""):
@@ -192,59 +338,156 @@ def _first(row: dict, keys, default=""):
     return default
 
 
+def _benchmark_texts(root: Path, wanted: set[str]) -> dict[str, str]:
+    """Prompts by sample id from VL-RouterBench's `BENCHMARKS/<task>/<dataset>_samples.jsonl`
+    (the meta parquet carries no text); bounded in total bytes read."""
+    out: dict[str, str] = {}
+    bench = root / "BENCHMARKS"
+    if not bench.is_dir():
+        return out
+    budget = _MAX_TEXT_BYTES
+    for p in sorted(bench.rglob("*.jsonl")):
+        size = p.stat().st_size
+        if size > budget:
+            raise ValueError(f"{p}: more text than the loader reads ({_MAX_TEXT_BYTES} bytes)")
+        budget -= size
+        try:
+            lines = p.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"{p}: unreadable ({e})") from e
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{p}: line {i + 1} is not JSON ({e})") from e
+            sid = str(rec.get("sample_id", "")) if isinstance(rec, dict) else ""
+            if sid in wanted and sid not in out:
+                out[sid] = _first(rec, _TEXT_KEYS)
+    return out
+
+
+def _data_dir(folder: Path) -> Path:
+    for d in (folder / "data", folder):
+        if (d / "matrices").is_dir():
+            return d
+    raise ValueError(
+        f"folder: {folder} holds no data/matrices/ (not a VL-RouterBench output folder)"
+    )
+
+
 def from_vl_routerbench(
-    folder: str | os.PathLike, *, features=None, feature_dim: int = 256
+    folder: str | os.PathLike,
+    *,
+    features=None,
+    feature_dim: int = 256,
+    max_cells: int = MAX_CELLS,
 ) -> RoutingTable:
-    """Read a VL-RouterBench data folder (Huang et al. 2025).
+    """Read a VL-RouterBench output folder (Huang et al. 2025).
 
-    The layout: `data/matrices/Y.npz` (quality, dense under key `Y` or a scipy.sparse
-    CSR/COO `.npz`), `data/matrices/C.npy` (cost), `data/registry/models.txt` (one model
-    per line) and `data/registry/meta.csv` or `meta.jsonl` (one row per sample:
-    `sample_id`, the task in `dataset` / `task` / `benchmark`, the text in `question` /
-    `prompt` / `text`).
+    The layout its build scripts write (under `folder/data/`, or `folder` itself):
 
-    **Arguments:** `folder` (holding `data/`); `features` optional (N, F) (default
-    `hashed_bow` of each sample's text).
+    - `matrices/Y.npz`: quality (N, M), dense under key `Y` or a scipy.sparse CSR/COO
+      `.npz`; `matrices/C.npy` (or `C.npz` with key `C`): cost (N, M);
+    - `matrices/sample_ids.pkl`: the matrices' row order, a pickled list of sample ids;
+    - `registry/model_index.pkl`: the column order, a pickled list of model names
+      (`registry/models.txt`, one per line, is read when the pickle is absent);
+    - `registry/meta.parquet` (or `meta.csv` / `meta.jsonl`): one row per sample with
+      `sample_id`, the task in `dataset` / `task` / `benchmark` and, if present, the text
+      in `question` / `prompt` / `text`. Without a text column the prompts are read from
+      `BENCHMARKS/**/*.jsonl` (`sample_id`, `prompt`) next to `data/`.
 
-    **Returns:** a `RoutingTable` with quality Y, cost C, the registry's model names and
-    task groups from the meta file.
+    The two pickles are read by an unpickler that admits only lists of strings and ints
+    (no class or function is ever resolved, so a pickle cannot run code). Meta rows are
+    aligned to the matrices by sample id (`sample_ids.pkl`; without it they are taken in
+    file order). Every array's declared shape is checked against `max_cells` before it is
+    allocated.
 
-    **Raises:** `ValueError` naming the file on a missing file, mismatched shapes, or
-    values out of range.
+    **Arguments:** `folder`; `features` optional (N, F) in the matrices' row order
+    (default `hashed_bow` of each sample's text, `feature_dim` wide); `max_cells` the
+    largest matrix read.
+
+    **Returns:** a `RoutingTable` with quality Y, cost C, the registry's model names,
+    task groups and sample ids from the meta file.
+
+    **Raises:** `ValueError` naming the file on a missing file, a pickle that is not a
+    list of ids, mismatched shapes or ids, a matrix above `max_cells`, values out of
+    range, or query features that are the same for every query (no text found: pass
+    `features=`, e.g. VL-RouterBench's `EMBEDDINGS/*.parquet` in row order).
     """
-    data = Path(folder) / "data"
-    y_path, c_path = data / "matrices" / "Y.npz", data / "matrices" / "C.npy"
-    models_path, registry = data / "registry" / "models.txt", data / "registry"
-    for p in (y_path, c_path, models_path):
-        if not p.is_file():
-            raise ValueError(f"{p}: missing (not a VL-RouterBench data folder)")
-    y = _read_quality(y_path)
-    try:
-        c = np.load(c_path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:
-        raise ValueError(f"{c_path}: not a readable .npy cost matrix ({e})") from e
+    root = Path(folder)
+    data = _data_dir(root)
+    matrices, registry = data / "matrices", data / "registry"
+    y_path = matrices / "Y.npz"
+    if not y_path.is_file():
+        raise ValueError(f"{y_path}: missing (not a VL-RouterBench data folder)")
+    index_pkl, models_txt = registry / "model_index.pkl", registry / "models.txt"
+    if not (index_pkl.is_file() or models_txt.is_file()):
+        raise ValueError(f"{index_pkl}: missing (and no models.txt): no model names")
+    y = _read_quality(y_path, int(max_cells))
+    if y.ndim != 2:
+        raise ValueError(f"{y_path}: expected a 2-D quality matrix, received shape {y.shape}")
+    c_path, c = _read_cost(matrices, int(max_cells))
     if c.shape != y.shape:
         raise ValueError(f"{c_path}: cost shape {c.shape} differs from quality shape {y.shape}")
-    models = [m.strip() for m in models_path.read_text(encoding="utf-8").splitlines() if m.strip()]
-    if len(models) != y.shape[1]:
-        raise ValueError(
-            f"{models_path}: {len(models)} models listed, matrices have {y.shape[1]} columns"
-        )
+    n, m = y.shape
+    if index_pkl.is_file():
+        models = [str(v) for v in _read_id_pickle(index_pkl, m)]
+    else:
+        models = [
+            s.strip() for s in models_txt.read_text(encoding="utf-8").splitlines() if s.strip()
+        ]
+        if len(models) != m:
+            raise ValueError(f"{models_txt}: {len(models)} models listed, matrices have {m}")
     meta = _read_meta(registry)
-    if len(meta) != y.shape[0]:
-        raise ValueError(f"{registry}: {len(meta)} meta rows, matrices have {y.shape[0]} rows")
+    ids_pkl = matrices / "sample_ids.pkl"
+    if ids_pkl.is_file():
+        ids = [str(v) for v in _read_id_pickle(ids_pkl, n)]
+        if len(set(ids)) != n:
+            raise ValueError(f"{ids_pkl}: sample ids repeat")
+        by_id = {}
+        for r in meta:
+            sid = _first(r, ("sample_id", "id"), "")
+            if not sid:
+                raise ValueError(f"{registry}: a meta row has no sample_id to align by")
+            by_id.setdefault(sid, r)
+        missing = [s for s in ids if s not in by_id]
+        if missing:
+            raise ValueError(
+                f"{registry}: no meta row for {len(missing)} of the matrices' sample ids "
+                f"(first: {missing[:3]})"
+            )
+        meta = [by_id[s] for s in ids]  # the matrices' row order
+    else:
+        if len(meta) != n:
+            raise ValueError(f"{registry}: {len(meta)} meta rows, matrices have {n} rows")
+        ids = [_first(r, ("sample_id", "id"), str(i)) for i, r in enumerate(meta)]
     groups, names = _groups([_first(r, ("dataset", "task", "benchmark"), "all") for r in meta])
-    texts = [_first(r, ("question", "prompt", "text")) for r in meta]
+    texts = [_first(r, _TEXT_KEYS) for r in meta]
+    source = "meta file"
+    if features is None and not any(texts):
+        found = _benchmark_texts(root, set(ids))
+        texts = [found.get(s, "") for s in ids]
+        source = "BENCHMARKS/*.jsonl"
+    feats = _features(registry, features, texts, feature_dim)
+    if n > 1 and np.all(feats == feats[:1]):
+        why = "as given" if features is not None else f"no text in the {source}"
+        raise ValueError(
+            f"features: every query has the same features ({why}); "
+            "a router would see no difference between queries: pass features= (e.g. "
+            "VL-RouterBench's EMBEDDINGS/*.parquet in the matrices' row order)"
+        )
     try:
         return RoutingTable(
             quality=y,
             cost=c,
             candidates=tuple(models),
-            features=_features(registry, features, texts, feature_dim),
+            features=feats,
             groups=groups,
             group_names=names,
-            query_ids=tuple(_first(r, ("sample_id", "id"), str(i)) for i, r in enumerate(meta)),
-            meta={"source": f"VL-RouterBench folder {Path(folder).name}"},
+            query_ids=tuple(ids),
+            meta={"source": f"VL-RouterBench folder {root.name}"},
         )
     except ValueError as e:
         raise ValueError(f"{data}: {e}") from e

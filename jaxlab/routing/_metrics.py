@@ -109,24 +109,59 @@ def cost_quality_hull(cost, quality) -> tuple[np.ndarray, np.ndarray]:
     return c[hull], q[hull]
 
 
-def aiq(cost, quality, *, cost_range: tuple[float, float] | None = None) -> float:
+def aiq(cost, quality, *, cost_range: tuple[float, float] | str | None = None) -> float:
     """Average improvement in quality (RouterBench): area under the non-decreasing convex
-    hull of the cost-quality points over the cost range, divided by its width.
+    hull of the cost-quality points over a cost range, divided by its width.
 
     Beyond its last vertex the hull stays at its maximum; below its first vertex (when
-    `cost_range` starts lower) quality is 0 (nothing is reachable there).
+    the range starts lower) quality is 0 (nothing is reachable there).
 
     **Arguments:**
 
     - `cost`, `quality`: (K,) points of one router at K cost weights (or of K models).
-    - `cost_range`: `(cmin, cmax)` to integrate over (default: the points' own range; give
-      the fixed models' range to compare routers on one scale).
+    - `cost_range`: the cost interval to integrate over and divide by:
+        - `None` (default, jaxlab's convention): the points' own range, from the
+          cheapest point to the dearest, normalised by `c_max - c_min`;
+        - `(cmin, cmax)`: that range (the fixed models' range puts routers on one
+          scale; jaxlab's experiments report this, with the table's fixed candidates'
+          cheapest and dearest mean cost);
+        - `"routerbench"`: RouterBench's released `calc_AIQ` for this one router: the
+          area from cost 0 (quality 0 below the cheapest point) to `c_max`, divided by
+          `c_max`, where `c_max` is the dearest cost at which the router reaches its best
+          quality (RouterBench's hull ends there). `calc_AIQ` over a list of routers uses
+          the largest such `c_max` of the list: pass `cost_range=(0.0, that c_max)` to
+          reproduce it.
 
-    **Returns:** a float in [min quality, max quality].
+    Tied costs: the hull keeps the best quality at each cost. RouterBench's released
+    hull (`get_non_descreasing_convex_hull_of`) starts from whichever point of the
+    cheapest cost sorts first and never compares points of equal cost, so a worse point
+    at the cheapest cost can start its hull and the better of two points at the dearest
+    cost can be lost; here neither happens, and the two agree exactly where costs are
+    distinct (see docs/components/routing.md, "Compatibility").
+
+    **Returns:** a float; within [min quality, max quality] for the default range.
     """
     hc, hq = cost_quality_hull(cost, quality)
+    if isinstance(cost_range, str):
+        if cost_range != "routerbench":
+            raise ValueError(
+                f"cost_range: expected None, (cmin, cmax) or 'routerbench', received {cost_range!r}"
+            )
+        c, q = _points(cost, quality)
+        hi = float(np.max(c[q == np.max(q)]))
+        if not hi > 0:
+            return float(hq[-1])  # every best point is free: RouterBench divides 0 by 0
+        cost_range = (0.0, hi)
     c_max = float(np.max(_float_array("cost", cost)))
-    lo, hi = (float(hc[0]), max(float(hc[-1]), c_max)) if cost_range is None else cost_range
+    if cost_range is None:
+        lo, hi = float(hc[0]), max(float(hc[-1]), c_max)
+    else:
+        try:
+            lo, hi = (float(v) for v in cost_range)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"cost_range: expected None, (cmin, cmax) or 'routerbench', received {cost_range!r}"
+            ) from None
     if not hi > lo:
         if cost_range is not None:
             raise ValueError(f"cost_range: expected cmin < cmax, received {cost_range}")

@@ -30,7 +30,8 @@ def test_list_f1():
     # precision 1/2, recall 1/3 -> F1 = 2 * (1/6) / (5/6) = 0.4
     assert bb.score_answer(["a", "x"], ["a", "b", "c"], "list_exact") == pytest.approx(0.4)
     assert bb.score_answer([], ["a"], "list_exact") == 0.0
-    assert bb.score_answer([1, 2.0], ["1", "2"], "list_exact") == 1.0
+    # KramaBench's F1 compares a string truth with str(pred): "2" != str(2.0) = "2.0"
+    assert bb.score_answer([1, 2.0], ["1", "2"], "list_exact") == pytest.approx(0.5)
 
 
 def test_discovery_prf():
@@ -44,7 +45,6 @@ def test_discovery_prf():
 def test_bad_inputs():
     with pytest.raises(ValueError, match="answer_type"):
         bb.score_answer(1, 1, "fuzzy")
-    with pytest.raises(ValueError, match="truth"):
-        bb.relative_error_score(1.0, "abc")
-    with pytest.raises(ValueError, match="truth"):
-        bb.list_f1(["a"], "a")
+    # a truth that does not fit is scored as KramaBench scores it (0), never refused
+    assert bb.relative_error_score(1.0, "abc") == 0.0
+    assert bb.list_f1(["a"], "a") == 0.0

@@ -19,9 +19,17 @@ def test_sae_metrics_equal_numpy_formulas(getkey):
     z = np.asarray(jax.vmap(sae.encode)(x), np.float64)
     xh = np.asarray(jax.vmap(sae)(x), np.float64)
     assert float(m["l0"]) == pytest.approx(np.mean((z != 0).sum(1)), rel=1e-6)
-    assert float(m["mse"]) == pytest.approx(np.mean((xn - xh) ** 2), rel=1e-5)
+    # current SAELens (decoderesearch/SAELens sae_lens/evals.py at 191d44e,
+    # get_sparsity_and_variance_metrics): mse appends the per-token resid_sum_of_squares
+    # (x - x_hat).pow(2).sum(dim=-1) and averages over tokens
+    assert float(m["mse"]) == pytest.approx(np.mean(((xn - xh) ** 2).sum(1)), rel=1e-5)
     ev = 1 - ((xn - xh) ** 2).sum() / ((xn - xn.mean(0)) ** 2).sum()
     assert float(m["explained_variance"]) == pytest.approx(ev, rel=1e-5)
+    # ... and ExplainedVarianceCalculator.compute: 1 - E||x - x_hat||^2 / (E||x||^2 -
+    # ||E x||^2), from its running sums
+    total_variance = (xn**2).sum() / len(xn) - ((xn.sum(0) / len(xn)) ** 2).sum()
+    ev_saelens = 1 - ((xn - xh) ** 2).sum() / len(xn) / total_variance
+    assert float(m["explained_variance"]) == pytest.approx(ev_saelens, rel=1e-5)
     cos = np.mean((xn * xh).sum(1) / np.linalg.norm(xn, axis=1) / np.linalg.norm(xh, axis=1))
     assert float(m["cosine_similarity"]) == pytest.approx(cos, rel=1e-5)
     ratio = np.mean(np.linalg.norm(xh, axis=1) / np.linalg.norm(xn, axis=1))

@@ -65,6 +65,33 @@ def test_ce_loss_score_identity_is_one_zero_is_zero(model, tokens, getkey):
     assert out["ce_loss_score"] == pytest.approx((abl - recon) / (abl - clean), rel=1e-4)
 
 
+def test_kl_score_averages_over_all_positions_like_saelens(model, tokens, getkey):
+    # SAELens (decoderesearch/SAELens sae_lens/evals.py at 191d44e): `_kl` returns
+    # kl_div(log_softmax(new), softmax(orig), reduction="none").sum(-1) per position, all
+    # T of them, and get_downstream_reconstruction_metrics averages them (the CE per token
+    # has T-1); kl_div_score = (kl_with_ablation - kl_with_sae) / kl_with_ablation
+    sae = ip.TopKSAE(24, 48, 4, key=getkey())
+    out = ip.ce_loss_score(model, tokens, sae, layer=1, batch_size=2)
+
+    def kl_per_position(logits, ref):
+        lp, lq = jax.nn.log_softmax(ref, -1), jax.nn.log_softmax(logits, -1)
+        return np.asarray(jnp.sum(jnp.exp(lp) * (lp - lq), -1), np.float64)  # (B, T)
+
+    clean = lm.forward_batched(model, tokens)[0]
+    abl = lm.forward_batched(model, tokens, intervene={("resid_post", 1): lambda x: 0 * x})[0]
+    rec = lm.forward_batched(
+        model, tokens, intervene={("resid_post", 1): lambda x: jax.vmap(sae)(x)}
+    )[0]
+    kl_sae, kl_abl = kl_per_position(rec, clean), kl_per_position(abl, clean)
+    assert kl_sae.shape == tokens.shape  # T positions, the last one included
+    assert out["kl_sae"] == pytest.approx(kl_sae.mean(), rel=1e-4, abs=1e-7)
+    assert out["kl_ablated"] == pytest.approx(kl_abl.mean(), rel=1e-4)
+    ref = (kl_abl.mean() - kl_sae.mean()) / kl_abl.mean()
+    assert out["kl_score"] == pytest.approx(ref, rel=1e-4)
+    # over T-1 positions (the old definition) the value differs
+    assert abs(out["kl_ablated"] - kl_abl[:, :-1].mean()) > 1e-4 * kl_abl.mean()
+
+
 def test_ce_loss_score_bad_inputs(model, tokens):
     with pytest.raises(ValueError, match="tokens"):
         ip.ce_loss_score(model, tokens[0], _Identity(), layer=0)

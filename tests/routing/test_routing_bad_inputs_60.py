@@ -36,7 +36,7 @@ def test_routerbench_model_without_total_cost_is_refused(tmp_path):
 def test_routerbench_pickle_names_the_export_step(tmp_path):
     path = tmp_path / "routerbench_0shot.pkl"
     path.write_bytes(pickle.dumps({"sample_id": [1]}, protocol=4))
-    with pytest.raises(ValueError, match=r"path: .* is a pickle.*to_csv"):
+    with pytest.raises(ValueError, match=r"path: .* is a pickle.*export to CSV.*to_csv"):
         routing.from_routerbench(path)
     renamed = tmp_path / "table.csv"  # the content, not the name, decides
     renamed.write_bytes(path.read_bytes())
