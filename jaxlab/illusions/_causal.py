@@ -124,7 +124,7 @@ _LABELS = ("entailment", "contradiction", "neutral")
 def read_corr2cause(path: str | Path, *, max_variables: int = 3) -> list[Corr2CauseItem]:
     """Items of the `evals` wheel's `corr2cause.jsonl` with at most `max_variables` variables.
 
-    **Arguments:** `path` of the JSONL file (`jaxlab._core.wheel_file("evals",
+    **Arguments:** `path` of the JSONL file (`jaxlab.data.wheel_file("evals",
     "corr2cause/corr2cause.jsonl")`); `max_variables`.
 
     **Returns:** list of `Corr2CauseItem` in file order. A malformed line raises one

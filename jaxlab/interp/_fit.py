@@ -99,7 +99,7 @@ def fit_sae(
     - `steps`, `batch_size`: optimiser steps and tokens per step.
     - `optimizer`: default `optax.adam(2e-4)`.
     - `buffer_size`: tokens per store buffer (default 64 batches, at most the store).
-    - `checkpointer`, `progress`, `chunk`: passed to `jaxlab._core.run_steps` (arrays; a
+    - `checkpointer`, `progress`, `chunk`: passed to `jaxlab.run_steps` (arrays; a
       store run checkpoints per buffer when `checkpointer` is a callable buffer -> Checkpointer).
     - `scale`: activations are multiplied by this before training (SAELens normalises so
       that the mean norm is sqrt(d_in); pass the same `input_scale` to `ce_loss_score`).

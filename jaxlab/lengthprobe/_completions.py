@@ -229,7 +229,7 @@ def generate_completions(
     - `batch_size`: rows per compiled batch (short batches are padded by repetition).
     - `stop_ids`, `pad_id`: override the tokenizer's.
     - `stop_strings`: strings that also end a completion (see `stop_reason`).
-    - `progress`: a progress strategy over batches (`jaxlab._core.TqdmProgress()`).
+    - `progress`: a progress strategy over batches (`jaxlab.TqdmProgress()`).
 
     **Returns:** the `CompletionSet`, rows in the order of `prompts`.
     """

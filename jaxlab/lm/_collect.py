@@ -308,7 +308,7 @@ def collect(
     - `dtype`: `"float32"` or `"float16"` on disk.
     - `shard_rows`: a shard closes once it holds at least this many rows.
     - `batch_tokens`: padded tokens per forward batch.
-    - `progress`: a progress strategy over shards (`jaxlab._core.TqdmProgress()` for a
+    - `progress`: a progress strategy over shards (`jaxlab.TqdmProgress()` for a
       bar; default `NoProgress()`).
 
     **Returns:** the finished `ActivationStore`.

@@ -10,7 +10,7 @@
   `FixedRouter`, `KNNRouter`, `MLPRouter`, `MatrixFactorisationRouter`, `EmbedLLMRouter`,
   `LatentRouter`;
   `threshold_route` (cost-aware thresholding); `QualityFitStep` / `fit_router` train them
-  through `jaxlab._core.run_steps`; `select_router` picks a router's settings (and
+  through `jaxlab.run_steps`; `select_router` picks a router's settings (and
   stopping point) by validation AIQ (`router_aiq`) on a split of its training table ->
   `RouterSelection`.
 - Our own multimodal pool (P6, on the `easy-vqa` wheel): `load_easy_vqa` -> `VQAData`

@@ -6,7 +6,7 @@ triangle; 8 colours) on a tinted background, with questions about the shape, its
 or yes/no questions about either, and 13 possible answers. The wheel ships 4000 train and
 1000 test images (PNG) and 38575 / 9673 questions.
 
-The files are located with `importlib.metadata` (`jaxlab._core.wheel_file`); the
+The files are located with `importlib.metadata` (`jaxlab.data.wheel_file`); the
 `easy_vqa` package is never imported. The decoded images are cached as an `.npz` under
 `$JAXLAB_CACHE_DIR/routing/easy_vqa` (default `~/.cache/jaxlab/...`) keyed by the names,
 sizes and modification times of the PNG files, so the PNG decodes happen once.
