@@ -82,6 +82,23 @@ print(
     f"oracle accuracy {oracle_q:.3f}"
 )
 
+# %% [markdown]
+# RouteLLM's workflow: pick the threshold of `threshold_route` that sends 20% of queries to
+# the strong model (the most expensive candidates, Gemma-3 under its two likelihood
+# rules), calibrated on one half of the held-out queries and used on the other half
+# (whose share differs from 20% by sampling noise: a few dozen queries here).
+
+# %%
+cal, new = test.split(0.5, key=jax.random.key(2))
+cand_cost = train.cost.mean(0)
+strong = np.flatnonzero(cand_cost == cand_cost.max())
+linear = routers["linear"]
+t = routing.calibrate_threshold(linear.predict_quality(cal.features), cand_cost, 0.2)
+for name, part in (("calibration", cal), ("new", new)):
+    choice = routing.threshold_route(linear.predict_quality(part.features), cand_cost, t)
+    share = np.isin(np.asarray(choice), strong).mean()
+    print(f"threshold {t:.3f}: {share:.0%} of {part.n_queries} {name} queries to the strong model")
+
 # %%
 fig, ax = plt.subplots(figsize=(5.5, 3.6))
 ax.scatter(fixed_c, fixed_q, c="k", marker="s", label="single candidates")
