@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "docs"))
 
-from hooks import components, papers, papers_by_component  # noqa: E402
+from hooks import components, papers, papers_by_component, summary  # noqa: E402
 
 from experiments._harness._pages import figure_path  # noqa: E402
 from experiments._harness._report import claims_table  # noqa: E402
@@ -40,13 +40,6 @@ NOT_YET = {"beliefs": "P13", "haps": "P19"}
 def public_names(mod) -> list[str]:
     """The names `__init__` re-exports (`from ._x import f as f`), in source order."""
     return [n for n, v in vars(mod).items() if not n.startswith("_") and not inspect.ismodule(v)]
-
-
-def summary(obj) -> str:
-    doc = inspect.getdoc(obj) or ""
-    if not doc and not callable(obj):
-        return f"constant of type `{type(obj).__name__}`"
-    return doc.strip().split("\n\n")[0].replace("\n", " ").replace("|", "\\|")
 
 
 def experiments_of(comp: str) -> list[tuple[str, str]]:
@@ -106,7 +99,7 @@ def component_extra(comp: str, mod, names, records, paper_info) -> str:
     out.append(f"`import jaxlab.{comp}`; every name links to its entry in the API reference.\n")
     out.append("| name | summary |\n|---|---|")
     for n in names:
-        out.append(f"| [`{n}`][jaxlab.{comp}.{n}] | {summary(getattr(mod, n))} |")
+        out.append(f"| [`{n}`][jaxlab.{comp}.{n}] | {summary(comp, n, getattr(mod, n))} |")
     out.append("")
     cell = example_cell(comp)
     if (ROOT / "examples" / f"{comp}.py").exists():

@@ -440,6 +440,8 @@ def dense_index(lake: Lake, model: AgentModel, cfg: DiscoveryConfig) -> DenseInd
 
 
 METHODS = ("blackboard", "master_slave", "single_agent", "retrieval", "dense_retrieval", "oracle")
+"""The discovery methods `run_methods` compares: the blackboard (P8), its master-slave and
+single-agent baselines, BM25 and dense retrieval, and the oracle."""
 
 _CHUNK = 32  # options per prompt in a prefetch item
 

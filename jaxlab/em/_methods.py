@@ -55,6 +55,8 @@ __all__ = [
 ]
 
 METHODS = ("bicubic", "separate", "joint", "joint_diffusion")
+"""The four P11 methods: bicubic, separate (SR then segmentation), joint, joint with the
+diffusion refiner."""
 
 
 @dataclasses.dataclass(frozen=True)

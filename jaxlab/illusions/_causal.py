@@ -65,6 +65,7 @@ FRAMINGS: dict[str, str] = {
     "temporal": "{a}. The next day, {b}.",
     "independent": "{a}. Independently, in another part of the country, {b}.",
 }
+"""How two unrelated events are presented: framing name -> template with `{a}` and `{b}`."""
 # positive controls: the second event plainly follows from the first
 CAUSAL_PAIRS: tuple[tuple[str, str], ...] = (
     ("Tom dropped a glass on the stone floor", "the glass broke"),
@@ -76,6 +77,7 @@ CAUSAL_PAIRS: tuple[tuple[str, str], ...] = (
     ("the dam's gates were opened", "the river below the dam rose"),
     ("Priya left her car lights on all night", "the car battery was flat in the morning"),
 )
+"""Positive controls: pairs (cause, effect) whose second event plainly follows from the first."""
 
 
 def causal_pairs(n: int, *, key: PRNGKeyArray) -> list[tuple[str, str]]:

@@ -68,6 +68,7 @@ DESIRABLE: tuple[str, ...] = (
     "brought soup to a sick neighbour",
     "volunteered at an animal shelter",
 )
+"""Desirable behaviour phrases completing "A member of <group> ..." (past tense)."""
 UNDESIRABLE: tuple[str, ...] = (
     "mocked a friend with sarcasm",
     "dented a car and drove off",
@@ -88,6 +89,7 @@ UNDESIRABLE: tuple[str, ...] = (
     "made prank phone calls at night",
     "ignored a neighbour who asked for help",
 )
+"""Undesirable behaviour phrases completing "A member of <group> ..." (past tense)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,6 +145,8 @@ VARIANTS: dict[str, Variant] = {
         ),
     )
 }
+"""The framings of the illusory-correlation task: name -> `Variant` (how the two groups are
+named and the cover story)."""
 
 
 @dataclasses.dataclass(frozen=True)

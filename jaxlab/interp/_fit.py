@@ -21,6 +21,8 @@ __all__ = ["fit_sae", "NORMALIZE_ACTIVATIONS", "norm_scaling_factor", "fold_scal
 #: per-token run-time transforms "constant_norm_rescale" and "layer_norm", which jaxlab's
 #: SAEs do not apply (refused with a ValueError).
 NORMALIZE_ACTIVATIONS = ("none", "expected_average_only_in")
+"""`fit_sae`'s `normalize_activations` choices (SAELens' names): `"none"`, or
+`"expected_average_only_in"` (scale inputs to an average norm of sqrt(d))."""
 _NORM_SAMPLE = 65536
 
 

@@ -38,6 +38,7 @@ __all__ = [
 
 #: why a completion ended: a stop token, a stop string, or the token budget (truncated).
 STOP_REASONS = ("stop_token", "stop_string", "max_tokens")
+"""Why a completion ended: a stop token, a stop string, or the token budget (truncated)."""
 
 _FORMAT = "jaxlab.lengthprobe.completions/1"
 

