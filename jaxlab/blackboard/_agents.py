@@ -45,6 +45,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from jaxlab._core import short_repr
+
 from .._core import progress_bar
 from ._bm25 import BM25
 from ._dense import DenseIndex
@@ -252,6 +254,8 @@ class Discovery:
     - `visible`: fraction of the lake the deciding agent could see (single agent: < 1
       when the context was truncated).
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     tables: tuple[str, ...]
     tokens: int = 0

@@ -33,6 +33,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxlab._core import short_repr
+
 from .._core import wheel_file
 from ._table import MAX_TABLE_BYTES, Table, TableError, parse_csv, table_from_records
 
@@ -320,6 +322,8 @@ class Lake:
     - `partitions`: partition name -> the names of its tables (disjoint, covering).
     - `skipped`: one error message per source file that was left out as malformed.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     tables: dict[str, Table]
     partitions: dict[str, tuple[str, ...]]

@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from jaxlab._core import short_repr
+
 __all__ = ["Table", "TableError", "parse_csv", "table_from_records", "MAX_TABLE_BYTES"]
 
 MAX_TABLE_BYTES = 64 * 2**20  # no table text beyond this is ever read into memory
@@ -37,6 +39,8 @@ class Table:
     - `column_docs`: column name -> its label from the documentation (may be empty).
     - `source`: the wheel it came from; `partition`: the partition it belongs to.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     name: str
     columns: dict[str, np.ndarray]

@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlab._core import short_repr
+
 from .._core import as_array, check_array, check_positive_int, check_range
 from ._budget import check_budgets
 
@@ -151,6 +153,8 @@ class GrowthFit:
     - `aic`: (C,) AIC per class; `weights`: (C,) Akaike weights (sum to 1).
     - `selected`: the class of least AIC; `confidence`: its Akaike weight.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     classes: tuple[str, ...]
     params: np.ndarray

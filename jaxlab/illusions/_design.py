@@ -17,6 +17,8 @@ import jax
 import numpy as np
 from jaxtyping import Array, Bool, Int, PRNGKeyArray
 
+from jaxlab._core import short_repr
+
 from .._core import check_array, check_positive_int
 
 __all__ = [
@@ -161,6 +163,8 @@ class Stimuli:
     - `minority`: (n,) bool, True where the statement is about the minority group.
     - `desirable`: (n,) bool, True for a desirable behaviour.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     variant: Variant
     texts: tuple[str, ...]

@@ -25,6 +25,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxlab._core import short_repr
+
 from .. import lm
 from .._core import AbstractProgress, NoProgress, check_positive_int, write_json
 
@@ -116,6 +118,8 @@ class CompletionSet:
     `max_new_tokens`. Derived: `lengths` (N,) content tokens, `truncated` (N,) bool,
     `prompt_lengths` (N,), `family_ids` (N,) indices into `family_names`.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     families: tuple[str, ...]
     prompts: tuple[tuple[int, ...], ...]

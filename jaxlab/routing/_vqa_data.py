@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxlab._core import atomic_write, read_npz, wheel_file
+from jaxlab._core import atomic_write, read_npz, short_repr, wheel_file
 
 __all__ = ["VQAData", "load_easy_vqa", "QUESTION_TYPES"]
 
@@ -61,6 +61,8 @@ class VQAData:
     - `answer_names`: the 13 answers of `answers.txt`, in file order.
     - `type_names`: `QUESTION_TYPES`.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     images: np.ndarray
     image_ids: np.ndarray
