@@ -26,27 +26,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "docs"))
 
-from hooks import components, papers, papers_by_component  # noqa: E402
+from hooks import components, papers, papers_by_component, summary  # noqa: E402
 
 from experiments._harness._pages import figure_path  # noqa: E402
 from experiments._harness._report import claims_table  # noqa: E402
 from experiments._harness._snapshot import SNAPSHOT_DIR, load_records  # noqa: E402
 from jaxlab.data import CATALOGUE  # noqa: E402
 
-# Components being built on other branches; the components index says so while they are missing.
-NOT_YET = {"beliefs": "P13", "haps": "P19"}
-
 
 def public_names(mod) -> list[str]:
     """The names `__init__` re-exports (`from ._x import f as f`), in source order."""
     return [n for n, v in vars(mod).items() if not n.startswith("_") and not inspect.ismodule(v)]
-
-
-def summary(obj) -> str:
-    doc = inspect.getdoc(obj) or ""
-    if not doc and not callable(obj):
-        return f"constant of type `{type(obj).__name__}`"
-    return doc.strip().split("\n\n")[0].replace("\n", " ").replace("|", "\\|")
 
 
 def experiments_of(comp: str) -> list[tuple[str, str]]:
@@ -106,7 +96,7 @@ def component_extra(comp: str, mod, names, records, paper_info) -> str:
     out.append(f"`import jaxlab.{comp}`; every name links to its entry in the API reference.\n")
     out.append("| name | summary |\n|---|---|")
     for n in names:
-        out.append(f"| [`{n}`][jaxlab.{comp}.{n}] | {summary(getattr(mod, n))} |")
+        out.append(f"| [`{n}`][jaxlab.{comp}.{n}] | {summary(comp, n, getattr(mod, n))} |")
     out.append("")
     cell = example_cell(comp)
     if (ROOT / "examples" / f"{comp}.py").exists():
@@ -198,10 +188,10 @@ def main() -> None:
     ex_index.append(
         "One jupytext percent-format script per component in `examples/`, each starting with "
         "a (commented) Colab install cell, running in seconds on a CPU at its default size, "
-        "drawing a figure, and with a `FULL` switch for an accelerator. `make test` executes "
-        "every one (`tests/test_examples.py`). Convert one to a notebook with "
-        "`jupytext --to ipynb examples/NAME.py`. `jaxlab.beliefs` (P13) and HAPS (P19, in "
-        "`jaxlab.routing`) are being built on other branches and have no example yet.\n"
+        "drawing a figure, and with a `FULL` switch for an accelerator. The tests execute "
+        "every one (`tests/test_examples.py`: `make test` the fast ones, `make examples` the "
+        "slow ones). Convert one to a notebook with `jupytext --to ipynb examples/NAME.py`. "
+        "HAPS (P19) is part of `jaxlab.routing` (`routing.fit_haps`).\n"
     )
     ex_index.append("| example | component |\n|---|---|")
     for comp in comps:
@@ -221,9 +211,6 @@ def main() -> None:
             with mkdocs_gen_files.open(f"examples/{comp}.py", "w") as f:
                 f.write(ex.read_text())
             ex_index.append(f"| [{comp}]({comp}.py) | [`jaxlab.{comp}`](../components/{comp}.md) |")
-    for name, pid in NOT_YET.items():
-        if name not in comps:
-            index.append(f"| `jaxlab.{name}` | {pid} | being built on another branch |")
     with mkdocs_gen_files.open("components/index.md", "w") as f:
         f.write("\n".join(index) + "\n")
     with mkdocs_gen_files.open("api/index.md", "w") as f:

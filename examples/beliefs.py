@@ -19,11 +19,14 @@
 # steer along the fitted direction (`option_logprobs`).
 
 # %%
-# Install (Colab CPU, GPU or TPU runtime, or a fresh venv): uncomment, set JAXLAB_REPO to
-# the repository's git URL (a fork or mirror works), run once. keep.txt keeps the jax and
-# numpy the runtime ships (jaxlab needs jax >= 0.5.0), so no restart is needed; should pip
-# report a conflict (a jax older than 0.5.0), drop `-c keep.txt` and restart the runtime.
+# Install (Colab CPU, GPU or TPU runtime, or a fresh venv): uncomment and run once.
+# JAXLAB_REPO: the repository's git URL; replace OWNER by the account that hosts it (a
+# fork or mirror works; the package metadata names no URL yet). keep.txt pins the jax,
+# jaxlib, CUDA/TPU plugin and numpy the runtime ships: jaxlab takes any jax >= 0.5.0
+# (pyproject.toml, no upper bound), so they stay and no restart is needed. Only an older
+# jax makes pip report a conflict: then drop `-c keep.txt` and restart the runtime once.
 # JAXLAB_REPO = "https://github.com/OWNER/jaxlab"
+# assert "/OWNER/" not in JAXLAB_REPO, "set JAXLAB_REPO to the repository's git URL"
 # !test -d jaxlab || git clone -q --depth 1 {JAXLAB_REPO} jaxlab
 # !pip freeze | grep -iE "^(jax|jaxlib|jax[-_]cuda.*|libtpu.*|numpy)==" > keep.txt
 # !pip install -q -c keep.txt "./jaxlab[beliefs]"

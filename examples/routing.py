@@ -19,11 +19,14 @@
 # `routing_haps_main`.
 
 # %%
-# Install (Colab CPU, GPU or TPU runtime, or a fresh venv): uncomment, set JAXLAB_REPO to
-# the repository's git URL (a fork or mirror works), run once. keep.txt keeps the jax and
-# numpy the runtime ships (jaxlab needs jax >= 0.5.0), so no restart is needed; should pip
-# report a conflict (a jax older than 0.5.0), drop `-c keep.txt` and restart the runtime.
+# Install (Colab CPU, GPU or TPU runtime, or a fresh venv): uncomment and run once.
+# JAXLAB_REPO: the repository's git URL; replace OWNER by the account that hosts it (a
+# fork or mirror works; the package metadata names no URL yet). keep.txt pins the jax,
+# jaxlib, CUDA/TPU plugin and numpy the runtime ships: jaxlab takes any jax >= 0.5.0
+# (pyproject.toml, no upper bound), so they stay and no restart is needed. Only an older
+# jax makes pip report a conflict: then drop `-c keep.txt` and restart the runtime once.
 # JAXLAB_REPO = "https://github.com/OWNER/jaxlab"
+# assert "/OWNER/" not in JAXLAB_REPO, "set JAXLAB_REPO to the repository's git URL"
 # !test -d jaxlab || git clone -q --depth 1 {JAXLAB_REPO} jaxlab
 # !pip freeze | grep -iE "^(jax|jaxlib|jax[-_]cuda.*|libtpu.*|numpy)==" > keep.txt
 # !pip install -q -c keep.txt "./jaxlab[routing]"
@@ -81,6 +84,23 @@ print(
     f"zero router AIQ {routing.aiq(fixed_c, fixed_q, cost_range=crange):.3f}; "
     f"oracle accuracy {oracle_q:.3f}"
 )
+
+# %% [markdown]
+# RouteLLM's workflow: pick the threshold of `threshold_route` that sends 20% of queries to
+# the strong model (the most expensive candidates, Gemma-3 under its two likelihood
+# rules), calibrated on one half of the held-out queries and used on the other half
+# (whose share differs from 20% by sampling noise: a few dozen queries here).
+
+# %%
+cal, new = test.split(0.5, key=jax.random.key(2))
+cand_cost = train.cost.mean(0)
+strong = np.flatnonzero(cand_cost == cand_cost.max())
+linear = routers["linear"]
+t = routing.calibrate_threshold(linear.predict_quality(cal.features), cand_cost, 0.2)
+for name, part in (("calibration", cal), ("new", new)):
+    choice = routing.threshold_route(linear.predict_quality(part.features), cand_cost, t)
+    share = np.isin(np.asarray(choice), strong).mean()
+    print(f"threshold {t:.3f}: {share:.0%} of {part.n_queries} {name} queries to the strong model")
 
 # %%
 fig, ax = plt.subplots(figsize=(5.5, 3.6))

@@ -97,3 +97,83 @@ def test_function_docstrings_have_arguments_and_returns():
         f"{len(lacking)} public functions lack **Arguments:**/**Returns:** "
         f"(at most {MISSING_SECTIONS_AT_MOST}): {sorted(lacking)}"
     )
+
+
+def test_no_public_docstring_points_to_a_private_module():
+    """Issue 60: public docstrings name the public API (`jaxlab.run_steps`,
+    `jaxlab.data.wheel_file`), never `jaxlab._core` or `jaxlab._kernels`."""
+    objs = list(_public_objects())
+    objs += [
+        (f"jaxlab.{i.name}", importlib.import_module(f"jaxlab.{i.name}"))
+        for i in pkgutil.iter_modules(jaxlab.__path__)
+        if not i.name.startswith("_")
+    ]
+    pointing = sorted(
+        q for q, obj in objs if re.search(r"jaxlab\._\w|`_core\b", inspect.getdoc(obj) or "")
+    )
+    assert not pointing, "public docstrings naming a private module: " + str(pointing)
+
+
+def _hooks():
+    """docs/hooks.py (the site's navigation and API-table summaries), loaded by path."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "hooks.py"
+    spec = importlib.util.spec_from_file_location("jaxlab_docs_hooks", path)
+    assert spec is not None
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _public_constants():
+    hooks = _hooks()
+    for comp in hooks.components():
+        mod = importlib.import_module(f"jaxlab.{comp}")
+        for name, obj in vars(mod).items():
+            if name.startswith("_") or inspect.ismodule(obj):
+                continue
+            if inspect.isclass(obj) or callable(obj):
+                continue
+            yield hooks, comp, name, obj
+
+
+# constants whose file another change owns for now; their summary is their type, never
+# the type's docstring
+PENDING_CONSTANT_DOCS = {"blackboard.ANSWER_TYPES"}
+
+
+def test_every_public_constant_has_its_own_docstring():
+    """Issue 60: a constant's `__doc__` is its type's ("Built-in immutable sequence."), which
+    the API tables showed as its summary; each has an attribute docstring instead."""
+    consts = list(_public_constants())
+    assert len(consts) > 40
+    missing = sorted(
+        f"{comp}.{name}"
+        for hooks, comp, name, _ in consts
+        if not hooks.constant_docstring(comp, name)
+    )
+    assert set(missing) <= PENDING_CONSTANT_DOCS, "constants without a docstring: " + str(
+        sorted(set(missing) - PENDING_CONSTANT_DOCS)
+    )
+    for hooks, comp, name, obj in consts:
+        line = hooks.summary(comp, name, obj)
+        builtin = (inspect.getdoc(type(obj)) or "").split("\n")[0]
+        assert builtin not in line, f"{comp}.{name}: summary is its type's docstring"
+        assert line, f"{comp}.{name}: empty summary"
+
+
+def test_constant_docstring_reads_the_string_after_the_assignment():
+    hooks = _hooks()
+    doc = hooks.constant_docstring("routing", "QUESTION_TYPES")
+    assert doc.startswith("The easy-VQA question types")
+    from jaxlab import routing
+
+    assert hooks.summary("routing", "QUESTION_TYPES", routing.QUESTION_TYPES) == doc.replace(
+        "\n", " "
+    )
+    # a function keeps its own docstring's first paragraph
+    first = inspect.getdoc(routing.aiq).split("\n\n")[0].replace("\n", " ")
+    assert hooks.summary("routing", "aiq", routing.aiq) == first

@@ -1,8 +1,10 @@
 """Every example's install cell is the one canonical cell (`tests/install_spec.py`), with
 an extra of pyproject.toml and data wheels of `jaxlab.data.CATALOGUE`; the README's install
-section names the same packages; the `all` extra installs everything `test` does.
+section installs the same package set (parsed from both: the README's `all` covers every
+cell's extra, its default data wheels every cell's wheels, the same clone and jax policy);
+the `all` extra installs everything `test` does. Reads files only: nothing downloads here.
 
-`test_install_cell_in_a_fresh_venv` (slow, needs the network): runs one example's install
+`test_install_cell_in_a_fresh_venv` (slow, needs the network): runs each example's install
 cell, as written, in a fresh venv against a clone of this repository, then the example.
 """
 
@@ -18,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from jaxlab.data import CATALOGUE
-from tests.install_spec import README_LINES, REPO_PLACEHOLDER, colab_cell
+from tests.install_spec import JAX_LOWER, README_LINES, REPO_PLACEHOLDER, colab_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
@@ -67,9 +69,29 @@ def test_canonical_cell_keeps_the_runtime_jax_and_names_the_window():
     assert "-c keep.txt" in cell
     assert not re.search(r'"jax\[|jax==|-U|--upgrade', cell), "never asks for another jax"
     lower = re.search(r'"jax>=([\d.]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    assert lower == JAX_LOWER, "install_spec.JAX_LOWER is pyproject.toml's jax lower bound"
     assert f"jax >= {lower}" in cell, "the cell states pyproject's jax lower bound"
-    assert cell.count("JAXLAB_REPO") == 3
+    assert not re.search(r'"jax[<>=]*[^"]*<', (ROOT / "pyproject.toml").read_text())
+    assert "no upper bound" in cell
+    assert cell.count("JAXLAB_REPO") == 5  # the note, the setting, the assert (2), the clone
     assert REPO_PLACEHOLDER in cell
+    assert "replace OWNER" in cell, "the placeholder is explained where it stands"
+
+
+def test_cell_stops_on_the_placeholder_and_runs_with_a_url():
+    """The cell's Python lines, uncommented: the placeholder stops it with the sentence that
+    says what to set; a real URL passes to the `!` lines."""
+    py = [
+        ln[2:]
+        for ln in colab_cell(None).splitlines()
+        if ln.startswith("# ") and re.match(r"# (JAXLAB_REPO =|assert )", ln)
+    ]
+    assert len(py) == 2
+    with pytest.raises(AssertionError, match="set JAXLAB_REPO"):
+        exec("\n".join(py), {})
+    ns: dict = {}
+    exec("\n".join([py[0].replace("OWNER", "someone"), py[1]]), ns)
+    assert ns["JAXLAB_REPO"] == "https://github.com/someone/jaxlab"
 
 
 def test_all_extra_installs_what_test_does():
@@ -91,22 +113,94 @@ def _readme_install_section() -> str:
     return m.group(1) if m else ""
 
 
+def _expand(extras: set[str]) -> set[str]:
+    """The extras `extras` pull in, recursively (`all` -> every component's extra)."""
+    out, todo = set(), list(extras)
+    while todo:
+        e = todo.pop()
+        if e in out:
+            continue
+        out.add(e)
+        for r in EXTRAS[e]:
+            if r.startswith("jaxlab["):
+                todo += r[len("jaxlab[") : -1].split(",")
+    return out
+
+
+def _readme_commands() -> list[str]:
+    block = re.search(r"(?s)```bash\n(.*?)```", _readme_install_section())
+    assert block, "README's install section has no bash block"
+    return [ln.split("  #")[0].strip() for ln in block.group(1).splitlines() if ln.strip()]
+
+
+def _readme_package_set():
+    """(clone URL, extras per pip line, the data entries) the README's install section names."""
+    cmds = _readme_commands()
+    url = re.fullmatch(r"JAXLAB_REPO=(\S+)", cmds[0])
+    assert url, cmds[0]
+    assert 'git clone "$JAXLAB_REPO" jaxlab' in cmds[1], cmds[1]
+    pips = [c for c in cmds if c.startswith("pip install")]
+    extras = []
+    for c in pips:
+        m = re.fullmatch(r'pip install -e "\.\[([\w,-]+)\]"(.*)', c)
+        assert m, f'README pip line not of the form pip install -e ".[extra]": {c}'
+        extras.append((set(m.group(1).split(",")), m.group(2).strip()))
+    data = [c for c in cmds if c.startswith("python -m jaxlab.data install")]
+    assert data == ["python -m jaxlab.data install"], data
+    default = {d.name for d in CATALOGUE if d.default}
+    return url.group(1), extras, default
+
+
 def test_readme_install_section_names_the_same_packages():
     section = _readme_install_section()
     assert section, "README.md has no '## Install' section"
     for line in README_LINES:
         command = line.split("  #")[0].strip()
         assert command in section, f"README's install section lacks: {command}"
-    assert "jax[cuda12]" not in re.sub(r"#.*", "", section), "a CPU line must not name CUDA"
 
 
-# one example per install shape: an extra and a data wheel, the core with a data wheel, an
-# extra reading a table from the clone
-FRESH = ["interp", "temporal", "routing"]
+def test_readme_has_a_cpu_gpu_and_tpu_line_with_one_extra_set():
+    _, extras, _ = _readme_package_set()
+    assert [jax for _, jax in extras] == ["", '"jax[cuda12]"', '"jax[tpu]"'], extras
+    assert len({frozenset(e) for e, _ in extras}) == 1, "one package set on every platform"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_cell_and_readme_install_the_same_package_set(path):
+    """Parsed from both texts: the README's extras cover the cell's (after expansion), its
+    data install covers the cell's wheels, both clone the same URL and install jaxlab from
+    the clone without naming a jax of their own (the README's CPU line)."""
+    url, extras, default = _readme_package_set()
+    cell = install_cell(path)
+    extra, wheels = parse_cell(cell)
+    assert f'JAXLAB_REPO = "{url}"' in cell, f"{path.name}: not the README's repository URL"
+    cpu = _expand(extras[0][0])
+    assert extras[0][1] == "", "the README's CPU line names no jax of its own"
+    if extra is not None:
+        assert _expand({extra}) <= cpu, f"{path.name}: [{extra}] not covered by the README's"
+    assert set(wheels) <= default, f"{path.name}: wheels outside the README's default set"
+
+
+def test_parsers_catch_a_drifted_readme(monkeypatch):
+    """The consistency test fails when README and cells drift apart."""
+    text = _readme_install_section()
+    drifted = text.replace('pip install -e ".[all]"  ', 'pip install -e ".[lm]"  ', 1)
+    monkeypatch.setattr(sys.modules[__name__], "_readme_install_section", lambda: drifted)
+    with pytest.raises(AssertionError, match=r"\[interp\] not covered"):
+        test_example_cell_and_readme_install_the_same_package_set(ROOT / "examples/interp.py")
+
+
+def test_data_page_shows_the_canonical_cell():
+    page = (ROOT / "docs/components/data.md").read_text()
+    block = re.search(r"(?s)```python\n(JAXLAB_REPO.*?)```", page)
+    assert block, "docs/components/data.md shows no install cell"
+    cell = [ln[2:] for ln in install_cell(ROOT / "examples/interp.py").splitlines()[7:]]
+    shown = [ln.split("   #")[0].rstrip() for ln in block.group(1).splitlines()]
+    assert shown == cell
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", FRESH)
+@pytest.mark.parametrize("name", [p.stem for p in EXAMPLES])
 def test_install_cell_in_a_fresh_venv(name, tmp_path):
     """The cell as written (its `!` lines through bash, `{JAXLAB_REPO}` a clone of this
     repository's HEAD), in a fresh venv, then the example from the clone. Needs the network."""
@@ -117,6 +211,7 @@ def test_install_cell_in_a_fresh_venv(name, tmp_path):
         for ln in install_cell(ROOT / "examples" / f"{name}.py").splitlines()
         if ln.startswith("# !")
     ]
+    assert len(lines) >= 3, "clone, keep.txt, pip install"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
     env |= {"MPLBACKEND": "Agg", "JAXLAB_EXAMPLE_OUT": str(tmp_path)}

@@ -21,6 +21,7 @@ from ._progress import AbstractProgress as AbstractProgress
 from ._progress import NoProgress as NoProgress
 from ._progress import TqdmProgress as TqdmProgress
 from ._progress import progress_bar as progress_bar
+from ._repr import short_repr as short_repr
 from ._rng import numpy_rng as numpy_rng
 from ._rng import sklearn_seed as sklearn_seed
 from ._sweep import sweep as sweep

@@ -28,6 +28,7 @@ import numpy as np
 
 from ._checkpoint import Checkpointer
 from ._progress import AbstractProgress, NoProgress
+from ._repr import short_repr
 from ._validate import check_positive_int
 
 __all__ = ["AbstractStep", "AbstractLoop", "ScanLoop", "StepLoop", "History", "run_steps"]
@@ -61,6 +62,8 @@ class History:
       steps that did not run (early stop) are NaN for floating entries, 0 otherwise.
     - `steps_done`: how many steps ran (`< steps` only after `stop` fired).
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     aux: dict[str, np.ndarray]
     steps_done: int

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxlab._core import wheel_file
+from jaxlab._core import short_repr, wheel_file
 
 __all__ = [
     "MovieLens",
@@ -55,6 +55,8 @@ class MovieLens:
     - `user_age`, `user_gender` (0 = F, 1 = M), `user_occupation` (index into
       `occupation_names`).
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     user: np.ndarray
     item: np.ndarray
@@ -193,6 +195,8 @@ class OpenBanditLog:
     - `item_features` `(n_items, F)` 0/1 one-hot of the categorical item features plus
       quartile tiers of the numeric one; `item_feature_dim` `(F,)` their dimension.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     action: np.ndarray
     position: np.ndarray

@@ -33,6 +33,8 @@ __all__ = ["option_logprobs", "MODES", "dose_slope"]
 
 #: how a condition's vector edits the activation: "add" it, or "project_out" its direction
 MODES = ("add", "project_out", "none")
+"""How a condition's vector edits the activation: `"add"` it, `"project_out"` its direction, or
+`"none"`."""
 
 
 def _edit(mode, vector):

@@ -114,6 +114,8 @@ SCENARIOS: dict[str, _Scenario] = {
         ),
     ),
 }
+"""The scenario kinds: name -> hypotheses (A, B), set-up, question, answer prefix and evidence
+templates."""
 
 _NAMES = ("Emma", "John", "Anna", "Mia", "Leo", "Nora")
 

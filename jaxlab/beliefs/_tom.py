@@ -4,7 +4,7 @@ P13 uses theory-of-mind stories as a second item set: the competing hypotheses a
 containers an object has been in, and the question (where it really is, where a
 character will look, what one character thinks another thinks) decides which one is
 right. The JSONL files are read as data (never executed); paths come from
-`jaxlab._core.wheel_file("evals", "evals/registry/data/theory_of_mind/tomi/test.jsonl")`
+`jaxlab.data.wheel_file("evals", "evals/registry/data/theory_of_mind/tomi/test.jsonl")`
 and `.../hitom/hitom-multiple-choice.jsonl`. ToMi: Le et al. 2019; Hi-ToM: Wu et al. 2023.
 """
 

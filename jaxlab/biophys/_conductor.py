@@ -34,6 +34,7 @@ __all__ = [
 
 #: Extracellular conductivity of cortical grey matter (S/m) used throughout P12.
 SIGMA_CORTEX = 0.3
+"""Extracellular conductivity of cortical grey matter (S/m) used throughout P12."""
 
 
 def _check_common(sigma, r_min):

@@ -30,7 +30,7 @@ spike train).
 
 Optimisation is optax (Adam by default) on unit-free parameters, in pure
 `(init_fit, fit_step)` form, packaged as the step object `FitStep`; `fit` runs it
-with the `jaxlab._core` driver (progress, checkpoint/resume).
+with the training driver `jaxlab.run_steps` (progress, checkpoint/resume).
 """
 
 from __future__ import annotations
@@ -448,7 +448,7 @@ def fit_step(
 
 
 class FitStep(AbstractStep):
-    """The inverse fit (P12) as a step object of the `jaxlab._core` driver.
+    """The inverse fit (P12) as a step object of the training driver `jaxlab.run_steps`.
 
     `init(params0, key)` is `init_fit` (physical starting `FitParams`; `key` unused:
     the fit is deterministic) and `step(state, key)` is one `fit_step`, with

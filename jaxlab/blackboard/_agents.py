@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._core import progress_bar, read_json
+from .._core import progress_bar, read_json, short_repr
 from ._bm25 import BM25
 from ._dense import DenseIndex
 from ._lake import Lake, partition_description, profile_text
@@ -253,6 +253,8 @@ class Discovery:
       when the context was truncated).
     """
 
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
+
     tables: tuple[str, ...]
     tokens: int = 0
     messages: tuple[str, ...] = ()
@@ -440,6 +442,8 @@ def dense_index(lake: Lake, model: AgentModel, cfg: DiscoveryConfig) -> DenseInd
 
 
 METHODS = ("blackboard", "master_slave", "single_agent", "retrieval", "dense_retrieval", "oracle")
+"""The discovery methods `run_methods` compares: the blackboard (P8), its master-slave and
+single-agent baselines, BM25 and dense retrieval, and the oracle."""
 
 _CHUNK = 32  # options per prompt in a prefetch item
 

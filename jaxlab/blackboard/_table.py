@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .._core import parse_json
+from .._core import parse_json, short_repr
 
 __all__ = ["Table", "TableError", "parse_csv", "table_from_records", "MAX_TABLE_BYTES"]
 
@@ -38,6 +38,8 @@ class Table:
     - `column_docs`: column name -> its label from the documentation (may be empty).
     - `source`: the wheel it came from; `partition`: the partition it belongs to.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     name: str
     columns: dict[str, np.ndarray]

@@ -28,6 +28,8 @@ from ._table import Table
 __all__ = ["Task", "NOT_IN_LAKE", "generate_tasks", "save_tasks", "load_tasks"]
 
 NOT_IN_LAKE = "not in the lake"
+"""The answer of a task whose data is not in the lake (and of `answer_query` when discovery
+found no table)."""
 _SAFE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _MAX_TASK_FILE = 32 * 2**20
 # Data no table of the lake holds (written for jaxlab): what "not in the lake" tasks ask for.

@@ -50,6 +50,8 @@ INTERFERON_PROGRAM = (
     "PSME2",
     "TYMP",
 )
+"""Interferon-stimulated genes present among the 765 genes of pbmc68k_reduced (the perturbation
+program of the cells experiments)."""
 
 
 def _anndata():

@@ -143,7 +143,7 @@ def train_lecell(
     - `optimizer`: default AdamW(`learning_rate`, weight decay 1e-4); pass one object to
       several calls to reuse the compiled step.
     - `chunk`: steps per jitted chunk (no effect on the results); `checkpointer`: a
-      `jaxlab._core.Checkpointer` (save/resume); `progress`: a progress strategy.
+      `jaxlab.Checkpointer` (save/resume); `progress`: a progress strategy.
     - `counts_are_normalised`: True when `counts` already holds log-normalised expression
       (e.g. `log1p(CP10k)`, non-negative): it is used as the model input as it is, instead
       of raising; the training views then thin `expm1(counts)` as pseudo-counts (about

@@ -20,6 +20,7 @@ import re
 __all__ = ["Answer", "extract_answer", "format_answer"]
 
 Answer = int | tuple[int, ...]
+"""An extracted answer: an int, or a tuple of ints for list-valued tasks."""
 
 _CUE = re.compile(r"answer\s*(?::|=|is\b)", re.IGNORECASE)
 _INT = re.compile(r"(?:(?<![\w\])])-)?\d+")

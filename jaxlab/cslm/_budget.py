@@ -33,6 +33,8 @@ __all__ = [
 ]
 
 ANSWER_CUE = "\nAnswer:"
+"""The cue appended after the (cut) reasoning before an answer is scored (`budget_scores`'
+default `cue`)."""
 
 
 def check_budgets(budgets: int | Sequence[int]) -> tuple[int, ...]:

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import as_array, check_array, check_memory, check_range, check_size
+from .._core import as_array, check_array, check_memory, check_range, check_size, short_repr
 from ._budget import check_budgets
 
 __all__ = [
@@ -38,6 +38,8 @@ GROWTH_CLASSES: dict[str, Callable[[np.ndarray], np.ndarray] | None] = {
     "n^2": lambda n: n**2,
     "2^n": lambda n: 2.0**n,
 }
+"""The growth classes `fit_growth` compares: name -> f(n) of the model y(n) ~ a + b f(n) (None:
+the constant class)."""
 
 
 def min_budget(accuracy, budgets: Sequence[int], p: float) -> jax.Array:
@@ -154,6 +156,8 @@ class GrowthFit:
     - `aic`: (C,) AIC per class; `weights`: (C,) Akaike weights (sum to 1).
     - `selected`: the class of least AIC; `confidence`: its Akaike weight.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     classes: tuple[str, ...]
     params: np.ndarray

@@ -17,6 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlab._core import short_repr
+
 from .._core import as_array, check_positive_int, check_range
 
 __all__ = ["StepErrorFit", "expected_calibration_error", "fit_step_error", "option_confidence"]
@@ -31,6 +33,8 @@ class StepErrorFit:
       accuracies do not vary).
     - `predicted`: (m,) fitted accuracies at the given steps.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     epsilon: float
     r2: float

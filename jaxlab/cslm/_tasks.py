@@ -233,6 +233,8 @@ FAMILIES: dict[str, Family] = {
         ),
     )
 }
+"""The task families: name -> `Family` (generator, answer kind, step count of the textbook
+algorithm)."""
 
 
 def _family(name: str) -> Family:

@@ -31,6 +31,7 @@ __all__ = [
 ]
 
 VERIFIER_OPTIONS = (" Yes", " No")
+"""The two answers whose likelihoods give the LM verifier's judgement (correct, incorrect)."""
 
 
 def _check_samples(name, x, ndim=2):

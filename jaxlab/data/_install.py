@@ -65,7 +65,8 @@ def install(
 
 
 def status(only: Sequence[str] | None = None, *, everything: bool = True) -> list[dict]:
-    """Per entry: name, whether every pinned wheel is present, the missing requirements."""
+    """Per entry: name, whether every pinned wheel is present, the missing requirements,
+    what its wheels carry and where their checksum comes from."""
     rows = []
     for d in selected(only, everything=everything):
         miss = [r for r in d.requirements if not is_installed(r)]
@@ -79,6 +80,7 @@ def status(only: Sequence[str] | None = None, *, everything: bool = True) -> lis
                 "licence": d.licence,
                 "carries": d.carries,
                 "wheels": d.wheel_summary,
+                "checksum": d.checksum,
             }
         )
     return rows

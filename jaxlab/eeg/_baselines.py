@@ -22,6 +22,8 @@ from ._riemann import log_euclidean_mean, tangent_space
 __all__ = ["CLASSICAL_MODELS", "TangentSpaceFeatures", "make_classifier", "cross_validate"]
 
 CLASSICAL_MODELS = ("lda", "logreg", "svm", "rf", "tangent")
+"""The classical classifiers `make_classifier` builds: LDA, logistic regression, SVM, random
+forest, and tangent-space logistic regression."""
 
 
 class TangentSpaceFeatures(TransformerMixin, BaseEstimator):

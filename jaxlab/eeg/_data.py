@@ -14,8 +14,11 @@ from ._montage import channel_positions
 __all__ = ["EEGDataset", "EpochTable", "GROUPS", "SESSIONS", "CONDITIONS"]
 
 GROUPS = ("satanama", "hare_krishna", "breath_focus")
+"""The meditation groups of the benchmark."""
 SESSIONS = ("pre", "post")
+"""The recording sessions: before and after the intervention."""
 CONDITIONS = ("rest", "meditation")
+"""The recording conditions: rest and meditation."""
 
 
 class EEGDataset(eqx.Module):

@@ -393,7 +393,7 @@ def train_classifier(
     progress: AbstractProgress | None = None,
 ) -> TrainedClassifier:
     """Train `model` with Adam on cross-entropy; early-stop on validation loss
-    (`ClassifierStep` run by `jaxlab._core.run_steps`, one jitted step per call).
+    (`ClassifierStep` run by `jaxlab.run_steps`, one jitted step per call).
 
     **Arguments:**
 

@@ -28,6 +28,7 @@ BANDS: dict[str, tuple[float, float]] = {
     "beta": (13.0, 30.0),
     "gamma": (30.0, 45.0),
 }
+"""The frequency bands of the spectral features: name -> (low, high) in Hz."""
 
 
 def welch(x, sfreq: float, *, nperseg: int = 256):

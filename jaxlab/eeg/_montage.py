@@ -28,6 +28,8 @@ STANDARD_1020: dict[str, tuple[float, float]] = {
     "O1": (-0.31, -0.95),
     "O2": (0.31, -0.95),
 }
+"""The 19-channel 10-20 montage: channel name -> (x, y) on the unit head disc (x right, y
+towards the nose)."""
 
 
 def channel_indices(ch_names, wanted) -> list[int]:

@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxlab._core import as_array, check_array, check_positive_int
+from jaxlab._core import as_array, check_array, check_positive_int, short_repr
 
 from ._degrade import gaussian_blur
 from ._segment import merge_small_segments, relabel_connected
@@ -179,6 +179,8 @@ class EMSample(NamedTuple):
     - `boundaries`: float32 `[S, S]` in `{0, 1}`: membrane pixels (instance changes in
       the 4-neighbourhood, dilated to the membrane thickness).
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     image: Float[Array, "S S"]
     labels: Int[Array, "S S"]

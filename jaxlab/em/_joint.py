@@ -18,6 +18,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jaxlab._core import short_repr
+
 from ._degrade import _check_factor
 from ._embed import AbstractEmbedding, LearnedEmbedding
 from ._unet import SegDecoder, SRDecoder, UNetEncoder, _batched, _check_image
@@ -28,6 +30,8 @@ __all__ = ["JointSRSeg", "JointOutput"]
 class JointOutput(NamedTuple):
     """Outputs of `JointSRSeg`: SR image `(B, H, W)`, SR embedding E(SR) `(B, H, W, C_e)`
     (the model's embedding of its SR image) and boundary logits `(B, H, W)`."""
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     sr: jax.Array
     embedding: jax.Array

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxlab._core import AbstractProgress, Checkpointer, check_positive_int
+from jaxlab._core import AbstractProgress, Checkpointer, check_positive_int, short_repr
 
 from ._diffusion import Denoiser, NoiseSchedule, make_schedule, refine_embedding
 from ._embed import AbstractEmbedding, LearnedEmbedding
@@ -55,6 +55,8 @@ __all__ = [
 ]
 
 METHODS = ("bicubic", "separate", "joint", "joint_diffusion")
+"""The four P11 methods: bicubic, separate (SR then segmentation), joint, joint with the
+diffusion refiner."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +96,8 @@ class TrainedMethods:
     `joint_diffusion`, as far as the requested methods need them). `joint_base` is the
     joint model before fine-tuning: the frozen embedder of the refiner's E(SR), E(HR)."""
 
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
+
     factor: int
     config: MethodsConfig
     sr_net: SRNet
@@ -110,6 +114,8 @@ class MethodPrediction:
     """`sr` `(N, S, S)` clipped to [0, 1], boundary probabilities `prob` `(N, S, S)`,
     watershed `instances` `(N, S, S)`, and the refined structural `prior`
     `(N, S, S, C)` (joint_diffusion only, else None)."""
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     sr: np.ndarray
     prob: np.ndarray

@@ -13,7 +13,7 @@ configuration and reuses it across data sets):
   joint model, `jaxlab.em.embed_images`).
 
 `ObjectiveStep` is one optimiser step on a random minibatch (drawn with replacement);
-`fit` runs it with `jaxlab._core.run_steps` (one jitted call per step, `StepLoop`:
+`fit` runs it with `jaxlab.run_steps` (one jitted call per step, `StepLoop`:
 on XLA:CPU, convolutions inside a `lax.scan` body run an order of magnitude slower
 than in a top-level computation), with checkpoints and exact resume from a
 `Checkpointer`.
@@ -250,7 +250,7 @@ def fit(
     progress: AbstractProgress | None = None,
 ) -> tuple[Any, np.ndarray]:
     """Minimise `objective(params, batch, key)` on random minibatches of `data`
-    (`ObjectiveStep` run by `jaxlab._core.run_steps`).
+    (`ObjectiveStep` run by `jaxlab.run_steps`).
 
     **Arguments:** `objective` one of the objectives above (any hashable callable);
     `params` initial flax variables; `data` name -> array with a common leading axis N

@@ -136,6 +136,7 @@ HUMAN_BASELINES: tuple[HumanBaseline, ...] = (
         "qualitative; the Corr2Cause items carry no human answers",
     ),
 )
+"""The human results the experiments compare with, each a `HumanBaseline` with its source."""
 
 
 def human_baseline(name: str) -> HumanBaseline:

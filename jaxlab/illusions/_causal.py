@@ -64,6 +64,7 @@ FRAMINGS: dict[str, str] = {
     "temporal": "{a}. The next day, {b}.",
     "independent": "{a}. Independently, in another part of the country, {b}.",
 }
+"""How two unrelated events are presented: framing name -> template with `{a}` and `{b}`."""
 # positive controls: the second event plainly follows from the first
 CAUSAL_PAIRS: tuple[tuple[str, str], ...] = (
     ("Tom dropped a glass on the stone floor", "the glass broke"),
@@ -75,6 +76,7 @@ CAUSAL_PAIRS: tuple[tuple[str, str], ...] = (
     ("the dam's gates were opened", "the river below the dam rose"),
     ("Priya left her car lights on all night", "the car battery was flat in the morning"),
 )
+"""Positive controls: pairs (cause, effect) whose second event plainly follows from the first."""
 
 
 def causal_pairs(n: int, *, key: PRNGKeyArray) -> list[tuple[str, str]]:
@@ -123,7 +125,7 @@ _LABELS = ("entailment", "contradiction", "neutral")
 def read_corr2cause(path: str | Path, *, max_variables: int = 3) -> list[Corr2CauseItem]:
     """Items of the `evals` wheel's `corr2cause.jsonl` with at most `max_variables` variables.
 
-    **Arguments:** `path` of the JSONL file (`jaxlab._core.wheel_file("evals",
+    **Arguments:** `path` of the JSONL file (`jaxlab.data.wheel_file("evals",
     "corr2cause/corr2cause.jsonl")`); `max_variables`.
 
     **Returns:** list of `Corr2CauseItem` in file order. A malformed line raises one

@@ -19,6 +19,7 @@ __all__ = ["TRAITS", "correlation_queries", "read_correlation"]
 
 # (trait, desirable?): rated 1-7 for each group
 TRAITS: tuple[tuple[str, bool], ...] = (("honest", True), ("lazy", False))
+"""The traits rated 1-7 for each group: (trait, desirable?)."""
 
 
 def correlation_queries(

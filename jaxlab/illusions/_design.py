@@ -17,6 +17,8 @@ import jax
 import numpy as np
 from jaxtyping import Array, Bool, Int, PRNGKeyArray
 
+from jaxlab._core import short_repr
+
 from .._core import check_array, check_positive_int
 
 __all__ = [
@@ -68,6 +70,7 @@ DESIRABLE: tuple[str, ...] = (
     "brought soup to a sick neighbour",
     "volunteered at an animal shelter",
 )
+"""Desirable behaviour phrases completing "A member of <group> ..." (past tense)."""
 UNDESIRABLE: tuple[str, ...] = (
     "mocked a friend with sarcasm",
     "dented a car and drove off",
@@ -88,6 +91,7 @@ UNDESIRABLE: tuple[str, ...] = (
     "made prank phone calls at night",
     "ignored a neighbour who asked for help",
 )
+"""Undesirable behaviour phrases completing "A member of <group> ..." (past tense)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,6 +147,8 @@ VARIANTS: dict[str, Variant] = {
         ),
     )
 }
+"""The framings of the illusory-correlation task: name -> `Variant` (how the two groups are
+named and the cover story)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,6 +163,8 @@ class Stimuli:
     - `minority`: (n,) bool, True where the statement is about the minority group.
     - `desirable`: (n,) bool, True for a desirable behaviour.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     variant: Variant
     texts: tuple[str, ...]

@@ -26,6 +26,8 @@ INSTRUCTIONS: dict[str, str] = {
     "analytic": ("Think analytically: count the statements for each group before answering."),
     "holistic": "Go with your overall impression of each group.",
 }
+"""Instruction paragraphs put before a presentation's context: name -> text (`""`: the plain
+prompt)."""
 
 # more resamples than this add nothing a p-value or a percentile interval can show
 MAX_RESAMPLES = 10_000_000

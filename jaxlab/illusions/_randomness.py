@@ -31,6 +31,7 @@ __all__ = [
 ]
 
 KINDS = ("coin", "dice", "walk")
+"""The random sequences the randomness task generates: coin flips, dice rolls, a random walk."""
 _OUTCOMES = {"coin": ("Heads", "Tails"), "dice": tuple(str(k) for k in range(1, 7))}
 
 

@@ -4,7 +4,7 @@
   `probe_sweep` (every layer in one jitted call); metrics `r2_score`, `spearman`,
   `accuracy`, `auroc` with `bootstrap_ci`; grouped splits `group_split`, `group_kfold`.
 - Sparse autoencoders: `TopKSAE`, `ReLUSAE`, `BatchTopKSAE`, trained by `SAEStep` through
-  `jaxlab._core.run_steps` (`fit_sae` streams an array or an activation store);
+  `jaxlab.run_steps` (`fit_sae` streams an array or an activation store);
   `TopKPCA` baseline; `sae_metrics`, `density_histogram`, `ce_loss_score` (via `Splice`).
   `fit_sae(normalize_activations=...)` takes SAELens' `"none"` / `"expected_average_only_in"`
   (`norm_scaling_factor`, `fold_scaling_factor`); `save_sae` / `load_sae` read and write

@@ -21,6 +21,8 @@ __all__ = ["fit_sae", "NORMALIZE_ACTIVATIONS", "norm_scaling_factor", "fold_scal
 #: per-token run-time transforms "constant_norm_rescale" and "layer_norm", which jaxlab's
 #: SAEs do not apply (refused with a ValueError).
 NORMALIZE_ACTIVATIONS = ("none", "expected_average_only_in")
+"""`fit_sae`'s `normalize_activations` choices (SAELens' names): `"none"`, or
+`"expected_average_only_in"` (scale inputs to an average norm of sqrt(d))."""
 _NORM_SAMPLE = 65536
 
 
@@ -99,7 +101,7 @@ def fit_sae(
     - `steps`, `batch_size`: optimiser steps and tokens per step.
     - `optimizer`: default `optax.adam(2e-4)`.
     - `buffer_size`: tokens per store buffer (default 64 batches, at most the store).
-    - `checkpointer`, `progress`, `chunk`: passed to `jaxlab._core.run_steps` (arrays; a
+    - `checkpointer`, `progress`, `chunk`: passed to `jaxlab.run_steps` (arrays; a
       store run checkpoints per buffer when `checkpointer` is a callable buffer -> Checkpointer).
     - `scale`: activations are multiplied by this before training (SAELens normalises so
       that the mean norm is sqrt(d_in); pass the same `input_scale` to `ce_loss_score`).

@@ -1,5 +1,5 @@
 """Linear probes: ridge regression (closed form, GCV / k-fold over the penalty) and
-multinomial logistic regression (L2, damped Newton through the `_core` driver).
+multinomial logistic regression (L2, damped Newton through the training driver `jaxlab.run_steps`).
 
 Rows are selected by 0/1 `weights` rather than by indexing, so one compiled fit
 serves every split, fold and layer and `jax.vmap` runs them together

@@ -1,4 +1,4 @@
-"""`SAEStep`: one training step of a sparse autoencoder, for `jaxlab._core.run_steps`.
+"""`SAEStep`: one training step of a sparse autoencoder, for `jaxlab.run_steps`.
 
 The step draws a batch of `batch_size` rows (with replacement) from its `data`
 buffer, takes an optimiser step on the reconstruction loss plus the

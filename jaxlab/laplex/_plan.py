@@ -75,7 +75,7 @@ def make_plan(t: Float[Array, "H M"], s: Float[Array, "H N"]) -> LaplexPlan:
     """Sort both anchor sets and merge-rank them: O((M + N) log(M + N)) per head.
 
     Passing the same array for `t` and `s` (a symmetric operator) sorts once. On
-    CPU (when the C++ kernels build) the plan comes from `jaxlab._kernels.laplex.cpu_plan`
+    CPU (when the C++ kernels build) the plan comes from the C++ kernel `laplex_plan.cc`
     (radix argsort, several times faster than XLA's sort); elsewhere from
     `jnp.argsort` / `jnp.searchsorted`. Both give the same plan.
     """

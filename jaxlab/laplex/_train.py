@@ -1,9 +1,9 @@
-"""Training LAPLEX layers with the `_core` driver: a classification head, a Gram covariance.
+"""Training LAPLEX layers with `jaxlab.run_steps`: a classification head, a Gram covariance.
 
 `HeadStep` is one full-batch Adam step of softmax cross-entropy for a head
 `x -> logits` (`LaplexLinear` or any comparable module); `GramStep` one step of the
 stochastic matvec-only Gaussian negative log-likelihood of a `LaplexGram` (CG + SLQ)
-on training vectors. `fit_head` and `fit_gram` run them with `jaxlab._core.run_steps`.
+on training vectors. `fit_head` and `fit_gram` run them with `jaxlab.run_steps`.
 
 Paper: P9, LAPLEX (exact trainable Laplace-kernel operators).
 """

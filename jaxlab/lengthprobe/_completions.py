@@ -25,6 +25,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxlab._core import short_repr
+
 from .. import lm
 from .._core import AbstractProgress, NoProgress, check_positive_int, read_json, write_json
 
@@ -38,6 +40,7 @@ __all__ = [
 
 #: why a completion ended: a stop token, a stop string, or the token budget (truncated).
 STOP_REASONS = ("stop_token", "stop_string", "max_tokens")
+"""Why a completion ended: a stop token, a stop string, or the token budget (truncated)."""
 
 _FORMAT = "jaxlab.lengthprobe.completions/1"
 
@@ -115,6 +118,8 @@ class CompletionSet:
     `max_new_tokens`. Derived: `lengths` (N,) content tokens, `truncated` (N,) bool,
     `prompt_lengths` (N,), `family_ids` (N,) indices into `family_names`.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     families: tuple[str, ...]
     prompts: tuple[tuple[int, ...], ...]
@@ -229,7 +234,7 @@ def generate_completions(
     - `batch_size`: rows per compiled batch (short batches are padded by repetition).
     - `stop_ids`, `pad_id`: override the tokenizer's.
     - `stop_strings`: strings that also end a completion (see `stop_reason`).
-    - `progress`: a progress strategy over batches (`jaxlab._core.TqdmProgress()`).
+    - `progress`: a progress strategy over batches (`jaxlab.TqdmProgress()`).
 
     **Returns:** the `CompletionSet`, rows in the order of `prompts`.
     """

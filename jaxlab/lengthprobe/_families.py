@@ -268,9 +268,13 @@ FAMILIES: dict[str, Family] = {
         ),
     )
 }
+"""The prompt families: name -> `Family` (synthetic with a known length, or natural prompts
+from the evals wheel)."""
 
 SYNTHETIC: tuple[str, ...] = tuple(n for n, f in FAMILIES.items() if f.kind == "synthetic")
+"""The names of the synthetic families of `FAMILIES`."""
 NATURAL: tuple[str, ...] = tuple(n for n, f in FAMILIES.items() if f.kind == "natural")
+"""The names of the natural families of `FAMILIES`."""
 
 
 def make_prompts(family: str, count: int, *, key: jax.Array) -> list[CompletionPrompt]:

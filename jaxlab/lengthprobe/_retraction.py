@@ -44,6 +44,7 @@ RETRACTION_PHRASES = (
     "Correction:",
     "On second thought",
 )
+"""Phrases that open a retraction (matched case-sensitively at a word boundary)."""
 
 
 def find_retractions(

@@ -49,6 +49,8 @@ __all__ = ["collect", "ActivationStore", "POSITIONS"]
 
 #: which token positions of each item `collect` keeps.
 POSITIONS = ("all", "last_prompt", "generated")
+"""Which token positions of each item `collect` keeps: every position, the last prompt token,
+or the generated tokens."""
 
 _FORMAT = "jaxlab.lm.activations/1"
 _MANIFEST = "manifest.json"
@@ -308,7 +310,7 @@ def collect(
     - `dtype`: `"float32"` or `"float16"` on disk.
     - `shard_rows`: a shard closes once it holds at least this many rows.
     - `batch_tokens`: padded tokens per forward batch.
-    - `progress`: a progress strategy over shards (`jaxlab._core.TqdmProgress()` for a
+    - `progress`: a progress strategy over shards (`jaxlab.TqdmProgress()` for a
       bar; default `NoProgress()`).
 
     **Returns:** the finished `ActivationStore`.

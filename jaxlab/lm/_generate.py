@@ -19,6 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from jaxlab._core import short_repr
+
 from ._forward import _check_sites, check_token_range, positions_from_mask
 from ._lora import LoRA
 from ._model import KVCache, Transformer
@@ -44,6 +46,8 @@ class Generation(NamedTuple):
         logits: (B, max_new_tokens, vocab) float32 logits each token was chosen
             from (only with `return_logits=True`; zeros after a row stopped).
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     tokens: Int[Array, "B N"]
     lengths: Int[Array, " B"]

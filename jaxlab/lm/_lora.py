@@ -19,6 +19,8 @@ __all__ = ["LoRA", "PROJECTIONS", "lora_shapes"]
 
 #: projection name -> (output size attribute, input size attribute) of the config.
 PROJECTIONS = ("q", "k", "v", "o", "gate", "up", "down")
+"""The projections a `LoRA` adapter can target, per block: attention `q`, `k`, `v`, `o` and MLP
+`gate`, `up`, `down`."""
 
 
 def lora_shapes(config) -> dict[str, tuple[int, int]]:

@@ -37,6 +37,8 @@ __all__ = ["Transformer", "Layers", "KVCache", "SITES", "layer_slice"]
 _Z = np.int32(0)
 
 SITES = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post")
+"""The activation sites of each layer that `forward(capture=...)` and `intervene=` address, in
+the order they occur in a block."""
 
 
 class Layers(eqx.Module):

@@ -49,6 +49,7 @@ __all__ = [
 BLOCK = 32
 #: weight formats accepted by `jaxlab.lm.load(..., weights=...)`.
 WEIGHTS = ("float32", "int8", "int4")
+"""The weight formats `jaxlab.lm.load(..., weights=...)` accepts."""
 #: rows of x up to which `project` uses the C++ kernel (beyond: dequantise + XLA dot).
 KERNEL_MAX_ROWS = 64
 

@@ -92,6 +92,8 @@ MODELS: dict[str, ModelInfo] = {
         ),
     )
 }
+"""The shipped models: registry name -> `ModelInfo` (family, size, quantisation, the data entry
+whose wheels hold the GGUF, licence, upstream)."""
 
 _ALIASES = {
     "smollm2": "smollm2-135m-instruct",

@@ -23,6 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlab._core import short_repr
+
 from ._lora import LoRA
 from ._model import KVCache, Transformer, _rms_norm
 from ._quant import embed_rows, project, slice_rows
@@ -37,6 +39,8 @@ class Scores(NamedTuple):
         sum: per item, a (K_i,) float64 array: log p(continuation | prompt) of each option.
         tokens: per item, K_i arrays (n_tokens,): log p of each continuation token.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     sum: list[np.ndarray]
     tokens: list[list[np.ndarray]]

@@ -130,7 +130,7 @@ def network_gd_step(
 
 
 class NetworkGDStep(AbstractStep):
-    """N-space gradient descent on the trained vectors, a step of `jaxlab._core.run_steps`.
+    """N-space gradient descent on the trained vectors, a step of `jaxlab.run_steps`.
 
     **Arguments:**
 
@@ -167,7 +167,7 @@ def network_gd(
     n_steps: int,
 ) -> tuple[Float[Array, "P N"], Float[Array, "S P P"], Float[Array, " S1"]]:
     """`n_steps` of optax SGD (learning rate `N eta`) in neuron space: `NetworkGDStep`
-    through `jaxlab._core.run_steps` (one jitted scan).
+    through `jaxlab.run_steps` (one jitted scan).
 
     **Returns:** `(final vectors (P, N), overlaps after each step (n_steps + 1, P, P)
     including the initial ones, losses before each step (n_steps,))`.

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.stats
 
-from jaxlab._core import as_array, check_positive_int
+from jaxlab._core import as_array, check_positive_int, short_repr
 
 from ._lmi import decrease_bound
 from ._observer import NeuralObserver
@@ -50,6 +50,8 @@ __all__ = [
 class Certificate:
     """Result of `certify_lmi`: `certified`, normalised `margin` s*, the solver's `P`
     and multipliers `t`, solver `status`, `solver` name and wall `seconds`."""
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     certified: bool
     margin: float

@@ -11,7 +11,7 @@ weights, `P` and the multipliers `T = exp(log_t)`, keeping a (smaller) estimatio
 loss; stops as soon as the certificate holds. No SDP is solved in the loop.
 
 Both stages are pure `(init, step)` pairs over a `TrainState` (the step object
-`StageStep`); `fit` runs them with the `jaxlab._core` driver, certification being the
+`StageStep`); `fit` runs them with the training driver `jaxlab.run_steps`, certification being the
 driver's `stop` test between chunks.
 
 Paper: P2, "Provably stable neural-network observers".
@@ -359,7 +359,7 @@ def stage_step(
 
 
 class StageStep(AbstractStep):
-    """One Adam step of a training stage (P2) as a step object of the `_core` driver.
+    """One Adam step of a training stage (P2) as a step of `jaxlab.run_steps`.
 
     `init(params, key)` is `stage_init(params, optimizer)` (`key` unused) and `step` is
     `stage_step(loss_fn, optimizer, config)`, with `aux = {"loss": loss}`.
@@ -399,7 +399,7 @@ def fit(
     val_every: int = 50,
     patience: int | None = None,
 ):
-    """Run `steps` Adam steps of `loss_fn` (`StageStep` through `jaxlab._core.run_steps`).
+    """Run `steps` Adam steps of `loss_fn` (`StageStep` through `jaxlab.run_steps`).
 
     **Arguments:** `loss_fn(params, config, *, key)`; `params`; `key` (keyword-only; step `i`
     uses `fold_in(key, i)`); `config`; `steps`; `chunk` steps per jitted scan;
@@ -408,7 +408,7 @@ def fit(
     pass the same object to several fits to reuse their compilation); `checkpointer`;
     `progress` (default silent).
 
-    Validation (`_core.ValidatedStep`): with `val_loss(params, val_data) -> scalar`
+    Validation (`jaxlab.ValidatedStep`): with `val_loss(params, val_data) -> scalar`
     (jittable; e.g. the after-transient error of rollouts from held-out initial states),
     the parameters are scored at the start and every `val_every` steps and the
     best-scored ones are returned, so training never ends worse than its initialisation

@@ -11,8 +11,10 @@
 - Routers behind `AbstractRouter` (`predict_quality`, `predict_utilities`, `route`):
   `FixedRouter`, `KNNRouter`, `MLPRouter`, `MatrixFactorisationRouter`, `EmbedLLMRouter`,
   `LatentRouter`;
-  `threshold_route` (cost-aware thresholding); `QualityFitStep` / `fit_router` train them
-  through `jaxlab._core.run_steps`; `select_router` picks a router's settings (and
+  `threshold_route` (cost-aware thresholding) and `calibrate_threshold` (RouteLLM: the
+  threshold that sends a chosen share of held-out queries to the strong model);
+  `QualityFitStep` / `fit_router` train them
+  through `jaxlab.run_steps`; `select_router` picks a router's settings (and
   stopping point) by validation AIQ (`router_aiq`) on a split of its training table ->
   `RouterSelection`.
 - Our own multimodal pool (P6, on the `easy-vqa` wheel): `load_easy_vqa` -> `VQAData`
@@ -38,6 +40,7 @@ from ._baselines import FixedRouter as FixedRouter
 from ._baselines import KNNRouter as KNNRouter
 from ._baselines import MatrixFactorisationRouter as MatrixFactorisationRouter
 from ._baselines import MLPRouter as MLPRouter
+from ._calibrate import calibrate_threshold as calibrate_threshold
 from ._features import hashed_bow as hashed_bow
 from ._haps import HAPS as HAPS
 from ._haps_train import HAPSStep as HAPSStep

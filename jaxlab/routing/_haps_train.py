@@ -165,7 +165,7 @@ def fit_haps(
     checkpointer=None,
     **step_options,
 ):
-    """Train `haps` with AdamW through `jaxlab._core.run_steps`.
+    """Train `haps` with AdamW through `jaxlab.run_steps`.
 
     **Arguments:** as `HAPSStep` (features (N, F), answers (N,), cost (N, M), uppers,
     inputs, options), `key`, `steps`, `learning_rate`, `weight_decay`, `progress`,

@@ -238,7 +238,7 @@ class LatentRouter(AbstractRouter):
         **options,
     ) -> LatentRouter:
         """Builds a router for `table` (options as the constructor) and trains it with Adam
-        (full batch) through `jaxlab._core.run_steps` (`monitor`, `monitor_every` as
+        (full batch) through `jaxlab.run_steps` (`monitor`, `monitor_every` as
         `routing.fit_router`)."""
         c = table.cost.mean(0)
         c = c if c.max() > 0 else c + 1

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab._core import check_positive_int
+from jaxlab._core import check_positive_int, short_repr
 
 from ._metrics import aiq
 from ._router import AbstractRouter
@@ -94,6 +94,8 @@ class RouterSelection:
     - `validation_ids`: the `query_ids` of the validation part.
     - `refit`: whether `router` was refitted on the whole table.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     router: AbstractRouter
     setting: Mapping[str, Any]

@@ -23,7 +23,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxlab._core import atomic_write, read_npz, write_json
+from jaxlab._core import atomic_write, read_npz, short_repr, write_json
 
 __all__ = ["RoutingTable"]
 
@@ -64,6 +64,8 @@ class RoutingTable:
     **Raises:** `ValueError` naming the field on a wrong shape, a non-finite value, a
     quality outside [0, 1], a negative cost/token count/latency or a group index out of range.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     quality: np.ndarray
     cost: np.ndarray

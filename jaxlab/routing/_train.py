@@ -50,7 +50,7 @@ def descend(static, optimizer: optax.GradientTransformation, state, loss_fn, *, 
 
 
 def fit_params(step: AbstractStep, model, *, key, steps: int, chunk: int, progress=None, **options):
-    """`model` trained by `step` through `jaxlab._core.run_steps` (`options`: its
+    """`model` trained by `step` through `jaxlab.run_steps` (`options`: its
     `checkpointer`, `loop`, `stop`); returns `(trained_model, history)`."""
     params, static = eqx.partition(model, eqx.is_inexact_array)
     state, hist = run_steps(
@@ -109,7 +109,7 @@ def fit_router(
     """Train `router` (an `AbstractRouter` with a `loss`) with Adam through `run_steps`.
 
     **Arguments:** `router`; `features` (N, F); `quality` (N, M); `key`; `steps`;
-    `learning_rate`; `progress` (a `jaxlab._core` progress strategy, default none);
+    `learning_rate`; `progress` (a progress strategy (`jaxlab.TqdmProgress()`), default none);
     `monitor`: `monitor(router, steps_done) -> bool` called with the router after every
     `monitor_every` steps and after the last one (validation scoring, early stopping:
     True ends the fit there; it goes through `run_steps`' `stop`); `monitor_every` is

@@ -9,7 +9,7 @@ grey, centre crop, or no image at all) and in width, hence in cost (`vqa_flops`)
 
 - `VQAView`: what a member sees; `apply(images)` is a fixed, differentiable transform.
 - `VQAModel`: 13-way answer logits of one (image, question) pair.
-- `VQAFitStep` / `fit_vqa`: minibatch cross-entropy steps run by `jaxlab._core.run_steps`.
+- `VQAFitStep` / `fit_vqa`: minibatch cross-entropy steps run by `jaxlab.run_steps`.
 - `vqa_predict`: answer indices of many questions, in batches.
 - `vqa_flops`: the member's forward FLOPs per query (the routing cost).
 """
@@ -427,8 +427,8 @@ def fit_vqa(
     - `batch_size`: images per step (each with all its questions).
     - `sample_weights`: (N,) non-negative weights of the questions in the loss (e.g.
       equal total weight per question type), or None for equal weights.
-    - `progress`: a `jaxlab._core` progress strategy (default none).
-    - `checkpointer`: a `jaxlab._core.Checkpointer` (resumable fits), or None.
+    - `progress`: a progress strategy (`jaxlab.TqdmProgress()`) (default none).
+    - `checkpointer`: a `jaxlab.Checkpointer` (resumable fits), or None.
 
     **Returns:** `(trained_model, history)` (`history.losses` (steps,)).
     """

@@ -6,7 +6,7 @@ triangle; 8 colours) on a tinted background, with questions about the shape, its
 or yes/no questions about either, and 13 possible answers. The wheel ships 4000 train and
 1000 test images (PNG) and 38575 / 9673 questions.
 
-The files are located with `importlib.metadata` (`jaxlab._core.wheel_file`); the
+The files are located with `importlib.metadata` (`jaxlab.data.wheel_file`); the
 `easy_vqa` package is never imported. The decoded images are cached as an `.npz` under
 `$JAXLAB_CACHE_DIR/routing/easy_vqa` (default `~/.cache/jaxlab/...`) keyed by the names,
 sizes and modification times of the PNG files, so the PNG decodes happen once.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxlab._core import atomic_write, read_npz, wheel_file
+from jaxlab._core import atomic_write, read_npz, short_repr, wheel_file
 
 __all__ = ["VQAData", "load_easy_vqa", "QUESTION_TYPES"]
 
@@ -35,6 +35,8 @@ _CACHE_VERSION = "easy-vqa-images-v1"
 _WORD = re.compile(r"[a-z]+")
 #: the question types (task groups), in the order of `VQAData.question_type`'s indices
 QUESTION_TYPES = ("shape", "colour", "yes_no")
+"""The easy-VQA question types (task groups), in the order of `VQAData.question_type`'s
+indices."""
 _SHAPES = frozenset({"circle", "rectangle", "triangle"})
 _YES_NO = frozenset({"yes", "no"})
 #: token id 0 pads a question, 1 stands for a word not in the train vocabulary
@@ -59,6 +61,8 @@ class VQAData:
     - `answer_names`: the 13 answers of `answers.txt`, in file order.
     - `type_names`: `QUESTION_TYPES`.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     images: np.ndarray
     image_ids: np.ndarray

@@ -3,7 +3,7 @@
 A router that sees the image should not see what any pool member answered; its image
 features come from an encoder trained without labels: a convolutional autoencoder on the
 train images (the bottleneck is the feature). Trained by `ImageEncoderFitStep` /
-`fit_image_encoder` through `jaxlab._core.run_steps`; `encode_images` maps many images.
+`fit_image_encoder` through `jaxlab.run_steps`; `encode_images` maps many images.
 """
 
 from __future__ import annotations

@@ -46,11 +46,17 @@ __all__ = [
 ]
 
 TUBE_RADIUS = 0.12
+"""Radius of a flower's nectar tube (action-plane units; the corolla's radius is a flower
+parameter)."""
 TUBE_DEPTH = 0.5
 DEPTH0 = 0.4
 VISUAL_DIM = 9
+"""Size of the visual observation: a 3x3 blurred patch of the nectar-guide pattern."""
 MECHANO_DIM = 6
+"""Size of the mechanosensory observation: contact, tip height, surface normal x and y, force
+along the approach, tube entry."""
 ACTION_DIM = 3  # x, y, approach angle
+"""Size of an action (the proboscis tip): x, y and the approach angle."""
 _PATCH = jnp.array([(dx, dy) for dy in (-0.12, 0.0, 0.12) for dx in (-0.12, 0.0, 0.12)])
 _BLUR = jnp.array([(0.0, 0.0), (0.04, 0.0), (-0.04, 0.0), (0.0, 0.04), (0.0, -0.04)])
 

@@ -1,4 +1,4 @@
-"""Simulated probe data and ELBO training (`VAEStep` run by the `_core` driver)."""
+"""Simulated probe data and ELBO training (`VAEStep` run by `jaxlab.run_steps`)."""
 
 from __future__ import annotations
 
@@ -189,7 +189,7 @@ def train_model(
     checkpointer: Checkpointer | None = None,
     progress: AbstractProgress | None = None,
 ) -> tuple[MultimodalVAE, np.ndarray]:
-    """Maximise the mean ELBO (`VAEStep` through `jaxlab._core.run_steps`).
+    """Maximise the mean ELBO (`VAEStep` through `jaxlab.run_steps`).
 
     **Arguments:**
 

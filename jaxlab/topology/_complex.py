@@ -15,6 +15,8 @@ from typing import cast
 import numpy as np
 import scipy.sparse as sp
 
+from jaxlab._core import short_repr
+
 __all__ = [
     "Complex",
     "clique_lift",
@@ -41,6 +43,8 @@ class Complex:
     (adjacency through cofaces) and `down_adjacency(r)` (coadjacency through
     faces), all `scipy.sparse` CSR arrays; `hodge_laplacian(r)` is signed.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     kind: str
     cells: tuple[tuple[tuple[int, ...], ...], ...]

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from jaxlab._core import numpy_rng, wheel_file
+from jaxlab._core import numpy_rng, short_repr, wheel_file
 
 __all__ = [
     "MolGraph",
@@ -47,6 +47,8 @@ class MolGraph(NamedTuple):
     `edges` is `[E, 2]` int64 with `u < v`, rows sorted lexicographically (the
     order of `clique_lift`/`cycle_lift` rank-1 cells); `edge_features` is aligned.
     """
+
+    __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     num_nodes: int
     edges: np.ndarray

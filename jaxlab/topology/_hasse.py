@@ -24,6 +24,8 @@ from ._complex import Complex
 __all__ = ["ROUTES", "rank_routes", "hasse_graph", "route_edges"]
 
 ROUTES = ("up", "down", "boundary", "coboundary")
+"""HOPSE's four neighbourhoods of a rank: up and down (same-rank graphs), boundary and
+coboundary (bipartite with the rank below / above)."""
 
 
 def rank_routes(rank: int, max_rank: int) -> tuple[str, ...]:

