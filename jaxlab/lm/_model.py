@@ -30,12 +30,20 @@ from ._config import LMConfig
 from ._lora import LoRA, adapted_weight
 from ._quant import QuantWeight, embed_rows, project
 
-__all__ = ["Transformer", "Layers", "KVCache", "SITES", "layer_slice"]
+__all__ = ["Transformer", "Layers", "KVCache", "SITES", "HEAD_SITES", "layer_slice"]
 
-#: activation sites that `forward(capture=...)` and `intervene=` address, per layer.
 _Z = np.int32(0)
 
 SITES = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post")
+"""Activation sites of residual width that `forward(capture=...)` and `intervene=`
+address, per layer: each is (T, d_model)."""
+
+HEAD_SITES = ("z", "pattern")
+"""Per-head attention sites that `forward(capture=...)` and `intervene=` also address,
+per layer: `"z"`, each head's attention output before the output projection
+(T, n_heads, head_dim); `"pattern"`, the attention probabilities (n_heads, T, S) over
+the S cached keys (S = T in a full forward). Query head h reads key/value head
+h // (n_heads // n_kv_heads)."""
 
 
 class Layers(eqx.Module):
@@ -194,12 +202,14 @@ class Transformer(eqx.Module):
             positions: (T,) int32 position ids; -1 marks padding (never attended to).
             cache: the sequence's `KVCache`; the chunk goes to slots
                 [cache.length, cache.length + T).
-            capture: sites (see `SITES`) whose per-layer values to return.
-            intervene: {(site, layer): fn} editing that activation (T, d) -> (T, d).
+            capture: sites (see `SITES`, `HEAD_SITES`) whose per-layer values to return.
+            intervene: {(site, layer): fn} editing that activation (T, d) -> (T, d)
+                (a head site: its own shape -> the same shape).
             lora: adapters added to the projections.
 
         **Returns:**
-            hidden states (T, d) before the final norm, {site: (n_layers, T, d)},
+            hidden states (T, d) before the final norm, {site: (n_layers, T, d)}
+            (head sites: (n_layers, T, n_heads, head_dim) and (n_layers, n_heads, T, S)),
             and the updated cache.
         """
         x = embed_rows(self.embed, tokens)
@@ -283,8 +293,12 @@ class Transformer(eqx.Module):
             scores = scores * jnp.float32(cfg.attn_scale)
             scores = jnp.where(mask[None, None], scores, jnp.float32(-1e30))
             probs = jax.nn.softmax(scores, axis=-1)
+            if "pattern" in capture or any(s == "pattern" for s, _ in intervene):
+                pat = site("pattern", probs.reshape(cfg.n_heads, T, S))
+                probs = pat.reshape(probs.shape)
             o = jnp.einsum("kgts,skd->tkgd", probs, cv.astype(jnp.float32))
-            a = _linear(o.reshape(T, cfg.n_heads * cfg.head_dim), p.wo, lo, "o")
+            z = site("z", o.reshape(T, cfg.n_heads, cfg.head_dim))
+            a = _linear(z.reshape(T, cfg.n_heads * cfg.head_dim), p.wo, lo, "o")
             if cfg.sandwich_norm:
                 a = _rms_norm(a, p.post_attn_norm, cfg.norm_eps)
             a = site("attn_out", a)
