@@ -43,6 +43,9 @@ SAE_WEIGHTS_FILENAME = "sae_weights.safetensors"
 
 _META = ("model_name", "hook_name", "hook_layer", "hook_head_index", "prepend_bos")
 _META += ("exclude_special_tokens", "context_size", "dataset_path", "model_class_name")
+_META += ("seqpos_slice", "neuronpedia_id", "model_from_pretrained_kwargs")
+# SAELens' `SAEMetadata` fields; SAELens releases where it is a dataclass refuse any other
+# key in `meta`, while unknown top-level keys are filtered out (`from_dict`)
 
 
 def _architecture(sae: AbstractSAE) -> tuple[str, dict[str, Any]]:
@@ -75,7 +78,9 @@ def save_sae(
     - `path`: the folder (created).
     - `model_name`, `hook_name`, `hook_layer`: SAELens' `meta` fields naming where the
       SAE reads its activations (e.g. `"blocks.15.hook_resid_post"`).
-    - `**meta`: further `meta` fields (`prepend_bos`, `context_size`, ...).
+    - `**meta`: further `meta` fields among SAELens' `SAEMetadata` (`prepend_bos`,
+      `context_size`, `exclude_special_tokens`, `seqpos_slice` (e.g. `(1, None)` for an
+      SAE trained without the first position, `lm.collect`'s default), ...).
 
     Weights are written float32; `normalize_activations` is `"none"` (an SAE trained on
     scaled inputs by `fit_sae(normalize_activations="expected_average_only_in")` comes
@@ -112,8 +117,8 @@ def save_sae(
             "hook_name": hook_name,
             "hook_layer": hook_layer,
             **meta,
-            "saved_by": "jaxlab",
         },
+        "saved_by": "jaxlab",
     }
     save_file(tensors, str(folder / SAE_WEIGHTS_FILENAME))
     (folder / SAE_CFG_FILENAME).write_text(json.dumps(cfg, indent=2) + "\n")

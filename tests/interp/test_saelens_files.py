@@ -133,3 +133,41 @@ def test_missing_and_mismatched_tensors_are_named(tmp_path):
     # the intact file loads (the checks above fail for their stated reason only)
     sae = ip.load_sae(_folder(tmp_path, "ok", _cfg(), _safetensors(w)))
     np.testing.assert_array_equal(np.asarray(sae.W_dec), w["W_dec"])
+
+
+# SAELens' `SAEMetadata` dataclass fields (jbloomAus/SAELens sae_lens/saes/sae.py, class
+# SAEMetadata): releases where it is a dataclass raise TypeError on any other `meta` key
+SAELENS_META_FIELDS = {
+    "model_name",
+    "hook_name",
+    "model_class_name",
+    "hook_layer",
+    "hook_head_index",
+    "model_from_pretrained_kwargs",
+    "prepend_bos",
+    "exclude_special_tokens",
+    "neuronpedia_id",
+    "context_size",
+    "seqpos_slice",
+    "dataset_path",
+    "sae_lens_version",
+    "sae_lens_training_version",
+}
+
+
+def test_saved_meta_holds_only_saelens_metadata_fields(tmp_path):
+    sae = ip.TopKSAE(D_IN, D_SAE, 2, key=jax.random.key(0))
+    ip.save_sae(
+        sae,
+        tmp_path / "s",
+        model_name="smollm2",
+        hook_name="blocks.3.hook_resid_post",
+        hook_layer=3,
+        seqpos_slice=(1, None),
+        exclude_special_tokens=True,
+    )
+    cfg = json.loads((tmp_path / "s" / "cfg.json").read_text())
+    assert set(cfg["meta"]) <= SAELENS_META_FIELDS
+    assert cfg["meta"]["seqpos_slice"] == [1, None]
+    with pytest.raises(ValueError, match="unknown SAELens meta fields"):
+        ip.save_sae(sae, tmp_path / "t", saved_with="jaxlab")
