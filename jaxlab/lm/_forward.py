@@ -64,9 +64,14 @@ def _forward_jit(model, tokens, mask, capture, layers, intervene, lora):
     def one(tok, m):
         cache = KVCache.empty(model.config, tok.shape[0])
         h, acts, _ = model.run(
-            tok, positions_from_mask(m), cache, capture=capture, intervene=intervene, lora=lora
+            tok,
+            positions_from_mask(m),
+            cache,
+            capture=capture,
+            intervene=intervene,
+            lora=lora,
+            capture_layers=layers,
         )
-        acts = {s: acts[s][jnp.asarray(layers, jnp.int32)] for s in capture}
         return model.logits(h), acts
 
     return jax.vmap(one)(tokens, mask)

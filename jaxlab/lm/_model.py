@@ -194,6 +194,7 @@ class Transformer(eqx.Module):
         capture: tuple[str, ...] = (),
         intervene: Mapping[tuple[str, int], Callable] | None = None,
         lora: LoRA | None = None,
+        capture_layers: tuple[int, ...] | None = None,
     ) -> tuple[Float[Array, "T d"], dict[str, Float[Array, "L T d"]], KVCache]:
         """Run all blocks on a chunk of one sequence, writing it into `cache`.
 
@@ -206,16 +207,28 @@ class Transformer(eqx.Module):
             intervene: {(site, layer): fn} editing that activation (T, d) -> (T, d)
                 (a head site: its own shape -> the same shape).
             lora: adapters added to the projections.
+            capture_layers: the layers whose captured values to keep, in this order
+                (static ints); None keeps all. Only these are held in memory inside the
+                pass (the values ride in the loop's carry), not every layer's.
 
         **Returns:**
             hidden states (T, d) before the final norm, {site: (n_layers, T, d)}
+            ((len(capture_layers), T, d) with `capture_layers`)
             (head sites: (n_layers, T, n_heads, head_dim) and (n_layers, n_heads, T, S)),
             and the updated cache.
         """
         x = embed_rows(self.embed, tokens)
         if self.config.embed_scale != 1.0:
             x = x * jnp.float32(self.config.embed_scale)
-        return self.run_blocks(x, positions, cache, capture=capture, intervene=intervene, lora=lora)
+        return self.run_blocks(
+            x,
+            positions,
+            cache,
+            capture=capture,
+            intervene=intervene,
+            lora=lora,
+            capture_layers=capture_layers,
+        )
 
     def run_blocks(
         self,
@@ -226,6 +239,7 @@ class Transformer(eqx.Module):
         capture: tuple[str, ...] = (),
         intervene: Mapping[tuple[str, int], Callable] | None = None,
         lora: LoRA | None = None,
+        capture_layers: tuple[int, ...] | None = None,
     ) -> tuple[Float[Array, "T d"], dict[str, Float[Array, "L T d"]], KVCache]:
         """`run` from a residual stream instead of token ids (the blocks only).
 
@@ -234,7 +248,7 @@ class Transformer(eqx.Module):
 
         **Arguments:**
             x: (T, d_model) residual stream entering the first block.
-            positions, cache, capture, intervene, lora: as `run`.
+            positions, cache, capture, intervene, lora, capture_layers: as `run`.
 
         **Returns:** as `run`.
         """
@@ -313,7 +327,30 @@ class Transformer(eqx.Module):
             x = site("resid_post", x + m)
             return x, (acts, ck, cv)
 
-        x, (acts, ks, vs) = jax.lax.scan(block, x, xs)
+        sel = None if capture_layers is None else tuple(int(i) for i in capture_layers)
+        if not capture or sel is None or sel == tuple(range(cfg.n_layers)):
+            x, (acts, ks, vs) = jax.lax.scan(block, x, xs)
+            if sel is not None:
+                acts = {k: v[jnp.asarray(sel, jnp.int32)] for k, v in acts.items()}
+        else:
+            # keep only the selected layers' values: a (len(sel), ...) buffer in the carry,
+            # where the stacked scan output would hold every layer's
+            first = jax.tree_util.tree_map(lambda a: a[0], xs)
+            spec = jax.eval_shape(block, x, first)[1][0]
+            bufs = {k: jnp.zeros((len(sel), *v.shape), v.dtype) for k, v in spec.items()}
+            want = jnp.asarray(sel, jnp.int32)
+
+            def block_kept(carry, inputs):
+                x, bufs = carry
+                x, (acts, ck, cv) = block(x, inputs)
+                hit = want == inputs[4]
+                bufs = {
+                    k: jnp.where(hit.reshape(-1, *(1,) * acts[k].ndim), acts[k][None], b)
+                    for k, b in bufs.items()
+                }
+                return (x, bufs), (ck, cv)
+
+            (x, acts), (ks, vs) = jax.lax.scan(block_kept, (x, bufs), xs)
         new_cache = KVCache(ks, vs, kpos, (start + T).astype(jnp.int32))
         return x, acts, new_cache
 

@@ -188,3 +188,26 @@ def test_head_patch_moves_attn_out_by_that_head_only(llama):
         lm.patch_activation(llama, TOKENS, SOURCE, "blocks.0.hook_resid_post", position=99)
     with pytest.raises(ValueError, match="supported"):
         lm.patch_activation(llama, TOKENS, SOURCE, "blocks.0.hook_embed")
+
+
+def test_selected_layers_are_all_the_pass_holds():
+    """`capture_layers` keeps the asked-for layers only: the compiled pass that returns one
+    layer's attention pattern needs less memory than the every-layer stack it avoids."""
+    L, T = 8, 256
+    cfg = tiny_llama(n_layers=L, rope_bases=(100.0,) * L, sliding_windows=(0,) * L)
+    model = lm.Transformer.random(cfg, key=jax.random.key(0))
+    tokens, pos = jnp.zeros(T, jnp.int32), jnp.arange(T, dtype=jnp.int32)
+
+    def run(m, layers):
+        cache = lm.KVCache.empty(m.config, T)
+        return m.run(tokens, pos, cache, capture=("pattern",), capture_layers=layers)[1]
+
+    stats = jax.jit(lambda m: run(m, (1,))).lower(model).compile().memory_analysis()
+    if stats is None:
+        pytest.skip("this backend reports no memory analysis")
+    every_layer = L * cfg.n_heads * T * T * 4
+    assert stats.output_size_in_bytes == every_layer // L
+    assert stats.temp_size_in_bytes + stats.output_size_in_bytes < every_layer / 2
+    got = jax.jit(lambda m: run(m, (1,)))(model)["pattern"]
+    full = jax.jit(lambda m: run(m, None))(model)["pattern"]
+    np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(full[1]))
