@@ -115,7 +115,10 @@ def _selected(model, names_filter) -> list[str]:
             f"name -> bool, received {type(names_filter).__name__}"
         )
     for n in names:
-        parse_hook_name(n, n_layers)
+        try:
+            parse_hook_name(n, n_layers)
+        except ValueError as e:
+            raise ValueError(f"names_filter: {e}") from None
     return list(dict.fromkeys(names))
 
 
