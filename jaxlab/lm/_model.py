@@ -328,6 +328,8 @@ class Transformer(eqx.Module):
             return x, (acts, ck, cv)
 
         sel = None if capture_layers is None else tuple(int(i) for i in capture_layers)
+        if sel is not None and not all(0 <= i < cfg.n_layers for i in sel):
+            raise ValueError(f"capture_layers must lie in [0, {cfg.n_layers}), got {sel}")
         if not capture or sel is None or sel == tuple(range(cfg.n_layers)):
             x, (acts, ks, vs) = jax.lax.scan(block, x, xs)
             if sel is not None:
