@@ -43,6 +43,9 @@ SAE_WEIGHTS_FILENAME = "sae_weights.safetensors"
 
 _META = ("model_name", "hook_name", "hook_layer", "hook_head_index", "prepend_bos")
 _META += ("exclude_special_tokens", "context_size", "dataset_path", "model_class_name")
+_META += ("seqpos_slice", "neuronpedia_id", "model_from_pretrained_kwargs")
+# SAELens' `SAEMetadata` fields; SAELens releases where it is a dataclass refuse any other
+# key in `meta`, while unknown top-level keys are filtered out (`from_dict`)
 
 
 def _architecture(sae: AbstractSAE) -> tuple[str, dict[str, Any]]:
@@ -75,7 +78,9 @@ def save_sae(
     - `path`: the folder (created).
     - `model_name`, `hook_name`, `hook_layer`: SAELens' `meta` fields naming where the
       SAE reads its activations (e.g. `"blocks.15.hook_resid_post"`).
-    - `**meta`: further `meta` fields (`prepend_bos`, `context_size`, ...).
+    - `**meta`: further `meta` fields among SAELens' `SAEMetadata` (`prepend_bos`,
+      `context_size`, `exclude_special_tokens`, `seqpos_slice` (e.g. `(1, None)` for an
+      SAE trained without the first position, `lm.collect`'s default), ...).
 
     Weights are written float32; `normalize_activations` is `"none"` (an SAE trained on
     scaled inputs by `fit_sae(normalize_activations="expected_average_only_in")` comes
@@ -112,8 +117,8 @@ def save_sae(
             "hook_name": hook_name,
             "hook_layer": hook_layer,
             **meta,
-            "saved_by": "jaxlab",
         },
+        "saved_by": "jaxlab",
     }
     save_file(tensors, str(folder / SAE_WEIGHTS_FILENAME))
     (folder / SAE_CFG_FILENAME).write_text(json.dumps(cfg, indent=2) + "\n")
@@ -156,6 +161,72 @@ def _kind(cfg: dict[str, Any]) -> tuple[str, int | None]:
     )
 
 
+_MAX_DIM = 1 << 24  # d_in, d_sae: far above any SAE published (Gemma Scope: 2^20 latents)
+_MAX_HEADER = 100 << 20  # bytes; the safetensors library's own limit
+_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "F64": np.dtype("<f8")}
+_DTYPES["BF16"] = np.dtype("<u2")  # bfloat16: the upper half of a float32, widened below
+
+
+def _entry(wpath: Path, name: str, info: Any) -> tuple[tuple[int, ...], int, tuple[int, int]]:
+    """(shape, byte count, data offsets) of one safetensors header entry, validated."""
+    bad = ValueError(
+        f"path: {wpath}: tensor {name!r} has an invalid header entry (dtype among "
+        f"{sorted(_DTYPES)}, shape, data_offsets): {info!r}"
+    )
+    if not isinstance(info, dict) or info.get("dtype") not in _DTYPES:
+        raise bad
+    shape, offsets = info.get("shape"), info.get("data_offsets")
+    if not isinstance(shape, list) or not all(isinstance(v, int) and v >= 0 for v in shape):
+        raise bad
+    if not isinstance(offsets, list) or len(offsets) != 2:
+        raise bad
+    lo, hi = offsets
+    if not isinstance(lo, int) or not isinstance(hi, int) or not 0 <= lo <= hi:
+        raise bad
+    nbytes = _DTYPES[info["dtype"]].itemsize
+    for v in shape:
+        nbytes *= v
+    return tuple(shape), nbytes, (lo, hi)
+
+
+def _read_header(wpath: Path) -> tuple[dict[str, Any], int]:
+    """The safetensors header of `wpath` (name -> dtype, shape, data_offsets), validated
+    against the file's size, and the offset of its data section."""
+    size = wpath.stat().st_size
+    with open(wpath, "rb") as f:
+        head = f.read(8)
+        n = int.from_bytes(head, "little") if len(head) == 8 else -1
+        if not 2 <= n <= min(_MAX_HEADER, size - 8):
+            raise ValueError(f"path: {wpath} is not a safetensors file (header length {n})")
+        raw = f.read(n)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"path: {wpath} has an unreadable safetensors header: {e}") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"path: {wpath}: the safetensors header must be a JSON object")
+    header.pop("__metadata__", None)
+    data_size = size - 8 - n
+    for name, info in header.items():
+        shape, nbytes, offsets = _entry(wpath, name, info)
+        if offsets[1] - offsets[0] != nbytes or offsets[1] > data_size:
+            raise ValueError(
+                f"path: {wpath}: tensor {name!r} ({info['dtype']}{shape}) needs "
+                f"{nbytes} bytes at {list(offsets)}; the file holds {data_size} data bytes"
+            )
+    return header, 8 + n
+
+
+def _read_tensor(wpath: Path, header: dict[str, Any], data_start: int, name: str) -> np.ndarray:
+    info = header[name]
+    dt = _DTYPES[info["dtype"]]
+    count = int(np.prod(info["shape"], dtype=np.int64))
+    a = np.fromfile(wpath, dtype=dt, count=count, offset=data_start + info["data_offsets"][0])
+    if info["dtype"] == "BF16":
+        a = (a.astype(np.uint32) << 16).view(np.float32)
+    return a.astype(np.float32).reshape(info["shape"])
+
+
 def load_sae(path: str | os.PathLike) -> AbstractSAE:
     """Read a SAELens SAE folder (`cfg.json` + `sae_weights.safetensors`) as a jaxlab SAE.
 
@@ -168,14 +239,17 @@ def load_sae(path: str | os.PathLike) -> AbstractSAE:
     `d_sae`. `"expected_average_only_in"` loads as is (SAELens applies no run-time
     transform for it; the caller scales inputs as in training).
 
+    Sizes are bounded before anything is allocated: `d_in` / `d_sae` from cfg.json must
+    be ints in [1, 2^24], and the safetensors header's names, shapes and byte ranges are
+    checked against cfg.json and the file's size (a missing tensor or a shape that
+    disagrees is named in a `ValueError`) before a tensor is read. Tensors may be
+    float32, float16, bfloat16 or float64 (SAELens saves in its config's `dtype`).
+
     **Arguments:** `path`: the SAE's folder.
 
     **Returns:** the SAE (float32), whose `encode` / `decode` / `__call__` compute what
     SAELens' `encode` / `decode` / `forward` compute.
     """
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
-
     folder = Path(path)
     cfg = _read_cfg(folder)
     arch, k = _kind(cfg)
@@ -189,44 +263,54 @@ def load_sae(path: str | os.PathLike) -> AbstractSAE:
                 f"cfg.json: {field}={cfg.get(field)!r} is not supported by jaxlab's SAEs "
                 f"(expected one of {[v for v in ok if v is not None]})"
             )
+    d_in, d_sae = cfg.get("d_in"), cfg.get("d_sae")
+    for name, v in (("d_in", d_in), ("d_sae", d_sae)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= _MAX_DIM:
+            raise ValueError(f"cfg.json: {name} must be an int in [1, {_MAX_DIM}], got {v!r}")
+    assert isinstance(d_in, int)  # checked above
+    assert isinstance(d_sae, int)
     wpath = folder / SAE_WEIGHTS_FILENAME
     if not wpath.is_file():
         raise ValueError(f"path: no {SAE_WEIGHTS_FILENAME} in {folder}")
-    try:
-        w = load_file(str(wpath))
-    except (SafetensorError, OSError, ValueError) as e:
-        raise ValueError(f"path: {wpath} is not a valid safetensors file: {e}") from None
-    missing = [n for n in ("W_enc", "W_dec", "b_enc", "b_dec") if n not in w]
-    if missing:
-        raise ValueError(f"path: {wpath} lacks the tensors {missing}")
-    d_in, d_sae = cfg.get("d_in"), cfg.get("d_sae")
-    if not isinstance(d_in, int) or not isinstance(d_sae, int):
-        raise ValueError(f"cfg.json: d_in and d_sae must be ints, got {d_in!r}, {d_sae!r}")
     shapes = {"W_enc": (d_in, d_sae), "W_dec": (d_sae, d_in), "b_enc": (d_sae,), "b_dec": (d_in,)}
+    if arch == "jumprelu":
+        shapes["threshold"] = (d_sae,)
+    # the header's names, shapes and byte ranges are checked against cfg.json and the
+    # file's size before any tensor is read: nothing is allocated that the file only claims
+    header, data_start = _read_header(wpath)
+    missing = [n for n in shapes if n not in header]
+    if missing:
+        raise ValueError(
+            f"path: {wpath} lacks the tensors {missing} (a {arch!r} SAE needs {list(shapes)})"
+        )
     for name, shape in shapes.items():
-        if w[name].shape != shape:
-            raise ValueError(f"path: {name} has shape {w[name].shape}, cfg.json says {shape}")
-    W_enc, W_dec, b_enc, b_dec = (
-        jnp.asarray(w[n], jnp.float32) for n in ("W_enc", "W_dec", "b_enc", "b_dec")
-    )
+        if tuple(header[name]["shape"]) != shape:
+            raise ValueError(
+                f"path: {wpath}: {name} has shape {tuple(header[name]['shape'])}, "
+                f"cfg.json (d_in={d_in}, d_sae={d_sae}) says {shape}"
+            )
+    w = {n: _read_tensor(wpath, header, data_start, n) for n in shapes}
+    W_enc, W_dec, b_enc, b_dec = (jnp.asarray(w[n]) for n in ("W_enc", "W_dec", "b_enc", "b_dec"))
     if cfg.get("apply_b_dec_to_input") is False:  # x @ W_enc + b_enc == (x - b_dec) @ W_enc + b'
         b_enc = b_enc + b_dec @ W_enc
-    key = jax.random.key(0)  # the initial weights are replaced below
+    key = jax.random.key(0)
+    # the module's structure only (eval_shape: no initial weights are drawn); every array
+    # leaf is replaced by the file's tensors below
     if arch == "topk":
-        if not isinstance(k, int) or not 1 <= k <= d_sae:
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d_sae:
             raise ValueError(f"cfg.json: k must be an int in [1, d_sae={d_sae}], got {k!r}")
-        sae: AbstractSAE = TopKSAE(d_in, d_sae, k, key=key)
+        sae: AbstractSAE = eqx.filter_eval_shape(TopKSAE, d_in, d_sae, k, key=key)
     elif arch == "standard":
-        sae = ReLUSAE(d_in, d_sae, key=key)
+        sae = eqx.filter_eval_shape(ReLUSAE, d_in, d_sae, key=key)
     else:
-        thr = np.asarray(w.get("threshold", np.zeros(0)))
-        if thr.shape != (d_sae,) or not np.all(thr == thr[0]):
+        thr = w["threshold"]
+        if not np.all(thr == thr[0]):
             raise ValueError(
                 f"path: a jumprelu SAE loads only with one threshold shared by all {d_sae} "
-                "latents (a BatchTopK SAE); this file's thresholds differ or are missing"
+                "latents (a BatchTopK SAE); this file's thresholds differ"
             )
-        k = k if isinstance(k, int) and 1 <= k <= d_sae else 1
-        sae = BatchTopKSAE(d_in, d_sae, k, key=key)
+        k = k if isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= d_sae else 1
+        sae = eqx.filter_eval_shape(BatchTopKSAE, d_in, d_sae, k, key=key)
         sae = eqx.tree_at(lambda s: s.threshold, sae, jnp.asarray(thr[0], jnp.float32))
     return eqx.tree_at(
         lambda s: (s.W_enc, s.b_enc, s.W_dec, s.b_dec), sae, (W_enc, b_enc, W_dec, b_dec)

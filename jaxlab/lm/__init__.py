@@ -9,6 +9,11 @@
   any callable) inside the jitted pass and optional `LoRA` adapters (`LoRA.from_factors`
   for generated ones); `layer_slice` + `Transformer.run_blocks` run a model's top blocks
   from a cached residual.
+- TransformerLens conveniences: `HOOK_SITES` names (`blocks.{i}.hook_resid_pre` /
+  `hook_attn_out` / `hook_resid_mid` / `hook_mlp_out` / `hook_resid_post`,
+  `blocks.{i}.attn.hook_z` / `attn.hook_pattern`) as aliases of `SITES` / `HEAD_SITES`;
+  `run_with_cache(model, tokens, names_filter=...)` caches only the hooks asked for;
+  `to_str_tokens`; `patch_activation(model, target, source, hook, position=, head=)`.
 - `generate` / `stream` / `generate_text`: KV-cache decoding under jit with
   bucketed shapes, batched left-padded prompts, `Greedy` or `Sample`
   (temperature, top-p), stop tokens.
@@ -50,6 +55,11 @@ from ._generate import prompt_bucket as prompt_bucket
 from ._generate import stream as stream
 from ._gguf import GGUFFile as GGUFFile
 from ._gguf import read_gguf as read_gguf
+from ._hooks import HOOK_SITES as HOOK_SITES
+from ._hooks import hook_name as hook_name
+from ._hooks import hook_names as hook_names
+from ._hooks import parse_hook_name as parse_hook_name
+from ._hooks import run_with_cache as run_with_cache
 from ._intervene import ProjectOut as ProjectOut
 from ._intervene import Steer as Steer
 from ._load import load as load
@@ -57,11 +67,13 @@ from ._load import load_model as load_model
 from ._lora import PROJECTIONS as PROJECTIONS
 from ._lora import LoRA as LoRA
 from ._lora import lora_shapes as lora_shapes
+from ._model import HEAD_SITES as HEAD_SITES
 from ._model import SITES as SITES
 from ._model import KVCache as KVCache
 from ._model import Layers as Layers
 from ._model import Transformer as Transformer
 from ._model import layer_slice as layer_slice
+from ._patch import patch_activation as patch_activation
 from ._pool import Pool as Pool
 from ._quant import WEIGHTS as WEIGHTS
 from ._quant import QuantWeight as QuantWeight
@@ -78,4 +90,5 @@ from ._sentence import SentenceEncoder as SentenceEncoder
 from ._sentence import encode_sentences as encode_sentences
 from ._sentence import encode_tokens as encode_tokens
 from ._sentence import load_sentence_encoder as load_sentence_encoder
+from ._str_tokens import to_str_tokens as to_str_tokens
 from ._tokenizer import Tokenizer as Tokenizer

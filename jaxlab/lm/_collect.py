@@ -173,12 +173,11 @@ def _plan(items, positions, shard_rows, batch_tokens, skip_first, excluded):
 
 @eqx.filter_jit
 def _activations_jit(model, tokens, mask, capture, layers):
-    idx = jnp.asarray(layers, jnp.int32)
-
     def one(tok, m):
         cache = KVCache.empty(model.config, tok.shape[0])
-        _, acts, _ = model.run(tok, positions_from_mask(m), cache, capture=capture)
-        return {s: acts[s][idx] for s in capture}
+        pos = positions_from_mask(m)
+        _, acts, _ = model.run(tok, pos, cache, capture=capture, capture_layers=tuple(layers))
+        return acts
 
     return jax.vmap(one)(tokens, mask)
 

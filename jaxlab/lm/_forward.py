@@ -15,7 +15,7 @@ from jaxtyping import Array, Float, Int
 from jaxlab._core import as_array
 
 from ._lora import LoRA
-from ._model import SITES, KVCache, Transformer
+from ._model import HEAD_SITES, SITES, KVCache, Transformer
 
 __all__ = ["forward", "forward_batched", "positions_from_mask"]
 
@@ -43,15 +43,16 @@ def check_token_range(tokens, vocab_size):
 
 
 def _check_sites(capture, intervene, n_layers):
+    known = SITES + HEAD_SITES
     for s in capture:
-        if s not in SITES:
-            raise ValueError(f"capture: unknown site {s!r}; expected one of {SITES}")
+        if s not in known:
+            raise ValueError(f"capture: unknown site {s!r}; expected one of {known}")
     for key, fn in intervene.items():
         if not (isinstance(key, tuple) and len(key) == 2):
             raise ValueError(f"intervene keys must be (site, layer) tuples, got {key!r}")
         site, layer = key
-        if site not in SITES:
-            raise ValueError(f"intervene: unknown site {site!r}; expected one of {SITES}")
+        if site not in known:
+            raise ValueError(f"intervene: unknown site {site!r}; expected one of {known}")
         if not isinstance(layer, int | np.integer) or not 0 <= layer < n_layers:
             raise ValueError(f"intervene: layer must be an int in [0, {n_layers}), got {layer!r}")
         if not callable(fn):
@@ -63,9 +64,14 @@ def _forward_jit(model, tokens, mask, capture, layers, intervene, lora):
     def one(tok, m):
         cache = KVCache.empty(model.config, tok.shape[0])
         h, acts, _ = model.run(
-            tok, positions_from_mask(m), cache, capture=capture, intervene=intervene, lora=lora
+            tok,
+            positions_from_mask(m),
+            cache,
+            capture=capture,
+            intervene=intervene,
+            lora=lora,
+            capture_layers=layers,
         )
-        acts = {s: acts[s][jnp.asarray(layers, jnp.int32)] for s in capture}
         return model.logits(h), acts
 
     return jax.vmap(one)(tokens, mask)
@@ -125,7 +131,9 @@ def forward(
         capture: sites to return, among "resid_pre" (block input), "attn_out"
             (attention contribution to the residual, after Gemma's post-norm),
             "resid_mid" (after adding it), "mlp_out" (MLP contribution),
-            "resid_post" (block output).
+            "resid_post" (block output); and the per-head `HEAD_SITES` "z" (each
+            head's output before the output projection, (T, n_heads, head_dim)) and
+            "pattern" (attention probabilities, (n_heads, T, T)).
         layers: layer indices to return for captured sites (default: all).
         intervene: {(site, layer): fn} where fn maps that activation (T, d) to an
             edited (T, d) inside the jitted forward (steering, ablation); captured
@@ -135,7 +143,8 @@ def forward(
         lora: LoRA adapters to add to the projections.
 
     **Returns:**
-        logits (T, vocab) float32 and {site: (len(layers), T, d_model)}.
+        logits (T, vocab) float32 and {site: (len(layers), T, d_model)} (head sites:
+        (len(layers), T, n_heads, head_dim) and (len(layers), n_heads, T, T)).
     """
     if getattr(tokens, "ndim", np.ndim(tokens)) == 2:
         warnings.warn(

@@ -31,14 +31,20 @@ from ._config import LMConfig
 from ._lora import LoRA, adapted_weight
 from ._quant import QuantWeight, embed_rows, project
 
-__all__ = ["Transformer", "Layers", "KVCache", "SITES", "layer_slice"]
+__all__ = ["Transformer", "Layers", "KVCache", "SITES", "HEAD_SITES", "layer_slice"]
 
-#: activation sites that `forward(capture=...)` and `intervene=` address, per layer.
 _Z = np.int32(0)
 
 SITES = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post")
-"""The activation sites of each layer that `forward(capture=...)` and `intervene=` address, in
-the order they occur in a block."""
+"""Activation sites of residual width that `forward(capture=...)` and `intervene=`
+address, per layer: each is (T, d_model)."""
+
+HEAD_SITES = ("z", "pattern")
+"""Per-head attention sites that `forward(capture=...)` and `intervene=` also address,
+per layer: `"z"`, each head's attention output before the output projection
+(T, n_heads, head_dim); `"pattern"`, the attention probabilities (n_heads, T, S) over
+the S cached keys (S = T in a full forward). Query head h reads key/value head
+h // (n_heads // n_kv_heads)."""
 
 
 class Layers(eqx.Module):
@@ -191,6 +197,7 @@ class Transformer(eqx.Module):
         capture: tuple[str, ...] = (),
         intervene: Mapping[tuple[str, int], Callable] | None = None,
         lora: LoRA | None = None,
+        capture_layers: tuple[int, ...] | None = None,
     ) -> tuple[Float[Array, "T d"], dict[str, Float[Array, "L T d"]], KVCache]:
         """Run all blocks on a chunk of one sequence, writing it into `cache`.
 
@@ -199,18 +206,32 @@ class Transformer(eqx.Module):
             positions: (T,) int32 position ids; -1 marks padding (never attended to).
             cache: the sequence's `KVCache`; the chunk goes to slots
                 [cache.length, cache.length + T).
-            capture: sites (see `SITES`) whose per-layer values to return.
-            intervene: {(site, layer): fn} editing that activation (T, d) -> (T, d).
+            capture: sites (see `SITES`, `HEAD_SITES`) whose per-layer values to return.
+            intervene: {(site, layer): fn} editing that activation (T, d) -> (T, d)
+                (a head site: its own shape -> the same shape).
             lora: adapters added to the projections.
+            capture_layers: the layers whose captured values to keep, in this order
+                (static ints); None keeps all. Only these are held in memory inside the
+                pass (the values ride in the loop's carry), not every layer's.
 
         **Returns:**
-            hidden states (T, d) before the final norm, {site: (n_layers, T, d)},
+            hidden states (T, d) before the final norm, {site: (n_layers, T, d)}
+            ((len(capture_layers), T, d) with `capture_layers`)
+            (head sites: (n_layers, T, n_heads, head_dim) and (n_layers, n_heads, T, S)),
             and the updated cache.
         """
         x = embed_rows(self.embed, tokens)
         if self.config.embed_scale != 1.0:
             x = x * jnp.float32(self.config.embed_scale)
-        return self.run_blocks(x, positions, cache, capture=capture, intervene=intervene, lora=lora)
+        return self.run_blocks(
+            x,
+            positions,
+            cache,
+            capture=capture,
+            intervene=intervene,
+            lora=lora,
+            capture_layers=capture_layers,
+        )
 
     def run_blocks(
         self,
@@ -221,6 +242,7 @@ class Transformer(eqx.Module):
         capture: tuple[str, ...] = (),
         intervene: Mapping[tuple[str, int], Callable] | None = None,
         lora: LoRA | None = None,
+        capture_layers: tuple[int, ...] | None = None,
     ) -> tuple[Float[Array, "T d"], dict[str, Float[Array, "L T d"]], KVCache]:
         """`run` from a residual stream instead of token ids (the blocks only).
 
@@ -229,7 +251,7 @@ class Transformer(eqx.Module):
 
         **Arguments:**
             x: (T, d_model) residual stream entering the first block.
-            positions, cache, capture, intervene, lora: as `run`.
+            positions, cache, capture, intervene, lora, capture_layers: as `run`.
 
         **Returns:** as `run`.
         """
@@ -288,8 +310,12 @@ class Transformer(eqx.Module):
             scores = scores * jnp.float32(cfg.attn_scale)
             scores = jnp.where(mask[None, None], scores, jnp.float32(-1e30))
             probs = jax.nn.softmax(scores, axis=-1)
+            if "pattern" in capture or any(s == "pattern" for s, _ in intervene):
+                pat = site("pattern", probs.reshape(cfg.n_heads, T, S))
+                probs = pat.reshape(probs.shape)
             o = jnp.einsum("kgts,skd->tkgd", probs, cv.astype(jnp.float32))
-            a = _linear(o.reshape(T, cfg.n_heads * cfg.head_dim), p.wo, lo, "o")
+            z = site("z", o.reshape(T, cfg.n_heads, cfg.head_dim))
+            a = _linear(z.reshape(T, cfg.n_heads * cfg.head_dim), p.wo, lo, "o")
             if cfg.sandwich_norm:
                 a = _rms_norm(a, p.post_attn_norm, cfg.norm_eps)
             a = site("attn_out", a)
@@ -304,7 +330,32 @@ class Transformer(eqx.Module):
             x = site("resid_post", x + m)
             return x, (acts, ck, cv)
 
-        x, (acts, ks, vs) = jax.lax.scan(block, x, xs)
+        sel = None if capture_layers is None else tuple(int(i) for i in capture_layers)
+        if sel is not None and not all(0 <= i < cfg.n_layers for i in sel):
+            raise ValueError(f"capture_layers must lie in [0, {cfg.n_layers}), got {sel}")
+        if not capture or sel is None or sel == tuple(range(cfg.n_layers)):
+            x, (acts, ks, vs) = jax.lax.scan(block, x, xs)
+            if sel is not None:
+                acts = {k: v[jnp.asarray(sel, jnp.int32)] for k, v in acts.items()}
+        else:
+            # keep only the selected layers' values: a (len(sel), ...) buffer in the carry,
+            # where the stacked scan output would hold every layer's
+            first = jax.tree_util.tree_map(lambda a: a[0], xs)
+            spec = jax.eval_shape(block, x, first)[1][0]
+            bufs = {k: jnp.zeros((len(sel), *v.shape), v.dtype) for k, v in spec.items()}
+            want = jnp.asarray(sel, jnp.int32)
+
+            def block_kept(carry, inputs):
+                x, bufs = carry
+                x, (acts, ck, cv) = block(x, inputs)
+                hit = want == inputs[4]
+                bufs = {
+                    k: jnp.where(hit.reshape(-1, *(1,) * acts[k].ndim), acts[k][None], b)
+                    for k, b in bufs.items()
+                }
+                return (x, bufs), (ck, cv)
+
+            (x, acts), (ks, vs) = jax.lax.scan(block_kept, (x, bufs), xs)
         new_cache = KVCache(ks, vs, kpos, (start + T).astype(jnp.int32))
         return x, acts, new_cache
 
