@@ -89,7 +89,12 @@ def parse_hook_name(name: str, n_layers: int | None = None) -> tuple[str, int]:
 
 
 def hook_names(model: Transformer) -> list[str]:
-    """Every hook name `run_with_cache` accepts for `model`, block by block."""
+    """Every hook name `run_with_cache` accepts for `model`, block by block.
+
+    **Arguments:** `model` a `jaxlab.lm.Transformer`.
+
+    **Returns:** the names, `blocks.{i}.<hook>` for every layer i and every `HOOK_SITES` key.
+    """
     if not isinstance(model, Transformer):
         raise ValueError(f"model: expected a jaxlab.lm.Transformer, got {type(model).__name__}")
     return [f"blocks.{i}.{h}" for i in range(model.config.n_layers) for h in HOOK_SITES]

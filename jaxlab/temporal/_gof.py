@@ -218,7 +218,12 @@ def two_sided_pvalues(
     """Two-sided Monte-Carlo p-values of `observed` among `replicates` (per column):
     `(two_sided, upper, lower)` with `upper = (1 + #{rep >= obs}) / (B + 1)`,
     `lower = (1 + #{rep <= obs}) / (B + 1)` and `two_sided = min(1, 2 min(upper, lower))`
-    (doubling the smaller one-sided p-value; Davison & Hinkley 1997, sec. 4.2)."""
+    (doubling the smaller one-sided p-value; Davison & Hinkley 1997, sec. 4.2).
+
+    **Arguments:** `observed` (S,) statistics of the data; `replicates` (B, S) the same
+    statistics of B bootstrap data sets.
+
+    **Returns:** `(two_sided, upper, lower)`, each (S,)."""
     observed = jnp.asarray(observed)
     replicates = jnp.asarray(replicates)
     dt = jnp.result_type(float)
