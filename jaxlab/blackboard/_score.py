@@ -159,7 +159,7 @@ def _parse_list_exact(pred: str):
     (`ast.literal_eval`; KramaBench uses `eval`), then comma-separated items."""
     try:
         return json.loads(pred)
-    except json.JSONDecodeError:
+    except _FAILS:  # invalid JSON, or nested too deeply for the parser
         pass
     try:
         return ast.literal_eval(pred)

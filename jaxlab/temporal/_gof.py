@@ -22,7 +22,7 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 from .._core import as_array, check_array, check_finite, check_positive_int
 from ._cycles import cycle_counts
 from ._model import Capacity, Snapshot, TemporalNetworkParams, check_params, transition
-from ._moments import _estimate
+from ._moments import _estimate, _simulable
 from ._stats import TransitionStats, _transition_stats
 
 __all__ = [
@@ -231,21 +231,6 @@ def two_sided_pvalues(
     upper = (1 + jnp.sum(replicates >= observed[None], axis=0, dtype=dt)) / (b + 1)
     lower = (1 + jnp.sum(replicates <= observed[None], axis=0, dtype=dt)) / (b + 1)
     return jnp.minimum(1.0, 2.0 * jnp.minimum(upper, lower)), upper, lower
-
-
-def _simulable(theta: Float[Array, " 5"]) -> TemporalNetworkParams:
-    """`theta` clipped into the parameter space the simulator accepts."""
-    return TemporalNetworkParams.from_vector(
-        jnp.stack(
-            [
-                jnp.maximum(theta[0], 1e-6),
-                jnp.clip(theta[1], 1e-6, 1.0),
-                jnp.clip(theta[2], 0.0, 1.0),
-                jnp.maximum(theta[3], 0.0),
-                jnp.maximum(theta[4], 0.0),
-            ]
-        )
-    )
 
 
 def _counts3(st: TransitionStats) -> Float[Array, "*T 3"]:

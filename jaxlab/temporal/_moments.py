@@ -51,6 +51,21 @@ __all__ = [
 ]
 
 
+def _simulable(theta: Float[Array, " 5"]) -> TemporalNetworkParams:
+    """`theta` clipped into the parameter space the simulator accepts."""
+    return TemporalNetworkParams.from_vector(
+        jnp.stack(
+            [
+                jnp.maximum(theta[0], 1e-6),
+                jnp.clip(theta[1], 1e-6, 1.0),
+                jnp.clip(theta[2], 0.0, 1.0),
+                jnp.maximum(theta[3], 0.0),
+                jnp.maximum(theta[4], 0.0),
+            ]
+        )
+    )
+
+
 def _comb2(n):
     return n * (n - 1.0) / 2.0
 
@@ -288,17 +303,7 @@ def plugin_covariance(
         raise ValueError(f"theta: expected shape (5,), received {theta.shape}")
     if not isinstance(n_transitions, jax.core.Tracer) and float(n_transitions) <= 0:
         raise ValueError(f"n_transitions: expected a positive number, received {n_transitions}")
-    sim = TemporalNetworkParams.from_vector(
-        jnp.stack(
-            [
-                jnp.maximum(theta[0], 1e-6),
-                jnp.clip(theta[1], 1e-6, 1.0),
-                jnp.clip(theta[2], 0.0, 1.0),
-                jnp.maximum(theta[3], 0.0),
-                jnp.maximum(theta[4], 0.0),
-            ]
-        )
-    )
+    sim = _simulable(theta)
     if capacity is None:
         capacity = default_capacity(sim)
     if burn_in is None:
