@@ -257,6 +257,12 @@ def bandits_table():
             dict(kinds, q_hat="float"),
         ),
         Entry(
+            "bandits.doubly_robust_terms",
+            B.doubly_robust_terms,
+            lambda: dict(log(), q_hat=_rng(6).uniform(size=(12, 3))),
+            dict(kinds, q_hat="float"),
+        ),
+        Entry(
             "bandits.sherman_morrison",
             B.sherman_morrison,
             lambda: {"a_inv": np.eye(3) * 0.5, "x": np.ones(3)},

@@ -9,12 +9,20 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Claim, Estimate, Result, RunContext, log
+from experiments._harness import (
+    Claim,
+    Estimate,
+    Result,
+    RunContext,
+    log,
+    paired_bootstrap,
+    superior,
+)
 from jaxlab import bandits
 
 NAME = "bandits_obd"
 PAPER = "P16"
-DESCRIPTION = "Open Bandit samples: IPS / SNIPS / DR value estimates with bootstrap CIs"
+DESCRIPTION = "Open Bandit samples: TDGE vs bandit baselines by off-policy value (DR, bootstrap CI)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +41,9 @@ class Config:
     # bts log) within +-0.002 of the uniform log's on-policy click rate (about half of the
     # ~0.4% click rate of the Open Bandit samples; fixed before the run, not from the paper)
     ips_margin: float = 0.002
+    # superiority margin of TDGE's off-policy value over the best baseline, clicks per event
+    # (fixed before the run: any positive difference; the paper states no effect size)
+    value_margin: float = 0.0
 
 
 QUICK = Config()
@@ -183,16 +194,26 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     baselines = ("linucb", "lints", "egreedy")
     best = max(baselines, key=lambda b: intervals[("random", "dr", b)].value)
     tdge_dr, best_dr = intervals[("random", "dr", "tdge")], intervals[("random", "dr", best)]
+    # paired over the held-out uniform log's events: the per-event DR terms of two policies
+    # share each event's click and reward model, so their difference cancels that variation
+    a_te = jnp.asarray(rnd.action[te], jnp.int32)
+    q_te = jnp.broadcast_to(jnp.asarray(q_item), (te.size, items.shape[0]))
+
+    def dr_terms(name):
+        pi = jnp.broadcast_to(jnp.asarray(probs[name]), (te.size, items.shape[0]))
+        args = (a_te, jnp.asarray(rnd.reward[te]), jnp.asarray(rnd.pscore[te]), pi, q_te)
+        return np.asarray(bandits.doubly_robust_terms(*args), np.float64)
+
+    value_diff = paired_bootstrap(
+        dr_terms("tdge"),
+        dr_terms(best),
+        seed=int(jax.random.randint(jax.random.fold_in(key, 2), (), 0, 2**31 - 1)),
+        level=config.level,
+        n_resamples=config.n_boot,
+    )
+    metrics["random/dr_diff_tdge_vs_best"] = value_diff
     uni = intervals[("bts", "ips", "uniform")]
     truth = metrics["random/onpolicy_click_rate"]
-    # Descriptive only (not a claim): the paper evaluates TDGE online, not on OBD, and with
-    # ~0.4% clicks these intervals cannot separate the policies.
-    descriptive = (
-        f"Descriptive, not a paper claim: DR value on the held-out uniform log, TDGE "
-        f"{tdge_dr:.4f} vs the best baseline {best} {best_dr:.4f} "
-        f"({config.level:.0%} bootstrap CIs): the intervals overlap, the test has almost no "
-        "power at this click rate."
-    )
     # the on-policy click rate is taken as the truth (its own sampling error is ignored)
     bias = Estimate(
         uni.value - truth, uni.low - truth, uni.high - truth, uni.level, uni.method, uni.n
@@ -201,13 +222,39 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     # Descriptive too (issue #54: not a P16 claim; P16 makes no claim about IPS): an
     # estimator check of IPS on a real log, reported against the preset tolerance
     inside = -config.ips_margin < bias.low and bias.high < config.ips_margin
-    descriptive += (
-        f" Estimator check (descriptive): IPS of the uniform policy on the Bernoulli-TS log "
+    descriptive = (
+        "Estimator check (descriptive, not a P16 claim): IPS of the uniform policy on the "
+        f"Bernoulli-TS log "
         f"{uni:.4f} vs the uniform log's on-policy click rate {truth:.4f}; difference "
         f"{bias:.4f} ({bias.level:.0%} bootstrap CI), "
         f"{'inside' if inside else 'not inside'} the preset +-{config.ips_margin:g} tolerance."
     )
-    claims: list[Claim] = []  # no P16 claim is testable on OBD (the paper evaluates online)
+    # The paper evaluates TDGE online (MovieLens-20M, Last.fm, Amazon); on OBD its headline
+    # claim can be asked off-policy only: does the policy it learns from a uniform log earn
+    # more clicks than the best baseline's, by DR on held-out events?
+    claims: list[Claim] = [
+        superior(
+            value_diff,
+            "TDGE",
+            f"the best baseline by DR value ({best})",
+            config.value_margin,
+            claim=(
+                "TDGE's policy, learnt from a uniform-random log, earns more clicks off-policy "
+                "than the best bandit baseline (real e-commerce log)"
+            ),
+            paper=(
+                "TDGE substantially improves exploration efficiency (online, on MovieLens-20M, "
+                "Last.fm, Amazon; OBD is an off-policy proxy)"
+            ),
+            detail=(
+                f"Open Bandit 'random' log, held-out half ({te.size} events): DR value TDGE "
+                f"{tdge_dr.value:.4f} vs {best} {best_dr.value:.4f}; the difference is a "
+                "paired bootstrap over events of the per-event DR terms "
+                "(jaxlab.bandits.doubly_robust_terms); the best baseline is picked on the "
+                "same events, which favours the baseline"
+            ),
+        )
+    ]
     notes = (
         "Real data: Open Bandit Dataset 10,000-row samples (ZOZOTOWN, campaign 'all') from "
         "obp 0.4.1's wheel. Policies are non-personalised (item features only: three "

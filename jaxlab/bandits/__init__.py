@@ -22,6 +22,7 @@ from ._neural import NeuralLinear as NeuralLinear
 from ._neural import NeuralLinearState as NeuralLinearState
 from ._offpolicy import OffPolicyEstimate as OffPolicyEstimate
 from ._offpolicy import doubly_robust as doubly_robust
+from ._offpolicy import doubly_robust_terms as doubly_robust_terms
 from ._offpolicy import estimate_with_ci as estimate_with_ci
 from ._offpolicy import ips as ips
 from ._offpolicy import snips as snips

@@ -22,7 +22,14 @@ from jaxtyping import Array, Float, Int
 
 from jaxlab._core import as_array, check_array, check_finite, check_positive_int, check_range
 
-__all__ = ["ips", "snips", "doubly_robust", "OffPolicyEstimate", "estimate_with_ci"]
+__all__ = [
+    "ips",
+    "snips",
+    "doubly_robust",
+    "doubly_robust_terms",
+    "OffPolicyEstimate",
+    "estimate_with_ci",
+]
 
 
 def _check_log(actions, rewards, pscores, action_probs):
@@ -94,14 +101,38 @@ def doubly_robust(
     action_probs: Float[Array, "n K"],
     q_hat: Float[Array, "n K"],
 ) -> Float[Array, ""]:
-    """Doubly-robust value estimate with reward model `q_hat` `(n, K)` (others as `ips`)."""
+    """Doubly-robust value estimate with reward model `q_hat` `(n, K)` (others as `ips`):
+    the mean of `doubly_robust_terms`."""
+    return jnp.mean(doubly_robust_terms(actions, rewards, pscores, action_probs, q_hat))
+
+
+def doubly_robust_terms(
+    actions: Int[Array, " n"],
+    rewards: Float[Array, " n"],
+    pscores: Float[Array, " n"],
+    action_probs: Float[Array, "n K"],
+    q_hat: Float[Array, "n K"],
+) -> Float[Array, " n"]:
+    """Per-event doubly-robust terms `sum_a pi(a|x_i) q(x_i, a) + w_i (r_i - q(x_i, a_i))`
+    (arguments as `doubly_robust`, whose value is their mean).
+
+    Two policies' terms on the same log are paired: their difference, event by event,
+    is the per-event DR estimate of the value difference, so a paired bootstrap over
+    events compares the policies with the event-to-event variation they share removed.
+
+    **Returns:** `(n,)` terms.
+    """
     sizes, (actions, rewards, pscores, action_probs) = _check_log(
         actions, rewards, pscores, action_probs
     )
     q_hat = as_array("q_hat", q_hat, shape=("n", "K"), dtype=jnp.floating, sizes=sizes, finite=True)
+    return _dr_event_terms(actions, rewards, pscores, action_probs, q_hat)
+
+
+def _dr_event_terms(actions, rewards, pscores, action_probs, q_hat):
     w = _weights(actions, pscores, action_probs)
     q_a = jnp.take_along_axis(q_hat, actions[:, None], axis=1)[:, 0]
-    return jnp.mean(jnp.sum(action_probs * q_hat, axis=1) + w * (rewards - q_a))
+    return jnp.sum(action_probs * q_hat, axis=1) + w * (rewards - q_a)
 
 
 class OffPolicyEstimate(eqx.Module):
@@ -155,6 +186,4 @@ def _snips_raw(actions, rewards, pscores, action_probs):
 
 
 def _dr_raw(actions, rewards, pscores, action_probs, q_hat):
-    w = _weights(actions, pscores, action_probs)
-    q_a = jnp.take_along_axis(q_hat, actions[:, None], axis=1)[:, 0]
-    return jnp.mean(jnp.sum(action_probs * q_hat, axis=1) + w * (rewards - q_a))
+    return jnp.mean(_dr_event_terms(actions, rewards, pscores, action_probs, q_hat))

@@ -155,3 +155,21 @@ def test_offline_bad_inputs_raise(getkey):
     assert isinstance(
         B.estimate_with_ci(B.snips, a, r, p, target, key=getkey(), n_boot=5), eqx.Module
     )
+
+
+def test_doubly_robust_terms_match_the_per_event_formula(getkey):
+    """Oracle: the DR term of each event written out by hand in NumPy, one event at a time;
+    their mean is `doubly_robust`, and the difference of two policies' terms is linear."""
+    n, k = 50, 4
+    q, a, r, p = _ope_log(getkey(), n, k)
+    pi = jax.nn.softmax(jax.random.normal(getkey(), (n, k)), axis=1)
+    terms = np.asarray(B.doubly_robust_terms(a, r, p, pi, q))
+    qn, an, rn, pn, pin = (np.asarray(x) for x in (q, a, r, p, pi))
+    oracle = [
+        sum(pin[i, j] * qn[i, j] for j in range(k)) + pin[i, an[i]] / pn[i] * (rn[i] - qn[i, an[i]])
+        for i in range(n)
+    ]
+    np.testing.assert_allclose(terms, oracle, rtol=1e-10)
+    np.testing.assert_allclose(terms.mean(), B.doubly_robust(a, r, p, pi, q), rtol=1e-12)
+    with pytest.raises(ValueError, match="q_hat"):
+        B.doubly_robust_terms(a, r, p, pi, q[:, :2])
