@@ -14,7 +14,8 @@ Build one with a constructor, never by hand: `superior`, `noninferior`, `equival
 (a difference `method - baseline`), `at_least` / `at_most` (an estimate against a bar),
 `excludes` (an estimate against a null value), `rejects` / `consistent_with` (a
 test's p-value against the config's alpha, where the claim is a test: a Monte-Carlo test
-against simulated nulls, a goodness of fit), `gated` (a precondition), `all_of` (a
+against simulated nulls, a goodness of fit), `gated` (a precondition), `at_scale` (the
+scale the paper's claim is about: below it a decisive verdict is `inconclusive`), `all_of` (a
 conjunction: every part must hold) and `best_of` (the best of several framings, models or
 layers, with Holm's correction over them). Margins and bars come from the experiment's
 config, fixed before the run: never derive one from the run's own numbers.
@@ -52,6 +53,7 @@ __all__ = [
     "rejects",
     "consistent_with",
     "gated",
+    "at_scale",
     "all_of",
     "best_of",
 ]
@@ -111,6 +113,8 @@ class Claim:
     - `higher_is_better`: orientation of the estimate.
     - `test`, `alpha`: the test the verdict amounts to and its level.
     - `gate`: the `Precondition` (if any); failed means `untestable`.
+    - `scale`: the `Precondition` "run at the paper's scale" (if any, from `at_scale`);
+      failed means a decisive interval (holds/fails) is reported as `inconclusive`.
     - `adjustment`: multiplicity (Holm over the candidates of `best_of`) or the
       conjunction of `all_of`; `parts`: `(name, verdict, unadjusted verdict)` of each.
     - `timing`: the claim is about wall-clock speed (its measured value and verdict vary
@@ -137,6 +141,7 @@ class Claim:
     test: str | None = None
     alpha: float | None = None
     gate: Precondition | None = None
+    scale: Precondition | None = None
     adjustment: str | None = None
     parts: tuple[tuple[str, str, str], ...] = ()
 
@@ -147,7 +152,7 @@ class Claim:
             extra = [
                 f.name
                 for f in dataclasses.fields(self)
-                if f.name in ("estimate", "null", "test", "alpha", "gate", "adjustment")
+                if f.name in ("estimate", "null", "test", "alpha", "gate", "scale", "adjustment")
                 and getattr(self, f.name) is not None
             ]
             if extra:
@@ -189,6 +194,12 @@ class Claim:
                 "verdict, gate: 'untestable' exactly when a named precondition failed "
                 f"(verdict {self.verdict!r}, gate {self.gate!r})"
             )
+        if self.scale is not None and not self.scale.passed:
+            if self.verdict in ("holds", "fails"):
+                raise ValueError(
+                    "verdict, scale: below the paper's scale a verdict is 'inconclusive' or "
+                    f"'untestable' (verdict {self.verdict!r}, scale {self.scale!r})"
+                )
         holds = self.verdict == "holds"
         if self.holds is not None and bool(self.holds) != holds:
             raise ValueError(f"holds: follows the verdict {self.verdict!r}, received {self.holds}")
@@ -221,6 +232,7 @@ class Claim:
             "test": self.test,
             "alpha": self.alpha,
             "gate": self.gate.as_dict() if self.gate is not None else None,
+            "scale": self.scale.as_dict() if self.scale is not None else None,
             "adjustment": self.adjustment,
             "parts": [{"name": n, "verdict": v, "unadjusted": u} for n, v, u in self.parts],
         }
@@ -672,6 +684,35 @@ def gated(claim: Claim, precondition: Precondition) -> Claim:
         holds=None,
         verdict="untestable",
         gate=precondition,
+        measured=f"{claim.measured}; {note}" if claim.measured else note,
+    )
+
+
+def at_scale(claim: Claim, precondition: Precondition) -> Claim:
+    """`claim`, about the scale `precondition` names (e.g. `Precondition("paper scale:
+    >= 4000 training steps at 128 px", steps >= 4000 and size >= 128, "300 steps, 64 px")`).
+
+    A paper's claim about a method trained at its scale is not tested by a smaller run: an
+    undertrained model's "fails" is no evidence against it, nor its "holds" for it. Below
+    the scale (`precondition.passed` false) a decisive verdict (holds / fails) becomes
+    `inconclusive`; the interval is kept and the measured text says what the verdict at
+    this scale was. At scale the precondition is recorded and the verdict stands.
+    `untestable` and `inconclusive` claims are unchanged apart from the record."""
+    if not isinstance(claim, Claim) or not claim.protocol:
+        raise ValueError("claim: expected a protocol Claim (from superior, at_least, ...)")
+    if not isinstance(precondition, Precondition):
+        raise ValueError(f"precondition: expected a Precondition, received {precondition!r}")
+    if precondition.passed or claim.verdict not in ("holds", "fails"):
+        return dataclasses.replace(claim, holds=None, scale=precondition)
+    note = (
+        f"inconclusive below the paper's scale: {precondition.name} not met "
+        f"({precondition.measured}); at this scale the interval {claim.verdict}"
+    )
+    return dataclasses.replace(
+        claim,
+        holds=None,
+        verdict="inconclusive",
+        scale=precondition,
         measured=f"{claim.measured}; {note}" if claim.measured else note,
     )
 

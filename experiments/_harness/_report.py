@@ -176,9 +176,20 @@ def verdict_text(claim: Mapping[str, Any]) -> str:
         return "**fails**"
     if v == "no (legacy)":
         return "**no** (legacy)"
-    if v == "untestable" and claim.get("gate"):
-        return f"untestable ({claim['gate']})"
+    gate, scale = claim.get("gate"), claim.get("scale")
+    if v == "untestable" and gate:
+        return f"untestable ({_precondition_text(gate)})"
+    if v == "inconclusive" and isinstance(scale, Mapping) and not scale.get("passed", True):
+        return f"inconclusive (below the paper's scale: {_precondition_text(scale)})"
     return v
+
+
+def _precondition_text(p) -> str:
+    """A failed precondition as `name: measured` (a record's dict, or an older string)."""
+    if not isinstance(p, Mapping):
+        return str(p)
+    name, measured = p.get("name", ""), p.get("measured", "")
+    return f"{name}: {measured}" if measured else str(name)
 
 
 def seconds_text(t: float | None) -> str:

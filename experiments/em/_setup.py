@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import optax
 
-from experiments._harness import RunContext, log
+from experiments._harness import Precondition, RunContext, log
 from jaxlab import NoProgress, TqdmProgress, em
 
 METHODS = em.METHODS
@@ -73,6 +73,55 @@ FULL_OVERRIDES = {
     "chunk": 250,
     "progress": True,
 }
+
+# FULL's device memory: 16 images of 128 px through U-Nets of up to 256 channels with their
+# activations kept for the backward pass (~0.3 GB) plus parameters and Adam state (~0.1 GB)
+FULL_MEMORY_GB = 2
+
+
+def paper_scale(config) -> Precondition:
+    """Precondition of every P11 claim: trained at FULL's scale (training and denoiser
+    steps, image size, training images). Below it a model is undertrained (QUICK: 300
+    steps on 96 images of 64 px) and a verdict says nothing about the paper's claim:
+    `at_scale` reports it as inconclusive with its interval."""
+    keys = ("steps", "denoiser_steps", "size", "n_train")
+    have = {k: int(getattr(config, k)) for k in keys}
+    need = {k: int(FULL_OVERRIDES[k]) for k in keys}
+    return Precondition(
+        "trained at FULL scale (" + ", ".join(f"{k} >= {need[k]}" for k in keys) + ")",
+        all(have[k] >= need[k] for k in keys),
+        ", ".join(f"{k} {have[k]}" for k in keys),
+    )
+
+
+def _unet_flops(size: int, features) -> float:
+    """Forward FLOPs of one image through a U-Net: two 3x3 convolutions per level on the
+    way down and two on the way up, at (size / 2^level)^2 pixels, 2 FLOPs a MAC."""
+    return float(sum(4 * 2 * 9 * f * f * (size / 2**i) ** 2 for i, f in enumerate(features)))
+
+
+def full_work(config) -> float:
+    """FLOPs of a run, for `--full --dry-run`'s time estimate: training (forward +
+    backward ~ 3 forwards) of the SR and segmentation U-Nets (`steps + finetune_steps`)
+    and of the denoiser (`denoiser_steps`), per batch image, for every seed and setting;
+    then the refinement: `t0` denoiser steps per test image for every start step and
+    refinement. Compilation is a fixed ~1e10 (TINY's time is mostly compiling)."""
+    size = int(config.size)
+    nets = _unet_flops(size, config.features) + _unet_flops(size, config.seg_features)
+    den = _unet_flops(size, (config.denoiser_features,) * 2)
+    train = (
+        3
+        * int(config.batch_size)
+        * (
+            (int(config.steps) + int(config.finetune_steps)) * nets
+            + int(config.denoiser_steps) * den
+        )
+    )
+    starts = len(getattr(config, "t0_values", ())) + 3
+    refine = int(config.n_test) * int(config.T) * den * starts * int(getattr(config, "n_refine", 1))
+    runs = len(config.seeds) * len(getattr(config, "settings", (None,)))
+    return 1e10 + runs * (train + refine)
+
 
 NOTES = (
     "All data are SYNTHETIC: jaxlab.em.generate_em_dataset renders EM-like neural "

@@ -15,6 +15,7 @@ from experiments._harness import (
     Result,
     RunContext,
     all_of,
+    at_scale,
     gated,
     log,
     paired_t,
@@ -30,6 +31,7 @@ from experiments.em._setup import (
     image_scores,
     make_split,
     optimizer,
+    paper_scale,
     predict,
     sample_figure,
     train_methods,
@@ -288,7 +290,8 @@ def seed_summary(
         ),
     ]
     m.update(gaps)
-    return m, claims
+    scale = paper_scale(config)  # below FULL's scale a verdict is inconclusive
+    return m, [at_scale(c, scale) for c in claims]
 
 
 def _bar_figure(m, suffixes, seeds):

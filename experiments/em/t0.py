@@ -15,18 +15,22 @@ from experiments._harness import (
     Result,
     RunContext,
     all_of,
+    at_scale,
     gated,
     log,
     paired_t,
     superior,
 )
-from experiments.em._setup import (
+from experiments.em._setup import (  # noqa: F401 (--full --dry-run)
+    FULL_MEMORY_GB,
     FULL_OVERRIDES,
     NOTES,
     EmConfig,
+    full_work,
     image_scores,
     make_split,
     optimizer,
+    paper_scale,
     predict,
     train_methods,
 )
@@ -270,7 +274,8 @@ def seed_summary(
             enough,
         ),
     ]
-    return m, claims
+    scale = paper_scale(config)  # below FULL's scale a verdict is inconclusive
+    return m, [at_scale(c, scale) for c in claims]
 
 
 def _figure(m, t0s, T, seeds=()):

@@ -18,6 +18,7 @@ from experiments._harness import (
     all_of,
     at_least,
     at_most,
+    at_scale,
     best_of,
     equivalent,
     excludes,
@@ -152,6 +153,41 @@ def test_gated():
     assert again.gate.name == "model solves the task"  # the first failed gate is kept
     with pytest.raises(ValueError, match="protocol"):
         gated(Claim("c", "p", "m", True), Precondition("g", True))
+
+
+def test_at_scale_makes_a_decisive_verdict_below_scale_inconclusive():
+    from experiments._harness._report import verdict_text
+
+    below = Precondition("paper scale: >= 4000 steps", False, "300 steps")
+    at = Precondition("paper scale: >= 4000 steps", True, "4000 steps")
+    holds = superior(_est(0.1, 0.3), "A", "B", **KW)
+    fails = superior(_est(-0.3, -0.1), "A", "B", **KW)
+    spans = superior(_est(-0.1, 0.3), "A", "B", **KW)
+    for c in (holds, fails):
+        small = at_scale(c, below)
+        assert small.verdict == "inconclusive" and not small.holds
+        assert small.estimate == c.estimate  # the interval is kept
+        assert f"the interval {c.verdict}" in small.measured
+        record = small.as_dict("P0")
+        assert record["scale"] == below.as_dict()
+        assert verdict_text(record) == (
+            "inconclusive (below the paper's scale: paper scale: >= 4000 steps: 300 steps)"
+        )
+        assert at_scale(c, at).verdict == c.verdict  # at scale the verdict stands
+    assert at_scale(spans, below).verdict == "inconclusive"
+    untestable = gated(holds, Precondition("gate", False, "x"))
+    assert at_scale(untestable, below).verdict == "untestable"
+    with pytest.raises(ValueError, match="scale"):
+        Claim(**{**holds.__dict__, "scale": below})  # a decisive verdict below scale
+    with pytest.raises(ValueError, match="protocol"):
+        at_scale(Claim("c", "p", "m", True), at)
+
+
+def test_verdict_text_names_a_failed_gate_by_name_and_measurement():
+    from experiments._harness._report import verdict_text
+
+    c = gated(superior(_est(0.1, 0.3), "A", "B", **KW), Precondition("solves it", False, "0.3"))
+    assert verdict_text(c.as_dict("P0")) == "untestable (solves it: 0.3)"
 
 
 # ---------------------------------------------------------------- all_of, best_of
