@@ -156,6 +156,7 @@ METRICS: dict[str, tuple[str, ...]] = {
         "nll_laplex_test",
         "laplex_minus_diag_hi",
         "laplex_minus_grid_hi",
+        "laplex_minus_fa_hi",
         "slq_rel_err_laplex",
     ),
     "laplex_head": ("acc_dense", "acc_random", "laplex1_minus_lowrank1_lo"),
