@@ -93,8 +93,10 @@ def papers_table() -> str:
 
 
 def paper_sort_key(paper: str) -> int:
-    """P1 < P2 < ... < P19 (numeric, not lexical); unknown papers last."""
-    try:
-        return int(paper.lstrip("P"))
-    except ValueError:
-        return 10_000
+    """P1 < P2 < ... < P19 (numeric, not lexical), then the other sections in papers.toml's
+    order (jaxlab's own targets, the shared LM runtime); unknown papers last."""
+    if re.fullmatch(r"P\d+", paper):
+        return int(paper[1:])
+    if paper in PAPERS:
+        return 1_000 + list(PAPERS).index(paper)
+    return 10_000

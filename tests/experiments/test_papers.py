@@ -31,7 +31,7 @@ def _module_papers() -> dict[str, str]:
 
 def test_every_paper_has_a_complete_entry_and_no_guessed_identifier():
     ids = [f"P{i}" for i in range(1, 20)]
-    assert list(_papers.PAPERS) == [*ids, "LM"]
+    assert list(_papers.PAPERS) == [*ids, "interp", "LM"]
     for pid in _papers.PAPERS:
         e = _papers.paper_info(pid)
         ident = e["identifier"]
@@ -58,7 +58,7 @@ def test_every_experiment_names_a_known_paper_and_readme_agrees():
     assert not wrong, f"snapshot records with another paper than the experiment: {wrong}"
     # README's claims summary has one row per paper that has experiments, in order
     summary = README.split("<!-- claims-summary:begin", 1)[1].split("<!-- claims-summary:end", 1)[0]
-    rows = re.findall(r"^\| \[(P\d+|LM)\]\(docs/results\.md#(\w+)\) \|", summary, flags=re.M)
+    rows = re.findall(r"^\| \[(P\d+|interp|LM)\]\(docs/results\.md#(\w+)\) \|", summary, flags=re.M)
     want = sorted(set(papers.values()), key=_papers.paper_sort_key)
     assert [p for p, _ in rows] == want
     assert all(anchor == p.lower() for p, anchor in rows)
