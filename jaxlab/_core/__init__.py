@@ -1,5 +1,6 @@
 """Small shared helpers: validation, atomic serialisation, the training driver,
-progress strategies, data-wheel lookup, device sweeps."""
+progress strategies, data-wheel lookup, device sweeps,
+the split of work lists over the processes of a multi-host job."""
 
 from ._checkpoint import Checkpointer as Checkpointer
 from ._checkpoint import atomic_write as atomic_write
@@ -20,6 +21,8 @@ from ._optim import optimizer_update as optimizer_update
 from ._progress import AbstractProgress as AbstractProgress
 from ._progress import NoProgress as NoProgress
 from ._progress import TqdmProgress as TqdmProgress
+from ._process import process_bounds as process_bounds
+from ._process import process_slice as process_slice
 from ._progress import progress_bar as progress_bar
 from ._repr import short_repr as short_repr
 from ._rng import numpy_rng as numpy_rng
