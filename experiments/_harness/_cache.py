@@ -54,7 +54,7 @@ def load_npz(path: Path) -> dict[str, np.ndarray] | None:
 def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
     """Write `arrays` to `path` as one `.npz`, atomically (a kill leaves no partial file)."""
     buf = io.BytesIO()
-    np.savez(buf, **arrays)
+    np.savez(buf, **arrays)  # pyright: ignore[reportArgumentType]
     with atomic_write(path, "wb") as f:
         f.write(buf.getvalue())
 
@@ -81,21 +81,23 @@ def cached_items(
 
     n = len(paths)
     if jax.process_count() == 1:
-        out = []
+        found: list[dict[str, np.ndarray]] = []
         for i, path in enumerate(paths):
             got = load_npz(path)
             if got is None:
                 got = compute(i)
                 save_npz(path, got)
-            out.append(got)
-        return out
+            found.append(got)
+        return found
     from jax.experimental import multihost_utils
 
     me, count = jax.process_index(), jax.process_count()
     local = [load_npz(p) for p in paths]
-    have = np.asarray(multihost_utils.process_allgather(
-        np.asarray([x is not None for x in local], dtype=np.int32)
-    )).reshape(count, n)
+    have = np.asarray(
+        multihost_utils.process_allgather(
+            np.asarray([x is not None for x in local], dtype=np.int32)
+        )
+    ).reshape(count, n)
     owner = np.where(have.any(axis=0), have.argmax(axis=0), -1)
     missing = [i for i in range(n) if owner[i] < 0]
     for p in range(count):
@@ -109,7 +111,8 @@ def cached_items(
             log.info("cached item %d of %d (process %d of %d)", i, n, me, count)
         mine[i] = got
     buf = io.BytesIO()
-    np.savez(buf, **{f"{i}.{k}": v for i, arrays in mine.items() for k, v in arrays.items()})
+    members = {f"{i}.{k}": v for i, arrays in mine.items() for k, v in arrays.items()}
+    np.savez(buf, **members)  # pyright: ignore[reportArgumentType]
     blob = np.frombuffer(buf.getvalue(), dtype=np.uint8)
     sizes = np.asarray(
         multihost_utils.process_allgather(np.asarray([blob.size], dtype=np.int32))

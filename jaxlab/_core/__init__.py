@@ -18,11 +18,11 @@ from ._loop import ScanLoop as ScanLoop
 from ._loop import StepLoop as StepLoop
 from ._loop import run_steps as run_steps
 from ._optim import optimizer_update as optimizer_update
+from ._process import process_bounds as process_bounds
+from ._process import process_slice as process_slice
 from ._progress import AbstractProgress as AbstractProgress
 from ._progress import NoProgress as NoProgress
 from ._progress import TqdmProgress as TqdmProgress
-from ._process import process_bounds as process_bounds
-from ._process import process_slice as process_slice
 from ._progress import progress_bar as progress_bar
 from ._repr import short_repr as short_repr
 from ._rng import numpy_rng as numpy_rng

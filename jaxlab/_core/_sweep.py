@@ -94,7 +94,10 @@ def _sweep_processes(mapped: Callable[..., Any], batch: Any, n: int, padded: int
     its first `n` rows come back as arrays on this process's default device."""
     leaves, treedef = jax.tree_util.tree_flatten(batch)
     impls = [jax.random.key_impl(x) if _is_key(x) else None for x in leaves]
-    hosts = [np.asarray(jax.random.key_data(x) if impl else x) for x, impl in zip(leaves, impls)]
+    hosts = [
+        np.asarray(jax.random.key_data(x) if impl else x)
+        for x, impl in zip(leaves, impls, strict=True)
+    ]
     hosts = [
         x if padded == n else np.concatenate([x, np.repeat(x[-1:], padded - n, axis=0)])
         for x in hosts
@@ -109,7 +112,8 @@ def _sweep_processes(mapped: Callable[..., Any], batch: Any, n: int, padded: int
 
     def run(*data):
         args = [
-            jax.random.wrap_key_data(d, impl=impl) if impl else d for d, impl in zip(data, impls)
+            jax.random.wrap_key_data(d, impl=impl) if impl else d
+            for d, impl in zip(data, impls, strict=True)
         ]
         out = mapped(jax.tree_util.tree_unflatten(treedef, args))
         flat, out_def = jax.tree_util.tree_flatten(out)
@@ -122,5 +126,8 @@ def _sweep_processes(mapped: Callable[..., Any], batch: Any, n: int, padded: int
     )
     flat, out_def = jax.tree_util.tree_flatten(out)
     local = [jnp.asarray(np.asarray(y)[:n]) for y in flat]
-    local = [jax.random.wrap_key_data(y, impl=impl) if impl else y for y, impl in zip(local, out_keys)]
+    local = [
+        jax.random.wrap_key_data(y, impl=impl) if impl else y
+        for y, impl in zip(local, out_keys, strict=True)
+    ]
     return jax.tree_util.tree_unflatten(out_def, local)
