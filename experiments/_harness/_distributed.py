@@ -18,6 +18,7 @@ backend cross-process collectives go through gloo (JAX's default).
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Mapping
 
@@ -116,12 +117,17 @@ def start_distributed(
             )
     if coordinator is not None and (":" not in coordinator or not coordinator.rsplit(":", 1)[1]):
         raise ValueError(f"coordinator: expected HOST:PORT, received {coordinator!r}")
+    if jax.config.jax_cpu_collectives_implementation is None:  # jax < 0.4.3x: no default
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    kwargs = {}
+    if "heartbeat_timeout_seconds" in inspect.signature(jax.distributed.initialize).parameters:
+        kwargs["heartbeat_timeout_seconds"] = heartbeat_timeout  # older jax: its default
     jax.distributed.initialize(
         coordinator_address=coordinator,
         num_processes=num_processes,
         process_id=process_id,
         initialization_timeout=initialization_timeout,
-        heartbeat_timeout_seconds=heartbeat_timeout,
+        **kwargs,
     )
     return (
         f"process {jax.process_index()} of {jax.process_count()} via {source}; "
