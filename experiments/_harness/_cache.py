@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxlab._core import atomic_write, check_memory, process_slice, read_npz
+from jaxlab._core import atomic_write, check_memory, process_slice, progress_bar, read_npz
 
 log = logging.getLogger("experiments")
 
@@ -60,7 +60,7 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def cached_items(
-    paths: Sequence[Path], compute: Callable[[int], dict[str, np.ndarray]]
+    paths: Sequence[Path], compute: Callable[[int], dict[str, np.ndarray]], *, desc: str = ""
 ) -> list[dict[str, np.ndarray]]:
     """The arrays of item i = `compute(i)`, cached in `paths[i]` (`.npz`), for every i.
 
@@ -76,13 +76,14 @@ def cached_items(
     hosts without a shared filesystem also resume. Every process returns every item.
 
     `compute` is called outside any collective: it may use this process's devices only.
+    `desc`: a progress bar over this process's items (none when empty).
     """
     import jax
 
     n = len(paths)
     if jax.process_count() == 1:
         found: list[dict[str, np.ndarray]] = []
-        for i, path in enumerate(paths):
+        for i, path in enumerate(progress_bar(paths, desc=desc, enabled=bool(desc))):
             got = load_npz(path)
             if got is None:
                 got = compute(i)
@@ -103,7 +104,7 @@ def cached_items(
     for p in range(count):
         owner[process_slice(missing, index=p, count=count)] = p
     mine: dict[int, dict[str, np.ndarray]] = {}
-    for i in np.flatnonzero(owner == me).tolist():
+    for i in progress_bar(np.flatnonzero(owner == me).tolist(), desc=desc, enabled=bool(desc)):
         got = local[i]
         if got is None:
             got = compute(i)

@@ -77,7 +77,7 @@ def _memory_gb() -> tuple[str, float | None]:
             return backend, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
         except (ValueError, OSError, AttributeError):
             return backend, None
-    stats = jax.devices()[0].memory_stats() or {}
+    stats = jax.local_devices()[0].memory_stats() or {}
     limit = stats.get("bytes_limit")
     return backend, (limit / 1e9 if limit else None)
 
@@ -306,7 +306,9 @@ def reproduce(
     progress: bool = True,
     tiny: bool = False,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Run every module (or those whose NAME matches `only`), never stopping at a failure.
+    """Run every module (or those whose NAME matches `only`), never stopping at a failure
+    (except in a multi-process job: there the first failure is raised, since one process
+    cannot skip an experiment whose collectives the others are waiting in).
 
     Returns (records of successful runs, failures as {experiment, paper, error, traceback}).
     """
@@ -321,6 +323,8 @@ def reproduce(
         try:
             done.append(run_experiment(mod, out=out, full=full, seed=seed, tiny=tiny))
         except Exception as e:  # noqa: BLE001 - report every failure, keep going
+            if jax.process_count() > 1:
+                raise
             tb = traceback.format_exc()
             failed.append(
                 {
