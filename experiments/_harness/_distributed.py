@@ -117,7 +117,7 @@ def start_distributed(
             )
     if coordinator is not None and (":" not in coordinator or not coordinator.rsplit(":", 1)[1]):
         raise ValueError(f"coordinator: expected HOST:PORT, received {coordinator!r}")
-    if jax.config.jax_cpu_collectives_implementation is None:  # jax < 0.4.3x: no default
+    if getattr(jax.config, "jax_cpu_collectives_implementation", "gloo") is None:  # older jax
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
     kwargs = {}
     if "heartbeat_timeout_seconds" in inspect.signature(jax.distributed.initialize).parameters:
