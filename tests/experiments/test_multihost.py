@@ -145,3 +145,15 @@ def test_launcher_environment_and_bad_jobs():
         start_distributed(env={"JAX_COORDINATOR_ADDRESS": "h:1", "JAX_NUM_PROCESSES": "2"})
     with pytest.raises(ValueError, match="initialization_timeout"):
         start_distributed(initialization_timeout=0, env={})
+
+
+def test_process_i_keeps_its_checkpoints_and_log_apart(tmp_path):
+    from experiments._harness import RunContext
+
+    zero = RunContext("probe", out_dir=tmp_path)
+    one = RunContext("probe", out_dir=tmp_path, process_index=1)
+    assert zero.writes_results
+    assert not one.writes_results
+    assert zero.checkpoint_dir == tmp_path / "checkpoints"
+    assert one.checkpoint_dir == tmp_path / ".process-1" / "checkpoints"
+    assert one.checkpointer("fit").path.parent == one.checkpoint_dir
