@@ -4,6 +4,7 @@ papers}`."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from fnmatch import fnmatch
@@ -12,6 +13,7 @@ from pathlib import Path
 from ._harness import _registry
 from ._harness._bench import run_bench
 from ._harness._config import with_overrides
+from ._harness._distributed import start_distributed
 from ._harness._dryrun import dry_run
 from ._harness._pages import write_docs_tables
 from ._harness._papers import PAPERS, bibtex, papers_table
@@ -37,7 +39,10 @@ examples:
   python -m experiments reproduce --only 'laplex_*'
   python -m experiments claims results/quick             # the claims table as Markdown
   python -m experiments bench-table results/bench        # one row per benchmark
-  python -m experiments docs-tables --check              # README/docs tables up to date?"""
+  python -m experiments docs-tables --check              # README/docs tables up to date?
+  # one process per host (or per GPU); process 0 writes OUT/NAME and the report:
+  python -m experiments run NAME --coordinator 10.0.0.1:8476 --num-processes 2 --process-id 0
+  python -m experiments reproduce --distributed          # on each host of a TPU pod slice"""
 
 
 def _usage_error(message: str) -> int:
@@ -51,6 +56,65 @@ def _find(name: str, *, bench: bool = False):
     except _registry.UnknownName as e:
         _usage_error(str(e))
         return None
+
+
+def _process() -> int:
+    import jax
+
+    return jax.process_index()
+
+
+def _writes() -> bool:
+    """Whether this process writes results: process 0 of a multi-process job, or alone."""
+    return _process() == 0
+
+
+def _start(args) -> int | None:
+    """Start `jax.distributed` for run/reproduce when the command line or the launcher's
+    environment says this is a multi-process job; an exit status when it cannot."""
+    try:
+        how = start_distributed(
+            coordinator=args.coordinator,
+            num_processes=args.num_processes,
+            process_id=args.process_id,
+            auto=args.distributed,
+            initialization_timeout=args.init_timeout,
+            heartbeat_timeout=args.heartbeat_timeout,
+        )
+    except ValueError as e:
+        return _usage_error(str(e))
+    except Exception as e:  # noqa: BLE001 - JAX's errors: the coordinator is not reached
+        print(
+            f"python -m experiments: error: jax.distributed could not start ({type(e).__name__}: "
+            f"{e}); check --coordinator (process 0's HOST:PORT, reachable from every process), "
+            "--num-processes and that every process was launched",
+            file=sys.stderr,
+        )
+        return 1
+    if how:
+        print(f"jax.distributed: {how}", file=sys.stderr)
+    return None
+
+
+def _run_job(fn, args) -> int:
+    """Run a command of a multi-process job: a failure in any process (its own error or a
+    peer that died in a collective) ends this process at once with exit status 1 and the
+    error on stderr, without waiting for the job's shutdown barrier."""
+    try:
+        return fn(args)
+    except BaseException as e:  # noqa: BLE001 - report, then leave without the barrier
+        import traceback
+
+        traceback.print_exc()
+        print(
+            f"python -m experiments: error: process {_process()} of the multi-process job "
+            f"failed ({type(e).__name__}: {str(e)[:500]}); a peer process that died or "
+            "failed ends every process of the job",
+            file=sys.stderr,
+            flush=True,
+        )
+        sys.stdout.flush()
+        os._exit(1)
 
 
 def _refuse_full(mods, args) -> bool:
@@ -110,6 +174,9 @@ def _cmd_run(args) -> int:
         overrides=args.set,
         tiny=args.tiny,
     )
+    if not _writes():
+        print(f"process {_process()}: ran {args.name} ({rec['runtime_s']:.1f} s); process 0 writes")
+        return 0
     print(f"wrote {Path(args.out) / args.name / 'metrics.json'} ({rec['runtime_s']:.1f} s)")
     for c in rec["claims"]:
         print(
@@ -133,6 +200,9 @@ def _cmd_reproduce(args) -> int:
         f"{len(done)} succeeded, {len(failed)} failed in {time.perf_counter() - t0:.0f} s; "
         f"jax {jax_info()}"
     )
+    if not _writes():
+        print(f"process {_process()}: {header}; process 0 writes the report")
+        return 1 if failed else 0
     md, page = write_report(args.out, names=[m.NAME for m in mods], failures=failed, header=header)
     print(f"report: {page} and {md}")
     for f in failed:
@@ -289,6 +359,46 @@ def build_parser() -> argparse.ArgumentParser:
         "papers", help="the papers the experiments check: authors, venue, identifiers, code"
     )
     pp.add_argument("--bibtex", action="store_true", help="print BibTeX entries instead")
+    for q in (r, rp):
+        g = q.add_argument_group(
+            "multi-process jobs",
+            "one process per host (or per GPU), all running the same command; process 0 "
+            "writes the results. Started when these flags are given, or when a launcher's "
+            "environment names the job (JAX_COORDINATOR_ADDRESS with JAX_NUM_PROCESSES and "
+            "JAX_PROCESS_ID; Slurm; Open MPI; TPU on GKE)",
+        )
+        g.add_argument(
+            "--coordinator",
+            default=None,
+            metavar="HOST:PORT",
+            help="process 0's address and a free port, the same for every process",
+        )
+        g.add_argument(
+            "--num-processes", type=int, default=None, metavar="N", help="processes in the job"
+        )
+        g.add_argument(
+            "--process-id", type=int, default=None, metavar="I", help="this process, 0..N-1"
+        )
+        g.add_argument(
+            "--distributed",
+            action="store_true",
+            help="start jax.distributed with JAX's own cluster detection (Cloud TPU pod "
+            "slices: run the same command on every host)",
+        )
+        g.add_argument(
+            "--init-timeout",
+            type=int,
+            default=300,
+            metavar="S",
+            help="seconds to wait for every process to join (default: 300)",
+        )
+        g.add_argument(
+            "--heartbeat-timeout",
+            type=int,
+            default=100,
+            metavar="S",
+            help="seconds after which a silent process fails the job (default: 100)",
+        )
     for q in (r, rp, b):
         q.add_argument(
             "--full",
@@ -332,6 +442,14 @@ def _cmd_papers(args) -> int:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.cmd in ("run", "reproduce") and not getattr(args, "dry_run", False):
+        status = _start(args)
+        if status is not None:
+            return status
+        import jax
+
+        if jax.process_count() > 1:
+            return _run_job({"run": _cmd_run, "reproduce": _cmd_reproduce}[args.cmd], args)
     return {
         "list": _cmd_list,
         "run": _cmd_run,

@@ -2,7 +2,8 @@
 
 Components live in subpackages (`jaxlab.lm`, `jaxlab.laplex`, ...); import the
 one you need. `jaxlab.sweep` runs a function over a leading axis of seeds or configs
-(vmapped, sharded over the devices when there are several).
+(vmapped, sharded over the devices when there are several, over every process's devices
+in a multi-host job); `jaxlab.process_slice` gives one process its block of a work list.
 
 The training driver every component's `fit` runs on is public here, for the types
 those signatures name and for writing steps of your own: `AbstractStep` (`init(model,
@@ -29,6 +30,7 @@ from ._core import ValidatedState as ValidatedState
 from ._core import ValidatedStep as ValidatedStep
 from ._core import load_checkpoint as load_checkpoint
 from ._core import numpy_rng as numpy_rng
+from ._core import process_slice as process_slice
 from ._core import progress_bar as progress_bar
 from ._core import run_steps as run_steps
 from ._core import save_checkpoint as save_checkpoint

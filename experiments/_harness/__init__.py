@@ -12,6 +12,7 @@ from ._bench import run_bench as run_bench
 from ._bench import time_callable as time_callable
 from ._bench import timing_stats as timing_stats
 from ._cache import cache_dir as cache_dir
+from ._cache import cached_items as cached_items
 from ._cache import file_sha256 as file_sha256
 from ._cache import load_npz as load_npz
 from ._cache import model_sha256 as model_sha256

@@ -110,6 +110,11 @@ class RunContext:
     - `seed`: the run's `--seed`; `key(stream, *index)` derives every named random
       stream of the run from it.
 
+    - `process_index`: this process in a multi-process job (`jax.process_index()`; 0
+      alone). Process 0 writes the results; process i > 0 keeps its checkpoints apart,
+      in `out_dir/.process-<i>/checkpoints` (every process resumes from its own, so
+      hosts need no shared filesystem and two hosts never write one file).
+
     Calling an experiment's `run` directly (tests, notebooks) takes
     `RunContext(name, out_dir=some_folder)` (seed 0).
     """
@@ -119,11 +124,15 @@ class RunContext:
     resume: bool = False
     full: bool = False
     seed: int = 0
+    process_index: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "out_dir", Path(self.out_dir))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative int, received {self.seed!r}")
+        i = self.process_index
+        if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+            raise ValueError(f"process_index must be a non-negative int, received {i!r}")
 
     def key(self, stream: str, *index: int) -> jax.Array:
         """The key of the named random stream `stream` (e.g. `ctx.key("spike_ins", i)`):
@@ -141,10 +150,22 @@ class RunContext:
         return k
 
     @property
+    def writes_results(self) -> bool:
+        """Whether this process writes the run's results (process 0 of the job)."""
+        return self.process_index == 0
+
+    @property
     def checkpoint_dir(self) -> Path:
-        d = self.out_dir / "checkpoints"
+        d = self.process_dir / "checkpoints"
         d.mkdir(parents=True, exist_ok=True)
         return d
+
+    @property
+    def process_dir(self) -> Path:
+        """`out_dir/.process-<i>`: process i's own files (log, checkpoints); process 0's
+        are `out_dir` itself."""
+        i = self.process_index
+        return self.out_dir if i == 0 else self.out_dir / f".process-{i}"
 
     def checkpointer(self, tag: str, *, every: int | None = None) -> Checkpointer:
         """The checkpointer of one training of this run: `checkpoints/<tag>.eqx`, saved every

@@ -1,4 +1,11 @@
-"""The on-disk cache shared by runs: results of expensive steps under a content hash."""
+"""The on-disk cache shared by runs: results of expensive steps under a content hash.
+
+`cached_items` is the cache builder for a list of items (one `.npz` per item): in a
+multi-process job (`jax.process_count() > 1`) each missing item is computed by exactly
+one process (`jaxlab.process_slice` of the missing items) and the results are exchanged,
+so every process returns every item and a restarted job recomputes only what no process
+had written.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +14,12 @@ import hashlib
 import io
 import logging
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from jaxlab._core import atomic_write, read_npz
+from jaxlab._core import atomic_write, check_memory, process_slice, progress_bar, read_npz
 
 log = logging.getLogger("experiments")
 
@@ -46,9 +54,94 @@ def load_npz(path: Path) -> dict[str, np.ndarray] | None:
 def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
     """Write `arrays` to `path` as one `.npz`, atomically (a kill leaves no partial file)."""
     buf = io.BytesIO()
-    np.savez(buf, **arrays)
+    np.savez(buf, **arrays)  # pyright: ignore[reportArgumentType]
     with atomic_write(path, "wb") as f:
         f.write(buf.getvalue())
+
+
+def cached_items(
+    paths: Sequence[Path], compute: Callable[[int], dict[str, np.ndarray]], *, desc: str = ""
+) -> list[dict[str, np.ndarray]]:
+    """The arrays of item i = `compute(i)`, cached in `paths[i]` (`.npz`), for every i.
+
+    One process: each item is read from its file, or computed and saved (atomically, so
+    that a killed run keeps what it finished and a restart resumes there).
+
+    Several processes (every one calls this with the same `paths`): they first share which
+    files each can read (`process_allgather` of a mask); an item some process has is read
+    by the lowest such process, and the items none has are split by `process_slice`, so
+    each is computed once in the whole job and saved by the process that computed it.
+    Each process then sends the arrays of its items to all others (one all-gather of the
+    serialised `.npz` bytes) and saves the received items whose files it lacks, so that
+    hosts without a shared filesystem also resume. Every process returns every item.
+
+    `compute` is called outside any collective: it may use this process's devices only.
+    `desc`: a progress bar over this process's items (none when empty).
+    """
+    import jax
+
+    n = len(paths)
+    if jax.process_count() == 1:
+        found: list[dict[str, np.ndarray]] = []
+        for i, path in enumerate(progress_bar(paths, desc=desc, enabled=bool(desc))):
+            got = load_npz(path)
+            if got is None:
+                got = compute(i)
+                save_npz(path, got)
+            found.append(got)
+        return found
+    from jax.experimental import multihost_utils
+
+    me, count = jax.process_index(), jax.process_count()
+    local = [load_npz(p) for p in paths]
+    have = np.asarray(
+        multihost_utils.process_allgather(
+            np.asarray([x is not None for x in local], dtype=np.int32)
+        )
+    ).reshape(count, n)
+    owner = np.where(have.any(axis=0), have.argmax(axis=0), -1)
+    missing = [i for i in range(n) if owner[i] < 0]
+    for p in range(count):
+        owner[process_slice(missing, index=p, count=count)] = p
+    mine: dict[int, dict[str, np.ndarray]] = {}
+    for i in progress_bar(np.flatnonzero(owner == me).tolist(), desc=desc, enabled=bool(desc)):
+        got = local[i]
+        if got is None:
+            got = compute(i)
+            save_npz(paths[i], got)
+            log.info("cached item %d of %d (process %d of %d)", i, n, me, count)
+        mine[i] = got
+    buf = io.BytesIO()
+    members = {f"{i}.{k}": v for i, arrays in mine.items() for k, v in arrays.items()}
+    np.savez(buf, **members)  # pyright: ignore[reportArgumentType]
+    blob = np.frombuffer(buf.getvalue(), dtype=np.uint8)
+    sizes = np.asarray(
+        multihost_utils.process_allgather(np.asarray([blob.size], dtype=np.int32))
+    ).reshape(count)
+    width = int(sizes.max())
+    check_memory("cached_items: the exchanged items", float(width) * count)
+    padded = np.zeros(width, dtype=np.uint8)
+    padded[: blob.size] = blob
+    blobs = np.asarray(multihost_utils.process_allgather(padded)).reshape(count, width)
+    out: list[dict[str, np.ndarray] | None] = [None] * n
+    for i, arrays in mine.items():
+        out[i] = arrays
+    for p in range(count):
+        if p == me:
+            continue
+        with np.load(io.BytesIO(blobs[p, : sizes[p]].tobytes()), allow_pickle=False) as z:
+            for key in z.files:
+                i_s, name = key.split(".", 1)
+                i = int(i_s)
+                if out[i] is None:
+                    out[i] = {}
+                out[i][name] = z[key]  # pyright: ignore[reportOptionalSubscript]
+    for i in range(n):
+        if owner[i] != me and not paths[i].exists():
+            save_npz(paths[i], out[i])  # pyright: ignore[reportArgumentType]
+    if any(x is None for x in out):
+        raise RuntimeError("cached_items: an item came back from no process")
+    return out  # pyright: ignore[reportReturnType]
 
 
 def file_sha256(path: str | os.PathLike) -> str:

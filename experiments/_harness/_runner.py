@@ -50,12 +50,23 @@ def config_of(mod: ModuleType, scale: str) -> Any:
 
 
 def jax_info() -> dict[str, Any]:
+    """JAX's version, backend and the devices of the job (every process's); in a
+    multi-process job also the number of processes."""
     devs = jax.devices()
-    return {
+    info: dict[str, Any] = {
         "version": jax.__version__,
         "backend": jax.default_backend(),
         "devices": [f"{d.platform}:{d.device_kind}" for d in devs],
     }
+    if jax.process_count() > 1:
+        info["processes"] = jax.process_count()
+    return info
+
+
+def _other_process(folder: Path, run_dir: Path) -> bool:
+    """Whether `folder` (under `run_dir`) is a non-zero process's own `.process-<i>`."""
+    parts = folder.relative_to(run_dir).parts
+    return any(p.startswith(".process-") for p in parts)
 
 
 def _memory_gb() -> tuple[str, float | None]:
@@ -66,7 +77,7 @@ def _memory_gb() -> tuple[str, float | None]:
             return backend, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
         except (ValueError, OSError, AttributeError):
             return backend, None
-    stats = jax.devices()[0].memory_stats() or {}
+    stats = jax.local_devices()[0].memory_stats() or {}
     limit = stats.get("bytes_limit")
     return backend, (limit / 1e9 if limit else None)
 
@@ -181,6 +192,11 @@ def run_experiment(
 ) -> dict[str, Any]:
     """Run `mod.run(config, key, ctx)` and write DIR/NAME/{metrics.json, *.png, run.log}.
 
+    In a multi-process job (`jax.process_count() > 1`) every process runs the experiment
+    (its sweeps and cache builders split the work) and only process 0 writes
+    metrics.json and the figures; process i > 0 writes its log and checkpoints under
+    DIR/NAME/.process-<i>/ and returns the same record.
+
     `overrides`: `KEY=VALUE` assignments replacing fields of the QUICK/FULL config
     (`with_overrides`); the record's `config` then says `quick+overrides`.
     `tiny`: the module's TINY config (the smoke tier: the real code path at a tiny size;
@@ -197,9 +213,15 @@ def run_experiment(
     name = mod.NAME
     run_dir = Path(out) / name
     run_dir.mkdir(parents=True, exist_ok=True)
+    process = jax.process_index()
+    writer = process == 0  # the one process that writes results in a multi-process job
+    own = run_dir if writer else run_dir / f".process-{process}"
+    own.mkdir(parents=True, exist_ok=True)
     # temp files of a killed write (metrics, figures, checkpoints): the next write of the
-    # same file removes its own, this sweep the rest
-    for folder in {run_dir, *(p.parent for p in run_dir.rglob(".*.tmp"))}:
+    # same file removes its own, this sweep the rest (each process sweeps only its own
+    # files: on a shared filesystem another host's live writer has a pid unknown here)
+    temps = [p.parent for p in own.rglob(".*.tmp")]
+    for folder in {own, *(f for f in temps if not (writer and _other_process(f, run_dir)))}:
         remove_stale_temps(folder)
     if full and tiny:
         raise ValueError("full and tiny: choose one scale")
@@ -209,13 +231,15 @@ def run_experiment(
     if overrides:
         config = with_overrides(config, overrides)
     label = scale + ("+overrides" if overrides else "")
-    handler = logging.FileHandler(run_dir / "run.log", mode="a" if resume else "w")
+    handler = logging.FileHandler(own / "run.log", mode="a" if resume else "w")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     loggers = [log, logging.getLogger("jaxlab")]
     for lg in loggers:
         lg.addHandler(handler)
         lg.setLevel(logging.INFO)
-    ctx = RunContext(name=name, out_dir=run_dir, resume=resume, full=full, seed=seed)
+    ctx = RunContext(
+        name=name, out_dir=run_dir, resume=resume, full=full, seed=seed, process_index=process
+    )
     try:
         log.info("run %s config=%s seed=%d jax=%s", name, label, seed, jax_info())
         t0 = time.perf_counter()
@@ -229,8 +253,9 @@ def run_experiment(
         figures = []
         for fig_name, fig in result.figures.items():
             png = run_dir / f"{fig_name}.png"
-            with atomic_write(png, "wb") as f:
-                fig.savefig(f, format="png", dpi=110, bbox_inches="tight")
+            if writer:
+                with atomic_write(png, "wb") as f:
+                    fig.savefig(f, format="png", dpi=110, bbox_inches="tight")
             plt.close(fig)
             figures.append(png.name)
         metrics = flatten_metrics(result.metrics)
@@ -253,8 +278,14 @@ def run_experiment(
             "machine": machine_info(),
             "provenance": provenance(),
         }
-        write_json(run_dir / "metrics.json", record)
-        log.info("done %s in %.1f s", name, runtime)
+        if writer:
+            write_json(run_dir / "metrics.json", record)
+        log.info(
+            "done %s in %.1f s%s",
+            name,
+            runtime,
+            "" if writer else f" (process {process}: computed; process 0 writes the results)",
+        )
         return record
     except BaseException:
         log.error("failed %s:\n%s", name, traceback.format_exc())
@@ -275,7 +306,9 @@ def reproduce(
     progress: bool = True,
     tiny: bool = False,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Run every module (or those whose NAME matches `only`), never stopping at a failure.
+    """Run every module (or those whose NAME matches `only`), never stopping at a failure
+    (except in a multi-process job: there the first failure is raised, since one process
+    cannot skip an experiment whose collectives the others are waiting in).
 
     Returns (records of successful runs, failures as {experiment, paper, error, traceback}).
     """
@@ -290,6 +323,8 @@ def reproduce(
         try:
             done.append(run_experiment(mod, out=out, full=full, seed=seed, tiny=tiny))
         except Exception as e:  # noqa: BLE001 - report every failure, keep going
+            if jax.process_count() > 1:
+                raise
             tb = traceback.format_exc()
             failed.append(
                 {

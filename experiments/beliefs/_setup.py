@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from experiments._harness import cache_dir, load_npz, log, model_sha256, save_npz
+from experiments._harness import cache_dir, cached_items, load_npz, log, model_sha256, save_npz
 from experiments._harness import model_tag as short
 from jaxlab import beliefs as bl
 from jaxlab import lm, progress_bar
@@ -175,72 +175,80 @@ def model_run(
     K = max(len(it.options) for it in items)
     prompts = [tok.encode(it.prompt) for it in items]
     opts = [option_ids(model, it) for it in items]
-    t_build = 0.0
-    parts = []
     starts = list(range(0, len(items), chunk))
-    for s in progress_bar(starts, desc=f"beliefs {short(model)} generate+states"):
-        idx = list(range(s, min(s + chunk, len(items))))
-        h = _hash(
-            sha,
-            [prompts[i] for i in idx],
-            [opts[i] for i in idx],
-            layers,
-            max_new_tokens,
-            CODE_VERSION,
+    chunks = [list(range(s, min(s + chunk, len(items)))) for s in starts]
+    paths = [
+        cache_dir("beliefs")
+        / (
+            f"run-{short(model)}-"
+            + _hash(
+                sha,
+                [prompts[i] for i in idx],
+                [opts[i] for i in idx],
+                layers,
+                max_new_tokens,
+                CODE_VERSION,
+            )
+            + ".npz"
         )
-        path = cache_dir("beliefs") / f"run-{short(model)}-{h}.npz"
-        got = load_npz(path)
-        if got is None:
-            t0 = time.perf_counter()
-            net, _ = lazy.get()
-            batch = [prompts[i] for i in idx]
-            pad = chunk - len(batch)  # a full batch: one compile for every chunk
-            g = lm.generate(
+        for idx in chunks
+    ]
+    timer = [0.0]
+
+    def build(c: int) -> dict[str, np.ndarray]:
+        idx = chunks[c]
+        t0 = time.perf_counter()
+        net, _ = lazy.get()
+        batch = [prompts[i] for i in idx]
+        pad = chunk - len(batch)  # a full batch: one compile for every chunk
+        g = lm.generate(
+            net,
+            batch + [batch[0]] * pad,
+            max_new_tokens=max_new_tokens,
+            stop_tokens=stops,
+            return_logits=True,
+        )
+        lengths = np.asarray(g.lengths)[: len(idx)]
+        gen = np.asarray(g.tokens)[: len(idx)]
+        first = np.asarray(jax.nn.log_softmax(g.logits[: len(idx), 0, :], axis=-1))
+        action = np.full((len(idx), K), -np.inf)
+        multi = np.zeros(len(idx), bool)
+        for r, i in enumerate(idx):
+            for j, o in enumerate(opts[i]):
+                action[r, j] = first[r, o[0]]
+            multi[r] = any(len(o) > 1 for o in opts[i])
+        if multi.any():
+            rows = [i for r, i in enumerate(idx) if multi[r]]
+            sc = lm.score(
                 net,
-                batch + [batch[0]] * pad,
-                max_new_tokens=max_new_tokens,
-                stop_tokens=stops,
-                return_logits=True,
+                tok,
+                [prompts[i] for i in rows],
+                [items[i].options for i in rows],
+                batch_size=4,
             )
-            lengths = np.asarray(g.lengths)[: len(idx)]
-            gen = np.asarray(g.tokens)[: len(idx)]
-            first = np.asarray(jax.nn.log_softmax(g.logits[: len(idx), 0, :], axis=-1))
-            action = np.full((len(idx), K), -np.inf)
-            multi = np.zeros(len(idx), bool)
-            for r, i in enumerate(idx):
-                for j, o in enumerate(opts[i]):
-                    action[r, j] = first[r, o[0]]
-                multi[r] = any(len(o) > 1 for o in opts[i])
-            if multi.any():
-                rows = [i for r, i in enumerate(idx) if multi[r]]
-                sc = lm.score(
-                    net,
-                    tok,
-                    [prompts[i] for i in rows],
-                    [items[i].options for i in rows],
-                    batch_size=4,
-                )
-                for r, s_ in zip(np.flatnonzero(multi), sc.sum, strict=True):
-                    action[r, : len(s_)] = s_
-            comps = [list(gen[r, : lengths[r]]) for r in range(len(idx))]
-            states, mask = bl.generation_states(
-                net,
-                batch + [batch[0]] * pad,
-                comps + [comps[0]] * pad,
-                layers=layers,
-                width=max_new_tokens,
-            )
-            got = {
-                "action": action,
-                "generated": gen,
-                "lengths": lengths,
-                "states": states[: len(idx)].astype(np.float32),
-                "mask": mask[: len(idx)],
-            }
-            save_npz(path, got)
-            t_build += time.perf_counter() - t0
-            log.info("beliefs %s chunk %d: %.1f s", model, s // chunk, time.perf_counter() - t0)
-        parts.append(got)
+            for r, s_ in zip(np.flatnonzero(multi), sc.sum, strict=True):
+                action[r, : len(s_)] = s_
+        comps = [list(gen[r, : lengths[r]]) for r in range(len(idx))]
+        states, mask = bl.generation_states(
+            net,
+            batch + [batch[0]] * pad,
+            comps + [comps[0]] * pad,
+            layers=layers,
+            width=max_new_tokens,
+        )
+        timer[0] += time.perf_counter() - t0
+        log.info("beliefs %s chunk %d: %.1f s", model, c, time.perf_counter() - t0)
+        return {
+            "action": action,
+            "generated": gen,
+            "lengths": lengths,
+            "states": states[: len(idx)].astype(np.float32),
+            "mask": mask[: len(idx)],
+        }
+
+    # one item per chunk; in a multi-process job each chunk is built by one process
+    parts = cached_items(paths, build, desc=f"beliefs {short(model)} generate+states")
+    t_build = timer[0]
     action = np.concatenate([p["action"] for p in parts])
     return ModelRun(
         model,

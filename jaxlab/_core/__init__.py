@@ -1,5 +1,6 @@
 """Small shared helpers: validation, atomic serialisation, the training driver,
-progress strategies, data-wheel lookup, device sweeps."""
+progress strategies, data-wheel lookup, device sweeps,
+the split of work lists over the processes of a multi-host job."""
 
 from ._checkpoint import Checkpointer as Checkpointer
 from ._checkpoint import atomic_write as atomic_write
@@ -17,6 +18,8 @@ from ._loop import ScanLoop as ScanLoop
 from ._loop import StepLoop as StepLoop
 from ._loop import run_steps as run_steps
 from ._optim import optimizer_update as optimizer_update
+from ._process import process_bounds as process_bounds
+from ._process import process_slice as process_slice
 from ._progress import AbstractProgress as AbstractProgress
 from ._progress import NoProgress as NoProgress
 from ._progress import TqdmProgress as TqdmProgress
