@@ -24,11 +24,11 @@ from ._claim import Precondition as Precondition
 from ._claim import all_of as all_of
 from ._claim import at_least as at_least
 from ._claim import at_most as at_most
+from ._claim import at_scale as at_scale
 from ._claim import best_of as best_of
 from ._claim import consistent_with as consistent_with
 from ._claim import equivalent as equivalent
 from ._claim import excludes as excludes
-from ._claim import at_scale as at_scale
 from ._claim import gated as gated
 from ._claim import noninferior as noninferior
 from ._claim import rejects as rejects

@@ -194,12 +194,11 @@ class Claim:
                 "verdict, gate: 'untestable' exactly when a named precondition failed "
                 f"(verdict {self.verdict!r}, gate {self.gate!r})"
             )
-        if self.scale is not None and not self.scale.passed:
-            if self.verdict in ("holds", "fails"):
-                raise ValueError(
-                    "verdict, scale: below the paper's scale a verdict is 'inconclusive' or "
-                    f"'untestable' (verdict {self.verdict!r}, scale {self.scale!r})"
-                )
+        if self.scale is not None and not self.scale.passed and self.verdict in ("holds", "fails"):
+            raise ValueError(
+                "verdict, scale: below the paper's scale a verdict is 'inconclusive' or "
+                f"'untestable' (verdict {self.verdict!r}, scale {self.scale!r})"
+            )
         holds = self.verdict == "holds"
         if self.holds is not None and bool(self.holds) != holds:
             raise ValueError(f"holds: follows the verdict {self.verdict!r}, received {self.holds}")

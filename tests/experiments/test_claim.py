@@ -165,7 +165,8 @@ def test_at_scale_makes_a_decisive_verdict_below_scale_inconclusive():
     spans = superior(_est(-0.1, 0.3), "A", "B", **KW)
     for c in (holds, fails):
         small = at_scale(c, below)
-        assert small.verdict == "inconclusive" and not small.holds
+        assert small.verdict == "inconclusive"
+        assert not small.holds
         assert small.estimate == c.estimate  # the interval is kept
         assert f"the interval {c.verdict}" in small.measured
         record = small.as_dict("P0")
