@@ -38,6 +38,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -175,6 +176,15 @@ def _require(cfg: dict, key: str, where: str, allowed: tuple, default: Any) -> N
 def config_from_hf(cfg: Any, where: str = "config.json") -> LMConfig:
     """`LMConfig` from a parsed Hugging Face `config.json` (model_type llama, qwen2,
     gemma3_text).
+
+    **Arguments:**
+        cfg: the parsed JSON object.
+        where: names the source in error messages.
+
+    **Returns:**
+        the `LMConfig` (Llama: interleaved RoPE pairs, as the loader permutes Q/K;
+        Gemma-3: per-layer windows and RoPE bases from `layer_types` or
+        `sliding_window_pattern`, attention scale `query_pre_attn_scalar ** -0.5`).
 
     **Raises:**
         ValueError: an unsupported architecture or option (rope scaling, logit
@@ -406,11 +416,16 @@ def load_hf(path: str | os.PathLike, *, dtype: Any = jnp.float32) -> tuple[Trans
     folder = _Folder(Path(path))
     cfg = config_from_hf(folder.json("config.json"), folder.where("config.json"))
     want = hf_tensor_shapes(cfg)
+    # host memory: the whole model on the CPU backend; on an accelerator the host holds
+    # one layer-stacked parameter at a time (it moves to the device before the next)
     itemsize = np.dtype(dt).itemsize
-    check_memory(
-        f"{folder.where('config.json')} (the parameters)",
-        float(sum(math.prod(s) for s in want.values())) * itemsize,
+    total = float(sum(math.prod(s) for s in want.values())) * itemsize
+    largest = max(
+        float(math.prod(s)) * (cfg.n_layers if k.startswith("model.layers.") else 1)
+        for k, s in want.items()
     )
+    host = total if jax.default_backend() == "cpu" else largest * itemsize
+    check_memory(f"{folder.where('config.json')} (the parameters)", host)
     tokenizer = _read_tokenizer(folder, cfg)
     mapping = _weight_files(folder)
     with contextlib.ExitStack() as stack:

@@ -128,7 +128,7 @@ def load(
             wheels), a `.gguf` path, or a local Hugging Face model folder (`config.json`,
             `model.safetensors` or sharded safetensors with their index,
             `tokenizer.json`; Llama, Qwen2, Gemma-3 text; F32 / BF16 / F16 tensors, read
-            one at a time from the memory-mapped files, see `jaxlab.lm._hf`).
+            one at a time from the memory-mapped files; docs/components/lm.md).
         dtype: the model's dtype, float32 (default: exact for every GGUF block format,
             fastest on CPU) or bfloat16 (half the memory): the parameters are stored in
             it and the residual stream and projections run in it, with norms, attention
