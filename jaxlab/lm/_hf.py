@@ -45,7 +45,7 @@ import numpy as np
 from jaxlab._core import check_memory, check_size, parse_json
 
 from ._config import LMConfig
-from ._model import Layers, Transformer
+from ._model import Layers, Transformer, model_dtype
 from ._tokenizer import Tokenizer
 
 __all__ = ["hf_tensor_shapes", "is_hf_folder", "load_hf", "config_from_hf"]
@@ -410,9 +410,7 @@ def load_hf(path: str | os.PathLike, *, dtype: Any = jnp.float32) -> tuple[Trans
     """
     from safetensors import SafetensorError, safe_open
 
-    from ._load import _np_dtype
-
-    dt = _np_dtype(dtype)
+    dt = model_dtype(dtype)
     folder = _Folder(Path(path))
     cfg = config_from_hf(folder.json("config.json"), folder.where("config.json"))
     want = hf_tensor_shapes(cfg)

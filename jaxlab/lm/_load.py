@@ -11,7 +11,7 @@ from ._config import LMConfig, config_from_gguf
 from ._files import model_path
 from ._gguf import read_gguf
 from ._hf import is_hf_folder, load_hf
-from ._model import Layers, Transformer
+from ._model import Layers, Transformer, model_dtype
 from ._quant import WEIGHTS, quantize_model
 from ._tokenizer import Tokenizer
 
@@ -19,10 +19,7 @@ __all__ = ["load", "load_model"]
 
 
 def _np_dtype(dtype):
-    dt = jnp.dtype(dtype)
-    if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16)):
-        raise ValueError(f"dtype must be float32 or bfloat16, got {dtype}")
-    return dt
+    return model_dtype(dtype)
 
 
 def expected_tensors(cfg: LMConfig) -> dict[str, tuple[int, ...]]:

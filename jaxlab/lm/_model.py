@@ -99,6 +99,17 @@ class KVCache(eqx.Module):
         return jnp.sum(self.pos >= 0).astype(jnp.int32)
 
 
+def model_dtype(dtype) -> jnp.dtype:
+    """`dtype` as a model dtype: float32 or bfloat16 (ValueError naming `dtype` otherwise)."""
+    try:
+        dt = jnp.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16)):
+        raise ValueError(f"dtype must be float32 or bfloat16, got {dtype}")
+    return dt
+
+
 def _rms_norm(x, w, eps):
     """RMSNorm computed in float32 (mean of squares, rsqrt, scale); returned in x's dtype."""
     x32 = x.astype(jnp.float32)
@@ -188,9 +199,7 @@ class Transformer(eqx.Module):
         **Returns:**
             a `Transformer` (`astype(jnp.bfloat16)` equals `load(..., dtype=jnp.bfloat16)`).
         """
-        dt = jnp.dtype(dtype)
-        if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16)):
-            raise ValueError(f"dtype must be float32 or bfloat16, got {dtype}")
+        dt = model_dtype(dtype)
 
         def cast(a):
             if isinstance(a, QuantWeight) or not eqx.is_array(a):

@@ -153,6 +153,7 @@ def test_half_precision_files(file_dtype, dtype, tmp_path):
         lambda a: np.asarray(a).astype(file_dtype).astype(np.float32).astype(dtype), model
     )
     _leaves_equal(want, got)
+    assert got.dtype == np.dtype(dtype)  # the compute dtype follows the parameters
 
 
 def test_sharded_index_round_trip(tmp_path):
@@ -336,6 +337,8 @@ def test_tokenizer_problems(folder):
         lm.load(folder)
 
 
-def test_quantised_weights_need_gguf(folder):
+def test_quantised_weights_need_gguf_and_dtype_is_checked(folder):
     with pytest.raises(ValueError, match="Hugging Face folder loads float weights"):
         lm.load(folder, weights="int8")
+    with pytest.raises(ValueError, match="dtype must be float32 or bfloat16"):
+        lm.load(folder, dtype=np.float16)
