@@ -96,6 +96,28 @@ def test_smollm2_hf_folder_equals_gguf(smollm2_pair):
     assert hf_tok.apply_chat_template(msgs) == tok.apply_chat_template(msgs)
 
 
+@pytest.mark.slow
+def test_qwen25_coder_05b_hf_folder_equals_gguf(tmp_path):
+    """The same oracle on Qwen2 (biases, NeoX pairs, untied head): ~100 s and 2 GB of
+    float32 safetensors, so slow; the default tier covers Qwen2 with a tiny random model."""
+    model, tok = lm.load("qwen-0.5b")
+    folder = write_hf(
+        model,
+        tmp_path / "qwen",
+        tokenizer_json=tok.backend.to_str(),
+        tokenizer_config={"add_bos_token": tok.add_bos, "chat_template": tok.chat_template},
+        config={"eos_token_id": tok.eos_id, "_name_or_path": model.config.name},
+    )
+    hf_model, hf_tok = lm.load(folder)
+    assert hf_model.config == model.config
+    _leaves_equal(model, hf_model)
+    ids = np.asarray(tok.encode("def fib(n):\n    return"), np.int32)
+    assert hf_tok.encode("def fib(n):\n    return") == ids.tolist()
+    np.testing.assert_allclose(
+        np.asarray(lm.forward(hf_model, ids)[0]), np.asarray(lm.forward(model, ids)[0]), atol=1e-5
+    )
+
+
 # ---------------------------------------------------------------- tiny round trips
 
 
