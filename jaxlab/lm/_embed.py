@@ -32,9 +32,9 @@ def _embed_jit(model, tokens, mask):
     cfg = model.config
 
     def one(tok, m):
-        cache = KVCache.empty(cfg, tok.shape[0])
+        cache = KVCache.empty(cfg, tok.shape[0], model.dtype)
         h, _, _ = model.run(tok, positions_from_mask(m), cache)
-        hn = _rms_norm(h, model.final_norm, cfg.norm_eps)
+        hn = _rms_norm(h, model.final_norm, cfg.norm_eps).astype(jnp.float32)
         w = m.astype(jnp.float32)
         return (hn * w[:, None]).sum(axis=0) / jnp.maximum(w.sum(), 1.0)
 

@@ -140,5 +140,6 @@ def model_path(name: str | os.PathLike) -> Path:
     if p.suffix == ".gguf" or p.is_file():
         return p
     raise ValueError(
-        f"name: unknown model {str(name)!r}: expected one of {sorted(MODELS)} or a .gguf path"
+        f"name: unknown model {str(name)!r}: expected one of {sorted(MODELS)}, a .gguf path "
+        "or a Hugging Face model folder (with config.json)"
     )

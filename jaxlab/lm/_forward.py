@@ -62,7 +62,7 @@ def _check_sites(capture, intervene, n_layers):
 @eqx.filter_jit
 def _forward_jit(model, tokens, mask, capture, layers, intervene, lora):
     def one(tok, m):
-        cache = KVCache.empty(model.config, tok.shape[0])
+        cache = KVCache.empty(model.config, tok.shape[0], model.dtype)
         h, acts, _ = model.run(
             tok,
             positions_from_mask(m),

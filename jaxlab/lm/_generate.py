@@ -94,7 +94,7 @@ def pad_prompts(
 
 def _prefill(model, tokens, mask, cache_size, lora, intervene):
     def one(tok, m):
-        cache = KVCache.empty(model.config, cache_size)
+        cache = KVCache.empty(model.config, cache_size, model.dtype)
         h, _, cache = model.run(tok, positions_from_mask(m), cache, lora=lora, intervene=intervene)
         return model.logits(h[-1]), cache
 

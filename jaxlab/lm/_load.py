@@ -1,4 +1,4 @@
-"""`load(name_or_path)`: a GGUF file -> (Transformer, Tokenizer)."""
+"""`load(name_or_path)`: a GGUF file or a Hugging Face folder -> (Transformer, Tokenizer)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import numpy as np
 from ._config import LMConfig, config_from_gguf
 from ._files import model_path
 from ._gguf import read_gguf
-from ._model import Layers, Transformer
+from ._hf import is_hf_folder, load_hf
+from ._model import Layers, Transformer, model_dtype
 from ._quant import WEIGHTS, quantize_model
 from ._tokenizer import Tokenizer
 
@@ -18,10 +19,7 @@ __all__ = ["load", "load_model"]
 
 
 def _np_dtype(dtype):
-    dt = jnp.dtype(dtype)
-    if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16)):
-        raise ValueError(f"dtype must be float32 or bfloat16, got {dtype}")
-    return dt
+    return model_dtype(dtype)
 
 
 def expected_tensors(cfg: LMConfig) -> dict[str, tuple[int, ...]]:
@@ -118,15 +116,20 @@ def load_model(gguf_file, *, dtype=jnp.float32) -> Transformer:
 def load(
     name_or_path: str | os.PathLike, *, dtype=jnp.float32, weights: str = "float32"
 ) -> tuple[Transformer, Tokenizer]:
-    """Load a GGUF language model and its tokenizer.
+    """Load a GGUF or Hugging Face language model and its tokenizer.
 
     **Arguments:**
         name_or_path: a `jaxlab.lm.MODELS` name or alias ("smollm2-135m-instruct" /
             "smollm2", "gemma3-270m" / "gemma3", "qwen2.5-coder-0.5b-instruct" /
             "qwen-0.5b", "qwen2.5-coder-1.5b-instruct" / "qwen-1.5b"; weights from the pip
-            wheels), or a `.gguf` path.
-        dtype: weight dtype after dequantisation, float32 (default: exact for every
-            GGUF block format, fastest on CPU) or bfloat16 (half the memory).
+            wheels), a `.gguf` path, or a local Hugging Face model folder (`config.json`,
+            `model.safetensors` or sharded safetensors with their index,
+            `tokenizer.json`; Llama, Qwen2, Gemma-3 text; F32 / BF16 / F16 tensors, read
+            one at a time from the memory-mapped files; docs/components/lm.md).
+        dtype: the model's dtype, float32 (default: exact for every GGUF block format,
+            fastest on CPU) or bfloat16 (half the memory): the parameters are stored in
+            it and the residual stream and projections run in it, with norms, attention
+            softmax and logits in float32 (see `Transformer.dtype`).
         weights: "float32" (default: dequantised once at load, what gradients
             need), "int8" or "int4": the projections, embedding and head kept as
             integer levels with per-block-of-32 scales (4-bit where the file's
@@ -142,6 +145,13 @@ def load(
     """
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
+    if is_hf_folder(name_or_path):
+        if weights != "float32":
+            raise ValueError(
+                f"weights={weights!r} quantises from a GGUF file's blocks; a Hugging Face "
+                "folder loads float weights (weights='float32')"
+            )
+        return load_hf(name_or_path, dtype=dtype)
     f = read_gguf(model_path(str(name_or_path)))
     model = load_model(f, dtype=dtype)
     if weights != "float32":

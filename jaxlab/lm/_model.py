@@ -29,7 +29,7 @@ from jaxtyping import Array, Float, Int
 from .._core import check_ids
 from ._config import LMConfig
 from ._lora import LoRA, adapted_weight
-from ._quant import QuantWeight, embed_rows, project
+from ._quant import QuantWeight, embed_rows, project, project_f32
 
 __all__ = ["Transformer", "Layers", "KVCache", "SITES", "HEAD_SITES", "layer_slice"]
 
@@ -99,14 +99,28 @@ class KVCache(eqx.Module):
         return jnp.sum(self.pos >= 0).astype(jnp.int32)
 
 
+def model_dtype(dtype) -> jnp.dtype:
+    """`dtype` as a model dtype: float32 or bfloat16 (ValueError naming `dtype` otherwise)."""
+    try:
+        dt = jnp.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16)):
+        raise ValueError(f"dtype must be float32 or bfloat16, got {dtype}")
+    return dt
+
+
 def _rms_norm(x, w, eps):
+    """RMSNorm computed in float32 (mean of squares, rsqrt, scale); returned in x's dtype."""
     x32 = x.astype(jnp.float32)
     y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + eps)
-    return y * jnp.broadcast_to(w.astype(jnp.float32), y.shape)
+    return (y * jnp.broadcast_to(w.astype(jnp.float32), y.shape)).astype(x.dtype)
 
 
 def _rope(x, pos, base, style):
-    """Rotate (T, H, hd) by positions (T,) with a traced base; pairs per `style`."""
+    """Rotate (T, H, hd) by positions (T,) with a traced base; pairs per `style`
+    (angles and rotation in float32, returned in x's dtype)."""
+    dtype, x = x.dtype, x.astype(jnp.float32)
     hd = x.shape[-1]
     exponent = jnp.arange(0, hd, 2, dtype=jnp.float32) / hd
     inv_freq = jnp.power(base.astype(jnp.float32), -exponent)
@@ -116,9 +130,9 @@ def _rope(x, pos, base, style):
         x2 = x.reshape(*x.shape[:-1], hd // 2, 2)
         x0, x1 = x2[..., 0], x2[..., 1]
         out = jnp.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], axis=-1)
-        return out.reshape(x.shape)
+        return out.reshape(x.shape).astype(dtype)
     x0, x1 = x[..., : hd // 2], x[..., hd // 2 :]
-    return jnp.concatenate([x0 * cos - x1 * sin, x0 * sin + x1 * cos], axis=-1)
+    return jnp.concatenate([x0 * cos - x1 * sin, x0 * sin + x1 * cos], axis=-1).astype(dtype)
 
 
 def _linear(x, w, lora_layer, name):
@@ -132,9 +146,12 @@ def _add_bias(x, b):
 
 
 def _edit(x, site, layer_idx, intervene):
+    """Apply the edits registered at `site`; an edit sees the activation in float32 (also
+    in a bfloat16 model) and its result is rounded back to the activation's dtype."""
     for (s, layer), fn in intervene.items():
         if s == site:
-            x = jnp.where(layer_idx == layer, fn(x).astype(x.dtype), x)
+            edited = fn(x.astype(jnp.float32)).astype(x.dtype)
+            x = jnp.where(layer_idx == layer, edited, x)
     return x
 
 
@@ -151,6 +168,12 @@ class Transformer(eqx.Module):
     Calling `model(tokens)` on (T,) int tokens returns (T, vocab) float32 logits;
     use `jaxlab.lm.forward` for batches, masks, captured activations,
     interventions and LoRA.
+
+    The compute dtype (`dtype`) is the embedding's: a float32 model runs in float32; a
+    bfloat16 model (`load(..., dtype=jnp.bfloat16)`) keeps its residual stream,
+    projections, captured activations and KV cache in bfloat16, while the matmuls
+    accumulate in float32 and RMSNorm (mean of squares), RoPE, the attention scores and
+    softmax, the MLP nonlinearity and the logits are computed in float32.
     """
 
     config: LMConfig = eqx.field(static=True)
@@ -159,9 +182,35 @@ class Transformer(eqx.Module):
     final_norm: Float[Array, " d"]
     lm_head: Float[Array, "V d"] | None
 
+    @property
+    def dtype(self) -> jnp.dtype:
+        """Compute dtype: the embedding's float dtype (float32 for a `QuantWeight`)."""
+        if isinstance(self.embed, QuantWeight):
+            return jnp.dtype(jnp.float32)
+        return jnp.dtype(self.embed.dtype)
+
+    def astype(self, dtype) -> Transformer:
+        """The same model with its float parameters in `dtype`, which is then also its
+        compute dtype (see the class docstring); `QuantWeight` levels and scales are kept.
+
+        **Arguments:**
+            dtype: float32 or bfloat16.
+
+        **Returns:**
+            a `Transformer` (`astype(jnp.bfloat16)` equals `load(..., dtype=jnp.bfloat16)`).
+        """
+        dt = model_dtype(dtype)
+
+        def cast(a):
+            if isinstance(a, QuantWeight) or not eqx.is_array(a):
+                return a
+            return a.astype(dt) if jnp.issubdtype(a.dtype, jnp.floating) else a
+
+        return jax.tree_util.tree_map(cast, self, is_leaf=lambda a: isinstance(a, QuantWeight))
+
     def __call__(self, tokens: Int[Array, " T"]) -> Float[Array, "T V"]:
         tokens = jnp.asarray(tokens)
-        cache = KVCache.empty(self.config, tokens.shape[0])
+        cache = KVCache.empty(self.config, tokens.shape[0], self.dtype)
         pos = jnp.arange(tokens.shape[0], dtype=jnp.int32)
         h, _, _ = self.run(tokens, pos, cache)
         return self.logits(h)
@@ -175,7 +224,7 @@ class Transformer(eqx.Module):
         """Output logits (float32) from final hidden states (before the final norm)."""
         hn = _rms_norm(h, self.final_norm, self.config.norm_eps)
         head = self.embed if self.lm_head is None else self.lm_head
-        return project(hn, head)
+        return project_f32(hn, head)
 
     def token_logits(
         self, h: Float[Array, "... d"], tokens: Int[Array, " K"]
@@ -184,7 +233,7 @@ class Transformer(eqx.Module):
         letters: K head rows instead of the whole output matrix). Ids outside the
         vocabulary raise (an `equinox.error_if` under jit): never a wrapped row."""
         tokens = check_ids("tokens", tokens, self.config.vocab_size, what="token ids")
-        hn = _rms_norm(h, self.final_norm, self.config.norm_eps)
+        hn = _rms_norm(h, self.final_norm, self.config.norm_eps).astype(jnp.float32)
         head = self.embed if self.lm_head is None else self.lm_head
         return hn @ embed_rows(head, tokens).astype(jnp.float32).T
 
@@ -223,6 +272,7 @@ class Transformer(eqx.Module):
         x = embed_rows(self.embed, tokens)
         if self.config.embed_scale != 1.0:
             x = x * jnp.float32(self.config.embed_scale)
+        x = x.astype(self.dtype)
         return self.run_blocks(
             x,
             positions,
@@ -257,6 +307,7 @@ class Transformer(eqx.Module):
         """
         cfg = self.config
         intervene = dict(intervene or {})
+        x = x.astype(self.dtype)
         T = x.shape[0]
         start = cache.length
         positions = positions.astype(jnp.int32)
@@ -306,15 +357,15 @@ class Transformer(eqx.Module):
             cv = jax.lax.dynamic_update_slice(cv, v.astype(cv.dtype), (start, _Z, _Z))
             mask = base_mask & ((window == 0) | (dist < window))
             qg = q.reshape(T, cfg.n_kv_heads, G, cfg.head_dim)
-            scores = jnp.einsum("tkgd,skd->kgts", qg, ck.astype(jnp.float32))
+            scores = jnp.einsum("tkgd,skd->kgts", qg.astype(jnp.float32), ck.astype(jnp.float32))
             scores = scores * jnp.float32(cfg.attn_scale)
             scores = jnp.where(mask[None, None], scores, jnp.float32(-1e30))
-            probs = jax.nn.softmax(scores, axis=-1)
+            probs = jax.nn.softmax(scores, axis=-1)  # float32 (scores are)
             if "pattern" in capture or any(s == "pattern" for s, _ in intervene):
                 pat = site("pattern", probs.reshape(cfg.n_heads, T, S))
                 probs = pat.reshape(probs.shape)
             o = jnp.einsum("kgts,skd->tkgd", probs, cv.astype(jnp.float32))
-            z = site("z", o.reshape(T, cfg.n_heads, cfg.head_dim))
+            z = site("z", o.reshape(T, cfg.n_heads, cfg.head_dim).astype(x.dtype))
             a = _linear(z.reshape(T, cfg.n_heads * cfg.head_dim), p.wo, lo, "o")
             if cfg.sandwich_norm:
                 a = _rms_norm(a, p.post_attn_norm, cfg.norm_eps)
@@ -322,7 +373,11 @@ class Transformer(eqx.Module):
             x = site("resid_mid", x + a)
             h = _rms_norm(x, p.ffn_norm, cfg.norm_eps)
             g = _linear(h, p.w_gate, lo, "gate")
-            g = jax.nn.silu(g) if cfg.activation == "silu" else jax.nn.gelu(g, approximate=True)
+            g32 = g.astype(jnp.float32)
+            g32 = (
+                jax.nn.silu(g32) if cfg.activation == "silu" else jax.nn.gelu(g32, approximate=True)
+            )
+            g = g32.astype(g.dtype)
             m = _linear(g * _linear(h, p.w_up, lo, "up"), p.w_down, lo, "down")
             if cfg.sandwich_norm:
                 m = _rms_norm(m, p.post_ffn_norm, cfg.norm_eps)

@@ -26,7 +26,7 @@ class Pool:
     **Arguments:**
 
     - `names`: registry names or aliases (default: every model in `MODELS`).
-    - `dtype`: weight dtype passed to `load` (float32 or bfloat16).
+    - `dtype`: model dtype passed to `load` (float32, or bfloat16: parameters and compute).
     - `max_loaded`: how many loaded models to keep (least recently used dropped).
     """
 

@@ -313,10 +313,23 @@ def project(x: Float[Array, "... K"], w) -> Float[Array, "... N"]:
     - `x`: (..., K) activations.
     - `w`: (N, K) float array, or `QuantWeight` of shape (N, K).
 
-    **Returns:** (..., N), float32 for a `QuantWeight`, x's dtype otherwise.
+    **Returns:** (..., N) in x's dtype. A float W is cast to x's dtype; below float32
+    (bfloat16 compute) the products accumulate in float32 before the result is rounded.
+    """
+    return project_f32(x, w).astype(x.dtype)
+
+
+def project_f32(x: Float[Array, "... K"], w) -> Float[Array, "... N"]:
+    """`project` with the float32 result (accumulated in float32), e.g. for logits.
+
+    For float32 `x` and W this is `x @ W.T`; for bfloat16 the operands stay bfloat16
+    (no float32 copy of W) with `preferred_element_type=float32`.
     """
     if not isinstance(w, QuantWeight):
-        return x @ w.astype(x.dtype).T
+        w = w.astype(x.dtype)
+        if x.dtype == jnp.float32:
+            return x @ w.T
+        return jnp.matmul(x, w.T, preferred_element_type=jnp.float32)
     lead, k = x.shape[:-1], x.shape[-1]
     x2 = x.reshape(-1, k).astype(jnp.float32)
     if x2.shape[0] <= KERNEL_MAX_ROWS and jax.default_backend() == "cpu" and _kernel_ready():

@@ -89,7 +89,7 @@ def _hidden_jit(model, ptoks, pmask, ctoks, cmask, lora):
     _, K, C = ctoks.shape
 
     def item(pt, pm, ct, cm):
-        cache = KVCache.empty(cfg, P + C)
+        cache = KVCache.empty(cfg, P + C, model.dtype)
         ppos = jnp.where(pm > 0, jnp.cumsum(pm) - 1, -1).astype(jnp.int32)
         h, _, cache = model.run(pt, ppos, cache, lora=lora)
         n_prompt = jnp.sum(pm).astype(jnp.int32)
