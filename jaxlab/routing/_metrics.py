@@ -248,10 +248,17 @@ def rank_score(accuracy, cost, *, cmin: float, cmax: float, beta: float = 0.1):
 
     `(1 + beta) A C / (beta A + C)`; beta < 1 weighs accuracy more (0.1 in the benchmark).
     `cmin`, `cmax` > 0: the cheapest and dearest model's mean cost. 0 when A = C = 0.
+    `accuracy` must lie in [0, 1] and `cost` be finite and >= 0 (`ValueError` naming the
+    argument otherwise; an accuracy of 5.0 is not clipped into a score).
     """
-    if not 0 < cmin < cmax:
-        raise ValueError(f"cmin, cmax: expected 0 < cmin < cmax, received {cmin}, {cmax}")
-    a = np.clip(np.asarray(accuracy, np.float64), 0.0, 1.0)
+    if not 0 < cmin < cmax < np.inf:
+        raise ValueError(f"cmin, cmax: expected 0 < cmin < cmax < inf, received {cmin}, {cmax}")
+    if not 0 <= beta < np.inf:
+        raise ValueError(f"beta: expected a finite number >= 0, received {beta!r}")
+    check_range("accuracy", np.asarray(accuracy, np.float64), low=0.0, high=1.0)
+    check_finite("cost", np.asarray(cost, np.float64))
+    check_range("cost", np.asarray(cost, np.float64), low=0.0)
+    a = np.asarray(accuracy, np.float64)
     c = np.clip(np.asarray(cost, np.float64), cmin, cmax)
     cheap = (np.log(cmax) - np.log(c)) / (np.log(cmax) - np.log(cmin))
     den = beta * a + cheap
@@ -291,10 +298,25 @@ def oracle_choice(quality, cost, *, available=None) -> np.ndarray:
 
     **Arguments:** `quality`, `cost` (N, M); `available` (M,) or (N, M) bool (default all).
 
-    **Returns:** (N,) int choices.
+    **Returns:** (N,) int choices. NaN/inf quality or cost raises `ValueError` naming it.
     """
     q, c = np.asarray(quality, np.float64), np.asarray(cost, np.float64)
-    av = np.ones(q.shape, bool) if available is None else np.broadcast_to(available, q.shape)
+    if q.ndim != 2 or c.shape != q.shape:
+        raise ValueError(
+            f"quality, cost: expected two (N, M) arrays of one shape, received {q.shape}, {c.shape}"
+        )
+    check_finite("quality", q)  # a NaN quality compared False everywhere: candidate 0
+    check_finite("cost", c)
+    if available is None:
+        av = np.ones(q.shape, bool)
+    else:
+        try:
+            av = np.broadcast_to(available, q.shape)
+        except ValueError:
+            raise ValueError(
+                f"available: expected (M,) or (N, M) = {q.shape} booleans, received shape "
+                f"{np.shape(available)}"
+            ) from None
     if not np.all(av.any(1)):
         raise ValueError("available: every query needs at least one available candidate")
     qm = np.where(av, q, -np.inf)
