@@ -37,9 +37,12 @@ __all__ = [
 
 
 def _float_array(name: str, x) -> np.ndarray:
-    """`x` as a float64 NumPy array; None/str/non-numeric: a ValueError naming `name`."""
+    """`x` as a float64 NumPy array; None/str/non-numeric/complex: a ValueError naming
+    `name` (a complex array would lose its imaginary part)."""
     if x is None or isinstance(x, str | bytes):
         raise ValueError(f"{name}: expected an array, received {type(x).__name__}")
+    if np.iscomplexobj(x):
+        raise ValueError(f"{name}: expected real values, received a complex array")
     try:
         return np.asarray(x, np.float64)
     except (TypeError, ValueError) as e:
@@ -255,11 +258,17 @@ def rank_score(accuracy, cost, *, cmin: float, cmax: float, beta: float = 0.1):
         raise ValueError(f"cmin, cmax: expected 0 < cmin < cmax < inf, received {cmin}, {cmax}")
     if not 0 <= beta < np.inf:
         raise ValueError(f"beta: expected a finite number >= 0, received {beta!r}")
-    check_range("accuracy", np.asarray(accuracy, np.float64), low=0.0, high=1.0)
-    check_finite("cost", np.asarray(cost, np.float64))
-    check_range("cost", np.asarray(cost, np.float64), low=0.0)
-    a = np.asarray(accuracy, np.float64)
-    c = np.clip(np.asarray(cost, np.float64), cmin, cmax)
+    a, c = _float_array("accuracy", accuracy), _float_array("cost", cost)
+    check_range("accuracy", a, low=0.0, high=1.0)
+    check_finite("cost", c)
+    check_range("cost", c, low=0.0)
+    try:
+        np.broadcast_shapes(a.shape, c.shape)
+    except ValueError:
+        raise ValueError(
+            f"accuracy, cost: expected shapes that broadcast, received {a.shape} and {c.shape}"
+        ) from None
+    c = np.clip(c, cmin, cmax)
     cheap = (np.log(cmax) - np.log(c)) / (np.log(cmax) - np.log(cmin))
     den = beta * a + cheap
     return np.where(den > 0, (1 + beta) * a * cheap / np.where(den > 0, den, 1.0), 0.0)
@@ -300,10 +309,11 @@ def oracle_choice(quality, cost, *, available=None) -> np.ndarray:
 
     **Returns:** (N,) int choices. NaN/inf quality or cost raises `ValueError` naming it.
     """
-    q, c = np.asarray(quality, np.float64), np.asarray(cost, np.float64)
-    if q.ndim != 2 or c.shape != q.shape:
+    q, c = _float_array("quality", quality), _float_array("cost", cost)
+    if q.ndim != 2 or c.shape != q.shape or q.size == 0:
         raise ValueError(
-            f"quality, cost: expected two (N, M) arrays of one shape, received {q.shape}, {c.shape}"
+            f"quality, cost: expected two non-empty (N, M) arrays of one shape, received "
+            f"{q.shape}, {c.shape}"
         )
     check_finite("quality", q)  # a NaN quality compared False everywhere: candidate 0
     check_finite("cost", c)

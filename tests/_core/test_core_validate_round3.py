@@ -81,3 +81,23 @@ def test_check_memory_compares_with_what_the_machine_has():
         check_memory("resamples", 10.0 * have)
     with pytest.raises(ValueError, match="resamples: needs about"):
         check_memory("resamples", float("inf"))
+
+
+def test_check_range_refuses_complex_values():
+    from jaxlab._core import check_range
+
+    check_range("p", np.array([0.2, 0.5]), low=0.0, high=1.0)
+    with pytest.raises(ValueError, match=r"p: expected real values in \[0.0, 1.0\]"):
+        check_range("p", np.array([0.2, 0.5]) + 0j, low=0.0, high=1.0)
+
+
+def test_as_array_refuses_complex_unless_the_dtype_admits_it():
+    from jaxlab._core import as_array
+
+    z = np.array([1.0, 2.0]) + 1j
+    with pytest.raises(ValueError, match="x: expected real values, received dtype complex128"):
+        as_array("x", z)
+    with pytest.raises(ValueError, match="x: expected real values"):
+        as_array("x", z, dtype=jnp.floating)
+    assert jnp.iscomplexobj(as_array("x", z.astype(np.complex64), dtype=np.number))
+    assert jnp.iscomplexobj(as_array("x", z.astype(np.complex64), dtype=jnp.complexfloating))
