@@ -45,6 +45,8 @@ _ZERO_TOL = 1e-8
 def _as_adjacency(adj: object) -> np.ndarray | sp.csr_array:
     """Validate a symmetric non-negative adjacency; small inputs become dense arrays."""
     if sp.issparse(adj):
+        if np.iscomplexobj(adj.data):  # type: ignore[attr-defined]
+            raise ValueError("adj: expected real weights, received a complex matrix")
         a = sp.csr_array(adj, dtype=np.float64)
         if _size(a) != cast(tuple[int, int], a.shape)[1]:
             raise ValueError(f"adj: expected a square [n, n] matrix, received shape {a.shape}")
@@ -57,6 +59,8 @@ def _as_adjacency(adj: object) -> np.ndarray | sp.csr_array:
         return a
     if adj is None or isinstance(adj, str | bytes):
         raise ValueError(f"adj: expected a square [n, n] matrix, received {type(adj).__name__}")
+    if np.iscomplexobj(cast(Any, adj)):  # float64 would drop the imaginary part silently
+        raise ValueError("adj: expected real weights, received a complex matrix")
     try:
         d = np.asarray(adj, dtype=np.float64)
     except (TypeError, ValueError) as e:

@@ -17,3 +17,11 @@ def test_epoch_refuses_bool_sizes():
     for kw in ({"length": True, "step": 3}, {"length": 4, "step": True}):
         with pytest.raises(ValueError, match=f"{next(k for k, v in kw.items() if v is True)}: "):
             eeg.epoch(x, **kw)
+
+
+def test_fold_ci_refuses_complex_scores():
+    mean, low, high = eeg.fold_ci([0.6, 0.8, 0.7])
+    assert mean == pytest.approx(0.7)
+    assert low < mean < high
+    with pytest.raises(ValueError, match="scores: expected real"):
+        eeg.fold_ci(np.array([0.6, 0.8, 0.7]) + 1j)

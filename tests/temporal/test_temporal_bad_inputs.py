@@ -39,3 +39,15 @@ def test_capacities_refuse_bools():
         cycle_counts(TRIANGLE_AND_TAIL, num_nodes=True, max_degree=3)
     with pytest.raises(ValueError, match="max_degree: expected a positive int"):
         cycle_counts(TRIANGLE_AND_TAIL, num_nodes=4, max_degree=True)
+
+
+def test_monte_carlo_gof_refuses_complex_statistics():
+    from jaxlab.temporal import monte_carlo_gof
+
+    r = np.random.default_rng(14)
+    obs, reps = r.standard_normal((4, 3)), r.standard_normal((6, 4, 3))
+    monte_carlo_gof(obs, reps)
+    with pytest.raises(ValueError, match="observed: expected real"):
+        monte_carlo_gof(obs + 1j, reps)
+    with pytest.raises(ValueError, match="replicates: expected real"):
+        monte_carlo_gof(obs, reps + 1j)
