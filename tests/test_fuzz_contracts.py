@@ -251,12 +251,6 @@ def huge_size_case(component: str, index: int, arg: str) -> dict[str, str]:
     return {"verdict": verdict, "why": why}
 
 
-def _limit_memory():  # pragma: no cover - runs in the child before exec
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
-
-
 def _huge_cases():
     out = []
     for component, table in sorted({**IN_PROCESS, **SUBPROCESS}.items()):
@@ -271,7 +265,8 @@ def test_a_size_of_1e9_is_refused_or_bounded(component, index, arg, record_prope
     """A size of 10**9 is a ValueError naming it, or a finite result within the deadline
     and the memory limit; an abort, an out-of-memory or a hang is a failure."""
     code = (
-        "import json\n"
+        "import json, resource\n"
+        f"resource.setrlimit(resource.RLIMIT_AS, ({CHILD_MEMORY}, {CHILD_MEMORY}))\n"
         "from tests.test_fuzz_contracts import huge_size_case\n"
         f"print('CASE=' + json.dumps(huge_size_case({component!r}, {index}, {arg!r})))\n"
     )
@@ -282,7 +277,6 @@ def test_a_size_of_1e9_is_refused_or_bounded(component, index, arg, record_prope
             capture_output=True,
             text=True,
             timeout=CHILD_DEADLINE_S + 60,
-            preexec_fn=_limit_memory,
         )
     except subprocess.TimeoutExpired:
         res = {"verdict": "other", "why": "the child did not finish"}

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Int
 
-from .._core import as_array
+from .._core import as_array, check_memory
 
 __all__ = ["CycleCounts", "NeighbourTable", "neighbour_table", "cycle_counts", "max_nodes_for_keys"]
 
@@ -245,7 +245,8 @@ def cycle_counts(
       raises `ValueError` naming `edges`; under `jit` through `equinox.error_if`).
     - `edge_mask`: `(E,)` bool; `None` means all rows are edges.
     - `num_nodes`: static node capacity `N` (at most 46340, int32 keys).
-    - `max_degree`: static degree capacity `D`.
+    - `max_degree`: static degree capacity `D` (a value above `num_nodes` acts as
+      `num_nodes`: no node of a simple graph has more neighbours).
     - `four_cycles`: also count 4-cycles (costs `O(E D log(E D))`).
 
     **Returns:** a `CycleCounts` of int32 scalars.
@@ -264,6 +265,10 @@ def cycle_counts(
         or max_degree < 1
     ):
         raise ValueError(f"max_degree: expected a positive int, received {max_degree!r}")
+    # a simple graph's degree is below num_nodes: a larger capacity only costs memory
+    # (the (num_nodes, max_degree) neighbour table), so it is clamped, never allocated
+    max_degree = min(int(max_degree), int(num_nodes))
+    check_memory("max_degree", 4.0 * 4 * int(num_nodes) * max_degree)  # int32 tables
     edges = as_array("edges", edges, shape=(None, 2), dtype=jnp.integer)
     if edge_mask is None:
         edge_mask = jnp.ones(edges.shape[0], bool)

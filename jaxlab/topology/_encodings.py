@@ -23,7 +23,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from jaxlab._core import check_positive_int
+from jaxlab._core import check_memory, check_positive_int, check_size
 
 from ._complex import Complex, chordless_cycles
 from ._hasse import hasse_graph, rank_routes
@@ -40,6 +40,10 @@ __all__ = [
 ]
 
 _ZERO_TOL = 1e-8
+
+
+#: the most random-walk steps `rwse` computes (each is one matrix product)
+RWSE_MAX_STEPS = 10_000
 
 
 def _as_adjacency(adj: object) -> np.ndarray | sp.csr_array:
@@ -160,18 +164,22 @@ def lap_pe(adj: object, k: int) -> np.ndarray:
         broadcast to every node; columns beyond the available pairs are zero.
     """
     check_positive_int("k", k)
-    return _lap_pe(*_laplacian_eigh(_as_adjacency(adj)), k)
+    a = _as_adjacency(adj)
+    check_memory("k", 8.0 * _size(a) * 2 * k)  # the [n, 2k] output
+    return _lap_pe(*_laplacian_eigh(a), k)
 
 
 def rwse(adj: object, steps: int) -> np.ndarray:
     """Random-walk structural encoding `[(D^-1 A)^t]_ii`, `t = 1..steps`, shape `[n, steps]`.
 
     Large graphs use sparse products, linear in the number of nodes for graphs
-    of bounded degree. Isolated nodes get zeros.
+    of bounded degree. Isolated nodes get zeros. `steps` is at most `RWSE_MAX_STEPS`
+    (one matrix product each; encodings use 8-32).
     """
-    check_positive_int("steps", steps)
+    check_size("steps", steps, cap=RWSE_MAX_STEPS, why="one matrix product per step")
     a = _as_adjacency(adj)
     n = _size(a)
+    check_memory("steps", 8.0 * n * steps)  # the [n, steps] output
     deg = np.asarray(a.sum(axis=1)).ravel()
     inv = np.where(deg > 0, 1.0 / np.where(deg > 0, deg, 1.0), 0.0)
     out = np.zeros((n, steps))

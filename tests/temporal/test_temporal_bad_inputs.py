@@ -51,3 +51,14 @@ def test_monte_carlo_gof_refuses_complex_statistics():
         monte_carlo_gof(obs + 1j, reps)
     with pytest.raises(ValueError, match="replicates: expected real"):
         monte_carlo_gof(obs, reps + 1j)
+
+
+def test_a_degree_capacity_above_the_node_count_is_clamped():
+    """Issue #59 (contract fuzz): max_degree=10**9 allocated a (num_nodes, 10**9) table;
+    no node of a simple graph has more than num_nodes - 1 neighbours, so the counts with
+    any larger capacity equal those at num_nodes."""
+    want = cycle_counts(TRIANGLE_AND_TAIL, num_nodes=4, max_degree=4)
+    got = cycle_counts(TRIANGLE_AND_TAIL, num_nodes=4, max_degree=10**9)
+    assert [int(v) for v in (got.edges, got.wedges, got.triangles, got.four_cycles)] == [
+        int(v) for v in (want.edges, want.wedges, want.triangles, want.four_cycles)
+    ]

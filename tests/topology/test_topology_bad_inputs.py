@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 import jaxlab.topology as tp
+from jaxlab.topology._encodings import RWSE_MAX_STEPS
 
 PATH3 = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
 
@@ -20,3 +21,12 @@ def test_encodings_refuse_a_complex_adjacency():
             tp.rwse(adj, 2)
         with pytest.raises(ValueError, match="adj: expected real weights"):
             tp.lap_pe(adj, 1)
+
+
+def test_huge_steps_and_k_are_refused_before_allocation():
+    """Issue #59 (contract fuzz): steps=10**9 / k=10**9 allocated [n, steps] / [n, 2k]."""
+    assert tp.lap_pe(PATH3, 1).shape == (3, 2)
+    with pytest.raises(ValueError, match=f"^steps: expected at most {RWSE_MAX_STEPS}"):
+        tp.rwse(PATH3, 10**9)
+    with pytest.raises(ValueError, match="^k: needs about"):
+        tp.lap_pe(PATH3, 10**12)
