@@ -115,6 +115,7 @@ __all__ = ["tree_allclose", "jnp"]
 _TOTALS = {
     "fuzz": ("tried", "clean", "documented", "unhandled"),
     "corruption": ("tried", "value_error", "documented", "unhandled"),
+    "contracts": ("tried", "refused", "accepted", "other"),
 }
 
 

@@ -69,6 +69,9 @@ class Entry:
     empty_ok: tuple[str, ...] = ()  # arguments for which an empty array is meaningful
     # (argument, mutation) accepted by design, with the documented reason
     accepts: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)
+    # integer id arguments (token, option, arm, node ids) -> how many ids are valid:
+    # the contract fuzz (tests/test_fuzz_contracts.py) requires n, -1 and 10**9 refused
+    ids: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def _mutations(kind: str, x):
@@ -248,13 +251,14 @@ def bandits_table():
     key = jax.random.key(0)
     kinds = {"actions": "int", "rewards": "float", "pscores": "prob", "action_probs": "prob"}
     return [
-        Entry("bandits.ips", B.ips, log, kinds),
-        Entry("bandits.snips", B.snips, log, kinds),
+        Entry("bandits.ips", B.ips, log, kinds, ids={"actions": 3}),
+        Entry("bandits.snips", B.snips, log, kinds, ids={"actions": 3}),
         Entry(
             "bandits.doubly_robust",
             B.doubly_robust,
             lambda: dict(log(), q_hat=_rng(6).uniform(size=(12, 3))),
             dict(kinds, q_hat="float"),
+            ids={"actions": 3},
         ),
         Entry(
             "bandits.doubly_robust_terms",
@@ -279,6 +283,7 @@ def bandits_table():
             lambda **k: B.replay(B.LinUCB(), key=key, **k).value,
             replay_ex,
             {"contexts": "float", "logged_arms": "int", "logged_rewards": "float"},
+            ids={"logged_arms": 3},
         ),
     ]
 
@@ -409,6 +414,30 @@ def routing_table():
             curve,
             {"strong_fraction": "prob", "quality": "float"},
             accepts=flat,
+        ),
+        Entry(
+            "routing.oracle_choice",
+            R.oracle_choice,
+            lambda: {
+                "quality": np.array([[0.2, 0.9, 0.5], [0.4, 0.3, 0.1]]),
+                "cost": np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 0.5]]),
+            },
+            {"quality": "prob", "cost": "float"},
+            accepts={
+                ("quality", "prob>1"): "any finite score orders the candidates",
+                ("quality", "prob<0"): "any finite score orders the candidates",
+            },
+        ),
+        Entry(
+            "routing.rank_score",
+            lambda **k: R.rank_score(**k, cmin=0.5, cmax=4.0),
+            lambda: {"accuracy": np.array([0.2, 0.9]), "cost": np.array([1.0, 3.0])},
+            {"accuracy": "prob", "cost": "float"},
+            accepts={
+                (a, m): "scores are elementwise: any shape of matching arrays"
+                for a in ("accuracy", "cost")
+                for m in ("rank+2", "empty")
+            },
         ),
     ]
 
@@ -576,6 +605,7 @@ def temporal_table():
             {"edges": "int"},
             empty_ok=("edges",),
             sizes=("num_nodes", "max_degree"),
+            ids={"edges": 4},
         ),
     ]
 
@@ -916,6 +946,7 @@ def lm_table():
             lambda: {"tokens": np.array([1, 5, 2, 0]), "mask": np.array([1, 1, 1, 0])},
             {"tokens": "int", "mask": "int"},
             accepts={("mask", "none"): "None means every token is real"},
+            ids={"tokens": 11},
         ),
     ]
 

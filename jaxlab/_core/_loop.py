@@ -29,7 +29,7 @@ import numpy as np
 from ._checkpoint import Checkpointer
 from ._progress import AbstractProgress, NoProgress
 from ._repr import short_repr
-from ._validate import check_positive_int
+from ._validate import check_memory, check_positive_int
 
 __all__ = ["AbstractStep", "AbstractLoop", "ScanLoop", "StepLoop", "History", "run_steps"]
 
@@ -134,6 +134,12 @@ def _check_aux(aux: Any) -> dict[str, Any]:
 
 
 def _empty_history(aux_shapes: Any, steps: int) -> dict[str, np.ndarray]:
+    per_step = sum(
+        float(np.prod(sd.shape)) * np.dtype(sd.dtype).itemsize
+        for sd in _check_aux(aux_shapes).values()
+    )
+    # one row per step of every aux entry: a huge `steps` is refused before allocation
+    check_memory("steps", steps * per_step)
     out = {}
     for name, sd in _check_aux(aux_shapes).items():
         dtype = np.dtype(sd.dtype)

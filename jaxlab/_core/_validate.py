@@ -129,7 +129,8 @@ def as_array(
 
     The one entry point for public functions: lists and NumPy arrays become `jnp` arrays
     (so later traced code never meets a NumPy array), tracers pass through unchanged.
-    None, strings, mappings and ragged lists raise a `ValueError` naming the argument.
+    None, strings, mappings and ragged lists raise a `ValueError` naming the argument, as
+    does a complex list/NumPy array unless `dtype` admits complex values.
     A Python list/scalar asked to be `jnp.floating` is converted to the default float
     dtype (a list states no dtype); NumPy/JAX arrays keep theirs and are checked.
 
@@ -159,6 +160,9 @@ def as_array(
                 f"{name}: expected a numeric array, received {type(x).__name__} "
                 f"of dtype {host.dtype}"
             )
+        if host.dtype.kind == "c" and (dtype is None or not jnp.issubdtype(host.dtype, dtype)):
+            # a later cast to float would drop the imaginary part silently
+            raise ValueError(f"{name}: expected real values, received dtype {host.dtype}")
         if (
             host.dtype.kind in "iu"
             and host.size
@@ -224,7 +228,8 @@ def check_range(
     low_inclusive: bool = True,
     high_inclusive: bool = True,
 ) -> None:
-    """Raise if any entry of a concrete array/scalar lies outside [low, high]."""
+    """Raise if any entry of a concrete array/scalar lies outside [low, high] (a complex
+    array raises: it has no order)."""
     if not _is_concrete(x):
         return
     arr = np.asarray(x)
@@ -233,6 +238,8 @@ def check_range(
     interval = f"{lo_b}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi_b}"
     if arr.size == 0:
         return
+    if np.issubdtype(arr.dtype, np.complexfloating):  # no order: a bound means real values
+        raise ValueError(f"{name}: expected real values in {interval}, received {arr.dtype}")
     if np.issubdtype(arr.dtype, np.inexact) and np.any(np.isnan(arr)):
         raise ValueError(f"{name}: expected values in {interval}, received NaN")
     mn, mx = arr.min(), arr.max()

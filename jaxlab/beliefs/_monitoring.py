@@ -88,8 +88,11 @@ def _partial(x, y, z, w):
     xy = jnp.stack([x, y], axis=1)
     G = (Z * w[:, None]).T @ Z
     # a tiny ridge keeps the normal equations solvable when a dummy covariate is absent
-    # from a (bootstrap) sample; it changes the residuals by O(1e-10) relative
-    G = G + 1e-10 * jnp.trace(G) / G.shape[0] * jnp.eye(G.shape[0], dtype=dt)
+    # from a (bootstrap) sample, or a covariate repeats another; it changes the residuals
+    # by O(1e-10) relative in float64, O(1e-6) in float32 (a 1e-10 ridge is below float32
+    # resolution there: collinear covariates gave NaN)
+    ridge = max(1e-10, 10 * float(jnp.finfo(dt).eps))
+    G = G + ridge * jnp.trace(G) / G.shape[0] * jnp.eye(G.shape[0], dtype=dt)
     coef = jnp.linalg.solve(G, (Z * w[:, None]).T @ xy)
     r = xy - Z @ coef
     rx, ry = r[:, 0], r[:, 1]

@@ -13,7 +13,7 @@ import diffrax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxlab._core import as_array, check_positive_int
+from jaxlab._core import as_array, check_memory, check_positive_int
 
 from ._neurons import HodgkinHuxley
 
@@ -55,6 +55,8 @@ def hh_reference_voltage(
             f"{currents.dtype}"
         )
     steps = check_positive_int("steps", steps)
+    # the saved grid (steps,), each neuron's 4-variable trajectory and the voltages
+    check_memory("steps", 8.0 * steps * (1 + 5 * currents.shape[0]))
     max_steps = check_positive_int("max_steps", max_steps)
     for name, v in (("dt", dt), ("tol", tol)):
         if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < float("inf"):

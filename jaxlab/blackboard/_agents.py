@@ -282,6 +282,8 @@ def relevance(model: AgentModel, request: str, snippets: Sequence[str]) -> tuple
         cond, base = model.option_scores_many([prompt, _RELEVANT], [snippets, snippets])
     else:
         cond, base = model.option_scores(prompt, snippets), model.option_scores(_RELEVANT, snippets)
+    cond = _checked_scores(model, cond, snippets)
+    base = _checked_scores(model, base, snippets)
     tokens = model.count_tokens(prompt) + sum(model.count_tokens(s) for s in snippets)
     return cond - base, tokens
 
@@ -390,7 +392,7 @@ def _single_prompt(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryCo
 def single_agent(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig) -> Discovery:
     """One agent with every snippet in its prompt, truncated to `cfg.context_tokens`."""
     prompt, options, names = _single_prompt(lake, request, model, cfg)
-    lp = model.option_scores(prompt, options)
+    lp = _checked_scores(model, model.option_scores(prompt, options), options)
     tokens = model.count_tokens(prompt) + sum(model.count_tokens(o) for o in options)
     visible = len(names) / max(len(lake), 1)
     msg = (f"single: {len(names)} of {len(lake)} tables fit in {cfg.context_tokens} tokens",)
@@ -510,8 +512,25 @@ _KINDS = {
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
 
 
+def _checked_scores(model: AgentModel, scores, options: Sequence[str]) -> np.ndarray:
+    """A model's option scores as (K,) floats; a wrong length or a NaN/inf score raises a
+    `ValueError` naming the model (np.argmax would pick a NaN option silently)."""
+    lp = np.asarray(scores, np.float64)
+    if lp.shape != (len(options),):
+        raise ValueError(
+            f"model: {model.name!r}.option_scores returned shape {lp.shape} for "
+            f"{len(options)} options"
+        )
+    if not np.all(np.isfinite(lp)):
+        raise ValueError(
+            f"model: {model.name!r}.option_scores returned NaN or inf for options "
+            f"{[o for o, v in zip(options, lp, strict=True) if not np.isfinite(v)][:3]}"
+        )
+    return lp
+
+
 def _pick(model: AgentModel, prompt: str, options: Sequence[str]) -> tuple[int, int]:
-    lp = model.option_scores(prompt, options)
+    lp = _checked_scores(model, model.option_scores(prompt, options), options)
     tok = model.count_tokens(prompt) + sum(model.count_tokens(o) for o in options)
     return int(np.argmax(lp)), tok
 
@@ -642,7 +661,9 @@ def answer_query(question: str, found: Sequence[str], lake: Lake, model: AgentMo
 
     Never swallows why it failed: a `PlanError` while planning or executing becomes a
     `QueryAnswer` with `answer=None` and the error's message in `reason` (the common case
-    when discovery adds tables that cannot be joined); other errors propagate.
+    when discovery adds tables that cannot be joined); other errors propagate, among them
+    the `ValueError` naming `model` when it scores an option NaN/inf or returns the wrong
+    number of scores (an argmax over NaN would pick an option silently).
 
     **Arguments:**
 

@@ -38,6 +38,10 @@ OUTPUTS = ("value", "argmax", "argmin", "keys")
 """The plan language's OUTPUT kinds: one value, the group of the largest / smallest value, or
 the group keys."""
 _MAX_TABLES = 3
+#: the most rows one JOIN may produce: the pair count is computed from the key index
+#: before any row is built, so a join on a constant key is refused instead of running
+#: for hours (the lake's real joins produce at most a few thousand rows)
+MAX_JOIN_ROWS = 2_000_000
 
 
 class PlanError(ValueError):
@@ -313,8 +317,16 @@ def _join(tables, plan, rows, left: ColumnRef, right: ColumnRef):
     for k, key in enumerate(_key_list(rv, rdt)):
         if key is not None:
             index.setdefault(key, []).append(k)
+    lkeys = _key_list(lv, ldt)
+    n_out = sum(len(index.get(key, ())) for key in lkeys if key is not None)
+    if n_out > MAX_JOIN_ROWS:
+        raise PlanError(
+            f"JOIN {left} = {right}: would produce {n_out} rows, more than the "
+            f"{MAX_JOIN_ROWS} accepted (a key shared by many rows on both sides; "
+            "join on a more specific column)"
+        )
     li, ri = [], []
-    for k, key in enumerate(_key_list(lv, ldt)):
+    for k, key in enumerate(lkeys):
         for r in index.get(key, ()) if key is not None else ():
             li.append(k)
             ri.append(r)
@@ -356,7 +368,8 @@ def execute(plan: Plan | str, tables: Mapping[str, Table]):
 
     **Returns:** a float (`value`), a group key (`argmax`/`argmin`; str, int or float) or a
     sorted list of keys (`keys`). Raises `PlanError` for unknown tables/columns or a plan
-    the data cannot answer (an empty argmax).
+    the data cannot answer (an empty argmax), and for a JOIN that would produce more than
+    `MAX_JOIN_ROWS` rows (checked from the key counts before any row is built).
     """
     if isinstance(plan, str):
         plan = parse_plan(plan)

@@ -36,6 +36,8 @@ VERIFIER_OPTIONS = (" Yes", " No")
 
 def _check_samples(name, x, ndim=2):
     x = as_array(name, x, ndim=ndim, finite=True)
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):  # scores and outcomes are real
+        raise ValueError(f"{name}: expected real values, received dtype {x.dtype}")
     if x.shape[-1] < 1 or x.shape[0] < 1:
         raise ValueError(f"{name}: expected (items >= 1, samples >= 1), received {x.shape}")
     return x

@@ -68,7 +68,10 @@ def macro_f1(y_true, y_pred) -> float:
 
 def fold_ci(scores, *, level: float = 0.95):
     """Mean and Student-t confidence interval across fold scores: `(mean, low, high)`."""
-    s = np.asarray(as_array("scores", scores, ndim=1, dtype=np.number, finite=True), np.float64)
+    s = np.asarray(as_array("scores", scores, ndim=1, dtype=np.number, finite=True))
+    if np.iscomplexobj(s):  # float64 would drop the imaginary part silently
+        raise ValueError(f"scores: expected real fold scores, received dtype {s.dtype}")
+    s = s.astype(np.float64)
     if s.ndim != 1 or s.size < 2:
         raise ValueError(f"scores: expected >= 2 fold scores, got shape {s.shape}")
     m = float(s.mean())

@@ -90,7 +90,7 @@ def rereference(x, ref: str | list[int] = "average"):
 def epoch_indices(n_times: int, length: int, step: int):
     """Sample indices of sliding epochs, `(n_epochs, length)`; row i starts at `i*step`."""
     for name, v in (("n_times", n_times), ("length", length), ("step", step)):
-        if not (isinstance(v, int | np.integer) and v > 0):
+        if isinstance(v, bool) or not (isinstance(v, int | np.integer) and v > 0):
             raise ValueError(f"{name}: expected a positive int, got {v!r}")
     if length > n_times:
         raise ValueError(f"length: epoch of {length} samples exceeds the {n_times} available")

@@ -11,7 +11,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._core import Checkpointer, NoProgress, check_positive_int, run_steps
+from .._core import Checkpointer, NoProgress, check_finite, check_positive_int, run_steps
 from ._sae import AbstractSAE
 from ._train import SAEState, SAEStep
 
@@ -115,6 +115,10 @@ def fit_sae(
     - `**step_options`: further `SAEStep` fields (`aux_coefficient`, `dead_window`, ...).
 
     **Returns:** (trained SAE, final `SAEState`, list of the driver's `History` per buffer).
+
+    **Raises:** `ValueError` naming `source` when a buffer of a store holds NaN/inf
+    activations (each buffer is checked before it is trained on, not only the first) or
+    the training loss becomes non-finite (the message names the step).
     """
     steps = check_positive_int("steps", steps)
     batch_size = check_positive_int("batch_size", batch_size)
@@ -178,7 +182,20 @@ def fit_sae(
         checkpointer=checkpointer,
         progress=progress,
     )
+    _check_loss(hist, 0, "the array source")
     return state.sae, state, [hist]
+
+
+def _check_loss(hist, offset: int, where: str) -> None:
+    """Raise at the first non-finite training loss, naming the step (a fit that diverged
+    or met a NaN is never returned as a trained SAE)."""
+    loss = np.asarray(hist.aux["loss"])[: hist.steps_done]
+    bad = np.flatnonzero(~np.all(np.isfinite(loss.reshape(loss.shape[0], -1)), axis=1))
+    if bad.size:
+        raise ValueError(
+            f"source: the training loss became non-finite at step {offset + int(bad[0])} "
+            f"({where}); check the activations and lower the optimizer's learning rate"
+        )
 
 
 def _fit_store(
@@ -221,6 +238,9 @@ def _fit_store(
         for buf in store.batches(size, key=kb, shuffle=True, buffer=max(size, 65536)):
             if done >= steps:
                 break
+            # every buffer, not only the first (step.init checks that one): a NaN row
+            # later in the store trained the SAE to NaN silently
+            check_finite(f"source: buffer {len(hists)} (from step {done})", buf)
             data: Float[Array, "n d"] = jnp.asarray(buf) * jnp.float32(scale)
             step = SAEStep(data, optimizer, batch_size, **step_options)
             if state is None:
@@ -237,6 +257,7 @@ def _fit_store(
                 checkpointer=ck,
                 progress=progress,
             )
+            _check_loss(hist, done, f"buffer {b}")
             hists.append(hist)
             done += n
         epoch += 1

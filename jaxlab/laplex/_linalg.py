@@ -36,6 +36,17 @@ def conjugate_gradient(
     check_range("tol", tol, low=0.0)
     check_positive_int("maxiter", maxiter)
     b = error_if_not_finite("b", b)
+    try:  # the operator's own shape error would not say which argument is off
+        out = jax.eval_shape(mv, b)
+    except TypeError as e:
+        raise ValueError(
+            f"b: the operator `mv` does not accept b of shape {b.shape} ({e})"
+        ) from None
+    if getattr(out, "shape", None) != b.shape:
+        raise ValueError(
+            f"b: expected the shape mv(b) returns, received {b.shape} -> "
+            f"{getattr(out, 'shape', type(out).__name__)}"
+        )
     bnorm = jnp.linalg.norm(b)
 
     def cond(state):

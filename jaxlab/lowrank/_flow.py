@@ -13,7 +13,14 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from jaxlab._core import as_array, check_array, check_finite, check_positive_int, check_range
+from jaxlab._core import (
+    as_array,
+    check_array,
+    check_finite,
+    check_memory,
+    check_positive_int,
+    check_range,
+)
 
 __all__ = [
     "overlap_flow",
@@ -124,6 +131,7 @@ def overlap_gd(
     trained = as_array("trained", trained, ndim=1, dtype=jnp.bool_)
     _check_g_trained(g0, trained, "g0", loss_fn)
     n_steps = check_positive_int("n_steps", n_steps)
+    check_memory("n_steps", (n_steps + 1) * float(np.size(g0)) * jnp.dtype(g0.dtype).itemsize)
     return _overlap_gd_scan(loss_fn, g0, trained, jnp.asarray(eta, g0.dtype), n_steps)
 
 

@@ -180,7 +180,7 @@ def coverage_bound(num_samples: int, num_failures: int, confidence: float = 0.99
     **Returns:** a float in [0, 1].
     """
     check_positive_int("num_samples", num_samples)
-    confidence = float(as_array("confidence", confidence, shape=(), dtype=np.number, finite=True))
+    confidence = float(as_array("confidence", confidence, shape=(), dtype=np.floating, finite=True))
     if isinstance(num_failures, bool) or not isinstance(num_failures, int | np.integer):
         raise ValueError(f"num_failures: expected an integer, received {num_failures!r}")
     if not (0 <= num_failures <= num_samples):

@@ -49,6 +49,9 @@ def place_gain(A, C, poles) -> np.ndarray:
     n = {}
     A = np.asarray(as_array("A", A, shape=("n", "n"), dtype=np.number, sizes=n, finite=True))
     C = np.asarray(as_array("C", C, shape=(None, "n"), dtype=np.number, sizes=n, finite=True))
+    for name, m in (("A", A), ("C", C)):
+        if np.iscomplexobj(m):
+            raise ValueError(f"{name}: expected a real matrix, received dtype {m.dtype}")
     A, C = A.astype(np.float64), C.astype(np.float64)
     if C.shape[0] == 0:
         raise ValueError("C: expected at least one output row, received shape (0, n)")

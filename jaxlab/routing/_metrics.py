@@ -37,9 +37,12 @@ __all__ = [
 
 
 def _float_array(name: str, x) -> np.ndarray:
-    """`x` as a float64 NumPy array; None/str/non-numeric: a ValueError naming `name`."""
+    """`x` as a float64 NumPy array; None/str/non-numeric/complex: a ValueError naming
+    `name` (a complex array would lose its imaginary part)."""
     if x is None or isinstance(x, str | bytes):
         raise ValueError(f"{name}: expected an array, received {type(x).__name__}")
+    if np.iscomplexobj(x):
+        raise ValueError(f"{name}: expected real values, received a complex array")
     try:
         return np.asarray(x, np.float64)
     except (TypeError, ValueError) as e:
@@ -248,11 +251,24 @@ def rank_score(accuracy, cost, *, cmin: float, cmax: float, beta: float = 0.1):
 
     `(1 + beta) A C / (beta A + C)`; beta < 1 weighs accuracy more (0.1 in the benchmark).
     `cmin`, `cmax` > 0: the cheapest and dearest model's mean cost. 0 when A = C = 0.
+    `accuracy` must lie in [0, 1] and `cost` be finite and >= 0 (`ValueError` naming the
+    argument otherwise; an accuracy of 5.0 is not clipped into a score).
     """
-    if not 0 < cmin < cmax:
-        raise ValueError(f"cmin, cmax: expected 0 < cmin < cmax, received {cmin}, {cmax}")
-    a = np.clip(np.asarray(accuracy, np.float64), 0.0, 1.0)
-    c = np.clip(np.asarray(cost, np.float64), cmin, cmax)
+    if not 0 < cmin < cmax < np.inf:
+        raise ValueError(f"cmin, cmax: expected 0 < cmin < cmax < inf, received {cmin}, {cmax}")
+    if not 0 <= beta < np.inf:
+        raise ValueError(f"beta: expected a finite number >= 0, received {beta!r}")
+    a, c = _float_array("accuracy", accuracy), _float_array("cost", cost)
+    check_range("accuracy", a, low=0.0, high=1.0)
+    check_finite("cost", c)
+    check_range("cost", c, low=0.0)
+    try:
+        np.broadcast_shapes(a.shape, c.shape)
+    except ValueError:
+        raise ValueError(
+            f"accuracy, cost: expected shapes that broadcast, received {a.shape} and {c.shape}"
+        ) from None
+    c = np.clip(c, cmin, cmax)
     cheap = (np.log(cmax) - np.log(c)) / (np.log(cmax) - np.log(cmin))
     den = beta * a + cheap
     return np.where(den > 0, (1 + beta) * a * cheap / np.where(den > 0, den, 1.0), 0.0)
@@ -291,10 +307,26 @@ def oracle_choice(quality, cost, *, available=None) -> np.ndarray:
 
     **Arguments:** `quality`, `cost` (N, M); `available` (M,) or (N, M) bool (default all).
 
-    **Returns:** (N,) int choices.
+    **Returns:** (N,) int choices. NaN/inf quality or cost raises `ValueError` naming it.
     """
-    q, c = np.asarray(quality, np.float64), np.asarray(cost, np.float64)
-    av = np.ones(q.shape, bool) if available is None else np.broadcast_to(available, q.shape)
+    q, c = _float_array("quality", quality), _float_array("cost", cost)
+    if q.ndim != 2 or c.shape != q.shape or q.size == 0:
+        raise ValueError(
+            f"quality, cost: expected two non-empty (N, M) arrays of one shape, received "
+            f"{q.shape}, {c.shape}"
+        )
+    check_finite("quality", q)  # a NaN quality compared False everywhere: candidate 0
+    check_finite("cost", c)
+    if available is None:
+        av = np.ones(q.shape, bool)
+    else:
+        try:
+            av = np.broadcast_to(available, q.shape)
+        except ValueError:
+            raise ValueError(
+                f"available: expected (M,) or (N, M) = {q.shape} booleans, received shape "
+                f"{np.shape(available)}"
+            ) from None
     if not np.all(av.any(1)):
         raise ValueError("available: every query needs at least one available candidate")
     qm = np.where(av, q, -np.inf)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,7 +22,16 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxlab._core import atomic_write, read_npz, short_repr, write_json
+from jaxlab._core import (
+    atomic_write,
+    available_memory,
+    check_ids,
+    check_strings,
+    read_json,
+    read_npz,
+    short_repr,
+    write_json,
+)
 
 __all__ = ["RoutingTable"]
 
@@ -86,6 +94,10 @@ class RoutingTable:
                 f"quality: expected a non-empty (N, M) array, received shape {q.shape}"
             )
         n, m = q.shape
+        for name in ("candidates", "group_names", "query_ids"):
+            v = getattr(self, name)
+            if isinstance(v, str | bytes):  # "abc" would iterate as three names
+                check_strings(name, v)
         cands = tuple(str(c) for c in self.candidates)
         if len(cands) != m or len(set(cands)) != m:
             raise ValueError(
@@ -153,10 +165,20 @@ class RoutingTable:
         return self.quality.shape[1]
 
     def rows(self, index) -> RoutingTable:
-        """The table restricted to queries `index` (an int array or a boolean mask)."""
+        """The table restricted to queries `index`: int ids in [0, N) (never wrapped) or a
+        boolean mask of length N (never a shorter one); `ValueError` naming `index`
+        otherwise."""
         idx = np.asarray(index)
         if idx.dtype == bool:
+            if idx.shape != (self.n_queries,):
+                raise ValueError(
+                    f"index: expected a boolean mask of shape ({self.n_queries},), "
+                    f"received shape {idx.shape}"
+                )
             idx = np.flatnonzero(idx)
+        idx = check_ids("index", idx, self.n_queries, what="query indices")
+        if idx.ndim != 1:
+            raise ValueError(f"index: expected a 1-D array of query indices, received {idx.shape}")
         return dataclasses.replace(
             self,
             **{a: getattr(self, a)[idx] for a in _ARRAYS},
@@ -232,16 +254,24 @@ class RoutingTable:
     @classmethod
     def load(cls, path: str | os.PathLike) -> RoutingTable:
         """Read a table written by `save` (no pickle); a malformed file raises `ValueError`
-        naming it."""
+        naming it, as does an archive whose members would inflate to more than half the
+        memory available (`jaxlab._core.available_memory`), checked before inflating."""
         base = Path(path).with_suffix("")
         npz, manifest = base.with_suffix(".npz"), base.with_suffix(".json")
         try:
-            info = json.loads(manifest.read_text())
-        except (OSError, json.JSONDecodeError) as e:
+            info = read_json(manifest)
+        except (OSError, ValueError) as e:
             raise ValueError(f"{manifest}: not a readable RoutingTable manifest ({e})") from e
         if not isinstance(info, dict) or info.get("format") != _FORMAT:
             raise ValueError(f"{manifest}: expected format {_FORMAT!r}")
-        stored = read_npz(npz, "RoutingTable .npz file")
+        for name in ("candidates", "group_names", "query_ids"):
+            if not isinstance(info.get(name), list):
+                raise ValueError(
+                    f"{manifest}: {name}: expected a JSON list of strings, received "
+                    f"{type(info.get(name)).__name__}"
+                )
+        # decompression bounded by what the machine can hold, not the 16 GiB default
+        stored = read_npz(npz, "RoutingTable .npz file", max_bytes=available_memory() // 2)
         arrays = {a: stored[a] for a in _ARRAYS if a in stored}
         missing = [a for a in _ARRAYS if a not in arrays]
         if missing:

@@ -17,14 +17,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
-import json
 import os
 import re
 from pathlib import Path
 
 import numpy as np
 
-from jaxlab._core import atomic_write, read_npz, short_repr, wheel_file
+from jaxlab._core import atomic_write, read_json, read_npz, short_repr, wheel_file
 
 __all__ = ["VQAData", "load_easy_vqa", "QUESTION_TYPES"]
 
@@ -33,6 +32,10 @@ _PIN = "easy-vqa==1.0"
 _IMAGE_SIZE = 64
 _CACHE_VERSION = "easy-vqa-images-v1"
 _WORD = re.compile(r"[a-z]+")
+#: the longest question accepted, in characters (easy-VQA's longest has 42): checked per
+#: row before the (questions x words) token matrix is allocated, so one enormous question
+#: in a small file cannot drive a multi-GiB allocation
+MAX_QUESTION_CHARS = 1000
 #: the question types (task groups), in the order of `VQAData.question_type`'s indices
 QUESTION_TYPES = ("shape", "colour", "yes_no")
 """The easy-VQA question types (task groups), in the order of `VQAData.question_type`'s
@@ -102,8 +105,8 @@ def _read_answers(path: Path) -> tuple[str, ...]:
 
 def _read_questions(path: Path) -> list[tuple[str, str, int]]:
     try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        rows = read_json(path)
+    except (OSError, ValueError) as e:
         raise ValueError(f"{path}: not a readable questions file ({e})") from e
     if not isinstance(rows, list) or not rows:
         raise ValueError(f"{path}: expected a non-empty JSON list of [question, answer, image id]")
@@ -121,6 +124,11 @@ def _read_questions(path: Path) -> list[tuple[str, str, int]]:
         if not ok:
             raise ValueError(
                 f"{path}: row {k} is not [question, answer, image id >= 0]: {row!r:.120}"
+            )
+        if len(row[0]) > MAX_QUESTION_CHARS:
+            raise ValueError(
+                f"{path}: row {k} has a question of {len(row[0])} characters, more than the "
+                f"{MAX_QUESTION_CHARS} accepted"
             )
         out.append((row[0], row[1], row[2]))
     return out
@@ -210,9 +218,10 @@ def load_easy_vqa(
 
     **Raises:** `ValueError` naming the file when `answers.txt` or a `questions.json` is
     malformed (not a list of [question, answer, image id] rows, an answer not in
-    `answers.txt`), an image is missing, resolves outside its folder, is not a decodable
-    64x64 PNG; `ValueError` naming `split` for another split; `FileNotFoundError` naming
-    the package to install when the wheel is missing.
+    `answers.txt`, a question longer than `MAX_QUESTION_CHARS`), an image is missing,
+    resolves outside its folder, is not a decodable 64x64 PNG; `ValueError` naming
+    `split` for another split; `FileNotFoundError` naming the package to install when
+    the wheel is missing.
     """
     if split not in ("train", "test"):
         raise ValueError(f"split: expected 'train' or 'test', received {split!r}")

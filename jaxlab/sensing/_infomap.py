@@ -23,7 +23,7 @@ import numpy as np
 from jax.scipy.special import logsumexp
 from jaxtyping import Array, Float
 
-from jaxlab._core import check_array, check_positive_int
+from jaxlab._core import check_array, check_memory, check_positive_int
 
 from ._model import GaussianExpert, MultimodalVAE
 
@@ -108,6 +108,7 @@ def action_grid(n: int = 15, extent: float = 0.9, angle: float = 0.0) -> Float[A
     radius `extent` (row-major, so `grid_mask(n, extent)` scatters them back into an
     n x n image), with a fixed approach angle."""
     check_positive_int("n", n)
+    check_memory("n", 8.0 * n * n * 6)  # the n x n mesh, its mask and the kept points
     xs = np.linspace(-extent, extent, n)
     gx, gy = np.meshgrid(xs, xs, indexing="xy")
     keep = grid_mask(n, extent).ravel()

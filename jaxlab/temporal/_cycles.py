@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Int
 
-from .._core import as_array
+from .._core import as_array, check_memory
 
 __all__ = ["CycleCounts", "NeighbourTable", "neighbour_table", "cycle_counts", "max_nodes_for_keys"]
 
@@ -91,7 +92,8 @@ def neighbour_table(
 
     **Arguments:**
 
-    - `edges`: `(E, 2)` integer node ids in `[0, num_nodes)`.
+    - `edges`: `(E, 2)` integer node ids in `[0, num_nodes)` (an unmasked edge outside
+      raises `ValueError` naming `edges`; under `jit` through `equinox.error_if`).
     - `edge_mask`: `(E,)` bool, which rows are edges.
     - `num_nodes`, `max_degree`: static capacities `N`, `D`.
 
@@ -239,25 +241,46 @@ def cycle_counts(
 
     **Arguments:**
 
-    - `edges`: `(E, 2)` integer node ids in `[0, num_nodes)`.
+    - `edges`: `(E, 2)` integer node ids in `[0, num_nodes)` (an unmasked edge outside
+      raises `ValueError` naming `edges`; under `jit` through `equinox.error_if`).
     - `edge_mask`: `(E,)` bool; `None` means all rows are edges.
     - `num_nodes`: static node capacity `N` (at most 46340, int32 keys).
-    - `max_degree`: static degree capacity `D`.
+    - `max_degree`: static degree capacity `D` (a value above `num_nodes` acts as
+      `num_nodes`: no node of a simple graph has more neighbours).
     - `four_cycles`: also count 4-cycles (costs `O(E D log(E D))`).
 
     **Returns:** a `CycleCounts` of int32 scalars.
     """
-    if not isinstance(num_nodes, int | np.integer) or not 1 <= num_nodes <= max_nodes_for_keys:
+    if (
+        isinstance(num_nodes, bool)
+        or not isinstance(num_nodes, int | np.integer)
+        or not 1 <= num_nodes <= max_nodes_for_keys
+    ):
         raise ValueError(
             f"num_nodes: expected an int in [1, {max_nodes_for_keys}], received {num_nodes!r}"
         )
-    if not isinstance(max_degree, int | np.integer) or max_degree < 1:
+    if (
+        isinstance(max_degree, bool)
+        or not isinstance(max_degree, int | np.integer)
+        or max_degree < 1
+    ):
         raise ValueError(f"max_degree: expected a positive int, received {max_degree!r}")
+    # a simple graph's degree is below num_nodes: a larger capacity only costs memory
+    # (the (num_nodes, max_degree) neighbour table), so it is clamped, never allocated
+    max_degree = min(int(max_degree), int(num_nodes))
+    check_memory("max_degree", 4.0 * 4 * int(num_nodes) * max_degree)  # int32 tables
     edges = as_array("edges", edges, shape=(None, 2), dtype=jnp.integer)
     if edge_mask is None:
         edge_mask = jnp.ones(edges.shape[0], bool)
     if edge_mask.shape != edges.shape[:1]:
         raise ValueError(f"edge_mask: expected shape {edges.shape[:1]}, received {edge_mask.shape}")
+    # node ids of the real (unmasked) edges are never wrapped or clamped into another node
+    bad = jnp.any((edges < 0) | (edges >= num_nodes), axis=1) & jnp.asarray(edge_mask, bool)
+    msg = f"edges: node ids must lie in [0, {int(num_nodes)})"
+    if isinstance(bad, jax.core.Tracer):
+        edges = eqx.error_if(edges, jnp.any(bad), msg)
+    elif bool(jnp.any(bad)):
+        raise ValueError(f"{msg}, received rows {np.flatnonzero(np.asarray(bad))[:5].tolist()}")
     counts, overflow = _counts_jit(
         edges, edge_mask, int(num_nodes), int(max_degree), bool(four_cycles)
     )

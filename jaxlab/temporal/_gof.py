@@ -90,8 +90,12 @@ def monte_carlo_gof(
     **Returns:** a `GofResult` (p-values `(S,)` and joint, scores).
     """
     dt = jnp.result_type(float)
-    observed = as_array("observed", observed, dtype=np.number).astype(dt)
-    replicates = as_array("replicates", replicates, dtype=np.number).astype(dt)
+    observed = as_array("observed", observed, dtype=np.number)
+    replicates = as_array("replicates", replicates, dtype=np.number)
+    for name, v in (("observed", observed), ("replicates", replicates)):
+        if jnp.iscomplexobj(v):  # the cast below would drop the imaginary part
+            raise ValueError(f"{name}: expected real statistics, received dtype {v.dtype}")
+    observed, replicates = observed.astype(dt), replicates.astype(dt)
     sizes = check_array("observed", observed, shape=("T", "S"))
     check_array("replicates", replicates, shape=(None, "T", "S"), sizes=sizes)
     if replicates.shape[0] < 2:

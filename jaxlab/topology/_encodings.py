@@ -23,7 +23,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from jaxlab._core import check_positive_int
+from jaxlab._core import check_memory, check_positive_int, check_size
 
 from ._complex import Complex, chordless_cycles
 from ._hasse import hasse_graph, rank_routes
@@ -42,9 +42,15 @@ __all__ = [
 _ZERO_TOL = 1e-8
 
 
+#: the most random-walk steps `rwse` computes (each is one matrix product)
+RWSE_MAX_STEPS = 10_000
+
+
 def _as_adjacency(adj: object) -> np.ndarray | sp.csr_array:
     """Validate a symmetric non-negative adjacency; small inputs become dense arrays."""
     if sp.issparse(adj):
+        if np.iscomplexobj(adj.data):  # type: ignore[attr-defined]
+            raise ValueError("adj: expected real weights, received a complex matrix")
         a = sp.csr_array(adj, dtype=np.float64)
         if _size(a) != cast(tuple[int, int], a.shape)[1]:
             raise ValueError(f"adj: expected a square [n, n] matrix, received shape {a.shape}")
@@ -57,6 +63,8 @@ def _as_adjacency(adj: object) -> np.ndarray | sp.csr_array:
         return a
     if adj is None or isinstance(adj, str | bytes):
         raise ValueError(f"adj: expected a square [n, n] matrix, received {type(adj).__name__}")
+    if np.iscomplexobj(cast(Any, adj)):  # float64 would drop the imaginary part silently
+        raise ValueError("adj: expected real weights, received a complex matrix")
     try:
         d = np.asarray(adj, dtype=np.float64)
     except (TypeError, ValueError) as e:
@@ -156,18 +164,22 @@ def lap_pe(adj: object, k: int) -> np.ndarray:
         broadcast to every node; columns beyond the available pairs are zero.
     """
     check_positive_int("k", k)
-    return _lap_pe(*_laplacian_eigh(_as_adjacency(adj)), k)
+    a = _as_adjacency(adj)
+    check_memory("k", 8.0 * _size(a) * 2 * k)  # the [n, 2k] output
+    return _lap_pe(*_laplacian_eigh(a), k)
 
 
 def rwse(adj: object, steps: int) -> np.ndarray:
     """Random-walk structural encoding `[(D^-1 A)^t]_ii`, `t = 1..steps`, shape `[n, steps]`.
 
     Large graphs use sparse products, linear in the number of nodes for graphs
-    of bounded degree. Isolated nodes get zeros.
+    of bounded degree. Isolated nodes get zeros. `steps` is at most `RWSE_MAX_STEPS`
+    (one matrix product each; encodings use 8-32).
     """
-    check_positive_int("steps", steps)
+    check_size("steps", steps, cap=RWSE_MAX_STEPS, why="one matrix product per step")
     a = _as_adjacency(adj)
     n = _size(a)
+    check_memory("steps", 8.0 * n * steps)  # the [n, steps] output
     deg = np.asarray(a.sum(axis=1)).ravel()
     inv = np.where(deg > 0, 1.0 / np.where(deg > 0, deg, 1.0), 0.0)
     out = np.zeros((n, steps))

@@ -12,12 +12,14 @@ import numpy as np
 import pytest
 
 from jaxlab._core import (
+    AbstractStep,
     available_memory,
     check_ids,
     check_lengths,
     check_memory,
     check_size,
     check_strings,
+    run_steps,
 )
 
 
@@ -81,3 +83,44 @@ def test_check_memory_compares_with_what_the_machine_has():
         check_memory("resamples", 10.0 * have)
     with pytest.raises(ValueError, match="resamples: needs about"):
         check_memory("resamples", float("inf"))
+
+
+def test_check_range_refuses_complex_values():
+    from jaxlab._core import check_range
+
+    check_range("p", np.array([0.2, 0.5]), low=0.0, high=1.0)
+    with pytest.raises(ValueError, match=r"p: expected real values in \[0.0, 1.0\]"):
+        check_range("p", np.array([0.2, 0.5]) + 0j, low=0.0, high=1.0)
+
+
+def test_as_array_refuses_complex_unless_the_dtype_admits_it():
+    from jaxlab._core import as_array
+
+    z = np.array([1.0, 2.0]) + 1j
+    with pytest.raises(ValueError, match="x: expected real values, received dtype complex128"):
+        as_array("x", z)
+    with pytest.raises(ValueError, match="x: expected real values"):
+        as_array("x", z, dtype=jnp.floating)
+    assert jnp.iscomplexobj(as_array("x", z.astype(np.complex64), dtype=np.number))
+    assert jnp.iscomplexobj(as_array("x", z.astype(np.complex64), dtype=jnp.complexfloating))
+
+
+class _Counter(AbstractStep):
+    """state + 1 per step; aux holds a (1000,) float32 row per step (4 kB)."""
+
+    def init(self, model, key):
+        return jnp.zeros((), jnp.float32)
+
+    def step(self, state, key):
+        return state + 1, {"row": jnp.zeros(1000, jnp.float32) + state}
+
+
+def test_run_steps_bounds_its_history_before_allocating():
+    """Issue #59: steps=10**9 allocated (steps,) history rows per aux entry (GiBs) before
+    failing; the estimate (steps x bytes per step) is checked against the memory first."""
+    step = _Counter()
+    state, hist = run_steps(step, step.init(None, None), key=jax.random.key(0), steps=3)
+    assert float(state) == 3.0
+    np.testing.assert_array_equal(hist.aux["row"][:, 0], [0.0, 1.0, 2.0])
+    with pytest.raises(ValueError, match=r"^steps: needs about 3725290\.3 GiB"):
+        run_steps(step, step.init(None, None), key=jax.random.key(0), steps=10**12, chunk=2)

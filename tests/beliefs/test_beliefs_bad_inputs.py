@@ -25,3 +25,15 @@ def test_generation_states_refuses_out_of_vocabulary_ids():
         bl.generation_states(model, [[3, 4]], [[-1]], layers=[1], width=2)
     with pytest.raises(ValueError, match=r"prompts\[0\]: expected integer token ids"):
         bl.generation_states(model, ["ab"], [[5]], layers=[1], width=2)
+
+
+def test_partial_correlation_with_a_repeated_covariate_is_finite_in_float32():
+    """A covariate that repeats another (found by the contract fuzz) gave NaN in float32:
+    the 1e-10 ridge is below float32 resolution. The oracle: a repeated column spans
+    nothing new, so the partial correlation equals the one without it."""
+    r = np.random.default_rng(41)
+    x, y, z = r.standard_normal(8), r.standard_normal(8), r.standard_normal((8, 2))
+    once = float(bl.partial_correlation(x, y, z))
+    twice = float(bl.partial_correlation(x, y, np.concatenate([z, z[:, :1]], axis=1)))
+    assert np.isfinite(twice)
+    np.testing.assert_allclose(twice, once, rtol=1e-4)

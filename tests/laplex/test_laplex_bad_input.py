@@ -213,6 +213,13 @@ def test_conjugate_gradient_rejects_nan_b():
         eqx.filter_jit(lambda b: laplex.conjugate_gradient(lambda z: z * jnp.nan, b)[0])(b)
     with pytest.raises(ValueError, match="^maxiter: expected a positive integer"):
         laplex.conjugate_gradient(lambda z: mat @ z, b, maxiter=0)
+    # a b the operator does not fit (the contract fuzz of issue #59: a TypeError from
+    # inside the caller's matmul before)
+    for bad in (b[:4], jnp.concatenate([b, b[:1]])):
+        with pytest.raises(ValueError, match=r"^b: the operator `mv` does not accept b of shape"):
+            laplex.conjugate_gradient(lambda z: mat @ z, bad)
+    with pytest.raises(ValueError, match=r"^b: expected the shape mv\(b\) returns"):
+        laplex.conjugate_gradient(lambda z: jnp.concatenate([mat @ z, z]), b)
 
 
 def test_traced_checks_can_be_switched_off_for_hot_loops():

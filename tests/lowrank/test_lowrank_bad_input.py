@@ -67,3 +67,13 @@ def test_a_start_of_the_wrong_size_names_g0_not_g():
         lr.overlap_gd(loss, big, big_trained, eta=0.1, n_steps=2)
     with pytest.raises(ValueError, match=rf"^g: expected shape \({p}, {p}\)"):
         lr.overlap_flow(loss, big, big_trained)
+
+
+def test_overlap_gd_refuses_a_trajectory_larger_than_memory():
+    """Issue #59 (contract fuzz): n_steps=10**9 asked XLA for a (n_steps + 1, P, P)
+    trajectory of 64 GB; the estimate is checked first, naming n_steps."""
+    loss, g0, trained = _problem()
+    gs = lr.overlap_gd(loss, g0, trained, eta=0.1, n_steps=2)
+    assert gs.shape == (3, *g0.shape)
+    with pytest.raises(ValueError, match="^n_steps: needs about"):
+        lr.overlap_gd(loss, g0, trained, eta=0.1, n_steps=10**9)

@@ -89,16 +89,18 @@ def test_malformed_files_rejected(tmp_path):
 
 def test_validation_names_the_field():
     with pytest.raises(ValueError, match="quality"):
-        routing.RoutingTable(quality=np.full((2, 2), 1.5), cost=np.ones((2, 2)), candidates="ab")
+        routing.RoutingTable(
+            quality=np.full((2, 2), 1.5), cost=np.ones((2, 2)), candidates=("a", "b")
+        )
     with pytest.raises(ValueError, match="cost"):
-        routing.RoutingTable(quality=np.ones((2, 2)), cost=-np.ones((2, 2)), candidates="ab")
+        routing.RoutingTable(quality=np.ones((2, 2)), cost=-np.ones((2, 2)), candidates=("a", "b"))
     with pytest.raises(ValueError, match="cost"):
-        routing.RoutingTable(quality=np.ones((2, 2)), cost=np.ones((2, 3)), candidates="ab")
+        routing.RoutingTable(quality=np.ones((2, 2)), cost=np.ones((2, 3)), candidates=("a", "b"))
     with pytest.raises(ValueError, match="candidates"):
-        routing.RoutingTable(quality=np.ones((2, 2)), cost=np.ones((2, 2)), candidates="aa")
+        routing.RoutingTable(quality=np.ones((2, 2)), cost=np.ones((2, 2)), candidates=("a", "a"))
     with pytest.raises(ValueError, match="groups"):
         routing.RoutingTable(
-            quality=np.ones((2, 2)), cost=np.ones((2, 2)), candidates="ab", groups=[0, 1]
+            quality=np.ones((2, 2)), cost=np.ones((2, 2)), candidates=("a", "b"), groups=[0, 1]
         )
 
 

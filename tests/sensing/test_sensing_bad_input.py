@@ -78,3 +78,10 @@ def test_train_model_accepts_numpy_probe_data(getkey):
     _, ref = sensing.train_model(model, data, **kw)
     _, got = sensing.train_model(model, _numpy_tree(data), **kw)
     np.testing.assert_allclose(got, ref)
+
+
+def test_action_grid_refuses_a_grid_larger_than_memory():
+    """Issue #59 (contract fuzz): n=10**9 allocated an n-point linspace and an n x n mesh."""
+    assert sensing.action_grid(3, 0.9).shape == (5, 3)  # the 4 corners lie outside the disc
+    with pytest.raises(ValueError, match="^n: needs about"):
+        sensing.action_grid(10**9)

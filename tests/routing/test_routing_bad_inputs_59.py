@@ -1,0 +1,128 @@
+"""Issue #59's routing examples, each refused with a `ValueError` naming the argument or
+the file (before: a silent answer, a wrapped index, or an unbounded allocation)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from jaxlab import routing
+from jaxlab.routing import _table
+from jaxlab.routing._vqa_data import MAX_QUESTION_CHARS
+
+from .test_vqa import _tiny_root
+
+
+def _table40():
+    rng = np.random.default_rng(0)
+    n, m, f = 40, 3, 5
+    return routing.RoutingTable(
+        quality=rng.integers(0, 2, (n, m)).astype(float),
+        cost=np.tile([1.0, 2.0, 4.0], (n, 1)),
+        candidates=("a", "b", "c"),
+        features=rng.normal(size=(n, f)),
+    )
+
+
+def test_oracle_choice_refuses_a_nan_candidate():
+    q = np.array([[0.2, 1.0, 0.5], [0.2, 0.3, 0.1]])
+    c = np.array([[1.0, 1.0, 1.0], [1.0, 2.0, 0.5]])
+    # oracle: the cheapest of the best quality per row, by hand
+    assert routing.oracle_choice(q, c).tolist() == [1, 1]
+    bad = q.copy()
+    bad[0, 0] = np.nan  # picked candidate 0 before (every comparison with NaN False)
+    with pytest.raises(ValueError, match="quality: expected finite values"):
+        routing.oracle_choice(bad, c)
+    with pytest.raises(ValueError, match="cost: expected finite values"):
+        routing.oracle_choice(q, np.where(q > 0.9, np.inf, c))
+    with pytest.raises(ValueError, match="quality, cost: expected two"):
+        routing.oracle_choice(q, c[:1])
+    with pytest.raises(ValueError, match="available: expected"):
+        routing.oracle_choice(q, c, available=[True, False])
+
+
+def test_route_refuses_a_nan_cost_weight():
+    table = _table40()
+    r = routing.KNNRouter.fit(table, k=3)
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="cost_weight: expected a finite number"):
+            routing.route(r, table.features, cost_weight=bad)
+
+
+def test_rows_refuses_a_short_mask_and_wrapping_ids():
+    table = _table40()
+    mask = np.zeros(40, bool)
+    mask[[3, 7]] = True
+    assert table.rows(mask).query_ids == ("3", "7")
+    assert table.rows([39, 0]).query_ids == ("39", "0")
+    with pytest.raises(ValueError, match=r"index: expected a boolean mask of shape \(40,\)"):
+        table.rows(np.array([True, False, True]))  # returned rows 0 and 2 before
+    for bad in ([-1], [40]):
+        with pytest.raises(ValueError, match=r"index: query indices must lie in \[0, 40\)"):
+            table.rows(bad)
+
+
+def test_a_string_is_not_a_sequence_of_candidates(tmp_path):
+    table = _table40()
+    with pytest.raises(ValueError, match="candidates: expected a sequence of strings"):
+        routing.RoutingTable(quality=table.quality, cost=table.cost, candidates="abc")
+    with pytest.raises(ValueError, match="group_names: expected a sequence of strings"):
+        routing.RoutingTable(
+            quality=table.quality, cost=table.cost, candidates=("a", "b", "c"), group_names="g"
+        )
+    table.save(tmp_path / "t")
+    manifest = tmp_path / "t.json"
+    info = json.loads(manifest.read_text())
+    assert routing.RoutingTable.load(tmp_path / "t").candidates == ("a", "b", "c")
+    manifest.write_text(json.dumps(info | {"candidates": "abc"}))
+    with pytest.raises(ValueError, match=r"t\.json: candidates: expected a JSON list"):
+        routing.RoutingTable.load(tmp_path / "t")
+    manifest.write_text("[" * 100_000 + "]" * 100_000)  # RecursionError before
+    with pytest.raises(ValueError, match=r"t\.json: not a readable .*nested too deeply"):
+        routing.RoutingTable.load(tmp_path / "t")
+
+
+def test_rank_score_refuses_accuracy_outside_the_unit_interval():
+    # VL-RouterBench's formula by hand: A = 0.5, C = (log 2 - log 1) / (log 2 - log 0.5)
+    a, cheap = 0.5, np.log(2.0) / np.log(4.0)
+    want = 1.1 * a * cheap / (0.1 * a + cheap)
+    assert routing.rank_score(a, 1.0, cmin=0.5, cmax=2.0) == pytest.approx(want)
+    for bad in (5.0, -0.1, np.nan):
+        with pytest.raises(ValueError, match=r"accuracy: expected values in \[0.0, 1.0\]"):
+            routing.rank_score(bad, 1.0, cmin=0.5, cmax=2.0)
+    with pytest.raises(ValueError, match="cost: expected finite"):
+        routing.rank_score(0.5, np.nan, cmin=0.5, cmax=2.0)
+    with pytest.raises(ValueError, match="beta: expected a finite number"):
+        routing.rank_score(0.5, 1.0, cmin=0.5, cmax=2.0, beta=np.nan)
+
+
+def test_load_bounds_decompression_by_the_memory_available(tmp_path, monkeypatch):
+    n = 2048
+    big = routing.RoutingTable(
+        quality=np.zeros((n, 2)),
+        cost=np.ones((n, 2)),
+        candidates=("a", "b"),
+        features=np.zeros((n, 4096)),  # 64 MiB inflated, a few hundred kB deflated
+    )
+    npz = big.save(tmp_path / "big")
+    assert npz.stat().st_size < 2**21
+    assert routing.RoutingTable.load(tmp_path / "big").features.shape == (n, 4096)
+    monkeypatch.setattr(_table, "available_memory", lambda: 2**26)  # half: 32 MiB
+    with pytest.raises(ValueError, match=r"big\.npz"):
+        routing.RoutingTable.load(tmp_path / "big")
+
+
+def test_easy_vqa_refuses_an_enormous_question_before_allocating(tmp_path, monkeypatch):
+    monkeypatch.setenv("JAXLAB_CACHE_DIR", str(tmp_path / "cache"))
+    root = _tiny_root(tmp_path)
+    assert routing.load_easy_vqa("train", root=root, cache=False).tokens.shape == (2, 5)
+    q = root / "train" / "questions.json"
+    long = "a " * 2_000_000  # 4 MB: a (rows x 2e6) int32 token matrix before
+    q.write_text(json.dumps([["what color?", "blue", 0], [long, "no", 0]]))
+    with pytest.raises(ValueError, match=rf"row 1 has a question of .* the {MAX_QUESTION_CHARS}"):
+        routing.load_easy_vqa("train", root=root, cache=False)
+    q.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match=r"questions\.json: not a readable"):
+        routing.load_easy_vqa("train", root=root, cache=False)
