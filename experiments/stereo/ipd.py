@@ -255,9 +255,17 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     ax.axhline(CLINICAL_MM, color="r", ls="--", label="0.5 mm bar")
     ax.axhline(bar, color="k", ls=":", label=f"{config.bar_factor:g} x 0.5 mm bar")
     ax.axvline(sigma, color="g", ls="-.", label=f"assumed detector ({sigma:.3f})")
-    top = ax.get_ylim()[1]
     for x, v10, v1 in zip(xs, sweep_verdicts[bar], sweep_verdicts[CLINICAL_MM], strict=True):
-        ax.text(x, top, f"{v10[:4]}/{v1[:4]}", rotation=90, fontsize=7, ha="center", va="top")
+        ax.text(
+            x,
+            0.02,
+            f"{v10[:4]}/{v1[:4]}",
+            transform=ax.get_xaxis_transform(),  # x in data, y in axes units
+            rotation=90,
+            fontsize=7,
+            ha="center",
+            va="bottom",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("assumed pupil noise sigma / IOD (0 plotted at 1e-3)")
