@@ -33,7 +33,13 @@ from jaxlab import topology as tp
 F32 = jnp.float32
 MODELS = ("hopse", "homp")
 # the wall-clock metrics of the HOPSE-vs-HOMP experiments (their modules' TIMING_METRICS)
-TIMING_METRICS = ("train_time_*_s", "epoch_time_*_s", "speedup_*")
+TIMING_METRICS = (
+    "train_time_*_s",
+    "epoch_time_*_s",
+    "speedup_*",
+    "step_time_*_s",
+    "step_speedup*",
+)
 
 
 @dataclasses.dataclass(frozen=True)
