@@ -259,7 +259,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         ax.text(
             x,
             0.02,
-            f"{v10[:4]}/{v1[:4]}",
+            f"{str(v10)[:4]}/{str(v1)[:4]}",
             transform=ax.get_xaxis_transform(),  # x in data, y in axes units
             rotation=90,
             fontsize=7,
