@@ -8,6 +8,7 @@ from ._api import Result as Result
 from ._api import RunContext as RunContext
 from ._api import log as log
 from ._bench import interleaved_stats as interleaved_stats
+from ._bench import interleaved_times as interleaved_times
 from ._bench import run_bench as run_bench
 from ._bench import time_callable as time_callable
 from ._bench import timing_stats as timing_stats

@@ -16,7 +16,13 @@ from ._api import Bench, log
 from ._provenance import config_hash, machine_info, provenance
 from ._runner import jax_info
 
-__all__ = ["interleaved_stats", "run_bench", "time_callable", "timing_stats"]
+__all__ = [
+    "interleaved_stats",
+    "interleaved_times",
+    "run_bench",
+    "time_callable",
+    "timing_stats",
+]
 
 
 def time_callable(fn, *, warmup: int, repeats: int) -> list[float]:
@@ -46,11 +52,13 @@ def _stats(ts, warmup, repeats):
     }
 
 
-def interleaved_stats(fns, *, warmup: int, repeats: int) -> dict[str, dict[str, float | int]]:
-    """`timing_stats` for several callables timed in rounds (one call of each per round).
+def interleaved_times(fns, *, warmup: int, repeats: int) -> dict[str, list[float]]:
+    """Wall-clock seconds of each callable in `repeats` rounds (one call of each per
+    round, after `warmup` untimed calls of each): `name -> [seconds per round]`.
 
     Every implementation then sees the same drifts of a shared machine (memory
-    bandwidth taken by neighbours, frequency changes), so their ratios are robust.
+    bandwidth taken by neighbours, frequency changes), so the per-round ratios
+    `t_a[r] / t_b[r]` are paired measurements (bootstrap them for an interval).
     """
     for fn in fns.values():
         for _ in range(warmup):
@@ -61,6 +69,13 @@ def interleaved_stats(fns, *, warmup: int, repeats: int) -> dict[str, dict[str, 
             t0 = time.perf_counter()
             jax.block_until_ready(fn())
             ts[name].append(time.perf_counter() - t0)
+    return ts
+
+
+def interleaved_stats(fns, *, warmup: int, repeats: int) -> dict[str, dict[str, float | int]]:
+    """`timing_stats` for several callables timed in rounds (`interleaved_times`), so
+    their ratios are robust to the drifts of a shared machine."""
+    ts = interleaved_times(fns, warmup=warmup, repeats=repeats)
     return {name: _stats(t, warmup, repeats) for name, t in ts.items()}
 
 

@@ -73,10 +73,7 @@ def _compiled(step, model):
     cost-analysis FLOPs of that same executable."""
     params, static = eqx.partition(model, eqx.is_array)
     compiled = jax.jit(lambda p: step(eqx.combine(p, static))).lower(params).compile()
-    cost = compiled.cost_analysis()
-    if isinstance(cost, list):  # older jax: one dict per computation
-        cost = cost[0]
-    return (lambda: compiled(params)), float(cost["flops"])
+    return (lambda: compiled(params)), ts.compiled_flops(compiled)
 
 
 def setup(config: dict, key: jax.Array) -> Bench:

@@ -148,13 +148,15 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
                         f"{task} decoding at zero effect",
                         f"chance {chance:.3g}",
                         config.chance_margin,
-                        claim=f"with all simulated effects at zero, {task} decoding is at chance"
+                        claim="[simulator check, no planted effect] with all simulated "
+                        f"effects at zero, {task} decoding is at chance"
                         + (" (no leakage)" if task == "state" else ""),
                         paper=f"chance {chance:.3g}",
                         detail=f"bacc {m:.3f} over {len(vals)} independent simulated data sets "
                         "(per data set: "
                         + ", ".join(f"{v:.3f}" for v in vals)
-                        + f"; mean of {list(config.models)})",
+                        + f"; mean of {list(config.models)}); TOST within "
+                        f"+-{config.chance_margin:g} (preset), simulator data",
                     ),
                     Precondition(
                         "at least two zero-effect data sets (a t interval)",
@@ -181,7 +183,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     claims.append(
         all_of(
             grows,
-            claim="accuracy grows with the simulated effect size",
+            claim="[simulator check, planted effects] accuracy grows with the simulated "
+            "effect size",
             paper="(sanity check of the benchmark, not a paper number)",
             detail="state "
             + " -> ".join(f"{v:.2f}" for v in curves["state"])

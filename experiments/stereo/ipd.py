@@ -70,7 +70,9 @@ TINY = IPDConfig(
     noise_draws=4,
     n_boot=50,
 )
-FULL = IPDConfig(**FULL_OVERRIDES)
+# FULL: the evaluation faces at full VGA resolution (480 x 640; the shared FULL face set
+# is 240 x 320), the disparity range doubled with it (its own face set and RAFT tag)
+FULL = IPDConfig(**{**FULL_OVERRIDES, "height": 480, "width": 640, "n_disp": 224, "batch": 12})
 
 
 def _face_errors(disp, data, ipd_true, vis, sigma_iod, draws, key):
@@ -142,34 +144,26 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         m[f"ipd_abs_err_exact_px_mm_{meth}"] = float(np.mean(exact[meth]))
     best = min(METHODS, key=lambda k: ci[k].value)
     best_exact = min(METHODS, key=lambda k: m[f"ipd_abs_err_exact_px_mm_{k}"])
-    # how large the detector error must be for the best method to reach 10 x the bar
-    sweep = {
+    # the verdicts' sensitivity to the assumed detector noise: every method's mean |IPD
+    # error| and its bootstrap interval at each sigma of the sweep, and both claims'
+    # verdicts there (the all-of verdict reads each method's interval against the bar)
+    sweep_ci = {
         meth: [
-            float(
-                np.mean(
-                    _face_errors(disps[meth], data, ipd_true, vis, s, config.noise_draws, k_noise)
-                )
+            _mean_ci(
+                _face_errors(disps[meth], data, ipd_true, vis, s, config.noise_draws, k_noise),
+                seed=boot_seed,
+                n_resamples=config.n_boot,
             )
             for s in config.noise_sweep
         ]
-        for meth in (best, "gt_disparity")
+        for meth in names
     }
-    cross = _crossing(config.noise_sweep, sweep[best], 10 * CLINICAL_MM)
-    m["sigma_iod_for_10x_best"] = cross
-    for meth, vals in sweep.items():
-        for s, v in zip(config.noise_sweep, vals, strict=True):
-            m[f"sweep_{meth}_sigma{s:g}"] = v
-    ratio, lo, hi = (x / CLINICAL_MM for x in (ci[best].value, ci[best].low, ci[best].high))
+    sweep = {meth: [e.value for e in sweep_ci[meth]] for meth in names}
     bar = config.bar_factor * CLINICAL_MM
-    noise_txt = (
-        f"pupil-detector noise sigma = {sigma:.3f} IOD per coordinate "
-        f"({m['detector_sigma_px_mean']:.2f} px; an assumption calibrated to Timm & Barth 2011, "
-        f"{config.detector_rate:.1%} of BioID faces within 0.05 IOD)"
-    )
 
-    def above(meth, level_mm, null):
+    def above(est, meth, level_mm, null):
         return at_least(
-            ci[meth],
+            est,
             level_mm,
             null=null,
             claim=f"{meth}: mean |IPD error| >= {level_mm:g} mm",
@@ -177,27 +171,64 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             subject=f"{meth} mean |IPD error| (mm)",
         )
 
+    nulls = {
+        bar: f"{config.bar_factor:g} x the 0.5 mm clinical bar",
+        CLINICAL_MM: "a method at the 0.5 mm bar",
+    }
+
+    def every_method(cis, level, **kw):  # both claims: all_of over the methods
+        return all_of({k: above(cis[k], k, level, nulls[level]) for k in METHODS}, **kw)
+
+    sweep_verdicts = {
+        level: [
+            every_method({k: sweep_ci[k][j] for k in METHODS}, level, claim="-", paper="-").verdict
+            for j in range(len(config.noise_sweep))
+        ]
+        for level in (bar, CLINICAL_MM)
+    }
+    cross = _crossing(config.noise_sweep, sweep[best], bar)
+    m["sigma_iod_for_10x_best"] = cross
+    for j, s in enumerate(config.noise_sweep):
+        for meth in names:
+            m[f"sweep_{meth}_sigma{s:g}"] = sweep_ci[meth][j]
+        # the decisive end: the lowest lower bound over the methods (holds iff >= the bar)
+        m[f"sweep_min_low_mm_sigma{s:g}"] = min(sweep_ci[k][j].low for k in METHODS)
+    ratio, lo, hi = (x / CLINICAL_MM for x in (ci[best].value, ci[best].low, ci[best].high))
+    noise_txt = (
+        f"pupil-detector noise sigma = {sigma:.3f} IOD per coordinate "
+        f"({m['detector_sigma_px_mean']:.2f} px; an assumption calibrated to Timm & Barth 2011, "
+        f"{config.detector_rate:.1%} of BioID faces within 0.05 IOD)"
+    )
+
     claims = [
-        all_of(
-            {
-                meth: above(meth, bar, f"{config.bar_factor:g} x the 0.5 mm clinical bar")
-                for meth in METHODS
-            },
+        every_method(
+            ci,
+            bar,
             claim="IPD from stereo misses the sub-millimetre clinical requirement",
             paper="IPD error about an order of magnitude above 0.5 mm for all methods",
             detail=f"with {noise_txt}: best method {best}: mean |IPD error| {ci[best]:.2f} mm "
             f"(95% bootstrap over faces) = {ratio:.1f} x [{lo:.1f}, {hi:.1f}] 0.5 mm; exact "
             f"pupils (depth error only): {best_exact} "
             f"{m[f'ipd_abs_err_exact_px_mm_{best_exact}']:.2f} mm; 10 x needs sigma >= "
-            f"{cross:.3f} IOD",
+            f"{cross:.3f} IOD; verdict vs assumed sigma/IOD: "
+            + ", ".join(
+                f"{sg:g}: {v}"
+                for sg, v in zip(config.noise_sweep, sweep_verdicts[bar], strict=True)
+            ),
         ),
-        all_of(
-            {meth: above(meth, CLINICAL_MM, "a method at the 0.5 mm bar") for meth in METHODS},
+        every_method(
+            ci,
+            CLINICAL_MM,
             claim="every method is above the 0.5 mm bar",
             paper="no method reaches clinical IPD accuracy",
             detail="with the detector noise, exact pupils: "
             + ", ".join(f"{k}={m[f'ipd_abs_err_exact_px_mm_{k}']:.2f}" for k in METHODS)
-            + f" mm; exact disparity with noisy pupils {ci['gt_disparity']:.2f} mm",
+            + f" mm; exact disparity with noisy pupils {ci['gt_disparity']:.2f} mm; verdict vs "
+            "assumed sigma/IOD: "
+            + ", ".join(
+                f"{sg:g}: {v}"
+                for sg, v in zip(config.noise_sweep, sweep_verdicts[CLINICAL_MM], strict=True)
+            ),
         ),
     ]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
@@ -209,17 +240,38 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     ax.set_ylabel("|IPD error| (mm), noisy pupils")
     ax.legend()
     ax = axes[1]
-    xs = [max(s, 1e-3) for s in config.noise_sweep]
-    for meth, vals in sweep.items():
-        ax.plot(xs, vals, "o-", label=meth)
-    ax.axhline(CLINICAL_MM, color="r", ls="--", label="0.5 mm")
-    ax.axhline(10 * CLINICAL_MM, color="k", ls=":", label="10 x 0.5 mm")
-    ax.axvline(sigma, color="g", ls="-.", label="assumed detector")
+    xs = np.array([max(sg, 1e-3) for sg in config.noise_sweep])
+    for i, meth in enumerate(names):
+        est = sweep_ci[meth]
+        ax.errorbar(
+            xs * (1 + 0.03 * (i - len(names) / 2)),  # dodge the interval bars
+            [e.value for e in est],
+            yerr=[[e.value - e.low for e in est], [e.high - e.value for e in est]],
+            fmt="o-" if meth != "gt_disparity" else "k--",
+            ms=3,
+            capsize=2,
+            label=meth,
+        )
+    ax.axhline(CLINICAL_MM, color="r", ls="--", label="0.5 mm bar")
+    ax.axhline(bar, color="k", ls=":", label=f"{config.bar_factor:g} x 0.5 mm bar")
+    ax.axvline(sigma, color="g", ls="-.", label=f"assumed detector ({sigma:.3f})")
+    for x, v10, v1 in zip(xs, sweep_verdicts[bar], sweep_verdicts[CLINICAL_MM], strict=True):
+        ax.text(
+            x,
+            0.02,
+            f"{str(v10)[:4]}/{str(v1)[:4]}",
+            transform=ax.get_xaxis_transform(),  # x in data, y in axes units
+            rotation=90,
+            fontsize=7,
+            ha="center",
+            va="bottom",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("pupil noise sigma / IOD (0 plotted at 1e-3)")
-    ax.set_ylabel("mean |IPD error| (mm)")
-    ax.legend(fontsize=8)
+    ax.set_xlabel("assumed pupil noise sigma / IOD (0 plotted at 1e-3)")
+    ax.set_ylabel("mean |IPD error| (mm), 95% bootstrap over faces")
+    ax.set_title("verdict sensitivity (text: 10x claim / 0.5 mm claim)", fontsize=9)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     notes = (
         "Same synthetic face set as stereo_faces (jaxlab.stereo renderer; npz shards "
@@ -233,6 +285,11 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "raft = RAFT-Stereo-lite (jaxlab.stereo, flax) trained on a separately rendered "
         "training split (reused from stereo_faces' checkpoint dir when present, "
         "raft_cached = 1). "
-        "gt_disparity is the interpolation floor. Pairs with an occluded pupil excluded."
+        "gt_disparity is the interpolation floor. Pairs with an occluded pupil excluded. "
+        "Detector-noise assumption: the verdicts depend on the assumed pupil noise sigma; "
+        f"the right panel and the sweep_* metrics give both claims' verdicts at sigma/IOD in "
+        f"{list(config.noise_sweep)} (the 10 x claim needs sigma >= {cross:.3f} IOD for the "
+        "best method). FULL renders the evaluation faces at full VGA resolution (480 x 640, "
+        "disparity range doubled), so the pixel grid is not what limits the IPD error."
     )
     return Result(metrics=m, claims=claims, figures={"ipd_error": fig}, notes=notes)

@@ -39,8 +39,8 @@ class Config(ts.TrainConfig):
 
 
 QUICK = Config()
-TINY = Config(folds=2, epochs=2, width=8, depth=1)  # the smoke tier
-FULL = Config(epochs=200, width=128)
+TINY = Config(folds=2, epochs=2, width=8, depth=1, speed_rounds=5)  # the smoke tier
+FULL = Config(epochs=200, width=128, speed_rounds=30)
 
 
 def full_work(config) -> float:
@@ -116,7 +116,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     # end is the one-sided `ni_level` bound of the claim
     diff = paired_t(per_fold["hopse"], per_fold["homp"], level=2 * float(config.ni_level) - 1)
     metrics["acc_diff"] = diff
+    # descriptive: the ratio of the two (sequential, not interleaved) trainings' times
     metrics["speedup_vs_homp"] = metrics["train_time_homp_s"] / metrics["train_time_hopse_s"]
+    metrics |= ts.step_speed(data, y, 2, "cross_entropy", config, jax.random.fold_in(key, 99))
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
     ax.boxplot([per_fold["hopse"], per_fold["homp"]], tick_labels=["HOPSE-M", "HOMP"])
@@ -139,12 +141,13 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             ),
         ),
         ts.speed_claim(
-            metrics["speedup_vs_homp"],
-            claim="MUTAG training is faster with HOPSE than with HOMP",
+            metrics,
+            config,
+            claim="MUTAG: HOPSE training steps are faster than HOMP's",
             paper="consistent speedups over HOMP, up to 7x",
-            subject="HOMP / HOPSE training time",
             detail=(
-                f"{metrics['train_time_hopse_s']:.1f} s vs {metrics['train_time_homp_s']:.1f} s"
+                f"whole trainings (sequential, descriptive) {metrics['train_time_hopse_s']:.1f} s"
+                f" vs {metrics['train_time_homp_s']:.1f} s"
             ),
         ),
     ]
@@ -152,7 +155,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         "Real data: MUTAG TU files from the grakel wheel; cycle lift (chordless rings up to "
         f"{config.max_ring} atoms as 2-cells), one-hot atom/bond labels lifted by projection "
         "sums. Both models: same width/depth/optimiser, all folds trained in one vmapped run on "
-        "this machine's CPU; times exclude compilation. Accuracy after the last epoch (no "
+        "this machine's CPU; times exclude compilation. Speed: one training step (first "
+        "batch of graphs) of each model timed in interleaved rounds, bootstrap of the median "
+        "ratio, with XLA's FLOP ratio of the same steps. Accuracy after the last epoch (no "
         "validation-based model selection, unlike the paper's protocol)."
     )
     return Result(metrics=metrics, claims=claims, figures={"folds": fig}, notes=notes)

@@ -166,8 +166,10 @@ class HopseStep(AbstractStep):
     **Arguments:**
 
     - `trainer`: the `Trainer` (loss, batch size, optimiser, model's static part).
-    - `data`: stacked `ComplexArrays` of `g` training complexes; `targets`: `(g,)`;
-      `weights`: `(g,)` loss weights, `(S, g)` when `vmapped`.
+    - `data`: stacked `ComplexArrays` of `g` training complexes; `targets`: `(g,)`, or
+      `(S, g)` when `vmapped` (each run its own targets, e.g. standardised with its own
+      split's training statistics); `weights`: `(g,)` loss weights, `(S, g)` when
+      `vmapped`.
     - `eval_data`: name -> stacked `ComplexArrays` to predict on; `eval_every`: epochs.
     - `vmapped`: whether the state has a leading seed/fold axis.
     """
@@ -196,10 +198,13 @@ class HopseStep(AbstractStep):
         if not isinstance(data, ComplexArrays):
             raise ValueError(f"data: expected ComplexArrays, received {type(data).__name__}")
         targets = jnp.asarray(targets)
-        g = targets.shape[0] if targets.ndim else 0
-        if targets.ndim != 1 or g != data.x[0].shape[0]:
+        g = targets.shape[-1] if targets.ndim else 0
+        ndims = (1, 2) if vmapped else (1,)
+        if targets.ndim not in ndims or g != data.x[0].shape[0]:
             raise ValueError(
-                f"targets: expected shape ({data.x[0].shape[0]},), received {targets.shape}"
+                f"targets: expected shape ({data.x[0].shape[0]},)"
+                + (f" or (S, {data.x[0].shape[0]})" if vmapped else "")
+                + f", received {targets.shape}"
             )
         weights = jnp.ones((g,), jnp.float32) if weights is None else jnp.asarray(weights)
         if weights.shape[-1:] != (g,) or weights.ndim != (2 if vmapped else 1):
@@ -226,7 +231,8 @@ class HopseStep(AbstractStep):
 
     def step(self, state: TrainState, key: PRNGKeyArray):
         if self.vmapped:
-            epoch = eqx.filter_vmap(self.trainer.epoch, in_axes=(0, None, None, 0, 0))
+            t_axis = 0 if self.targets.ndim == 2 else None  # per-run targets (S, g)
+            epoch = eqx.filter_vmap(self.trainer.epoch, in_axes=(0, None, t_axis, 0, 0))
             keys = jax.random.split(key, self.weights.shape[0])
             state, losses = epoch(state, self.data, self.targets, self.weights, keys)
             aux = {"loss": jnp.mean(losses), "losses": losses}
@@ -234,7 +240,7 @@ class HopseStep(AbstractStep):
             state, loss = self.trainer.epoch(state, self.data, self.targets, self.weights, key)
             aux = {"loss": loss}
         if self.eval_data:
-            per_epoch = max(1, self.targets.shape[0] // self.trainer.batch_size)
+            per_epoch = max(1, self.targets.shape[-1] // self.trainer.batch_size)
             count = state.step[0] if self.vmapped else state.step
             done = count // per_epoch  # epochs completed, outside any vmap: a real cond
 

@@ -41,11 +41,12 @@ def test_cross_session_deep_keys_and_resume(tmp_path):
     first = run_experiment(mod, out=tmp_path)
     m = first["metrics"]
     for model in ("lda", "shallow", "deep"):
-        for prefix in ("bacc_within", "bacc_cross", "bacc_cross_aligned"):
+        for prefix in ("bacc_within", "bacc_cross", "bacc_within_aligned", "bacc_cross_aligned"):
             assert 0.0 <= m[f"{prefix}_{model}"] <= 1.0
     ckpts = sorted(p.name for p in (tmp_path / "eeg_cross_session" / "checkpoints").iterdir())
     assert "eeg_cross_bacc_within_shallow_fold0.eqx" in ckpts
-    assert "eeg_aligned_bacc_cross_aligned_deep_fold1.eqx" in ckpts
+    # the aligned training scores within + EA and cross + EA (one training per fold)
+    assert "eeg_aligned_bacc_within_aligned_deep_fold1.eqx" in ckpts
     # resuming from the finished checkpoints reproduces every metric without retraining
     again = run_experiment(mod, out=tmp_path, resume=True)
     assert again["metrics"] == first["metrics"]

@@ -239,6 +239,25 @@ def test_bench_interleaved_rounds(tmp_path):
     assert set(rec["ratios"]) == {"ours_vs_peer"}
 
 
+def test_interleaved_times_are_per_round_and_ordered():
+    # one call of each per round after the warm-ups; one time per round, in round order
+    from experiments._harness import interleaved_times
+
+    calls = []
+
+    def make(name):
+        def fn():
+            calls.append(name)
+            return jnp.zeros(())
+
+        return fn
+
+    ts = interleaved_times({"a": make("a"), "b": make("b")}, warmup=2, repeats=5)
+    assert calls == ["a", "a", "b", "b"] + ["a", "b"] * 5
+    assert set(ts) == {"a", "b"}
+    assert all(len(v) == 5 and min(v) >= 0 for v in ts.values())
+
+
 def test_cli_list_finds_every_experiment_in_the_subpackages():
     # every experiments/<component>/<claim>.py is listed as <component>_<claim> (importing it
     # and checking its contract, configs included), every experiments/bench/<name>.py as <name>

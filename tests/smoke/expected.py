@@ -89,10 +89,17 @@ METRICS: dict[str, tuple[str, ...]] = {
     "cslm_triad": ("smollm2/lm_verifier_precision", "smollm2/gap_program_vs_majority"),
     "eeg_cross_session": tuple(
         f"{prefix}_{model}"
-        for prefix in ("bacc_within", "bacc_cross", "bacc_cross_aligned")
+        for prefix in ("bacc_within", "bacc_cross", "bacc_within_aligned", "bacc_cross_aligned")
         for model in ("lda", "tangent", "eegnet", "shallow")
     )
-    + ("bacc_within_mean", "bacc_cross_mean", "bacc_cross_aligned_mean"),
+    + (
+        "bacc_within_mean",
+        "bacc_cross_mean",
+        "bacc_within_aligned_mean",
+        "bacc_cross_aligned_mean",
+        "within_aligned_minus_cross_aligned_lo",
+        "cross_aligned_minus_cross_lo",
+    ),
     "eeg_effect_size": (
         "bacc_state_at_zero_effect",
         "bacc_technique_at_zero_effect",
@@ -248,17 +255,46 @@ METRICS: dict[str, tuple[str, ...]] = {
         f"{k}_{method}"
         for method in ("bm", "sgm_jaxlab", "sgbm_opencv", "raft")
         for k in ("delta1", "rmse_mm", "ir_5mm", "l3de_mm")
-    ),
+    )
+    + ("rank_disagreements_lo", "delta1_over_ir5_spread_hi"),
     "stereo_ipd": (
         "ipd_abs_err_mm_raft",
         "ipd_abs_err_mm_gt_disparity",
         "ipd_abs_err_exact_px_mm_sgm_jaxlab",
         "sigma_iod_for_10x_best",
+        "sweep_min_low_mm_sigma0",
     ),
     "stereo_middlebury": ("bad2_sgm_jaxlab_on_opencv_valid", "bad2_sgbm_opencv_on_opencv_valid"),
     "temporal_consistency": ("rmse_slope", "ci_coverage_95", "plugin_sd_over_mc_sd"),
-    "topology_freesolv": ("rmse_hopse", "rmse_homp", "rmse_diff_hi", "speedup_epoch_vs_homp"),
-    "topology_mutag": ("acc_hopse", "acc_homp", "acc_diff_lo", "speedup_vs_homp"),
-    "topology_scaling": ("loglog_slope_hopse", "loglog_slope_homp", "speedup_vs_homp"),
-    "topology_zinc": ("mae_hopse", "mae_homp", "mae_diff_hi", "speedup_epoch_vs_homp"),
+    "topology_freesolv": (
+        "rmse_hopse",
+        "rmse_homp",
+        "rmse_diff_hi",
+        "speedup_epoch_vs_homp",
+        "step_speedup_lo",
+        "flop_ratio_homp_over_hopse",
+    ),
+    "topology_mutag": (
+        "acc_hopse",
+        "acc_homp",
+        "acc_diff_lo",
+        "speedup_vs_homp",
+        "step_speedup_lo",
+        "flop_ratio_homp_over_hopse",
+    ),
+    "topology_scaling": (
+        "loglog_slope_hopse",
+        "loglog_slope_homp",
+        "speedup_vs_homp",
+        "speedup_largest_lo",
+        "flop_ratio_homp_over_hopse",
+    ),
+    "topology_zinc": (
+        "mae_hopse",
+        "mae_homp",
+        "mae_diff_hi",
+        "speedup_epoch_vs_homp",
+        "step_speedup_lo",
+        "flop_ratio_homp_over_hopse",
+    ),
 }

@@ -160,3 +160,69 @@ def test_shards_round_trip_without_rendering(getkey, tmp_path):
         ds[5]
     with pytest.raises(ValueError, match="same leading length"):
         stereo.write_face_shards(tmp_path / "t", {"a": np.zeros(3), "b": np.zeros(4)})
+
+
+def test_faces_set_statistics_equal_the_pooled_metrics():
+    """stereo_faces bootstraps its two claims over the pairs from per-pair sums: on the
+    whole set, the statistics equal those of jaxlab.stereo's pooled metrics (the oracle:
+    the metrics on all pairs at once, then the spread ratio and the ranking pairs)."""
+    from experiments.stereo import faces
+    from experiments.stereo._setup import METHODS
+
+    rng = np.random.default_rng(3)
+    n, h, w = 5, 6, 7
+    gt = rng.uniform(400.0, 600.0, (n, h, w))
+    gt[0, 0, :3] = np.nan  # no ground truth there
+    mask = rng.uniform(size=(n, h, w)) < 0.7
+    vis = rng.uniform(size=(n, 4)) < 0.8
+    vis[:, 0] = True
+    sums, pooled = {}, {}
+    for i, meth in enumerate(METHODS):
+        z = gt + rng.normal(0.0, 2.0 + 3.0 * i, gt.shape)
+        z = np.where(np.isfinite(z), z, 500.0)
+        lm_err = rng.uniform(0.0, 5.0 + i, (n, 4))
+        sums[meth] = faces._pair_sums(z, gt, mask, lm_err, vis)
+        pooled[meth] = {
+            "delta1": float(stereo.delta1(z, gt, mask)),
+            "rmse": float(stereo.rmse(z, gt, mask)),
+            "ir5": float(stereo.inlier_ratio(z, gt, 5.0, mask)),
+            "l3de": float(lm_err[vis].mean()),
+        }
+    keys = [(m, k) for m in METHODS for k in sums[m]]
+    got = faces._set_statistics(keys, tuple(sums[m][k] for m, k in keys))
+    for m in METHODS:
+        for k in pooled[m]:
+            np.testing.assert_allclose(
+                faces._pooled({(m, c): sums[m][c] for c in sums[m]}, m, k),
+                pooled[m][k],
+                rtol=1e-12,
+            )
+    spread = {
+        k: max(pooled[m][k] for m in METHODS) - min(pooled[m][k] for m in METHODS)
+        for k in ("delta1", "ir5")
+    }
+    np.testing.assert_allclose(got["ratio"], spread["delta1"] / spread["ir5"], rtol=1e-12)
+
+    def reversed_pair(a, b):  # some pair of methods strictly the other way round
+        sign = {"delta1": 1, "ir5": 1, "rmse": -1, "l3de": -1}
+        return any(
+            sign[a] * (pooled[x][a] - pooled[y][a]) * sign[b] * (pooled[x][b] - pooled[y][b]) < 0
+            for x in METHODS
+            for y in METHODS
+        )
+
+    want = sum(
+        [
+            reversed_pair("rmse", "ir5"),
+            reversed_pair("delta1", "ir5"),
+            reversed_pair("rmse", "l3de"),
+        ]
+    )
+    assert got["disagreements"] == want
+    # vectorised over resamples (the bootstrap's batch axis): each row its own set
+    idx = np.stack([np.arange(n), rng.integers(0, n, n)])
+    batch = faces._set_statistics(keys, tuple(sums[m][k][idx] for m, k in keys))
+    single = faces._set_statistics(keys, tuple(sums[m][k][idx[1]] for m, k in keys))
+    assert batch["disagreements"].shape == (2,)
+    assert batch["disagreements"][0] == got["disagreements"]
+    np.testing.assert_allclose(batch["ratio"][1], single["ratio"], rtol=1e-12)

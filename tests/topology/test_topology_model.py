@@ -286,6 +286,39 @@ def test_hopse_step_passes_the_shared_step_checks(getkey, tmp_path):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
 
 
+def test_fit_with_per_run_targets_equals_separate_runs(getkey):
+    """`fit(..., vmapped=True)` with targets `(S, g)` (each run its own, e.g. standardised
+    with its own split's statistics) trains run i exactly as a plain fit on row i."""
+    sizes = T.max_sizes([_arrays(s)[1] for s in range(8)])
+    data = T.stack_complex_arrays([_arrays(s, pad=lambda c: sizes)[0] for s in range(8)])
+    y = jnp.stack([jnp.linspace(-1.0, 1.0, 8), jnp.linspace(2.0, -3.0, 8) ** 2])
+    w = jnp.stack([jnp.ones(8).at[:2].set(0.0), jnp.ones(8).at[6:].set(0.0)])
+
+    def build(k):
+        return T.HOPSE([x.shape[-1] for x in data.x], SPEC.dim, 1, width=4, depth=1, key=k)
+
+    keys = jax.random.split(getkey(), 2)
+    trainer = T.Trainer(build(keys[0]), loss="mse", batch_size=4, learning_rate=1e-2)
+    key = getkey()
+    state, hist = T.fit(
+        trainer, eqx.filter_vmap(build)(keys), data, y, w, key=key, steps=3, vmapped=True
+    )
+    for i in range(2):
+        ref = trainer.init(build(keys[i]))
+        for e in range(3):
+            k = jax.random.split(jax.random.fold_in(key, e), 2)[i]
+            ref, loss = eqx.filter_jit(trainer.epoch)(ref, data, y[i], w[i], k)
+            np.testing.assert_allclose(hist.aux["losses"][e, i], loss, rtol=1e-6)
+        for a, b in zip(
+            jax.tree_util.tree_leaves(ref.params),
+            jax.tree_util.tree_leaves(state.params),
+            strict=True,
+        ):
+            np.testing.assert_allclose(b[i], a, rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match="targets"):
+        T.fit(trainer, build(keys[0]), data, y, w[0], key=key, steps=1)
+
+
 def _hopse_states_per_route(model, arr):
     """HOPSE's cell states by the literal formula: `W_r x + b_r + sum_i MLP_{r,i}(e_i)`, one
     route MLP applied per cell at a time, then the residual blocks (the oracle of the fused

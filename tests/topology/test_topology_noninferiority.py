@@ -40,3 +40,18 @@ def test_paired_lower_bound_matches_scipy():
     c = noninferior(diff, "HOPSE", "HOMP", 0.05, **KW)
     assert c.holds == (ref.low > -0.05)
     assert c.alpha == pytest.approx(0.05)
+
+
+def test_random_splits_partition_the_pool():
+    """The regression experiments' splits: each a disjoint train/val/test partition of the
+    requested sizes (the rest unused), different from split to split, one seed one set."""
+    from experiments.topology._setup import random_splits
+
+    part = random_splits(50, (30, 8, 10), 12, seed=3)
+    assert part.shape == (12, 50)
+    for row in part:
+        assert [(row == k).sum() for k in (0, 1, 2, -1)] == [30, 8, 10, 2]
+    assert len({row.tobytes() for row in part}) == 12
+    np.testing.assert_array_equal(part, random_splits(50, (30, 8, 10), 12, seed=3))
+    with pytest.raises(ValueError, match="sizes"):
+        random_splits(10, (8, 2, 1), 2, seed=0)
