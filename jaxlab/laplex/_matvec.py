@@ -536,7 +536,7 @@ def _validate(v, t, s, a, b, c, plan):
     a = as_array("a", a, dtype=jnp.floating)
     c = as_array("c", c, dtype=jnp.floating)
     b = None if b is None else as_array("b", b, dtype=jnp.floating)
-    v = as_array("v", v)
+    v = as_array("v", v, dtype=jnp.number)  # complex v is a supported input
     sizes = check_array("t", t, shape=("H", "M"), dtype=jnp.floating)
     check_array("s", s, shape=("H", "N"), dtype=jnp.floating, sizes=sizes)
     check_array("a", a, shape=("H",), dtype=jnp.floating, sizes=sizes)
@@ -670,7 +670,7 @@ def matmat(
 
     Real kernel: `matmat(v, t, s, a, c=c)`; `traced_checks` as in `matvec`.
     """
-    v = as_array("v", v)
+    v = as_array("v", v, dtype=jnp.number)  # complex v is a supported input
     if v.ndim != 2:
         raise ValueError(f"v: expected shape (N, K), received shape {np.shape(v)}")
     return matvec(v, t, s, a, b, c, plan=plan, scan=scan, traced_checks=traced_checks)
