@@ -169,27 +169,46 @@ def _config_from_gguf(gguf_file) -> LMConfig:
             )
         # llama.cpp permutes Llama Q/K weights to interleaved RoPE pairs on conversion;
         # Qwen2 keeps the NeoX pairing (j, j + head_dim/2) and adds Q/K/V biases.
-        qwen = arch == "qwen2"
-        return LMConfig(
-            arch=arch,
-            rope_bases=(base,) * n_layers,
-            sliding_windows=(0,) * n_layers,
-            qkv_bias=qwen,
-            rope_style="half" if qwen else "interleaved",
-            **common,
-        )
+        return llama_family_config(arch, base, **common)
     # Gemma-3: every 6th layer is global (metadata base); the others use a sliding
     # window and RoPE base 10 000 (llama.cpp and transformers hard-code both).
     window = size("attention.sliding_window", 512)
     is_global = [(i + 1) % 6 == 0 for i in range(n_layers)]
+    return gemma3_config(is_global, base, 10000.0, window, **common)
+
+
+def llama_family_config(arch: str, rope_base: float, **common: Any) -> LMConfig:
+    """A Llama or Qwen2 config from either file format's fields (`common`: the sizes and
+    norm settings every architecture has). One RoPE base, no sliding window; Llama's
+    Q/K rows in llama.cpp's interleaved RoPE pairs, Qwen2 in NeoX pairs
+    (j, j + head_dim/2) with Q/K/V biases."""
+    qwen = arch == "qwen2"
+    n_layers = int(common["n_layers"])
+    return LMConfig(
+        arch=arch,
+        rope_bases=(rope_base,) * n_layers,
+        sliding_windows=(0,) * n_layers,
+        qkv_bias=qwen,
+        rope_style="half" if qwen else "interleaved",
+        **common,
+    )
+
+
+def gemma3_config(
+    is_global, global_base: float, local_base: float, window: int, **common: Any
+) -> LMConfig:
+    """A Gemma-3 (text) config: global layers (`is_global[i]`) attend to everything with
+    RoPE base `global_base`, the others to a `window`-token sliding window with base
+    `local_base`; QK norm, sandwich norms, GELU (tanh) and embeddings scaled by
+    sqrt(d_model). `common` as `llama_family_config` (plus e.g. `attn_scale`)."""
     return LMConfig(
         arch="gemma3",
         rope_style="half",
         qk_norm=True,
         sandwich_norm=True,
         activation="gelu_tanh",
-        embed_scale=float(d) ** 0.5,
-        rope_bases=tuple(base if g else 10000.0 for g in is_global),
+        embed_scale=float(common["d_model"]) ** 0.5,
+        rope_bases=tuple(global_base if g else local_base for g in is_global),
         sliding_windows=tuple(0 if g else window for g in is_global),
         **common,
     )

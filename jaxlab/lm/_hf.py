@@ -44,7 +44,7 @@ import numpy as np
 
 from jaxlab._core import check_memory, check_size, parse_json
 
-from ._config import LMConfig
+from ._config import LMConfig, gemma3_config, llama_family_config
 from ._model import Layers, Transformer, model_dtype
 from ._tokenizer import Tokenizer
 
@@ -246,15 +246,7 @@ def config_from_hf(cfg: Any, where: str = "config.json") -> LMConfig:
             _require(cfg, "mlp_bias", where, (False,), False)
         else:
             _require(cfg, "use_sliding_window", where, (False,), False)
-        qwen = arch == "qwen2"
-        return LMConfig(
-            arch=arch,
-            rope_bases=(base,) * n_layers,
-            sliding_windows=(0,) * n_layers,
-            qkv_bias=qwen,
-            rope_style="half" if qwen else "interleaved",
-            **common,
-        )
+        return llama_family_config(arch, base, **common)
     # Gemma-3 (text): global layers use rope_theta, sliding ones rope_local_base_freq
     _require(cfg, "hidden_activation", where, ("gelu_pytorch_tanh",), "gelu_pytorch_tanh")
     for key in ("final_logit_softcapping", "attn_logit_softcapping"):
@@ -286,18 +278,7 @@ def config_from_hf(cfg: Any, where: str = "config.json") -> LMConfig:
             )
         is_global = [t == "full_attention" for t in types]
     scalar = _float(cfg, "query_pre_attn_scalar", where, head_dim, 0.0)
-    return LMConfig(
-        arch="gemma3",
-        rope_style="half",
-        qk_norm=True,
-        sandwich_norm=True,
-        activation="gelu_tanh",
-        embed_scale=float(d) ** 0.5,
-        attn_scale=scalar**-0.5,
-        rope_bases=tuple(base if g else local for g in is_global),
-        sliding_windows=tuple(0 if g else window for g in is_global),
-        **common,
-    )
+    return gemma3_config(is_global, base, local, window, attn_scale=scalar**-0.5, **common)
 
 
 def hf_tensor_shapes(cfg: LMConfig) -> dict[str, tuple[int, ...]]:
