@@ -667,10 +667,7 @@ def gated(claim: Claim, precondition: Precondition) -> Claim:
     verdict `untestable` and names the gate; a passed one is recorded with the claim.
     A claim already untestable keeps its first failed gate (a failed `precondition` names
     the cause of a non-finite estimate instead of the generic "finite estimate" gate)."""
-    if not isinstance(claim, Claim) or not claim.protocol:
-        raise ValueError("claim: expected a protocol Claim (from superior, at_least, ...)")
-    if not isinstance(precondition, Precondition):
-        raise ValueError(f"precondition: expected a Precondition, received {precondition!r}")
+    _check_conditioned(claim, precondition)
     if claim.gate is not None and not claim.gate.passed:
         if claim.gate.name != "finite estimate" or precondition.passed:
             return claim
@@ -678,13 +675,7 @@ def gated(claim: Claim, precondition: Precondition) -> Claim:
     if precondition.passed:
         return dataclasses.replace(claim, holds=None, gate=precondition)
     note = f"untestable: {precondition.name} failed ({precondition.measured})"
-    return dataclasses.replace(
-        claim,
-        holds=None,
-        verdict="untestable",
-        gate=precondition,
-        measured=f"{claim.measured}; {note}" if claim.measured else note,
-    )
+    return _with_verdict(claim, "untestable", note, gate=precondition)
 
 
 def at_scale(claim: Claim, precondition: Precondition) -> Claim:
@@ -697,23 +688,28 @@ def at_scale(claim: Claim, precondition: Precondition) -> Claim:
     `inconclusive`; the interval is kept and the measured text says what the verdict at
     this scale was. At scale the precondition is recorded and the verdict stands.
     `untestable` and `inconclusive` claims are unchanged apart from the record."""
-    if not isinstance(claim, Claim) or not claim.protocol:
-        raise ValueError("claim: expected a protocol Claim (from superior, at_least, ...)")
-    if not isinstance(precondition, Precondition):
-        raise ValueError(f"precondition: expected a Precondition, received {precondition!r}")
+    _check_conditioned(claim, precondition)
     if precondition.passed or claim.verdict not in ("holds", "fails"):
         return dataclasses.replace(claim, holds=None, scale=precondition)
     note = (
         f"inconclusive below the paper's scale: {precondition.name} not met "
         f"({precondition.measured}); at this scale the interval {claim.verdict}"
     )
-    return dataclasses.replace(
-        claim,
-        holds=None,
-        verdict="inconclusive",
-        scale=precondition,
-        measured=f"{claim.measured}; {note}" if claim.measured else note,
-    )
+    return _with_verdict(claim, "inconclusive", note, scale=precondition)
+
+
+def _check_conditioned(claim, precondition) -> None:
+    """The arguments of `gated` / `at_scale`: a protocol claim and a `Precondition`."""
+    if not isinstance(claim, Claim) or not claim.protocol:
+        raise ValueError("claim: expected a protocol Claim (from superior, at_least, ...)")
+    if not isinstance(precondition, Precondition):
+        raise ValueError(f"precondition: expected a Precondition, received {precondition!r}")
+
+
+def _with_verdict(claim: Claim, verdict: str, note: str, **fields) -> Claim:
+    """`claim` with a new `verdict`, `note` appended to its measured text, and `fields`."""
+    measured = f"{claim.measured}; {note}" if claim.measured else note
+    return dataclasses.replace(claim, holds=None, verdict=verdict, measured=measured, **fields)
 
 
 _PRECEDENCE = {"untestable": 0, "fails": 1, "inconclusive": 2, "holds": 3}
