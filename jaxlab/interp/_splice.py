@@ -74,7 +74,7 @@ def ce_loss_score(
     site: str = "resid_post",
     mask: Int[Array, "B T"] | None = None,
     input_scale: float = 1.0,
-    skip_first: int = 0,
+    skip_first: int = 1,
     batch_size: int = 8,
 ) -> dict[str, float]:
     """CE-loss score and KL score of splicing `sae` at (site, layer) (SAELens' definitions).
@@ -96,9 +96,12 @@ def ce_loss_score(
       activation multiplied by `input_scale` and its output is divided by it.
     - `layer`, `site`: where to splice (see `jaxlab.lm.SITES`).
     - `mask`: (B, T) 1 on real tokens (default all).
-    - `skip_first`: leading positions of every row left clean in all three passes (1 keeps
-      the BOS token, whose outsized activations SAEs are usually not trained on; rows must
-      then not be left-padded).
+    - `skip_first`: leading positions of every row left clean in all three passes. The
+      default 1 keeps the first (BOS, attention-sink) token clean: its residual norm is
+      ~100x the median, and SAEs trained on `jaxlab.lm.collect`'s stores (which skip it by
+      default, as SAELens' evaluations exclude special tokens) never saw it. 0 splices every
+      position. With `skip_first > 0` rows must not be left-padded (a ValueError says so):
+      the skipped positions must be each row's first real tokens.
     - `batch_size`: sequences per forward pass.
 
     **Returns:** {"ce_clean", "ce_sae", "ce_ablated", "ce_loss_score", "kl_sae",
@@ -123,6 +126,11 @@ def ce_loss_score(
     batch_size = check_positive_int("batch_size", batch_size)
     if isinstance(skip_first, bool) or not isinstance(skip_first, int) or skip_first < 0:
         raise ValueError(f"skip_first: expected an int >= 0, received {skip_first!r}")
+    if skip_first > 0 and not bool(jnp.all(mask[:, : min(skip_first, mask.shape[1])] != 0)):
+        raise ValueError(
+            f"mask: rows are left-padded, so skip_first={skip_first} would keep padding clean "
+            "instead of each row's first tokens; right-pad the rows or pass skip_first=0"
+        )
     f32 = jnp.float32
 
     def splice(keep, recon):

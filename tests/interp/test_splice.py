@@ -34,12 +34,12 @@ class _Zero(eqx.Module):
 
 
 def test_ce_loss_score_identity_is_one_zero_is_zero(model, tokens, getkey):
-    one = ip.ce_loss_score(model, tokens, _Identity(), layer=1)
+    one = ip.ce_loss_score(model, tokens, _Identity(), layer=1, skip_first=0)
     assert one["ce_loss_score"] == 1.0
     assert one["kl_score"] == 1.0
     assert one["ce_sae"] == one["ce_clean"]
     assert one["kl_sae"] == 0.0
-    zero = ip.ce_loss_score(model, tokens, _Zero(), layer=1, input_scale=2.0)
+    zero = ip.ce_loss_score(model, tokens, _Zero(), layer=1, input_scale=2.0, skip_first=0)
     assert zero["ce_loss_score"] == 0.0
     assert zero["kl_score"] == 0.0
     # skip_first keeps the leading positions clean in every pass: still exact
@@ -49,7 +49,7 @@ def test_ce_loss_score_identity_is_one_zero_is_zero(model, tokens, getkey):
     assert ip.ce_loss_score(model, tokens, _Zero(), layer=1, skip_first=1)["ce_loss_score"] == 0.0
     # an SAE in between: the score is the stated ratio of independently computed CEs
     sae = ip.TopKSAE(24, 48, 4, key=getkey())
-    out = ip.ce_loss_score(model, tokens, sae, layer=1, batch_size=2)
+    out = ip.ce_loss_score(model, tokens, sae, layer=1, batch_size=2, skip_first=0)
 
     def ce(logits):
         logp = jax.nn.log_softmax(logits[:, :-1], axis=-1)
@@ -71,7 +71,7 @@ def test_kl_score_averages_over_all_positions_like_saelens(model, tokens, getkey
     # T of them, and get_downstream_reconstruction_metrics averages them (the CE per token
     # has T-1); kl_div_score = (kl_with_ablation - kl_with_sae) / kl_with_ablation
     sae = ip.TopKSAE(24, 48, 4, key=getkey())
-    out = ip.ce_loss_score(model, tokens, sae, layer=1, batch_size=2)
+    out = ip.ce_loss_score(model, tokens, sae, layer=1, batch_size=2, skip_first=0)
 
     def kl_per_position(logits, ref):
         lp, lq = jax.nn.log_softmax(ref, -1), jax.nn.log_softmax(logits, -1)
@@ -90,6 +90,38 @@ def test_kl_score_averages_over_all_positions_like_saelens(model, tokens, getkey
     assert out["kl_score"] == pytest.approx(ref, rel=1e-4)
     # over T-1 positions (the old definition) the value differs
     assert abs(out["kl_ablated"] - kl_abl[:, :-1].mean()) > 1e-4 * kl_abl.mean()
+
+
+def test_ce_loss_score_default_keeps_the_first_position_clean(model, tokens, getkey):
+    # the default (skip_first=1) splices positions 1.. only: the oracle runs the three
+    # passes with an intervention that leaves position 0 untouched
+    sae = ip.TopKSAE(24, 48, 4, key=getkey())
+    out = ip.ce_loss_score(model, tokens, sae, layer=1, batch_size=2)
+
+    def keep_first(edit):
+        return lambda x: jnp.concatenate([x[:1], edit(x[1:])], axis=0)
+
+    def ce(logits):
+        logp = jax.nn.log_softmax(logits[:, :-1], axis=-1)
+        return -float(jnp.mean(jnp.take_along_axis(logp, tokens[:, 1:, None], -1)))
+
+    def run(edit):
+        return lm.forward_batched(model, tokens, intervene={("resid_post", 1): keep_first(edit)})[0]
+
+    clean = ce(lm.forward_batched(model, tokens)[0])
+    abl, recon = ce(run(lambda x: 0 * x)), ce(run(jax.vmap(sae)))
+    assert out["ce_loss_score"] == pytest.approx((abl - recon) / (abl - clean), rel=1e-4)
+    assert out == ip.ce_loss_score(model, tokens, sae, layer=1, batch_size=2, skip_first=1)
+    all_positions = ip.ce_loss_score(model, tokens, sae, layer=1, batch_size=2, skip_first=0)
+    assert out["ce_loss_score"] != all_positions["ce_loss_score"]
+
+
+def test_ce_loss_score_refuses_left_padding_with_skip_first(model, tokens):
+    left_padded = jnp.ones(tokens.shape, jnp.int32).at[0, :2].set(0)
+    with pytest.raises(ValueError, match="left-padded"):
+        ip.ce_loss_score(model, tokens, _Identity(), layer=1, mask=left_padded)
+    out = ip.ce_loss_score(model, tokens, _Identity(), layer=1, mask=left_padded, skip_first=0)
+    assert out["ce_loss_score"] == 1.0
 
 
 def test_ce_loss_score_bad_inputs(model, tokens):
