@@ -56,6 +56,8 @@ ANSWER_TYPES = (
     "list_exact",
     "list_approximate",
 )
+"""The answer types `score_answer` accepts: KramaBench's six answer kinds (exact or
+approximate match of a number, a string or a list)."""
 
 # what KramaBench's metrics catch (`except Exception`), narrowed to what plain values raise
 _FAILS = (

@@ -255,7 +255,8 @@ class RoutingTable:
     def load(cls, path: str | os.PathLike) -> RoutingTable:
         """Read a table written by `save` (no pickle); a malformed file raises `ValueError`
         naming it, as does an archive whose members would inflate to more than half the
-        memory available (`jaxlab._core.available_memory`), checked before inflating."""
+        memory available (MemAvailable in /proc/meminfo, else physical memory), checked
+        before inflating."""
         base = Path(path).with_suffix("")
         npz, manifest = base.with_suffix(".npz"), base.with_suffix(".json")
         try:
