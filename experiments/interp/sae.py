@@ -375,7 +375,10 @@ def _claims(tag: str, m: dict, config: Config) -> list[Claim]:
             null=f"SAELens' EV {config.ev_bar:g}",
             subject="explained variance",
             claim=f"{tag}: EV >= {config.ev_bar:g} at L0 ~ {k}",
-            paper=f"EV >= {config.ev_bar:g} (SAELens, GPT-2-class)",
+            # issue 56: SAELens <= 6.18 divided by E||x||^2 (uncentred), which inflates EV
+            # for activations with a mean; jaxlab computes current SAELens' (centred) EV
+            paper=f"EV >= {config.ev_bar:g} (SAELens, GPT-2-class; SAELens <= 6.18's EV is "
+            "inflated for activations with a mean, this EV is current SAELens')",
             detail=f"L0 {m['l0']:.1f} (layer {m['layer']}, {m['train_tokens']} training "
             f"tokens, {m['steps']} steps)",
         ),
