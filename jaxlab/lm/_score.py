@@ -143,7 +143,7 @@ def _plan(prompts: Sequence[Sequence[int]], batch_size: int, share: bool) -> lis
     n = len(prompts)
     by_len = lambda i: len(prompts[i])  # noqa: E731
     if share:
-        lex = sorted(range(n), key=lambda i: prompts[i])
+        lex = sorted(range(n), key=lambda i: tuple(prompts[i]))
         groups: list[list[int]] = [[lex[0]]]
         for a, b in zip(lex, lex[1:], strict=False):
             if _common_prefix(prompts[a], prompts[b]) >= MIN_SHARED_PREFIX:

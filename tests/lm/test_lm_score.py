@@ -155,7 +155,7 @@ def test_score_bounds_before_allocation():
     with pytest.raises(ValueError, match="batch_size must be at most 256, got 257"):
         lm.score(model, None, [[1, 2]], [[[3]]], batch_size=lm.MAX_SCORE_BATCH + 1)
     with pytest.raises(ValueError, match="share_prefix"):
-        lm.score(model, None, [[1, 2]], [[[3]]], share_prefix=1)
+        lm.score(model, None, [[1, 2]], [[[3]]], share_prefix=1)  # pyright: ignore
 
 
 def test_fine_bucket_and_plan():
