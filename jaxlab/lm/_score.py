@@ -43,9 +43,16 @@ from ._quant import embed_rows, project, slice_rows
 
 __all__ = ["MAX_SCORE_BATCH", "MAX_SCORE_OPTIONS", "MIN_SHARED_PREFIX", "Scores", "score"]
 
-MAX_SCORE_OPTIONS = 64  # options per item (each option holds a copy of its item's cache)
-MAX_SCORE_BATCH = 256  # items per compiled batch
-MIN_SHARED_PREFIX = 16  # shorter common prefixes are not worth a separate prefix pass
+MAX_SCORE_OPTIONS = 64
+"""Most options per item that `score` accepts (each option runs from its own copy of the
+item's KV cache); split larger items."""
+
+MAX_SCORE_BATCH = 256
+"""Largest `batch_size` that `score` accepts (items per compiled batch)."""
+
+MIN_SHARED_PREFIX = 16
+"""Fewest tokens of a prefix common to a batch's prompts that `score` runs once for the
+batch (shorter ones are not worth a separate pass)."""
 
 
 class Scores(NamedTuple):
