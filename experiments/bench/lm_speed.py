@@ -11,7 +11,12 @@ call also prefills a 16-token prompt, <3% of its work). llama-cpp-python has no
 batched decoding API, so batch 32 is measured for jaxlab only and compared with
 llama.cpp's batch-1 tokens/s. Models: SmolLM2-135M (Q4_1) always; Qwen2.5-Coder-0.5B
 (Q4_K_M) when this jaxlab knows it and its wheels are installed (`models` config).
-`score` items/s (4 options per item) when `jaxlab.lm.score` exists.
+`score` items/s when `jaxlab.lm.score` exists: `score_items` multiple-choice items of 4
+options with ~`score_words`-word prompts, float32, two prompt sets: distinct prompts
+(`score_items_s`) and a shared few-shot preamble (three quarters of each prompt) followed
+by a distinct question (`score_fewshot_items_s`); each scored by the batched path
+(default: a prefix common to a batch's prompts runs once) and by the per-item path
+(`share_prefix=False`: every prompt runs whole), interleaved in one run, with the ratio.
 Install the peer with `make peers` (llama-cpp-python, built from source).
 """
 
@@ -37,6 +42,7 @@ QUICK = {
     "repeats": 3,
     "models": ["smollm2", "qwen2.5-coder-0.5b-instruct"],
     "score_items": 8,
+    "score_words": 200,
 }
 FULL = {**QUICK, "warmup": 2, "repeats": 7}
 TINY = {  # the smoke tier: SmolLM2, every weight format, job and (when installed) llama.cpp
@@ -47,6 +53,7 @@ TINY = {  # the smoke tier: SmolLM2, every weight format, job and (when installe
     "repeats": 1,
     "models": ["smollm2"],
     "score_items": 2,
+    "score_words": 24,
 }
 
 _SHORT = {"smollm2": "smollm2", "qwen2.5-coder-0.5b-instruct": "qwen05"}
@@ -85,9 +92,7 @@ def _model_impls(lm, name, tag, config, notes):
     impls[f"jaxlab_{tag}_decode_b{batch}_float32"] = decode(model, short)
     impls[f"jaxlab_{tag}_decode_b{batch}_int8"] = decode(models["int8"][0], short)
     if hasattr(lm, "score") and config.get("score_items"):
-        prompts = [tok.decode(words[:48])] * config["score_items"]
-        options = [[" the stars", " a dog", " the mat and the cat", " blue"]] * len(prompts)
-        impls[f"jaxlab_{tag}_score_float32"] = lambda: lm.score(model, tok, prompts, options)
+        impls.update(_score_impls(lm, model, tok, tag, config))
     try:
         from llama_cpp import Llama
     except ImportError:
@@ -121,6 +126,88 @@ def _model_impls(lm, name, tag, config, notes):
     return impls
 
 
+_WORDS = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "a",
+    "mat",
+    "and",
+    "looked",
+    "at",
+    "stars",
+    "while",
+    "river",
+    "water",
+    "ran",
+    "past",
+    "old",
+    "stone",
+    "bridges",
+    "under",
+    "grey",
+    "winter",
+    "skies",
+    "as",
+    "children",
+    "played",
+    "near",
+    "quiet",
+    "houses",
+    "with",
+    "red",
+    "doors",
+    "small",
+    "gardens",
+    "tall",
+    "trees",
+    "and",
+    "long",
+    "roads",
+    "that",
+    "led",
+    "over",
+    "green",
+    "hills",
+    "toward",
+    "distant",
+    "towns",
+    "where",
+    "people",
+    "sold",
+    "bread",
+    "fish",
+    "apples",
+    "and",
+    "warm",
+    "coats",
+    "every",
+    "morning",
+]
+
+
+def _text(rng, n_words: int) -> str:
+    return " ".join(rng.choice(_WORDS, size=n_words))
+
+
+def _score_impls(lm, model, tok, tag, config):
+    """`score` rows: distinct prompts and a shared few-shot preamble, batched vs per item."""
+    rng = np.random.default_rng(1)
+    n, n_words = config["score_items"], config["score_words"]
+    options = [[" the stars", " a dog", " the mat and the cat", " blue"]] * n
+    distinct = [_text(rng, n_words) + "\nAnswer:" for _ in range(n)]
+    shots = _text(rng, 3 * n_words // 4)
+    fewshot = [f"{shots}\nQuestion: {_text(rng, n_words // 4)}\nAnswer:" for _ in range(n)]
+    impls = {}
+    for kind, prompts in (("distinct", distinct), ("fewshot", fewshot)):
+        for path, share in (("batched", True), ("per_item", False)):
+            impls[f"jaxlab_{tag}_score_{kind}_{path}_float32"] = lambda p=prompts, s=share: (
+                lm.score(model, tok, p, options, share_prefix=s).sum
+            )
+    return impls
+
+
 def _fields(tags, config, impls):
     n_pre, n_dec, batch = config["prefill_tokens"], config["decode_tokens"], config["batch"]
     fields = {}
@@ -141,10 +228,14 @@ def _fields(tags, config, impls):
         )
         for w in ("float32", "int8"):
             fields[f"{tag}_prefill_{w}_tok_s"] = lambda m, k=j + f"prefill_{w}": n_pre / m[k]
-        if j + "score_float32" in impls:
-            fields[f"{tag}_score_items_s"] = lambda m, k=j + "score_float32": (
-                config["score_items"] / m[k]
-            )
+        for kind, name in (("distinct", "score"), ("fewshot", "score_fewshot")):
+            new, old = j + f"score_{kind}_batched_float32", j + f"score_{kind}_per_item_float32"
+            if new not in impls:
+                continue
+            n_items = config["score_items"]
+            fields[f"{tag}_{name}_items_s"] = lambda m, k=new, n=n_items: n / m[k]
+            fields[f"{tag}_{name}_per_item_items_s"] = lambda m, k=old, n=n_items: n / m[k]
+            fields[f"{tag}_{name}_ratio_vs_per_item"] = lambda m, a=new, b=old: m[b] / m[a]
         peer = f"llamacpp_{tag}_"
         if peer + "decode_b1" not in impls:
             continue
@@ -199,6 +290,9 @@ def setup(config: dict, key) -> Bench:
         "batch": config["batch"],
         "threads": _threads(),
         "models": tags,
+        "score_items": config.get("score_items", 0),
+        "score_words": config.get("score_words", 0),
+        "items_s": "score_items / median_s (4 options per item)",
         "tok_s": "prefill: prefill_tokens / median_s; decode_bB: decode_tokens * B / median_s",
     }
     pairs = tuple(

@@ -21,7 +21,9 @@
   bucketed shapes, batched left-padded prompts, `Greedy` or `Sample`
   (temperature, top-p), stop tokens.
 - `score(model, tokenizer, prompts, continuations)`: option log-likelihoods (sum and
-  per token) with one prompt KV cache per item and the head applied in vocabulary chunks.
+  per token) with one prompt KV cache per item, a prefix shared by a batch's prompts run
+  once, and the head applied in vocabulary chunks (bounds `MAX_SCORE_OPTIONS`,
+  `MAX_SCORE_BATCH`).
 - `embed(model, tokenizer, texts)`: one vector per text, the mean of its final hidden
   states (after the final norm), e.g. for a dense-retrieval baseline.
 - `load_sentence_encoder()` -> (`SentenceEncoder`, tokenizer): all-MiniLM-L6-v2 (6-layer
@@ -88,6 +90,9 @@ from ._registry import ModelInfo as ModelInfo
 from ._registry import canonical_name as canonical_name
 from ._sampling import Greedy as Greedy
 from ._sampling import Sample as Sample
+from ._score import MAX_SCORE_BATCH as MAX_SCORE_BATCH
+from ._score import MAX_SCORE_OPTIONS as MAX_SCORE_OPTIONS
+from ._score import MIN_SHARED_PREFIX as MIN_SHARED_PREFIX
 from ._score import Scores as Scores
 from ._score import score as score
 from ._sentence import SentenceEncoder as SentenceEncoder
