@@ -44,7 +44,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import AbstractMesh, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ._config import LMConfig
@@ -98,9 +98,13 @@ def model_mesh(
     return Mesh(grid, (data_axis, model_axis))
 
 
-def _axis_size(mesh: Mesh, name: str, what: str) -> int:
-    if not isinstance(mesh, Mesh):
-        raise ValueError(f"mesh: expected a jax.sharding.Mesh, received {type(mesh).__name__}")
+def _axis_size(mesh: Mesh | AbstractMesh, name: str, what: str, *, abstract: bool = False) -> int:
+    kinds = (Mesh, AbstractMesh) if abstract else (Mesh,)
+    if not isinstance(mesh, kinds):
+        expected = " or AbstractMesh" if abstract else ""
+        raise ValueError(
+            f"mesh: expected a jax.sharding.Mesh{expected}, received {type(mesh).__name__}"
+        )
     if name not in mesh.axis_names:
         raise ValueError(f"{what}: {name!r} is not an axis of the mesh {tuple(mesh.axis_names)}")
     return int(mesh.shape[name])
@@ -241,7 +245,7 @@ def shard_batch(x, mesh: Mesh, *, data_axis: str = "data"):
 
 def memory_per_device(
     config: LMConfig,
-    mesh: Mesh,
+    mesh: Mesh | AbstractMesh,
     *,
     dtype=np.float32,
     batch: int = 1,
@@ -268,7 +272,8 @@ def memory_per_device(
 
     **Arguments:**
         config: the model's `LMConfig`.
-        mesh: the mesh (only its axis sizes are read).
+        mesh: the mesh (only its axis sizes are read: a `jax.sharding.AbstractMesh`,
+            e.g. `AbstractMesh((1, 8), ("data", "model"))`, plans for devices not present).
         dtype: the parameter and compute dtype (float32 or bfloat16).
         batch: rows per step (a multiple of the data axis size).
         seq: tokens per row (cache slots).
@@ -279,8 +284,8 @@ def memory_per_device(
     if not isinstance(config, LMConfig):
         raise ValueError(f"config: expected an LMConfig, received {type(config).__name__}")
     dt = model_dtype(dtype)
-    d = _axis_size(mesh, data_axis, "data_axis")
-    m = _axis_size(mesh, model_axis, "model_axis")
+    d = _axis_size(mesh, data_axis, "data_axis", abstract=True)
+    m = _axis_size(mesh, model_axis, "model_axis", abstract=True)
     for name, v in (("batch", batch), ("seq", seq)):
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise ValueError(f"{name}: expected a positive int, received {v!r}")

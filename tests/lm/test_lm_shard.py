@@ -16,6 +16,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -230,7 +231,7 @@ def test_smollm2_sharded_over_three_devices(measured):
 
 def test_quantised_weights_are_refused():
     cfg = tiny_llama(vocab_size=64, d_model=32)
-    model = lm.Transformer.random(cfg, key=__import__("jax").random.key(0))
+    model = lm.Transformer.random(cfg, key=jax.random.key(0))
     q = quantize(np.asarray(model.layers.wq), bits=8)
     assert isinstance(q, QuantWeight)
     qmodel = __import__("equinox").tree_at(lambda m: m.layers.wq, model, q)
@@ -248,3 +249,20 @@ def test_memory_per_device_scales_with_the_mesh():
     assert one["kv_cache"] == 2 * 3 * 2 * 8 * 2 * 6 * 2
     with pytest.raises(ValueError, match="dtype"):
         lm.memory_per_device(cfg, lm.model_mesh(1, 1), dtype=jnp.int8)
+
+
+def test_memory_per_device_plans_on_an_abstract_mesh():
+    from jax.sharding import AbstractMesh
+
+    cfg = tiny_llama(vocab_size=64)
+    concrete = lm.memory_per_device(cfg, lm.model_mesh(1, 1), batch=4, seq=8)
+    assert lm.memory_per_device(cfg, AbstractMesh((1, 1), ("data", "model")), batch=4, seq=8) == (
+        concrete
+    )
+    two = lm.memory_per_device(cfg, AbstractMesh((2, 2), ("data", "model")), batch=4, seq=8)
+    assert two["kv_cache"] == concrete["kv_cache"] // 4  # half the rows, half the KV heads
+    with pytest.raises(ValueError, match="mesh"):
+        lm.shard_model(
+            lm.Transformer.random(cfg, key=jax.random.key(0)),
+            AbstractMesh((1, 1), ("data", "model")),
+        )
