@@ -67,7 +67,8 @@ _SCRIPT = textwrap.dedent(
         base = lm.Transformer.random(cfg, key=jax.random.key(1))
         steer = interp.steer(jnp.ones(cfg.d_model) * 0.3, 2.0, layers=[1])
         ref_f = lm.forward(base, toks[0], capture=("resid_post",), intervene=steer)
-        ref_b = lm.forward_batched(base, toks, mask=mask, capture=("z",), intervene=steer)
+        if (2, 2) in plan[name]:
+            ref_b = lm.forward_batched(base, toks, mask=mask, capture=("z",), intervene=steer)
         ref_g = lm.generate(base, prompts, max_new_tokens=6)
         ref_s = lm.score(base, None, opts_p, opts_c)
         for shape in plan[name]:
