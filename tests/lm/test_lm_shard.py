@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -106,6 +107,15 @@ _SCRIPT = textwrap.dedent(
                 out["cases"].append(case)
                 print(name, shape, dtype, time.time() - t0, file=sys.stderr)
 
+    # the compiled forward on a (1, 4) mesh: which collectives, on which shapes
+    import equinox as eqx, re
+    sh = lm.shard_model(lm.Transformer.random(configs["llama"], key=jax.random.key(1)),
+                        lm.model_mesh(1, 4))
+    hlo = eqx.filter_jit(lambda m, t: m(t)).lower(sh, toks[0]).lowered.compile().as_text()
+    out["collectives"] = re.findall(
+        r"= (\\S+) (all-gather|all-reduce|all-to-all|collective-permute|reduce-scatter)"
+        r"(?:-start)?\\(", hlo)
+
     # collect on a sharded model writes the same activations
     cfg = configs["llama"]
     base = lm.Transformer.random(cfg, key=jax.random.key(1))
@@ -198,6 +208,15 @@ def test_weights_are_split_as_documented(measured):
         assert c["wq_shard"] == [3, n_heads * hd // m, d]
         kv_split = n_kv % m == 0
         assert c["wk_shard"][1] == (n_kv * hd // m if kv_split else n_kv * hd), c
+
+
+def test_forward_communicates_activations_never_weights(measured):
+    # Megatron pattern: all-reduces of (T, d_model) activations (after wo, after w_down,
+    # after the vocabulary-split embedding lookup); no weight is ever gathered
+    ops = measured["collectives"]
+    assert ops, "a model axis of 4 must communicate"
+    assert all(op == "all-reduce" for _, op in ops), ops
+    assert all(re.fullmatch(r"f32\[(\d+,)*24\]\S*", shape) for shape, _ in ops), ops
 
 
 def test_memory_per_device_weights_equal_shard_bytes(measured):
