@@ -32,6 +32,7 @@ SLOW = {
     "lengthprobe": 38,
     "lm": 14,
     "observers": 20,
+    "scale": 14,  # 2026-12-06: 13 s user + sys on 1 device (load 16), SmolLM2 load + 3 compiles
     "sensing": 40,
     "topology": 23,
 }

@@ -36,6 +36,11 @@
 - `load(name, weights="int8" | "int4")`: weight-only quantised projections
   (`QuantWeight`), dequantised inside the matmul (C++ kernel on CPU).
 - `read_gguf`: the validated GGUF reader underneath.
+- `model_mesh(data, model)` -> a (data, model) `Mesh`; `shard_model(model, mesh)`: the
+  weights tensor-parallel over the model axis (Megatron style: heads, FFN, vocabulary),
+  used unchanged by `forward`/`generate`/`score`/`collect`; `shard_batch` splits a batch
+  over the data axis; `memory_per_device(config, mesh, dtype=, batch=, seq=)`: bytes per
+  device of weights, KV cache and activations.
 
 Example: `examples/lm.py` (a jupytext notebook; rendered in the docs site).
 """
@@ -99,5 +104,10 @@ from ._sentence import SentenceEncoder as SentenceEncoder
 from ._sentence import encode_sentences as encode_sentences
 from ._sentence import encode_tokens as encode_tokens
 from ._sentence import load_sentence_encoder as load_sentence_encoder
+from ._shard import memory_per_device as memory_per_device
+from ._shard import model_mesh as model_mesh
+from ._shard import shard_batch as shard_batch
+from ._shard import shard_model as shard_model
+from ._shard import weight_specs as weight_specs
 from ._str_tokens import to_str_tokens as to_str_tokens
 from ._tokenizer import Tokenizer as Tokenizer
