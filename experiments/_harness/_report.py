@@ -235,12 +235,27 @@ def claims_table(
     return "\n".join(rows) + "\n"
 
 
+def _size_text(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _pair(key: str, ours: Sequence[str], timings: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(ours, peer) of a ratio key `OURS_vs_PEER` (the longest `ours` name that fits)."""
+    for o in sorted(ours, key=len, reverse=True):
+        peer = key.removeprefix(f"{o}_vs_")
+        if key.startswith(f"{o}_vs_") and peer in timings:
+            return o, peer
+    return None
+
+
 def bench_table(benches: Sequence[Mapping[str, Any]]) -> str:
     """One Markdown row per benchmark: its paper, size, the median of our main
     implementation (the first of `ours`), the peers' medians, and the ratios of ours to each
     peer (peer median / ours median: > 1 means ours is faster); benchmarks ordered by paper
-    then name. Every implementation's timing and every ratio: `python -m experiments bench`
-    prints them, the benchmarks page lists them."""
+    then name. A benchmark that names its own (ours, peer) pairs (not every ours against
+    every peer: e.g. one pair per size) shows every pair, ours' median of each. Every
+    implementation's timing and every ratio: `python -m experiments bench` prints them,
+    the benchmarks page lists them."""
     rows = [
         "| benchmark | paper | size | ours (median) | peers (median) | ratio peer / ours |",
         "|---|---|---|---|---|---|",
@@ -251,16 +266,23 @@ def bench_table(benches: Sequence[Mapping[str, Any]]) -> str:
         main = ours[0] if ours else None
         peers = [i for i in b["timings"] if i not in ours]
         med = {i: seconds_text(t["median_s"]) for i, t in b["timings"].items()}
-        size = ", ".join(f"{k} {v}" for k, v in b.get("size", {}).items())
+        size = ", ".join(f"{k} {_size_text(v)}" for k, v in b.get("size", {}).items())
         ratios = b.get("ratios", {})
-        mine = {k: v for k, v in ratios.items() if main and k.startswith(f"{main}_vs_")}
-        shown = "; ".join(
-            f"{k.removeprefix(f'{main}_vs_') if k in mine else k} {v:.3g}x"
-            for k, v in (mine or ratios).items()
-        )
+        pairs = {k: _pair(k, ours, b["timings"]) for k in ratios}
+        chosen = bool(ratios) and all(pairs.values()) and len(ratios) < len(ours) * len(peers)
+        if chosen:  # the benchmark's own pairs: each one
+            shown_ours = list(dict.fromkeys(p[0] for p in pairs.values() if p))
+            shown = "; ".join(f"{p[0]} vs {p[1]} {ratios[k]:.3g}x" for k, p in pairs.items() if p)
+        else:
+            shown_ours = [main] if main else []
+            mine = {k: v for k, v in ratios.items() if main and k.startswith(f"{main}_vs_")}
+            shown = "; ".join(
+                f"{k.removeprefix(f'{main}_vs_') if k in mine else k} {v:.3g}x"
+                for k, v in (mine or ratios).items()
+            )
         rows.append(
             f"| {b['bench']} | {b.get('paper', '?')} | {_cell(size) or '—'} | "
-            f"{_cell(f'{main} {med[main]}') if main else '—'} | "
+            f"{_cell(', '.join(f'{i} {med[i]}' for i in shown_ours)) or '—'} | "
             f"{_cell(', '.join(f'{i} {med[i]}' for i in peers)) or '—'} | "
             f"{_cell(shown) or '—'} |"
         )

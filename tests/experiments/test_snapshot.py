@@ -284,6 +284,37 @@ def test_bench_table_has_one_row_per_benchmark_with_ratios():
     assert len(rows) == 4
 
 
+def test_bench_table_shows_every_pair_a_benchmark_names_and_rounds_sizes():
+    t = {"median_s": 1.0, "min_s": 1.0, "max_s": 1.0}
+    rec = {
+        **_bench_record("b"),
+        "size": {"horizon": 1.5, "rate": 360726.58992, "n": 3},
+        "ours": ["ode_N1", "ode_N10"],
+        "timings": {
+            "ode_N1": t,
+            "gd_N1": {**t, "median_s": 2.0},
+            "ode_N10": t,
+            "gd_N10": {**t, "median_s": 20.0},
+        },
+        # one pair per size (2 of the 4 ours x peers combinations)
+        "ratios": {"ode_N1_vs_gd_N1": 2.0, "ode_N10_vs_gd_N10": 20.0},
+    }
+    row = bench_table([rec]).splitlines()[2]
+    assert row == (
+        "| b | P1 | horizon 1.5, rate 3.607e+05, n 3 | ode_N1 1 s, ode_N10 1 s | "
+        "gd_N1 2 s, gd_N10 20 s | ode_N1 vs gd_N1 2x; ode_N10 vs gd_N10 20x |"
+    )
+    # every ours against every peer: the main implementation's ratios only, as before
+    rec["ratios"] = {
+        "ode_N1_vs_gd_N1": 2.0,
+        "ode_N1_vs_gd_N10": 20.0,
+        "ode_N10_vs_gd_N1": 2.0,
+        "ode_N10_vs_gd_N10": 20.0,
+    }
+    row = bench_table([rec]).splitlines()[2]
+    assert row.endswith("| ode_N1 1 s | gd_N1 2 s, gd_N10 20 s | gd_N1 2x; gd_N10 20x |")
+
+
 def test_replace_block_needs_its_markers():
     text = "a\n<!-- x:begin (generated) -->\nold\n<!-- x:end -->\nb\n"
     assert _pages.replace_block(text, "x", "new\n") == (
