@@ -12,7 +12,7 @@ import numpy as np
 import optax
 
 from experiments._harness import RunContext, log
-from jaxlab import TqdmProgress, ValidatedStep, run_steps, sensing
+from jaxlab import Driver, TqdmProgress, ValidatedStep, run_steps, sensing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,9 +115,11 @@ def trained_model_validated(config: SensingConfig, key: jax.Array, ctx: RunConte
         step.init(model, kt),
         key=kt,
         steps=config.steps,
-        checkpointer=ctx.checkpointer("vae"),
-        progress=TqdmProgress(desc="sensing: ELBO"),
-        stop=step.stop,
+        driver=Driver(
+            checkpointer=ctx.checkpointer("vae"),
+            progress=TqdmProgress(desc="sensing: ELBO"),
+            stop=step.stop,
+        ),
     )
     losses = hist.losses[: hist.steps_done]
     val_loss = hist.aux["val_loss"][: hist.steps_done]

@@ -51,6 +51,7 @@ from jaxlab._core import (
     AbstractProgress,
     AbstractStep,
     Checkpointer,
+    Driver,
     StepLoop,
     check_array,
     check_finite,
@@ -510,11 +511,9 @@ def fit(
         step.init(params0, key),
         key=key,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
-        stop=stop,
-        loop=StepLoop(),
+        driver=Driver(
+            chunk=chunk, checkpointer=checkpointer, progress=progress, stop=stop, loop=StepLoop()
+        ),
     )
     p = _to_physical(state.params, problem)
     p = FitParams(p.positions.at[:, 2].set(jnp.abs(p.positions[:, 2])), p.coeffs)

@@ -12,6 +12,7 @@ from jaxtyping import Array, Float
 from jaxlab._core import (
     AbstractProgress,
     Checkpointer,
+    Driver,
     check_finite,
     check_positive_int,
     check_range,
@@ -178,9 +179,7 @@ def train_lecell(
         step.init(model, kt),
         key=kt,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
+        driver=Driver(chunk=chunk, checkpointer=checkpointer, progress=progress),
     )
     return step.combine(params), hist.aux
 

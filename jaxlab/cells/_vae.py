@@ -16,7 +16,7 @@ import optax
 from jax.scipy.special import gammaln
 from jaxtyping import Array, Float
 
-from jaxlab._core import AbstractProgress, Checkpointer, check_positive_int, run_steps
+from jaxlab._core import AbstractProgress, Checkpointer, Driver, check_positive_int, run_steps
 
 from ._model_step import AbstractModelStep
 
@@ -176,9 +176,7 @@ def train_nbvae(
         step.init(model, kt),
         key=kt,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
+        driver=Driver(chunk=chunk, checkpointer=checkpointer, progress=progress),
     )
     model = step.combine(params)
     emb = jax.vmap(lambda xx, bb: model.encode(xx, bb)[0])(step.counts, step.batch_onehot)

@@ -21,6 +21,7 @@ from jaxlab._core import (
     AbstractProgress,
     AbstractStep,
     Checkpointer,
+    Driver,
     StepLoop,
     optimizer_update,
     run_steps,
@@ -437,11 +438,13 @@ def train_classifier(
         step.init(None, key),
         key=jax.random.split(key, 3)[1],
         steps=step.total_steps,
-        chunk=step.n_batches,
-        checkpointer=checkpointer,
-        progress=progress,
-        stop=lambda s: bool(s["done"]),
-        loop=StepLoop(),
+        driver=Driver(
+            chunk=step.n_batches,
+            checkpointer=checkpointer,
+            progress=progress,
+            stop=lambda s: bool(s["done"]),
+            loop=StepLoop(),
+        ),
     )
     return TrainedClassifier(
         model,

@@ -37,6 +37,7 @@ from jaxlab._core import (
     AbstractProgress,
     AbstractStep,
     Checkpointer,
+    Driver,
     StepLoop,
     as_array,
     check_positive_int,
@@ -273,9 +274,6 @@ def fit(
         step.init(params, key),
         key=key,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
-        loop=StepLoop(),
+        driver=Driver(chunk=chunk, checkpointer=checkpointer, progress=progress, loop=StepLoop()),
     )
     return params, hist.losses

@@ -11,7 +11,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._core import Checkpointer, NoProgress, check_finite, check_positive_int, run_steps
+from .._core import Checkpointer, Driver, NoProgress, check_finite, check_positive_int, run_steps
 from ._sae import AbstractSAE
 from ._train import SAEState, SAEStep
 
@@ -178,9 +178,7 @@ def fit_sae(
         step.init(sae, key),
         key=key,
         steps=steps,
-        chunk=min(chunk, steps),
-        checkpointer=checkpointer,
-        progress=progress,
+        driver=Driver(chunk=min(chunk, steps), checkpointer=checkpointer, progress=progress),
     )
     _check_loss(hist, 0, "the array source")
     return state.sae, state, [hist]
@@ -253,9 +251,7 @@ def _fit_store(
                 state,
                 key=jax.random.fold_in(key, 2 * b + 1),
                 steps=n,
-                chunk=min(chunk, n),
-                checkpointer=ck,
-                progress=progress,
+                driver=Driver(chunk=min(chunk, n), checkpointer=ck, progress=progress),
             )
             _check_loss(hist, done, f"buffer {b}")
             hists.append(hist)

@@ -23,6 +23,7 @@ from jaxlab._core import (
     AbstractProgress,
     AbstractStep,
     Checkpointer,
+    Driver,
     History,
     StepLoop,
     check_array,
@@ -198,10 +199,7 @@ def fit_head(
         step.init(model, key),
         key=key,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
-        loop=StepLoop(),
+        driver=Driver(chunk=chunk, checkpointer=checkpointer, progress=progress, loop=StepLoop()),
     )
     return step.model(state), hist
 
@@ -245,9 +243,6 @@ def fit_gram(
         step.init(model, key),
         key=key,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
-        loop=StepLoop(),
+        driver=Driver(chunk=chunk, checkpointer=checkpointer, progress=progress, loop=StepLoop()),
     )
     return step.model(state), hist

@@ -35,6 +35,7 @@ from jaxlab._core import (
     AbstractProgress,
     AbstractStep,
     Checkpointer,
+    Driver,
     ValidatedState,
     ValidatedStep,
     check_positive_int,
@@ -465,7 +466,9 @@ def fit(
     t0 = time.perf_counter()
     warm = chunk + steps % chunk if steps % chunk else chunk
     jax.block_until_ready(
-        run_steps(step, state, key=jax.random.fold_in(key, 7), steps=warm, chunk=chunk)[0]
+        run_steps(
+            step, state, key=jax.random.fold_in(key, 7), steps=warm, driver=Driver(chunk=chunk)
+        )[0]
     )
     if stop is not None:
         stop(current(state).params)
@@ -476,10 +479,7 @@ def fit(
         state,
         key=key,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
-        stop=stop_fn,
+        driver=Driver(chunk=chunk, checkpointer=checkpointer, progress=progress, stop=stop_fn),
     )
     params = state.best.params if isinstance(state, ValidatedState) else state.params
     jax.block_until_ready(params)

@@ -35,6 +35,7 @@ from jaxtyping import Array, Float, Int
 from jaxlab import lm
 from jaxlab._core import (
     AbstractStep,
+    Driver,
     NoProgress,
     check_ids,
     check_lengths,
@@ -210,9 +211,11 @@ def fit_haps(
         step.init(params, key),
         key=key,
         steps=steps,
-        chunk=min(steps, 25),
-        checkpointer=checkpointer,
-        progress=NoProgress() if progress is None else progress,
+        driver=Driver(
+            chunk=min(steps, 25),
+            checkpointer=checkpointer,
+            progress=NoProgress() if progress is None else progress,
+        ),
     )
     return eqx.combine(state[0], static), hist
 

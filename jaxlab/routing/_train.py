@@ -18,6 +18,7 @@ from jaxtyping import Array, Float
 
 from jaxlab._core import (
     AbstractStep,
+    Driver,
     NoProgress,
     check_positive_int,
     optimizer_update,
@@ -58,9 +59,11 @@ def fit_params(step: AbstractStep, model, *, key, steps: int, chunk: int, progre
         step.init(params, key),
         key=key,
         steps=steps,
-        chunk=min(steps, chunk),
-        progress=NoProgress() if progress is None else progress,
-        **options,
+        driver=Driver(
+            chunk=min(steps, chunk),
+            progress=NoProgress() if progress is None else progress,
+            **options,
+        ),
     )
     return eqx.combine(state[0], static), hist
 

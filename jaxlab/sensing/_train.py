@@ -15,6 +15,7 @@ from jaxlab._core import (
     AbstractProgress,
     AbstractStep,
     Checkpointer,
+    Driver,
     as_array,
     check_positive_int,
     optimizer_update,
@@ -212,8 +213,6 @@ def train_model(
         step.init(model, key),
         key=key,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
+        driver=Driver(chunk=chunk, checkpointer=checkpointer, progress=progress),
     )
     return step.model(state), hist.losses

@@ -30,6 +30,7 @@ from jaxlab._core import (
     AbstractProgress,
     AbstractStep,
     Checkpointer,
+    Driver,
     StepLoop,
     check_array,
     check_finite,
@@ -273,10 +274,7 @@ def train_raft(
         step.init(params, k_init),
         key=k_data,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
-        loop=StepLoop(),
+        driver=Driver(chunk=chunk, checkpointer=checkpointer, progress=progress, loop=StepLoop()),
     )
     return params, hist.losses
 

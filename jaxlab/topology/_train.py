@@ -24,6 +24,7 @@ from jaxlab._core import (
     AbstractProgress,
     AbstractStep,
     Checkpointer,
+    Driver,
     History,
     StepLoop,
     check_positive_int,
@@ -301,11 +302,13 @@ def fit(
         step.init(model, key),
         key=key,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
-        stop=stop,
-        loop=StepLoop() if loop is None else loop,
+        driver=Driver(
+            chunk=chunk,
+            checkpointer=checkpointer,
+            progress=progress,
+            stop=stop,
+            loop=StepLoop() if loop is None else loop,
+        ),
     )
 
 

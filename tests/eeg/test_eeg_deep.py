@@ -9,7 +9,7 @@ import optax
 import pytest
 
 from jaxlab import eeg
-from jaxlab._core import Checkpointer, StepLoop, run_steps
+from jaxlab._core import Checkpointer, Driver, StepLoop, run_steps
 
 # DeepConvNet needs >= 441 samples with braindecode's defaults (see test below)
 LENGTH = {eeg.EEGNet: 128, eeg.ShallowConvNet: 128, eeg.DeepConvNet: 448}
@@ -113,7 +113,9 @@ def test_classifier_step_passes_the_shared_step_checks_through_an_early_stop(get
     )
     state = step.init(None, getkey())
     check_step(step, state, key=getkey(), steps=12, tmp_path=tmp_path, loop=StepLoop())
-    final, hist = run_steps(step, state, key=getkey(), steps=12, chunk=5, loop=StepLoop())
+    final, hist = run_steps(
+        step, state, key=getkey(), steps=12, driver=Driver(chunk=5, loop=StepLoop())
+    )
     t = int(final["t"])
     assert bool(final["done"])
     assert t % 2 == 0
