@@ -86,15 +86,17 @@ def trained_model_validated(config: SensingConfig, key: jax.Array, ctx: RunConte
         else config.lr
     )
     if config.val_flowers == 0:
-        model, losses = sensing.train_model(
+        model, hist = sensing.train_model(
             model,
             data,
             key=kt,
             steps=config.steps,
             optimizer=optax.adam(lr),
-            checkpointer=ctx.checkpointer("vae"),
-            progress=TqdmProgress(desc="sensing: ELBO"),
+            driver=Driver(
+                checkpointer=ctx.checkpointer("vae"), progress=TqdmProgress(desc="sensing: ELBO")
+            ),
         )
+        losses = hist.losses
         log.info("sensing VAE: -ELBO %.1f -> %.1f", float(losses[0]), float(losses[-1]))
         return model, losses, (np.zeros(0, int), np.zeros(0)), len(losses)
     # held-out flowers from a key the training set never uses

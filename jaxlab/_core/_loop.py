@@ -192,6 +192,44 @@ class Driver:
         return dataclasses.replace(self, **changes)
 
 
+def driver_for(
+    driver: Driver | None,
+    *,
+    chunk: int | None = None,
+    loop: AbstractLoop | None = None,
+    stop: Callable[[Any], bool] | None = None,
+) -> Driver:
+    """The `Driver` a `fit` wrapper runs: the caller's `driver` (`Driver()` when None)
+    with the wrapper's own defaults filled in.
+
+    `chunk` replaces the driver's chunk when it was left at the default (100): the
+    wrapper's natural chunk (an epoch, the whole run); `loop` is used when the driver
+    names none; `stop` (the wrapper's own: certification, its epochs' end) is combined
+    with the driver's (the run stops when either says so; both are called).
+    """
+    driver = Driver() if driver is None else driver
+    if not isinstance(driver, Driver):
+        raise ValueError(f"driver: expected a Driver or None, received {type(driver).__name__}")
+    changes: dict[str, Any] = {}
+    if chunk is not None and driver.chunk == Driver.chunk:
+        changes["chunk"] = chunk
+    if loop is not None and driver.loop is None:
+        changes["loop"] = loop
+    if stop is not None:
+        if driver.stop is None:
+            changes["stop"] = stop
+        else:
+            user_stop = driver.stop
+
+            def both(state, ours=stop, theirs=user_stop):
+                a = bool(ours(state))
+                b = bool(theirs(state))
+                return a or b
+
+            changes["stop"] = both
+    return driver.replace(**changes) if changes else driver
+
+
 def _key_data(key: jax.Array) -> jax.Array:
     if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         return jax.random.key_data(key)

@@ -218,7 +218,6 @@ _PENDING = {
     "jaxlab.routing.fit_image_encoder",
     "jaxlab.routing.fit_router",
     "jaxlab.routing.fit_vqa",
-    "jaxlab.sensing.train_model",
     "jaxlab.stereo.train_raft",
     "jaxlab.topology.fit",
 }
@@ -252,3 +251,29 @@ def test_public_fits_take_a_driver_not_loose_driver_options():
     assert offenders == {}, offenders
     # every pending or excepted name is a real public function (no stale entries)
     assert set(_EXCEPTIONS) | _PENDING <= set(fits)
+
+
+def test_driver_for_fills_the_wrappers_defaults_and_combines_stops():
+    from jaxlab._core import driver_for
+
+    d = driver_for(None, chunk=5, loop=StepLoop())
+    assert d.chunk == 5
+    assert isinstance(d.loop, StepLoop)
+    # the caller's explicit choices win over the wrapper's defaults
+    d = driver_for(Driver(chunk=7, loop=ScanLoop()), chunk=5, loop=StepLoop())
+    assert d.chunk == 7
+    assert isinstance(d.loop, ScanLoop)
+    calls = []
+    ours = driver_for(None, stop=lambda s: calls.append("ours") or s == 1).stop
+    assert ours is not None
+    assert ours(1)
+    both = driver_for(
+        Driver(stop=lambda s: calls.append("theirs") or s == 2), stop=lambda s: s == 1
+    ).stop
+    assert both is not None
+    assert both(1)
+    assert both(2)
+    assert not both(3)
+    assert calls.count("theirs") == 3  # the caller's stop sees every chunk
+    with pytest.raises(ValueError, match="driver"):
+        driver_for(5)  # type: ignore[arg-type]
