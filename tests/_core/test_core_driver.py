@@ -204,8 +204,6 @@ _EXCEPTIONS = {
 # Functions not converted yet (removed from this set as each component is converted).
 _PENDING = {
     "jaxlab.biophys.fit",
-    "jaxlab.cells.train_lecell",
-    "jaxlab.cells.train_nbvae",
     "jaxlab.eeg.train_classifier",
     "jaxlab.em.fit",
     "jaxlab.interp.fit_sae",
