@@ -205,7 +205,6 @@ _EXCEPTIONS = {
 _PENDING = {
     "jaxlab.biophys.fit",
     "jaxlab.eeg.train_classifier",
-    "jaxlab.em.fit",
     "jaxlab.interp.fit_sae",
     "jaxlab.laplex.fit_gram",
     "jaxlab.laplex.fit_head",
