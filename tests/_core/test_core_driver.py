@@ -206,8 +206,6 @@ _PENDING = {
     "jaxlab.biophys.fit",
     "jaxlab.eeg.train_classifier",
     "jaxlab.interp.fit_sae",
-    "jaxlab.laplex.fit_gram",
-    "jaxlab.laplex.fit_head",
     "jaxlab.observers.fit",
     "jaxlab.observers.train_lmi_only",
     "jaxlab.observers.train_two_stage",
