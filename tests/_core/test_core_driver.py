@@ -212,7 +212,6 @@ _PENDING = {
     "jaxlab.routing.fit_router",
     "jaxlab.routing.fit_vqa",
     "jaxlab.stereo.train_raft",
-    "jaxlab.topology.fit",
 }
 
 
