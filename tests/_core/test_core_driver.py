@@ -203,7 +203,6 @@ _EXCEPTIONS = {
 
 # Functions not converted yet (removed from this set as each component is converted).
 _PENDING = {
-    "jaxlab.interp.fit_sae",
     "jaxlab.observers.fit",
     "jaxlab.observers.train_lmi_only",
     "jaxlab.observers.train_two_stage",
