@@ -210,7 +210,6 @@ _PENDING = {
     "jaxlab.routing.fit_image_encoder",
     "jaxlab.routing.fit_router",
     "jaxlab.routing.fit_vqa",
-    "jaxlab.stereo.train_raft",
 }
 
 
