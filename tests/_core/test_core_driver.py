@@ -206,10 +206,6 @@ _PENDING = {
     "jaxlab.observers.fit",
     "jaxlab.observers.train_lmi_only",
     "jaxlab.observers.train_two_stage",
-    "jaxlab.routing.fit_haps",
-    "jaxlab.routing.fit_image_encoder",
-    "jaxlab.routing.fit_router",
-    "jaxlab.routing.fit_vqa",
 }
 
 
