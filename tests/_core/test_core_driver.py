@@ -202,11 +202,7 @@ _EXCEPTIONS = {
 }
 
 # Functions not converted yet (removed from this set as each component is converted).
-_PENDING = {
-    "jaxlab.observers.fit",
-    "jaxlab.observers.train_lmi_only",
-    "jaxlab.observers.train_two_stage",
-}
+_PENDING: set[str] = set()
 
 
 def _public_fits():
