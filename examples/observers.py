@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 
+from jaxlab import Driver
 from jaxlab import observers as O
 
 jax.config.update("jax_enable_x64", True)  # the observers and their LMIs are float64
@@ -52,15 +53,16 @@ params = O.CertifiedObserver.from_observer(observer)
 cfg = O.ObserverTrainConfig(batch=16, rollout_steps=5, lmi_margin=1e-3)
 
 # stage 1: point-guided Lyapunov pre-training; stage 2: LMI fine-tuning until certified
-params, _ = O.fit(O.point_loss, params, key=k1, config=cfg, steps=STEPS1, chunk=STEPS1)
+params, _ = O.fit(
+    O.point_loss, params, key=k1, config=cfg, steps=STEPS1, driver=Driver(chunk=STEPS1)
+)
 params, info = O.fit(
     O.lmi_loss,
     params,
     key=k2,
     config=cfg,
     steps=3000,
-    chunk=150,
-    stop=lambda p: O.max_lmi_eigenvalue(p) < -cfg.lmi_margin,
+    driver=Driver(chunk=150, stop=lambda p: O.max_lmi_eigenvalue(p) < -cfg.lmi_margin),
 )
 print(
     "stage 2 stopped after",

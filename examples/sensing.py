@@ -48,7 +48,8 @@ kd, km, kt, kf, ka, ko = jax.random.split(jax.random.key(0), 6)
 # flowers x probes, two modalities (jitted: one compiled program instead of many small ops)
 data = eqx.filter_jit(sensing.simulate_probes)(N_FLOWERS, 16, key=kd)
 model = sensing.MultimodalVAE(latent_dim=6, width=64, key=km)
-model, losses = sensing.train_model(model, data, key=kt, steps=STEPS)
+model, history = sensing.train_model(model, data, key=kt, steps=STEPS)
+losses = history.losses
 
 flower = sensing.sample_flower(key=kf, kinds=(0,), contrast_range=(0.8, 1.0))
 probes = sensing.random_actions(flower, 3, key=ka, near_nectary=0.0)

@@ -7,7 +7,9 @@ in a multi-host job); `jaxlab.process_slice` gives one process its block of a wo
 
 The training driver every component's `fit` runs on is public here, for the types
 those signatures name and for writing steps of your own: `AbstractStep` (`init(model,
-key)`, `step(state, key)`), `run_steps`, `History`, `Checkpointer`, the loops
+key)`, `step(state, key)`), `run_steps`, `Driver` (chunk, checkpointer, progress, early
+stop and loop of a run: the `driver=` of `run_steps` and of every `fit`), `History`,
+`Checkpointer`, the loops
 `ScanLoop`/`StepLoop`, early stopping on a validation loss (`ValidatedStep`,
 `ValidatedState`) and the progress strategies `TqdmProgress`/`NoProgress` (and
 `progress_bar` for loops that are not training steps). Beside it: pytree checkpoints
@@ -21,6 +23,7 @@ from ._core import AbstractLoop as AbstractLoop
 from ._core import AbstractProgress as AbstractProgress
 from ._core import AbstractStep as AbstractStep
 from ._core import Checkpointer as Checkpointer
+from ._core import Driver as Driver
 from ._core import History as History
 from ._core import NoProgress as NoProgress
 from ._core import ScanLoop as ScanLoop

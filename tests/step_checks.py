@@ -16,7 +16,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from jaxlab._core import AbstractStep, Checkpointer, run_steps
+from jaxlab._core import AbstractStep, Checkpointer, Driver, run_steps
 
 
 class _Kill(Exception):
@@ -42,9 +42,15 @@ def check_step(step: AbstractStep, state, *, key, steps: int, tmp_path, loop=Non
     half = steps // 2
     # Two chunk sizes, `half` (reused by the checkpointed runs below, so compiled once for
     # all of them: compiling is the most expensive part of these checks) and `half - 1`.
-    ref_state, ref = run_steps(step, state, key=key, steps=steps, chunk=half, loop=loop)
+    ref_state, ref = run_steps(
+        step, state, key=key, steps=steps, driver=Driver(chunk=half, loop=loop)
+    )
     other_state, other = run_steps(
-        step, state, key=key, steps=steps, chunk=half - 1 or 1, loop=loop
+        step,
+        state,
+        key=key,
+        steps=steps,
+        driver=Driver(chunk=half - 1 or 1, loop=loop),
     )
     assert_trees_equal(ref_state, other_state)
     for name, v in ref.aux.items():
@@ -66,7 +72,11 @@ def check_step(step: AbstractStep, state, *, key, steps: int, tmp_path, loop=Non
 
     try:
         run_steps(
-            step, state, key=key, steps=steps, chunk=half, checkpointer=ck, stop=kill, loop=loop
+            step,
+            state,
+            key=key,
+            steps=steps,
+            driver=Driver(chunk=half, checkpointer=ck, stop=kill, loop=loop),
         )
     except _Kill:
         pass
@@ -76,11 +86,19 @@ def check_step(step: AbstractStep, state, *, key, steps: int, tmp_path, loop=Non
     # Killed after the second chunk ran but before its checkpoint: resume from the first
     # checkpoint; then once more after the end (runs nothing, same results).
     res_state, res = run_steps(
-        step, state, key=key, steps=steps, chunk=half, checkpointer=ck, loop=loop
+        step,
+        state,
+        key=key,
+        steps=steps,
+        driver=Driver(chunk=half, checkpointer=ck, loop=loop),
     )
     assert_trees_equal(ref_state, res_state)
     again_state, again = run_steps(
-        step, state, key=key, steps=steps, chunk=half, checkpointer=ck, loop=loop
+        step,
+        state,
+        key=key,
+        steps=steps,
+        driver=Driver(chunk=half, checkpointer=ck, loop=loop),
     )
     assert_trees_equal(ref_state, again_state)
     for name, v in ref.aux.items():

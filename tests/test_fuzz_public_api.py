@@ -333,9 +333,11 @@ def cells_table():
     return [
         Entry(
             "cells.train_lecell",
-            lambda **k: cells.train_lecell(
-                k["counts"], key=key, steps=k["steps"], batch_size=4, width=4, latent_dim=2
-            )[1]["loss"],
+            lambda **k: (
+                cells.train_lecell(
+                    k["counts"], key=key, steps=k["steps"], batch_size=4, width=4, latent_dim=2
+                )[1].losses
+            ),
             lambda: {"counts": _rng(8).poisson(2.0, (8, 5)).astype(float), "steps": 1},
             {"counts": "count"},
             sizes=("steps",),

@@ -18,7 +18,7 @@ import numpy as np
 from scipy.ndimage import gaussian_filter1d
 
 from experiments._harness import RunContext, log
-from jaxlab import TqdmProgress
+from jaxlab import Driver, TqdmProgress
 from jaxlab import biophys as bp
 
 
@@ -188,8 +188,10 @@ def fit_population(
         steps=int(config.fit_steps),
         anchor=bp.SpikeAnchor() if anchored else None,
         optimizer=bp.default_optimizer(int(config.fit_steps), config.lr),
-        checkpointer=ctx.checkpointer(f"fit_{tag}"),
-        progress=TqdmProgress(desc=f"biophys fit {tag}"),
+        driver=Driver(
+            checkpointer=ctx.checkpointer(f"fit_{tag}"),
+            progress=TqdmProgress(desc=f"biophys fit {tag}"),
+        ),
     )
 
 

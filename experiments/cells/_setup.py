@@ -7,7 +7,7 @@ import numpy as np
 import optax
 
 from experiments._harness import RunContext
-from jaxlab import TqdmProgress, cells
+from jaxlab import Driver, TqdmProgress, cells
 
 # cells.train_lecell's default optimiser, built once: fits of same-shaped data share one
 # compiled chunk (the driver caches it per step object, the optimiser included).
@@ -56,6 +56,5 @@ def lecell_kwargs(config, ctx: RunContext, tag: str) -> dict:
         "batch_size": config.batch_size,
         "lam": config.lam,
         "optimizer": LECELL_OPTIMIZER,
-        "checkpointer": ckpt,
-        "progress": TqdmProgress(desc=f"cells: LeJEPA {tag}"),
+        "driver": Driver(checkpointer=ckpt, progress=TqdmProgress(desc=f"cells: LeJEPA {tag}")),
     }

@@ -22,7 +22,7 @@ from experiments.cells._setup import (
     pca_embedding,
     simulated_cells,
 )
-from jaxlab import TqdmProgress, cells
+from jaxlab import Driver, TqdmProgress, cells
 
 NAME = "cells_scib"
 PAPER = "P5"
@@ -127,8 +127,7 @@ def _embed(adata, config, key, ctx: RunContext, tag: str) -> None:
             steps=config.vae_steps,
             latent_dim=d,
             optimizer=NBVAE_OPTIMIZER,
-            checkpointer=ctx.checkpointer(ck),
-            progress=TqdmProgress(desc=desc),
+            driver=Driver(checkpointer=ctx.checkpointer(ck), progress=TqdmProgress(desc=desc)),
         )
 
 

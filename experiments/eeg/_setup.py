@@ -13,7 +13,7 @@ import numpy as np
 import optax
 
 from experiments._harness import RunContext, log, t_mean
-from jaxlab import TqdmProgress, eeg
+from jaxlab import Driver, TqdmProgress, eeg
 
 SIM_NOTE = (
     "All numbers come from jaxlab.eeg's L-FAME-design SIMULATOR (the real L-FAME data set "
@@ -187,8 +187,7 @@ def evaluate_deep(
                 batch_size=batch_size,
                 patience=patience,
                 optimizer=optimizer,
-                checkpointer=ckpt,
-                progress=TqdmProgress(desc=f"eeg {m} fold {i}"),
+                driver=Driver(checkpointer=ckpt, progress=TqdmProgress(desc=f"eeg {m} fold {i}")),
             )
             for j, test in enumerate(tests):
                 pred = clf(x[test])

@@ -46,9 +46,9 @@ from experiments._harness import (
     t_mean,
 )
 from experiments.illusions import _setup
+from jaxlab import Driver, lm
 from jaxlab import illusions as il
 from jaxlab import interp as ip
-from jaxlab import lm
 
 NAME = "illusions_sae"
 PAPER = "P14"
@@ -206,7 +206,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         batch_size=min(config.batch_size, x.shape[0]),
         optimizer=optax.adam(config.lr),
         scale=scale,
-        checkpointer=ctx.checkpointer("sae"),
+        driver=Driver(checkpointer=ctx.checkpointer("sae")),
     )
     losses = np.concatenate([h.losses for h in hists])
     quality = ip.sae_metrics(sae, jnp.asarray(x * scale))

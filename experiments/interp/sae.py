@@ -42,6 +42,7 @@ from experiments._harness import (
     model_tag,
     superior,
 )
+from jaxlab import Driver
 
 NAME = "interp_sae"
 # the SAE quality targets are jaxlab's bars for the toolkit P14 uses, not claims of P14
@@ -278,9 +279,8 @@ def _one_model(
         buffer_size=config.buffer_size,
         scale=scale,
         dead_window=config.dead_window,
-        progress=TqdmProgress(),
-        checkpointer=lambda b: ctx.checkpointer(f"{tag}_sae_buffer{b:04d}"),
-        chunk=50,
+        driver=Driver(chunk=50, progress=TqdmProgress()),
+        buffer_checkpointer=lambda b: ctx.checkpointer(f"{tag}_sae_buffer{b:04d}"),
     )
     train_s = time.perf_counter() - t0
     losses = np.concatenate([h.losses for h in hists])

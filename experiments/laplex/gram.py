@@ -45,7 +45,7 @@ from experiments._harness import (
     paired_bootstrap,
     superior,
 )
-from jaxlab import TqdmProgress, ValidatedStep, laplex, run_steps
+from jaxlab import Driver, TqdmProgress, ValidatedStep, laplex, run_steps
 
 NAME = "laplex_gram"
 PAPER = "P9"
@@ -180,10 +180,12 @@ def _fit(model, train, val, cfg, key, desc, ctx):
         step.init(model, key),
         key=key,
         steps=cfg.steps,
-        chunk=cfg.val_every,
-        checkpointer=ctx.checkpointer(desc.replace(" ", "_")),
-        progress=TqdmProgress(desc=desc),
-        stop=step.stop,
+        driver=Driver(
+            chunk=cfg.val_every,
+            checkpointer=ctx.checkpointer(desc.replace(" ", "_")),
+            progress=TqdmProgress(desc=desc),
+            stop=step.stop,
+        ),
     )
     val_loss = hist.aux["val_loss"][: hist.steps_done]
     log.warning(

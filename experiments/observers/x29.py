@@ -46,7 +46,7 @@ from experiments._harness import (
     log,
 )
 from experiments.observers import _setup as C
-from jaxlab import TqdmProgress
+from jaxlab import Driver, TqdmProgress
 
 NAME = "observers_x29"
 PAPER = "P2"
@@ -177,7 +177,7 @@ def _run(cfg, key):
         config=tc,
         stage1_steps=cfg.stage1_steps,
         stage2_steps=cfg.stage2_max_steps,
-        progress=TqdmProgress(desc="two-stage training"),
+        driver=Driver(progress=TqdmProgress(desc="two-stage training")),
         optimizer=adam,
     )
     t_point = info_two["stage1"]["seconds"]
@@ -188,7 +188,7 @@ def _run(cfg, key):
         key=k_lmi,
         config=tc,
         steps=cfg.lmi_only_max_steps,
-        progress=TqdmProgress(desc="LMI-only training"),
+        driver=Driver(progress=TqdmProgress(desc="LMI-only training")),
         optimizer=adam,
     )
     log.info("direct-SDP training")

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from experiments._harness import cache_dir, load_npz, model_sha256, save_npz
-from jaxlab import progress_bar, routing
+from jaxlab import Driver, progress_bar, routing
 
 from ._loader import ModelLoader
 from ._sources import source_items
@@ -361,6 +361,7 @@ def train_haps(
     progress bar labelled `tag` and checkpoints to `ctx.checkpointer(tag)` (a resumed run
     skips finished fits; the seconds then count only this call's steps)."""
     import jax
+    import optax
 
     from jaxlab import TqdmProgress
 
@@ -393,9 +394,11 @@ def train_haps(
         data.options,
         key=k_fit,
         steps=config.steps,
-        learning_rate=config.learning_rate,
-        progress=None if ctx is None else TqdmProgress(desc=f"HAPS fit {tag}"),
-        checkpointer=None if ctx is None else ctx.checkpointer(tag, every=25),
+        optimizer=optax.adamw(config.learning_rate, weight_decay=1e-4),
+        driver=Driver(
+            progress=None if ctx is None else TqdmProgress(desc=f"HAPS fit {tag}"),
+            checkpointer=None if ctx is None else ctx.checkpointer(tag, every=25),
+        ),
         **opts,
     )
     return trained, hist, time.perf_counter() - t0

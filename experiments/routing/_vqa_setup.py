@@ -41,7 +41,15 @@ from pathlib import Path
 import numpy as np
 
 from experiments._harness import cache_dir
-from jaxlab import Checkpointer, TqdmProgress, load_checkpoint, numpy_rng, routing, save_checkpoint
+from jaxlab import (
+    Checkpointer,
+    Driver,
+    TqdmProgress,
+    load_checkpoint,
+    numpy_rng,
+    routing,
+    save_checkpoint,
+)
 
 from ._committed import committed_table
 from ._features import FEATURES, sentence_features
@@ -192,8 +200,10 @@ def train_member(member: Member, config: VQATableConfig, train: routing.VQAData)
         batch_size=config.batch_size,
         optimizer=optax.adam(optax.cosine_decay_schedule(lr, steps)),
         sample_weights=_type_weights(train),
-        progress=TqdmProgress(desc=f"VQA member {member.name}"),
-        checkpointer=Checkpointer(path.with_suffix(".ckpt"), every=500, resume=True),
+        driver=Driver(
+            progress=TqdmProgress(desc=f"VQA member {member.name}"),
+            checkpointer=Checkpointer(path.with_suffix(".ckpt"), every=500, resume=True),
+        ),
     )
     save_checkpoint(path, model)
     path.with_suffix(".ckpt").unlink(missing_ok=True)
@@ -220,8 +230,10 @@ def train_encoder(config: VQATableConfig, train: routing.VQAData):
         train.images,
         key=k_fit,
         steps=config.encoder_steps,
-        progress=TqdmProgress(desc="VQA image encoder"),
-        checkpointer=Checkpointer(path.with_suffix(".ckpt"), every=500, resume=True),
+        driver=Driver(
+            progress=TqdmProgress(desc="VQA image encoder"),
+            checkpointer=Checkpointer(path.with_suffix(".ckpt"), every=500, resume=True),
+        ),
     )
     save_checkpoint(path, encoder)
     path.with_suffix(".ckpt").unlink(missing_ok=True)

@@ -12,7 +12,7 @@ import numpy as np
 import optax
 
 from experiments._harness import RunContext, log
-from jaxlab import TqdmProgress, ValidatedStep, run_steps, sensing
+from jaxlab import Driver, TqdmProgress, ValidatedStep, run_steps, sensing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,15 +86,17 @@ def trained_model_validated(config: SensingConfig, key: jax.Array, ctx: RunConte
         else config.lr
     )
     if config.val_flowers == 0:
-        model, losses = sensing.train_model(
+        model, hist = sensing.train_model(
             model,
             data,
             key=kt,
             steps=config.steps,
             optimizer=optax.adam(lr),
-            checkpointer=ctx.checkpointer("vae"),
-            progress=TqdmProgress(desc="sensing: ELBO"),
+            driver=Driver(
+                checkpointer=ctx.checkpointer("vae"), progress=TqdmProgress(desc="sensing: ELBO")
+            ),
         )
+        losses = hist.losses
         log.info("sensing VAE: -ELBO %.1f -> %.1f", float(losses[0]), float(losses[-1]))
         return model, losses, (np.zeros(0, int), np.zeros(0)), len(losses)
     # held-out flowers from a key the training set never uses
@@ -115,9 +117,11 @@ def trained_model_validated(config: SensingConfig, key: jax.Array, ctx: RunConte
         step.init(model, kt),
         key=kt,
         steps=config.steps,
-        checkpointer=ctx.checkpointer("vae"),
-        progress=TqdmProgress(desc="sensing: ELBO"),
-        stop=step.stop,
+        driver=Driver(
+            checkpointer=ctx.checkpointer("vae"),
+            progress=TqdmProgress(desc="sensing: ELBO"),
+            stop=step.stop,
+        ),
     )
     losses = hist.losses[: hist.steps_done]
     val_loss = hist.aux["val_loss"][: hist.steps_done]

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments._harness import RunContext, cache_dir, load_npz, log, save_npz
-from jaxlab import TqdmProgress, load_checkpoint, save_checkpoint, stereo
+from jaxlab import Driver, TqdmProgress, load_checkpoint, save_checkpoint, stereo
 
 METHODS = ("bm", "sgm_jaxlab", "sgbm_opencv", "raft")
 # the wall-clock metrics of `trained_raft`'s info (the face experiments' TIMING_METRICS)
@@ -195,7 +195,7 @@ def trained_raft(config, key, ctx: RunContext) -> tuple[object, dict[str, float]
         info["raft_render_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         ckpt = ctx.checkpointer(f"raft_train_{tag}", every=config.raft_checkpoint_every)
-        params, losses = stereo.train_raft(
+        params, hist = stereo.train_raft(
             model,
             train["left"],
             train["right"],
@@ -204,10 +204,10 @@ def trained_raft(config, key, ctx: RunContext) -> tuple[object, dict[str, float]
             steps=config.raft_steps,
             batch_size=config.raft_batch,
             n_iters=config.raft_iters,
-            learning_rate=config.raft_lr,
-            checkpointer=ckpt,
-            progress=TqdmProgress(desc="stereo: RAFT training"),
+            optimizer=stereo.raft_optimizer(config.raft_lr, 1e-5, config.raft_steps),
+            driver=Driver(checkpointer=ckpt, progress=TqdmProgress(desc="stereo: RAFT training")),
         )
+        losses = hist.losses
         info["raft_train_s"] = time.perf_counter() - t0
         info |= _loss_summary(losses)
         log.info(

@@ -27,7 +27,7 @@ from experiments._harness import (
     noninferior,
     paired_t,
 )
-from jaxlab import AbstractProgress, TqdmProgress
+from jaxlab import AbstractProgress, Driver, TqdmProgress
 from jaxlab import topology as tp
 
 F32 = jnp.float32
@@ -258,8 +258,9 @@ def train(
         weights,
         steps=epochs,
         **kw,
-        checkpointer=ctx.checkpointer(tag, every=ckpt_every),
-        progress=timer,
+        driver=Driver(
+            chunk=1, checkpointer=ctx.checkpointer(tag, every=ckpt_every), progress=timer
+        ),
     )
     elapsed = float(np.sum(timer.times)) if timer.times else float("nan")
     log.info("%s: compile %.1f s, train %.1f s over %d epochs", tag, compile_s, elapsed, epochs)

@@ -13,9 +13,11 @@ from ._json import parse_json as parse_json
 from ._json import read_json as read_json
 from ._loop import AbstractLoop as AbstractLoop
 from ._loop import AbstractStep as AbstractStep
+from ._loop import Driver as Driver
 from ._loop import History as History
 from ._loop import ScanLoop as ScanLoop
 from ._loop import StepLoop as StepLoop
+from ._loop import driver_for as driver_for
 from ._loop import run_steps as run_steps
 from ._optim import optimizer_update as optimizer_update
 from ._process import process_bounds as process_bounds

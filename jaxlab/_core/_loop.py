@@ -12,6 +12,10 @@ it in jitted chunks and fixes the semantics once, for every component:
   its array fields are traced, everything else is static);
 - `stop(state)` is checked after every chunk (certification, early stopping);
 - progress is a strategy (`NoProgress()` by default; `TqdmProgress()` in experiments).
+
+How a run is driven (chunk size, checkpointer, progress, early stop, loop) is one
+`Driver` value, passed as `driver=` to `run_steps` and to every `fit`/`train_*` wrapper,
+so the wrappers do not re-declare those options one by one.
 """
 
 from __future__ import annotations
@@ -31,7 +35,15 @@ from ._progress import AbstractProgress, NoProgress
 from ._repr import short_repr
 from ._validate import check_memory, check_positive_int
 
-__all__ = ["AbstractStep", "AbstractLoop", "ScanLoop", "StepLoop", "History", "run_steps"]
+__all__ = [
+    "AbstractStep",
+    "AbstractLoop",
+    "ScanLoop",
+    "StepLoop",
+    "Driver",
+    "History",
+    "run_steps",
+]
 
 State = TypeVar("State")
 
@@ -121,6 +133,103 @@ class StepLoop(AbstractLoop):
         return state, jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *auxes)
 
 
+@dataclasses.dataclass(frozen=True)
+class Driver:
+    """How `run_steps` drives a run: chunking, checkpoints, progress, early stop, loop.
+
+    One value for everything that is not the training problem itself, passed as
+    `driver=` to `run_steps` and to every `fit`/`train_*` wrapper (the optimiser is the
+    wrapper's own `optimizer=` argument). `Driver()` is the plain default: chunks of
+    100 steps, no checkpoint, no progress, no early stop, `ScanLoop()`.
+
+    **Arguments:**
+
+    - `chunk`: steps per jitted chunk (a positive int). It does not change the results,
+      only dispatch and how often `stop`, `progress` and the checkpointer are consulted
+      (one caveat: XLA compiles a one-step scan without its loop, which can change the
+      last bit). Wrappers whose step has a natural chunk (an epoch) may use their own
+      when this is left at the default.
+    - `checkpointer`: a `Checkpointer` or None; saves `(header, state, history)` every
+      `checkpointer.every` steps (every chunk when None) and at the end; with
+      `resume=True` the run continues from its file.
+    - `progress`: a progress strategy (`AbstractProgress`) or None (`NoProgress()`).
+    - `stop`: `stop(state) -> bool` or None, checked after each chunk; True ends the run
+      for good (recorded in the checkpoint). Wrappers whose step stops by itself
+      (certification, validation) combine theirs with this one.
+    - `loop`: an `AbstractLoop` (`ScanLoop()`, `StepLoop()`) or None (the wrapper's
+      choice; `ScanLoop()` in `run_steps`).
+
+    `driver.replace(chunk=10)` returns a copy with some fields changed
+    (`dataclasses.replace`).
+    """
+
+    chunk: int = 100
+    checkpointer: Checkpointer | None = None
+    progress: AbstractProgress | None = None
+    stop: Callable[[Any], bool] | None = None
+    loop: AbstractLoop | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "chunk", check_positive_int("chunk", self.chunk))
+        for name, kind in (
+            ("checkpointer", Checkpointer),
+            ("progress", AbstractProgress),
+            ("loop", AbstractLoop),
+        ):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, kind):
+                raise ValueError(
+                    f"{name}: expected a {kind.__name__} or None, received {type(value).__name__}"
+                )
+        if self.stop is not None and not callable(self.stop):
+            raise ValueError(
+                f"stop: expected a callable stop(state) -> bool or None, "
+                f"received {type(self.stop).__name__}"
+            )
+
+    def replace(self, **changes: Any) -> Driver:
+        """A copy with the named fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+
+def driver_for(
+    driver: Driver | None,
+    *,
+    chunk: int | None = None,
+    loop: AbstractLoop | None = None,
+    stop: Callable[[Any], bool] | None = None,
+) -> Driver:
+    """The `Driver` a `fit` wrapper runs: the caller's `driver` (`Driver()` when None)
+    with the wrapper's own defaults filled in.
+
+    `chunk` replaces the driver's chunk when it was left at the default (100): the
+    wrapper's natural chunk (an epoch, the whole run); `loop` is used when the driver
+    names none; `stop` (the wrapper's own: certification, its epochs' end) is combined
+    with the driver's (the run stops when either says so; both are called).
+    """
+    driver = Driver() if driver is None else driver
+    if not isinstance(driver, Driver):
+        raise ValueError(f"driver: expected a Driver or None, received {type(driver).__name__}")
+    changes: dict[str, Any] = {}
+    if chunk is not None and driver.chunk == Driver.chunk:
+        changes["chunk"] = chunk
+    if loop is not None and driver.loop is None:
+        changes["loop"] = loop
+    if stop is not None:
+        if driver.stop is None:
+            changes["stop"] = stop
+        else:
+            user_stop = driver.stop
+
+            def both(state, ours=stop, theirs=user_stop):
+                a = bool(ours(state))
+                b = bool(theirs(state))
+                return a or b
+
+            changes["stop"] = both
+    return driver.replace(**changes) if changes else driver
+
+
 def _key_data(key: jax.Array) -> jax.Array:
     if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         return jax.random.key_data(key)
@@ -154,11 +263,7 @@ def run_steps(
     *,
     key: jax.Array,
     steps: int,
-    chunk: int = 100,
-    checkpointer: Checkpointer | None = None,
-    progress: AbstractProgress | None = None,
-    stop: Callable[[State], bool] | None = None,
-    loop: AbstractLoop | None = None,
+    driver: Driver | None = None,
 ) -> tuple[State, History]:
     """Run `steps` steps of `step` from `state`; checkpoint, resume, stop early.
 
@@ -169,24 +274,22 @@ def run_steps(
       template the checkpoint is loaded into.
     - `key`: PRNG key; step `i` uses `jax.random.fold_in(key, i)` (keyword-only).
     - `steps`: total number of steps.
-    - `chunk`: steps per jitted chunk (does not change the results, only dispatch and
-      how often `stop`, `progress` and the checkpointer are consulted; one caveat: XLA
-      compiles a one-step scan without its loop, which can change the last bit).
-    - `checkpointer`: a `Checkpointer`; saves `(header, state, history)` (the header
-      holds steps, key and step count) every `checkpointer.every` steps (every chunk
-      when None) and at the end; with `resume=True` continues from its file. A
-      checkpoint written with another key or another `steps` raises `ValueError`.
-    - `progress`: a progress strategy (`NoProgress()` by default).
-    - `stop`: `stop(state) -> bool`, checked after each chunk; True ends the run for
-      good (it is recorded in the checkpoint, so a resume does not continue past it).
-    - `loop`: `ScanLoop()` (default) or `StepLoop()`.
+    - `driver`: a `Driver` (`Driver()` when None): the chunk size, the checkpointer
+      (saves `(header, state, history)`, the header holding steps, key and step count;
+      a checkpoint written with another key or another `steps` raises `ValueError`),
+      the progress strategy, the early `stop(state)` and the loop (`ScanLoop()` when
+      None).
 
     **Returns:** `(state, history)`, `history.aux[name]` of shape `(steps, ...)`.
     """
     steps = check_positive_int("steps", steps)
-    chunk = check_positive_int("chunk", chunk)
     if not isinstance(step, AbstractStep):
         raise ValueError(f"step: expected an AbstractStep, received {type(step).__name__}")
+    driver = Driver() if driver is None else driver
+    if not isinstance(driver, Driver):
+        raise ValueError(f"driver: expected a Driver or None, received {type(driver).__name__}")
+    chunk, checkpointer, progress = driver.chunk, driver.checkpointer, driver.progress
+    stop, loop = driver.stop, driver.loop
     progress = NoProgress() if progress is None else progress
     loop = ScanLoop() if loop is None else loop
     every = chunk if checkpointer is None or checkpointer.every is None else checkpointer.every

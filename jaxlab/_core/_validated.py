@@ -53,7 +53,7 @@ class ValidatedStep(AbstractStep):
     - `every`: steps between evaluations; `patience`: evaluations without an improvement
       before `stop` is True; `min_rel_improvement`: the relative decrease that counts.
 
-    Use `run_steps(step, step.init(model, key), ..., stop=step.stop)` and take
+    Use `run_steps(step, step.init(model, key), ..., driver=Driver(stop=step.stop))` and take
     `state.best` (the inner state to keep) from the result. The initial state is scored
     at `init` (step 0). `aux` gains `"val_loss"` (NaN on steps without an evaluation).
     """

@@ -36,7 +36,6 @@ with the training driver `jaxlab.run_steps` (progress, checkpoint/resume).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import cast
 
 import diffrax
@@ -48,13 +47,13 @@ import optax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from jaxlab._core import (
-    AbstractProgress,
     AbstractStep,
-    Checkpointer,
+    Driver,
     StepLoop,
     check_array,
     check_finite,
     check_positive_int,
+    driver_for,
     optimizer_update,
     run_steps,
 )
@@ -479,10 +478,7 @@ def fit(
     steps: int,
     anchor: SpikeAnchor | None = None,
     optimizer: optax.GradientTransformation | None = None,
-    checkpointer: Checkpointer | None = None,
-    progress: AbstractProgress | None = None,
-    stop: Callable[[FitState], bool] | None = None,
-    chunk: int = 25,
+    driver: Driver | None = None,
 ) -> FitResult:
     """Run `steps` steps of gradient descent on `fit_loss` (`FitStep` through the driver).
 
@@ -492,14 +488,16 @@ def fit(
     - `steps`: optimiser steps; `anchor`: a `SpikeAnchor` (P12's method) or `None`
       (trace loss only, the ablation).
     - `optimizer`: optax transformation; default `default_optimizer(steps)`.
-    - `checkpointer`: a `Checkpointer` (the state and loss history are saved every
-      `checkpointer.every` steps, every `chunk` when None; with `resume` the run
-      continues from the file and equals an uninterrupted one).
-    - `progress`: a progress strategy (default silent); `stop(state) -> bool` checked
-      every `chunk` steps.
-    - `chunk`: steps between checkpoint/progress/stop checks (one jitted call per step).
+    - `driver`: a `jaxlab.Driver`: chunk (steps between checkpoint/progress/stop checks;
+      25 here when left at the default), checkpointer (the state and loss history are
+      saved every `checkpointer.every` steps, every chunk when None; with `resume` the
+      run continues from the file and equals an uninterrupted one), progress (default
+      silent), `stop(state) -> bool` on the `FitState`; `StepLoop()` (one jitted call per
+      step) unless it names a loop.
 
-    **Returns:** a `FitResult` (`losses` `(steps,)`, NaN after an early stop).
+    **Returns:** a `FitResult` (`losses` `(steps,)`, NaN after an early stop; an
+    exception to the `(model, History)` convention: the fitted currents and parameters
+    in physical units are what its callers read).
     """
     check_positive_int("steps", steps)
     optimizer = default_optimizer(steps) if optimizer is None else optimizer
@@ -510,11 +508,7 @@ def fit(
         step.init(params0, key),
         key=key,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
-        stop=stop,
-        loop=StepLoop(),
+        driver=driver_for(driver, chunk=25, loop=StepLoop()),
     )
     p = _to_physical(state.params, problem)
     p = FitParams(p.positions.at[:, 2].set(jnp.abs(p.positions[:, 2])), p.coeffs)

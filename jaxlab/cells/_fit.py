@@ -10,11 +10,12 @@ import optax
 from jaxtyping import Array, Float
 
 from jaxlab._core import (
-    AbstractProgress,
-    Checkpointer,
+    Driver,
+    History,
     check_finite,
     check_positive_int,
     check_range,
+    driver_for,
     run_steps,
 )
 
@@ -123,15 +124,12 @@ def train_lecell(
     width: int = 256,
     steps: int = 1500,
     batch_size: int = 256,
-    learning_rate: float = 1e-3,
     lam: float = 0.05,
     n_views: int = 2,
-    chunk: int = 50,
     optimizer: optax.GradientTransformation | None = None,
-    checkpointer: Checkpointer | None = None,
-    progress: AbstractProgress | None = None,
+    driver: Driver | None = None,
     counts_are_normalised: bool = False,
-) -> tuple[LeCellModel, dict[str, np.ndarray]]:
+) -> tuple[LeCellModel, History]:
     """Train a `LeCellModel` on a (cells x genes) count matrix with `LeCellStep`.
 
     **Arguments:**
@@ -140,17 +138,18 @@ def train_lecell(
       they are log-normalised or scaled data); `key`: PRNG key (keyword-only; the model
       is initialised from its first split, step `i` uses `fold_in(second split, i)`).
     - `latent_dim`, `width`: model sizes; `steps`, `batch_size`, `lam`, `n_views`: training.
-    - `optimizer`: default AdamW(`learning_rate`, weight decay 1e-4); pass one object to
+    - `optimizer`: default `optax.adamw(1e-3, weight_decay=1e-4)`; pass one object to
       several calls to reuse the compiled step.
-    - `chunk`: steps per jitted chunk (no effect on the results); `checkpointer`: a
-      `jaxlab.Checkpointer` (save/resume); `progress`: a progress strategy.
+    - `driver`: a `jaxlab.Driver` (chunk, checkpointer for save/resume, progress); its
+      chunk defaults to 50 steps here when left at `Driver()`'s (no effect on the results).
     - `counts_are_normalised`: True when `counts` already holds log-normalised expression
       (e.g. `log1p(CP10k)`, non-negative): it is used as the model input as it is, instead
       of raising; the training views then thin `expm1(counts)` as pseudo-counts (about
       1e4 per cell), an approximation of the count-level augmentation: raw counts are
       preferred when you have them. Pass the same value to `annotate`.
 
-    **Returns:** `(model, curves)`, curves `loss`, `sigreg`, `invariance` of shape `(steps,)`.
+    **Returns:** `(model, history)`, `history.aux` with the curves `loss`, `sigreg`,
+    `invariance` of shape `(steps,)`.
     """
     check_positive_int("steps", steps)
     check_positive_int("batch_size", batch_size)
@@ -164,7 +163,7 @@ def train_lecell(
         g, latent_dim, width, gene_mean=logx.mean(0), gene_scale=logx.std(0) + 0.1, key=km
     )
     if optimizer is None:
-        optimizer = optax.adamw(learning_rate, weight_decay=1e-4)
+        optimizer = optax.adamw(1e-3, weight_decay=1e-4)
     step = LeCellStep(
         model,
         counts if not counts_are_normalised else np.expm1(logx),
@@ -178,11 +177,9 @@ def train_lecell(
         step.init(model, kt),
         key=kt,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
+        driver=driver_for(driver, chunk=50),
     )
-    return step.combine(params), hist.aux
+    return step.combine(params), hist
 
 
 def annotate(
@@ -246,11 +243,13 @@ def fit(
       expression rather than raw counts (non-integer values raise otherwise); see
       `train_lecell`.
     - `**train_kwargs`: passed to `train_lecell`: `latent_dim` (16), `width` (256),
-      `steps` (1500), `batch_size` (256), `learning_rate` (1e-3), `lam` (SIGReg weight,
-      0.05), `n_views` (2), `chunk` (50), `optimizer` (AdamW), `checkpointer`, `progress`;
-      an unknown name raises `TypeError`.
+      `steps` (1500), `batch_size` (256), `lam` (SIGReg weight, 0.05), `n_views` (2),
+      `optimizer` (AdamW(1e-3)), `driver` (a `jaxlab.Driver`: chunk, checkpointer,
+      progress); an unknown name raises `TypeError`.
 
-    **Returns:** (model, annotated copy) with `obsm["X_lecell"]` (cells x D),
+    **Returns:** (model, annotated copy) (an AnnData result, scanpy style, rather than the
+    `(model, History)` of `train_lecell`; its final loss is in `uns["lecell"]`) with
+    `obsm["X_lecell"]` (cells x D),
     `obs["jepa_score"]`, `obs["jepa_logdensity"]` (score plus the Gaussian log-prior of
     the embedding: the density estimate) and, when `attributions`, `layers["jepa_attribution"]`
     (gradient x input of the score per gene). obs/var are kept unchanged.
@@ -258,7 +257,7 @@ def fit(
     counts = counts_matrix(adata, layer)
     where = "adata" if layer is None else f"layer {layer!r}"
     _log_expression(counts, where, counts_are_normalised)  # the error names the source
-    model, curves = train_lecell(
+    model, history = train_lecell(
         counts, key=key, counts_are_normalised=counts_are_normalised, **train_kwargs
     )
     ann = annotate(
@@ -270,5 +269,5 @@ def fit(
     out.obs["jepa_logdensity"] = ann["jepa_logdensity"]
     if attributions:
         out.layers["jepa_attribution"] = ann["jepa_attribution"].astype(np.float32)
-    out.uns["lecell"] = {"final_loss": float(curves["loss"][-1])}
+    out.uns["lecell"] = {"final_loss": float(history.losses[-1])}
     return model, out

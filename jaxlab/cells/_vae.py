@@ -16,7 +16,7 @@ import optax
 from jax.scipy.special import gammaln
 from jaxtyping import Array, Float
 
-from jaxlab._core import AbstractProgress, Checkpointer, check_positive_int, run_steps
+from jaxlab._core import Driver, check_positive_int, run_steps
 
 from ._model_step import AbstractModelStep
 
@@ -146,21 +146,20 @@ def train_nbvae(
     key: jax.Array,
     steps: int = 1500,
     batch_size: int = 128,
-    learning_rate: float = 1e-3,
     latent_dim: int = 10,
-    chunk: int = 100,
     optimizer: optax.GradientTransformation | None = None,
-    checkpointer: Checkpointer | None = None,
-    progress: AbstractProgress | None = None,
+    driver: Driver | None = None,
 ) -> tuple[NBVAE, np.ndarray]:
     """Train an `NBVAE` (`NBVAEStep`) on counts (cells x genes) with integer batch labels.
 
     **Arguments:** `counts` `(N, G)`; `batch` `(N,)` integer labels (None: one batch);
     `key` (keyword-only: model from its first split, step `i` from `fold_in(second, i)`);
-    `steps`, `batch_size`, `latent_dim`; `optimizer` (default Adam(`learning_rate`));
-    `chunk` steps per jitted chunk; `checkpointer`; `progress`.
+    `steps`, `batch_size`, `latent_dim`; `optimizer` (default `optax.adam(1e-3)`);
+    `driver`: a `jaxlab.Driver` (chunk, checkpointer, progress).
 
-    **Returns:** `(model, embedding)`, the embedding `(N, latent_dim)` the posterior means.
+    **Returns:** `(model, embedding)`, the embedding `(N, latent_dim)` the posterior means
+    (an exception to the `(model, History)` convention: the embedding is what every
+    caller uses; the step is public, `NBVAEStep`, for the training curve).
     """
     check_positive_int("steps", steps)
     n, g = counts.shape
@@ -169,16 +168,14 @@ def train_nbvae(
     km, kt = jax.random.split(key)
     model = NBVAE(g, n_b, latent_dim, key=km)
     if optimizer is None:
-        optimizer = optax.adam(learning_rate)
+        optimizer = optax.adam(1e-3)
     step = NBVAEStep(model, counts, np.eye(n_b)[codes], optimizer=optimizer, batch_size=batch_size)
     (params, _), _ = run_steps(
         step,
         step.init(model, kt),
         key=kt,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
+        driver=driver,
     )
     model = step.combine(params)
     emb = jax.vmap(lambda xx, bb: model.encode(xx, bb)[0])(step.counts, step.batch_onehot)

@@ -18,10 +18,10 @@ import optax
 from jaxtyping import Array, Float, Int
 
 from jaxlab._core import (
-    AbstractProgress,
     AbstractStep,
-    Checkpointer,
+    Driver,
     StepLoop,
+    driver_for,
     optimizer_update,
     run_steps,
 )
@@ -386,11 +386,9 @@ def train_classifier(
     y_val=None,
     epochs: int = 30,
     batch_size: int = 64,
-    learning_rate: float = 1e-3,
     patience: int = 5,
     optimizer: optax.GradientTransformation | None = None,
-    checkpointer: Checkpointer | None = None,
-    progress: AbstractProgress | None = None,
+    driver: Driver | None = None,
 ) -> TrainedClassifier:
     """Train `model` with Adam on cross-entropy; early-stop on validation loss
     (`ClassifierStep` run by `jaxlab.run_steps`, one jitted step per call).
@@ -402,14 +400,17 @@ def train_classifier(
       (stop after `patience` epochs without a lower validation loss; the best weights win).
     - `key`: PRNG key (keyword-only): weights from `split(key, 3)[0]`, step `t`'s dropout
       from `fold_in(split(key, 3)[1], t)`, epoch orders from `split(key, 3)[2]`.
-    - `optimizer`: default Adam(`learning_rate`); pass one object to several calls (folds)
+    - `optimizer`: default `optax.adam(1e-3)`; pass one object to several calls (folds)
       to reuse the compiled step.
-    - `checkpointer`: a `Checkpointer`; saves every `checkpointer.every` steps (default
-      every epoch) and at the end; with `resume=True` continues exactly (a finished or
-      early-stopped run is not retrained).
-    - `progress`: a progress strategy (default silent).
+    - `driver`: a `jaxlab.Driver`: chunk (one epoch when left at the default), its
+      checkpointer (saves every `checkpointer.every` steps, default every chunk, and at
+      the end; with `resume=True` continues exactly: a finished or early-stopped run is
+      not retrained), progress (default silent), stop (combined with the early stop);
+      `StepLoop()` unless it names a loop.
 
-    **Returns:** `TrainedClassifier`: `clf(x) -> labels`, with the best weights.
+    **Returns:** `TrainedClassifier`: `clf(x) -> labels`, with the best weights (an
+    exception to the `(model, History)` convention: the classifier object is what the
+    callers use; its `losses` hold the history's per-step loss).
     """
     x, y = jnp.asarray(x, jnp.float32), jnp.asarray(y).astype(jnp.int32)
     if x.ndim != 3 or y.shape != x.shape[:1]:
@@ -420,7 +421,7 @@ def train_classifier(
     if (x_val is None) != (y_val is None):
         raise ValueError("x_val/y_val: expected both or neither")
     has_val = x_val is not None
-    optimizer = optax.adam(learning_rate) if optimizer is None else optimizer
+    optimizer = optax.adam(1e-3) if optimizer is None else optimizer
     step = ClassifierStep(
         x,
         y,
@@ -437,11 +438,9 @@ def train_classifier(
         step.init(None, key),
         key=jax.random.split(key, 3)[1],
         steps=step.total_steps,
-        chunk=step.n_batches,
-        checkpointer=checkpointer,
-        progress=progress,
-        stop=lambda s: bool(s["done"]),
-        loop=StepLoop(),
+        driver=driver_for(
+            driver, chunk=step.n_batches, loop=StepLoop(), stop=lambda s: bool(s["done"])
+        ),
     )
     return TrainedClassifier(
         model,

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxlab._core import AbstractProgress, Checkpointer, check_positive_int, short_repr
+from jaxlab._core import AbstractProgress, Checkpointer, Driver, check_positive_int, short_repr
 
 from ._diffusion import Denoiser, NoiseSchedule, make_schedule, refine_embedding
 from ._embed import AbstractEmbedding, LearnedEmbedding
@@ -251,7 +251,7 @@ def train_methods(
     ks = jax.random.split(key, 12)
 
     def train(name, objective, p, data, k, steps):
-        return fit(
+        trained, history = fit(
             objective,
             p,
             data,
@@ -259,10 +259,13 @@ def train_methods(
             steps=steps,
             batch_size=c.batch_size,
             optimizer=optimizer,
-            chunk=c.chunk,
-            checkpointer=None if checkpointers is None else checkpointers(name),
-            progress=None if progress is None else progress(name),
+            driver=Driver(
+                chunk=c.chunk,
+                checkpointer=None if checkpointers is None else checkpointers(name),
+                progress=None if progress is None else progress(name),
+            ),
         )
+        return trained, history.losses
 
     params: dict[str, Any] = {}
     losses: dict[str, np.ndarray] = {}

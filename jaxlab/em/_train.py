@@ -34,12 +34,13 @@ import numpy as np
 import optax
 
 from jaxlab._core import (
-    AbstractProgress,
     AbstractStep,
-    Checkpointer,
+    Driver,
+    History,
     StepLoop,
     as_array,
     check_positive_int,
+    driver_for,
     optimizer_update,
     run_steps,
 )
@@ -243,39 +244,33 @@ def fit(
     key: jax.Array,
     steps: int,
     batch_size: int = 8,
-    learning_rate: float = 1e-3,
     optimizer: optax.GradientTransformation | None = None,
-    chunk: int = 25,
-    checkpointer: Checkpointer | None = None,
-    progress: AbstractProgress | None = None,
-) -> tuple[Any, np.ndarray]:
+    driver: Driver | None = None,
+) -> tuple[Any, History]:
     """Minimise `objective(params, batch, key)` on random minibatches of `data`
     (`ObjectiveStep` run by `jaxlab.run_steps`).
 
     **Arguments:** `objective` one of the objectives above (any hashable callable);
     `params` initial flax variables; `data` name -> array with a common leading axis N
     (the keys the objective reads); `key` PRNG key (keyword-only; step `i` uses
-    `fold_in(key, i)`); `steps` total steps; `optimizer` (default Adam(`learning_rate`);
-    pass one object to several calls to reuse the compiled step); `chunk` steps between
-    progress updates (no effect on the results); `checkpointer` a `Checkpointer`
-    (saves every `checkpointer.every` steps, default every chunk; resumes exactly);
-    `progress` a progress strategy.
+    `fold_in(key, i)`); `steps` total steps; `optimizer` (default `optax.adam(1e-3)`;
+    pass one object to several calls to reuse the compiled step); `driver` a
+    `jaxlab.Driver`: its chunk (steps between progress updates, 25 here when left at the
+    default; no effect on the results), checkpointer (saves every `checkpointer.every`
+    steps, default every chunk; resumes exactly), progress; `StepLoop()` unless it names
+    a loop.
 
-    **Returns:** `(params, losses)`, losses `(steps,)` per-step training loss.
+    **Returns:** `(params, history)`, `history.losses` `(steps,)` per-step training loss.
     """
     steps = check_positive_int("steps", steps)
-    chunk = check_positive_int("chunk", chunk)
     if optimizer is None:
-        optimizer = optax.adam(float(learning_rate))
+        optimizer = optax.adam(1e-3)
     step = ObjectiveStep(objective, data, optimizer=optimizer, batch_size=batch_size)
     (params, _), hist = run_steps(
         step,
         step.init(params, key),
         key=key,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
-        loop=StepLoop(),
+        driver=driver_for(driver, chunk=25, loop=StepLoop()),
     )
-    return params, hist.losses
+    return params, hist

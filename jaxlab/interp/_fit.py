@@ -11,7 +11,14 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._core import Checkpointer, NoProgress, check_finite, check_positive_int, run_steps
+from .._core import (
+    Checkpointer,
+    Driver,
+    check_finite,
+    check_positive_int,
+    driver_for,
+    run_steps,
+)
 from ._sae import AbstractSAE
 from ._train import SAEState, SAEStep
 
@@ -81,9 +88,8 @@ def fit_sae(
     batch_size: int = 4096,
     optimizer: optax.GradientTransformation | None = None,
     buffer_size: int | None = None,
-    checkpointer=None,
-    progress=None,
-    chunk: int = 100,
+    driver: Driver | None = None,
+    buffer_checkpointer: Callable[[int], Checkpointer] | None = None,
     scale: float = 1.0,
     normalize_activations: str = "none",
     **step_options,
@@ -101,8 +107,11 @@ def fit_sae(
     - `steps`, `batch_size`: optimiser steps and tokens per step.
     - `optimizer`: default `optax.adam(2e-4)`.
     - `buffer_size`: tokens per store buffer (default 64 batches, at most the store).
-    - `checkpointer`, `progress`, `chunk`: passed to `jaxlab.run_steps` (arrays; a
-      store run checkpoints per buffer when `checkpointer` is a callable buffer -> Checkpointer).
+    - `driver`: a `jaxlab.Driver` (chunk, checkpointer, progress, stop) for
+      `jaxlab.run_steps`; a store run is one run per buffer, each with this driver, so
+      its checkpointer must be None there: use `buffer_checkpointer`.
+    - `buffer_checkpointer`: for a store, a callable buffer index -> `Checkpointer` (each
+      buffer's run saves and resumes with its own file); not for an array source.
     - `scale`: activations are multiplied by this before training (SAELens normalises so
       that the mean norm is sqrt(d_in); pass the same `input_scale` to `ce_loss_score`).
     - `normalize_activations`: SAELens' option of that name. `"none"` (default): train on
@@ -114,7 +123,9 @@ def fit_sae(
       the scaled space (it is what a resumed run continues).
     - `**step_options`: further `SAEStep` fields (`aux_coefficient`, `dead_window`, ...).
 
-    **Returns:** (trained SAE, final `SAEState`, list of the driver's `History` per buffer).
+    **Returns:** (trained SAE, final `SAEState`, list of the driver's `History` per buffer)
+    (an exception to the `(model, History)` convention: the state resumes a run, and a
+    store run has one `History` per buffer).
 
     **Raises:** `ValueError` naming `source` when a buffer of a store holds NaN/inf
     activations (each buffer is checked before it is trained on, not only the first) or
@@ -123,7 +134,12 @@ def fit_sae(
     steps = check_positive_int("steps", steps)
     batch_size = check_positive_int("batch_size", batch_size)
     optimizer = optax.adam(2e-4) if optimizer is None else optimizer
-    progress = NoProgress() if progress is None else progress
+    driver = driver_for(driver)
+    if buffer_checkpointer is not None and not callable(buffer_checkpointer):
+        raise ValueError(
+            "buffer_checkpointer: expected a callable buffer index -> Checkpointer, "
+            f"received {type(buffer_checkpointer).__name__}"
+        )
     if not scale > 0:
         raise ValueError(f"scale: expected a positive number, received {scale!r}")
     if normalize_activations not in NORMALIZE_ACTIVATIONS:
@@ -147,9 +163,8 @@ def fit_sae(
             batch_size=batch_size,
             optimizer=optimizer,
             buffer_size=buffer_size,
-            checkpointer=checkpointer,
-            progress=progress,
-            chunk=chunk,
+            driver=driver,
+            buffer_checkpointer=buffer_checkpointer,
             scale=est,
             **step_options,
         )
@@ -163,11 +178,15 @@ def fit_sae(
             batch_size,
             optimizer,
             buffer_size,
-            checkpointer,
-            progress,
-            chunk,
+            driver,
+            buffer_checkpointer,
             scale,
             step_options,
+        )
+    if buffer_checkpointer is not None:
+        raise ValueError(
+            "buffer_checkpointer: only for an activation store source; for an array "
+            "source pass driver=Driver(checkpointer=...)"
         )
     data = jnp.asarray(source)
     if scale != 1.0:
@@ -178,9 +197,7 @@ def fit_sae(
         step.init(sae, key),
         key=key,
         steps=steps,
-        chunk=min(chunk, steps),
-        checkpointer=checkpointer,
-        progress=progress,
+        driver=driver.replace(chunk=min(driver.chunk, steps)),
     )
     _check_loss(hist, 0, "the array source")
     return state.sae, state, [hist]
@@ -206,9 +223,8 @@ def _fit_store(
     batch_size,
     optimizer,
     buffer_size,
-    checkpointer: Callable[[int], Checkpointer] | None,
-    progress,
-    chunk,
+    driver: Driver,
+    buffer_checkpointer: Callable[[int], Checkpointer] | None,
     scale,
     step_options,
 ):
@@ -220,10 +236,10 @@ def _fit_store(
             f"source: expected activations of width d_in={sae.d_in}, received a "
             f"store of width {store.d}"
         )
-    if checkpointer is not None and not callable(checkpointer):
+    if driver.checkpointer is not None:
         raise ValueError(
-            "checkpointer: for a store, expected a callable buffer index -> "
-            f"Checkpointer, received {type(checkpointer).__name__}"
+            "driver: a store run is one run per buffer; pass buffer_checkpointer= (a "
+            "callable buffer index -> Checkpointer) instead of driver.checkpointer"
         )
     size = min(
         64 * batch_size if buffer_size is None else check_positive_int("buffer_size", buffer_size),
@@ -247,15 +263,13 @@ def _fit_store(
                 state = step.init(sae, key)
             n = min(per_buffer, steps - done)
             b = len(hists)
-            ck = checkpointer(b) if callable(checkpointer) else None
+            ck = None if buffer_checkpointer is None else buffer_checkpointer(b)
             state, hist = run_steps(
                 step,
                 state,
                 key=jax.random.fold_in(key, 2 * b + 1),
                 steps=n,
-                chunk=min(chunk, n),
-                checkpointer=ck,
-                progress=progress,
+                driver=driver.replace(chunk=min(driver.chunk, n), checkpointer=ck),
             )
             _check_loss(hist, done, f"buffer {b}")
             hists.append(hist)

@@ -29,6 +29,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._core import (
     AbstractStep,
+    Driver,
     NoProgress,
     as_array,
     check_array,
@@ -421,8 +422,7 @@ def fit_logistic(
         step.init(),
         key=jax.random.key(0),
         steps=iterations,
-        chunk=iterations,
-        progress=NoProgress(),
+        driver=Driver(chunk=iterations, progress=NoProgress()),
     )
     return LogisticProbe(state.coef, state.intercept, step.penalty)
 
@@ -500,8 +500,7 @@ def probe_sweep(
         step.init(),
         key=jax.random.key(0),
         steps=iterations,
-        chunk=iterations,
-        progress=NoProgress(),
+        driver=Driver(chunk=iterations, progress=NoProgress()),
     )
     probe = LogisticProbe(state.coef, state.intercept, step.penalty)
     logits = jax.vmap(lambda W, b, x: jax.vmap(LogisticProbe(W, b, step.penalty).logits)(x))(

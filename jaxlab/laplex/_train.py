@@ -20,13 +20,13 @@ import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from jaxlab._core import (
-    AbstractProgress,
     AbstractStep,
-    Checkpointer,
+    Driver,
     History,
     StepLoop,
     check_array,
     check_positive_int,
+    driver_for,
     optimizer_update,
     run_steps,
 )
@@ -176,16 +176,14 @@ def fit_head(
     *,
     steps: int,
     optimizer: optax.GradientTransformation | None = None,
-    checkpointer: Checkpointer | None = None,
-    progress: AbstractProgress | None = None,
-    chunk: int = 100,
+    driver: Driver | None = None,
 ) -> tuple[eqx.Module, History]:
     """Train a classification head full-batch (`HeadStep` through the driver).
 
     **Arguments:** `model`, `x` `(B, inp)`, `y` `(B,)` as in `HeadStep`; `steps`;
-    `optimizer` (default `optax.adam(0.02)`); `checkpointer`, `progress` as in
-    `run_steps`; `chunk` steps between checkpoint/progress checks (one jitted call per
-    step).
+    `optimizer` (default `optax.adam(0.02)`); `driver` a `jaxlab.Driver` (chunk: steps
+    between checkpoint/progress checks, checkpointer, progress; `StepLoop()`, one jitted
+    call per step, unless it names a loop).
 
     **Returns:** `(model, history)`, `history.losses` `(steps,)` the training loss
     before each step.
@@ -198,10 +196,7 @@ def fit_head(
         step.init(model, key),
         key=key,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
-        loop=StepLoop(),
+        driver=driver_for(driver, loop=StepLoop()),
     )
     return step.model(state), hist
 
@@ -217,16 +212,15 @@ def fit_gram(
     lanczos_steps: int = 30,
     cg_tol: float = 1e-6,
     cg_maxiter: int = 1000,
-    checkpointer: Checkpointer | None = None,
-    progress: AbstractProgress | None = None,
-    chunk: int = 10,
+    driver: Driver | None = None,
 ) -> tuple[LaplexGram, History]:
     """Fit a `LaplexGram` by stochastic maximum likelihood (`GramStep` through the driver).
 
     **Arguments:** `model`, `ys` `(n, N)` and the likelihood settings as in `GramStep`;
     `key` (keyword-only; step `i` draws its probes from `fold_in(key, i)`); `steps`;
-    `optimizer` (default `optax.adam(0.03)`); `checkpointer`, `progress` as in
-    `run_steps`; `chunk` steps between checkpoint/progress checks.
+    `optimizer` (default `optax.adam(0.03)`); `driver` a `jaxlab.Driver` (chunk: steps
+    between checkpoint/progress checks, 10 here when left at the default; checkpointer,
+    progress; `StepLoop()` unless it names a loop).
 
     **Returns:** `(model, history)`, `history.losses` `(steps,)` the per-dimension NLL.
     """
@@ -245,9 +239,6 @@ def fit_gram(
         step.init(model, key),
         key=key,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
-        loop=StepLoop(),
+        driver=driver_for(driver, chunk=10, loop=StepLoop()),
     )
     return step.model(state), hist

@@ -14,6 +14,7 @@ from jaxtyping import Array, Bool, Float
 
 from jaxlab._core import (
     AbstractStep,
+    Driver,
     check_array,
     check_positive_int,
     optimizer_update,
@@ -176,6 +177,8 @@ def network_gd(
     n_steps = check_positive_int("n_steps", n_steps)
     step = NetworkGDStep(loss_fn, trained, _optimizer(eta, v0.shape[1]))
     key = jax.random.key(0)  # the step draws no randomness
-    state, hist = run_steps(step, step.init(v0, key), key=key, steps=n_steps, chunk=n_steps)
+    state, hist = run_steps(
+        step, step.init(v0, key), key=key, steps=n_steps, driver=Driver(chunk=n_steps)
+    )
     gs = jnp.asarray(hist.aux["gram"], v0.dtype)
     return state.vectors, jnp.concatenate([gram(v0)[None], gs], axis=0), jnp.asarray(hist.losses)

@@ -32,12 +32,12 @@ import optax
 from jaxtyping import Array, Float
 
 from jaxlab._core import (
-    AbstractProgress,
     AbstractStep,
-    Checkpointer,
+    Driver,
     ValidatedState,
     ValidatedStep,
     check_positive_int,
+    driver_for,
     optimizer_update,
     run_steps,
 )
@@ -388,12 +388,9 @@ def fit(
     key: jax.Array,
     config: ObserverTrainConfig,
     steps: int,
-    chunk: int = 100,
-    stop: Callable[[CertifiedObserver], bool] | None = None,
     min_steps: int = 0,
     optimizer: optax.GradientTransformation | None = None,
-    checkpointer: Checkpointer | None = None,
-    progress: AbstractProgress | None = None,
+    driver: Driver | None = None,
     val_loss: Callable[[CertifiedObserver, Any], Array] | None = None,
     val_data: Any = None,
     val_every: int = 50,
@@ -402,11 +399,12 @@ def fit(
     """Run `steps` Adam steps of `loss_fn` (`StageStep` through `jaxlab.run_steps`).
 
     **Arguments:** `loss_fn(params, config, *, key)`; `params`; `key` (keyword-only; step `i`
-    uses `fold_in(key, i)`); `config`; `steps`; `chunk` steps per jitted scan;
-    `stop(params) -> bool` checked after each chunk once `min_steps` are done (e.g.
-    "certified"), the driver's stop; `optimizer` (default `optax.adam(config.learning_rate)`;
-    pass the same object to several fits to reuse their compilation); `checkpointer`;
-    `progress` (default silent).
+    uses `fold_in(key, i)`); `config`; `steps`; `optimizer` (default
+    `optax.adam(config.learning_rate)`; pass the same object to several fits to reuse their
+    compilation); `driver` a `jaxlab.Driver`: chunk (steps per jitted scan), checkpointer,
+    progress (default silent) and `stop`, which here is called with the current
+    parameters, `stop(params) -> bool`, after each chunk once `min_steps` are done (e.g.
+    "certified").
 
     Validation (`jaxlab.ValidatedStep`): with `val_loss(params, val_data) -> scalar`
     (jittable; e.g. the after-transient error of rollouts from held-out initial states),
@@ -418,14 +416,17 @@ def fit(
     The step is compiled on throw-away chunks (of both chunk lengths the run uses)
     before the clock starts.
 
-    **Returns:** `(params, info)` with `info = {"steps", "seconds", "compile_seconds",
-    "losses" (np array of the steps run), "stopped"}`; `seconds` is training wall time
-    without compilation. With validation also `"val_losses"` (the scores, NaN between
-    evaluations), `"init_val_loss"`, `"best_val_loss"`, `"best_step"` (0: the
-    initial parameters were kept) and `"last"` (the parameters of the last step).
+    **Returns:** `(params, info)` (an exception to the `(model, History)` convention: the
+    timings and the validation record are what the observers' callers read) with
+    `info = {"steps", "seconds", "compile_seconds", "losses" (np array of the steps run),
+    "stopped"}`; `seconds` is training wall time without compilation. With validation
+    also `"val_losses"` (the scores, NaN between evaluations), `"init_val_loss"`,
+    `"best_val_loss"`, `"best_step"` (0: the initial parameters were kept) and `"last"`
+    (the parameters of the last step).
     """
     check_positive_int("steps", steps)
-    check_positive_int("chunk", chunk)
+    driver = driver_for(driver)
+    stop = driver.stop
     check_positive_int("val_every", val_every)
     if patience is not None:
         check_positive_int("patience", patience)
@@ -445,7 +446,7 @@ def fit(
         )
     state = step.init(params, key)
     init_val = float(state.best_loss) if isinstance(state, ValidatedState) else float("nan")
-    chunk = min(chunk, steps)
+    chunk = min(driver.chunk, steps)
     stopped = []
 
     def current(st) -> TrainState:
@@ -465,7 +466,9 @@ def fit(
     t0 = time.perf_counter()
     warm = chunk + steps % chunk if steps % chunk else chunk
     jax.block_until_ready(
-        run_steps(step, state, key=jax.random.fold_in(key, 7), steps=warm, chunk=chunk)[0]
+        run_steps(
+            step, state, key=jax.random.fold_in(key, 7), steps=warm, driver=Driver(chunk=chunk)
+        )[0]
     )
     if stop is not None:
         stop(current(state).params)
@@ -476,10 +479,7 @@ def fit(
         state,
         key=key,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
-        stop=stop_fn,
+        driver=driver.replace(chunk=chunk, stop=stop_fn),
     )
     params = state.best.params if isinstance(state, ValidatedState) else state.params
     jax.block_until_ready(params)

@@ -31,7 +31,7 @@ import equinox as eqx
 import jax
 import optax
 
-from jaxlab._core import AbstractProgress, check_positive_int
+from jaxlab._core import Driver, check_positive_int, driver_for
 
 from ._train import (
     CertifiedObserver,
@@ -63,6 +63,16 @@ def _validation(name: str, validation) -> dict[str, Any]:
     return {"val_loss": val_loss, "val_data": val_data, "val_every": every}
 
 
+def _no_checkpointer(driver: Driver | None) -> Driver:
+    driver = driver_for(driver)
+    if driver.checkpointer is not None:
+        raise ValueError(
+            "driver: train_two_stage runs two fits; its driver's checkpointer must be None "
+            "(call fit per stage with a checkpointer each)"
+        )
+    return driver
+
+
 def _check_config(config) -> None:
     if not isinstance(config, ObserverTrainConfig):
         raise ValueError(
@@ -77,13 +87,12 @@ def train_two_stage(
     config: ObserverTrainConfig,
     stage1_steps: int,
     stage2_steps: int,
-    chunk: int = 100,
     optimizer: optax.GradientTransformation | None = None,
     estimation: Callable | None = None,
     stage2_estimation: Callable | None | str = "same",
     validation: tuple | None = None,
     stage2_validation: tuple | None = None,
-    progress: AbstractProgress | None = None,
+    driver: Driver | None = None,
 ) -> tuple[CertifiedObserver, CertifiedObserver, dict]:
     """Two-stage training: `stage1_steps` of `point_loss`, then up to `stage2_steps` of
     `lmi_loss` from its result, stopping once the LMI certificate holds.
@@ -94,7 +103,6 @@ def train_two_stage(
     - `key` (keyword-only): split in two, one key per stage.
     - `config`: the `ObserverTrainConfig` of both stages (`lmi_margin` is the stop's).
     - `stage1_steps`, `stage2_steps`: steps of each stage (stage 2: at most).
-    - `chunk`: steps per jitted scan (the certificate is checked between chunks).
     - `optimizer`: default `optax.adam(config.learning_rate)`; the same object for
       several fits lets them share their compilation.
     - `estimation`: the estimation term of both losses (None: the linearised error
@@ -105,7 +113,10 @@ def train_two_stage(
     - `stage2_validation`: the same for stage 2, which then runs all `stage2_steps` (no
       stop at the first certificate) and returns its best-scored parameters (make the
       score inf where the certificate fails).
-    - `progress`: a progress strategy both stages report to in turn (default silent).
+    - `driver`: a `jaxlab.Driver` both stages run with: chunk (steps per jitted scan; the
+      certificate is checked between chunks), progress (both stages report to it in
+      turn), stop (`stop(params)`, as in `fit`; stage 2 also stops at the certificate);
+      its checkpointer must be None (two runs would share one file).
 
     **Returns:** `(point_only, two_stage, info)`: stage 1's parameters (the point-only
     baseline), stage 2's, and `{"stage1": info, "stage2": info}` (each `fit`'s info).
@@ -118,6 +129,7 @@ def train_two_stage(
             f'stage2_estimation: expected "same", None or a callable, received '
             f"{stage2_estimation!r}"
         )
+    driver = _no_checkpointer(driver)
     val1 = _validation("validation", validation)
     val2 = _validation("stage2_validation", stage2_validation)
     optimizer = optax.adam(config.learning_rate) if optimizer is None else optimizer
@@ -133,9 +145,8 @@ def train_two_stage(
         key=k1,
         config=config,
         steps=stage1_steps,
-        chunk=chunk,
         optimizer=optimizer,
-        progress=progress,
+        driver=driver,
         **val1,
     )
     p2, i2 = fit(
@@ -144,11 +155,9 @@ def train_two_stage(
         key=k2,
         config=config,
         steps=stage2_steps,
-        chunk=chunk,
-        stop=None if val2 else _certified_stop(config),
         **val2,
         optimizer=optimizer,
-        progress=progress,
+        driver=driver_for(driver, stop=None if val2 else _certified_stop(config)),
     )
     return p1, p2, {"stage1": i1, "stage2": i2}
 
@@ -159,14 +168,14 @@ def train_lmi_only(
     key: jax.Array,
     config: ObserverTrainConfig,
     steps: int,
-    chunk: int = 100,
     optimizer: optax.GradientTransformation | None = None,
-    progress: AbstractProgress | None = None,
+    driver: Driver | None = None,
 ) -> tuple[CertifiedObserver, dict]:
     """The LMI-only baseline: up to `steps` of `lmi_loss` from `params` (no stage 1),
     stopping once the certificate `max_lmi_eigenvalue < -config.lmi_margin` holds.
 
-    **Arguments:** as `train_two_stage` (`steps` in place of the two stage lengths).
+    **Arguments:** as `train_two_stage` (`steps` in place of the two stage lengths; the
+    driver's checkpointer is allowed here: one run).
 
     **Returns:** `(params, info)` of `fit`; `info["stopped"]` says whether the
     certificate was reached.
@@ -179,8 +188,6 @@ def train_lmi_only(
         key=key,
         config=config,
         steps=steps,
-        chunk=chunk,
-        stop=_certified_stop(config),
         optimizer=optax.adam(config.learning_rate) if optimizer is None else optimizer,
-        progress=progress,
+        driver=driver_for(driver, stop=_certified_stop(config)),
     )

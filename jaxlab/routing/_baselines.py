@@ -162,7 +162,7 @@ class MLPRouter(AbstractRouter):
             ),
             key=key,
             steps=steps,
-            learning_rate=learning_rate,
+            optimizer=optax.adam(learning_rate),
             monitor=monitor,
             monitor_every=monitor_every,
         )
@@ -227,7 +227,7 @@ class MatrixFactorisationRouter(AbstractRouter):
             ),
             key=key,
             steps=steps,
-            learning_rate=learning_rate,
+            optimizer=optax.adam(learning_rate),
             monitor=monitor,
             monitor_every=monitor_every,
         )
@@ -306,7 +306,7 @@ class EmbedLLMRouter(AbstractRouter):
             ),
             key=key,
             steps=steps,
-            learning_rate=learning_rate,
+            optimizer=optax.adam(learning_rate),
             monitor=monitor,
             monitor_every=monitor_every,
         )

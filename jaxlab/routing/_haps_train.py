@@ -35,10 +35,11 @@ from jaxtyping import Array, Float, Int
 from jaxlab import lm
 from jaxlab._core import (
     AbstractStep,
-    NoProgress,
+    Driver,
     check_ids,
     check_lengths,
     check_positive_int,
+    driver_for,
     optimizer_update,
     run_steps,
 )
@@ -159,18 +160,17 @@ def fit_haps(
     *,
     key: jax.Array,
     steps: int = 300,
-    learning_rate: float = 3e-3,
-    weight_decay: float = 1e-4,
-    progress=None,
-    checkpointer=None,
+    optimizer: optax.GradientTransformation | None = None,
+    driver: Driver | None = None,
     **step_options,
 ):
-    """Train `haps` with AdamW through `jaxlab.run_steps`.
+    """Train `haps` through `jaxlab.run_steps`.
 
     **Arguments:** as `HAPSStep` (features (N, F), answers (N,), cost (N, M), uppers,
-    inputs, options), `key`, `steps`, `learning_rate`, `weight_decay`, `progress`,
-    `checkpointer`; `step_options` go to `HAPSStep` (batch_size, reward_weight,
-    cost_weight, explore, route_weight, n_samples).
+    inputs, options), `key`, `steps`; `optimizer` (default
+    `optax.adamw(3e-3, weight_decay=1e-4)`); `driver` a `jaxlab.Driver` (chunk, 25 here
+    when left at the default; checkpointer; progress); `step_options` go to `HAPSStep`
+    (batch_size, reward_weight, cost_weight, explore, route_weight, n_samples).
 
     **Returns:** `(trained HAPS, History)`.
     """
@@ -201,18 +201,17 @@ def fit_haps(
         tuple(inputs),
         opts,
         static,
-        optax.adamw(learning_rate, weight_decay=weight_decay),
+        optax.adamw(3e-3, weight_decay=1e-4) if optimizer is None else optimizer,
         **step_options,
     )
     steps = check_positive_int("steps", steps)
+    driver = driver_for(driver, chunk=25)
     state, hist = run_steps(
         step,
         step.init(params, key),
         key=key,
         steps=steps,
-        chunk=min(steps, 25),
-        checkpointer=checkpointer,
-        progress=NoProgress() if progress is None else progress,
+        driver=driver.replace(chunk=min(steps, driver.chunk)),
     )
     return eqx.combine(state[0], static), hist
 

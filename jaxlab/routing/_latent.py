@@ -247,7 +247,7 @@ class LatentRouter(AbstractRouter):
             lambda k: cls(table.features.shape[1], table.n_candidates, c, key=k, **options),
             key=key,
             steps=steps,
-            learning_rate=learning_rate,
+            optimizer=optax.adam(learning_rate),
             monitor=monitor,
             monitor_every=monitor_every,
         )

@@ -18,8 +18,10 @@ from jaxtyping import Array, Float
 
 from jaxlab._core import (
     AbstractStep,
-    NoProgress,
+    Driver,
+    History,
     check_positive_int,
+    driver_for,
     optimizer_update,
     run_steps,
 )
@@ -49,18 +51,17 @@ def descend(static, optimizer: optax.GradientTransformation, state, loss_fn, *, 
     return (eqx.apply_updates(params, updates), opt_state), loss, aux
 
 
-def fit_params(step: AbstractStep, model, *, key, steps: int, chunk: int, progress=None, **options):
-    """`model` trained by `step` through `jaxlab.run_steps` (`options`: its
-    `checkpointer`, `loop`, `stop`); returns `(trained_model, history)`."""
+def fit_params(step: AbstractStep, model, *, key, steps: int, driver: Driver):
+    """`model` trained by `step` through `jaxlab.run_steps` with `driver` (its chunk cut to
+    `steps`); returns `(trained_model, history)`."""
     params, static = eqx.partition(model, eqx.is_inexact_array)
+    steps = check_positive_int("steps", steps)
     state, hist = run_steps(
         step,
         step.init(params, key),
         key=key,
         steps=steps,
-        chunk=min(steps, chunk),
-        progress=NoProgress() if progress is None else progress,
-        **options,
+        driver=driver.replace(chunk=min(steps, driver.chunk)),
     )
     return eqx.combine(state[0], static), hist
 
@@ -101,34 +102,36 @@ def fit_router(
     *,
     key: jax.Array,
     steps: int = 300,
-    learning_rate: float = 1e-2,
-    progress=None,
+    optimizer: optax.GradientTransformation | None = None,
+    driver: Driver | None = None,
     monitor: Callable[[Any, int], bool] | None = None,
     monitor_every: int = 100,
-):
-    """Train `router` (an `AbstractRouter` with a `loss`) with Adam through `run_steps`.
+) -> tuple[Any, History]:
+    """Train `router` (an `AbstractRouter` with a `loss`) full batch through `run_steps`.
 
     **Arguments:** `router`; `features` (N, F); `quality` (N, M); `key`; `steps`;
-    `learning_rate`; `progress` (a progress strategy (`jaxlab.TqdmProgress()`), default none);
-    `monitor`: `monitor(router, steps_done) -> bool` called with the router after every
-    `monitor_every` steps and after the last one (validation scoring, early stopping:
-    True ends the fit there; it goes through `run_steps`' `stop`); `monitor_every` is
-    also the jitted chunk length when a monitor is given.
+    `optimizer` (default `optax.adam(1e-2)`); `driver` a `jaxlab.Driver` (chunk,
+    checkpointer, progress, e.g. `Driver(progress=jaxlab.TqdmProgress())`; default
+    silent); `monitor`: `monitor(router, steps_done) -> bool` called with the router after
+    every `monitor_every` steps and after the last one (validation scoring, early
+    stopping: True ends the fit there; it goes through the driver's `stop`, combined
+    with the driver's own); `monitor_every` is then also the jitted chunk length.
 
-    **Returns:** `(trained_router, losses)`, losses (steps,) (zeros after an early stop).
+    **Returns:** `(trained_router, history)`, `history.losses` (steps,) (NaN after an
+    early stop).
     """
     x = jnp.asarray(features, jnp.float32)
     y = jnp.asarray(quality, jnp.float32)
     static = eqx.partition(router, eqx.is_inexact_array)[1]
-    step = QualityFitStep(x, y, static, optax.adam(learning_rate))
-    stop, chunk = None, 100
+    optimizer = optax.adam(1e-2) if optimizer is None else optimizer
+    step = QualityFitStep(x, y, static, optimizer)
+    driver = driver_for(driver)
     if monitor is not None:
         chunk = check_positive_int("monitor_every", monitor_every)
-        stop = _monitor_stop(monitor, static, chunk, steps)
-    trained, hist = fit_params(
-        step, router, key=key, steps=steps, chunk=chunk, progress=progress, stop=stop
-    )
-    return trained, hist.losses
+        driver = driver_for(
+            driver.replace(chunk=chunk), stop=_monitor_stop(monitor, static, chunk, steps)
+        )
+    return fit_params(step, router, key=key, steps=steps, driver=driver)
 
 
 def _monitor_stop(monitor, static, chunk: int, steps: int):
@@ -143,9 +146,10 @@ def _monitor_stop(monitor, static, chunk: int, steps: int):
     return stop
 
 
-def fit_on_table(table, build, *, key, steps, learning_rate, **options):
+def fit_on_table(table, build, *, key, steps, optimizer, **options):
     """`build(init_key)` trained on `table`'s features and quality by `fit_router`
-    (init and training keys split from `key`; `options`: its `monitor`, `monitor_every`)."""
+    (init and training keys split from `key`; `options`: its `driver`, `monitor`,
+    `monitor_every`)."""
     k_init, k_fit = jax.random.split(key)
     return fit_router(
         build(k_init),
@@ -153,6 +157,6 @@ def fit_on_table(table, build, *, key, steps, learning_rate, **options):
         table.quality,
         key=k_fit,
         steps=steps,
-        learning_rate=learning_rate,
+        optimizer=optimizer,
         **options,
     )[0]

@@ -29,9 +29,11 @@ from jaxtyping import Array, Float, Int
 
 from jaxlab._core import (
     AbstractStep,
+    Driver,
     StepLoop,
     as_array,
     check_positive_int,
+    driver_for,
 )
 
 from ._train import descend, fit_params, init_params
@@ -411,8 +413,7 @@ def fit_vqa(
     batch_size: int = 64,
     optimizer: optax.GradientTransformation | None = None,
     sample_weights=None,
-    progress=None,
-    checkpointer=None,
+    driver: Driver | None = None,
 ):
     """Train `model` on (image, question, answer) triples with `VQAFitStep` and `run_steps`.
 
@@ -427,8 +428,10 @@ def fit_vqa(
     - `batch_size`: images per step (each with all its questions).
     - `sample_weights`: (N,) non-negative weights of the questions in the loss (e.g.
       equal total weight per question type), or None for equal weights.
-    - `progress`: a progress strategy (`jaxlab.TqdmProgress()`) (default none).
-    - `checkpointer`: a `jaxlab.Checkpointer` (resumable fits), or None.
+    - `driver`: a `jaxlab.Driver` (chunk, 50 here when left at the default; a
+      checkpointer for resumable fits; progress, e.g. `jaxlab.TqdmProgress()`, default
+      none; `StepLoop()` unless it names a loop: XLA:CPU runs convolutions slowly inside
+      a scan).
 
     **Returns:** `(trained_model, history)` (`history.losses` (steps,)).
     """
@@ -464,10 +467,7 @@ def fit_vqa(
         model,
         key=key,
         steps=steps,
-        chunk=50,
-        progress=progress,
-        checkpointer=checkpointer,
-        loop=StepLoop(),
+        driver=driver_for(driver, chunk=50, loop=StepLoop()),
     )
 
 

@@ -18,9 +18,11 @@ from jaxtyping import Array, Float
 
 from jaxlab._core import (
     AbstractStep,
+    Driver,
     StepLoop,
     as_array,
     check_positive_int,
+    driver_for,
 )
 
 from ._train import descend, fit_params, init_params
@@ -139,13 +141,14 @@ def fit_image_encoder(
     steps: int = 1000,
     batch_size: int = 32,
     optimizer: optax.GradientTransformation | None = None,
-    progress=None,
-    checkpointer=None,
+    driver: Driver | None = None,
 ):
     """Train `encoder` to reconstruct `images` with `ImageEncoderFitStep` and `run_steps`.
 
     **Arguments:** `encoder`; `images` (I, H, W, 3) uint8; `key` (minibatches); `steps`;
-    `batch_size`; `optimizer` (default `optax.adam(3e-3)`); `progress`; `checkpointer`.
+    `batch_size`; `optimizer` (default `optax.adam(3e-3)`); `driver` a `jaxlab.Driver`
+    (chunk, 50 here when left at the default; checkpointer; progress; `StepLoop()` unless
+    it names a loop).
 
     **Returns:** `(trained_encoder, history)`.
     """
@@ -164,10 +167,7 @@ def fit_image_encoder(
         encoder,
         key=key,
         steps=steps,
-        chunk=50,
-        progress=progress,
-        checkpointer=checkpointer,
-        loop=StepLoop(),
+        driver=driver_for(driver, chunk=50, loop=StepLoop()),
     )
 
 

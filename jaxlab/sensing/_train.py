@@ -12,9 +12,9 @@ import optax
 from jaxtyping import Array, Float
 
 from jaxlab._core import (
-    AbstractProgress,
     AbstractStep,
-    Checkpointer,
+    Driver,
+    History,
     as_array,
     check_positive_int,
     optimizer_update,
@@ -185,24 +185,21 @@ def train_model(
     steps: int = 2000,
     batch_size: int = 64,
     optimizer: optax.GradientTransformation | None = None,
-    chunk: int = 100,
-    checkpointer: Checkpointer | None = None,
-    progress: AbstractProgress | None = None,
-) -> tuple[MultimodalVAE, np.ndarray]:
+    driver: Driver | None = None,
+) -> tuple[MultimodalVAE, History]:
     """Maximise the mean ELBO (`VAEStep` through `jaxlab.run_steps`).
 
     **Arguments:**
 
     - `model`, `data`: the `MultimodalVAE` and its `ProbeData`.
     - `key`: PRNG key (keyword-only); step `i` uses `fold_in(key, i)`.
-    - `steps`: optimiser steps; `batch_size`: flowers per step; `chunk`: steps per jitted
-      scan (does not change the result).
+    - `steps`: optimiser steps; `batch_size`: flowers per step.
     - `optimizer`: optax transformation (default `optax.adam(1e-3)`).
-    - `checkpointer`: a `Checkpointer` (save/resume; a resumed run equals an
-      uninterrupted one); `progress`: a progress strategy (default silent).
+    - `driver`: a `jaxlab.Driver` (chunk, checkpointer for save/resume: a resumed run
+      equals an uninterrupted one, progress; default `Driver()`, silent).
 
-    **Returns:** `(model, losses)`, `losses` the per-step -ELBO `(steps,)` (the whole
-    run's, also after a resume).
+    **Returns:** `(model, history)`, `history.losses` the per-step -ELBO `(steps,)` (the
+    whole run's, also after a resume).
     """
     check_positive_int("steps", steps)
     optimizer = optax.adam(1e-3) if optimizer is None else optimizer
@@ -212,8 +209,6 @@ def train_model(
         step.init(model, key),
         key=key,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
+        driver=driver,
     )
-    return step.model(state), hist.losses
+    return step.model(state), hist

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import cast
+from typing import Any, cast
 
 import equinox as eqx
 import jax
@@ -27,13 +27,14 @@ import optax
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from jaxlab._core import (
-    AbstractProgress,
     AbstractStep,
-    Checkpointer,
+    Driver,
+    History,
     StepLoop,
     check_array,
     check_finite,
     check_positive_int,
+    driver_for,
     optimizer_update,
     run_steps,
 )
@@ -214,15 +215,11 @@ def train_raft(
     steps: int = 300,
     batch_size: int = 4,
     n_iters: int = 6,
-    learning_rate: float = 4e-4,
-    weight_decay: float = 1e-5,
     gamma: float = 0.9,
     augment: bool = True,
     optimizer: optax.GradientTransformation | None = None,
-    chunk: int = 50,
-    checkpointer: Checkpointer | None = None,
-    progress: AbstractProgress | None = None,
-):
+    driver: Driver | None = None,
+) -> tuple[Any, History]:
     """Train `model` on stereo pairs with ground-truth disparity (`RaftStep` on the driver).
 
     **Arguments:**
@@ -233,11 +230,14 @@ def train_raft(
       is None, step `i` (batch, augmentation) from `fold_in(second split, i)`.
     - `mask`: optional `(N, H, W)` bool restricting supervision.
     - `steps`, `batch_size`, `n_iters`, `gamma`, `augment`: training settings.
-    - `optimizer`: default `raft_optimizer(learning_rate, weight_decay, steps)`.
-    - `chunk`: steps between progress updates (and saves when `checkpointer.every` is
-      None); `checkpointer`: a `Checkpointer` (save/resume); `progress`: a strategy.
+    - `optimizer`: default `raft_optimizer(4e-4, 1e-5, steps)` (build your own with
+      `raft_optimizer(learning_rate, weight_decay, steps)`).
+    - `driver`: a `jaxlab.Driver`: its chunk (steps between progress updates and saves
+      when `checkpointer.every` is None; 50 here when left at the default), checkpointer
+      (save/resume), progress; `StepLoop()` unless it names a loop.
 
-    **Returns:** `(params, losses)`, losses `(steps,)` the per-step training losses.
+    **Returns:** `(params, history)`, `history.losses` `(steps,)` the per-step training
+    losses.
     """
     sizes = check_array("left", left, shape=("N", "H", "W", 3), dtype=jnp.floating)
     check_array("right", right, shape=("N", "H", "W", 3), dtype=jnp.floating, sizes=sizes)
@@ -254,7 +254,7 @@ def train_raft(
     if mask is not None:
         valid &= np.asarray(mask, bool)
     if optimizer is None:
-        optimizer = raft_optimizer(float(learning_rate), float(weight_decay), steps)
+        optimizer = raft_optimizer(4e-4, 1e-5, steps)
     step = RaftStep(
         jnp.asarray(left, dt),
         jnp.asarray(right, dt),
@@ -273,12 +273,9 @@ def train_raft(
         step.init(params, k_init),
         key=k_data,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
-        loop=StepLoop(),
+        driver=driver_for(driver, chunk=50, loop=StepLoop()),
     )
-    return params, hist.losses
+    return params, hist
 
 
 def raft_predictor(model: RAFTStereo, params, *, n_iters: int = 6):

@@ -11,8 +11,6 @@ Paper: P18, HOPSE (higher-order positional and structural encodings).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -20,13 +18,12 @@ import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
 
 from jaxlab._core import (
-    AbstractLoop,
-    AbstractProgress,
     AbstractStep,
-    Checkpointer,
+    Driver,
     History,
     StepLoop,
     check_positive_int,
+    driver_for,
     optimizer_update,
     run_steps,
 )
@@ -269,11 +266,7 @@ def fit(
     vmapped: bool = False,
     eval_data: dict[str, ComplexArrays] | None = None,
     eval_every: int = 1,
-    checkpointer: Checkpointer | None = None,
-    progress: AbstractProgress | None = None,
-    stop: Callable[[TrainState], bool] | None = None,
-    chunk: int = 1,
-    loop: AbstractLoop | None = None,
+    driver: Driver | None = None,
 ) -> tuple[TrainState, History]:
     """Train `model` for `steps` epochs (`HopseStep` through `jaxlab.run_steps`).
 
@@ -283,15 +276,18 @@ def fit(
       in `HopseStep`; `model` the (stacked, when `vmapped`) model to start from.
     - `key`: PRNG key (keyword-only); epoch `e` shuffles with `fold_in(key, e)` (split
       over the seeds/folds when `vmapped`).
-    - `steps`: epochs; `chunk`: epochs between progress/stop/checkpoint checks.
-    - `checkpointer`, `progress`, `stop`: as in `run_steps`.
-    - `loop`: `StepLoop()` by default (one jitted call per epoch; an epoch is already a
-      `lax.scan` over mini-batches).
+    - `steps`: epochs.
+    - `driver`: a `jaxlab.Driver`: chunk (epochs between progress/stop/checkpoint
+      checks; 1 here when left at the default), checkpointer, progress, stop (on the
+      `TrainState`), loop (`StepLoop()` unless it names one: one jitted call per epoch,
+      an epoch is already a `lax.scan` over mini-batches). The optimiser is the
+      `Trainer`'s.
 
-    **Returns:** `(state, history)`: the `TrainState` (`trainer.model(state)` is the
-    model) and the driver's `History`: `losses` `(steps,)` (the mean over seeds/folds
-    when `vmapped`, with `aux["losses"]` `(steps, S)` per seed/fold) and the
-    `pred_<name>` predictions when `eval_data` is given.
+    **Returns:** `(state, history)` (the `TrainState` rather than the model: the
+    optimiser and the model's non-array part live in the `Trainer`;
+    `trainer.model(state)` is the model) and the driver's `History`: `losses` `(steps,)`
+    (the mean over seeds/folds when `vmapped`, with `aux["losses"]` `(steps, S)` per
+    seed/fold) and the `pred_<name>` predictions when `eval_data` is given.
     """
     step = HopseStep(
         trainer, data, targets, weights, vmapped=vmapped, eval_data=eval_data, eval_every=eval_every
@@ -301,11 +297,7 @@ def fit(
         step.init(model, key),
         key=key,
         steps=steps,
-        chunk=chunk,
-        checkpointer=checkpointer,
-        progress=progress,
-        stop=stop,
-        loop=StepLoop() if loop is None else loop,
+        driver=driver_for(driver, chunk=1, loop=StepLoop()),
     )
 
 

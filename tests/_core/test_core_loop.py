@@ -14,6 +14,7 @@ from jaxlab._core import (
     AbstractProgress,
     AbstractStep,
     Checkpointer,
+    Driver,
     ScanLoop,
     StepLoop,
     optimizer_update,
@@ -110,9 +111,9 @@ def _assert_same(a, b):
 def test_learns_and_chunk_size_does_not_change_results(style, getkey):
     step, state = PROBLEMS[style](getkey)
     key = getkey()
-    s1, h1 = run_steps(step, state, key=key, steps=60, chunk=60)
-    s2, h2 = run_steps(step, state, key=key, steps=60, chunk=7)
-    s3, h3 = run_steps(step, state, key=key, steps=60, chunk=5, loop=StepLoop())
+    s1, h1 = run_steps(step, state, key=key, steps=60, driver=Driver(chunk=60))
+    s2, h2 = run_steps(step, state, key=key, steps=60, driver=Driver(chunk=7))
+    s3, h3 = run_steps(step, state, key=key, steps=60, driver=Driver(chunk=5, loop=StepLoop()))
     _assert_same(s1, s2)
     np.testing.assert_array_equal(h1.losses, h2.losses)
     np.testing.assert_allclose(h1.losses, h3.losses, rtol=1e-5)
@@ -125,7 +126,7 @@ def test_learns_and_chunk_size_does_not_change_results(style, getkey):
 def test_resume_equals_uninterrupted(style, kill_after, getkey, tmp_path):
     step, state = PROBLEMS[style](getkey)
     key = getkey()
-    ref_state, ref_hist = run_steps(step, state, key=key, steps=40, chunk=10)
+    ref_state, ref_hist = run_steps(step, state, key=key, steps=40, driver=Driver(chunk=10))
 
     ck = Checkpointer(tmp_path / "ck.eqx", every=10, resume=True)
 
@@ -140,9 +141,13 @@ def test_resume_equals_uninterrupted(style, kill_after, getkey, tmp_path):
 
     killer.calls = 0
     with pytest.raises(Kill):
-        run_steps(step, state, key=key, steps=40, chunk=10, checkpointer=ck, stop=killer)
+        run_steps(
+            step, state, key=key, steps=40, driver=Driver(chunk=10, checkpointer=ck, stop=killer)
+        )
     # The interrupted run saved nothing for the chunk that raised; resume redoes it.
-    res_state, res_hist = run_steps(step, state, key=key, steps=40, chunk=10, checkpointer=ck)
+    res_state, res_hist = run_steps(
+        step, state, key=key, steps=40, driver=Driver(chunk=10, checkpointer=ck)
+    )
     _assert_same(ref_state, res_state)
     np.testing.assert_array_equal(ref_hist.losses, res_hist.losses)
     assert res_hist.losses.shape == (40,)
@@ -152,12 +157,12 @@ def test_resume_equals_uninterrupted(style, kill_after, getkey, tmp_path):
 def test_resume_with_other_chunk_size_and_after_the_end(getkey, tmp_path):
     step, state = _eqx_problem(getkey)
     key = getkey()
-    ref, ref_h = run_steps(step, state, key=key, steps=30, chunk=30)
+    ref, ref_h = run_steps(step, state, key=key, steps=30, driver=Driver(chunk=30))
     ck = Checkpointer(tmp_path / "ck.eqx", every=6, resume=True)
-    _, h = run_steps(step, state, key=key, steps=30, chunk=4, checkpointer=ck)
+    _, h = run_steps(step, state, key=key, steps=30, driver=Driver(chunk=4, checkpointer=ck))
     np.testing.assert_array_equal(h.losses, ref_h.losses)
     # A run killed after its last checkpoint resumes to the same result, running nothing.
-    again, h2 = run_steps(step, state, key=key, steps=30, chunk=9, checkpointer=ck)
+    again, h2 = run_steps(step, state, key=key, steps=30, driver=Driver(chunk=9, checkpointer=ck))
     _assert_same(ref, again)
     np.testing.assert_array_equal(h2.losses, ref_h.losses)
 
@@ -166,10 +171,16 @@ def test_resume_false_starts_afresh_and_mismatches_are_rejected(getkey, tmp_path
     step, state = _eqx_problem(getkey)
     key = getkey()
     path = tmp_path / "ck.eqx"
-    run_steps(step, state, key=key, steps=10, chunk=5, checkpointer=Checkpointer(path))
+    run_steps(
+        step, state, key=key, steps=10, driver=Driver(chunk=5, checkpointer=Checkpointer(path))
+    )
     # resume=False ignores the file (and overwrites it).
     _, h = run_steps(
-        step, state, key=key, steps=10, chunk=5, checkpointer=Checkpointer(path, resume=False)
+        step,
+        state,
+        key=key,
+        steps=10,
+        driver=Driver(chunk=5, checkpointer=Checkpointer(path, resume=False)),
     )
     assert h.steps_done == 10
     with pytest.raises(ValueError, match="another key"):
@@ -178,12 +189,15 @@ def test_resume_false_starts_afresh_and_mismatches_are_rejected(getkey, tmp_path
             state,
             key=getkey(),
             steps=10,
-            chunk=5,
-            checkpointer=Checkpointer(path, resume=True),
+            driver=Driver(chunk=5, checkpointer=Checkpointer(path, resume=True)),
         )
     with pytest.raises(ValueError, match="steps=10"):
         run_steps(
-            step, state, key=key, steps=12, chunk=5, checkpointer=Checkpointer(path, resume=True)
+            step,
+            state,
+            key=key,
+            steps=12,
+            driver=Driver(chunk=5, checkpointer=Checkpointer(path, resume=True)),
         )
 
 
@@ -197,13 +211,15 @@ def test_stop_pads_history_and_resume_respects_it(getkey, tmp_path):
         return len(calls) >= 2
 
     ck = Checkpointer(tmp_path / "ck.eqx", resume=True)
-    _, h = run_steps(step, state, key=key, steps=50, chunk=10, stop=stop, checkpointer=ck)
+    _, h = run_steps(
+        step, state, key=key, steps=50, driver=Driver(chunk=10, stop=stop, checkpointer=ck)
+    )
     assert h.steps_done == 20
     assert h.losses.shape == (50,)
     assert np.isnan(h.losses[20:]).all()
     assert not np.isnan(h.losses[:20]).any()
     assert h.aux["gnorm"].shape == (50,)
-    _, h2 = run_steps(step, state, key=key, steps=50, chunk=10, checkpointer=ck)
+    _, h2 = run_steps(step, state, key=key, steps=50, driver=Driver(chunk=10, checkpointer=ck))
     assert h2.steps_done == 20
 
 
@@ -224,7 +240,7 @@ def test_progress_strategy_is_called(getkey):
             self.events.append(("close",))
 
     rec = Record()
-    run_steps(step, state, key=getkey(), steps=25, chunk=10, progress=rec)
+    run_steps(step, state, key=getkey(), steps=25, driver=Driver(chunk=10, progress=rec))
     assert rec.events == [
         ("start", 25, 0),
         ("update", 10, True),
@@ -237,7 +253,7 @@ def test_progress_strategy_is_called(getkey):
 def test_compiled_chunk_is_reused(getkey):
     step, state = _eqx_problem(getkey)
     key = getkey()
-    run_steps(step, state, key=key, steps=10, chunk=5)
+    run_steps(step, state, key=key, steps=10, driver=Driver(chunk=5))
     traces = []
 
     class Counting(EqxRegression):
@@ -246,11 +262,17 @@ def test_compiled_chunk_is_reused(getkey):
             return super().step(state, key)
 
     cstep = Counting(step.x, step.y, step.optimizer)
-    run_steps(cstep, state, key=key, steps=20, chunk=5)
+    run_steps(cstep, state, key=key, steps=20, driver=Driver(chunk=5))
     n_first = len(traces)
     assert n_first == 1  # four chunks of 5: one trace
     # New data of the same shape: traced fields, no retrace.
-    run_steps(Counting(step.x + 1, step.y, step.optimizer), state, key=key, steps=20, chunk=5)
+    run_steps(
+        Counting(step.x + 1, step.y, step.optimizer),
+        state,
+        key=key,
+        steps=20,
+        driver=Driver(chunk=5),
+    )
     assert len(traces) == n_first
 
 
@@ -259,7 +281,7 @@ def test_bad_arguments(getkey):
     with pytest.raises(ValueError, match="steps"):
         run_steps(step, state, key=getkey(), steps=0)
     with pytest.raises(ValueError, match="chunk"):
-        run_steps(step, state, key=getkey(), steps=5, chunk=-1)
+        run_steps(step, state, key=getkey(), steps=5, driver=Driver(chunk=-1))
     with pytest.raises(ValueError, match="step"):
         run_steps(lambda s, k: (s, {}), state, key=getkey(), steps=5)
     with pytest.raises(ValueError, match="every"):

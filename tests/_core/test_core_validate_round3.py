@@ -13,6 +13,7 @@ import pytest
 
 from jaxlab._core import (
     AbstractStep,
+    Driver,
     available_memory,
     check_ids,
     check_lengths,
@@ -123,4 +124,6 @@ def test_run_steps_bounds_its_history_before_allocating():
     assert float(state) == 3.0
     np.testing.assert_array_equal(hist.aux["row"][:, 0], [0.0, 1.0, 2.0])
     with pytest.raises(ValueError, match=r"^steps: needs about 3725290\.3 GiB"):
-        run_steps(step, step.init(None, None), key=jax.random.key(0), steps=10**12, chunk=2)
+        run_steps(
+            step, step.init(None, None), key=jax.random.key(0), steps=10**12, driver=Driver(chunk=2)
+        )

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlab._core import AbstractStep, Checkpointer, ValidatedStep, run_steps
+from jaxlab._core import AbstractStep, Checkpointer, Driver, ValidatedStep, run_steps
 
 
 class _Descent(AbstractStep):
@@ -34,7 +34,11 @@ def _run(centre, *, steps=60, every=2, patience=3, ckpt=None):
     )
     key = jax.random.key(0)
     return run_steps(
-        vs, vs.init(0.0, key), key=key, steps=steps, chunk=4, stop=vs.stop, checkpointer=ckpt
+        vs,
+        vs.init(0.0, key),
+        key=key,
+        steps=steps,
+        driver=Driver(chunk=4, stop=vs.stop, checkpointer=ckpt),
     )
 
 

@@ -3,6 +3,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxlab import Driver
 from jaxlab import biophys as bp
 from jaxlab._core import Checkpointer, StepLoop
 from tests.step_checks import check_step
@@ -129,12 +130,15 @@ def test_fit_reduces_loss_and_resume_is_exact(getkey, tmp_path):
             steps=8,
             anchor=bp.SpikeAnchor(),
             optimizer=opt,
-            checkpointer=ckpt,
-            chunk=4,
-            stop=kill,
+            driver=Driver(checkpointer=ckpt, chunk=4, stop=kill),
         )
     resumed = bp.fit(
-        problem, p0, steps=8, anchor=bp.SpikeAnchor(), optimizer=opt, checkpointer=ckpt
+        problem,
+        p0,
+        steps=8,
+        anchor=bp.SpikeAnchor(),
+        optimizer=opt,
+        driver=Driver(checkpointer=ckpt),
     )
     np.testing.assert_array_equal(resumed.params.positions, full.params.positions)
     np.testing.assert_array_equal(resumed.losses, full.losses)

@@ -5,7 +5,7 @@ import numpy as np
 import optax
 import pytest
 
-from jaxlab import cells
+from jaxlab import Driver, cells
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +108,13 @@ def test_pbmc_counts_recovered_exactly(pbmc):
 def test_fit_anndata_roundtrip_keeps_obs_var(pbmc, getkey):
     small = pbmc[:64].copy()
     model, out = cells.fit(
-        small, key=getkey(), steps=4, chunk=2, batch_size=32, width=32, latent_dim=4
+        small,
+        key=getkey(),
+        steps=4,
+        driver=Driver(chunk=2),
+        batch_size=32,
+        width=32,
+        latent_dim=4,
     )
     assert out.obsm["X_lecell"].shape == (64, 4)
     assert out.obs["jepa_score"].shape == (64,)
@@ -154,7 +160,9 @@ def test_fit_rejects_log_normalised_values(pbmc, getkey):
 def test_counts_are_normalised_opt_out_uses_the_values_as_the_model_input(pbmc, getkey):
     small = pbmc[:32].copy()
     raw = cells.counts_matrix(small)
-    model, _ = cells.train_lecell(raw, key=getkey(), steps=2, chunk=2, width=8, latent_dim=2)
+    model, _ = cells.train_lecell(
+        raw, key=getkey(), steps=2, driver=Driver(chunk=2), width=8, latent_dim=2
+    )
     # the model sees log_normalize(raw) either way: stating it gives the same annotation
     own = cells.annotate(model, raw, attributions=False)
     stated = cells.annotate(
@@ -169,7 +177,7 @@ def test_counts_are_normalised_opt_out_uses_the_values_as_the_model_input(pbmc, 
         layer="logcounts",
         counts_are_normalised=True,
         steps=2,
-        chunk=2,
+        driver=Driver(chunk=2),
         width=8,
         latent_dim=2,
         attributions=False,
@@ -181,9 +189,16 @@ def test_counts_are_normalised_opt_out_uses_the_values_as_the_model_input(pbmc, 
 
 def test_train_reduces_loss(pbmc, getkey):
     counts = cells.counts_matrix(pbmc[:200])
-    _, curves = cells.train_lecell(
-        counts, key=getkey(), steps=120, chunk=40, batch_size=64, width=64, latent_dim=4
+    _, hist = cells.train_lecell(
+        counts,
+        key=getkey(),
+        steps=120,
+        driver=Driver(chunk=40),
+        batch_size=64,
+        width=64,
+        latent_dim=4,
     )
+    curves = hist.aux
     assert curves["loss"].shape == curves["sigreg"].shape == (120,)
     assert curves["loss"][-10:].mean() < 0.5 * curves["loss"][:10].mean()
 
@@ -205,12 +220,13 @@ def test_train_lecell_resumes_from_a_checkpointer(pbmc, getkey, tmp_path):
     from jaxlab._core import Checkpointer
 
     counts = cells.counts_matrix(pbmc[:40])
-    kw = dict(key=getkey(), steps=6, chunk=2, batch_size=16, width=16, latent_dim=3)
-    ref, ref_curves = cells.train_lecell(counts, **kw)
+    kw = dict(key=getkey(), steps=6, batch_size=16, width=16, latent_dim=3)
+    ref, ref_hist = cells.train_lecell(counts, driver=Driver(chunk=2), **kw)
     ck = Checkpointer(tmp_path / "lecell.eqx", every=4, resume=True)
-    cells.train_lecell(counts, checkpointer=ck, **kw)
-    again, curves = cells.train_lecell(counts, checkpointer=ck, **kw)  # finished: reloads
-    np.testing.assert_array_equal(curves["loss"], ref_curves["loss"])
+    driver = Driver(chunk=2, checkpointer=ck)
+    cells.train_lecell(counts, driver=driver, **kw)
+    again, hist = cells.train_lecell(counts, driver=driver, **kw)  # finished: reloads
+    np.testing.assert_array_equal(hist.losses, ref_hist.losses)
     np.testing.assert_array_equal(
         np.asarray(again.encoder.layers[0].weight), np.asarray(ref.encoder.layers[0].weight)
     )

@@ -9,7 +9,7 @@ import optax
 import pytest
 
 from jaxlab import eeg
-from jaxlab._core import Checkpointer, StepLoop, run_steps
+from jaxlab._core import Checkpointer, Driver, StepLoop, run_steps
 
 # DeepConvNet needs >= 441 samples with braindecode's defaults (see test below)
 LENGTH = {eeg.EEGNet: 128, eeg.ShallowConvNet: 128, eeg.DeepConvNet: 448}
@@ -82,7 +82,7 @@ def test_train_classifier_learns_separable_power(getkey):
         y_val=y[64:80],
         epochs=15,
         batch_size=16,
-        learning_rate=1e-2,
+        optimizer=optax.adam(1e-2),
     )
     assert eeg.balanced_accuracy(y[80:], predict(x[80:])) >= 0.9
     with pytest.raises(ValueError, match="x/y"):
@@ -113,7 +113,9 @@ def test_classifier_step_passes_the_shared_step_checks_through_an_early_stop(get
     )
     state = step.init(None, getkey())
     check_step(step, state, key=getkey(), steps=12, tmp_path=tmp_path, loop=StepLoop())
-    final, hist = run_steps(step, state, key=getkey(), steps=12, chunk=5, loop=StepLoop())
+    final, hist = run_steps(
+        step, state, key=getkey(), steps=12, driver=Driver(chunk=5, loop=StepLoop())
+    )
     t = int(final["t"])
     assert bool(final["done"])
     assert t % 2 == 0
@@ -144,11 +146,11 @@ def test_train_classifier_early_stops_and_resumes_a_finished_run(getkey, tmp_pat
     best = int(np.argmin(full.val_losses[:ep]))
     assert best == ep - 1 - 2  # patience epochs without improvement after the best
     ckpt = Checkpointer(tmp_path / "shallow.eqx", every=3, resume=True)
-    done = eeg.train_classifier(model, x[:64], y[:64], checkpointer=ckpt, **kw)
+    done = eeg.train_classifier(model, x[:64], y[:64], driver=Driver(checkpointer=ckpt), **kw)
     assert ckpt.exists()
     assert done.steps == full.steps
     # a finished run resumes to the same result without training
-    again = eeg.train_classifier(model, x[:64], y[:64], checkpointer=ckpt, **kw)
+    again = eeg.train_classifier(model, x[:64], y[:64], driver=Driver(checkpointer=ckpt), **kw)
     assert again.steps == full.steps
     assert again.stopped_early
     assert tree_allclose(
@@ -157,4 +159,6 @@ def test_train_classifier_early_stops_and_resumes_a_finished_run(getkey, tmp_pat
     np.testing.assert_array_equal(again.val_losses, full.val_losses)
     np.testing.assert_array_equal(again(x), full(x))
     with pytest.raises(ValueError, match="checkpoint"):
-        eeg.train_classifier(model, x[:64], y[:64], checkpointer=ckpt, **dict(kw, batch_size=8))
+        eeg.train_classifier(
+            model, x[:64], y[:64], driver=Driver(checkpointer=ckpt), **dict(kw, batch_size=8)
+        )

@@ -6,9 +6,10 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
-from jaxlab import em
+from jaxlab import Driver, em
 
 F64 = jnp.float64
 
@@ -185,8 +186,16 @@ def test_denoiser_shapes_and_training_decreases_loss(getkey):
         np.testing.assert_allclose(out, cond[:2], atol=2e-3)
     objective = em.DenoiserObjective(den)
     data = {"cond": cond, "target": target}
-    _, losses = em.fit(
-        objective, params, data, key=getkey(), steps=80, batch_size=8, learning_rate=3e-3, chunk=40
+    _, hist = em.fit(
+        objective,
+        params,
+        data,
+        key=getkey(),
+        steps=80,
+        batch_size=8,
+        optimizer=optax.adam(3e-3),
+        driver=Driver(chunk=40),
     )
+    losses = hist.losses
     assert np.all(np.isfinite(losses))
     assert losses[-20:].mean() < 0.85 * losses[:20].mean()

@@ -8,7 +8,7 @@ import numpy as np
 import optax
 import pytest
 
-from jaxlab import em
+from jaxlab import Driver, em
 from jaxlab._core import Checkpointer, StepLoop
 
 F64 = jnp.float64
@@ -162,9 +162,17 @@ def test_training_decreases_loss(getkey):
     objective = em.SegObjective(model)
     batch = {"image": batch["hr"], "boundary": batch["boundary"]}
     before = float(objective(params, batch, getkey()))
-    params, losses = em.fit(
-        objective, params, batch, key=getkey(), steps=60, batch_size=4, learning_rate=1e-2, chunk=30
+    params, hist = em.fit(
+        objective,
+        params,
+        batch,
+        key=getkey(),
+        steps=60,
+        batch_size=4,
+        optimizer=optax.adam(1e-2),
+        driver=Driver(chunk=30),
     )
+    losses = hist.losses
     after = float(objective(params, batch, getkey()))
     assert losses.shape == (60,)
     assert np.all(np.isfinite(losses))
@@ -194,12 +202,14 @@ def test_fit_resumes_from_a_checkpointer(tmp_path, getkey, tree_allclose):
     model = em.SRNet(2, (2, 4))
     params0 = em.init_params(model, batch["lr"][:1], key=getkey())
     objective = em.SRObjective(model)
-    kw = dict(key=getkey(), steps=6, batch_size=2, optimizer=optax.adam(1e-2), chunk=2)
-    full, full_losses = em.fit(objective, params0, batch, **kw)
-    ckpt = Checkpointer(tmp_path / "sr.eqx", every=2, resume=True)
-    done, _ = em.fit(objective, params0, batch, checkpointer=ckpt, **kw)
+    kw = dict(key=getkey(), steps=6, batch_size=2, optimizer=optax.adam(1e-2))
+    full, full_hist = em.fit(objective, params0, batch, driver=Driver(chunk=2), **kw)
+    full_losses = full_hist.losses
+    ckpt = Driver(chunk=2, checkpointer=Checkpointer(tmp_path / "sr.eqx", every=2, resume=True))
+    done, _ = em.fit(objective, params0, batch, driver=ckpt, **kw)
     # a finished run resumes to the same result without training
-    again, losses = em.fit(objective, params0, batch, checkpointer=ckpt, **kw)
+    again, hist = em.fit(objective, params0, batch, driver=ckpt, **kw)
+    losses = hist.losses
     assert tree_allclose(done, full, rtol=0, atol=0)
     assert tree_allclose(again, full, rtol=0, atol=0)
     np.testing.assert_array_equal(losses, full_losses)

@@ -60,3 +60,26 @@ def test_a_loss_that_turns_nan_names_the_step():
     # a learning rate of inf makes the first update NaN: the loss of step 1 is NaN
     with pytest.raises(ValueError, match=r"source: the training loss became non-finite at step 1"):
         ip.fit_sae(x, sae, key=jax.random.key(1), steps=3, batch_size=32, optimizer=optax.sgd(1e30))
+
+
+def test_fit_sae_checkpointers_go_where_the_source_needs_them(store, tmp_path):
+    """An array source checkpoints through its driver; a store, one run per buffer, through
+    `buffer_checkpointer` (a driver checkpointer there would be shared by every buffer)."""
+    from jaxlab import Checkpointer, Driver
+
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(64, 24)), jnp.float32)
+    sae = ip.TopKSAE(24, 48, 4, key=jax.random.key(1))
+    with pytest.raises(ValueError, match="^buffer_checkpointer: only for an activation store"):
+        ip.fit_sae(x, sae, key=jax.random.key(2), steps=2, buffer_checkpointer=lambda b: None)
+    with pytest.raises(ValueError, match="^buffer_checkpointer: expected a callable"):
+        ip.fit_sae(x, sae, key=jax.random.key(2), steps=2, buffer_checkpointer=3)  # type: ignore[arg-type]
+    ck = Checkpointer(tmp_path / "sae.eqx", resume=True)
+    with pytest.raises(ValueError, match="^driver: a store run is one run per buffer"):
+        ip.fit_sae(store, sae, key=jax.random.key(2), steps=2, driver=Driver(checkpointer=ck))
+    # the array source resumes from its driver's checkpointer to the same SAE
+    kw = dict(key=jax.random.key(2), steps=4, batch_size=16, optimizer=optax.adam(1e-3))
+    ref, _, _ = ip.fit_sae(x, sae, **kw)
+    ip.fit_sae(x, sae, driver=Driver(chunk=2, checkpointer=ck), **kw)
+    again, _, (hist,) = ip.fit_sae(x, sae, driver=Driver(chunk=2, checkpointer=ck), **kw)
+    assert hist.steps_done == 4
+    np.testing.assert_array_equal(np.asarray(again.W_dec), np.asarray(ref.W_dec))

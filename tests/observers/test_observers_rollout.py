@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import jaxlab.observers as O
+from jaxlab import Driver
 
 
 def _eso(plant, eps=0.05):
@@ -136,7 +137,9 @@ def test_validated_fit_never_ends_worse_than_its_initialisation():
     def worse(p, c, *, key):
         return -est(p.observer, key)
 
-    fit = functools.partial(O.fit, key=jax.random.key(4), config=cfg, steps=20, chunk=10)
+    fit = functools.partial(
+        O.fit, key=jax.random.key(4), config=cfg, steps=20, driver=Driver(chunk=10)
+    )
     validated = functools.partial(fit, val_loss=val, val_data=data, val_every=5)
     got, info = validated(worse, params)
     assert info["best_step"] == 0

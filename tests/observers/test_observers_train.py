@@ -8,6 +8,7 @@ import optax
 import pytest
 
 import jaxlab.observers as O
+from jaxlab import Driver
 from tests.step_checks import check_step
 
 
@@ -75,7 +76,9 @@ def test_two_stage_certifies_small_observer(getkey):
     """Stage 1 then stage 2 on Van der Pol; the result passes the independent cvxpy check."""
     params = _params(jax.random.PRNGKey(3), hidden=(4,))
     cfg = O.ObserverTrainConfig(batch=16, rollout_steps=5, lmi_margin=1e-3)
-    p1, info1 = O.fit(O.point_loss, params, key=getkey(), config=cfg, steps=300, chunk=150)
+    p1, info1 = O.fit(
+        O.point_loss, params, key=getkey(), config=cfg, steps=300, driver=Driver(chunk=150)
+    )
     assert info1["losses"][-50:].mean() < info1["losses"][:50].mean()
     p2, info2 = O.fit(
         O.lmi_loss,
@@ -83,8 +86,7 @@ def test_two_stage_certifies_small_observer(getkey):
         key=getkey(),
         config=cfg,
         steps=3000,
-        chunk=150,
-        stop=lambda p: O.max_lmi_eigenvalue(p) < -cfg.lmi_margin,
+        driver=Driver(chunk=150, stop=lambda p: O.max_lmi_eigenvalue(p) < -cfg.lmi_margin),
     )
     assert info2["stopped"], info2["steps"]
     assert float(O.max_lmi_eigenvalue(p2)) < 0
@@ -126,12 +128,14 @@ def test_fit_stops_when_certified_after_min_steps(getkey):
     """Certification is the driver's stop: checked per chunk, not before `min_steps`."""
     params = _params(getkey(), hidden=(2,))
     cfg = O.ObserverTrainConfig(batch=2, rollout_steps=1)
-    kw = dict(key=getkey(), config=cfg, steps=12, chunk=3)
-    _, info = O.fit(O.point_loss, params, stop=lambda p: True, min_steps=5, **kw)
+    kw = dict(key=getkey(), config=cfg, steps=12)
+    _, info = O.fit(
+        O.point_loss, params, driver=Driver(chunk=3, stop=lambda p: True), min_steps=5, **kw
+    )
     assert info["stopped"]
     assert info["steps"] == 6
     assert info["losses"].shape == (6,)
-    _, full = O.fit(O.point_loss, params, **kw)
+    _, full = O.fit(O.point_loss, params, driver=Driver(chunk=3), **kw)
     assert not full["stopped"]
     assert full["steps"] == 12
     np.testing.assert_array_equal(info["losses"], full["losses"][:6])

@@ -13,6 +13,7 @@ import optax
 import pytest
 
 import jaxlab.observers as O
+from jaxlab import Driver
 
 CFG = O.ObserverTrainConfig(batch=4, rollout_steps=2, rollout_dt=0.1, learning_rate=0.01)
 OPT = optax.adam(CFG.learning_rate)  # one object: the fits share their compilation
@@ -40,16 +41,26 @@ def _old_two_stage(params, key, steps1, steps2, estimation=None):
         else functools.partial(O.point_loss, estimation=estimation)
     )
     lmi = O.lmi_loss if estimation is None else functools.partial(O.lmi_loss, estimation=estimation)
-    p1, i1 = O.fit(point, params, key=k1, config=CFG, steps=steps1, chunk=4, optimizer=opt)
+    p1, i1 = O.fit(
+        point, params, key=k1, config=CFG, steps=steps1, driver=Driver(chunk=4), optimizer=opt
+    )
     stop = lambda p: bool(O.max_lmi_eigenvalue(p) < -CFG.lmi_margin)  # noqa: E731
-    p2, i2 = O.fit(lmi, p1, key=k2, config=CFG, steps=steps2, chunk=4, stop=stop, optimizer=opt)
+    p2, i2 = O.fit(
+        lmi, p1, key=k2, config=CFG, steps=steps2, driver=Driver(chunk=4, stop=stop), optimizer=opt
+    )
     return p1, p2, i1, i2
 
 
 def test_two_stage_equals_the_two_fits_bit_for_bit():
     params, key = _params(), jax.random.key(3)
     p1, p2, info = O.train_two_stage(
-        params, key=key, config=CFG, stage1_steps=8, stage2_steps=8, chunk=4, optimizer=OPT
+        params,
+        key=key,
+        config=CFG,
+        stage1_steps=8,
+        stage2_steps=8,
+        driver=Driver(chunk=4),
+        optimizer=OPT,
     )
     q1, q2, i1, i2 = _old_two_stage(params, key, 8, 8)
     _leaves_equal(p1, q1)
@@ -74,7 +85,7 @@ def test_two_stage_validation_returns_the_best_scored_parameters():
         config=CFG,
         stage1_steps=8,
         stage2_steps=4,
-        chunk=4,
+        driver=Driver(chunk=4),
         optimizer=OPT,
         validation=(score, target, 4),
         stage2_validation=(score, target, 4),
@@ -89,10 +100,18 @@ def test_two_stage_validation_returns_the_best_scored_parameters():
 
 def test_lmi_only_equals_one_stopped_lmi_fit():
     params, key = _params(2), jax.random.key(5)
-    p, info = O.train_lmi_only(params, key=key, config=CFG, steps=8, chunk=4, optimizer=OPT)
+    p, info = O.train_lmi_only(
+        params, key=key, config=CFG, steps=8, driver=Driver(chunk=4), optimizer=OPT
+    )
     stop = lambda q: bool(O.max_lmi_eigenvalue(q) < -CFG.lmi_margin)  # noqa: E731
     q, ref = O.fit(
-        O.lmi_loss, params, key=key, config=CFG, steps=8, chunk=4, stop=stop, optimizer=OPT
+        O.lmi_loss,
+        params,
+        key=key,
+        config=CFG,
+        steps=8,
+        driver=Driver(chunk=4, stop=stop),
+        optimizer=OPT,
     )
     _leaves_equal(p, q)
     np.testing.assert_array_equal(info["losses"], ref["losses"])

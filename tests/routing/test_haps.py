@@ -10,6 +10,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from jaxlab import lm, routing
@@ -260,7 +261,7 @@ def _fit_and_predict(haps, feats, t, cost, uppers, inputs, opts, tr, te, *, key,
         opts,
         key=key,
         steps=steps,
-        learning_rate=1e-2,
+        optimizer=optax.adamw(1e-2, weight_decay=1e-4),
         batch_size=16,
     )
     assert np.all(np.isfinite(hist.losses))

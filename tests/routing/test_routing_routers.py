@@ -109,7 +109,8 @@ def test_threshold_route_by_hand():
 def test_mlp_learns_planted_rule_through_driver(getkey):
     tr, te = planted(200, seed=1), planted(200, seed=2)
     r = routing.MLPRouter(6, 4, tr.cost.mean(0), hidden=(16,), key=getkey())
-    r, losses = routing.fit_router(r, tr.features, tr.quality, key=getkey(), steps=200)
+    r, hist = routing.fit_router(r, tr.features, tr.quality, key=getkey(), steps=200)
+    losses = hist.losses
     assert losses.shape == (200,)
     assert losses[-1] < 0.5 * losses[0]
     acc = routing.routed_outcome(

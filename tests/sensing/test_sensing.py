@@ -7,7 +7,7 @@ import numpy as np
 import optax
 import pytest
 
-from jaxlab import sensing
+from jaxlab import Driver, sensing
 from jaxlab._core import Checkpointer
 from jaxlab.sensing import GaussianExpert, _train
 from tests.step_checks import check_step
@@ -173,10 +173,10 @@ def test_elbo_improves_with_training(getkey):
         return float(_mean_elbo(mdl))
 
     before = mean_elbo(model)
-    trained, losses = sensing.train_model(
-        model, data, key=getkey(), steps=200, chunk=100, batch_size=16
+    trained, hist = sensing.train_model(
+        model, data, key=getkey(), steps=200, driver=Driver(chunk=100), batch_size=16
     )
-    assert losses.shape == (200,)
+    assert hist.losses.shape == (200,)
     assert mean_elbo(trained) > before + 0.5 * abs(before)
 
 
@@ -203,16 +203,18 @@ def test_train_model_resume_equals_uninterrupted(getkey, tmp_path, kill_at):
     array, and after a mid-training resume the losses lacked the first part."""
     data = sensing.simulate_probes(8, 4, key=getkey())
     model, key = _model(getkey()), getkey()
-    kw = dict(key=key, steps=6, chunk=2, batch_size=4)
-    ref_model, ref = sensing.train_model(model, data, **kw)
+    kw = dict(key=key, steps=6, batch_size=4)
+    ref_model, ref = sensing.train_model(model, data, driver=Driver(chunk=2), **kw)
+    ref = ref.losses
     _KillOnSave.saves, _KillOnSave.kill_at = 0, kill_at
     ck = _KillOnSave(tmp_path / "vae.eqx", resume=True)
     if kill_at is None:
-        sensing.train_model(model, data, checkpointer=ck, **kw)
+        sensing.train_model(model, data, driver=Driver(chunk=2, checkpointer=ck), **kw)
     else:
         with pytest.raises(KeyboardInterrupt):
-            sensing.train_model(model, data, checkpointer=ck, **kw)
-    res_model, res = sensing.train_model(model, data, checkpointer=ck, **kw)
+            sensing.train_model(model, data, driver=Driver(chunk=2, checkpointer=ck), **kw)
+    res_model, res = sensing.train_model(model, data, driver=Driver(chunk=2, checkpointer=ck), **kw)
+    res = res.losses
     assert res.shape == (6,)
     np.testing.assert_array_equal(res, ref)
     for a, b in zip(

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlab import stereo
+from jaxlab import Driver, stereo
 from jaxlab._core import Checkpointer, StepLoop
 
 TINY = {
@@ -184,9 +184,10 @@ def test_training_on_planes_reduces_epe(getkey):
     def test_epe(predict):
         return float(np.mean(np.abs(np.asarray(predict(tl, tr)) - td)))
 
-    params, losses = stereo.train_raft(
+    params, hist = stereo.train_raft(
         model, left, right, disp, key=getkey(), params=p0, **PLANE_TRAIN
     )
+    losses = hist.losses
     # one predictor (one compilation per input rank) for the trained EPE and the check below
     predict = stereo.raft_predictor(model, params, n_iters=4)
     before = test_epe(stereo.raft_predictor(model, p0, n_iters=4))
@@ -226,14 +227,16 @@ def test_train_raft_resumes_from_a_checkpointer(getkey, tmp_path, tree_allclose)
     left, right, disp = _plane_pairs(getkey(), 16)
     disp[0, :4] = np.nan  # unknown ground truth is ignored
     model = stereo.RAFTStereo(**PLANE_MODEL)
-    kw = {"key": getkey(), "chunk": 2, **PLANE_TRAIN, "steps": 4}
-    full, full_losses = stereo.train_raft(model, left, right, disp, **kw)
+    kw = {"key": getkey(), **PLANE_TRAIN, "steps": 4}
+    full, full_hist = stereo.train_raft(model, left, right, disp, driver=Driver(chunk=2), **kw)
+    full_losses = full_hist.losses
     assert full_losses.shape == (4,)
     assert np.all(np.isfinite(full_losses))
-    ckpt = Checkpointer(tmp_path / "raft.eqx", every=2, resume=True)
-    stereo.train_raft(model, left, right, disp, checkpointer=ckpt, **kw)
+    ckpt = Driver(chunk=2, checkpointer=Checkpointer(tmp_path / "raft.eqx", every=2, resume=True))
+    stereo.train_raft(model, left, right, disp, driver=ckpt, **kw)
     # a finished run resumes to the same result without training
-    again, losses = stereo.train_raft(model, left, right, disp, checkpointer=ckpt, **kw)
+    again, hist = stereo.train_raft(model, left, right, disp, driver=ckpt, **kw)
+    losses = hist.losses
     assert tree_allclose(again, full, rtol=0, atol=0)
     np.testing.assert_array_equal(losses, full_losses)
     assert not tree_allclose(again, stereo.init_raft(model, 16, 32, key=getkey()))
