@@ -1,6 +1,3 @@
-import os
-import subprocess
-import sys
 import textwrap
 
 import jax
@@ -9,6 +6,7 @@ import numpy as np
 import pytest
 
 from jaxlab._core import sweep
+from tests.simulated_devices import run_on_devices
 
 
 def _fn(x):
@@ -58,17 +56,5 @@ _SCRIPT = textwrap.dedent(
 
 
 def test_sharded_over_four_devices_equals_single_device():
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
-    env["JAX_PLATFORMS"] = "cpu"
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    proc = subprocess.run(
-        [sys.executable, "-c", _SCRIPT],
-        env=env,
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "OK" in proc.stdout
+    stdout = run_on_devices(_SCRIPT, devices=4, timeout=300)
+    assert "OK" in stdout

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
+
+from tests.simulated_devices import run_on_devices
 
 SCRIPT = textwrap.dedent("""
     import jax, numpy as np
@@ -32,18 +30,6 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_sharded_equals_single_device():
-    env = dict(
-        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu"
-    )
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=root,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    worst = float(proc.stdout.split("WORST")[1])
+    stdout = run_on_devices(SCRIPT, devices=4, timeout=600)
+    worst = float(stdout.split("WORST")[1])
     assert worst < 1e-12
