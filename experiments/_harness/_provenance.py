@@ -79,7 +79,9 @@ def _memory_gb() -> float | None:
 def machine_info() -> dict[str, Any]:
     """The host and the device: CPU model, logical CPU count, RAM in GB, OS platform,
     Python version, the kind and count of JAX's devices (the backend and the version of
-    JAX are the record's `jax` field, `jax_info()`)."""
+    JAX are the record's `jax` field, `jax_info()`), and the host's load average over the
+    last 1, 5 and 15 minutes when the record is written (`None` where the OS has none):
+    timings from a shared machine are read against it."""
     devices = jax.devices()
     return {
         "cpu": _cpu_model(),
@@ -90,7 +92,15 @@ def machine_info() -> dict[str, Any]:
         "python": platform.python_version(),
         "device_kind": devices[0].device_kind if devices else None,
         "device_count": len(devices),
+        "load_avg": _load_avg(),
     }
+
+
+def _load_avg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
 
 
 def _jaxlab_version() -> str:

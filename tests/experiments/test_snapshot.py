@@ -135,6 +135,8 @@ def test_metrics_json_records_machine_date_commit_versions_and_config_hash(tmp_p
     assert m["device_count"] == len(jax.devices())
     assert m["memory_gb"] > 0
     assert m["cpu"]
+    assert len(m["load_avg"]) == 3
+    assert all(x >= 0 for x in m["load_avg"])
     assert data["runtime_s"] > 0
 
 
