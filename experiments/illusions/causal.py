@@ -26,6 +26,7 @@ from experiments._harness import (
     all_of,
     at_least,
     gated,
+    model_params,
     paired_t,
     superior,
     t_mean,
@@ -70,7 +71,7 @@ FULL = Config(
 def full_work(config: Config) -> float:
     """Model work: parameters x scored contexts (framed pairs, causal controls, Corr2Cause)."""
     contexts = len(il.FRAMINGS) * config.pairs + len(il.CAUSAL_PAIRS) + config.corr2cause_items
-    return sum(lm.MODELS[m].n_params for m in config.models) * contexts
+    return sum(model_params(m) for m in config.models) * contexts
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:

@@ -19,7 +19,16 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Estimate, Result, RunContext, all_of, at_least, best_of, t_mean
+from experiments._harness import (
+    Estimate,
+    Result,
+    RunContext,
+    all_of,
+    at_least,
+    best_of,
+    model_params,
+    t_mean,
+)
 from experiments.illusions import _setup
 from jaxlab import illusions as il
 from jaxlab import lm
@@ -67,7 +76,7 @@ def full_work(config: Config) -> float:
     s = sum(map(sum, config.counts))
     answers = 2 * s + (s + 3) + 28  # attributions, the two count estimates, trait ratings
     tokens = 15 * s * -(-answers // config.max_options) + 24 * answers
-    params = sum(lm.MODELS[m].n_params for m in config.models)
+    params = sum(model_params(m) for m in config.models)
     return params * tokens * len(config.variants) * config.orders
 
 

@@ -23,6 +23,7 @@ from experiments._harness import (
     all_of,
     at_least,
     best_of,
+    model_params,
     superior,
     t_mean,
     welch_t,
@@ -68,7 +69,7 @@ FULL = Config(
 def full_work(config: Config) -> float:
     """Model work: parameters x sequences (random and periodic) x their length (+ questions)."""
     seqs = len(config.kinds) * (config.sequences + config.controls)
-    return sum(lm.MODELS[m].n_params for m in config.models) * seqs * (config.length + 40)
+    return sum(model_params(m) for m in config.models) * seqs * (config.length + 40)
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:

@@ -41,6 +41,7 @@ from experiments._harness import (
     all_of,
     at_most,
     log,
+    model_params,
     paired_t,
     superior,
     t_mean,
@@ -103,9 +104,9 @@ def full_work(config: Config) -> float:
     + 60) per framing and ablation condition, plus the SAE's training steps."""
     n_q = sum(map(sum, config.counts))
     tokens = config.orders * n_q * (len(config.framings) + 3) * (13 * n_q + 60)
-    d = lm.config_from_gguf(lm.read_gguf(lm.model_path(config.model))).d_model
+    d = lm.describe(config.model).config.d_model
     sae = 12 * config.steps * config.batch_size * config.expansion * d * d
-    return 2 * lm.MODELS[config.model].n_params * tokens + sae
+    return 2 * model_params(config.model) * tokens + sae
 
 
 #: rows per block of dense SAE codes: FULL's ~13M token rows x 9216 latents would take ~500

@@ -39,6 +39,7 @@ from experiments._harness import (
     at_most,
     cache_dir,
     log,
+    model_params,
     model_tag,
     superior,
 )
@@ -123,11 +124,10 @@ def full_work(config) -> float:
     """FLOPs per model: the activation stores (forward passes), the SAE steps, the CE/KL
     splices (4 forward passes per sequence), ~6e11 for the load and compiles (d_model
     taken as sqrt(n_params / 400))."""
-    from jaxlab.lm import MODELS, canonical_name
 
     work = 0.0
     for name, tokens, steps in zip(config.models, config.train_tokens, config.steps, strict=True):
-        p = MODELS[canonical_name(name)].n_params
+        p = model_params(name)
         d = (p / 400) ** 0.5
         work += 2 * p * (tokens + config.eval_tokens)
         work += 6 * steps * config.batch_size * d * config.expansion * d

@@ -19,7 +19,7 @@ import time
 import jax
 import numpy as np
 
-from experiments._harness import Estimate, cache_dir, log
+from experiments._harness import Estimate, cache_dir, log, model_params, model_sha256
 from jaxlab import TqdmProgress, interp, lm, write_json
 from jaxlab import lengthprobe as lp
 
@@ -90,7 +90,7 @@ def full_work(config: CacheConfig) -> float:
     total = 0.0
     for m in config.models:
         items, new, _ = config.budget(m)
-        total += lm.MODELS[m].n_params * len(config.families) * items * 2 * (150 + new)
+        total += model_params(m) * len(config.families) * items * 2 * (150 + new)
     return total
 
 
@@ -101,8 +101,8 @@ def short(model: str) -> str:
 
 @functools.cache
 def _tokenizer_and_config(name: str) -> tuple[lm.Tokenizer, lm.LMConfig]:
-    g = lm.read_gguf(lm.model_path(name))
-    return lm.Tokenizer.from_gguf(g), lm.config_from_gguf(g)
+    card = lm.describe(name)
+    return card.tokenizer, card.config
 
 
 def stored_layers(name: str, count: int) -> tuple[int, ...]:
@@ -137,7 +137,7 @@ def model_data(config: CacheConfig, model: str, key: jax.Array) -> ModelData:
     h = hashlib.sha256(
         json.dumps(
             {
-                "model": [model, list(lm.MODELS[model].packages)],
+                "model": [model, model_sha256(model)],
                 "prompts": [[p.family, p.text] for p in prompts],
                 "max_new": max_new,
                 "batch": batch,

@@ -40,6 +40,7 @@ from experiments._harness import (
     RunContext,
     cache_dir,
     gated,
+    model_params,
     paired_bootstrap,
     superior,
 )
@@ -79,7 +80,7 @@ FULL = Config(**_setup.FULL_CACHE, max_items=400, continue_tokens=256, n_boot=20
 def full_work(config: Config) -> float:
     """The cache's model work plus the forced continuations (2 per item, prompt ~300)."""
     cont = 2 * config.max_items * (300 + config.continue_tokens)
-    return _setup.full_work(config) + cont * sum(lm.MODELS[m].n_params for m in config.models)
+    return _setup.full_work(config) + cont * sum(model_params(m) for m in config.models)
 
 
 def _row_lookup(store: lm.ActivationStore) -> dict[tuple[int, int], int]:
@@ -94,7 +95,7 @@ def _continuations(config, model: str, ids, families, layer, key):
     h = hashlib.sha256(
         json.dumps(
             {
-                "model": [model, list(lm.MODELS[model].packages)],
+                "model": [model, _setup.model_sha256(model)],
                 "prompts": [families, ids],
                 "max_new": config.continue_tokens,
                 "batch": config.budget(model)[2],

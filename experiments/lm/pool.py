@@ -32,6 +32,7 @@ from experiments._harness import (
     cache_dir,
     gated,
     log,
+    model_params,
     model_sha256,
     wilson,
 )
@@ -82,11 +83,8 @@ FULL = Config(
 def full_work(config) -> float:
     """Items scored, weighted by model size (parameters); ~20 items' worth per model for
     its load, perplexities and compiles."""
-    from jaxlab.lm import MODELS, canonical_name
 
-    return float(
-        sum(MODELS[canonical_name(m)].n_params * (config.n_items + 20) for m in config.models)
-    )
+    return float(sum(model_params(m) * (config.n_items + 20) for m in config.models))
 
 
 # bump when the prompt format or the scoring changes: cached option scores then miss

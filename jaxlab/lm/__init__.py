@@ -35,7 +35,8 @@
   `model_fingerprint(model)` is the weights' hash that identifies a store.
 - `load(name, weights="int8" | "int4")`: weight-only quantised projections
   (`QuantWeight`), dequantised inside the matmul (C++ kernel on CPU).
-- `read_gguf`: the validated GGUF reader underneath.
+- `read_gguf`: the validated GGUF reader underneath; `describe(name_or_path)` -> `ModelCard`:
+  a model's config, tokenizer, parameter count and weight files without reading a weight.
 - `model_mesh(data, model)` -> a (data, model) `Mesh`; `shard_model(model, mesh)`: the
   weights tensor-parallel over the model axis (Megatron style: heads, FFN, vocabulary),
   used unchanged by `forward`/`generate`/`score`/`collect`; `shard_batch` splits a batch
@@ -51,6 +52,8 @@ from ._collect import collect as collect
 from ._collect import model_fingerprint as model_fingerprint
 from ._config import LMConfig as LMConfig
 from ._config import config_from_gguf as config_from_gguf
+from ._describe import ModelCard as ModelCard
+from ._describe import describe as describe
 from ._embed import embed as embed
 from ._files import model_path as model_path
 from ._forward import forward as forward
@@ -66,6 +69,7 @@ from ._generate import stream as stream
 from ._gguf import GGUFFile as GGUFFile
 from ._gguf import read_gguf as read_gguf
 from ._hf import config_from_hf as config_from_hf
+from ._hf import is_hf_folder as is_hf_folder
 from ._hooks import HOOK_SITES as HOOK_SITES
 from ._hooks import hook_name as hook_name
 from ._hooks import hook_names as hook_names

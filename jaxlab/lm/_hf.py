@@ -84,7 +84,14 @@ _IGNORED = re.compile(r"model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq")
 
 
 def is_hf_folder(path: Any) -> bool:
-    """Whether `path` is a folder with a `config.json` (a Hugging Face model folder)."""
+    """Whether `path` is a folder with a `config.json` (a Hugging Face model folder).
+
+    **Arguments:**
+        path: anything; a value that is not a path gives False.
+
+    **Returns:**
+        True for a folder that holds a `config.json`, else False (never raises).
+    """
     try:
         p = Path(path)
         return p.is_dir() and (p / "config.json").exists()

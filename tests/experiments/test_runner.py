@@ -648,3 +648,56 @@ def test_dry_run_names_pool_models_and_checks_their_files():
     assert report.ok, report.lines()
     assert "smollm2-135m-instruct" in report.facts["models"]
     assert report.facts["device_memory"].startswith("at least 0.538 GB")
+
+
+def test_dry_run_takes_model_folders_and_reports_memory_per_device_and_paper_scale(
+    tmp_path, monkeypatch
+):
+    """A Hugging Face folder in a model field is described from its metadata (no weight
+    read); each model's memory per device is `lm.memory_per_device` on the mesh the
+    current devices allow (oracle: the same call on that AbstractMesh); a paper with a
+    stated scale (P17) is compared with the models' sizes."""
+    from jax.sharding import AbstractMesh
+
+    import jaxlab.lm as lm
+    from experiments._harness import _dryrun
+    from tests.lm.hf_writer import write_hf
+    from tests.lm.lm_reference import tiny_llama
+
+    model = lm.Transformer.random(tiny_llama(vocab_size=64), key=jax.random.key(0))  # 4 heads
+    folder = str(write_hf(model, tmp_path / "Tiny_Llama"))
+    missing = str(tmp_path / "no-such-model")
+
+    @dataclasses.dataclass(frozen=True)
+    class LMConfig:
+        models: tuple[str, ...] = (folder, "smollm2")
+        notes: str = "a/b"  # a path-like string outside a model field is not a model
+
+    assert named_models(LMConfig()) == [folder, "smollm2-135m-instruct"]
+    mod = _module("lmfolder", _good_run, paper="P17")
+    mod.QUICK = mod.TINY = LMConfig()
+    mod.FULL = LMConfig(models=(folder,))
+    monkeypatch.setattr(jax, "device_count", lambda: 8)
+    report = dry_run(mod, tiny_seconds=0.5)
+    assert report.ok, report.lines()
+    assert f"{folder} (" in report.facts["models"]
+    assert "hf)" in report.facts["models"]
+    # 8 devices, 4 heads: model axis 4, data axis 2 (two rows, one per data shard)
+    want = lm.memory_per_device(
+        model.config, AbstractMesh((2, 4), ("data", "model")), dtype=jnp.float32, batch=2
+    )
+    line = report.facts[f"memory {folder}"]
+    assert line.startswith(f"{want['total'] / 2**30:.3g} GiB float32")
+    assert "2x4 (data x model) mesh of 8" in line
+    assert report.facts["paper_models"].startswith("three open-weight 7-8B")
+    assert " is below the paper's ~8B" in report.facts["paper_scale"]
+    ref = lm.memory_per_device(
+        _dryrun._reference_config(), AbstractMesh((1, 8), ("data", "model")),
+        dtype=jnp.bfloat16, batch=1,
+    )  # fmt: skip
+    assert f"/ {ref['total'] / 2**30:.3g} GiB bfloat16" in report.facts["paper_scale"]
+    mod.FULL = LMConfig(models=(missing,))
+    report = dry_run(mod, tiny_seconds=0.5)
+    assert report.problems == [
+        f"model {missing}: not a Hugging Face folder (with config.json) or a GGUF file here"
+    ]
