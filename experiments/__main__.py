@@ -403,8 +403,10 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument(
             "--full",
             action="store_true",
-            help="the paper-scale FULL config, for a GPU/TPU (refused on a CPU, or when its "
-            "declared memory exceeds the device's, unless --force)",
+            help="the FULL config, for a GPU/TPU (refused on a CPU, or when its declared "
+            "memory exceeds the device's, unless --force); the LM papers' FULL configs use "
+            "the pool's models (<= 1.5B), below the papers' model sizes, unless a model "
+            "field names a local folder (see --dry-run)",
         )
         q.add_argument(
             "--force", action="store_true", help="start a --full run that would be refused"
