@@ -48,7 +48,7 @@ DESCRIPTION = (
 class Config:
     """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
 
-    models: tuple[str, ...] = ("smollm2-135m-instruct",)
+    models: tuple[str, ...] = ("smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct")
     pairs: int = 10
     corr2cause_items: int = 24
     max_variables: int = 3
@@ -59,7 +59,7 @@ class Config:
 
 
 QUICK = Config()
-TINY = Config(pairs=2, corr2cause_items=4)  # the smoke tier
+TINY = Config(models=("smollm2-135m-instruct",), pairs=2, corr2cause_items=4)  # smoke tier
 FULL = Config(
     models=tuple(lm.MODELS),
     pairs=144,
@@ -133,17 +133,29 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             max(np.mean(labels == lab) for lab in np.unique(labels))
         )
         est = {f: metrics[f"{tag}/{f}/p_causal"] for f in rates}
+        # competence gate (#55): over-assertion means something only where the read-out
+        # tells true causal pairs from unrelated ones (else P(Yes) > 1/2 is a yes-bias)
+        tells = welch_t(rates["causal_control"], rates["temporal"])
+        knows_causes = Precondition(
+            "the read-out tells true causal pairs from unrelated ones (Welch interval of "
+            "causal controls minus unrelated temporal pairs above 0)",
+            bool(np.isfinite(tells.low) and tells.low > 0),
+            f"difference {tells.value:+.2f} [{tells.low:+.2f}, {tells.high:+.2f}]",
+        )
         claims.append(
-            at_least(
-                est["temporal"],
-                config.assert_bar,
-                null=f"indifference (P(Yes) {config.assert_bar:g})",
-                claim=f"{tag}: asserts a causal link between unrelated events more often than "
-                f"not (mean P(Yes) > {config.assert_bar:g}, t interval over event pairs above "
-                f"it) when they are temporally ordered. {_setup.CAVEAT}",
-                paper="LLMs construct causal narratives from ambiguous events more than humans",
-                subject="mean P(Yes), temporal framing",
-                detail="; ".join(f"{f}: {e:.2f}" for f, e in est.items()),
+            gated(
+                at_least(
+                    est["temporal"],
+                    config.assert_bar,
+                    null=f"indifference (P(Yes) {config.assert_bar:g})",
+                    claim=f"{tag}: asserts a causal link between unrelated events more often than "
+                    f"not (mean P(Yes) > {config.assert_bar:g}, t interval over event pairs above "
+                    f"it) when they are temporally ordered. {_setup.CAVEAT}",
+                    paper="LLMs construct causal narratives from ambiguous events more than humans",
+                    subject="mean P(Yes), temporal framing",
+                    detail="; ".join(f"{f}: {e:.2f}" for f, e in est.items()),
+                ),
+                knows_causes,
             )
         )
         text = (

@@ -5,7 +5,14 @@ as data; periodic sequences are the positive control (a real pattern). Read-outs
 likelihood: the pattern-claim rate P(Yes | "is there a pattern?") on random vs periodic
 sequences, and P(next outcome == last) against chance (1/2 for coins and moves, 1/6 for
 dice) and as a function of the final streak length (slope < 0: gambler's fallacy, > 0:
-hot hand / trend following).
+hot hand / trend following), with a percentile-bootstrap interval over sequences.
+
+Competence gates (#55): the pattern-claim row is testable only where the read-out tells
+periodic from random sequences (the sanity row holds: a model that says "pattern" as
+often for a real pattern as for noise is not perceiving anything either way); the streak
+rows only where the next-outcome read-out continues the periodic controls above chance
+(t interval over the controls): a model that cannot predict an obvious continuation says
+nothing about its expectations after streaks.
 """
 
 from __future__ import annotations
@@ -18,11 +25,14 @@ import numpy as np
 
 from experiments._harness import (
     Estimate,
+    Precondition,
     Result,
     RunContext,
     all_of,
     at_least,
     best_of,
+    bootstrap,
+    gated,
     model_params,
     superior,
     t_mean,
@@ -47,17 +57,20 @@ _PERIODS = {
 class Config:
     """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
 
-    models: tuple[str, ...] = ("smollm2-135m-instruct",)
+    models: tuple[str, ...] = ("smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct")
     kinds: tuple[str, ...] = ("coin", "dice", "walk")
     length: int = 10
     sequences: int = 32
-    controls: int = 4
+    controls: int = 8
     # "more often than not": mean P(Yes: a pattern) above indifference (the claim's wording)
     pattern_bar: float = 0.5
+    n_boot: int = 2000  # bootstrap resamples of the streak slopes
 
 
 QUICK = Config()
-TINY = Config(length=8, sequences=4, controls=2)  # the smoke tier
+TINY = Config(  # the smoke tier
+    models=("smollm2-135m-instruct",), length=8, sequences=4, controls=2, n_boot=200
+)
 FULL = Config(
     models=tuple(lm.MODELS),
     length=20,
@@ -72,13 +85,24 @@ def full_work(config: Config) -> float:
     return sum(model_params(m) for m in config.models) * seqs * (config.length + 40)
 
 
+def _ls_slope(r, p, axis=-1):
+    """Least-squares slope of p on r along `axis` (vectorised for the bootstrap; a
+    resample whose runs are all equal has no slope and counts as 0)."""
+    x = r - r.mean(axis=axis, keepdims=True)
+    y = p - p.mean(axis=axis, keepdims=True)
+    sxx = (x * x).sum(axis=axis)
+    return np.where(sxx > 0, (x * y).sum(axis=axis) / np.where(sxx > 0, sxx, 1.0), 0.0)
+
+
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     pool = lm.Pool(config.models)
+    boot_seed = int(jax.random.randint(ctx.key("bootstrap"), (), 0, 2**31 - 1))
     metrics: dict[str, float | Estimate] = {
         f"human/{k}": il.human_baseline(k).value
         for k in ("gvt_hot_hand_fans", "gvt_hot_hand_free_throws", "falk_konold_alternation")
     }
-    slopes: dict[tuple[str, str], float] = {}
+    slopes: dict[tuple[str, str], Estimate] = {}
+    continuation: dict[tuple[str, str], Estimate] = {}
     claim_rates: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
     for model in config.models:
         tag = _setup.short(model)
@@ -114,6 +138,19 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             runs = np.array([il.final_run_length(s) for s in allseq])
             n = config.sequences
             chance = 1 / 6 if kind == "dice" else 0.5
+            # the periodic controls' true next outcome (the period continued), as an index
+            nexts = [
+                int(periods[i % len(periods)][config.length % len(periods[i % len(periods)])])
+                - (1 if kind == "dice" else 0)
+                for i in range(config.controls)
+            ]
+            p_cont = np.array([nxt[n + i][j] for i, j in enumerate(nexts)])
+            continuation[tag, kind] = (
+                t_mean(p_cont)
+                if p_cont.size >= 2
+                else Estimate.point(float(p_cont.mean()), n=int(p_cont.size), method="mean")
+            )
+            metrics[f"{tag}/{kind}/p_continue_periodic"] = continuation[tag, kind]
             claim_rates[tag, kind] = (p_yes[:n], p_yes[n:])
             metrics[f"{tag}/{kind}/pattern_claim_random"] = t_mean(p_yes[:n])
             metrics[f"{tag}/{kind}/pattern_claim_periodic"] = float(p_yes[n:].mean())
@@ -121,7 +158,17 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             metrics[f"{tag}/{kind}/p_repeat_chance"] = chance
             metrics[f"{tag}/{kind}/mean_final_run"] = float(runs[:n].mean())
             if np.unique(runs[:n]).size >= 2:
-                slopes[tag, kind] = il.streak_slope(runs[:n], p_rep[:n])
+                slope = bootstrap(
+                    (runs[:n].astype(np.float64), p_rep[:n]),
+                    _ls_slope,
+                    seed=boot_seed,
+                    n_resamples=config.n_boot,
+                )
+                # the library's slope is the point estimate (the same least-squares formula)
+                point = il.streak_slope(runs[:n], p_rep[:n])
+                slopes[tag, kind] = Estimate(
+                    point, slope.low, slope.high, slope.level, slope.method, slope.n
+                )
                 metrics[f"{tag}/{kind}/streak_slope"] = slopes[tag, kind]
     claims = []
     for model in config.models:
@@ -141,61 +188,87 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 subject="mean P(Yes), random sequences",
             )
 
-        claims.append(
-            best_of(
-                {k: sees_pattern(k) for k in config.kinds},
-                detail="; ".join(
-                    f"{k}: random {rnd[k]:.2f} vs periodic {per[k]:.2f}" for k in config.kinds
-                ),
-            )
-        )
         text = (
             f"{tag}: pattern claims discriminate: P(Yes) higher on periodic than on random "
             f"sequences for every type (Welch interval). {_setup.CAVEAT}"
         )
         part = {"claim": text, "paper": "(sanity check of the read-out)"}
+        sanity = all_of(
+            {
+                k: superior(
+                    welch_t(claim_rates[tag, k][1], claim_rates[tag, k][0]),
+                    "periodic sequences",
+                    "random sequences",
+                    **part,
+                )
+                for k in config.kinds
+            },
+            **part,
+        )
+        pattern = best_of(
+            {k: sees_pattern(k) for k in config.kinds},
+            detail="; ".join(
+                f"{k}: random {rnd[k]:.2f} vs periodic {per[k]:.2f}" for k in config.kinds
+            ),
+        )
         claims.append(
-            all_of(
-                {
-                    k: superior(
-                        welch_t(claim_rates[tag, k][1], claim_rates[tag, k][0]),
-                        "periodic sequences",
-                        "random sequences",
-                        **part,
-                    )
-                    for k in config.kinds
-                },
-                **part,
+            gated(
+                pattern,
+                Precondition(
+                    "the pattern read-out tells periodic from random sequences (the "
+                    "sanity row holds)",
+                    sanity.verdict == "holds",
+                    f"sanity row {sanity.verdict}",
+                ),
             )
         )
+        claims.append(sanity)
+
+        def continues(kind, tag=tag):
+            c = continuation[tag, kind]
+            chance = 1 / 6 if kind == "dice" else 0.5
+            return Precondition(
+                f"the next-outcome read-out continues the periodic {kind} controls above "
+                f"chance ({chance:.2g}; t interval over {c.n} controls above it)",
+                bool(np.isfinite(c.low) and c.low > chance),
+                f"P(true continuation) {c.value:.2f} [{c.low:.2f}, {c.high:.2f}]",
+            )
+
         if (tag, "coin") in slopes:
-            s = slopes[tag, "coin"]
             claims.append(
-                superior(
-                    Estimate.point(s, n=config.sequences, method="least-squares slope"),
-                    "P(repeat) per flip of the final streak",
-                    "no streak dependence (slope 0)",
-                    higher_is_better=False,
-                    claim=f"{tag}: coin flips: the longer the final streak, the less a repeat is "
-                    f"expected (gambler's fallacy: slope of P(repeat) on streak length < 0). "
-                    f"{_setup.CAVEAT}",
-                    paper="humans expect alternations after streaks (Tversky & Kahneman 1971; "
-                    "most-random-looking alternation rate ~0.6, Falk & Konold 1997, approx.)",
-                    detail=f"mean P(repeat) {metrics[f'{tag}/coin/p_repeat']:.2f} (chance 0.5)",
+                gated(
+                    superior(
+                        slopes[tag, "coin"],
+                        "P(repeat) per flip of the final streak",
+                        "no streak dependence (slope 0)",
+                        higher_is_better=False,
+                        claim=f"{tag}: coin flips: the longer the final streak, the less a "
+                        "repeat is expected (gambler's fallacy: slope of P(repeat) on streak "
+                        f"length < 0, bootstrap interval over sequences). {_setup.CAVEAT}",
+                        paper="humans expect alternations after streaks (Tversky & Kahneman "
+                        "1971; most-random-looking alternation rate ~0.6, Falk & Konold 1997, "
+                        "approx.)",
+                        detail=f"mean P(repeat) {metrics[f'{tag}/coin/p_repeat']:.2f} (chance 0.5)",
+                    ),
+                    continues("coin"),
                 )
             )
         if (tag, "walk") in slopes:
-            s = slopes[tag, "walk"]
             claims.append(
-                superior(
-                    Estimate.point(s, n=config.sequences, method="least-squares slope"),
-                    "P(same move) per move of the final run",
-                    "no streak dependence (slope 0)",
-                    claim=f"{tag}: price walk: a longer run of moves makes the model expect it "
-                    f"to continue (hot hand / trend following: slope > 0). {_setup.CAVEAT}",
-                    paper="91% of fans believe in the hot hand (basketball; Gilovich, Vallone & "
-                    "Tversky 1985)",
-                    detail=f"mean P(same move) {metrics[f'{tag}/walk/p_repeat']:.2f} (chance 0.5)",
+                gated(
+                    superior(
+                        slopes[tag, "walk"],
+                        "P(same move) per move of the final run",
+                        "no streak dependence (slope 0)",
+                        claim=f"{tag}: price walk: a longer run of moves makes the model expect "
+                        "it to continue (hot hand / trend following: slope > 0, bootstrap "
+                        f"interval over sequences). {_setup.CAVEAT}",
+                        paper="91% of fans believe in the hot hand (basketball; Gilovich, "
+                        "Vallone & Tversky 1985)",
+                        detail=f"mean P(same move) {metrics[f'{tag}/walk/p_repeat']:.2f} "
+                        "(chance 0.5)",
+                    ),
+                    continues("walk"),
                 )
             )
     fig, ax = plt.subplots(figsize=(5.5, 3.2))

@@ -366,31 +366,23 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 + f" over {config.orders} orders of the reduced design",
             )
         )
+    shift_note = ""
     if shift is not None:
         tops = ", ".join(
             f"{int(shift['latents'][i])} {shift['shift'][i]:+.2f} "
             f"[{shift['ci_low'][i]:+.2f}, {shift['ci_high'][i]:+.2f}] p={shift['p_value'][i]:.3f}"
             for i in range(min(3, k_over))
         )
-        claims.append(
-            at_most(
-                Estimate.point(
-                    metrics["framing/shift_min_p"],
-                    n=config.orders,
-                    method="sign-flip max-statistic permutation p-value",
-                ),
-                config.alpha,
-                null="the two framings' activations are exchangeable within each presentation",
-                claim="The analytic vs holistic framing moves SAE latents at the answer "
-                "position: holds when at least one latent's mean paired difference beats the "
-                "sign-flip permutation null of the maximum over all alive latents (p <= "
-                f"{config.alpha:g}, family-wise). {_setup.CAVEAT}",
-                paper="the framing changes identifiable SAE features (paper's steering analysis)",
-                subject="min family-wise p",
-                detail=f"{metrics['framing/shift_significant']} of the top {k_over} of "
-                f"{alive.size} alive latents with p < 0.05; top latents (analytic - holistic, "
-                f"bootstrap CI over presentations): {tops}",
-            )
+        # that two different prompts move some latent is true by construction (a different
+        # input gives different activations): a property, reported in the metrics and the
+        # notes, not a claim row (#55 item 9); tests/illusions/test_framing.py checks that
+        # the permutation test finds a planted shift and stays quiet on exchangeable codes
+        shift_note = (
+            f" Framing shift (a property, not a claim: two prompts always differ): min "
+            f"family-wise sign-flip p {metrics['framing/shift_min_p']:.3g}; "
+            f"{metrics['framing/shift_significant']} of the top {k_over} of {alive.size} "
+            f"alive latents with p < 0.05; top latents (analytic - holistic, bootstrap CI over "
+            f"presentations): {tops}."
         )
         claims.append(
             at_most(
@@ -473,5 +465,6 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         + ", ".join(f"{f}: {il.INSTRUCTIONS[f]!r}" for f in config.framings)
         + "). Top latents' contexts: "
         + "; ".join(contexts)
+        + shift_note
     )
     return Result(metrics=metrics, claims=claims, figures=figs, notes=notes)
