@@ -32,6 +32,8 @@ import jax
 import numpy as np
 
 from experiments._harness import (
+    Estimate,
+    Precondition,
     cache_dir,
     cached_items,
     load_npz,
@@ -39,6 +41,7 @@ from experiments._harness import (
     model_params,
     model_sha256,
     save_npz,
+    wilson,
 )
 from experiments._harness import model_tag as short
 from jaxlab import beliefs as bl
@@ -546,3 +549,24 @@ if __name__ == "__main__":  # build the QUICK caches: python -m experiments.beli
     cfg = BaseConfig(models=tuple(sys.argv[1:]) or QUICK_MODELS)
     secs = build(cfg, jax.random.key(0), n_layers=cfg.n_layers, max_new_tokens=cfg.max_new_tokens)
     print(secs)
+
+
+def follows_evidence(run_: ModelRun, items: Sequence[bl.BeliefItem], rows) -> Precondition:
+    """P13's competence gate (#55 item 1): a claim about how a model forms or uses a
+    belief from evidence is tested only on a model whose plain choice follows the
+    evidence: on the decided items among `rows` (k_A != k_B), the share whose option
+    log-likelihood margin log P(A) - log P(B) has the sign of k_A - k_B, with a Wilson
+    interval whose lower bound must exceed chance (1/2)."""
+    rows = np.asarray(rows)
+    bal = np.array([items[i].balance for i in rows], np.float64)
+    dec = bal != 0
+    margin = run_.action[rows, 0] - run_.action[rows, 1]
+    n = int(dec.sum())
+    k = int(np.sum((margin[dec] > 0) == (bal[dec] > 0)))
+    est = wilson(k, n) if n else Estimate.point(float("nan"), method="no decided item")
+    return Precondition(
+        "the model's choices follow the evidence (accuracy against the evidence balance on "
+        "decided items, Wilson interval above 1/2)",
+        bool(n and est.low > 0.5),
+        f"accuracy {k}/{n} = {est.value:.2f} [{est.low:.2f}, {est.high:.2f}]",
+    )

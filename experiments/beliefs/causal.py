@@ -12,6 +12,9 @@ alpha (the mean of the items' least-squares slopes) gets a percentile bootstrap 
 items, and so does its paired difference from each control's |slope|. Converse check:
 projecting the belief direction out (at the best and all later stored layers) should move
 choices towards chance, more than projecting out random directions (paired over items).
+Competence gate (#55): every per-model row is testable only on a model whose plain choices
+follow the evidence (`_setup.follows_evidence`: accuracy against k_A - k_B on the decided
+items, Wilson interval above 1/2); otherwise it is `untestable`, never "no".
 """
 
 from __future__ import annotations
@@ -244,25 +247,29 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         )
         paper = "belief formation causally drives action selection"
         part = {"claim": potency, "paper": paper}
+        competent = _setup.follows_evidence(run_, items, rows)
         claims.append(
-            all_of(
-                {
-                    "monotone": mono,
-                    "slope excludes 0": excludes(
-                        slope, 0.0, null="no effect (slope 0)", subject="belief slope", **part
-                    ),
-                }
-                | {
-                    f"vs {c}": superior(d, "belief |slope|", f"{c} direction |slope|", **part)
-                    for c, d in vs_abs.items()
-                },
-                **part,
-                detail=f"slope of logit P(A) per unit alpha {s:.2f} [{lo:.2f}, {hi:.2f}] at "
-                f"layer {layer} (alpha unit = median residual norm {scale:.1f}); P(A) "
-                f"{curve[0]:.2f} -> {curve[-1]:.2f} over alpha {alphas[0]:g}..{alphas[-1]:g}, "
-                f"monotone: {monotone}; random slopes "
-                f"{', '.join(f'{r:.2f}' for r in slopes[2:])}, topic {slopes[1]:.2f}; "
-                f"n={test.size} held-out scenarios",
+            gated(
+                all_of(
+                    {
+                        "monotone": mono,
+                        "slope excludes 0": excludes(
+                            slope, 0.0, null="no effect (slope 0)", subject="belief slope", **part
+                        ),
+                    }
+                    | {
+                        f"vs {c}": superior(d, "belief |slope|", f"{c} direction |slope|", **part)
+                        for c, d in vs_abs.items()
+                    },
+                    **part,
+                    detail=f"slope of logit P(A) per unit alpha {s:.2f} [{lo:.2f}, {hi:.2f}] at "
+                    f"layer {layer} (alpha unit = median residual norm {scale:.1f}); P(A) "
+                    f"{curve[0]:.2f} -> {curve[-1]:.2f} over alpha {alphas[0]:g}..{alphas[-1]:g}, "
+                    f"monotone: {monotone}; random slopes "
+                    f"{', '.join(f'{r:.2f}' for r in slopes[2:])}, topic {slopes[1]:.2f}; "
+                    f"n={test.size} held-out scenarios",
+                ),
+                competent,
             )
         )
         signed = (
@@ -272,21 +279,24 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         )
         part = {"claim": signed, "paper": f"{paper} (signed)"}
         claims.append(
-            all_of(
-                {
-                    "monotone": mono,
-                    "slope above 0": at_least(
-                        slope, 0.0, null="no effect (slope 0)", subject="belief slope", **part
-                    ),
-                }
-                | {
-                    f"vs {c}": superior(d, "belief slope", f"{c} direction |slope|", **part)
-                    for c, d in vs_signed.items()
-                },
-                **part,
-                detail=f"slope {s:.2f} [{lo:.2f}, {hi:.2f}]; max control |slope| "
-                f"{control_max:.2f}; behaviour on these items: accuracy vs evidence "
-                f"{metrics.get(f'accuracy_plain_{tag}', float('nan')):.2f}",
+            gated(
+                all_of(
+                    {
+                        "monotone": mono,
+                        "slope above 0": at_least(
+                            slope, 0.0, null="no effect (slope 0)", subject="belief slope", **part
+                        ),
+                    }
+                    | {
+                        f"vs {c}": superior(d, "belief slope", f"{c} direction |slope|", **part)
+                        for c, d in vs_signed.items()
+                    },
+                    **part,
+                    detail=f"slope {s:.2f} [{lo:.2f}, {hi:.2f}]; max control |slope| "
+                    f"{control_max:.2f}; behaviour on these items: accuracy vs evidence "
+                    f"{metrics.get(f'accuracy_plain_{tag}', float('nan')):.2f}",
+                ),
+                competent,
             )
         )
         dp, da = metrics[f"decisiveness_plain_{tag}"], metrics[f"decisiveness_ablated_{tag}"]
@@ -319,26 +329,31 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         }
         claims.append(
             gated(
-                all_of(
-                    {
-                        "vs plain": superior(
-                            vs_plain, "belief direction ablated", "no ablation", **part
-                        ),
-                        "vs random": superior(
-                            vs_random,
-                            "belief direction ablated",
-                            "random directions ablated",
-                            **part,
-                        ),
-                    },
-                    claim=converse,
-                    paper=part["paper"],
-                    detail=f"mean |P(A) - 0.5| plain {dp:.3f}, belief ablated {da:.3f}, random "
-                    f"ablated {dr:.3f}; accuracy vs evidence "
-                    f"{metrics[f'accuracy_plain_{tag}']:.2f} -> "
-                    f"{metrics[f'accuracy_ablated_{tag}']:.2f} at layers {abl_layers}",
+                gated(
+                    all_of(
+                        {
+                            "vs plain": superior(
+                                vs_plain, "belief direction ablated", "no ablation", **part
+                            ),
+                            "vs random": superior(
+                                vs_random,
+                                "belief direction ablated",
+                                "random directions ablated",
+                                **part,
+                            ),
+                        },
+                        claim=converse,
+                        paper=part["paper"],
+                        detail=f"mean |P(A) - 0.5| plain {dp:.3f}, belief ablated {da:.3f}, random "
+                        f"ablated {dr:.3f}; accuracy vs evidence "
+                        f"{metrics[f'accuracy_plain_{tag}']:.2f} -> "
+                        f"{metrics[f'accuracy_ablated_{tag}']:.2f} at layers {abl_layers}",
+                    ),
+                    Precondition(
+                        ">= 2 decided held-out items", n_dec >= 2, f"{n_dec} decided items"
+                    ),
                 ),
-                Precondition(">= 2 decided held-out items", n_dec >= 2, f"{n_dec} decided items"),
+                competent,
             )
         )
         ax = axes[mi]

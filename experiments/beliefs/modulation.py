@@ -9,6 +9,9 @@ dominance of A over the generation (mean signed margin, `jaxlab.beliefs.dominanc
 correlated with the evidence balance k_A - k_B (Spearman, percentile bootstrap interval over
 items). Null: the same procedure on shuffled labels (layer chosen the same way, by
 cross-fitted AUROC); the claim compares the interval with the null's 95th percentile.
+Competence gate (#55): every per-model row is testable only on a model whose plain choices
+follow the evidence (`_setup.follows_evidence`: accuracy against k_A - k_B on the decided
+items, Wilson interval above 1/2); otherwise it is `untestable`, never "no".
 """
 
 from __future__ import annotations
@@ -21,10 +24,12 @@ import numpy as np
 
 from experiments._harness import (
     Estimate,
+    Precondition,
     Result,
     RunContext,
     all_of,
     at_least,
+    gated,
     spearman,
     superior,
     wilson,
@@ -71,6 +76,7 @@ full_work = _setup.full_work  # the dry run's work ratio: the model calls of the
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     metrics: dict[str, float | Estimate] = {}
     claims, curves = [], {}
+    gates_passed: list[bool] = []
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
     for mi, model in enumerate(config.models):
         tag = _setup.short(model)
@@ -164,26 +170,31 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             f"{rho_est.method}, minus the null quantile",
             rho_est.n,
         )
+        competent = _setup.follows_evidence(run_, items, rows)
+        gates_passed.append(competent.passed)
         claims.append(
-            all_of(
-                {
-                    "rho above 0": at_least(
-                        rho_est, 0.0, null="no modulation (rho 0)", subject="rho", **part
-                    ),
-                    "rho above the shuffled null": superior(
-                        above_null,
-                        "evidence balance",
-                        f"shuffled-label null ({100 * config.null_quantile:g}th percentile of "
-                        f"{config.n_shuffles} shuffles)",
-                        **part,
-                    ),
-                },
-                **part,
-                detail=f"rho {rho:.2f} [{lo:.2f}, {hi:.2f}] at layer {run_.layers[best]} "
-                f"(cross-fitted AUROC {b.auroc[best]:.2f}), shuffled-label null "
-                f"{100 * config.null_quantile:g}th pct {null95:.2f} ({config.n_shuffles} "
-                f"shuffles), n={b.balance.size}; behaviour: rho(balance, option margin) "
-                f"{rho_act:.2f}",
+            gated(
+                all_of(
+                    {
+                        "rho above 0": at_least(
+                            rho_est, 0.0, null="no modulation (rho 0)", subject="rho", **part
+                        ),
+                        "rho above the shuffled null": superior(
+                            above_null,
+                            "evidence balance",
+                            f"shuffled-label null ({100 * config.null_quantile:g}th percentile of "
+                            f"{config.n_shuffles} shuffles)",
+                            **part,
+                        ),
+                    },
+                    **part,
+                    detail=f"rho {rho:.2f} [{lo:.2f}, {hi:.2f}] at layer {run_.layers[best]} "
+                    f"(cross-fitted AUROC {b.auroc[best]:.2f}), shuffled-label null "
+                    f"{100 * config.null_quantile:g}th pct {null95:.2f} ({config.n_shuffles} "
+                    f"shuffles), n={b.balance.size}; behaviour: rho(balance, option margin) "
+                    f"{rho_act:.2f}",
+                ),
+                competent,
             )
         )
         curves[tag] = b
@@ -209,20 +220,35 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             ax2.set_xlabel("position (0 = last prompt token, then generated tokens)")
             ax2.set_ylabel(f"dominance margin of A ({tag}, layer {run_.layers[best]})")
             ax2.legend(title="k_A - k_B", fontsize=7)
+    # the share is over the models that pass the competence gate (a model that does not
+    # follow the evidence says nothing either way)
     n_hold = sum(c.verdict == "holds" for c in claims)
-    share = wilson(n_hold, len(config.models))
+    n_gated = int(sum(gates_passed))
+    share = (
+        wilson(n_hold, n_gated)
+        if n_gated
+        else Estimate.point(float("nan"), method="no model passed the competence gate")
+    )
     metrics["share_models_modulated"] = share
     claims.append(
-        at_least(
-            share,
-            config.most,
-            null=f"a share of {config.most:g} of the models (most)",
-            claim="For most models, the evidence balance modulates belief dominance (the "
-            "per-model claim above holds for more than half of the models). "
-            f"{_setup.CAVEAT}",
-            paper="external inputs systematically modulate internal belief formation",
-            subject="share of models whose claim holds",
-            detail=f"holds for {n_hold} of {len(config.models)} models",
+        gated(
+            at_least(
+                share,
+                config.most,
+                null=f"a share of {config.most:g} of the models (most)",
+                claim="For most models, the evidence balance modulates belief dominance (the "
+                "per-model claim above holds for more than half of the models). "
+                f"{_setup.CAVEAT}",
+                paper="external inputs systematically modulate internal belief formation",
+                subject="share of models whose claim holds",
+                detail=f"holds for {n_hold} of the {n_gated} models that follow the evidence "
+                f"({len(config.models)} run)",
+            ),
+            Precondition(
+                ">= 1 model follows the evidence (the per-model competence gate)",
+                n_gated > 0,
+                f"{n_gated} of {len(config.models)} models",
+            ),
         )
     )
     axes[0].axhline(0, color="grey", lw=0.5)

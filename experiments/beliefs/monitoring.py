@@ -12,6 +12,9 @@ beyond what the evidence balance explains: the partial correlation of confidence
 bootstrap interval over items above 0. Also checked: hedging (lower confidence), answer
 changes and conflict reports under balanced (conflicting) vs clear evidence, each a
 difference of group means with a Welch interval against a preset margin.
+Competence gate (#55): every per-model row is testable only on a model whose plain choices
+follow the evidence (`_setup.follows_evidence`: accuracy against k_A - k_B on the decided
+items, Wilson interval above 1/2); otherwise it is `untestable`, never "no".
 """
 
 from __future__ import annotations
@@ -152,20 +155,24 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 f"monitor_items_{tag}": float(rows.size),
             }
         )
+        competent = _setup.follows_evidence(run_, items, rows)
         claims.append(
-            at_least(
-                partial,
-                0.0,
-                null="no association beyond the balance (partial r 0)",
-                claim=f"{tag}: self-reported confidence tracks the belief's |dominance| beyond "
-                f"the evidence balance (partial correlation given the balance level, 95% CI "
-                f"above 0). {_setup.CAVEAT}",
-                paper="models monitor and report their own belief states",
-                subject="partial r(confidence, |dominance| | balance)",
-                detail=f"n={rows.size}, layer {run_.layers[best]}; Spearman(confidence, "
-                f"|dominance|) {metrics[f'rho_confidence_dominance_{tag}']:.2f}, (confidence, "
-                f"|balance|) {pr_bal:.2f} [{lo_b:.2f}, {hi_b:.2f}]; mean confidence "
-                f"{conf.mean():.2f}",
+            gated(
+                at_least(
+                    partial,
+                    0.0,
+                    null="no association beyond the balance (partial r 0)",
+                    claim=f"{tag}: self-reported confidence tracks the belief's |dominance| beyond "
+                    f"the evidence balance (partial correlation given the balance level, 95% CI "
+                    f"above 0). {_setup.CAVEAT}",
+                    paper="models monitor and report their own belief states",
+                    subject="partial r(confidence, |dominance| | balance)",
+                    detail=f"n={rows.size}, layer {run_.layers[best]}; Spearman(confidence, "
+                    f"|dominance|) {metrics[f'rho_confidence_dominance_{tag}']:.2f}, (confidence, "
+                    f"|balance|) {pr_bal:.2f} [{lo_b:.2f}, {hi_b:.2f}]; mean confidence "
+                    f"{conf.mean():.2f}",
+                ),
+                competent,
             )
         )
         n_tie, n_clear = int(tie.sum()), int(clear.sum())
@@ -188,42 +195,45 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         part = {"claim": text, "paper": "models adjust behaviour under internal conflict"}
         claims.append(
             gated(
-                all_of(
-                    {
-                        "hedging": superior(
-                            hedge,
-                            "confidence, clear evidence",
-                            "confidence, tie",
-                            config.hedge_margin,
-                            **part,
-                        ),
-                        "answer changes": superior(
-                            change,
-                            "change rate, tie",
-                            "change rate, clear evidence",
-                            config.change_margin,
-                            **part,
-                        ),
-                        "conflict reports": superior(
-                            conflict,
-                            "P(yes, conflict), tie",
-                            "P(yes, conflict), clear",
-                            config.conflict_margin,
-                            **part,
-                        ),
-                    },
-                    **part,
-                    detail=f"confidence tie {metrics[f'confidence_tie_{tag}']:.2f} vs clear "
-                    f"{metrics[f'confidence_clear_{tag}']:.2f}; answer changes tie "
-                    f"{metrics[f'change_rate_tie_{tag}']:.2f} vs clear "
-                    f"{metrics[f'change_rate_clear_{tag}']:.2f}; P(yes, conflict) tie "
-                    f"{metrics[f'p_conflict_tie_{tag}']:.2f} vs clear "
-                    f"{metrics[f'p_conflict_clear_{tag}']:.2f} (n tie {n_tie}, clear "
-                    f"{n_clear})",
+                gated(
+                    all_of(
+                        {
+                            "hedging": superior(
+                                hedge,
+                                "confidence, clear evidence",
+                                "confidence, tie",
+                                config.hedge_margin,
+                                **part,
+                            ),
+                            "answer changes": superior(
+                                change,
+                                "change rate, tie",
+                                "change rate, clear evidence",
+                                config.change_margin,
+                                **part,
+                            ),
+                            "conflict reports": superior(
+                                conflict,
+                                "P(yes, conflict), tie",
+                                "P(yes, conflict), clear",
+                                config.conflict_margin,
+                                **part,
+                            ),
+                        },
+                        **part,
+                        detail=f"confidence tie {metrics[f'confidence_tie_{tag}']:.2f} vs clear "
+                        f"{metrics[f'confidence_clear_{tag}']:.2f}; answer changes tie "
+                        f"{metrics[f'change_rate_tie_{tag}']:.2f} vs clear "
+                        f"{metrics[f'change_rate_clear_{tag}']:.2f}; P(yes, conflict) tie "
+                        f"{metrics[f'p_conflict_tie_{tag}']:.2f} vs clear "
+                        f"{metrics[f'p_conflict_clear_{tag}']:.2f} (n tie {n_tie}, clear "
+                        f"{n_clear})",
+                    ),
+                    Precondition(
+                        ">= 2 tie and >= 2 clear items", enough, f"{n_tie} tie, {n_clear} clear"
+                    ),
                 ),
-                Precondition(
-                    ">= 2 tie and >= 2 clear items", enough, f"{n_tie} tie, {n_clear} clear"
-                ),
+                competent,
             )
         )
         ax = axes[mi]
