@@ -16,7 +16,10 @@ bootstrap CI of the mean difference). The position-only predictor (mean log1p re
 position, the same training rows) moves only with the position, so it falls by the same
 amount after both phrases: its difference is zero by construction. Natural retractions:
 `lp.find_retractions` (phrases only) on every natural completion, with the estimate before
-the event and `len(phrase)` tokens later on held-out completions.
+the event and `len(phrase)` tokens later on held-out completions (the first wording's
+length). Three retraction wordings rotate over the forced items, each with a filler of its
+own token length, so that the jump is not one phrase's lexical effect; the probe must have
+a validation R^2 above 0 (competence gate).
 The figure plots each item's retraction jump against its filler jump (remaining-length
 curves of example completions are `lengthprobe_decodable`'s `remaining_curves` figure).
 """
@@ -52,13 +55,19 @@ NAME = "lengthprobe_retraction"
 PAPER = "P17"
 DESCRIPTION = "Remaining-length estimate jump at forced retractions vs same-length fillers"
 
-RETRACTION = "\nWait, that is wrong. Let me redo this.\n"
+# several wordings, rotated over the forced items, so that a jump is not one phrase's
+# lexical effect (#55 item 10); each has its own neutral filler of the same token length
+RETRACTIONS = (
+    "\nWait, that is wrong. Let me redo this.\n",
+    "\nHmm, I made a mistake above. I will start over.\n",
+    "\nActually, that is not right. Let me try again from the start.\n",
+)
 FILLERS = (
     "\nOkay, so far this looks right. Let me go on.\n",
     "\nGood, that part is done. Now I continue with the next part.\n",
     "\nOkay, this part looks fine and clear. Let me keep going with the rest of it now.\n",
 )
-CODE_VERSION = "lengthprobe-retraction-v1"
+CODE_VERSION = "lengthprobe-retraction-v2"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,21 +199,24 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         cand = np.flatnonzero(natural_c & ~train_c & (cs.lengths >= config.min_length))
         order = np.asarray(jax.random.permutation(jax.random.fold_in(key, 8), cand.size))
         items = cand[order][: config.max_items]
-        phrase = tok.encode(RETRACTION, add_bos=False)
-        filler = lp.same_length_filler(
-            functools.partial(tok.encode, add_bos=False), len(phrase), FILLERS
-        )
-        metrics[f"phrase_tokens_{tag}"] = len(phrase)
-        ids, fams, before_pos, cut_of = [], [], [], []
-        for i in items:
+        encode = functools.partial(tok.encode, add_bos=False)
+        phrases = [encode(r) for r in RETRACTIONS]
+        fillers = [lp.same_length_filler(encode, len(ph), FILLERS) for ph in phrases]
+        phrase = phrases[0]  # the natural retractions' reference length (below)
+        for j, ph in enumerate(phrases):
+            metrics[f"phrase_tokens_{j}_{tag}"] = len(ph)
+        ids, fams, before_pos, cut_of, which = [], [], [], [], []
+        for n_i, i in enumerate(items):
             c = cs.completions[i]
             cut = lp.cut_point(c, tok.decode)
-            for cond, ph in (("retraction", phrase), ("filler", filler)):
+            j = n_i % len(phrases)
+            for cond, ph in (("retraction", phrases[j]), ("filler", fillers[j])):
                 x, _, _ = lp.insert_phrase(cs.prompts[i], c, cut, ph)
                 ids.append(x)
                 fams.append(cond)
             before_pos.append(cs.prompt_lengths[i] + cut - 1)
             cut_of.append(cut)
+            which.append(j)
         cont, last, _ = _continuations(
             config, model, ids, fams, layer, ctx.key("continuations", mi)
         )
@@ -220,7 +232,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         jump_r_log = est_after[0::2] - est_before
         jump_f_log = est_after[1::2] - est_before
         cuts = np.asarray(cut_of, np.int64)
-        pc = _position_curve(g, fit_rows, np.concatenate([cuts - 1, cuts - 1 + len(phrase)]))
+        lens = np.array([len(phrases[j]) for j in which], np.int64)
+        pc = _position_curve(g, fit_rows, np.concatenate([cuts - 1, cuts - 1 + lens]))
         jump_pos = lp.estimate_jump(pc, k, n_items + k)
         diff = (jump_r - jump_f).astype(np.float32)
         seed = int(jax.random.randint(jax.random.fold_in(key, 9), (), 0, 2**31 - 1))
@@ -253,6 +266,12 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 f"continuation_truncated_filler_{tag}": float(cont.truncated[1::2].mean()),
             }
         )
+        which_a = np.asarray(which)
+        for j in range(len(phrases)):
+            sel = which_a == j
+            if sel.any():  # each wording's mean jump difference (a lexical effect shows here)
+                metrics[f"jump_diff_phrase{j}_{tag}"] = float(diff[sel].mean())
+                metrics[f"items_phrase{j}_{tag}"] = int(sel.sum())
         ax = axes_j[0, mi]
         ax.scatter(jump_f, jump_r, s=12)
         lim = [min(jump_f.min(), jump_r.min()), max(jump_f.max(), jump_r.max())]
@@ -303,38 +322,58 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 metrics[kname] = metrics[f"{kname}_{tag}"]
         claims.append(
             gated(
-                superior(
-                    jump_diff,
-                    "jump at a forced retraction",
-                    "jump at a neutral filler of the same token length (same items)",
-                    claim=f"{tag}: the probe's remaining-length estimate jumps upward at a forced "
-                    "retraction more than at a neutral filler of the same token length (paired "
-                    "bootstrap interval of the difference above 0); a position-only predictor "
-                    "cannot (its jump is the same after both). " + _setup.CAVEAT,
-                    paper="the per-position estimate shifts upward at retractions (qualitative, "
-                    "curated high-loss completions, 7-8B models)",
-                    detail=f"jump (tokens) retraction {jump_r.mean():+.1f} vs filler "
-                    f"{jump_f.mean():+.1f} over {n_items} items (log1p units "
-                    f"{jump_log_diff:+.3f}); "
-                    f"position-only {jump_pos.mean():+.1f} after both; {n_events} natural "
-                    "retractions",
+                gated(
+                    superior(
+                        jump_diff,
+                        "jump at a forced retraction",
+                        "jump at a neutral filler of the same token length (same items)",
+                        claim=f"{tag}: the probe's remaining-length estimate jumps upward at a "
+                        "forced retraction more than at a neutral filler of the same token "
+                        "length (paired bootstrap interval of the difference above 0); a "
+                        "position-only predictor cannot (its jump is the same after both). "
+                        + _setup.CAVEAT,
+                        paper="the per-position estimate shifts upward at retractions "
+                        "(qualitative, curated high-loss completions, 7-8B models)",
+                        detail=f"jump (tokens) retraction {jump_r.mean():+.1f} vs filler "
+                        f"{jump_f.mean():+.1f} over {n_items} items (log1p units "
+                        f"{jump_log_diff:+.3f}); "
+                        f"position-only {jump_pos.mean():+.1f} after both; per wording (retraction "
+                        "- filler, tokens): "
+                        + ", ".join(
+                            f"#{j} {metrics[f'jump_diff_phrase{j}_{tag}']:+.1f} "
+                            f"(n={metrics[f'items_phrase{j}_{tag}']})"
+                            for j in range(len(phrases))
+                            if f"jump_diff_phrase{j}_{tag}" in metrics
+                        )
+                        + f"; {n_events} natural retractions",
+                    ),
+                    Precondition(
+                        "at least 2 forced items (held-out natural completions long enough to cut)",
+                        n_items >= 2,
+                        f"{n_items} items",
+                    ),
                 ),
+                # competence gate (#55 item 1, P17): the probe must predict remaining length
+                # on held-out validation rows before its jumps mean anything
                 Precondition(
-                    "at least 2 forced items (held-out natural completions long enough to cut)",
-                    n_items >= 2,
-                    f"{n_items} items",
+                    "the probe predicts remaining length (validation R^2 > 0 at its layer)",
+                    bool(float(sweep["r2"][li]) > 0),
+                    f"validation R^2 {float(sweep['r2'][li]):.3f} at layer {layer}",
                 ),
             )
         )
         notes.append(
             f"{tag}: layer {layer} (validation R^2 {float(sweep['r2'][li]):.3f}; probe on "
             f"{fit_rows.size} training rows), {n_items} forced "
-            f"items, phrase {len(phrase)} tokens, filler {tok.decode(filler)!r}."
+            f"items, {len(phrases)} retraction wordings of "
+            f"{', '.join(str(len(ph)) for ph in phrases)} tokens, fillers "
+            f"{[tok.decode(f) for f in fillers]!r}."
         )
     notes_text = (
-        f"{_setup.CAVEAT} Forced retraction phrase {RETRACTION!r} vs a neutral filler of the "
-        f"same token count, inserted at a line/sentence end near the middle of held-out natural "
-        f"completions (families {[n for n in lp.NATURAL if n in config.families]}); "
+        f"{_setup.CAVEAT} Forced retraction phrases {list(RETRACTIONS)!r} (rotated over the "
+        "items) vs a neutral filler of the same token count, inserted at a line/sentence end "
+        "near the middle of held-out natural completions (families "
+        f"{[n for n in lp.NATURAL if n in config.families]}); "
         f"continuations of {config.continue_tokens} greedy tokens are cached. " + " ".join(notes)
     )
     return Result(
