@@ -7,7 +7,11 @@ accuracy across sizes follows (1 - epsilon)^steps; the law holds when the fit re
 R^2 >= 0.8 on most families. Accuracy is the forced answer after the full reasoning budget,
 chance-corrected ((acc - 1/K) / (1 - 1/K), clipped at 0; K = 4 options); the free text's
 own final answer is fitted as well. Calibration: ECE of the option-likelihood confidence
-(softmax over the K options) against correctness, pooled over families and sizes.
+(softmax over the K options) against correctness, pooled over families and sizes, with a
+percentile-bootstrap interval over items. A competing one-parameter law, the linear decline
+accuracy = max(0, 1 - b * steps) (b by least squares weighted by items, on a grid), is fitted
+to the same points: the compounding law is supported only where it fits better (higher R^2,
+the same number of parameters) on most families (#55 item 6).
 Reads the same cached generations as cslm_complexity (built when absent).
 """
 
@@ -27,6 +31,7 @@ from experiments._harness import (
     all_of,
     at_least,
     at_most,
+    bootstrap,
     gated,
     wilson,
 )
@@ -48,10 +53,11 @@ class Config(_setup.BudgetConfig):
     most: float = 0.5
     # calibrated: ECE at most this (a common tolerance for "calibrated", fixed before the run)
     ece_bar: float = 0.1
+    n_boot: int = 1000  # bootstrap resamples of the ECE (items)
 
 
 QUICK = Config()
-TINY = Config(**_setup.BUDGET_TINY)  # the smoke tier
+TINY = Config(**_setup.BUDGET_TINY, n_boot=50)  # the smoke tier
 FULL = Config(**_setup.BUDGET_FULL_OVERRIDES, ece_bins=15)
 
 
@@ -60,7 +66,35 @@ def full_work(config: Config) -> float:
     return _setup.chunk_work(config, max(config.budgets))
 
 
+def _linear_r2(steps, acc, items) -> float:
+    """R^2 (accuracy scale) of the competing law acc = max(0, 1 - b * steps), b >= 0 from
+    a grid of 4001 log-spaced values (1e-5..10) by least squares weighted by items."""
+    b = np.concatenate([[0.0], np.logspace(-5, 1, 4000)])
+    pred = np.clip(1.0 - b[:, None] * steps[None, :], 0.0, 1.0)
+    best = pred[int(np.argmin(((acc[None, :] - pred) ** 2 * items[None, :]).sum(1)))]
+    ss_tot = float(np.sum((acc - acc.mean()) ** 2))
+    return 1.0 - float(np.sum((acc - best) ** 2)) / ss_tot if ss_tot > 0 else float("nan")
+
+
+def _ece_rows(bins: int):
+    """ECE as a vectorised statistic (rows of resampled items) for the harness bootstrap:
+    the library's `cslm.expected_calibration_error` on each row."""
+
+    def stat(conf, corr, axis=-1):
+        c, k = np.moveaxis(conf, axis, -1), np.moveaxis(corr, axis, -1)
+        flat_c, flat_k = c.reshape(-1, c.shape[-1]), k.reshape(-1, k.shape[-1])
+        out = [
+            float(cslm.expected_calibration_error(a, b, bins=bins))
+            for a, b in zip(flat_c, flat_k, strict=True)
+        ]
+        return np.asarray(out).reshape(c.shape[:-1])
+
+    return stat
+
+
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
+    boot_seed = int(jax.random.randint(ctx.key("bootstrap"), (), 0, 2**31 - 1))
+    linear_worse = 0
     table = _setup.budget_table(config, key)
     k = 1 + _setup.N_DISTRACTORS
     metrics: dict[str, float | Estimate] = {}
@@ -90,6 +124,11 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             metrics[f"{tag}/r2"] = fit.r2
             metrics[f"{tag}/free_epsilon"] = free_fit.epsilon
             metrics[f"{tag}/free_r2"] = free_fit.r2
+            r2_linear = _linear_r2(steps, acc, items.astype(np.float64))
+            metrics[f"{tag}/r2_linear"] = r2_linear
+            linear_worse += bool(
+                np.isfinite(fit.r2) and np.isfinite(r2_linear) and fit.r2 > r2_linear
+            )
             for n, a, f in zip(sizes, acc, free, strict=True):
                 metrics[f"{tag}/n{n}/acc_corrected"] = float(a)
                 metrics[f"{tag}/n{n}/acc_free"] = float(f)
@@ -111,8 +150,11 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             ax.set_ylim(-0.05, 1.05)
             ax.legend(fontsize=5)
         conf, corr = np.concatenate(conf_all), np.concatenate(corr_all)
-        metrics[f"{_setup.short(model)}/ece"] = float(
-            cslm.expected_calibration_error(conf, corr, bins=config.ece_bins)
+        metrics[f"{_setup.short(model)}/ece"] = bootstrap(
+            (conf.astype(np.float64), corr.astype(np.float64)),
+            _ece_rows(config.ece_bins),
+            seed=boot_seed,
+            n_resamples=config.n_boot,
         )
         metrics[f"{_setup.short(model)}/mean_confidence"] = float(conf.mean())
         metrics[f"{_setup.short(model)}/option_accuracy"] = float(corr.mean())
@@ -121,7 +163,10 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     metrics["fits_r2_ok"] = fits_ok
     metrics["free_fits_r2_ok"] = free_ok
     frame = "The paper's thesis, made falsifiable, measured on these models: "
-    eces = {m: round(metrics[f"{_setup.short(m)}/ece"], 3) for m in config.models}
+    eces = {m: round(metrics[f"{_setup.short(m)}/ece"].value, 3) for m in config.models}
+    metrics["fits_exponential_beats_linear"] = linear_worse
+    beats = wilson(linear_worse, fits) if fits else Estimate.point(float("nan"), method="no fit")
+    metrics["share_exponential_beats_linear"] = beats
     share = wilson(fits_ok, fits) if fits else Estimate.point(float("nan"), method="no fit")
     metrics["share_fits_r2_ok"] = share
     ece_claim = frame + (
@@ -146,7 +191,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         all_of(
             {
                 m: at_most(
-                    Estimate.point(metrics[f"{_setup.short(m)}/ece"], method="ECE (point value)"),
+                    metrics[f"{_setup.short(m)}/ece"],
                     config.ece_bar,
                     null=f"calibration tolerance ECE {config.ece_bar:g}",
                     claim=ece_claim,
@@ -157,7 +202,20 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             },
             claim=ece_claim,
             paper=ece_paper,
-            detail=f"ECE {eces}",
+            detail=f"ECE {eces} (percentile bootstrap over items)",
+        ),
+        gated(
+            at_least(
+                beats,
+                config.most,
+                null="the one-parameter linear decline acc = 1 - b * steps (a competing law)",
+                claim=frame + "the compounding law (1 - epsilon)^steps fits better than a "
+                "linear decline with as many parameters (higher R^2) on most families",
+                paper="probabilistic reliability: errors compound per step",
+                subject="share of family-model fits where the exponential beats the linear law",
+                detail=f"{linear_worse}/{fits} fits",
+            ),
+            Precondition("a family with steps > 0 (a fit)", fits > 0, f"{fits} fits"),
         ),
     ]
     notes = (
