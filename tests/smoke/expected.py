@@ -85,8 +85,12 @@ METRICS: dict[str, tuple[str, ...]] = {
         )
     ),
     "cslm_complexity": ("smollm2/chain_sum/kendall_tau", "pairs_growing"),
-    "cslm_reliability": ("smollm2/ece", "fits"),
-    "cslm_triad": ("smollm2/lm_verifier_precision", "smollm2/gap_program_vs_majority"),
+    "cslm_reliability": ("smollm2/ece", "smollm2/ece_lo", "fits", "fits_exponential_beats_linear"),
+    "cslm_triad": (
+        "smollm2/lm_verifier_precision",
+        "smollm2/gap_oracle_vs_majority",
+        "smollm2/gap_lm_verifier_vs_majority_n",
+    ),
     "eeg_cross_session": tuple(
         f"{prefix}_{model}"
         for prefix in ("bacc_within", "bacc_cross", "bacc_within_aligned", "bacc_cross_aligned")
@@ -136,7 +140,9 @@ METRICS: dict[str, tuple[str, ...]] = {
     "illusions_randomness": (
         "smollm2/coin/pattern_claim_random",
         "smollm2/coin/streak_slope",
+        "smollm2/coin/streak_slope_lo",
         "smollm2/walk/streak_slope",
+        "smollm2/coin/p_continue_periodic",
     ),
     "illusions_sae": (
         "top_minus_random",
@@ -178,6 +184,7 @@ METRICS: dict[str, tuple[str, ...]] = {
         "jump_filler",
         "jump_diff_lo",
         "jump_position_only_smollm2",
+        "jump_diff_phrase0_smollm2",
     ),
     "lengthprobe_transfer": (
         "transfer_nat_to_syn",
