@@ -464,5 +464,17 @@ def main(argv=None) -> int:
     }[args.cmd](args)
 
 
+def _main_piped() -> int:
+    """`main`, quiet when the reader of stdout goes away (`... list | head`): the rest of
+    the output is dropped as the Python docs advise (stdout pointed at devnull so that the
+    interpreter's final flush does not raise again), exit status 141 like a shell's SIGPIPE."""
+    try:
+        return main()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_main_piped())
