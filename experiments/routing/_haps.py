@@ -166,6 +166,9 @@ class HAPSConfig:
     hidden: int = 64
     steps: int = 50
     batch_size: int = 8
+    #: every trained method's learning rate in the haps_* experiments (HAPS, its LoRA
+    #: baselines and the learned routers, all for `steps` steps): an optimizer grid of one
+    #: value shared by method and baselines, tuned for none of them
     learning_rate: float = 3e-3
     reward_weight: float = 1.0
     cost_weight: float = 0.0
@@ -209,14 +212,15 @@ HAPS_TINY = dict(
 )
 
 
-def haps_work(config: HAPSConfig) -> float:
-    """The dry run's work unit: models' parameters x (prefix items + steps x batch x blocks)."""
+def haps_work(config: HAPSConfig, seeds: int = 1) -> float:
+    """The dry run's work unit: models' parameters x (prefix items + seeds x steps x batch x
+    blocks) (`seeds`: how many times the fits are repeated, one per seed)."""
     from jaxlab import lm
 
     items = sum(n for _, n in config.per_source)
     params = sum(lm.MODELS[m].n_params for m in config.models) / 1e9
     blocks = config.top or 24  # top 0: every block (the pool's models have 24-30)
-    return params * (items + config.steps * config.batch_size * blocks)
+    return params * (items + seeds * config.steps * config.batch_size * blocks)
 
 
 @dataclasses.dataclass

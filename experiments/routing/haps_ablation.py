@@ -72,8 +72,8 @@ def _outcome(haps, data, test):
 
 
 def full_work(config: Config) -> float:
-    """`_haps.haps_work`: parameters x (prefix items + fit steps x batch x blocks)."""
-    return _haps.haps_work(config)
+    """`_haps.haps_work`: parameters x (prefix items + seeds x fit steps x batch x blocks)."""
+    return _haps.haps_work(config, config.n_seeds)
 
 
 def _keys(key, seed):

@@ -78,8 +78,8 @@ def _p6_routers(train, key, config):
 
 
 def full_work(config: Config) -> float:
-    """`_haps.haps_work`: parameters x (prefix items + fit steps x batch x blocks)."""
-    return _haps.haps_work(config)
+    """`_haps.haps_work`: parameters x (prefix items + seeds x fit steps x batch x blocks)."""
+    return _haps.haps_work(config, config.n_seeds)
 
 
 def _one_seed(config, data, table, key, ctx, seed):
