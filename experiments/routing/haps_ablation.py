@@ -71,6 +71,26 @@ def _outcome(haps, data, test):
     return correct[np.arange(len(test)), choice[0]].astype(float), choice[0]
 
 
+def routing_precondition(shared, unshared) -> Precondition:
+    """The sharing claim's precondition: on every seed, at least one of the two arms routes
+    the held-out queries to more than one model. `shared`, `unshared`: per seed, the (M,)
+    count of held-out queries routed to each model."""
+    used = [[int((np.asarray(c) > 0).sum()) for c in arm] for arm in (shared, unshared)]
+    if len(used[0]) != len(used[1]) or not used[0]:
+        raise ValueError(
+            f"shared, unshared: expected per-seed counts of one length >= 1, received "
+            f"{len(used[0])} and {len(used[1])}"
+        )
+    collapsed = [s for s, (a, b) in enumerate(zip(*used, strict=True)) if a <= 1 and b <= 1]
+    return Precondition(
+        "the shared and un-shared routers' choices are not all one model (on every seed)",
+        not collapsed,
+        f"models used per seed: shared {'/'.join(map(str, used[0]))}, un-shared "
+        f"{'/'.join(map(str, used[1]))}"
+        + (f"; both collapsed on seeds {collapsed}" if collapsed else ""),
+    )
+
+
 def full_work(config: Config) -> float:
     """`_haps.haps_work`: parameters x (prefix items + seeds x fit steps x batch x blocks)."""
     return _haps.haps_work(config, config.n_seeds)
@@ -156,21 +176,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     def acc_text(n):
         return f"accuracy {metrics['accuracy/haps']:.3f} vs {metrics[f'accuracy/{n}']:.3f}"
 
-    # the sharing claim's routing precondition: on every seed, at least one of the two
-    # arms routes the held-out queries to more than one model
-    used = {n: [int((c > 0).sum()) for c in routed[n]] for n in ("haps", "no_sharing")}
-    collapsed = [
-        s for s in range(config.n_seeds) if used["haps"][s] <= 1 and used["no_sharing"][s] <= 1
-    ]
-    routes = Precondition(
-        "the shared and un-shared routers' choices are not all one model (on every seed)",
-        not collapsed,
-        "models used per seed: shared "
-        + "/".join(map(str, used["haps"]))
-        + ", un-shared "
-        + "/".join(map(str, used["no_sharing"]))
-        + (f"; both collapsed on seeds {collapsed}" if collapsed else ""),
-    )
+    routes = routing_precondition(routed["haps"], routed["no_sharing"])
     size = (
         f"{len(splits[0][1])} held-out items per seed, {config.n_seeds} seeds, "
         f"{len(names)} models, {config.steps} steps of batch {config.batch_size}"

@@ -112,3 +112,18 @@ def test_bad_inputs():
         _gate.competence(_table(np.full((50, 2), 0.5), np.zeros(50), ("medmcqa",)))
     with pytest.raises(ValueError, match="option count"):
         _gate.competence(_table(t.quality, np.zeros(50), ("unknown",)))
+
+
+def test_haps_sharing_ablation_routing_precondition():
+    """routing_haps_ablation's sharing claim: refused when both arms send every held-out
+    query to one model on some seed, passed when one arm routes on every seed."""
+    from experiments.routing import haps_ablation
+
+    one, two = np.array([0, 9, 0]), np.array([4, 5, 0])
+    ok = haps_ablation.routing_precondition([two, one, two], [one, two, one])
+    assert ok.passed, ok.measured
+    bad = haps_ablation.routing_precondition([two, one], [one, one])
+    assert not bad.passed
+    assert "seeds [1]" in bad.measured
+    with pytest.raises(ValueError, match="per-seed"):
+        haps_ablation.routing_precondition([two], [])
