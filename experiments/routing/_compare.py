@@ -18,6 +18,11 @@ their metrics from these arrays:
   resampled queries, the statistic averaged over the splits);
 - the best VL-RouterBench rank score over the cost weights, with the same bootstrap;
 - accuracy at lambda = 0 under availability masks (`masked_accuracy`).
+
+Every router-comparison claim of a P6 experiment is gated by the competence gate of its
+table (`_gate.competence`, applied by `gate_claims`): on a pool whose candidates are not
+above chance, or whose oracle does not beat as many independent guessers, the claim is
+`untestable` (never "fails").
 """
 
 from __future__ import annotations
@@ -29,8 +34,10 @@ from collections.abc import Callable, Sequence
 import jax
 import numpy as np
 
-from experiments._harness import Estimate, bootstrap, superior
+from experiments._harness import Claim, Estimate, bootstrap, gated, superior
 from jaxlab import routing
+
+from . import _gate
 
 BASELINES = ("fixed", "knn", "linear", "mlp", "mf", "embedllm")
 #: LatentRouter and its ablations (constructor options)
@@ -402,6 +409,19 @@ def diff_estimate(
     return split_bootstrap(splits, per_split, n_resamples=n_resamples)
 
 
+def gate_claims(
+    table: routing.RoutingTable, claims: Sequence[Claim], label: str = ""
+) -> tuple[list[Claim], dict]:
+    """`(claims, metrics)`: every router-comparison claim on `table` gated by the table's
+    competence gate (`_gate.competence`; failed: the claim is `untestable`), and the gate's
+    metrics (prefixed `label/` when given)."""
+    comp = _gate.competence(table, label=label)
+    pre = f"{label}/" if label else ""
+    return [gated(c, comp.precondition) for c in claims], {
+        pre + k: v for k, v in comp.metrics.items()
+    }
+
+
 def oracle_curve(quality: np.ndarray, cost: np.ndarray, n: int = 256):
     """(cost, quality) points of the per-query oracle at n cost weights: per query the
     candidate maximising quality - lambda * cost / max cost (cheapest among ties). By the
@@ -543,6 +563,8 @@ def main_result(
             + ", ".join(f"{n} {metrics[f'rank_score_best/{n}']:.4f}" for n in BASELINES),
         ),
     ]
+    claims, gate_metrics = gate_claims(table, claims)
+    metrics.update(gate_metrics)
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     ax.plot(table.cost.mean(0), table.quality.mean(0), "k^", label="fixed candidates (all queries)")
     s0 = splits[0]

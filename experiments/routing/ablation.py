@@ -91,20 +91,21 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 claim=f"removing latent communication lowers AIQ more than {n}",
                 paper="latent communication is the main contributor",
             )
-        claims.append(
-            all_of(
-                parts,
-                claim=f"{name} table ({size}): removing latent communication lowers "
-                "LatentRouter's AIQ more than removing the capsule correction or the "
-                "distributional head, and its drop is above 0 (paired bootstrap over held-out "
-                f"queries; null: no drop, no difference of drops; {config.n_splits} splits; "
-                f"{caveat})",
-                paper="latent communication is the main contributor",
-                detail=f"{_compare.protocol_tag(config)}: "
-                f"AIQ full {metrics[f'{name}/aiq/latent']:.4f}; drops: "
-                + ", ".join(f"{n.removeprefix('latent_')} {d:+.4f}" for n, d in drops.items()),
-            )
+        row = all_of(
+            parts,
+            claim=f"{name} table ({size}): removing latent communication lowers "
+            "LatentRouter's AIQ more than removing the capsule correction or the "
+            "distributional head, and its drop is above 0 (paired bootstrap over held-out "
+            f"queries; null: no drop, no difference of drops; {config.n_splits} splits; "
+            f"{caveat})",
+            paper="latent communication is the main contributor",
+            detail=f"{_compare.protocol_tag(config)}: "
+            f"AIQ full {metrics[f'{name}/aiq/latent']:.4f}; drops: "
+            + ", ".join(f"{n.removeprefix('latent_')} {d:+.4f}" for n, d in drops.items()),
         )
+        gated_rows, gate_metrics = _compare.gate_claims(table, [row], name)
+        claims += gated_rows
+        metrics.update(gate_metrics)
         ax = axes[t_i]
         vals = [drops[n].value for n in ABLATIONS]
         err = np.array([[d.value - d.low, d.high - d.value] for d in drops.values()]).T

@@ -11,10 +11,14 @@ warm-up (medians of `repeats` passes over the test queries, one query per call):
 
 Also the generated parameters per query (the chosen architecture's A and B entries) against
 that model's size, and the training time per step of HAPS vs the static LoRA vs the
-routing-only router. Claim: HAPS's time per query is within `max_overhead` x the
-routing-only pass (both on the cached prefix), and it generates < 1% of the chosen model's
-parameters per query. Timings on a 2-core machine shared with other agents: ratios within
-one run are what to read.
+routing-only router. Claim (a timing claim: its value varies between runs): HAPS's time per
+query is within `max_overhead` x the routing-only pass (both on the cached prefix), the
+paper's "efficient at inference" against a bar preset here. The generated fraction of the
+chosen model's parameters (< 1%: the paper's "lightweight") is arithmetic on the
+configuration (rank x adapted matrices / model size), not a measurement with sampling error:
+it is reported as a property (metrics `generated_fraction_of_model_mean`, and the notes),
+not as a claim. Timings on a 2-core machine shared with other agents: ratios within one run
+are what to read.
 """
 
 from __future__ import annotations
@@ -49,9 +53,6 @@ class Config(_haps.HAPSConfig):
     #: the time-per-query ratio HAPS / routing-only the efficiency claim allows (our bar for
     #: "efficient at inference": the paper gives no number)
     max_overhead: float = 2.0
-    #: the generated fraction of the chosen model's parameters the claim allows: 1% (our
-    #: reading of the paper's "lightweight")
-    max_generated_fraction: float = 0.01
 
 
 QUICK = Config()
@@ -196,20 +197,6 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             f"{metrics['seconds_per_query/routing_only'] * 1e3:.2f} ms; "
             f"static LoRA {metrics['seconds_per_query/static_lora'] * 1e3:.2f} ms",
         ),
-        at_most(
-            Estimate.point(
-                metrics["generated_fraction_of_model_mean"], n=len(test), method="exact count"
-            ),
-            config.max_generated_fraction,
-            null=f"{config.max_generated_fraction:.0%} of the chosen model's parameters",
-            subject="generated fraction of the chosen model's parameters",
-            claim="HAPS generates less than 1% of the chosen model's parameters per query (an "
-            f"exact count, no interval; {_haps.HAPS_CAVEAT}: the fraction shrinks for larger "
-            "models)",
-            paper="parameter generation is lightweight",
-            detail=f"{metrics['generated_params_per_query_mean']:.0f} numbers per query, "
-            f"{100 * metrics['generated_fraction_of_model_mean']:.3f}% of the chosen model",
-        ),
     ]
     del h_hist
     fig, (ax_q, ax_t) = plt.subplots(1, 2, figsize=(9, 3.6))
@@ -235,6 +222,11 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         f"{config.repeats} passes over {len(test)} held-out queries, per-architecture times "
         "weighted by HAPS's routing shares; a 2-core machine shared with other agents, so "
         f"read ratios. Training: {config.steps} timed steps per method (not converged); "
-        "seconds per step = the fit's wall time / steps, compilation included."
+        "seconds per step = the fit's wall time / steps, compilation included. Properties "
+        "(arithmetic on the configuration, not claims): HAPS generates "
+        f"{metrics['generated_params_per_query_mean']:.0f} numbers per query, "
+        f"{100 * metrics['generated_fraction_of_model_mean']:.3f}% of the chosen model's "
+        "parameters (the paper's 'lightweight': < 1%; the fraction shrinks for larger models); "
+        f"HAPS's trainable parameters: {metrics['haps_trainable_params']:.0f}."
     )
     return Result(metrics=metrics, claims=claims, figures={"cost": fig}, notes=notes)

@@ -101,7 +101,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         size = (
             f"{table.n_queries} queries x {table.n_candidates} candidates, top 1-{max(ks)} removed"
         )
-        claims.append(
+        rows = [
             superior(
                 dd,
                 "LatentRouter",
@@ -118,9 +118,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 + ", ".join(
                     f"{n} {metrics[f'{tname}/mean_drop/{n}']:+.3f}" for n in _compare.BASELINES
                 ),
-            )
-        )
-        claims.append(
+            ),
             superior(
                 da,
                 "LatentRouter",
@@ -132,8 +130,11 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 detail=f"{_compare.protocol_tag(config)}: "
                 f"masked accuracy {metrics[f'{tname}/mean_masked_accuracy/latent']:.3f} vs "
                 f"{metrics[f'{tname}/mean_masked_accuracy/{best}']:.3f}",
-            )
-        )
+            ),
+        ]
+        rows, gate_metrics = _compare.gate_claims(table, rows, tname)
+        claims += rows
+        metrics.update(gate_metrics)
         ax = axes[t_i]
         xs = [0, *ks]
         for n in (*names, "oracle"):

@@ -174,7 +174,7 @@ _HAPS_TINY = {
     "batch_size": 4,
     "n_boot": 50,
 }
-CASES["routing_haps_main"] = _HAPS_TINY | {"router_steps": 20, "cost_shifts": (0.0, 1.0)}
+CASES["routing_haps_main"] = _HAPS_TINY | {"n_seeds": 2, "cost_shifts": (0.0, 1.0)}
 # The experiments that share a covered case's training path get a case of their own (a
 # shared path does not cover what each does around it: its loops over settings, folds
 # and seeds, its caches, its metrics). routing_haps_ablation: main's tiny HAPS fits, one
@@ -194,7 +194,7 @@ CASES["routing_haps_main"] = _HAPS_TINY | {"router_steps": 20, "cost_shifts": (0
 # kill points passed: cells_scib 3671 s, cells_rare 339 s, em_joint 169 s, em_t0 124 s.
 _EEG_TINY = CASES["eeg_state"]
 CASES |= {
-    "routing_haps_ablation": dict(_HAPS_TINY),
+    "routing_haps_ablation": _HAPS_TINY | {"n_seeds": 2},
     "biophys_localize": {"n_neurons": 2, "duration_ms": 80.0, "fit_steps": 50},
     "cells_rare": {
         "seeds": (0, 1),
