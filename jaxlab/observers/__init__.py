@@ -57,5 +57,6 @@ from ._train import point_loss as point_loss
 from ._train import sample_errors as sample_errors
 from ._train import stage_init as stage_init
 from ._train import stage_step as stage_step
+from ._two_stage import certified_score as certified_score
 from ._two_stage import train_lmi_only as train_lmi_only
 from ._two_stage import train_two_stage as train_two_stage
