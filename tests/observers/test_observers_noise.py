@@ -61,9 +61,10 @@ def test_simulate_with_noise_matches_the_closed_form_error_of_a_scalar_luenberge
 
 @pytest.mark.parametrize("system", ["vanderpol", "x29"])
 def test_simulation_tolerance_error_is_far_below_the_noise_driven_error(system):
-    """At rtol = atol = 1e-10 the estimate differs from a 1e-12 reference by < 1e-7 (and by
-    < 1e-4 of the noise-driven estimation error), and by at least 10x less than at the old
-    1e-5 / 1e-7 tolerances (the check resolves the tolerance)."""
+    """The P2 experiments with sensor noise simulate at rtol = atol = 1e-7 (Config.sim_tol):
+    there the estimate differs from a 1e-10 reference by < 1e-4 of the noise-driven
+    estimation error, and by at least 10x less than at 1e-4 (the check resolves the
+    tolerance)."""
     with jax.enable_x64(True):
         if system == "vanderpol":
             plant, eps, poles = O.VanDerPol(), 0.05, [-1.0, -1.5, -2.0]
@@ -81,17 +82,16 @@ def test_simulation_tolerance_error_is_far_below_the_noise_driven_error(system):
         )
         ts = jnp.linspace(0.0, 2.0, 81)
 
-        def run(tol_r, tol_a):
+        def run(tol):
             return O.simulate(
-                plant, eso, x0, jnp.zeros_like(x0), ts, rtol=tol_r, atol=tol_a, noise=noise
+                plant, eso, x0, jnp.zeros_like(x0), ts, rtol=tol, atol=tol, noise=noise
             )
 
-        ref, new, old = run(1e-12, 1e-12), run(1e-10, 1e-10), run(1e-5, 1e-7)
-        assert bool(ref.ok & new.ok & old.ok)
+        ref, new, loose = run(1e-10), run(1e-7), run(1e-4)
+        assert bool(ref.ok & new.ok & loose.ok)
         settle = 20
         signal = np.sqrt(np.mean(np.asarray(ref.x - ref.x_hat)[settle:] ** 2))
-        d_new = np.max(np.abs(np.asarray(new.x_hat - ref.x_hat)[settle:]))
-        d_old = np.max(np.abs(np.asarray(old.x_hat - ref.x_hat)[settle:]))
-        assert d_new < 1e-7
+        d_new = np.sqrt(np.mean(np.asarray(new.x_hat - ref.x_hat)[settle:] ** 2))
+        d_loose = np.sqrt(np.mean(np.asarray(loose.x_hat - ref.x_hat)[settle:] ** 2))
         assert d_new < 1e-4 * signal
-        assert d_old > 10 * d_new  # the tolerance matters at this resolution
+        assert d_loose > 10 * d_new  # the tolerance matters at this resolution
