@@ -248,6 +248,10 @@ def search_decrease_violations(
     `|eta_free|` to `max_norm`; the others stay fixed (e.g. a disturbance part fixed by
     the true initial state). Work: `S x steps` gradient evaluations.
 
+    **Arguments:** `observer`; `P (ne, ne)` the Lyapunov matrix; `etas (S, ne)` the starts;
+    `steps`, `step_size` (relative), `max_norm` (keyword-only); `free (ne,)`; `rate`,
+    `disturbance_bound` as `decrease_bound`.
+
     **Returns:** `(etas (S, ne), values (S,))`, `values = decrease_bound(eta)` at the end
     points (`> 0`: a violation found).
     """

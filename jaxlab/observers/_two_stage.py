@@ -56,7 +56,13 @@ def certified_score(val_loss: Callable, margin: float) -> Callable:
     """A validation score that is `val_loss(params, data)` where the parameters' own
     `(P, T)` certify them (`max_lmi_eigenvalue(params) < -margin`) and `inf` elsewhere:
     as `train_two_stage`'s `stage2_validation` score, stage 2 returns its best-validated
-    certified state, and its starting state (stage 1's result) when none is certified."""
+    certified state, and its starting state (stage 1's result) when none is certified.
+
+    **Arguments:** `val_loss(params, data) -> scalar` (jittable); `margin` (the certificate
+    `max_lmi_eigenvalue < -margin`, e.g. `ObserverTrainConfig.lmi_margin`).
+
+    **Returns:** `score(params, data) -> scalar`.
+    """
     if not callable(val_loss):
         raise ValueError(f"val_loss: expected a callable, received {type(val_loss).__name__}")
 
