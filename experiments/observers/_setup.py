@@ -38,16 +38,65 @@ def train_config(cfg) -> O.ObserverTrainConfig:
     return O.ObserverTrainConfig(**{k: v for k, v in cfg.train.items() if k in keys})
 
 
+# the default tolerance (rtol = atol) of the evaluation simulations and the tighter
+# reference their integration error is measured against (tests/observers/
+# test_observers_noise.py); experiments with sensor noise set their own (Config.sim_tol:
+# every hold time restarts the stiff high-gain transient, and 1e-10 then needs > 1e5
+# steps per trajectory)
+SIM_TOL = 1e-10
+REF_TOL = 1e-12
+MAX_STEPS = 400_000
+
+
 @eqx.filter_jit
-def _simulate_many(plant, observer, x0s, x_hat0s, ts):
-    return jax.vmap(lambda a, b: O.simulate(plant, observer, a, b, ts, rtol=1e-5, atol=1e-7))(
-        x0s, x_hat0s
-    )
+def _simulate_many(plant, observer, x0s, x_hat0s, ts, noise, tol):
+    def one(a, b, n):
+        return O.simulate(
+            plant, observer, a, b, ts, rtol=tol, atol=tol, noise=n, max_steps=MAX_STEPS
+        )
+
+    if noise is None:
+        return jax.vmap(lambda a, b: one(a, b, None))(x0s, x_hat0s)
+    return jax.vmap(one)(x0s, x_hat0s, noise)
 
 
-def simulate_many(plant, observer, x0s, x_hat0s, ts):
-    """Trajectories for a batch of initial conditions (one compile per observer type)."""
-    return _simulate_many(plant, observer, x0s, x_hat0s, ts)
+def simulate_many(plant, observer, x0s, x_hat0s, ts, noise=None, *, tol: float = SIM_TOL):
+    """Trajectories for a batch of initial conditions (one compile per observer type);
+    `noise`: a batched `O.SensorNoise` (one realisation per start, `sensor_noise`) or
+    None; `tol`: rtol = atol of the step-size controller."""
+    return _simulate_many(plant, observer, x0s, x_hat0s, ts, noise, tol)
+
+
+def output_rms(plant, traj) -> np.ndarray:
+    """Per-channel RMS of the noise-free plant output along a batch of trajectories `(p,)`."""
+    y = jax.vmap(jax.vmap(plant.output))(traj.x)
+    return np.sqrt(np.mean(np.asarray(y) ** 2, axis=(0, 1)))
+
+
+def sensor_noise(std, *, key, batch: int, period: float, horizon: float):
+    """`batch` independent `O.SensorNoise.white(std, period, horizon)` realisations, stacked
+    (the batch axis first, for `simulate_many`)."""
+    keys = jax.random.split(key, batch)
+    samples = jax.vmap(
+        lambda k: O.SensorNoise.white(std, key=k, period=period, horizon=horizon).samples
+    )(keys)
+    return O.SensorNoise(samples, float(period))
+
+
+def integration_error(
+    plant, observer, x0s, x_hat0s, ts, noise=None, *, start: int = 0, tol: float = SIM_TOL,
+    ref_tol: float = REF_TOL,
+):  # fmt: skip
+    """RMS over starts, saved times from `start` and components of the difference between
+    the estimates (`x_hat`, and `d_hat` where finite) simulated at `tol` and at `ref_tol`:
+    the integration error of the evaluation simulations."""
+    a = simulate_many(plant, observer, x0s, x_hat0s, ts, noise, tol=tol)
+    b = simulate_many(plant, observer, x0s, x_hat0s, ts, noise, tol=ref_tol)
+    diffs = [np.asarray(a.x_hat - b.x_hat)[:, start:].ravel()]
+    dd = np.asarray(a.d_hat - b.d_hat)[:, start:].ravel()
+    if np.all(np.isfinite(dd)):
+        diffs.append(dd)
+    return float(np.sqrt(np.mean(np.concatenate(diffs) ** 2)))
 
 
 def settle_index(ts, settle_time: float) -> int:

@@ -12,6 +12,7 @@ from ._certify import coverage_bound as coverage_bound
 from ._certify import local_stability_radius as local_stability_radius
 from ._certify import numpy_lmi_blocks as numpy_lmi_blocks
 from ._certify import sampled_decrease as sampled_decrease
+from ._certify import search_decrease_violations as search_decrease_violations
 from ._direct import train_direct_sdp as train_direct_sdp
 from ._lmi import LyapunovMatrix as LyapunovMatrix
 from ._lmi import decrease_bound as decrease_bound
@@ -19,6 +20,7 @@ from ._lmi import implicit_blocks as implicit_blocks
 from ._lmi import lmi_matrix as lmi_matrix
 from ._lmi import lmi_penalty as lmi_penalty
 from ._lmi import lyapunov_hinge as lyapunov_hinge
+from ._noise import SensorNoise as SensorNoise
 from ._observer import AbstractObserver as AbstractObserver
 from ._observer import ExtendedKalmanFilter as ExtendedKalmanFilter
 from ._observer import LuenbergerObserver as LuenbergerObserver
@@ -55,5 +57,6 @@ from ._train import point_loss as point_loss
 from ._train import sample_errors as sample_errors
 from ._train import stage_init as stage_init
 from ._train import stage_step as stage_step
+from ._two_stage import certified_score as certified_score
 from ._two_stage import train_lmi_only as train_lmi_only
 from ._two_stage import train_two_stage as train_two_stage

@@ -30,12 +30,13 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.stats
 
-from jaxlab._core import as_array, check_positive_int, short_repr
+from jaxlab._core import as_array, check_array, check_positive_int, short_repr
 
 from ._lmi import decrease_bound
 from ._observer import NeuralObserver
 
 __all__ = [
+    "search_decrease_violations",
     "Certificate",
     "certify_lmi",
     "check_certificate",
@@ -225,6 +226,63 @@ def sampled_decrease(
         lambda e: decrease_bound(observer, P, e, rate=rate, disturbance_bound=disturbance_bound)
     )(etas)
     return etas, vals
+
+
+def search_decrease_violations(
+    observer: NeuralObserver,
+    P,
+    etas,
+    *,
+    steps: int,
+    step_size: float = 0.1,
+    max_norm: float,
+    free=None,
+    rate: float = 0.0,
+    disturbance_bound: float = 0.0,
+):
+    """Gradient search for scaled errors where the decrease condition fails.
+
+    From each start in `etas (S, ne)`, `steps` ascent steps on the normalised bound
+    `g(eta) = decrease_bound(eta) / |eta|^2` move the coordinates marked `free (ne,)`
+    (bool; None: all) by `step_size |eta_free|` along the normalised gradient, then clip
+    `|eta_free|` to `max_norm`; the others stay fixed (e.g. a disturbance part fixed by
+    the true initial state). Work: `S x steps` gradient evaluations.
+
+    **Arguments:** `observer`; `P (ne, ne)` the Lyapunov matrix; `etas (S, ne)` the starts;
+    `steps`, `step_size` (relative), `max_norm` (keyword-only); `free (ne,)`; `rate`,
+    `disturbance_bound` as `decrease_bound`.
+
+    **Returns:** `(etas (S, ne), values (S,))`, `values = decrease_bound(eta)` at the end
+    points (`> 0`: a violation found).
+    """
+    check_positive_int("steps", steps)
+    if not (max_norm > 0 and step_size > 0):
+        raise ValueError(f"max_norm, step_size: expected > 0, received {max_norm}, {step_size}")
+    ne = observer.extended_dim
+    check_array("etas", etas, shape=("S", ne))
+    mask = jnp.ones(ne, bool) if free is None else jnp.asarray(free, bool)
+    check_array("free", mask, shape=(ne,))
+    m = mask.astype(etas.dtype)
+
+    def bound(e):
+        return decrease_bound(observer, P, e, rate=rate, disturbance_bound=disturbance_bound)
+
+    def g(e):
+        return bound(e) / (e @ e)
+
+    def one(e):
+        def body(e, _):
+            grad = jax.grad(g)(e) * m
+            size = jnp.sqrt(jnp.sum((e * m) ** 2))
+            e = e + step_size * size * grad / (jnp.linalg.norm(grad) + 1e-30)
+            size = jnp.sqrt(jnp.sum((e * m) ** 2))
+            e = e * (1 - m) + e * m * jnp.minimum(1.0, max_norm / (size + 1e-30))
+            return e, None
+
+        e, _ = jax.lax.scan(body, e, None, length=steps)
+        return e, bound(e)
+
+    return jax.vmap(one)(etas)
 
 
 def local_stability_radius(observer: NeuralObserver, P, etas, values) -> float:

@@ -15,6 +15,7 @@ from jaxtyping import Array, Float
 
 from jaxlab._core import check_array
 
+from ._noise import SensorNoise
 from ._observer import AbstractObserver
 from ._systems import AbstractPlant
 
@@ -33,11 +34,16 @@ class Trajectory(eqx.Module):
 
 
 def joint_field(t, state, args):
-    """The joint vector field of `(x, observer state)` (shared by `simulate` and `rollout`)."""
-    plant, observer = args
+    """The joint vector field of `(x, observer state)` (shared by `simulate` and `rollout`);
+    `args = (plant, observer)` or `(plant, observer, noise)` with `noise(t)` added to the
+    output the observer sees."""
+    plant, observer = args[:2]
     x, obs = state
     u = plant.control(t, x)
-    return plant.true_field(t, x), observer.vector_field(t, obs, plant.output(x), u)
+    y = plant.output(x)
+    if len(args) > 2 and args[2] is not None:
+        y = y + args[2](t)
+    return plant.true_field(t, x), observer.vector_field(t, obs, y, u)
 
 
 def simulate(
@@ -50,11 +56,14 @@ def simulate(
     rtol: float = 1e-6,
     atol: float = 1e-8,
     max_steps: int = 100_000,
+    noise: SensorNoise | None = None,
 ) -> Trajectory:
     """Integrate the plant and the observer jointly (Tsit5, adaptive steps).
 
     **Arguments:** `plant`; `observer`; `x0 (n,)` true initial state; `x_hat0 (n,)`
-    initial estimate; `ts (T,)` increasing save times (from `ts[0]`).
+    initial estimate; `ts (T,)` increasing save times (from `ts[0]`); `rtol`, `atol` the
+    step-size controller's tolerances; `noise`: a `SensorNoise` added to the output the
+    observer sees (None: exact measurements); the solver steps exactly to its hold times.
 
     **Returns:** a `Trajectory`. A failed solve (divergence, step limit) does not
     raise: its values are inf/NaN and `ok` is False.
@@ -63,6 +72,9 @@ def simulate(
     check_array("x_hat0", x_hat0, shape=("n",), sizes=sizes)
     check_array("ts", ts, ndim=1)
 
+    controller = diffrax.PIDController(rtol=rtol, atol=atol)
+    if noise is not None:
+        controller = diffrax.ClipStepSizeController(controller, jump_ts=noise.jump_ts())
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(joint_field),
         diffrax.Tsit5(),
@@ -71,8 +83,8 @@ def simulate(
         dt0=None,
         y0=(x0, observer.init(x_hat0)),
         saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
-        args=(plant, observer),
+        stepsize_controller=controller,
+        args=(plant, observer, noise),
         max_steps=max_steps,
         throw=False,
     )

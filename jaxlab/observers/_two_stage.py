@@ -29,6 +29,7 @@ from typing import Any
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import optax
 
 from jaxlab._core import Driver, check_positive_int, driver_for
@@ -42,13 +43,34 @@ from ._train import (
     point_loss,
 )
 
-__all__ = ["train_two_stage", "train_lmi_only"]
+__all__ = ["train_two_stage", "train_lmi_only", "certified_score"]
 
 _max_eig = eqx.filter_jit(max_lmi_eigenvalue)
 
 
 def _certified_stop(config: ObserverTrainConfig) -> Callable[[CertifiedObserver], bool]:
     return lambda p: bool(_max_eig(p) < -config.lmi_margin)
+
+
+def certified_score(val_loss: Callable, margin: float) -> Callable:
+    """A validation score that is `val_loss(params, data)` where the parameters' own
+    `(P, T)` certify them (`max_lmi_eigenvalue(params) < -margin`) and `inf` elsewhere:
+    as `train_two_stage`'s `stage2_validation` score, stage 2 returns its best-validated
+    certified state, and its starting state (stage 1's result) when none is certified.
+
+    **Arguments:** `val_loss(params, data) -> scalar` (jittable); `margin` (the certificate
+    `max_lmi_eigenvalue < -margin`, e.g. `ObserverTrainConfig.lmi_margin`).
+
+    **Returns:** `score(params, data) -> scalar`.
+    """
+    if not callable(val_loss):
+        raise ValueError(f"val_loss: expected a callable, received {type(val_loss).__name__}")
+
+    def score(params, data):
+        ok = max_lmi_eigenvalue(params) < -margin
+        return jnp.where(ok, val_loss(params, data), jnp.inf)
+
+    return score
 
 
 def _validation(name: str, validation) -> dict[str, Any]:
@@ -92,6 +114,7 @@ def train_two_stage(
     stage2_estimation: Callable | None | str = "same",
     validation: tuple | None = None,
     stage2_validation: tuple | None = None,
+    stage1_patience: int | None = None,
     driver: Driver | None = None,
 ) -> tuple[CertifiedObserver, CertifiedObserver, dict]:
     """Two-stage training: `stage1_steps` of `point_loss`, then up to `stage2_steps` of
@@ -112,7 +135,9 @@ def train_two_stage(
       then returns its best-validated parameters, the initial ones included.
     - `stage2_validation`: the same for stage 2, which then runs all `stage2_steps` (no
       stop at the first certificate) and returns its best-scored parameters (make the
-      score inf where the certificate fails).
+      score inf where the certificate fails: `certified_score`).
+    - `stage1_patience`: with `validation`, stage 1 ends after this many evaluations
+      without an improvement (early stopping; None: it runs all `stage1_steps`).
     - `driver`: a `jaxlab.Driver` both stages run with: chunk (steps per jitted scan; the
       certificate is checked between chunks), progress (both stages report to it in
       turn), stop (`stop(params)`, as in `fit`; stage 2 also stops at the certificate);
@@ -147,6 +172,7 @@ def train_two_stage(
         steps=stage1_steps,
         optimizer=optimizer,
         driver=driver,
+        patience=stage1_patience if val1 else None,
         **val1,
     )
     p2, i2 = fit(

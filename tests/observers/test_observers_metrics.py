@@ -139,8 +139,9 @@ def test_violation_starts_violate_the_point_only_decrease():
     obs = O.NeuralObserver.from_plant(plant, (3,), epsilon=0.01, key=jax.random.key(0))
     params = O.CertifiedObserver.from_observer(obs)  # random gain, P = I: violations abound
     cfg = dataclasses.replace(x29.QUICK, violation_candidates=64, num_initial=5)
-    x0s, xh0s, n_bad = x29._violation_starts(cfg, plant, params, jax.random.key(1))
+    x0s, xh0s, n_bad, n_sampled = x29._violation_starts(cfg, plant, params, jax.random.key(1))
     assert 5 <= n_bad <= 64
+    assert 0 <= n_sampled <= 64
     assert x0s.shape == xh0s.shape == (5, 4)
     # independently: the scaled error eta = ((x0 - x_hat0) / eps, d(0, x0) - 0) and the
     # Lyapunov derivative 2 eta^T P f(eta) with f the nominal scaled error field (P = I)

@@ -189,3 +189,57 @@ def test_disturbance_ekf_covariances():
 def test_baseline_bad_arguments_raise(call, match):
     with pytest.raises(ValueError, match=f"^{match}"):
         call()
+
+
+def test_certified_score_is_the_loss_where_certified_and_inf_elsewhere():
+    params = _params(6)
+    lam = float(O.max_lmi_eigenvalue(params))
+
+    def val(p, data):
+        return jnp.sum(p.P**2) + data
+
+    ref = float(val(params, 1.0))
+    # the certificate is max_lmi_eigenvalue < -margin: a margin just below / above -lam
+    np.testing.assert_allclose(float(O.certified_score(val, -lam - 1e-3)(params, 1.0)), ref)
+    assert np.isinf(float(O.certified_score(val, -lam + 1e-3)(params, 1.0)))
+
+
+def test_stage2_without_a_certified_state_returns_stage1s_result_not_its_last():
+    params, key = _params(7), jax.random.key(8)
+    assert float(O.max_lmi_eigenvalue(params)) > -CFG.lmi_margin  # not certified at the start
+
+    def val(p, data):
+        return jnp.sum((p.P - data) ** 2)
+
+    p1, p2, info = O.train_two_stage(
+        params,
+        key=key,
+        config=CFG,
+        stage1_steps=4,
+        stage2_steps=4,
+        driver=Driver(chunk=4),
+        optimizer=OPT,
+        stage2_validation=(O.certified_score(val, CFG.lmi_margin), params.P, 2),
+    )
+    i2 = info["stage2"]
+    last_certified = float(O.max_lmi_eigenvalue(i2["last"])) < -CFG.lmi_margin
+    assert not last_certified  # 4 steps do not certify: no certified state was scored
+    assert np.isinf(i2["best_val_loss"])
+    _leaves_equal(p2, p1)
+    assert not np.array_equal(np.asarray(i2["last"].P), np.asarray(p1.P))
+
+
+def test_stage1_patience_stops_when_validation_stops_improving():
+    params, key = _params(9), jax.random.key(10)
+
+    def flat(p, data):  # never improves on the initial score
+        return jnp.asarray(data)
+
+    kw = dict(key=key, config=CFG, stage2_steps=4, driver=Driver(chunk=4), optimizer=OPT)
+    _, _, info = O.train_two_stage(
+        params, stage1_steps=200, validation=(flat, 1.0, 4), stage1_patience=2, **kw
+    )
+    assert info["stage1"]["steps"] < 40
+    assert info["stage1"]["best_step"] == 0
+    _, _, info = O.train_two_stage(params, stage1_steps=40, validation=(flat, 1.0, 4), **kw)
+    assert info["stage1"]["steps"] == 40  # no patience: all steps
