@@ -210,12 +210,13 @@ def _seed(config, key, model):
 
         keys = jax.random.split(jax.random.fold_in(k_run, 0), config.n_tune)
         val = [float(np.mean(run(tune, keys, pol))) for pol in candidates]
-        best = candidates[int(np.argmax(val))]  # ties: the first in the grid
+        i = int(np.argmax(val))  # ties: the first in the grid
+        best = candidates[i]
         seen_r = run(seen, jax.random.split(jax.random.fold_in(k_run, 1), config.n_eval), best)
         unseen_r = run(unseen, jax.random.split(jax.random.fold_in(k_run, 2), config.n_eval), best)
         out[name] = {
             "param": parameter(best),
-            "at_edge": len(candidates) > 1 and best in (candidates[0], candidates[-1]),
+            "at_edge": len(candidates) > 1 and i in (0, len(candidates) - 1),
             "val_reward": max(val),
             "seen": visit_scores(seen_r, config.n_visits, config.threshold),
             "unseen": visit_scores(unseen_r, config.n_visits, config.threshold),
