@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import json
+from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -11,8 +14,16 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from experiments._harness import RunContext, log
-from jaxlab import Driver, TqdmProgress, ValidatedStep, run_steps, sensing
+from experiments._harness import RunContext, cache_dir, file_sha256, load_npz, log, save_npz
+from jaxlab import (
+    Driver,
+    TqdmProgress,
+    ValidatedStep,
+    load_checkpoint,
+    run_steps,
+    save_checkpoint,
+    sensing,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +45,9 @@ class SensingConfig:
     val_every: int = 500
     patience: int = 4
     min_rel_improvement: float = 0.005
+    # keep the trained model in the harness cache (`cache_dir("sensing")`) under a hash of
+    # the training settings, the key and the code that trains it (`model_cache_key`)
+    cache: bool = True
 
 
 FULL_OVERRIDES = {"n_flowers": 32768, "n_probes": 32, "latent_dim": 8, "width": 256, "steps": 50000}
@@ -62,6 +76,33 @@ def _val_neg_elbo(inner_state, val, *, static, n_context):
     )
 
 
+# the training settings of `SensingConfig` (everything the trained model depends on besides
+# the key and the code); `cache` and the evaluation settings of subclasses are not among them
+TRAIN_FIELDS = tuple(f.name for f in dataclasses.fields(SensingConfig) if f.name != "cache")
+# the files whose code determines the trained model
+_CODE = (
+    Path(__file__),
+    *(Path(sensing.__file__).parent / f for f in ("_flower.py", "_model.py", "_train.py")),
+)
+
+
+def model_cache_key(config: SensingConfig, key: jax.Array) -> str:
+    """Hash naming a trained model in the cache: the training fields of `config`
+    (`TRAIN_FIELDS`), the key's data, the SHA-256 of the code that trains it (`_CODE`)
+    and the JAX version."""
+    k = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+    text = json.dumps(
+        {
+            "config": {f: getattr(config, f) for f in TRAIN_FIELDS},
+            "key": np.asarray(k).tolist(),
+            "code": [file_sha256(p) for p in _CODE],
+            "jax": jax.__version__,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
 def trained_model(
     config: SensingConfig, key: jax.Array, ctx: RunContext
 ) -> tuple[sensing.MultimodalVAE, np.ndarray]:
@@ -74,9 +115,48 @@ def trained_model(
     return trained_model_validated(config, key, ctx)[:2]
 
 
-def trained_model_validated(config: SensingConfig, key: jax.Array, ctx: RunContext):
+def trained_model_validated(
+    config: SensingConfig, key: jax.Array, ctx: RunContext, *, tag: str = "vae"
+):
     """`trained_model` plus the validation record `(steps, val_loss)` (empty without
-    validation flowers) and the step the returned model was taken at."""
+    validation flowers) and the step the returned model was taken at. With
+    `config.cache` the result is read from / written to the harness cache
+    (`model_cache_key`); `tag` names the training's checkpoint."""
+    if not config.cache:
+        return _train(config, key, ctx, tag)
+    path = cache_dir("sensing") / f"vae-{model_cache_key(config, key)}"
+    like = sensing.MultimodalVAE(
+        latent_dim=config.latent_dim, width=config.width, key=jax.random.split(key, 3)[1]
+    )
+    rec = load_npz(path.with_suffix(".npz"))
+    if rec is not None and path.with_suffix(".eqx").is_file():
+        try:
+            model = load_checkpoint(path.with_suffix(".eqx"), like)
+            log.info("sensing VAE: cached %s", path.name)
+            return (
+                model,
+                rec["losses"],
+                (rec["val_at"], rec["val_loss"]),
+                int(rec["best_step"]),
+            )
+        except ValueError:
+            pass  # a damaged cache file is retrained
+    out = _train(config, key, ctx, tag)
+    model, losses, (val_at, val_loss), best_step = out
+    save_checkpoint(path.with_suffix(".eqx"), model)
+    save_npz(
+        path.with_suffix(".npz"),
+        {
+            "losses": np.asarray(losses),
+            "val_at": np.asarray(val_at),
+            "val_loss": np.asarray(val_loss),
+            "best_step": np.asarray(best_step),
+        },
+    )
+    return out
+
+
+def _train(config: SensingConfig, key: jax.Array, ctx: RunContext, tag: str):
     kd, km, kt = jax.random.split(key, 3)
     data = sensing.simulate_probes(config.n_flowers, config.n_probes, key=kd)
     model = sensing.MultimodalVAE(latent_dim=config.latent_dim, width=config.width, key=km)
@@ -93,7 +173,7 @@ def trained_model_validated(config: SensingConfig, key: jax.Array, ctx: RunConte
             steps=config.steps,
             optimizer=optax.adam(lr),
             driver=Driver(
-                checkpointer=ctx.checkpointer("vae"), progress=TqdmProgress(desc="sensing: ELBO")
+                checkpointer=ctx.checkpointer(tag), progress=TqdmProgress(desc="sensing: ELBO")
             ),
         )
         losses = hist.losses
@@ -118,7 +198,7 @@ def trained_model_validated(config: SensingConfig, key: jax.Array, ctx: RunConte
         key=kt,
         steps=config.steps,
         driver=Driver(
-            checkpointer=ctx.checkpointer("vae"),
+            checkpointer=ctx.checkpointer(tag),
             progress=TqdmProgress(desc="sensing: ELBO"),
             stop=step.stop,
         ),

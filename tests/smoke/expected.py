@@ -252,11 +252,11 @@ METRICS: dict[str, tuple[str, ...]] = {
         "geometry_effect_n",
     ),
     "sensing_policy": (
-        "steps_to_nectar_lexicographic",
-        "reward_auc_lexicographic",
-        "unseen_success_lexicographic",
-        "steps_to_nectar_lexicographic_minus_exploit_hi",
-        "reward_auc_lexicographic_minus_weighted_lo",
+        "visits_to_threshold_lexicographic",
+        "reward_lexicographic",
+        "unseen_reward_lexicographic",
+        "visits_to_threshold_lexicographic_minus_exploit_hi",
+        "reward_lexicographic_minus_weighted_lo",
     ),
     "stereo_faces": tuple(
         f"{k}_{method}"
