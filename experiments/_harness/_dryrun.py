@@ -106,7 +106,7 @@ def _is_model_path(field: str, value: str) -> bool:
 def named_models(config: Any) -> list[str]:
     """The models the config names: pool models (registry names) in any string field,
     and paths (a Hugging Face folder or a GGUF file) in fields whose name contains
-    "model" (e.g. `--set 'models=["/data/Llama-3.1-8B-Instruct"]'`)."""
+    "model" (e.g. `--set 'models=["/data/Qwen2.5-7B-Instruct"]'`)."""
     from jaxlab.lm import canonical_name
 
     found: list[str] = []
