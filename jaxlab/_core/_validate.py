@@ -31,6 +31,7 @@ __all__ = [
     "check_lengths",
     "check_memory",
     "check_range",
+    "check_real",
     "check_positive_int",
     "check_size",
     "check_strings",
@@ -254,6 +255,35 @@ def check_positive_int(name: str, x: Any) -> int:
     if isinstance(x, bool) or not isinstance(x, int | np.integer) or x < 1:
         raise ValueError(f"{name}: expected a positive integer, received {x!r}")
     return int(x)
+
+
+def check_real(
+    name: str,
+    x: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+) -> float:
+    """A finite real number (Python/NumPy scalar or 0-d array) in [low, high]; returns
+    it as `float`. Booleans, strings, None, complex and NaN/inf raise a `ValueError`
+    naming the argument (a string "0.5" would compare or multiply as text, a NaN would
+    pass every `<` test). A tracer passes through unchecked (inside `jit`)."""
+    if isinstance(x, jax.core.Tracer):
+        return x  # type: ignore[return-value]
+    if isinstance(x, bool | np.bool_ | str | bytes) or x is None:
+        raise ValueError(f"{name}: expected a real number, received {type(x).__name__} {x!r:.60}")
+    arr = np.asarray(x) if hasattr(x, "shape") or isinstance(x, int | float | np.generic) else None
+    if arr is None or arr.shape != () or arr.dtype.kind not in "iuf":
+        raise ValueError(f"{name}: expected a real number, received {type(x).__name__} {x!r:.60}")
+    v = float(arr)
+    if not np.isfinite(v):
+        raise ValueError(f"{name}: expected a finite number, received {v}")
+    check_range(
+        name, v, low=low, high=high, low_inclusive=low_inclusive, high_inclusive=high_inclusive
+    )
+    return v
 
 
 def check_size(name: str, x: Any, *, cap: int, why: str = "") -> int:
