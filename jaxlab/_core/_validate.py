@@ -28,8 +28,10 @@ __all__ = [
     "check_array",
     "check_finite",
     "check_ids",
+    "check_instance",
     "check_lengths",
     "check_memory",
+    "check_nonnegative_int",
     "check_range",
     "check_real",
     "check_positive_int",
@@ -284,6 +286,23 @@ def check_real(
         name, v, low=low, high=high, low_inclusive=low_inclusive, high_inclusive=high_inclusive
     )
     return v
+
+
+def check_nonnegative_int(name: str, x: Any) -> int:
+    """Raise unless `x` is a Python/NumPy integer >= 0 (a count that may be zero: rows to
+    show, characters to keep); returns it as `int`. Booleans, floats and strings raise."""
+    if isinstance(x, bool) or not isinstance(x, int | np.integer) or x < 0:
+        raise ValueError(f"{name}: expected an integer >= 0, received {x!r:.60}")
+    return int(x)
+
+
+def check_instance(name: str, x: Any, types: type | tuple[type, ...]) -> Any:
+    """Raise unless `x` is an instance of `types` (a `ValueError` naming the argument and
+    the expected type, instead of an AttributeError deep inside); returns `x`."""
+    if not isinstance(x, types):
+        want = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+        raise ValueError(f"{name}: expected a {want}, received {type(x).__name__} {x!r:.60}")
+    return x
 
 
 def check_size(name: str, x: Any, *, cap: int, why: str = "") -> int:

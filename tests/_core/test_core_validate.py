@@ -125,3 +125,20 @@ def test_check_real_returns_a_float():
     assert check_real("x", np.float32(0.25), low=0.0) == 0.25
     assert check_real("x", 3, low=0.0) == 3.0
     assert check_real("x", np.array(0.5)) == 0.5
+
+
+@pytest.mark.parametrize("bad", [-1, True, 2.5, "3", None])
+def test_check_nonnegative_int_refuses_naming_the_argument(bad):
+    from jaxlab._core import check_nonnegative_int
+
+    with pytest.raises(ValueError, match="^rows: expected an integer >= 0"):
+        check_nonnegative_int("rows", bad)
+    assert check_nonnegative_int("rows", np.int64(0)) == 0
+
+
+def test_check_instance_names_the_argument_and_the_type():
+    from jaxlab._core import check_instance
+
+    with pytest.raises(ValueError, match="^cfg: expected a int or float, received str"):
+        check_instance("cfg", "abc", (int, float))
+    assert check_instance("cfg", 3, int) == 3
