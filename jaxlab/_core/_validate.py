@@ -320,7 +320,7 @@ def check_size(name: str, x: Any, *, cap: int, why: str = "") -> int:
     return x
 
 
-def check_ids(name: str, ids: Any, n: int, *, what: str = "ids") -> Any:
+def check_ids(name: str, ids: Any, n: int | None, *, what: str = "ids") -> Any:
     """Integer ids, each in [0, n): concrete ids as a NumPy int64 array of the same shape.
 
     Token, option and class ids are never wrapped: a negative id or one >= `n` raises
@@ -328,12 +328,14 @@ def check_ids(name: str, ids: Any, n: int, *, what: str = "ids") -> Any:
     Booleans, floats and strings raise. `what` names the id space in the message
     (e.g. "token ids", "option ids"). Under tracing the value check is an
     `equinox.error_if` on the returned array (the dtype check stays static).
+    `n=None`: no upper bound is known (a tokenizer's ids, labels): only ids < 0 raise.
     """
     if isinstance(ids, jax.core.Tracer):
         if not jnp.issubdtype(ids.dtype, jnp.integer):
             raise ValueError(f"{name}: expected integer {what}, received dtype {ids.dtype}")
-        bad = jnp.any((ids < 0) | (ids >= n))
-        return eqx.error_if(ids, bad, f"{name}: {what} must lie in [0, {n})")  # type: ignore[return-value]
+        bad = jnp.any(ids < 0) if n is None else jnp.any((ids < 0) | (ids >= n))
+        span = "be >= 0" if n is None else f"lie in [0, {n})"
+        return eqx.error_if(ids, bad, f"{name}: {what} must {span}")  # type: ignore[return-value]
     if isinstance(ids, str | bytes) or ids is None:
         raise ValueError(f"{name}: expected integer {what}, received {type(ids).__name__}")
     try:
@@ -343,10 +345,11 @@ def check_ids(name: str, ids: Any, n: int, *, what: str = "ids") -> Any:
     if arr.size and (arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer)):
         raise ValueError(f"{name}: expected integer {what}, received dtype {arr.dtype}")
     arr = arr.astype(np.int64)
-    bad = arr[(arr < 0) | (arr >= n)]
+    bad = arr[arr < 0] if n is None else arr[(arr < 0) | (arr >= n)]
     if bad.size:
+        span = "be >= 0" if n is None else f"lie in [0, {n})"
         raise ValueError(
-            f"{name}: {what} must lie in [0, {n}), received {bad[:5].tolist()}"
+            f"{name}: {what} must {span}, received {bad[:5].tolist()}"
             + (f" and {bad.size - 5} more" if bad.size > 5 else "")
         )
     return arr

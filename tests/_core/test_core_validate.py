@@ -142,3 +142,13 @@ def test_check_instance_names_the_argument_and_the_type():
     with pytest.raises(ValueError, match="^cfg: expected a int or float, received str"):
         check_instance("cfg", "abc", (int, float))
     assert check_instance("cfg", 3, int) == 3
+
+
+def test_check_ids_without_an_upper_bound_refuses_negative_and_non_integer_ids():
+    from jaxlab._core import check_ids
+
+    assert check_ids("tokens", [0, 5, 10**6], None).tolist() == [0, 5, 10**6]
+    with pytest.raises(ValueError, match=r"^tokens: ids must be >= 0, received \[-1\]"):
+        check_ids("tokens", [3, -1], None)
+    with pytest.raises(ValueError, match="^tokens: expected integer ids"):
+        check_ids("tokens", [1.5], None)
