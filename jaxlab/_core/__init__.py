@@ -35,10 +35,13 @@ from ._validate import available_memory as available_memory
 from ._validate import check_array as check_array
 from ._validate import check_finite as check_finite
 from ._validate import check_ids as check_ids
+from ._validate import check_instance as check_instance
 from ._validate import check_lengths as check_lengths
 from ._validate import check_memory as check_memory
+from ._validate import check_nonnegative_int as check_nonnegative_int
 from ._validate import check_positive_int as check_positive_int
 from ._validate import check_range as check_range
+from ._validate import check_real as check_real
 from ._validate import check_size as check_size
 from ._validate import check_strings as check_strings
 from ._validate import error_if_not_finite as error_if_not_finite

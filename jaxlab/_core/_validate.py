@@ -28,9 +28,12 @@ __all__ = [
     "check_array",
     "check_finite",
     "check_ids",
+    "check_instance",
     "check_lengths",
     "check_memory",
+    "check_nonnegative_int",
     "check_range",
+    "check_real",
     "check_positive_int",
     "check_size",
     "check_strings",
@@ -256,6 +259,52 @@ def check_positive_int(name: str, x: Any) -> int:
     return int(x)
 
 
+def check_real(
+    name: str,
+    x: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+) -> float:
+    """A finite real number (Python/NumPy scalar or 0-d array) in [low, high]; returns
+    it as `float`. Booleans, strings, None, complex and NaN/inf raise a `ValueError`
+    naming the argument (a string "0.5" would compare or multiply as text, a NaN would
+    pass every `<` test). A tracer passes through unchecked (inside `jit`)."""
+    if isinstance(x, jax.core.Tracer):
+        return x  # type: ignore[return-value]
+    if isinstance(x, bool | np.bool_ | str | bytes) or x is None:
+        raise ValueError(f"{name}: expected a real number, received {type(x).__name__} {x!r:.60}")
+    arr = np.asarray(x) if hasattr(x, "shape") or isinstance(x, int | float | np.generic) else None
+    if arr is None or arr.shape != () or arr.dtype.kind not in "iuf":
+        raise ValueError(f"{name}: expected a real number, received {type(x).__name__} {x!r:.60}")
+    v = float(arr)
+    if not np.isfinite(v):
+        raise ValueError(f"{name}: expected a finite number, received {v}")
+    check_range(
+        name, v, low=low, high=high, low_inclusive=low_inclusive, high_inclusive=high_inclusive
+    )
+    return v
+
+
+def check_nonnegative_int(name: str, x: Any) -> int:
+    """Raise unless `x` is a Python/NumPy integer >= 0 (a count that may be zero: rows to
+    show, characters to keep); returns it as `int`. Booleans, floats and strings raise."""
+    if isinstance(x, bool) or not isinstance(x, int | np.integer) or x < 0:
+        raise ValueError(f"{name}: expected an integer >= 0, received {x!r:.60}")
+    return int(x)
+
+
+def check_instance(name: str, x: Any, types: type | tuple[type, ...]) -> Any:
+    """Raise unless `x` is an instance of `types` (a `ValueError` naming the argument and
+    the expected type, instead of an AttributeError deep inside); returns `x`."""
+    if not isinstance(x, types):
+        want = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+        raise ValueError(f"{name}: expected a {want}, received {type(x).__name__} {x!r:.60}")
+    return x
+
+
 def check_size(name: str, x: Any, *, cap: int, why: str = "") -> int:
     """Raise unless `x` is an integer in [1, cap]; returns it as `int`.
 
@@ -271,7 +320,7 @@ def check_size(name: str, x: Any, *, cap: int, why: str = "") -> int:
     return x
 
 
-def check_ids(name: str, ids: Any, n: int, *, what: str = "ids") -> Any:
+def check_ids(name: str, ids: Any, n: int | None, *, what: str = "ids") -> Any:
     """Integer ids, each in [0, n): concrete ids as a NumPy int64 array of the same shape.
 
     Token, option and class ids are never wrapped: a negative id or one >= `n` raises
@@ -279,12 +328,14 @@ def check_ids(name: str, ids: Any, n: int, *, what: str = "ids") -> Any:
     Booleans, floats and strings raise. `what` names the id space in the message
     (e.g. "token ids", "option ids"). Under tracing the value check is an
     `equinox.error_if` on the returned array (the dtype check stays static).
+    `n=None`: no upper bound is known (a tokenizer's ids, labels): only ids < 0 raise.
     """
     if isinstance(ids, jax.core.Tracer):
         if not jnp.issubdtype(ids.dtype, jnp.integer):
             raise ValueError(f"{name}: expected integer {what}, received dtype {ids.dtype}")
-        bad = jnp.any((ids < 0) | (ids >= n))
-        return eqx.error_if(ids, bad, f"{name}: {what} must lie in [0, {n})")  # type: ignore[return-value]
+        bad = jnp.any(ids < 0) if n is None else jnp.any((ids < 0) | (ids >= n))
+        span = "be >= 0" if n is None else f"lie in [0, {n})"
+        return eqx.error_if(ids, bad, f"{name}: {what} must {span}")  # type: ignore[return-value]
     if isinstance(ids, str | bytes) or ids is None:
         raise ValueError(f"{name}: expected integer {what}, received {type(ids).__name__}")
     try:
@@ -294,10 +345,11 @@ def check_ids(name: str, ids: Any, n: int, *, what: str = "ids") -> Any:
     if arr.size and (arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer)):
         raise ValueError(f"{name}: expected integer {what}, received dtype {arr.dtype}")
     arr = arr.astype(np.int64)
-    bad = arr[(arr < 0) | (arr >= n)]
+    bad = arr[arr < 0] if n is None else arr[(arr < 0) | (arr >= n)]
     if bad.size:
+        span = "be >= 0" if n is None else f"lie in [0, {n})"
         raise ValueError(
-            f"{name}: {what} must lie in [0, {n}), received {bad[:5].tolist()}"
+            f"{name}: {what} must {span}, received {bad[:5].tolist()}"
             + (f" and {bad.size - 5} more" if bad.size > 5 else "")
         )
     return arr

@@ -18,7 +18,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from .. import interp
-from .._core import as_array, check_array, check_finite
+from .._core import as_array, check_array, check_finite, check_real
 
 __all__ = ["BeliefDirections", "fit_directions", "belief_state"]
 
@@ -57,7 +57,8 @@ class BeliefDirections(eqx.Module):
 
     **Attributes:** `directions` (L, d) the `w` of each layer (A minus B); `thresholds` (L,)
     their `c`; `test_auroc` and `test_accuracy` (L,) of `h . w > c` on the held-out items;
-    `method` "mean_difference" or "logistic".
+    `method` "mean_difference" or "logistic". Other shapes, NaN/inf directions or
+    thresholds, or another method raise a `ValueError` naming the field.
     """
 
     directions: Float[Array, "L d"]
@@ -65,6 +66,16 @@ class BeliefDirections(eqx.Module):
     test_auroc: Float[Array, " L"]
     test_accuracy: Float[Array, " L"]
     method: str = eqx.field(static=True)
+
+    def __check_init__(self):
+        check_array("directions", self.directions, ndim=2)
+        check_finite("directions", self.directions)
+        n_layers = self.directions.shape[0]
+        for name in ("thresholds", "test_auroc", "test_accuracy"):
+            check_array(name, getattr(self, name), shape=(n_layers,))
+        check_finite("thresholds", self.thresholds)
+        if self.method not in _METHODS:
+            raise ValueError(f"method: expected one of {_METHODS}, received {self.method!r}")
 
     def state(self, acts: Float[Array, "L ..."]) -> Float[Array, "L ..."]:
         """Belief states of activations stacked by layer: (L, ..., d) -> (L, ...)."""
@@ -112,7 +123,8 @@ def fit_directions(
     """
     if method not in _METHODS:
         raise ValueError(f"method: expected one of {_METHODS}, received {method!r}")
-    acts = jnp.asarray(acts)
+    acts = as_array("acts", acts)
+    penalty = check_real("penalty", penalty, low=0.0, low_inclusive=False)
     sizes = check_array("acts", acts, shape=("L", "n", "d"), dtype=jnp.floating)
     labels, train = jnp.asarray(labels), jnp.asarray(train)
     check_array("labels", labels, shape=("n",), sizes=sizes, dtype=jnp.bool_)

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from .._core import check_array
+from .._core import as_array, check_array
 
 __all__ = ["Dominance", "dominance"]
 
@@ -79,7 +79,7 @@ def dominance(
 
     **Returns:** `Dominance` (margin (T,), mean, final, fraction).
     """
-    s = jnp.asarray(scores)
+    s = as_array("scores", scores, finite=True)
     if not jnp.issubdtype(s.dtype, jnp.floating):
         s = s.astype(jnp.float32)
     check_array("scores", s, dtype=jnp.floating)

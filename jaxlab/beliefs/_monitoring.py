@@ -60,7 +60,8 @@ def partial_correlation(
     `Z = [1, covariates]`; for one covariate this equals
     `(r_xy - r_xz r_yz) / sqrt((1 - r_xz^2)(1 - r_yz^2))`. Weights replicate rows.
 
-    **Arguments:** `x`, `y` (n,); `covariates` (n, m) (or (n,)); `weights` (n,) >= 0.
+    **Arguments:** `x`, `y` (n,) non-constant, n >= m + 3; `covariates` (n, m) (or (n,));
+    `weights` (n,) >= 0, not all zero (else a `ValueError` naming the argument).
 
     **Returns:** () partial correlation in [-1, 1].
     """
@@ -78,7 +79,22 @@ def partial_correlation(
         w = jnp.ones((n,), dt)
     else:
         w = as_array("weights", weights, shape=(n,), finite=True, low=0.0).astype(dt)
+        _check_total_weight(w)
+    m = 1 if z.ndim == 1 else z.shape[1]
+    if n < m + 3:
+        raise ValueError(
+            f"x: expected at least {m + 3} rows (m + 3 for {m} covariates), received {n}"
+        )
+    for name, v in (("x", x), ("y", y)):
+        if not isinstance(v, jax.core.Tracer) and float(jnp.ptp(v)) == 0:
+            raise ValueError(f"{name}: expected non-constant values (a correlation needs them)")
     return _partial(x, y, z, w)
+
+
+def _check_total_weight(w) -> None:
+    """Weights >= 0 must not all be zero (a weighted mean over none is NaN)."""
+    if not isinstance(w, jax.core.Tracer) and not float(jnp.sum(w)) > 0:
+        raise ValueError("weights: expected a positive total weight, received all zeros")
 
 
 @jax.jit

@@ -22,6 +22,7 @@ from jaxtyping import Array, Float, Int
 
 from .. import lm
 from .._core import as_array, check_array, check_finite, check_ids, check_positive_int
+from ._monitoring import _check_total_weight
 
 
 def _float_dtype(*arrays):
@@ -169,6 +170,7 @@ def dose_slope(
         w = jnp.ones((v.shape[0],), dt)
     else:
         w = as_array("weights", weights, shape=(v.shape[0],), finite=True, low=0.0).astype(dt)
+        _check_total_weight(w)
     ybar = (w @ v) / jnp.sum(w)
     da = a - jnp.mean(a)
     return jnp.sum(da * (ybar - jnp.mean(ybar))) / jnp.sum(da**2)

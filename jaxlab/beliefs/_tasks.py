@@ -16,7 +16,7 @@ import dataclasses
 import jax
 import numpy as np
 
-from .._core import check_positive_int, numpy_rng
+from .._core import check_nonnegative_int, check_positive_int, numpy_rng
 
 __all__ = ["BeliefItem", "SCENARIOS", "make_scenarios", "make_factual", "evidence_counts"]
 
@@ -262,6 +262,9 @@ def evidence_counts(items: list[BeliefItem], *, max_evidence: int = 4) -> np.nda
 
     **Raises:** `ValueError` when an item's evidence lies outside 0..`max_evidence`.
     """
+    max_evidence = check_nonnegative_int("max_evidence", max_evidence)
+    if isinstance(items, str | bytes) or not all(isinstance(it, BeliefItem) for it in items):
+        raise ValueError(f"items: expected a sequence of BeliefItem, received {items!r:.60}")
     out = np.zeros((max_evidence + 1, max_evidence + 1), np.int64)
     for i, it in enumerate(items):
         if it.evidence is None:

@@ -25,6 +25,8 @@ _OPTION = re.compile(r"([A-Z])\. ([\w]+)")
 
 
 def _lines(path, n):
+    if not isinstance(path, str | os.PathLike):
+        raise ValueError(f"path: expected a file path, received {type(path).__name__}")
     path = Path(os.fspath(path))
     if not path.is_file():
         raise ValueError(f"path: expected an existing JSONL file, received {str(path)!r}")

@@ -45,13 +45,21 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._core import progress_bar, read_json, short_repr
+from .._core import (
+    check_instance,
+    check_positive_int,
+    check_real,
+    check_strings,
+    progress_bar,
+    read_json,
+    short_repr,
+)
 from ._bm25 import BM25
 from ._dense import DenseIndex
 from ._lake import Lake, partition_description, profile_text
 from ._plan import ColumnRef, Condition, Plan, PlanError, execute, format_plan, parse_plan
 from ._table import Table
-from ._tasks import NOT_IN_LAKE
+from ._tasks import NOT_IN_LAKE, Task
 
 __all__ = [
     "AgentModel",
@@ -227,6 +235,10 @@ class DiscoveryConfig:
       `bm25_threshold`: it answers only above this score.
     - `dense_ratio`, `dense_threshold`: the same rule for dense retrieval's cosines.
     - `embed_chars`: characters of a profile that dense retrieval embeds.
+
+    Thresholds are finite numbers, `margin` >= 0, the ratios in [0, 1], the counts
+    (`max_tables`, `snippet_chars`, `context_tokens`, `route_k`, `embed_chars`) positive
+    integers; anything else raises a `ValueError` naming the field.
     """
 
     threshold: float = 0.0
@@ -240,6 +252,15 @@ class DiscoveryConfig:
     dense_ratio: float = 0.8
     dense_threshold: float = 0.0
     embed_chars: int = 1200
+
+    def __post_init__(self):
+        for name in ("threshold", "bm25_threshold", "dense_threshold"):
+            check_real(name, getattr(self, name))
+        check_real("margin", self.margin, low=0.0)
+        for name in ("bm25_ratio", "dense_ratio"):
+            check_real(name, getattr(self, name), low=0.0, high=1.0)
+        for name in ("max_tables", "snippet_chars", "context_tokens", "route_k", "embed_chars"):
+            check_positive_int(name, getattr(self, name))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,9 +283,28 @@ class Discovery:
 
 
 def snippet(table: Table, *, chars: int = 90) -> str:
-    """A table's short description: its title, then its columns, cut at `chars`."""
+    """A table's short description: its title, then its columns, cut at `chars` (a
+    positive integer; a `ValueError` names a bad `table` or `chars`)."""
+    check_instance("table", table, Table)
+    check_positive_int("chars", chars)
     s = f"{table.title.rstrip('. ')} (columns: {', '.join(list(table.columns)[:8])})"
     return " " + (s if len(s) <= chars else s[:chars].rstrip() + "...")
+
+
+def _check_call(lake=None, request=None, model=None, cfg=None, *, need=()) -> None:
+    """The shared contract of the discovery functions: a `Lake`, a string request, an
+    `AgentModel`, a `DiscoveryConfig` (each named in the error)."""
+    if "lake" in need:
+        check_instance("lake", lake, Lake)
+    if "request" in need:
+        check_instance("request", request, str)
+    if "model" in need:
+        check_instance("model", model, AgentModel)
+    if "cfg" in need:
+        check_instance("cfg", cfg, DiscoveryConfig)
+
+
+_ALL = ("lake", "request", "model", "cfg")
 
 
 def _request_prompt(request: str) -> str:
@@ -276,7 +316,11 @@ def relevance(model: AgentModel, request: str, snippets: Sequence[str]) -> tuple
 
     **Returns:** `(scores, tokens)`: scores (K,) = mean log p(snippet | request) - mean log
     p(snippet | no request), and the number of prompt + option tokens of the request call.
+    `request` is a string, `snippets` a non-empty sequence of strings (not a bare string),
+    `model` an `AgentModel`; anything else raises a `ValueError` naming the argument.
     """
+    _check_call(request=request, model=model, need=("request", "model"))
+    snippets = check_strings("snippets", snippets)
     prompt = _request_prompt(request)
     if isinstance(model, LMAgentModel):
         cond, base = model.option_scores_many([prompt, _RELEVANT], [snippets, snippets])
@@ -327,8 +371,10 @@ def blackboard(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig
     - `model`: the agents' language model.
     - `cfg`: thresholds, margins and budgets.
 
-    **Returns:** a `Discovery` whose messages are the board's posts.
+    **Returns:** a `Discovery` whose messages are the board's posts. A wrong type for any
+    argument raises a `ValueError` naming it.
     """
+    _check_call(lake, request, model, cfg, need=_ALL)
     board = [f"central: REQUEST {request}"]
     offered: dict[str, float] = {}
     tokens = 0
@@ -356,6 +402,7 @@ def _descriptions(lake: Lake) -> list[str]:
 
 def master_slave(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig) -> Discovery:
     """Master-slave discovery: the central agent routes by partition descriptions."""
+    _check_call(lake, request, model, cfg, need=_ALL)
     parts = list(lake.partitions)
     descs = _descriptions(lake)
     route, tokens = relevance(model, request, descs)
@@ -391,6 +438,7 @@ def _single_prompt(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryCo
 
 def single_agent(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig) -> Discovery:
     """One agent with every snippet in its prompt, truncated to `cfg.context_tokens`."""
+    _check_call(lake, request, model, cfg, need=_ALL)
     prompt, options, names = _single_prompt(lake, request, model, cfg)
     lp = _checked_scores(model, model.option_scores(prompt, options), options)
     tokens = model.count_tokens(prompt) + sum(model.count_tokens(o) for o in options)
@@ -409,8 +457,13 @@ def retrieval(
     """BM25 or dense retrieval over the full profiles (`index` built over `lake.tables` in
     order by `bm25_index` / `dense_index`); the documents within `*_ratio` of the best,
     when the best exceeds `*_threshold`."""
-    if not isinstance(index, BM25 | DenseIndex):
-        raise ValueError(f"index: expected a BM25 or DenseIndex, received {type(index).__name__}")
+    _check_call(lake, request, None, cfg, need=("lake", "request", "cfg"))
+    check_instance("index", index, (BM25, DenseIndex))
+    if len(index.docs) != len(lake):
+        raise ValueError(
+            f"index: built over {len(index.docs)} documents, the lake has {len(lake)} tables "
+            "(build it with bm25_index / dense_index over this lake)"
+        )
     s = index.scores(request)
     scores = dict(zip(lake.tables, s.tolist(), strict=True))
     if isinstance(index, DenseIndex):
@@ -419,12 +472,14 @@ def retrieval(
 
 
 def oracle(data_sources: Sequence[str]) -> Discovery:
-    """The task's true tables (the ceiling of the end-to-end stage)."""
-    return Discovery(tuple(data_sources))
+    """The task's true tables (the ceiling of the end-to-end stage); `data_sources` a
+    sequence of table names (not a bare string: a `ValueError` names it)."""
+    return Discovery(check_strings("data_sources", data_sources, nonempty=False))
 
 
 def bm25_index(lake: Lake) -> BM25:
-    """The BM25 index of the lake's full profiles, in `lake.tables` order."""
+    """The BM25 index of the lake's full profiles, in `lake.tables` order (`lake` a `Lake`)."""
+    check_instance("lake", lake, Lake)
     return BM25([profile_text(t) for t in lake.tables.values()])
 
 
@@ -437,8 +492,10 @@ def dense_index(lake: Lake, model: AgentModel, cfg: DiscoveryConfig) -> DenseInd
     - `model`: an agent model with `embed` (`LMAgentModel`: `jaxlab.lm.embed`, cached).
     - `cfg`: `cfg.embed_chars` is how much of each profile is embedded.
 
-    **Returns:** a `DenseIndex` for `retrieval`.
+    **Returns:** a `DenseIndex` for `retrieval`. A wrong type for any argument raises a
+    `ValueError` naming it.
     """
+    _check_call(lake, None, model, cfg, need=("lake", "model", "cfg"))
     docs = [profile_text(t)[: cfg.embed_chars] for t in lake.tables.values()]
     return DenseIndex(docs, model.embed)
 
@@ -549,7 +606,14 @@ def plan_query(question: str, tables: Sequence[Table], model: AgentModel) -> tup
 
     **Returns:** `(plan_text, tokens)`; the text is in `parse_plan`'s format. Raises
     `PlanError` when the tables admit no plan (no numeric column, no join key).
+    `question` a string, `tables` a sequence of `Table`, `model` an `AgentModel`; anything
+    else raises a `ValueError` naming the argument.
     """
+    check_instance("question", question, str)
+    check_instance("tables", tables, (list, tuple))
+    for t in tables:
+        check_instance("tables", t, Table)
+    check_instance("model", model, AgentModel)
     if not tables:
         raise PlanError("tables: no table to plan over")
     q = f"Question: {question}\n"
@@ -672,8 +736,12 @@ def answer_query(question: str, found: Sequence[str], lake: Lake, model: AgentMo
     - `lake`: the data lake.
     - `model`: the planning `AgentModel`.
 
-    **Returns:** a `QueryAnswer` (`answer`, `plan`, `tokens`, `reason`).
+    **Returns:** a `QueryAnswer` (`answer`, `plan`, `tokens`, `reason`). A wrong type for
+    any argument (a bare string for `found`) raises a `ValueError` naming it.
     """
+    check_instance("question", question, str)
+    found = check_strings("found", found, nonempty=False)
+    _check_call(lake, None, model, None, need=("lake", "model"))
     if not found:
         return QueryAnswer(NOT_IN_LAKE, "", 0)
     missing = [n for n in found if n not in lake.tables]
@@ -706,7 +774,13 @@ def run_methods(
     """Discovery of every method on every task: method -> list of `Discovery` (task order).
 
     The LM methods' relevance calls are scored first in large batches (`prefetch`).
+    `tasks` a sequence of `Task`, `methods` names from `METHODS` (not a bare string);
+    anything else raises a `ValueError` naming the argument.
     """
+    _check_call(lake, None, model, cfg, need=("lake", "model", "cfg"))
+    methods = check_strings("methods", methods)
+    if isinstance(tasks, str | bytes) or not all(isinstance(t, Task) for t in tasks):
+        raise ValueError(f"tasks: expected a sequence of Task, received {tasks!r:.60}")
     bad = [m for m in methods if m not in METHODS]
     if bad:
         raise ValueError(f"methods: expected names from {METHODS}, received {bad}")

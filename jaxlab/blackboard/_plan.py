@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .._core import check_instance
 from ._table import Table
 
 __all__ = [
@@ -249,7 +250,8 @@ def _lit_text(v: float | str) -> str:
 
 
 def format_plan(plan: Plan) -> str:
-    """The text of `plan` in the format `parse_plan` reads (round-trips exactly)."""
+    """The text of `plan` (a `Plan`) in the format `parse_plan` reads (round-trips exactly)."""
+    check_instance("plan", plan, Plan)
     lines = [f"TABLE t{i} {t}" for i, t in enumerate(plan.tables)]
     lines += [f"JOIN {a} = {b}" for a, b in plan.joins]
     lines += [f"WHERE {c.column} {c.op} {_lit_text(c.value)}" for c in plan.where]
@@ -371,6 +373,10 @@ def execute(plan: Plan | str, tables: Mapping[str, Table]):
     the data cannot answer (an empty argmax), and for a JOIN that would produce more than
     `MAX_JOIN_ROWS` rows (checked from the key counts before any row is built).
     """
+    check_instance("plan", plan, (Plan, str))
+    check_instance("tables", tables, Mapping)
+    for t in tables.values():
+        check_instance("tables", t, Table)
     if isinstance(plan, str):
         plan = parse_plan(plan)
     for name in plan.tables:

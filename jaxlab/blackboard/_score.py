@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from .._core import check_strings
+
 __all__ = [
     "ANSWER_TYPES",
     "score_answer",
@@ -289,9 +291,11 @@ def discovery_prf(found: Sequence[str], truth: Sequence[str]) -> tuple[float, fl
 
     An empty truth (a "not in the lake" task) scores (1, 1, 1) exactly when nothing is
     found, (0, 0, 0) otherwise; an empty `found` for a non-empty truth scores precision 1
-    (nothing wrong was claimed), recall 0 and F1 0.
+    (nothing wrong was claimed), recall 0 and F1 0. Both are sequences of table names
+    (a bare string, None or non-string entries raise a `ValueError` naming the argument).
     """
-    f, t = set(found), set(truth)
+    f = set(check_strings("found", found, nonempty=False))
+    t = set(check_strings("truth", truth, nonempty=False))
     if not t:
         return (1.0, 1.0, 1.0) if not f else (0.0, 0.0, 0.0)
     hit = len(f & t)

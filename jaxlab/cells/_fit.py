@@ -12,9 +12,11 @@ from jaxtyping import Array, Float
 from jaxlab._core import (
     Driver,
     History,
+    as_array,
     check_finite,
     check_positive_int,
     check_range,
+    check_real,
     driver_for,
     run_steps,
 )
@@ -44,9 +46,10 @@ class LeCellStep(AbstractModelStep):
     **Arguments:**
 
     - `model`: a `LeCellModel` whose structure (sizes, activations) the step trains.
-    - `counts`: `(N, G)` raw counts of the training cells.
+    - `counts`: `(N, G)` raw counts of the training cells (finite, >= 0; G the model's genes).
     - `optimizer`: an optax transformation (`train_lecell`: AdamW, lr 1e-3, decay 1e-4).
-    - `batch_size`: cells per step (at most N); `lam`: SIGReg weight; `n_views`: views per cell.
+    - `batch_size`: cells per step (at most N); `lam`: SIGReg weight in [0, 1];
+      `n_views`: views per cell. Other values raise a `ValueError` naming the argument.
 
     Paper: P5 (LeCellModel; LeJEPA's SIGReg, Balestriero & LeCun 2025).
     """
@@ -68,13 +71,19 @@ class LeCellStep(AbstractModelStep):
         lam: float = 0.05,
         n_views: int = 2,
     ):
+        counts = as_array(
+            "counts",
+            counts,
+            shape=(None, model.gene_mean.shape[0]),
+            nonempty=True,
+            finite=True,
+            low=0.0,
+        )
         self.counts = jnp.asarray(counts, dtype=_float())
-        if self.counts.ndim != 2:
-            raise ValueError(f"counts: expected (cells, genes), received {self.counts.shape}")
         self.structure = eqx.filter(model, eqx.is_array, inverse=True)
         self.optimizer = optimizer
         self.batch_size = min(check_positive_int("batch_size", batch_size), self.counts.shape[0])
-        self.lam = float(lam)
+        self.lam = check_real("lam", lam, low=0.0, high=1.0)
         self.n_views = check_positive_int("n_views", n_views)
 
     def loss(self, model: LeCellModel, key: jax.Array):
@@ -137,7 +146,9 @@ def train_lecell(
     - `counts`: `(N, G)` raw integer counts (non-integer values raise `ValueError`:
       they are log-normalised or scaled data); `key`: PRNG key (keyword-only; the model
       is initialised from its first split, step `i` uses `fold_in(second split, i)`).
-    - `latent_dim`, `width`: model sizes; `steps`, `batch_size`, `lam`, `n_views`: training.
+    - `latent_dim`, `width`: model sizes; `steps`, `batch_size`, `lam`, `n_views`: training
+      (positive integers; `lam`, the SIGReg weight, in [0, 1]). Other values raise a
+      `ValueError` naming the argument.
     - `optimizer`: default `optax.adamw(1e-3, weight_decay=1e-4)`; pass one object to
       several calls to reuse the compiled step.
     - `driver`: a `jaxlab.Driver` (chunk, checkpointer for save/resume, progress); its
@@ -153,6 +164,10 @@ def train_lecell(
     """
     check_positive_int("steps", steps)
     check_positive_int("batch_size", batch_size)
+    check_positive_int("latent_dim", latent_dim)
+    check_positive_int("width", width)
+    check_positive_int("n_views", n_views)
+    check_real("lam", lam, low=0.0, high=1.0)
     counts = np.asarray(counts)
     if counts.ndim != 2:
         raise ValueError(f"counts: expected (cells, genes), received shape {counts.shape}")
@@ -192,16 +207,21 @@ def annotate(
 ) -> dict[str, np.ndarray]:
     """Embeddings, JEPA-SCOREs, log-densities and (optionally) gene attributions per cell.
 
-    **Arguments:** `model`; `counts` `(N, G)` raw integer counts (log-normalised here,
-    as in training); `attributions`; `batch` cells per jitted call;
+    **Arguments:** `model` a `LeCellModel`; `counts` `(N, G)` raw integer counts, G the
+    model's genes (log-normalised here, as in training); `attributions`; `batch` cells
+    per jitted call (a positive integer);
     `counts_are_normalised` as in `train_lecell` (True: `counts` is already
     log-normalised expression and is used as it is).
 
     **Returns:** a dict under the names `fit` writes to the AnnData:
     `"X_lecell"` (N, D) embeddings, `"jepa_score"` (N,), `"jepa_logdensity"` (N,)
     (score plus the Gaussian log-prior of the embedding) and, when `attributions`,
-    `"jepa_attribution"` (N, G).
+    `"jepa_attribution"` (N, G). Other inputs raise a `ValueError` naming the argument.
     """
+    if not isinstance(model, LeCellModel):
+        raise ValueError(f"model: expected a LeCellModel, received {type(model).__name__}")
+    batch = check_positive_int("batch", batch)
+    as_array("counts", counts, shape=(None, model.gene_mean.shape[0]))
     logx = jnp.asarray(
         _log_expression(np.asarray(counts), "counts", counts_are_normalised), dtype=_float()
     )

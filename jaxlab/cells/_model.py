@@ -21,6 +21,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from jaxlab._core import as_array, check_memory, check_positive_int, check_real
+
 from ._logvol import jacobian_log_volume
 from ._sigreg import sigreg
 
@@ -33,6 +35,17 @@ def log_normalize_jax(counts: Float[Array, "... G"], target: float = 1e4):
     return jnp.log1p(counts / lib * target)
 
 
+def _check_thin(thin) -> None:
+    try:
+        low, high = thin
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"thin: expected a pair (low, high), received {thin!r:.60}") from e
+    low = check_real("thin", low, low=0.0, high=1.0)
+    high = check_real("thin", high, low=0.0, high=1.0)
+    if low > high:
+        raise ValueError(f"thin: expected low <= high, received {thin!r}")
+
+
 def augment(
     counts: Float[Array, " G"],
     *,
@@ -41,7 +54,18 @@ def augment(
     lib_jitter: float = 0.2,
     dropout: float = 0.15,
 ) -> Float[Array, " G"]:
-    """One augmented, log-normalised view of a cell's counts."""
+    """One augmented, log-normalised view of a cell's counts.
+
+    **Arguments:** `counts` `(G,)` one cell's counts (finite, >= 0); `key`; `thin`
+    `(low, high)` with 0 <= low <= high <= 1 (the binomial thinning probability's range);
+    `lib_jitter` >= 0 (log-normal library-size jitter); `dropout` in [0, 1) (gene
+    dropout probability). Anything else raises a `ValueError` naming the argument
+    (value checks on concrete inputs; under `jit` only the shape is checked).
+    """
+    counts = as_array("counts", counts, ndim=1, dtype=jnp.floating, finite=True, low=0.0)
+    _check_thin(thin)
+    lib_jitter = check_real("lib_jitter", lib_jitter, low=0.0)
+    dropout = check_real("dropout", dropout, low=0.0, high=1.0, high_inclusive=False)
     k1, k2, k3, k4 = jax.random.split(key, 4)
     p = jax.random.uniform(k1, (), counts.dtype, thin[0], thin[1])
     # Binomial(counts, p) thinning, by its moment-matched Gaussian (exact sampling with
@@ -62,6 +86,11 @@ class LeCellModel(eqx.Module):
     `gene_mean`/`gene_scale` and encodes it to (D,); `score(x)` is its JEPA-SCORE, the
     value `fit` writes to `obs["jepa_score"]`. The raw `encoder` MLP skips the
     standardisation: score and embed through the model, not through `model.encoder`.
+
+    **Arguments:** `n_genes`, `latent_dim`, `width` positive integers, `depth` an integer
+    >= 0 (hidden layers of the encoder); `gene_mean` `(n_genes,)` finite and `gene_scale`
+    `(n_genes,)` finite and > 0 (None: 0 and 1); `key`. Anything else raises a
+    `ValueError` naming the argument.
     """
 
     encoder: eqx.nn.MLP
@@ -80,6 +109,24 @@ class LeCellModel(eqx.Module):
         *,
         key: jax.Array,
     ):
+        n_genes = check_positive_int("n_genes", n_genes)
+        latent_dim = check_positive_int("latent_dim", latent_dim)
+        width = check_positive_int("width", width)
+        if isinstance(depth, bool) or depth != 0:  # 0: a linear encoder
+            depth = check_positive_int("depth", depth)
+        n_params = n_genes * width + depth * width * width + width * latent_dim + latent_dim * width
+        check_memory("n_genes, latent_dim, width, depth", 8.0 * 4 * n_params)  # + Adam's moments
+        if gene_mean is not None:
+            gene_mean = as_array("gene_mean", gene_mean, shape=(n_genes,), finite=True)
+        if gene_scale is not None:
+            gene_scale = as_array(
+                "gene_scale",
+                gene_scale,
+                shape=(n_genes,),
+                finite=True,
+                low=0.0,
+                low_inclusive=False,
+            )
         ke, kp = jax.random.split(key)
         self.encoder = eqx.nn.MLP(n_genes, latent_dim, width, depth, activation=jax.nn.gelu, key=ke)
         self.predictor = eqx.nn.MLP(
@@ -113,7 +160,26 @@ def jepa_loss(
     lam: float = 0.05,
     n_slices: int = 256,
 ) -> tuple[Float[Array, ""], dict[str, Float[Array, ""]]]:
-    """LeJEPA objective on a batch of cells; returns (loss, {sigreg, invariance})."""
+    """LeJEPA objective on a batch of cells; returns (loss, {sigreg, invariance}).
+
+    **Arguments:** `model`; `counts` `(B, G)` with G the model's genes (finite, >= 0);
+    `key`; `n_views`, `n_slices` positive integers; `lam` in [0, 1] (the SIGReg weight).
+    Anything else raises a `ValueError` naming the argument.
+    """
+    counts = as_array(
+        "counts",
+        counts,
+        shape=(None, model.gene_mean.shape[0]),
+        dtype=jnp.floating,
+        nonempty=True,
+        finite=True,
+        low=0.0,
+    )
+    n_views = check_positive_int("n_views", n_views)
+    # the views and their per-layer activations, forward and backward
+    check_memory("n_views", 8.0 * 4 * n_views * counts.shape[0] * counts.shape[1])
+    n_slices = check_positive_int("n_slices", n_slices)
+    lam = check_real("lam", lam, low=0.0, high=1.0)
     kv, ks = jax.random.split(key)
     b = counts.shape[0]
     vkeys = jax.random.split(kv, (n_views, b))

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxlab._core import check_array, check_positive_int
+from jaxlab._core import as_array, check_memory, check_positive_int
 
 from ._logvol import CLIP, jacobian_log_volume, log_volume
 from ._model import LeCellModel
@@ -52,6 +52,12 @@ def _as_encoder(encoder: LeCellModel | Encoder) -> Encoder:
     return encoder
 
 
+def _check_cell(encoder: LeCellModel | Encoder, x) -> jax.Array:
+    """One cell's expression `x`: 1-D finite floats, as wide as a `LeCellModel`'s genes."""
+    genes = encoder.gene_mean.shape[0] if isinstance(encoder, LeCellModel) else None
+    return as_array("x", x, shape=(genes,), dtype=jnp.floating, finite=True, nonempty=True)
+
+
 def jepa_score(encoder: LeCellModel | Encoder, x: Float[Array, " G"]) -> Float[Array, ""]:
     """Sum of log singular values (clipped at 1e-6) of the encoder Jacobian at one cell.
 
@@ -62,8 +68,12 @@ def jepa_score(encoder: LeCellModel | Encoder, x: Float[Array, " G"]) -> Float[A
       standardisation).
     - `x`: (G,) one cell's log-normalised expression (`log_normalize(counts)[i]`).
 
+    A `x` of another width than the model's genes, or with NaN/inf, raises a
+    `ValueError` naming it.
+
     **Returns:** a scalar; `fit`'s `obs["jepa_score"]` for the cell.
     """
+    x = _check_cell(encoder, x)
     return jacobian_log_volume(_as_encoder(encoder), x)
 
 
@@ -78,9 +88,10 @@ def jepa_score_sketched(
 
     **Returns:** a scalar estimate of `jepa_score(encoder, x)` (biased for small `rank`).
     """
+    x = _check_cell(encoder, x)
     encoder = _as_encoder(encoder)
-    check_array("x", x, ndim=1, dtype=jnp.floating)
-    check_positive_int("rank", rank)
+    rank = check_positive_int("rank", rank)
+    check_memory("rank", 4.0 * rank * x.shape[0] * x.dtype.itemsize)  # Omega and J Omega
     omega = jax.random.normal(key, (x.shape[0], rank), x.dtype) / jnp.sqrt(
         jnp.asarray(rank, x.dtype)
     )
@@ -91,7 +102,8 @@ def jepa_score_sketched(
 def gene_attribution(encoder: LeCellModel | Encoder, x: Float[Array, " G"]) -> Float[Array, " G"]:
     """Gradient x input of JEPA-SCORE for one cell: each gene's contribution.
 
-    **Arguments:** `encoder`, `x` (G,) as `jepa_score`. **Returns:** (G,).
+    **Arguments:** `encoder`, `x` (G,) as `jepa_score` (same checks). **Returns:** (G,).
     """
+    x = _check_cell(encoder, x)
     encoder = _as_encoder(encoder)
     return x * jax.grad(lambda y: jepa_score(encoder, y))(x)

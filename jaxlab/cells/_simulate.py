@@ -17,21 +17,16 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from jaxlab._core import check_positive_int, check_range, numpy_rng
+from jaxlab._core import (
+    as_array,
+    check_memory,
+    check_positive_int,
+    check_range,
+    check_real,
+    numpy_rng,
+)
 
 __all__ = ["simulate_counts"]
-
-
-def _positive(name: str, x: float) -> float:
-    if not np.isfinite(x) or x <= 0:
-        raise ValueError(f"{name}: expected a finite number > 0, received {x!r}")
-    return float(x)
-
-
-def _non_negative(name: str, x: float) -> float:
-    if not np.isfinite(x) or x < 0:
-        raise ValueError(f"{name}: expected a finite number >= 0, received {x!r}")
-    return float(x)
 
 
 def simulate_counts(
@@ -101,7 +96,10 @@ def simulate_counts(
         raise ValueError(
             f"n_genes: expected >= 2 * n_program = {2 * n_program}, received {n_genes}"
         )
-    fractions = np.asarray(type_fractions, dtype=np.float64)
+    # the count matrix and its per-cell mean, gamma and Poisson draws (float64)
+    check_memory("n_cells x n_genes", 8.0 * 5 * n_cells * n_genes)
+    check_memory("n_batches x n_genes", 8.0 * 2 * n_batches * n_genes)
+    fractions = np.asarray(as_array("type_fractions", type_fractions), dtype=np.float64)
     if fractions.ndim != 1 or fractions.size < 1:
         raise ValueError(
             f"type_fractions: expected a non-empty 1-D sequence, received shape {fractions.shape}"
@@ -109,21 +107,23 @@ def simulate_counts(
     check_range("type_fractions", fractions, low=0.0, low_inclusive=False)
     if abs(fractions.sum() - 1.0) > 1e-6:
         raise ValueError(f"type_fractions: expected a sum of 1, received {fractions.sum()}")
-    dose_values = np.asarray(doses, dtype=np.float64)
+    dose_values = np.asarray(as_array("doses", doses), dtype=np.float64)
     if dose_values.ndim != 1 or dose_values.size < 1:
         raise ValueError(f"doses: expected a non-empty 1-D sequence, received {doses!r}")
     check_range("doses", dose_values, low=0.0, low_inclusive=False)
     if not np.all(np.isfinite(dose_values)):
         raise ValueError(f"doses: expected finite values, received {doses!r}")
-    shape = _positive("mean_shape", mean_shape)
-    rate = _positive("mean_rate", mean_rate)
-    theta = _positive("inverse_dispersion", inverse_dispersion)
-    lib_scale = _non_negative("library_scale", library_scale)
-    de_loc = _non_negative("de_location", de_location)
-    de_sd = _non_negative("de_scale", de_scale)
-    batch_sd = _non_negative("batch_scale", batch_scale)
-    check_range("de_probability", de_probability, low=0.0, high=1.0)
-    check_range("stimulated_fraction", stimulated_fraction, low=0.0, high=1.0, high_inclusive=False)
+    shape = check_real("mean_shape", mean_shape, low=0.0, low_inclusive=False)
+    rate = check_real("mean_rate", mean_rate, low=0.0, low_inclusive=False)
+    theta = check_real("inverse_dispersion", inverse_dispersion, low=0.0, low_inclusive=False)
+    lib_scale = check_real("library_scale", library_scale, low=0.0)
+    de_loc = check_real("de_location", de_location, low=0.0)
+    de_sd = check_real("de_scale", de_scale, low=0.0)
+    batch_sd = check_real("batch_scale", batch_scale, low=0.0)
+    de_probability = check_real("de_probability", de_probability, low=0.0, high=1.0)
+    stimulated_fraction = check_real(
+        "stimulated_fraction", stimulated_fraction, low=0.0, high=1.0, high_inclusive=False
+    )
 
     rng = numpy_rng(key)
     n_types = fractions.size

@@ -16,7 +16,15 @@ import optax
 from jax.scipy.special import gammaln
 from jaxtyping import Array, Float
 
-from jaxlab._core import Driver, check_positive_int, run_steps
+from jaxlab._core import (
+    Driver,
+    as_array,
+    check_ids,
+    check_lengths,
+    check_memory,
+    check_positive_int,
+    run_steps,
+)
 
 from ._model_step import AbstractModelStep
 
@@ -24,7 +32,22 @@ __all__ = ["NBVAE", "NBVAEStep", "nb_log_likelihood", "train_nbvae"]
 
 
 def nb_log_likelihood(x, mean, theta):
-    """log NB(x; mean, inverse dispersion theta), elementwise."""
+    """log NB(x; mean, inverse dispersion theta), elementwise.
+
+    **Arguments:** `x` counts >= 0, `mean` >= 0, `theta` > 0, all finite, of shapes
+    that broadcast together. Anything else raises a `ValueError` naming the argument
+    (value checks on concrete inputs; under `jit` only shapes and dtypes are checked).
+    """
+    x = as_array("x", x, dtype=jnp.floating, finite=True, low=0.0)
+    mean = as_array("mean", mean, dtype=jnp.floating, finite=True, low=0.0)
+    theta = as_array("theta", theta, dtype=jnp.floating, finite=True, low=0.0, low_inclusive=False)
+    try:
+        np.broadcast_shapes(x.shape, mean.shape, theta.shape)
+    except ValueError as e:
+        raise ValueError(
+            f"x, mean, theta: expected shapes that broadcast, received {x.shape}, "
+            f"{mean.shape}, {theta.shape}"
+        ) from e
     log_theta_mu = jnp.log(theta + mean)
     return (
         theta * (jnp.log(theta) - log_theta_mu)
@@ -45,6 +68,8 @@ class NBVAE(eqx.Module):
     `encode(x, b)` gives the posterior mean and log-variance `(latent_dim,)` each of one
     cell's counts `x` `(G,)` and batch one-hot `b`; `elbo(x, b, key=...)` its evidence
     lower bound (one reparameterised sample). The embedding is the mean.
+
+    All four sizes are positive integers (else a `ValueError` naming the argument).
     """
 
     encoder: eqx.nn.MLP
@@ -61,6 +86,12 @@ class NBVAE(eqx.Module):
         *,
         key: jax.Array,
     ):
+        n_genes = check_positive_int("n_genes", n_genes)
+        n_batches = check_positive_int("n_batches", n_batches)
+        latent_dim = check_positive_int("latent_dim", latent_dim)
+        width = check_positive_int("width", width)
+        n_params = width * (2 * n_genes + 2 * n_batches + 3 * latent_dim)
+        check_memory("n_genes, n_batches, latent_dim, width", 8.0 * 4 * n_params)  # + Adam
         k1, k2 = jax.random.split(key)
         self.encoder = eqx.nn.MLP(
             n_genes + n_batches, 2 * latent_dim, width, 1, activation=jax.nn.relu, key=k1
@@ -95,7 +126,9 @@ class NBVAEStep(AbstractModelStep):
     **Arguments:**
 
     - `model`: an `NBVAE` whose structure the step trains.
-    - `counts`: `(N, G)` raw counts; `batch_onehot`: `(N, B)` one-hot batch labels.
+    - `counts`: `(N, G)` raw counts (finite, >= 0; G the model's genes);
+      `batch_onehot`: `(N, B)` one-hot batch labels (B the model's batches). Other
+      shapes or values raise a `ValueError` naming the argument.
     - `optimizer`: an optax transformation (`train_nbvae`: Adam, lr 1e-3).
     - `batch_size`: cells per step (at most N).
 
@@ -118,13 +151,17 @@ class NBVAEStep(AbstractModelStep):
         batch_size: int = 128,
     ):
         dt = jnp.result_type(float)  # the parameters' dtype
+        g = model.log_theta.shape[0]
+        b = model.encoder.in_size - g
+        sizes: dict[str, int] = {}
+        counts = as_array(
+            "counts", counts, shape=("N", g), sizes=sizes, nonempty=True, finite=True, low=0.0
+        )
+        onehot = as_array(
+            "batch_onehot", batch_onehot, shape=("N", b), sizes=sizes, finite=True, low=0.0
+        )
         self.counts = jnp.asarray(counts, dt)
-        self.batch_onehot = jnp.asarray(batch_onehot, dt)
-        if self.counts.ndim != 2 or self.batch_onehot.shape[:1] != self.counts.shape[:1]:
-            raise ValueError(
-                f"counts/batch_onehot: expected (N, G) and (N, B), received "
-                f"{self.counts.shape} and {self.batch_onehot.shape}"
-            )
+        self.batch_onehot = jnp.asarray(onehot, dt)
         self.structure = eqx.filter(model, eqx.is_array, inverse=True)
         self.optimizer = optimizer
         self.batch_size = min(check_positive_int("batch_size", batch_size), self.counts.shape[0])
@@ -152,18 +189,28 @@ def train_nbvae(
 ) -> tuple[NBVAE, np.ndarray]:
     """Train an `NBVAE` (`NBVAEStep`) on counts (cells x genes) with integer batch labels.
 
-    **Arguments:** `counts` `(N, G)`; `batch` `(N,)` integer labels (None: one batch);
+    **Arguments:** `counts` `(N, G)` finite, >= 0, N and G >= 1; `batch` `(N,)` integer
+    labels in [0, N) (None: one batch; the one-hot width is the largest label + 1);
     `key` (keyword-only: model from its first split, step `i` from `fold_in(second, i)`);
-    `steps`, `batch_size`, `latent_dim`; `optimizer` (default `optax.adam(1e-3)`);
+    `steps`, `batch_size`, `latent_dim` positive integers; `optimizer` (default `optax.adam(1e-3)`);
     `driver`: a `jaxlab.Driver` (chunk, checkpointer, progress).
 
     **Returns:** `(model, embedding)`, the embedding `(N, latent_dim)` the posterior means
     (an exception to the `(model, History)` convention: the embedding is what every
     caller uses; the step is public, `NBVAEStep`, for the training curve).
+    Other values raise a `ValueError` naming the argument.
     """
     check_positive_int("steps", steps)
+    check_positive_int("latent_dim", latent_dim)
+    counts = as_array("counts", counts, ndim=2, nonempty=True, finite=True, low=0.0)
     n, g = counts.shape
-    codes = np.zeros(n, dtype=np.int64) if batch is None else np.asarray(batch)
+    if batch is None:
+        codes = np.zeros(n, dtype=np.int64)
+    else:
+        codes = check_ids("batch", batch, n, what="batch labels")
+        if codes.ndim != 1:
+            raise ValueError(f"batch: expected (N,) labels, received shape {codes.shape}")
+        check_lengths(counts=counts, batch=codes)
     n_b = int(codes.max()) + 1
     km, kt = jax.random.split(key)
     model = NBVAE(g, n_b, latent_dim, key=km)

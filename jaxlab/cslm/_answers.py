@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 __all__ = ["Answer", "extract_answer", "format_answer"]
 
 Answer = int | tuple[int, ...]
@@ -29,6 +31,14 @@ _GROUP = re.compile(r"\[([^\[\]]*)\]")
 
 def _ints(text: str) -> list[int]:
     return [int(m.group()) for m in _INT.finditer(text)]
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
+
+
+def _is_answer(x) -> bool:
+    return _is_int(x) or (isinstance(x, tuple) and all(_is_int(a) for a in x))
 
 
 def extract_answer(text: str, kind: str) -> Answer | None:
@@ -73,7 +83,13 @@ def extract_answer(text: str, kind: str) -> Answer | None:
 
 
 def format_answer(answer: Answer) -> str:
-    """The canonical text of an answer: "42" or "[1, 2, 3]" (what prompts ask for)."""
+    """The canonical text of an answer: "42" or "[1, 2, 3]" (what prompts ask for).
+
+    `answer` is an integer or a tuple of integers (a float, a bool, a string or NaN
+    raises a `ValueError` naming it: `int()` would truncate or fail deep inside).
+    """
+    if not _is_answer(answer):
+        raise ValueError(f"answer: expected an int or a tuple of ints, received {answer!r:.60}")
     if isinstance(answer, tuple):
         return "[" + ", ".join(str(int(a)) for a in answer) + "]"
     return str(int(answer))

@@ -17,7 +17,13 @@ import jax
 import numpy as np
 
 from .. import lm
-from .._core import check_positive_int, progress_bar
+from .._core import (
+    as_array,
+    check_ids,
+    check_nonnegative_int,
+    check_positive_int,
+    progress_bar,
+)
 from ._answers import Answer, format_answer
 
 __all__ = [
@@ -63,10 +69,21 @@ def answer_continuation(answer: Answer) -> str:
     return f" {format_answer(answer)}\n"
 
 
+def _ids(name: str, ids) -> list[int]:
+    """A 1-D sequence of integer token ids >= 0 (not a string, no floats or booleans)."""
+    arr = check_ids(name, ids, None, what="token ids")
+    if arr.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D id sequence, received shape {arr.shape}")
+    return arr.tolist()
+
+
 def truncated_reasoning(generated: Sequence[int], budget: int) -> list[int]:
-    """The first `budget` reasoning tokens (all of them if the generation is shorter)."""
+    """The first `budget` reasoning tokens (all of them if the generation is shorter).
+
+    `generated` integer token ids >= 0, `budget` a positive integer (else a `ValueError`
+    naming the argument)."""
     budget = check_positive_int("budget", budget)
-    return list(generated[:budget])
+    return _ids("generated", generated)[:budget]
 
 
 def forced_answer_prompts(
@@ -81,9 +98,13 @@ def forced_answer_prompts(
     - `budgets`: increasing budgets (>= 1).
     - `cue`: token ids of the answer cue (`ANSWER_CUE` encoded without BOS).
 
+    Token ids are integers >= 0 (a string, floats or negative ids raise a `ValueError`
+    naming the argument).
+
     **Returns:** one token list per budget.
     """
     budgets = check_budgets(budgets)
+    prompt, generated, cue = _ids("prompt", prompt), _ids("generated", generated), _ids("cue", cue)
     if not list(prompt):
         raise ValueError("prompt: expected a non-empty token list, received []")
     return [list(prompt) + truncated_reasoning(generated, b) + list(cue) for b in budgets]
@@ -209,11 +230,14 @@ def budget_accuracy(scores: np.ndarray, *, true_index: int = 0) -> np.ndarray:
     **Arguments:**
 
     - `scores`: (..., K) option log-likelihoods (e.g. from `budget_scores`).
-    - `true_index`: position of the true answer among the options.
+    - `true_index`: position of the true answer among the options (an integer in [0, K)).
+
+    NaN/inf scores raise a `ValueError` naming `scores`.
 
     **Returns:** (...) bool.
     """
-    s = np.asarray(scores, np.float64)
+    s = np.asarray(as_array("scores", scores, finite=True), np.float64)
+    true_index = check_nonnegative_int("true_index", true_index)
     if s.ndim < 1 or s.shape[-1] < 2:
         raise ValueError(f"scores: expected (..., K) with K >= 2 options, received {s.shape}")
     if not 0 <= true_index < s.shape[-1]:

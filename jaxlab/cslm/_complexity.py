@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import as_array, check_array, check_memory, check_range, check_size, short_repr
+from .._core import as_array, check_memory, check_range, check_size, short_repr
 from ._budget import check_budgets
 
 __all__ = [
@@ -113,7 +113,8 @@ def min_budget_ci(
 
     **Arguments:**
 
-    - `correct`: (items, len(budgets)) bool/0-1, item i solved at budget j.
+    - `correct`: (items, len(budgets)) bool/0-1, item i solved at budget j (values
+      outside [0, 1] or NaN raise a `ValueError` naming it).
     - `budgets`: increasing budgets (>= 1).
     - `p`: target accuracy in (0, 1].
     - `key`: PRNG key for the resampling (keyword-only).
@@ -122,8 +123,7 @@ def min_budget_ci(
     **Returns:** a `BudgetEstimate`.
     """
     budgets = check_budgets(budgets)
-    correct = np.asarray(correct) if isinstance(correct, list | tuple) else correct
-    check_array("correct", correct, ndim=2)
+    correct = as_array("correct", correct, ndim=2, finite=True, low=0.0, high=1.0)
     c = np.asarray(correct, np.float64)
     if c.shape[0] < 1 or c.shape[1] != len(budgets):
         raise ValueError(f"correct: expected (items >= 1, {len(budgets)}), received {c.shape}")

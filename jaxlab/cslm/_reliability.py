@@ -19,7 +19,7 @@ import numpy as np
 
 from jaxlab._core import short_repr
 
-from .._core import as_array, check_positive_int, check_range
+from .._core import as_array, check_memory, check_positive_int, check_range
 
 __all__ = ["StepErrorFit", "expected_calibration_error", "fit_step_error", "option_confidence"]
 
@@ -57,7 +57,8 @@ def fit_step_error(steps, accuracy, *, items=None) -> StepErrorFit:
 
     **Returns:** a `StepErrorFit`.
     """
-    s, a = np.asarray(steps, np.float64), np.asarray(accuracy, np.float64)
+    s = np.asarray(as_array("steps", steps), np.float64)
+    a = np.asarray(as_array("accuracy", accuracy), np.float64)
     if s.ndim != 1 or a.shape != s.shape or s.size < 1:
         raise ValueError(
             f"steps, accuracy: expected equal non-empty shapes, received {s.shape} and {a.shape}"
@@ -96,11 +97,11 @@ def _max_likelihood_epsilon(s, k, m) -> float:
 def option_confidence(scores) -> tuple[jax.Array, jax.Array]:
     """Confidence from option log-likelihoods: softmax over the K options.
 
-    **Arguments:** `scores`: (..., K) log-likelihoods.
+    **Arguments:** `scores`: (..., K) finite log-likelihoods, K >= 2 (else a `ValueError`).
 
     **Returns:** (choice (...) int argmax, confidence (...) its softmax probability).
     """
-    s = jnp.asarray(scores)
+    s = as_array("scores", scores, finite=True)
     if s.ndim < 1 or s.shape[-1] < 2:
         raise ValueError(f"scores: expected (..., K) with K >= 2, received {s.shape}")
     probs = jax.nn.softmax(s, axis=-1)
@@ -125,6 +126,7 @@ def expected_calibration_error(confidence, correct, *, bins: int = 10) -> jax.Ar
     conf = as_array("confidence", confidence, ndim=1, finite=True)
     correct = as_array("correct", correct, ndim=1, finite=True, low=0.0, high=1.0)
     bins = check_positive_int("bins", bins)
+    check_memory("bins", 8.0 * bins * (conf.size + 4))  # the (N, bins) membership
     if not jnp.issubdtype(conf.dtype, jnp.floating):
         conf = conf.astype(jnp.result_type(float))
     corr = jnp.asarray(correct).astype(conf.dtype)

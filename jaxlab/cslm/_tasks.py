@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import check_positive_int, check_size
+from .._core import check_memory, check_positive_int, check_size
 from ._answers import Answer, extract_answer, format_answer
 
 __all__ = ["Task", "Family", "FAMILIES", "make_task", "make_tasks", "perturbed_answers", "verify"]
@@ -238,7 +238,7 @@ algorithm)."""
 
 
 def _family(name: str) -> Family:
-    if name not in FAMILIES:
+    if not isinstance(name, str) or name not in FAMILIES:
         raise ValueError(f"family: expected one of {sorted(FAMILIES)}, received {name!r}")
     return FAMILIES[name]
 
@@ -249,6 +249,11 @@ def _rng(key: jax.Array) -> np.random.Generator:
         raise ValueError(f"key: expected a JAX PRNG key, received {type(key).__name__}")
     data = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
     return np.random.default_rng(np.asarray(data, np.uint32).ravel().tolist())
+
+
+def _check_task(task) -> None:
+    if not isinstance(task, Task):
+        raise ValueError(f"task: expected a Task, received {type(task).__name__}")
 
 
 def make_task(family: str, n: int, *, key: jax.Array) -> Task:
@@ -269,6 +274,7 @@ def make_task(family: str, n: int, *, key: jax.Array) -> Task:
     n = check_positive_int("n", n)
     if fam.max_n is not None and n > fam.max_n:
         raise ValueError(f"n: expected at most {fam.max_n} for {family}, received {n}")
+    check_memory("n", 64.0 * n)  # the generator's n-element arrays and the prompt text
     body, answer = fam.make(n, _rng(key))
     instruction = _LIST_INSTRUCTION if fam.kind == "list" else _INT_INSTRUCTION
     return Task(family, n, f"{body} {instruction}", answer, int(fam.steps(n)))
@@ -308,6 +314,7 @@ def perturbed_answers(task: Task, count: int, *, key: jax.Array) -> list[Answer]
 
     **Returns:** a list of `count` answers, all different from `task.answer` and each other.
     """
+    _check_task(task)
     count = check_size("count", count, cap=MAX_PERTURBED, why="cslm.MAX_PERTURBED")
     rng = _rng(key)
     seen = {format_answer(task.answer)}
@@ -354,4 +361,5 @@ def verify(task: Task, text: str) -> bool:
 
     **Returns:** bool.
     """
+    _check_task(task)
     return extract_answer(text, task.kind) == task.answer

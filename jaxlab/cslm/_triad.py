@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._core import as_array, check_positive_int
-from ._answers import Answer, format_answer
+from ._answers import Answer, _is_answer, format_answer
 from ._tasks import Task
 
 __all__ = [
@@ -81,8 +82,16 @@ def answer_ids(answers: Sequence[Sequence[Answer | None]]) -> np.ndarray:
 
     **Returns:** (items, S) int64 array.
     """
-    if not answers or any(len(a) != len(answers[0]) or not a for a in answers):
+    if (
+        isinstance(answers, str | bytes)
+        or not answers
+        or any(isinstance(a, str | bytes) for a in answers)
+        or any(len(a) != len(answers[0]) or not a for a in answers)
+    ):
         raise ValueError("answers: expected a non-empty list of equal-length non-empty lists")
+    bad = [a for row in answers for a in row if a is not None and not _is_answer(a)]
+    if bad:
+        raise ValueError(f"answers: expected ints, tuples of ints or None, received {bad[0]!r:.60}")
     out = np.full((len(answers), len(answers[0])), -1, np.int64)
     for i, row in enumerate(answers):
         seen: dict[Hashable, int] = {}
@@ -100,13 +109,17 @@ def majority_vote(ids, correct, k: int) -> jnp.ndarray:
 
     **Arguments:**
 
-    - `ids`: (items, S) int answer ids (`answer_ids`).
+    - `ids`: (items, S) int answer ids >= -1 (`answer_ids`; floats or ids below -1 raise).
     - `correct`: (items, S) bool.
     - `k`: 1 <= k <= S.
 
     **Returns:** (items,) bool, whether the voted answer is correct.
     """
     ids, correct, k = _check_pair("ids", ids, correct, k)
+    if not jnp.issubdtype(ids.dtype, jnp.integer):
+        raise ValueError(f"ids: expected integer answer ids, received dtype {ids.dtype}")
+    if not isinstance(ids, jax.core.Tracer) and int(ids.min()) < -1:
+        raise ValueError(f"ids: expected ids >= -1 (-1: unparsed), received {int(ids.min())}")
     a = ids[:, :k]
     valid = a >= 0
     votes = jnp.sum((a[:, :, None] == a[:, None, :]) & valid[:, None, :], axis=2)
@@ -140,15 +153,28 @@ def accuracy_at_tokens(costs, accuracy, grid) -> np.ndarray:
     return np.where(np.isfinite(best), best, np.nan)
 
 
+def _binary(name: str, x) -> np.ndarray:
+    """A bool array, or 0/1 integers read as one (floats and other values raise)."""
+    arr = np.asarray(as_array(name, x))
+    if arr.dtype != np.bool_:
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"{name}: expected bool or 0/1 values, received dtype {arr.dtype}")
+        if arr.size and not np.isin(arr, (0, 1)).all():
+            raise ValueError(f"{name}: expected bool or 0/1 values, received {np.unique(arr)[:5]}")
+    return arr.astype(bool)
+
+
 def verifier_precision_recall(accept, correct) -> tuple[float, float]:
     """Precision P(correct | accepted) and recall P(accepted | correct) of a verifier.
 
-    **Arguments:** `accept`, `correct`: equal-shape bool arrays (non-empty).
+    **Arguments:** `accept`, `correct`: equal-shape bool or 0/1 integer arrays (non-empty;
+    floats or other integers raise a `ValueError` naming the argument).
 
     **Returns:** (precision, recall); nan where the denominator is zero.
     """
-    accept = np.asarray(accept, bool).ravel()
-    correct = np.asarray(correct, bool).ravel()
+    accept, correct = (
+        _binary(name, v).ravel() for name, v in (("accept", accept), ("correct", correct))
+    )
     if accept.size == 0 or accept.shape != correct.shape:
         raise ValueError(
             f"accept, correct: expected equal non-empty shapes, received "
@@ -166,6 +192,8 @@ def verification_prompt(task: Task, candidate: Answer | None) -> str:
     The model's judgement is read off the likelihoods of `VERIFIER_OPTIONS` after the
     chat turn (plus "Answer:"), never from free text.
     """
+    if not isinstance(task, Task):
+        raise ValueError(f"task: expected a Task, received {type(task).__name__}")
     shown = "none" if candidate is None else format_answer(candidate)
     question = task.prompt.split(" Think step by step")[0]
     return (

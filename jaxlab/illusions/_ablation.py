@@ -17,7 +17,14 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .. import interp as ip
 from .. import lm
-from .._core import check_array, check_ids, check_positive_int
+from .._core import (
+    as_array,
+    check_array,
+    check_ids,
+    check_nonnegative_int,
+    check_positive_int,
+    check_real,
+)
 
 __all__ = ["option_logprobs", "ablation", "matched_latents"]
 
@@ -60,9 +67,14 @@ def ablation(
     """`intervene=` mapping that ablates `latents` of `sae` at (`site`, `layer`)
     (`jaxlab.interp.ablate_features`); no latents gives {} (the plain forward).
 
+    `latents` integer indices >= 0 (not a string), `layer` an integer >= 0, `input_scale`
+    a finite number > 0; anything else raises a `ValueError` naming the argument.
+
     **Returns:** {(site, layer): `ClampFeatures`} or {}.
     """
-    lat = [int(i) for i in latents]
+    lat = check_ids("latents", latents, None, what="latent indices").reshape(-1).tolist()
+    layer = check_nonnegative_int("layer", layer)
+    input_scale = check_real("input_scale", input_scale, low=0.0, low_inclusive=False)
     if not lat:
         return {}
     return {(site, int(layer)): ip.ablate_features(sae, lat, input_scale=input_scale)}
@@ -79,18 +91,20 @@ def matched_latents(
     latent the unused latent of nearest firing density (ties broken at random by `key`);
     otherwise k latents drawn uniformly among those that fire at all.
 
-    **Arguments:** `density` (m,) firing frequency of every latent; `chosen` (k,) ints;
+    **Arguments:** `density` (m,) firing frequency of every latent (finite, >= 0);
+    `chosen` (k,) distinct ints in [0, m);
     `key`; `matched`.
 
     **Returns:** (k,) int64 latent indices.
     """
-    d = np.asarray(density, np.float64)
-    check_array("density", d, ndim=1)
+    d = np.asarray(as_array("density", density, ndim=1, finite=True, low=0.0), np.float64)
     c = np.asarray(chosen).reshape(-1)
     check_array("chosen", c, ndim=1, dtype=np.integer)
     check_positive_int("chosen size", c.size)
     if c.min() < 0 or c.max() >= d.size:
         raise ValueError(f"chosen: expected indices in [0, {d.size}), received {c.tolist()}")
+    if np.unique(c).size != c.size:
+        raise ValueError(f"chosen: expected distinct latent indices, received {c.tolist()}")
     free = np.ones(d.size, bool)
     free[c] = False
     if free.sum() < c.size:

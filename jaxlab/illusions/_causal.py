@@ -89,8 +89,14 @@ def causal_pairs(n: int, *, key: PRNGKeyArray) -> list[tuple[str, str]]:
 
 
 def causal_query(first: str, second: str, framing: str) -> tuple[str, Query]:
-    """(context, "did the first cause the second?" Query with answers Yes, No)."""
-    if framing not in FRAMINGS:
+    """(context, "did the first cause the second?" Query with answers Yes, No).
+
+    `first`, `second` non-empty strings, `framing` a key of `FRAMINGS` (else a
+    `ValueError` naming the argument)."""
+    for name, v in (("first", first), ("second", second)):
+        if not isinstance(v, str) or not v.strip():
+            raise ValueError(f"{name}: expected a non-empty string, received {v!r:.60}")
+    if not isinstance(framing, str) or framing not in FRAMINGS:
         raise ValueError(f"framing: expected one of {sorted(FRAMINGS)}, received {framing!r}")
     context = FRAMINGS[framing].format(a=first, b=second)
     context = context[0].upper() + context[1:]

@@ -32,14 +32,23 @@ def correlation_queries(
     (0..n_minority), then for every trait the majority's and the minority's 1..`scale`
     rating.
 
-    **Arguments:** `stimuli` from `make_stimuli`; `traits` (name, desirable) pairs;
-    `scale` the top of the rating scale.
+    **Arguments:** `stimuli` from `make_stimuli`; `traits` a sequence of (name:
+    str, desirable: bool) pairs (may be empty: no trait questions); `scale` the top of
+    the rating scale (an int >= 2).
+    Anything else raises a `ValueError` naming the argument.
 
     **Returns:** list of `Query` (read back with `read_correlation`).
     """
     if not isinstance(stimuli, Stimuli):
         raise ValueError(f"stimuli: expected a Stimuli, received {type(stimuli).__name__}")
-    if not isinstance(scale, int) or scale < 2:
+    if isinstance(traits, str | bytes) or not all(
+        isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], str) and isinstance(t[1], bool)
+        for t in traits
+    ):
+        raise ValueError(
+            f"traits: expected a sequence of (name, desirable) pairs, received {traits!r:.60}"
+        )
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 2:
         raise ValueError(f"scale: expected an int >= 2, received {scale!r}")
     v = stimuli.variant
     labels = (v.majority, v.minority)

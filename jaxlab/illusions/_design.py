@@ -210,8 +210,14 @@ def make_stimuli(
         variant = VARIANTS[variant]
     elif not isinstance(variant, Variant):
         raise ValueError(f"variant: expected a name or a Variant, received {variant!r}")
-    c = np.asarray(counts)
-    if c.shape != (2, 2) or not np.issubdtype(c.dtype, np.integer) or c.min() < 0:
+    c = np.asarray(counts) if not isinstance(counts, str | bytes) else np.asarray(0.5)
+    flat = np.asarray(counts, dtype=object).reshape(-1) if c.shape == (2, 2) else ()
+    if (
+        c.shape != (2, 2)
+        or not np.issubdtype(c.dtype, np.integer)
+        or c.min() < 0
+        or any(isinstance(v, bool | np.bool_) for v in flat)
+    ):
         raise ValueError(
             f"counts: expected ((int, int), (int, int)) of non-negative counts, received {counts!r}"
         )

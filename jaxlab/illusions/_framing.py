@@ -16,7 +16,14 @@ import numpy as np
 import scipy.stats
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._core import check_array, check_memory, check_positive_int, check_size
+from .._core import (
+    as_array,
+    check_array,
+    check_memory,
+    check_positive_int,
+    check_real,
+    check_size,
+)
 
 __all__ = ["INSTRUCTIONS", "framed_context", "framing_feature_shift", "latent_overlap"]
 
@@ -96,8 +103,8 @@ def framing_feature_shift(
     "ci_low", "ci_high": (k,); "p_value": (k,) family-wise; "mean_shift": (m,) mean
     a - b of every latent}.
     """
-    a = np.asarray(z_a, np.float64)
-    b = np.asarray(z_b, np.float64)
+    a = np.asarray(as_array("z_a", z_a), np.float64)
+    b = np.asarray(as_array("z_b", z_b), np.float64)
     check_array("z_a", a, ndim=2)
     check_array("z_b", b, shape=a.shape)
     for name, x in (("z_a", a), ("z_b", b)):
@@ -110,8 +117,7 @@ def framing_feature_shift(
     if k > m:
         raise ValueError(f"k: expected at most {m} (the number of latents), received {k}")
     check_size("resamples", resamples, cap=MAX_RESAMPLES, why="illusions.MAX_RESAMPLES")
-    if not 0 < level < 1:
-        raise ValueError(f"level: expected a number in (0, 1), received {level!r}")
+    level = check_real("level", level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     g = None
     if groups is not None:
         g = np.asarray(groups)

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._core import as_array, check_strings
+
 __all__ = ["Query", "Layout", "layout_queries", "query_logliks"]
 
 _MARK = "\u241f"  # a placeholder that no template or text contains
@@ -35,7 +37,11 @@ class Query:
     def __post_init__(self):
         if not isinstance(self.question, str) or not self.question:
             raise ValueError(f"question: expected a non-empty string, received {self.question!r}")
-        if len(self.answers) < 2 or not all(isinstance(a, str) and a for a in self.answers):
+        if (
+            isinstance(self.answers, str)
+            or len(self.answers) < 2
+            or not all(isinstance(a, str) and a for a in self.answers)
+        ):
             raise ValueError(
                 f"answers: expected at least two non-empty strings, received {self.answers!r}"
             )
@@ -89,6 +95,7 @@ def layout_queries(
 
     **Returns:** `Layout`; `query_logliks(scores.sum, layout)` reads the answers back.
     """
+    contexts = check_strings("contexts", contexts)
     if len(contexts) != len(queries):
         raise ValueError(
             f"queries: expected {len(contexts)} query lists (one per context), "
@@ -125,10 +132,17 @@ def layout_queries(
 def query_logliks(sums: Sequence[np.ndarray], layout: Layout) -> list[np.ndarray]:
     """Per query, the (n_answers,) log-likelihoods of its answers.
 
-    **Arguments:** `sums`: `jaxlab.lm.score(...).sum` of `layout`'s items; `layout`.
+    **Arguments:** `sums`: `jaxlab.lm.score(...).sum` of `layout`'s items (finite, one
+    value per continuation); `layout` a `Layout`. Anything else raises a `ValueError`.
 
     **Returns:** list (one per query, in `layout_queries` order) of float64 arrays.
     """
+    if not isinstance(layout, Layout):
+        raise ValueError(f"layout: expected a Layout, received {type(layout).__name__}")
+    if isinstance(sums, str | bytes):
+        raise ValueError(f"sums: expected a sequence of arrays, received {sums!r:.60}")
+    for i, (s, c) in enumerate(zip(sums, layout.continuations, strict=False)):
+        as_array(f"sums[{i}]", s, shape=(len(c),), finite=True)
     if len(sums) != len(layout.prompts):
         raise ValueError(
             f"sums: expected {len(layout.prompts)} items (the layout's), received {len(sums)}"

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._core import check_array, check_finite, check_positive_int
+from .._core import check_array, check_finite, check_positive_int, check_range
 from ._query import Query
 
 __all__ = [
@@ -79,9 +79,19 @@ def final_run_length(sequence: Int[Array, " n"]) -> int:
 
 
 def render_sequence(kind: str, sequence: Int[Array, " n"], *, start: int = 100) -> str:
-    """The sequence as the text the model reads (walk: prices from `start`)."""
+    """The sequence as the text the model reads (walk: prices from `start`).
+
+    `kind` in `KINDS`; `sequence` (n,) integer outcomes of that kind (coin, walk: 0/1;
+    dice: 1..6); `start` an integer. Anything else raises a `ValueError` naming it.
+    """
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ValueError(f"kind: expected one of {KINDS}, received {kind!r}")
+    if isinstance(start, bool) or not isinstance(start, int | np.integer):
+        raise ValueError(f"start: expected an integer, received {start!r:.60}")
     s = np.asarray(sequence)
     check_array("sequence", s, ndim=1, dtype=np.integer)
+    lo, hi = (1, 6) if kind == "dice" else (0, 1)
+    check_range("sequence", s, low=lo, high=hi)
     if kind == "coin":
         return "Here are the results of {} coin flips: {}.".format(
             s.size, ", ".join(_OUTCOMES["coin"][int(x)] for x in s)
@@ -120,7 +130,8 @@ def streak_slope(run_lengths: Int[Array, " n"], p_repeat: Float[Array, " n"]) ->
     < 0: the longer the streak, the more an alternation is expected (gambler's fallacy);
     > 0: streaks are expected to continue (hot hand); 0 for an unbiased answerer.
 
-    **Arguments:** `run_lengths` (n,) ints (>= 2 distinct values); `p_repeat` (n,).
+    **Arguments:** `run_lengths` (n,) ints >= 1 (>= 2 distinct values); `p_repeat` (n,)
+    probabilities in [0, 1] (else a `ValueError` naming the argument).
 
     **Returns:** the slope (probability per extra outcome of streak).
     """
@@ -128,6 +139,8 @@ def streak_slope(run_lengths: Int[Array, " n"], p_repeat: Float[Array, " n"]) ->
     sizes = check_array("run_lengths", r, ndim=1, dtype=np.integer)
     check_array("p_repeat", p, shape=(r.shape[0],), sizes=sizes)
     check_finite("p_repeat", p)
+    check_range("run_lengths", r, low=1)
+    check_range("p_repeat", p, low=0.0, high=1.0)
     if np.unique(r).size < 2:
         raise ValueError(
             f"run_lengths: expected at least 2 distinct values, received {np.unique(r)}"

@@ -16,7 +16,7 @@ import scipy.stats
 from jax.typing import ArrayLike
 from jaxtyping import Array, Bool, Float
 
-from .._core import as_array, check_array, check_finite, check_range
+from .._core import as_array, check_array, check_finite, check_range, check_real
 
 __all__ = [
     "phi_coefficient",
@@ -124,10 +124,12 @@ def expected_answer(
     """Mean of the option `values` under `option_probabilities(loglik)` (e.g. an
     expected count or rating).
 
-    **Arguments:** `loglik` (K,); `values` (K,) the number each option stands for.
+    **Arguments:** `loglik` (K,) (1-D: a batch raises); `values` (K,) the number each
+    option stands for (finite).
 
     **Returns:** () expected value.
     """
+    as_array("loglik", loglik, ndim=1)
     p = option_probabilities(loglik)
     v = as_array("values", values)
     check_array("values", v, shape=p.shape)
@@ -153,6 +155,7 @@ def frequency_bias(
     check_array("true_counts", t, shape=(2,))
     check_finite("estimates", e)
     check_finite("true_counts", t)
+    check_range("estimates", e, low=0)
     t = t.astype(e.dtype)
     check_range("true_counts", t, low=0, low_inclusive=False)
     ratio = e / t
@@ -171,8 +174,7 @@ def mean_ci(values: Float[ArrayLike, " n"], *, level: float = 0.95) -> tuple[flo
     if v.shape[0] < 2:
         raise ValueError(f"values: expected at least 2 replicates, received {v.shape[0]}")
     check_finite("values", v)
-    if not 0 < level < 1:
-        raise ValueError(f"level: expected a number in (0, 1), received {level!r}")
+    level = check_real("level", level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     m = float(v.mean())
     half = float(scipy.stats.t.ppf((1 + level) / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
     return m, m - half, m + half

@@ -19,7 +19,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import interp
-from .._core import check_array
+from .._core import (
+    as_array,
+    check_array,
+    check_ids,
+    check_lengths,
+    check_memory,
+    check_positive_int,
+)
 
 __all__ = ["family_mean", "prompt_length_fit", "bag_of_words", "bow_features", "position_only"]
 
@@ -32,15 +39,34 @@ def _mask(name, train, n):
     return m
 
 
+def _targets(name, y) -> np.ndarray:
+    """(n,) finite targets as float64."""
+    return np.asarray(as_array(name, y, ndim=1, finite=True, nonempty=True), np.float64)
+
+
+def _id_lists(name, prompts) -> list[list[int]]:
+    """A sequence of token-id lists (not a bare string), each of integer ids >= 0."""
+    if isinstance(prompts, str | bytes) or not hasattr(prompts, "__len__"):
+        raise ValueError(f"{name}: expected a sequence of id lists, received {prompts!r:.60}")
+    out = []
+    for p in prompts:
+        if isinstance(p, str | bytes):
+            raise ValueError(f"{name}: expected id lists, received the string {p!r:.40}")
+        out.append(check_ids(name, p, None, what="token ids").reshape(-1).tolist())
+    return out
+
+
 def family_mean(y: np.ndarray, families: np.ndarray, train: np.ndarray) -> np.ndarray:
     """Per-family mean of `y` over training rows (the pooled mean for unseen families).
 
-    **Arguments:** `y` (n,) targets; `families` (n,) int family ids; `train` (n,) bool.
+    **Arguments:** `y` (n,) finite targets; `families` (n,) integer family ids >= 0;
+    `train` (n,) bool with at least one True. Anything else raises a `ValueError` naming
+    the argument.
 
     **Returns:** (n,) predictions.
     """
-    y = np.asarray(y, np.float64)
-    f = np.asarray(families)
+    y = _targets("y", y)
+    f = check_ids("families", families, None, what="family ids")
     check_array("families", f, shape=y.shape)
     m = _mask("train", train, y.shape[0])
     pooled = y[m].mean()
@@ -55,10 +81,13 @@ def family_mean(y: np.ndarray, families: np.ndarray, train: np.ndarray) -> np.nd
 def prompt_length_fit(y: np.ndarray, prompt_lengths: np.ndarray, train: np.ndarray) -> np.ndarray:
     """Least squares of `y` on the prompt's token count (training rows).
 
+    **Arguments:** `y` (n,) finite targets; `prompt_lengths` (n,) finite counts >= 0;
+    `train` (n,) bool with at least one True (else a `ValueError` naming the argument).
+
     **Returns:** (n,) predictions.
     """
-    y = np.asarray(y, np.float64)
-    x = np.asarray(prompt_lengths, np.float64)
+    y = _targets("y", y)
+    x = np.asarray(as_array("prompt_lengths", prompt_lengths, finite=True, low=0.0), np.float64)
     check_array("prompt_lengths", x, shape=y.shape)
     m = _mask("train", train, y.shape[0])
     a = np.stack([x[m], np.ones(m.sum())], 1)
@@ -71,11 +100,14 @@ def bow_features(
 ) -> np.ndarray:
     """Token-count features of prompts over the most frequent training-prompt tokens.
 
-    **Arguments:** `prompts` N id lists; `train` (N,) bool; `max_features` vocabulary size
-    (tokens ranked by the number of training prompts containing them).
+    **Arguments:** `prompts` N id lists (integer ids >= 0; not a string); `train` (N,) bool;
+    `max_features` vocabulary size, a positive integer (tokens ranked by the number of
+    training prompts containing them). Anything else raises a `ValueError` naming it.
 
     **Returns:** (N, V) float32 log1p counts, V <= max_features.
     """
+    prompts = _id_lists("prompts", prompts)
+    max_features = check_positive_int("max_features", max_features)
     m = _mask("train", train, len(prompts))
     df: dict[int, int] = {}
     for p, t in zip(prompts, m, strict=True):
@@ -98,9 +130,14 @@ def bag_of_words(
 ) -> np.ndarray:
     """Ridge (penalty by GCV, `jaxlab.interp.ridge_gcv`) of `y` on `bow_features`.
 
+    **Arguments:** `y` (n,) finite targets; `prompts`, `train`, `max_features` as in
+    `bow_features` (`prompts` one per row of `y`).
+
     **Returns:** (n,) predictions.
     """
-    y = np.asarray(y, np.float32)
+    y = _targets("y", y).astype(np.float32)
+    prompts = _id_lists("prompts", prompts)
+    check_lengths(y=y, prompts=prompts)
     m = _mask("train", train, y.shape[0])
     x = bow_features(prompts, m, max_features=max_features)
     probe, _ = interp.ridge_gcv(jnp.asarray(x), jnp.asarray(y), weights=jnp.asarray(m, jnp.float32))
@@ -120,18 +157,22 @@ def position_only(
     training position (of the family); families without training rows use the pooled
     curve.
 
-    **Arguments:** `y` (n,) targets (e.g. log1p remaining length); `positions` (n,) int
-    position inside the completion; `train` (n,) bool; `families` (n,) int or None.
+    **Arguments:** `y` (n,) finite targets (e.g. log1p remaining length); `positions` (n,)
+    integer positions >= 0 inside the completion; `train` (n,) bool; `families` (n,)
+    integer ids >= 0 or None. Anything else raises a `ValueError` naming the argument.
 
     **Returns:** (n,) predictions.
     """
-    y = np.asarray(y, np.float64)
-    pos = np.asarray(positions, np.int64)
+    y = _targets("y", y)
+    pos = check_ids("positions", positions, None, what="positions")
     check_array("positions", pos, shape=y.shape)
-    if pos.size and pos.min() < 0:
-        raise ValueError(f"positions: expected values >= 0, received {pos.min()}")
+    check_memory("positions", 8.0 * 3 * (int(pos.max()) + 1))  # the per-position curve
     m = _mask("train", train, y.shape[0])
-    fam = np.zeros(y.shape, np.int64) if families is None else np.asarray(families, np.int64)
+    fam = (
+        np.zeros(y.shape, np.int64)
+        if families is None
+        else check_ids("families", families, None, what="family ids")
+    )
     check_array("families", fam, shape=y.shape)
 
     def curve(sel):

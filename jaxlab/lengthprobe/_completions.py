@@ -28,7 +28,15 @@ import numpy as np
 from jaxlab._core import short_repr
 
 from .. import lm
-from .._core import AbstractProgress, NoProgress, check_positive_int, read_json, write_json
+from .._core import (
+    AbstractProgress,
+    NoProgress,
+    check_ids,
+    check_positive_int,
+    check_strings,
+    read_json,
+    write_json,
+)
 
 __all__ = [
     "STOP_REASONS",
@@ -80,11 +88,16 @@ def stop_reason(
       whose decoded prefix contains one (checked before the stop token).
     - `decode`: ids -> text, required with `stop_strings`.
 
+    Ids are integers >= 0 and `stop_strings` a sequence (not a bare string); anything
+    else raises a `ValueError` naming the argument.
+
     **Returns:** (content ids, reason in `STOP_REASONS`).
     """
     max_new_tokens = check_positive_int("max_new_tokens", max_new_tokens)
-    row = [int(t) for t in generated][:max_new_tokens]
-    stops = {int(s) for s in stop_ids}
+    row = check_ids("generated", generated, None, what="token ids").reshape(-1).tolist()
+    row = row[:max_new_tokens]
+    stops = set(check_ids("stop_ids", stop_ids, None, what="token ids").reshape(-1).tolist())
+    stop_strings = check_strings("stop_strings", stop_strings, nonempty=False)
     cut = next((j for j, t in enumerate(row) if t in stops), None)
     body = row if cut is None else row[:cut]
     if stop_strings:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from .._core import check_positive_int, numpy_rng, parse_json, wheel_file
+from .._core import check_memory, check_positive_int, numpy_rng, parse_json, wheel_file
 
 __all__ = [
     "CompletionPrompt",
@@ -291,9 +291,10 @@ def make_prompts(family: str, count: int, *, key: jax.Array) -> list[CompletionP
 
     **Returns:** a list of `count` `CompletionPrompt`s.
     """
-    if family not in FAMILIES:
+    if not isinstance(family, str) or family not in FAMILIES:
         raise ValueError(f"family: expected one of {sorted(FAMILIES)}, received {family!r}")
     count = check_positive_int("count", count)
+    check_memory("count", 4096.0 * count)  # a prompt's text, reference and metadata
     return FAMILIES[family].make(count, numpy_rng(key))
 
 

@@ -20,7 +20,14 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .. import interp
-from .._core import as_array, check_array, check_finite, check_range
+from .._core import (
+    as_array,
+    check_array,
+    check_finite,
+    check_memory,
+    check_positive_int,
+    check_range,
+)
 
 __all__ = ["mae", "normalised_mae", "log_r2", "length_metrics"]
 
@@ -34,6 +41,8 @@ def _lengths(y_true, y_pred, weights):
     p = as_array("y_pred", y_pred, **kw).astype(jnp.float32)
     if weights is not None:
         weights = as_array("weights", weights, low=0.0, **kw).astype(jnp.float32)
+        if not isinstance(weights, jax.core.Tracer) and not float(jnp.sum(weights)) > 0:
+            raise ValueError("weights: expected a positive total weight, received all zeros")
     return y, p, weights
 
 
@@ -49,15 +58,27 @@ def mae(y_true, y_pred, *, weights=None) -> Float[Array, ""]:
 
 
 def normalised_mae(y_true, y_pred, *, weights=None) -> Float[Array, ""]:
-    """MAE divided by the (weighted) mean true length. **Returns:** ()."""
+    """MAE divided by the (weighted) mean true length (which must be > 0: all-zero true
+    lengths raise a `ValueError` naming `y_true`). **Returns:** ()."""
     y, p, weights = _lengths(y_true, y_pred, weights)
     w = _w(weights, y)
+    if not isinstance(y, jax.core.Tracer) and not float(jnp.sum(w * y)) > 0:
+        raise ValueError("y_true: expected a positive mean length, received all zeros")
     return mae(y, p, weights=w) / (jnp.sum(w * y) / jnp.sum(w))
 
 
 def log_r2(y_true, y_pred, *, weights=None) -> Float[Array, ""]:
-    """R^2 of log1p(length). **Returns:** ()."""
+    """R^2 of log1p(length). **Returns:** ().
+
+    `y_true` needs at least 2 rows and 2 distinct values (R^2 is undefined otherwise: a
+    `ValueError` names it).
+    """
     y, p, weights = _lengths(y_true, y_pred, weights)
+    if not isinstance(y, jax.core.Tracer) and (y.shape[0] < 2 or float(jnp.ptp(y)) == 0):
+        raise ValueError(
+            f"y_true: expected at least 2 rows with distinct values, received {y.shape[0]} "
+            "rows of one value"
+        )
     y, p = jnp.log1p(y), jnp.log1p(jnp.maximum(p, 0.0))
     return interp.r2_score(y, p, weights=weights)
 
@@ -90,20 +111,23 @@ def length_metrics(
     - `groups`: (n,) prompt ids resampled as units (default: rows).
     - `mask`: (n,) bool rows to evaluate (default all); masking instead of slicing keeps
       the shapes, so many subsets reuse one compiled bootstrap.
-    - `n_resamples`, `level`: bootstrap replicates and coverage.
+    - `n_resamples`, `level`: bootstrap replicates (a positive integer, refused before
+      allocation when the resamples would not fit in memory) and coverage.
 
     **Returns:** {"mae", "mae_low", "mae_high", "nmae", ..., "r2", ..., "spearman", ...}
     as floats. A constant prediction has no rank information: its Spearman is reported
     as 0 (not NaN).
     """
-    y = np.asarray(y_true, np.float32)
-    p = np.asarray(y_pred, np.float32)
+    y = np.asarray(as_array("y_true", y_true, ndim=1), np.float32)
+    p = np.asarray(as_array("y_pred", y_pred), np.float32)
     check_array("y_true", y, ndim=1)
     check_array("y_pred", p, shape=y.shape)
     if y.shape[0] < 2:
         raise ValueError(f"y_true: expected at least 2 rows, received {y.shape[0]}")
     check_finite("y_pred", p)
     check_range("y_true", y, low=0)
+    n_resamples = check_positive_int("n_resamples", n_resamples)
+    check_memory("n_resamples", 8.0 * 4 * n_resamples * y.shape[0])  # resampled rows
     m = np.ones(y.shape, bool) if mask is None else np.asarray(mask)
     check_array("mask", m, shape=y.shape, dtype=np.bool_)
     if m.sum() < 2:

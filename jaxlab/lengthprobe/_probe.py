@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import interp
-from .._core import check_array, check_finite, check_positive_int
+from .._core import as_array, check_array, check_finite, check_ids, check_size
 from ._baselines import position_only
 
 __all__ = ["cross_fit", "transfer_matrix", "directional_transfer"]
@@ -33,7 +33,7 @@ _PENALTIES = tuple(10.0 ** np.arange(-2, 6))
 
 
 def _acts(acts):
-    a = jnp.asarray(acts)
+    a = as_array("acts", acts, finite=True)
     if a.ndim == 2:
         a = a[None]
     if not jnp.issubdtype(a.dtype, jnp.floating):
@@ -59,7 +59,7 @@ def cross_fit(
     - `y`: (n,) targets (e.g. log1p lengths).
     - `groups`: (n,) prompt ids; a prompt's rows share a fold.
     - `key`: PRNG key of the fold assignment.
-    - `n_folds`: k >= 2.
+    - `n_folds`: an integer k in [2, n].
     - `penalties`: candidate ridge penalties (GCV).
 
     **Returns:** {"prediction": (n,) out-of-fold at each fold's GCV-chosen layer,
@@ -73,7 +73,9 @@ def cross_fit(
     check_finite("y", yv)
     g = np.asarray(groups)
     check_array("groups", g, shape=(n,))
-    n_folds = check_positive_int("n_folds", n_folds)
+    n_folds = check_size("n_folds", n_folds, cap=n, why="the number of rows")
+    if n_folds < 2:
+        raise ValueError(f"n_folds: expected >= 2, received {n_folds}")
     folds = np.asarray(interp.group_kfold(jnp.asarray(g), n_folds, key=key))
     by_layer = np.zeros((a.shape[0], n), np.float32)
     pred = np.zeros(n, np.float32)
@@ -112,7 +114,7 @@ def transfer_matrix(
 
     - `x`: (n, d) activations of one layer.
     - `y`: (n,) targets.
-    - `families`: (n,) int family ids 0..F-1.
+    - `families`: (n,) int family ids 0..F-1 (F <= n; negative ids raise).
     - `train`: (n,) bool; sources fit on their training rows, targets are scored on their
       held-out rows (so the diagonal is held-out, in-family performance). A family without
       training rows (or with fewer than 2 held-out rows) gets a NaN row (column).
@@ -120,17 +122,17 @@ def transfer_matrix(
       (default Spearman).
     - `penalties`: ridge penalties (GCV on the source rows).
 
-    **Returns:** (F, F) matrix, row = source family, column = target family.
+    **Returns:** (F, F) matrix, row = source family, column = target family. `x`, `y`
+    finite; `train` a bool array; other inputs raise a `ValueError` naming the argument.
     """
-    xv = jnp.asarray(x, jnp.float32)
-    check_array("x", xv, ndim=2)
+    xv = as_array("x", x, ndim=2, finite=True).astype(jnp.float32)
     n = xv.shape[0]
-    yv = jnp.asarray(y, jnp.float32)
-    check_array("y", yv, shape=(n,))
-    fam = np.asarray(families, np.int64)
+    yv = as_array("y", y, shape=(n,), finite=True).astype(jnp.float32)
+    fam = check_ids("families", families, n, what="family ids")
     check_array("families", fam, shape=(n,))
-    tr = np.asarray(train, bool)
-    check_array("train", tr, shape=(n,))
+    tr = np.asarray(as_array("train", train, shape=(n,), dtype=np.bool_))
+    if not callable(metric):
+        raise ValueError(f"metric: expected a callable, received {type(metric).__name__}")
     n_fam = int(fam.max()) + 1
     out = np.full((n_fam, n_fam), np.nan)
     yn = np.asarray(yv, np.float64)
@@ -161,18 +163,22 @@ def directional_transfer(
 
     **Arguments:** `x` (n, d); `y` (n,) log1p remaining lengths; `positions` (n,) position
     in the completion; `source`, `target` (n,) bool row groups (e.g. natural / synthetic
-    families); `train` (n,) bool.
+    families); `train` (n,) bool. `x`, `y` finite, every (n,) argument of length n;
+    anything else raises a `ValueError` naming the argument.
 
     **Returns:** {"rows": (m,) indices of the scored rows, "probe": (m,) predictions,
     "baseline": (m,) position-only predictions}.
     """
-    xv = jnp.asarray(x, jnp.float32)
-    check_array("x", xv, ndim=2)
+    xv = as_array("x", x, ndim=2, finite=True).astype(jnp.float32)
     n = xv.shape[0]
-    yv = jnp.asarray(y, jnp.float32)
-    check_array("y", yv, shape=(n,))
-    src = np.asarray(source, bool) & np.asarray(train, bool)
-    tgt = np.asarray(target, bool) & ~np.asarray(train, bool)
+    yv = as_array("y", y, shape=(n,), finite=True).astype(jnp.float32)
+    source, target, train = (
+        np.asarray(as_array(name, v, shape=(n,), dtype=np.bool_))
+        for name, v in (("source", source), ("target", target), ("train", train))
+    )
+    as_array("positions", positions, shape=(n,))
+    src = source & train
+    tgt = target & ~train
     if not src.any() or not tgt.any():
         raise ValueError(
             "source/target: expected training rows in source and held-out rows in target"

@@ -24,6 +24,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from .._core import as_array, check_ids, check_positive_int, check_real, check_strings
+
 __all__ = [
     "RETRACTION_PHRASES",
     "find_retractions",
@@ -47,6 +49,19 @@ RETRACTION_PHRASES = (
 """Phrases that open a retraction (matched case-sensitively at a word boundary)."""
 
 
+def _ids(name: str, tokens) -> list[int]:
+    """A 1-D sequence of integer token ids >= 0 (not a string, no floats or booleans)."""
+    arr = check_ids(name, tokens, None, what="token ids")
+    if arr.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D id sequence, received shape {arr.shape}")
+    return arr.tolist()
+
+
+def _callable(name: str, fn) -> None:
+    if not callable(fn):
+        raise ValueError(f"{name}: expected a callable, received {type(fn).__name__}")
+
+
 def find_retractions(
     tokens: Sequence[int],
     decode: Callable[[Sequence[int]], str],
@@ -58,16 +73,18 @@ def find_retractions(
 
     **Arguments:**
 
-    - `tokens`: a completion's ids.
+    - `tokens`: a completion's ids (integers >= 0; a string or floats raise).
     - `decode`: ids -> text (the tokenizer's `decode`); the text of a prefix must be a
       prefix of the text of the whole (true of byte-level BPE away from split characters).
-    - `phrases`: retraction phrases (non-empty strings).
+    - `phrases`: retraction phrases (a sequence of non-empty strings, not a bare string).
     - `repeated_lines`: also count a line equal (stripped) to an earlier non-empty line.
 
     **Returns:** sorted distinct token indices in [0, len(tokens)).
     """
-    toks = [int(t) for t in tokens]
-    if any(not isinstance(p, str) or not p for p in phrases):
+    toks = _ids("tokens", tokens)
+    _callable("decode", decode)
+    phrases = check_strings("phrases", phrases)
+    if not all(phrases):
         raise ValueError(f"phrases: expected non-empty strings, received {list(phrases)!r}")
     if not toks:
         return []
@@ -103,11 +120,17 @@ def cut_point(
     `breaks` (the end of a line or sentence); the rounded fraction itself if none does.
 
     **Arguments:** `tokens` (at least 2 ids); `decode` ids -> text; `fraction` in (0, 1);
-    `breaks` non-empty strings.
+    `breaks` a sequence of non-empty strings (not a bare string); other inputs raise a
+    `ValueError` naming the argument.
 
     **Returns:** the prefix length k (ties go to the shorter prefix).
     """
-    toks = [int(t) for t in tokens]
+    toks = _ids("tokens", tokens)
+    _callable("decode", decode)
+    fraction = check_real(
+        "fraction", fraction, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
+    )
+    breaks = check_strings("breaks", breaks)
     if len(toks) < 2:
         raise ValueError(f"tokens: expected at least 2 ids to cut, received {len(toks)}")
     if not 0.0 < float(fraction) < 1.0:
@@ -126,16 +149,18 @@ def insert_phrase(
 ) -> tuple[list[int], int, int]:
     """Prompt + the first `cut` completion tokens + `phrase`: the ids to continue from.
 
-    **Arguments:** `prompt` (non-empty ids); `completion` ids; `cut` in [1, len(completion)];
-    `phrase` non-empty ids.
+    **Arguments:** `prompt` (non-empty ids); `completion` ids; `cut` an integer in
+    [1, len(completion)]; `phrase` non-empty ids (ids are integers >= 0; anything else
+    raises a `ValueError` naming the argument).
 
     **Returns:** (ids, before, after) with `before` the position of the last partial-solution
     token and `after` the position of the last phrase token (`after - before ==
     len(phrase)`), both positions in `ids`.
     """
-    p, c, ph = [int(t) for t in prompt], [int(t) for t in completion], [int(t) for t in phrase]
+    p, c, ph = _ids("prompt", prompt), _ids("completion", completion), _ids("phrase", phrase)
     if not p or not ph:
         raise ValueError("prompt, phrase: expected non-empty id lists")
+    cut = check_positive_int("cut", cut)
     if not 1 <= int(cut) <= len(c):
         raise ValueError(f"cut: expected a value in [1, {len(c)}], received {cut!r}")
     ids = p + c[: int(cut)] + ph
@@ -149,12 +174,14 @@ def same_length_filler(
     encoding has that length, else the first `length` ids of the first candidate long
     enough (the filler control of a retraction phrase of the same token length).
 
-    **Arguments:** `encode` text -> ids (without BOS); `length` >= 1; `candidates` texts.
+    **Arguments:** `encode` text -> ids (without BOS); `length` a positive integer;
+    `candidates` a sequence of texts (not a bare string).
 
     **Returns:** `length` ids (`ValueError` when no candidate is long enough).
     """
-    if int(length) < 1:
-        raise ValueError(f"length: expected a positive int, received {length!r}")
+    length = check_positive_int("length", length)
+    _callable("encode", encode)
+    candidates = check_strings("candidates", candidates)
     encoded = [[int(t) for t in encode(c)] for c in candidates]
     for ids in encoded:
         if len(ids) == length:
@@ -169,18 +196,15 @@ def estimate_jump(estimates, before, after, *, log1p: bool = True) -> np.ndarray
     """Change of a remaining-length estimate across events, in tokens.
 
     **Arguments:** `estimates` (n,) per-position estimates (of log1p remaining tokens when
-    `log1p`, else of remaining tokens); `before`, `after` (m,) int indices into them.
+    `log1p`, else of remaining tokens; finite); `before`, `after` (m,) int indices into
+    them, in [0, n) (never wrapped: a `ValueError` names the argument).
 
     **Returns:** (m,) `r[after] - r[before]` with `r = expm1(estimates)` (or the estimates).
     """
-    e = np.asarray(estimates, np.float64)
-    b, a = np.asarray(before), np.asarray(after)
-    if e.ndim != 1:
-        raise ValueError(f"estimates: expected a 1-D array, received shape {e.shape}")
+    e = np.asarray(as_array("estimates", estimates, ndim=1, finite=True), np.float64)
+    b = check_ids("before", before, e.size, what="indices")
+    a = check_ids("after", after, e.size, what="indices")
     if b.shape != a.shape or b.ndim != 1:
         raise ValueError(f"before, after: expected equal 1-D shapes, received {b.shape}, {a.shape}")
-    for name, idx in (("before", b), ("after", a)):
-        if idx.size and (idx.dtype.kind not in "iu" or idx.min() < 0 or idx.max() >= e.size):
-            raise ValueError(f"{name}: expected int indices in [0, {e.size})")
     r = np.expm1(e) if log1p else e
     return r[a] - r[b]

@@ -95,3 +95,60 @@ def test_traced_finite_check_is_on_by_default_and_can_be_switched_off():
         eqx.filter_jit(lambda x: error_if_not_finite("x", x))(bad)
     out = eqx.filter_jit(lambda x: error_if_not_finite("x", x, enabled=False) + 0)(bad)
     assert np.isnan(np.asarray(out)[1])  # skipped: the caller's responsibility
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        (True, "real number"),
+        ("0.5", "real number"),
+        (None, "real number"),
+        (1 + 2j, "real number"),
+        (np.array([0.5]), "real number"),
+        (float("nan"), "finite"),
+        (float("inf"), "finite"),
+        (1.5, r"\[0.0, 1.0\)"),
+        (1.0, r"\[0.0, 1.0\)"),
+        (-0.1, r"\[0.0, 1.0\)"),
+    ],
+)
+def test_check_real_refuses_naming_the_argument(bad, match):
+    from jaxlab._core import check_real
+
+    with pytest.raises(ValueError, match=f"frac.*{match}"):
+        check_real("frac", bad, low=0.0, high=1.0, high_inclusive=False)
+
+
+def test_check_real_returns_a_float():
+    from jaxlab._core import check_real
+
+    assert check_real("x", np.float32(0.25), low=0.0) == 0.25
+    assert check_real("x", 3, low=0.0) == 3.0
+    assert check_real("x", np.array(0.5)) == 0.5
+
+
+@pytest.mark.parametrize("bad", [-1, True, 2.5, "3", None])
+def test_check_nonnegative_int_refuses_naming_the_argument(bad):
+    from jaxlab._core import check_nonnegative_int
+
+    with pytest.raises(ValueError, match="^rows: expected an integer >= 0"):
+        check_nonnegative_int("rows", bad)
+    assert check_nonnegative_int("rows", np.int64(0)) == 0
+
+
+def test_check_instance_names_the_argument_and_the_type():
+    from jaxlab._core import check_instance
+
+    with pytest.raises(ValueError, match="^cfg: expected a int or float, received str"):
+        check_instance("cfg", "abc", (int, float))
+    assert check_instance("cfg", 3, int) == 3
+
+
+def test_check_ids_without_an_upper_bound_refuses_negative_and_non_integer_ids():
+    from jaxlab._core import check_ids
+
+    assert check_ids("tokens", [0, 5, 10**6], None).tolist() == [0, 5, 10**6]
+    with pytest.raises(ValueError, match=r"^tokens: ids must be >= 0, received \[-1\]"):
+        check_ids("tokens", [3, -1], None)
+    with pytest.raises(ValueError, match="^tokens: expected integer ids"):
+        check_ids("tokens", [1.5], None)

@@ -135,6 +135,6 @@ def test_fit_directions_rejects_bad_input(getkey):
     with pytest.raises(ValueError, match="acts"):
         bl.belief_state(acts[0, :, 0], np.ones(D + 1), 0.0)
     with pytest.raises(ValueError, match="acts"):
-        bl.BeliefDirections(jnp.ones((2, D)), jnp.zeros(2), jnp.zeros(2), jnp.zeros(2), "x").state(
-            acts[:, :, 0]
-        )
+        bl.BeliefDirections(
+            jnp.ones((2, D)), jnp.zeros(2), jnp.zeros(2), jnp.zeros(2), "logistic"
+        ).state(acts[:, :, 0])

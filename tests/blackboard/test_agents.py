@@ -104,8 +104,10 @@ def test_bm25_against_a_hand_computed_score():
     assert idx.scores("Cherry!") == pytest.approx([0.0, s1, s2])
     with pytest.raises(ValueError, match="documents"):
         bb.BM25([])
-    with pytest.raises(ValueError, match="k1"):
+    with pytest.raises(ValueError, match="^b: "):
         bb.BM25(["a"], b=2.0)
+    with pytest.raises(ValueError, match="^k1: "):
+        bb.BM25(["a"], k1=-1.0)
 
 
 class SlotModel(bb.AgentModel):

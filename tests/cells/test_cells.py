@@ -272,7 +272,7 @@ def test_bad_inputs(pbmc):
     neg = anndata.AnnData(X=-np.ones((20, 3), dtype=np.float32))
     with pytest.raises(ValueError, match="non-negative counts"):
         cells.counts_matrix(neg)
-    with pytest.raises(ValueError, match="fraction: expected a value in"):
+    with pytest.raises(ValueError, match="fraction: expected values in"):
         cells.spike_program(pbmc, 0.0, key=jax.random.key(0))
     with pytest.raises(ValueError, match="n_points: expected an odd integer"):
         cells.epps_pulley(jnp.zeros((4, 2)), n_points=16)
