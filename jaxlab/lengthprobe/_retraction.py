@@ -76,14 +76,15 @@ def find_retractions(
     - `tokens`: a completion's ids (integers >= 0; a string or floats raise).
     - `decode`: ids -> text (the tokenizer's `decode`); the text of a prefix must be a
       prefix of the text of the whole (true of byte-level BPE away from split characters).
-    - `phrases`: retraction phrases (a sequence of non-empty strings, not a bare string).
+    - `phrases`: retraction phrases (a sequence of non-empty strings, not a bare string;
+      empty: repeated lines only).
     - `repeated_lines`: also count a line equal (stripped) to an earlier non-empty line.
 
     **Returns:** sorted distinct token indices in [0, len(tokens)).
     """
     toks = _ids("tokens", tokens)
     _callable("decode", decode)
-    phrases = check_strings("phrases", phrases)
+    phrases = check_strings("phrases", phrases, nonempty=False)
     if not all(phrases):
         raise ValueError(f"phrases: expected non-empty strings, received {list(phrases)!r}")
     if not toks:

@@ -196,3 +196,16 @@ def test_bad_input_is_refused_naming_the_argument(case):
     arg, call = CASES[case]
     with pytest.raises(ValueError, match=rf"(^|\W){arg}\W"):
         call()
+
+
+def test_find_retractions_with_no_phrases_counts_repeated_lines_only():
+    """`phrases=()` is the documented repeated-lines-only mode (lengthprobe_retraction
+    counts natural repeated lines with it): not refused as an empty sequence."""
+    text = "a\nb\na\nwait\n"
+    toks = [ord(c) for c in text]
+
+    def decode(ids):
+        return "".join(chr(i) for i in ids)
+
+    assert lp.find_retractions(toks, decode, phrases=()) == [4]
+    assert lp.find_retractions(toks, decode, phrases=("wait",), repeated_lines=False) == [6]
