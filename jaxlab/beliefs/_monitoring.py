@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 from jaxtyping import Array, Float
 
 from .._core import as_array, check_array, check_finite
@@ -86,14 +87,14 @@ def partial_correlation(
             f"x: expected at least {m + 3} rows (m + 3 for {m} covariates), received {n}"
         )
     for name, v in (("x", x), ("y", y)):
-        if not isinstance(v, jax.core.Tracer) and float(jnp.ptp(v)) == 0:
+        if not isinstance(v, Tracer) and float(jnp.ptp(v)) == 0:
             raise ValueError(f"{name}: expected non-constant values (a correlation needs them)")
     return _partial(x, y, z, w)
 
 
 def _check_total_weight(w) -> None:
     """Weights >= 0 must not all be zero (a weighted mean over none is NaN)."""
-    if not isinstance(w, jax.core.Tracer) and not float(jnp.sum(w)) > 0:
+    if not isinstance(w, Tracer) and not float(jnp.sum(w)) > 0:
         raise ValueError("weights: expected a positive total weight, received all zeros")
 
 

@@ -152,7 +152,7 @@ class NBVAEStep(AbstractModelStep):
     ):
         dt = jnp.result_type(float)  # the parameters' dtype
         g = model.log_theta.shape[0]
-        b = model.encoder.in_size - g
+        b = int(model.encoder.in_size) - g
         sizes: dict[str, int] = {}
         counts = as_array(
             "counts", counts, shape=("N", g), sizes=sizes, nonempty=True, finite=True, low=0.0
@@ -202,7 +202,7 @@ def train_nbvae(
     """
     check_positive_int("steps", steps)
     check_positive_int("latent_dim", latent_dim)
-    counts = as_array("counts", counts, ndim=2, nonempty=True, finite=True, low=0.0)
+    counts = np.asarray(as_array("counts", counts, ndim=2, nonempty=True, finite=True, low=0.0))
     n, g = counts.shape
     if batch is None:
         codes = np.zeros(n, dtype=np.int64)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
-import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
 from .._core import as_array, check_positive_int
 from ._answers import Answer, _is_answer, format_answer
@@ -118,7 +118,7 @@ def majority_vote(ids, correct, k: int) -> jnp.ndarray:
     ids, correct, k = _check_pair("ids", ids, correct, k)
     if not jnp.issubdtype(ids.dtype, jnp.integer):
         raise ValueError(f"ids: expected integer answer ids, received dtype {ids.dtype}")
-    if not isinstance(ids, jax.core.Tracer) and int(ids.min()) < -1:
+    if not isinstance(ids, Tracer) and int(ids.min()) < -1:
         raise ValueError(f"ids: expected ids >= -1 (-1: unparsed), received {int(ids.min())}")
     a = ids[:, :k]
     valid = a >= 0

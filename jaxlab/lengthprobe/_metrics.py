@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 from jaxtyping import Array, Float
 
 from .. import interp
@@ -41,7 +42,7 @@ def _lengths(y_true, y_pred, weights):
     p = as_array("y_pred", y_pred, **kw).astype(jnp.float32)
     if weights is not None:
         weights = as_array("weights", weights, low=0.0, **kw).astype(jnp.float32)
-        if not isinstance(weights, jax.core.Tracer) and not float(jnp.sum(weights)) > 0:
+        if not isinstance(weights, Tracer) and not float(jnp.sum(weights)) > 0:
             raise ValueError("weights: expected a positive total weight, received all zeros")
     return y, p, weights
 
@@ -62,7 +63,7 @@ def normalised_mae(y_true, y_pred, *, weights=None) -> Float[Array, ""]:
     lengths raise a `ValueError` naming `y_true`). **Returns:** ()."""
     y, p, weights = _lengths(y_true, y_pred, weights)
     w = _w(weights, y)
-    if not isinstance(y, jax.core.Tracer) and not float(jnp.sum(w * y)) > 0:
+    if not isinstance(y, Tracer) and not float(jnp.sum(w * y)) > 0:
         raise ValueError("y_true: expected a positive mean length, received all zeros")
     return mae(y, p, weights=w) / (jnp.sum(w * y) / jnp.sum(w))
 
@@ -74,7 +75,7 @@ def log_r2(y_true, y_pred, *, weights=None) -> Float[Array, ""]:
     `ValueError` names it).
     """
     y, p, weights = _lengths(y_true, y_pred, weights)
-    if not isinstance(y, jax.core.Tracer) and (y.shape[0] < 2 or float(jnp.ptp(y)) == 0):
+    if not isinstance(y, Tracer) and (y.shape[0] < 2 or float(jnp.ptp(y)) == 0):
         raise ValueError(
             f"y_true: expected at least 2 rows with distinct values, received {y.shape[0]} "
             "rows of one value"

@@ -74,7 +74,8 @@ def simulate(
 
     controller = diffrax.PIDController(rtol=rtol, atol=atol)
     if noise is not None:
-        controller = diffrax.ClipStepSizeController(controller, jump_ts=noise.jump_ts())
+        jumps = jnp.asarray(noise.jump_ts())
+        controller = diffrax.ClipStepSizeController(controller, jump_ts=jumps)
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(joint_field),
         diffrax.Tsit5(),
