@@ -179,13 +179,16 @@ def _per_device(config: Any, seq: int = 2048) -> str:
     return "no mesh of the current devices fits its heads"  # unreachable: m = 1 fits
 
 
-def _check_models(models: Sequence[str], problems: list[str], facts: dict[str, Any]) -> float:
-    """Describe each model (wheels, header / config, tokenizer); returns their float32
-    weights in GB and records each one's size and memory per device in `facts`."""
+def _check_models(
+    models: Sequence[str], problems: list[str], facts: dict[str, Any]
+) -> dict[str, int]:
+    """Describe each model (wheels, header / config, tokenizer); returns the parameter
+    count of each model that reads, and records its size and memory per device in
+    `facts`."""
     from jaxlab import lm
     from jaxlab.data import is_installed
 
-    gb = 0.0
+    params: dict[str, int] = {}
     ok = []
     for name in models:
         info = lm.MODELS.get(name)
@@ -206,15 +209,15 @@ def _check_models(models: Sequence[str], problems: list[str], facts: dict[str, A
         except (OSError, ValueError) as e:
             problems.append(f"model {name}: its metadata does not read: {e}")
             continue
-        gb += card.n_params * 4 / 1e9
+        params[name] = card.n_params
         ok.append(f"{card.name} ({card.n_params / 1e9:.3g}B, {card.source})")
         facts[f"memory {card.name}"] = _per_device(card.config)
     if ok:
         facts["models"] = ", ".join(ok) + " (metadata valid; no weight read)"
-    return gb
+    return params
 
 
-def _paper_scale(mod: ModuleType, models: Sequence[str], facts: dict[str, Any]) -> None:
+def _paper_scale(mod: ModuleType, params: Mapping[str, int], facts: dict[str, Any]) -> None:
     """What papers.toml says of the paper's models, and whether the config reaches it."""
     from ._papers import paper_info
 
@@ -232,15 +235,7 @@ def _paper_scale(mod: ModuleType, models: Sequence[str], facts: dict[str, Any]) 
             "called paper scale"
         )
         return
-    from jaxlab import lm
-
-    sizes = []
-    for name in models:
-        try:
-            sizes.append(lm.describe(name).n_params / 1e9)
-        except (OSError, ValueError):
-            continue
-    largest = max(sizes, default=0.0)
+    largest = max((n / 1e9 for n in params.values()), default=0.0)
     verdict = "reaches" if largest >= 0.8 * float(scale) else "is below"
     facts["paper_scale"] = (
         f"largest model here {largest:.3g}B {verdict} the paper's ~{float(scale):g}B; "
@@ -285,9 +280,9 @@ def dry_run(
         except (ValueError, OSError) as e:
             problems.append(f"preflight: {e}")
     _check_data(mod, problems, facts)
-    models = named_models(full)
-    model_gb = _check_models(models, problems, facts)
-    _paper_scale(mod, models, facts)
+    params = _check_models(named_models(full), problems, facts)
+    model_gb = sum(params.values()) * 4 / 1e9
+    _paper_scale(mod, params, facts)
     memory = getattr(mod, "FULL_MEMORY_GB", None) or declared.get("memory_gb")
     if memory:
         facts["device_memory"] = f"about {float(memory):.3g} GB (declared by the experiment)"
