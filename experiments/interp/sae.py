@@ -167,26 +167,6 @@ def segments(tok, texts, n_tokens, length):
     return out
 
 
-def truncated(model, n_layers):
-    """The same model with only its first `n_layers` blocks (activations up to there)."""
-    import jaxlab.lm as lm
-
-    cfg = model.config
-    cfg2 = dataclasses.replace(
-        cfg,
-        n_layers=n_layers,
-        rope_bases=cfg.rope_bases[:n_layers],
-        sliding_windows=cfg.sliding_windows[:n_layers],
-    )
-    return lm.Transformer(
-        cfg2,
-        model.embed,
-        jax.tree.map(lambda a: a[:n_layers], model.layers),
-        model.final_norm,
-        model.lm_head,
-    )
-
-
 def _store(model, items, layer, tag):
     import jaxlab.lm as lm
     from jaxlab import TqdmProgress
@@ -254,7 +234,7 @@ def _one_model(
         len(eval_items),
         L,
     )
-    head = truncated(model, layer + 1)
+    head = lm.layer_slice(model, 0, layer + 1)
     t0 = time.perf_counter()
     train = _store(head, train_items, layer, f"{tag}_train")
     held = _store(head, eval_items, layer, f"{tag}_eval")

@@ -7,6 +7,10 @@ import math
 import re
 from typing import Any
 
+import numpy as np
+
+from ._rope_scaling import gguf_rope_factors
+
 __all__ = ["LMConfig", "config_from_gguf"]
 
 
@@ -31,6 +35,9 @@ class LMConfig:
         tied_embeddings: the output head is the embedding matrix.
         context_length: trained context length (positions beyond it are rejected).
         name: model name from the metadata.
+        rope_freq_factors: RoPE frequency divisors, one tuple of `head_dim / 2` per
+            layer (pair j of layer i rotates by position x base^(-2j/head_dim) /
+            factor[i][j]: Llama-3 or linear RoPE scaling, see `_rope_scaling`); () = none.
     """
 
     arch: str
@@ -54,6 +61,7 @@ class LMConfig:
     tied_embeddings: bool = True
     context_length: int = 2048
     name: str = ""
+    rope_freq_factors: tuple[tuple[float, ...], ...] = ()
 
     def __post_init__(self):
         for f in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "d_ff"):
@@ -83,8 +91,36 @@ class LMConfig:
             raise ValueError(
                 f"LMConfig.context_length must be a positive int, got {self.context_length!r}"
             )
+        if self.rope_freq_factors:
+            f = self.rope_freq_factors
+            if len(f) != self.n_layers or any(len(r) != self.head_dim // 2 for r in f):
+                raise ValueError(
+                    "LMConfig.rope_freq_factors needs one tuple of head_dim / 2 = "
+                    f"{self.head_dim // 2} factors per layer ({self.n_layers} layers)"
+                )
+            a = np.asarray(f, np.float64)
+            if not (np.all(np.isfinite(a)) and np.all(a > 0)):
+                raise ValueError("LMConfig.rope_freq_factors must be finite and > 0")
         if self.attn_scale == 0.0:
             object.__setattr__(self, "attn_scale", self.head_dim**-0.5)
+
+    def rope_factor_table(self) -> np.ndarray:
+        """(n_layers, head_dim / 2) float32 RoPE frequency divisors (ones when the
+        model has no RoPE scaling)."""
+        if not self.rope_freq_factors:
+            return np.ones((self.n_layers, self.head_dim // 2), np.float32)
+        return np.asarray(self.rope_freq_factors, np.float32)
+
+    def layers(self, start: int, stop: int) -> LMConfig:
+        """The same config restricted to blocks `start .. stop - 1` (per-layer fields
+        sliced)."""
+        return dataclasses.replace(
+            self,
+            n_layers=stop - start,
+            rope_bases=self.rope_bases[start:stop],
+            sliding_windows=self.sliding_windows[start:stop],
+            rope_freq_factors=self.rope_freq_factors[start:stop],
+        )
 
 
 def config_from_gguf(gguf_file) -> LMConfig:
@@ -148,6 +184,7 @@ def _config_from_gguf(gguf_file) -> LMConfig:
                 f"GGUF file {str(gguf_file.path)!r}: {arch}.{key} must be a finite float "
                 f"> {1 if key == 'rope.freq_base' else 0}, got {v!r}"
             )
+    factors = gguf_rope_factors(gguf_file, arch, head_dim)
     common: dict[str, Any] = dict(
         vocab_size=vocab,
         d_model=d,
@@ -169,24 +206,32 @@ def _config_from_gguf(gguf_file) -> LMConfig:
             )
         # llama.cpp permutes Llama Q/K weights to interleaved RoPE pairs on conversion;
         # Qwen2 keeps the NeoX pairing (j, j + head_dim/2) and adds Q/K/V biases.
-        return llama_family_config(arch, base, **common)
+        return llama_family_config(arch, base, freq_factors=factors, **common)
     # Gemma-3: every 6th layer is global (metadata base); the others use a sliding
-    # window and RoPE base 10 000 (llama.cpp and transformers hard-code both).
+    # window and RoPE base 10 000 (llama.cpp and transformers hard-code both). RoPE
+    # scaling applies to the global layers only (as in llama.cpp and transformers).
     window = size("attention.sliding_window", 512)
     is_global = [(i + 1) % 6 == 0 for i in range(n_layers)]
-    return gemma3_config(is_global, base, 10000.0, window, **common)
+    return gemma3_config(is_global, base, 10000.0, window, freq_factors=factors, **common)
 
 
-def llama_family_config(arch: str, rope_base: float, **common: Any) -> LMConfig:
+def llama_family_config(
+    arch: str,
+    rope_base: float,
+    freq_factors: tuple[float, ...] | None = None,
+    **common: Any,
+) -> LMConfig:
     """A Llama or Qwen2 config from either file format's fields (`common`: the sizes and
-    norm settings every architecture has). One RoPE base, no sliding window; Llama's
-    Q/K rows in llama.cpp's interleaved RoPE pairs, Qwen2 in NeoX pairs
-    (j, j + head_dim/2) with Q/K/V biases."""
+    norm settings every architecture has). One RoPE base (its frequencies divided by
+    `freq_factors` on every layer when given), no sliding window; Llama's Q/K rows in
+    llama.cpp's interleaved RoPE pairs, Qwen2 in NeoX pairs (j, j + head_dim/2) with
+    Q/K/V biases."""
     qwen = arch == "qwen2"
     n_layers = int(common["n_layers"])
     return LMConfig(
         arch=arch,
         rope_bases=(rope_base,) * n_layers,
+        rope_freq_factors=() if freq_factors is None else (tuple(freq_factors),) * n_layers,
         sliding_windows=(0,) * n_layers,
         qkv_bias=qwen,
         rope_style="half" if qwen else "interleaved",
@@ -195,13 +240,26 @@ def llama_family_config(arch: str, rope_base: float, **common: Any) -> LMConfig:
 
 
 def gemma3_config(
-    is_global, global_base: float, local_base: float, window: int, **common: Any
+    is_global,
+    global_base: float,
+    local_base: float,
+    window: int,
+    freq_factors: tuple[float, ...] | None = None,
+    **common: Any,
 ) -> LMConfig:
     """A Gemma-3 (text) config: global layers (`is_global[i]`) attend to everything with
-    RoPE base `global_base`, the others to a `window`-token sliding window with base
-    `local_base`; QK norm, sandwich norms, GELU (tanh) and embeddings scaled by
-    sqrt(d_model). `common` as `llama_family_config` (plus e.g. `attn_scale`)."""
+    RoPE base `global_base` (frequencies divided by `freq_factors` when given), the
+    others to a `window`-token sliding window with base `local_base` (never scaled);
+    QK norm, sandwich norms, GELU (tanh) and embeddings scaled by sqrt(d_model).
+    `common` as `llama_family_config` (plus e.g. `attn_scale`)."""
+    half = int(common["head_dim"]) // 2
+    factors = (
+        ()
+        if freq_factors is None
+        else tuple(tuple(freq_factors) if g else (1.0,) * half for g in is_global)
+    )
     return LMConfig(
+        rope_freq_factors=factors,
         arch="gemma3",
         rope_style="half",
         qk_norm=True,

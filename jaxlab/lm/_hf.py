@@ -19,6 +19,11 @@ conventions differ between the formats and are converted here, as llama.cpp's
 - Gemma-3 RMSNorm weights: Hugging Face computes `x_hat * (1 + w)`; GGUF (and this
   model) stores `1 + w`, so 1 is added to every Gemma-3 norm weight.
 
+`rope_scaling` of type "linear" or "llama3" (Llama 3.1-3.3) becomes per-pair frequency
+divisors (`LMConfig.rope_freq_factors`, as llama.cpp's `rope_freqs.weight`; Gemma-3:
+global layers only, as transformers scales only its global rotary embedding); other
+types are refused by name.
+
 Tensors are read one at a time with `safetensors.safe_open(framework="numpy")` (the
 files are memory-mapped; a tensor is copied out, converted to the parameter dtype and
 written into its slot of a preallocated layer-stacked array), so the model is never
@@ -46,6 +51,8 @@ from jaxlab._core import check_memory, check_size, parse_json
 
 from ._config import LMConfig, gemma3_config, llama_family_config
 from ._model import Layers, Transformer, model_dtype
+from ._rope_scaling import hf_rope_factors
+from ._shard import weight_placer
 from ._tokenizer import Tokenizer
 
 __all__ = ["hf_tensor_shapes", "is_hf_folder", "load_hf", "config_from_hf"]
@@ -194,9 +201,10 @@ def config_from_hf(cfg: Any, where: str = "config.json") -> LMConfig:
         `sliding_window_pattern`, attention scale `query_pre_attn_scalar ** -0.5`).
 
     **Raises:**
-        ValueError: an unsupported architecture or option (rope scaling, logit
-            soft-capping, biases Llama does not have, sliding-window Qwen2), a missing or
-            out-of-range size, or sizes that disagree (the message names the key).
+        ValueError: an unsupported architecture or option (RoPE scaling other than
+            linear or llama3, logit soft-capping, biases Llama does not have,
+            sliding-window Qwen2), a missing or out-of-range size, or sizes that
+            disagree (the message names the key).
     """
     if not isinstance(cfg, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(cfg).__name__}")
@@ -224,12 +232,6 @@ def config_from_hf(cfg: Any, where: str = "config.json") -> LMConfig:
         )
     if head_dim % 2:
         raise ValueError(f"{where}: head_dim={head_dim} must be even for RoPE")
-    rope_scaling = cfg.get("rope_scaling")
-    if rope_scaling is not None and not (
-        isinstance(rope_scaling, dict)
-        and rope_scaling.get("rope_type", rope_scaling.get("type")) == "default"
-    ):
-        raise ValueError(f"{where}: rope_scaling={rope_scaling!r} is not supported (only none)")
     if cfg.get("partial_rotary_factor", 1.0) != 1.0:
         raise ValueError(f"{where}: partial_rotary_factor != 1 is not supported")
     common: dict[str, Any] = dict(
@@ -247,19 +249,21 @@ def config_from_hf(cfg: Any, where: str = "config.json") -> LMConfig:
     )
     if arch in ("llama", "qwen2"):
         base = _float(cfg, "rope_theta", where, 10000.0, 1.0)
+        factors = hf_rope_factors(cfg.get("rope_scaling"), head_dim, base, where)
         _require(cfg, "hidden_act", where, ("silu",), "silu")
         if arch == "llama":
             _require(cfg, "attention_bias", where, (False,), False)
             _require(cfg, "mlp_bias", where, (False,), False)
         else:
             _require(cfg, "use_sliding_window", where, (False,), False)
-        return llama_family_config(arch, base, **common)
+        return llama_family_config(arch, base, freq_factors=factors, **common)
     # Gemma-3 (text): global layers use rope_theta, sliding ones rope_local_base_freq
     _require(cfg, "hidden_activation", where, ("gelu_pytorch_tanh",), "gelu_pytorch_tanh")
     for key in ("final_logit_softcapping", "attn_logit_softcapping"):
         _require(cfg, key, where, (None,), None)
     base = _float(cfg, "rope_theta", where, 1_000_000.0, 1.0)
     local = _float(cfg, "rope_local_base_freq", where, 10000.0, 1.0)
+    factors = hf_rope_factors(cfg.get("rope_scaling"), head_dim, base, where)
     window = check_size(
         f"{where} sliding_window",
         cfg.get("sliding_window", 4096),
@@ -285,7 +289,15 @@ def config_from_hf(cfg: Any, where: str = "config.json") -> LMConfig:
             )
         is_global = [t == "full_attention" for t in types]
     scalar = _float(cfg, "query_pre_attn_scalar", where, head_dim, 0.0)
-    return gemma3_config(is_global, base, local, window, attn_scale=scalar**-0.5, **common)
+    return gemma3_config(
+        is_global,
+        base,
+        local,
+        window,
+        freq_factors=factors,
+        attn_scale=scalar**-0.5,
+        **common,
+    )
 
 
 def hf_tensor_shapes(cfg: LMConfig) -> dict[str, tuple[int, ...]]:
@@ -376,7 +388,9 @@ def _weight_files(folder: _Folder) -> dict[str, str]:
     return dict(wm)
 
 
-def load_hf(path: str | os.PathLike, *, dtype: Any = jnp.float32) -> tuple[Transformer, Tokenizer]:
+def load_hf(
+    path: str | os.PathLike, *, dtype: Any = jnp.float32, mesh: Any = None
+) -> tuple[Transformer, Tokenizer]:
     """Load a Hugging Face model folder (Llama, Qwen2, Gemma-3 text) and its tokenizer.
 
     **Arguments:**
@@ -385,6 +399,9 @@ def load_hf(path: str | os.PathLike, *, dtype: Any = jnp.float32) -> tuple[Trans
             `generation_config.json`).
         dtype: parameter dtype, float32 or bfloat16 (the file's F32 / BF16 / F16 tensors
             are converted tensor by tensor).
+        mesh: a (data, model) `jax.sharding.Mesh` (see `shard_model`): each layer-stacked
+            weight goes from the host straight to its slices on the mesh's devices, as
+            it is read. None: the default device.
 
     **Returns:**
         (model, tokenizer), as `load` gives for a GGUF file of the same weights.
@@ -413,6 +430,7 @@ def load_hf(path: str | os.PathLike, *, dtype: Any = jnp.float32) -> tuple[Trans
     host = total if jax.default_backend() == "cpu" else largest * itemsize
     check_memory(f"{folder.where('config.json')} (the parameters)", host)
     tokenizer = _read_tokenizer(folder, cfg)
+    place = weight_placer(cfg, mesh)
     mapping = _weight_files(folder)
     with contextlib.ExitStack() as stack:
         handles: dict[str, Any] = {}
@@ -490,11 +508,12 @@ def load_hf(path: str | os.PathLike, *, dtype: Any = jnp.float32) -> tuple[Trans
             stacked = np.empty((cfg.n_layers, *shape), dt)
             for i in range(cfg.n_layers):
                 stacked[i] = read(f"model.layers.{i}.{suffix}")
-            fields[_field(cfg, suffix)] = jnp.asarray(stacked)
+            field = _field(cfg, suffix)
+            fields[field] = place(field, stacked)
             del stacked
-        embed = jnp.asarray(read("model.embed_tokens.weight").astype(dt))
-        final = jnp.asarray(read("model.norm.weight").astype(dt))
-        head = None if cfg.tied_embeddings else jnp.asarray(read("lm_head.weight").astype(dt))
+        embed = place("embed", read("model.embed_tokens.weight").astype(dt))
+        final = place("final_norm", read("model.norm.weight").astype(dt))
+        head = None if cfg.tied_embeddings else place("lm_head", read("lm_head.weight").astype(dt))
     for opt in ("q_norm", "k_norm", "post_attn_norm", "post_ffn_norm", "bq", "bk", "bv"):
         fields.setdefault(opt, None)
     return Transformer(cfg, embed, Layers(**fields), final, head), tokenizer

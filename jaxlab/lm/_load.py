@@ -13,6 +13,7 @@ from ._gguf import read_gguf
 from ._hf import is_hf_folder, load_hf
 from ._model import Layers, Transformer, model_dtype
 from ._quant import WEIGHTS, quantize_model
+from ._shard import weight_placer
 from ._tokenizer import Tokenizer
 
 __all__ = ["load", "load_model"]
@@ -67,8 +68,10 @@ def check_tensors(gguf_file, cfg: LMConfig) -> None:
             )
 
 
-def load_model(gguf_file, *, dtype=jnp.float32) -> Transformer:
-    """Build the `Transformer` stored in an open `GGUFFile`.
+def load_model(gguf_file, *, dtype=jnp.float32, mesh=None) -> Transformer:
+    """Build the `Transformer` stored in an open `GGUFFile` (on `mesh`, tensor-parallel as
+    `shard_model` places it, each weight sent from the host to its devices' slices; None:
+    the default device).
 
     **Raises:**
         ValueError: a tensor is missing or its shape disagrees with the metadata (checked
@@ -79,42 +82,48 @@ def load_model(gguf_file, *, dtype=jnp.float32) -> Transformer:
     check_tensors(gguf_file, cfg)
     L = cfg.n_layers
 
+    place = weight_placer(cfg, mesh)
+
     def get(name):
         return gguf_file.array(name, dt)
 
-    def stack(suffix):
-        return jnp.asarray(np.stack([get(f"blk.{i}.{suffix}") for i in range(L)]))
+    def stack(field, suffix):
+        return place(field, np.stack([get(f"blk.{i}.{suffix}") for i in range(L)]))
 
-    def optional(suffix, present):
-        return stack(suffix) if present else None
+    def optional(field, suffix, present):
+        return stack(field, suffix) if present else None
 
     gemma = cfg.arch == "gemma3"
     layers = Layers(
-        attn_norm=stack("attn_norm.weight"),
-        wq=stack("attn_q.weight"),
-        wk=stack("attn_k.weight"),
-        wv=stack("attn_v.weight"),
-        wo=stack("attn_output.weight"),
-        ffn_norm=stack("ffn_norm.weight"),
-        w_gate=stack("ffn_gate.weight"),
-        w_up=stack("ffn_up.weight"),
-        w_down=stack("ffn_down.weight"),
-        q_norm=optional("attn_q_norm.weight", cfg.qk_norm),
-        k_norm=optional("attn_k_norm.weight", cfg.qk_norm),
-        post_attn_norm=optional("post_attention_norm.weight", gemma),
-        post_ffn_norm=optional("post_ffw_norm.weight", gemma),
-        bq=optional("attn_q.bias", cfg.qkv_bias),
-        bk=optional("attn_k.bias", cfg.qkv_bias),
-        bv=optional("attn_v.bias", cfg.qkv_bias),
+        attn_norm=stack("attn_norm", "attn_norm.weight"),
+        wq=stack("wq", "attn_q.weight"),
+        wk=stack("wk", "attn_k.weight"),
+        wv=stack("wv", "attn_v.weight"),
+        wo=stack("wo", "attn_output.weight"),
+        ffn_norm=stack("ffn_norm", "ffn_norm.weight"),
+        w_gate=stack("w_gate", "ffn_gate.weight"),
+        w_up=stack("w_up", "ffn_up.weight"),
+        w_down=stack("w_down", "ffn_down.weight"),
+        q_norm=optional("q_norm", "attn_q_norm.weight", cfg.qk_norm),
+        k_norm=optional("k_norm", "attn_k_norm.weight", cfg.qk_norm),
+        post_attn_norm=optional("post_attn_norm", "post_attention_norm.weight", gemma),
+        post_ffn_norm=optional("post_ffn_norm", "post_ffw_norm.weight", gemma),
+        bq=optional("bq", "attn_q.bias", cfg.qkv_bias),
+        bk=optional("bk", "attn_k.bias", cfg.qkv_bias),
+        bv=optional("bv", "attn_v.bias", cfg.qkv_bias),
     )
-    embed = jnp.asarray(get("token_embd.weight"))
-    head = None if cfg.tied_embeddings else jnp.asarray(get("output.weight"))
-    final = jnp.asarray(get("output_norm.weight"))
+    embed = place("embed", get("token_embd.weight"))
+    head = None if cfg.tied_embeddings else place("lm_head", get("output.weight"))
+    final = place("final_norm", get("output_norm.weight"))
     return Transformer(cfg, embed, layers, final, head)
 
 
 def load(
-    name_or_path: str | os.PathLike, *, dtype=jnp.float32, weights: str = "float32"
+    name_or_path: str | os.PathLike,
+    *,
+    dtype=jnp.float32,
+    weights: str = "float32",
+    mesh=None,
 ) -> tuple[Transformer, Tokenizer]:
     """Load a GGUF or Hugging Face language model and its tokenizer.
 
@@ -135,6 +144,10 @@ def load(
             integer levels with per-block-of-32 scales (4-bit where the file's
             blocks are 4-bit) and dequantised inside the matmul, which makes
             batch-1 decode read ~1/3 or ~1/5 of the bytes (see `QuantWeight`).
+        mesh: a (data, model) `jax.sharding.Mesh` (`model_mesh`): the weights are placed
+            tensor-parallel as `shard_model` places them, each sent from the host
+            straight to its slices on the devices while the file is read (never a whole
+            model on one device first); float weights only. None (default): one device.
 
     **Returns:**
         (model, tokenizer).
@@ -151,9 +164,14 @@ def load(
                 f"weights={weights!r} quantises from a GGUF file's blocks; a Hugging Face "
                 "folder loads float weights (weights='float32')"
             )
-        return load_hf(name_or_path, dtype=dtype)
+        return load_hf(name_or_path, dtype=dtype, mesh=mesh)
+    if mesh is not None and weights != "float32":
+        raise ValueError(
+            f"mesh: quantised weights (weights={weights!r}) cannot be sharded (their matmul "
+            "is a CPU custom call XLA cannot partition); use weights='float32'"
+        )
     f = read_gguf(model_path(str(name_or_path)))
-    model = load_model(f, dtype=dtype)
+    model = load_model(f, dtype=dtype, mesh=mesh)
     if weights != "float32":
         model = quantize_model(model, f, weights=weights)
     return model, Tokenizer.from_gguf(f)

@@ -17,7 +17,6 @@ al. 2024), RoPE (Su et al. 2021), GQA (Ainslie et al. 2023).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 
 import equinox as eqx
@@ -117,13 +116,16 @@ def _rms_norm(x, w, eps):
     return (y * jnp.broadcast_to(w.astype(jnp.float32), y.shape)).astype(x.dtype)
 
 
-def _rope(x, pos, base, style):
-    """Rotate (T, H, hd) by positions (T,) with a traced base; pairs per `style`
-    (angles and rotation in float32, returned in x's dtype)."""
+def _rope(x, pos, base, style, factors=None):
+    """Rotate (T, H, hd) by positions (T,) with a traced base and optional per-pair
+    frequency divisors `factors` (hd/2,); pairs per `style` (angles and rotation in
+    float32, returned in x's dtype)."""
     dtype, x = x.dtype, x.astype(jnp.float32)
     hd = x.shape[-1]
     exponent = jnp.arange(0, hd, 2, dtype=jnp.float32) / hd
     inv_freq = jnp.power(base.astype(jnp.float32), -exponent)
+    if factors is not None:
+        inv_freq = inv_freq / factors.astype(jnp.float32)
     ang = pos.astype(jnp.float32)[:, None] * inv_freq[None, :]
     cos, sin = jnp.cos(ang)[:, None, :], jnp.sin(ang)[:, None, :]
     if style == "interleaved":
@@ -326,10 +328,11 @@ class Transformer(eqx.Module):
             jnp.arange(cfg.n_layers, dtype=jnp.int32),
             jnp.asarray(np.asarray(cfg.rope_bases, np.float32)),
             jnp.asarray(np.asarray(cfg.sliding_windows, np.int32)),
+            jnp.asarray(cfg.rope_factor_table()),
         )
 
         def block(x, inputs):
-            p, lo, ck, cv, idx, base, window = inputs
+            p, lo, ck, cv, idx, base, window, freq_div = inputs
             acts = {}
 
             def site(name, val):
@@ -351,8 +354,8 @@ class Transformer(eqx.Module):
             if cfg.qk_norm:
                 q = _rms_norm(q, p.q_norm, cfg.norm_eps)
                 k = _rms_norm(k, p.k_norm, cfg.norm_eps)
-            q = _rope(q, positions, base, cfg.rope_style)
-            k = _rope(k, positions, base, cfg.rope_style)
+            q = _rope(q, positions, base, cfg.rope_style, freq_div)
+            k = _rope(k, positions, base, cfg.rope_style, freq_div)
             ck = jax.lax.dynamic_update_slice(ck, k.astype(ck.dtype), (start, _Z, _Z))
             cv = jax.lax.dynamic_update_slice(cv, v.astype(cv.dtype), (start, _Z, _Z))
             mask = base_mask & ((window == 0) | (dist < window))
@@ -474,11 +477,6 @@ def layer_slice(model: Transformer, start: int, stop: int | None = None) -> Tran
         raise ValueError(
             f"start, stop: expected ints with 0 <= start < stop <= {n}, got {start!r}, {stop!r}"
         )
-    cfg = dataclasses.replace(
-        model.config,
-        n_layers=stop - start,
-        rope_bases=model.config.rope_bases[start:stop],
-        sliding_windows=model.config.sliding_windows[start:stop],
-    )
+    cfg = model.config.layers(start, stop)
     layers = jax.tree_util.tree_map(lambda w: w[start:stop], model.layers)
     return Transformer(cfg, model.embed, layers, model.final_norm, model.lm_head)

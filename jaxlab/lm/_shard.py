@@ -51,7 +51,14 @@ from ._config import LMConfig
 from ._model import Transformer, model_dtype
 from ._quant import QuantWeight
 
-__all__ = ["model_mesh", "shard_model", "shard_batch", "memory_per_device", "weight_specs"]
+__all__ = [
+    "model_mesh",
+    "shard_model",
+    "shard_batch",
+    "memory_per_device",
+    "weight_specs",
+    "weight_placer",
+]
 
 
 def model_mesh(
@@ -217,6 +224,35 @@ def shard_model(
         lambda path, _: NamedSharding(mesh, _leaf_spec(specs, path)), model
     )
     return jax.device_put(model, shardings)
+
+
+def weight_placer(
+    config: LMConfig,
+    mesh: Mesh | None,
+    *,
+    data_axis: str = "data",
+    model_axis: str = "model",
+):
+    """`place(field, host_array) -> jax.Array` for a loader that builds a model one
+    weight at a time: with a mesh, each device receives only its own slice of the host
+    array (`jax.make_array_from_callback`, also across processes: every process builds
+    the array for its addressable devices), so no device ever holds a whole weight it
+    should hold a slice of; without one, `jnp.asarray` (the default device).
+
+    **Raises:**
+        ValueError: an axis name not in the mesh, a model axis size that does not divide
+            n_heads, d_ff or vocab_size (as `shard_model`).
+    """
+    if mesh is None:
+        return lambda field, a: jax.numpy.asarray(a)
+    _axis_size(mesh, data_axis, "data_axis")
+    specs = weight_specs(config, _axis_size(mesh, model_axis, "model_axis"), model_axis=model_axis)
+
+    def place(field: str, a: np.ndarray) -> jax.Array:
+        sharding = NamedSharding(mesh, specs[field])
+        return jax.make_array_from_callback(a.shape, sharding, lambda idx: a[idx])
+
+    return place
 
 
 def shard_batch(x, mesh: Mesh, *, data_axis: str = "data"):

@@ -84,9 +84,11 @@ def _rms(x, w, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
-def _rope(x, pos, base, style):
+def _rope(x, pos, base, style, divisors=None):
     hd = x.shape[-1]
     inv = base ** (-np.arange(0, hd, 2) / hd)
+    if divisors is not None:  # RoPE scaling: pair j's frequency divided by divisors[j]
+        inv = inv / np.asarray(divisors, np.float64)
     rot = np.exp(1j * pos[:, None] * inv[None, :])[:, None, :]
     if style == "interleaved":
         z = (x[..., 0::2] + 1j * x[..., 1::2]) * rot
@@ -141,7 +143,8 @@ def reference_hidden(model, tokens, lora_merge=None) -> np.ndarray:
         if c.qk_norm:
             q, k = _rms(q, P["q_norm"][li], c.norm_eps), _rms(k, P["k_norm"][li], c.norm_eps)
         base = c.rope_bases[li]
-        q, k = _rope(q, pos, base, c.rope_style), _rope(k, pos, base, c.rope_style)
+        div = c.rope_freq_factors[li] if c.rope_freq_factors else None
+        q, k = _rope(q, pos, base, c.rope_style, div), _rope(k, pos, base, c.rope_style, div)
         o = np.zeros((T, c.n_heads, c.head_dim))
         w = c.sliding_windows[li]
         for hh in range(c.n_heads):

@@ -14,8 +14,9 @@ import jaxlab.lm as lm
 from .lm_reference import tiny_gemma, tiny_llama, tiny_qwen
 
 
-def _write_model(path, model, *, corrupt=None):
-    """Write a Transformer as an F32 GGUF file (the layout llama.cpp uses)."""
+def _write_model(path, model, *, corrupt=None, extra=None):
+    """Write a Transformer as an F32 GGUF file (the layout llama.cpp uses); `extra(w)`
+    adds further metadata or tensors to the writer."""
     c = model.config
     w = gguf.GGUFWriter(str(path), c.arch)
     a = c.arch
@@ -62,6 +63,8 @@ def _write_model(path, model, *, corrupt=None):
                 t = t[:-1]
             kind = "bias" if field.startswith("b") and field[1:] in "qkv" else "weight"
             w.add_tensor(f"blk.{i}.{gname}.{kind}", t)
+    if extra is not None:
+        extra(w)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -214,7 +214,7 @@ def _rewrite_tensors(folder, edit):
     [
         ({"model_type": "mistral"}, "model_type 'mistral' is not supported"),
         ({"model_type": "gemma3"}, "multimodal"),
-        ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "rope_scaling"),
+        ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "rope_scaling type .yarn."),
         ({"attention_bias": True}, "attention_bias"),
         ({"hidden_act": "gelu"}, "hidden_act"),
         ({"vocab_size": 10**9}, "vocab_size: expected at most"),

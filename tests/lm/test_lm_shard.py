@@ -123,6 +123,29 @@ _SCRIPT = textwrap.dedent(
         b = lm.collect(sh, None, items, layers=[0, 2], path=tmp + "/b").array("resid_post", 2)
     out["collect"] = rel(b, a)
 
+    # load(..., mesh=): each weight placed from the host straight onto the mesh
+    from pathlib import Path
+    from tests.lm.hf_writer import write_hf
+    from tests.lm.test_lm_gguf import _write_model
+    out["load_mesh"] = {}
+    m14 = lm.model_mesh(1, 4)
+    for name, cfg_ in configs.items():
+        src = lm.Transformer.random(cfg_, key=jax.random.key(7))
+        want = lm.shard_model(src, m14)
+        with tempfile.TemporaryDirectory() as tmp:
+            write_hf(src, Path(tmp) / "hf")
+            _write_model(Path(tmp) / "m.gguf", src)
+            got = {"hf": lm.load(Path(tmp) / "hf", mesh=m14)[0],
+                   "gguf": lm.load_model(lm.read_gguf(Path(tmp) / "m.gguf"), mesh=m14)}
+        for kind, g in got.items():
+            pairs = list(zip(jax.tree_util.tree_leaves(g), jax.tree_util.tree_leaves(want)))
+            out["load_mesh"][f"{name}/{kind}"] = {
+                "equal": all(bool(np.array_equal(np.asarray(a), np.asarray(b)))
+                             for a, b in pairs),
+                "same_sharding": all(a.sharding == b.sharding for a, b in pairs),
+                "shard_bytes": shard_bytes(g), "want_bytes": shard_bytes(want),
+            }
+
     def err(fn):
         try:
             fn()
@@ -270,3 +293,19 @@ def test_memory_per_device_plans_on_an_abstract_mesh():
             lm.Transformer.random(cfg, key=jax.random.key(0)),
             AbstractMesh((1, 1), ("data", "model")),
         )
+
+
+def test_load_places_weights_on_the_mesh_as_shard_model_does(measured):
+    """`lm.load(folder, mesh=)` and `load_model(gguf, mesh=)`: the same values and the same
+    shardings as `shard_model` of the unsharded model, each device holding its slices."""
+    cases = measured["load_mesh"]
+    assert sorted(cases) == ["llama/gguf", "llama/hf", "qwen2/gguf", "qwen2/hf"]
+    for key, c in cases.items():
+        assert c["equal"], key
+        assert c["same_sharding"], key
+        assert c["shard_bytes"] == c["want_bytes"], key
+
+
+def test_quantised_load_on_a_mesh_is_refused():
+    with pytest.raises(ValueError, match="mesh: quantised weights"):
+        lm.load("smollm2", weights="int8", mesh=object())
