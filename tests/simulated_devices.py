@@ -33,3 +33,27 @@ def run_on_devices(script: str, *, devices: int = 4, args=(), timeout: int = 600
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc.stdout
+
+
+def free_port() -> int:
+    """A free localhost TCP port (a `jax.distributed` coordinator's)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def multiprocess_env(devices: int = 2) -> dict[str, str]:
+    """The environment of one process of a local multi-process job: `devices` simulated
+    CPU devices, the repository on the path, and no launcher variables (the process's
+    own flags name the job)."""
+    env = dict(os.environ)
+    env.update(
+        JAX_PLATFORMS="cpu",
+        XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+        PYTHONPATH=str(ROOT),
+    )
+    for var in ("JAX_COORDINATOR_ADDRESS", "SLURM_JOB_ID", "OMPI_MCA_orte_hnp_uri"):
+        env.pop(var, None)
+    return env

@@ -12,13 +12,13 @@ an error, bounded by subprocess timeouts (never a hang).
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+
+from tests.simulated_devices import free_port, multiprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("multihost_worker.py")
@@ -26,29 +26,11 @@ N_ITEMS = 5
 TIMEOUT = 120  # seconds per process: a hang fails the test instead of blocking CI
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        JAX_PLATFORMS="cpu",
-        XLA_FLAGS="--xla_force_host_platform_device_count=2",
-        PYTHONPATH=str(ROOT),
-    )
-    for var in ("JAX_COORDINATOR_ADDRESS", "SLURM_JOB_ID", "OMPI_MCA_orte_hnp_uri"):
-        env.pop(var, None)  # the worker's own flags name the job
-    return env
-
-
 def _start(out: Path, mode: str, *flags: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, str(WORKER), str(out), mode, *flags],
         cwd=ROOT,
-        env=_env(),
+        env=multiprocess_env(2),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -70,7 +52,7 @@ def _wait(procs: list[subprocess.Popen]) -> list[tuple[int, str]]:
 
 
 def _job(out: Path, mode: str, heartbeat: str = "10") -> list[subprocess.Popen]:
-    coord = f"localhost:{_free_port()}"
+    coord = f"localhost:{free_port()}"
     common = ("--coordinator", coord, "--num-processes", "2", "--init-timeout", "60")
     return [
         _start(out, mode, *common, "--process-id", str(i), "--heartbeat-timeout", heartbeat)

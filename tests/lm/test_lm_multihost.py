@@ -9,8 +9,6 @@ sums' rounding). Each process is bounded by a timeout: a hang fails the test.
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxlab import lm
+from tests.simulated_devices import free_port, multiprocess_env
 
 from .multihost_lm_case import OPTIONS, PROMPTS, TOKENS, case_model
 
@@ -26,22 +25,9 @@ WORKER = Path(__file__).with_name("multihost_lm_worker.py")
 TIMEOUT = 180
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_model_sharded_over_two_processes_equals_one_device(tmp_path):
-    env = dict(os.environ)
-    env.update(
-        JAX_PLATFORMS="cpu",
-        XLA_FLAGS="--xla_force_host_platform_device_count=2",
-        PYTHONPATH=str(ROOT),
-    )
-    for var in ("JAX_COORDINATOR_ADDRESS", "SLURM_JOB_ID", "OMPI_MCA_orte_hnp_uri"):
-        env.pop(var, None)
-    coord = f"localhost:{_free_port()}"
+    env = multiprocess_env(2)
+    coord = f"localhost:{free_port()}"
     procs = [
         subprocess.Popen(
             [sys.executable, str(WORKER), str(tmp_path), coord, "2", str(i)],
