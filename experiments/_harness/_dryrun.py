@@ -17,8 +17,8 @@ What it checks, in order (the first failure is the answer):
    (`models`, `model_params_b`), and whether the FULL config reaches that scale;
 4. the cost: device memory as the module declares it (`FULL_MEMORY_GB`, or the
    preflight's `memory_gb`), plus the models' float32 weights; each model's bytes per
-   device on the current mesh (`jaxlab.lm.memory_per_device`: all of JAX's devices, the
-   model axis the largest device-count divisor its heads allow, one row of 2048 tokens,
+   device on the current mesh (`jaxlab.lm.memory_per_device`: this process's devices, the
+   model axis the largest device-count divisor its heads allow, as `lm.auto_mesh`, one row of 2048 tokens,
    float32 and bfloat16), and the paper-scale reference's where papers.toml gives one;
    time as the TINY run's
    wall time (the real code path at a reduced size, timed here) times the work ratio
@@ -151,32 +151,28 @@ def _reference_config():
 
 
 def _per_device(config: Any, seq: int = 2048) -> str:
-    """Bytes per device of `config` on all of JAX's devices (see the module docstring)."""
+    """Bytes per device of `config` on this process's devices (see the module docstring)."""
     import jax
     import jax.numpy as jnp
     from jax.sharding import AbstractMesh
 
     from jaxlab import lm
 
-    n = jax.device_count()
-    for m in sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True):
-        mesh = AbstractMesh((n // m, m), ("data", "model"))
-        try:
-            parts = {
-                name: lm.memory_per_device(config, mesh, dtype=dt, batch=n // m, seq=seq)
-                for name, dt in (("float32", jnp.float32), ("bfloat16", jnp.bfloat16))
-            }
-        except ValueError:
-            continue
-        gib = {k: v["total"] / 2**30 for k, v in parts.items()}
-        w = parts["bfloat16"]["weights"] / 2**30
-        return (
-            f"{gib['float32']:.3g} GiB float32 / {gib['bfloat16']:.3g} GiB bfloat16 per "
-            f"device (bf16 weights {w:.3g} GiB) on a {n // m}x{m} (data x model) mesh of "
-            f"{n} {jax.devices()[0].platform} device(s), one row of {seq} tokens per "
-            "data shard"
-        )
-    return "no mesh of the current devices fits its heads"  # unreachable: m = 1 fits
+    n = jax.local_device_count()  # what lm.load(..., mesh="auto") places on
+    m = lm.model_axis_size(config, n)
+    mesh = AbstractMesh((n // m, m), ("data", "model"))
+    parts = {
+        name: lm.memory_per_device(config, mesh, dtype=dt, batch=n // m, seq=seq)
+        for name, dt in (("float32", jnp.float32), ("bfloat16", jnp.bfloat16))
+    }
+    gib = {k: v["total"] / 2**30 for k, v in parts.items()}
+    w = parts["bfloat16"]["weights"] / 2**30
+    return (
+        f"{gib['float32']:.3g} GiB float32 / {gib['bfloat16']:.3g} GiB bfloat16 per "
+        f"device (bf16 weights {w:.3g} GiB) on a {n // m}x{m} (data x model) mesh of "
+        f"{n} {jax.devices()[0].platform} device(s), one row of {seq} tokens per "
+        "data shard"
+    )
 
 
 def _check_models(

@@ -139,7 +139,7 @@ class _Lazy:
     def get(self) -> tuple[lm.Transformer, lm.Tokenizer]:
         if self._m is None:
             t0 = time.perf_counter()
-            self._m = lm.load(self.name)
+            self._m = lm.load(self.name, mesh="auto")
             log.info("beliefs: loaded %s in %.0f s", self.name, time.perf_counter() - t0)
         return self._m
 

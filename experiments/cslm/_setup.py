@@ -139,7 +139,7 @@ class Models:
         if self._name != name:
             self._pair = None  # release the previous model first
             t0 = time.perf_counter()
-            self._pair = lm.load(name)
+            self._pair = lm.load(name, mesh="auto")
             self._name = name
             log.info("cslm: loaded %s in %.1f s", name, time.perf_counter() - t0)
         return self._pair

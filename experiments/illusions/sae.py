@@ -143,7 +143,7 @@ def _sequences(tok, stimuli, instruction=""):
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     k_stim, k_sae, k_fit, k_ctrl = jax.random.split(key, 4)
-    model, tok = lm.load(config.model)
+    model, tok = lm.load(config.model, mesh="auto")
     layer = model.config.n_layers // 2
     opt_ids = [tok.encode(" A", add_bos=False)[-1], tok.encode(" B", add_bos=False)[-1]]
     stimuli = [

@@ -216,7 +216,7 @@ def _one_model(
 
     tag = model_tag(name)
     t_start = time.perf_counter()
-    model, tok = lm.load(name)
+    model, tok = lm.load(name, mesh="auto")
     cfg = model.config
     layer = cfg.n_layers // 2
     texts = package_texts()

@@ -174,7 +174,7 @@ def cached_generation(
         cset = lp.CompletionSet.from_json(json.loads(done.read_text()))
     else:
         t0 = time.perf_counter()
-        net, tok = lm.load(model)
+        net, tok = lm.load(model, mesh="auto")
         cset = lp.generate_completions(
             net,
             tok,
@@ -193,7 +193,7 @@ def cached_generation(
         gen = lm.ActivationStore(states / "generated")
     except ValueError:
         if net is None:
-            net, _ = lm.load(model)
+            net, _ = lm.load(model, mesh="auto")
         t0 = time.perf_counter()
         last, gen = lp.completion_states(
             net, cset, layers=layers, path=states, progress=TqdmProgress(desc="states")

@@ -14,6 +14,6 @@ class ModelLoader:
 
         if self.name != name:
             self.pair = None
-            self.pair = lm.load(name)
+            self.pair = lm.load(name, mesh="auto")
             self.name = name
         return self.pair

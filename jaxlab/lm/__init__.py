@@ -41,7 +41,9 @@
   weights tensor-parallel over the model axis (Megatron style: heads, FFN, vocabulary),
   used unchanged by `forward`/`generate`/`score`/`collect`; `shard_batch` splits a batch
   over the data axis; `memory_per_device(config, mesh, dtype=, batch=, seq=)`: bytes per
-  device of weights, KV cache and activations.
+  device of weights, KV cache and activations; `load(..., mesh=mesh)` places each weight
+  onto the mesh as it is read, `mesh="auto"` (what `Pool` uses) on `auto_mesh(config)`:
+  this process's devices, the largest model axis (`model_axis_size`) the heads allow.
 
 Example: `examples/lm.py` (a jupytext notebook; rendered in the docs site).
 """
@@ -108,7 +110,9 @@ from ._sentence import SentenceEncoder as SentenceEncoder
 from ._sentence import encode_sentences as encode_sentences
 from ._sentence import encode_tokens as encode_tokens
 from ._sentence import load_sentence_encoder as load_sentence_encoder
+from ._shard import auto_mesh as auto_mesh
 from ._shard import memory_per_device as memory_per_device
+from ._shard import model_axis_size as model_axis_size
 from ._shard import model_mesh as model_mesh
 from ._shard import shard_batch as shard_batch
 from ._shard import shard_model as shard_model

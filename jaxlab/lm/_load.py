@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -147,7 +148,9 @@ def load(
         mesh: a (data, model) `jax.sharding.Mesh` (`model_mesh`): the weights are placed
             tensor-parallel as `shard_model` places them, each sent from the host
             straight to its slices on the devices while the file is read (never a whole
-            model on one device first); float weights only. None (default): one device.
+            model on one device first); float weights only. "auto": `auto_mesh` of the
+            model's config (this process's devices, the largest model axis its heads
+            allow; one device: none). None (default): one device.
 
     **Returns:**
         (model, tokenizer).
@@ -165,7 +168,11 @@ def load(
                 "folder loads float weights (weights='float32')"
             )
         return load_hf(name_or_path, dtype=dtype, mesh=mesh)
-    if mesh is not None and weights != "float32":
+    if (
+        mesh is not None
+        and weights != "float32"
+        and not (mesh == "auto" and len(jax.local_devices()) == 1)
+    ):
         raise ValueError(
             f"mesh: quantised weights (weights={weights!r}) cannot be sharded (their matmul "
             "is a CPU custom call XLA cannot partition); use weights='float32'"

@@ -99,7 +99,7 @@ class Pool:
             return self._loaded[key]
         while len(self._loaded) >= self.max_loaded:
             self._loaded.popitem(last=False)
-        self._loaded[key] = load(key, dtype=self.dtype)
+        self._loaded[key] = load(key, dtype=self.dtype, mesh="auto")
         return self._loaded[key]
 
     def __iter__(self) -> Iterator[tuple[ModelInfo, Transformer, Tokenizer]]:

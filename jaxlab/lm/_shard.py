@@ -58,6 +58,8 @@ __all__ = [
     "memory_per_device",
     "weight_specs",
     "weight_placer",
+    "model_axis_size",
+    "auto_mesh",
 ]
 
 
@@ -103,6 +105,31 @@ def model_mesh(
     for i, d in enumerate(devs[: data * model]):
         grid[i // model, i % model] = d
     return Mesh(grid, (data_axis, model_axis))
+
+
+def model_axis_size(config: LMConfig, n: int) -> int:
+    """The largest model axis (tensor-parallel size) for `n` devices that `config`
+    allows: the largest divisor of `n` that divides n_heads, d_ff and vocab_size (1 at
+    least: data parallelism only)."""
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        raise ValueError(f"n: expected a positive int, received {n!r}")
+    dims = (config.n_heads, config.d_ff, config.vocab_size)
+    return max(m for m in range(1, n + 1) if n % m == 0 and all(d % m == 0 for d in dims))
+
+
+def auto_mesh(config: LMConfig, devices: Sequence[Any] | None = None) -> Mesh | None:
+    """The (data, model) mesh a model with `config` is placed on when a caller asks for
+    `mesh="auto"`: this process's devices (default `jax.local_devices()`, so results
+    stay addressable in a multi-process job) with the largest model axis the config
+    allows (`model_axis_size`), the rest data-parallel; None on a single device (no
+    sharding)."""
+    if not isinstance(config, LMConfig):
+        raise ValueError(f"config: expected an LMConfig, received {type(config).__name__}")
+    devs = list(jax.local_devices() if devices is None else devices)
+    if len(devs) <= 1:
+        return None
+    m = model_axis_size(config, len(devs))
+    return model_mesh(len(devs) // m, m, devices=devs)
 
 
 def _axis_size(mesh: Mesh | AbstractMesh, name: str, what: str, *, abstract: bool = False) -> int:
@@ -228,21 +255,28 @@ def shard_model(
 
 def weight_placer(
     config: LMConfig,
-    mesh: Mesh | None,
+    mesh: Mesh | str | None,
     *,
     data_axis: str = "data",
     model_axis: str = "model",
 ):
     """`place(field, host_array) -> jax.Array` for a loader that builds a model one
-    weight at a time: with a mesh, each device receives only its own slice of the host
-    array (`jax.make_array_from_callback`, also across processes: every process builds
-    the array for its addressable devices), so no device ever holds a whole weight it
-    should hold a slice of; without one, `jnp.asarray` (the default device).
+    weight at a time: with a mesh (or "auto": `auto_mesh(config)`), each device receives
+    only its own slice of the host array (`jax.make_array_from_callback`, also across
+    processes: every process builds the array for its addressable devices), so no
+    device ever holds a whole weight it should hold a slice of; without one,
+    `jnp.asarray` (the default device).
 
     **Raises:**
         ValueError: an axis name not in the mesh, a model axis size that does not divide
             n_heads, d_ff or vocab_size (as `shard_model`).
     """
+    if isinstance(mesh, str):
+        if mesh != "auto":
+            raise ValueError(
+                f"mesh: expected a jax.sharding.Mesh, 'auto' or None, received {mesh!r}"
+            )
+        mesh = auto_mesh(config)
     if mesh is None:
         return lambda field, a: jax.numpy.asarray(a)
     _axis_size(mesh, data_axis, "data_axis")

@@ -677,7 +677,7 @@ def test_dry_run_takes_model_folders_and_reports_memory_per_device_and_paper_sca
     mod = _module("lmfolder", _good_run, paper="P17")
     mod.QUICK = mod.TINY = LMConfig()
     mod.FULL = LMConfig(models=(folder,))
-    monkeypatch.setattr(jax, "device_count", lambda: 8)
+    monkeypatch.setattr(jax, "local_device_count", lambda: 8)
     report = dry_run(mod, tiny_seconds=0.5)
     assert report.ok, report.lines()
     assert f"{folder} (" in report.facts["models"]

@@ -146,6 +146,21 @@ _SCRIPT = textwrap.dedent(
                 "shard_bytes": shard_bytes(g), "want_bytes": shard_bytes(want),
             }
 
+    # mesh="auto": this process's 4 devices, the largest model axis the config allows
+    src = lm.Transformer.random(configs["llama"], key=jax.random.key(7))
+    with tempfile.TemporaryDirectory() as tmp:
+        write_hf(src, Path(tmp) / "hf")
+        auto = lm.load(Path(tmp) / "hf", mesh="auto")[0]
+    want = lm.shard_model(src, lm.model_mesh(1, 4))
+    pairs = list(zip(jax.tree_util.tree_leaves(auto), jax.tree_util.tree_leaves(want)))
+    out["auto"] = {
+        "llama_mesh": dict(lm.auto_mesh(configs["llama"]).shape),
+        "smollm2_like_mesh": dict(lm.auto_mesh(tiny_llama(n_heads=9, n_kv_heads=3,
+                                                          vocab_size=64)).shape),
+        "equal": all(bool(np.array_equal(np.asarray(a), np.asarray(b))) for a, b in pairs),
+        "same_sharding": all(a.sharding == b.sharding for a, b in pairs),
+    }
+
     def err(fn):
         try:
             fn()
@@ -309,3 +324,22 @@ def test_load_places_weights_on_the_mesh_as_shard_model_does(measured):
 def test_quantised_load_on_a_mesh_is_refused():
     with pytest.raises(ValueError, match="mesh: quantised weights"):
         lm.load("smollm2", weights="int8", mesh=object())
+
+
+def test_auto_mesh_takes_the_largest_model_axis_the_config_allows(measured):
+    a = measured["auto"]
+    assert a["llama_mesh"] == {"data": 1, "model": 4}
+    assert a["smollm2_like_mesh"] == {"data": 4, "model": 1}  # 9 heads: data-parallel
+    assert a["equal"]
+    assert a["same_sharding"]
+
+
+def test_model_axis_size_and_one_device():
+    assert lm.model_axis_size(tiny_llama(vocab_size=64), 8) == 4  # 4 heads
+    assert lm.model_axis_size(tiny_llama(vocab_size=64), 6) == 2
+    assert lm.model_axis_size(tiny_llama(n_heads=9, n_kv_heads=3), 8) == 1
+    with pytest.raises(ValueError, match="n: expected a positive int"):
+        lm.model_axis_size(tiny_llama(), 0)
+    assert lm.auto_mesh(tiny_llama(), devices=jax.devices()[:1]) is None
+    with pytest.raises(ValueError, match="config: expected an LMConfig"):
+        lm.auto_mesh("llama")
