@@ -67,7 +67,7 @@ class Config:
     ranks: tuple[int, ...] = (1, 2, 4)
     steps: int = 100
     # the learning-rate grid every head is tuned over on the validation images
-    lrs: tuple[float, ...] = (0.01, 0.03, 0.1)
+    lrs: tuple[float, ...] = (0.003, 0.01, 0.03, 0.1, 0.3)
     # initialisations per head at its chosen learning rate (t interval over them)
     inits: int = 5
     # precondition: the dense head's mean test accuracy must reach this (a regime where
@@ -96,7 +96,7 @@ FULL = Config(
     n_train=1000,
     n_test=497,
     steps=1000,
-    lrs=(0.0003, 0.001, 0.003, 0.01, 0.03, 0.1),
+    lrs=(0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3),
     inits=10,
 )
 
