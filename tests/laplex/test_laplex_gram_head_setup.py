@@ -32,6 +32,19 @@ def test_validation_score_is_the_exact_nll_of_the_model():
     assert got == pytest.approx(want, rel=1e-4)
 
 
+def test_faces_resample_to_a_larger_side():
+    faces = gram.load_faces()
+    big = gram.load_faces(50)
+    assert big.shape == (100, 50, 50)
+    assert big.min() >= 0
+    assert big.max() <= 1
+    # bilinear at twice the resolution: each 2x2 block averages to about the original pixel
+    blocks = big.reshape(100, 25, 2, 25, 2).mean((2, 4))
+    assert np.abs(blocks - faces).mean() < 0.03
+    with pytest.raises(ValueError, match="side"):
+        gram.load_faces(1)
+
+
 def test_faces_and_projection_counts():
     faces = gram.load_faces()
     assert faces.shape == (100, 25, 25)
@@ -52,11 +65,19 @@ def test_faces_and_projection_counts():
     )
 
 
-def test_crops_are_standardised_and_balanced():
-    cfg = head.Config(side=8, train_per_class=3, test_per_class=2)
-    x_tr, y_tr, x_te, y_te = head.crops(cfg, jax.random.key(0))
-    assert x_tr.shape == (3 * len(head.IMAGES), 64)
-    assert x_te.shape == (2 * len(head.IMAGES), 64)
-    np.testing.assert_array_equal(np.bincount(np.asarray(y_tr)), 3)
-    np.testing.assert_allclose(np.asarray(x_tr).mean(1), 0, atol=1e-4)
-    np.testing.assert_allclose(np.asarray(x_tr).std(1), 1, atol=1e-2)
+def test_digits_split_is_disjoint_and_standardised():
+    cfg = head.Config(n_train=50, n_val=20, n_test=30)
+    x_tr, y_tr, x_va, y_va, x_te, y_te = head.digits(cfg, jax.random.key(0))
+    assert x_tr.shape == (50, 64)
+    assert x_va.shape == (20, 64)
+    assert x_te.shape == (30, 64)
+    assert y_tr.shape == (50,)
+    assert set(np.unique(np.asarray(y_tr))) <= set(range(10))
+    # no image in two parts
+    rows = [{tuple(np.round(np.asarray(r), 5)) for r in x} for x in (x_tr, x_va, x_te)]
+    dup = len(rows[0] & rows[2]) + len(rows[1] & rows[2]) + len(rows[0] & rows[1])
+    assert dup <= 2  # the digits set holds a few exact duplicate images
+    np.testing.assert_allclose(np.asarray(x_tr).mean(0), 0, atol=1e-4)
+    assert float(np.asarray(x_tr).std()) == pytest.approx(1, abs=1e-3)
+    with pytest.raises(ValueError, match="n_train"):
+        head.digits(head.Config(n_train=1500, n_val=300, n_test=300), jax.random.key(0))

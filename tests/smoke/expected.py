@@ -166,13 +166,22 @@ METRICS: dict[str, tuple[str, ...]] = {
         "max_rel_err_f32_sym_presorted",
     ),
     "laplex_gram": (
+        "dimension",
         "nll_laplex_test",
         "laplex_minus_diag_hi",
         "laplex_minus_grid_hi",
         "laplex_minus_fa_hi",
         "slq_rel_err_laplex",
     ),
-    "laplex_head": ("acc_dense", "acc_random", "laplex1_minus_lowrank1_lo"),
+    "laplex_head": (
+        "acc_dense",
+        "acc_dense_lo",
+        "acc_random",
+        "lr_dense",
+        "lr_laplex1",
+        "laplex1_minus_lowrank1_lo",
+        "laplex1_minus_dense_lo",
+    ),
     "laplex_scaling": ("loglog_slope", "loglog_slope_reused_plan"),
     "lengthprobe_decodable": (
         "natural_pairs",
