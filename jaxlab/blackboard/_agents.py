@@ -109,10 +109,15 @@ class LMAgentModel(AgentModel):
     **Arguments:**
 
     - `model`, `tokenizer`: from `jaxlab.lm.load`.
-    - `name`: the model's name (part of the cache key, with the prompt and the option).
+    - `name`: the model's name (reported; part of the cache key).
     - `cache_dir`: folder of the score cache (`None`: no cache); one small JSON file per
-      (model, prompt, option) content hash, so runs resume and nested lakes share scores;
-      embeddings likewise, one .npy file per (model, text).
+      (name, weights, version, prompt, option) content hash, so runs resume and nested
+      lakes share scores; embeddings likewise, one .npy file per (identity, text).
+    - `weights`: the model's identity in the cache key, e.g. the SHA-256 of its weights
+      (required with a `cache_dir`: an alias alone would serve stale scores after the
+      weights behind it change).
+    - `version`: the scoring code's version in the cache key (bump it when the prompts'
+      scoring changes).
     - `batch_size`: items per `lm.score` batch.
     """
 
@@ -123,17 +128,27 @@ class LMAgentModel(AgentModel):
         *,
         name: str,
         cache_dir: str | Path | None = None,
+        weights: str | None = None,
+        version: str = "0",
         batch_size: int = 8,
     ):
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        if self.cache_dir is not None and not (isinstance(weights, str) and weights.strip()):
+            raise ValueError(
+                f"weights: a cached model needs its weights' identity (e.g. their SHA-256), "
+                f"received {weights!r}"
+            )
+        check_instance("version", version, str)
+        self.weights, self.version = weights or "", version
         self.batch_size = batch_size
         self.calls = 0  # options actually scored by the model (cache misses)
 
     def _path(self, prompt: str, option: str, suffix: str = ".json") -> Path | None:
         if self.cache_dir is None:
             return None
-        h = hashlib.sha256(json.dumps([self.name, prompt, option]).encode()).hexdigest()
+        key = [self.name, self.weights, self.version, prompt, option]
+        h = hashlib.sha256(json.dumps(key).encode()).hexdigest()
         return self.cache_dir / h[:2] / f"{h}{suffix}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

@@ -169,3 +169,19 @@ def test_lake_checks_its_partitions():
         _lake().partition_of("nope")
     with pytest.raises(ValueError, match="n_tables"):
         _lake().subset(0, key=jax.random.key(0))
+
+
+def test_score_cache_key_names_the_weights_and_the_code_version(tmp_path):
+    """#55: the score cache is keyed on the weights' hash and a code version, not the
+    model's alias only; the same identity reads the same file."""
+
+    def path(**kw):
+        m = bb.LMAgentModel(None, None, name="smollm2", cache_dir=tmp_path, **kw)
+        return m._path("Question: q\nThe data set needed to answer it:", " a table")
+
+    base = path(weights="aa" * 32, version="1")
+    assert base == path(weights="aa" * 32, version="1")
+    assert base != path(weights="bb" * 32, version="1")
+    assert base != path(weights="aa" * 32, version="2")
+    with pytest.raises(ValueError, match="weights"):
+        bb.LMAgentModel(None, None, name="smollm2", cache_dir=tmp_path, weights="", version="1")
