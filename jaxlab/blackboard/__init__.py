@@ -11,7 +11,9 @@ from ._agents import LMAgentModel as LMAgentModel
 from ._agents import QueryAnswer as QueryAnswer
 from ._agents import answer_query as answer_query
 from ._agents import blackboard as blackboard
+from ._agents import blackboard_tokens as blackboard_tokens
 from ._agents import bm25_index as bm25_index
+from ._agents import bm25_rerank as bm25_rerank
 from ._agents import dense_index as dense_index
 from ._agents import master_slave as master_slave
 from ._agents import oracle as oracle
