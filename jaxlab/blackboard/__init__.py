@@ -50,6 +50,7 @@ from ._score import relative_error_score as relative_error_score
 from ._score import score_answer as score_answer
 from ._table import Table as Table
 from ._table import TableError as TableError
+from ._tasks import LEXICAL_STOPWORDS as LEXICAL_STOPWORDS
 from ._tasks import NOT_IN_LAKE as NOT_IN_LAKE
 from ._tasks import Task as Task
 from ._tasks import generate_tasks as generate_tasks
