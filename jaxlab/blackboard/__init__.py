@@ -26,6 +26,7 @@ from ._agents import single_agent as single_agent
 from ._agents import snippet as snippet
 from ._bm25 import BM25 as BM25
 from ._dense import DenseIndex as DenseIndex
+from ._kramabench import load_kramabench as load_kramabench
 from ._lake import LICENCES as LICENCES
 from ._lake import SOURCES as SOURCES
 from ._lake import Lake as Lake
