@@ -89,6 +89,7 @@ __all__ = [
 ]
 
 _RELEVANT = "The data set needed to answer it:"
+_MAX_OPTIONS = 64  # options per item that `jaxlab.lm.score` takes
 
 
 class AgentModel(abc.ABC):
@@ -210,8 +211,8 @@ class LMAgentModel(AgentModel):
                     out[i][j] = read_json(path)["score"]
                 else:
                     miss.append(j)
-            if miss:
-                todo.append((i, miss))
+            for c in range(0, len(miss), _MAX_OPTIONS):  # lm.score's per-item limit
+                todo.append((i, miss[c : c + _MAX_OPTIONS]))
         starts = range(0, len(todo), self.batch_size)
         for start in progress_bar(starts, desc="option scores", enabled=progress):
             chunk = todo[start : start + self.batch_size]

@@ -127,3 +127,16 @@ def test_scripted_models_have_no_embeddings():
     assert bb.prefetch(lake, tasks, Words(), bb.DiscoveryConfig()) == 0
     with pytest.raises(ValueError, match="methods"):
         bb.run_methods(lake, tasks, Words(), bb.DiscoveryConfig(), methods=("nope",))
+
+
+def test_more_options_than_lm_score_takes_per_item_are_split(tiny_agent_parts):
+    """A planner slot over tables with > 64 numeric columns: `lm.score` takes at most 64
+    options per item, so the agent splits them (the scores equal scoring each alone)."""
+    model, tok = tiny_agent_parts
+    agent = bb.LMAgentModel(model, tok, name="tiny", batch_size=2)
+    options = [f" c{i}" for i in range(70)]
+    got = agent.option_scores("The column measured is", options)
+    assert got.shape == (70,)
+    assert np.all(np.isfinite(got))
+    ref = agent.option_scores("The column measured is", options[60:])
+    np.testing.assert_allclose(got[60:], ref, atol=2e-5)
