@@ -1,6 +1,12 @@
 """P8 claim: the blackboard's discovery-F1 margin over the best baseline grows, or holds, as
 the lake grows (partitions fixed in size; the same tasks at every size: the lakes are
-nested, so a larger lake only adds distractor partitions). Figure: F1 and tokens vs size.
+nested, so a larger lake only adds distractor partitions). The margin at each size is a
+paired bootstrap over tasks (`n<tables>/margin`), the best baseline chosen by mean F1
+among the paper's baselines and the token-matched ones; the trend is the slope of the
+margin against log(tables), its interval a bootstrap over tasks (`margin_slope`). The
+claim compares the largest lake's margin with the smallest's (non-inferiority, margin
+preset), gated on the agents' competence at the largest lake (`su.relevance_gate`).
+Figure: F1 (95% intervals) and tokens vs size.
 """
 
 from __future__ import annotations
@@ -9,9 +15,18 @@ import dataclasses
 
 import jax
 import matplotlib.pyplot as plt
+import numpy as np
 
 import jaxlab.blackboard as bb
-from experiments._harness import Result, RunContext, log, noninferior, paired_bootstrap
+from experiments._harness import (
+    Result,
+    RunContext,
+    bootstrap,
+    gated,
+    log,
+    noninferior,
+    paired_bootstrap,
+)
 from experiments.blackboard import _setup as su
 
 NAME = "blackboard_scaling"
@@ -35,7 +50,7 @@ QUICK = Config()
 TINY = Config(**su.TINY_OVERRIDES, sizes=(20, 40))  # the smoke tier
 FULL = Config(**su.FULL_OVERRIDES, sizes=(50, 200, 500, 10_000))
 
-BASELINES = ("master_slave", "single_agent", "retrieval", "dense_retrieval")
+BASELINES = (*su.BASELINES, *su.MATCHED)
 
 
 def full_work(config: Config) -> float:
@@ -44,7 +59,7 @@ def full_work(config: Config) -> float:
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
-    k_data, k_boot = jax.random.split(key)
+    k_data, k_boot, k_gate = jax.random.split(key, 3)
     k_lake, _ = jax.random.split(k_data)
     sizes = [int(s) for s in config.sizes]
     full, small, tasks = su.lake_and_tasks(config, k_data, sizes[0])
@@ -53,6 +68,8 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     cfg = su.discovery_config(config)
     m: dict = {}
     curves: dict[str, list] = {b: [] for b in ("blackboard", *BASELINES)}
+    lows: dict[str, list] = {b: [] for b in curves}
+    highs: dict[str, list] = {b: [] for b in curves}
     tokens: dict[str, list] = {b: [] for b in curves}
     actual = []
     margins, per_task = [], []
@@ -63,20 +80,34 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         found = bb.run_methods(lake, tasks, model, cfg, methods=("blackboard", *BASELINES))
         mm, f1 = su.discovery_metrics(tasks, found, k_boot)
         for b in curves:
-            curves[b].append(mm[f"{b}/f1"])
+            e = mm[f"{b}/f1"]
+            curves[b].append(e.value)
+            lows[b].append(e.low)
+            highs[b].append(e.high)
             tokens[b].append(mm[f"{b}/tokens_per_task"])
             m[f"n{len(lake)}/{b}/f1"] = mm[f"{b}/f1"]
             m[f"n{len(lake)}/{b}/tokens_per_task"] = mm[f"{b}/tokens_per_task"]
-        best = max(BASELINES, key=lambda b: mm[f"{b}/f1"])
-        margin = mm["blackboard/f1"] - mm[f"{best}/f1"]
-        margins.append(margin)
+        best = su.best_baseline(mm, "f1", BASELINES)
+        margin = mm[f"f1_diff_vs_{best}"]  # paired bootstrap over tasks
+        margins.append(margin.value)
         per_task.append(f1["blackboard"] - f1[best])  # the margin of each task
         m[f"n{len(lake)}/margin"] = margin
+        m[f"n{len(lake)}/best_baseline_tokens_per_task"] = mm[f"{best}/tokens_per_task"]
         log.info("lake %d tables: margin %.3f", len(lake), margin)
     m["model_calls"] = model.calls
     fig, ax = plt.subplots(1, 2, figsize=(9, 3.5))
     for b in curves:
-        ax[0].plot(actual, curves[b], marker="o", label=b)
+        ax[0].errorbar(
+            actual,
+            curves[b],
+            yerr=[
+                np.maximum(np.subtract(curves[b], lows[b]), 0),
+                np.maximum(np.subtract(highs[b], curves[b]), 0),
+            ],
+            marker="o",
+            capsize=2,
+            label=b,
+        )
         ax[1].plot(actual, tokens[b], marker="o", label=b)
     ax[0].set(xlabel="tables in the lake", ylabel="discovery F1")
     ax[1].set(xlabel="tables in the lake", ylabel="tokens per task", yscale="log")
@@ -86,19 +117,42 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         per_task[-1], per_task[0], seed=su.boot_seed(k_boot), n_resamples=1000
     )
     m["margin_growth"] = growth
+    logx = np.log(np.asarray(actual, np.float64))
+    logx = logx - logx.mean()
+
+    def slope(*cols, axis=-1):  # per-size mean margins regressed on log(tables)
+        means = np.stack([np.mean(c, axis=axis) for c in cols], axis=-1)
+        return (means * logx).sum(-1) / (logx**2).sum()
+
+    if len(set(actual)) > 1:
+        m["margin_slope"] = bootstrap(
+            tuple(per_task), slope, seed=su.boot_seed(k_boot), n_resamples=1000
+        )
+    gate_est, gate = su.relevance_gate(lake, tasks, model, config, k_gate)
+    m["agent_relevance_auroc"] = gate_est
     claims = [
-        noninferior(
-            growth,
-            f"margin at {actual[-1]} tables",
-            f"margin at {actual[0]} tables",
-            config.scaling_margin,
-            claim="blackboard's F1 margin over the best baseline grows or holds with lake size",
-            paper="blackboard scales to large lakes where baselines degrade",
-            detail=(
-                "margin = blackboard F1 - the best baseline's (by mean) at each size, paired "
-                f"over the {len(tasks)} tasks: "
-                + ", ".join(f"{a} tables: {x:+.3f}" for a, x in zip(actual, margins, strict=True))
+        gated(
+            noninferior(
+                growth,
+                f"margin at {actual[-1]} tables",
+                f"margin at {actual[0]} tables",
+                config.scaling_margin,
+                claim="blackboard's F1 margin over the best baseline grows or holds with lake size",
+                paper="blackboard scales to large lakes where baselines degrade",
+                detail=(
+                    "margin = blackboard F1 - the best baseline's (by mean) at each size, paired "
+                    f"over the {len(tasks)} tasks: "
+                    + ", ".join(
+                        f"{a} tables: {x:+.3f}" for a, x in zip(actual, margins, strict=True)
+                    )
+                    + (
+                        f"; slope per log(tables) {m['margin_slope']:+.3f}"
+                        if "margin_slope" in m
+                        else ""
+                    )
+                ),
             ),
+            gate,
         )
     ]
     notes = su.NOTES.format(model=config.model, ctx=config.context_tokens)

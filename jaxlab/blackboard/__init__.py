@@ -11,7 +11,9 @@ from ._agents import LMAgentModel as LMAgentModel
 from ._agents import QueryAnswer as QueryAnswer
 from ._agents import answer_query as answer_query
 from ._agents import blackboard as blackboard
+from ._agents import blackboard_tokens as blackboard_tokens
 from ._agents import bm25_index as bm25_index
+from ._agents import bm25_rerank as bm25_rerank
 from ._agents import dense_index as dense_index
 from ._agents import master_slave as master_slave
 from ._agents import oracle as oracle
@@ -24,6 +26,7 @@ from ._agents import single_agent as single_agent
 from ._agents import snippet as snippet
 from ._bm25 import BM25 as BM25
 from ._dense import DenseIndex as DenseIndex
+from ._kramabench import load_kramabench as load_kramabench
 from ._lake import LICENCES as LICENCES
 from ._lake import SOURCES as SOURCES
 from ._lake import Lake as Lake
@@ -48,6 +51,7 @@ from ._score import relative_error_score as relative_error_score
 from ._score import score_answer as score_answer
 from ._table import Table as Table
 from ._table import TableError as TableError
+from ._tasks import LEXICAL_STOPWORDS as LEXICAL_STOPWORDS
 from ._tasks import NOT_IN_LAKE as NOT_IN_LAKE
 from ._tasks import Task as Task
 from ._tasks import generate_tasks as generate_tasks

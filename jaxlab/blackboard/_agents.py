@@ -19,6 +19,10 @@ model, the same per-call context budget and the same cache serve every method:
 - `retrieval`: BM25 over the full profiles;
 - `dense_retrieval`: cosine similarity of the model's mean-pooled embeddings of the full
   profiles and the request (`DenseIndex`, centred), with BM25's selection rule;
+- token-matched baselines (the blackboard judges every table of the lake): `master_slave`
+  routed to every partition (`master_slave_all`), and `bm25_rerank`, BM25's ranking
+  judged by the agents' relevance as far as the blackboard's tokens on the task reach
+  (`blackboard_tokens`);
 - `oracle`: the task's true tables.
 
 `prefetch` fills the score cache for every relevance call of a task set in large
@@ -72,6 +76,8 @@ __all__ = [
     "master_slave",
     "single_agent",
     "retrieval",
+    "blackboard_tokens",
+    "bm25_rerank",
     "oracle",
     "bm25_index",
     "dense_index",
@@ -83,6 +89,7 @@ __all__ = [
 ]
 
 _RELEVANT = "The data set needed to answer it:"
+_MAX_OPTIONS = 64  # options per item that `jaxlab.lm.score` takes
 
 
 class AgentModel(abc.ABC):
@@ -109,10 +116,15 @@ class LMAgentModel(AgentModel):
     **Arguments:**
 
     - `model`, `tokenizer`: from `jaxlab.lm.load`.
-    - `name`: the model's name (part of the cache key, with the prompt and the option).
+    - `name`: the model's name (reported; part of the cache key).
     - `cache_dir`: folder of the score cache (`None`: no cache); one small JSON file per
-      (model, prompt, option) content hash, so runs resume and nested lakes share scores;
-      embeddings likewise, one .npy file per (model, text).
+      (name, weights, version, prompt, option) content hash, so runs resume and nested
+      lakes share scores; embeddings likewise, one .npy file per (identity, text).
+    - `weights`: the model's identity in the cache key, e.g. the SHA-256 of its weights
+      (required with a `cache_dir`: an alias alone would serve stale scores after the
+      weights behind it change).
+    - `version`: the scoring code's version in the cache key (bump it when the prompts'
+      scoring changes).
     - `batch_size`: items per `lm.score` batch.
     """
 
@@ -123,17 +135,27 @@ class LMAgentModel(AgentModel):
         *,
         name: str,
         cache_dir: str | Path | None = None,
+        weights: str | None = None,
+        version: str = "0",
         batch_size: int = 8,
     ):
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        if self.cache_dir is not None and not (isinstance(weights, str) and weights.strip()):
+            raise ValueError(
+                f"weights: a cached model needs its weights' identity (e.g. their SHA-256), "
+                f"received {weights!r}"
+            )
+        check_instance("version", version, str)
+        self.weights, self.version = weights or "", version
         self.batch_size = batch_size
         self.calls = 0  # options actually scored by the model (cache misses)
 
     def _path(self, prompt: str, option: str, suffix: str = ".json") -> Path | None:
         if self.cache_dir is None:
             return None
-        h = hashlib.sha256(json.dumps([self.name, prompt, option]).encode()).hexdigest()
+        key = [self.name, self.weights, self.version, prompt, option]
+        h = hashlib.sha256(json.dumps(key).encode()).hexdigest()
         return self.cache_dir / h[:2] / f"{h}{suffix}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -189,8 +211,8 @@ class LMAgentModel(AgentModel):
                     out[i][j] = read_json(path)["score"]
                 else:
                     miss.append(j)
-            if miss:
-                todo.append((i, miss))
+            for c in range(0, len(miss), _MAX_OPTIONS):  # lm.score's per-item limit
+                todo.append((i, miss[c : c + _MAX_OPTIONS]))
         starts = range(0, len(todo), self.batch_size)
         for start in progress_bar(starts, desc="option scores", enabled=progress):
             chunk = todo[start : start + self.batch_size]
@@ -400,13 +422,23 @@ def _descriptions(lake: Lake) -> list[str]:
     return [" " + partition_description(lake, p) for p in lake.partitions]
 
 
-def master_slave(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig) -> Discovery:
-    """Master-slave discovery: the central agent routes by partition descriptions."""
+def master_slave(
+    lake: Lake,
+    request: str,
+    model: AgentModel,
+    cfg: DiscoveryConfig,
+    *,
+    route_k: int | None = None,
+) -> Discovery:
+    """Master-slave discovery: the central agent routes by partition descriptions to its
+    `route_k` best partitions (`None`: `cfg.route_k`; `len(lake.partitions)`: every
+    partition, the token-matched variant `master_slave_all`)."""
     _check_call(lake, request, model, cfg, need=_ALL)
+    k = cfg.route_k if route_k is None else check_positive_int("route_k", route_k)
     parts = list(lake.partitions)
     descs = _descriptions(lake)
     route, tokens = relevance(model, request, descs)
-    order = np.argsort(-route, kind="stable")[: cfg.route_k]
+    order = np.argsort(-route, kind="stable")[:k]
     msgs = [f"central: ROUTE to {[parts[i] for i in order]}"]
     offered: dict[str, float] = {}
     for i in order:
@@ -449,6 +481,66 @@ def single_agent(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConf
     scores = dict(zip(names, lp[:-1].tolist(), strict=True))
     chosen = _select(scores, cfg, threshold=-math.inf)
     return Discovery(chosen, tokens, msg, visible)
+
+
+def blackboard_tokens(lake: Lake, request: str, model: AgentModel, cfg: DiscoveryConfig) -> int:
+    """The tokens `blackboard` spends on `request` (every partition's relevance call:
+    the request prompt and the partition's snippets), counted without scoring: the budget
+    of the token-matched baselines."""
+    _check_call(lake, request, model, cfg, need=_ALL)
+    prompt = model.count_tokens(_request_prompt(request))
+    snips = [snippet(t, chars=cfg.snippet_chars) for t in lake.tables.values()]
+    return prompt * len(lake.partitions) + sum(model.count_tokens(s) for s in snips)
+
+
+def bm25_rerank(
+    lake: Lake,
+    request: str,
+    index: BM25,
+    model: AgentModel,
+    cfg: DiscoveryConfig,
+    *,
+    budget: int,
+) -> Discovery:
+    """BM25 retrieval reranked by the agents' relevance within a token budget.
+
+    The lake's tables in BM25 order (ties by name), as many as fit in one relevance call
+    of at most `budget` tokens (the request prompt and their snippets), are judged by the
+    model's PMI relevance (as a partition agent judges its partition); the selection is
+    the blackboard's (`cfg.threshold`, `cfg.margin`). With `budget` = `blackboard_tokens`
+    this is retrieval given the blackboard's token budget. A budget below the prompt and
+    the first snippet finds nothing and spends 0 tokens.
+
+    **Arguments:** `lake`, `request`, `model`, `cfg` as in `blackboard`; `index` a `BM25`
+    built by `bm25_index(lake)`; `budget` a positive integer (tokens).
+    """
+    _check_call(lake, request, model, cfg, need=_ALL)
+    check_instance("index", index, BM25)
+    check_positive_int("budget", budget)
+    if len(index.docs) != len(lake):
+        raise ValueError(
+            f"index: built over {len(index.docs)} documents, the lake has {len(lake)} tables"
+        )
+    names = list(lake.tables)
+    s = index.scores(request)
+    order = sorted(range(len(names)), key=lambda i: (-float(s[i]), names[i]))
+    used = model.count_tokens(_request_prompt(request))
+    keep: list[str] = []
+    snips: list[str] = []
+    for i in order:
+        sn = snippet(lake.tables[names[i]], chars=cfg.snippet_chars)
+        t = model.count_tokens(sn)
+        if used + t > budget:
+            break
+        keep.append(names[i])
+        snips.append(sn)
+        used += t
+    msg = f"bm25_rerank: {len(keep)} of {len(lake)} tables judged within {budget} tokens"
+    if not keep:
+        return Discovery((), 0, (msg,), 0.0)
+    pmi, tokens = relevance(model, request, snips)
+    chosen = _select(dict(zip(keep, pmi.tolist(), strict=True)), cfg, threshold=cfg.threshold)
+    return Discovery(chosen, tokens, (msg,), len(keep) / len(lake))
 
 
 def retrieval(
@@ -500,9 +592,20 @@ def dense_index(lake: Lake, model: AgentModel, cfg: DiscoveryConfig) -> DenseInd
     return DenseIndex(docs, model.embed)
 
 
-METHODS = ("blackboard", "master_slave", "single_agent", "retrieval", "dense_retrieval", "oracle")
+METHODS = (
+    "blackboard",
+    "master_slave",
+    "single_agent",
+    "retrieval",
+    "dense_retrieval",
+    "master_slave_all",
+    "bm25_rerank",
+    "oracle",
+)
 """The discovery methods `run_methods` compares: the blackboard (P8), its master-slave and
-single-agent baselines, BM25 and dense retrieval, and the oracle."""
+single-agent baselines, BM25 and dense retrieval, the token-matched baselines
+(`master_slave_all`: master-slave routed to every partition; `bm25_rerank`: BM25 reranked
+by the agents within the blackboard's tokens on the task) and the oracle."""
 
 _CHUNK = 32  # options per prompt in a prefetch item
 
@@ -537,11 +640,11 @@ def prefetch(
     if not isinstance(model, LMAgentModel):
         return 0
     groups: list[tuple[str, list[str]]] = []  # (prompt, options)
-    if {"blackboard", "master_slave"} & set(methods):  # both score table snippets
+    if {"blackboard", "master_slave", "master_slave_all", "bm25_rerank"} & set(methods):
         snippets = [snippet(t, chars=cfg.snippet_chars) for t in lake.tables.values()]
         groups.append((_RELEVANT, snippets))
         groups += [(_request_prompt(t.query), snippets) for t in tasks]
-    if "master_slave" in methods:  # and the master the partition descriptions
+    if {"master_slave", "master_slave_all"} & set(methods):  # the partition descriptions
         descs = _descriptions(lake)
         groups.append((_RELEVANT, descs))
         groups += [(_request_prompt(t.query), descs) for t in tasks]
@@ -784,7 +887,7 @@ def run_methods(
     bad = [m for m in methods if m not in METHODS]
     if bad:
         raise ValueError(f"methods: expected names from {METHODS}, received {bad}")
-    index = bm25_index(lake) if "retrieval" in methods else None
+    index = bm25_index(lake) if {"retrieval", "bm25_rerank"} & set(methods) else None
     dense = dense_index(lake, model, cfg) if "dense_retrieval" in methods else None
     prefetch(lake, tasks, model, cfg, methods=methods, progress=progress)
     out: dict[str, list] = {m: [] for m in methods}
@@ -794,6 +897,12 @@ def run_methods(
                 d = blackboard(lake, task.query, model, cfg)
             elif m == "master_slave":
                 d = master_slave(lake, task.query, model, cfg)
+            elif m == "master_slave_all":
+                d = master_slave(lake, task.query, model, cfg, route_k=len(lake.partitions))
+            elif m == "bm25_rerank":
+                assert index is not None
+                budget = blackboard_tokens(lake, task.query, model, cfg)
+                d = bm25_rerank(lake, task.query, index, model, cfg, budget=budget)
             elif m == "single_agent":
                 d = single_agent(lake, task.query, model, cfg)
             elif m == "retrieval":

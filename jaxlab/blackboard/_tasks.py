@@ -5,7 +5,10 @@ A KramaBench task is `{id, query, answer, answer_type, data_sources, subtasks}`.
 over the true tables, and `data_sources` are exactly the plan's tables. Questions name
 what is measured (a table's documented title and column labels), never the table's name.
 "Not in the lake" tasks ask about data no table holds; their answer is `NOT_IN_LAKE` and
-their `data_sources` are empty.
+their `data_sources` are empty. "Lexical-free" tasks (tag `lexical_free`) ask about a
+column's content: they quote entries of a text column that the table's profile does not
+show, and share no word (beyond `LEXICAL_STOPWORDS`) with the profile, so that matching
+words of the question against the table's description cannot find the table.
 """
 
 from __future__ import annotations
@@ -21,16 +24,27 @@ import jax
 import numpy as np
 
 from .._core import check_instance, check_positive_int, check_real, read_json
+from ._lake import profile_text
 from ._plan import ColumnRef, Condition, Plan, execute, format_plan
 from ._score import ANSWER_TYPES
 from ._table import Table
 
-__all__ = ["Task", "NOT_IN_LAKE", "generate_tasks", "save_tasks", "load_tasks"]
+__all__ = [
+    "Task",
+    "NOT_IN_LAKE",
+    "LEXICAL_STOPWORDS",
+    "generate_tasks",
+    "save_tasks",
+    "load_tasks",
+]
 
 NOT_IN_LAKE = "not in the lake"
 """The answer of a task whose data is not in the lake (and of `answer_query` when discovery
 found no table)."""
 _SAFE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_WORD = re.compile(r"[a-z0-9]+")  # BM25's tokens
+LEXICAL_STOPWORDS = ("a", "an", "the", "of", "and", "or", "in", "on", "to", "is", "it", "by")
+"""Words a lexical-free question may share with its table's profile (function words)."""
 _MAX_TASK_FILE = 32 * 2**20
 # Data no table of the lake holds (written for jaxlab): what "not in the lake" tasks ask for.
 _ABSENT = (
@@ -60,6 +74,7 @@ class Task:
     data_sources: tuple[str, ...]
     subtasks: tuple[dict, ...] = ()
     plan: str = ""
+    tags: tuple[str, ...] = ()  # e.g. ("lexical_free",); written to JSON when non-empty
 
     def __post_init__(self):
         if self.answer_type not in ANSWER_TYPES:
@@ -78,6 +93,8 @@ class Task:
         }
         if self.plan:
             d["plan"] = self.plan
+        if self.tags:
+            d["tags"] = list(self.tags)
         return d
 
 
@@ -196,6 +213,34 @@ def _single_table_tasks(t: Table, rng: np.random.Generator, tables) -> list[Task
     return [x for x in out if x is not None]
 
 
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def _lexical_free_task(t: Table, rng: np.random.Generator, tables) -> Task | None:
+    """A question quoting 2-3 entries of one of `t`'s text columns that its profile does
+    not show, asking how many records the table holds; None when no question shares no
+    content word with the profile."""
+    profile = _words(profile_text(t))
+    stop = set(LEXICAL_STOPWORDS)
+    for g in rng.permutation(_cat_cols(t, 3, 10**9)).tolist():
+        vals = sorted({x for x in t.columns[g] if x is not None})
+        unseen = [v for v in vals if _WORD.findall(v.lower()) and not _words(v) & profile]
+        if len(unseen) < 2:
+            continue
+        pick = [unseen[i] for i in sorted(rng.choice(len(unseen), min(3, len(unseen)), False))]
+        q = (
+            f"How many records has the data set whose column lists "
+            f"{', '.join(repr(v) for v in pick)}?"
+        )
+        if _words(q) - stop & profile:
+            continue
+        task = _finish("", q, Plan((t.name,), "count", "value"), "numeric_exact", tables)
+        if task is not None:
+            return dataclasses.replace(task, tags=("lexical_free",))
+    return None
+
+
 def _group_means(t: Table, g: str, c: str) -> dict:
     keys, vals = t.columns[g], t.columns[c].astype(np.float64)
     acc: dict = {}
@@ -292,6 +337,7 @@ def generate_tasks(
     key: jax.Array,
     join_fraction: float = 0.2,
     absent_fraction: float = 0.1,
+    lexical_free_fraction: float = 0.0,
 ) -> list[Task]:
     """Generate KramaBench-format tasks over `tables` with known ground truth.
 
@@ -303,6 +349,10 @@ def generate_tasks(
     - `join_fraction`: share of 2-3-table join tasks (as many as the lake's same-named
       key columns allow).
     - `absent_fraction`: share of "not in the lake" tasks.
+    - `lexical_free_fraction`: share of lexical-free tasks (tag `lexical_free`: a count
+      of records of the table whose text column holds the quoted entries, the question
+      sharing no word beyond `LEXICAL_STOPWORDS` with the table's `profile_text`; as
+      many as the tables allow).
 
     **Returns:** the tasks; each one's `answer` is `execute(plan)` over exactly its
     `data_sources`. Answer types: numeric_exact (counts), numeric_approximate (means),
@@ -316,14 +366,30 @@ def generate_tasks(
     n_tasks = check_positive_int("n_tasks", n_tasks)
     join_fraction = check_real("join_fraction", join_fraction, low=0.0, high=1.0)
     absent_fraction = check_real("absent_fraction", absent_fraction, low=0.0, high=1.0)
+    lexical_free_fraction = check_real(
+        "lexical_free_fraction", lexical_free_fraction, low=0.0, high=1.0
+    )
     seed = np.asarray(jax.random.key_data(key)).astype(np.uint32)
     rng = np.random.default_rng(seed)
     n_absent = int(round(absent_fraction * n_tasks))
     n_join = int(round(join_fraction * n_tasks))
+    n_free = int(round(lexical_free_fraction * n_tasks))
     tasks = _join_tasks(tables, rng, n_join)
     names = sorted(tables)
-    order = rng.permutation(len(names))
     used = {s for t in tasks for s in t.data_sources}
+    if n_free:
+        free: list[Task] = []
+        for i in rng.permutation(len(names)):
+            if len(free) >= n_free:
+                break
+            if names[i] in used:
+                continue
+            task = _lexical_free_task(tables[names[i]], rng, tables)
+            if task is not None:
+                free.append(task)
+                used.add(names[i])
+        tasks += free
+    order = rng.permutation(len(names))
     for i in order:
         if len(tasks) >= n_tasks - n_absent:
             break
@@ -365,11 +431,20 @@ def _check_subtasks(sub, file: str, i: int) -> tuple[dict, ...]:
     return tuple(sub)
 
 
+def _check_tags(tags, file: str, i: int) -> tuple[str, ...]:
+    if tags is None:
+        return ()
+    if not isinstance(tags, list) or not all(isinstance(x, str) for x in tags):
+        raise ValueError(f"{file}: task {i}: tags: expected a list of strings")
+    return tuple(tags)
+
+
 def load_tasks(path: str | Path) -> list[Task]:
     """Read a KramaBench task file (a JSON list of tasks, or one task object).
 
     Required fields: `id`, `query`, `answer`, `answer_type`; `data_sources` (list of file
-    names) and `subtasks` (list of objects) may be absent. Raises `ValueError` naming the
+    names), `subtasks` (list of objects), `plan` and `tags` (list of strings, jaxlab's
+    task files) may be absent. Raises `ValueError` naming the
     file and the task for anything else.
     """
     path = Path(path)
@@ -405,6 +480,7 @@ def load_tasks(path: str | Path) -> list[Task]:
                     tuple(ds),
                     _check_subtasks(d.get("subtasks"), str(path), i),
                     str(d.get("plan", "")),
+                    _check_tags(d.get("tags"), str(path), i),
                 )
             )
         except ValueError as e:

@@ -169,3 +169,50 @@ def test_lake_checks_its_partitions():
         _lake().partition_of("nope")
     with pytest.raises(ValueError, match="n_tables"):
         _lake().subset(0, key=jax.random.key(0))
+
+
+def test_score_cache_key_names_the_weights_and_the_code_version(tmp_path):
+    """#55: the score cache is keyed on the weights' hash and a code version, not the
+    model's alias only; the same identity reads the same file."""
+
+    def path(**kw):
+        m = bb.LMAgentModel(None, None, name="smollm2", cache_dir=tmp_path, **kw)
+        return m._path("Question: q\nThe data set needed to answer it:", " a table")
+
+    base = path(weights="aa" * 32, version="1")
+    assert base == path(weights="aa" * 32, version="1")
+    assert base != path(weights="bb" * 32, version="1")
+    assert base != path(weights="aa" * 32, version="2")
+    with pytest.raises(ValueError, match="weights"):
+        bb.LMAgentModel(None, None, name="smollm2", cache_dir=tmp_path, weights="", version="1")
+
+
+def test_token_matched_baselines_master_slave_all_and_bm25_rerank():
+    """#55: master-slave over every partition finds what the blackboard finds under an
+    oracle model; BM25 reranked by the agents within the blackboard's token budget spends
+    no more than that budget and, given all of it, sees every table."""
+    lake = _lake()
+    tasks = [t for t in bb.generate_tasks(lake.tables, 10, key=jax.random.key(1)) if t.data_sources]
+    model = TruthModel({t.query: list(t.data_sources) for t in tasks}, lake)
+    cfg = bb.DiscoveryConfig(threshold=0.0, margin=0.1, bm25_threshold=0.0)
+    index = bb.bm25_index(lake)
+    for t in tasks:
+        board = bb.blackboard(lake, t.query, model, cfg)
+        allp = bb.master_slave(lake, t.query, model, cfg, route_k=len(lake.partitions))
+        assert allp.tables == board.tables
+        budget = bb.blackboard_tokens(lake, t.query, model, cfg)
+        assert budget == board.tokens
+        rr = bb.bm25_rerank(lake, t.query, index, model, cfg, budget=budget)
+        assert 0 < rr.tokens <= budget
+        assert set(rr.tables) == set(t.data_sources)
+        small = bb.bm25_rerank(lake, t.query, index, model, cfg, budget=rr.tokens // 3)
+        assert small.tokens <= rr.tokens // 3
+    nothing = bb.bm25_rerank(lake, tasks[0].query, index, model, cfg, budget=1)
+    assert nothing.tables == ()
+    assert nothing.tokens == 0
+    methods = ("blackboard", "master_slave_all", "bm25_rerank")
+    found = bb.run_methods(lake, tasks, model, cfg, methods=methods, progress=False)
+    for m in ("master_slave_all", "bm25_rerank"):
+        assert m in found
+    for b, r in zip(found["blackboard"], found["bm25_rerank"], strict=True):
+        assert r.tokens <= b.tokens

@@ -74,7 +74,9 @@ def test_prefetch_covers_every_relevance_call_and_equals_unbatched_scores(
     model, tok = tiny_agent_parts
     lake, tasks = _lake_and_tasks()
     cfg = bb.DiscoveryConfig(context_tokens=128)
-    agent = bb.LMAgentModel(model, tok, name="tiny", cache_dir=tmp_path, batch_size=4)
+    agent = bb.LMAgentModel(
+        model, tok, name="tiny", cache_dir=tmp_path, weights="tiny-test", batch_size=4
+    )
     asked = bb.prefetch(lake, tasks, agent, cfg, progress=False)
     assert asked >= agent.calls > 0
     before = agent.calls
@@ -89,14 +91,14 @@ def test_prefetch_covers_every_relevance_call_and_equals_unbatched_scores(
         ref, _ = bb.relevance(alone, t.query, snippets)
         np.testing.assert_allclose(got, ref, atol=2e-5)
     # a second agent over the same cache scores nothing
-    again = bb.LMAgentModel(model, tok, name="tiny", cache_dir=tmp_path)
+    again = bb.LMAgentModel(model, tok, name="tiny", cache_dir=tmp_path, weights="tiny-test")
     bb.run_methods(lake, tasks, again, cfg, progress=False)
     assert again.calls == 0
 
 
 def test_embed_cache_equals_lm_embed_and_survives_a_torn_file(tiny_agent_parts, tmp_path):
     model, tok = tiny_agent_parts
-    agent = bb.LMAgentModel(model, tok, name="tiny", cache_dir=tmp_path)
+    agent = bb.LMAgentModel(model, tok, name="tiny", cache_dir=tmp_path, weights="tiny-test")
     texts = ["rainfall by month", "prices of diamonds by carat"]
     ref = lm.embed(model, tok, texts)
     np.testing.assert_allclose(agent.embed(texts), ref, rtol=1e-6)
@@ -125,3 +127,16 @@ def test_scripted_models_have_no_embeddings():
     assert bb.prefetch(lake, tasks, Words(), bb.DiscoveryConfig()) == 0
     with pytest.raises(ValueError, match="methods"):
         bb.run_methods(lake, tasks, Words(), bb.DiscoveryConfig(), methods=("nope",))
+
+
+def test_more_options_than_lm_score_takes_per_item_are_split(tiny_agent_parts):
+    """A planner slot over tables with > 64 numeric columns: `lm.score` takes at most 64
+    options per item, so the agent splits them (the scores equal scoring each alone)."""
+    model, tok = tiny_agent_parts
+    agent = bb.LMAgentModel(model, tok, name="tiny", batch_size=2)
+    options = [f" c{i}" for i in range(70)]
+    got = agent.option_scores("The column measured is", options)
+    assert got.shape == (70,)
+    assert np.all(np.isfinite(got))
+    ref = agent.option_scores("The column measured is", options[60:])
+    np.testing.assert_allclose(got[60:], ref, atol=2e-5)

@@ -131,3 +131,30 @@ def test_loader_rejects_bad_files(tmp_path, content, match):
         bb.load_tasks(tmp_path / "bad.json")
     with pytest.raises(ValueError, match="path"):
         bb.load_tasks(tmp_path / "missing.json")
+
+
+def test_lexical_free_questions_share_no_word_with_their_tables():
+    """#55: questions about a column's content whose relevant table's profile (what BM25
+    indexes: title, columns, labels, samples, doc) shares no content word with them."""
+    import re
+
+    lake = tables()
+    tasks = _tasks(12, join_fraction=0.0, absent_fraction=0.0, lexical_free_fraction=0.3)
+    free = [t for t in tasks if "lexical_free" in t.tags]
+    assert len(free) >= 2
+    assert all(not t.tags for t in tasks if t not in free)
+    stop = set(bb.LEXICAL_STOPWORDS)
+    for t in free:
+        words = set(re.findall(r"[a-z0-9]+", t.query.lower())) - stop
+        assert words
+        for s in t.data_sources:
+            profile = set(re.findall(r"[a-z0-9]+", bb.profile_text(lake[s]).lower()))
+            assert not words & profile, (t.query, words & profile)
+        got = bb.execute(bb.parse_plan(t.plan), {n: lake[n] for n in t.data_sources})
+        assert bb.score_answer(got, t.answer, t.answer_type) == 1.0
+
+
+def test_tags_round_trip(tmp_path):
+    tasks = _tasks(12, join_fraction=0.0, absent_fraction=0.0, lexical_free_fraction=0.3)
+    bb.save_tasks(tasks, tmp_path / "t.json")
+    assert [t.tags for t in bb.load_tasks(tmp_path / "t.json")] == [t.tags for t in tasks]
