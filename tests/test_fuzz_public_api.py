@@ -21,9 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
+import fcntl
+import hashlib
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -109,7 +114,7 @@ def _finite(tree) -> bool:
 
 def fuzz(entries) -> dict[str, Any]:
     """Run every bad input of every entry; returns the totals and the failures."""
-    tried = clean = documented = 0
+    tried = clean = refused = documented = 0
     failures, docs = [], set()
     for e in entries:
         base = e.example()
@@ -134,6 +139,7 @@ def fuzz(entries) -> dict[str, Any]:
                 )
                 if named or (want and isinstance(err, want[0])):
                     clean += 1
+                    refused += named
                 else:
                     failures.append(f"{e.name}({arg}={tag}): ValueError not naming it: {err}")
                 continue
@@ -160,10 +166,79 @@ def fuzz(entries) -> dict[str, Any]:
     return {
         "tried": tried,
         "clean": clean,
+        "refused": refused,  # of clean: a ValueError naming the argument
         "documented": documented,
         "failures": failures,
         "documented_list": sorted(docs),
     }
+
+
+# ---------------------------------------------------------------- committed totals
+
+FUZZ_DIR_ENV = "JAXLAB_FUZZ_DIR"
+FUZZ_COMMAND = (
+    f"{FUZZ_DIR_ENV}=results/fuzz python -m pytest -m 'slow or not slow' "
+    "tests/test_fuzz_public_api.py tests/test_fuzz_contracts.py"
+)
+
+
+FUZZ_KEYS = ("tried", "refused", "documented", "accepted", "other")
+
+
+def record_fuzz_counts(suite: str, component: str, counts: dict[str, int], *, tier: str) -> None:
+    """With JAXLAB_FUZZ_DIR=<dir> set: merge one component's counts (`FUZZ_KEYS`: refused
+    with a ValueError/TypeError naming the argument, a documented exception or acceptance,
+    another valid acceptance, other) into `<dir>/<suite>.json`. `results/fuzz` is the
+    committed copy that `python -m experiments docs-tables` turns into the totals of
+    docs/status.md and README.md; `tier` is the test tier whose full sweep produced them
+    ("default": `make test`; "slow": `pytest -m slow`)."""
+
+    def update(rec: dict[str, Any]) -> None:
+        rec.update({k: int(counts[k]) for k in FUZZ_KEYS}, tier=tier)
+
+    _update_fuzz_file(suite, component, update)
+
+
+def record_fuzz_case(suite: str, component: str, group: str, case: str, verdict: str) -> None:
+    """With JAXLAB_FUZZ_DIR set: one case's verdict under `group` of the component's record
+    (the slow tier's sizes of 10**9, one test each)."""
+
+    def update(rec: dict[str, Any]) -> None:
+        rec.setdefault(group, {})[case] = verdict
+
+    _update_fuzz_file(suite, component, update)
+
+
+def _update_fuzz_file(suite: str, component: str, update: Callable[[dict[str, Any]], None]) -> None:
+    folder = os.environ.get(FUZZ_DIR_ENV)
+    if not folder:
+        return
+    from experiments._harness._provenance import git_state
+
+    path = Path(folder) / f"{suite}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    lockfile = Path(tempfile.gettempdir()) / f"jaxlab-fuzz-{key}.lock"
+    with open(lockfile, "w") as lock:  # xdist workers share the file
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _merge(path, suite, component, update, git_state())
+
+
+def _merge(path: Path, suite, component, update, git) -> None:
+    try:
+        table = json.loads(path.read_text())
+    except (OSError, ValueError):
+        table = {}
+    table["suite"] = suite
+    table["command"] = FUZZ_COMMAND
+    rec = table.setdefault("components", {}).setdefault(component, {})
+    update(rec)
+    rec["date_utc"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    rec["git_commit"] = git["commit"]
+    rec["git_dirty"] = git["dirty"]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
 
 
 # ---------------------------------------------------------------- tables per component
@@ -1163,6 +1238,18 @@ def _report(component, res, record_property):
     TOTALS[component] = res
     totals = {k: res[k] for k in ("tried", "clean", "documented")}
     record_property("fuzz", totals | {"component": component, "unhandled": len(res["failures"])})
+    record_fuzz_counts(
+        "public_api",
+        component,
+        {
+            "tried": res["tried"],
+            "refused": res["refused"],
+            "documented": res["documented"],
+            "accepted": res["clean"] - res["refused"],
+            "other": len(res["failures"]),
+        },
+        tier="slow" if component in SLOW else "default",
+    )
     print(
         f"\nfuzz {component}: tried {res['tried']}, handled cleanly {res['clean']}, "
         f"documented exceptions {res['documented']}, unhandled {len(res['failures'])}"
