@@ -168,6 +168,8 @@ def contract_fuzz(entries, *, sample: int | None = None) -> dict[str, Any]:
     """Run the generated cases of `entries` (a seeded `sample` per entry, or all)."""
     counts = {"tried": 0, "refused": 0, "accepted": 0, "documented": 0, "other": 0}
     failures = []
+    entries = list(entries)
+    counts["functions"] = len(entries)
     for k, e in enumerate(entries):
         base = e.example()
         todo = cases(e, base, seed=k)
@@ -197,7 +199,12 @@ def _report(component, res, record_property, *, tier: str | None):
         record_fuzz_counts(
             "contracts",
             component,
-            counts | {"documented": documented, "accepted": res["accepted"] - documented},
+            counts
+            | {
+                "functions": res["functions"],
+                "documented": documented,
+                "accepted": res["accepted"] - documented,
+            },
             tier=tier,
         )
     assert not res["failures"], "\n".join(res["failures"][:40])

@@ -24,6 +24,8 @@ import dataclasses
 import datetime
 import fcntl
 import hashlib
+import importlib
+import inspect
 import json
 import os
 import subprocess
@@ -116,6 +118,7 @@ def fuzz(entries) -> dict[str, Any]:
     """Run every bad input of every entry; returns the totals and the failures."""
     tried = clean = refused = documented = 0
     failures, docs = [], set()
+    entries = list(entries)
     for e in entries:
         base = e.example()
         assert _finite(e.fn(**base)), f"{e.name}: the valid example gives NaN"
@@ -164,6 +167,7 @@ def fuzz(entries) -> dict[str, Any]:
             else:
                 clean += 1
     return {
+        "functions": len(entries),
         "tried": tried,
         "clean": clean,
         "refused": refused,  # of clean: a ValueError naming the argument
@@ -186,17 +190,28 @@ FUZZ_KEYS = ("tried", "refused", "documented", "accepted", "other")
 
 
 def record_fuzz_counts(suite: str, component: str, counts: dict[str, int], *, tier: str) -> None:
-    """With JAXLAB_FUZZ_DIR=<dir> set: merge one component's counts (`FUZZ_KEYS`: refused
+    """With JAXLAB_FUZZ_DIR=<dir> set: merge one component's counts (its fuzzed
+    `functions`, and `FUZZ_KEYS`: refused
     with a ValueError/TypeError naming the argument, a documented exception or acceptance,
     another valid acceptance, other) into `<dir>/<suite>.json`. `results/fuzz` is the
     committed copy that `python -m experiments docs-tables` turns into the totals of
     docs/status.md and README.md; `tier` is the test tier whose full sweep produced them
     ("default": `make test`; "slow": `pytest -m slow`)."""
 
+    public = public_functions(component)
+
     def update(rec: dict[str, Any]) -> None:
-        rec.update({k: int(counts[k]) for k in FUZZ_KEYS}, tier=tier)
+        rec.update({k: int(counts[k]) for k in ("functions", *FUZZ_KEYS)}, tier=tier)
+        rec["public_functions"] = public
 
     _update_fuzz_file(suite, component, update)
+
+
+def public_functions(component: str) -> int:
+    """How many plain functions `jaxlab.<component>.__all__` exports (classes and
+    constants left out): the denominator of the fuzzed `functions`."""
+    mod = importlib.import_module(f"jaxlab.{component}")
+    return sum(inspect.isfunction(getattr(mod, n, None)) for n in mod.__all__)
 
 
 def record_fuzz_case(suite: str, component: str, group: str, case: str, verdict: str) -> None:
@@ -1242,6 +1257,7 @@ def _report(component, res, record_property):
         "public_api",
         component,
         {
+            "functions": res["functions"],
             "tried": res["tried"],
             "refused": res["refused"],
             "documented": res["documented"],

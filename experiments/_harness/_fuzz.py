@@ -4,7 +4,9 @@ Two suites write them when run with `JAXLAB_FUZZ_DIR=results/fuzz` (see
 `tests/test_fuzz_public_api.py`, `record_fuzz_counts`): `public_api` (hand-chosen bad
 values per argument kind) and `contracts` (values generated from each function's declared
 argument kinds, and sizes of 10**9 in a memory-limited child). Each holds, per component,
-the counts of one full sweep (`tried` = `refused` + `documented` + `accepted` + `other`),
+the number of public functions its table declares (`functions`, of the
+`public_functions` in the component's `__all__`) and the counts of one
+full sweep (`tried` = `refused` + `documented` + `accepted` + `other`),
 the test tier that ran it, its date and git commit. `_pages` turns them into the totals
 block of docs/status.md and the one-line total of README.md; nothing is typed by hand.
 """
@@ -93,17 +95,22 @@ def fuzz_totals_block(fuzz: Mapping[str, Mapping[str, Any]]) -> str:
         comps = fuzz[suite]["components"]
         lines += [f"{title[0].upper()}{title[1:]}, {_provenance(comps)}:", ""]
         lines += [
-            "| component | tier | tried | refused | documented | accepted | other |",
-            "|---|---|---|---|---|---|---|",
+            "| component | tier | functions fuzzed | tried | refused | documented | accepted "
+            "| other |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for name in sorted(comps):
             c = comps[name]
             counts = " | ".join(str(c[k]) for k in FUZZ_KEYS)
-            lines.append(f"| `jaxlab.{name}` | {c.get('tier', '?')} | {counts} |")
+            fns = f"{c.get('functions', '?')} of {c.get('public_functions', '?')}"
+            lines.append(f"| `jaxlab.{name}` | {c.get('tier', '?')} | {fns} | {counts} |")
         t = _sum(comps)
-        lines.append(
-            f"| **total** ({len(comps)}) | | " + " | ".join(str(t[k]) for k in FUZZ_KEYS) + " |"
+        fns = " of ".join(
+            str(sum(int(c.get(k, 0)) for c in comps.values()))
+            for k in ("functions", "public_functions")
         )
+        total = " | ".join(str(t[k]) for k in FUZZ_KEYS)
+        lines.append(f"| **total** ({len(comps)}) | | {fns} | {total} |")
         h = _huge(comps)
         if h["tried"]:
             lines += [
@@ -123,10 +130,13 @@ def fuzz_summary_line(fuzz: Mapping[str, Mapping[str, Any]], *, status_link: str
     parts = []
     for suite, comps in ((s, fuzz[s]["components"]) for s in FUZZ_SUITES if s in fuzz):
         t = _sum(comps)
+        fns = sum(int(c.get("functions", 0)) for c in comps.values())
+        public = sum(int(c.get("public_functions", 0)) for c in comps.values())
         parts.append(
-            f"{suite.replace('_', '-')} {t['tried']} over {len(comps)} components "
-            f"({t['refused']} refused naming the argument, {t['documented']} documented, "
-            f"{t['accepted']} accepted, **{t['other']} other**)"
+            f"{suite.replace('_', '-')} {t['tried']} inputs to {fns} of {public} public "
+            f"functions in {len(comps)} components ({t['refused']} refused naming the "
+            f"argument, {t['documented']} documented, {t['accepted']} accepted, "
+            f"**{t['other']} other**)"
         )
     return (
         "Bad-input fuzz (`results/fuzz`, [per component]("

@@ -398,7 +398,8 @@ def _fuzz_record(**comps):
         "suite": "x",
         "components": {
             name: dict(zip(keys, c, strict=True))
-            | {"tier": "slow", "date_utc": "2026-12-06T00:00:00+00:00", "git_commit": "c" * 40}
+            | {"functions": 3, "public_functions": 5, "tier": "slow", "git_commit": "c" * 40}
+            | {"date_utc": "2026-12-06T00:00:00+00:00"}
             for name, c in comps.items()
         },
     }
@@ -417,12 +418,13 @@ def test_fuzz_totals_are_generated_from_results_fuzz(tmp_path):
     (fuzz / "contracts.json").write_text(json.dumps(con))
     files = _pages.generated_files(root)
     readme, status = files[root / "README.md"], files[root / "docs" / "status.md"]
-    assert "public-api 15 over 2 components (12 refused naming the argument, 1 documented, " in (
+    assert "public-api 15 inputs to 6 of 10 public functions in 2 components (12 refused" in (
         readme
     )
-    assert "contracts 20 over 1 components (18 refused" in readme
-    assert "| `jaxlab.bandits` | slow | 10 | 7 | 1 | 2 | 0 |" in status
-    assert "| **total** (2) | | 15 | 12 | 1 | 2 | 0 |" in status
+    assert "1 documented, 2 accepted, **0 other**" in readme
+    assert "contracts 20 inputs to 3 of 5 public functions in 1 components (18 refused" in readme
+    assert "| `jaxlab.bandits` | slow | 3 of 5 | 10 | 7 | 1 | 2 | 0 |" in status
+    assert "| **total** (2) | | 6 of 10 | 15 | 12 | 1 | 2 | 0 |" in status
     assert "2 tried, 1 refused, 1 answered within the limits, 0 other" in status
     assert "run 2026-12-06 at commit cccccccccc" in status
     # counts that do not add up are refused, naming the file
