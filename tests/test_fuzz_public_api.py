@@ -208,10 +208,20 @@ def record_fuzz_counts(suite: str, component: str, counts: dict[str, int], *, ti
 
 
 def public_functions(component: str) -> int:
-    """How many plain functions `jaxlab.<component>.__all__` exports (classes and
-    constants left out): the denominator of the fuzzed `functions`."""
+    """How many plain functions `jaxlab.<component>` exports (its `__all__`, else its
+    names without a leading underscore; classes, constants and submodules left out): the
+    denominator of the fuzzed `functions`."""
+    return len(public_function_names(component))
+
+
+def public_function_names(component: str) -> list[str]:
     mod = importlib.import_module(f"jaxlab.{component}")
-    return sum(inspect.isfunction(getattr(mod, n, None)) for n in mod.__all__)
+    names = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]
+    return sorted(
+        n
+        for n in names
+        if inspect.isfunction(f := getattr(mod, n, None)) and f.__module__.startswith("jaxlab")
+    )
 
 
 def record_fuzz_case(suite: str, component: str, group: str, case: str, verdict: str) -> None:
@@ -844,6 +854,79 @@ def eeg_table():
             eeg.fold_ci,
             lambda: {"scores": np.array([0.6, 0.7, 0.8])},
             {"scores": "float"},
+        ),
+        Entry(
+            "eeg.band_powers",
+            eeg.band_powers,
+            lambda: {"freqs": np.linspace(0.0, 64.0, 33), "psd": _rng(27).uniform(0.1, 1, (3, 33))},
+            {"freqs": "float", "psd": "count"},
+            accepts={("psd", "fractional"): "a power spectral density is real-valued"}
+            | BATCH("psd"),
+        ),
+        Entry(
+            "eeg.relative_powers",
+            eeg.relative_powers,
+            lambda: {"bp": _rng(28).uniform(0.1, 1, (3, 5))},
+            {"bp": "count"},
+            accepts={("bp", "fractional"): "band powers are real-valued"} | BATCH("bp"),
+        ),
+        Entry(
+            "eeg.spectral_entropy",
+            eeg.spectral_entropy,
+            lambda: {"freqs": np.linspace(0.0, 64.0, 33), "psd": _rng(29).uniform(0.1, 1, (3, 33))},
+            {"freqs": "float", "psd": "count"},
+            accepts={("psd", "fractional"): "a power spectral density is real-valued"}
+            | BATCH("psd"),
+        ),
+        Entry(
+            "eeg.frontal_alpha_asymmetry",
+            lambda **k: eeg.frontal_alpha_asymmetry(k["alpha_power"], ["F3", "F4", "Cz"]),
+            lambda: {"alpha_power": _rng(30).uniform(0.5, 2, (4, 3))},
+            {"alpha_power": "count"},
+            accepts={("alpha_power", "fractional"): "band powers are real-valued"}
+            | BATCH("alpha_power"),
+        ),
+        Entry(
+            "eeg.macro_f1",
+            eeg.macro_f1,
+            lambda: {"y_true": np.array([0, 1, 1, 2]), "y_pred": np.array([0, 1, 2, 2])},
+            {"y_true": "int", "y_pred": "int"},
+        ),
+        Entry("eeg.rereference", eeg.rereference, sig, {"x": "float"}, accepts=BATCH("x")),
+        Entry(
+            "eeg.spd_exp",
+            eeg.spd_exp,
+            lambda: {"s": spd()["c"] / 10},
+            {"s": "float"},
+            accepts=BATCH("s"),
+        ),
+        Entry(
+            "eeg.spd_power",
+            lambda **k: eeg.spd_power(k["c"], 0.5),
+            spd,
+            {"c": "float"},
+            accepts=BATCH("c"),
+        ),
+        Entry(
+            "eeg.euclidean_alignment",
+            eeg.euclidean_alignment,
+            lambda: {"epochs": _rng(31).standard_normal((4, 3, 32))},
+            {"epochs": "float"},
+        ),
+        Entry("eeg.recenter", eeg.recenter, covs, {"covs": "float"}),
+        Entry(
+            "eeg.reject_amplitude",
+            lambda **k: eeg.reject_amplitude(k["epochs"], 5.0),
+            lambda: {"epochs": _rng(32).standard_normal((4, 3, 32))},
+            {"epochs": "float"},
+            accepts=BATCH("epochs"),
+        ),
+        Entry(
+            "eeg.notch",
+            lambda **k: eeg.notch(k["x"], 128.0),
+            sig,
+            {"x": "float"},
+            accepts=BATCH("x"),
         ),
     ]
 
