@@ -777,6 +777,41 @@ def em_table():
             {"labels": "int"},
             sizes=("min_size",),
         ),
+        Entry(
+            "em.boundary_f1",
+            em.boundary_f1,
+            labs,
+            {"pred_labels": "int", "true_labels": "int"},
+        ),
+        Entry(
+            "em.segmentation_scores",
+            em.segmentation_scores,
+            labs,
+            {"pred_labels": "int", "true_labels": "int"},
+        ),
+        Entry(
+            "em.relabel_connected",
+            em.relabel_connected,
+            lambda: {"labels": _rng(23).integers(0, 4, (6, 6))},
+            {"labels": "int"},
+            empty_ok=("labels",),
+        ),
+        Entry(
+            "em.pixel_shuffle",
+            em.pixel_shuffle,
+            lambda: {"x": _rng(24).standard_normal((4, 4, 8)), "factor": 2},
+            {"x": "float"},
+            sizes=("factor",),
+            accepts=BATCH("x"),
+        ),
+        Entry(
+            "em.pixel_unshuffle",
+            em.pixel_unshuffle,
+            lambda: {"x": _rng(25).standard_normal((4, 4, 2)), "factor": 2},
+            {"x": "float"},
+            sizes=("factor",),
+            accepts=BATCH("x"),
+        ),
     ]
 
 
