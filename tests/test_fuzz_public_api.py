@@ -478,6 +478,19 @@ def topology_table():
             {"adj": "float"},
             sizes=("k",),
         ),
+        Entry(
+            "topology.hkdiag_se",
+            lambda **k: T.hkdiag_se(k["adj"], (0.5, 1.0)),
+            lambda: {"adj": ring},
+            {"adj": "float"},
+        ),
+        Entry("topology.elstatic_pe", T.elstatic_pe, lambda: {"adj": ring}, {"adj": "float"}),
+        Entry(
+            "topology.cycle_ge",
+            lambda **k: T.cycle_ge(k["adj"], (3, 5)),
+            lambda: {"adj": ring},
+            {"adj": "float"},
+        ),
     ]
 
 
@@ -1064,6 +1077,42 @@ def stereo_table():
             {"disp": "float"},
             empty_ok=("disp",),
             accepts={("disp", "rank+2"): "elementwise: any shape"},
+        ),
+        Entry(
+            "stereo.depth_to_disparity",
+            lambda **k: st.depth_to_disparity(k["depth"], 100.0, 50.0),
+            lambda: {"depth": _rng(35).uniform(1, 5, (4, 4))},
+            {"depth": "float"},
+            empty_ok=("depth",),
+            accepts={("depth", "rank+2"): "elementwise: any shape"},
+        ),
+        Entry(
+            "stereo.census_transform",
+            st.census_transform,
+            lambda: {"image": _rng(36).uniform(size=(6, 7))},
+            {"image": "float"},
+        ),
+        Entry(
+            "stereo.sgm_aggregate",
+            lambda **k: st.sgm_aggregate(k["cost"], impl="jax"),
+            cost,
+            {"cost": "float"},
+        ),
+        Entry(
+            "stereo.inlier_ratio",
+            lambda **k: st.inlier_ratio(**k, tau=0.5),
+            depth,
+            {"pred_depth": "float", "gt_depth": "float"},
+            accepts=ewd,
+        ),
+        Entry(
+            "stereo.landmark_3d_error",
+            st.landmark_3d_error,
+            lambda: {
+                "pred_points": _rng(37).standard_normal((5, 3)),
+                "gt_points": _rng(38).standard_normal((5, 3)),
+            },
+            {"pred_points": "float", "gt_points": "float"},
         ),
     ]
 
