@@ -54,6 +54,7 @@ def test_snapshot_folders_are_not_ignored_by_git():
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
     paths = ["results/quick/x/metrics.json", "results/quick/x/fig.png", "results/bench/x.json"]
+    paths.append("results/fuzz/contracts.json")
     out = subprocess.run(
         ["git", "check-ignore", *paths, "results/x/metrics.json", "results/quick/x/checkpoints/a"],
         cwd=ROOT,
