@@ -21,13 +21,14 @@ entry documents), or *other* (any other exception, an unnamed error, a silent Na
 required refusal that was accepted, a call past its deadline, a crashed child): 0 allowed.
 Counts per component are printed and recorded (`contracts` in the session's robustness
 totals). The default tier runs a seeded sample of each fast component's cases (about 20
-seconds); `-m slow` runs every case of every component, and the 10**9 sizes.
+seconds); `-m slow` runs every case of every component, and the 10**9 sizes. With
+JAXLAB_FUZZ_DIR=results/fuzz the slow tier's counts (never the sample's) are merged into
+results/fuzz/contracts.json, the committed totals (`record_fuzz_counts`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -36,7 +37,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.test_fuzz_public_api import IN_PROCESS, ROOT, SLOW, SUBPROCESS, Entry, _finite
+from tests.test_fuzz_public_api import (
+    IN_PROCESS,
+    ROOT,
+    SLOW,
+    SUBPROCESS,
+    Entry,
+    _finite,
+    record_fuzz_case,
+    record_fuzz_counts,
+)
 
 CALL_DEADLINE_S = 120.0  # per call; a call past it counts as "other" (a hang)
 SAMPLE_PER_ENTRY = 3  # the default tier's cases per entry (seeded)
@@ -156,8 +166,10 @@ def classify(e: Entry, arg: str, tag: str, must: bool, status: str, value) -> tu
 
 def contract_fuzz(entries, *, sample: int | None = None) -> dict[str, Any]:
     """Run the generated cases of `entries` (a seeded `sample` per entry, or all)."""
-    counts = {"tried": 0, "refused": 0, "accepted": 0, "other": 0}
+    counts = {"tried": 0, "refused": 0, "accepted": 0, "documented": 0, "other": 0}
     failures = []
+    entries = list(entries)
+    counts["functions"] = len(entries)
     for k, e in enumerate(entries):
         base = e.example()
         todo = cases(e, base, seed=k)
@@ -169,35 +181,34 @@ def contract_fuzz(entries, *, sample: int | None = None) -> dict[str, Any]:
             verdict, why = classify(e, arg, tag, must, status, value)
             counts["tried"] += 1
             counts[verdict] += 1
+            # an acceptance with a reason is one the entry documents (exception or input)
+            counts["documented"] += verdict == "accepted" and bool(why)
             if verdict == "other":
                 failures.append(f"{e.name}({arg}={tag}): {why}")
     return counts | {"failures": failures}
 
 
-def _report(component, res, record_property):
+def _report(component, res, record_property, *, tier: str | None):
     counts = {k: res[k] for k in ("tried", "refused", "accepted", "other")}
     record_property("contracts", counts | {"component": component})
     print(
         f"\ncontract fuzz {component}: tried {res['tried']}, refused naming the argument "
         f"{res['refused']}, accepted {res['accepted']}, other {res['other']}"
     )
-    _write_json(component, counts)
+    documented = res["documented"]
+    if tier is not None:  # the committed totals are those of full sweeps only
+        record_fuzz_counts(
+            "contracts",
+            component,
+            counts
+            | {
+                "functions": res["functions"],
+                "documented": documented,
+                "accepted": res["accepted"] - documented,
+            },
+            tier=tier,
+        )
     assert not res["failures"], "\n".join(res["failures"][:40])
-
-
-def _write_json(component: str, counts: dict[str, int]) -> None:
-    """With JAXLAB_FUZZ_JSON=<path>: merge this component's counts into that JSON file."""
-    path = os.environ.get("JAXLAB_FUZZ_JSON")
-    if not path:
-        return
-    try:
-        with open(path) as f:
-            table = json.load(f)
-    except (OSError, ValueError):
-        table = {}
-    table[component] = counts
-    with open(path, "w") as f:
-        json.dump(table, f, indent=1, sort_keys=True)
 
 
 FAST = sorted(set(IN_PROCESS) - SLOW)
@@ -207,13 +218,13 @@ FAST = sorted(set(IN_PROCESS) - SLOW)
 def test_contract_fuzz_sample(component, record_property):
     """The default tier: a seeded sample of each fast component's generated cases."""
     res = contract_fuzz(IN_PROCESS[component](), sample=SAMPLE_PER_ENTRY)
-    _report(component, res, record_property)
+    _report(component, res, record_property, tier=None)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("component", sorted(IN_PROCESS))
 def test_contract_fuzz_full(component, record_property):
-    _report(component, contract_fuzz(IN_PROCESS[component]()), record_property)
+    _report(component, contract_fuzz(IN_PROCESS[component]()), record_property, tier="slow")
 
 
 @pytest.mark.slow
@@ -233,7 +244,7 @@ def test_contract_fuzz_full_in_subprocess(component, record_property):
     )
     assert proc.returncode == 0, f"process died (rc {proc.returncode}): {proc.stderr[-3000:]}"
     line = next(s for s in proc.stdout.splitlines() if s.startswith("FUZZ="))
-    _report(component, json.loads(line[5:]), record_property)
+    _report(component, json.loads(line[5:]), record_property, tier="slow")
 
 
 # ------------------------------------------------ sizes of 10**9: refused or bounded
@@ -291,4 +302,6 @@ def test_a_size_of_1e9_is_refused_or_bounded(component, index, arg, record_prope
     counts["tried"] = 1
     counts[str(res["verdict"])] += 1
     record_property("contracts", counts | {"component": component})
+    e = {**IN_PROCESS, **SUBPROCESS}[component]()[index]
+    record_fuzz_case("contracts", component, "size_1e9", f"{e.name}({arg})", str(res["verdict"]))
     assert res["verdict"] != "other", f"{component} entry {index} ({arg}=10**9): {res['why']}"

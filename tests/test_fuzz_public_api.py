@@ -21,9 +21,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
+import fcntl
+import hashlib
+import importlib
+import inspect
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -109,8 +116,9 @@ def _finite(tree) -> bool:
 
 def fuzz(entries) -> dict[str, Any]:
     """Run every bad input of every entry; returns the totals and the failures."""
-    tried = clean = documented = 0
+    tried = clean = refused = documented = 0
     failures, docs = [], set()
+    entries = list(entries)
     for e in entries:
         base = e.example()
         assert _finite(e.fn(**base)), f"{e.name}: the valid example gives NaN"
@@ -134,6 +142,7 @@ def fuzz(entries) -> dict[str, Any]:
                 )
                 if named or (want and isinstance(err, want[0])):
                     clean += 1
+                    refused += named
                 else:
                     failures.append(f"{e.name}({arg}={tag}): ValueError not naming it: {err}")
                 continue
@@ -158,12 +167,103 @@ def fuzz(entries) -> dict[str, Any]:
             else:
                 clean += 1
     return {
+        "functions": len(entries),
         "tried": tried,
         "clean": clean,
+        "refused": refused,  # of clean: a ValueError naming the argument
         "documented": documented,
         "failures": failures,
         "documented_list": sorted(docs),
     }
+
+
+# ---------------------------------------------------------------- committed totals
+
+FUZZ_DIR_ENV = "JAXLAB_FUZZ_DIR"
+FUZZ_COMMAND = (
+    f"{FUZZ_DIR_ENV}=results/fuzz python -m pytest -m 'slow or not slow' "
+    "tests/test_fuzz_public_api.py tests/test_fuzz_contracts.py"
+)
+
+
+FUZZ_KEYS = ("tried", "refused", "documented", "accepted", "other")
+
+
+def record_fuzz_counts(suite: str, component: str, counts: dict[str, int], *, tier: str) -> None:
+    """With JAXLAB_FUZZ_DIR=<dir> set: merge one component's counts (its fuzzed
+    `functions`, and `FUZZ_KEYS`: refused
+    with a ValueError/TypeError naming the argument, a documented exception or acceptance,
+    another valid acceptance, other) into `<dir>/<suite>.json`. `results/fuzz` is the
+    committed copy that `python -m experiments docs-tables` turns into the totals of
+    docs/status.md and README.md; `tier` is the test tier whose full sweep produced them
+    ("default": `make test`; "slow": `pytest -m slow`)."""
+
+    public = public_functions(component)
+
+    def update(rec: dict[str, Any]) -> None:
+        rec.update({k: int(counts[k]) for k in ("functions", *FUZZ_KEYS)}, tier=tier)
+        rec["public_functions"] = public
+
+    _update_fuzz_file(suite, component, update)
+
+
+def public_functions(component: str) -> int:
+    """How many plain functions `jaxlab.<component>` exports (its `__all__`, else its
+    names without a leading underscore; classes, constants and submodules left out): the
+    denominator of the fuzzed `functions`."""
+    return len(public_function_names(component))
+
+
+def public_function_names(component: str) -> list[str]:
+    mod = importlib.import_module(f"jaxlab.{component}")
+    names = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]
+    return sorted(
+        n
+        for n in names
+        if inspect.isfunction(f := getattr(mod, n, None)) and f.__module__.startswith("jaxlab")
+    )
+
+
+def record_fuzz_case(suite: str, component: str, group: str, case: str, verdict: str) -> None:
+    """With JAXLAB_FUZZ_DIR set: one case's verdict under `group` of the component's record
+    (the slow tier's sizes of 10**9, one test each)."""
+
+    def update(rec: dict[str, Any]) -> None:
+        rec.setdefault(group, {})[case] = verdict
+
+    _update_fuzz_file(suite, component, update)
+
+
+def _update_fuzz_file(suite: str, component: str, update: Callable[[dict[str, Any]], None]) -> None:
+    folder = os.environ.get(FUZZ_DIR_ENV)
+    if not folder:
+        return
+    from experiments._harness._provenance import git_state
+
+    path = Path(folder) / f"{suite}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    lockfile = Path(tempfile.gettempdir()) / f"jaxlab-fuzz-{key}.lock"
+    with open(lockfile, "w") as lock:  # xdist workers share the file
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _merge(path, suite, component, update, git_state())
+
+
+def _merge(path: Path, suite, component, update, git) -> None:
+    try:
+        table = json.loads(path.read_text())
+    except (OSError, ValueError):
+        table = {}
+    table["suite"] = suite
+    table["command"] = FUZZ_COMMAND
+    rec = table.setdefault("components", {}).setdefault(component, {})
+    update(rec)
+    rec["date_utc"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    rec["git_commit"] = git["commit"]
+    rec["git_dirty"] = git["dirty"]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
 
 
 # ---------------------------------------------------------------- tables per component
@@ -377,6 +477,19 @@ def topology_table():
             lambda: {"adj": ring, "k": 2},
             {"adj": "float"},
             sizes=("k",),
+        ),
+        Entry(
+            "topology.hkdiag_se",
+            lambda **k: T.hkdiag_se(k["adj"], (0.5, 1.0)),
+            lambda: {"adj": ring},
+            {"adj": "float"},
+        ),
+        Entry("topology.elstatic_pe", T.elstatic_pe, lambda: {"adj": ring}, {"adj": "float"}),
+        Entry(
+            "topology.cycle_ge",
+            lambda **k: T.cycle_ge(k["adj"], (3, 5)),
+            lambda: {"adj": ring},
+            {"adj": "float"},
         ),
     ]
 
@@ -677,6 +790,41 @@ def em_table():
             {"labels": "int"},
             sizes=("min_size",),
         ),
+        Entry(
+            "em.boundary_f1",
+            em.boundary_f1,
+            labs,
+            {"pred_labels": "int", "true_labels": "int"},
+        ),
+        Entry(
+            "em.segmentation_scores",
+            em.segmentation_scores,
+            labs,
+            {"pred_labels": "int", "true_labels": "int"},
+        ),
+        Entry(
+            "em.relabel_connected",
+            em.relabel_connected,
+            lambda: {"labels": _rng(23).integers(0, 4, (6, 6))},
+            {"labels": "int"},
+            empty_ok=("labels",),
+        ),
+        Entry(
+            "em.pixel_shuffle",
+            em.pixel_shuffle,
+            lambda: {"x": _rng(24).standard_normal((4, 4, 8)), "factor": 2},
+            {"x": "float"},
+            sizes=("factor",),
+            accepts=BATCH("x"),
+        ),
+        Entry(
+            "em.pixel_unshuffle",
+            em.pixel_unshuffle,
+            lambda: {"x": _rng(25).standard_normal((4, 4, 2)), "factor": 2},
+            {"x": "float"},
+            sizes=("factor",),
+            accepts=BATCH("x"),
+        ),
     ]
 
 
@@ -754,6 +902,79 @@ def eeg_table():
             eeg.fold_ci,
             lambda: {"scores": np.array([0.6, 0.7, 0.8])},
             {"scores": "float"},
+        ),
+        Entry(
+            "eeg.band_powers",
+            eeg.band_powers,
+            lambda: {"freqs": np.linspace(0.0, 64.0, 33), "psd": _rng(27).uniform(0.1, 1, (3, 33))},
+            {"freqs": "float", "psd": "count"},
+            accepts={("psd", "fractional"): "a power spectral density is real-valued"}
+            | BATCH("psd"),
+        ),
+        Entry(
+            "eeg.relative_powers",
+            eeg.relative_powers,
+            lambda: {"bp": _rng(28).uniform(0.1, 1, (3, 5))},
+            {"bp": "count"},
+            accepts={("bp", "fractional"): "band powers are real-valued"} | BATCH("bp"),
+        ),
+        Entry(
+            "eeg.spectral_entropy",
+            eeg.spectral_entropy,
+            lambda: {"freqs": np.linspace(0.0, 64.0, 33), "psd": _rng(29).uniform(0.1, 1, (3, 33))},
+            {"freqs": "float", "psd": "count"},
+            accepts={("psd", "fractional"): "a power spectral density is real-valued"}
+            | BATCH("psd"),
+        ),
+        Entry(
+            "eeg.frontal_alpha_asymmetry",
+            lambda **k: eeg.frontal_alpha_asymmetry(k["alpha_power"], ["F3", "F4", "Cz"]),
+            lambda: {"alpha_power": _rng(30).uniform(0.5, 2, (4, 3))},
+            {"alpha_power": "count"},
+            accepts={("alpha_power", "fractional"): "band powers are real-valued"}
+            | BATCH("alpha_power"),
+        ),
+        Entry(
+            "eeg.macro_f1",
+            eeg.macro_f1,
+            lambda: {"y_true": np.array([0, 1, 1, 2]), "y_pred": np.array([0, 1, 2, 2])},
+            {"y_true": "int", "y_pred": "int"},
+        ),
+        Entry("eeg.rereference", eeg.rereference, sig, {"x": "float"}, accepts=BATCH("x")),
+        Entry(
+            "eeg.spd_exp",
+            eeg.spd_exp,
+            lambda: {"s": spd()["c"] / 10},
+            {"s": "float"},
+            accepts=BATCH("s"),
+        ),
+        Entry(
+            "eeg.spd_power",
+            lambda **k: eeg.spd_power(k["c"], 0.5),
+            spd,
+            {"c": "float"},
+            accepts=BATCH("c"),
+        ),
+        Entry(
+            "eeg.euclidean_alignment",
+            eeg.euclidean_alignment,
+            lambda: {"epochs": _rng(31).standard_normal((4, 3, 32))},
+            {"epochs": "float"},
+        ),
+        Entry("eeg.recenter", eeg.recenter, covs, {"covs": "float"}),
+        Entry(
+            "eeg.reject_amplitude",
+            lambda **k: eeg.reject_amplitude(k["epochs"], 5.0),
+            lambda: {"epochs": _rng(32).standard_normal((4, 3, 32))},
+            {"epochs": "float"},
+            accepts=BATCH("epochs"),
+        ),
+        Entry(
+            "eeg.notch",
+            lambda **k: eeg.notch(k["x"], 128.0),
+            sig,
+            {"x": "float"},
+            accepts=BATCH("x"),
         ),
     ]
 
@@ -856,6 +1077,42 @@ def stereo_table():
             {"disp": "float"},
             empty_ok=("disp",),
             accepts={("disp", "rank+2"): "elementwise: any shape"},
+        ),
+        Entry(
+            "stereo.depth_to_disparity",
+            lambda **k: st.depth_to_disparity(k["depth"], 100.0, 50.0),
+            lambda: {"depth": _rng(35).uniform(1, 5, (4, 4))},
+            {"depth": "float"},
+            empty_ok=("depth",),
+            accepts={("depth", "rank+2"): "elementwise: any shape"},
+        ),
+        Entry(
+            "stereo.census_transform",
+            st.census_transform,
+            lambda: {"image": _rng(36).uniform(size=(6, 7))},
+            {"image": "float"},
+        ),
+        Entry(
+            "stereo.sgm_aggregate",
+            lambda **k: st.sgm_aggregate(k["cost"], impl="jax"),
+            cost,
+            {"cost": "float"},
+        ),
+        Entry(
+            "stereo.inlier_ratio",
+            lambda **k: st.inlier_ratio(**k, tau=0.5),
+            depth,
+            {"pred_depth": "float", "gt_depth": "float"},
+            accepts=ewd,
+        ),
+        Entry(
+            "stereo.landmark_3d_error",
+            st.landmark_3d_error,
+            lambda: {
+                "pred_points": _rng(37).standard_normal((5, 3)),
+                "gt_points": _rng(38).standard_normal((5, 3)),
+            },
+            {"pred_points": "float", "gt_points": "float"},
         ),
     ]
 
@@ -1163,6 +1420,19 @@ def _report(component, res, record_property):
     TOTALS[component] = res
     totals = {k: res[k] for k in ("tried", "clean", "documented")}
     record_property("fuzz", totals | {"component": component, "unhandled": len(res["failures"])})
+    record_fuzz_counts(
+        "public_api",
+        component,
+        {
+            "functions": res["functions"],
+            "tried": res["tried"],
+            "refused": res["refused"],
+            "documented": res["documented"],
+            "accepted": res["clean"] - res["refused"],
+            "other": len(res["failures"]),
+        },
+        tier="slow" if component in SLOW else "default",
+    )
     print(
         f"\nfuzz {component}: tried {res['tried']}, handled cleanly {res['clean']}, "
         f"documented exceptions {res['documented']}, unhandled {len(res['failures'])}"

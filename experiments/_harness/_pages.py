@@ -1,12 +1,14 @@
 """The generated parts of README and the docs, written from the committed results snapshot.
 
 `generated_files(root)` returns the text every generated file must have: README.md and
-docs/index.md with their claims-summary block, docs/papers.md with its papers table, and
+docs/index.md with their claims-summary block (README also its fuzz-summary line),
+docs/papers.md with its papers table, docs/status.md with its fuzz-totals block, and
 the whole of docs/results.md (claims per paper with verdict, interval, null or baseline,
 figures; the experiments not yet in the snapshot) and docs/benchmarks.md. `python -m
 experiments docs-tables` writes them (`--check`: says which differ and writes nothing),
 and a test checks the committed files equal them. Nothing here is typed by hand: every
-number comes from `results/quick/*/metrics.json` and `results/bench/*.json`.
+number comes from `results/quick/*/metrics.json`, `results/bench/*.json` and
+`results/fuzz/*.json`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from jaxlab._core import atomic_write
 
+from ._fuzz import fuzz_summary_line, fuzz_totals_block, load_fuzz
 from ._papers import PAPERS, citation, paper_sort_key, papers_table
 from ._report import (
     bench_table,
@@ -281,8 +284,9 @@ def benchmarks_page(benches: Sequence[Mapping[str, Any]], index: Sequence[Module
 
 def generated_files(root: str | Path) -> dict[Path, str]:
     """Path -> the full text each generated file must have, from the snapshot under
-    `root` (README.md and docs/index.md: their claims-summary block; docs/papers.md: its
-    papers table; docs/results.md and docs/benchmarks.md: whole pages)."""
+    `root` (README.md and docs/index.md: their claims-summary block, README also its
+    fuzz-summary line; docs/papers.md: its papers table; docs/status.md: its fuzz-totals
+    block from `results/fuzz`; docs/results.md and docs/benchmarks.md: whole pages)."""
     root = Path(root)
     snapshot = root / "results" / "quick"
     records = load_records(snapshot)
@@ -301,6 +305,17 @@ def generated_files(root: str | Path) -> dict[Path, str]:
     papers = root / "docs" / "papers.md"
     out[papers] = replace_block(
         papers.read_text(), "papers-table", papers_table(), where="docs/papers.md"
+    )
+    fuzz = load_fuzz(root / "results" / "fuzz")
+    out[root / "README.md"] = replace_block(
+        out[root / "README.md"],
+        "fuzz-summary",
+        fuzz_summary_line(fuzz, status_link="docs/status.md"),
+        where="README.md",
+    )
+    status = root / "docs" / "status.md"
+    out[status] = replace_block(
+        status.read_text(), "fuzz-totals", fuzz_totals_block(fuzz), where="docs/status.md"
     )
     out[root / "docs" / "results.md"] = results_page(records, exps, snapshot_dir=snapshot)
     out[root / "docs" / "benchmarks.md"] = benchmarks_page(benches, bench_mods)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
-from jaxlab._core import as_array, check_array
+from jaxlab._core import as_array, check_array, check_real
 
 from ._montage import channel_indices
 
@@ -59,9 +60,33 @@ def welch(x, sfreq: float, *, nperseg: int = 256):
     return freqs, spec.mean(-2)
 
 
+def _spectrum(freqs, psd):
+    """`freqs (F,)` (F >= 2, finite) and `psd (..., F)` (finite, >= 0) as JAX arrays."""
+    freqs = as_array("freqs", freqs, ndim=1, dtype=jnp.floating, finite=True)
+    if freqs.shape[0] < 2:
+        raise ValueError(f"freqs: expected at least 2 frequencies, received {freqs.shape[0]}")
+    psd = as_array("psd", psd, dtype=jnp.floating, finite=True, nonempty=True, low=0.0)
+    if psd.ndim < 1 or psd.shape[-1] != freqs.shape[0]:
+        raise ValueError(
+            f"psd: expected shape (..., {freqs.shape[0]}) (one value per frequency in freqs), "
+            f"received shape {tuple(psd.shape)}"
+        )
+    return freqs, psd
+
+
+def _positive_total(name: str, total, what: str) -> None:
+    """Refuse a concrete zero total (the normalisation would divide by it: NaN)."""
+    if not isinstance(total, Tracer) and bool(np.any(np.asarray(total) <= 0)):
+        raise ValueError(f"{name}: expected a positive total {what} in every row, received 0")
+
+
 def band_powers(freqs, psd, bands=None):
     """Absolute band power (rectangle-rule integral of the PSD) per band:
-    `psd (..., F)` -> `(..., n_bands)` in the order of `bands` (default `BANDS`)."""
+    `psd (..., F)` -> `(..., n_bands)` in the order of `bands` (default `BANDS`).
+
+    **Raises:** `ValueError` naming `freqs` (not 1-D with >= 2 finite values) or `psd`
+    (not `(..., F)`, empty, NaN/inf or negative)."""
+    freqs, psd = _spectrum(freqs, psd)
     bands = BANDS if bands is None else bands
     df = freqs[1] - freqs[0]
     cols = []
@@ -74,26 +99,57 @@ def band_powers(freqs, psd, bands=None):
 
 
 def relative_powers(bp):
-    """Band powers `(..., n_bands)` divided by their sum over bands."""
-    return bp / jnp.sum(bp, -1, keepdims=True)
+    """Band powers `(..., n_bands)` divided by their sum over bands.
+
+    **Raises:** `ValueError` naming `bp` when it is empty, NaN/inf, negative, or a row
+    sums to 0 (its relative powers are undefined)."""
+    bp = as_array("bp", bp, dtype=jnp.floating, finite=True, nonempty=True, low=0.0)
+    if bp.ndim < 1:
+        raise ValueError(f"bp: expected band powers (..., n_bands), received shape {bp.shape}")
+    total = jnp.sum(bp, -1, keepdims=True)
+    _positive_total("bp", total, "band power")
+    return bp / total
 
 
 def frontal_alpha_asymmetry(alpha_power, ch_names, *, left="F3", right="F4"):
     """ln(alpha power right) - ln(alpha power left); `alpha_power (..., C)` -> `(...)`.
 
-    **Raises:** `ValueError` when `left` or `right` is not in `ch_names`.
+    **Raises:** `ValueError` when `left` or `right` is not in `ch_names`, or naming
+    `alpha_power` when it is not `(..., len(ch_names))` with finite positive values.
     """
     il, ir = channel_indices(ch_names, [left, right])
+    alpha_power = as_array(
+        "alpha_power",
+        alpha_power,
+        dtype=jnp.floating,
+        finite=True,
+        nonempty=True,
+        low=0.0,
+        low_inclusive=False,
+    )
+    if alpha_power.ndim < 1 or alpha_power.shape[-1] != len(ch_names):
+        raise ValueError(
+            f"alpha_power: expected shape (..., {len(ch_names)}) (one value per channel "
+            f"name), received shape {tuple(alpha_power.shape)}"
+        )
     return jnp.log(alpha_power[..., ir]) - jnp.log(alpha_power[..., il])
 
 
 def spectral_entropy(freqs, psd, *, fmin: float = 1.0, fmax: float = 45.0):
     """Shannon entropy (nats) of the PSD normalised over `[fmin, fmax]` Hz.
 
-    `psd` `(..., F)` -> `(...)`."""
+    `psd` `(..., F)` -> `(...)`.
+
+    **Raises:** `ValueError` naming `freqs` or `psd` as `band_powers` does, `fmin`/`fmax`
+    (not finite, or `fmin > fmax`), or `psd` when a row has no power in `[fmin, fmax]`."""
+    freqs, psd = _spectrum(freqs, psd)
+    fmin = check_real("fmin", fmin)
+    fmax = check_real("fmax", fmax, low=fmin)
     mask = (freqs >= fmin) & (freqs <= fmax)
     p = jnp.where(mask, psd, 0.0)
-    p = p / jnp.sum(p, -1, keepdims=True)
+    total = jnp.sum(p, -1, keepdims=True)
+    _positive_total("psd", total, f"power in [{fmin}, {fmax}] Hz")
+    p = p / total
     return -jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0), -1)
 
 

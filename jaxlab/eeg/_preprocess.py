@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.signal
 
-from jaxlab._core import as_array, check_array
+from jaxlab._core import as_array, check_real
 
 from ._data import EEGDataset, EpochTable
 from ._ica import ica_clean
@@ -73,8 +73,10 @@ def notch(x, sfreq: float, freq: float = 50.0, *, quality: float = 30.0):
 
 
 def rereference(x, ref: str | list[int] = "average"):
-    """Re-reference channels (axis -2): `"average"` or the mean of channel indices `ref`."""
-    check_array("x", x, dtype=jnp.floating)
+    """Re-reference channels (axis -2): `"average"` or the mean of channel indices `ref`.
+
+    **Raises:** `ValueError` naming `x` (not `(..., C, T)` floats, empty, NaN/inf) or `ref`."""
+    x = as_array("x", x, dtype=jnp.floating, finite=True, nonempty=True)
     if x.ndim < 2:
         raise ValueError(f"x: expected (..., channel, time), got {x.shape}")
     if isinstance(ref, str):
@@ -107,10 +109,14 @@ def epoch(x, length: int, step: int):
 
 def reject_amplitude(epochs, threshold: float):
     """Keep-mask for epochs `(..., C, L)` whose peak-to-peak amplitude on every channel
-    is below `threshold` (same units, e.g. 150 microvolts). Returns bool `(...)`."""
-    check_array("epochs", epochs, dtype=jnp.floating)
-    if not (np.isfinite(threshold) and threshold > 0):
-        raise ValueError(f"threshold: expected a positive amplitude, got {threshold}")
+    is below `threshold` (same units, e.g. 150 microvolts). Returns bool `(...)`.
+
+    **Raises:** `ValueError` naming `epochs` (not `(..., C, L)` floats, empty, NaN/inf: a
+    NaN sample would compare as "below" and keep its epoch) or `threshold`."""
+    epochs = as_array("epochs", epochs, dtype=jnp.floating, finite=True, nonempty=True)
+    if epochs.ndim < 2:
+        raise ValueError(f"epochs: expected (..., C, L), received shape {tuple(epochs.shape)}")
+    threshold = check_real("threshold", threshold, low=0.0, low_inclusive=False)
     ptp = epochs.max(-1) - epochs.min(-1)
     return jnp.all(ptp < threshold, axis=-1)
 

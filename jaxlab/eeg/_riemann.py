@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab._core import as_array, check_array
+from jaxlab._core import as_array, check_real
 
 __all__ = [
     "spd_power",
@@ -24,6 +24,13 @@ def _check_spd(name, c, *, ndim=None):
     if c.ndim < 2 or c.shape[-1] != c.shape[-2]:
         raise ValueError(f"{name}: expected (..., C, C) square matrices, got {c.shape}")
     return c
+
+
+def _check_square(name, m, c: int):
+    m = _check_spd(name, m, ndim=2)
+    if m.shape != (c, c):
+        raise ValueError(f"{name}: expected shape ({c}, {c}), received {tuple(m.shape)}")
+    return m
 
 
 def _eig_apply(c, fn):
@@ -82,11 +89,19 @@ def euclidean_alignment(epochs, *, reference=None, shrinkage: float = 0.0):
 
     `shrinkage` in [0, 1) blends `R` towards `trace(R)/C * I` first; use it for
     rank-deficient data (e.g. after average re-referencing, whose covariance is singular).
+
+    **Raises:** `ValueError` naming `epochs` (not `(N, C, L)` floats with L >= 2, empty,
+    NaN/inf), `reference` (not a finite `(C, C)` matrix) or `shrinkage`.
     """
-    check_array("epochs", epochs, shape=("N", "C", "L"), dtype=jnp.floating)
-    if not 0.0 <= shrinkage < 1.0:
-        raise ValueError(f"shrinkage: expected a value in [0, 1), got {shrinkage}")
-    if reference is None:
+    epochs = as_array(
+        "epochs", epochs, shape=("N", "C", "L"), dtype=jnp.floating, finite=True, nonempty=True
+    )
+    if epochs.shape[-1] < 2:
+        raise ValueError(f"epochs: expected L >= 2 samples per epoch, received {epochs.shape}")
+    shrinkage = check_real("shrinkage", shrinkage, low=0.0, high=1.0, high_inclusive=False)
+    if reference is not None:
+        reference = _check_square("reference", reference, epochs.shape[-2])
+    else:
         xc = epochs - epochs.mean(-1, keepdims=True)
         reference = (xc @ jnp.swapaxes(xc, -1, -2) / (epochs.shape[-1] - 1)).mean(0)
     c = reference.shape[-1]
@@ -98,8 +113,13 @@ def euclidean_alignment(epochs, *, reference=None, shrinkage: float = 0.0):
 
 def recenter(covs, *, reference=None):
     """Riemannian re-centering: `C -> M^{-1/2} C M^{-1/2}` with `M` the log-Euclidean mean
-    (or `reference`): `(N, C, C)` -> `(N, C, C)`."""
-    _check_spd("covs", covs)
+    (or `reference`): `(N, C, C)` -> `(N, C, C)`.
+
+    **Raises:** `ValueError` naming `covs` (not finite `(N, C, C)`) or `reference` (not a
+    finite `(C, C)` matrix)."""
+    covs = _check_spd("covs", covs, ndim=3)
+    if reference is not None:
+        reference = _check_square("reference", reference, covs.shape[-1])
     m = log_euclidean_mean(covs) if reference is None else reference
     isq = spd_power(m, -0.5)
     return isq @ covs @ isq

@@ -13,7 +13,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxlab._core import check_positive_int
+from jaxlab._core import as_array, check_positive_int
 
 __all__ = ["pixel_shuffle", "pixel_unshuffle"]
 
@@ -26,8 +26,12 @@ def pixel_shuffle(x: jax.Array, factor: int) -> jax.Array:
     **Returns:** `(..., H * factor, W * factor, C)` with
     `out[..., h * r + i, w * r + j, c] = x[..., h, w, c * r * r + i * r + j]`
     (the PyTorch `PixelShuffle` channel order, written channels-last).
+
+    **Raises:** `ValueError` naming `x` (not an array of rank >= 3, empty, NaN/inf, a
+    channel count not divisible by `factor**2`) or `factor`.
     """
     r = check_positive_int("factor", factor)
+    x = as_array("x", x, finite=True, nonempty=True)
     if x.ndim < 3:
         raise ValueError(f"x: expected (..., H, W, C), received shape {x.shape}")
     *lead, h, w, cr = x.shape
@@ -41,8 +45,12 @@ def pixel_shuffle(x: jax.Array, factor: int) -> jax.Array:
 
 
 def pixel_unshuffle(x: jax.Array, factor: int) -> jax.Array:
-    """Inverse of `pixel_shuffle`: `(..., H * r, W * r, C)` -> `(..., H, W, C * r**2)`."""
+    """Inverse of `pixel_shuffle`: `(..., H * r, W * r, C)` -> `(..., H, W, C * r**2)`.
+
+    **Raises:** `ValueError` naming `x` (as `pixel_shuffle`; H, W not divisible by
+    `factor`) or `factor`."""
     r = check_positive_int("factor", factor)
+    x = as_array("x", x, finite=True, nonempty=True)
     if x.ndim < 3:
         raise ValueError(f"x: expected (..., H, W, C), received shape {x.shape}")
     *lead, hr, wr, c = x.shape

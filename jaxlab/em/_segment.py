@@ -18,7 +18,7 @@ from typing import cast
 import numpy as np
 import scipy.ndimage as ndi
 
-from jaxlab._core import check_array, check_finite, check_positive_int
+from jaxlab._core import as_array, check_array, check_finite, check_positive_int
 
 __all__ = ["relabel_connected", "merge_small_segments", "segment_watershed"]
 
@@ -31,12 +31,13 @@ def relabel_connected(labels) -> np.ndarray:
     - `labels`: integer array `[H, W]`.
 
     **Returns:** int32 array `[H, W]`; pixels share an id iff they are 4-connected
-    through pixels of the same input label.
+    through pixels of the same input label (an empty image gives an empty one).
     """
     from skimage.measure import label as cc_label
 
-    labels = np.asarray(labels)
-    check_array("labels", labels, ndim=2, dtype=np.integer)
+    labels = np.asarray(as_array("labels", labels, ndim=2, dtype=np.integer))
+    if labels.size == 0:
+        return labels.astype(np.int32)
     # shift to >= 1 so that no input value is treated as background
     shifted = labels.astype(np.int64) - labels.min() + 1
     return np.asarray(cc_label(shifted, background=0, connectivity=1)).astype(np.int32)

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, UInt32
 
-from jaxlab._core import check_array, check_finite, check_positive_int
+from jaxlab._core import as_array, check_array, check_finite, check_positive_int
 
 from ._sgm import check_cost
 
@@ -24,8 +24,11 @@ def census_transform(image: Float[Array, "H W"], window: int = 5) -> UInt32[Arra
     """Census signature: bit k is set when neighbour k is darker than the centre.
 
     `window` is odd and at most 5 (24 bits fit a uint32); borders are edge-padded.
+
+    **Raises:** `ValueError` naming `image` (not a 2-D float array, empty, NaN/inf: a NaN
+    compares as "not darker" and would give a plausible signature) or `window`.
     """
-    check_array("image", image, ndim=2, dtype=jnp.floating)
+    image = as_array("image", image, ndim=2, dtype=jnp.floating, finite=True, nonempty=True)
     if window % 2 == 0 or not 3 <= window <= 5:
         raise ValueError(f"window: expected 3 or 5, received {window}")
     r = window // 2

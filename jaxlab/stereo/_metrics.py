@@ -9,7 +9,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
-from jaxlab._core import as_array, check_array
+from jaxlab._core import as_array
 
 __all__ = [
     "disparity_to_depth",
@@ -95,7 +95,21 @@ def rmse(pred_depth, gt_depth, mask=None) -> Float[Array, ""]:
 
 
 def landmark_3d_error(pred_points: Float[Array, "K 3"], gt_points: Float[Array, "K 3"]):
-    """L3DE: mean Euclidean distance between predicted and true 3-D landmarks."""
-    sizes = check_array("pred_points", pred_points, shape=("K", 3), dtype=jnp.floating)
-    check_array("gt_points", gt_points, shape=("K", 3), sizes=sizes, dtype=jnp.floating)
+    """L3DE: mean Euclidean distance between predicted and true 3-D landmarks.
+
+    **Raises:** `ValueError` naming `pred_points` or `gt_points` (not `(K, 3)` with the
+    same K >= 1, or NaN/inf: a NaN landmark made the mean NaN)."""
+    sizes: dict[str, int] = {}
+    pred_points = as_array(
+        "pred_points",
+        pred_points,
+        shape=("K", 3),
+        sizes=sizes,
+        dtype=jnp.floating,
+        finite=True,
+        nonempty=True,
+    )
+    gt_points = as_array(
+        "gt_points", gt_points, shape=("K", 3), sizes=sizes, dtype=jnp.floating, finite=True
+    )
     return jnp.mean(jnp.linalg.norm(pred_points - gt_points, axis=-1))

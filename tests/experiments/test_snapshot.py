@@ -54,6 +54,7 @@ def test_snapshot_folders_are_not_ignored_by_git():
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
     paths = ["results/quick/x/metrics.json", "results/quick/x/fig.png", "results/bench/x.json"]
+    paths.append("results/fuzz/contracts.json")
     out = subprocess.run(
         ["git", "check-ignore", *paths, "results/x/metrics.json", "results/quick/x/checkpoints/a"],
         cwd=ROOT,
@@ -329,7 +330,7 @@ def test_replace_block_needs_its_markers():
 def _tmp_root(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
     (root / "docs").mkdir(parents=True)
-    for rel in ("README.md", "docs/index.md", "docs/papers.md"):
+    for rel in ("README.md", "docs/index.md", "docs/papers.md", "docs/status.md"):
         shutil.copy(ROOT / rel, root / rel)
     (root / "experiments").symlink_to(ROOT / "experiments")
     return root
@@ -390,6 +391,48 @@ def test_generated_pages_from_a_snapshot(tmp_path, capsys):
     assert "| lowrank_speed | P1 | N 10 | ode 2 ms | gd 4 s | gd 2e+03x |" in bench
     assert "- `lowrank_speed`" not in bench
     assert "- `laplex_matvec` (P9)" in bench
+
+
+def _fuzz_record(**comps):
+    keys = ("tried", "refused", "documented", "accepted", "other")
+    return {
+        "suite": "x",
+        "components": {
+            name: dict(zip(keys, c, strict=True))
+            | {"functions": 3, "public_functions": 5, "tier": "slow", "git_commit": "c" * 40}
+            | {"date_utc": "2026-12-06T00:00:00+00:00"}
+            for name, c in comps.items()
+        },
+    }
+
+
+def test_fuzz_totals_are_generated_from_results_fuzz(tmp_path):
+    """Issue #59: README's fuzz line and docs/status.md's per-component tables come from
+    results/fuzz/*.json (the slow tier writes them), not from hand-typed numbers."""
+    root = _tmp_root(tmp_path)
+    fuzz = root / "results" / "fuzz"
+    fuzz.mkdir(parents=True)
+    pub = _fuzz_record(bandits=(10, 7, 1, 2, 0), lm=(5, 5, 0, 0, 0))
+    con = _fuzz_record(bandits=(20, 18, 1, 1, 0))
+    con["components"]["bandits"]["size_1e9"] = {"a(n)": "refused", "b(n)": "accepted"}
+    (fuzz / "public_api.json").write_text(json.dumps(pub))
+    (fuzz / "contracts.json").write_text(json.dumps(con))
+    files = _pages.generated_files(root)
+    readme, status = files[root / "README.md"], files[root / "docs" / "status.md"]
+    assert "public-api 15 inputs to 6 of 10 public functions in 2 components (12 refused" in (
+        readme
+    )
+    assert "1 documented, 2 accepted, **0 other**" in readme
+    assert "contracts 20 inputs to 3 of 5 public functions in 1 components (18 refused" in readme
+    assert "| `jaxlab.bandits` | slow | 3 of 5 | 10 | 7 | 1 | 2 | 0 |" in status
+    assert "| **total** (2) | | 6 of 10 | 15 | 12 | 1 | 2 | 0 |" in status
+    assert "2 tried, 1 refused, 1 answered within the limits, 0 other" in status
+    assert "run 2026-12-06 at commit cccccccccc" in status
+    # counts that do not add up are refused, naming the file
+    con["components"]["bandits"]["other"] = 3
+    (fuzz / "contracts.json").write_text(json.dumps(con))
+    with pytest.raises(ValueError, match="contracts.json.*do not add up"):
+        _pages.generated_files(root)
 
 
 def test_claims_and_bench_table_commands(tmp_path, capsys):
