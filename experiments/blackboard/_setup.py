@@ -224,7 +224,7 @@ def agent_model(config: LakeConfig) -> bb.LMAgentModel:
     import jaxlab.lm as lm
 
     name = config.model
-    model, tok = lm.load(name)
+    model, tok = lm.load(name, mesh="auto")
     return bb.LMAgentModel(
         model,
         tok,
