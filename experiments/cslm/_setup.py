@@ -63,7 +63,8 @@ class BudgetConfig(ChunkConfig):
     """The budget table shared by cslm_complexity and cslm_reliability (QUICK defaults);
     `BUDGET_FULL_OVERRIDES` are the FULL values."""
 
-    budgets: tuple[int, ...] = (16, 32, 64, 128, 256)
+    # 0: the answer forced straight after the question (no reasoning), so B* has no floor
+    budgets: tuple[int, ...] = (0, 16, 32, 64, 128, 256)
 
 
 BUDGET_FULL_OVERRIDES = {
@@ -84,18 +85,18 @@ BUDGET_FULL_OVERRIDES = {
         ("word_problem", (1, 2, 3, 4, 6, 8, 10, 12)),
     ),
     "items": 200,
-    "budgets": (16, 32, 64, 128, 256, 512, 1024),
+    "budgets": (0, 16, 32, 64, 128, 256, 512, 1024),
 }
 
 #: the smoke tier's budget table (cslm_complexity / cslm_reliability TINY): SmolLM2, one
-#: family at 3 sizes, 3 items, budgets 2/4/8 (its chunks are built by `budget_chunk`; their
+#: family at 3 sizes, 3 items, budgets 0/2/4/8 (its chunks are built by `budget_chunk`; their
 #: content hash differs from QUICK's)
 BUDGET_TINY = {
     "models": ("smollm2-135m-instruct",),
     "families": ("chain_sum",),
     "sizes": (("chain_sum", (1, 2, 3)),),
     "items": 3,
-    "budgets": (2, 4, 8),
+    "budgets": (0, 2, 4, 8),
     "batch_size": 4,
 }
 

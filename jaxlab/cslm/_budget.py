@@ -44,11 +44,12 @@ default `cue`)."""
 
 
 def check_budgets(budgets: int | Sequence[int]) -> tuple[int, ...]:
-    """Validate a budget grid: a non-empty, strictly increasing sequence of ints >= 1."""
+    """Validate a budget grid: a non-empty, strictly increasing sequence of ints >= 0
+    (0: the answer forced straight after the question, no reasoning)."""
     values = [budgets] if isinstance(budgets, int | np.integer) else list(budgets)
     if not values:
         raise ValueError("budgets: expected a non-empty list of token budgets, received []")
-    out = tuple(check_positive_int("budgets", b) for b in values)
+    out = tuple(check_nonnegative_int("budgets", b) for b in values)
     if any(b >= c for b, c in zip(out, out[1:], strict=False)):
         raise ValueError(f"budgets: expected strictly increasing values, received {list(out)}")
     return out
@@ -80,9 +81,9 @@ def _ids(name: str, ids) -> list[int]:
 def truncated_reasoning(generated: Sequence[int], budget: int) -> list[int]:
     """The first `budget` reasoning tokens (all of them if the generation is shorter).
 
-    `generated` integer token ids >= 0, `budget` a positive integer (else a `ValueError`
-    naming the argument)."""
-    budget = check_positive_int("budget", budget)
+    `generated` integer token ids >= 0, `budget` an integer >= 0 (0: none; else a
+    `ValueError` naming the argument)."""
+    budget = check_nonnegative_int("budget", budget)
     return _ids("generated", generated)[:budget]
 
 
@@ -95,7 +96,7 @@ def forced_answer_prompts(
 
     - `prompt`: the question's token ids.
     - `generated`: the reasoning token ids (stop token removed).
-    - `budgets`: increasing budgets (>= 1).
+    - `budgets`: increasing budgets (>= 0; 0: no reasoning).
     - `cue`: token ids of the answer cue (`ANSWER_CUE` encoded without BOS).
 
     Token ids are integers >= 0 (a string, floats or negative ids raise a `ValueError`
@@ -185,7 +186,7 @@ def budget_scores(
     - `model`, `tokenizer`: the model that generated the reasoning.
     - `prompts`: N prompt token lists.
     - `generated`: N reasoning token lists (from `generate_reasoning`).
-    - `budgets`: increasing budgets B (>= 1).
+    - `budgets`: increasing budgets B (>= 0; 0: no reasoning).
     - `options`: N lists of K candidate continuations (`answer_continuation`), the same K
       for every item.
     - `cue`: the text that forces the answer.

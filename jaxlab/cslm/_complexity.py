@@ -1,8 +1,10 @@
 """Token complexity B*(n, p) and its growth class (P7's core concept, made measurable).
 
 B*(n, p) is the smallest reasoning budget at which accuracy on size-n items reaches p.
-Accuracy is measured on a budget grid; between grid points it is interpolated linearly in
-log B, so B* is continuous. Uncertainty comes from a bootstrap over items. Growth classes
+Accuracy is measured on a budget grid (B = 0: the answer forced with no reasoning);
+between grid points it is interpolated linearly in log(1 + B), so B* is continuous and the
+no-reasoning point sits on the same axis (for budgets >> 1 this is log B). Uncertainty
+comes from a bootstrap over items. Growth classes
 (constant, log n, n, n log n, n^2, 2^n) are fitted as B* ~ a + b f(n) with b >= 0 by
 weighted least squares (weights 1/sigma^2 from the bootstrap) and compared by AIC; Akaike
 weights say how confident the selection is (Burnham & Anderson 2002, "Model Selection and
@@ -43,12 +45,13 @@ the constant class)."""
 
 
 def min_budget(accuracy, budgets: Sequence[int], p: float) -> jax.Array:
-    """Smallest budget at which `accuracy` reaches `p` (log-linear interpolation).
+    """Smallest budget at which `accuracy` reaches `p` (interpolated linearly in
+    log(1 + B)).
 
     **Arguments:**
 
     - `accuracy`: (len(budgets),) accuracy at each budget.
-    - `budgets`: increasing budgets (>= 1).
+    - `budgets`: increasing budgets (>= 0).
     - `p`: target accuracy in (0, 1].
 
     **Returns:** scalar: the first crossing of p, `budgets[0]` if already reached there,
@@ -66,14 +69,14 @@ def min_budget(accuracy, budgets: Sequence[int], p: float) -> jax.Array:
 
 
 def _min_budget(acc, b, p):
-    logb = jnp.log(b)
+    logb = jnp.log1p(b)
     reach = acc >= p
     j = jnp.argmax(reach)
     prev = jnp.maximum(j - 1, 0)
     a0, a1 = acc[prev], acc[j]
     t = jnp.clip(jnp.where(a1 > a0, (p - a0) / jnp.where(a1 > a0, a1 - a0, 1.0), 1.0), 0, 1)
-    crossing = jnp.exp(logb[prev] + t * (logb[j] - logb[prev]))
-    # grid points exactly (no exp(log(b)) rounding)
+    crossing = jnp.expm1(logb[prev] + t * (logb[j] - logb[prev]))
+    # grid points exactly (no expm1(log1p(b)) rounding)
     crossing = jnp.where(t == 1.0, b[j], jnp.where(t == 0.0, b[prev], crossing))
     crossing = jnp.where(j == 0, b[0], crossing)
     return jnp.where(jnp.any(reach), crossing, jnp.inf)
@@ -115,7 +118,7 @@ def min_budget_ci(
 
     - `correct`: (items, len(budgets)) bool/0-1, item i solved at budget j (values
       outside [0, 1] or NaN raise a `ValueError` naming it).
-    - `budgets`: increasing budgets (>= 1).
+    - `budgets`: increasing budgets (>= 0).
     - `p`: target accuracy in (0, 1].
     - `key`: PRNG key for the resampling (keyword-only).
     - `n_boot`: bootstrap replicates; `level`: interval coverage in (0, 1).

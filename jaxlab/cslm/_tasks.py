@@ -304,7 +304,10 @@ def perturbed_answers(task: Task, count: int, *, key: jax.Array) -> list[Answer]
 
     Integers move by 1, 2, 3, 4, 5, 10 or 20 times 1 or a digit's place, up or down (never below 0
     when the answer is not negative); lists get two elements swapped, one element moved,
-    dropped or repeated.
+    dropped or repeated. A sorted list (the sorting family's answer) gets only sorted
+    distractors: one element changed by 1, 2 or 10 and the list re-sorted, one element
+    dropped or one repeated, so a distractor cannot be told from the answer by its order
+    alone (checking it needs the input).
 
     **Arguments:**
 
@@ -319,8 +322,9 @@ def perturbed_answers(task: Task, count: int, *, key: jax.Array) -> list[Answer]
     rng = _rng(key)
     seen = {format_answer(task.answer)}
     out: list[Answer] = []
+    ordered = isinstance(task.answer, tuple) and list(task.answer) == sorted(task.answer)
     for _ in range(1000 * count):
-        cand = _perturb(task.answer, rng)
+        cand = _sorted_perturb(task.answer, rng) if ordered else _perturb(task.answer, rng)
         if isinstance(cand, int) and isinstance(task.answer, int) and cand < 0 <= task.answer:
             continue  # a negative count or sum of positives is no plausible distractor
         text = format_answer(cand)
@@ -350,6 +354,21 @@ def _perturb(answer: Any, rng: np.random.Generator) -> Answer:
     scale = 10 ** int(rng.integers(max(1, len(str(abs(answer))))))
     step = int(rng.choice([1, 2, 3, 4, 5, 10, 20])) * (scale if rng.integers(2) else 1)
     return int(answer) + step * int(rng.choice([-1, 1]))
+
+
+def _sorted_perturb(answer: tuple, rng: np.random.Generator) -> tuple:
+    """A sorted near-miss of a sorted list: one value changed and re-sorted, one dropped,
+    or one repeated (dropping needs two elements)."""
+    xs = list(answer)
+    move = int(rng.integers(3 if len(xs) > 1 else 2))
+    i = int(rng.integers(len(xs)))
+    if move == 0:
+        xs[i] += int(rng.choice([-10, -2, -1, 1, 2, 10]))
+    elif move == 1:
+        xs.insert(i, xs[i])
+    else:
+        del xs[i]
+    return tuple(sorted(xs))
 
 
 def verify(task: Task, text: str) -> bool:

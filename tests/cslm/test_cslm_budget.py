@@ -115,9 +115,9 @@ def test_generate_reasoning_shapes(model, tokenizer, getkey):
 
 def test_bad_input(model, tokenizer, getkey):
     with pytest.raises(ValueError, match="^budgets:"):
-        cslm.budget_scores(model, tokenizer, [[1]], [[2]], (0, 2), [[" 1\n", " 2\n"]])
+        cslm.budget_scores(model, tokenizer, [[1]], [[2]], (-1, 2), [[" 1\n", " 2\n"]])
     with pytest.raises(ValueError, match="^budget:"):
-        cslm.truncated_reasoning([1, 2], 0)
+        cslm.truncated_reasoning([1, 2], -1)
     with pytest.raises(ValueError, match="^options:"):
         cslm.budget_scores(model, tokenizer, [[1], [2]], [[2], [3]], (1,), [[" 1\n"], []])
     with pytest.raises(ValueError, match="^prompts:"):
@@ -126,3 +126,17 @@ def test_bad_input(model, tokenizer, getkey):
         cslm.generate_reasoning(model, tokenizer, [[1]], max_new_tokens=0, key=getkey())
     with pytest.raises(ValueError, match="^scores:"):
         cslm.budget_accuracy(np.zeros((2, 1)))
+
+
+def test_budget_zero_is_the_answer_with_no_reasoning(model, tokenizer):
+    """B = 0 scores the options straight after the question: the same log-likelihoods as
+    lm.score on prompt + cue (the oracle), and the truncation is empty."""
+    assert cslm.truncated_reasoning([5, 6, 7], 0) == []
+    prompt, gen, opts = [1, 9, 4], [7, 8, 3], [" 1\n", " 22\n"]
+    got = cslm.budget_scores(model, tokenizer, [prompt], [gen], (0, 2), [opts])
+    cue = tokenizer.encode(cslm.ANSWER_CUE, add_bos=False)
+    want0 = lm.score(model, tokenizer, [prompt + cue], [opts]).sum[0]
+    want2 = lm.score(model, tokenizer, [prompt + gen[:2] + cue], [opts]).sum[0]
+    np.testing.assert_allclose(got[0, 0], want0, rtol=1e-5)
+    np.testing.assert_allclose(got[0, 1], want2, rtol=1e-5)
+    assert not np.allclose(got[0, 0], got[0, 1])

@@ -15,17 +15,22 @@ from jaxlab import cslm
 BUDGETS = (16, 32, 64, 128, 256)
 
 
-def test_min_budget_interpolates_in_log_budget():
+def test_min_budget_interpolates_in_log_one_plus_budget():
     acc = np.array([0.1, 0.3, 0.5, 0.9, 0.95])
-    # p = 0.7 lies halfway between 64 (0.5) and 128 (0.9): geometric mean
-    assert float(cslm.min_budget(acc, BUDGETS, 0.7)) == pytest.approx(math.sqrt(64 * 128))
+    # p = 0.7 lies halfway between 64 (0.5) and 128 (0.9): halfway in log(1 + B)
+    mid = math.sqrt(65 * 129) - 1
+    assert float(cslm.min_budget(acc, BUDGETS, 0.7)) == pytest.approx(mid)
     assert float(cslm.min_budget(acc, BUDGETS, 0.5)) == pytest.approx(64.0)
     assert float(cslm.min_budget(acc, BUDGETS, 0.05)) == 16.0
     assert math.isinf(float(cslm.min_budget(acc, BUDGETS, 0.99)))
     # first crossing, not the last, for a non-monotone curve
     assert float(cslm.min_budget([0.0, 0.8, 0.2, 0.9, 1.0], BUDGETS, 0.8)) == pytest.approx(32.0)
     batched = jax.vmap(lambda a: cslm.min_budget(a, BUDGETS, 0.7))(jnp.stack([acc, acc[::-1]]))
-    assert float(batched[0]) == pytest.approx(math.sqrt(64 * 128))
+    assert float(batched[0]) == pytest.approx(mid)
+    # budget 0 (no reasoning) sits on the same axis: reached there -> 0; halfway from 0 to
+    # 15 in log(1 + B) is 3
+    assert float(cslm.min_budget([0.6, 0.7], (0, 15), 0.5)) == 0.0
+    assert float(cslm.min_budget([0.2, 0.8], (0, 15), 0.5)) == pytest.approx(3.0)
     assert float(batched[1]) == 16.0
 
 
@@ -185,7 +190,7 @@ def test_expected_calibration_error(getkey):
 
 def test_bad_input(getkey):
     with pytest.raises(ValueError, match="^budgets:"):
-        cslm.min_budget([0.1, 0.2], (0, 4), 0.5)
+        cslm.min_budget([0.1, 0.2], (-1, 4), 0.5)
     with pytest.raises(ValueError, match="^budgets:"):
         cslm.min_budget([0.1, 0.2], (8, 4), 0.5)
     with pytest.raises(ValueError, match="^budgets:"):

@@ -69,6 +69,23 @@ def test_family_answers_and_verifiers(family, getkey):
         assert len({t.prompt for t in tasks}) > (1 if n > 1 else 0)
 
 
+def test_sorting_distractors_are_sorted_near_misses(getkey):
+    """A sorted answer gets only sorted distractors (order alone cannot reveal them), each
+    a near miss: same length with one value off, or one element dropped or repeated."""
+    moves = set()
+    for n in (1, 2, 5, 9):
+        for t in cslm.make_tasks("sorting", n, 6, key=getkey()):
+            assert list(t.answer) == sorted(t.answer)
+            for wrong in cslm.perturbed_answers(t, 3, key=getkey()):
+                assert wrong != t.answer
+                assert list(wrong) == sorted(wrong)
+                assert abs(len(wrong) - len(t.answer)) <= 1
+                if len(wrong) == len(t.answer):
+                    assert sum(a != b for a, b in zip(wrong, t.answer, strict=True)) >= 1
+                moves.add(len(wrong) - len(t.answer))
+    assert moves == {-1, 0, 1}
+
+
 def test_same_key_same_task(getkey):
     key = getkey()
     for family in cslm.FAMILIES:
