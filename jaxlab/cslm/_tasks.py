@@ -322,9 +322,13 @@ def perturbed_answers(task: Task, count: int, *, key: jax.Array) -> list[Answer]
     rng = _rng(key)
     seen = {format_answer(task.answer)}
     out: list[Answer] = []
-    ordered = isinstance(task.answer, tuple) and list(task.answer) == sorted(task.answer)
+    answer = task.answer
+    ordered = isinstance(answer, tuple) and list(answer) == sorted(answer)
     for _ in range(1000 * count):
-        cand = _sorted_perturb(task.answer, rng) if ordered else _perturb(task.answer, rng)
+        if isinstance(answer, tuple) and ordered:
+            cand = _perturb_list(answer, rng, ordered=True)
+        else:
+            cand = _perturb(answer, rng)
         if isinstance(cand, int) and isinstance(task.answer, int) and cand < 0 <= task.answer:
             continue  # a negative count or sum of positives is no plausible distractor
         text = format_answer(cand)
@@ -338,37 +342,29 @@ def perturbed_answers(task: Task, count: int, *, key: jax.Array) -> list[Answer]
 
 def _perturb(answer: Any, rng: np.random.Generator) -> Answer:
     if isinstance(answer, tuple):
-        xs = list(answer)
-        move = int(rng.integers(4 if len(xs) > 1 else 2))
-        i = int(rng.integers(len(xs)))
-        if move == 0:
-            xs[i] += int(rng.choice([-10, -2, -1, 1, 2, 10]))
-        elif move == 1:
-            xs.insert(i, xs[i])
-        elif move == 2:
-            del xs[i]
-        else:
-            j = (i + 1 + int(rng.integers(len(xs) - 1))) % len(xs)
-            xs[i], xs[j] = xs[j], xs[i]
-        return tuple(xs)
+        return _perturb_list(answer, rng)
     scale = 10 ** int(rng.integers(max(1, len(str(abs(answer))))))
     step = int(rng.choice([1, 2, 3, 4, 5, 10, 20])) * (scale if rng.integers(2) else 1)
     return int(answer) + step * int(rng.choice([-1, 1]))
 
 
-def _sorted_perturb(answer: tuple, rng: np.random.Generator) -> tuple:
-    """A sorted near-miss of a sorted list: one value changed and re-sorted, one dropped,
-    or one repeated (dropping needs two elements)."""
+def _perturb_list(answer: tuple, rng: np.random.Generator, *, ordered: bool = False) -> tuple:
+    """A near miss of a list: one element changed by 1, 2 or 10, repeated, dropped (needs
+    two elements) or swapped with another; `ordered`: no swap and the result re-sorted (a
+    sorted near miss of a sorted list)."""
     xs = list(answer)
-    move = int(rng.integers(3 if len(xs) > 1 else 2))
+    move = int(rng.integers((3 if ordered else 4) if len(xs) > 1 else 2))
     i = int(rng.integers(len(xs)))
     if move == 0:
         xs[i] += int(rng.choice([-10, -2, -1, 1, 2, 10]))
     elif move == 1:
         xs.insert(i, xs[i])
-    else:
+    elif move == 2:
         del xs[i]
-    return tuple(sorted(xs))
+    else:
+        j = (i + 1 + int(rng.integers(len(xs) - 1))) % len(xs)
+        xs[i], xs[j] = xs[j], xs[i]
+    return tuple(sorted(xs)) if ordered else tuple(xs)
 
 
 def verify(task: Task, text: str) -> bool:
