@@ -666,6 +666,8 @@ def observers_table():
             "poles": np.array([-3.0, -4.0]),
         }
 
+    plant = ob.x29_lateral()
+
     return [
         Entry(
             "observers.place_gain",
@@ -679,6 +681,48 @@ def observers_table():
             lambda: {"num_samples": 100, "num_failures": 0, "confidence": 0.99},
             {"confidence": "prob"},
             sizes=("num_samples",),
+        ),
+        Entry(
+            "observers.lmi_penalty",
+            ob.lmi_penalty,
+            lambda: {"H": -2.0 * np.eye(3), "margin": 0.1},
+            {"H": "float", "margin": "float"},
+        ),
+        Entry(
+            "observers.extended_error_model",
+            lambda **k: ob.extended_error_model(**k)[0],
+            lambda: {
+                "A": sys_()["A"],
+                "C": sys_()["C"],
+                "E": np.array([[0.0], [1.0]]),
+                "epsilon": 0.1,
+            },
+            {"A": "float", "C": "float", "E": "float", "epsilon": "float"},
+        ),
+        Entry(
+            "observers.sample_errors",
+            lambda **k: ob.sample_errors(**k, key=jax.random.key(0)),
+            lambda: {"num": 4, "dim": 3, "radius": 1.0, "min_radius": 0.1},
+            {"radius": "float", "min_radius": "float"},
+            sizes=("num", "dim"),
+        ),
+        Entry(
+            "observers.high_gain_eso",
+            lambda **k: ob.high_gain_eso(plant, **k, key=jax.random.key(0)).gain,
+            lambda: {"epsilon": 0.1, "poles": -np.arange(1.0, 9.0)},
+            {"epsilon": "float", "poles": "float"},
+        ),
+        Entry(
+            "observers.x29_lateral",
+            lambda **k: ob.x29_lateral(**k).A,
+            lambda: {"uncertainty": 0.1, "ref_amp": 1.0},
+            {"uncertainty": "float", "ref_amp": "float"},
+        ),
+        Entry(
+            "observers.x29_longitudinal",
+            lambda **k: ob.x29_longitudinal(**k).A,
+            lambda: {"uncertainty": 0.1, "ref_amp": 1.0},
+            {"uncertainty": "float", "ref_amp": "float"},
         ),
     ]
 
@@ -1207,7 +1251,87 @@ def lm_table():
             accepts={("mask", "none"): "None means every token is real"},
             ids={"tokens": 11},
         ),
+        Entry(
+            "lm.project",
+            lm.project,
+            lambda: {"x": _rng(42).standard_normal((2, 8)), "w": _rng(43).standard_normal((3, 8))},
+            {"x": "float", "w": "float"},
+            empty_ok=("x",),  # no rows: a (0, N) result
+            accepts=BATCH("x"),
+        ),
+        Entry(
+            "lm.prompt_bucket",
+            lm.prompt_bucket,
+            lambda: {"n": 5},
+            sizes=("n",),
+            accepts={("n", "size0"): "an empty prompt gets the minimum bucket, 16"},
+        ),
+        Entry(
+            "lm.pad_prompts",
+            lambda **k: lm.pad_prompts(k["prompts"], length=k["length"])[1],
+            lambda: {"prompts": np.array([[1, 2, 3], [4, 5, 6]]), "length": 4},
+            {"prompts": "int"},
+            sizes=("length",),
+            accepts={("length", "none"): "None means the bucket of the longest prompt"},
+        ),
+        Entry(
+            "lm.model_axis_size",
+            lambda **k: lm.model_axis_size(_tiny_lm_config(), **k),
+            lambda: {"n": 4},
+            sizes=("n",),
+        ),
+        Entry(
+            "lm.forward",
+            lambda **k: lm.forward(_tiny_lm(), **k)[0],
+            lambda: {"tokens": np.array([1, 5, 2, 0]), "mask": np.array([1, 1, 1, 1])},
+            {"tokens": "int", "mask": "int"},
+            accepts={("mask", "none"): "None means every token is real"},
+            ids={"tokens": 13},
+        ),
+        Entry(
+            "lm.forward_batched",
+            lambda **k: lm.forward_batched(_tiny_lm(), **k)[0],
+            lambda: {
+                "tokens": np.array([[0, 1, 5], [3, 2, 4]]),
+                "mask": np.array([[0, 1, 1], [1, 1, 1]]),
+            },
+            {"tokens": "int", "mask": "int"},
+            accepts={("mask", "none"): "None means every token is real"},
+            ids={"tokens": 13},
+        ),
     ]
+
+
+def _tiny_lm_config():
+    from jaxlab import lm
+
+    return lm.LMConfig(
+        arch="llama",
+        vocab_size=13,
+        d_model=8,
+        n_layers=1,
+        n_heads=2,
+        n_kv_heads=1,
+        head_dim=4,
+        d_ff=12,
+        norm_eps=1e-5,
+        rope_bases=(100.0,),
+        sliding_windows=(0,),
+        context_length=16,
+    )
+
+
+def _tiny_lm():
+    """A random 1-layer llama (vocabulary 13, d = 8), built once."""
+    from jaxlab import lm
+
+    global _TINY_LM
+    if _TINY_LM is None:
+        _TINY_LM = lm.Transformer.random(_tiny_lm_config(), key=jax.random.key(3))
+    return _TINY_LM
+
+
+_TINY_LM = None
 
 
 def _tiny_sentence_encoder():
