@@ -442,17 +442,94 @@ def cells_table():
             {"counts": "count"},
             sizes=("steps",),
         ),
+        Entry(
+            "cells.epps_pulley",
+            cells.epps_pulley,
+            lambda: {"x": _rng(9).standard_normal((20, 3)), "t_max": 3.0, "n_points": 17},
+            {"x": "float", "t_max": "float"},
+            sizes=("n_points",),
+        ),
+        Entry(
+            "cells.epps_pulley_null_mean",
+            cells.epps_pulley_null_mean,
+            lambda: {"t_max": 3.0, "n_points": 17},
+            {"t_max": "float"},
+            sizes=("n_points",),
+        ),
+        Entry(
+            "cells.knn_atypicality",
+            cells.knn_atypicality,
+            lambda: {"embedding": _rng(10).standard_normal((12, 2)), "k": 3},
+            {"embedding": "float"},
+            sizes=("k",),
+        ),
+        Entry(
+            "cells.log_normalize",
+            cells.log_normalize,
+            lambda: {"counts": _rng(11).poisson(3.0, (6, 4)).astype(float) + 1, "target": 1e4},
+            {"counts": "count", "target": "float"},
+            empty_ok=("counts",),  # no cells: an empty (0, G) result (docstring)
+            accepts={("counts", "fractional"): "rescaled counts are valid (docstring)"},
+        ),
+        Entry(
+            "cells.nb_log_likelihood",
+            cells.nb_log_likelihood,
+            lambda: {
+                "x": np.array([0.0, 2.0, 5.0]),
+                "mean": np.array([1.0, 2.0, 3.0]),
+                "theta": np.array([2.0, 2.0, 2.0]),
+            },
+            {"x": "count", "mean": "float", "theta": "float"},
+            accepts={
+                **BATCH("x", "mean", "theta"),
+                ("x", "fractional"): "gammaln's continuous extension (docstring)",
+            },
+        ),
+        Entry(
+            "cells.sigreg",
+            lambda **k: cells.sigreg(k["z"], key=key, n_slices=k["n_slices"]),
+            lambda: {"z": _rng(12).standard_normal((16, 3)), "n_slices": 8},
+            {"z": "float"},
+            sizes=("n_slices",),
+        ),
     ]
 
 
 def sensing_table():
     from jaxlab import sensing
 
+    flower = sensing.sample_flower(key=jax.random.key(1))
     return [
         Entry(
             "sensing.action_grid",
             sensing.action_grid,
             lambda: {"n": 3},
+            sizes=("n",),
+        ),
+        Entry("sensing.grid_mask", sensing.grid_mask, lambda: {"n": 3}, sizes=("n",)),
+        Entry(
+            "sensing.surface_height",
+            lambda **k: sensing.surface_height(flower, **k),
+            lambda: {"p": np.array([0.1, -0.2])},
+            {"p": "float"},
+        ),
+        Entry(
+            "sensing.nectar_reward",
+            lambda **k: sensing.nectar_reward(flower, **k),
+            lambda: {"action": np.array([0.1, -0.2, 0.0])},
+            {"action": "float"},
+        ),
+        Entry(
+            "sensing.observe_mean",
+            lambda **k: sensing.observe_mean(flower, **k),
+            lambda: {"action": np.array([0.1, -0.2, 0.0])},
+            {"action": "float"},
+        ),
+        Entry(
+            "sensing.random_actions",
+            lambda **k: sensing.random_actions(flower, **k, key=jax.random.key(2)),
+            lambda: {"n": 4, "near_nectary": 0.25},
+            {"near_nectary": "prob"},
             sizes=("n",),
         ),
     ]
