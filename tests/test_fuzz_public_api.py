@@ -442,17 +442,94 @@ def cells_table():
             {"counts": "count"},
             sizes=("steps",),
         ),
+        Entry(
+            "cells.epps_pulley",
+            cells.epps_pulley,
+            lambda: {"x": _rng(9).standard_normal((20, 3)), "t_max": 3.0, "n_points": 17},
+            {"x": "float", "t_max": "float"},
+            sizes=("n_points",),
+        ),
+        Entry(
+            "cells.epps_pulley_null_mean",
+            cells.epps_pulley_null_mean,
+            lambda: {"t_max": 3.0, "n_points": 17},
+            {"t_max": "float"},
+            sizes=("n_points",),
+        ),
+        Entry(
+            "cells.knn_atypicality",
+            cells.knn_atypicality,
+            lambda: {"embedding": _rng(10).standard_normal((12, 2)), "k": 3},
+            {"embedding": "float"},
+            sizes=("k",),
+        ),
+        Entry(
+            "cells.log_normalize",
+            cells.log_normalize,
+            lambda: {"counts": _rng(11).poisson(3.0, (6, 4)).astype(float) + 1, "target": 1e4},
+            {"counts": "count", "target": "float"},
+            empty_ok=("counts",),  # no cells: an empty (0, G) result (docstring)
+            accepts={("counts", "fractional"): "rescaled counts are valid (docstring)"},
+        ),
+        Entry(
+            "cells.nb_log_likelihood",
+            cells.nb_log_likelihood,
+            lambda: {
+                "x": np.array([0.0, 2.0, 5.0]),
+                "mean": np.array([1.0, 2.0, 3.0]),
+                "theta": np.array([2.0, 2.0, 2.0]),
+            },
+            {"x": "count", "mean": "float", "theta": "float"},
+            accepts={
+                **BATCH("x", "mean", "theta"),
+                ("x", "fractional"): "gammaln's continuous extension (docstring)",
+            },
+        ),
+        Entry(
+            "cells.sigreg",
+            lambda **k: cells.sigreg(k["z"], key=key, n_slices=k["n_slices"]),
+            lambda: {"z": _rng(12).standard_normal((16, 3)), "n_slices": 8},
+            {"z": "float"},
+            sizes=("n_slices",),
+        ),
     ]
 
 
 def sensing_table():
     from jaxlab import sensing
 
+    flower = sensing.sample_flower(key=jax.random.key(1))
     return [
         Entry(
             "sensing.action_grid",
             sensing.action_grid,
             lambda: {"n": 3},
+            sizes=("n",),
+        ),
+        Entry("sensing.grid_mask", sensing.grid_mask, lambda: {"n": 3}, sizes=("n",)),
+        Entry(
+            "sensing.surface_height",
+            lambda **k: sensing.surface_height(flower, **k),
+            lambda: {"p": np.array([0.1, -0.2])},
+            {"p": "float"},
+        ),
+        Entry(
+            "sensing.nectar_reward",
+            lambda **k: sensing.nectar_reward(flower, **k),
+            lambda: {"action": np.array([0.1, -0.2, 0.0])},
+            {"action": "float"},
+        ),
+        Entry(
+            "sensing.observe_mean",
+            lambda **k: sensing.observe_mean(flower, **k),
+            lambda: {"action": np.array([0.1, -0.2, 0.0])},
+            {"action": "float"},
+        ),
+        Entry(
+            "sensing.random_actions",
+            lambda **k: sensing.random_actions(flower, **k, key=jax.random.key(2)),
+            lambda: {"n": 4, "near_nectary": 0.25},
+            {"near_nectary": "prob"},
             sizes=("n",),
         ),
     ]
@@ -666,6 +743,8 @@ def observers_table():
             "poles": np.array([-3.0, -4.0]),
         }
 
+    plant = ob.x29_lateral()
+
     return [
         Entry(
             "observers.place_gain",
@@ -679,6 +758,48 @@ def observers_table():
             lambda: {"num_samples": 100, "num_failures": 0, "confidence": 0.99},
             {"confidence": "prob"},
             sizes=("num_samples",),
+        ),
+        Entry(
+            "observers.lmi_penalty",
+            ob.lmi_penalty,
+            lambda: {"H": -2.0 * np.eye(3), "margin": 0.1},
+            {"H": "float", "margin": "float"},
+        ),
+        Entry(
+            "observers.extended_error_model",
+            lambda **k: ob.extended_error_model(**k)[0],
+            lambda: {
+                "A": sys_()["A"],
+                "C": sys_()["C"],
+                "E": np.array([[0.0], [1.0]]),
+                "epsilon": 0.1,
+            },
+            {"A": "float", "C": "float", "E": "float", "epsilon": "float"},
+        ),
+        Entry(
+            "observers.sample_errors",
+            lambda **k: ob.sample_errors(**k, key=jax.random.key(0)),
+            lambda: {"num": 4, "dim": 3, "radius": 1.0, "min_radius": 0.1},
+            {"radius": "float", "min_radius": "float"},
+            sizes=("num", "dim"),
+        ),
+        Entry(
+            "observers.high_gain_eso",
+            lambda **k: ob.high_gain_eso(plant, **k, key=jax.random.key(0)).gain,
+            lambda: {"epsilon": 0.1, "poles": -np.arange(1.0, 9.0)},
+            {"epsilon": "float", "poles": "float"},
+        ),
+        Entry(
+            "observers.x29_lateral",
+            lambda **k: ob.x29_lateral(**k).A,
+            lambda: {"uncertainty": 0.1, "ref_amp": 1.0},
+            {"uncertainty": "float", "ref_amp": "float"},
+        ),
+        Entry(
+            "observers.x29_longitudinal",
+            lambda **k: ob.x29_longitudinal(**k).A,
+            lambda: {"uncertainty": 0.1, "ref_amp": 1.0},
+            {"uncertainty": "float", "ref_amp": "float"},
         ),
     ]
 
@@ -1207,7 +1328,87 @@ def lm_table():
             accepts={("mask", "none"): "None means every token is real"},
             ids={"tokens": 11},
         ),
+        Entry(
+            "lm.project",
+            lm.project,
+            lambda: {"x": _rng(42).standard_normal((2, 8)), "w": _rng(43).standard_normal((3, 8))},
+            {"x": "float", "w": "float"},
+            empty_ok=("x",),  # no rows: a (0, N) result
+            accepts=BATCH("x"),
+        ),
+        Entry(
+            "lm.prompt_bucket",
+            lm.prompt_bucket,
+            lambda: {"n": 5},
+            sizes=("n",),
+            accepts={("n", "size0"): "an empty prompt gets the minimum bucket, 16"},
+        ),
+        Entry(
+            "lm.pad_prompts",
+            lambda **k: lm.pad_prompts(k["prompts"], length=k["length"])[1],
+            lambda: {"prompts": np.array([[1, 2, 3], [4, 5, 6]]), "length": 4},
+            {"prompts": "int"},
+            sizes=("length",),
+            accepts={("length", "none"): "None means the bucket of the longest prompt"},
+        ),
+        Entry(
+            "lm.model_axis_size",
+            lambda **k: lm.model_axis_size(_tiny_lm_config(), **k),
+            lambda: {"n": 4},
+            sizes=("n",),
+        ),
+        Entry(
+            "lm.forward",
+            lambda **k: lm.forward(_tiny_lm(), **k)[0],
+            lambda: {"tokens": np.array([1, 5, 2, 0]), "mask": np.array([1, 1, 1, 1])},
+            {"tokens": "int", "mask": "int"},
+            accepts={("mask", "none"): "None means every token is real"},
+            ids={"tokens": 13},
+        ),
+        Entry(
+            "lm.forward_batched",
+            lambda **k: lm.forward_batched(_tiny_lm(), **k)[0],
+            lambda: {
+                "tokens": np.array([[0, 1, 5], [3, 2, 4]]),
+                "mask": np.array([[0, 1, 1], [1, 1, 1]]),
+            },
+            {"tokens": "int", "mask": "int"},
+            accepts={("mask", "none"): "None means every token is real"},
+            ids={"tokens": 13},
+        ),
     ]
+
+
+def _tiny_lm_config():
+    from jaxlab import lm
+
+    return lm.LMConfig(
+        arch="llama",
+        vocab_size=13,
+        d_model=8,
+        n_layers=1,
+        n_heads=2,
+        n_kv_heads=1,
+        head_dim=4,
+        d_ff=12,
+        norm_eps=1e-5,
+        rope_bases=(100.0,),
+        sliding_windows=(0,),
+        context_length=16,
+    )
+
+
+def _tiny_lm():
+    """A random 1-layer llama (vocabulary 13, d = 8), built once."""
+    from jaxlab import lm
+
+    global _TINY_LM
+    if _TINY_LM is None:
+        _TINY_LM = lm.Transformer.random(_tiny_lm_config(), key=jax.random.key(3))
+    return _TINY_LM
+
+
+_TINY_LM = None
 
 
 def _tiny_sentence_encoder():

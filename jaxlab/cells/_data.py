@@ -141,7 +141,9 @@ def log_normalize(counts: np.ndarray, target: float = 1e4) -> np.ndarray:
     """log1p(counts / library size * target), the scanpy convention.
 
     **Arguments:** `counts` `(N, G)` finite, non-negative; `target` a finite number > 0.
-    Anything else raises a `ValueError` naming the argument.
+    Anything else raises a `ValueError` naming the argument. Fractional counts are
+    accepted (ambient-corrected or rescaled matrices, as in scanpy), and no cells,
+    `(0, G)`, gives an empty `(0, G)` result.
     """
     as_array("counts", counts, ndim=2, finite=True, low=0.0)
     counts = np.asarray(counts)

@@ -37,6 +37,9 @@ def nb_log_likelihood(x, mean, theta):
     **Arguments:** `x` counts >= 0, `mean` >= 0, `theta` > 0, all finite, of shapes
     that broadcast together. Anything else raises a `ValueError` naming the argument
     (value checks on concrete inputs; under `jit` only shapes and dtypes are checked).
+    Leading batch axes of any rank are valid (elementwise), and a fractional `x` is
+    accepted: the `gammaln` form is the continuous extension of the NB density (e.g.
+    for size-factor-scaled counts).
     """
     x = as_array("x", x, dtype=jnp.floating, finite=True, low=0.0)
     mean = as_array("mean", mean, dtype=jnp.floating, finite=True, low=0.0)

@@ -95,7 +95,7 @@ def _prepare(model, tokens, mask, capture, layers, intervene, *, batched):
     if mask is None:
         mask = jnp.ones(tokens.shape, jnp.int32)
     else:
-        mask = jnp.atleast_2d(jnp.asarray(mask)).astype(jnp.int32)
+        mask = jnp.atleast_2d(as_array("mask", mask)).astype(jnp.int32)
         if mask.shape != tokens.shape:
             raise ValueError(f"mask must have the shape of tokens {tokens.shape}, got {mask.shape}")
     cfg = model.config

@@ -19,7 +19,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxlab._core import short_repr
+from jaxlab._core import (
+    check_memory,
+    check_nonnegative_int,
+    check_positive_int,
+    short_repr,
+)
 
 from ._forward import _check_sites, check_token_range, positions_from_mask
 from ._lora import LoRA
@@ -55,8 +60,13 @@ class Generation(NamedTuple):
 
 
 def prompt_bucket(n: int) -> int:
-    """Padded prompt length: the next power of two, at least 16."""
-    return max(16, 1 << max(0, int(n) - 1).bit_length())
+    """Padded prompt length: the next power of two, at least 16.
+
+    `n` is a prompt length, an integer >= 0 (0, an empty prompt, gets the minimum 16);
+    a negative, fractional, boolean or None `n` raises a `ValueError` naming it.
+    """
+    n = check_nonnegative_int("n", n)
+    return max(16, 1 << max(0, n - 1).bit_length())
 
 
 def pad_prompts(
@@ -72,10 +82,17 @@ def pad_prompts(
     **Returns:**
         tokens (B, length) int32 and mask (B, length) int32 (1 = real token).
     """
-    if not prompts or any(len(p) == 0 for p in prompts):
-        raise ValueError("prompts must be a non-empty list of non-empty token lists")
+    if isinstance(prompts, str | bytes | Mapping) or not isinstance(prompts, Sequence | np.ndarray):
+        raise ValueError(
+            f"prompts: expected a sequence of token-id lists, received {short_repr(prompts)}"
+        )
+    if len(prompts) == 0 or any(np.ndim(p) != 1 or len(p) == 0 for p in prompts):
+        raise ValueError("prompts: expected a non-empty list of non-empty token lists")
     longest = max(len(p) for p in prompts)
-    length = prompt_bucket(longest) if length is None else int(length)
+    if length is None:
+        length = prompt_bucket(longest)
+    check_positive_int("length", length)
+    check_memory("length", 8.0 * len(prompts) * length)  # tokens and mask, int32
     if length < longest:
         raise ValueError(f"length={length} is shorter than the longest prompt ({longest})")
     tokens = np.full((len(prompts), length), pad_id, np.int32)

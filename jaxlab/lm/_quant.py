@@ -36,6 +36,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from jaxlab._core import as_array
+
 __all__ = [
     "QuantWeight",
     "quantize",
@@ -315,7 +317,16 @@ def project(x: Float[Array, "... K"], w) -> Float[Array, "... N"]:
 
     **Returns:** (..., N) in x's dtype. A float W is cast to x's dtype; below float32
     (bfloat16 compute) the products accumulate in float32 before the result is rounded.
+    Concrete inputs are checked (finite, float, `x`'s last axis = K); an empty batch of
+    rows `x (0, K)` is valid and gives `(0, N)`.
     """
+    x = as_array("x", x, dtype=jnp.floating, finite=True)
+    if x.ndim < 1:
+        raise ValueError(f"x: expected (..., K) activations, received shape {tuple(x.shape)}")
+    if not isinstance(w, QuantWeight):
+        w = as_array("w", w, ndim=2, dtype=jnp.floating, finite=True, nonempty=True)
+    if x.shape[-1] != w.shape[-1]:
+        raise ValueError(f"x: expected last axis K = {w.shape[-1]} (w's), received {x.shape}")
     return project_f32(x, w).astype(x.dtype)
 
 

@@ -47,6 +47,8 @@ import numpy as np
 from jax.sharding import AbstractMesh, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxlab._core import check_size
+
 from ._config import LMConfig
 from ._model import Transformer, model_dtype
 from ._quant import QuantWeight
@@ -110,9 +112,8 @@ def model_mesh(
 def model_axis_size(config: LMConfig, n: int) -> int:
     """The largest model axis (tensor-parallel size) for `n` devices that `config`
     allows: the largest divisor of `n` that divides n_heads, d_ff and vocab_size (1 at
-    least: data parallelism only)."""
-    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-        raise ValueError(f"n: expected a positive int, received {n!r}")
+    least: data parallelism only). `n` is capped at 2**20 devices."""
+    n = check_size("n", n, cap=2**20, why="a device count")
     dims = (config.n_heads, config.d_ff, config.vocab_size)
     return max(m for m in range(1, n + 1) if n % m == 0 and all(d % m == 0 for d in dims))
 

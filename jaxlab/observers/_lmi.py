@@ -25,6 +25,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from jaxlab._core import as_array, check_real
+
 from ._observer import NeuralObserver
 
 __all__ = [
@@ -113,8 +115,13 @@ def lmi_penalty(H, *, margin: float, barrier_weight: float = 1e-3, violation_wei
     With `lam = eigvalsh(H) + margin`: violated eigenvalues (`lam >= 0`) cost
     `violation_weight * lam`, satisfied ones a log-barrier `-barrier_weight log(-lam)`
     (clipped at 1 so it never rewards arbitrarily large negative eigenvalues).
-    No SDP is solved. **Returns:** a scalar.
+    No SDP is solved. **Arguments:** `H (k, k)` symmetric, finite; `margin`, a finite
+    real. **Returns:** a scalar.
     """
+    H = as_array("H", H, ndim=2, dtype=jnp.floating, finite=True, nonempty=True)
+    if H.shape[0] != H.shape[1]:
+        raise ValueError(f"H: expected a square matrix, received shape {tuple(H.shape)}")
+    margin = check_real("margin", margin)
     lam = jnp.linalg.eigvalsh(H) + margin
     safe = jnp.where(lam < 0, -lam, 1.0)
     barrier = jnp.where(lam < 0, -barrier_weight * jnp.log(jnp.minimum(safe, 1.0)), 0.0)

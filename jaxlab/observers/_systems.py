@@ -25,6 +25,8 @@ import numpy as np
 import scipy.linalg
 from jaxtyping import Array, Float
 
+from jaxlab._core import as_array, check_real
+
 __all__ = [
     "AbstractPlant",
     "LinearPlant",
@@ -237,6 +239,7 @@ def _lqr_gain(A, B, q, r):
 
 def _x29(A, B, C, uncertainty, dist_amp, dist_freq, ref_amp, ref_freq, dtype):
     n, m = B.shape
+    as_array("uncertainty", uncertainty, dtype=jnp.floating)  # None, str, complex: named
     uncertainty = np.asarray(uncertainty, dtype=np.float64)
     if uncertainty.shape == ():
         uncertainty = uncertainty * np.ones((n, n))
@@ -247,7 +250,14 @@ def _x29(A, B, C, uncertainty, dist_amp, dist_freq, ref_amp, ref_freq, dtype):
     if not np.all(np.isfinite(uncertainty)):
         raise ValueError("uncertainty: expected finite values")
     K = _lqr_gain(A, B, 1.0, 1.0)  # inner flight-control loop keeps the unstable airframe bounded
-    as_arr = lambda v, k: jnp.asarray(np.broadcast_to(np.asarray(v, np.float64), (k,)), dtype)  # noqa: E731
+
+    def as_arr(name, v, k):
+        as_array(name, v, dtype=jnp.floating, finite=True)  # None, str, NaN/inf: named
+        v = np.asarray(v, np.float64)
+        if v.shape not in ((), (k,)):
+            raise ValueError(f"{name}: expected a scalar or shape ({k},), received {v.shape}")
+        return jnp.asarray(np.broadcast_to(v, (k,)), dtype)
+
     return LinearPlant(
         A=jnp.asarray(A, dtype),
         B=jnp.asarray(B, dtype),
@@ -255,10 +265,10 @@ def _x29(A, B, C, uncertainty, dist_amp, dist_freq, ref_amp, ref_freq, dtype):
         E=jnp.eye(n, dtype=dtype),
         delta_A=jnp.asarray(uncertainty * A, dtype),
         feedback=jnp.asarray(K, dtype),
-        reference_amp=as_arr(ref_amp, m),
-        reference_freq=as_arr(ref_freq, m),
-        dist_amp=as_arr(dist_amp, n),
-        dist_freq=as_arr(dist_freq, n),
+        reference_amp=as_arr("ref_amp", ref_amp, m),
+        reference_freq=as_arr("ref_freq", ref_freq, m),
+        dist_amp=as_arr("dist_amp", dist_amp, n),
+        dist_freq=as_arr("dist_freq", dist_freq, n),
     )
 
 
@@ -340,6 +350,12 @@ def extended_error_model(A, C, E, epsilon):
     **Returns:** `(A_eps (n+nd, n+nd), C_eps (p, n+nd), D (n+nd, nd))` with
     `A_eps = [[eps A, E], [0, 0]]`, `C_eps = [C, 0]` and `D = [0; I]`.
     """
+    sizes: dict[str, int] = {}
+    kw = {"dtype": jnp.floating, "finite": True, "nonempty": True, "sizes": sizes}
+    A = as_array("A", A, shape=("n", "n"), **kw)
+    C = as_array("C", C, shape=("p", "n"), **kw)
+    E = as_array("E", E, shape=("n", "nd"), **kw)
+    epsilon = check_real("epsilon", epsilon, low=0.0, low_inclusive=False)
     n, nd = E.shape
     p = C.shape[0]
     dt = A.dtype

@@ -36,7 +36,9 @@ from jaxlab._core import (
     Driver,
     ValidatedState,
     ValidatedStep,
+    check_memory,
     check_positive_int,
+    check_real,
     driver_for,
     optimizer_update,
     run_steps,
@@ -148,10 +150,16 @@ def sample_errors(
 ):
     """`num` scaled errors: uniform directions, norms uniform in `[min_radius, radius]`.
 
-    `key` (keyword-only) is the only randomness.
+    `key` (keyword-only) is the only randomness. **Arguments:** `num`, `dim` positive
+    integers; `radius > 0` and `0 <= min_radius <= radius`, finite reals.
 
     **Returns:** `(num, dim)`.
     """
+    check_positive_int("num", num)
+    check_positive_int("dim", dim)
+    check_memory("num x dim", 4 * 8.0 * num * dim)  # directions, norms, result
+    radius = check_real("radius", radius, low=0.0, low_inclusive=False)
+    min_radius = check_real("min_radius", min_radius, low=0.0, high=radius)
     kd, kr = jax.random.split(key)
     dtype = dtype or jnp.zeros(()).dtype
     d = jax.random.normal(kd, (num, dim), dtype)

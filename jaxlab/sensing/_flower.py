@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from jaxlab._core import check_array
+from jaxlab._core import as_array, check_array
 
 __all__ = [
     "Flower",
@@ -105,6 +105,7 @@ def _in_tube(flower: Flower, p: Float[Array, 2]) -> Float[Array, ""]:
 
 def surface_height(flower: Flower, p: Float[Array, 2]) -> Float[Array, ""]:
     """Corolla surface height at `p` (zero outside the corolla, `-TUBE_DEPTH` in the tube)."""
+    p = as_array("p", p, shape=(2,), dtype=jnp.floating, finite=True)
     r2 = jnp.sum(p**2) / flower.radius**2
     cup = flower.curvature * DEPTH0 * r2
     on = (r2 < 1.0).astype(p.dtype)
@@ -128,6 +129,7 @@ def observe_mean(
     flower: Flower, action: Float[Array, 3]
 ) -> tuple[Float[Array, 9], Float[Array, 6]]:
     """Noiseless (visual, mechanosensory) signals for a probe at `action = (x, y, angle)`."""
+    action = as_array("action", action, shape=(ACTION_DIM,), dtype=jnp.floating, finite=True)
     p, angle = action[:2], action[2]
 
     def blurred(offset):
@@ -164,4 +166,5 @@ def observe(
 
 def nectar_reward(flower: Flower, action: Float[Array, 3]) -> Float[Array, ""]:
     """1 when the tip is inside the nectar tube, else 0."""
+    action = as_array("action", action, shape=(ACTION_DIM,), dtype=jnp.floating, finite=True)
     return _in_tube(flower, action[:2])

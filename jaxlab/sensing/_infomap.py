@@ -118,6 +118,8 @@ def action_grid(n: int = 15, extent: float = 0.9, angle: float = 0.0) -> Float[A
 
 def grid_mask(n: int, extent: float = 0.9) -> np.ndarray:
     """Boolean n x n image of which grid points `action_grid(n, extent)` keeps."""
+    check_positive_int("n", n)
+    check_memory("n", 8.0 * n * n * 4)  # the n x n mesh and the mask
     xs = np.linspace(-extent, extent, n)
     gx, gy = np.meshgrid(xs, xs, indexing="xy")
     return gx**2 + gy**2 <= extent**2 + 1e-12

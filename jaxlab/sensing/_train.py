@@ -16,7 +16,9 @@ from jaxlab._core import (
     Driver,
     History,
     as_array,
+    check_memory,
     check_positive_int,
+    check_real,
     optimizer_update,
     run_steps,
 )
@@ -37,7 +39,13 @@ class ProbeData(eqx.Module):
 
 
 def random_actions(flower: Flower, n: int, *, key: jax.Array, near_nectary: float = 0.25):
-    """n probe actions: uniform over the corolla, a fraction aimed near the nectary."""
+    """n probe actions: uniform over the corolla, a fraction aimed near the nectary.
+
+    `n` a positive integer; `near_nectary` the fraction in [0, 1] aimed near the nectary.
+    """
+    check_positive_int("n", n)
+    check_memory("n", 4.0 * 16 * n)  # radii, angles, positions, permutation
+    near_nectary = check_real("near_nectary", near_nectary, low=0.0, high=1.0)
     k1, k2, k3, k4 = jax.random.split(key, 4)
     r = 0.95 * jnp.sqrt(jax.random.uniform(k1, (n,)))
     th = jax.random.uniform(k2, (n,), maxval=2 * jnp.pi)

@@ -91,3 +91,34 @@ def test_action_grid_refuses_a_grid_larger_than_memory():
     assert sensing.action_grid(3, 0.9).shape == (5, 3)  # the 4 corners lie outside the disc
     with pytest.raises(ValueError, match="^n: needs about"):
         sensing.action_grid(10**9)
+
+
+# issue #59: the flower's pure functions, newly declared in the fuzz table, refuse bad
+# inputs by name (before: TypeError/IndexError from inside, or a silent NaN result)
+
+
+def test_flower_functions_refuse_none_nan_and_wrong_shapes():
+    flower = sensing.sample_flower(key=jax.random.key(1))
+    assert np.isfinite(float(sensing.surface_height(flower, np.array([0.1, -0.2]))))
+    with pytest.raises(ValueError, match="p: expected an array"):
+        sensing.surface_height(flower, None)
+    with pytest.raises(ValueError, match="p: expected finite"):
+        sensing.surface_height(flower, np.array([np.nan, 0.0]))
+    with pytest.raises(ValueError, match="action"):
+        sensing.nectar_reward(flower, np.zeros((1, 1, 3)))
+    with pytest.raises(ValueError, match="action"):
+        sensing.observe_mean(flower, np.zeros(0))
+
+
+def test_grid_mask_and_random_actions_refuse_bad_sizes():
+    flower = sensing.sample_flower(key=jax.random.key(1))
+    assert sensing.grid_mask(3).shape == (3, 3)
+    with pytest.raises(ValueError, match="n: expected a positive integer"):
+        sensing.grid_mask(2.5)
+    assert sensing.random_actions(flower, 4, key=jax.random.key(0)).shape == (4, 3)
+    with pytest.raises(ValueError, match="n: expected a positive integer"):
+        sensing.random_actions(flower, 0, key=jax.random.key(0))
+    with pytest.raises(ValueError, match="near_nectary"):
+        sensing.random_actions(flower, 4, key=jax.random.key(0), near_nectary=1.5)
+    with pytest.raises(ValueError, match="near_nectary"):
+        sensing.random_actions(flower, 4, key=jax.random.key(0), near_nectary=float("nan"))
