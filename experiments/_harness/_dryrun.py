@@ -17,10 +17,10 @@ What it checks, in order (the first failure is the answer):
    (`models`, `model_params_b`), and whether the FULL config reaches that scale;
 4. the cost: device memory as the module declares it (`FULL_MEMORY_GB`, or the
    preflight's `memory_gb`), plus the models' float32 weights; each model's bytes per
-   device on the current mesh (`jaxlab.lm.memory_per_device`: this process's devices, the
-   model axis the largest device-count divisor its heads allow, as `lm.auto_mesh`, one row of 2048 tokens,
-   float32 and bfloat16), and the paper-scale reference's where papers.toml gives one;
-   time as the TINY run's
+   device on the current mesh (`jaxlab.lm.memory_per_device`: this process's devices,
+   the model axis the largest device-count divisor its heads allow, as `lm.auto_mesh`;
+   one row of 2048 tokens, float32 and bfloat16), and the paper-scale reference's where
+   papers.toml gives one; time as the TINY run's
    wall time (the real code path at a reduced size, timed here) times the work ratio
    FULL / TINY: the module's `full_work(config)` when it declares one (any unit), else the
    product of the FULL/TINY ratios of its integer fields and tuple lengths (a crude upper
