@@ -36,8 +36,9 @@ class LMConfig:
         context_length: trained context length (positions beyond it are rejected).
         name: model name from the metadata.
         rope_freq_factors: RoPE frequency divisors, one tuple of `head_dim / 2` per
-            layer (pair j of layer i rotates by position x base^(-2j/head_dim) /
-            factor[i][j]: Llama-3 or linear RoPE scaling, see `_rope_scaling`); () = none.
+            layer (pair j of layer i rotates by
+            `position * base**(-2j/head_dim) / rope_freq_factors[i][j]`: Llama-3 or
+            linear RoPE scaling, see `_rope_scaling`); () = none.
     """
 
     arch: str
