@@ -1380,26 +1380,13 @@ def lm_table():
 
 
 def _tiny_lm_config():
-    from jaxlab import lm
+    from tests.lm.lm_reference import tiny_llama
 
-    return lm.LMConfig(
-        arch="llama",
-        vocab_size=13,
-        d_model=8,
-        n_layers=1,
-        n_heads=2,
-        n_kv_heads=1,
-        head_dim=4,
-        d_ff=12,
-        norm_eps=1e-5,
-        rope_bases=(100.0,),
-        sliding_windows=(0,),
-        context_length=16,
-    )
+    return tiny_llama(vocab_size=13)
 
 
 def _tiny_lm():
-    """A random 1-layer llama (vocabulary 13, d = 8), built once."""
+    """A random tiny llama (`tiny_llama`, vocabulary 13), built once."""
     from jaxlab import lm
 
     global _TINY_LM

@@ -9,6 +9,8 @@ import pytest
 
 from jaxlab import lm
 
+from .lm_reference import tiny_llama
+
 
 def test_project_refuses_none_nan_and_mismatched_widths():
     x, w = np.ones((2, 4)), np.arange(12.0).reshape(3, 4)
@@ -41,40 +43,14 @@ def test_prompt_bucket_and_pad_prompts_refuse_bad_sizes():
 
 
 def test_model_axis_size_caps_the_device_count():
-    cfg = lm.LMConfig(
-        arch="llama",
-        vocab_size=12,
-        d_model=8,
-        n_layers=1,
-        n_heads=2,
-        n_kv_heads=1,
-        head_dim=4,
-        d_ff=12,
-        norm_eps=1e-5,
-        rope_bases=(100.0,),
-        sliding_windows=(0,),
-        context_length=16,
-    )
+    cfg = tiny_llama(vocab_size=62)  # 4 heads, d_ff 40: a model axis of 2 on 4 devices
     assert lm.model_axis_size(cfg, 4) == 2
     with pytest.raises(ValueError, match="n: expected at most"):  # before: a 10**9-step loop
         lm.model_axis_size(cfg, 10**9)
 
 
 def test_forward_refuses_a_string_mask():
-    cfg = lm.LMConfig(
-        arch="llama",
-        vocab_size=13,
-        d_model=8,
-        n_layers=1,
-        n_heads=2,
-        n_kv_heads=1,
-        head_dim=4,
-        d_ff=12,
-        norm_eps=1e-5,
-        rope_bases=(100.0,),
-        sliding_windows=(0,),
-        context_length=16,
-    )
+    cfg = tiny_llama()
     model = lm.Transformer.random(cfg, key=jax.random.key(0))
     with pytest.raises(ValueError, match="mask: expected a numeric array"):
         lm.forward(model, np.array([1, 2, 3]), mask=np.array(["a", "b", "c"]))
