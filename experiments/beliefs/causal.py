@@ -103,6 +103,22 @@ def _unit(v):
     return v / np.linalg.norm(v)
 
 
+def _steering_claim(claim, paper, mono, slope_test, vs, subject, competent, detail):
+    """The potency and the signed steering claims: a monotone dose-response, the slope
+    test `slope_test` = (name, constructor, slope estimate) against a zero slope, and the
+    belief slope above every control's |slope| (`vs`: paired differences by control),
+    gated on the model following the evidence (`competent`)."""
+    part = {"claim": claim, "paper": paper}
+    name, test, slope = slope_test
+    checks = {
+        "monotone": mono,
+        name: test(slope, 0.0, null="no effect (slope 0)", subject="belief slope", **part),
+    }
+    for c, d in vs.items():
+        checks[f"vs {c}"] = superior(d, subject, f"{c} direction |slope|", **part)
+    return gated(all_of(checks, **part, detail=detail), competent)
+
+
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     alphas = np.asarray(config.alphas, np.float64)
     if not np.any(alphas == 0):
@@ -246,30 +262,22 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             f"bootstrap of |slope| - |control slope| over items). {_setup.CAVEAT}"
         )
         paper = "belief formation causally drives action selection"
-        part = {"claim": potency, "paper": paper}
         competent = _setup.follows_evidence(run_, items, rows)
         claims.append(
-            gated(
-                all_of(
-                    {
-                        "monotone": mono,
-                        "slope excludes 0": excludes(
-                            slope, 0.0, null="no effect (slope 0)", subject="belief slope", **part
-                        ),
-                    }
-                    | {
-                        f"vs {c}": superior(d, "belief |slope|", f"{c} direction |slope|", **part)
-                        for c, d in vs_abs.items()
-                    },
-                    **part,
-                    detail=f"slope of logit P(A) per unit alpha {s:.2f} [{lo:.2f}, {hi:.2f}] at "
-                    f"layer {layer} (alpha unit = median residual norm {scale:.1f}); P(A) "
-                    f"{curve[0]:.2f} -> {curve[-1]:.2f} over alpha {alphas[0]:g}..{alphas[-1]:g}, "
-                    f"monotone: {monotone}; random slopes "
-                    f"{', '.join(f'{r:.2f}' for r in slopes[2:])}, topic {slopes[1]:.2f}; "
-                    f"n={test.size} held-out scenarios",
-                ),
+            _steering_claim(
+                potency,
+                paper,
+                mono,
+                ("slope excludes 0", excludes, slope),
+                vs_abs,
+                "belief |slope|",
                 competent,
+                f"slope of logit P(A) per unit alpha {s:.2f} [{lo:.2f}, {hi:.2f}] at "
+                f"layer {layer} (alpha unit = median residual norm {scale:.1f}); P(A) "
+                f"{curve[0]:.2f} -> {curve[-1]:.2f} over alpha {alphas[0]:g}..{alphas[-1]:g}, "
+                f"monotone: {monotone}; random slopes "
+                f"{', '.join(f'{r:.2f}' for r in slopes[2:])}, topic {slopes[1]:.2f}; "
+                f"n={test.size} held-out scenarios",
             )
         )
         signed = (
@@ -277,26 +285,18 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             "raises P(choose A) (slope CI above 0 and, paired over items, above every "
             f"control's |slope|). {_setup.CAVEAT}"
         )
-        part = {"claim": signed, "paper": f"{paper} (signed)"}
         claims.append(
-            gated(
-                all_of(
-                    {
-                        "monotone": mono,
-                        "slope above 0": at_least(
-                            slope, 0.0, null="no effect (slope 0)", subject="belief slope", **part
-                        ),
-                    }
-                    | {
-                        f"vs {c}": superior(d, "belief slope", f"{c} direction |slope|", **part)
-                        for c, d in vs_signed.items()
-                    },
-                    **part,
-                    detail=f"slope {s:.2f} [{lo:.2f}, {hi:.2f}]; max control |slope| "
-                    f"{control_max:.2f}; behaviour on these items: accuracy vs evidence "
-                    f"{metrics.get(f'accuracy_plain_{tag}', float('nan')):.2f}",
-                ),
+            _steering_claim(
+                signed,
+                f"{paper} (signed)",
+                mono,
+                ("slope above 0", at_least, slope),
+                vs_signed,
+                "belief slope",
                 competent,
+                f"slope {s:.2f} [{lo:.2f}, {hi:.2f}]; max control |slope| "
+                f"{control_max:.2f}; behaviour on these items: accuracy vs evidence "
+                f"{metrics.get(f'accuracy_plain_{tag}', float('nan')):.2f}",
             )
         )
         dp, da = metrics[f"decisiveness_plain_{tag}"], metrics[f"decisiveness_ablated_{tag}"]

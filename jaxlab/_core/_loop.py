@@ -133,6 +133,17 @@ class StepLoop(AbstractLoop):
         return state, jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *auxes)
 
 
+class _DefaultChunk(int):
+    """The `Driver`'s default chunk (100): an int that remembers it was not chosen, so a
+    wrapper's natural chunk replaces it and an explicit `chunk=100` is kept."""
+
+    def __repr__(self) -> str:
+        return f"{int(self)}"
+
+
+_DEFAULT_CHUNK = _DefaultChunk(100)
+
+
 @dataclasses.dataclass(frozen=True)
 class Driver:
     """How `run_steps` drives a run: chunking, checkpoints, progress, early stop, loop.
@@ -147,8 +158,8 @@ class Driver:
     - `chunk`: steps per jitted chunk (a positive int). It does not change the results,
       only dispatch and how often `stop`, `progress` and the checkpointer are consulted
       (one caveat: XLA compiles a one-step scan without its loop, which can change the
-      last bit). Wrappers whose step has a natural chunk (an epoch) may use their own
-      when this is left at the default.
+      last bit). Wrappers whose step has a natural chunk (an epoch) use their own when
+      this is left out (an explicit `chunk=100` is kept).
     - `checkpointer`: a `Checkpointer` or None; saves `(header, state, history)` every
       `checkpointer.every` steps (every chunk when None) and at the end; with
       `resume=True` the run continues from its file.
@@ -163,14 +174,15 @@ class Driver:
     (`dataclasses.replace`).
     """
 
-    chunk: int = 100
+    chunk: int = _DEFAULT_CHUNK
     checkpointer: Checkpointer | None = None
     progress: AbstractProgress | None = None
     stop: Callable[[Any], bool] | None = None
     loop: AbstractLoop | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "chunk", check_positive_int("chunk", self.chunk))
+        if not isinstance(self.chunk, _DefaultChunk):
+            object.__setattr__(self, "chunk", check_positive_int("chunk", self.chunk))
         for name, kind in (
             ("checkpointer", Checkpointer),
             ("progress", AbstractProgress),
@@ -202,16 +214,17 @@ def driver_for(
     """The `Driver` a `fit` wrapper runs: the caller's `driver` (`Driver()` when None)
     with the wrapper's own defaults filled in.
 
-    `chunk` replaces the driver's chunk when it was left at the default (100): the
-    wrapper's natural chunk (an epoch, the whole run); `loop` is used when the driver
-    names none; `stop` (the wrapper's own: certification, its epochs' end) is combined
-    with the driver's (the run stops when either says so; both are called).
+    `chunk` (the wrapper's natural chunk: an epoch, the whole run) replaces the driver's
+    chunk when the caller left it out (an explicit `Driver(chunk=100)` is kept); `loop`
+    is used when the driver names none; `stop` (the wrapper's own: certification, its
+    epochs' end) is combined with the driver's (the run stops when either says so; both
+    are called).
     """
     driver = Driver() if driver is None else driver
     if not isinstance(driver, Driver):
         raise ValueError(f"driver: expected a Driver or None, received {type(driver).__name__}")
     changes: dict[str, Any] = {}
-    if chunk is not None and driver.chunk == Driver.chunk:
+    if chunk is not None and isinstance(driver.chunk, _DefaultChunk):
         changes["chunk"] = chunk
     if loop is not None and driver.loop is None:
         changes["loop"] = loop

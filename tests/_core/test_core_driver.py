@@ -245,6 +245,12 @@ def test_driver_for_fills_the_wrappers_defaults_and_combines_stops():
     d = driver_for(Driver(chunk=7, loop=ScanLoop()), chunk=5, loop=StepLoop())
     assert d.chunk == 7
     assert isinstance(d.loop, ScanLoop)
+    # an explicit chunk equal to the default is still the caller's choice
+    assert driver_for(Driver(chunk=100), chunk=5).chunk == 100
+    assert driver_for(Driver().replace(chunk=100), chunk=5).chunk == 100
+    assert driver_for(Driver(progress=None), chunk=5).chunk == 5
+    assert Driver().chunk == 100
+    assert repr(Driver().chunk) == "100"
     calls = []
     ours = driver_for(None, stop=lambda s: calls.append("ours") or s == 1).stop
     assert ours is not None
