@@ -92,8 +92,12 @@ class QuantWeight(eqx.Module):
         scale, offset: (..., N, K/32) float32.
         bits: 8 or 4 (static).
         activations: "float32" (default: x @ W.T with float x) or "int8" (static): x is
-            first rounded per block of 32 to int8 with one float32 scale, ggml's Q8_0,
-            and the block products are integer dot products (see the module docstring).
+            first rounded per block b of 32 to int8 with one float32 scale (ggml's Q8_0:
+            `d = max|x| / 127`, `a = round(x / d)`), and the block products are integer
+            dot products, `out[n] = sum_b d_b (scale[n, b] a_b . q[n, b] + offset[n, b]
+            sum(a_b))`; each output moves by at most `sum_b d_b / 2 * sum |W[n, b]|`
+            from the float path's. Gradients with respect to x are the float path's
+            (straight-through).
 
     Leading axes (the layer axis of `Layers`) slice like any pytree under `lax.scan`.
     """
@@ -300,10 +304,18 @@ def _check_activations(activations) -> None:
 
 
 def with_activations(tree, activations: str):
-    """`tree` (a model, a `QuantWeight`, any pytree) with every `QuantWeight`'s
-    `activations` set: "float32" (exact float products) or "int8" (x rounded per block of
-    32 to int8, integer dot products; see the module docstring). Float weights are
-    unchanged. Raises ValueError for another value."""
+    """Set how every `QuantWeight` of a model multiplies its activations.
+
+    **Arguments:**
+
+    - `tree`: a model, a `QuantWeight`, or any pytree holding them.
+    - `activations`: "float32" (exact float products) or "int8" (x rounded per block of
+      32 to int8 with one scale, then integer dot products in the CPU kernel; the
+      rounding is emulated in JAX elsewhere; see `QuantWeight`).
+
+    **Returns:** `tree` with every `QuantWeight`'s `activations` set (float weights and
+    every other leaf unchanged). Raises ValueError for another `activations`.
+    """
     _check_activations(activations)
 
     def setf(a):
