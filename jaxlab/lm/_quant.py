@@ -404,7 +404,8 @@ def project(x: Float[Array, "... K"], w) -> Float[Array, "... N"]:
     **Arguments:**
 
     - `x`: (..., K) activations.
-    - `w`: (N, K) float array, or `QuantWeight` of shape (N, K).
+    - `w`: (N, K) float array, or `QuantWeight` of shape (N, K) (with
+      `activations="int8"`, x is first rounded to int8 per block of 32: see `QuantWeight`).
 
     **Returns:** (..., N) in x's dtype. A float W is cast to x's dtype; below float32
     (bfloat16 compute) the products accumulate in float32 before the result is rounded.
