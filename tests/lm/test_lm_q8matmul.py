@@ -167,3 +167,10 @@ def test_activations_validation_and_model_wiring():
         lm.with_activations(q8model, "float16")
     back = lm.with_activations(q8model, "float32")
     np.testing.assert_array_equal(np.asarray(lm.forward(back, toks)[0]), lf)
+
+
+def test_load_validates_activations_before_reading_the_file():
+    with pytest.raises(ValueError, match="activations"):
+        lm.load("smollm2", weights="int8", activations="int4")
+    with pytest.raises(ValueError, match="quantised weights"):
+        lm.load("smollm2", activations="int8")  # float weights: nothing to quantise against
