@@ -34,7 +34,9 @@
   activations of chosen sites/layers on disk (memory-mapped, resumable shards);
   `model_fingerprint(model)` is the weights' hash that identifies a store.
 - `load(name, weights="int8" | "int4")`: weight-only quantised projections
-  (`QuantWeight`), dequantised inside the matmul (C++ kernel on CPU).
+  (`QuantWeight`), dequantised inside the matmul (C++ kernel on CPU);
+  `activations="int8"` (or `with_activations(model, "int8")`) also rounds the activations
+  to int8 per block of 32 (ggml's Q8_0) for integer dot products.
 - `read_gguf`: the validated GGUF reader underneath; `describe(name_or_path)` -> `ModelCard`:
   a model's config, tokenizer, parameter count and weight files without reading a weight.
 - `model_mesh(data, model)` -> a (data, model) `Mesh`; `shard_model(model, mesh)`: the
@@ -92,10 +94,12 @@ from ._model import Transformer as Transformer
 from ._model import layer_slice as layer_slice
 from ._patch import patch_activation as patch_activation
 from ._pool import Pool as Pool
+from ._quant import ACTIVATIONS as ACTIVATIONS
 from ._quant import WEIGHTS as WEIGHTS
 from ._quant import QuantWeight as QuantWeight
 from ._quant import project as project
 from ._quant import quantize as quantize
+from ._quant import with_activations as with_activations
 from ._registry import MODELS as MODELS
 from ._registry import ModelInfo as ModelInfo
 from ._registry import canonical_name as canonical_name

@@ -13,7 +13,7 @@ from ._files import model_path
 from ._gguf import read_gguf
 from ._hf import is_hf_folder, load_hf
 from ._model import Layers, Transformer, model_dtype
-from ._quant import WEIGHTS, quantize_model
+from ._quant import ACTIVATIONS, WEIGHTS, quantize_model
 from ._shard import weight_placer
 from ._tokenizer import Tokenizer
 
@@ -124,6 +124,7 @@ def load(
     *,
     dtype=jnp.float32,
     weights: str = "float32",
+    activations: str = "float32",
     mesh=None,
 ) -> tuple[Transformer, Tokenizer]:
     """Load a GGUF or Hugging Face language model and its tokenizer.
@@ -145,6 +146,10 @@ def load(
             integer levels with per-block-of-32 scales (4-bit where the file's
             blocks are 4-bit) and dequantised inside the matmul, which makes
             batch-1 decode read ~1/3 or ~1/5 of the bytes (see `QuantWeight`).
+        activations: with quantised weights, "float32" (default: exact products) or
+            "int8": activations rounded per block of 32 to int8 (ggml's Q8_0) and
+            integer dot products in the CPU kernel; logits change slightly, gradients
+            are straight-through (`with_activations`). Float weights: "float32" only.
         mesh: a (data, model) `jax.sharding.Mesh` (`model_mesh`): the weights are placed
             tensor-parallel as `shard_model` places them, each sent from the host
             straight to its slices on the devices while the file is read (never a whole
@@ -161,6 +166,12 @@ def load(
     """
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
+    if activations not in ACTIVATIONS:
+        raise ValueError(f"activations must be one of {ACTIVATIONS}, got {activations!r}")
+    if activations != "float32" and weights == "float32":
+        raise ValueError(
+            f"activations={activations!r} needs quantised weights (weights='int8' or 'int4')"
+        )
     if is_hf_folder(name_or_path):
         if weights != "float32":
             raise ValueError(
@@ -180,5 +191,5 @@ def load(
     f = read_gguf(model_path(str(name_or_path)))
     model = load_model(f, dtype=dtype, mesh=mesh)
     if weights != "float32":
-        model = quantize_model(model, f, weights=weights)
+        model = quantize_model(model, f, weights=weights, activations=activations)
     return model, Tokenizer.from_gguf(f)

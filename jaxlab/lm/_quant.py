@@ -22,6 +22,27 @@ dequantise-then-dot reads and writes a float32 copy of every weight), and
 otherwise through the pure-JAX dequantise-then-matmul, which is also the oracle
 and the path on other backends. Gradients with respect to x flow through both.
 
+Quantised activations (`QuantWeight.activations = "int8"`, `with_activations`,
+`load(..., activations="int8")`; ggml's Q8_0 x Q8_0 / Q4_1 x Q8_0 scheme). Each row
+of x is rounded per block b of 32 to int8 with one float32 scale,
+
+    d[m, b] = max_j |x[m, 32 b + j]| / 127,   a[m, k] = round(x[m, k] * (1 / d[m, b]))
+
+(half away from zero; a = 0 where d = 0; |a| <= 127, |x - d a| <= d / 2), and
+
+    out[m, n] = sum_b d[m, b] (scale[n, b] sum_j a[m,b,j] q[n,b,j]
+                               + offset[n, b] sum_j a[m,b,j]),
+
+which is `(d a) @ W.T`: the block sums are integer dot products (AVX-512 VNNI
+`vpdpbusd`, AVX2 `vpmaddubsw` + `vpmaddwd`, or portable C++; `lm_q8matmul.cc`), so the
+kernel reads the same weight bytes as the float path but does ~4x less arithmetic per
+weight. Against the float path each output moves by at most
+`sum_b d[m, b] / 2 * sum_j |W[n, 32 b + j]|`. Not on CPU, or beyond `KERNEL_MAX_ROWS`
+rows, the same rounding is emulated in JAX (`quantize_activations`) before the float
+dot, so every backend computes the same function up to float32 rounding. The
+derivative with respect to x is the float path's (straight-through estimator: the
+rounding is treated as the identity). The default stays "float32" (exact).
+
 Reference: LLM.int8() (Dettmers et al. 2022) and GPTQ (Frantar et al. 2023) for
 weight-only quantisation; the block formats are llama.cpp's (Gerganov et al.).
 """
@@ -45,6 +66,8 @@ __all__ = [
     "project",
     "embed_rows",
     "WEIGHTS",
+    "ACTIVATIONS",
+    "with_activations",
     "KERNEL_MAX_ROWS",
 ]
 
@@ -52,6 +75,9 @@ BLOCK = 32
 #: weight formats accepted by `jaxlab.lm.load(..., weights=...)`.
 WEIGHTS = ("float32", "int8", "int4")
 """The weight formats `jaxlab.lm.load(..., weights=...)` accepts."""
+#: how a `QuantWeight` multiplies its activations (`jaxlab.lm.load(..., activations=...)`).
+ACTIVATIONS = ("float32", "int8")
+"""The activation formats of a `QuantWeight` product: float32 (exact) or int8 (Q8_0)."""
 #: rows of x up to which `project` uses the C++ kernel (beyond: dequantise + XLA dot).
 KERNEL_MAX_ROWS = 64
 
@@ -65,6 +91,13 @@ class QuantWeight(eqx.Module):
             j + 16 of each block of 32).
         scale, offset: (..., N, K/32) float32.
         bits: 8 or 4 (static).
+        activations: "float32" (default: x @ W.T with float x) or "int8" (static): x is
+            first rounded per block b of 32 to int8 with one float32 scale (ggml's Q8_0:
+            `d = max|x| / 127`, `a = round(x / d)`), and the block products are integer
+            dot products, `out[n] = sum_b d_b (scale[n, b] a_b . q[n, b] + offset[n, b]
+            sum(a_b))`; each output moves by at most `sum_b d_b / 2 * sum |W[n, b]|`
+            from the float path's. Gradients with respect to x are the float path's
+            (straight-through).
 
     Leading axes (the layer axis of `Layers`) slice like any pytree under `lax.scan`.
     """
@@ -73,6 +106,11 @@ class QuantWeight(eqx.Module):
     scale: Float[Array, "... N B"]
     offset: Float[Array, "... N B"]
     bits: int = eqx.field(static=True)
+    activations: str = eqx.field(static=True, default="float32")
+
+    def __check_init__(self):
+        if self.activations not in ACTIVATIONS:
+            raise ValueError(f"activations must be one of {ACTIVATIONS}, got {self.activations!r}")
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -223,10 +261,11 @@ def _stack(ws: list[QuantWeight]) -> QuantWeight:
         jnp.stack([w.scale for w in ws]),
         jnp.stack([w.offset for w in ws]),
         ws[0].bits,
+        ws[0].activations,
     )
 
 
-def quantize_model(model, gguf_file, *, weights: str):
+def quantize_model(model, gguf_file, *, weights: str, activations: str = "float32"):
     """Replace a loaded model's projections, embedding and head by `QuantWeight`s.
 
     **Arguments:**
@@ -234,11 +273,13 @@ def quantize_model(model, gguf_file, *, weights: str):
     - `model`: a float `Transformer` loaded from `gguf_file`.
     - `gguf_file`: the open `GGUFFile` (its blocks give the exact levels).
     - `weights`: "int8" or "int4" (4-bit where the file's blocks are 4-bit).
+    - `activations`: "float32" (default, exact) or "int8" (see `with_activations`).
 
     **Returns:** the model with quantised weights (norms stay float32).
     """
     if weights not in WEIGHTS[1:]:
         raise ValueError(f"weights must be one of {WEIGHTS[1:]}, got {weights!r}")
+    _check_activations(activations)
     bits = 4 if weights == "int4" else 8
     n = model.config.n_layers
     new = {
@@ -254,30 +295,78 @@ def quantize_model(model, gguf_file, *, weights: str):
         model = eqx.tree_at(
             lambda m: m.lm_head, model, quantize_tensor(gguf_file, "output.weight", bits=bits)
         )
-    return model
+    return with_activations(model, activations)
 
 
-def _reference(x, q, scale, offset, bits):
+def _check_activations(activations) -> None:
+    if not isinstance(activations, str) or activations not in ACTIVATIONS:
+        raise ValueError(f"activations must be one of {ACTIVATIONS}, got {activations!r}")
+
+
+def with_activations(tree, activations: str):
+    """Set how every `QuantWeight` of a model multiplies its activations.
+
+    **Arguments:**
+
+    - `tree`: a model, a `QuantWeight`, or any pytree holding them.
+    - `activations`: "float32" (exact float products) or "int8" (x rounded per block of
+      32 to int8 with one scale, then integer dot products in the CPU kernel; the
+      rounding is emulated in JAX elsewhere; see `QuantWeight`).
+
+    **Returns:** `tree` with every `QuantWeight`'s `activations` set (float weights and
+    every other leaf unchanged). Raises ValueError for another `activations`.
+    """
+    _check_activations(activations)
+
+    def setf(a):
+        if not isinstance(a, QuantWeight):
+            return a
+        return QuantWeight(a.q, a.scale, a.offset, a.bits, activations)
+
+    return jax.tree_util.tree_map(setf, tree, is_leaf=lambda a: isinstance(a, QuantWeight))
+
+
+@jax.custom_jvp
+def quantize_activations(x: Float[Array, "... K"]) -> Float[Array, "... K"]:
+    """x rounded as the int8-activation kernel rounds it, returned as float32 `d * a`:
+    per block of 32, `d = max|x| / 127`, `a = round(x * (1 / d))` half away from zero
+    (0 where d = 0). Straight-through: the derivative is the identity."""
+    xb = x.astype(jnp.float32).reshape(*x.shape[:-1], -1, BLOCK)
+    d = jnp.max(jnp.abs(xb), axis=-1, keepdims=True) / jnp.float32(127)
+    inv = jnp.where(d != 0, 1.0 / jnp.where(d != 0, d, 1.0), 0.0)
+    v = xb * inv
+    t = jnp.trunc(v)
+    a = t + jnp.where(jnp.abs(v - t) >= 0.5, jnp.sign(v), 0.0)
+    return (a * d).reshape(x.shape)
+
+
+@quantize_activations.defjvp
+def _quantize_activations_jvp(primals, tangents):
+    return quantize_activations(primals[0]), tangents[0]
+
+
+def _reference(x, q, scale, offset, bits, activations="float32"):
     w = QuantWeight(q, scale, offset, bits).dequantize()
-    return x @ w.T
+    return (quantize_activations(x) if activations == "int8" else x) @ w.T
 
 
 @functools.cache
-def _kernel_op(bits: int):
-    from jaxlab._kernels.lm import qmatmul_cpu
+def _kernel_op(bits: int, activations: str = "float32"):
+    from jaxlab._kernels.lm import q8matmul_cpu, qmatmul_cpu
+
+    kernel = q8matmul_cpu if activations == "int8" else qmatmul_cpu
 
     @jax.custom_batching.custom_vmap
     def op(x, q, scale, offset):
-        return qmatmul_cpu(x, q, scale, offset, bits=bits)
+        return kernel(x, q, scale, offset, bits=bits)
 
     @op.def_vmap
     def _rule(axis_size, in_batched, x, q, scale, offset):
         xb, *wb = in_batched
         if any(wb):  # batched weights: the vmappable reference
             axes = tuple(0 if b else None for b in in_batched)
-            out = jax.vmap(functools.partial(_reference, bits=bits), in_axes=axes)(
-                x, q, scale, offset
-            )
+            ref = functools.partial(_reference, bits=bits, activations=activations)
+            out = jax.vmap(ref, in_axes=axes)(x, q, scale, offset)
             return out, True
         m, k = x.shape[-2:]
         out = op(x.reshape(axis_size * m, k), q, scale, offset)
@@ -290,7 +379,7 @@ def _kernel_op(bits: int):
     def fwd(x, q, scale, offset):
         return op(x, q, scale, offset), (q, scale, offset)
 
-    def bwd(res, g):
+    def bwd(res, g):  # the float path's: straight-through for int8 activations
         q, scale, offset = res
         return g @ QuantWeight(q, scale, offset, bits).dequantize(), None, None, None
 
@@ -299,11 +388,13 @@ def _kernel_op(bits: int):
 
 
 @functools.cache
-def _kernel_ready() -> bool:
+def _kernel_ready(activations: str = "float32") -> bool:
     try:
-        from jaxlab._kernels.lm import qmatmul_kernel_available
+        from jaxlab._kernels.lm import q8matmul_kernel_available, qmatmul_kernel_available
     except ImportError:
         return False
+    if activations == "int8":
+        return q8matmul_kernel_available()
     return qmatmul_kernel_available()
 
 
@@ -313,7 +404,8 @@ def project(x: Float[Array, "... K"], w) -> Float[Array, "... N"]:
     **Arguments:**
 
     - `x`: (..., K) activations.
-    - `w`: (N, K) float array, or `QuantWeight` of shape (N, K).
+    - `w`: (N, K) float array, or `QuantWeight` of shape (N, K) (with
+      `activations="int8"`, x is first rounded to int8 per block of 32: see `QuantWeight`).
 
     **Returns:** (..., N) in x's dtype. A float W is cast to x's dtype; below float32
     (bfloat16 compute) the products accumulate in float32 before the result is rounded.
@@ -343,10 +435,11 @@ def project_f32(x: Float[Array, "... K"], w) -> Float[Array, "... N"]:
         return jnp.matmul(x, w.T, preferred_element_type=jnp.float32)
     lead, k = x.shape[:-1], x.shape[-1]
     x2 = x.reshape(-1, k).astype(jnp.float32)
-    if x2.shape[0] <= KERNEL_MAX_ROWS and jax.default_backend() == "cpu" and _kernel_ready():
-        out = _kernel_op(w.bits)(x2, w.q, w.scale, w.offset)
+    act = w.activations
+    if x2.shape[0] <= KERNEL_MAX_ROWS and jax.default_backend() == "cpu" and _kernel_ready(act):
+        out = _kernel_op(w.bits, act)(x2, w.q, w.scale, w.offset)
     else:
-        out = x2 @ w.dequantize().T
+        out = (quantize_activations(x2) if act == "int8" else x2) @ w.dequantize().T
     return out.reshape(*lead, -1)
 
 
@@ -358,7 +451,7 @@ def slice_rows(w, start: Int[Array, ""], size: int):
     q, scale, offset = (
         jax.lax.dynamic_slice_in_dim(a, start, size, axis=0) for a in (w.q, w.scale, w.offset)
     )
-    return QuantWeight(q, scale, offset, w.bits)
+    return QuantWeight(q, scale, offset, w.bits, w.activations)
 
 
 def embed_rows(w, tokens: Int[Array, " T"]) -> Float[Array, "T d"]:

@@ -10,30 +10,24 @@
 // once, so the weights stream from memory exactly once per call whatever M is:
 // batch-1 decode reads 1.25 (int8) or 0.75 (4-bit) bytes per weight instead of 4.
 //
-// Rows of W are split into chunks that the calling thread and tasks on XLA's own
-// intra-op thread pool claim from an atomic counter (no threads are started here).
-// A chunk is claimed before it is worked on, so the caller never waits for a task
-// that has not started: if the pool is busy the caller does every chunk itself.
+// Rows of W are split into chunks worked on by the calling thread and XLA's intra-op
+// thread pool (lm_matmul.h).
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <thread>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
+#include "lm_matmul.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
 
 namespace {
 
-constexpr int64_t kBlock = 32;
-constexpr int kTile = 8;  // rows of x per pass over a weight row
+using jaxlab_lm::kBlock;
 
 struct Problem {
   const float* x;
@@ -117,94 +111,26 @@ void RowTile(const Problem& p, int64_t row, int64_t m0) {
 }
 #endif
 
-template <int Bits>
-void Rows(const Problem& p, int64_t r0, int64_t r1) {
-  for (int64_t row = r0; row < r1; ++row) {
-    int64_t m0 = 0;
-    for (; m0 + kTile <= p.m; m0 += kTile) RowTile<Bits, kTile>(p, row, m0);
-    switch (p.m - m0) {
-      case 7: RowTile<Bits, 7>(p, row, m0); break;
-      case 6: RowTile<Bits, 6>(p, row, m0); break;
-      case 5: RowTile<Bits, 5>(p, row, m0); break;
-      case 4: RowTile<Bits, 4>(p, row, m0); break;
-      case 3: RowTile<Bits, 3>(p, row, m0); break;
-      case 2: RowTile<Bits, 2>(p, row, m0); break;
-      case 1: RowTile<Bits, 1>(p, row, m0); break;
-      default: break;
-    }
-  }
-}
-
-struct Shared {
-  Problem p;
-  int64_t chunk_rows, n_chunks;
-  std::atomic<int64_t> next{0};
-  std::atomic<int64_t> done{0};
-};
-
-void Work(Shared& s) {
-  for (;;) {
-    const int64_t c = s.next.fetch_add(1, std::memory_order_relaxed);
-    if (c >= s.n_chunks) return;
-    const int64_t r0 = c * s.chunk_rows;
-    const int64_t r1 = std::min(s.p.n, r0 + s.chunk_rows);
-    if (s.p.bits == 8) {
-      Rows<8>(s.p, r0, r1);
-    } else {
-      Rows<4>(s.p, r0, r1);
-    }
-    s.done.fetch_add(1, std::memory_order_release);
-  }
-}
-
-int64_t ThreadCap() {
-  const char* env = std::getenv("JAXLAB_LM_THREADS");
-  return (env != nullptr && *env != '\0') ? std::max<int64_t>(1, std::atoll(env)) : 64;
-}
-
 ffi::Error QMatmulImpl(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x,
                        ffi::Buffer<ffi::U8> q, ffi::Buffer<ffi::F32> scale,
                        ffi::Buffer<ffi::F32> offset, ffi::ResultBuffer<ffi::F32> out,
                        int32_t bits) {
-  auto xd = x.dimensions(), qd = q.dimensions(), sd = scale.dimensions();
-  if (xd.size() != 2 || qd.size() != 2 || sd.size() != 2 || offset.dimensions().size() != 2) {
-    return ffi::Error::InvalidArgument("lm_qmatmul: x (M, K), q (N, K'), scale/offset (N, K/32)");
+  jaxlab_lm::Dims d{};
+  bool done = false;
+  if (auto e = jaxlab_lm::CheckArgs("lm_qmatmul", x, q, scale, offset, out, bits, d, done);
+      e.failure() || done) {
+    return e;
   }
-  if (bits != 8 && bits != 4) return ffi::Error::InvalidArgument("lm_qmatmul: bits is 8 or 4");
-  const int64_t m = xd[0], k = xd[1], n = qd[0];
-  if (k % kBlock != 0 || qd[1] != (bits == 8 ? k : k / 2) || sd[0] != n ||
-      sd[1] != k / kBlock || offset.dimensions()[0] != n || offset.dimensions()[1] != k / kBlock) {
-    return ffi::Error::InvalidArgument("lm_qmatmul: inconsistent shapes");
-  }
-  if (m == 0 || n == 0) return ffi::Error::Success();
-  if (k == 0) {
-    std::memset(out->typed_data(), 0, sizeof(float) * m * n);
-    return ffi::Error::Success();
-  }
-  auto s = std::make_shared<Shared>();
-  s->p = Problem{x.typed_data(), q.typed_data(), scale.typed_data(), offset.typed_data(),
-                 out->typed_data(), m, n, k, bits};
-  const int64_t work = n * k * std::max<int64_t>(1, std::min<int64_t>(m, kTile));
-  int64_t nt = std::min<int64_t>({pool.num_threads(), ThreadCap(), work / (1 << 15)});
-  nt = std::max<int64_t>(nt, 1);
-  // a few chunks per thread: a late-starting task still finds work to share
-  const int64_t chunks = nt == 1 ? 1 : std::min<int64_t>(n, 4 * nt);
-  s->chunk_rows = (n + chunks - 1) / chunks;
-  s->n_chunks = (n + s->chunk_rows - 1) / s->chunk_rows;
-  for (int64_t t = 1; t < nt; ++t) pool.Schedule([s] { Work(*s); });
-  Work(*s);
-  while (s->done.load(std::memory_order_acquire) < s->n_chunks) std::this_thread::yield();
+  const Problem p{x.typed_data(), q.typed_data(), scale.typed_data(), offset.typed_data(),
+                  out->typed_data(), d.m, d.n, d.k, bits};
+  jaxlab_lm::WithBits(bits, [&](auto b) {
+    jaxlab_lm::ForEachTile(pool, d.m, d.n, d.k, [p](auto mt, int64_t row, int64_t m0) {
+      RowTile<decltype(b)::value, decltype(mt)::value>(p, row, m0);
+    });
+  });
   return ffi::Error::Success();
 }
 
 }  // namespace
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(LmQMatmulF32, QMatmulImpl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Arg<ffi::Buffer<ffi::U8>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Ret<ffi::Buffer<ffi::F32>>()
-                                  .Attr<int32_t>("bits"));
+JAXLAB_LM_MATMUL_HANDLER(LmQMatmulF32, QMatmulImpl);

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 
+import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.lm import LMConfig
+from jaxlab.lm import LMConfig, QuantWeight
 
 
 def tiny_llama(**kw) -> LMConfig:
@@ -78,6 +79,19 @@ def tiny_qwen(**kw) -> LMConfig:
     )
     base.update(kw)
     return LMConfig(**base)
+
+
+def random_quant_weight(rng, n: int, k: int, bits: int) -> QuantWeight:
+    """A random (n, k) `QuantWeight`: every int8 level (or every byte of 4-bit pairs), block
+    scales in [0.001, 0.02), offsets ~ N(0, 0.05)."""
+    q = (
+        rng.integers(-128, 128, (n, k)).astype(np.int8)
+        if bits == 8
+        else rng.integers(0, 256, (n, k // 2)).astype(np.uint8)
+    )
+    scale = rng.uniform(0.001, 0.02, (n, k // 32)).astype(np.float32)
+    offset = rng.normal(0, 0.05, (n, k // 32)).astype(np.float32)
+    return QuantWeight(jnp.asarray(q), jnp.asarray(scale), jnp.asarray(offset), bits)
 
 
 def _rms(x, w, eps):

@@ -14,7 +14,7 @@ import jaxlab.lm as lm
 from jaxlab._kernels.lm import qmatmul_cpu, qmatmul_kernel_available
 from jaxlab.lm._quant import _reference, quantize_tensor
 
-from .lm_reference import tiny_llama
+from .lm_reference import random_quant_weight, tiny_llama
 
 needs_kernel = pytest.mark.skipif(
     not qmatmul_kernel_available(), reason="no C++ compiler for kernels/lm"
@@ -35,17 +35,6 @@ def _numpy_dequantize(qw: lm.QuantWeight) -> np.ndarray:
     return w.reshape(qw.shape)
 
 
-def _random_quant(rng, n, k, bits):
-    q = (
-        rng.integers(-128, 128, (n, k)).astype(np.int8)
-        if bits == 8
-        else rng.integers(0, 256, (n, k // 2)).astype(np.uint8)
-    )
-    scale = rng.uniform(0.001, 0.02, (n, k // 32)).astype(np.float32)
-    offset = rng.normal(0, 0.05, (n, k // 32)).astype(np.float32)
-    return lm.QuantWeight(jnp.asarray(q), jnp.asarray(scale), jnp.asarray(offset), bits)
-
-
 @needs_kernel
 @pytest.mark.parametrize("bits", [8, 4])
 def test_kernel_equals_numpy_dequantise_then_matmul(bits):
@@ -59,7 +48,7 @@ def test_kernel_equals_numpy_dequantise_then_matmul(bits):
         (512, 256, 1),
         (300, 128, 19),
     ]:
-        qw = _random_quant(rng, n, k, bits)
+        qw = random_quant_weight(rng, n, k, bits)
         x = rng.standard_normal((m, k)).astype(np.float32)
         ref = x.astype(np.float64) @ _numpy_dequantize(qw).T
         got = np.asarray(
@@ -79,7 +68,7 @@ def test_kernel_equals_numpy_dequantise_then_matmul(bits):
 @pytest.mark.parametrize("bits", [8, 4])
 def test_project_vmap_grad_and_large_m(bits):
     rng = np.random.default_rng(10 + bits)
-    qw = _random_quant(rng, 40, 64, bits)
+    qw = random_quant_weight(rng, 40, 64, bits)
     w = _numpy_dequantize(qw)
     xb = rng.standard_normal((4, 3, 64)).astype(np.float32)
     got = jax.vmap(lambda x: lm.project(x, qw))(jnp.asarray(xb))  # x batched, weights not

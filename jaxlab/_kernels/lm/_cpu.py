@@ -22,14 +22,20 @@ from .._build import build_shared_library, cpu_tag, load_cpu_targets, source_dir
 __all__ = ["qmatmul_cpu", "qmatmul_kernel_available", "build_qmatmul_kernel"]
 
 _SOURCE_NAME = "lm_qmatmul.cc"
+_HEADER_NAMES = ["lm_matmul.h"]
 _TARGET = "jaxlab_lm_qmatmul_f32"
 
 
 def build_qmatmul_kernel(*, force: bool = False) -> Path:
     """Compile `lm_qmatmul.cc` (cached); returns the shared library's path."""
-    src = source_dir("lm", [_SOURCE_NAME]) / _SOURCE_NAME
+    d = source_dir("lm", [_SOURCE_NAME, *_HEADER_NAMES])
     return build_shared_library(
-        "lm_qmatmul", [src], flags=["-march=native"], tag_extra=cpu_tag(), force=force
+        "lm_qmatmul",
+        [d / _SOURCE_NAME],
+        [d / h for h in _HEADER_NAMES],
+        flags=["-march=native"],
+        tag_extra=cpu_tag(),
+        force=force,
     )
 
 

@@ -1,0 +1,90 @@
+"""`q8matmul_cpu`: x @ dequantise(q, scale, offset).T with x quantised to int8 per block
+of 32 (ggml's Q8_0) and integer dot products, as an XLA FFI custom call in C++.
+
+The source `lm_q8matmul.cc` (with `lm_matmul.h`) lives in the repository's `kernels/lm/`
+and ships inside the wheel beside this module; it is compiled on first use with
+`-march=native -ffp-contract=off` (cached per CPU model), which picks the integer dot
+product: AVX-512 VNNI `vpdpbusd` where the CPU has it, else AVX2 `vpmaddubsw` +
+`vpmaddwd`, else a portable C++ loop. `portable=True` builds a second library with
+`-DJAXLAB_LM_PORTABLE` (the C++ loop whatever the CPU) so the tests can check it too.
+The math is in the C++ file's header and `jaxlab.lm.QuantWeight`'s docstring.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._build import build_shared_library, cpu_tag, load_cpu_targets, source_dir
+
+__all__ = ["q8matmul_cpu", "q8matmul_kernel_available", "q8matmul_isa", "build_q8matmul_kernel"]
+
+_SOURCE_NAME = "lm_q8matmul.cc"
+_HEADER_NAMES = ["lm_matmul.h"]
+
+
+def _target(portable: bool) -> str:
+    return "jaxlab_lm_q8matmul_portable_f32" if portable else "jaxlab_lm_q8matmul_f32"
+
+
+def build_q8matmul_kernel(*, portable: bool = False, force: bool = False) -> Path:
+    """Compile `lm_q8matmul.cc` (cached); returns the shared library's path.
+
+    `portable=True`: the portable C++ dot product whatever the CPU (`-DJAXLAB_LM_PORTABLE`).
+    """
+    d = source_dir("lm", [_SOURCE_NAME, *_HEADER_NAMES])
+    flags = ["-march=native", "-ffp-contract=off"]
+    return build_shared_library(
+        "lm_q8matmul_portable" if portable else "lm_q8matmul",
+        [d / _SOURCE_NAME],
+        [d / h for h in _HEADER_NAMES],
+        flags=[*flags, "-DJAXLAB_LM_PORTABLE"] if portable else flags,
+        tag_extra=cpu_tag(),
+        force=force,
+    )
+
+
+@functools.cache
+def _register(portable: bool) -> ctypes.CDLL | None:
+    return load_cpu_targets(
+        functools.partial(build_q8matmul_kernel, portable=portable),
+        {_target(portable): "LmQ8MatmulF32"},
+    )
+
+
+def q8matmul_kernel_available(*, portable: bool = False) -> bool:
+    """Whether the int8-activation kernel could be built and registered in this process."""
+    return _register(portable) is not None
+
+
+def q8matmul_isa(*, portable: bool = False) -> str:
+    """The integer dot product the built library uses: "avx512vnni", "avx2" or "portable"."""
+    lib = _register(portable)
+    if lib is None:
+        raise RuntimeError("q8matmul_isa: the C++ kernel is unavailable (no compiler?)")
+    fn = lib.LmQ8MatmulIsa
+    fn.restype = ctypes.c_char_p
+    return fn().decode()
+
+
+def q8matmul_cpu(x, q, scale, offset, *, bits: int, portable: bool = False):
+    """(M, K) float32 x, quantised to int8 per block of 32, times the (N, K) weights
+    `q * scale + offset`, transposed: (M, N) float32.
+
+    `q` is (N, K) int8 (`bits=8`) or (N, K/2) uint8 holding two 4-bit levels per byte
+    (`bits=4`, low nibble weight j, high nibble weight j + 16 of each block of 32);
+    `scale` and `offset` are (N, K/32) float32. Per row m and block b:
+    `d = max|x| / 127`, `a = round(x * (1 / d))` (half away from zero), and
+    `out[m, n] = sum_b d * (scale[n, b] * sum_j a q + offset[n, b] * sum_j a)`.
+    CPU only; no batching rule and no derivative (callers fold batches into M).
+    """
+    if _register(portable) is None:
+        raise RuntimeError("q8matmul_cpu: the C++ kernel is unavailable (no compiler?)")
+    q = jax.lax.bitcast_convert_type(q, jnp.uint8) if q.dtype == jnp.int8 else q
+    out = jax.ShapeDtypeStruct((x.shape[0], q.shape[0]), jnp.float32)
+    return jax.ffi.ffi_call(_target(portable), out)(x, q, scale, offset, bits=np.int32(bits))
