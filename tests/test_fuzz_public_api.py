@@ -1539,11 +1539,246 @@ def lengthprobe_table():
 
     kinds = {"y_true": "count", "y_pred": "float"}
     mean = {("y_true", "fractional"): "mean lengths over samples are fractional"}
+
+    def rows(n=8):
+        r = _rng(50)
+        return {
+            "y": r.standard_normal(n),
+            "train": np.array([True, False] * (n // 2)),
+        }
+
+    def prompts():
+        return np.array([[1, 2, 3], [2, 3, 4], [1, 1, 5], [4, 5, 6]])
+
+    def decode(ids):
+        return "".join("abc.\nd"[int(t) % 6] for t in ids)
+
+    def acts():
+        r = _rng(51)
+        return {
+            "x": r.standard_normal((8, 3)),
+            "y": r.standard_normal(8),
+            "families": np.array([0, 1] * 4),
+            "train": np.array([True, True, False, False] * 2),
+        }
+
+    def directional():
+        r = _rng(52)
+        return {
+            "x": r.standard_normal((8, 3)),
+            "y": r.standard_normal(8),
+            "positions": np.array([0, 1, 2, 3] * 2),
+            "source": np.array([True] * 4 + [False] * 4),
+            "target": np.array([False] * 4 + [True] * 4),
+            "train": np.array([True] * 4 + [False] * 4),
+        }
+
+    def completions():
+        return lp.CompletionSet(
+            families=("a", "b"),
+            prompts=((1, 2), (3,)),
+            completions=((4, 5, 6), (7, 8)),
+            reasons=("stop_token", "stop_token"),
+            max_new_tokens=4,
+        )
+
+    key = jax.random.key(5)
+    mask_kinds = {"y": "float", "train": "bool"}
     return [
         Entry("lengthprobe.mae", lp.mae, pair, kinds, accepts=mean),
         Entry("lengthprobe.normalised_mae", lp.normalised_mae, pair, kinds, accepts=mean),
         Entry("lengthprobe.log_r2", lp.log_r2, pair, kinds, accepts=mean),
+        Entry(
+            "lengthprobe.length_metrics",
+            lambda **k: lp.length_metrics(**k, key=key),
+            lambda: dict(pair(), n_resamples=20),
+            kinds,
+            sizes=("n_resamples",),
+            accepts=mean,
+        ),
+        Entry(
+            "lengthprobe.family_mean",
+            lp.family_mean,
+            lambda: dict(rows(), families=np.array([0, 1] * 4)),
+            dict(mask_kinds, families="int"),
+        ),
+        Entry(
+            "lengthprobe.prompt_length_fit",
+            lp.prompt_length_fit,
+            lambda: dict(rows(), prompt_lengths=np.arange(8.0) + 3),
+            dict(mask_kinds, prompt_lengths="count"),
+            accepts={("prompt_lengths", "fractional"): "mean lengths over samples (docstring)"},
+        ),
+        Entry(
+            "lengthprobe.position_only",
+            lp.position_only,
+            lambda: dict(rows(), positions=np.array([0, 1, 2, 3] * 2)),
+            dict(mask_kinds, positions="int"),
+        ),
+        Entry(
+            "lengthprobe.bow_features",
+            lp.bow_features,
+            lambda: {
+                "prompts": prompts(),
+                "train": np.array([True, True, False, True]),
+                "max_features": 8,
+            },
+            {"prompts": "int", "train": "bool"},
+            sizes=("max_features",),
+            empty_ok=("prompts",),
+        ),
+        Entry(
+            "lengthprobe.bag_of_words",
+            lp.bag_of_words,
+            lambda: dict(rows(4), prompts=prompts(), max_features=8),
+            dict(mask_kinds, prompts="int"),
+            sizes=("max_features",),
+        ),
+        Entry(
+            "lengthprobe.cross_fit",
+            lambda **k: lp.cross_fit(**k, key=key)["prediction"],
+            lambda: {
+                "acts": _rng(53).standard_normal((2, 8, 3)),
+                "y": _rng(54).standard_normal(8),
+                "groups": np.array([0, 0, 1, 1, 2, 2, 3, 3]),
+                "n_folds": 2,
+            },
+            {"acts": "float", "y": "float", "groups": "int"},
+            sizes=("n_folds",),
+        ),
+        Entry(
+            "lengthprobe.transfer_matrix",
+            lp.transfer_matrix,
+            acts,
+            {"x": "float", "y": "float", "families": "int", "train": "bool"},
+            ids={"families": 8},
+        ),
+        Entry(
+            "lengthprobe.directional_transfer",
+            lambda **k: lp.directional_transfer(**k)["probe"],
+            directional,
+            {
+                "x": "float",
+                "y": "float",
+                "positions": "int",
+                "source": "bool",
+                "target": "bool",
+                "train": "bool",
+            },
+        ),
+        Entry(
+            "lengthprobe.estimate_jump",
+            lp.estimate_jump,
+            lambda: {
+                "estimates": np.array([3.0, 2.5, 2.0, 1.0]),
+                "before": np.array([0, 1]),
+                "after": np.array([2, 3]),
+            },
+            {"estimates": "float", "before": "int", "after": "int"},
+            ids={"before": 4, "after": 4},
+            empty_ok=("before", "after"),
+        ),
+        Entry(
+            "lengthprobe.insert_phrase",
+            lambda **k: lp.insert_phrase(**k)[0],
+            lambda: {
+                "prompt": np.array([1, 2]),
+                "completion": np.array([3, 4, 5]),
+                "cut": 2,
+                "phrase": np.array([6, 7]),
+            },
+            {"prompt": "int", "completion": "int", "phrase": "int"},
+            sizes=("cut",),
+            empty_ok=("completion",),
+        ),
+        Entry(
+            "lengthprobe.find_retractions",
+            lambda **k: lp.find_retractions(k["tokens"], decode),
+            lambda: {"tokens": np.array([0, 1, 4, 0, 1, 4, 3])},
+            {"tokens": "int"},
+            empty_ok=("tokens",),
+        ),
+        Entry(
+            "lengthprobe.cut_point",
+            lambda **k: lp.cut_point(k["tokens"], decode, fraction=k["fraction"]),
+            lambda: {"tokens": np.array([0, 1, 3, 0, 1, 4]), "fraction": 0.5},
+            {"tokens": "int", "fraction": "prob"},
+        ),
+        Entry(
+            "lengthprobe.same_length_filler",
+            lambda **k: lp.same_length_filler(
+                lambda s: [ord(c) for c in s], k["length"], ("ab", "abcdef")
+            ),
+            lambda: {"length": 3},
+            sizes=("length",),
+        ),
+        Entry(
+            "lengthprobe.stop_reason",
+            lambda **k: lp.stop_reason(**k)[0],
+            lambda: {
+                "generated": np.array([4, 5, 2, 0]),
+                "stop_ids": np.array([2]),
+                "max_new_tokens": 4,
+            },
+            {"generated": "int", "stop_ids": "int"},
+            sizes=("max_new_tokens",),
+            empty_ok=("stop_ids",),
+        ),
+        Entry(
+            "lengthprobe.remaining_length",
+            lambda **k: lp.remaining_length(completions(), **k),
+            lambda: {"text_index": np.array([0, 0, 1]), "positions": np.array([2, 4, 1])},
+            {"text_index": "int", "positions": "int"},
+            ids={"text_index": 2},
+            empty_ok=("text_index", "positions"),
+        ),
+        Entry(
+            "lengthprobe.make_prompts",
+            lambda **k: [p.reference for p in lp.make_prompts("count", k["count"], key=key)],
+            lambda: {"count": 2},
+            sizes=("count",),
+        ),
+        Entry(
+            "lengthprobe.generate_completions",
+            lambda **k: (
+                lp.generate_completions(
+                    _tiny_lm(),
+                    None,
+                    k["prompts"],
+                    families=("a", "a"),
+                    max_new_tokens=k["max_new_tokens"],
+                    path=tempfile.mkdtemp(prefix="jaxlab-fuzz-"),
+                    key=key,
+                    batch_size=2,
+                    stop_ids=(2,),
+                    pad_id=0,
+                ).lengths
+            ),
+            lambda: {"prompts": np.array([[1, 5, 3], [4, 6, 7]]), "max_new_tokens": 3},
+            {"prompts": "int"},
+            sizes=("max_new_tokens",),
+            ids={"prompts": 13},
+        ),
+        Entry(
+            "lengthprobe.completion_states",
+            lambda **k: _store_columns(
+                lp.completion_states(
+                    _tiny_lm(),
+                    completions(),
+                    layers=k["layers"],
+                    path=tempfile.mkdtemp(prefix="jaxlab-fuzz-"),
+                )[1]
+            ),
+            lambda: {"layers": np.array([0, 2])},
+            {"layers": "int"},
+            ids={"layers": 3},
+        ),
     ]
+
+
+def _store_columns(store):
+    """Every column of an activation store (`site.Llayer`) as an array."""
+    return [store.array(*(lambda s, ly: (s, int(ly)))(*c.split(".L"))) for c in store.columns]
 
 
 def cslm_table():
