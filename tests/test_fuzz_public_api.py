@@ -1784,6 +1784,8 @@ def _store_columns(store):
 def cslm_table():
     from jaxlab import cslm
 
+    key = jax.random.key(6)
+
     def samples():
         r = _rng(45)
         return {"correct": r.uniform(size=(4, 3)) > 0.5, "scores": r.uniform(size=(4, 3))}
@@ -1811,7 +1813,193 @@ def cslm_table():
             {"accuracy": "prob"},
             accepts=BATCH("accuracy"),
         ),
+        Entry(
+            "cslm.min_budget_ci",
+            lambda **k: cslm.min_budget_ci(**k, key=key).value,
+            lambda: {
+                "correct": (_rng(46).uniform(size=(6, 3)) < [0.2, 0.6, 1.0]).astype(float),
+                "budgets": np.array([8, 16, 32]),
+                "p": 0.5,
+                "n_boot": 20,
+            },
+            {"correct": "prob", "budgets": "int", "p": "prob"},
+            sizes=("n_boot",),
+        ),
+        Entry(
+            "cslm.check_budgets",
+            cslm.check_budgets,
+            lambda: {"budgets": np.array([0, 8, 16])},
+            {"budgets": "int"},
+        ),
+        Entry(
+            "cslm.fit_growth",
+            lambda **k: cslm.fit_growth(**k).params,
+            lambda: {
+                "n": np.array([1.0, 2.0, 4.0, 8.0, 16.0]),
+                "y": np.array([3.0, 5.0, 9.5, 17.0, 33.0]),
+                "sigma": np.array([0.5, 0.5, 1.0, 1.0, 2.0]),
+            },
+            {"n": "count", "y": "float", "sigma": "float"},
+            accepts={
+                ("sigma", "none"): "None: unknown errors, the residual scale is estimated",
+                ("n", "fractional"): "sizes on a continuous scale",
+            },
+        ),
+        Entry(
+            "cslm.fit_step_error",
+            lambda **k: cslm.fit_step_error(**k).epsilon,
+            lambda: {
+                "steps": np.array([1.0, 2.0, 4.0, 8.0]),
+                "accuracy": np.array([0.95, 0.9, 0.8, 0.65]),
+                "items": np.array([50.0, 50.0, 50.0, 50.0]),
+            },
+            {"steps": "count", "accuracy": "prob", "items": "count"},
+            accepts={
+                ("items", "none"): "None: 100 items per size (docstring)",
+                ("steps", "fractional"): "mean step counts over a size's items",
+            },
+        ),
+        Entry(
+            "cslm.option_confidence",
+            cslm.option_confidence,
+            lambda: {"scores": _rng(47).standard_normal((4, 3))},
+            {"scores": "float"},
+            empty_ok=("scores",),  # no items: empty choices and confidences
+            accepts=BATCH("scores"),
+        ),
+        Entry(
+            "cslm.budget_accuracy",
+            cslm.budget_accuracy,
+            lambda: {"scores": _rng(48).standard_normal((4, 2, 3)), "true_index": 1},
+            {"scores": "float"},
+            ids={"true_index": 3},
+            empty_ok=("scores",),  # no items: an empty result
+            accepts=BATCH("scores"),
+        ),
+        Entry(
+            "cslm.majority_vote",
+            lambda **k: cslm.majority_vote(**k),
+            lambda: {
+                "ids": np.array([[0, 1, 0], [-1, 0, 0], [1, 1, 0]]),
+                "correct": np.array([[True, False, True], [False, True, True], [False] * 3]),
+                "k": 3,
+            },
+            {"ids": "int", "correct": "bool"},
+            sizes=("k",),
+        ),
+        Entry(
+            "cslm.answer_ids",
+            cslm.answer_ids,
+            lambda: {"answers": np.array([[3, 4, 3], [5, 5, 1]])},
+            {"answers": "int"},
+        ),
+        Entry(
+            "cslm.accuracy_at_tokens",
+            cslm.accuracy_at_tokens,
+            lambda: {
+                "costs": np.array([0.25, 20.0, 40.0]),  # grid 0.5 still fits k = 1
+                "accuracy": np.array([0.3, 0.5, 0.6]),
+                "grid": np.array([15.0, 50.0]),
+            },
+            {"costs": "count", "accuracy": "prob", "grid": "count"},
+            empty_ok=("grid",),  # no budgets to read off: an empty result
+            accepts={
+                ("costs", "fractional"): "mean tokens per item (docstring)",
+                ("grid", "fractional"): "a budget of mean tokens per item",
+            },
+        ),
+        Entry(
+            "cslm.verifier_precision_recall",
+            cslm.verifier_precision_recall,
+            lambda: {
+                "accept": np.array([True, True, False, True]),
+                "correct": np.array([True, False, False, True]),
+            },
+            {"accept": "bool", "correct": "bool"},
+            accepts={
+                (a, "rank+2"): "elementwise over equal-shape arrays of any rank (docstring)"
+                for a in ("accept", "correct")
+            },
+        ),
+        Entry(
+            "cslm.truncated_reasoning",
+            cslm.truncated_reasoning,
+            lambda: {"generated": np.array([4, 5, 6, 7]), "budget": 2},
+            {"generated": "int"},
+            sizes=("budget",),
+            empty_ok=("generated",),
+            accepts={("budget", "size0"): "budget 0: no reasoning (docstring)"},
+        ),
+        Entry(
+            "cslm.forced_answer_prompts",
+            cslm.forced_answer_prompts,
+            lambda: {
+                "prompt": np.array([1, 2]),
+                "generated": np.array([4, 5, 6]),
+                "budgets": np.array([0, 2]),
+                "cue": np.array([9]),
+            },
+            {"prompt": "int", "generated": "int", "budgets": "int", "cue": "int"},
+            empty_ok=("generated", "cue"),  # no reasoning / the answer straight after it
+        ),
+        Entry(
+            "cslm.make_task",
+            lambda **k: cslm.make_task("addition", k["n"], key=key).answer,
+            lambda: {"n": 3},
+            sizes=("n",),
+        ),
+        Entry(
+            "cslm.make_tasks",
+            lambda **k: [
+                t.answer for t in cslm.make_tasks("addition", k["n"], k["count"], key=key)
+            ],
+            lambda: {"n": 3, "count": 2},
+            sizes=("n", "count"),
+        ),
+        Entry(
+            "cslm.perturbed_answers",
+            lambda **k: cslm.perturbed_answers(
+                cslm.make_task("addition", 3, key=key), k["count"], key=key
+            ),
+            lambda: {"count": 3},
+            sizes=("count",),
+        ),
+        Entry(
+            "cslm.generate_reasoning",
+            lambda **k: cslm.generate_reasoning(
+                _tiny_lm(), _StubTokenizer(), key=key, batch_size=2, **k
+            ),
+            lambda: {"prompts": np.array([[1, 5, 3], [4, 6, 7]]), "max_new_tokens": 3},
+            {"prompts": "int"},
+            sizes=("max_new_tokens",),
+            ids={"prompts": 13},
+        ),
+        Entry(
+            "cslm.budget_scores",
+            lambda **k: cslm.budget_scores(
+                _tiny_lm(), _StubTokenizer(), options=[[" 1", " 2"], [" 3", " 4"]], **k
+            ),
+            lambda: {
+                "prompts": np.array([[1, 5, 3], [4, 6, 7]]),
+                "generated": np.array([[8, 9], [10, 11]]),
+                "budgets": np.array([0, 1]),
+            },
+            {"prompts": "int", "generated": "int", "budgets": "int"},
+            ids={"prompts": 13, "generated": 13},
+            empty_ok=("generated",),
+        ),
     ]
+
+
+class _StubTokenizer:
+    """The parts of `lm.Tokenizer` that cslm's generation and scoring use, for the tiny
+    random model of vocabulary 13: stop id 2, pad id 0, characters to ids 3..12."""
+
+    stop_ids = (2,)
+    pad_id = 0
+
+    def encode(self, text, add_bos=True):
+        return ([1] if add_bos else []) + [3 + ord(c) % 10 for c in text]
 
 
 IN_PROCESS = {
