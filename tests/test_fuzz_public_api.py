@@ -631,6 +631,89 @@ def routing_table():
                 for m in ("rank+2", "empty")
             },
         ),
+        Entry(
+            "routing.zero_router_curve",
+            R.zero_router_curve,
+            lambda: {
+                "cost": np.array([[1.0, 2.0, 4.0], [1.0, 3.0, 5.0]]),
+                "quality": np.array([[0.2, 0.6, 0.7], [0.4, 0.5, 0.9]]),
+            },
+            {"cost": "float", "quality": "float"},
+        ),
+        Entry(
+            "routing.pgr",
+            lambda **k: R.pgr(k["quality"], weak=k["weak"], strong=k["strong"]),
+            lambda: {"quality": np.array([0.3, 0.5, 0.7]), "weak": 0.2, "strong": 0.8},
+            {"quality": "float", "weak": "float", "strong": "float"},
+            empty_ok=("quality",),
+            accepts={("quality", "rank+2"): "elementwise: any shape of qualities"},
+        ),
+        Entry(
+            "routing.call_performance_threshold",
+            lambda **k: R.call_performance_threshold(**k, weak=0.2, strong=0.8),
+            lambda: dict(curve(), target=0.5),
+            {"strong_fraction": "prob", "quality": "float", "target": "prob"},
+            accepts=flat,
+        ),
+        Entry(
+            "routing.accuracy_at_cost",
+            R.accuracy_at_cost,
+            lambda: dict(pts(), budget=3.0),
+            {"cost": "float", "quality": "float", "budget": "float"},
+            accepts=flat,
+        ),
+        Entry(
+            "routing.routed_outcome",
+            lambda **k: tuple(R.routed_outcome(**k)),
+            lambda: {
+                "choice": np.array([1, 0]),
+                "quality": np.array([[0.2, 0.9, 0.5], [0.4, 0.3, 0.1]]),
+                "cost": np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 0.5]]),
+            },
+            {"choice": "int", "quality": "float", "cost": "float"},
+            ids={"choice": 3},
+        ),
+        Entry(
+            "routing.threshold_route",
+            R.threshold_route,
+            lambda: {
+                "predicted_quality": np.array([[0.2, 0.9, 0.5], [0.4, 0.3, 0.1]]),
+                "candidate_cost": np.array([1.0, 2.0, 3.0]),
+                "threshold": 0.45,
+                "available": np.array([True, True, False]),
+            },
+            {
+                "predicted_quality": "prob",
+                "candidate_cost": "float",
+                "threshold": "float",
+                "available": "bool",
+            },
+            accepts={
+                ("predicted_quality", "prob>1"): "any finite score orders the candidates",
+                ("predicted_quality", "prob<0"): "any finite score orders the candidates",
+                ("available", "none"): "None: every candidate is available",
+            },
+        ),
+        Entry(
+            "routing.calibrate_threshold",
+            R.calibrate_threshold,
+            lambda: {
+                "predicted_quality": np.array([[0.2, 0.9], [0.4, 0.3], [0.6, 0.8], [0.1, 0.7]]),
+                "candidate_cost": np.array([1.0, 3.0]),
+                "strong_fraction": 0.5,
+            },
+            {"predicted_quality": "prob", "candidate_cost": "float", "strong_fraction": "prob"},
+            accepts={
+                ("predicted_quality", "prob>1"): "any finite score orders the candidates",
+                ("predicted_quality", "prob<0"): "any finite score orders the candidates",
+            },
+        ),
+        Entry(
+            "routing.hashed_bow",
+            lambda **k: R.hashed_bow(["a cat sat", "the dog ran fast"], dim=k["dim"]),
+            lambda: {"dim": 16},
+            sizes=("dim",),
+        ),
     ]
 
 
