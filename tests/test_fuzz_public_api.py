@@ -1570,6 +1570,8 @@ def beliefs_table():
 def illusions_table():
     from jaxlab import illusions as il
 
+    key = jax.random.key(7)
+
     def attr():
         return {
             "p_minority": np.array([0.2, 0.7, 0.4, 0.9]),
@@ -1610,6 +1612,71 @@ def illusions_table():
             il.mean_ci,
             lambda: {"values": np.array([0.2, 0.4, 0.5])},
             {"values": "float"},
+        ),
+        Entry(
+            "illusions.attribution_table",
+            il.attribution_table,
+            attr,
+            {"p_minority": "prob", "desirable": "bool"},
+        ),
+        Entry(
+            "illusions.expected_answer",
+            il.expected_answer,
+            lambda: {"loglik": np.array([-1.0, -0.5, -2.0]), "values": np.array([1.0, 2.0, 3.0])},
+            {"loglik": "float", "values": "float"},
+        ),
+        Entry(
+            "illusions.random_sequence",
+            lambda **k: il.random_sequence("dice", k["n"], key=key),
+            lambda: {"n": 5},
+            sizes=("n",),
+        ),
+        Entry(
+            "illusions.periodic_sequence",
+            lambda **k: il.periodic_sequence("dice", k["n"], k["period"]),
+            lambda: {"n": 5, "period": np.array([1, 3, 6])},
+            {"period": "int"},
+            sizes=("n",),
+        ),
+        Entry(
+            "illusions.final_run_length",
+            il.final_run_length,
+            lambda: {"sequence": np.array([0, 1, 1, 0, 0, 0])},
+            {"sequence": "int"},
+        ),
+        Entry(
+            "illusions.render_sequence",
+            lambda **k: len(il.render_sequence("walk", k["sequence"])),
+            lambda: {"sequence": np.array([0, 1, 1, 0])},
+            {"sequence": "int"},
+            empty_ok=("sequence",),  # no outcomes: the starting price alone
+        ),
+        Entry(
+            "illusions.streak_slope",
+            il.streak_slope,
+            lambda: {
+                "run_lengths": np.array([1, 2, 3, 4]),
+                "p_repeat": np.array([0.5, 0.45, 0.4, 0.3]),
+            },
+            {"run_lengths": "int", "p_repeat": "prob"},
+        ),
+        Entry(
+            "illusions.causal_pairs",
+            lambda **k: il.causal_pairs(k["n"], key=key),
+            lambda: {"n": 3},
+            sizes=("n",),
+        ),
+        Entry(
+            "illusions.option_logprobs",
+            lambda **k: il.option_logprobs(_tiny_lm(), **k),
+            lambda: {
+                "tokens": np.array([[0, 1, 5], [3, 2, 4]]),
+                "mask": np.array([[0, 1, 1], [1, 1, 1]]),
+                "option_ids": np.array([3, 7]),
+            },
+            {"tokens": "int", "mask": "int", "option_ids": "int"},
+            ids={"option_ids": 13, "tokens": 13},
+            accepts={("mask", "none"): "None means every token is real (lm.forward_batched)"},
         ),
     ]
 
