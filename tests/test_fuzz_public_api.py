@@ -631,6 +631,89 @@ def routing_table():
                 for m in ("rank+2", "empty")
             },
         ),
+        Entry(
+            "routing.zero_router_curve",
+            R.zero_router_curve,
+            lambda: {
+                "cost": np.array([[1.0, 2.0, 4.0], [1.0, 3.0, 5.0]]),
+                "quality": np.array([[0.2, 0.6, 0.7], [0.4, 0.5, 0.9]]),
+            },
+            {"cost": "float", "quality": "float"},
+        ),
+        Entry(
+            "routing.pgr",
+            lambda **k: R.pgr(k["quality"], weak=k["weak"], strong=k["strong"]),
+            lambda: {"quality": np.array([0.3, 0.5, 0.7]), "weak": 0.2, "strong": 0.8},
+            {"quality": "float", "weak": "float", "strong": "float"},
+            empty_ok=("quality",),
+            accepts={("quality", "rank+2"): "elementwise: any shape of qualities"},
+        ),
+        Entry(
+            "routing.call_performance_threshold",
+            lambda **k: R.call_performance_threshold(**k, weak=0.2, strong=0.8),
+            lambda: dict(curve(), target=0.5),
+            {"strong_fraction": "prob", "quality": "float", "target": "prob"},
+            accepts=flat,
+        ),
+        Entry(
+            "routing.accuracy_at_cost",
+            R.accuracy_at_cost,
+            lambda: dict(pts(), budget=3.0),
+            {"cost": "float", "quality": "float", "budget": "float"},
+            accepts=flat,
+        ),
+        Entry(
+            "routing.routed_outcome",
+            lambda **k: tuple(R.routed_outcome(**k)),
+            lambda: {
+                "choice": np.array([1, 0]),
+                "quality": np.array([[0.2, 0.9, 0.5], [0.4, 0.3, 0.1]]),
+                "cost": np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 0.5]]),
+            },
+            {"choice": "int", "quality": "float", "cost": "float"},
+            ids={"choice": 3},
+        ),
+        Entry(
+            "routing.threshold_route",
+            R.threshold_route,
+            lambda: {
+                "predicted_quality": np.array([[0.2, 0.9, 0.5], [0.4, 0.3, 0.1]]),
+                "candidate_cost": np.array([1.0, 2.0, 3.0]),
+                "threshold": 0.45,
+                "available": np.array([True, True, False]),
+            },
+            {
+                "predicted_quality": "prob",
+                "candidate_cost": "float",
+                "threshold": "float",
+                "available": "bool",
+            },
+            accepts={
+                ("predicted_quality", "prob>1"): "any finite score orders the candidates",
+                ("predicted_quality", "prob<0"): "any finite score orders the candidates",
+                ("available", "none"): "None: every candidate is available",
+            },
+        ),
+        Entry(
+            "routing.calibrate_threshold",
+            R.calibrate_threshold,
+            lambda: {
+                "predicted_quality": np.array([[0.2, 0.9], [0.4, 0.3], [0.6, 0.8], [0.1, 0.7]]),
+                "candidate_cost": np.array([1.0, 3.0]),
+                "strong_fraction": 0.5,
+            },
+            {"predicted_quality": "prob", "candidate_cost": "float", "strong_fraction": "prob"},
+            accepts={
+                ("predicted_quality", "prob>1"): "any finite score orders the candidates",
+                ("predicted_quality", "prob<0"): "any finite score orders the candidates",
+            },
+        ),
+        Entry(
+            "routing.hashed_bow",
+            lambda **k: R.hashed_bow(["a cat sat", "the dog ran fast"], dim=k["dim"]),
+            lambda: {"dim": 16},
+            sizes=("dim",),
+        ),
     ]
 
 
@@ -1487,6 +1570,8 @@ def beliefs_table():
 def illusions_table():
     from jaxlab import illusions as il
 
+    key = jax.random.key(7)
+
     def attr():
         return {
             "p_minority": np.array([0.2, 0.7, 0.4, 0.9]),
@@ -1528,6 +1613,71 @@ def illusions_table():
             lambda: {"values": np.array([0.2, 0.4, 0.5])},
             {"values": "float"},
         ),
+        Entry(
+            "illusions.attribution_table",
+            il.attribution_table,
+            attr,
+            {"p_minority": "prob", "desirable": "bool"},
+        ),
+        Entry(
+            "illusions.expected_answer",
+            il.expected_answer,
+            lambda: {"loglik": np.array([-1.0, -0.5, -2.0]), "values": np.array([1.0, 2.0, 3.0])},
+            {"loglik": "float", "values": "float"},
+        ),
+        Entry(
+            "illusions.random_sequence",
+            lambda **k: il.random_sequence("dice", k["n"], key=key),
+            lambda: {"n": 5},
+            sizes=("n",),
+        ),
+        Entry(
+            "illusions.periodic_sequence",
+            lambda **k: il.periodic_sequence("dice", k["n"], k["period"]),
+            lambda: {"n": 5, "period": np.array([1, 3, 6])},
+            {"period": "int"},
+            sizes=("n",),
+        ),
+        Entry(
+            "illusions.final_run_length",
+            il.final_run_length,
+            lambda: {"sequence": np.array([0, 1, 1, 0, 0, 0])},
+            {"sequence": "int"},
+        ),
+        Entry(
+            "illusions.render_sequence",
+            lambda **k: len(il.render_sequence("walk", k["sequence"])),
+            lambda: {"sequence": np.array([0, 1, 1, 0])},
+            {"sequence": "int"},
+            empty_ok=("sequence",),  # no outcomes: the starting price alone
+        ),
+        Entry(
+            "illusions.streak_slope",
+            il.streak_slope,
+            lambda: {
+                "run_lengths": np.array([1, 2, 3, 4]),
+                "p_repeat": np.array([0.5, 0.45, 0.4, 0.3]),
+            },
+            {"run_lengths": "int", "p_repeat": "prob"},
+        ),
+        Entry(
+            "illusions.causal_pairs",
+            lambda **k: il.causal_pairs(k["n"], key=key),
+            lambda: {"n": 3},
+            sizes=("n",),
+        ),
+        Entry(
+            "illusions.option_logprobs",
+            lambda **k: il.option_logprobs(_tiny_lm(), **k),
+            lambda: {
+                "tokens": np.array([[0, 1, 5], [3, 2, 4]]),
+                "mask": np.array([[0, 1, 1], [1, 1, 1]]),
+                "option_ids": np.array([3, 7]),
+            },
+            {"tokens": "int", "mask": "int", "option_ids": "int"},
+            ids={"option_ids": 13, "tokens": 13},
+            accepts={("mask", "none"): "None means every token is real (lm.forward_batched)"},
+        ),
     ]
 
 
@@ -1539,15 +1689,252 @@ def lengthprobe_table():
 
     kinds = {"y_true": "count", "y_pred": "float"}
     mean = {("y_true", "fractional"): "mean lengths over samples are fractional"}
+
+    def rows(n=8):
+        r = _rng(50)
+        return {
+            "y": r.standard_normal(n),
+            "train": np.array([True, False] * (n // 2)),
+        }
+
+    def prompts():
+        return np.array([[1, 2, 3], [2, 3, 4], [1, 1, 5], [4, 5, 6]])
+
+    def decode(ids):
+        return "".join("abc.\nd"[int(t) % 6] for t in ids)
+
+    def acts():
+        r = _rng(51)
+        return {
+            "x": r.standard_normal((8, 3)),
+            "y": r.standard_normal(8),
+            "families": np.array([0, 1] * 4),
+            "train": np.array([True, True, False, False] * 2),
+        }
+
+    def directional():
+        r = _rng(52)
+        return {
+            "x": r.standard_normal((8, 3)),
+            "y": r.standard_normal(8),
+            "positions": np.array([0, 1, 2, 3] * 2),
+            "source": np.array([True] * 4 + [False] * 4),
+            "target": np.array([False] * 4 + [True] * 4),
+            "train": np.array([True] * 4 + [False] * 4),
+        }
+
+    def completions():
+        return lp.CompletionSet(
+            families=("a", "b"),
+            prompts=((1, 2), (3,)),
+            completions=((4, 5, 6), (7, 8)),
+            reasons=("stop_token", "stop_token"),
+            max_new_tokens=4,
+        )
+
+    key = jax.random.key(5)
+    mask_kinds = {"y": "float", "train": "bool"}
     return [
         Entry("lengthprobe.mae", lp.mae, pair, kinds, accepts=mean),
         Entry("lengthprobe.normalised_mae", lp.normalised_mae, pair, kinds, accepts=mean),
         Entry("lengthprobe.log_r2", lp.log_r2, pair, kinds, accepts=mean),
+        Entry(
+            "lengthprobe.length_metrics",
+            lambda **k: lp.length_metrics(**k, key=key),
+            lambda: dict(pair(), n_resamples=20),
+            kinds,
+            sizes=("n_resamples",),
+            accepts=mean,
+        ),
+        Entry(
+            "lengthprobe.family_mean",
+            lp.family_mean,
+            lambda: dict(rows(), families=np.array([0, 1] * 4)),
+            dict(mask_kinds, families="int"),
+        ),
+        Entry(
+            "lengthprobe.prompt_length_fit",
+            lp.prompt_length_fit,
+            lambda: dict(rows(), prompt_lengths=np.arange(8.0) + 3),
+            dict(mask_kinds, prompt_lengths="count"),
+            accepts={("prompt_lengths", "fractional"): "mean lengths over samples (docstring)"},
+        ),
+        Entry(
+            "lengthprobe.position_only",
+            lp.position_only,
+            lambda: dict(rows(), positions=np.array([0, 1, 2, 3] * 2)),
+            dict(mask_kinds, positions="int"),
+        ),
+        Entry(
+            "lengthprobe.bow_features",
+            lp.bow_features,
+            lambda: {
+                "prompts": prompts(),
+                "train": np.array([True, True, False, True]),
+                "max_features": 8,
+            },
+            {"prompts": "int", "train": "bool"},
+            sizes=("max_features",),
+            empty_ok=("prompts",),
+        ),
+        Entry(
+            "lengthprobe.bag_of_words",
+            lp.bag_of_words,
+            lambda: dict(rows(4), prompts=prompts(), max_features=8),
+            dict(mask_kinds, prompts="int"),
+            sizes=("max_features",),
+        ),
+        Entry(
+            "lengthprobe.cross_fit",
+            lambda **k: lp.cross_fit(**k, key=key)["prediction"],
+            lambda: {
+                "acts": _rng(53).standard_normal((2, 8, 3)),
+                "y": _rng(54).standard_normal(8),
+                "groups": np.array([0, 0, 1, 1, 2, 2, 3, 3]),
+                "n_folds": 2,
+            },
+            {"acts": "float", "y": "float", "groups": "int"},
+            sizes=("n_folds",),
+        ),
+        Entry(
+            "lengthprobe.transfer_matrix",
+            lp.transfer_matrix,
+            acts,
+            {"x": "float", "y": "float", "families": "int", "train": "bool"},
+            ids={"families": 8},
+        ),
+        Entry(
+            "lengthprobe.directional_transfer",
+            lambda **k: lp.directional_transfer(**k)["probe"],
+            directional,
+            {
+                "x": "float",
+                "y": "float",
+                "positions": "int",
+                "source": "bool",
+                "target": "bool",
+                "train": "bool",
+            },
+        ),
+        Entry(
+            "lengthprobe.estimate_jump",
+            lp.estimate_jump,
+            lambda: {
+                "estimates": np.array([3.0, 2.5, 2.0, 1.0]),
+                "before": np.array([0, 1]),
+                "after": np.array([2, 3]),
+            },
+            {"estimates": "float", "before": "int", "after": "int"},
+            ids={"before": 4, "after": 4},
+            empty_ok=("before", "after"),
+        ),
+        Entry(
+            "lengthprobe.insert_phrase",
+            lambda **k: lp.insert_phrase(**k)[0],
+            lambda: {
+                "prompt": np.array([1, 2]),
+                "completion": np.array([3, 4, 5]),
+                "cut": 2,
+                "phrase": np.array([6, 7]),
+            },
+            {"prompt": "int", "completion": "int", "phrase": "int"},
+            sizes=("cut",),
+            empty_ok=("completion",),
+        ),
+        Entry(
+            "lengthprobe.find_retractions",
+            lambda **k: lp.find_retractions(k["tokens"], decode),
+            lambda: {"tokens": np.array([0, 1, 4, 0, 1, 4, 3])},
+            {"tokens": "int"},
+            empty_ok=("tokens",),
+        ),
+        Entry(
+            "lengthprobe.cut_point",
+            lambda **k: lp.cut_point(k["tokens"], decode, fraction=k["fraction"]),
+            lambda: {"tokens": np.array([0, 1, 3, 0, 1, 4]), "fraction": 0.5},
+            {"tokens": "int", "fraction": "prob"},
+        ),
+        Entry(
+            "lengthprobe.same_length_filler",
+            lambda **k: lp.same_length_filler(
+                lambda s: [ord(c) for c in s], k["length"], ("ab", "abcdef")
+            ),
+            lambda: {"length": 3},
+            sizes=("length",),
+        ),
+        Entry(
+            "lengthprobe.stop_reason",
+            lambda **k: lp.stop_reason(**k)[0],
+            lambda: {
+                "generated": np.array([4, 5, 2, 0]),
+                "stop_ids": np.array([2]),
+                "max_new_tokens": 4,
+            },
+            {"generated": "int", "stop_ids": "int"},
+            sizes=("max_new_tokens",),
+            empty_ok=("stop_ids",),
+        ),
+        Entry(
+            "lengthprobe.remaining_length",
+            lambda **k: lp.remaining_length(completions(), **k),
+            lambda: {"text_index": np.array([0, 0, 1]), "positions": np.array([2, 4, 1])},
+            {"text_index": "int", "positions": "int"},
+            ids={"text_index": 2},
+            empty_ok=("text_index", "positions"),
+        ),
+        Entry(
+            "lengthprobe.make_prompts",
+            lambda **k: [p.reference for p in lp.make_prompts("count", k["count"], key=key)],
+            lambda: {"count": 2},
+            sizes=("count",),
+        ),
+        Entry(
+            "lengthprobe.generate_completions",
+            lambda **k: (
+                lp.generate_completions(
+                    _tiny_lm(),
+                    None,
+                    k["prompts"],
+                    families=("a", "a"),
+                    max_new_tokens=k["max_new_tokens"],
+                    path=tempfile.mkdtemp(prefix="jaxlab-fuzz-"),
+                    key=key,
+                    batch_size=2,
+                    stop_ids=(2,),
+                    pad_id=0,
+                ).lengths
+            ),
+            lambda: {"prompts": np.array([[1, 5, 3], [4, 6, 7]]), "max_new_tokens": 3},
+            {"prompts": "int"},
+            sizes=("max_new_tokens",),
+            ids={"prompts": 13},
+        ),
+        Entry(
+            "lengthprobe.completion_states",
+            lambda **k: _store_columns(
+                lp.completion_states(
+                    _tiny_lm(),
+                    completions(),
+                    layers=k["layers"],
+                    path=tempfile.mkdtemp(prefix="jaxlab-fuzz-"),
+                )[1]
+            ),
+            lambda: {"layers": np.array([0, 2])},
+            {"layers": "int"},
+            ids={"layers": 3},
+        ),
     ]
+
+
+def _store_columns(store):
+    """Every column of an activation store (`site.Llayer`) as an array."""
+    return [store.array(*(lambda s, ly: (s, int(ly)))(*c.split(".L"))) for c in store.columns]
 
 
 def cslm_table():
     from jaxlab import cslm
+
+    key = jax.random.key(6)
 
     def samples():
         r = _rng(45)
@@ -1576,7 +1963,193 @@ def cslm_table():
             {"accuracy": "prob"},
             accepts=BATCH("accuracy"),
         ),
+        Entry(
+            "cslm.min_budget_ci",
+            lambda **k: cslm.min_budget_ci(**k, key=key).value,
+            lambda: {
+                "correct": (_rng(46).uniform(size=(6, 3)) < [0.2, 0.6, 1.0]).astype(float),
+                "budgets": np.array([8, 16, 32]),
+                "p": 0.5,
+                "n_boot": 20,
+            },
+            {"correct": "prob", "budgets": "int", "p": "prob"},
+            sizes=("n_boot",),
+        ),
+        Entry(
+            "cslm.check_budgets",
+            cslm.check_budgets,
+            lambda: {"budgets": np.array([0, 8, 16])},
+            {"budgets": "int"},
+        ),
+        Entry(
+            "cslm.fit_growth",
+            lambda **k: cslm.fit_growth(**k).params,
+            lambda: {
+                "n": np.array([1.0, 2.0, 4.0, 8.0, 16.0]),
+                "y": np.array([3.0, 5.0, 9.5, 17.0, 33.0]),
+                "sigma": np.array([0.5, 0.5, 1.0, 1.0, 2.0]),
+            },
+            {"n": "count", "y": "float", "sigma": "float"},
+            accepts={
+                ("sigma", "none"): "None: unknown errors, the residual scale is estimated",
+                ("n", "fractional"): "sizes on a continuous scale",
+            },
+        ),
+        Entry(
+            "cslm.fit_step_error",
+            lambda **k: cslm.fit_step_error(**k).epsilon,
+            lambda: {
+                "steps": np.array([1.0, 2.0, 4.0, 8.0]),
+                "accuracy": np.array([0.95, 0.9, 0.8, 0.65]),
+                "items": np.array([50.0, 50.0, 50.0, 50.0]),
+            },
+            {"steps": "count", "accuracy": "prob", "items": "count"},
+            accepts={
+                ("items", "none"): "None: 100 items per size (docstring)",
+                ("steps", "fractional"): "mean step counts over a size's items",
+            },
+        ),
+        Entry(
+            "cslm.option_confidence",
+            cslm.option_confidence,
+            lambda: {"scores": _rng(47).standard_normal((4, 3))},
+            {"scores": "float"},
+            empty_ok=("scores",),  # no items: empty choices and confidences
+            accepts=BATCH("scores"),
+        ),
+        Entry(
+            "cslm.budget_accuracy",
+            cslm.budget_accuracy,
+            lambda: {"scores": _rng(48).standard_normal((4, 2, 3)), "true_index": 1},
+            {"scores": "float"},
+            ids={"true_index": 3},
+            empty_ok=("scores",),  # no items: an empty result
+            accepts=BATCH("scores"),
+        ),
+        Entry(
+            "cslm.majority_vote",
+            lambda **k: cslm.majority_vote(**k),
+            lambda: {
+                "ids": np.array([[0, 1, 0], [-1, 0, 0], [1, 1, 0]]),
+                "correct": np.array([[True, False, True], [False, True, True], [False] * 3]),
+                "k": 3,
+            },
+            {"ids": "int", "correct": "bool"},
+            sizes=("k",),
+        ),
+        Entry(
+            "cslm.answer_ids",
+            cslm.answer_ids,
+            lambda: {"answers": np.array([[3, 4, 3], [5, 5, 1]])},
+            {"answers": "int"},
+        ),
+        Entry(
+            "cslm.accuracy_at_tokens",
+            cslm.accuracy_at_tokens,
+            lambda: {
+                "costs": np.array([0.25, 20.0, 40.0]),  # grid 0.5 still fits k = 1
+                "accuracy": np.array([0.3, 0.5, 0.6]),
+                "grid": np.array([15.0, 50.0]),
+            },
+            {"costs": "count", "accuracy": "prob", "grid": "count"},
+            empty_ok=("grid",),  # no budgets to read off: an empty result
+            accepts={
+                ("costs", "fractional"): "mean tokens per item (docstring)",
+                ("grid", "fractional"): "a budget of mean tokens per item",
+            },
+        ),
+        Entry(
+            "cslm.verifier_precision_recall",
+            cslm.verifier_precision_recall,
+            lambda: {
+                "accept": np.array([True, True, False, True]),
+                "correct": np.array([True, False, False, True]),
+            },
+            {"accept": "bool", "correct": "bool"},
+            accepts={
+                (a, "rank+2"): "elementwise over equal-shape arrays of any rank (docstring)"
+                for a in ("accept", "correct")
+            },
+        ),
+        Entry(
+            "cslm.truncated_reasoning",
+            cslm.truncated_reasoning,
+            lambda: {"generated": np.array([4, 5, 6, 7]), "budget": 2},
+            {"generated": "int"},
+            sizes=("budget",),
+            empty_ok=("generated",),
+            accepts={("budget", "size0"): "budget 0: no reasoning (docstring)"},
+        ),
+        Entry(
+            "cslm.forced_answer_prompts",
+            cslm.forced_answer_prompts,
+            lambda: {
+                "prompt": np.array([1, 2]),
+                "generated": np.array([4, 5, 6]),
+                "budgets": np.array([0, 2]),
+                "cue": np.array([9]),
+            },
+            {"prompt": "int", "generated": "int", "budgets": "int", "cue": "int"},
+            empty_ok=("generated", "cue"),  # no reasoning / the answer straight after it
+        ),
+        Entry(
+            "cslm.make_task",
+            lambda **k: cslm.make_task("addition", k["n"], key=key).answer,
+            lambda: {"n": 3},
+            sizes=("n",),
+        ),
+        Entry(
+            "cslm.make_tasks",
+            lambda **k: [
+                t.answer for t in cslm.make_tasks("addition", k["n"], k["count"], key=key)
+            ],
+            lambda: {"n": 3, "count": 2},
+            sizes=("n", "count"),
+        ),
+        Entry(
+            "cslm.perturbed_answers",
+            lambda **k: cslm.perturbed_answers(
+                cslm.make_task("addition", 3, key=key), k["count"], key=key
+            ),
+            lambda: {"count": 3},
+            sizes=("count",),
+        ),
+        Entry(
+            "cslm.generate_reasoning",
+            lambda **k: cslm.generate_reasoning(
+                _tiny_lm(), _StubTokenizer(), key=key, batch_size=2, **k
+            ),
+            lambda: {"prompts": np.array([[1, 5, 3], [4, 6, 7]]), "max_new_tokens": 3},
+            {"prompts": "int"},
+            sizes=("max_new_tokens",),
+            ids={"prompts": 13},
+        ),
+        Entry(
+            "cslm.budget_scores",
+            lambda **k: cslm.budget_scores(
+                _tiny_lm(), _StubTokenizer(), options=[[" 1", " 2"], [" 3", " 4"]], **k
+            ),
+            lambda: {
+                "prompts": np.array([[1, 5, 3], [4, 6, 7]]),
+                "generated": np.array([[8, 9], [10, 11]]),
+                "budgets": np.array([0, 1]),
+            },
+            {"prompts": "int", "generated": "int", "budgets": "int"},
+            ids={"prompts": 13, "generated": 13},
+            empty_ok=("generated",),
+        ),
     ]
+
+
+class _StubTokenizer:
+    """The parts of `lm.Tokenizer` that cslm's generation and scoring use, for the tiny
+    random model of vocabulary 13: stop id 2, pad id 0, characters to ids 3..12."""
+
+    stop_ids = (2,)
+    pad_id = 0
+
+    def encode(self, text, add_bos=True):
+        return ([1] if add_bos else []) + [3 + ord(c) % 10 for c in text]
 
 
 IN_PROCESS = {

@@ -22,6 +22,7 @@ from .._core import (
     check_ids,
     check_nonnegative_int,
     check_positive_int,
+    check_strings,
     progress_bar,
 )
 from ._answers import Answer, format_answer
@@ -46,6 +47,10 @@ default `cue`)."""
 def check_budgets(budgets: int | Sequence[int]) -> tuple[int, ...]:
     """Validate a budget grid: a non-empty, strictly increasing sequence of ints >= 0
     (0: the answer forced straight after the question, no reasoning)."""
+    if not isinstance(budgets, int | np.integer) and (
+        isinstance(budgets, str | bytes) or not hasattr(budgets, "__iter__")
+    ):
+        raise ValueError(f"budgets: expected a sequence of token budgets, received {budgets!r}")
     values = [budgets] if isinstance(budgets, int | np.integer) else list(budgets)
     if not values:
         raise ValueError("budgets: expected a non-empty list of token budgets, received []")
@@ -70,12 +75,30 @@ def answer_continuation(answer: Answer) -> str:
     return f" {format_answer(answer)}\n"
 
 
-def _ids(name: str, ids) -> list[int]:
-    """A 1-D sequence of integer token ids >= 0 (not a string, no floats or booleans)."""
-    arr = check_ids(name, ids, None, what="token ids")
+def _ids(name: str, ids, n: int | None = None) -> list[int]:
+    """A 1-D sequence of integer token ids in [0, n) (>= 0 when n is None; not a string,
+    no floats or booleans)."""
+    arr = check_ids(name, ids, n, what="token ids")
     if arr.ndim != 1:
         raise ValueError(f"{name}: expected a 1-D id sequence, received shape {arr.shape}")
     return arr.tolist()
+
+
+def _id_lists(name: str, rows, model, *, nonempty: bool = True) -> list[list[int]]:
+    """N token-id lists (a list of lists or an (N, L) array), ids in the model's
+    vocabulary (never wrapped); `nonempty`: every list holds at least one id."""
+    if not isinstance(model, lm.Transformer):
+        raise ValueError(
+            f"model: expected a jaxlab.lm.Transformer, received {type(model).__name__}"
+        )
+    if rows is None or isinstance(rows, str | bytes) or not hasattr(rows, "__len__"):
+        raise ValueError(f"{name}: expected a sequence of token-id lists, received {rows!r:.60}")
+    out = [_ids(name, r, model.config.vocab_size) for r in rows]
+    if not out:
+        raise ValueError(f"{name}: expected a non-empty list of token lists, received []")
+    if nonempty and any(not r for r in out):
+        raise ValueError(f"{name}: expected non-empty token lists, received an empty one")
+    return out
 
 
 def truncated_reasoning(generated: Sequence[int], budget: int) -> list[int]:
@@ -127,7 +150,8 @@ def generate_reasoning(
     **Arguments:**
 
     - `model`, `tokenizer`: from `jaxlab.lm.load`.
-    - `prompts`: N prompt token lists (e.g. `prompt_ids`).
+    - `prompts`: N non-empty prompt token lists (e.g. `prompt_ids`; ids in the model's
+      vocabulary, never wrapped).
     - `max_new_tokens`: the largest budget.
     - `key`: PRNG key (batch b samples with `fold_in(key, b)`).
     - `sampler`: `lm.Greedy()` or `lm.Sample(...)`.
@@ -139,8 +163,7 @@ def generate_reasoning(
     """
     max_new_tokens = check_positive_int("max_new_tokens", max_new_tokens)
     batch_size = check_positive_int("batch_size", batch_size)
-    if not prompts:
-        raise ValueError("prompts: expected a non-empty list of token lists, received []")
+    prompts = _id_lists("prompts", prompts, model)
     order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
     stops = set(tokenizer.stop_ids)
     out: list[list[int]] = [[] for _ in prompts]
@@ -184,8 +207,9 @@ def budget_scores(
     **Arguments:**
 
     - `model`, `tokenizer`: the model that generated the reasoning.
-    - `prompts`: N prompt token lists.
-    - `generated`: N reasoning token lists (from `generate_reasoning`).
+    - `prompts`: N non-empty prompt token lists (ids in the model's vocabulary).
+    - `generated`: N reasoning token lists (from `generate_reasoning`; ids in the
+      model's vocabulary).
     - `budgets`: increasing budgets B (>= 0; 0: no reasoning).
     - `options`: N lists of K candidate continuations (`answer_continuation`), the same K
       for every item.
@@ -196,7 +220,12 @@ def budget_scores(
     Truncations that coincide (a generation shorter than B) are scored once.
     """
     budgets = check_budgets(budgets)
-    if not prompts or len(generated) != len(prompts) or len(options) != len(prompts):
+    prompts = _id_lists("prompts", prompts, model)
+    generated = _id_lists("generated", generated, model, nonempty=False)
+    if isinstance(options, str | bytes):
+        raise ValueError(f"options: expected N lists of continuations, received {options!r:.60}")
+    options = [check_strings("options", o) for o in options]
+    if len(generated) != len(prompts) or len(options) != len(prompts):
         raise ValueError(
             f"prompts, generated, options: expected equal non-empty lengths, "
             f"received {len(prompts)}, {len(generated)}, {len(options)}"

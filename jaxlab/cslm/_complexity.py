@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import as_array, check_memory, check_range, check_size, short_repr
+from .._core import as_array, check_memory, check_range, check_real, check_size, short_repr
 from ._budget import check_budgets
 
 __all__ = [
@@ -58,7 +58,7 @@ def min_budget(accuracy, budgets: Sequence[int], p: float) -> jax.Array:
     `inf` if never reached on the grid. jit/vmap-able over `accuracy`.
     """
     budgets = check_budgets(budgets)
-    check_range("p", p, low=0.0, high=1.0, low_inclusive=False)
+    p = check_real("p", p, low=0.0, high=1.0, low_inclusive=False)
     acc = as_array("accuracy", accuracy, finite=True, low=0.0, high=1.0)
     if acc.shape[-1:] != (len(budgets),):
         raise ValueError(
@@ -132,8 +132,8 @@ def min_budget_ci(
         raise ValueError(f"correct: expected (items >= 1, {len(budgets)}), received {c.shape}")
     n_boot = check_size("n_boot", n_boot, cap=MAX_BOOT, why="cslm.MAX_BOOT")
     check_memory("n_boot", 8.0 * n_boot * c.shape[0] * (c.shape[1] + 1))  # gathered items
-    check_range("level", level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
-    check_range("p", p, low=0.0, high=1.0, low_inclusive=False)
+    level = check_real("level", level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    p = check_real("p", p, low=0.0, high=1.0, low_inclusive=False)
     c = jnp.asarray(c)
     b = jnp.asarray(budgets, c.dtype)
     idx = jax.random.randint(key, (n_boot, c.shape[0]), 0, c.shape[0])
@@ -203,7 +203,8 @@ def fit_growth(
 
     **Returns:** a `GrowthFit`.
     """
-    n, y = np.asarray(n, np.float64), np.asarray(y, np.float64)
+    n = np.asarray(as_array("n", n, finite=True), np.float64)
+    y = np.asarray(as_array("y", y), np.float64)
     if n.ndim != 1 or n.size < 2 or y.shape != n.shape:
         raise ValueError(
             f"n, y: expected equal shapes with at least 2 points, received {n.shape} and {y.shape}"
@@ -214,7 +215,7 @@ def fit_growth(
     if sigma is None:
         w = np.ones_like(y)
     else:
-        sigma = np.asarray(sigma, np.float64)
+        sigma = np.asarray(as_array("sigma", sigma), np.float64)
         if sigma.shape != y.shape or not np.all(np.isfinite(sigma) & (sigma > 0)):
             raise ValueError(f"sigma: expected {y.shape} positive finite values, received {sigma}")
         w = 1.0 / sigma**2

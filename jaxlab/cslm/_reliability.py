@@ -51,13 +51,14 @@ def fit_step_error(steps, accuracy, *, items=None) -> StepErrorFit:
 
     **Arguments:**
 
-    - `steps`: (m,) elementary steps per size (>= 0; m >= 1, not all 0).
+    - `steps`: (m,) elementary steps per size (finite, >= 0, fractional means allowed;
+      m >= 1, not all 0).
     - `accuracy`: (m,) measured accuracies in [0, 1].
     - `items`: (m,) items behind each accuracy (binomial counts; default 100 each).
 
     **Returns:** a `StepErrorFit`.
     """
-    s = np.asarray(as_array("steps", steps), np.float64)
+    s = np.asarray(as_array("steps", steps, finite=True), np.float64)
     a = np.asarray(as_array("accuracy", accuracy), np.float64)
     if s.ndim != 1 or a.shape != s.shape or s.size < 1:
         raise ValueError(
@@ -67,7 +68,11 @@ def fit_step_error(steps, accuracy, *, items=None) -> StepErrorFit:
     check_range("accuracy", a, low=0.0, high=1.0)
     if not np.any(s > 0):
         raise ValueError("steps: expected at least one positive step count, received all 0")
-    m = np.full_like(a, 100.0) if items is None else np.asarray(items, np.float64)
+    m = (
+        np.full_like(a, 100.0)
+        if items is None
+        else np.asarray(as_array("items", items, finite=True), np.float64)
+    )
     if m.shape != a.shape or not np.all(m >= 1):
         raise ValueError(f"items: expected {a.shape} counts >= 1, received {m}")
     eps = _max_likelihood_epsilon(s, a * m, m)

@@ -78,10 +78,14 @@ def best_of_k(correct, scores, k: int) -> jnp.ndarray:
 def answer_ids(answers: Sequence[Sequence[Answer | None]]) -> np.ndarray:
     """Integer ids of parsed answers, equal answers equal ids within an item; None -> -1.
 
-    **Arguments:** `answers`: items lists of S answers (ints, tuples of ints or None).
+    **Arguments:** `answers`: items lists of S answers (ints, tuples of ints or None), or
+    an (items, S) integer array (one integer answer per sample).
 
     **Returns:** (items, S) int64 array.
     """
+    if hasattr(answers, "shape") and hasattr(answers, "dtype"):  # NumPy / JAX array
+        arr = np.asarray(as_array("answers", answers, ndim=2, dtype=np.integer))
+        answers = [[int(a) for a in row] for row in arr]
     if (
         isinstance(answers, str | bytes)
         or not answers
@@ -134,20 +138,26 @@ def accuracy_at_tokens(costs, accuracy, grid) -> np.ndarray:
 
     **Arguments:**
 
-    - `costs`: (K,) mean total tokens per item of the strategy with k = 1..K samples.
-    - `accuracy`: (K,) its accuracy at each k.
-    - `grid`: (G,) token budgets to read off.
+    - `costs`: (K,) mean total tokens per item of the strategy with k = 1..K samples
+      (finite, >= 0).
+    - `accuracy`: (K,) its accuracy at each k (in [0, 1]).
+    - `grid`: (G,) or scalar token budgets to read off (finite, >= 0).
+
+    Anything else raises a `ValueError` naming the argument.
 
     **Returns:** (G,) the best accuracy among settings with cost <= budget (nan if none fits).
     """
-    costs = np.asarray(costs, np.float64)
-    acc = np.asarray(accuracy, np.float64)
-    if costs.ndim != 1 or costs.shape != acc.shape or costs.size == 0:
+    costs = np.asarray(as_array("costs", costs, ndim=1, finite=True, low=0.0), np.float64)
+    acc = np.asarray(as_array("accuracy", accuracy, finite=True, low=0.0, high=1.0), np.float64)
+    if costs.shape != acc.shape or costs.size == 0:
         raise ValueError(
             f"costs, accuracy: expected equal non-empty 1-D shapes, received "
             f"{costs.shape} and {acc.shape}"
         )
-    grid = np.atleast_1d(np.asarray(grid, np.float64))
+    grid = np.asarray(as_array("grid", grid, finite=True, low=0.0), np.float64)
+    if grid.ndim > 1:
+        raise ValueError(f"grid: expected a scalar or a 1-D array, received shape {grid.shape}")
+    grid = np.atleast_1d(grid)
     fits = costs[None, :] <= grid[:, None]
     best = np.where(fits, acc[None, :], -np.inf).max(axis=1)
     return np.where(np.isfinite(best), best, np.nan)

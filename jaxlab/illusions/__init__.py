@@ -55,6 +55,7 @@ from ._query import Query as Query
 from ._query import layout_queries as layout_queries
 from ._query import query_logliks as query_logliks
 from ._randomness import KINDS as KINDS
+from ._randomness import MAX_SEQUENCE_LENGTH as MAX_SEQUENCE_LENGTH
 from ._randomness import final_run_length as final_run_length
 from ._randomness import periodic_sequence as periodic_sequence
 from ._randomness import random_sequence as random_sequence

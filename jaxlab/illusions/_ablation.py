@@ -40,7 +40,8 @@ def option_logprobs(
     """log p(option | sequence) of single-token options at the last position.
 
     **Arguments:** `model`; `tokens`, `mask` (B, T) left-padded sequences
-    (`jaxlab.lm.pad_prompts`); `option_ids` K token ids; `intervene` as in
+    (`jaxlab.lm.pad_prompts`; `mask=None`: every token is real); `option_ids` K >= 2
+    token ids in [0, vocab_size) (never wrapped); `intervene` as in
     `jaxlab.lm.forward` (e.g. `ablation(...)`).
 
     **Returns:** (B, K) log-probabilities under the full vocabulary softmax.

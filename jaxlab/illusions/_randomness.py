@@ -17,10 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._core import check_array, check_finite, check_positive_int, check_range
+from .._core import as_array, check_array, check_finite, check_range, check_size
 from ._query import Query
 
 __all__ = [
+    "MAX_SEQUENCE_LENGTH",
     "KINDS",
     "random_sequence",
     "periodic_sequence",
@@ -32,19 +33,25 @@ __all__ = [
 
 KINDS = ("coin", "dice", "walk")
 """The random sequences the randomness task generates: coin flips, dice rolls, a random walk."""
+
+MAX_SEQUENCE_LENGTH = 100_000
+"""The most outcomes `random_sequence` / `periodic_sequence` make (far beyond any context
+a model reads): a larger `n` is a `ValueError` naming it, before anything is allocated."""
+
 _OUTCOMES = {"coin": ("Heads", "Tails"), "dice": tuple(str(k) for k in range(1, 7))}
 
 
 def random_sequence(kind: str, n: int, *, key: PRNGKeyArray) -> Int[Array, " n"]:
     """n i.i.d. outcomes: coin 0/1 (heads/tails), dice 1..6, walk 0/1 (up/down moves).
 
-    **Arguments:** `kind` in `KINDS`; `n` length; `key` PRNG key.
+    **Arguments:** `kind` in `KINDS`; `n` length (a positive integer up to
+    `MAX_SEQUENCE_LENGTH`, far beyond any context a model reads); `key` PRNG key.
 
     **Returns:** (n,) int32 outcomes.
     """
     if kind not in KINDS:
         raise ValueError(f"kind: expected one of {KINDS}, received {kind!r}")
-    n = check_positive_int("n", n)
+    n = check_size("n", n, cap=MAX_SEQUENCE_LENGTH, why="illusions MAX_SEQUENCE_LENGTH")
     if kind == "dice":
         return jax.random.randint(key, (n,), 1, 7, dtype=jnp.int32)
     return jax.random.bernoulli(key, 0.5, (n,)).astype(jnp.int32)
@@ -53,13 +60,14 @@ def random_sequence(kind: str, n: int, *, key: PRNGKeyArray) -> Int[Array, " n"]
 def periodic_sequence(kind: str, n: int, period: Int[Array, " p"]) -> Int[Array, " n"]:
     """The positive control: `period` repeated to length n (a real, simple pattern).
 
-    **Arguments:** `kind` in `KINDS`; `n`; `period` (p,) outcomes of one period.
+    **Arguments:** `kind` in `KINDS`; `n` (a positive integer up to
+    `MAX_SEQUENCE_LENGTH`); `period` (p,) outcomes of one period.
 
     **Returns:** (n,) int32.
     """
     if kind not in KINDS:
         raise ValueError(f"kind: expected one of {KINDS}, received {kind!r}")
-    n = check_positive_int("n", n)
+    n = check_size("n", n, cap=MAX_SEQUENCE_LENGTH, why="illusions MAX_SEQUENCE_LENGTH")
     p = np.asarray(period)
     check_array("period", p, ndim=1, dtype=np.integer)
     lo, hi = (1, 6) if kind == "dice" else (0, 1)
@@ -135,7 +143,8 @@ def streak_slope(run_lengths: Int[Array, " n"], p_repeat: Float[Array, " n"]) ->
 
     **Returns:** the slope (probability per extra outcome of streak).
     """
-    r, p = np.asarray(run_lengths), np.asarray(p_repeat, np.float64)
+    r = np.asarray(run_lengths)
+    p = np.asarray(as_array("p_repeat", p_repeat), np.float64)
     sizes = check_array("run_lengths", r, ndim=1, dtype=np.integer)
     check_array("p_repeat", p, shape=(r.shape[0],), sizes=sizes)
     check_finite("p_repeat", p)

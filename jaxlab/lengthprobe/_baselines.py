@@ -81,7 +81,8 @@ def family_mean(y: np.ndarray, families: np.ndarray, train: np.ndarray) -> np.nd
 def prompt_length_fit(y: np.ndarray, prompt_lengths: np.ndarray, train: np.ndarray) -> np.ndarray:
     """Least squares of `y` on the prompt's token count (training rows).
 
-    **Arguments:** `y` (n,) finite targets; `prompt_lengths` (n,) finite counts >= 0;
+    **Arguments:** `y` (n,) finite targets; `prompt_lengths` (n,) finite lengths >= 0 (token
+    counts, or fractional means over samples);
     `train` (n,) bool with at least one True (else a `ValueError` naming the argument).
 
     **Returns:** (n,) predictions.

@@ -68,6 +68,14 @@ def encode_prompt(tokenizer: lm.Tokenizer, text: str) -> list[int]:
     return tokenizer.encode(text + "\n\n")
 
 
+def _id_row(name: str, ids, n: int | None) -> list[int]:
+    """A 1-D sequence of integer token ids in [0, n) (>= 0 when n is None) as a list."""
+    arr = check_ids(name, ids, n, what="token ids")
+    if arr.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D id sequence, received shape {arr.shape}")
+    return arr.tolist()
+
+
 def stop_reason(
     generated: Sequence[int],
     *,
@@ -88,15 +96,14 @@ def stop_reason(
       whose decoded prefix contains one (checked before the stop token).
     - `decode`: ids -> text, required with `stop_strings`.
 
-    Ids are integers >= 0 and `stop_strings` a sequence (not a bare string); anything
-    else raises a `ValueError` naming the argument.
+    Ids are 1-D sequences of integers >= 0 and `stop_strings` a sequence (not a bare
+    string); anything else raises a `ValueError` naming the argument.
 
     **Returns:** (content ids, reason in `STOP_REASONS`).
     """
     max_new_tokens = check_positive_int("max_new_tokens", max_new_tokens)
-    row = check_ids("generated", generated, None, what="token ids").reshape(-1).tolist()
-    row = row[:max_new_tokens]
-    stops = set(check_ids("stop_ids", stop_ids, None, what="token ids").reshape(-1).tolist())
+    row = _id_row("generated", generated, None)[:max_new_tokens]
+    stops = set(_id_row("stop_ids", stop_ids, None))
     stop_strings = check_strings("stop_strings", stop_strings, nonempty=False)
     cut = next((j for j, t in enumerate(row) if t in stops), None)
     body = row if cut is None else row[:cut]
@@ -237,8 +244,9 @@ def generate_completions(
     - `model`: a `jaxlab.lm.Transformer`.
     - `tokenizer`: its `Tokenizer` (stop ids, pad id, decoding of stop strings); may be
       None when `stop_ids` and `pad_id` are given and there are no stop strings.
-    - `prompts`: N non-empty prompt id lists.
-    - `families`: N family names (batches never mix families, so short families stop early).
+    - `prompts`: N non-empty prompt id lists (ids in [0, vocab_size); never wrapped).
+    - `families`: N family names (strings; not a bare string). Batches never mix
+      families, so short families stop early.
     - `max_new_tokens`: the token budget; rows reaching it are `truncated`.
     - `path`: the cache folder (created; resumed when it holds the same request, else
       `ValueError`).
@@ -255,10 +263,13 @@ def generate_completions(
         raise ValueError(
             f"model: expected a jaxlab.lm.Transformer, received {type(model).__name__}"
         )
-    prompts = [[int(t) for t in p] for p in prompts]
+    if prompts is None or isinstance(prompts, str | bytes) or not hasattr(prompts, "__len__"):
+        raise ValueError(f"prompts: expected a sequence of id lists, received {prompts!r:.60}")
+    vocab = model.config.vocab_size
+    prompts = [_id_row("prompts", p, vocab) for p in prompts]
     if not prompts or any(not p for p in prompts):
         raise ValueError("prompts: expected a non-empty list of non-empty token lists")
-    families = [str(f) for f in families]
+    families = list(check_strings("families", families))
     if len(families) != len(prompts):
         raise ValueError(
             f"families: expected {len(prompts)} names (one per prompt), received {len(families)}"

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import interp
-from .._core import as_array, check_array, check_finite, check_ids, check_size
+from .._core import as_array, check_array, check_ids, check_size
 from ._baselines import position_only
 
 __all__ = ["cross_fit", "transfer_matrix", "directional_transfer"]
@@ -68,9 +68,7 @@ def cross_fit(
     """
     a = _acts(acts)
     n = a.shape[1]
-    yv = jnp.asarray(y, jnp.float32)
-    check_array("y", yv, shape=(n,))
-    check_finite("y", yv)
+    yv = as_array("y", y, shape=(n,), finite=True).astype(jnp.float32)
     g = np.asarray(groups)
     check_array("groups", g, shape=(n,))
     n_folds = check_size("n_folds", n_folds, cap=n, why="the number of rows")

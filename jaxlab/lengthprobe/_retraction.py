@@ -150,7 +150,7 @@ def insert_phrase(
 ) -> tuple[list[int], int, int]:
     """Prompt + the first `cut` completion tokens + `phrase`: the ids to continue from.
 
-    **Arguments:** `prompt` (non-empty ids); `completion` ids; `cut` an integer in
+    **Arguments:** `prompt` (non-empty ids); `completion` non-empty ids; `cut` an integer in
     [1, len(completion)]; `phrase` non-empty ids (ids are integers >= 0; anything else
     raises a `ValueError` naming the argument).
 
@@ -159,8 +159,9 @@ def insert_phrase(
     len(phrase)`), both positions in `ids`.
     """
     p, c, ph = _ids("prompt", prompt), _ids("completion", completion), _ids("phrase", phrase)
-    if not p or not ph:
-        raise ValueError("prompt, phrase: expected non-empty id lists")
+    for name, ids in (("prompt", p), ("completion", c), ("phrase", ph)):
+        if not ids:
+            raise ValueError(f"{name}: expected a non-empty id list, received none")
     cut = check_positive_int("cut", cut)
     if not 1 <= int(cut) <= len(c):
         raise ValueError(f"cut: expected a value in [1, {len(c)}], received {cut!r}")
@@ -190,7 +191,7 @@ def same_length_filler(
     for ids in encoded:
         if len(ids) > length:
             return ids[:length]
-    raise ValueError(f"candidates: none encodes to at least {length} tokens")
+    raise ValueError(f"candidates: none encodes to at least length={length} tokens")
 
 
 def estimate_jump(estimates, before, after, *, log1p: bool = True) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import lm
-from .._core import AbstractProgress
+from .._core import AbstractProgress, check_ids
 from ._completions import CompletionSet
 
 __all__ = ["completion_states", "total_length", "remaining_length"]
@@ -43,7 +43,8 @@ def completion_states(
 
     - `model`: the `Transformer` that generated `completions`.
     - `completions`: a `CompletionSet`.
-    - `layers`: layer indices to store (each becomes a column).
+    - `layers`: layer indices to store (each becomes a column; integers in
+      [0, n_layers), never wrapped).
     - `path`: folder of the two stores (`prompt_last/`, `generated/`; resumable).
     - `site`: activation site among `jaxlab.lm.SITES` (default the residual stream).
     - `dtype`: on-disk dtype, "float16" (default) or "float32".
@@ -59,6 +60,14 @@ def completion_states(
         )
     if len(completions) == 0:
         raise ValueError("completions: expected a non-empty completion set, received 0 rows")
+    if not isinstance(model, lm.Transformer):
+        raise ValueError(
+            f"model: expected a jaxlab.lm.Transformer, received {type(model).__name__}"
+        )
+    layer_ids = check_ids("layers", layers, model.config.n_layers, what="layer indices")
+    if layer_ids.ndim != 1 or not layer_ids.size:
+        raise ValueError(f"layers: expected a non-empty 1-D index list, received {layers!r:.60}")
+    layers = layer_ids.tolist()
     folder = Path(path)
     common: dict[str, Any] = dict(
         sites=(site,), layers=tuple(layers), dtype=dtype, progress=progress
@@ -98,22 +107,24 @@ def remaining_length(
 ) -> np.ndarray:
     """Tokens still to come after each content token of a generated-state store.
 
-    **Arguments:** `completions`; `text_index` (n,) completion row of each state;
-    `positions` (n,) the state's position in prompt + completion (as
-    `ActivationStore.text_index` / `.positions` of the generated store).
+    **Arguments:** `completions`; `text_index` (n,) completion row of each state (integers
+    in [0, N)); `positions` (n,) the state's position in prompt + completion (integers
+    inside the row's completion; as `ActivationStore.text_index` / `.positions` of the
+    generated store). Anything else raises a `ValueError` naming the argument.
 
     **Returns:** (n,) int64 `L - 1 - j` with j the position inside the completion.
     """
-    ti = np.asarray(text_index, np.int64)
-    pos = np.asarray(positions, np.int64)
-    if ti.shape != pos.shape or ti.ndim != 1:
+    if not isinstance(completions, CompletionSet):
+        raise ValueError(
+            f"completions: expected a CompletionSet, received {type(completions).__name__}"
+        )
+    ti = check_ids("text_index", text_index, len(completions), what="completion rows")
+    pos = check_ids("positions", positions, None, what="positions")
+    if ti.ndim != 1:
+        raise ValueError(f"text_index: expected a 1-D array, received shape {ti.shape}")
+    if ti.shape != pos.shape:
         raise ValueError(
             f"positions: expected the shape of text_index {ti.shape}, received {pos.shape}"
-        )
-    if ti.size and (ti.min() < 0 or ti.max() >= len(completions)):
-        raise ValueError(
-            f"text_index: expected rows in [0, {len(completions)}), received "
-            f"[{ti.min()}, {ti.max()}]"
         )
     j = pos - completions.prompt_lengths[ti]
     lengths = completions.lengths[ti]

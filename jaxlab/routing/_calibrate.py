@@ -20,13 +20,15 @@ import numbers
 
 import numpy as np
 
+from jaxlab._core import as_array
+
 __all__ = ["calibrate_threshold"]
 
 
 def strong_scores(predicted_quality, candidate_cost, *, available=None) -> np.ndarray:
     """Per query, the threshold below which `threshold_route` sends it to a candidate of the
     highest cost (`+inf`: never). Checks the arguments."""
-    q = np.asarray(predicted_quality, dtype=np.float64)
+    q = np.asarray(as_array("predicted_quality", predicted_quality), dtype=np.float64)
     if q.ndim != 2 or q.shape[0] == 0 or q.shape[1] < 2:
         raise ValueError(
             "predicted_quality: expected an (N, M) array with N >= 1 queries and M >= 2 "
@@ -34,7 +36,7 @@ def strong_scores(predicted_quality, candidate_cost, *, available=None) -> np.nd
         )
     if not np.all(np.isfinite(q)):
         raise ValueError("predicted_quality: expected finite values, received NaN or inf")
-    c = np.asarray(candidate_cost, dtype=np.float64)
+    c = np.asarray(as_array("candidate_cost", candidate_cost), dtype=np.float64)
     if c.shape != (q.shape[1],) or not np.all(np.isfinite(c)):
         raise ValueError(
             f"candidate_cost: expected ({q.shape[1]},) finite costs (one per candidate of "

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from jaxlab._core import check_positive_int
+from jaxlab._core import check_memory, check_positive_int
 
 __all__ = ["hashed_bow"]
 
@@ -26,7 +26,8 @@ def hashed_bow(texts: Sequence[str], *, dim: int = 256, bigrams: bool = True) ->
     **Arguments:**
 
     - `texts`: N strings.
-    - `dim`: number of hash buckets F.
+    - `dim`: number of hash buckets F (a positive integer; refused before allocation when
+      the (N, F) result would not fit in memory).
     - `bigrams`: also hash adjacent word pairs.
 
     **Returns:** (N, F) float64 array.
@@ -34,6 +35,7 @@ def hashed_bow(texts: Sequence[str], *, dim: int = 256, bigrams: bool = True) ->
     if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise ValueError("texts: expected a sequence of strings")
     dim = check_positive_int("dim", dim)
+    check_memory("dim", 8.0 * len(texts) * dim)  # the (N, F) float64 result
     out = np.zeros((len(texts), dim))
     for i, text in enumerate(texts):
         words = _WORD.findall(text.lower())

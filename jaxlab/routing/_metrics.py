@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxlab._core import check_finite, check_range
+from jaxlab._core import check_finite, check_ids, check_range, check_real
 
 __all__ = [
     "cost_quality_hull",
@@ -182,23 +182,39 @@ def zero_router_curve(cost, quality) -> tuple[np.ndarray, np.ndarray]:
     """The zero router of RouterBench: the hull of the fixed models' (mean cost, mean
     quality) points, reached by random mixtures of two adjacent models.
 
-    **Arguments:** `cost`, `quality`: (N, M) per-query tables (or (M,) means).
+    **Arguments:** `cost`, `quality`: (N, M) per-query tables (or (M,) means), finite and
+    of one shape (else a `ValueError` naming the argument).
 
     **Returns:** `(hull_cost, hull_quality)` as `cost_quality_hull`.
     """
-    c, q = np.asarray(cost, np.float64), np.asarray(quality, np.float64)
+    c, q = _float_array("cost", cost), _float_array("quality", quality)
+    for name, v in (("cost", c), ("quality", q)):
+        check_finite(name, v)
+        if v.ndim not in (1, 2) or v.size == 0:
+            raise ValueError(
+                f"{name}: expected a non-empty (N, M) or (M,) array, received {v.shape}"
+            )
+    if c.shape != q.shape:
+        raise ValueError(f"cost, quality: expected one shape, received {c.shape} and {q.shape}")
     if c.ndim == 2:
         c, q = c.mean(0), q.mean(0)
     return cost_quality_hull(c, q)
 
 
 def pgr(quality, weak: float, strong: float) -> float | np.ndarray:
-    """Performance gap recovered (RouteLLM): `(quality - weak) / (strong - weak)`."""
+    """Performance gap recovered (RouteLLM): `(quality - weak) / (strong - weak)`.
+
+    `quality` finite (any shape); `weak`, `strong` finite and different (else a
+    `ValueError` naming the argument)."""
+    weak = check_real("weak", weak)
+    strong = check_real("strong", strong)
+    q = _float_array("quality", quality)
+    check_finite("quality", q)
     if not strong != weak:
         raise ValueError(
             f"strong, weak: expected different qualities, received {strong} and {weak}"
         )
-    return (np.asarray(quality, np.float64) - weak) / (strong - weak)
+    return (q - weak) / (strong - weak)
 
 
 def _pgr_curve(strong_fraction, quality, weak, strong):
@@ -234,7 +250,7 @@ def call_performance_threshold(
     """CPT(target) (RouteLLM): the smallest fraction of strong-model calls at which the
     router's PGR reaches `target` (e.g. 0.5 for CPT(50%)), linearly interpolated between
     the router's settings; 1.0 if only calling the strong model always reaches it."""
-    check_range("target", target, low=0.0, high=1.0)
+    target = check_real("target", target, low=0.0, high=1.0)
     f, g = _pgr_curve(strong_fraction, quality, weak, strong)
     for i in range(f.size):
         if g[i] >= target:
@@ -276,7 +292,9 @@ def rank_score(accuracy, cost, *, cmin: float, cmax: float, beta: float = 0.1):
 
 def accuracy_at_cost(cost, quality, budget: float) -> float:
     """The best quality a router reaches at mean cost <= `budget`, on its hull (random
-    mixtures of its settings); `nan` if even its cheapest setting costs more."""
+    mixtures of its settings); `nan` if even its cheapest setting costs more. `budget` a
+    finite number (else a `ValueError` naming it)."""
+    budget = check_real("budget", budget)
     hc, hq = cost_quality_hull(cost, quality)
     if budget < hc[0]:
         return float("nan")
@@ -286,18 +304,24 @@ def accuracy_at_cost(cost, quality, budget: float) -> float:
 def routed_outcome(choice, quality, cost) -> RoutedOutcome:
     """Mean cost and mean quality of routing query i to candidate `choice[i]`.
 
-    **Arguments:** `choice` (N,) int; `quality`, `cost` (N, M) (a `RoutingTable`'s).
+    **Arguments:** `choice` (N,) int candidate indices in [0, M) (never wrapped);
+    `quality`, `cost` (N, M) finite (a `RoutingTable`'s). Anything else raises a
+    `ValueError` naming the argument.
 
     **Returns:** a `RoutedOutcome(cost, quality)`: the (cost, quality) order of `aiq` and
     `cost_quality_hull` (before issue 60 this returned (quality, cost); read the fields by
     name, `out.cost` / `out.quality`).
     """
-    ch = np.asarray(choice)
-    q, c = np.asarray(quality), np.asarray(cost)
-    if ch.shape != (q.shape[0],) or not np.issubdtype(ch.dtype, np.integer):
-        raise ValueError(f"choice: expected ({q.shape[0]},) ints, received {ch.dtype}{ch.shape}")
-    if np.any((ch < 0) | (ch >= q.shape[1])):
-        raise ValueError(f"choice: expected indices in [0, {q.shape[1]}), received outside")
+    q, c = _float_array("quality", quality), _float_array("cost", cost)
+    if q.ndim != 2 or q.size == 0:
+        raise ValueError(f"quality: expected a non-empty (N, M) array, received {q.shape}")
+    if c.shape != q.shape:
+        raise ValueError(f"cost: expected the shape of quality {q.shape}, received {c.shape}")
+    check_finite("quality", q)
+    check_finite("cost", c)
+    ch = check_ids("choice", choice, q.shape[1], what="candidate indices")
+    if ch.shape != (q.shape[0],):
+        raise ValueError(f"choice: expected ({q.shape[0]},) ints, received shape {ch.shape}")
     rows = np.arange(ch.size)
     return RoutedOutcome(cost=float(c[rows, ch].mean()), quality=float(q[rows, ch].mean()))
 

@@ -16,7 +16,7 @@ import numpy as np
 from jax.core import Tracer
 from jaxtyping import Array, Bool, Float, Int
 
-from jaxlab._core import check_array
+from jaxlab._core import as_array, check_array, check_real
 
 __all__ = ["AbstractRouter", "route", "threshold_route"]
 
@@ -112,14 +112,37 @@ def threshold_route(
     """Cost-aware thresholding (RouteLLM-style, generalised to M candidates): the cheapest
     candidate whose predicted quality is >= `threshold`, else the best predicted one.
 
-    **Arguments:** `predicted_quality` (N, M); `candidate_cost` (M,); `threshold` in [0, 1]
-    (sweeping it traces a cost-quality curve); `available` (M,) or (N, M) bool.
+    **Arguments:** `predicted_quality` (N, M) finite; `candidate_cost` (M,) finite;
+    `threshold` a finite number, usually in [0, 1] (sweeping it traces a cost-quality
+    curve); `available` (M,) or (N, M) bool leaving a candidate per query. Anything else
+    raises a `ValueError` naming the argument.
 
     **Returns:** (N,) int choices.
     """
-    q = jnp.asarray(predicted_quality)
-    c = jnp.asarray(candidate_cost)
-    av = jnp.ones(q.shape, bool) if available is None else jnp.broadcast_to(available, q.shape)
+    sizes: dict[str, int] = {}
+    q = as_array(
+        "predicted_quality",
+        predicted_quality,
+        shape=("N", "M"),
+        sizes=sizes,
+        finite=True,
+        nonempty=True,
+    )
+    c = as_array("candidate_cost", candidate_cost, shape=("M",), sizes=sizes, finite=True)
+    threshold = check_real("threshold", threshold)
+    if available is None:
+        av = jnp.ones(q.shape, bool)
+    else:
+        av = as_array("available", available, dtype=np.bool_)
+        try:
+            av = jnp.broadcast_to(av, q.shape)
+        except ValueError:
+            raise ValueError(
+                f"available: expected (M,) or (N, M) = {q.shape} booleans, received shape "
+                f"{av.shape}"
+            ) from None
+        if not isinstance(av, Tracer) and not bool(jnp.all(jnp.any(av, axis=1))):
+            raise ValueError("available: expected at least one available candidate per query")
     ok = (q >= threshold) & av
     cheapest_ok = jnp.argmin(jnp.where(ok, c[None, :], jnp.inf), axis=1)
     best = jnp.argmax(jnp.where(av, q, -jnp.inf), axis=1)

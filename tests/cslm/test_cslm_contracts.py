@@ -103,7 +103,78 @@ CASES = {
     "answer_continuation-answer-dict": ("answer", lambda: C.answer_continuation({"a": 1})),
     "answer_ids-answers-str": ("answers", lambda: C.answer_ids("abc")),
     "answer_ids-answers-float": ("answers", lambda: C.answer_ids([[1.5, 2]])),
+    # found by the round-3 fuzz table (tests/test_fuzz_public_api.py): each was accepted
+    # (NaN/inf, costs < 0, accuracies > 1), or failed with an unnamed TypeError/ValueError
+    "accuracy_at_tokens-costs-nan": (
+        "costs",
+        lambda: C.accuracy_at_tokens([np.nan, 20.0], [0.3, 0.5], [30.0]),
+    ),
+    "accuracy_at_tokens-costs-str": ("costs", lambda: C.accuracy_at_tokens("ab", [0.3], [3.0])),
+    "accuracy_at_tokens-accuracy-over-1": (
+        "accuracy",
+        lambda: C.accuracy_at_tokens([10.0, 20.0], [0.3, 1.5], [30.0]),
+    ),
+    "accuracy_at_tokens-grid-inf": (
+        "grid",
+        lambda: C.accuracy_at_tokens([10.0, 20.0], [0.3, 0.5], [np.inf]),
+    ),
+    "accuracy_at_tokens-grid-none": (
+        "grid",
+        lambda: C.accuracy_at_tokens([10.0, 20.0], [0.3, 0.5], None),
+    ),
+    "check_budgets-budgets-none": ("budgets", lambda: C.check_budgets(None)),
+    "min_budget_ci-p-none": ("p", lambda: C.min_budget_ci(CORRECT, (1, 2, 4), None, key=K)),
+    "min_budget_ci-p-str": ("p", lambda: C.min_budget_ci(CORRECT, (1, 2, 4), "abc", key=K)),
+    "fit_growth-n-inf": ("n", lambda: C.fit_growth([1.0, np.inf, 4.0], [1.0, 2.0, 3.0])),
+    "fit_growth-y-str": ("y", lambda: C.fit_growth([1.0, 2.0], "ab")),
+    "fit_growth-sigma-str": (
+        "sigma",
+        lambda: C.fit_growth([1.0, 2.0], [1.0, 2.0], sigma="ab"),
+    ),
+    "fit_step_error-steps-inf": (
+        "steps",
+        lambda: C.fit_step_error([1.0, np.inf], [0.9, 0.8]),
+    ),
+    "fit_step_error-items-inf": (
+        "items",
+        lambda: C.fit_step_error([1.0, 2.0], [0.9, 0.8], items=[50.0, np.inf]),
+    ),
+    "fit_step_error-items-str": (
+        "items",
+        lambda: C.fit_step_error([1.0, 2.0], [0.9, 0.8], items="ab"),
+    ),
+    "generate_reasoning-prompts-over-vocab": (
+        "prompts",
+        lambda: C.generate_reasoning(_tiny(), _Tok(), [[1, 999]], max_new_tokens=2, key=K),
+    ),
+    "generate_reasoning-prompts-array": (
+        "prompts",
+        lambda: C.generate_reasoning(_tiny(), _Tok(), np.array([[1, -1]]), max_new_tokens=2, key=K),
+    ),
+    "budget_scores-generated-over-vocab": (
+        "generated",
+        lambda: C.budget_scores(_tiny(), _Tok(), [[1]], [[999]], (0, 1), [[" 1", " 2"]]),
+    ),
+    "budget_scores-options-str": (
+        "options",
+        lambda: C.budget_scores(_tiny(), _Tok(), [[1]], [[2]], (0, 1), "ab"),
+    ),
 }
+
+
+def _tiny():
+    from jaxlab import lm
+    from tests.lm.lm_reference import tiny_llama
+
+    return lm.Transformer.random(tiny_llama(vocab_size=13), key=jax.random.key(3))
+
+
+class _Tok:
+    stop_ids = (2,)
+    pad_id = 0
+
+    def encode(self, text, add_bos=True):
+        return ([1] if add_bos else []) + [3 + ord(c) % 10 for c in text]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -117,3 +188,10 @@ def test_the_task_argument_is_still_accepted():
     task = _task()
     assert C.verify(task, f"Answer: {C.format_answer(task.answer)}")
     assert len(C.perturbed_answers(task, 2, key=K)) == 2
+
+
+def test_answer_ids_takes_an_integer_array():
+    """An (items, S) integer array is a valid `answers` (a `not answers` on it raised
+    NumPy's ambiguous-truth-value error before)."""
+    got = C.answer_ids(np.array([[3, 4, 3], [5, 5, 1]]))
+    np.testing.assert_array_equal(got, [[0, 1, 0], [0, 0, 1]])

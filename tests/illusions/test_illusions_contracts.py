@@ -119,6 +119,21 @@ CASES = {
         lambda: I.frequency_bias([-10.0, 6.0], [12.0, 4.0]),
     ),
     "mean_ci-level-str": ("level", lambda: I.mean_ci([0.2, 0.4, 0.5], level="0.9")),
+    # found by the round-3 fuzz table (tests/test_fuzz_public_api.py): a length of 10**9
+    # allocated gigabytes (past the 4 GiB limit of the fuzz child), a string p_repeat raised
+    # an unnamed NumPy error
+    "random_sequence-n-1e9": (
+        "n",
+        lambda: I.random_sequence("coin", 10**9, key=K),
+    ),
+    "periodic_sequence-n-1e9": (
+        "n",
+        lambda: I.periodic_sequence("coin", 10**9, [0, 1]),
+    ),
+    "streak_slope-p_repeat-str": (
+        "p_repeat",
+        lambda: I.streak_slope([1, 2, 3], "abc"),
+    ),
 }
 
 

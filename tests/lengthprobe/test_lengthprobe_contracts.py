@@ -188,7 +188,80 @@ CASES = {
             [1, 2, 3], stop_ids=[0], max_new_tokens=3, stop_strings="ab", decode=_dec
         ),
     ),
+    # found by the round-3 fuzz table (tests/test_fuzz_public_api.py): each was accepted
+    # (a 3-D row flattened), or an unnamed TypeError / ValueError from int() or numpy
+    "stop_reason-generated-2d": (
+        "generated",
+        lambda: lp.stop_reason([[[4, 5, 2]]], stop_ids=[2], max_new_tokens=3),
+    ),
+    "stop_reason-stop_ids-2d": (
+        "stop_ids",
+        lambda: lp.stop_reason([4, 5, 2], stop_ids=[[[2]]], max_new_tokens=3),
+    ),
+    "cross_fit-y-str": ("y", lambda: lp.cross_fit(X[None], "abc", groups=FAM, key=K)),
+    "insert_phrase-completion-empty": ("completion", lambda: lp.insert_phrase([1], [], 1, [2])),
+    "remaining_length-text_index-none": (
+        "text_index",
+        lambda: lp.remaining_length(_completions(), None, [2]),
+    ),
+    "remaining_length-text_index-float": (
+        "text_index",
+        lambda: lp.remaining_length(_completions(), [0.5], [2]),
+    ),
+    "remaining_length-positions-str": (
+        "positions",
+        lambda: lp.remaining_length(_completions(), [0], "abc"),
+    ),
+    "same_length_filler-length-1e9": (
+        "length",
+        lambda: lp.same_length_filler(_enc, 10**9, ["abc"]),
+    ),
+    "generate_completions-prompts-str": (
+        "prompts",
+        lambda: _generate(prompts=["abc"]),
+    ),
+    "generate_completions-prompts-over-vocab": (
+        "prompts",
+        lambda: _generate(prompts=[[1, 999]]),
+    ),
+    "generate_completions-families-str": (
+        "families",
+        lambda: _generate(prompts=[[1], [2], [3]], families="abc"),
+    ),
+    "completion_states-layers-none": ("layers", lambda: _states(None)),
+    "completion_states-layers-over": ("layers", lambda: _states([0, 99])),
 }
+
+
+def _completions():
+    return lp.CompletionSet(("a",), ((1, 2),), ((4, 5, 6),), ("stop_token",), 4)
+
+
+def _tiny_model():
+    from jaxlab import lm
+    from tests.lm.lm_reference import tiny_llama
+
+    return lm.Transformer.random(tiny_llama(vocab_size=13), key=jax.random.key(3))
+
+
+def _generate(prompts, families=("a",)):
+    return lp.generate_completions(
+        _tiny_model(),
+        None,
+        prompts,
+        families=families,
+        max_new_tokens=2,
+        path="/nonexistent-never-written",
+        key=K,
+        stop_ids=(2,),
+        pad_id=0,
+    )
+
+
+def _states(layers):
+    return lp.completion_states(
+        _tiny_model(), _completions(), layers=layers, path="/nonexistent-never-written"
+    )
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

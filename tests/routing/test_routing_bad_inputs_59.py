@@ -126,3 +126,57 @@ def test_easy_vqa_refuses_an_enormous_question_before_allocating(tmp_path, monke
     q.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ValueError, match=r"questions\.json: not a readable"):
         routing.load_easy_vqa("train", root=root, cache=False)
+
+
+# found by the round-3 fuzz table (tests/test_fuzz_public_api.py): each was accepted
+# silently (NaN/inf, a wrapped candidate index, an empty table, a 10**9-bucket
+# allocation) or failed with an unnamed error
+Q = np.array([[0.2, 0.9, 0.5], [0.4, 0.3, 0.1]])
+C = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 0.5]])
+NAN_C = np.where(np.arange(3) == 1, np.nan, C)
+BAD = {
+    "zero_router_curve-cost-nan": ("cost", lambda: routing.zero_router_curve(NAN_C, Q)),
+    "zero_router_curve-quality-str": ("quality", lambda: routing.zero_router_curve(C, "abc")),
+    "pgr-quality-nan": ("quality", lambda: routing.pgr([0.3, np.nan], 0.2, 0.8)),
+    "pgr-weak-str": ("weak", lambda: routing.pgr([0.3], "abc", 0.8)),
+    "call_performance_threshold-target-none": (
+        "target",
+        lambda: routing.call_performance_threshold(
+            [0.2, 0.5], [0.3, 0.6], None, weak=0.2, strong=0.8
+        ),
+    ),
+    "accuracy_at_cost-budget-nan": (
+        "budget",
+        lambda: routing.accuracy_at_cost([1.0, 2.0], [0.2, 0.6], np.nan),
+    ),
+    "routed_outcome-choice-negative": ("choice", lambda: routing.routed_outcome([-1, 0], Q, C)),
+    "routed_outcome-cost-nan": ("cost", lambda: routing.routed_outcome([1, 0], Q, NAN_C)),
+    "threshold_route-quality-nan": (
+        "predicted_quality",
+        lambda: routing.threshold_route(np.where(Q > 0.8, np.nan, Q), C[0], 0.5),
+    ),
+    "threshold_route-quality-empty": (
+        "predicted_quality",
+        lambda: routing.threshold_route(np.zeros((0, 3)), C[0], 0.5),
+    ),
+    "threshold_route-threshold-nan": (
+        "threshold",
+        lambda: routing.threshold_route(Q, C[0], np.nan),
+    ),
+    "threshold_route-cost-width": (
+        "candidate_cost",
+        lambda: routing.threshold_route(Q, C[0, :2], 0.5),
+    ),
+    "calibrate_threshold-quality-str": (
+        "predicted_quality",
+        lambda: routing.calibrate_threshold("abc", C[0], 0.5),
+    ),
+    "hashed_bow-dim-1e12": ("dim", lambda: routing.hashed_bow(["a b"], dim=10**12)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_round3_bad_input_is_refused_naming_the_argument(case):
+    arg, call = BAD[case]
+    with pytest.raises(ValueError, match=rf"(^|\W){arg}\W"):
+        call()
