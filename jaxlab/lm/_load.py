@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -105,18 +106,19 @@ def load_model(gguf_file, *, dtype=jnp.float32, mesh=None, weights: str = "float
             gguf_file.release(name)  # a copy: the file's pages are no longer needed
         return out
 
-    def stack(field, suffix):
+    # -> Any: a float array or a `QuantWeight` (the model's fields accept both)
+    def stack(field, suffix) -> Any:
         names = [f"blk.{i}.{suffix}" for i in range(L)]
         if bits and field in _QUANTISED:
             return stacked_levels(gguf_file, names, bits=bits)
         return place(field, np.stack([get(nm) for nm in names]))
 
-    def matrix(field, name):
+    def matrix(field, name) -> Any:
         if bits:
             return quantize_tensor(gguf_file, name, bits=bits)
         return place(field, get(name))
 
-    def optional(field, suffix, present):
+    def optional(field, suffix, present) -> Any:
         return stack(field, suffix) if present else None
 
     gemma = cfg.arch == "gemma3"

@@ -261,6 +261,11 @@ def _model_file(path, cfg, rng, types=_TYPES):
     _write(path, {k: (ty, np.asarray(v).view(np.uint8)) for k, (ty, v) in t.items()}, meta, a)
 
 
+def _bits(w) -> int:
+    assert isinstance(w, lm.QuantWeight)
+    return w.bits
+
+
 def _cfg(tied: bool):
     kw = dict(d_model=256, n_heads=4, n_kv_heads=2, head_dim=64, d_ff=512, vocab_size=96)
     kw |= dict(n_layers=2, rope_bases=(1e4,) * 2, sliding_windows=(0,) * 2)
@@ -302,10 +307,10 @@ def test_quantised_load_reads_blocks_and_matches_the_float_model(
         assert isinstance(head, lm.QuantWeight)
         assert isinstance(model.embed, lm.QuantWeight)
         # 4-bit only where every layer's blocks are 4-bit (attn_q: Q4_K in both layers)
-        assert model.layers.wq.bits == (4 if weights == "int4" else 8)
-        assert model.layers.w_gate.bits == (4 if weights == "int4" else 8)
-        assert model.layers.wv.bits == 8  # Q5_1 / Q6_K in layer 0
-        assert model.layers.w_up.bits == 8
+        assert _bits(model.layers.wq) == (4 if weights == "int4" else 8)
+        assert _bits(model.layers.w_gate) == (4 if weights == "int4" else 8)
+        assert _bits(model.layers.wv) == 8  # Q5_1 / Q6_K in layer 0
+        assert _bits(model.layers.w_up) == 8
         if not tied:
             assert head.bits == (4 if weights == "int4" else 8)
         got = np.asarray(lm.forward(model, toks)[0])
