@@ -19,6 +19,7 @@ the fast choice.
 from __future__ import annotations
 
 import dataclasses
+import mmap
 import os
 import struct
 from collections.abc import Mapping
@@ -300,6 +301,36 @@ class GGUFFile:
                 raise ValueError(f"dtype must be float32 or bfloat16, got {dtype}")
             out = out.astype(ml_dtypes.bfloat16)
         return out
+
+    def raw_rows(self, name: str) -> tuple[str, np.ndarray]:
+        """Tensor `name`'s bytes as they are in the file, without decoding them.
+
+        **Returns:**
+            (type name, read-only uint8 view of the memory map of shape (rows, bytes per
+            row)); rows are the product of all but the last axis of the tensor's shape
+            (one row for a 1-D tensor). The sizes were checked against the file when it
+            was opened.
+        """
+        if name not in self._raw:
+            raise ValueError(f"GGUF file {str(self.path)!r} has no tensor {name!r}")
+        qtype, begin, nbytes, shape = self._raw[name]
+        n_rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
+        raw = self._buf[begin : begin + nbytes]
+        return qtype.name, np.asarray(raw).reshape(n_rows, nbytes // n_rows)
+
+    def release(self, name: str) -> None:
+        """Let the OS drop tensor `name`'s pages of the memory map from this process's
+        resident memory (they are read again from the file if touched again); keeps a
+        loader's peak RSS near what it builds rather than what it has read."""
+        qtype, begin, nbytes, shape = self._raw[name]
+        mm = getattr(self._buf, "_mmap", None)
+        if mm is None or not hasattr(mm, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        page = mmap.PAGESIZE
+        start = -(-begin // page) * page  # whole pages inside the tensor only
+        end = (begin + nbytes) // page * page
+        if end > start:
+            mm.madvise(mmap.MADV_DONTNEED, start, end - start)
 
 
 def _check_layout(path: Path, raw: Mapping[str, tuple[Any, int, int, Any]], align: int) -> None:

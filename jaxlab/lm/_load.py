@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -11,9 +12,10 @@ import numpy as np
 from ._config import LMConfig, config_from_gguf
 from ._files import model_path
 from ._gguf import read_gguf
+from ._gguf_levels import quantize_tensor, stacked_levels
 from ._hf import is_hf_folder, load_hf
 from ._model import Layers, Transformer, model_dtype
-from ._quant import ACTIVATIONS, WEIGHTS, quantize_model
+from ._quant import ACTIVATIONS, WEIGHTS, with_activations
 from ._shard import weight_placer
 from ._tokenizer import Tokenizer
 
@@ -69,29 +71,54 @@ def check_tensors(gguf_file, cfg: LMConfig) -> None:
             )
 
 
-def load_model(gguf_file, *, dtype=jnp.float32, mesh=None) -> Transformer:
+def load_model(gguf_file, *, dtype=jnp.float32, mesh=None, weights: str = "float32") -> Transformer:
     """Build the `Transformer` stored in an open `GGUFFile` (on `mesh`, tensor-parallel as
     `shard_model` places it, each weight sent from the host to its devices' slices; None:
     the default device).
+
+    With `weights="int8"` or `"int4"` the projections, the token embedding and the output
+    head (untied `output.weight`; a tied head is the embedding) are `QuantWeight`s built
+    straight from the file's blocks (`jaxlab.lm.QuantWeight`; no float32 copy of them is
+    made); norms and biases are read in `dtype`.
 
     **Raises:**
         ValueError: a tensor is missing or its shape disagrees with the metadata (checked
             for every tensor before any is dequantised; the message names the file).
     """
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
     dt = _np_dtype(dtype)
     cfg: LMConfig = config_from_gguf(gguf_file)
     check_tensors(gguf_file, cfg)
     L = cfg.n_layers
+    bits = {"float32": 0, "int8": 8, "int4": 4}[weights]
+    if bits and mesh is not None and not (mesh == "auto" and len(jax.local_devices()) == 1):
+        raise ValueError(
+            f"mesh: quantised weights (weights={weights!r}) cannot be sharded (their matmul "
+            "is a CPU custom call XLA cannot partition); use weights='float32'"
+        )
 
     place = weight_placer(cfg, mesh)
 
     def get(name):
-        return gguf_file.array(name, dt)
+        out = gguf_file.array(name, dt)
+        if not np.may_share_memory(out, gguf_file._buf):
+            gguf_file.release(name)  # a copy: the file's pages are no longer needed
+        return out
 
-    def stack(field, suffix):
-        return place(field, np.stack([get(f"blk.{i}.{suffix}") for i in range(L)]))
+    # -> Any: a float array or a `QuantWeight` (the model's fields accept both)
+    def stack(field, suffix) -> Any:
+        names = [f"blk.{i}.{suffix}" for i in range(L)]
+        if bits and field in _QUANTISED:
+            return stacked_levels(gguf_file, names, bits=bits)
+        return place(field, np.stack([get(nm) for nm in names]))
 
-    def optional(field, suffix, present):
+    def matrix(field, name) -> Any:
+        if bits:
+            return quantize_tensor(gguf_file, name, bits=bits)
+        return place(field, get(name))
+
+    def optional(field, suffix, present) -> Any:
         return stack(field, suffix) if present else None
 
     gemma = cfg.arch == "gemma3"
@@ -113,10 +140,13 @@ def load_model(gguf_file, *, dtype=jnp.float32, mesh=None) -> Transformer:
         bk=optional("bk", "attn_k.bias", cfg.qkv_bias),
         bv=optional("bv", "attn_v.bias", cfg.qkv_bias),
     )
-    embed = place("embed", get("token_embd.weight"))
-    head = None if cfg.tied_embeddings else place("lm_head", get("output.weight"))
+    embed = matrix("embed", "token_embd.weight")
+    head = None if cfg.tied_embeddings else matrix("lm_head", "output.weight")
     final = place("final_norm", get("output_norm.weight"))
     return Transformer(cfg, embed, layers, final, head)
+
+
+_QUANTISED = frozenset(["wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down"])
 
 
 def load(
@@ -189,7 +219,7 @@ def load(
             "is a CPU custom call XLA cannot partition); use weights='float32'"
         )
     f = read_gguf(model_path(str(name_or_path)))
-    model = load_model(f, dtype=dtype, mesh=mesh)
+    model = load_model(f, dtype=dtype, mesh=mesh, weights=weights)
     if weights != "float32":
-        model = quantize_model(model, f, weights=weights, activations=activations)
+        model = with_activations(model, activations)
     return model, Tokenizer.from_gguf(f)

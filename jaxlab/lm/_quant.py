@@ -7,12 +7,12 @@ or two 4-bit levels per byte (0.75 bytes per weight), against 4 bytes for float3
 Batch-1 decode is bound by the bytes of weights it reads, so it reads ~1/3 (int8)
 or ~1/5 (4-bit) of the float32 path's.
 
-From GGUF (`quantize_model`): the legacy block formats map onto this exactly, so a
-quantised model computes the same weights as the float32 one (to the rounding of
-one fused multiply-add): Q4_0 and Q4_1 as 4-bit (or int8) levels with the block's
-own scale and offset, Q5_0/Q5_1/Q8_0 as int8 levels. Other formats (the k-quants,
-F16, F32) are re-quantised per block of 32 to 8 bits (`quantize`: asymmetric,
-error at most half a step of (max - min) / 255).
+From GGUF (`load(..., weights=...)`, `_gguf_levels.py`): the levels, scales and
+offsets are read straight from the file's blocks; Q4_0, Q4_1, Q4_K (4-bit or int8),
+Q5_0, Q5_1, Q5_K and Q8_0 (int8) map exactly, so a quantised model computes the same
+weights as the float32 one; Q6_K maps exactly where a block's two sub-block scales
+allow and is otherwise re-quantised per block of 32 to 8 bits, like the remaining
+formats (`quantize`: asymmetric, error at most half a step of (max - min) / 255).
 
 Every projection of `_model.py` goes through `project` (and the token lookup
 through `embed_rows`): float arrays as `x @ w.T`, `QuantWeight`s through the C++
@@ -62,7 +62,7 @@ from jaxlab._core import as_array
 __all__ = [
     "QuantWeight",
     "quantize",
-    "quantize_model",
+    "minmax_levels",
     "project",
     "embed_rows",
     "WEIGHTS",
@@ -150,6 +150,24 @@ def _from_levels(levels, scale, offset, bits) -> QuantWeight:
     )
 
 
+def minmax_levels(blocks: np.ndarray, bits: int):
+    """Asymmetric min-max levels of float32 blocks (..., 32): (levels, scale, offset).
+
+    Levels are int8 (`bits=8`, centred: 0..255 shifted by -128) or uint8 0..15 (`bits=4`,
+    unpacked); each value is within half a step, (max - min) / (2^bits - 1) / 2 of its
+    block, of `levels * scale + offset`.
+    """
+    lo, hi = blocks.min(-1), blocks.max(-1)
+    top = (1 << bits) - 1
+    scale = ((hi - lo) / np.float32(top)).astype(np.float32)
+    safe = np.where(scale > 0, scale, np.float32(1.0))
+    lv = np.clip(np.rint((blocks - lo[..., None]) / safe[..., None]), 0, top)
+    shift = 128 if bits == 8 else 0  # int8 levels are centred on zero
+    offset = (lo + np.float32(shift) * scale).astype(np.float32)
+    levels = (lv - shift).astype(np.int8) if bits == 8 else lv.astype(np.uint8)
+    return levels, scale, offset
+
+
 def quantize(w, *, bits: int = 8) -> QuantWeight:
     """Quantise a float (..., N, K) weight per block of 32 (asymmetric, min-max).
 
@@ -165,137 +183,15 @@ def quantize(w, *, bits: int = 8) -> QuantWeight:
         raise ValueError(f"bits must be 4 or 8, got {bits!r}")
     if w is None or isinstance(w, str | bytes) or np.asarray(w).dtype.kind not in "biuf":
         raise ValueError(f"w: expected a numeric array, received {type(w).__name__}")
-    w = np.asarray(w, np.float32)  # numpy throughout: model loading quantises every weight
+    w = np.asarray(w, np.float32)  # numpy throughout
     if w.size == 0 or not np.isfinite(w).all():
         raise ValueError(f"w: expected a non-empty array of finite values, received {w.shape}")
     if w.ndim < 2 or w.shape[-1] % BLOCK:
         raise ValueError(
             f"w: expected (..., N, K) with K a multiple of {BLOCK}, received {w.shape}"
         )
-    blocks = w.reshape(*w.shape[:-1], -1, BLOCK)
-    lo, hi = blocks.min(-1), blocks.max(-1)
-    top = (1 << bits) - 1
-    scale = (hi - lo) / np.float32(top)
-    safe = np.where(scale > 0, scale, np.float32(1.0))
-    lv = np.clip(np.rint((blocks - lo[..., None]) / safe[..., None]), 0, top)
-    shift = 128 if bits == 8 else 0  # int8 levels are centred on zero
-    levels = (lv - shift).reshape(w.shape)
-    offset = lo + np.float32(shift) * scale
-    return _from_levels(levels, scale.astype(np.float32), offset.astype(np.float32), bits)
-
-
-# block formats whose dequantisation is d * level + offset per block of 32:
-# type -> (block bytes, has an f16 minimum after d, level shift)
-_EXACT = {
-    "Q4_0": (18, False, -8),
-    "Q4_1": (20, True, 0),
-    "Q5_0": (22, False, -16),
-    "Q5_1": (24, True, 0),
-    "Q8_0": (34, False, 0),
-}
-
-
-def quantize_tensor(gguf_file, name: str, *, bits: int, dequantized=None) -> QuantWeight:
-    """One GGUF tensor as a `QuantWeight`: exact for the legacy block formats, else `quantize`.
-
-    Q4_0/Q4_1 levels are the file's nibbles (kept packed with `bits=4`, one per
-    byte otherwise), Q8_0 levels its bytes; Q5_0/Q5_1 levels are recovered from the
-    dequantised values (and checked); every other format is re-quantised to 8 bits.
-    `dequantized` may pass the float32 tensor if the caller already has it.
-    """
-    qtype, begin, nbytes, shape = gguf_file._raw[name]
-    spec = _EXACT.get(qtype.name)
-    w = None
-    if spec is None or len(shape) != 2:
-        w = gguf_file.array(name) if dequantized is None else np.asarray(dequantized)
-        return quantize(w, bits=8)
-    block_bytes, has_min, shift = spec
-    n_rows, k = shape
-    raw = np.asarray(gguf_file._buf[begin : begin + nbytes]).reshape(-1, block_bytes)
-    d = raw[:, 0:2].copy().view(np.float16).astype(np.float32)[:, 0]
-    m = (
-        raw[:, 2:4].copy().view(np.float16).astype(np.float32)[:, 0]
-        if has_min
-        else np.zeros_like(d)
-    )
-    offset = m + np.float32(shift) * d  # w = d * stored level + offset
-    body = raw[:, 4 if has_min else 2 :]
-    if qtype.name in ("Q4_0", "Q4_1"):
-        if bits == 4:
-            return QuantWeight(
-                jnp.asarray(np.ascontiguousarray(body).reshape(n_rows, k // 2)),
-                jnp.asarray(d.reshape(n_rows, -1)),
-                jnp.asarray(offset.reshape(n_rows, -1)),
-                4,
-            )
-        levels = np.concatenate([body & 0x0F, body >> 4], axis=1).astype(np.int8)
-    elif qtype.name == "Q8_0":
-        levels = body.view(np.int8)
-    else:  # Q5_*: the fifth bit is stored apart; recover the levels from the values
-        w = gguf_file.array(name) if dequantized is None else np.asarray(dequantized)
-        blocks = w.reshape(-1, BLOCK)
-        safe = np.where(d != 0, d, np.float32(1.0))
-        levels = np.where(d[:, None] != 0, np.rint((blocks - offset[:, None]) / safe[:, None]), 0)
-        recon = levels.astype(np.float32) * d[:, None] + offset[:, None]
-        if not np.allclose(recon, blocks, rtol=1e-6, atol=0.0):
-            return quantize(w, bits=8)
-    return _from_levels(
-        levels.reshape(n_rows, k), d.reshape(n_rows, -1), offset.reshape(n_rows, -1), 8
-    )
-
-
-_GGUF_NAMES = {
-    "wq": "attn_q",
-    "wk": "attn_k",
-    "wv": "attn_v",
-    "wo": "attn_output",
-    "w_gate": "ffn_gate",
-    "w_up": "ffn_up",
-    "w_down": "ffn_down",
-}
-
-
-def _stack(ws: list[QuantWeight]) -> QuantWeight:
-    return QuantWeight(
-        jnp.stack([w.q for w in ws]),
-        jnp.stack([w.scale for w in ws]),
-        jnp.stack([w.offset for w in ws]),
-        ws[0].bits,
-        ws[0].activations,
-    )
-
-
-def quantize_model(model, gguf_file, *, weights: str, activations: str = "float32"):
-    """Replace a loaded model's projections, embedding and head by `QuantWeight`s.
-
-    **Arguments:**
-
-    - `model`: a float `Transformer` loaded from `gguf_file`.
-    - `gguf_file`: the open `GGUFFile` (its blocks give the exact levels).
-    - `weights`: "int8" or "int4" (4-bit where the file's blocks are 4-bit).
-    - `activations`: "float32" (default, exact) or "int8" (see `with_activations`).
-
-    **Returns:** the model with quantised weights (norms stay float32).
-    """
-    if weights not in WEIGHTS[1:]:
-        raise ValueError(f"weights must be one of {WEIGHTS[1:]}, got {weights!r}")
-    _check_activations(activations)
-    bits = 4 if weights == "int4" else 8
-    n = model.config.n_layers
-    new = {
-        attr: _stack(
-            [quantize_tensor(gguf_file, f"blk.{i}.{g}.weight", bits=bits) for i in range(n)]
-        )
-        for attr, g in _GGUF_NAMES.items()
-    }
-    layers = eqx.tree_at(lambda ly: [getattr(ly, a) for a in new], model.layers, list(new.values()))
-    embed = quantize_tensor(gguf_file, "token_embd.weight", bits=bits)
-    model = eqx.tree_at(lambda m: (m.layers, m.embed), model, (layers, embed))
-    if model.lm_head is not None:
-        model = eqx.tree_at(
-            lambda m: m.lm_head, model, quantize_tensor(gguf_file, "output.weight", bits=bits)
-        )
-    return with_activations(model, activations)
+    levels, scale, offset = minmax_levels(w.reshape(*w.shape[:-1], -1, BLOCK), bits)
+    return _from_levels(levels.reshape(w.shape), scale, offset, bits)
 
 
 def _check_activations(activations) -> None:

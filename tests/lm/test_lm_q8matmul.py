@@ -2,7 +2,7 @@
 portable C++ build) against a NumPy oracle that quantises x exactly as the kernel does,
 takes the integer dot products in int64 and scales in float64; a bound against the
 unquantised dequantise-then-float64 product; and the wiring through `project`,
-`QuantWeight.activations`, `with_activations` and `quantize_model`."""
+`QuantWeight.activations` and `with_activations`."""
 
 from __future__ import annotations
 

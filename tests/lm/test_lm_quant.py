@@ -12,7 +12,8 @@ import pytest
 
 import jaxlab.lm as lm
 from jaxlab._kernels.lm import qmatmul_cpu, qmatmul_kernel_available
-from jaxlab.lm._quant import _reference, quantize_tensor
+from jaxlab.lm._gguf_levels import quantize_tensor
+from jaxlab.lm._quant import _reference
 
 from .lm_reference import random_quant_weight, tiny_llama
 
