@@ -4,8 +4,8 @@ Shapes are bucketed so that generation does not recompile per prompt or per
 token: prompts are left-padded to a power of two (>= 16), the cache holds
 `prompt bucket + max_new_tokens` slots, and one `lax.while_loop` decodes up to
 `max_new_tokens` tokens, stopping early once every row has produced a stop token.
-Each decode step writes its key/value slot in place and attends only to the filled
-part of the cache (blocks of `READ_BLOCK` slots, bucketed; see `Transformer.run`).
+Each decode step writes its key/value slot in place (the cache rides in the layer
+loop's carry).
 `stream` runs the same jitted prefill and single-token decode step from Python and
 yields tokens as they come.
 """
@@ -121,9 +121,11 @@ def _prefill(model, tokens, mask, cache_size, lora, intervene):
 
 
 def _decode(model, tok, caches, lora, intervene):
-    # one bound for the whole batch (not batched): attention reads only the filled
-    # cache blocks, through a real `lax.switch` rather than a vmapped select
-    filled = jnp.max(caches.length) + 1
+    # `filled=` (attention reads only the filled cache blocks, a `lax.switch` on one
+    # unbatched bound) is off: on SmolLM2 int8 the 128-slot bucket gave wrong logits
+    # (tiny float models match the reference); until that is understood, every step
+    # reads the whole cache
+    filled = None
 
     def one(t, cache):
         pos = cache.next_position
