@@ -4,6 +4,8 @@ Shapes are bucketed so that generation does not recompile per prompt or per
 token: prompts are left-padded to a power of two (>= 16), the cache holds
 `prompt bucket + max_new_tokens` slots, and one `lax.while_loop` decodes up to
 `max_new_tokens` tokens, stopping early once every row has produced a stop token.
+Each decode step writes its key/value slot in place (the cache rides in the layer
+loop's carry).
 `stream` runs the same jitted prefill and single-token decode step from Python and
 yields tokens as they come.
 """
@@ -119,9 +121,17 @@ def _prefill(model, tokens, mask, cache_size, lora, intervene):
 
 
 def _decode(model, tok, caches, lora, intervene):
+    # `filled=` (attention reads only the filled cache blocks, a `lax.switch` on one
+    # unbatched bound) is off: on SmolLM2 int8 the 128-slot bucket gave wrong logits
+    # (tiny float models match the reference); until that is understood, every step
+    # reads the whole cache
+    filled = None
+
     def one(t, cache):
         pos = cache.next_position
-        h, _, cache = model.run(t[None], pos[None], cache, lora=lora, intervene=intervene)
+        h, _, cache = model.run(
+            t[None], pos[None], cache, lora=lora, intervene=intervene, filled=filled
+        )
         return model.logits(h[0]), cache
 
     return jax.vmap(one)(tok, caches)

@@ -34,6 +34,23 @@ __all__ = ["Transformer", "Layers", "KVCache", "SITES", "HEAD_SITES", "layer_sli
 
 _Z = np.int32(0)
 
+READ_BLOCK = 64
+"""Smallest number of cache slots a decode step's attention reads when `run` is told how
+many slots are filled (`filled=`): it reads the first READ_BLOCK * 2**k slots (or the
+whole cache) that cover the filled ones, so a step's attention cost follows the
+sequence's length, not the cache's size."""
+
+
+def read_buckets(size: int) -> tuple[int, ...]:
+    """The prefix lengths attention may read of a `size`-slot cache: READ_BLOCK * 2**k
+    below `size`, then `size`."""
+    out, b = [], READ_BLOCK
+    while b < size:
+        out.append(b)
+        b *= 2
+    return (*out, size)
+
+
 SITES = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post")
 """Activation sites of residual width that `forward(capture=...)` and `intervene=`
 address, per layer: each is (T, d_model)."""
@@ -249,6 +266,7 @@ class Transformer(eqx.Module):
         intervene: Mapping[tuple[str, int], Callable] | None = None,
         lora: LoRA | None = None,
         capture_layers: tuple[int, ...] | None = None,
+        filled: Int[Array, ""] | None = None,
     ) -> tuple[Float[Array, "T d"], dict[str, Float[Array, "L T d"]], KVCache]:
         """Run all blocks on a chunk of one sequence, writing it into `cache`.
 
@@ -264,6 +282,12 @@ class Transformer(eqx.Module):
             capture_layers: the layers whose captured values to keep, in this order
                 (static ints); None keeps all. Only these are held in memory inside the
                 pass (the values ride in the loop's carry), not every layer's.
+            filled: optional int32 scalar, not batched (under `vmap` the same for every
+                sequence), >= `cache.length + T`: no slot at or past it holds a key to
+                attend to. Attention then reads only the first of `read_buckets(S)` that
+                covers it (`lax.switch`; exact: the slots left out are masked anyway).
+                None reads all S slots. Ignored when the "pattern" site is captured or
+                edited (its shape is the whole cache's).
 
         **Returns:**
             hidden states (T, d) before the final norm, {site: (n_layers, T, d)}
@@ -283,6 +307,7 @@ class Transformer(eqx.Module):
             intervene=intervene,
             lora=lora,
             capture_layers=capture_layers,
+            filled=filled,
         )
 
     def run_blocks(
@@ -295,6 +320,7 @@ class Transformer(eqx.Module):
         intervene: Mapping[tuple[str, int], Callable] | None = None,
         lora: LoRA | None = None,
         capture_layers: tuple[int, ...] | None = None,
+        filled: Int[Array, ""] | None = None,
     ) -> tuple[Float[Array, "T d"], dict[str, Float[Array, "L T d"]], KVCache]:
         """`run` from a residual stream instead of token ids (the blocks only).
 
@@ -303,7 +329,7 @@ class Transformer(eqx.Module):
 
         **Arguments:**
             x: (T, d_model) residual stream entering the first block.
-            positions, cache, capture, intervene, lora, capture_layers: as `run`.
+            positions, cache, capture, intervene, lora, capture_layers, filled: as `run`.
 
         **Returns:** as `run`.
         """
@@ -320,19 +346,35 @@ class Transformer(eqx.Module):
         base_mask = (kpos[None, :] >= 0) & (kslot[None, :] <= qslot[:, None])
         dist = positions[:, None] - kpos[None, :]
         G = cfg.n_heads // cfg.n_kv_heads
+        pattern = "pattern" in capture or any(s == "pattern" for s, _ in intervene)
+        buckets = (S,) if filled is None or pattern else read_buckets(S)
+        which = (
+            jnp.sum(jnp.asarray(filled, jnp.int32) > jnp.asarray(buckets[:-1], jnp.int32))
+            if len(buckets) > 1
+            else None
+        )
         xs = (
             self.layers,
             lora,
-            cache.k,
-            cache.v,
             jnp.arange(cfg.n_layers, dtype=jnp.int32),
             jnp.asarray(np.asarray(cfg.rope_bases, np.float32)),
             jnp.asarray(np.asarray(cfg.sliding_windows, np.int32)),
             jnp.asarray(cfg.rope_factor_table()),
         )
 
-        def block(x, inputs):
-            p, lo, ck, cv, idx, base, window, freq_div = inputs
+        def attend(b, qg, mask, K, V, idx):
+            # the first b slots of layer idx, read from the loop-carried cache
+            ck = jax.lax.dynamic_slice(K, (idx, _Z, _Z, _Z), (1, b, *K.shape[2:]))[0]
+            cv = jax.lax.dynamic_slice(V, (idx, _Z, _Z, _Z), (1, b, *V.shape[2:]))[0]
+            scores = jnp.einsum("tkgd,skd->kgts", qg, ck.astype(jnp.float32))
+            scores = scores * jnp.float32(cfg.attn_scale)
+            scores = jnp.where(mask[None, None, :, :b], scores, jnp.float32(-1e30))
+            probs = jax.nn.softmax(scores, axis=-1)  # float32 (scores are)
+            return probs, cv
+
+        def block(carry, inputs):
+            x, K, V = carry
+            p, lo, idx, base, window, freq_div = inputs
             acts = {}
 
             def site(name, val):
@@ -356,18 +398,24 @@ class Transformer(eqx.Module):
                 k = _rms_norm(k, p.k_norm, cfg.norm_eps)
             q = _rope(q, positions, base, cfg.rope_style, freq_div)
             k = _rope(k, positions, base, cfg.rope_style, freq_div)
-            ck = jax.lax.dynamic_update_slice(ck, k.astype(ck.dtype), (start, _Z, _Z))
-            cv = jax.lax.dynamic_update_slice(cv, v.astype(cv.dtype), (start, _Z, _Z))
+            # in place: one slot range of the loop-carried (L, S, kv, hd) cache
+            K = jax.lax.dynamic_update_slice(K, k.astype(K.dtype)[None], (idx, start, _Z, _Z))
+            V = jax.lax.dynamic_update_slice(V, v.astype(V.dtype)[None], (idx, start, _Z, _Z))
             mask = base_mask & ((window == 0) | (dist < window))
-            qg = q.reshape(T, cfg.n_kv_heads, G, cfg.head_dim)
-            scores = jnp.einsum("tkgd,skd->kgts", qg.astype(jnp.float32), ck.astype(jnp.float32))
-            scores = scores * jnp.float32(cfg.attn_scale)
-            scores = jnp.where(mask[None, None], scores, jnp.float32(-1e30))
-            probs = jax.nn.softmax(scores, axis=-1)  # float32 (scores are)
-            if "pattern" in capture or any(s == "pattern" for s, _ in intervene):
-                pat = site("pattern", probs.reshape(cfg.n_heads, T, S))
-                probs = pat.reshape(probs.shape)
-            o = jnp.einsum("kgts,skd->tkgd", probs, cv.astype(jnp.float32))
+            qg = q.reshape(T, cfg.n_kv_heads, G, cfg.head_dim).astype(jnp.float32)
+
+            def read(b):
+                probs, cv = attend(b, qg, mask, K, V, idx)
+                return jnp.einsum("kgts,skd->tkgd", probs, cv.astype(jnp.float32))
+
+            if which is not None:
+                o = jax.lax.switch(which, [lambda b=b: read(b) for b in buckets])
+            else:
+                probs, cv = attend(S, qg, mask, K, V, idx)
+                if pattern:
+                    pat = site("pattern", probs.reshape(cfg.n_heads, T, S))
+                    probs = pat.reshape(probs.shape)
+                o = jnp.einsum("kgts,skd->tkgd", probs, cv.astype(jnp.float32))
             z = site("z", o.reshape(T, cfg.n_heads, cfg.head_dim).astype(x.dtype))
             a = _linear(z.reshape(T, cfg.n_heads * cfg.head_dim), p.wo, lo, "o")
             if cfg.sandwich_norm:
@@ -386,34 +434,35 @@ class Transformer(eqx.Module):
                 m = _rms_norm(m, p.post_ffn_norm, cfg.norm_eps)
             m = site("mlp_out", m)
             x = site("resid_post", x + m)
-            return x, (acts, ck, cv)
+            return (x, K, V), acts
 
         sel = None if capture_layers is None else tuple(int(i) for i in capture_layers)
         if sel is not None and not all(0 <= i < cfg.n_layers for i in sel):
             raise ValueError(f"capture_layers must lie in [0, {cfg.n_layers}), got {sel}")
+        carry = (x, cache.k, cache.v)
         if not capture or sel is None or sel == tuple(range(cfg.n_layers)):
-            x, (acts, ks, vs) = jax.lax.scan(block, x, xs)
+            (x, ks, vs), acts = jax.lax.scan(block, carry, xs)
             if sel is not None:
                 acts = {k: v[jnp.asarray(sel, jnp.int32)] for k, v in acts.items()}
         else:
             # keep only the selected layers' values: a (len(sel), ...) buffer in the carry,
             # where the stacked scan output would hold every layer's
             first = jax.tree_util.tree_map(lambda a: a[0], xs)
-            spec = jax.eval_shape(block, x, first)[1][0]
+            spec = jax.eval_shape(block, carry, first)[1]
             bufs = {k: jnp.zeros((len(sel), *v.shape), v.dtype) for k, v in spec.items()}
             want = jnp.asarray(sel, jnp.int32)
 
             def block_kept(carry, inputs):
-                x, bufs = carry
-                x, (acts, ck, cv) = block(x, inputs)
-                hit = want == inputs[4]
+                carry, bufs = carry
+                carry, acts = block(carry, inputs)
+                hit = want == inputs[2]
                 bufs = {
                     k: jnp.where(hit.reshape(-1, *(1,) * acts[k].ndim), acts[k][None], b)
                     for k, b in bufs.items()
                 }
-                return (x, bufs), (ck, cv)
+                return (carry, bufs), None
 
-            (x, acts), (ks, vs) = jax.lax.scan(block_kept, (x, bufs), xs)
+            ((x, ks, vs), acts), _ = jax.lax.scan(block_kept, (carry, bufs), xs)
         new_cache = KVCache(ks, vs, kpos, (start + T).astype(jnp.int32))
         return x, acts, new_cache
 

@@ -305,3 +305,45 @@ def test_generate_does_not_recompile_within_a_bucket(llama, caplog):
         caplog.clear()
         lm.generate(model, [TOKENS[:9].tolist()], max_new_tokens=4)
     assert not [r for r in caplog.records if "Compiling" in r.getMessage()]
+
+
+@pytest.mark.parametrize("n_new", [150])
+def test_long_generation_matches_numpy_reference(model, n_new):
+    """A long generation (cache written in place, 166 slots) equals the float64 reference
+    forward of prompt + tokens so far at every step, for two left-padded rows."""
+    prompts = [TOKENS[:3].tolist(), TOKENS[2:9].tolist()]
+    gen = lm.generate(model, prompts, max_new_tokens=n_new, return_logits=True)
+    assert gen.logits is not None
+    for i, p in enumerate(prompts):
+        toks = np.asarray(gen.tokens[i])
+        ref = reference_logits(model, np.asarray(p + toks[:-1].tolist(), np.int32))
+        got = np.asarray(gen.logits[i])
+        np.testing.assert_allclose(got, ref[len(p) - 1 :], rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+        # greedy: each token is the argmax of the reference logits it was chosen from
+        np.testing.assert_array_equal(toks, np.argmax(ref[len(p) - 1 :], axis=-1))
+
+
+def test_generate_loop_has_no_host_callbacks(llama):
+    """One jitted program: no callbacks (host round trips) inside the decode loop."""
+    from jaxlab.lm._generate import _generate_jit
+
+    toks, mask = lm.pad_prompts([TOKENS[:5].tolist()])
+    text = str(
+        jax.make_jaxpr(
+            lambda t, m: _generate_jit(
+                llama,
+                t,
+                m,
+                jax.random.key(0),
+                lm.Greedy(),
+                None,
+                {},
+                jnp.asarray([-1], jnp.int32),
+                max_new=8,
+                pad_id=0,
+                return_logits=False,
+            )
+        )(jnp.asarray(toks), jnp.asarray(mask))
+    )
+    assert "while" in text
+    assert "callback" not in text
