@@ -258,7 +258,7 @@ def check_snapshot(
     fields have the documented shapes and dtypes (`present`, `arrived`: bool `(*T, N)`;
     `edges`: int `(*T, E, 2)`; `edge_mask`: bool `(*T, E)`; `*T` one leading axis when
     `batched`), and whose valid edge rows hold node slots in `[0, N)` (never wrapped).
-    Returns the snapshot with its fields as JAX arrays."""
+    Returns the snapshot with its fields as JAX arrays (edges as int32)."""
     check_instance(name, snap, Snapshot)
     lead: tuple[str, ...] = ("T",) if batched else ()
     n = "N" if num_slots is None else num_slots
@@ -278,6 +278,9 @@ def check_snapshot(
     if not isinstance(edges, jax.core.Tracer) and not isinstance(mask, jax.core.Tracer):
         valid = np.asarray(edges)[np.asarray(mask)]
         check_ids(f"{name}.edges", valid, present.shape[-1], what="node slots")
+    # the simulator's buffers are int32 (slots < MAX_SLOTS fit): an int64 array from the
+    # caller would otherwise meet them under strict dtype promotion
+    edges = edges.astype(jnp.int32)
     return Snapshot(present=present, arrived=arrived, edges=edges, edge_mask=mask)
 
 
