@@ -394,6 +394,7 @@ def lowrank_table():
     layout = lr.OverlapLayout(1, 1)
     task = lr.fixed_point_task(n_trials=2, n_steps=4).astype(jnp.float64)
     loss = lr.OverlapLoss(task, layout, lr.Linear())
+    nloss = lr.NetworkLoss(task, layout, lr.Linear())
     p = layout.size
 
     def flow_ex():
@@ -422,6 +423,157 @@ def lowrank_table():
             lambda: dict(flow_ex(), n_steps=2),
             {"g0": "float"},
             sizes=("n_steps",),
+        ),
+        Entry(
+            "lowrank.overlap_gd_step",
+            lambda **k: lr.overlap_gd_step(loss, k["g"], k["trained"], 0.1),
+            lambda: {"g": np.eye(p) + 0.1, "trained": np.asarray(layout.trained_mask())},
+            {"g": "float", "trained": "bool"},
+        ),
+        Entry(
+            "lowrank.overlap_flow",
+            lambda **k: lr.overlap_flow(loss, **k),
+            lambda: {"g": np.eye(p) + 0.1, "trained": np.asarray(layout.trained_mask())},
+            {"g": "float", "trained": "bool"},
+        ),
+        Entry(
+            "lowrank.overlap_loss",
+            lambda **k: lr.overlap_loss(k["g"], task, layout, lr.Linear()),
+            lambda: {"g": np.eye(p) + 0.1},
+            {"g": "float"},
+        ),
+        Entry(
+            "lowrank.overlap_outputs",
+            lambda **k: lr.overlap_outputs(k["g"], task, layout, lr.Linear()),
+            lambda: {"g": np.eye(p) + 0.1},
+            {"g": "float"},
+        ),
+        Entry(
+            "lowrank.overlap_sensitivity",
+            lambda **k: lr.overlap_sensitivity(loss, k["gs"]),
+            lambda: {"gs": np.stack([np.eye(p) + 0.1, np.eye(p) * 2])},
+            {"gs": "float"},
+        ),
+        Entry(
+            "lowrank.classify_overlaps",
+            lambda **k: lr.classify_overlaps(loss, k["gs"]),
+            lambda: {"gs": np.stack([np.eye(p) + 0.1, np.eye(p) * 2])},
+            {"gs": "float"},
+        ),
+        Entry(
+            "lowrank.random_overlaps",
+            lambda **k: lr.random_overlaps(layout, k["n_samples"], key=jax.random.key(0)),
+            lambda: {"n_samples": 2},
+            sizes=("n_samples",),
+        ),
+        Entry(
+            "lowrank.visibility_table",
+            lambda **k: lr.visibility_table(layout, k["visible"]),
+            lambda: {"visible": np.ones((p, p), bool)},
+            {"visible": "bool"},
+        ),
+        Entry(
+            "lowrank.vectors_from_gram",
+            lambda **k: lr.vectors_from_gram(k["g"], k["n_neurons"], key=jax.random.key(0)),
+            lambda: {"g": np.eye(p) + 0.1, "n_neurons": 8},
+            {"g": "float"},
+            sizes=("n_neurons",),
+        ),
+        Entry(
+            "lowrank.gaussian_vectors",
+            lambda **k: lr.gaussian_vectors(k["cov"], k["n_neurons"], key=jax.random.key(0)),
+            lambda: {"cov": np.eye(p) + 0.1, "n_neurons": 8},
+            {"cov": "float"},
+            sizes=("n_neurons",),
+        ),
+        Entry(
+            "lowrank.network_outputs",
+            lambda **k: lr.network_outputs(k["vectors"], task, layout, lr.Linear()),
+            lambda: {"vectors": _rng(8).standard_normal((p, 6))},
+            {"vectors": "float"},
+        ),
+        Entry(
+            "lowrank.network_loss",
+            lambda **k: lr.network_loss(k["vectors"], task, layout, lr.Linear()),
+            lambda: {"vectors": _rng(8).standard_normal((p, 6))},
+            {"vectors": "float"},
+        ),
+        Entry(
+            "lowrank.network_flow",
+            lambda **k: lr.network_flow(nloss, **k),
+            lambda: {
+                "vectors": _rng(8).standard_normal((p, 6)),
+                "trained": np.asarray(layout.trained_mask()),
+            },
+            {"vectors": "float", "trained": "bool"},
+        ),
+        Entry(
+            "lowrank.network_gd_init",
+            lambda **k: lr.network_gd_init(k["vectors"], eta=0.1).vectors,
+            lambda: {"vectors": _rng(8).standard_normal((p, 6))},
+            {"vectors": "float"},
+        ),
+        Entry(
+            "lowrank.network_gd_step",
+            lambda **k: lr.network_gd_step(
+                nloss, lr.network_gd_init(k["vectors"], eta=0.1), k["trained"], eta=0.1
+            )[1],
+            lambda: {
+                "vectors": _rng(8).standard_normal((p, 6)),
+                "trained": np.asarray(layout.trained_mask()),
+            },
+            {"vectors": "float", "trained": "bool"},
+        ),
+        Entry(
+            "lowrank.network_gd",
+            lambda **k: lr.network_gd(nloss, k["v0"], k["trained"], eta=0.1, n_steps=k["n_steps"]),
+            lambda: {
+                "v0": _rng(8).standard_normal((p, 6)),
+                "trained": np.asarray(layout.trained_mask()),
+                "n_steps": 2,
+            },
+            {"v0": "float", "trained": "bool"},
+            sizes=("n_steps",),
+        ),
+        Entry(
+            "lowrank.solve_network_flow",
+            lambda **k: lr.solve_network_flow(nloss, **k),
+            lambda: {
+                "v0": _rng(8).standard_normal((p, 6)),
+                "trained": np.asarray(layout.trained_mask()),
+                "ts": np.array([0.0, 0.1]),
+            },
+            {"v0": "float", "trained": "bool", "ts": "float"},
+        ),
+        Entry(
+            "lowrank.train_history",
+            lambda **k: lr.train_history(k["g0"], [(task, 0.1)], k["trained"]),
+            lambda: {"g0": np.eye(p) + 0.1, "trained": np.asarray(layout.trained_mask())},
+            {"g0": "float", "trained": "bool"},
+        ),
+        Entry(
+            "lowrank.fixed_point_task",
+            lambda **k: lr.fixed_point_task(**k).targets,
+            lambda: {"n_trials": 2, "n_steps": 4},
+            sizes=("n_trials", "n_steps"),
+        ),
+        Entry(
+            "lowrank.flip_flop_task",
+            lambda **k: lr.flip_flop_task(key=jax.random.key(0), **k).targets,
+            lambda: {"n_trials": 2, "n_steps": 6, "pulse_width": 2},
+            sizes=("n_trials", "n_steps", "pulse_width"),
+        ),
+        Entry(
+            "lowrank.context_task",
+            lambda **k: lr.context_task(key=jax.random.key(0), **k).targets,
+            lambda: {"n_trials": 2, "n_steps": 6},
+            sizes=("n_trials", "n_steps"),
+        ),
+        Entry(
+            "lowrank.ramp_task",
+            lambda **k: lr.ramp_task(**k).targets,
+            lambda: {"n_trials": 2, "n_steps": 6, "pulse_steps": 2},
+            sizes=("n_trials", "n_steps", "pulse_steps"),
         ),
     ]
 
@@ -567,6 +719,101 @@ def topology_table():
             lambda **k: T.cycle_ge(k["adj"], (3, 5)),
             lambda: {"adj": ring},
             {"adj": "float"},
+        ),
+        *_topology_graph_entries(T, ring),
+    ]
+
+
+def _topology_graph_entries(T, ring):
+    """The lifts, Hasse routes and feature/encoding packing of `jaxlab.topology` on a small
+    graph (a 4-cycle with a chord: two triangles)."""
+    edges = np.array([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2]])
+
+    def graph():
+        return {"num_nodes": 4, "edges": edges.copy()}
+
+    cx = T.cycle_lift(4, edges, max_length=4)
+    no_nodes = {
+        ("num_nodes", "size0"): (
+            ValueError,
+            "0 nodes is a valid empty graph: the error names the edges outside [0, 0)",
+        )
+    }
+    spec = T.EncodingSpec(lappe_k=2, rwse_steps=2, heat_times=(1.0,), cycle_lengths=(3,))
+    return [
+        Entry(
+            "topology.chordless_cycles",
+            lambda **k: np.asarray(T.chordless_cycles(**k), float),
+            lambda: dict(graph(), max_length=4),
+            {"edges": "int"},
+            sizes=("num_nodes", "max_length"),
+            empty_ok=("edges",),
+            ids={"edges": 4},
+            documented=no_nodes,
+        ),
+        Entry(
+            "topology.clique_lift",
+            lambda **k: T.clique_lift(**k).sizes,
+            lambda: dict(graph(), max_rank=2),
+            {"edges": "int"},
+            sizes=("num_nodes", "max_rank"),
+            empty_ok=("edges",),
+            ids={"edges": 4},
+            documented=no_nodes,
+        ),
+        Entry(
+            "topology.cycle_lift",
+            lambda **k: T.cycle_lift(**k).sizes,
+            lambda: dict(graph(), max_length=4),
+            {"edges": "int"},
+            sizes=("num_nodes", "max_length"),
+            empty_ok=("edges",),
+            ids={"edges": 4},
+            documented=no_nodes,
+        ),
+        Entry(
+            "topology.betti_numbers",
+            lambda **k: T.betti_numbers(T.clique_lift(**k)),
+            graph,
+            {"edges": "int"},
+            sizes=("num_nodes",),
+            empty_ok=("edges",),
+            ids={"edges": 4},
+            documented=no_nodes,
+        ),
+        Entry(
+            "topology.graph_encodings",
+            lambda **k: T.graph_encodings(k["adj"], spec),
+            lambda: {"adj": ring},
+            {"adj": "float"},
+        ),
+        Entry(
+            "topology.lift_features",
+            lambda **k: T.lift_features(cx, **k),
+            lambda: {
+                "node_features": _rng(20).standard_normal((4, 3)),
+                "edge_features": _rng(21).standard_normal((5, 2)),
+            },
+            {"node_features": "float", "edge_features": "float"},
+            accepts={("edge_features", "none"): "optional: no edge features (documented)"},
+        ),
+        Entry(
+            "topology.route_edges",
+            lambda **k: T.route_edges(cx, k["rank"], "up"),
+            lambda: {"rank": 1},
+            ids={"rank": 2},
+        ),
+        Entry(
+            "topology.hasse_graph",
+            lambda **k: T.hasse_graph(cx, k["rank"], "up")[1],
+            lambda: {"rank": 1},
+            ids={"rank": 2},
+        ),
+        Entry(
+            "topology.rank_routes",
+            lambda **k: len(T.rank_routes(k["rank"], 2)),
+            lambda: {"rank": 1},
+            ids={"rank": 3},
         ),
     ]
 

@@ -38,6 +38,7 @@ def _check_g_trained(g, trained, name: str = "g", loss_fn=None):
     size = getattr(getattr(loss_fn, "layout", None), "size", None)
     p = size if isinstance(size, int) else "P"
     sizes = check_array(name, g, shape=(p, p), dtype=jnp.floating)
+    check_finite(name, g)
     check_array("trained", trained, shape=(p if p != "P" else sizes["P"],), dtype=jnp.bool_)
 
 

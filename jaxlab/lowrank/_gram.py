@@ -8,7 +8,7 @@ import jax.core
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxlab._core import as_array, check_array, check_finite, check_positive_int
+from jaxlab._core import as_array, check_array, check_finite, check_memory, check_positive_int
 
 __all__ = ["gram", "vectors_from_gram", "gaussian_vectors"]
 
@@ -60,6 +60,8 @@ def vectors_from_gram(
     n = check_positive_int("n_neurons", n_neurons)
     if n < sizes["P"]:
         raise ValueError(f"n_neurons: expected N >= P = {sizes['P']}, received {n}")
+    # z, q and the result: about 4 (N, P) arrays
+    check_memory("n_neurons", 4.0 * n * sizes["P"] * jnp.dtype(g.dtype).itemsize)
     if not isinstance(g, jax.core.Tracer):
         check_finite("g", g)
     factor = _psd_factor(g, "g")
@@ -78,6 +80,7 @@ def gaussian_vectors(
     """
     sizes = check_array("cov", cov, shape=("P", "P"), dtype=jnp.floating)
     n = check_positive_int("n_neurons", n_neurons)
+    check_memory("n_neurons", 2.0 * n * sizes["P"] * jnp.dtype(cov.dtype).itemsize)
     if not isinstance(cov, jax.core.Tracer):
         check_finite("cov", cov)
     factor = _psd_factor(cov, "cov")

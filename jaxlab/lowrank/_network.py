@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxlab._core import check_array
+from jaxlab._core import check_array, check_finite
 
 from ._activation import AbstractActivation
 from ._layout import OverlapLayout
@@ -90,6 +90,7 @@ def network_outputs(
 ) -> Float[Array, "B T"]:
     """Outputs `(B, T)` of the N-space network with stacked `vectors` on every trial of `task`."""
     check_array("vectors", vectors, shape=(layout.size, "N"), dtype=jnp.floating)
+    check_finite("vectors", vectors)
     if task.n_inputs != layout.n_inputs:
         raise ValueError(
             f"task: has {task.n_inputs} input channels, layout expects {layout.n_inputs}"

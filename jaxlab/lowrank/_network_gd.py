@@ -16,6 +16,8 @@ from jaxlab._core import (
     AbstractStep,
     Driver,
     check_array,
+    check_finite,
+    check_memory,
     check_positive_int,
     optimizer_update,
     run_steps,
@@ -37,8 +39,9 @@ __all__ = [
 NetworkLossFn = Callable[[Float[Array, "P N"]], Float[Array, ""]]
 
 
-def _check_v_trained(v, trained):
-    sizes = check_array("vectors", v, shape=("P", "N"), dtype=jnp.floating)
+def _check_v_trained(v, trained, name: str = "vectors"):
+    sizes = check_array(name, v, shape=("P", "N"), dtype=jnp.floating)
+    check_finite(name, v)
     check_array("trained", trained, shape=("P",), dtype=jnp.bool_, sizes=sizes)
 
 
@@ -74,7 +77,7 @@ def solve_network_flow(
     atol 1e-10), so the two can be compared at equal tolerance.
     """
     v0, trained, ts = _check_solve_inputs("v0", v0, trained, ts, dt0, max_steps)
-    _check_v_trained(v0, trained)
+    _check_v_trained(v0, trained, "v0")
     solver = diffrax.Tsit5() if solver is None else solver
     if stepsize_controller is None:
         stepsize_controller = diffrax.PIDController(rtol=1e-8, atol=1e-10)
@@ -110,6 +113,9 @@ def _optimizer(eta, n_neurons):
 def network_gd_init(vectors: Float[Array, "P N"], *, eta: float) -> NetworkGDState:
     """Initial state of plain gradient descent with learning rate `N eta` (optax SGD)."""
     check_array("vectors", vectors, shape=("P", "N"), dtype=jnp.floating)
+    check_finite("vectors", vectors)
+    if 0 in vectors.shape:
+        raise ValueError(f"vectors: expected a non-empty array, received shape {vectors.shape}")
     opt = _optimizer(eta, vectors.shape[1])
     return NetworkGDState(vectors, opt.init(vectors), jnp.zeros((), jnp.int32))
 
@@ -126,7 +132,11 @@ def _sgd_step(loss_fn, optimizer, state: NetworkGDState, trained):
 def network_gd_step(
     loss_fn: NetworkLossFn, state: NetworkGDState, trained: Bool[Array, " P"], *, eta: float
 ) -> tuple[NetworkGDState, Float[Array, ""]]:
-    """One SGD step on the trained vectors; returns `(new_state, loss before the step)`."""
+    """One SGD step on the trained vectors; returns `(new_state, loss before the step)`.
+
+    `trained` is a `(P,)` boolean array matching `state.vectors` `(P, N)`; the vectors
+    must be finite (a `ValueError` naming the argument otherwise)."""
+    _check_v_trained(state.vectors, trained, "state.vectors")
     return _sgd_step(loss_fn, _optimizer(eta, state.vectors.shape[1]), state, trained)
 
 
@@ -173,8 +183,10 @@ def network_gd(
     **Returns:** `(final vectors (P, N), overlaps after each step (n_steps + 1, P, P)
     including the initial ones, losses before each step (n_steps,))`.
     """
-    _check_v_trained(v0, trained)
+    _check_v_trained(v0, trained, "v0")
     n_steps = check_positive_int("n_steps", n_steps)
+    # the history keeps (n_steps + 1) overlap matrices
+    check_memory("n_steps", (n_steps + 1) * float(v0.shape[0]) ** 2 * jnp.dtype(v0.dtype).itemsize)
     step = NetworkGDStep(loss_fn, trained, _optimizer(eta, v0.shape[1]))
     key = jax.random.key(0)  # the step draws no randomness
     state, hist = run_steps(

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxlab._core import check_array
+from jaxlab._core import check_array, check_finite
 
 from ._activation import AbstractActivation
 from ._layout import OverlapLayout
@@ -17,6 +17,7 @@ __all__ = ["overlap_outputs", "overlap_loss"]
 
 def _check(g, task, layout):
     check_array("g", g, shape=(layout.size, layout.size), dtype=jnp.floating)
+    check_finite("g", g)
     if task.n_inputs != layout.n_inputs:
         raise ValueError(
             f"task: has {task.n_inputs} input channels, layout expects {layout.n_inputs}"

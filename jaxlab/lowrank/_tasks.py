@@ -7,7 +7,13 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxlab._core import check_array, check_finite, check_positive_int, check_range
+from jaxlab._core import (
+    check_array,
+    check_finite,
+    check_memory,
+    check_positive_int,
+    check_range,
+)
 
 __all__ = [
     "Task",
@@ -68,6 +74,17 @@ class Task(eqx.Module):
         )
 
 
+def _task_sizes(n_trials, n_steps, n_inputs: int) -> tuple[int, int]:
+    """`n_trials`, `n_steps` as positive ints whose task arrays (inputs, targets, mask and
+    the intermediates, float32) fit in memory: a `ValueError` naming the size otherwise."""
+    n_trials = check_positive_int("n_trials", n_trials)
+    n_steps = check_positive_int("n_steps", n_steps)
+    # the error names the larger of the two sizes (the one to reduce)
+    name = "n_steps" if n_steps > n_trials else "n_trials"
+    check_memory(name, 4.0 * n_trials * n_steps * (n_inputs + 4))
+    return n_trials, n_steps
+
+
 def _late_mask(n_trials: int, n_steps: int, fraction: float) -> Array:
     start = int(round(n_steps * (1.0 - fraction)))
     row = (jnp.arange(n_steps) >= start).astype(jnp.float32)
@@ -87,8 +104,7 @@ def fixed_point_task(
     Input amplitudes `a` are evenly spaced in `[-amplitude, amplitude]`; the loss
     counts the last half of the trial (the network's fixed point). `K = 1`.
     """
-    check_positive_int("n_trials", n_trials)
-    check_positive_int("n_steps", n_steps)
+    n_trials, n_steps = _task_sizes(n_trials, n_steps, 1)
     amps = jnp.linspace(-amplitude, amplitude, n_trials, dtype=jnp.float32)
     inputs = jnp.broadcast_to(amps[:, None, None], (n_trials, n_steps, 1))
     targets = jnp.broadcast_to(gain * amps[:, None], (n_trials, n_steps))
@@ -109,10 +125,13 @@ def flip_flop_task(
 
     Before the first pulse the target is 0. `K = 1`. A memory task: rank-1
     linear networks can only approximate it (a leaky integrator), tanh
-    networks can form two attractors.
+    networks can form two attractors. `n_trials`, `n_steps`, `pulse_width` are positive
+    integers (a pulse wider than the trial lasts the whole trial; sizes whose arrays do
+    not fit in memory raise a `ValueError` naming them).
     """
-    check_positive_int("n_trials", n_trials)
-    check_positive_int("n_steps", n_steps)
+    n_trials, n_steps = _task_sizes(n_trials, n_steps, 1)
+    # a pulse longer than the trial is the whole trial (and bounds the loop below)
+    pulse_width = min(check_positive_int("pulse_width", pulse_width), n_steps)
     k1, k2 = jax.random.split(key)
     onset = jax.random.bernoulli(k1, pulse_prob, (n_trials, n_steps))
     onset = onset.at[:, 0].set(False)
@@ -145,8 +164,7 @@ def context_task(
     target `s1` when `c = +1`, `s2` when `c = -1`, counted over the last half.
     `K = 3`.
     """
-    check_positive_int("n_trials", n_trials)
-    check_positive_int("n_steps", n_steps)
+    n_trials, n_steps = _task_sizes(n_trials, n_steps, 3)
     k1, k2 = jax.random.split(key)
     stim = jax.random.uniform(k1, (n_trials, 2), minval=-1.0, maxval=1.0)
     ctx = jnp.where(jnp.arange(n_trials) % 2 == 0, 1.0, -1.0)
@@ -170,10 +188,11 @@ def ramp_task(
 
     Amplitudes `a` are evenly spaced in `[0.5, 1]`; `t` is time since pulse onset
     in units of the trial length. `K = 1`. Reproducing a ramp needs slow
-    recurrent dynamics (an eigenvalue of `J` near 1).
+    recurrent dynamics (an eigenvalue of `J` near 1). `n_trials`, `n_steps`,
+    `pulse_steps` are positive integers.
     """
-    check_positive_int("n_trials", n_trials)
-    check_positive_int("n_steps", n_steps)
+    n_trials, n_steps = _task_sizes(n_trials, n_steps, 1)
+    pulse_steps = check_positive_int("pulse_steps", pulse_steps)
     amps = jnp.linspace(0.5, 1.0, n_trials, dtype=jnp.float32)
     pulse = (jnp.arange(n_steps) < pulse_steps).astype(jnp.float32)
     inputs = (amps[:, None] * pulse[None, :])[..., None]

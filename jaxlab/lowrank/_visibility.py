@@ -9,7 +9,13 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from jaxlab._core import check_array, check_positive_int
+from jaxlab._core import (
+    as_array,
+    check_array,
+    check_finite,
+    check_memory,
+    check_positive_int,
+)
 
 from ._layout import OverlapLayout
 
@@ -31,6 +37,9 @@ def overlap_sensitivity(
     i.e. `S + S^T` off the diagonal, `S` on it.
     """
     check_array("gs", gs, shape=(None, "P", "P"), dtype=jnp.floating)
+    check_finite("gs", gs)
+    if gs.shape[0] == 0:
+        raise ValueError("gs: expected at least one sample overlap matrix, received shape (0, ...)")
 
     def sym_grad(g):
         s = jax.grad(loss_fn)(g)
@@ -61,6 +70,7 @@ def random_overlaps(
     """`n_samples` random positive-definite overlap matrices (Wishart, scale 1/P)."""
     n_samples = check_positive_int("n_samples", n_samples)
     p = layout.size
+    check_memory("n_samples", 4.0 * n_samples * p * p * jnp.dtype(dtype).itemsize)
     a = jax.random.normal(key, (n_samples, p, 2 * p), dtype) / jnp.sqrt(jnp.asarray(2 * p, dtype))
     return a @ jnp.swapaxes(a, 1, 2)
 
@@ -84,6 +94,7 @@ def linear_rank1_visibility() -> dict[str, list[str]]:
 
 def visibility_table(layout: OverlapLayout, visible: Bool[Array, "P P"]) -> dict[str, bool]:
     """`{"a.b": visible}` for the upper-triangle overlaps."""
-    vis = np.asarray(visible)
+    p = layout.size
+    vis = np.asarray(as_array("visible", visible, shape=(p, p), dtype=jnp.bool_))
     iu, ju = np.triu_indices(layout.size)
     return {nm: bool(vis[i, j]) for nm, i, j in zip(layout.overlap_names(), iu, ju, strict=True)}

@@ -11,6 +11,7 @@ from ._gof import bootstrap_gof as bootstrap_gof
 from ._gof import monte_carlo_gof as monte_carlo_gof
 from ._gof import one_step_counts as one_step_counts
 from ._gof import two_sided_pvalues as two_sided_pvalues
+from ._model import MAX_STEPS as MAX_STEPS
 from ._model import PARAM_NAMES as PARAM_NAMES
 from ._model import Capacity as Capacity
 from ._model import Snapshot as Snapshot

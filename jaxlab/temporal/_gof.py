@@ -15,13 +15,28 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-from .._core import as_array, check_array, check_finite, check_positive_int
+from .._core import (
+    as_array,
+    check_array,
+    check_finite,
+    check_ids,
+    check_memory,
+    check_positive_int,
+)
 from ._cycles import cycle_counts
-from ._model import Capacity, Snapshot, TemporalNetworkParams, check_params, transition
+from ._model import (
+    Capacity,
+    Snapshot,
+    TemporalNetworkParams,
+    check_params,
+    check_snapshot,
+    transition,
+)
 from ._moments import _estimate, _simulable
 from ._stats import TransitionStats, _transition_stats
 
@@ -147,14 +162,22 @@ def one_step_counts(
     """
     check_params(params)
     r = check_positive_int("n_replicates", n_replicates)
+    # R x T one-step draws over the edge buffer
+    check_memory("n_replicates", 16.0 * r * np.size(times) * capacity.max_edges)
     if snapshots.present.ndim != 2 or snapshots.present.shape[1] != capacity.num_slots:
         raise ValueError(
             f"snapshots: expected present of shape (T_all, {capacity.num_slots}), received "
             f"{snapshots.present.shape}"
         )
-    times = jnp.asarray(times)
-    check_array("times", times, ndim=1, dtype=jnp.integer)
+    snapshots = check_snapshot("snapshots", snapshots, batched=True)
     t_all = snapshots.present.shape[0]
+    if isinstance(times, jax.core.Tracer):
+        times = jnp.asarray(times)
+        check_array("times", times, ndim=1, dtype=jnp.integer)
+    else:
+        ids = np.asarray(check_ids("times", times, max(t_all - 1, 0), what="time indices"))
+        check_array("times", ids, ndim=1, dtype=np.integer)
+        times = jnp.asarray(ids)
     if times.size and (int(times.min()) < 0 or int(times.max()) + 1 >= t_all):
         raise ValueError(
             f"times: expected indices in [0, {t_all - 2}], received min {int(times.min())} "
@@ -228,8 +251,19 @@ def two_sided_pvalues(
     statistics of B bootstrap data sets.
 
     **Returns:** `(two_sided, upper, lower)`, each (S,)."""
-    observed = jnp.asarray(observed)
-    replicates = jnp.asarray(replicates)
+    sizes: dict[str, int] = {}
+    observed = as_array(
+        "observed", observed, shape=("S",), dtype=jnp.floating, sizes=sizes, finite=True
+    )
+    replicates = as_array(
+        "replicates",
+        replicates,
+        shape=(None, "S"),
+        dtype=jnp.floating,
+        sizes=sizes,
+        finite=True,
+        nonempty=True,
+    )
     dt = jnp.result_type(float)
     b = replicates.shape[0]
     upper = (1 + jnp.sum(replicates >= observed[None], axis=0, dtype=dt)) / (b + 1)
@@ -340,14 +374,23 @@ def bootstrap_gof(
     r = check_positive_int("n_inner", n_inner)
     if r < 2:
         raise ValueError(f"n_inner: expected at least 2 draws, received {r}")
+    # B data sets x n_inner one-step draws per time over the edge buffer
+    work = 16.0 * b * (r + 1) * max(np.size(times), 1) * capacity.max_edges
+    check_memory("n_bootstrap" if b >= r else "n_inner", work)
     if snapshots.present.ndim != 2 or snapshots.present.shape[1] != capacity.num_slots:
         raise ValueError(
             f"snapshots: expected present of shape (T_all, {capacity.num_slots}), received "
             f"{snapshots.present.shape}"
         )
-    times = jnp.asarray(times)
-    check_array("times", times, ndim=1, dtype=jnp.integer)
+    snapshots = check_snapshot("snapshots", snapshots, batched=True)
     t_all = snapshots.present.shape[0]
+    if isinstance(times, jax.core.Tracer):
+        times = jnp.asarray(times)
+        check_array("times", times, ndim=1, dtype=jnp.integer)
+    else:
+        ids = np.asarray(check_ids("times", times, max(t_all - 1, 0), what="time indices"))
+        check_array("times", ids, ndim=1, dtype=np.integer)
+        times = jnp.asarray(ids)
     if times.size < 2 or int(times.min()) < 0 or int(times.max()) + 1 >= t_all:
         raise ValueError(
             f"times: expected >= 2 indices in [0, {t_all - 2}], received {times.size} "

@@ -36,6 +36,7 @@ costs `O(E + K)` random numbers rather than `O(n^2)` or `O(n^3)`. Time is a
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -43,6 +44,15 @@ import jax.core
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
+
+from jaxlab._core import (
+    as_array,
+    check_ids,
+    check_instance,
+    check_memory,
+    check_nonnegative_int,
+    check_size,
+)
 
 __all__ = [
     "PARAM_NAMES",
@@ -63,6 +73,20 @@ departure probability q, edge persistence p, formation alpha, triadic closure ga
 
 #: the simulator enumerates triples with int32: C(N, 3) < 2^31 needs N <= 1624.
 MAX_SLOTS = 1624
+
+#: the most transitions (`n_steps + burn_in`) one simulation runs: a bound on the work a
+#: caller's size can ask for (10**7 steps take hours on a CPU).
+MAX_STEPS = 10_000_000
+
+
+def _check_steps(n_steps, burn_in) -> tuple[int, int]:
+    """`n_steps` in [1, MAX_STEPS] and `burn_in` in [0, MAX_STEPS] as ints (booleans,
+    floats and strings raise a `ValueError` naming the argument)."""
+    n_steps = check_size("n_steps", n_steps, cap=MAX_STEPS, why="MAX_STEPS")
+    burn_in = check_nonnegative_int("burn_in", burn_in)
+    if burn_in > MAX_STEPS:
+        raise ValueError(f"burn_in: expected at most {MAX_STEPS} (MAX_STEPS), received {burn_in}")
+    return n_steps, burn_in
 
 
 def _float_dtype():
@@ -227,6 +251,39 @@ class Snapshot(eqx.Module):
     edge_mask: Bool[Array, "*T E"]
 
 
+def check_snapshot(
+    name: str, snap: Any, *, batched: bool, num_slots: int | None = None
+) -> Snapshot:
+    """Raise a `ValueError` naming `<name>.<field>` unless `snap` is a `Snapshot` whose
+    fields have the documented shapes and dtypes (`present`, `arrived`: bool `(*T, N)`;
+    `edges`: int `(*T, E, 2)`; `edge_mask`: bool `(*T, E)`; `*T` one leading axis when
+    `batched`), and whose valid edge rows hold node slots in `[0, N)` (never wrapped).
+    Returns the snapshot with its fields as JAX arrays (edges as int32)."""
+    check_instance(name, snap, Snapshot)
+    lead: tuple[str, ...] = ("T",) if batched else ()
+    n = "N" if num_slots is None else num_slots
+    sizes: dict[str, int] = {}
+    present = as_array(
+        f"{name}.present", snap.present, shape=(*lead, n), dtype=jnp.bool_, sizes=sizes
+    )
+    arrived = as_array(
+        f"{name}.arrived", snap.arrived, shape=(*lead, n), dtype=jnp.bool_, sizes=sizes
+    )
+    edges = as_array(
+        f"{name}.edges", snap.edges, shape=(*lead, "E", 2), dtype=jnp.integer, sizes=sizes
+    )
+    mask = as_array(
+        f"{name}.edge_mask", snap.edge_mask, shape=(*lead, "E"), dtype=jnp.bool_, sizes=sizes
+    )
+    if not isinstance(edges, jax.core.Tracer) and not isinstance(mask, jax.core.Tracer):
+        valid = np.asarray(edges)[np.asarray(mask)]
+        check_ids(f"{name}.edges", valid, present.shape[-1], what="node slots")
+    # the simulator's buffers are int32 (slots < MAX_SLOTS fit): an int64 array from the
+    # caller would otherwise meet them under strict dtype promotion
+    edges = edges.astype(jnp.int32)
+    return Snapshot(present=present, arrived=arrived, edges=edges, edge_mask=mask)
+
+
 def _saturating_cumsum(x, cap):
     return jax.lax.associative_scan(lambda a, b: jnp.minimum(a + b, cap), x)
 
@@ -337,8 +394,16 @@ def transition(
     taken as observed (`present_next`, with survivors = present at both times),
     and edges evolve by persistence, sparse formation and group closure.
 
+    `snapshot` is an unbatched `Snapshot` over `capacity.num_slots` slots and
+    `present_next` a `(N,)` bool array (a `ValueError` naming the argument otherwise).
+
     **Returns:** `(next snapshot, overflow flag)`.
     """
+    check_params(params)
+    snapshot = check_snapshot("snapshot", snapshot, batched=False, num_slots=capacity.num_slots)
+    present_next = as_array(
+        "present_next", present_next, shape=(capacity.num_slots,), dtype=jnp.bool_
+    )
     survive = snapshot.present & present_next
     edges, mask, overflow = _edge_step(
         params, snapshot.edges, snapshot.edge_mask, survive, present_next, key, capacity
@@ -405,19 +470,19 @@ def simulate(
     **Arguments:**
 
     - `params`: a `TemporalNetworkParams`.
-    - `n_steps`: static number of transitions.
+    - `n_steps`: static number of transitions, in [1, `MAX_STEPS`]; the snapshots must
+      fit in memory (a `ValueError` naming `n_steps` otherwise).
     - `key`: PRNG key (keyword-only).
     - `capacity`: static buffer sizes (`default_capacity(params)`).
-    - `burn_in`: static number of discarded initial steps.
+    - `burn_in`: static number of discarded initial steps, in [0, `MAX_STEPS`].
 
     **Returns:** a `Snapshot` with leading time axis `n_steps + 1`. Raises
     (`equinox.error_if`) when a buffer overflowed.
     """
     check_params(params)
-    if not isinstance(n_steps, int) or n_steps < 1:
-        raise ValueError(f"n_steps: expected a positive int, received {n_steps!r}")
-    if not isinstance(burn_in, int) or burn_in < 0:
-        raise ValueError(f"burn_in: expected a non-negative int, received {burn_in!r}")
+    n_steps, burn_in = _check_steps(n_steps, burn_in)
+    per_step = 2 * capacity.num_slots + 3 * capacity.max_edges  # int32/bool entries kept
+    check_memory("n_steps", 4.0 * (n_steps + 1) * per_step)
     first, rest, overflow = _simulate_jit(params, n_steps, key, capacity, burn_in)
     seq = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, rest)
     return eqx.error_if(seq, overflow, "simulate: a buffer overflowed; enlarge the Capacity")

@@ -27,6 +27,8 @@ simulated at the estimate (the paper's simulation-based plug-in);
 
 from __future__ import annotations
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.core
@@ -36,8 +38,8 @@ import optimistix as optx
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 from scipy import stats as sps
 
-from .._core import as_array
-from ._model import Capacity, TemporalNetworkParams, default_capacity
+from .._core import as_array, check_memory, check_real, check_size
+from ._model import MAX_STEPS, Capacity, TemporalNetworkParams, default_capacity
 from ._stats import TransitionStats, simulate_transitions
 
 __all__ = [
@@ -85,7 +87,10 @@ def moment_means(
     - `stats`: `TransitionStats` (any leading shape).
 
     **Returns:** `(E[P_t], E[m_{t+1}], E[tri_{t+1}])`, each shaped like `stats.size`.
+    A NaN/inf `edge_theta` or count raises a `ValueError` naming it.
     """
+    edge_theta = as_array("edge_theta", edge_theta, shape=(3,), dtype=jnp.floating, finite=True)
+    _check_stats_values(stats)
     p, alpha, gamma = edge_theta[0], edge_theta[1], edge_theta[2]
     n = stats.next_size
     has = n > 0
@@ -118,7 +123,10 @@ def estimating_functions(theta: Float[Array, 5], stats: TransitionStats) -> Floa
 
     The five components are: arrivals - lambda; survivors - (1 - q) n_t;
     persisted - E[persisted]; edges - E[edges]; triangles - E[triangles].
+    A NaN/inf `theta` or count raises a `ValueError` naming it.
     """
+    theta = as_array("theta", theta, shape=(5,), dtype=jnp.floating, finite=True)
+    _check_stats_values(stats)
     lam, q = theta[0], theta[1]
     mean_p, mean_m, mean_t = moment_means(theta[2:], stats)
     psi = jnp.stack(
@@ -161,20 +169,37 @@ def _flatten(stats: TransitionStats) -> TransitionStats:
     return jax.tree.map(lambda x: jnp.reshape(x, (-1,)), stats)
 
 
-def _check_stats(stats: TransitionStats) -> TransitionStats:
+def _check_stats_values(stats: TransitionStats) -> None:
+    """A `TransitionStats` whose concrete fields are finite non-negative counts (weights
+    in [0, 1]): a `ValueError` naming `stats.<field>` otherwise."""
     if not isinstance(stats, TransitionStats):
         raise ValueError(f"stats: expected a TransitionStats, received {type(stats).__name__}")
+    shape = np.shape(stats.size)
+    for field in dataclasses.fields(stats):
+        got = np.shape(getattr(stats, field.name))
+        if got != shape:
+            raise ValueError(
+                f"stats.{field.name}: expected shape {shape} (of stats.size), got {got}"
+            )
+    if not isinstance(stats.weight, jax.core.Tracer):
+        for field in dataclasses.fields(stats):
+            x = np.asarray(getattr(stats, field.name))
+            if x.dtype.kind not in "biuf":
+                raise ValueError(f"stats.{field.name}: expected real counts, received {x.dtype}")
+            if not np.all(np.isfinite(x)) or np.any(x < 0):
+                raise ValueError(f"stats.{field.name}: expected finite non-negative counts")
+        w = np.asarray(stats.weight)
+        if np.any(w > 1):
+            raise ValueError(f"stats.weight: expected weights in [0, 1], received max {w.max()}")
+
+
+def _check_stats(stats: TransitionStats) -> TransitionStats:
+    _check_stats_values(stats)
     stats = _flatten(stats)
     if stats.size.shape[0] < 1:
         raise ValueError("stats: expected at least one transition")
-    if not isinstance(stats.weight, jax.core.Tracer):
-        w = np.asarray(stats.weight)
-        if w.sum() <= 0:
-            raise ValueError("stats: all transitions have weight 0 (empty data)")
-        for name in ("size", "next_size", "surv_edges", "next_edges", "next_triangles"):
-            x = np.asarray(getattr(stats, name))
-            if not np.all(np.isfinite(x)) or np.any(x < 0):
-                raise ValueError(f"stats.{name}: expected finite non-negative counts")
+    if not isinstance(stats.weight, jax.core.Tracer) and float(np.sum(stats.weight)) <= 0:
+        raise ValueError("stats: all transitions have weight 0 (empty data)")
     return stats
 
 
@@ -266,9 +291,22 @@ def sandwich_covariance(theta: Float[Array, 5], stats: TransitionStats) -> Float
 
     **Returns:** `(5, 5)` covariance of the estimate.
     """
+    theta = as_array("theta", theta, shape=(5,), dtype=jnp.floating, finite=True)
     stats = _check_stats(stats)
     jac, meat, wsum = _sandwich_parts(theta, stats)
-    return _sandwich(jac, meat, wsum)
+    return _finite_covariance(_sandwich(jac, meat, wsum), "stats")
+
+
+def _finite_covariance(cov, name: str):
+    """A concrete covariance with NaN/inf (a singular Jacobian: the data carry no
+    information on some parameter) is a `ValueError` naming what to enlarge, never a
+    silent NaN matrix."""
+    if not isinstance(cov, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(cov))):
+        raise ValueError(
+            f"{name}: the estimating functions' Jacobian is singular on these transitions "
+            "(too few transitions, or no edges/triangles): the covariance is undefined"
+        )
+    return cov
 
 
 def plugin_covariance(
@@ -292,17 +330,20 @@ def plugin_covariance(
 
     - `theta`: `(5,)` estimate (clipped into the parameter space to simulate).
     - `n_transitions`: number (total weight) of observed transitions.
-    - `key`: PRNG key; `n_chains`, `n_steps`: simulation size;
+    - `key`: PRNG key; `n_chains`, `n_steps`: simulation size (positive ints, at most
+      `MAX_STEPS`; chains too short to see every statistic make the Jacobian singular,
+      a `ValueError` naming `n_steps`);
       `burn_in`: default `5 / q` steps (needs a concrete `theta`);
       `capacity`: default `default_capacity` at the estimate (concrete `theta`).
 
     **Returns:** `(5, 5)` covariance.
     """
-    theta = jnp.asarray(theta)
-    if theta.shape != (5,):
-        raise ValueError(f"theta: expected shape (5,), received {theta.shape}")
-    if not isinstance(n_transitions, jax.core.Tracer) and float(n_transitions) <= 0:
-        raise ValueError(f"n_transitions: expected a positive number, received {n_transitions}")
+    theta = as_array("theta", theta, shape=(5,), dtype=jnp.floating, finite=True)
+    if not isinstance(n_transitions, jax.core.Tracer):
+        check_real("n_transitions", n_transitions, low=0.0, low_inclusive=False)
+    n_chains = check_size("n_chains", n_chains, cap=MAX_STEPS, why="MAX_STEPS")
+    n_steps = check_size("n_steps", n_steps, cap=MAX_STEPS, why="MAX_STEPS")
+    check_memory("n_chains", 4.0 * 13 * n_chains * n_steps)
     sim = _simulable(theta)
     if capacity is None:
         capacity = default_capacity(sim)
@@ -313,7 +354,8 @@ def plugin_covariance(
         lambda k: simulate_transitions(sim, n_steps, key=k, capacity=capacity, burn_in=burn_in)
     )(keys)
     jac, meat, _ = _sandwich_parts(sim.as_vector(), _flatten(stats))
-    return _sandwich(jac, meat, jnp.asarray(n_transitions, jac.dtype))
+    cov = _sandwich(jac, meat, jnp.asarray(n_transitions, jac.dtype))
+    return _finite_covariance(cov, "n_steps")
 
 
 def confidence_intervals(

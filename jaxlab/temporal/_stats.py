@@ -14,8 +14,18 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
+from jaxlab._core import as_array, check_memory, check_positive_int
+
 from ._cycles import _counts
-from ._model import Capacity, Snapshot, TemporalNetworkParams, check_params, run_chain
+from ._model import (
+    Capacity,
+    Snapshot,
+    TemporalNetworkParams,
+    _check_steps,
+    check_params,
+    check_snapshot,
+    run_chain,
+)
 
 __all__ = [
     "TransitionStats",
@@ -110,6 +120,12 @@ def transition_stats(
 
     **Returns:** a `TransitionStats` of scalars.
     """
+    prev = check_snapshot("prev", prev, batched=False)
+    nxt = check_snapshot("nxt", nxt, batched=False, num_slots=prev.present.shape[0])
+    # no node has more than N - 1 neighbours: a larger capacity counts the same
+    max_degree = min(
+        check_positive_int("max_degree", max_degree), max(prev.present.shape[-1] - 1, 1)
+    )
     if prev.present.shape != nxt.present.shape or prev.present.ndim != 1:
         raise ValueError(
             f"prev, nxt: expected unbatched snapshots over the same slots, received present "
@@ -137,6 +153,11 @@ def sequence_transition_stats(
 
     **Returns:** a `TransitionStats` with leading axis `T - 1`.
     """
+    seq = check_snapshot("seq", seq, batched=True)
+    # no node has more than N - 1 neighbours: a larger capacity counts the same
+    max_degree = min(
+        check_positive_int("max_degree", max_degree), max(seq.present.shape[-1] - 1, 1)
+    )
     if seq.present.ndim != 2 or seq.present.shape[0] < 2:
         raise ValueError(
             f"seq: expected a snapshot sequence with leading time axis >= 2, received present "
@@ -144,6 +165,7 @@ def sequence_transition_stats(
         )
     stats, overflow = _sequence_stats_jit(seq, int(max_degree), bool(four_cycles))
     if valid is not None:
+        valid = as_array("valid", valid, dtype=jnp.bool_)
         if valid.shape != (seq.present.shape[0] - 1,):
             raise ValueError(
                 f"valid: expected shape ({seq.present.shape[0] - 1},), received {valid.shape}"
@@ -181,10 +203,8 @@ def simulate_transitions(
     (`equinox.error_if`) when a buffer overflowed.
     """
     check_params(params)
-    if not isinstance(n_steps, int) or n_steps < 1:
-        raise ValueError(f"n_steps: expected a positive int, received {n_steps!r}")
-    if not isinstance(burn_in, int) or burn_in < 0:
-        raise ValueError(f"burn_in: expected a non-negative int, received {burn_in!r}")
+    n_steps, burn_in = _check_steps(n_steps, burn_in)
+    check_memory("n_steps", 4.0 * n_steps * 13)
     stats, overflow = _simulate_transitions_jit(
         params, n_steps, key, capacity, burn_in, four_cycles
     )

@@ -17,6 +17,8 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 from numpy.typing import DTypeLike
 
+from jaxlab._core import as_array
+
 from ._complex import Complex
 from ._hasse import rank_routes, route_edges
 
@@ -72,11 +74,15 @@ def lift_features(
     **Arguments:**
         cx: the complex.
         node_features: `[n_0, f]`.
-        edge_features: optional `[n_1, g]` aligned with `cx.cells[1]`.
+        edge_features: optional `[n_1, g]` aligned with `cx.cells[1]` (None: none).
+        Both must be finite real arrays (a `ValueError` naming the argument otherwise).
 
     **Returns:**
         One float64 array `[n_r, f_r]` per rank.
     """
+    # validated at the boundary (None, strings, complex, NaN/inf name the argument), then
+    # taken as float64 NumPy from the caller's value (a JAX copy may be float32)
+    as_array("node_features", node_features, ndim=2, finite=True)
     x0 = np.asarray(node_features, np.float64)
     if x0.ndim != 2 or x0.shape[0] != cx.sizes[0]:
         raise ValueError(f"node_features: expected shape [{cx.sizes[0]}, f], received {x0.shape}")
@@ -86,6 +92,7 @@ def lift_features(
     for r in range(1, cx.max_rank + 1):
         x = np.asarray(cx.incidence(r).T @ xs[-1])
         if r == 1 and edge_features is not None:
+            as_array("edge_features", edge_features, ndim=2, finite=True)
             ef = np.asarray(edge_features, np.float64)
             if ef.ndim != 2 or ef.shape[0] != cx.sizes[1]:
                 raise ValueError(

@@ -15,7 +15,7 @@ from typing import cast
 import numpy as np
 import scipy.sparse as sp
 
-from jaxlab._core import short_repr
+from jaxlab._core import check_memory, short_repr
 
 __all__ = [
     "Complex",
@@ -111,10 +111,13 @@ def validate_graph(num_nodes: int, edges: object) -> np.ndarray:
     """Check a simple undirected graph and return its edges as sorted `[E, 2]` int64.
 
     Raises `ValueError` (naming the argument) for a non-integer or negative node
-    count, a wrong shape, out-of-range ids, self-loops or duplicate edges.
+    count (or one whose per-node sets would not fit in memory), a wrong shape,
+    out-of-range ids, self-loops or duplicate edges.
     """
     if isinstance(num_nodes, bool) or not isinstance(num_nodes, int | np.integer) or num_nodes < 0:
         raise ValueError(f"num_nodes: expected a non-negative integer, received {num_nodes!r}")
+    # the lifts keep Python sets and tuples per node (a few hundred bytes each)
+    check_memory("num_nodes", 512.0 * int(num_nodes))
     e = np.asarray(edges)
     if e.size == 0:
         return np.zeros((0, 2), np.int64)
@@ -185,6 +188,8 @@ def clique_lift(num_nodes: int, edges: object, *, max_rank: int = 2) -> Complex:
     """
     if isinstance(max_rank, bool) or not isinstance(max_rank, int) or max_rank < 1:
         raise ValueError(f"max_rank: expected an integer >= 1, received {max_rank!r}")
+    # every rank, empty or not, keeps a cell list and a sparse boundary matrix
+    check_memory("max_rank", 4096.0 * max_rank)
     e = validate_graph(num_nodes, edges)
     nbrs = _neighbours(num_nodes, e)
     cells: list[list[tuple[int, ...]]] = [[(v,) for v in range(num_nodes)]]

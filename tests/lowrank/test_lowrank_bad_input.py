@@ -3,6 +3,7 @@ naming the argument, not diffrax's "maximum number of solver steps"."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -77,3 +78,74 @@ def test_overlap_gd_refuses_a_trajectory_larger_than_memory():
     assert gs.shape == (3, *g0.shape)
     with pytest.raises(ValueError, match="^n_steps: needs about"):
         lr.overlap_gd(loss, g0, trained, eta=0.1, n_steps=10**9)
+
+
+# ---- issue #59 round 3 (contract fuzz over every public lowrank function)
+
+
+def test_overlap_and_network_functions_refuse_nan_inputs():
+    """Before: a NaN in the overlaps/vectors gave NaN outputs, losses, flows and gradient
+    steps silently (only overlap_gd and the solvers checked their start)."""
+    loss, g0, trained = _problem()
+    layout, task = loss.layout, loss.task
+    bad = g0.at[0, 1].set(jnp.nan)
+    for call in (
+        lambda: lr.overlap_flow(loss, bad, trained),
+        lambda: lr.overlap_gd_step(loss, bad, trained, 0.1),
+        lambda: lr.overlap_loss(bad, task, layout, lr.Linear()),
+        lambda: lr.overlap_outputs(bad, task, layout, lr.Linear()),
+    ):
+        with pytest.raises(ValueError, match="^g: expected finite values"):
+            call()
+    with pytest.raises(ValueError, match="^gs: expected finite values"):
+        lr.overlap_sensitivity(loss, bad[None])
+    with pytest.raises(ValueError, match="^gs: expected at least one"):
+        lr.classify_overlaps(loss, jnp.zeros((0, layout.size, layout.size)))
+    v = np.random.default_rng(0).standard_normal((layout.size, 6))
+    v[1, 2] = np.inf
+    nloss = lr.NetworkLoss(task, layout, lr.Linear())
+    with pytest.raises(ValueError, match="^vectors: expected finite values"):
+        lr.network_loss(jnp.asarray(v), task, layout, lr.Linear())
+    with pytest.raises(ValueError, match="^vectors: expected finite values"):
+        lr.network_gd_init(jnp.asarray(v), eta=0.1)
+    with pytest.raises(ValueError, match="^vectors: expected finite values"):
+        lr.network_flow(nloss, jnp.asarray(v), trained)
+
+
+def test_network_gd_names_v0_and_step_checks_trained():
+    """Before: network_gd's errors named `vectors` (the argument is `v0`); network_gd_step
+    with a wrong-size `trained` failed with a broadcasting error."""
+    loss, g0, trained = _problem()
+    nloss = lr.NetworkLoss(loss.task, loss.layout, lr.Linear())
+    v = jnp.asarray(np.random.default_rng(0).standard_normal((loss.layout.size, 6)))
+    with pytest.raises(ValueError, match="^v0: expected finite values"):
+        lr.network_gd(nloss, v.at[0, 0].set(jnp.nan), trained, eta=0.1, n_steps=2)
+    state = lr.network_gd_init(v, eta=0.1)
+    with pytest.raises(ValueError, match="^trained: expected shape"):
+        lr.network_gd_step(nloss, state, trained[:-1], eta=0.1)
+
+
+def test_visibility_table_checks_its_mask():
+    """Before: a mask of the wrong shape raised IndexError, None a 0-d IndexError."""
+    layout = lr.OverlapLayout(1, 1)
+    p = layout.size
+    assert all(lr.visibility_table(layout, np.ones((p, p), bool)).values())
+    for bad in (None, np.ones((p, p - 1), bool), np.ones((p, p))):
+        with pytest.raises(ValueError, match="^visible: expected"):
+            lr.visibility_table(layout, bad)
+
+
+def test_task_sizes_are_checked_and_bounded():
+    """Before: flip_flop_task(pulse_width=True) was accepted and a huge pulse_width looped
+    without bound; ramp_task(n_steps=np.int64(6)) failed with a dtype-promotion error;
+    n_trials=10**9 tried to allocate the task."""
+    with pytest.raises(ValueError, match="^pulse_width: expected a positive integer"):
+        lr.flip_flop_task(key=jax.random.key(0), n_trials=2, n_steps=6, pulse_width=True)
+    long = lr.flip_flop_task(key=jax.random.key(0), n_trials=2, n_steps=6, pulse_width=10**9)
+    full = lr.flip_flop_task(key=jax.random.key(0), n_trials=2, n_steps=6, pulse_width=6)
+    np.testing.assert_array_equal(long.inputs, full.inputs)  # capped at the trial length
+    assert lr.ramp_task(n_trials=2, n_steps=np.int64(6)).targets.shape == (2, 6)
+    with pytest.raises(ValueError, match="^pulse_steps: expected a positive integer"):
+        lr.ramp_task(n_trials=2, n_steps=6, pulse_steps="3")
+    with pytest.raises(ValueError, match="^n_trials: needs about"):
+        lr.fixed_point_task(n_trials=10**9, n_steps=10**3)

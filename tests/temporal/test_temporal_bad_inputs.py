@@ -62,3 +62,101 @@ def test_a_degree_capacity_above_the_node_count_is_clamped():
     assert [int(v) for v in (got.edges, got.wedges, got.triangles, got.four_cycles)] == [
         int(v) for v in (want.edges, want.wedges, want.triangles, want.four_cycles)
     ]
+
+
+# ---- issue #59 round 3 (contract fuzz over every public temporal function)
+
+
+def _params():
+    from jaxlab.temporal import TemporalNetworkParams
+
+    return TemporalNetworkParams(1.0, 0.3, 0.6, 1.5, 1.0)
+
+
+def test_simulation_sizes_refuse_bools_and_huge_values():
+    """Before: `simulate(params, True, ...)` ran one step (a bool passed `isinstance(int)`)
+    and n_steps=10**9 went on to allocate and scan without bound."""
+    from jaxlab.temporal import MAX_STEPS, default_capacity, simulate, simulate_transitions
+
+    p = _params()
+    cap = default_capacity(p)
+    for fn in (simulate, simulate_transitions):
+        with pytest.raises(ValueError, match="^n_steps: expected a positive integer"):
+            fn(p, True, key=jax.random.key(0), capacity=cap)
+        with pytest.raises(ValueError, match="^n_steps: expected at most"):
+            fn(p, MAX_STEPS + 1, key=jax.random.key(0), capacity=cap)
+        with pytest.raises(ValueError, match="^burn_in: expected an integer >= 0"):
+            fn(p, 2, key=jax.random.key(0), capacity=cap, burn_in=-1)
+
+
+def test_snapshot_functions_check_the_snapshot():
+    """Before: transition/transition_stats took a snapshot with node slots outside
+    [0, N) or a wrong-size `present_next` and returned counts of other nodes (or failed
+    with a broadcasting error)."""
+    from jaxlab.temporal import Capacity, Snapshot, transition, transition_stats
+
+    cap = Capacity(num_slots=5, max_edges=10, max_new_pairs=10, max_groups=10, max_degree=4)
+    present = np.array([True, True, True, True, False])
+    edges = np.array([[0, 1], [1, 2], [0, 2]])
+    snap = Snapshot(present, np.zeros(5, bool), edges, np.ones(3, bool))
+    nxt = Snapshot(
+        np.array([True, True, True, False, True]),
+        np.array([False, False, False, False, True]),
+        np.array([[0, 1], [1, 2], [2, 4]]),
+        np.ones(3, bool),
+    )
+    assert int(transition_stats(snap, nxt, max_degree=4).next_triangles) == 0
+    bad = Snapshot(present, np.zeros(5, bool), np.array([[0, 1], [1, 2], [0, 7]]), np.ones(3, bool))
+    with pytest.raises(ValueError, match=r"prev.edges: node slots must lie in \[0, 5\)"):
+        transition_stats(bad, nxt, max_degree=4)
+    with pytest.raises(ValueError, match=r"snapshot.edges: node slots must lie in \[0, 5\)"):
+        transition(_params(), bad, present, key=jax.random.key(0), capacity=cap)
+    with pytest.raises(ValueError, match="^present_next: expected shape"):
+        transition(_params(), snap, present[:4], key=jax.random.key(0), capacity=cap)
+    # a capacity above N - 1 counts the same (no node has more neighbours)
+    big = transition_stats(snap, nxt, max_degree=10**9)
+    assert int(big.next_edges) == 3
+
+
+def test_moment_functions_refuse_nan_and_singular_data():
+    """Before: a NaN theta or a NaN weight gave NaN residuals/estimates silently, and
+    plugin_covariance(theta="abc") failed inside jnp.asarray. (plugin_covariance now also
+    refuses a non-finite covariance from a singular Jacobian, seen at float32 on chains
+    too short to see triangles.)"""
+    from jaxlab.temporal import (
+        default_capacity,
+        estimating_functions,
+        plugin_covariance,
+        simulate_transitions,
+    )
+
+    p = _params()
+    cap = default_capacity(p)
+    stats = simulate_transitions(p, 20, key=jax.random.key(0), capacity=cap)
+    theta = np.array([1.0, 0.3, 0.6, 1.5, 1.0])
+    assert np.all(np.isfinite(estimating_functions(theta, stats)))
+    with pytest.raises(ValueError, match="^theta: expected finite"):
+        estimating_functions(np.where(np.arange(5) == 2, np.nan, theta), stats)
+    w = np.asarray(stats.weight).copy()
+    w[3] = np.nan
+    import dataclasses
+
+    with pytest.raises(ValueError, match="^stats.weight: expected finite"):
+        estimating_functions(theta, dataclasses.replace(stats, weight=w))
+    with pytest.raises(ValueError, match="^theta: expected"):
+        plugin_covariance("abc", 10.0, key=jax.random.key(0), n_chains=2, n_steps=8)
+
+
+def test_two_sided_pvalues_checks_its_statistics():
+    """Before: NaN statistics gave p-values as if NaN were never >= or <= anything."""
+    from jaxlab.temporal import two_sided_pvalues
+
+    r = np.random.default_rng(0)
+    obs, reps = r.standard_normal(3), r.standard_normal((6, 3))
+    two, _, _ = two_sided_pvalues(obs, reps)
+    assert np.all((np.asarray(two) > 0) & (np.asarray(two) <= 1))
+    obs[1] = np.nan
+    with pytest.raises(ValueError, match="^observed: expected finite"):
+        two_sided_pvalues(obs, reps)
+    with pytest.raises(ValueError, match="^replicates: expected shape"):
+        two_sided_pvalues(reps[0], reps[:, :2])

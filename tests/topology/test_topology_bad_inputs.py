@@ -30,3 +30,37 @@ def test_huge_steps_and_k_are_refused_before_allocation():
         tp.rwse(PATH3, 10**9)
     with pytest.raises(ValueError, match="^k: needs about"):
         tp.lap_pe(PATH3, 10**12)
+
+
+def test_lift_features_refuses_nan_strings_and_complex():
+    """Issue #59 round 3: before, NaN/inf edge features were lifted silently, a string
+    failed with NumPy's "could not convert string to float" and complex features were
+    cast to real with a ComplexWarning."""
+    import numpy as np
+
+    from jaxlab.topology import cycle_lift, lift_features
+
+    cx = cycle_lift(4, np.array([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2]]), max_length=4)
+    x0, ef = np.ones((4, 3)), np.ones((5, 2))
+    assert [x.shape for x in lift_features(cx, x0, ef)] == [(4, 3), (5, 5), (2, 5)]
+    bad = ef.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match="^edge_features: expected finite"):
+        lift_features(cx, x0, bad)
+    with pytest.raises(ValueError, match="^node_features: expected"):
+        lift_features(cx, "abc")
+    with pytest.raises(ValueError, match="^node_features: expected real"):
+        lift_features(cx, x0 + 1j)
+
+
+def test_lift_sizes_are_bounded():
+    """Issue #59 round 3: a node count or a rank of 10**9 would build 10**9 Python sets
+    or empty ranks; both are refused before any work."""
+    import numpy as np
+
+    from jaxlab.topology import clique_lift
+
+    with pytest.raises(ValueError, match="^num_nodes: needs about"):
+        clique_lift(10**9, np.zeros((0, 2), int))
+    with pytest.raises(ValueError, match="^max_rank: needs about"):
+        clique_lift(3, np.array([[0, 1]]), max_rank=10**12)
