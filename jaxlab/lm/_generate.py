@@ -121,17 +121,9 @@ def _prefill(model, tokens, mask, cache_size, lora, intervene):
 
 
 def _decode(model, tok, caches, lora, intervene):
-    # `filled=` (attention reads only the filled cache blocks, a `lax.switch` on one
-    # unbatched bound) is off: on SmolLM2 int8 the 128-slot bucket gave wrong logits
-    # (tiny float models match the reference); until that is understood, every step
-    # reads the whole cache
-    filled = None
-
     def one(t, cache):
         pos = cache.next_position
-        h, _, cache = model.run(
-            t[None], pos[None], cache, lora=lora, intervene=intervene, filled=filled
-        )
+        h, _, cache = model.run(t[None], pos[None], cache, lora=lora, intervene=intervene)
         return model.logits(h[0]), cache
 
     return jax.vmap(one)(tok, caches)

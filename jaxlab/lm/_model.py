@@ -34,23 +34,6 @@ __all__ = ["Transformer", "Layers", "KVCache", "SITES", "HEAD_SITES", "layer_sli
 
 _Z = np.int32(0)
 
-READ_BLOCK = 64
-"""Smallest number of cache slots a decode step's attention reads when `run` is told how
-many slots are filled (`filled=`): it reads the first READ_BLOCK * 2**k slots (or the
-whole cache) that cover the filled ones, so a step's attention cost follows the
-sequence's length, not the cache's size."""
-
-
-def read_buckets(size: int) -> tuple[int, ...]:
-    """The prefix lengths attention may read of a `size`-slot cache: READ_BLOCK * 2**k
-    below `size`, then `size`."""
-    out, b = [], READ_BLOCK
-    while b < size:
-        out.append(b)
-        b *= 2
-    return (*out, size)
-
-
 SITES = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post")
 """Activation sites of residual width that `forward(capture=...)` and `intervene=`
 address, per layer: each is (T, d_model)."""
@@ -266,7 +249,6 @@ class Transformer(eqx.Module):
         intervene: Mapping[tuple[str, int], Callable] | None = None,
         lora: LoRA | None = None,
         capture_layers: tuple[int, ...] | None = None,
-        filled: Int[Array, ""] | None = None,
     ) -> tuple[Float[Array, "T d"], dict[str, Float[Array, "L T d"]], KVCache]:
         """Run all blocks on a chunk of one sequence, writing it into `cache`.
 
@@ -282,12 +264,6 @@ class Transformer(eqx.Module):
             capture_layers: the layers whose captured values to keep, in this order
                 (static ints); None keeps all. Only these are held in memory inside the
                 pass (the values ride in the loop's carry), not every layer's.
-            filled: optional int32 scalar, not batched (under `vmap` the same for every
-                sequence), >= `cache.length + T`: no slot at or past it holds a key to
-                attend to. Attention then reads only the first of `read_buckets(S)` that
-                covers it (`lax.switch`; exact: the slots left out are masked anyway).
-                None reads all S slots. Ignored when the "pattern" site is captured or
-                edited (its shape is the whole cache's).
 
         **Returns:**
             hidden states (T, d) before the final norm, {site: (n_layers, T, d)}
@@ -307,7 +283,6 @@ class Transformer(eqx.Module):
             intervene=intervene,
             lora=lora,
             capture_layers=capture_layers,
-            filled=filled,
         )
 
     def run_blocks(
@@ -320,7 +295,6 @@ class Transformer(eqx.Module):
         intervene: Mapping[tuple[str, int], Callable] | None = None,
         lora: LoRA | None = None,
         capture_layers: tuple[int, ...] | None = None,
-        filled: Int[Array, ""] | None = None,
     ) -> tuple[Float[Array, "T d"], dict[str, Float[Array, "L T d"]], KVCache]:
         """`run` from a residual stream instead of token ids (the blocks only).
 
@@ -329,7 +303,7 @@ class Transformer(eqx.Module):
 
         **Arguments:**
             x: (T, d_model) residual stream entering the first block.
-            positions, cache, capture, intervene, lora, capture_layers, filled: as `run`.
+            positions, cache, capture, intervene, lora, capture_layers: as `run`.
 
         **Returns:** as `run`.
         """
@@ -347,12 +321,6 @@ class Transformer(eqx.Module):
         dist = positions[:, None] - kpos[None, :]
         G = cfg.n_heads // cfg.n_kv_heads
         pattern = "pattern" in capture or any(s == "pattern" for s, _ in intervene)
-        buckets = (S,) if filled is None or pattern else read_buckets(S)
-        which = (
-            jnp.sum(jnp.asarray(filled, jnp.int32) > jnp.asarray(buckets[:-1], jnp.int32))
-            if len(buckets) > 1
-            else None
-        )
         xs = (
             self.layers,
             lora,
@@ -362,13 +330,12 @@ class Transformer(eqx.Module):
             jnp.asarray(cfg.rope_factor_table()),
         )
 
-        def attend(b, qg, mask, K, V, idx):
-            # the first b slots of layer idx, read from the loop-carried cache
-            ck = jax.lax.dynamic_slice(K, (idx, _Z, _Z, _Z), (1, b, *K.shape[2:]))[0]
-            cv = jax.lax.dynamic_slice(V, (idx, _Z, _Z, _Z), (1, b, *V.shape[2:]))[0]
+        def attend(qg, mask, K, V, idx):
+            # layer idx's keys and values, read from the loop-carried cache
+            ck, cv = K[idx], V[idx]
             scores = jnp.einsum("tkgd,skd->kgts", qg, ck.astype(jnp.float32))
             scores = scores * jnp.float32(cfg.attn_scale)
-            scores = jnp.where(mask[None, None, :, :b], scores, jnp.float32(-1e30))
+            scores = jnp.where(mask[None, None], scores, jnp.float32(-1e30))
             probs = jax.nn.softmax(scores, axis=-1)  # float32 (scores are)
             return probs, cv
 
@@ -403,19 +370,11 @@ class Transformer(eqx.Module):
             V = jax.lax.dynamic_update_slice(V, v.astype(V.dtype)[None], (idx, start, _Z, _Z))
             mask = base_mask & ((window == 0) | (dist < window))
             qg = q.reshape(T, cfg.n_kv_heads, G, cfg.head_dim).astype(jnp.float32)
-
-            def read(b):
-                probs, cv = attend(b, qg, mask, K, V, idx)
-                return jnp.einsum("kgts,skd->tkgd", probs, cv.astype(jnp.float32))
-
-            if which is not None:
-                o = jax.lax.switch(which, [lambda b=b: read(b) for b in buckets])
-            else:
-                probs, cv = attend(S, qg, mask, K, V, idx)
-                if pattern:
-                    pat = site("pattern", probs.reshape(cfg.n_heads, T, S))
-                    probs = pat.reshape(probs.shape)
-                o = jnp.einsum("kgts,skd->tkgd", probs, cv.astype(jnp.float32))
+            probs, cv = attend(qg, mask, K, V, idx)
+            if pattern:
+                pat = site("pattern", probs.reshape(cfg.n_heads, T, S))
+                probs = pat.reshape(probs.shape)
+            o = jnp.einsum("kgts,skd->tkgd", probs, cv.astype(jnp.float32))
             z = site("z", o.reshape(T, cfg.n_heads, cfg.head_dim).astype(x.dtype))
             a = _linear(z.reshape(T, cfg.n_heads * cfg.head_dim), p.wo, lo, "o")
             if cfg.sandwich_norm:
