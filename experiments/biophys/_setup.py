@@ -6,11 +6,19 @@ a Neuropixels 1.0 probe, each driven by its own smooth random somatic current
 (Gaussian-filtered white noise), recorded at 30 kHz with white + 1/f +
 spatially correlated noise. The "sorting" is the ground-truth spike times
 (somatic voltage peaks), as if a sorter had found every spike.
+
+Two options of the generator: repeated stimulus trials (`trials` > 1: the current
+is a stimulus-locked part repeated every trial plus a private part, the fraction
+`trial_private_frac` of its variance, so that a fit on some trials can be scored
+on a held-out one), and a `Mismatch` between the generating cells and the model
+the fit assumes (dendrite length and diameters scaled, each dendrite tilted,
+extracellular conductivity scaled).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -41,6 +49,100 @@ class BiophysConfig:
     knot_ms: float = 5.0
     fit_steps: int = 150
     lr: float = 0.1
+    # the cell: "hh" (Hodgkin-Huxley soma, class II) or "wang_buzsaki" (class I)
+    neuron: str = "hh"
+    dendrite_diameter_um: float = 4.0
+    # subthreshold current of the fit's starts, top of the f-I grid, optimiser unit (nA)
+    rest_current_na: float = 0.2
+    fi_max_na: float = 1.4
+    current_unit_na: float = 0.05
+    # repeated stimulus trials (1: one continuous stretch) and the private share of the
+    # current's variance (the rest is stimulus-locked, identical in every trial)
+    trials: int = 1
+    trial_private_frac: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Mismatch:
+    """How the generating cells differ from the model the fit assumes (identity: none).
+
+    `length_scale` multiplies the dendrite's length, `diameter_scale` the soma's and the
+    dendrite's diameters, `tilt_deg` tilts each cell's dendrite away from the model's
+    axis (the shank, y) by that angle towards a random azimuth, `sigma_scale`
+    multiplies the extracellular conductivity of the generator (the fit keeps 0.3 S/m).
+    """
+
+    length_scale: float = 1.0
+    diameter_scale: float = 1.0
+    tilt_deg: float = 0.0
+    sigma_scale: float = 1.0
+
+    @property
+    def is_identity(self) -> bool:
+        return self == Mismatch()
+
+
+def make_cell(config: BiophysConfig) -> bp.BallAndStick:
+    """The ball-and-stick cell of `config` (HH or Wang-Buzsaki soma)."""
+    somas = {"hh": bp.HodgkinHuxley(), "wang_buzsaki": bp.WangBuzsaki()}
+    if config.neuron not in somas:
+        raise ValueError(f"neuron: expected one of {sorted(somas)}, received {config.neuron!r}")
+    return bp.BallAndStick(
+        soma=somas[config.neuron], dendrite_diameter=float(config.dendrite_diameter_um)
+    )
+
+
+def perturbed_cells(
+    cell: bp.BallAndStick, mismatch: Mismatch, n: int, rng: np.random.Generator
+) -> list[bp.BallAndStick]:
+    """One generating cell per neuron: `cell` with `mismatch`'s morphology and tilt."""
+    theta = np.deg2rad(mismatch.tilt_deg)
+    phis = rng.uniform(0.0, 2 * np.pi, n)
+    out = []
+    for phi in phis:
+        u = np.array(
+            [np.sin(theta) * np.cos(phi), np.cos(theta), np.sin(theta) * np.sin(phi)], np.float32
+        )
+        out.append(
+            dataclasses.replace(
+                cell,
+                dendrite_length=float(cell.dendrite_length) * mismatch.length_scale,
+                dendrite_diameter=float(cell.dendrite_diameter) * mismatch.diameter_scale,
+                soma_diameter=float(cell.soma_diameter) * mismatch.diameter_scale,
+                direction=jnp.asarray(u),
+            )
+        )
+    return out
+
+
+@functools.partial(jax.jit, static_argnames=("sigma",))
+def _one_cell(cell, position, current, electrodes, sigma):
+    return bp.population_traces(cell, position[None], current[None], electrodes, dt=DT, sigma=sigma)
+
+
+def record_mismatched(
+    cells: list[bp.BallAndStick],
+    positions: np.ndarray,
+    currents: np.ndarray,
+    probe: bp.Probe,
+    *,
+    sigma: float,
+    noise: bp.NoiseModel,
+    key: jax.Array,
+) -> bp.Recording:
+    """`bp.record` with a cell per neuron: each neuron's traces summed, then the noise."""
+    electrodes = probe.electrodes()
+    clean, volts, spikes = None, [], []
+    for c, p, i in zip(cells, positions, currents, strict=True):
+        tr, v, sp = _one_cell(c, jnp.asarray(p), jnp.asarray(i), electrodes, sigma)
+        clean = tr if clean is None else clean + tr
+        volts.append(v[0])
+        spikes.append(sp[0])
+    assert clean is not None
+    noisy = clean + noise.sample(probe, clean.shape[0], fs=1000.0 / DT, key=key).astype(clean.dtype)
+    return bp.Recording(
+        traces=noisy, clean=clean, voltage=jnp.stack(volts), spikes=jnp.stack(spikes), dt=DT
+    )
 
 
 FULL_OVERRIDES = {"n_neurons": 200, "duration_ms": 60000.0, "spacing_um": 17.0, "fit_steps": 1000}
@@ -61,13 +163,17 @@ class Synthetic:
     snr: np.ndarray  # (N,) peak |template| on the best site / noise std
 
 
-def make_synthetic(config: BiophysConfig, key: jax.Array) -> Synthetic:
-    """Population, currents, noisy recording, sorted spikes (see module doc)."""
+def make_synthetic(
+    config: BiophysConfig, key: jax.Array, mismatch: Mismatch | None = None
+) -> Synthetic:
+    """Population, currents, noisy recording, sorted spikes (see module doc). `cell` of the
+    result is the model the fit assumes; with a `mismatch` the recording comes from
+    perturbed cells (the same positions, currents and noise as without)."""
     n = int(config.n_neurons)
     t_steps = int(round(config.duration_ms / DT))
     seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
     rng = np.random.default_rng(seed)
-    cell = bp.BallAndStick()
+    cell = make_cell(config)
     full_probe = bp.neuropixels_1(dtype=F32)
     depth0 = 200.0
     ys = depth0 + np.sort(rng.uniform(0.0, config.spacing_um * n, n))
@@ -78,9 +184,14 @@ def make_synthetic(config: BiophysConfig, key: jax.Array) -> Synthetic:
     # Sites spanning the population (all 384 when the population spans the shank).
     sites = full_probe.sites_between(ys.min() - 120.0, ys.max() + 400.0)
     probe = full_probe.select(sites)
-    white = rng.standard_normal((n, t_steps))
-    white = gaussian_filter1d(white, config.current_tau_ms / DT, axis=1)
-    white /= white.std(axis=1, keepdims=True)
+    white = _smooth_noise(rng, n, t_steps, config.current_tau_ms)
+    trials = int(config.trials)
+    if trials > 1:
+        if t_steps % trials:
+            raise ValueError(f"trials: {trials} does not divide {t_steps} samples")
+        stim = np.tile(_smooth_noise(rng, n, t_steps // trials, config.current_tau_ms), trials)
+        f = float(config.trial_private_frac)
+        white = np.sqrt(1.0 - f) * stim + np.sqrt(f) * white
     mean = rng.uniform(config.current_mean_na[0], config.current_mean_na[1], (n, 1))
     currents = (mean + config.current_std_na * white).astype(np.float32)
     noise = bp.NoiseModel(
@@ -88,15 +199,27 @@ def make_synthetic(config: BiophysConfig, key: jax.Array) -> Synthetic:
         pink_uv=config.noise_pink_uv,
         correlated_uv=config.noise_correlated_uv,
     )
-    rec = bp.record(
-        cell,
-        jnp.asarray(positions),
-        jnp.asarray(currents),
-        probe,
-        dt=DT,
-        noise=noise,
-        key=jax.random.fold_in(key, 1),
-    )
+    if mismatch is None:
+        rec = bp.record(
+            cell,
+            jnp.asarray(positions),
+            jnp.asarray(currents),
+            probe,
+            dt=DT,
+            noise=noise,
+            key=jax.random.fold_in(key, 1),
+        )
+    else:
+        mrng = np.random.default_rng(seed + 1)
+        rec = record_mismatched(
+            perturbed_cells(cell, mismatch, n, mrng),
+            positions,
+            currents,
+            probe,
+            sigma=bp.SIGMA_CORTEX * mismatch.sigma_scale,
+            noise=noise,
+            key=jax.random.fold_in(key, 1),
+        )
     spikes = [bp.spike_indices(v) for v in np.asarray(rec.voltage)]
     clean = np.asarray(rec.clean)
     snr = []
@@ -108,6 +231,36 @@ def make_synthetic(config: BiophysConfig, key: jax.Array) -> Synthetic:
         tmpl = clean[idx[:, None] + np.arange(-30, 45)[None, :]].mean(0)
         snr.append(float(np.abs(tmpl).max() / noise.total_std))
     return Synthetic(cell, probe, positions, currents, rec, spikes, noise, np.asarray(snr))
+
+
+def _smooth_noise(rng: np.random.Generator, n: int, t_steps: int, tau_ms: float) -> np.ndarray:
+    """`(n, t_steps)` Gaussian-filtered white noise (s.d. `tau_ms`), unit s.d. per row."""
+    white = gaussian_filter1d(rng.standard_normal((n, t_steps)), tau_ms / DT, axis=1)
+    return white / white.std(axis=1, keepdims=True)
+
+
+def trial_steps(config: BiophysConfig) -> int:
+    """Samples per stimulus trial."""
+    return int(round(config.duration_ms / DT)) // int(config.trials)
+
+
+def window(syn: Synthetic, start: int, stop: int) -> Synthetic:
+    """The samples `[start, stop)` of a synthetic recording as a recording of their own
+    (traces, currents, voltages cut; spikes inside kept, re-indexed from `start`)."""
+    rec = syn.recording
+    spikes = [s[(s >= start) & (s < stop)] - start for s in syn.spikes]
+    return dataclasses.replace(
+        syn,
+        currents=syn.currents[:, start:stop],
+        recording=bp.Recording(
+            traces=rec.traces[start:stop],
+            clean=rec.clean[start:stop],
+            voltage=rec.voltage[:, start:stop],
+            spikes=rec.spikes[:, start:stop],
+            dt=rec.dt,
+        ),
+        spikes=spikes,
+    )
 
 
 def triangulate(syn: Synthetic) -> np.ndarray:
@@ -130,24 +283,34 @@ def make_problem(syn: Synthetic, config: BiophysConfig) -> bp.FitProblem:
         dt=DT,
         noise_std=syn.noise.total_std,
         knot_spacing_ms=config.knot_ms,
+        current_unit_na=config.current_unit_na,
     )
 
 
 def start_params(
-    syn: Synthetic, problem: bp.FitProblem, *, rate_start: bool, init_positions: np.ndarray
+    syn: Synthetic,
+    problem: bp.FitProblem,
+    config: BiophysConfig,
+    *,
+    rate_start: bool,
+    init_positions: np.ndarray,
 ) -> bp.FitParams:
     """Starting parameters: triangulated positions and either P12's rate-based current
     (the model's f-I curve inverted on the smoothed sorted spike train: spike times
-    only) or a constant subthreshold current (0.2 nA, no spike times)."""
+    only) or a constant subthreshold current (`rest_current_na`, no spike times)."""
     n, k = syn.positions.shape[0], problem.basis.n_knots
+    rest = float(config.rest_current_na)
     if rate_start:
-        grid = jnp.linspace(0.0, 1.4, 29, dtype=F32)
+        grid = jnp.linspace(0.0, float(config.fi_max_na), 29, dtype=F32)
         rates = bp.firing_rate_curve(syn.cell, grid, dt=DT)
         coeffs = jnp.stack(
-            [bp.rate_initial_current(s, problem.basis, grid, rates) for s in syn.spikes]
+            [
+                bp.rate_initial_current(s, problem.basis, grid, rates, rest_current=rest)
+                for s in syn.spikes
+            ]
         ).astype(F32)
     else:
-        coeffs = jnp.full((n, k), 0.2, dtype=F32)
+        coeffs = jnp.full((n, k), rest, dtype=F32)
     start = init_positions.copy()
     start[:, 2] = np.maximum(start[:, 2], 5.0)
     return bp.FitParams(jnp.asarray(start, dtype=F32), coeffs)
@@ -173,7 +336,9 @@ def fit_population(
     `anchored`) picks the spike-time-based starting current or the constant one."""
     problem = make_problem(syn, config)
     rate_start = anchored if rate_start is None else rate_start
-    params0 = start_params(syn, problem, rate_start=rate_start, init_positions=init_positions)
+    params0 = start_params(
+        syn, problem, config, rate_start=rate_start, init_positions=init_positions
+    )
     log.info(
         "biophys fit %s: %d neurons, %d steps, %d sites, %d samples",
         tag,

@@ -33,6 +33,7 @@ from ._neurons import AbstractNeuron as AbstractNeuron
 from ._neurons import AdEx as AdEx
 from ._neurons import BallAndStick as BallAndStick
 from ._neurons import HodgkinHuxley as HodgkinHuxley
+from ._neurons import WangBuzsaki as WangBuzsaki
 from ._noise import NoiseModel as NoiseModel
 from ._noise import pink_noise as pink_noise
 from ._population import simulate_hh_population as simulate_hh_population

@@ -1,4 +1,4 @@
-"""Neuron models as equinox modules: LIF, AdEx, Hodgkin–Huxley, ball-and-stick.
+"""Neuron models as equinox modules: LIF, AdEx, Hodgkin–Huxley, Wang–Buzsaki, ball-and-stick.
 
 Each model exposes its state as a flat vector `y`, a vector field
 `vector_field(t, y, current)` that `diffrax` solvers integrate (the input
@@ -9,8 +9,8 @@ Integrate-and-fire models spike and reset through `spike_surrogate`
 smooth and differentiable as they are, and report a spike as an upward
 crossing of `spike_threshold`.
 
-Units: mV, ms; LIF/AdEx/ball-and-stick currents in nA; Hodgkin–Huxley
-(single compartment) current density in uA/cm^2. Method of P12 (differentiable
+Units: mV, ms; LIF/AdEx/ball-and-stick currents in nA; Hodgkin–Huxley and
+Wang–Buzsaki (single compartment) current density in uA/cm^2. Method of P12 (differentiable
 biophysical simulator coupled to a volume conductor).
 """
 
@@ -24,7 +24,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from ._surrogate import spike_surrogate
 
-__all__ = ["AbstractNeuron", "LIF", "AdEx", "HodgkinHuxley", "BallAndStick"]
+__all__ = ["AbstractNeuron", "LIF", "AdEx", "HodgkinHuxley", "WangBuzsaki", "BallAndStick"]
 
 
 class AbstractNeuron(eqx.Module):
@@ -193,24 +193,106 @@ class HodgkinHuxley(AbstractNeuron):
         return y_next, s
 
 
-class BallAndStick(AbstractNeuron):
-    """Ball-and-stick cell: Hodgkin–Huxley soma plus a passive cable dendrite.
+def _wb_rates(v: Array) -> tuple[Array, Array, Array, Array, Array, Array]:
+    """Wang & Buzsaki (1996) rate functions (1/ms), before the temperature factor `phi`."""
+    am = 0.1 * _vtrap(v + 35.0, 10.0)
+    bm = 4.0 * jnp.exp(-(v + 60.0) / 18.0)
+    ah = 0.07 * jnp.exp(-(v + 58.0) / 20.0)
+    bh = 1.0 / (1.0 + jnp.exp(-0.1 * (v + 28.0)))
+    an = 0.01 * _vtrap(v + 34.0, 10.0)
+    bn = 0.125 * jnp.exp(-(v + 44.0) / 80.0)
+    return am, bm, ah, bh, an, bn
 
-    Compartment 0 is the spherical soma (diameter `soma_diameter` um, HH
-    channels of `soma`); compartments 1..`n_dendrite` split a cylinder of
-    `dendrite_length` x `dendrite_diameter` um with a passive leak. Neighbours
-    are coupled by axial conductances from `axial_resistivity` (Ohm cm): the
-    discretised cable equation. State `[v_0..v_C-1, m, h, n]` (C = 1 +
-    n_dendrite). The input current (nA) enters the soma as a synaptic, i.e.
-    transmembrane, current, so `transmembrane_currents` sums to zero (charge
+
+class WangBuzsaki(AbstractNeuron):
+    """Wang–Buzsaki (1996) fast-spiking interneuron: a class-I Hodgkin–Huxley-type cell.
+
+    `c_m dv/dt = I - g_na m_inf(v)^3 h (v - e_na) - g_k n^4 (v - e_k) - g_l (v - e_l)`,
+    `dx/dt = phi (alpha_x(v) (1 - x) - beta_x(v) x)` for `x in {h, n}`, with the
+    sodium activation instantaneous, `m_inf = alpha_m / (alpha_m + beta_m)`, and
+
+    - `alpha_m = 0.1 (v + 35) / (1 - exp(-(v + 35) / 10))`, `beta_m = 4 exp(-(v + 60) / 18)`,
+    - `alpha_h = 0.07 exp(-(v + 58) / 20)`, `beta_h = 1 / (1 + exp(-(v + 28) / 10))`,
+    - `alpha_n = 0.01 (v + 34) / (1 - exp(-(v + 34) / 10))`, `beta_n = 0.125 exp(-(v + 44) / 80)`.
+
+    State `[v, h, n]`; conductances mS/cm^2, `c_m` uF/cm^2, current density uA/cm^2.
+    Its onset of repetitive firing is a saddle-node on an invariant circle: the rate
+    rises continuously from 0 Hz at rheobase (class I), unlike `HodgkinHuxley`, whose
+    Hopf onset jumps to ~50 Hz (class II), so the firing rate reports the input current
+    over a wide range. It has the soma interface of `HodgkinHuxley` (`gates_at_rest`,
+    `ionic_current`, `gate_derivatives`), so it can be the soma of a `BallAndStick`.
+    """
+
+    c_m: Float[ArrayLike, ""] = 1.0
+    g_na: Float[ArrayLike, ""] = 35.0
+    g_k: Float[ArrayLike, ""] = 9.0
+    g_l: Float[ArrayLike, ""] = 0.1
+    e_na: Float[ArrayLike, ""] = 55.0
+    e_k: Float[ArrayLike, ""] = -90.0
+    e_l: Float[ArrayLike, ""] = -65.0
+    phi: Float[ArrayLike, ""] = 5.0
+    spike_threshold: Float[ArrayLike, ""] = 0.0
+
+    def gates_at_rest(self, v: Float[ArrayLike, ""]) -> Float[Array, " 2"]:
+        """Steady-state `[h, n]` at voltage `v`."""
+        _, _, ah, bh, an, bn = _wb_rates(jnp.asarray(v, dtype=jnp.result_type(float)))
+        return jnp.stack([ah / (ah + bh), an / (an + bn)])
+
+    def init_state(self):
+        v0 = jnp.asarray(-65.0, dtype=jnp.result_type(float))
+        return jnp.concatenate([v0[None], self.gates_at_rest(v0)])
+
+    def ionic_current(self, y: Float[Array, " 3"]) -> Float[Array, ""]:
+        """Outward ionic current density (uA/cm^2) of state `y = [v, h, n]`."""
+        v, h, n = y[0], y[1], y[2]
+        am, bm, *_ = _wb_rates(v)
+        m_inf = am / (am + bm)
+        return jnp.asarray(
+            self.g_na * m_inf**3 * h * (v - self.e_na)
+            + self.g_k * n**4 * (v - self.e_k)
+            + self.g_l * (v - self.e_l)
+        )
+
+    def gate_derivatives(self, y: Float[Array, " 3"]) -> Float[Array, " 2"]:
+        _, _, ah, bh, an, bn = _wb_rates(y[0])
+        h, n = y[1], y[2]
+        return jnp.stack([ah * (1 - h) - bh * h, an * (1 - n) - bn * n]) * self.phi
+
+    def vector_field(self, t, y, current):
+        dv = (current - self.ionic_current(y)) / self.c_m
+        return jnp.concatenate([dv[None], self.gate_derivatives(y)])
+
+    def voltage(self, y):
+        return y[0]
+
+    def spike_and_reset(self, y_prev, y_next):
+        s = spike_surrogate(y_next[0] - self.spike_threshold) * (
+            1.0 - spike_surrogate(y_prev[0] - self.spike_threshold)
+        )
+        return y_next, s
+
+
+class BallAndStick(AbstractNeuron):
+    """Ball-and-stick cell: Hodgkin–Huxley-type soma plus a passive cable dendrite.
+
+    Compartment 0 is the spherical soma (diameter `soma_diameter` um, the
+    channels of `soma`: `HodgkinHuxley`, class II, or `WangBuzsaki`, class I);
+    compartments 1..`n_dendrite` split a cylinder of `dendrite_length` x
+    `dendrite_diameter` um with a passive leak. Neighbours are coupled by axial
+    conductances from `axial_resistivity` (Ohm cm): the discretised cable
+    equation. State `[v_0..v_C-1, gates]` (C = 1 + n_dendrite; gates `m, h, n`
+    of HH, `h, n` of WB). The input current (nA) enters the soma as a synaptic,
+    i.e. transmembrane, current, so `transmembrane_currents` sums to zero (charge
     conservation) and the cell is a pure multipole source in the volume
     conductor. The dendrite points along `direction` from the soma centre.
     Defaults (30 um soma, 300 x 4 um dendrite in 3 compartments, 100 Ohm cm)
     give ~60 uV peak-to-peak spikes at 20 um, repetitive firing from ~0.3 nA
     (57-100 Hz, class II like HH) and are stable with explicit Euler at 30 kHz.
+    A `WangBuzsaki` soma fires from ~0.01 nA with a 1 um dendrite (with 4 um the
+    dendrite's load keeps it from firing).
     """
 
-    soma: HodgkinHuxley = HodgkinHuxley()
+    soma: HodgkinHuxley | WangBuzsaki = HodgkinHuxley()
     soma_diameter: Float[ArrayLike, ""] = 30.0
     dendrite_length: Float[ArrayLike, ""] = 300.0
     dendrite_diameter: Float[ArrayLike, ""] = 4.0

@@ -175,3 +175,46 @@ def test_simulate_bad_inputs():
         bp.simulate(bp.LIF(), jnp.ones((10,)), dt=-0.1)
     with pytest.raises(ValueError, match="y0"):
         bp.simulate(bp.LIF(), jnp.ones((10,)), dt=0.1, y0=jnp.zeros(3))
+
+
+@pytest.mark.slow
+def test_wang_buzsaki_is_class_one_and_hh_is_class_two():
+    # Class I (Wang & Buzsaki 1996; rheobase ~0.16 uA/cm^2): the rate rises continuously
+    # from 0 Hz, so the slowest repetitive rate just above rheobase is a few Hz; HH's
+    # Hopf onset jumps to ~50 Hz (Rinzel 1978) however finely the current is stepped.
+    dt = 0.05
+    wb_grid = jnp.arange(0.10, 0.40, 0.02)
+    wb = bp.firing_rate_curve(bp.WangBuzsaki(), wb_grid, dt=dt, duration_ms=2500.0)
+    hh_grid = jnp.arange(5.6, 8.0, 0.2)
+    hh = bp.firing_rate_curve(bp.HodgkinHuxley(), hh_grid, dt=dt, duration_ms=1000.0)
+    wb_on, hh_on = wb[wb > 0], hh[hh > 0]
+    assert wb_on.size >= 8
+    assert hh_on.size >= 3
+    assert 0.1 < float(wb_grid[np.argmax(wb > 0)]) < 0.25  # rheobase
+    assert wb_on.min() < 15.0
+    assert hh_on.min() > 40.0
+    assert np.all(np.diff(wb_on) >= 0)  # monotone f-I curve
+
+
+@pytest.mark.slow
+def test_wang_buzsaki_gradient_matches_finite_differences():
+    wb = bp.WangBuzsaki()
+    n = 400  # 10 ms with a spike at 2 uA/cm^2
+
+    def loss(scale):
+        return jnp.mean(bp.simulate(wb, scale * jnp.full((n,), 2.0), dt=DT).voltage)
+
+    assert float(jnp.max(bp.simulate(wb, jnp.full((n,), 2.0), dt=DT).voltage)) > 0.0
+    g = jax.grad(loss)(1.0)
+    eps = 1e-6
+    fd = (loss(1.0 + eps) - loss(1.0 - eps)) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=1e-5)
+
+
+def test_ball_and_stick_with_a_wang_buzsaki_soma_fires_and_conserves_current():
+    cell = bp.BallAndStick(soma=bp.WangBuzsaki(), dendrite_diameter=1.0)
+    assert cell.init_state().shape == (cell.n_compartments + 2,)  # [v..., h, n]
+    tr = bp.simulate(cell, jnp.full((1500,), 0.03), dt=1 / 30)
+    assert bp.spike_indices(np.asarray(tr.voltage)).size >= 2  # repetitive firing at 30 pA
+    i_m = jax.vmap(cell.transmembrane_currents)(tr.states)
+    np.testing.assert_allclose(i_m.sum(axis=1), 0.0, atol=1e-12 * float(jnp.abs(i_m).max()))

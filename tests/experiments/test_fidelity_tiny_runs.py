@@ -28,12 +28,15 @@ def test_biophys_currents_tiny_run_has_the_baseline_and_the_2x2_ablation(tmp_pat
     assert {"current_corr_start", "current_corr_lowpass_mean", "current_corr_gain_lo"} <= set(m)
     assert m["current_corr_gain_lo"] <= m["current_corr_gain"] <= m["current_corr_gain_hi"]
     assert all(np.isfinite(v) for v in m.values())
-    assert len(res.claims) == 5
+    assert m["spike_match_heldout_gain_lo"] <= m["spike_match_heldout_gain_hi"]
+    assert {"spike_match_frac", "spike_match_heldout_true_current"} <= set(m)
+    assert len(res.claims) == 6
     assert [c.kind for c in res.claims] == [
         "at_least",
         "superior",
         "at_least",
-        "at_least",
+        "superior",  # held-out spike match vs the initial guess
+        "at_least",  # class-I current
         "superior",  # all_of over two superior parts keeps their kind
     ]
 

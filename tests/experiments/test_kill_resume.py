@@ -39,7 +39,7 @@ CHILD = Path(__file__).with_name("killrun.py")
 # experiment -> tiny QUICK overrides (lists become the config's tuples). sensing_maps
 # checkpoints every chunk (3 saves: the first kill is mid-training); laplex_gram fits two
 # models with one final save each (the first kill falls between the two fits);
-# biophys_currents fits five times (the main fit and the 2 x 2 start x loss ablation),
+# biophys_currents fits six times (the main fit, the 2 x 2 start x loss ablation, class I),
 # saving every 25-step chunk; cells_genes saves every 50-step chunk (2 saves);
 # topology_freesolv trains HOPSE then HOMP (2 random splits vmapped), saving every 10 epochs and
 # at the end (4 saves); its epoch times and speed-up are metrics and a claim, compared
@@ -50,6 +50,7 @@ CASES = {
         "duration_ms": 80.0,
         "fit_steps": 50,
         "ablation_steps": 25,
+        "class1_steps": 25,
     },
     "cells_genes": {"latent_dim": 4, "width": 16, "steps": 100, "batch_size": 32},
     "sensing_maps": {
