@@ -74,9 +74,10 @@ departure probability q, edge persistence p, formation alpha, triadic closure ga
 #: the simulator enumerates triples with int32: C(N, 3) < 2^31 needs N <= 1624.
 MAX_SLOTS = 1624
 
-#: the most transitions (`n_steps + burn_in`) one simulation runs: a bound on the work a
-#: caller's size can ask for (10**7 steps take hours on a CPU).
 MAX_STEPS = 10_000_000
+"""The most transitions (`n_steps + burn_in`) one simulation runs: a bound on the work a
+caller's size can ask for (10**7 steps take hours on a CPU); larger values are refused
+before anything is allocated."""
 
 
 def _check_steps(n_steps, burn_in) -> tuple[int, int]:
