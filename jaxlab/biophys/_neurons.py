@@ -140,7 +140,38 @@ def _hh_rates(v: Array) -> tuple[Array, Array, Array, Array, Array, Array]:
     return am, bm, ah, bh, an, bn
 
 
-class HodgkinHuxley(AbstractNeuron):
+class _ConductanceSoma(AbstractNeuron):
+    """A single-compartment conductance-based soma, state `[v, gates...]`:
+    `c_m dv/dt = current - ionic_current(y)`, the gates from `gate_derivatives(y)`; a
+    spike is the (surrogate) upward crossing of `spike_threshold`, with no reset. The
+    subclass provides the fields `c_m`, `spike_threshold` and the two methods."""
+
+    c_m: eqx.AbstractVar[Float[ArrayLike, ""]]
+    spike_threshold: eqx.AbstractVar[Float[ArrayLike, ""]]
+
+    @abc.abstractmethod
+    def ionic_current(self, y: Float[Array, " D"]) -> Float[Array, ""]:
+        """Total ionic current density at state `y`."""
+
+    @abc.abstractmethod
+    def gate_derivatives(self, y: Float[Array, " D"]) -> Float[Array, " G"]:
+        """`d(gates)/dt` at state `y`."""
+
+    def vector_field(self, t, y, current):
+        dv = (current - self.ionic_current(y)) / self.c_m
+        return jnp.concatenate([dv[None], self.gate_derivatives(y)])
+
+    def voltage(self, y):
+        return y[0]
+
+    def spike_and_reset(self, y_prev, y_next):
+        s = spike_surrogate(y_next[0] - self.spike_threshold) * (
+            1.0 - spike_surrogate(y_prev[0] - self.spike_threshold)
+        )
+        return y_next, s
+
+
+class HodgkinHuxley(_ConductanceSoma):
     """Single-compartment Hodgkin–Huxley neuron (squid axon, 6.3 degC).
 
     State `[v, m, h, n]`; conductances in mS/cm^2, `c_m` in uF/cm^2, input
@@ -179,19 +210,6 @@ class HodgkinHuxley(AbstractNeuron):
         m, h, n = y[1], y[2], y[3]
         return jnp.stack([am * (1 - m) - bm * m, ah * (1 - h) - bh * h, an * (1 - n) - bn * n])
 
-    def vector_field(self, t, y, current):
-        dv = (current - self.ionic_current(y)) / self.c_m
-        return jnp.concatenate([dv[None], self.gate_derivatives(y)])
-
-    def voltage(self, y):
-        return y[0]
-
-    def spike_and_reset(self, y_prev, y_next):
-        s = spike_surrogate(y_next[0] - self.spike_threshold) * (
-            1.0 - spike_surrogate(y_prev[0] - self.spike_threshold)
-        )
-        return y_next, s
-
 
 def _wb_rates(v: Array) -> tuple[Array, Array, Array, Array, Array, Array]:
     """Wang & Buzsaki (1996) rate functions (1/ms), before the temperature factor `phi`."""
@@ -204,7 +222,7 @@ def _wb_rates(v: Array) -> tuple[Array, Array, Array, Array, Array, Array]:
     return am, bm, ah, bh, an, bn
 
 
-class WangBuzsaki(AbstractNeuron):
+class WangBuzsaki(_ConductanceSoma):
     """Wang–Buzsaki (1996) fast-spiking interneuron: a class-I Hodgkin–Huxley-type cell.
 
     `c_m dv/dt = I - g_na m_inf(v)^3 h (v - e_na) - g_k n^4 (v - e_k) - g_l (v - e_l)`,
@@ -257,19 +275,6 @@ class WangBuzsaki(AbstractNeuron):
         _, _, ah, bh, an, bn = _wb_rates(y[0])
         h, n = y[1], y[2]
         return jnp.stack([ah * (1 - h) - bh * h, an * (1 - n) - bn * n]) * self.phi
-
-    def vector_field(self, t, y, current):
-        dv = (current - self.ionic_current(y)) / self.c_m
-        return jnp.concatenate([dv[None], self.gate_derivatives(y)])
-
-    def voltage(self, y):
-        return y[0]
-
-    def spike_and_reset(self, y_prev, y_next):
-        s = spike_surrogate(y_next[0] - self.spike_threshold) * (
-            1.0 - spike_surrogate(y_prev[0] - self.spike_threshold)
-        )
-        return y_next, s
 
 
 class BallAndStick(AbstractNeuron):
