@@ -131,6 +131,26 @@ def monte_carlo_gof(
     return GofResult(pvalues=pvalues, pvalue=pvalue, observed=obs, replicates=rep)
 
 
+def _checked_snapshots_and_times(snapshots, times, capacity):
+    """Validate a (T_all, slots) snapshot series against `capacity` and the time indices
+    into it; returns `(snapshots, times as int array, T_all)`."""
+    if snapshots.present.ndim != 2 or snapshots.present.shape[1] != capacity.num_slots:
+        raise ValueError(
+            f"snapshots: expected present of shape (T_all, {capacity.num_slots}), received "
+            f"{snapshots.present.shape}"
+        )
+    snapshots = check_snapshot("snapshots", snapshots, batched=True)
+    t_all = snapshots.present.shape[0]
+    if isinstance(times, jax.core.Tracer):
+        times = jnp.asarray(times)
+        check_array("times", times, ndim=1, dtype=jnp.integer)
+    else:
+        ids = np.asarray(check_ids("times", times, max(t_all - 1, 0), what="time indices"))
+        check_array("times", ids, ndim=1, dtype=np.integer)
+        times = jnp.asarray(ids)
+    return snapshots, times, t_all
+
+
 def one_step_counts(
     params: TemporalNetworkParams,
     snapshots: Snapshot,
@@ -164,20 +184,7 @@ def one_step_counts(
     r = check_positive_int("n_replicates", n_replicates)
     # R x T one-step draws over the edge buffer
     check_memory("n_replicates", 16.0 * r * np.size(times) * capacity.max_edges)
-    if snapshots.present.ndim != 2 or snapshots.present.shape[1] != capacity.num_slots:
-        raise ValueError(
-            f"snapshots: expected present of shape (T_all, {capacity.num_slots}), received "
-            f"{snapshots.present.shape}"
-        )
-    snapshots = check_snapshot("snapshots", snapshots, batched=True)
-    t_all = snapshots.present.shape[0]
-    if isinstance(times, jax.core.Tracer):
-        times = jnp.asarray(times)
-        check_array("times", times, ndim=1, dtype=jnp.integer)
-    else:
-        ids = np.asarray(check_ids("times", times, max(t_all - 1, 0), what="time indices"))
-        check_array("times", ids, ndim=1, dtype=np.integer)
-        times = jnp.asarray(ids)
+    snapshots, times, t_all = _checked_snapshots_and_times(snapshots, times, capacity)
     if times.size and (int(times.min()) < 0 or int(times.max()) + 1 >= t_all):
         raise ValueError(
             f"times: expected indices in [0, {t_all - 2}], received min {int(times.min())} "
@@ -377,20 +384,7 @@ def bootstrap_gof(
     # B data sets x n_inner one-step draws per time over the edge buffer
     work = 16.0 * b * (r + 1) * max(np.size(times), 1) * capacity.max_edges
     check_memory("n_bootstrap" if b >= r else "n_inner", work)
-    if snapshots.present.ndim != 2 or snapshots.present.shape[1] != capacity.num_slots:
-        raise ValueError(
-            f"snapshots: expected present of shape (T_all, {capacity.num_slots}), received "
-            f"{snapshots.present.shape}"
-        )
-    snapshots = check_snapshot("snapshots", snapshots, batched=True)
-    t_all = snapshots.present.shape[0]
-    if isinstance(times, jax.core.Tracer):
-        times = jnp.asarray(times)
-        check_array("times", times, ndim=1, dtype=jnp.integer)
-    else:
-        ids = np.asarray(check_ids("times", times, max(t_all - 1, 0), what="time indices"))
-        check_array("times", ids, ndim=1, dtype=np.integer)
-        times = jnp.asarray(ids)
+    snapshots, times, t_all = _checked_snapshots_and_times(snapshots, times, capacity)
     if times.size < 2 or int(times.min()) < 0 or int(times.max()) + 1 >= t_all:
         raise ValueError(
             f"times: expected >= 2 indices in [0, {t_all - 2}], received {times.size} "
