@@ -94,6 +94,19 @@ def _float_dtype():
     return jnp.zeros(()).dtype
 
 
+def _real_scalar(name: str, x, dt) -> Array:
+    """A concrete parameter must be a real scalar (None, strings, booleans, complex
+    numbers and arrays are refused naming it); its range is `check_params`' business,
+    at every function that uses it. Traced values pass through."""
+    if not isinstance(x, jax.core.Tracer):
+        a = np.asarray(x)
+        if a.dtype.kind not in "iuf" or a.shape != ():
+            raise ValueError(
+                f"{name}: expected a real scalar, received {type(x).__name__} {x!r:.60}"
+            )
+    return jnp.asarray(x, dt)
+
+
 class TemporalNetworkParams(eqx.Module):
     """Parameters (scalars) of the Markov model of a sparse temporal network whose node
     set grows and shrinks (P3).
@@ -125,11 +138,11 @@ class TemporalNetworkParams(eqx.Module):
 
     def __init__(self, arrival_rate, departure_prob, persistence, formation, closure):
         dt = _float_dtype()
-        self.arrival_rate = jnp.asarray(arrival_rate, dt)
-        self.departure_prob = jnp.asarray(departure_prob, dt)
-        self.persistence = jnp.asarray(persistence, dt)
-        self.formation = jnp.asarray(formation, dt)
-        self.closure = jnp.asarray(closure, dt)
+        self.arrival_rate = _real_scalar("arrival_rate", arrival_rate, dt)
+        self.departure_prob = _real_scalar("departure_prob", departure_prob, dt)
+        self.persistence = _real_scalar("persistence", persistence, dt)
+        self.formation = _real_scalar("formation", formation, dt)
+        self.closure = _real_scalar("closure", closure, dt)
 
     def as_vector(self) -> Float[Array, 5]:
         """`(lambda, q, p, alpha, gamma)` in the order of `PARAM_NAMES`."""
@@ -191,6 +204,7 @@ class Capacity(eqx.Module):
 
 def stationary_mean_size(params: TemporalNetworkParams) -> Float[Array, ""]:
     """`E[n] = lambda / q` of the stationary `Poisson(lambda / q)` size."""
+    check_params(params)
     return params.arrival_rate / params.departure_prob
 
 
@@ -208,6 +222,7 @@ def stationary_mean_degree(params: TemporalNetworkParams) -> Float[Array, ""]:
     `f (1 - r^(k+1)) / (1 - r)`, `r = p (1 - f)`; the pair's age is geometric
     with ratio `(1 - q)^2`, and averaging gives `f / (1 - r (1 - q)^2)`.
     """
+    check_params(params)
     n = stationary_mean_size(params)
     f = _fresh_prob(n, params.formation, params.closure, 2.0)
     s = (1.0 - params.departure_prob) ** 2

@@ -160,3 +160,31 @@ def test_two_sided_pvalues_checks_its_statistics():
         two_sided_pvalues(obs, reps)
     with pytest.raises(ValueError, match="^replicates: expected shape"):
         two_sided_pvalues(reps[0], reps[:, :2])
+
+
+def test_params_refuse_non_scalars_and_the_stationary_moments_check_ranges():
+    """Before: `TemporalNetworkParams` stored None, strings, booleans and vectors, and
+    `stationary_mean_size` / `stationary_mean_degree` returned NaN or negative sizes for
+    NaN or out-of-range parameters (only `default_capacity` checked them)."""
+    from jaxlab.temporal import (
+        TemporalNetworkParams,
+        stationary_mean_degree,
+        stationary_mean_size,
+    )
+
+    good = (1.0, 0.1, 0.5, 1.0, 1.0)
+    for i, name in enumerate(("arrival_rate", "departure_prob", "persistence")):
+        for bad in (None, "0.5", True, [0.1, 0.2], 1j):
+            args = list(good)
+            args[i] = bad
+            with pytest.raises(ValueError, match=f"^{name}: expected a real scalar"):
+                TemporalNetworkParams(*args)
+    assert float(stationary_mean_size(TemporalNetworkParams(*good))) == pytest.approx(10.0)
+    for fn in (stationary_mean_size, stationary_mean_degree):
+        with pytest.raises(ValueError, match="^arrival_rate: expected a finite"):
+            fn(TemporalNetworkParams(float("nan"), 0.1, 0.5, 1.0, 1.0))
+        with pytest.raises(ValueError, match="^departure_prob: expected a finite"):
+            fn(TemporalNetworkParams(1.0, 1.5, 0.5, 1.0, 1.0))
+    # traced values pass through (fits build parameters under jit)
+    f = jax.jit(lambda v: stationary_mean_size(TemporalNetworkParams.from_vector(v)))
+    assert float(f(np.asarray(good))) == pytest.approx(10.0)
