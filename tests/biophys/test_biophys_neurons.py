@@ -177,7 +177,6 @@ def test_simulate_bad_inputs():
         bp.simulate(bp.LIF(), jnp.ones((10,)), dt=0.1, y0=jnp.zeros(3))
 
 
-@pytest.mark.slow
 def test_wang_buzsaki_is_class_one_and_hh_is_class_two():
     # Class I (Wang & Buzsaki 1996; rheobase ~0.16 uA/cm^2): the rate rises continuously
     # from 0 Hz, so the slowest repetitive rate just above rheobase is a few Hz; HH's
@@ -196,7 +195,6 @@ def test_wang_buzsaki_is_class_one_and_hh_is_class_two():
     assert np.all(np.diff(wb_on) >= 0)  # monotone f-I curve
 
 
-@pytest.mark.slow
 def test_wang_buzsaki_gradient_matches_finite_differences():
     wb = bp.WangBuzsaki()
     n = 400  # 10 ms with a spike at 2 uA/cm^2

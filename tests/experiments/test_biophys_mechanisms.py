@@ -20,7 +20,6 @@ def promotion():
         yield
 
 
-@pytest.mark.slow
 def test_heldout_trials_never_reach_the_fit_and_the_true_model_predicts_them(promotion):
     cfg = dataclasses.replace(currents.TINY, trial_private_frac=0.0)
     full = setup.make_synthetic(cfg, jax.random.key(3))
@@ -55,7 +54,6 @@ def test_fit_samples_refuses_a_split_without_heldout_or_fit_trials():
         currents.fit_samples(dataclasses.replace(currents.TINY, heldout_trials=5))
 
 
-@pytest.mark.slow
 def test_mismatch_generator_is_the_plain_one_at_zero_and_changes_the_forward_model(promotion):
     key = jax.random.key(1)
     cfg = dataclasses.replace(CFG, trials=1, duration_ms=60.0)
