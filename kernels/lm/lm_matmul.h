@@ -3,7 +3,9 @@
 //
 // Both compute out (M, N) float32 from x (M, K) float32 and quantised weights q (N, K)
 // int8 (bits = 8) or (N, K/2) uint8 (bits = 4, two levels per byte) with scale and offset
-// (N, K/32) float32. Each kernel supplies RowTile<Bits, MT>(row, m0): output row `row` of
+// (N, K/32) float32. q is bound as an untyped buffer of int8 or uint8 bytes, read as
+// bytes (Levels): a caller-side bitcast_convert of int8 levels to uint8 is a full copy of
+// the weights in XLA (~80 ms per call for a 151936 x 896 output head). Each kernel supplies RowTile<Bits, MT>(row, m0): output row `row` of
 // W for the MT rows m0 .. m0 + MT - 1 of x, so a weight row is read from memory once and
 // reused from cache for every tile (tiles of kTile rows, then one remainder tile).
 //
@@ -107,7 +109,7 @@ struct Dims {
 // Checks the shapes of (x, q, scale, offset) and bits; fills `d`. `done` is set when there
 // is nothing left to compute (M or N is 0, or K is 0 and `out` was zeroed).
 inline ffi::Error CheckArgs(const std::string& name, ffi::Buffer<ffi::F32>& x,
-                            ffi::Buffer<ffi::U8>& q, ffi::Buffer<ffi::F32>& scale,
+                            ffi::AnyBuffer& q, ffi::Buffer<ffi::F32>& scale,
                             ffi::Buffer<ffi::F32>& offset, ffi::ResultBuffer<ffi::F32>& out,
                             int32_t bits, Dims& d, bool& done) {
   auto xd = x.dimensions(), qd = q.dimensions(), sd = scale.dimensions();
@@ -116,6 +118,9 @@ inline ffi::Error CheckArgs(const std::string& name, ffi::Buffer<ffi::F32>& x,
     return ffi::Error::InvalidArgument(name + ": x (M, K), q (N, K'), scale/offset (N, K/32)");
   }
   if (bits != 8 && bits != 4) return ffi::Error::InvalidArgument(name + ": bits is 8 or 4");
+  if (q.element_type() != ffi::DataType::U8 && q.element_type() != ffi::DataType::S8) {
+    return ffi::Error::InvalidArgument(name + ": q is int8 or uint8");
+  }
   d = Dims{xd[0], qd[0], xd[1]};
   const int64_t nb = d.k / kBlock;
   if (d.k % kBlock != 0 || qd[1] != (bits == 8 ? d.k : d.k / 2) || sd[0] != d.n ||
@@ -125,6 +130,11 @@ inline ffi::Error CheckArgs(const std::string& name, ffi::Buffer<ffi::F32>& x,
   done = d.m == 0 || d.n == 0 || d.k == 0;
   if (d.k == 0) std::memset(out->typed_data(), 0, sizeof(float) * d.m * d.n);
   return ffi::Error::Success();
+}
+
+// The bytes of q (int8 levels or packed 4-bit pairs), whichever of int8/uint8 it is bound as.
+inline const uint8_t* Levels(const ffi::AnyBuffer& q) {
+  return static_cast<const uint8_t*>(q.untyped_data());
 }
 
 // f(std::integral_constant<int, 8 or 4>) for the runtime `bits`.
@@ -139,13 +149,13 @@ inline void WithBits(int32_t bits, F f) {
 
 }  // namespace jaxlab_lm
 
-// The FFI handler `symbol` for impl(pool, x, q, scale, offset, out, bits).
+// The FFI handler `symbol` for impl(pool, x, q (int8 or uint8), scale, offset, out, bits).
 #define JAXLAB_LM_MATMUL_HANDLER(symbol, impl)                            \
   XLA_FFI_DEFINE_HANDLER_SYMBOL(symbol, impl,                             \
                                 xla::ffi::Ffi::Bind()                     \
                                     .Ctx<xla::ffi::ThreadPool>()          \
                                     .Arg<xla::ffi::Buffer<xla::ffi::F32>>() \
-                                    .Arg<xla::ffi::Buffer<xla::ffi::U8>>()  \
+                                    .Arg<xla::ffi::AnyBuffer>()             \
                                     .Arg<xla::ffi::Buffer<xla::ffi::F32>>() \
                                     .Arg<xla::ffi::Buffer<xla::ffi::F32>>() \
                                     .Ret<xla::ffi::Buffer<xla::ffi::F32>>() \

@@ -177,7 +177,7 @@ void RowTile(const Problem& p, int64_t row, int64_t m0) {
 }
 #endif
 
-ffi::Error Q8MatmulImpl(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::U8> q,
+ffi::Error Q8MatmulImpl(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::AnyBuffer q,
                         ffi::Buffer<ffi::F32> scale, ffi::Buffer<ffi::F32> offset,
                         ffi::ResultBuffer<ffi::F32> out, int32_t bits) {
   jaxlab_lm::Dims d{};
@@ -190,7 +190,7 @@ ffi::Error Q8MatmulImpl(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::Buff
   std::vector<int8_t> a(d.m * d.k);
   std::vector<float> dx(d.m * nb), dsum(d.m * nb);
   QuantizeRows(x.typed_data(), d.m, d.k, a.data(), dx.data(), dsum.data());
-  const Problem p{a.data(), dx.data(), dsum.data(), q.typed_data(), scale.typed_data(),
+  const Problem p{a.data(), dx.data(), dsum.data(), jaxlab_lm::Levels(q), scale.typed_data(),
                   offset.typed_data(), out->typed_data(), d.m, d.n, d.k};
   jaxlab_lm::WithBits(bits, [&](auto b) {
     jaxlab_lm::ForEachTile(pool, d.m, d.n, d.k, [p](auto mt, int64_t row, int64_t m0) {

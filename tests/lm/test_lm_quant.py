@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jaxlab.lm as lm
-from jaxlab._kernels.lm import qmatmul_cpu, qmatmul_kernel_available
+from jaxlab._kernels.lm import q8matmul_cpu, qmatmul_cpu, qmatmul_isa, qmatmul_kernel_available
 from jaxlab.lm._gguf_levels import quantize_tensor
 from jaxlab.lm._quant import _reference
 
@@ -36,34 +36,67 @@ def _numpy_dequantize(qw: lm.QuantWeight) -> np.ndarray:
     return w.reshape(qw.shape)
 
 
+EPS32 = 2.0**-23
+
+
 @needs_kernel
+@pytest.mark.parametrize("portable", [False, True], ids=["native", "portable"])
 @pytest.mark.parametrize("bits", [8, 4])
-def test_kernel_equals_numpy_dequantise_then_matmul(bits):
-    rng = np.random.default_rng(bits)
-    # (n, k, m): tiny, odd tile remainders, and big enough for several threads
-    for n, k, m in [
-        (3, 32, 1),
-        (37, 96, 5),
-        (64, 64, 8),
-        (50, 160, 13),
-        (512, 256, 1),
-        (300, 128, 19),
-    ]:
+def test_kernel_equals_numpy_dequantise_then_matmul(bits, portable):
+    """The native build (AVX-512F / AVX2 + FMA vectors where the CPU has them) and the
+    portable C++ build against dequantise-then-float64: per output |got - ref| <=
+    (K/8 + 16) * 2^-23 * sum_k |x_k W_nk| (float32 sums of at most K/8 + 5 terms per lane
+    in any grouping, and W rounded once to float32), and to 1e-5 relative."""
+    assert qmatmul_kernel_available(portable=portable)  # a compiler builds both variants
+    assert qmatmul_isa(portable=portable) in (
+        ("portable",) if portable else ("avx512", "avx2", "portable")
+    )
+    rng = np.random.default_rng(bits + 2 * portable)
+    fn = jax.jit(qmatmul_cpu, static_argnames=("bits", "portable"))
+    # (n, k, m): tiny, odd n, every tile shape (1, 3, 8, 9 = 8 + 1, 13, 19), K = 896 (28
+    # blocks), and big enough for several threads
+    cases = [(3, 32, 1), (37, 96, 5), (64, 64, 8), (50, 160, 13), (512, 256, 1), (300, 128, 19)]
+    cases += [(n, 896, m) for n in (37, 301) for m in (1, 3, 8, 9)]
+    for n, k, m in cases:
         qw = random_quant_weight(rng, n, k, bits)
         x = rng.standard_normal((m, k)).astype(np.float32)
-        ref = x.astype(np.float64) @ _numpy_dequantize(qw).T
-        got = np.asarray(
-            jax.jit(qmatmul_cpu, static_argnames="bits")(
-                jnp.asarray(x), qw.q, qw.scale, qw.offset, bits=bits
-            )
-        )
+        w = _numpy_dequantize(qw)
+        ref = x.astype(np.float64) @ w.T
+        xj = jnp.asarray(x)
+        got = np.asarray(fn(xj, qw.q, qw.scale, qw.offset, bits=bits, portable=portable))
+        mag = np.abs(x.astype(np.float64)) @ np.abs(w).T
+        err = np.abs(got - ref)
+        assert np.all(err <= (k / 8 + 16) * EPS32 * mag), (n, k, m, float((err / mag).max()))
         tol = 1e-5 * np.abs(ref).max()
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=tol)
+        if bits == 8:  # the same bytes as uint8 (the kernel reads q as bytes either way)
+            u8 = jnp.asarray(np.asarray(qw.q).view(np.uint8))
+            same = fn(xj, u8, qw.scale, qw.offset, bits=bits, portable=portable)
+            np.testing.assert_array_equal(np.asarray(same), got)
+        if portable:
+            continue
         pure = np.asarray(_reference(jnp.asarray(x), qw.q, qw.scale, qw.offset, bits))
         np.testing.assert_allclose(pure, ref, rtol=1e-5, atol=tol)
         np.testing.assert_allclose(
             np.asarray(lm.project(jnp.asarray(x), qw)), ref, rtol=1e-5, atol=tol
         )
+
+
+@needs_kernel
+@pytest.mark.parametrize("kernel", [qmatmul_cpu, q8matmul_cpu], ids=["qmatmul", "q8matmul"])
+def test_kernels_take_int8_levels_without_a_copy(kernel):
+    """int8 levels go to the custom call as they are: no bitcast_convert to uint8 in the
+    compiled program (that was a full copy of the weights per call, ~80 ms for a
+    151936 x 896 output head); q of another dtype is refused naming q."""
+    rng = np.random.default_rng(5)
+    qw = random_quant_weight(rng, 40, 64, 8)
+    x = jnp.asarray(rng.standard_normal((2, 64)).astype(np.float32))
+    fn = jax.jit(kernel, static_argnames="bits")
+    hlo = fn.lower(x, qw.q, qw.scale, qw.offset, bits=8).compile().as_text() or ""
+    assert "bitcast-convert" not in hlo
+    assert "custom-call" in hlo
+    with pytest.raises(ValueError, match="q"):
+        kernel(x, qw.q.astype(jnp.int32), qw.scale, qw.offset, bits=8)
 
 
 @pytest.mark.parametrize("bits", [8, 4])
@@ -130,8 +163,8 @@ def test_quantized_decoder_equals_float_decoder_on_same_weights(bits):
     cfg = tiny_llama(d_model=32, head_dim=8, d_ff=64, vocab_size=64)
     model = lm.Transformer.random(cfg, key=jax.random.key(2))
     qmodel, fmodel = _quantized_tiny(model, bits)
-    toks = np.array([[3, 5, 7, 1, 2, 9, 11, 4], [0, 0, 8, 6, 10, 12, 1, 2]], np.int32)
-    mask = (np.arange(8)[None] >= np.array([[0], [2]])).astype(np.int32)
+    toks = jnp.asarray([[3, 5, 7, 1, 2, 9, 11, 4], [0, 0, 8, 6, 10, 12, 1, 2]], jnp.int32)
+    mask = jnp.asarray((np.arange(8)[None] >= np.array([[0], [2]])).astype(np.int32))
     lq, aq = lm.forward_batched(qmodel, toks, mask=mask, capture=["resid_post"])
     lf, af = lm.forward_batched(fmodel, toks, mask=mask, capture=["resid_post"])
     np.testing.assert_allclose(np.asarray(lq), np.asarray(lf), rtol=1e-4, atol=1e-4)

@@ -85,6 +85,7 @@ def q8matmul_cpu(x, q, scale, offset, *, bits: int, portable: bool = False):
     """
     if _register(portable) is None:
         raise RuntimeError("q8matmul_cpu: the C++ kernel is unavailable (no compiler?)")
-    q = jax.lax.bitcast_convert_type(q, jnp.uint8) if q.dtype == jnp.int8 else q
+    if jnp.dtype(q.dtype) not in (jnp.int8, jnp.uint8):
+        raise ValueError(f"q: expected int8 or uint8 levels, received {jnp.dtype(q.dtype)}")
     out = jax.ShapeDtypeStruct((x.shape[0], q.shape[0]), jnp.float32)
     return jax.ffi.ffi_call(_target(portable), out)(x, q, scale, offset, bits=np.int32(bits))
