@@ -1151,6 +1151,253 @@ def temporal_table():
             "max_degree": 3,
         }
 
+    params = tp.TemporalNetworkParams(1.0, 0.3, 0.6, 1.5, 1.0)
+    cap = tp.default_capacity(params)
+    seq = tp.simulate(params, 3, key=jax.random.key(0), capacity=cap)
+    stats = tp.sequence_transition_stats(seq, max_degree=cap.max_degree)
+    theta = np.array([1.0, 0.3, 0.6, 1.5, 1.0])
+    pkinds = {
+        "arrival_rate": "float",
+        "departure_prob": "prob",
+        "persistence": "prob",
+        "formation": "float",
+        "closure": "float",
+    }
+
+    def pars():
+        return dict(zip(pkinds, np.array([1.0, 0.3, 0.6, 1.5, 1.0]), strict=True))
+
+    def snap(present, edges, edge_mask=None, arrived=None):
+        present = np.asarray(present) if isinstance(present, np.ndarray) else present
+        n_e = np.shape(edges)[0] if np.ndim(edges) else 0  # lists too: mask matches edges
+        return tp.Snapshot(
+            present,
+            np.zeros(5, bool) if arrived is None else arrived,
+            edges,
+            np.ones(n_e, bool) if edge_mask is None else edge_mask,
+        )
+
+    def prev_ex():
+        return {
+            "present": np.array([True, True, True, True, False]),
+            "edges": np.array([[0, 1], [1, 2], [0, 2]]),
+        }
+
+    def nxt():
+        return snap(
+            np.array([True, True, True, False, True]),
+            np.array([[0, 1], [1, 2], [2, 4]]),
+            arrived=np.array([False, False, False, False, True]),
+        )
+
+    def stats_fields():
+        return {
+            "surv_edges": np.asarray(stats.surv_edges),
+            "next_triangles": np.asarray(stats.next_triangles),
+            "weight": np.asarray(stats.weight),
+        }
+
+    def _lead(x):  # a time axis on arrays; other bad values go in as they are
+        return x[None] if isinstance(x, np.ndarray) else x
+
+    def with_stats(fn):
+        def call(**k):
+            fields = {f: k.pop(f) for f in ("surv_edges", "next_triangles", "weight")}
+            return fn(stats=dataclasses.replace(stats, **fields), **k)
+
+        return call
+
+    cap_small = tp.Capacity(
+        num_slots=5, max_edges=10, max_new_pairs=10, max_groups=10, max_degree=4
+    )
+    extra = [
+        Entry(
+            "temporal.stationary_mean_size",
+            lambda **k: tp.stationary_mean_size(tp.TemporalNetworkParams(**k)),
+            pars,
+            pkinds,
+        ),
+        Entry(
+            "temporal.stationary_mean_degree",
+            lambda **k: tp.stationary_mean_degree(tp.TemporalNetworkParams(**k)),
+            pars,
+            pkinds,
+        ),
+        Entry(
+            "temporal.default_capacity",
+            lambda **k: tp.default_capacity(tp.TemporalNetworkParams(**k)),
+            pars,
+            pkinds,
+        ),
+        Entry(
+            "temporal.simulate",
+            lambda **k: tp.simulate(params, k["n_steps"], key=jax.random.key(0), capacity=cap),
+            lambda: {"n_steps": 2},
+            sizes=("n_steps",),
+        ),
+        Entry(
+            "temporal.simulate_transitions",
+            lambda **k: tp.simulate_transitions(
+                params, k["n_steps"], key=jax.random.key(0), capacity=cap
+            ),
+            lambda: {"n_steps": 2},
+            sizes=("n_steps",),
+        ),
+        Entry(
+            "temporal.transition",
+            lambda **k: (
+                tp.transition(
+                    params,
+                    snap(k["present"], k["edges"]),
+                    k["present_next"],
+                    key=jax.random.key(0),
+                    capacity=cap_small,
+                )[0].edges
+            ),
+            lambda: dict(prev_ex(), present_next=np.array([True, True, True, False, True])),
+            {"present": "bool", "edges": "int", "present_next": "bool"},
+            ids={"edges": 5},
+            empty_ok=("edges",),  # a snapshot without edges is a valid state
+        ),
+        Entry(
+            "temporal.transition_stats",
+            lambda **k: tp.transition_stats(
+                snap(k["present"], k["edges"]), nxt(), max_degree=k["max_degree"]
+            ),
+            lambda: dict(prev_ex(), max_degree=4),
+            {"present": "bool", "edges": "int"},
+            sizes=("max_degree",),
+            ids={"edges": 5},
+            empty_ok=("edges",),  # a snapshot without edges is a valid state
+        ),
+        Entry(
+            "temporal.sequence_transition_stats",
+            lambda **k: tp.sequence_transition_stats(
+                seq, max_degree=k["max_degree"], valid=k["valid"]
+            ),
+            lambda: {"max_degree": 4, "valid": np.array([True, False, True])},
+            {"valid": "bool"},
+            sizes=("max_degree",),
+            accepts={("valid", "none"): "None is the documented default: every transition"},
+        ),
+        Entry(
+            "temporal.sequence_to_graphs",
+            lambda **k: len(
+                tp.sequence_to_graphs(
+                    tp.Snapshot(
+                        _lead(k["present"]),
+                        np.zeros((1, 5), bool),
+                        _lead(k["edges"]),
+                        np.ones((1, 3), bool),
+                    )
+                )
+            ),
+            prev_ex,
+            {"present": "bool", "edges": "int"},
+            ids={"edges": 5},
+        ),
+        Entry(
+            "temporal.estimate_moments",
+            lambda **k: with_stats(tp.estimate_moments)(**k).theta,
+            stats_fields,
+            {"surv_edges": "count", "next_triangles": "count", "weight": "prob"},
+        ),
+        Entry(
+            "temporal.estimating_functions",
+            with_stats(tp.estimating_functions),
+            lambda: dict(stats_fields(), theta=theta),
+            {"theta": "float", "surv_edges": "count", "weight": "prob"},
+        ),
+        Entry(
+            "temporal.sandwich_covariance",
+            with_stats(tp.sandwich_covariance),
+            lambda: dict(stats_fields(), theta=theta),
+            {"theta": "float", "surv_edges": "count", "weight": "prob"},
+        ),
+        Entry(
+            "temporal.moment_means",
+            with_stats(tp.moment_means),
+            lambda: dict(stats_fields(), edge_theta=theta[2:]),
+            {"edge_theta": "float", "surv_edges": "count", "weight": "prob"},
+        ),
+        Entry(
+            "temporal.plugin_covariance",
+            lambda **k: tp.plugin_covariance(
+                k["theta"],
+                10.0,
+                key=jax.random.key(0),
+                n_chains=k["n_chains"],
+                n_steps=k["n_steps"],
+                burn_in=2,
+                capacity=cap,
+            ),
+            lambda: {"theta": theta, "n_chains": 2, "n_steps": 8},
+            {"theta": "float"},
+            sizes=("n_chains", "n_steps"),
+        ),
+        Entry(
+            "temporal.one_step_counts",
+            lambda **k: tp.one_step_counts(
+                params,
+                seq,
+                k["times"],
+                key=jax.random.key(0),
+                capacity=cap,
+                n_replicates=k["n_replicates"],
+            ),
+            lambda: {"times": np.array([0, 2]), "n_replicates": 2},
+            {"times": "int"},
+            sizes=("n_replicates",),
+            ids={"times": 3},
+            empty_ok=("times",),  # no times: an empty (R, 0, 3) prediction
+        ),
+        Entry(
+            "temporal.bootstrap_gof",
+            lambda **k: (
+                tp.bootstrap_gof(
+                    seq,
+                    k["times"],
+                    key=jax.random.key(0),
+                    capacity=cap,
+                    n_bootstrap=k["n_bootstrap"],
+                    n_inner=k["n_inner"],
+                ).pvalues
+            ),
+            lambda: {"times": np.array([0, 2]), "n_bootstrap": 2, "n_inner": 2},
+            {"times": "int"},
+            sizes=("n_bootstrap", "n_inner"),
+            ids={"times": 3},
+        ),
+        Entry(
+            "temporal.two_sided_pvalues",
+            tp.two_sided_pvalues,
+            lambda: {
+                "observed": _rng(15).standard_normal(3),
+                "replicates": _rng(16).standard_normal((6, 3)),
+            },
+            {"observed": "float", "replicates": "float"},
+        ),
+        Entry(
+            "temporal.contacts_to_snapshots",
+            lambda **k: tp.contacts_to_snapshots(
+                tp.Contacts(k["times"], k["source"], k["target"]), window=2.0
+            )[1],
+            lambda: {
+                "times": np.array([0, 1, 2, 5, 6]),
+                "source": np.array([1, 2, 1, 3, 2]),
+                "target": np.array([2, 3, 3, 4, 4]),
+            },
+            {"times": "int", "source": "int", "target": "int"},
+        ),
+        Entry(
+            "temporal.graphs_to_sequence",
+            lambda **k: tp.graphs_to_sequence(graphs, window_index=k["window_index"]).valid,
+            lambda: {"window_index": np.array([0, 1, 3])},
+            {"window_index": "int"},
+            accepts={("window_index", "none"): "None is the documented default: consecutive"},
+        ),
+    ]
+    graphs = tp.sequence_to_graphs(seq)[:3]
     return [
         Entry(
             "temporal.confidence_intervals",
@@ -1173,6 +1420,7 @@ def temporal_table():
             sizes=("num_nodes", "max_degree"),
             ids={"edges": 4},
         ),
+        *extra,
     ]
 
 

@@ -267,6 +267,17 @@ class Snapshot(eqx.Module):
     edge_mask: Bool[Array, "*T E"]
 
 
+def _same_axes(name: str, a: tuple[str, Any], b: tuple[str, Any], axes: str, drop: int = 0):
+    """Raise naming both fields when `a`'s shape (less its last `drop` axes) and `b`'s have
+    the same rank but differ; a wrong rank is left to the per-field check."""
+    sa, sb = np.shape(a[1]), np.shape(b[1])
+    sa = sa[: len(sa) - drop]
+    if len(sa) == len(sb) and sa != sb:
+        raise ValueError(
+            f"{name}.{a[0]}, {name}.{b[0]}: expected the same {axes} axes, received {sa} and {sb}"
+        )
+
+
 def check_snapshot(
     name: str, snap: Any, *, batched: bool, num_slots: int | None = None
 ) -> Snapshot:
@@ -282,6 +293,9 @@ def check_snapshot(
     present = as_array(
         f"{name}.present", snap.present, shape=(*lead, n), dtype=jnp.bool_, sizes=sizes
     )
+    # one size, two fields: a mismatch names both (either may be the wrong one)
+    _same_axes(name, ("present", snap.present), ("arrived", snap.arrived), "(*T, N)")
+    _same_axes(name, ("edges", snap.edges), ("edge_mask", snap.edge_mask), "(*T, E)", drop=1)
     arrived = as_array(
         f"{name}.arrived", snap.arrived, shape=(*lead, n), dtype=jnp.bool_, sizes=sizes
     )

@@ -90,7 +90,7 @@ def moment_means(
     A NaN/inf `edge_theta` or count raises a `ValueError` naming it.
     """
     edge_theta = as_array("edge_theta", edge_theta, shape=(3,), dtype=jnp.floating, finite=True)
-    _check_stats_values(stats)
+    stats = _check_stats_values(stats)
     p, alpha, gamma = edge_theta[0], edge_theta[1], edge_theta[2]
     n = stats.next_size
     has = n > 0
@@ -126,7 +126,7 @@ def estimating_functions(theta: Float[Array, 5], stats: TransitionStats) -> Floa
     A NaN/inf `theta` or count raises a `ValueError` naming it.
     """
     theta = as_array("theta", theta, shape=(5,), dtype=jnp.floating, finite=True)
-    _check_stats_values(stats)
+    stats = _check_stats_values(stats)
     lam, q = theta[0], theta[1]
     mean_p, mean_m, mean_t = moment_means(theta[2:], stats)
     psi = jnp.stack(
@@ -169,11 +169,29 @@ def _flatten(stats: TransitionStats) -> TransitionStats:
     return jax.tree.map(lambda x: jnp.reshape(x, (-1,)), stats)
 
 
-def _check_stats_values(stats: TransitionStats) -> None:
-    """A `TransitionStats` whose concrete fields are finite non-negative counts (weights
-    in [0, 1]): a `ValueError` naming `stats.<field>` otherwise."""
+def _check_stats_values(stats: TransitionStats) -> TransitionStats:
+    """A `TransitionStats` whose concrete fields are finite non-negative whole counts
+    (weights in [0, 1]), returned with its fields as arrays: a `ValueError` naming
+    `stats.<field>` otherwise (a plain list is taken as an array)."""
     if not isinstance(stats, TransitionStats):
         raise ValueError(f"stats: expected a TransitionStats, received {type(stats).__name__}")
+    if not isinstance(stats.weight, jax.core.Tracer):
+        arrays = {}
+        for field in dataclasses.fields(stats):
+            x = getattr(stats, field.name)
+            if isinstance(x, jax.core.Tracer):
+                arrays[field.name] = x
+                continue
+            x = np.asarray(x)
+            if x.dtype.kind not in "biuf":
+                raise ValueError(f"stats.{field.name}: expected real counts, received {x.dtype}")
+            if not np.all(np.isfinite(x)) or np.any(x < 0):
+                raise ValueError(f"stats.{field.name}: expected finite non-negative counts")
+            if field.name != "weight" and np.any(x != np.round(x)):
+                raise ValueError(f"stats.{field.name}: expected whole counts, received a fraction")
+            # whole counts computed in floating point, as the simulator's statistics are
+            arrays[field.name] = jnp.asarray(x, float) if x.dtype.kind in "biu" else jnp.asarray(x)
+        stats = TransitionStats(**arrays)
     shape = np.shape(stats.size)
     for field in dataclasses.fields(stats):
         got = np.shape(getattr(stats, field.name))
@@ -181,20 +199,14 @@ def _check_stats_values(stats: TransitionStats) -> None:
             raise ValueError(
                 f"stats.{field.name}: expected shape {shape} (of stats.size), got {got}"
             )
-    if not isinstance(stats.weight, jax.core.Tracer):
-        for field in dataclasses.fields(stats):
-            x = np.asarray(getattr(stats, field.name))
-            if x.dtype.kind not in "biuf":
-                raise ValueError(f"stats.{field.name}: expected real counts, received {x.dtype}")
-            if not np.all(np.isfinite(x)) or np.any(x < 0):
-                raise ValueError(f"stats.{field.name}: expected finite non-negative counts")
-        w = np.asarray(stats.weight)
-        if np.any(w > 1):
-            raise ValueError(f"stats.weight: expected weights in [0, 1], received max {w.max()}")
+    w = stats.weight
+    if not isinstance(w, jax.core.Tracer) and np.any(np.asarray(w) > 1):
+        raise ValueError(f"stats.weight: expected weights in [0, 1], received max {np.max(w)}")
+    return stats
 
 
 def _check_stats(stats: TransitionStats) -> TransitionStats:
-    _check_stats_values(stats)
+    stats = _check_stats_values(stats)
     stats = _flatten(stats)
     if stats.size.shape[0] < 1:
         raise ValueError("stats: expected at least one transition")

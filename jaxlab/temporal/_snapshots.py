@@ -25,9 +25,9 @@ import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 
-from jaxlab._core import short_repr, wheel_file
+from jaxlab._core import check_array, short_repr, wheel_file
 
-from ._model import Snapshot
+from ._model import Snapshot, check_snapshot
 
 __all__ = [
     "SOCIOPATTERNS",
@@ -69,13 +69,24 @@ def sociopatterns_path(name: str) -> Path:
 
 @dataclasses.dataclass(frozen=True)
 class Contacts:
-    """Time-stamped contacts: `times`, `source`, `target` int64 arrays of equal length."""
+    """Time-stamped contacts: `times`, `source`, `target` int64 arrays of equal length.
+
+    Construction checks the fields (1-D integer arrays, booleans refused, one length) and
+    stores them as int64; a mismatch raises `ValueError` naming the field."""
 
     __repr__ = short_repr  # arrays as dtype[shape], long sequences cut
 
     times: np.ndarray
     source: np.ndarray
     target: np.ndarray
+
+    def __post_init__(self):
+        sizes: dict[str, int] = {}
+        for field in ("times", "source", "target"):
+            value = getattr(self, field)
+            value = value if hasattr(value, "dtype") else np.asarray(value)
+            check_array(field, value, shape=("C",), dtype=np.integer, sizes=sizes)
+            object.__setattr__(self, field, np.asarray(value, np.int64))
 
     def __len__(self) -> int:
         return int(self.times.shape[0])
@@ -247,15 +258,17 @@ def graphs_to_sequence(
 def sequence_to_graphs(seq: Snapshot, nodes: Sequence | None = None) -> list[nx.Graph]:
     """Inverse of `graphs_to_sequence`: one networkx graph per snapshot.
 
-    **Arguments:** `seq`: `Snapshot` with leading time axis; `nodes`: slot labels
-    (default: the slot indices).
+    **Arguments:** `seq`: `Snapshot` with leading time axis (checked as
+    `check_snapshot` does: shapes, dtypes, edge slots in `[0, N)`); `nodes`: `N` slot
+    labels (default: the slot indices).
     """
+    seq = check_snapshot("seq", seq, batched=True)
     present = np.asarray(seq.present)
-    if present.ndim != 2:
-        raise ValueError(
-            f"seq: expected a leading time axis, received present shape {present.shape}"
-        )
     labels = list(range(present.shape[1])) if nodes is None else list(nodes)
+    if len(labels) != present.shape[1]:
+        raise ValueError(
+            f"nodes: expected {present.shape[1]} slot labels (seq's N), received {len(labels)}"
+        )
     edges = np.asarray(seq.edges)
     mask = np.asarray(seq.edge_mask)
     out = []

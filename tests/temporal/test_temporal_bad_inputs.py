@@ -188,3 +188,37 @@ def test_params_refuse_non_scalars_and_the_stationary_moments_check_ranges():
     # traced values pass through (fits build parameters under jit)
     f = jax.jit(lambda v: stationary_mean_size(TemporalNetworkParams.from_vector(v)))
     assert float(f(np.asarray(good))) == pytest.approx(10.0)
+
+
+def test_moment_functions_take_count_lists_and_refuse_fractional_counts():
+    """Before: a plain list as a `TransitionStats` field failed inside the arithmetic
+    (TypeError, or TracerArrayConversionError under jit), and a fractional count such as
+    2.5 surviving edges was estimated from silently."""
+    import dataclasses
+
+    from jaxlab.temporal import (
+        default_capacity,
+        estimate_moments,
+        moment_means,
+        sandwich_covariance,
+        simulate_transitions,
+    )
+
+    p = _params()
+    stats = simulate_transitions(p, 200, key=jax.random.key(0), capacity=default_capacity(p))
+    theta = np.asarray(estimate_moments(stats).theta)
+    listed = dataclasses.replace(
+        stats,
+        surv_edges=np.asarray(stats.surv_edges).tolist(),
+        weight=np.asarray(stats.weight).tolist(),
+    )
+    np.testing.assert_allclose(
+        estimate_moments(listed).theta, estimate_moments(stats).theta, rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        sandwich_covariance(theta, listed), sandwich_covariance(theta, stats), rtol=1e-12
+    )
+    frac = np.asarray(stats.surv_edges).copy()
+    frac[2] += 0.5
+    with pytest.raises(ValueError, match="^stats.surv_edges: expected whole counts"):
+        moment_means(theta[2:], dataclasses.replace(stats, surv_edges=frac))

@@ -8,6 +8,7 @@ import pytest
 from jaxlab.temporal import (
     SOCIOPATTERNS,
     Contacts,
+    Snapshot,
     contacts_to_snapshots,
     cycle_counts,
     graphs_to_sequence,
@@ -15,6 +16,7 @@ from jaxlab.temporal import (
     sequence_to_graphs,
     sequence_transition_stats,
     sociopatterns_path,
+    transition_stats,
 )
 
 
@@ -112,3 +114,63 @@ def test_hospital_snapshot_counts_match_networkx():
             tri,
             c4,
         )
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"times": np.array([0, 1]), "source": np.array([1, 2, 3])}, "source"),
+        ({"times": np.array([True, False, True])}, "times"),
+        ({"target": np.array([[2, 3, 4]])}, "target"),
+        ({"source": np.array([1.0, 2.0, 3.0])}, "source"),
+    ],
+)
+def test_contacts_refuse_mismatched_or_non_integer_fields(fields, named):
+    good = {"times": np.array([0, 1, 2]), "source": np.array([1, 2, 3]), "target": [2, 3, 4]}
+    with pytest.raises(ValueError, match=named):
+        Contacts(**{**good, **fields})
+    c = Contacts(**good)  # a list is accepted and stored as int64
+    assert c.target.dtype == np.int64
+
+
+def _one_snapshot(edges, present_width=5):
+    edges = np.asarray(edges)
+    return Snapshot(
+        np.ones((1, present_width), bool),
+        np.zeros((1, present_width), bool),
+        edges[None],
+        np.ones((1, edges.shape[0]), bool),
+    )
+
+
+@pytest.mark.parametrize(
+    ("edges", "named"),
+    [
+        (np.array([[0, 1, 2], [1, 2, 3]]), "seq.edges"),  # width 3
+        (np.array([[0], [1]]), "seq.edges"),  # width 1
+        (np.array([[True, False]]), "seq.edges"),  # boolean ids
+        (np.array([[0, 5]]), "seq.edges"),  # slot 5 of N = 5
+        (np.array([[0, 10**9]]), "seq.edges"),
+    ],
+)
+def test_sequence_to_graphs_checks_the_snapshot(edges, named):
+    with pytest.raises(ValueError, match=named):
+        sequence_to_graphs(_one_snapshot(edges))
+    graphs = sequence_to_graphs(_one_snapshot(np.array([[0, 4]])), nodes="abcde")
+    assert sorted(graphs[0].edges()) == [("a", "e")]
+    with pytest.raises(ValueError, match="nodes: expected 5"):
+        sequence_to_graphs(_one_snapshot(np.array([[0, 4]])), nodes="abc")
+
+
+def test_present_arrived_mismatch_names_both():
+    prev = Snapshot(np.ones(4, bool), np.zeros(5, bool), np.array([[0, 1]]), np.ones(1, bool))
+    nxt = Snapshot(np.ones(5, bool), np.zeros(5, bool), np.array([[0, 1]]), np.ones(1, bool))
+    with pytest.raises(ValueError, match=r"prev\.present, prev\.arrived"):
+        transition_stats(prev, nxt, max_degree=3)
+
+
+def test_edges_edge_mask_mismatch_names_both():
+    prev = Snapshot(np.ones(5, bool), np.zeros(5, bool), np.array([[0, 1]]), np.ones(3, bool))
+    nxt = Snapshot(np.ones(5, bool), np.zeros(5, bool), np.array([[0, 1]]), np.ones(1, bool))
+    with pytest.raises(ValueError, match=r"prev\.edges, prev\.edge_mask"):
+        transition_stats(prev, nxt, max_degree=3)
