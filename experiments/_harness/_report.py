@@ -239,6 +239,23 @@ def _size_text(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+SIZE_CELL_ITEMS = 8  # a summary row's size cell: at most this many short entries
+
+
+def _size_cell(size: Mapping[str, Any]) -> str:
+    """The summary row's size: scalar entries only (numbers, short strings), at most
+    `SIZE_CELL_ITEMS`; a cut ends in "..." (the benchmark's own section lists all of it)."""
+    short = [
+        f"{k} {_size_text(v)}"
+        for k, v in size.items()
+        if isinstance(v, int | float) or (isinstance(v, str) and len(v) <= 24)
+    ]
+    shown = short[:SIZE_CELL_ITEMS]
+    if len(shown) < len(size):
+        shown.append("...")
+    return ", ".join(shown)
+
+
 def _pair(key: str, ours: Sequence[str], timings: Mapping[str, Any]) -> tuple[str, str] | None:
     """(ours, peer) of a ratio key `OURS_vs_PEER` (the longest `ours` name that fits)."""
     for o in sorted(ours, key=len, reverse=True):
@@ -266,7 +283,7 @@ def bench_table(benches: Sequence[Mapping[str, Any]]) -> str:
         main = ours[0] if ours else None
         peers = [i for i in b["timings"] if i not in ours]
         med = {i: seconds_text(t["median_s"]) for i, t in b["timings"].items()}
-        size = ", ".join(f"{k} {_size_text(v)}" for k, v in b.get("size", {}).items())
+        size = _size_cell(b.get("size", {}))
         ratios = b.get("ratios", {})
         pairs = {k: _pair(k, ours, b["timings"]) for k in ratios}
         chosen = bool(ratios) and all(pairs.values()) and len(ratios) < len(ours) * len(peers)

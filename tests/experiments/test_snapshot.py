@@ -446,3 +446,19 @@ def test_claims_and_bench_table_commands(tmp_path, capsys):
     assert cli.main(["bench-table", str(tmp_path / "bench")]) == 0
     assert capsys.readouterr().out == bench_table([_bench_record("b")])
     assert cli.main(["bench-table", str(tmp_path / "nothing")]) == 1
+
+
+def test_bench_table_size_cell_keeps_short_scalars_and_marks_the_cut():
+    rec = {
+        **_bench_record("b"),
+        "size": {
+            "n": 3,
+            "note": "x" * 40,
+            "weights": {"a": 1},
+            **{f"k{i}": i for i in range(10)},
+        },
+    }
+    size = bench_table([rec]).splitlines()[2].split(" | ")[2]
+    assert size == "n 3, k0 0, k1 1, k2 2, k3 3, k4 4, k5 5, k6 6, ..."
+    rec["size"] = {"n": 3, "rate": 0.5}
+    assert bench_table([rec]).splitlines()[2].split(" | ")[2] == "n 3, rate 0.5"
