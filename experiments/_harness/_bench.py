@@ -10,6 +10,7 @@ from typing import Any
 
 import jax
 
+from jaxlab import progress_bar
 from jaxlab._core import write_json
 
 from ._api import Bench, log
@@ -25,21 +26,22 @@ __all__ = [
 ]
 
 
-def time_callable(fn, *, warmup: int, repeats: int) -> list[float]:
-    """Wall-clock seconds of `repeats` calls of `fn` after `warmup` untimed calls."""
-    for _ in range(warmup):
-        jax.block_until_ready(fn())
+def time_callable(fn, *, warmup: int, repeats: int, desc: str = "") -> list[float]:
+    """Wall-clock seconds of `repeats` calls of `fn` after `warmup` untimed calls (a
+    progress bar over the calls, labelled `desc`)."""
+    bar = progress_bar(range(warmup + repeats), desc=desc or "timing")
     times = []
-    for _ in range(repeats):
+    for i in bar:
         t0 = time.perf_counter()
         jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t0)
+        if i >= warmup:
+            times.append(time.perf_counter() - t0)
     return times
 
 
-def timing_stats(fn, *, warmup: int, repeats: int) -> dict[str, float | int]:
+def timing_stats(fn, *, warmup: int, repeats: int, desc: str = "") -> dict[str, float | int]:
     """`time_callable` summarised: median, min and max seconds, repeats, warmup."""
-    return _stats(time_callable(fn, warmup=warmup, repeats=repeats), warmup, repeats)
+    return _stats(time_callable(fn, warmup=warmup, repeats=repeats, desc=desc), warmup, repeats)
 
 
 def _stats(ts, warmup, repeats):
@@ -60,14 +62,14 @@ def interleaved_times(fns, *, warmup: int, repeats: int) -> dict[str, list[float
     bandwidth taken by neighbours, frequency changes), so the per-round ratios
     `t_a[r] / t_b[r]` are paired measurements (bootstrap them for an interval).
     """
-    for fn in fns.values():
-        for _ in range(warmup):
-            jax.block_until_ready(fn())
+    # one progress bar over every call: warm-up calls of each, then the timed rounds
+    calls = [(n, False) for n in fns for _ in range(warmup)]
+    calls += [(n, True) for _ in range(repeats) for n in fns]
     ts = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            jax.block_until_ready(fn())
+    for name, timed in progress_bar(calls, desc="bench calls (warm-up, then rounds)"):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fns[name]())
+        if timed:
             ts[name].append(time.perf_counter() - t0)
     return ts
 
@@ -115,7 +117,7 @@ def run_bench(
         timings = {}
         for impl, fn in bench.impls.items():
             log.info("bench %s: timing %s", mod.NAME, impl)
-            timings[impl] = timing_stats(fn, warmup=warmup, repeats=repeats)
+            timings[impl] = timing_stats(fn, warmup=warmup, repeats=repeats, desc=impl)
     pairs = bench.pairs or tuple(
         (ours, peer) for ours in bench.ours for peer in bench.impls if peer not in bench.ours
     )

@@ -258,6 +258,16 @@ def test_interleaved_times_are_per_round_and_ordered():
     assert all(len(v) == 5 and min(v) >= 0 for v in ts.values())
 
 
+def test_time_callable_times_only_the_calls_after_warm_up():
+    from experiments._harness import time_callable
+
+    calls = []
+    ts = time_callable(lambda: calls.append(1) or jnp.zeros(()), warmup=3, repeats=4)
+    assert len(calls) == 7
+    assert len(ts) == 4
+    assert min(ts) >= 0
+
+
 def test_cli_list_finds_every_experiment_in_the_subpackages():
     # every experiments/<component>/<claim>.py is listed as <component>_<claim> (importing it
     # and checking its contract, configs included), every experiments/bench/<name>.py as <name>
