@@ -135,7 +135,8 @@ def as_array(
     None, strings, mappings and ragged lists raise a `ValueError` naming the argument, as
     does a complex list/NumPy array unless `dtype` admits complex values.
     A Python list/scalar asked to be `jnp.floating` is converted to the default float
-    dtype (a list states no dtype); NumPy/JAX arrays keep theirs and are checked.
+    dtype (a list states no dtype); NumPy/JAX arrays keep theirs and are checked. A
+    list/tuple holding tracers (inside `jit`) is stacked with `jnp.asarray`.
 
     **Arguments:**
 
@@ -151,6 +152,13 @@ def as_array(
     """
     if isinstance(x, jax.core.Tracer | jax.Array):
         arr = x
+    elif isinstance(x, list | tuple) and any(
+        isinstance(v, jax.core.Tracer) for v in jax.tree.leaves(x)
+    ):  # e.g. `(lo, lo + 0.1)` inside `jit`: stacked as traced values (shape checks only)
+        try:
+            arr = jnp.asarray(x)
+        except (ValueError, TypeError) as e:  # ragged
+            raise ValueError(f"{name}: expected an array, received {type(x).__name__} ({e})") from e
     else:
         if x is None or isinstance(x, str | bytes | dict):
             raise ValueError(f"{name}: expected an array, received {type(x).__name__} ({x!r:.80})")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxlab._core import short_repr, wheel_file
+from jaxlab._core import as_array, check_size, short_repr, wheel_file
 
 __all__ = [
     "MovieLens",
@@ -149,14 +149,16 @@ def movielens_item_dimensions(
     """
     if train_mask is None:
         train_mask = np.ones(ml.rating.shape, bool)
-    train_mask = np.asarray(train_mask, bool)
+    train_mask = np.asarray(as_array("train_mask", train_mask, dtype=np.bool_))
     if train_mask.shape != ml.rating.shape:
         raise ValueError(
             f"train_mask: expected shape {ml.rating.shape}, received {train_mask.shape}"
         )
-    if isinstance(n_tiers, bool) or not isinstance(n_tiers, int) or n_tiers < 2:
+    if isinstance(n_tiers, bool) or not isinstance(n_tiers, int | np.integer) or n_tiers < 2:
         raise ValueError(f"n_tiers: expected an integer >= 2, received {n_tiers!r}")
     n = ml.n_items
+    # each tier is a one-hot column per item: more tiers than items are empty columns
+    n_tiers = check_size("n_tiers", n_tiers, cap=max(2, n), why="the number of items")
     edges = np.asarray([1970, 1980, 1990, 1995])
     decade = np.digitize(ml.year, edges)
     decade_names = ("<1970", "1970s", "1980s", "1990-94", "1995+")

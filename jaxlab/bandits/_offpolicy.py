@@ -20,7 +20,15 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from jaxlab._core import as_array, check_array, check_finite, check_positive_int, check_range
+from jaxlab._core import (
+    as_array,
+    check_array,
+    check_finite,
+    check_memory,
+    check_positive_int,
+    check_range,
+    check_real,
+)
 
 __all__ = [
     "ips",
@@ -155,10 +163,12 @@ def estimate_with_ci(
     **Returns:** an `OffPolicyEstimate`.
     """
     check_positive_int("n_boot", n_boot)
-    if not 0 < level < 1:
-        raise ValueError(f"level: expected a value in (0, 1), received {level}")
-    value = estimator(*args)
+    level = check_real("level", level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    value = estimator(*args)  # validates the log (lists and NumPy arrays accepted)
+    args = tuple(jnp.asarray(a) for a in args)
     n = args[0].shape[0]
+    # the resample indices, and one resampled log at a time per batch of 8
+    check_memory("n_boot", 8.0 * n_boot * n + 8 * 8.0 * sum(a.size for a in args))
     idx = jax.random.randint(key, (n_boot, n), 0, n)
     # Validation happened on the full log; the resamples only reuse those entries.
     raw = {ips: _ips_raw, snips: _snips_raw, doubly_robust: _dr_raw}.get(estimator, estimator)

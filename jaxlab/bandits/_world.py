@@ -8,7 +8,14 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from jaxlab._core import check_positive_int
+from jaxlab._core import (
+    as_array,
+    check_ids,
+    check_memory,
+    check_positive_int,
+    check_range,
+    check_real,
+)
 
 __all__ = ["DimensionWorld", "make_dimension_world", "one_hot_items"]
 
@@ -19,10 +26,23 @@ def one_hot_items(values: Int[Array, "N M"], n_values: tuple[int, ...]) -> Float
     **Arguments:** `values` `(N, M)` int, value of item n in dimension m (in
     `0..n_values[m]-1`); `n_values`: number of values per dimension.
 
-    **Returns:** `(N, F)` 0/1 float rows, `F = sum(n_values)`.
+    **Returns:** `(N, F)` 0/1 float rows, `F = sum(n_values)`. A value outside
+    `0..n_values[m]-1` raises (one-hot would give a silent all-zero block).
     """
-    cols = [jax.nn.one_hot(values[:, m], v) for m, v in enumerate(n_values)]
+    n_values = _n_values(n_values, minimum=1)
+    values = as_array("values", values, shape=(None, len(n_values)), dtype=jnp.integer)
+    cols = [
+        jax.nn.one_hot(check_ids(f"values[:, {m}]", values[:, m], v, what="values"), v)
+        for m, v in enumerate(n_values)
+    ]
     return jnp.concatenate(cols, axis=1)
+
+
+def _n_values(n_values, *, minimum: int) -> tuple[int, ...]:
+    """`n_values` (values per dimension) as a tuple of ints, each >= `minimum`."""
+    arr = as_array("n_values", n_values, ndim=1, dtype=jnp.integer, nonempty=True)
+    check_range("n_values", arr, low=minimum)
+    return tuple(int(v) for v in np.asarray(arr))
 
 
 class DimensionWorld(eqx.Module):
@@ -68,21 +88,16 @@ def make_dimension_world(
     evenly spaced in `[-scale, scale]` in a random order, so the best value is unique.
     """
     check_positive_int("n_items", n_items)
-    n_values = tuple(int(v) for v in n_values)
-    if len(n_values) == 0 or min(n_values) < 2:
-        raise ValueError(
-            f"n_values: expected >= 1 dimension with >= 2 values each, received {n_values}"
-        )
+    n_values = _n_values(n_values, minimum=2)
     m = len(n_values)
+    rel_ids = np.asarray(check_ids("relevant", relevant, m, what="dimension indices"))
+    if rel_ids.ndim != 1:
+        raise ValueError(f"relevant: expected a 1-D sequence, received shape {rel_ids.shape}")
     rel = np.zeros(m, bool)
-    for r in relevant:
-        if not 0 <= int(r) < m:
-            raise ValueError(
-                f"relevant: expected dimension indices in [0, {m - 1}], received {tuple(relevant)}"
-            )
-        rel[int(r)] = True
-    if noise < 0:
-        raise ValueError(f"noise: expected a value >= 0, received {noise}")
+    rel[rel_ids] = True
+    noise = check_real("noise", noise, low=0.0)
+    # item values (int64), features and their one-hot copy (float64), rewards
+    check_memory("n_items", 8.0 * n_items * (m + 2 * sum(n_values) + 2))
     k_vals, k_w = jax.random.split(key)
     vkeys = jax.random.split(k_vals, m)
     values = jnp.stack(

@@ -25,6 +25,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxlab._core import check_real
+
 from ._observer import ExtendedKalmanFilter, NeuralObserver, place_gain
 from ._systems import AbstractPlant, extended_error_model, linear_model
 
@@ -71,13 +73,14 @@ def disturbance_ekf(
     S(0) = I)`.
     """
     _check_plant(plant)
-    for name, v in (
-        ("state_noise", state_noise),
-        ("disturbance_noise", disturbance_noise),
-        ("measurement_noise", measurement_noise),
-    ):
-        if not (isinstance(v, int | float) and v > 0):
-            raise ValueError(f"{name}: expected a positive float, received {v!r}")
+    state_noise, disturbance_noise, measurement_noise = (
+        check_real(name, v, low=0.0, low_inclusive=False)
+        for name, v in (
+            ("state_noise", state_noise),
+            ("disturbance_noise", disturbance_noise),
+            ("measurement_noise", measurement_noise),
+        )
+    )
     n, nd = plant.state_dim, plant.disturbance_dim
     p = plant.C.shape[0]
     dt = plant.C.dtype

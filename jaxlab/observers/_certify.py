@@ -30,9 +30,16 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.stats
 
-from jaxlab._core import as_array, check_array, check_positive_int, short_repr
+from jaxlab._core import (
+    as_array,
+    check_memory,
+    check_positive_int,
+    check_real,
+    check_size,
+    short_repr,
+)
 
-from ._lmi import decrease_bound
+from ._lmi import decrease_bound, lyapunov_matrix_arg, scaled_errors_arg
 from ._observer import NeuralObserver
 
 __all__ = [
@@ -45,6 +52,10 @@ __all__ = [
     "local_stability_radius",
     "sampled_decrease",
 ]
+
+MAX_SEARCH_STEPS = 1_000_000
+"""The most ascent steps `search_decrease_violations` runs per start (each is one
+gradient evaluation per start): larger values are refused instead of running for days."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,9 +111,20 @@ def _assemble(blocks, P, t):
 
 
 def check_certificate(observer: NeuralObserver, P, multipliers) -> float:
-    """Largest eigenvalue of `H(P, diag(multipliers))` (float64 numpy; < 0 = certified)."""
-    P = np.asarray(P, np.float64)
-    t = np.asarray(multipliers, np.float64)
+    """Largest eigenvalue of `H(P, diag(multipliers))` (float64 numpy; < 0 = certified).
+
+    **Arguments:** `P (ne, ne)` positive definite, `multipliers (nh,)` >= 0, finite."""
+    P = np.asarray(lyapunov_matrix_arg(observer, P), np.float64)
+    t = np.asarray(
+        as_array(
+            "multipliers",
+            multipliers,
+            shape=(observer.hidden_dim,),
+            dtype=jnp.floating,
+            finite=True,
+        ),
+        np.float64,
+    )
     if np.any(t < 0):
         raise ValueError("multipliers: expected non-negative values")
     if np.linalg.eigvalsh(0.5 * (P + P.T))[0] <= 0:
@@ -213,9 +235,10 @@ def sampled_decrease(
     **Returns:** `(etas (S, ne), values (S,))`, `values = decrease_bound(eta)`.
     """
     check_positive_int("num_samples", num_samples)
-    if not radius > 0:
-        raise ValueError(f"radius: expected a positive value, received {radius}")
+    radius = check_real("radius", radius, low=0.0, low_inclusive=False)
+    P = lyapunov_matrix_arg(observer, P)
     ne = observer.extended_dim
+    check_memory("num_samples", 8.0 * num_samples * (4 * ne + 4))  # directions, radii, etas
     kd, kr = jax.random.split(key)
     dt = observer.A.dtype
     d = jax.random.normal(kd, (num_samples, ne), dt)
@@ -255,13 +278,15 @@ def search_decrease_violations(
     **Returns:** `(etas (S, ne), values (S,))`, `values = decrease_bound(eta)` at the end
     points (`> 0`: a violation found).
     """
-    check_positive_int("steps", steps)
-    if not (max_norm > 0 and step_size > 0):
-        raise ValueError(f"max_norm, step_size: expected > 0, received {max_norm}, {step_size}")
+    steps = check_size("steps", steps, cap=MAX_SEARCH_STEPS, why="MAX_SEARCH_STEPS")
+    step_size = check_real("step_size", step_size, low=0.0, low_inclusive=False)
+    max_norm = check_real("max_norm", max_norm, low=0.0, low_inclusive=False)
     ne = observer.extended_dim
-    check_array("etas", etas, shape=("S", ne))
-    mask = jnp.ones(ne, bool) if free is None else jnp.asarray(free, bool)
-    check_array("free", mask, shape=(ne,))
+    P = lyapunov_matrix_arg(observer, P)
+    etas = scaled_errors_arg("etas", observer, etas, batch=True)
+    mask = (
+        jnp.ones(ne, bool) if free is None else as_array("free", free, shape=(ne,), dtype=np.bool_)
+    )
     m = mask.astype(etas.dtype)
 
     def bound(e):
@@ -297,12 +322,20 @@ def local_stability_radius(observer: NeuralObserver, P, etas, values) -> float:
     an estimate, not a proof. For a globally certified observer (`certify_lmi`) the
     decrease holds everywhere and the radius is the sampled ball's.
 
+    **Arguments:** `P (ne, ne)` positive definite; `etas (S, ne)` the samples and
+    `values (S,)` their decrease bounds, finite.
+
     **Returns:** a float.
     """
-    P = np.asarray(P, np.float64)
-    etas = np.asarray(etas, np.float64)
-    values = np.asarray(values, np.float64)
+    # `observer` is not read: the radius depends on P and the samples only
+    sizes: dict[str, int] = {}
+    kw = {"dtype": jnp.floating, "finite": True, "nonempty": True, "sizes": sizes}
+    P = np.asarray(as_array("P", P, shape=("ne", "ne"), **kw), np.float64)
+    etas = np.asarray(as_array("etas", etas, shape=("S", "ne"), **kw), np.float64)
+    values = np.asarray(as_array("values", values, shape=("S",), **kw), np.float64)
     lam = np.linalg.eigvalsh(0.5 * (P + P.T))
+    if lam[0] <= 0:  # the square root of a negative level: a silent NaN radius
+        raise ValueError("P: expected a positive-definite matrix")
     V = np.einsum("si,ij,sj->s", etas, P, etas)
     cap = lam[0] * float(np.max(np.sum(etas**2, axis=1)))
     bad = values >= 0

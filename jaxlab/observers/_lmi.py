@@ -29,6 +29,21 @@ from jaxlab._core import as_array, check_real
 
 from ._observer import NeuralObserver
 
+
+def lyapunov_matrix_arg(observer: NeuralObserver, P) -> jax.Array:
+    """`P` checked as a finite `(ne, ne)` float matrix of `observer` (shape/dtype also
+    under tracing; values when concrete)."""
+    ne = observer.extended_dim
+    return as_array("P", P, shape=(ne, ne), dtype=jnp.floating, finite=True)
+
+
+def scaled_errors_arg(name: str, observer: NeuralObserver, etas, *, batch: bool) -> jax.Array:
+    """Scaled errors `(S, ne)` (`batch`) or `(ne,)`, finite floats."""
+    ne = observer.extended_dim
+    shape = ("S", ne) if batch else (ne,)
+    return as_array(name, etas, shape=shape, dtype=jnp.floating, finite=True, nonempty=True)
+
+
 __all__ = [
     "LyapunovMatrix",
     "implicit_blocks",
@@ -100,6 +115,15 @@ def lmi_matrix(observer: NeuralObserver, P, multipliers) -> Float[Array, "k k"]:
     **Arguments:** `observer`; `P (ne, ne)` symmetric; `multipliers (nh,)` the diagonal of `T`.
     **Returns:** symmetric `H (ne + nh, ne + nh)`; `H < 0` certifies global stability.
     """
+    P = lyapunov_matrix_arg(observer, P)
+    multipliers = as_array(
+        "multipliers",
+        multipliers,
+        shape=(observer.hidden_dim,),
+        dtype=jnp.floating,
+        finite=True,
+        low=0.0,
+    )
     A_cl, N_x, N_w, N_pw = implicit_blocks(observer)
     T = jnp.diag(multipliers)
     top_left = A_cl.T @ P + P @ A_cl
@@ -140,6 +164,10 @@ def decrease_bound(observer: NeuralObserver, P, eta, *, rate: float, disturbance
     **Arguments:** `observer`, `P (ne, ne)`, `eta (ne,)`, `rate >= 0`, `disturbance_bound M >= 0`.
     **Returns:** a scalar.
     """
+    P = lyapunov_matrix_arg(observer, P)
+    eta = scaled_errors_arg("eta", observer, eta, batch=False)
+    rate = check_real("rate", rate, low=0.0)
+    disturbance_bound = check_real("disturbance_bound", disturbance_bound, low=0.0)
     _, _, D = observer.error_model()
     Pe = P @ eta
     quad = 2 * Pe @ observer.error_field(eta) + rate * eta @ Pe
@@ -156,6 +184,9 @@ def lyapunov_hinge(
     `decrease_bound`; `margin >= 0`. **Returns:** a scalar (0 iff every sample decreases
     with the requested margin).
     """
+    P = lyapunov_matrix_arg(observer, P)
+    etas = scaled_errors_arg("etas", observer, etas, batch=True)
+    margin = check_real("margin", margin, low=0.0)
     bound = jax.vmap(
         lambda e: decrease_bound(observer, P, e, rate=rate, disturbance_bound=disturbance_bound)
     )(etas)

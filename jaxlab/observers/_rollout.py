@@ -19,13 +19,24 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxlab._core import check_array, check_positive_int
+from jaxlab._core import as_array, check_memory, check_positive_int, check_real
 
 from ._observer import AbstractObserver
 from ._simulate import Trajectory, joint_field
 from ._systems import AbstractPlant
 
 __all__ = ["rollout", "rollout_mse", "rollout_estimation"]
+
+
+def _rollout_bytes(n: int, n_obs: int, steps: int) -> float:
+    """About the bytes one rollout saves: the plant state (`n`) and the observer state
+    (`n_obs`) per step, a few copies."""
+    return 3 * 8.0 * (steps + 1) * (n + n_obs)
+
+
+def _observer_size(observer: AbstractObserver, x_hat0) -> int:
+    """Entries of `observer.init(x_hat0)` (an EKF adds its covariance)."""
+    return sum(a.size for a in jax.tree.leaves(jax.eval_shape(observer.init, x_hat0)))
 
 
 def rollout(
@@ -50,11 +61,13 @@ def rollout(
     **Returns:** a `Trajectory` with `steps + 1` saved times `t0 + dt * arange(steps + 1)`;
     `ok` is False when the rollout left the finite numbers.
     """
-    sizes = check_array("x0", x0, shape=("n",), sizes={"n": plant.state_dim})
-    check_array("x_hat0", x_hat0, shape=("n",), sizes=sizes)
+    kw = {"dtype": jnp.floating, "finite": True}
+    x0 = as_array("x0", x0, shape=(plant.state_dim,), **kw)
+    x_hat0 = as_array("x_hat0", x_hat0, shape=(plant.state_dim,), **kw)
     steps = check_positive_int("steps", steps)
-    if not (isinstance(dt, int | float) and dt > 0):
-        raise ValueError(f"dt: expected a positive float, received {dt!r}")
+    dt = check_real("dt", dt, low=0.0, low_inclusive=False)
+    n = plant.state_dim
+    check_memory("steps", _rollout_bytes(n, _observer_size(observer, x_hat0), steps))
     args = (plant, observer)
     dtype = jnp.result_type(x0, x_hat0)
     t0 = jnp.asarray(t0, dtype)
@@ -109,12 +122,24 @@ def rollout_mse(
 
     **Returns:** a scalar (the mean over starts, scored steps and states).
     """
-    check_array("x0s", x0s, shape=("B", "n"), sizes={"n": plant.state_dim})
-    check_array("x_hat0s", x_hat0s, shape=(x0s.shape[0], plant.state_dim))
-    if not (isinstance(start, int) and 1 <= start <= steps):
+    sizes = {"n": plant.state_dim}
+    kw = {"dtype": jnp.floating, "finite": True, "nonempty": True, "sizes": sizes}
+    x0s = as_array("x0s", x0s, shape=("B", "n"), **kw)
+    x_hat0s = as_array("x_hat0s", x_hat0s, shape=("B", "n"), **kw)
+    steps = check_positive_int("steps", steps)
+    if isinstance(start, bool) or not (isinstance(start, int) and 1 <= start <= steps):
         raise ValueError(f"start: expected an int in [1, steps={steps}], received {start!r}")
-    t0s = jnp.zeros((x0s.shape[0],), jnp.result_type(x0s)) if t0s is None else t0s
-    w = jnp.ones((plant.state_dim,), jnp.result_type(x0s)) if weights is None else weights
+    n_obs = _observer_size(observer, x_hat0s[0])
+    check_memory("steps", x0s.shape[0] * _rollout_bytes(plant.state_dim, n_obs, steps))
+    dt_ = jnp.result_type(x0s)
+    t0s = (
+        jnp.zeros((x0s.shape[0],), dt_) if t0s is None else as_array("t0s", t0s, shape=("B",), **kw)
+    )
+    w = (
+        jnp.ones((plant.state_dim,), dt_)
+        if weights is None
+        else as_array("weights", weights, shape=("n",), low=0.0, **kw)
+    )
 
     def one(x0, xh0, t0):
         tr = rollout(plant, observer, x0, xh0, dt=dt, steps=steps, t0=t0)
@@ -150,9 +175,18 @@ def rollout_estimation(
     **Returns:** the function `estimation(observer, key) -> scalar` described above.
     """
     batch = check_positive_int("batch", batch)
-    spread = jnp.broadcast_to(jnp.asarray(initial_spread, plant.C.dtype), (plant.state_dim,))
-    if not (period >= 0):
-        raise ValueError(f"period: expected a value >= 0, received {period!r}")
+    steps = check_positive_int("steps", steps)
+    n = plant.state_dim
+    spread = as_array("initial_spread", initial_spread, dtype=jnp.floating, finite=True, low=0.0)
+    if spread.shape not in ((), (n,)):
+        raise ValueError(
+            f"initial_spread: expected a scalar or shape ({n},), received {spread.shape}"
+        )
+    spread = jnp.broadcast_to(spread.astype(plant.C.dtype), (n,))
+    period = check_real("period", period, low=0.0)
+    # checked once here, before the observer is known: its state taken as 3 n (an EKF on
+    # (x, d) with its covariance is about that for small n)
+    check_memory("batch x steps", batch * _rollout_bytes(n, 3 * n, steps))
 
     def estimation(observer: AbstractObserver, key: jax.Array) -> Array:
         kx, kt = jax.random.split(key)

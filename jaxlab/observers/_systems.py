@@ -332,8 +332,12 @@ def total_disturbance(plant: AbstractPlant, t, x):
     """The disturbance relative to the linear model, `E^+ (f(t, x) - A x - B u)`.
 
     This is what an extended-state observer built on `linear_model(plant)` estimates.
+    **Arguments:** `plant`; `t` a finite time (scalar); `x (n,)` a finite state.
+
     **Returns:** shape `(nd,)`.
     """
+    t = as_array("t", t, shape=(), dtype=jnp.floating, finite=True)
+    x = as_array("x", x, shape=(plant.state_dim,), dtype=jnp.floating, finite=True)
     A, B, _, E = linear_model(plant)
     u = plant.control(t, x)
     return jnp.linalg.pinv(E) @ (plant.true_field(t, x) - A @ x - B @ u)

@@ -44,7 +44,7 @@ from jaxlab._core import (
     run_steps,
 )
 
-from ._lmi import LyapunovMatrix, lmi_matrix, lmi_penalty, lyapunov_hinge
+from ._lmi import LyapunovMatrix, lmi_matrix, lmi_penalty, lyapunov_hinge, scaled_errors_arg
 from ._observer import NeuralObserver, trainable_filter
 
 __all__ = [
@@ -175,8 +175,11 @@ def estimation_loss(observer: NeuralObserver, etas, config: ObserverTrainConfig,
     constant disturbance derivative of norm `disturbance_bound` per sample, so a
     small value means fast convergence and a small disturbance-induced residual (the
     log keeps the loss finite for unstable initial observers).
+    **Arguments:** `observer`; `etas (S, ne)` finite, non-zero; `config`; `key`.
+
     **Returns:** a scalar.
     """
+    etas = scaled_errors_arg("etas", observer, etas, batch=True)
     _, _, D = observer.error_model()
     nd = D.shape[1]
     w = jax.random.normal(key, (etas.shape[0], nd), etas.dtype)

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from jaxlab._core import as_array, check_array
+from jaxlab._core import as_array, check_ids
 
 __all__ = [
     "Flower",
@@ -80,23 +81,41 @@ def sample_flower(
     contrast_range: tuple[float, float] = (0.4, 1.0),
 ) -> Flower:
     """Draw a random flower. Training conditions by default; pass other ranges/kinds
-    (e.g. `kinds=(1,)`, `curvature_range=(1.0, 1.6)`) for unseen conditions."""
+    (e.g. `kinds=(1,)`, `curvature_range=(1.0, 1.6)`) for unseen conditions.
+
+    **Arguments:** `key` (keyword-only); `kinds` a non-empty sequence of pattern kinds
+    in {0, 1, 2} (stripes, rings, spot); `curvature_range`, `contrast_range` finite
+    `(low, high)` with `low <= high`.
+    """
+    kind_ids = check_ids("kinds", kinds, 3, what="pattern kinds")
+    if kind_ids.ndim != 1 or kind_ids.shape[0] == 0:
+        raise ValueError(
+            f"kinds: expected a non-empty 1-D sequence, received shape {kind_ids.shape}"
+        )
+    curv = _interval("curvature_range", curvature_range)
+    contrast = _interval("contrast_range", contrast_range)
     ks = jax.random.split(key, 6)
     radius = jax.random.uniform(ks[0], (), minval=0.7, maxval=0.9)
     r = 0.35 * jnp.sqrt(jax.random.uniform(ks[1], ()))
     ang = jax.random.uniform(ks[2], (), maxval=2 * jnp.pi)
     return Flower(
-        curvature=jax.random.uniform(
-            ks[3], (), minval=curvature_range[0], maxval=curvature_range[1]
-        ),
+        curvature=jax.random.uniform(ks[3], (), minval=curv[0], maxval=curv[1]),
         radius=radius,
         nectary=jnp.stack([r * jnp.cos(ang), r * jnp.sin(ang)]),
-        kind=jax.random.choice(ks[4], jnp.asarray(kinds)),
+        kind=jax.random.choice(ks[4], jnp.asarray(kind_ids)),
         phase=jax.random.uniform(ks[5], (), maxval=jnp.pi),
         contrast=jax.random.uniform(
-            jax.random.fold_in(key, 7), (), minval=contrast_range[0], maxval=contrast_range[1]
+            jax.random.fold_in(key, 7), (), minval=contrast[0], maxval=contrast[1]
         ),
     )
+
+
+def _interval(name: str, x) -> jax.Array:
+    """A finite `(low, high)` pair with `low <= high` (concrete values checked)."""
+    x = as_array(name, x, shape=(2,), dtype=jnp.floating, finite=True)
+    if not isinstance(x, jax.core.Tracer) and float(x[0]) > float(x[1]):
+        raise ValueError(f"{name}: expected low <= high, received {x.tolist()}")
+    return x
 
 
 def _in_tube(flower: Flower, p: Float[Array, 2]) -> Float[Array, ""]:
@@ -115,6 +134,7 @@ def surface_height(flower: Flower, p: Float[Array, 2]) -> Float[Array, ""]:
 
 def pattern_intensity(flower: Flower, q: Float[Array, 2]) -> Float[Array, ""]:
     """Brightness of the corolla (0.3 base + contrast x nectar guide) at point `q`."""
+    q = as_array("q", q, shape=(2,), dtype=jnp.floating, finite=True)
     d = q - flower.nectary
     dist = jnp.linalg.norm(d) + 1e-12
     radial = 0.5 * (1 + jnp.cos(6 * jnp.arctan2(d[1], d[0]) + flower.phase))
@@ -154,13 +174,15 @@ def observe(
     key: jax.Array,
     noise: tuple[float, float] = (0.05, 0.05),
 ) -> tuple[Float[Array, 9], Float[Array, 6]]:
-    """`observe_mean` plus Gaussian sensor noise (std `noise` = (visual, mechano))."""
-    check_array("action", action, shape=(ACTION_DIM,), dtype=jnp.floating)
+    """`observe_mean` plus Gaussian sensor noise (std `noise` = (visual, mechano), finite,
+    >= 0)."""
+    action = as_array("action", action, shape=(ACTION_DIM,), dtype=jnp.floating, finite=True)
+    std = as_array("noise", noise, shape=(2,), dtype=jnp.floating, finite=True, low=0.0)
     kv, km = jax.random.split(key)
     v, m = observe_mean(flower, action)
     return (
-        v + noise[0] * jax.random.normal(kv, v.shape, v.dtype),
-        m + noise[1] * jax.random.normal(km, m.shape, m.dtype),
+        v + std[0] * jax.random.normal(kv, v.shape, v.dtype),
+        m + std[1] * jax.random.normal(km, m.shape, m.dtype),
     )
 
 

@@ -23,8 +23,9 @@ import numpy as np
 from jax.scipy.special import logsumexp
 from jaxtyping import Array, Float
 
-from jaxlab._core import check_array, check_memory, check_positive_int
+from jaxlab._core import as_array, check_memory, check_positive_int
 
+from ._flower import ACTION_DIM
 from ._model import GaussianExpert, MultimodalVAE
 
 __all__ = [
@@ -45,11 +46,16 @@ def _check_modality(modality: str) -> tuple[str, ...]:
     return _MODES[modality]
 
 
+def _action(action) -> jax.Array:
+    return as_array("action", action, shape=(ACTION_DIM,), dtype=jnp.floating, finite=True)
+
+
 def linearized_information_gain(
     model: MultimodalVAE, post: GaussianExpert, action: Float[Array, 3], modality: str = "joint"
 ) -> Float[Array, ""]:
     """0.5 logdet(I + J Sigma J^T / sigma^2) for `modality` in 'visual', 'mechano', 'joint'."""
     mods = _check_modality(modality)
+    action = _action(action)
     sqrt_cov = 1 / jnp.sqrt(post.precision)  # diagonal posterior
     rows = []
     for m in mods:
@@ -70,8 +76,12 @@ def mc_information_gain(
     key: jax.Array,
     n_samples: int = 256,
 ) -> Float[Array, ""]:
-    """Nested Monte-Carlo mutual information I(z; o | action) under the posterior."""
+    """Nested Monte-Carlo mutual information I(z; o | action) under the posterior
+    (`n_samples` a positive integer; the work and memory are `n_samples^2`)."""
     mods = _check_modality(modality)
+    action = _action(action)
+    check_positive_int("n_samples", n_samples)
+    check_memory("n_samples", 8.0 * 3 * n_samples * n_samples)  # log-likelihood table
     kz, ko = jax.random.split(key)
     std = 1 / jnp.sqrt(post.precision)
     z = post.mean[None] + std[None] * jax.random.normal(
@@ -100,6 +110,7 @@ def expected_reward(
     model: MultimodalVAE, post: GaussianExpert, action: Float[Array, 3]
 ) -> Float[Array, ""]:
     """Predicted tube-entry signal (mechanosensory channel 5) at the posterior mean, in [0, 1]."""
+    action = _action(action)
     return jnp.clip(model.decode("mechano", post.mean, action)[5], 0.0, 1.0)
 
 
@@ -132,6 +143,8 @@ def information_map(
     modality: str = "joint",
 ) -> Float[Array, " G"]:
     """Linearised information gain of every action in `actions` (vmapped)."""
-    check_array("actions", actions, shape=(None, 3), dtype=jnp.floating)
+    actions = as_array(
+        "actions", actions, shape=(None, ACTION_DIM), dtype=jnp.floating, finite=True, nonempty=True
+    )
     _check_modality(modality)
     return jax.vmap(lambda a: linearized_information_gain(model, post, a, modality))(actions)

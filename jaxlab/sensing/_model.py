@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 from jaxtyping import Array, Float
+
+from jaxlab._core import as_array, check_instance, check_positive_int
 
 from ._flower import ACTION_DIM, MECHANO_DIM, VISUAL_DIM
 
@@ -37,13 +40,19 @@ def product_of_experts(
 ) -> GaussianExpert:
     """Combine K stacked experts (leading axis) with the N(0, I) prior.
 
-    `mask[k] = 0` drops expert k. Returns the posterior expert (closed form).
+    `experts.mean`, `experts.precision` `(K, L)` finite (precisions >= 0); `mask[k]` in
+    [0, 1] weights expert k (0 drops it). Returns the posterior expert (closed form).
     """
-    prec = experts.precision
+    check_instance("experts", experts, GaussianExpert)
+    sizes: dict[str, int] = {}
+    kw = {"dtype": jnp.floating, "finite": True, "sizes": sizes}
+    mean = as_array("experts.mean", experts.mean, shape=("K", "L"), **kw)
+    prec = as_array("experts.precision", experts.precision, shape=("K", "L"), low=0.0, **kw)
     if mask is not None:
+        mask = as_array("mask", mask, shape=("K",), sizes=sizes, finite=True, low=0.0, high=1.0)
         prec = prec * mask[:, None].astype(prec.dtype)
     total = 1.0 + jnp.sum(prec, axis=0)
-    mean = jnp.sum(prec * experts.mean, axis=0) / total
+    mean = jnp.sum(prec * mean, axis=0) / total
     return GaussianExpert(mean=mean, precision=total)
 
 
@@ -151,7 +160,17 @@ def elbo(
     With `n_context`, the posterior uses only the first `n_context` probes and the
     reconstruction scores all K — the model learns to predict unseen probes, which
     is what the information maps need.
+
+    **Arguments:** `visual (K, 9)`, `mechano (K, 6)`, `actions (K, 3)` finite;
+    `n_context` None (every probe) or a positive integer (a traced one inside `vmap`).
     """
+    sizes: dict[str, int] = {}
+    kw = {"dtype": jnp.floating, "finite": True, "nonempty": True, "sizes": sizes}
+    visual = as_array("visual", visual, shape=("K", VISUAL_DIM), **kw)
+    mechano = as_array("mechano", mechano, shape=("K", MECHANO_DIM), **kw)
+    actions = as_array("actions", actions, shape=("K", ACTION_DIM), **kw)
+    if n_context is not None and not isinstance(n_context, jax.core.Tracer):
+        check_positive_int("n_context", n_context)
     k = actions.shape[0]
     mask = None if n_context is None else (jnp.arange(k) < n_context).astype(visual.dtype)
     q = model.posterior(visual, mechano, actions, mask)

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from jaxlab._core import as_array, check_positive_int, check_range
+from jaxlab._core import as_array, check_memory, check_positive_int, check_range
 
 from ._flower import Flower, nectar_reward, observe
 from ._infomap import expected_reward, information_map
@@ -138,6 +138,7 @@ def run_episode(
     maps are recomputed every step. `lax.scan` over steps; vmap over flowers.
     """
     check_positive_int("n_steps", n_steps)
+    check_memory("n_steps", 2 * 8.0 * n_steps * (9 + 6 + 3 + 1))  # probe history and outputs
     candidates = as_array(
         "candidates", candidates, shape=(None, 3), dtype=jnp.floating, finite=True
     )

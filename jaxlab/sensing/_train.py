@@ -62,6 +62,9 @@ def simulate_probes(n_flowers: int, n_probes: int, *, key: jax.Array, **flower_k
     """Sample flowers (training conditions unless `flower_kwargs` say otherwise) and probe them."""
     check_positive_int("n_flowers", n_flowers)
     check_positive_int("n_probes", n_probes)
+    # per flower: its key and parameters, and per probe the action, both observations and
+    # the renderer's intermediates (a few copies)
+    check_memory("n_flowers x n_probes", 8.0 * n_flowers * (16 + 4 * n_probes * (3 + 9 + 6)))
     keys = jax.random.split(key, n_flowers)
     # one compiled program (run eagerly, the vmapped renderer compiled ~170 primitives one
     # by one, ~10 s on 2 cores, again for every other number of flowers); keyword values

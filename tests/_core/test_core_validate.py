@@ -152,3 +152,16 @@ def test_check_ids_without_an_upper_bound_refuses_negative_and_non_integer_ids()
         check_ids("tokens", [3, -1], None)
     with pytest.raises(ValueError, match="^tokens: expected integer ids"):
         check_ids("tokens", [1.5], None)
+
+
+def test_as_array_stacks_a_tuple_of_tracers():
+    """`(lo, lo + 0.1)` inside `jit` (e.g. `sensing.sample_flower(curvature_range=...)`):
+    NumPy conversion of the tuple raised a TracerArrayConversionError."""
+
+    @jax.jit
+    def f(lo):
+        return as_array("r", (lo, lo + 0.1), shape=(2,), dtype=jnp.floating, finite=True)
+
+    np.testing.assert_allclose(f(jnp.asarray(1.0)), [1.0, 1.1], rtol=1e-6)
+    with pytest.raises(ValueError, match="^r: expected shape"):
+        jax.jit(lambda lo: as_array("r", (lo, lo, lo), shape=(2,)))(jnp.asarray(1.0))

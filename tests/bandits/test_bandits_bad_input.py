@@ -96,3 +96,66 @@ def test_jitted_play_with_numpy_closure(getkey):
     contexts, rewards = rng.standard_normal((12, 4, 3)), rng.standard_normal((12, 4))
     f = jax.jit(lambda k: B.play(B.LinUCB(), contexts, rewards, key=k).arms)
     assert f(getkey()).shape == (12,)
+
+
+# ---- issue #59: the fuzz tables' findings (estimate_with_ci, the world, MovieLens tiers)
+
+
+def _log():
+    rng = np.random.default_rng(3)
+    return (
+        rng.integers(0, 3, 12),
+        rng.uniform(size=12),
+        np.full(12, 1 / 3),
+        np.full((12, 3), 1 / 3),
+    )
+
+
+def test_estimate_with_ci_accepts_lists_and_names_a_bad_level():
+    key = jax.random.key(0)
+    log = _log()
+    ref = B.estimate_with_ci(B.ips, *log, key=key, n_boot=8)
+    got = B.estimate_with_ci(B.ips, *(np.asarray(a).tolist() for a in log), key=key, n_boot=8)
+    np.testing.assert_allclose([got.value, got.low, got.high], [ref.value, ref.low, ref.high])
+    for level in (None, "0.9", np.array([[0.9]]), np.nan):
+        with pytest.raises(ValueError, match="level"):
+            B.estimate_with_ci(B.ips, *log, key=key, n_boot=8, level=level)
+    with pytest.raises(ValueError, match="n_boot"):  # 10**9 resamples: refused, not allocated
+        B.estimate_with_ci(B.ips, *log, key=key, n_boot=10**9)
+
+
+def test_one_hot_items_refuses_values_out_of_range():
+    values = np.array([[0, 2], [1, 0]])
+    np.testing.assert_array_equal(B.one_hot_items(values, (3, 3)).sum(1), [2, 2])
+    for bad in (3, -1):  # one_hot gave an all-zero block (3) or wrapped (-1)
+        with pytest.raises(ValueError, match="values"):
+            B.one_hot_items(np.array([[0, bad]]), (3, 3))
+    for bad in (None, "ab", np.zeros((1, 1, 2), int), np.zeros((2, 1), int)):
+        with pytest.raises(ValueError, match="values"):
+            B.one_hot_items(bad, (3, 3))
+
+
+def test_make_dimension_world_names_bad_dimensions_and_sizes():
+    key = jax.random.key(0)
+    world = B.make_dimension_world(4, np.array([2, 3]), np.array([1]), key=key)
+    assert world.features.shape == (4, 5)
+    for n_values in (None, "ab", [2.0, np.nan], [[2, 3]], [2, 1]):
+        with pytest.raises(ValueError, match="n_values"):
+            B.make_dimension_world(4, n_values, (1,), key=key)
+    for relevant in (None, "a", [[1]], [2], [-1]):
+        with pytest.raises(ValueError, match="relevant"):
+            B.make_dimension_world(4, (2, 3), relevant, key=key)
+    with pytest.raises(ValueError, match="n_items"):  # refused before allocating
+        B.make_dimension_world(10**9, (2, 3), (1,), key=key)
+
+
+def test_movielens_item_dimensions_caps_the_tiers():
+    from tests.test_fuzz_public_api import _tiny_movielens
+
+    ml = _tiny_movielens()
+    feats = B.movielens_item_dimensions(ml, n_tiers=3)[0]
+    assert feats.shape[0] == 3
+    with pytest.raises(ValueError, match="n_tiers"):  # np.eye(10**9) aborted the process
+        B.movielens_item_dimensions(ml, n_tiers=10**9)
+    with pytest.raises(ValueError, match="train_mask"):
+        B.movielens_item_dimensions(ml, "abc")

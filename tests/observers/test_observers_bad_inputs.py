@@ -72,3 +72,136 @@ def test_x29_refuses_a_string_uncertainty_and_a_nan_reference():
         ob.x29_lateral(ref_amp=None)
     with pytest.raises(ValueError, match="ref_freq: expected a scalar or shape"):
         ob.x29_lateral(ref_freq=(0.1, 0.2, 0.3))
+
+
+# issue #59, second round: the certificate, decrease and rollout functions
+
+
+def _observer():
+    # Van der Pol: n = 2, nd = 1 (ne = 3), one hidden layer of 2 (nh = 2)
+    return ob.NeuralObserver.from_plant(
+        ob.VanDerPol(), (2,), epsilon=0.1, key=jax.random.key(0), gain=-np.ones((3, 1))
+    )
+
+
+_ETAS = np.array([[0.1, -0.2, 0.3], [1.0, 0.0, 0.5]])
+
+
+def test_certificate_functions_name_a_nan_or_misshapen_p_and_multipliers():
+    """A NaN P gave a silent NaN matrix (lmi_matrix) or a LinAlgError (check_certificate,
+    local_stability_radius); a (3, 2) P a broadcasting error from inside."""
+    obs = _observer()
+    P, t = np.eye(3), np.ones(2)
+    assert np.all(np.isfinite(ob.lmi_matrix(obs, P, t)))
+    assert np.isfinite(ob.check_certificate(obs, P, t))
+    assert np.isfinite(ob.local_stability_radius(obs, P, _ETAS, np.array([-1.0, 0.5])))
+    bad_p = (np.full((3, 3), np.nan), np.eye(3)[:, :2], None, "P")
+    for bad in bad_p:
+        for f in (
+            lambda p: ob.lmi_matrix(obs, p, t),
+            lambda p: ob.check_certificate(obs, p, t),
+            lambda p: ob.local_stability_radius(obs, p, _ETAS, np.zeros(2)),
+        ):
+            with pytest.raises(ValueError, match="^P"):
+                f(bad)
+    for bad in (np.array([1.0, np.nan]), np.ones(3), np.array([1.0, -1.0])):
+        with pytest.raises(ValueError, match="^multipliers"):
+            ob.lmi_matrix(obs, P, bad)
+    for bad in (np.array([np.nan, 0.0]), np.zeros(3), None):
+        with pytest.raises(ValueError, match="^values"):
+            ob.local_stability_radius(obs, P, _ETAS, bad)
+    with pytest.raises(ValueError, match="^P"):  # -I gave a NaN radius
+        ob.local_stability_radius(obs, -np.eye(3), _ETAS, np.zeros(2))
+
+
+def test_decrease_functions_refuse_nan_errors_and_rates():
+    """NaN/inf in eta, P or the rates gave a silent NaN bound/hinge."""
+    obs = _observer()
+    P = np.eye(3)
+    kw = {"rate": 0.1, "disturbance_bound": 1.0}
+    assert np.isfinite(ob.decrease_bound(obs, P, _ETAS[0], **kw))
+    assert np.isfinite(ob.lyapunov_hinge(obs, P, _ETAS, margin=0.01, **kw))
+    with pytest.raises(ValueError, match="^eta"):
+        ob.decrease_bound(obs, P, np.array([0.1, np.nan, 0.3]), **kw)
+    with pytest.raises(ValueError, match="^eta"):
+        ob.decrease_bound(obs, P, _ETAS[0, :2], **kw)
+    with pytest.raises(ValueError, match="^rate"):
+        ob.decrease_bound(obs, P, _ETAS[0], rate=np.nan, disturbance_bound=1.0)
+    with pytest.raises(ValueError, match="^disturbance_bound"):
+        ob.lyapunov_hinge(obs, P, _ETAS, rate=0.1, disturbance_bound=np.inf, margin=0.0)
+    with pytest.raises(ValueError, match="^etas"):
+        ob.lyapunov_hinge(obs, P, np.zeros((0, 3)), margin=0.0, **kw)
+    with pytest.raises(ValueError, match="^margin"):
+        ob.lyapunov_hinge(obs, P, _ETAS, margin="0.1", **kw)
+
+
+def test_sampled_and_searched_decrease_refuse_bad_arguments_and_huge_sizes():
+    obs = _observer()
+    P, key = np.eye(3), jax.random.key(1)
+    etas, vals = ob.sampled_decrease(obs, P, key=key, radius=1.0, num_samples=4)
+    assert etas.shape == (4, 3)
+    assert np.all(np.isfinite(vals))
+    for radius in (np.inf, None, "1"):  # inf: NaN samples; None/str: TypeError
+        with pytest.raises(ValueError, match="^radius"):
+            ob.sampled_decrease(obs, P, key=key, radius=radius, num_samples=4)
+    with pytest.raises(ValueError, match="num_samples"):  # refused before allocation
+        ob.sampled_decrease(obs, P, key=key, radius=1.0, num_samples=10**9)
+    kw = {"steps": 2, "step_size": 0.1, "max_norm": 2.0}
+    out = ob.search_decrease_violations(obs, P, _ETAS, free=np.array([True, True, False]), **kw)
+    assert np.all(np.isfinite(out[1]))
+    for name, bad in (("step_size", None), ("max_norm", np.inf), ("max_norm", "2")):
+        with pytest.raises(ValueError, match=f"^{name}"):
+            ob.search_decrease_violations(obs, P, _ETAS, **{**kw, name: bad})
+    with pytest.raises(ValueError, match="^etas"):
+        ob.search_decrease_violations(obs, P, np.full((2, 3), np.nan), **kw)
+    with pytest.raises(ValueError, match="^P"):
+        ob.search_decrease_violations(obs, None, _ETAS, **kw)
+    with pytest.raises(ValueError, match="^steps"):  # 10**9 ascent steps: days, refused
+        ob.search_decrease_violations(obs, P, _ETAS, **{**kw, "steps": 10**9})
+
+
+def test_rollout_total_disturbance_and_ekf_refuse_nan_and_bad_shapes():
+    obs, plant = _observer(), ob.VanDerPol()
+    x0 = np.array([0.1, -0.2])
+    traj = ob.rollout(plant, obs, x0, np.zeros(2), dt=0.01, steps=2)
+    assert bool(traj.ok)
+    with pytest.raises(ValueError, match="^x0"):  # a NaN start gave a NaN trajectory
+        ob.rollout(plant, obs, np.array([np.nan, 0.0]), np.zeros(2), dt=0.01, steps=2)
+    with pytest.raises(ValueError, match="^dt"):
+        ob.rollout(plant, obs, x0, np.zeros(2), dt=np.inf, steps=2)
+    with pytest.raises(ValueError, match="steps"):
+        ob.rollout(plant, obs, x0, np.zeros(2), dt=0.01, steps=10**9)
+    assert np.all(np.isfinite(ob.total_disturbance(plant, 0.3, x0)))
+    for t, x, name in ((np.nan, x0, "t"), (None, x0, "t"), (0.3, [0.1], "x"), (0.3, None, "x")):
+        with pytest.raises(ValueError, match=f"^{name}"):
+            ob.total_disturbance(plant, t, x)
+    with pytest.raises(ValueError, match="^state_noise"):  # inf gave an infinite Q
+        ob.disturbance_ekf(plant, state_noise=np.inf)
+
+
+def test_rollout_losses_refuse_nan_starts_and_huge_batches():
+    """A NaN start or weight gave a silent NaN loss; a (2, 3) x_hat0s or a string spread a
+    TypeError from inside; a batch of 10**9 was allocated."""
+    obs, plant = _observer(), ob.VanDerPol()
+    x0s = np.array([[0.1, -0.2], [0.3, 0.0]])
+    kw = {"dt": 0.01, "steps": 2}
+    assert np.isfinite(ob.rollout_mse(plant, obs, x0s, np.zeros((2, 2)), **kw))
+    for name, bad in (
+        ("x0s", np.full((2, 2), np.nan)),
+        ("x_hat0s", np.zeros((2, 3))),
+        ("weights", np.array([1.0, np.nan])),
+        ("t0s", np.array([0.0, np.inf])),
+    ):
+        args = {"x0s": x0s, "x_hat0s": np.zeros((2, 2)), name: bad}
+        with pytest.raises(ValueError, match=f"^{name}"):
+            ob.rollout_mse(plant, obs, **args, **kw)
+    est = ob.rollout_estimation(plant, initial_spread=1.0, batch=2, **kw)
+    assert np.isfinite(est(obs, jax.random.key(0)))
+    for name, bad in (("initial_spread", "1"), ("initial_spread", [np.nan, 1.0]), ("period", None)):
+        with pytest.raises(ValueError, match=f"^{name}"):
+            ob.rollout_estimation(plant, batch=2, **{"initial_spread": 1.0, name: bad}, **kw)
+    with pytest.raises(ValueError, match="batch"):
+        ob.rollout_estimation(plant, initial_spread=1.0, batch=10**9, **kw)
+    config = ob.ObserverTrainConfig(rollout_steps=2)
+    with pytest.raises(ValueError, match="^etas"):
+        ob.estimation_loss(obs, np.full((2, 3), np.nan), config, key=jax.random.key(0))

@@ -122,3 +122,90 @@ def test_grid_mask_and_random_actions_refuse_bad_sizes():
         sensing.random_actions(flower, 4, key=jax.random.key(0), near_nectary=1.5)
     with pytest.raises(ValueError, match="near_nectary"):
         sensing.random_actions(flower, 4, key=jax.random.key(0), near_nectary=float("nan"))
+
+
+# ---- issue #59: the fuzz tables' findings (maps, model, flower sampling, sizes)
+
+_ACTION = np.array([0.1, -0.2, 0.0])
+
+
+def _model_post():
+    model = sensing.MultimodalVAE(latent_dim=2, width=4, depth=1, key=jax.random.key(2))
+    post = sensing.GaussianExpert(mean=np.zeros(2), precision=np.ones(2))
+    return model, post
+
+
+def test_information_functions_refuse_nan_and_wrong_widths():
+    """NaN actions gave a silent NaN gain/reward; a width of 2 or 4 a TypeError deep in
+    the decoder; a NaN candidate grid a NaN map."""
+    model, post = _model_post()
+    nan_action = np.array([0.1, np.nan, 0.0])
+    calls = {
+        "linearized": lambda a: sensing.linearized_information_gain(model, post, a),
+        "mc": lambda a: sensing.mc_information_gain(model, post, a, key=jax.random.key(0)),
+        "reward": lambda a: sensing.expected_reward(model, post, a),
+    }
+    for name, f in calls.items():
+        assert np.isfinite(f(_ACTION)), name
+        for bad in (nan_action, _ACTION[:2], np.append(_ACTION, 0.0), _ACTION + 1j):
+            with pytest.raises(ValueError, match="^action"):
+                f(bad)
+    with pytest.raises(ValueError, match="^actions"):
+        sensing.information_map(model, post, np.array([[0.1, np.nan, 0.0]]))
+    with pytest.raises(ValueError, match="^actions"):
+        sensing.information_map(model, post, np.zeros((0, 3)))
+    with pytest.raises(ValueError, match="n_samples"):  # an n_samples^2 table
+        sensing.mc_information_gain(model, post, _ACTION, key=jax.random.key(0), n_samples=10**9)
+
+
+def test_product_of_experts_and_elbo_refuse_nan_and_mismatched_shapes():
+    experts = sensing.GaussianExpert(mean=np.zeros((3, 2)), precision=np.ones((3, 2)))
+    assert np.all(np.isfinite(sensing.product_of_experts(experts, np.array([1.0, 0, 1])).mean))
+    for mean, prec in (
+        (np.full((3, 2), np.nan), np.ones((3, 2))),
+        (np.zeros((3, 2)), -np.ones((3, 2))),
+    ):
+        with pytest.raises(ValueError, match="^experts"):
+            sensing.product_of_experts(sensing.GaussianExpert(mean=mean, precision=prec))
+    for mask in (np.array([1.0, np.nan, 1.0]), np.ones(2), np.array([1.0, 2.0, 1.0])):
+        with pytest.raises(ValueError, match="^mask"):
+            sensing.product_of_experts(experts, mask)
+    model, _ = _model_post()
+    vis, mech, acts = np.zeros((2, 9)), np.zeros((2, 6)), np.zeros((2, 3))
+    key = jax.random.key(0)
+    assert np.isfinite(sensing.elbo(model, vis, mech, acts, key=key, n_context=1))
+    with pytest.raises(ValueError, match="^visual"):
+        sensing.elbo(model, np.full((2, 9), np.nan), mech, acts, key=key)
+    with pytest.raises(ValueError, match="^mechano"):
+        sensing.elbo(model, vis, np.zeros((2, 5)), acts, key=key)
+    for n_context in (0, 2.5, True, "1"):  # 0 or a string was accepted silently
+        with pytest.raises(ValueError, match="^n_context"):
+            sensing.elbo(model, vis, mech, acts, key=key, n_context=n_context)
+
+
+def test_sample_flower_refuses_bad_kinds_and_ranges():
+    key = jax.random.key(0)
+    for kinds in ((3,), (-1,), (), None, "a", [[0, 1]]):  # 3 and -1 were wrapped/clamped
+        with pytest.raises(ValueError, match="^kinds"):
+            sensing.sample_flower(key=key, kinds=kinds)
+    for rng in ((0.0, np.nan), (1.0,), None, (1.0, 0.5)):
+        with pytest.raises(ValueError, match="^curvature_range"):
+            sensing.sample_flower(key=key, curvature_range=rng)
+    with pytest.raises(ValueError, match="^noise"):
+        sensing.observe(sensing.sample_flower(key=key), _ACTION, key=key, noise=(np.nan, 0.1))
+    with pytest.raises(ValueError, match="^q"):
+        sensing.pattern_intensity(sensing.sample_flower(key=key), np.array([np.nan, 0.0]))
+
+
+def test_huge_probe_and_step_counts_are_refused_before_allocation():
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match="n_probes"):
+        sensing.simulate_probes(2, 10**9, key=key)
+    with pytest.raises(ValueError, match="n_flowers"):
+        sensing.simulate_probes(10**9, 2, key=key)
+    model, _ = _model_post()
+    flower = sensing.sample_flower(key=key)
+    with pytest.raises(ValueError, match="n_steps"):
+        sensing.run_episode(
+            model, flower, sensing.ExploitPolicy(), np.zeros((2, 3)), 10**9, key=key
+        )
