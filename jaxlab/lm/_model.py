@@ -17,6 +17,7 @@ al. 2024), RoPE (Su et al. 2021), GQA (Ainslie et al. 2023).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 
 import equinox as eqx
@@ -28,7 +29,7 @@ from jaxtyping import Array, Float, Int
 from .._core import check_ids
 from ._config import LMConfig
 from ._lora import LoRA, adapted_weight
-from ._quant import QuantWeight, embed_rows, project, project_f32
+from ._quant import LayerWeight, QuantWeight, embed_rows, kernel_rows, project, project_f32
 
 __all__ = ["Transformer", "Layers", "KVCache", "SITES", "HEAD_SITES", "layer_slice"]
 
@@ -135,6 +136,32 @@ def _rope(x, pos, base, style, factors=None):
         return out.reshape(x.shape).astype(dtype)
     x0, x1 = x[..., : hd // 2], x[..., hd // 2 :]
     return jnp.concatenate([x0 * cos - x1 * sin, x0 * sin + x1 * cos], axis=-1).astype(dtype)
+
+
+#: the projections of `Layers` and their names in a `LoRA`.
+_PROJECTIONS = {
+    "wq": "q",
+    "wk": "k",
+    "wv": "v",
+    "wo": "o",
+    "w_gate": "gate",
+    "w_up": "up",
+    "w_down": "down",
+}
+
+
+def _kernel_stacks(layers: Layers, rows: int, lora: LoRA | None) -> dict[str, QuantWeight]:
+    """The stacked `QuantWeight` projections that `project` multiplies in the C++ kernel
+    for `rows` rows of x (and that no adapter of `lora` merges into): these stay whole
+    (loop invariants) in the scan over layers, each layer reaching the kernel as a
+    `LayerWeight` view, so XLA copies no slice of them per layer."""
+    out = {}
+    for field, name in _PROJECTIONS.items():
+        w = getattr(layers, field)
+        adapted = lora is not None and name in lora.a
+        if isinstance(w, QuantWeight) and not adapted and kernel_rows(rows, w.activations):
+            out[field] = w
+    return out
 
 
 def _linear(x, w, lora_layer, name):
@@ -321,8 +348,10 @@ class Transformer(eqx.Module):
         dist = positions[:, None] - kpos[None, :]
         G = cfg.n_heads // cfg.n_kv_heads
         pattern = "pattern" in capture or any(s == "pattern" for s, _ in intervene)
+        # quantised projections for the kernel: whole stacks indexed in C++, not scanned
+        stacks = _kernel_stacks(self.layers, T, lora)
         xs = (
-            self.layers,
+            dataclasses.replace(self.layers, **dict.fromkeys(stacks)),
             lora,
             jnp.arange(cfg.n_layers, dtype=jnp.int32),
             jnp.asarray(np.asarray(cfg.rope_bases, np.float32)),
@@ -342,6 +371,8 @@ class Transformer(eqx.Module):
         def block(carry, inputs):
             x, K, V = carry
             p, lo, idx, base, window, freq_div = inputs
+            if stacks:
+                p = dataclasses.replace(p, **{f: LayerWeight(w, idx) for f, w in stacks.items()})
             acts = {}
 
             def site(name, val):

@@ -21,6 +21,10 @@ small batches: XLA's CPU dot does not fuse the int-to-float conversion, so a
 dequantise-then-dot reads and writes a float32 copy of every weight), and
 otherwise through the pure-JAX dequantise-then-matmul, which is also the oracle
 and the path on other backends. Gradients with respect to x flow through both.
+Inside the model's `lax.scan` over layers, a layer-stacked (L, N, K) `QuantWeight` reaches
+the kernel whole, with the traced layer index (`LayerWeight`): a slice of the stack as a
+scanned input would be copied by XLA before each custom call, doubling the bytes a
+decode step reads.
 
 Quantised activations (`QuantWeight.activations = "int8"`, `with_activations`,
 `load(..., activations="int8")`; ggml's Q8_0 x Q8_0 / Q4_1 x Q8_0 scheme). Each row
@@ -50,6 +54,7 @@ weight-only quantisation; the block formats are llama.cpp's (Gerganov et al.).
 from __future__ import annotations
 
 import functools
+import math
 
 import equinox as eqx
 import jax
@@ -241,43 +246,56 @@ def _quantize_activations_jvp(primals, tangents):
     return quantize_activations(primals[0]), tangents[0]
 
 
-def _reference(x, q, scale, offset, bits, activations="float32"):
+def _reference(x, q, scale, offset, bits, activations="float32", layer=None):
+    if layer is not None:  # one layer of a stack
+        q, scale, offset = q[layer], scale[layer], offset[layer]
     w = QuantWeight(q, scale, offset, bits).dequantize()
     return (quantize_activations(x) if activations == "int8" else x) @ w.T
 
 
 @functools.cache
 def _kernel_op(bits: int, activations: str = "float32"):
+    """f(x, q, scale, offset, layer): the kernel for 2-D weights (`layer` ignored, pass 0)
+    or for layer `layer` of a stack (L, N, K'), with a batching rule and the float path's
+    derivative with respect to x."""
     from jaxlab._kernels.lm import q8matmul_cpu, qmatmul_cpu
 
     kernel = q8matmul_cpu if activations == "int8" else qmatmul_cpu
 
+    def layer_of(q, layer):
+        return layer if q.ndim == 3 else None
+
     @jax.custom_batching.custom_vmap
-    def op(x, q, scale, offset):
-        return kernel(x, q, scale, offset, bits=bits)
+    def op(x, q, scale, offset, layer):
+        return kernel(x, q, scale, offset, bits=bits, layer=layer_of(q, layer))
 
     @op.def_vmap
-    def _rule(axis_size, in_batched, x, q, scale, offset):
+    def _rule(axis_size, in_batched, x, q, scale, offset, layer):
         xb, *wb = in_batched
-        if any(wb):  # batched weights: the vmappable reference
+        if any(wb):  # batched weights or layer index: the vmappable reference
             axes = tuple(0 if b else None for b in in_batched)
-            ref = functools.partial(_reference, bits=bits, activations=activations)
-            out = jax.vmap(ref, in_axes=axes)(x, q, scale, offset)
+
+            def ref(x, q, scale, offset, layer):
+                return _reference(x, q, scale, offset, bits, activations, layer_of(q, layer))
+
+            out = jax.vmap(ref, in_axes=axes)(x, q, scale, offset, layer)
             return out, True
         m, k = x.shape[-2:]
-        out = op(x.reshape(axis_size * m, k), q, scale, offset)
+        out = op(x.reshape(axis_size * m, k), q, scale, offset, layer)
         return out.reshape(axis_size, m, -1), True
 
     @jax.custom_vjp
-    def f(x, q, scale, offset):
-        return op(x, q, scale, offset)
+    def f(x, q, scale, offset, layer):
+        return op(x, q, scale, offset, layer)
 
-    def fwd(x, q, scale, offset):
-        return op(x, q, scale, offset), (q, scale, offset)
+    def fwd(x, q, scale, offset, layer):
+        return op(x, q, scale, offset, layer), (q, scale, offset, layer)
 
     def bwd(res, g):  # the float path's: straight-through for int8 activations
-        q, scale, offset = res
-        return g @ QuantWeight(q, scale, offset, bits).dequantize(), None, None, None
+        q, scale, offset, layer = res
+        if q.ndim == 3:
+            q, scale, offset = q[layer], scale[layer], offset[layer]
+        return g @ QuantWeight(q, scale, offset, bits).dequantize(), None, None, None, None
 
     f.defvjp(fwd, bwd)
     return f
@@ -294,6 +312,46 @@ def _kernel_ready(activations: str = "float32") -> bool:
     return qmatmul_kernel_available()
 
 
+def kernel_rows(rows: int, activations: str = "float32") -> bool:
+    """Whether `project` multiplies `rows` rows of x by a `QuantWeight` in the C++
+    kernel (CPU backend, kernel built, rows <= `KERNEL_MAX_ROWS`)."""
+    return rows <= KERNEL_MAX_ROWS and jax.default_backend() == "cpu" and _kernel_ready(activations)
+
+
+class LayerWeight(eqx.Module):
+    """Layer `layer` of a layer-stacked `QuantWeight`, for `project`, without slicing it.
+
+    Inside the model's `lax.scan` over layers, a weight sliced from the stack (a scanned
+    input) is copied by XLA before the kernel's custom call on every step; this view
+    instead hands the kernel the whole stack (a loop invariant) and the traced index, and
+    the kernel offsets its pointers (`jaxlab._kernels.lm`). Where `project` does not use
+    the kernel, it slices the stack (`get`) like the scan did.
+
+    **Attributes:**
+        stack: a `QuantWeight` of shape (L, N, K).
+        layer: () int32 index into L.
+    """
+
+    stack: QuantWeight
+    layer: Int[Array, ""]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the dequantised layer, (N, K)."""
+        return self.stack.shape[1:]
+
+    @property
+    def activations(self) -> str:
+        """The stack's activation format."""
+        return self.stack.activations
+
+    def get(self) -> QuantWeight:
+        """Layer `layer` as an (N, K) `QuantWeight` (a dynamic slice of the stack)."""
+        w = self.stack
+        i = self.layer
+        return QuantWeight(w.q[i], w.scale[i], w.offset[i], w.bits, w.activations)
+
+
 def project(x: Float[Array, "... K"], w) -> Float[Array, "... N"]:
     """x @ W.T for a float (N, K) array or a `QuantWeight` (dequantised in the matmul).
 
@@ -301,7 +359,8 @@ def project(x: Float[Array, "... K"], w) -> Float[Array, "... N"]:
 
     - `x`: (..., K) activations.
     - `w`: (N, K) float array, or `QuantWeight` of shape (N, K) (with
-      `activations="int8"`, x is first rounded to int8 per block of 32: see `QuantWeight`).
+      `activations="int8"`, x is first rounded to int8 per block of 32: see `QuantWeight`),
+      or a `LayerWeight` (one layer of an (L, N, K) stack, multiplied without a copy).
 
     **Returns:** (..., N) in x's dtype. A float W is cast to x's dtype; below float32
     (bfloat16 compute) the products accumulate in float32 before the result is rounded.
@@ -311,7 +370,7 @@ def project(x: Float[Array, "... K"], w) -> Float[Array, "... N"]:
     x = as_array("x", x, dtype=jnp.floating, finite=True)
     if x.ndim < 1:
         raise ValueError(f"x: expected (..., K) activations, received shape {tuple(x.shape)}")
-    if not isinstance(w, QuantWeight):
+    if not isinstance(w, QuantWeight | LayerWeight):
         w = as_array("w", w, ndim=2, dtype=jnp.floating, finite=True, nonempty=True)
     if x.shape[-1] != w.shape[-1]:
         raise ValueError(f"x: expected last axis K = {w.shape[-1]} (w's), received {x.shape}")
@@ -324,6 +383,11 @@ def project_f32(x: Float[Array, "... K"], w) -> Float[Array, "... N"]:
     For float32 `x` and W this is `x @ W.T`; for bfloat16 the operands stay bfloat16
     (no float32 copy of W) with `preferred_element_type=float32`.
     """
+    layer = jnp.int32(0)
+    if isinstance(w, LayerWeight):
+        if not kernel_rows(math.prod(x.shape[:-1]), w.activations):
+            return project_f32(x, w.get())
+        w, layer = w.stack, w.layer.astype(jnp.int32)
     if not isinstance(w, QuantWeight):
         w = w.astype(x.dtype)
         if x.dtype == jnp.float32:
@@ -332,8 +396,8 @@ def project_f32(x: Float[Array, "... K"], w) -> Float[Array, "... N"]:
     lead, k = x.shape[:-1], x.shape[-1]
     x2 = x.reshape(-1, k).astype(jnp.float32)
     act = w.activations
-    if x2.shape[0] <= KERNEL_MAX_ROWS and jax.default_backend() == "cpu" and _kernel_ready(act):
-        out = _kernel_op(w.bits, act)(x2, w.q, w.scale, w.offset)
+    if kernel_rows(x2.shape[0], act):
+        out = _kernel_op(w.bits, act)(x2, w.q, w.scale, w.offset, layer)
     else:
         out = (quantize_activations(x2) if act == "int8" else x2) @ w.dequantize().T
     return out.reshape(*lead, -1)

@@ -3,9 +3,16 @@
 //
 // Both compute out (M, N) float32 from x (M, K) float32 and quantised weights q (N, K)
 // int8 (bits = 8) or (N, K/2) uint8 (bits = 4, two levels per byte) with scale and offset
-// (N, K/32) float32. q is bound as an untyped buffer of int8 or uint8 bytes, read as
-// bytes (Levels): a caller-side bitcast_convert of int8 levels to uint8 is a full copy of
-// the weights in XLA (~80 ms per call for a 151936 x 896 output head). Each kernel supplies RowTile<Bits, MT>(row, m0): output row `row` of
+// (N, K/32) float32. The weights may also be a layer stack, q (L, N, K') with scale and
+// offset (L, N, K/32), of which the scalar int32 operand `layer` (a device buffer: the
+// scan counter of the model's layer loop) picks one by offsetting the pointers, so the
+// caller never slices the stack (under lax.scan XLA copies a slice of a stacked operand
+// before a custom call: ~130 MB of copies per SmolLM2-135M int8 decode step). A layer
+// outside [0, L) is an InvalidArgument error, never a read outside the stack; with a
+// 2-D q the layer operand must be 0. q is bound as an untyped buffer of int8 or uint8
+// bytes, read as bytes (CheckArgs): a caller-side bitcast_convert of int8 levels to uint8
+// is a full copy of the weights in XLA (~80 ms per call for a 151936 x 896 output head).
+// Each kernel supplies RowTile<Bits, MT>(row, m0): output row `row` of
 // W for the MT rows m0 .. m0 + MT - 1 of x, so a weight row is read from memory once and
 // reused from cache for every tile (tiles of kTile rows, then one remainder tile).
 //
@@ -104,37 +111,53 @@ void ForEachTile(ffi::ThreadPool& pool, int64_t m, int64_t n, int64_t k, F tile)
 
 struct Dims {
   int64_t m, n, k;
+  const uint8_t* q;      // the chosen layer's levels (bytes)
+  const float* scale;    // its (N, K/32) scales
+  const float* offset;   // its (N, K/32) offsets
 };
 
-// Checks the shapes of (x, q, scale, offset) and bits; fills `d`. `done` is set when there
-// is nothing left to compute (M or N is 0, or K is 0 and `out` was zeroed).
+// Checks the shapes of (x, q, scale, offset, layer) and bits; fills `d` (the pointers at
+// layer `layer` of a stacked q). `done` is set when there is nothing left to compute
+// (M or N is 0, or K is 0 and `out` was zeroed).
 inline ffi::Error CheckArgs(const std::string& name, ffi::Buffer<ffi::F32>& x,
                             ffi::AnyBuffer& q, ffi::Buffer<ffi::F32>& scale,
-                            ffi::Buffer<ffi::F32>& offset, ffi::ResultBuffer<ffi::F32>& out,
-                            int32_t bits, Dims& d, bool& done) {
+                            ffi::Buffer<ffi::F32>& offset, ffi::Buffer<ffi::S32>& layer,
+                            ffi::ResultBuffer<ffi::F32>& out, int32_t bits, Dims& d,
+                            bool& done) {
   auto xd = x.dimensions(), qd = q.dimensions(), sd = scale.dimensions();
   auto od = offset.dimensions();
-  if (xd.size() != 2 || qd.size() != 2 || sd.size() != 2 || od.size() != 2) {
-    return ffi::Error::InvalidArgument(name + ": x (M, K), q (N, K'), scale/offset (N, K/32)");
+  const size_t r = qd.size();
+  if (xd.size() != 2 || (r != 2 && r != 3) || sd.size() != r || od.size() != r) {
+    return ffi::Error::InvalidArgument(
+        name + ": x (M, K), q ([L,] N, K'), scale/offset ([L,] N, K/32)");
+  }
+  if (layer.dimensions().size() != 0) {
+    return ffi::Error::InvalidArgument(name + ": layer is a scalar int32");
   }
   if (bits != 8 && bits != 4) return ffi::Error::InvalidArgument(name + ": bits is 8 or 4");
   if (q.element_type() != ffi::DataType::U8 && q.element_type() != ffi::DataType::S8) {
     return ffi::Error::InvalidArgument(name + ": q is int8 or uint8");
   }
-  d = Dims{xd[0], qd[0], xd[1]};
-  const int64_t nb = d.k / kBlock;
-  if (d.k % kBlock != 0 || qd[1] != (bits == 8 ? d.k : d.k / 2) || sd[0] != d.n ||
-      sd[1] != nb || od[0] != d.n || od[1] != nb) {
+  const size_t a = r - 2;  // the (N, K') axes
+  const int64_t n_layers = r == 3 ? qd[0] : 1;
+  const int64_t n = qd[a], k = xd[1];
+  const int64_t nb = k / kBlock;
+  const int64_t kq = bits == 8 ? k : k / 2;
+  if (k % kBlock != 0 || qd[a + 1] != kq || sd[a] != n || sd[a + 1] != nb || od[a] != n ||
+      od[a + 1] != nb || (r == 3 && (sd[0] != n_layers || od[0] != n_layers))) {
     return ffi::Error::InvalidArgument(name + ": inconsistent shapes");
   }
+  const int64_t idx = *layer.typed_data();
+  if (idx < 0 || idx >= n_layers) {
+    return ffi::Error::InvalidArgument(name + ": layer " + std::to_string(idx) +
+                                       " outside [0, " + std::to_string(n_layers) + ")");
+  }
+  const auto* q0 = static_cast<const uint8_t*>(q.untyped_data());
+  d = Dims{xd[0], n, k, q0 + idx * n * kq, scale.typed_data() + idx * n * nb,
+           offset.typed_data() + idx * n * nb};
   done = d.m == 0 || d.n == 0 || d.k == 0;
   if (d.k == 0) std::memset(out->typed_data(), 0, sizeof(float) * d.m * d.n);
   return ffi::Error::Success();
-}
-
-// The bytes of q (int8 levels or packed 4-bit pairs), whichever of int8/uint8 it is bound as.
-inline const uint8_t* Levels(const ffi::AnyBuffer& q) {
-  return static_cast<const uint8_t*>(q.untyped_data());
 }
 
 // f(std::integral_constant<int, 8 or 4>) for the runtime `bits`.
@@ -149,7 +172,8 @@ inline void WithBits(int32_t bits, F f) {
 
 }  // namespace jaxlab_lm
 
-// The FFI handler `symbol` for impl(pool, x, q (int8 or uint8), scale, offset, out, bits).
+// The FFI handler `symbol` for impl(pool, x, q (int8 or uint8), scale, offset, layer, out,
+// bits).
 #define JAXLAB_LM_MATMUL_HANDLER(symbol, impl)                            \
   XLA_FFI_DEFINE_HANDLER_SYMBOL(symbol, impl,                             \
                                 xla::ffi::Ffi::Bind()                     \
@@ -158,6 +182,7 @@ inline void WithBits(int32_t bits, F f) {
                                     .Arg<xla::ffi::AnyBuffer>()             \
                                     .Arg<xla::ffi::Buffer<xla::ffi::F32>>() \
                                     .Arg<xla::ffi::Buffer<xla::ffi::F32>>() \
+                                    .Arg<xla::ffi::Buffer<xla::ffi::S32>>() \
                                     .Ret<xla::ffi::Buffer<xla::ffi::F32>>() \
                                     .Attr<int32_t>("bits"))
 

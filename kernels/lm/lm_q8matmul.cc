@@ -179,10 +179,12 @@ void RowTile(const Problem& p, int64_t row, int64_t m0) {
 
 ffi::Error Q8MatmulImpl(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::AnyBuffer q,
                         ffi::Buffer<ffi::F32> scale, ffi::Buffer<ffi::F32> offset,
-                        ffi::ResultBuffer<ffi::F32> out, int32_t bits) {
+                        ffi::Buffer<ffi::S32> layer, ffi::ResultBuffer<ffi::F32> out,
+                        int32_t bits) {
   jaxlab_lm::Dims d{};
   bool done = false;
-  if (auto e = jaxlab_lm::CheckArgs("lm_q8matmul", x, q, scale, offset, out, bits, d, done);
+  if (auto e = jaxlab_lm::CheckArgs("lm_q8matmul", x, q, scale, offset, layer, out, bits, d,
+                                    done);
       e.failure() || done) {
     return e;
   }
@@ -190,8 +192,8 @@ ffi::Error Q8MatmulImpl(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::AnyB
   std::vector<int8_t> a(d.m * d.k);
   std::vector<float> dx(d.m * nb), dsum(d.m * nb);
   QuantizeRows(x.typed_data(), d.m, d.k, a.data(), dx.data(), dsum.data());
-  const Problem p{a.data(), dx.data(), dsum.data(), jaxlab_lm::Levels(q), scale.typed_data(),
-                  offset.typed_data(), out->typed_data(), d.m, d.n, d.k};
+  const Problem p{a.data(), dx.data(), dsum.data(), d.q, d.scale,
+                  d.offset, out->typed_data(), d.m, d.n, d.k};
   jaxlab_lm::WithBits(bits, [&](auto b) {
     jaxlab_lm::ForEachTile(pool, d.m, d.n, d.k, [p](auto mt, int64_t row, int64_t m0) {
       RowTile<decltype(b)::value, decltype(mt)::value>(p, row, m0);

@@ -198,18 +198,19 @@ void RowTile(const Problem& p, int64_t row, int64_t m0) {
 }
 #endif
 
-ffi::Error QMatmulImpl(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x,
-                       ffi::AnyBuffer q, ffi::Buffer<ffi::F32> scale,
-                       ffi::Buffer<ffi::F32> offset, ffi::ResultBuffer<ffi::F32> out,
+ffi::Error QMatmulImpl(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::AnyBuffer q,
+                       ffi::Buffer<ffi::F32> scale, ffi::Buffer<ffi::F32> offset,
+                       ffi::Buffer<ffi::S32> layer, ffi::ResultBuffer<ffi::F32> out,
                        int32_t bits) {
   jaxlab_lm::Dims d{};
   bool done = false;
-  if (auto e = jaxlab_lm::CheckArgs("lm_qmatmul", x, q, scale, offset, out, bits, d, done);
+  if (auto e = jaxlab_lm::CheckArgs("lm_qmatmul", x, q, scale, offset, layer, out, bits, d,
+                                    done);
       e.failure() || done) {
     return e;
   }
-  const Problem p{x.typed_data(), jaxlab_lm::Levels(q), scale.typed_data(), offset.typed_data(),
-                  out->typed_data(), d.m, d.n, d.k, bits};
+  const Problem p{x.typed_data(), d.q, d.scale, d.offset, out->typed_data(),
+                  d.m, d.n, d.k, bits};
   jaxlab_lm::WithBits(bits, [&](auto b) {
     jaxlab_lm::ForEachTile(pool, d.m, d.n, d.k, [p](auto mt, int64_t row, int64_t m0) {
       RowTile<decltype(b)::value, decltype(mt)::value>(p, row, m0);

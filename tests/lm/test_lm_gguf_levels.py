@@ -332,9 +332,9 @@ def test_quantised_head_goes_through_the_kernel(tmp_path, tied, monkeypatch):
     def spy(bits, activations="float32"):
         op = kernel_op(bits, activations)
 
-        def call(x, q, scale, offset):
-            calls.append(scale.shape[0])
-            return op(x, q, scale, offset)
+        def call(x, q, scale, offset, layer):
+            calls.append(scale.shape[-2])
+            return op(x, q, scale, offset, layer)
 
         return call
 

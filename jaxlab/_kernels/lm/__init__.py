@@ -8,6 +8,9 @@
 - `q8matmul_cpu(x, q, scale, offset, bits=)`: the same weights with x quantised to int8
   per block of 32 inside the call (ggml's Q8_0) and integer dot products (AVX-512 VNNI,
   AVX2 or portable C++); `q8matmul_kernel_available()`, `q8matmul_isa()`.
+
+Both also take a layer stack (L, N, K') with a scalar int32 `layer=` (may be traced) and
+read that layer in place (`_stack.py`: no slice of the stack is copied under `lax.scan`).
 """
 
 from ._cpu import build_qmatmul_kernel as build_qmatmul_kernel

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._build import build_shared_library, cpu_tag, load_cpu_targets, source_dir
+from ._stack import stack_layer
 
 __all__ = ["qmatmul_cpu", "qmatmul_kernel_available", "qmatmul_isa", "build_qmatmul_kernel"]
 
@@ -73,18 +74,22 @@ def qmatmul_isa(*, portable: bool = False) -> str:
     return fn().decode()
 
 
-def qmatmul_cpu(x, q, scale, offset, *, bits: int, portable: bool = False):
+def qmatmul_cpu(x, q, scale, offset, *, bits: int, layer=None, portable: bool = False):
     """(M, K) float32 x times the dequantised (N, K) weights, transposed: (M, N) float32.
 
     `q` is (N, K) int8 (`bits=8`) or (N, K/2) uint8 holding two 4-bit values per
     byte (`bits=4`, low nibble weight j, high nibble weight j + 16 of each block of
-    32); `scale` and `offset` are (N, K/32) float32. `portable=True` runs the portable
+    32); `scale` and `offset` are (N, K/32) float32. A layer stack q (L, N, K') with
+    scale/offset (L, N, K/32) and a scalar int32 `layer` (may be traced) multiplies layer
+    `layer` without slicing the stack (no copy under `lax.scan`; an index outside [0, L)
+    is an error of the call). `portable=True` runs the portable
     C++ build (for tests). CPU only; no batching rule (callers fold batches into M).
     """
     if _register(portable) is None:
         raise RuntimeError("qmatmul_cpu: the C++ kernel is unavailable (no compiler?)")
     if jnp.dtype(q.dtype) not in (jnp.int8, jnp.uint8):
         raise ValueError(f"q: expected int8 or uint8 levels, received {jnp.dtype(q.dtype)}")
-    out = jax.ShapeDtypeStruct((x.shape[0], q.shape[0]), jnp.float32)
+    layer = stack_layer("qmatmul_cpu", q, scale, offset, layer)
+    out = jax.ShapeDtypeStruct((x.shape[0], q.shape[-2]), jnp.float32)
     call = jax.ffi.ffi_call(_target(portable), out)
-    return call(x, q, scale, offset, bits=np.int32(bits))
+    return call(x, q, scale, offset, layer, bits=np.int32(bits))

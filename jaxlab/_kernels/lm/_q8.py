@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._build import build_shared_library, cpu_tag, load_cpu_targets, source_dir
+from ._stack import stack_layer
 
 __all__ = ["q8matmul_cpu", "q8matmul_kernel_available", "q8matmul_isa", "build_q8matmul_kernel"]
 
@@ -72,13 +73,15 @@ def q8matmul_isa(*, portable: bool = False) -> str:
     return fn().decode()
 
 
-def q8matmul_cpu(x, q, scale, offset, *, bits: int, portable: bool = False):
+def q8matmul_cpu(x, q, scale, offset, *, bits: int, layer=None, portable: bool = False):
     """(M, K) float32 x, quantised to int8 per block of 32, times the (N, K) weights
     `q * scale + offset`, transposed: (M, N) float32.
 
     `q` is (N, K) int8 (`bits=8`) or (N, K/2) uint8 holding two 4-bit levels per byte
     (`bits=4`, low nibble weight j, high nibble weight j + 16 of each block of 32);
-    `scale` and `offset` are (N, K/32) float32. Per row m and block b:
+    `scale` and `offset` are (N, K/32) float32; or a layer stack (L, N, K'), (L, N, K/32)
+    with a scalar int32 `layer` (may be traced; no slice of the stack is copied, and an
+    index outside [0, L) is an error of the call). Per row m and block b:
     `d = max|x| / 127`, `a = round(x * (1 / d))` (half away from zero), and
     `out[m, n] = sum_b d * (scale[n, b] * sum_j a q + offset[n, b] * sum_j a)`.
     CPU only; no batching rule and no derivative (callers fold batches into M).
@@ -87,5 +90,7 @@ def q8matmul_cpu(x, q, scale, offset, *, bits: int, portable: bool = False):
         raise RuntimeError("q8matmul_cpu: the C++ kernel is unavailable (no compiler?)")
     if jnp.dtype(q.dtype) not in (jnp.int8, jnp.uint8):
         raise ValueError(f"q: expected int8 or uint8 levels, received {jnp.dtype(q.dtype)}")
-    out = jax.ShapeDtypeStruct((x.shape[0], q.shape[0]), jnp.float32)
-    return jax.ffi.ffi_call(_target(portable), out)(x, q, scale, offset, bits=np.int32(bits))
+    layer = stack_layer("q8matmul_cpu", q, scale, offset, layer)
+    out = jax.ShapeDtypeStruct((x.shape[0], q.shape[-2]), jnp.float32)
+    call = jax.ffi.ffi_call(_target(portable), out)
+    return call(x, q, scale, offset, layer, bits=np.int32(bits))
