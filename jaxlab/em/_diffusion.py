@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import equinox as eqx
 import flax.linen as nn
+from flax.errors import FlaxError
 import jax
 import jax.core
 import jax.numpy as jnp
@@ -282,16 +283,24 @@ def refine_embedding(
     if isinstance(t0, bool) or not isinstance(t0, int | np.integer) or not 0 <= t0 <= T:
         raise ValueError(f"t0: expected an integer in [0, {T}], received {t0!r}")
     check_positive_int("n_steps", n_steps)
-    if not hasattr(embedding, "ndim") or embedding.ndim not in (3, 4):
+    clip = check_real("clip", clip, low=0.0, low_inclusive=False)
+    embedding = as_array("embedding", embedding, dtype=jnp.floating, finite=True, nonempty=True)
+    if embedding.ndim not in (3, 4):
         raise ValueError(
-            f"embedding: expected (B, H, W, C) or (H, W, C), received "
-            f"{getattr(embedding, 'shape', type(embedding).__name__)}"
+            f"embedding: expected (B, H, W, C) or (H, W, C), received shape {embedding.shape}"
         )
     if t0 == 0:
         return embedding
     single = embedding.ndim == 3
     z = embedding[None] if single else embedding
     b = z.shape[0]
+    try:  # the network's own shape error names a layer, not the argument
+        jax.eval_shape(lambda x: denoiser.apply(params, x, jnp.full((b,), t0, jnp.int32), x), z)
+    except (FlaxError, TypeError, ValueError) as e:
+        raise ValueError(
+            f"embedding: shape {tuple(embedding.shape)} does not fit the denoiser's "
+            f"parameters ({str(e)[:200]})"
+        ) from None
     ab = schedule.alpha_bars.astype(z.dtype)
     x = q_sample(schedule, z, jnp.asarray(t0), jax.random.normal(key, z.shape, z.dtype))
     steps = refine_timesteps(int(t0), int(n_steps))

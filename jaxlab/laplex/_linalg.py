@@ -67,7 +67,7 @@ def conjugate_gradient(
     return x, k
 
 
-def _check_operator(mv: Matvec, name: str, x: Array) -> None:
+def _check_operator(mv: Matvec, name: str, x: Array | jax.ShapeDtypeStruct) -> None:
     """Raise a `ValueError` naming `name` unless `mv` maps a vector shaped like `x` to one
     of the same shape (the operator's own shape error would not say which argument is
     off)."""
@@ -149,6 +149,7 @@ def slq_logdet(
     check_memory("n", 3.0 * n * item)  # one probe and two Lanczos vectors
     check_memory("steps", (steps + 2.0) * n * item)  # one probe's basis
     check_memory("probes", probes * (steps + 2.0) * n * item)  # all probes (vmapped)
+    _check_operator(mv, "n", jax.ShapeDtypeStruct((n,), dtype))
     zs = jax.random.rademacher(key, (probes, n), dtype)
 
     def one(z):

@@ -5,6 +5,7 @@ and empty arrays through, and an empty image was a NumPy error naming nothing)."
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -103,3 +104,15 @@ def test_generator_and_segmenter_settings_are_checked():
         em.segment_watershed(prob[:0])
     with pytest.raises(ValueError, match="^threshold"):  # float(None): a TypeError
         em.segment_watershed(prob, threshold=None)  # type: ignore[arg-type]
+
+
+def test_refine_embedding_checks_the_embedding():
+    key = jax.random.key(0)
+    den = em.Denoiser(8, 4, param_dtype=jnp.float64)
+    z = jnp.zeros((1, 4, 4, 2))
+    params = em.init_params(den, z, jnp.ones((1,), jnp.int32), z, key=key)
+    sched = em.linear_schedule(8, dtype=jnp.float64)
+    with pytest.raises(ValueError, match="^embedding: expected finite"):  # a NaN refinement
+        em.refine_embedding(den, params, sched, z.at[0, 0, 0, 0].set(jnp.nan), t0=4, key=key)
+    with pytest.raises(ValueError, match="^embedding: shape"):  # flax ScopeParamShapeError
+        em.refine_embedding(den, params, sched, jnp.zeros((1, 4, 4, 3)), t0=4, key=key)

@@ -312,3 +312,5 @@ def test_lanczos_names_a_vector_the_operator_does_not_take():
         laplex.lanczos(_spd_mv, jnp.ones(3), 2)
     with pytest.raises(ValueError, match="^z: the operator"):
         laplex.lanczos_sqrt_apply(_spd_mv, jnp.ones(5), 2)
+    with pytest.raises(ValueError, match="^n: the operator"):
+        laplex.slq_logdet(_spd_mv, 5, key=jax.random.key(0), dtype=jnp.float64)
