@@ -24,11 +24,11 @@ from typing import Any, cast
 
 import equinox as eqx
 import flax.linen as nn
-from flax.errors import FlaxError
 import jax
 import jax.core
 import jax.numpy as jnp
 import numpy as np
+from flax.errors import FlaxError
 from jaxtyping import Array, Float
 
 from jaxlab._core import (
