@@ -127,6 +127,7 @@ def as_array(
     high: float | None = None,
     low_inclusive: bool = True,
     high_inclusive: bool = True,
+    real: bool = False,
 ) -> jax.Array:
     """Convert a list, NumPy or JAX array to a JAX array once, at the boundary, and check it.
 
@@ -146,6 +147,8 @@ def as_array(
     - `nonempty`: reject arrays with a zero-length axis.
     - `low`, `high`, `low_inclusive`, `high_inclusive`: as in `check_range` (concrete
       values only).
+    - `real`: reject complex dtypes even where `dtype` admits them (e.g. `np.number`: any
+      integer or float array, whose later cast to float would drop an imaginary part).
 
     **Returns:** the value as a `jax.Array`.
     """
@@ -186,6 +189,8 @@ def as_array(
             host = host.astype(float)
         arr = jnp.asarray(host)
     check_array(name, arr, shape=shape, ndim=ndim, dtype=dtype, sizes=sizes)
+    if real and jnp.issubdtype(arr.dtype, jnp.complexfloating):
+        raise ValueError(f"{name}: expected real values, received dtype {arr.dtype}")
     if nonempty and 0 in arr.shape:
         raise ValueError(f"{name}: expected a non-empty array, received shape {tuple(arr.shape)}")
     if finite:

@@ -61,7 +61,13 @@ def monopolar_triangulation(
     # checks only: the fit runs in float64 on the caller's values (the sites first: an
     # amplitude vector of another length is reported as `ptp`)
     as_array(
-        "site_positions", site_positions, shape=("S", 2), dtype=np.number, sizes=sizes, finite=True
+        "site_positions",
+        site_positions,
+        shape=("S", 2),
+        dtype=np.number,
+        sizes=sizes,
+        finite=True,
+        real=True,
     )
     as_array("ptp", ptp, shape=("S",), dtype=np.number, sizes=sizes, finite=True, low=0.0)
     a, pos = np.asarray(ptp, dtype=np.float64), np.asarray(site_positions, dtype=np.float64)

@@ -157,3 +157,10 @@ def test_make_fit_problem_still_takes_ragged_spike_lists():
         bp.BallAndStick(), probe.electrodes(), np.zeros((20, 4)), spikes, dt=1 / 30, noise_std=1.0
     )
     np.testing.assert_array_equal(problem.anchor_valid, [[True, True], [True, False]])
+
+
+def test_monopolar_triangulation_refuses_complex_sites():
+    sites = np.asarray(bp.neuropixels_1(8).positions, np.float64)
+    ptp = 3000.0 / np.sqrt(((sites - [30.0, 60.0]) ** 2).sum(1) + 35.0**2)
+    with pytest.raises(ValueError, match="^site_positions: expected real"):  # ComplexWarning
+        bp.monopolar_triangulation(ptp, sites + 1j)

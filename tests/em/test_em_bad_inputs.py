@@ -116,3 +116,8 @@ def test_refine_embedding_checks_the_embedding():
         em.refine_embedding(den, params, sched, z.at[0, 0, 0, 0].set(jnp.nan), t0=4, key=key)
     with pytest.raises(ValueError, match="^embedding: shape"):  # flax ScopeParamShapeError
         em.refine_embedding(den, params, sched, jnp.zeros((1, 4, 4, 3)), t0=4, key=key)
+
+
+def test_reconstruction_loss_refuses_a_complex_target():
+    with pytest.raises(ValueError, match="^target: expected real"):  # the cast dropped 1j
+        em.reconstruction_loss(np.zeros((2, 2)), np.zeros((2, 2)) + 1j)
