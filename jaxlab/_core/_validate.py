@@ -392,9 +392,36 @@ def check_strings(name: str, x: Any, *, nonempty: bool = True) -> tuple[str, ...
     return out
 
 
+def _address_space_left() -> int | None:
+    """Bytes of address space left under this process's RLIMIT_AS (a soft limit set by
+    `ulimit -v` or a parent process), or None when there is no limit or it cannot be
+    read: the limit minus the current virtual size (VmSize in /proc/self/status)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return max(0, soft - int(line.split()[1]) * 1024)
+    except (ImportError, OSError, ValueError):
+        return None
+    return None
+
+
 def available_memory() -> int:
     """Bytes of memory this process may still allocate: MemAvailable from /proc/meminfo
-    where it exists, otherwise physical memory (os.sysconf), otherwise 8 GiB."""
+    where it exists, otherwise physical memory (os.sysconf), otherwise 8 GiB; at most the
+    address space left under the process's RLIMIT_AS when one is set (a larger request
+    would be a MemoryError, not a refusal)."""
+    system = _system_memory()
+    limit = _address_space_left()
+    return system if limit is None else min(system, limit)
+
+
+def _system_memory() -> int:
     try:
         with open("/proc/meminfo") as f:
             for line in f:

@@ -40,7 +40,9 @@ def pink_noise(
     n_channels = check_positive_int("n_channels", n_channels)
     fs = check_real("fs", fs, low=0.0, low_inclusive=False)
     f_min = check_real("f_min", f_min, low=0.0, low_inclusive=False)
-    # white noise, its spectrum (complex) and the result, float64 at most
+    # white noise, its spectrum (complex) and the result, float64 at most: one sample of
+    # every channel, then all samples
+    check_memory("n_channels", 8.0 * 4 * n_channels)
     check_memory("n_samples", 8.0 * 4 * n_samples * n_channels)
     white = jax.random.normal(key, (n_samples, n_channels), dtype=dtype)
     spec = jnp.fft.rfft(white, axis=0)

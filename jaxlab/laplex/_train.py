@@ -26,6 +26,7 @@ from jaxlab._core import (
     StepLoop,
     as_array,
     check_ids,
+    check_memory,
     check_positive_int,
     check_real,
     driver_for,
@@ -148,6 +149,11 @@ class GramStep(AbstractStep):
         self.optimizer = optimizer
         self.probes = check_positive_int("probes", probes)
         self.lanczos_steps = check_positive_int("lanczos_steps", lanczos_steps)
+        # the SLQ Lanczos bases, one (lanczos_steps, N) per probe (slq_logdet's estimate),
+        # checked here so that the message names this argument
+        item = jnp.dtype(self.ys.dtype).itemsize
+        check_memory("lanczos_steps", (self.lanczos_steps + 2.0) * model.size * item)
+        check_memory("probes", self.probes * (self.lanczos_steps + 2.0) * model.size * item)
         self.cg_tol = check_real("cg_tol", cg_tol, low=0.0)
         self.cg_maxiter = check_positive_int("cg_maxiter", cg_maxiter)
 
