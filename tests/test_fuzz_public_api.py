@@ -295,6 +295,12 @@ def laplex_table():
     def cg(b):
         return laplex.conjugate_gradient(lambda z: jnp.asarray(spd) @ z, b)[0]
 
+    def spd_mv(z):
+        return jnp.asarray(spd, z.dtype) @ z
+
+    def gram():
+        return laplex.LaplexGram(jnp.arange(4.0), key=jax.random.key(0), dtype=jnp.float64)
+
     return [
         Entry(
             "laplex.matvec",
@@ -319,6 +325,76 @@ def laplex_table():
             cg,
             lambda: {"b": _rng(2).standard_normal(4)},
             {"b": "float"},
+        ),
+        Entry(
+            "laplex.dense_matrix",
+            laplex.dense_matrix,
+            lambda: {k: v for k, v in prob().items() if k != "v"},
+            {"t": "float", "s": "float", "a": "float", "c": "float"},
+        ),
+        Entry(
+            "laplex.sharded_matvec",
+            laplex.sharded_matvec,
+            lambda: dict(prob(), v=_rng(1).standard_normal((7, 2))),
+            {"v": "float", "t": "float", "s": "float", "a": "float", "c": "float"},
+        ),
+        Entry(
+            "laplex.plan_is_valid",
+            lambda **k: laplex.plan_is_valid(laplex.make_plan(**plan_ex()), **k),
+            plan_ex,
+            {"t": "float", "s": "float"},
+        ),
+        Entry(
+            "laplex.update_plan",
+            lambda **k: laplex.update_plan(laplex.make_plan(**plan_ex()), **k).perm_s,
+            plan_ex,
+            {"t": "float", "s": "float"},
+        ),
+        Entry(
+            "laplex.lanczos",
+            lambda **k: laplex.lanczos(spd_mv, **k),
+            lambda: {"z": _rng(3).standard_normal(4), "steps": 3},
+            {"z": "float"},
+            sizes=("steps",),
+        ),
+        Entry(
+            "laplex.lanczos_sqrt_apply",
+            lambda **k: laplex.lanczos_sqrt_apply(spd_mv, **k),
+            lambda: {"z": _rng(3).standard_normal(4), "steps": 3},
+            {"z": "float"},
+            sizes=("steps",),
+        ),
+        Entry(
+            "laplex.slq_logdet",
+            lambda **k: laplex.slq_logdet(spd_mv, **k, key=jax.random.key(0)),
+            lambda: {"n": 4, "probes": 2, "steps": 3},
+            sizes=("n", "probes", "steps"),
+        ),
+        Entry(
+            "laplex.fit_head",
+            lambda **k: (
+                laplex.fit_head(laplex.LaplexLinear(4, 3, 1, key=jax.random.key(0)), **k)[1].losses
+            ),
+            lambda: {
+                "x": _rng(4).standard_normal((6, 4)),
+                "y": np.array([0, 1, 2, 0, 1, 2]),
+                "steps": 2,
+            },
+            {"x": "float", "y": "int"},
+            sizes=("steps",),
+            ids={"y": 3},
+        ),
+        Entry(
+            "laplex.fit_gram",
+            lambda **k: laplex.fit_gram(gram(), **k, key=jax.random.key(1))[1].losses,
+            lambda: {
+                "ys": _rng(5).standard_normal((2, 4)),
+                "steps": 1,
+                "probes": 2,
+                "lanczos_steps": 3,
+            },
+            {"ys": "float"},
+            sizes=("steps", "probes", "lanczos_steps"),
         ),
     ]
 
@@ -1130,6 +1206,9 @@ def _with_x64(fn):
     return call
 
 
+FIT_T = 20  # samples of the biophys fit table's recording
+
+
 def biophys_table():
     from jaxlab import biophys as bp
 
@@ -1151,6 +1230,44 @@ def biophys_table():
     def traces():
         r = _rng(12)
         return {"traces": r.standard_normal((40, 3)), "spike_idx": np.array([10, 20, 30])}
+
+    cell = bp.BallAndStick()
+    key = jax.random.key(0)
+    probe = bp.neuropixels_1(4, dtype=jnp.float64)
+    noise = bp.NoiseModel(white_uv=1.0, pink_uv=1.0, correlated_uv=1.0)
+    sites = np.asarray(bp.neuropixels_1(8).positions, np.float64)
+
+    def pop():
+        return {
+            "positions": np.array([[10.0, 30.0, 25.0], [40.0, 60.0, 30.0]]),
+            "currents": np.full((2, FIT_T), 0.5),
+            "electrodes": np.asarray(probe.electrodes(), np.float64),
+            "dt": 1 / 30,
+        }
+
+    def fit_ex():
+        r = _rng(26)
+        return {
+            "electrodes": np.asarray(probe.electrodes(), np.float64),
+            "traces": r.standard_normal((FIT_T, 4)),
+            "spike_idx": np.array([[5, 15]]),
+            "dt": 1 / 30,
+            "noise_std": 1.0,
+        }
+
+    problems = []
+
+    def fit_problem():
+        if not problems:  # built once: every fit_loss / init_fit / fit call shares it
+            problems.append(bp.make_fit_problem(cell, **fit_ex(), knot_spacing_ms=1.0))
+        return problems[0]
+
+    def fit_params_ex():
+        k = fit_problem().basis.n_knots
+        return {"positions": np.array([[20.0, 40.0, 25.0]]), "coeffs": np.full((1, k), 0.5)}
+
+    def fit_params0():
+        return bp.FitParams(**{k: jnp.asarray(v) for k, v in fit_params_ex().items()})
 
     return [
         Entry(
@@ -1215,6 +1332,139 @@ def biophys_table():
             {"x": "float"},
             empty_ok=("x",),
             accepts={("x", "rank+2"): "elementwise: any shape"},
+        ),
+        Entry(
+            "biophys.line_source_potential",
+            bp.line_source_potential,
+            lambda: dict(lines(), currents=_rng(13).standard_normal((5, 3))),
+            {"starts": "float", "ends": "float", "currents": "float", "electrodes": "float"},
+            empty_ok=("currents", "electrodes"),
+            accepts={("currents", "rank+2"): "leading axes are batch axes (*T, M)"},
+        ),
+        Entry(
+            "biophys.cell_gain",
+            lambda **k: bp.cell_gain(cell, **k),
+            lambda: {"position": np.array([10.0, 20.0, 25.0]), "electrodes": geo()["electrodes"]},
+            {"position": "float", "electrodes": "float"},
+            empty_ok=("electrodes",),
+        ),
+        Entry(
+            "biophys.population_traces",
+            lambda **k: bp.population_traces(cell, **k)[0],
+            pop,
+            {"positions": "float", "currents": "float", "electrodes": "float", "dt": "float"},
+            empty_ok=("electrodes",),  # no sites: a (T, 0) recording, as point_source_gain
+        ),
+        Entry(
+            "biophys.population_sources",
+            lambda **k: bp.population_sources(cell, **k)[0],
+            pop,
+            {"positions": "float", "currents": "float", "electrodes": "float", "dt": "float"},
+            empty_ok=("electrodes",),  # no sites: a (T, 0) recording, as point_source_gain
+        ),
+        Entry(
+            "biophys.record",
+            lambda **k: bp.record(cell, **k, probe=probe, noise=noise, key=key).traces,
+            lambda: {k: v for k, v in pop().items() if k != "electrodes"},
+            {"positions": "float", "currents": "float", "dt": "float"},
+        ),
+        Entry(
+            "biophys.simulate",
+            lambda **k: bp.simulate(bp.LIF(), **k).voltage,
+            lambda: {"current": np.full(12, 0.3), "dt": 0.1},
+            {"current": "float", "dt": "float"},
+        ),
+        Entry(
+            "biophys.pink_noise",
+            lambda **k: bp.pink_noise(**k, key=key),
+            lambda: {"n_samples": 16, "n_channels": 2, "fs": 1000.0},
+            {"fs": "float"},
+            sizes=("n_samples", "n_channels"),
+        ),
+        Entry(
+            "biophys.neuropixels_1",
+            lambda **k: bp.neuropixels_1(**k).positions,
+            lambda: {"n_sites": 4},
+            sizes=("n_sites",),
+        ),
+        Entry(
+            "biophys.monopolar_triangulation",
+            bp.monopolar_triangulation,
+            lambda: {
+                "ptp": 3000.0 / np.sqrt(((sites - [30.0, 60.0]) ** 2).sum(1) + 35.0**2),
+                "site_positions": sites,
+            },
+            {"ptp": "float", "site_positions": "float"},
+        ),
+        Entry(
+            "biophys.default_optimizer",
+            lambda **k: bp.default_optimizer(**k).init(fit_params0()),
+            lambda: {"n_steps": 4, "learning_rate": 0.1, "position_start": 0.3},
+            {"learning_rate": "float", "position_start": "prob"},
+            sizes=("n_steps",),
+        ),
+        Entry(
+            "biophys.make_fit_problem",
+            lambda **k: bp.make_fit_problem(cell, **k),
+            fit_ex,
+            {
+                "electrodes": "float",
+                "traces": "float",
+                "spike_idx": "int",
+                "dt": "float",
+                "noise_std": "float",
+            },
+            ids={"spike_idx": FIT_T},
+        ),
+        Entry(
+            "biophys.fit_loss",
+            lambda **k: bp.fit_loss(bp.FitParams(**k), fit_problem(), bp.SpikeAnchor())[0],
+            fit_params_ex,
+            {"positions": "float", "coeffs": "float"},
+        ),
+        Entry(
+            "biophys.init_fit",
+            lambda **k: bp.init_fit(fit_problem(), bp.FitParams(**k), bp.default_optimizer(2)),
+            fit_params_ex,
+            {"positions": "float", "coeffs": "float"},
+        ),
+        Entry(
+            "biophys.fit",
+            lambda steps, **k: bp.fit(fit_problem(), bp.FitParams(**k), steps=steps).losses,
+            lambda: dict(fit_params_ex(), steps=1),
+            {"positions": "float", "coeffs": "float"},
+            sizes=("steps",),
+        ),
+        Entry(
+            "biophys.firing_rate_curve",
+            lambda **k: bp.firing_rate_curve(cell, **k),
+            lambda: {
+                "currents": np.array([0.0, 1.0]),
+                "dt": 1 / 30,
+                "duration_ms": 2.0,
+                "transient_ms": 0.5,
+            },
+            {"currents": "float", "dt": "float", "duration_ms": "float", "transient_ms": "float"},
+        ),
+        Entry(
+            "biophys.rate_initial_current",
+            lambda **k: bp.rate_initial_current(basis=fit_problem().basis, **k),
+            lambda: {
+                "spike_idx": np.array([5, 15]),
+                "fi_currents": np.array([0.1, 0.5, 1.0]),
+                "fi_rates": np.array([0.0, 60.0, 90.0]),
+                "kernel_ms": 1.0,
+                "rest_current": 0.2,
+            },
+            {
+                "spike_idx": "int",
+                "fi_currents": "float",
+                "fi_rates": "float",
+                "kernel_ms": "float",
+                "rest_current": "float",
+            },
+            empty_ok=("spike_idx",),
+            ids={"spike_idx": FIT_T},
         ),
     ]
 
@@ -1735,6 +1985,23 @@ def em_table():
             "true_labels": r.integers(1, 4, (6, 6)),
         }
 
+    key = jax.random.key(0)
+
+    refiners = []
+
+    def refiner():  # a tiny untrained denoiser, built once
+        if not refiners:
+            den = em.Denoiser(8, 4, param_dtype=jnp.float64)
+            z = jnp.zeros((1, 4, 4, 2))
+            params = em.init_params(den, z, jnp.ones((1,), jnp.int32), z, key=key)
+            refiners.append((den, params, em.linear_schedule(8, dtype=jnp.float64)))
+        return refiners[0]
+
+    def cells():  # four 8 x 8 cells
+        lab = np.zeros((16, 16), np.int64)
+        lab[:8, 8:], lab[8:, :8], lab[8:, 8:] = 1, 2, 3
+        return lab
+
     return [
         Entry("em.psnr", em.psnr, img, {"pred": "float", "target": "float"}),
         Entry("em.ssim", em.ssim, img, {"pred": "float", "target": "float"}),
@@ -1820,6 +2087,105 @@ def em_table():
             {"x": "float"},
             sizes=("factor",),
             accepts=BATCH("x"),
+        ),
+        Entry(
+            "em.degrade",
+            lambda **k: em.degrade(**k, key=key),
+            lambda: {"image": _rng(27).uniform(size=(8, 8)), "factor": 2, "noise_sigma": 0.01},
+            {"image": "float", "noise_sigma": "float"},
+            sizes=("factor",),
+        ),
+        Entry(
+            "em.cremi_score",
+            em.cremi_score,
+            lambda: {"arand": 0.2, "voi_split": 0.5, "voi_merge": 0.3},
+            {"arand": "float", "voi_split": "float", "voi_merge": "float"},
+        ),
+        Entry(
+            "em.segment_watershed",
+            lambda **k: em.segment_watershed(**k, min_size=2, min_distance=2),
+            lambda: {"boundary_prob": np.asarray(em.label_boundaries(cells()), float)},
+            {"boundary_prob": "prob"},
+        ),
+        Entry(
+            "em.clean_labels",
+            lambda **k: em.clean_labels(**k, regime="cremi_like"),
+            lambda: {"labels": cells()},
+            {"labels": "int"},
+        ),
+        Entry(
+            "em.render_em",
+            lambda **k: em.render_em("cremi_like", **k, key=key).image,
+            lambda: {"labels": cells() + 1},
+            {"labels": "int"},
+        ),
+        Entry(
+            "em.tessellate",
+            lambda **k: em.tessellate("cremi_like", **k, key=key),
+            lambda: {"size": 16},
+            sizes=("size",),
+        ),
+        Entry(
+            "em.generate_em",
+            lambda **k: em.generate_em("cremi_like", **k, key=key).image,
+            lambda: {"size": 16},
+            sizes=("size",),
+        ),
+        Entry(
+            "em.generate_em_dataset",
+            lambda **k: em.generate_em_dataset("cremi_like", **k, key=key).image,
+            lambda: {"n": 2, "size": 16},
+            sizes=("n", "size"),
+        ),
+        Entry(
+            "em.linear_schedule", em.linear_schedule, lambda: {"num_steps": 8}, sizes=("num_steps",)
+        ),
+        Entry(
+            "em.cosine_schedule", em.cosine_schedule, lambda: {"num_steps": 8}, sizes=("num_steps",)
+        ),
+        Entry(
+            "em.make_schedule",
+            lambda **k: em.make_schedule("cosine", **k),
+            lambda: {"num_steps": 8},
+            sizes=("num_steps",),
+        ),
+        Entry(
+            "em.q_sample",
+            lambda **k: em.q_sample(em.linear_schedule(8), **k),
+            lambda: {
+                "x0": _rng(28).standard_normal((2, 4, 4)),
+                "t": np.array([0, 8]),
+                "noise": _rng(29).standard_normal((2, 4, 4)),
+            },
+            {"x0": "float", "t": "int", "noise": "float"},
+            ids={"t": 9},
+            accepts={("x0", "rank+2"): "any shape: t broadcasts over the trailing axes"},
+        ),
+        Entry(
+            "em.refine_timesteps",
+            em.refine_timesteps,
+            lambda: {"t0": 8, "n_steps": 3},
+            sizes=("n_steps",),
+        ),
+        Entry(
+            "em.refine_embedding",
+            lambda **k: em.refine_embedding(*refiner(), **k, t0=4, key=key),
+            lambda: {"embedding": _rng(31).standard_normal((1, 4, 4, 2)), "n_steps": 2},
+            {"embedding": "float"},
+            sizes=("n_steps",),
+        ),
+        Entry(
+            "em.structure_embedding",
+            em.structure_embedding,
+            lambda: {"image": _rng(30).uniform(size=(6, 6))},
+            {"image": "float"},
+            accepts=BATCH("image"),
+        ),
+        Entry(
+            "em.reconstruction_loss",
+            em.reconstruction_loss,
+            img,
+            {"pred": "float", "target": "float"},
         ),
     ]
 

@@ -127,6 +127,7 @@ def as_array(
     high: float | None = None,
     low_inclusive: bool = True,
     high_inclusive: bool = True,
+    real: bool = False,
 ) -> jax.Array:
     """Convert a list, NumPy or JAX array to a JAX array once, at the boundary, and check it.
 
@@ -147,6 +148,8 @@ def as_array(
     - `nonempty`: reject arrays with a zero-length axis.
     - `low`, `high`, `low_inclusive`, `high_inclusive`: as in `check_range` (concrete
       values only).
+    - `real`: reject complex dtypes even where `dtype` admits them (e.g. `np.number`: any
+      integer or float array, whose later cast to float would drop an imaginary part).
 
     **Returns:** the value as a `jax.Array`.
     """
@@ -194,6 +197,8 @@ def as_array(
             host = host.astype(float)
         arr = jnp.asarray(host)
     check_array(name, arr, shape=shape, ndim=ndim, dtype=dtype, sizes=sizes)
+    if real and jnp.issubdtype(arr.dtype, jnp.complexfloating):
+        raise ValueError(f"{name}: expected real values, received dtype {arr.dtype}")
     if nonempty and 0 in arr.shape:
         raise ValueError(f"{name}: expected a non-empty array, received shape {tuple(arr.shape)}")
     if finite:
@@ -395,9 +400,36 @@ def check_strings(name: str, x: Any, *, nonempty: bool = True) -> tuple[str, ...
     return out
 
 
+def _address_space_left() -> int | None:
+    """Bytes of address space left under this process's RLIMIT_AS (a soft limit set by
+    `ulimit -v` or a parent process), or None when there is no limit or it cannot be
+    read: the limit minus the current virtual size (VmSize in /proc/self/status)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return max(0, soft - int(line.split()[1]) * 1024)
+    except (ImportError, OSError, ValueError):
+        return None
+    return None
+
+
 def available_memory() -> int:
     """Bytes of memory this process may still allocate: MemAvailable from /proc/meminfo
-    where it exists, otherwise physical memory (os.sysconf), otherwise 8 GiB."""
+    where it exists, otherwise physical memory (os.sysconf), otherwise 8 GiB; at most the
+    address space left under the process's RLIMIT_AS when one is set (a larger request
+    would be a MemoryError, not a refusal)."""
+    system = _system_memory()
+    limit = _address_space_left()
+    return system if limit is None else min(system, limit)
+
+
+def _system_memory() -> int:
     try:
         with open("/proc/meminfo") as f:
             for line in f:

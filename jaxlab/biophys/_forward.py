@@ -15,13 +15,13 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from jaxlab._core import check_array, check_finite, check_range
+from jaxlab._core import as_array, check_instance, check_range, check_real
 
 from ._conductor import SIGMA_CORTEX, line_source_gain, point_source_gain
 from ._neurons import BallAndStick
 from ._noise import NoiseModel
 from ._probe import Probe
-from ._simulate import simulate
+from ._simulate import check_stable, simulate
 
 __all__ = ["Recording", "cell_gain", "population_traces", "population_sources", "record"]
 
@@ -35,6 +35,9 @@ def cell_gain(
     r_min: float = 1.0,
 ) -> Float[Array, "S C"]:
     """Potential (uV) at each electrode per nA of transmembrane current in each compartment."""
+    check_instance("cell", cell, BallAndStick)
+    position = as_array("position", position, shape=(3,), dtype=jnp.floating, finite=True)
+    electrodes = as_array("electrodes", electrodes, shape=(None, 3), dtype=jnp.floating)
     centre, starts, ends = cell.geometry(position)
     soma = point_source_gain(centre[None, :], electrodes, sigma=sigma, r_min=max(r_min, 1e-3))
     dend = line_source_gain(starts, ends, electrodes, sigma=sigma, r_min=r_min)
@@ -64,12 +67,6 @@ def population_traces(
 
     **Returns:** `(traces (T, S) uV, soma voltage (N, T) mV, spikes (N, T) 0/1)`.
     """
-    sizes = check_array("positions", positions, shape=("N", 3), dtype=jnp.floating)
-    check_array("currents", currents, shape=("N", None), dtype=jnp.floating, sizes=sizes)
-    check_array("electrodes", electrodes, shape=(None, 3), dtype=jnp.floating)
-    check_finite("positions", positions)
-    check_finite("currents", currents)
-    check_range("sigma", sigma, low=0.0, low_inclusive=False)
     i_m, gains, volts, spikes = population_sources(
         cell, positions, currents, electrodes, dt=dt, solver=solver, sigma=sigma, r_min=r_min
     )
@@ -91,8 +88,21 @@ def population_sources(
     """Per-neuron transmembrane currents `(N, T, C)` nA, gains `(N, S, C)` uV/nA, soma
     voltage `(N, T)` and spikes `(N, T)`: the factors of `population_traces`
     (neuron n's own traces are `i_m[n] @ gains[n].T`). Inputs as `population_traces`."""
-    positions, currents = jnp.asarray(positions), jnp.asarray(currents)
-    electrodes = jnp.asarray(electrodes)
+    check_instance("cell", cell, BallAndStick)
+    sizes: dict[str, int] = {}
+    positions = as_array(
+        "positions", positions, shape=("N", 3), dtype=jnp.floating, sizes=sizes, finite=True
+    )
+    currents = as_array(
+        "currents", currents, shape=("N", "T"), dtype=jnp.floating, sizes=sizes, finite=True
+    )
+    electrodes = as_array(
+        "electrodes", electrodes, shape=(None, 3), dtype=jnp.floating, finite=True
+    )
+    if sizes["T"] == 0:
+        raise ValueError("currents: expected at least one step, received shape (N, 0)")
+    dt = check_real("dt", dt, low=0.0, low_inclusive=False)
+    check_range("sigma", sigma, low=0.0, low_inclusive=False)
 
     def one(pos, cur):
         traj = simulate(cell, cur, dt=dt, solver=solver)
@@ -100,7 +110,9 @@ def population_sources(
         gain = cell_gain(cell, pos, electrodes, sigma=sigma, r_min=r_min)  # (S, C)
         return i_m, gain, traj.voltage, traj.spikes
 
-    return jax.vmap(one)(positions, currents)
+    i_m, gains, volts, spikes = jax.vmap(one)(positions, currents)
+    check_stable(volts, dt)
+    return i_m, gains, volts, spikes
 
 
 class Recording(eqx.Module):
@@ -136,6 +148,10 @@ def record(
     """
     if noise is not None and key is None:
         raise ValueError("key: a PRNG key is required when noise is given")
+    check_instance("probe", probe, Probe)
+    if noise is not None:
+        check_instance("noise", noise, NoiseModel)
+    dt = check_real("dt", dt, low=0.0, low_inclusive=False)
     clean, volts, spikes = population_traces(
         cell, positions, currents, probe.electrodes(), dt=dt, solver=solver, sigma=sigma
     )

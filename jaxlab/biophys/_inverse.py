@@ -50,9 +50,14 @@ from jaxlab._core import (
     AbstractStep,
     Driver,
     StepLoop,
+    as_array,
     check_array,
     check_finite,
+    check_ids,
+    check_instance,
+    check_memory,
     check_positive_int,
+    check_real,
     driver_for,
     optimizer_update,
     run_steps,
@@ -61,7 +66,7 @@ from jaxlab._core import (
 from ._conductor import SIGMA_CORTEX
 from ._forward import population_sources
 from ._neurons import BallAndStick
-from ._simulate import simulate
+from ._simulate import check_stable, simulate
 from ._spiketrain import spike_indices
 
 __all__ = [
@@ -186,23 +191,50 @@ def make_fit_problem(
     - `knot_spacing_ms`: current-basis resolution; `smoothness`: prior weight.
     - `position_unit_um`, `current_unit_na`: the optimiser's parameter units.
     """
-    sizes = check_array("traces", traces, shape=("T", "S"), dtype=jnp.floating)
-    check_array("electrodes", electrodes, shape=("S", 3), dtype=jnp.floating, sizes=sizes)
-    check_finite("traces", traces)
-    if not noise_std > 0:
-        raise ValueError(f"noise_std: expected a positive number, received {noise_std!r}")
+    check_instance("cell", cell, BallAndStick)
+    sizes: dict[str, int] = {}
+    traces = as_array(
+        "traces", traces, shape=("T", "S"), dtype=jnp.floating, sizes=sizes, finite=True
+    )
+    electrodes = as_array(
+        "electrodes", electrodes, shape=("S", 3), dtype=jnp.floating, sizes=sizes, finite=True
+    )
+    if sizes["T"] == 0:
+        raise ValueError("traces: expected at least one sample, received shape (0, S)")
+    dt = check_real("dt", dt, low=0.0, low_inclusive=False)
+    noise_std = check_real("noise_std", noise_std, low=0.0, low_inclusive=False)
+    knot_spacing_ms = check_real("knot_spacing_ms", knot_spacing_ms, low=0.0, low_inclusive=False)
+    anchor_window_ms = check_real("anchor_window_ms", anchor_window_ms, low=0.0)
+    smoothness = check_real("smoothness", smoothness, low=0.0)
+    position_unit_um = check_real(
+        "position_unit_um", position_unit_um, low=0.0, low_inclusive=False
+    )
+    current_unit_na = check_real("current_unit_na", current_unit_na, low=0.0, low_inclusive=False)
+    sigma = check_real("sigma", sigma, low=0.0, low_inclusive=False)
+    n_t = sizes["T"]
+    # a sequence (a 2-D array: one row per neuron); not None, a string or a scalar
+    if not (
+        isinstance(spike_idx, list | tuple)
+        or (isinstance(spike_idx, np.ndarray | jax.Array) and spike_idx.ndim >= 1)
+    ):
+        raise ValueError(
+            "spike_idx: expected one array of spike indices per neuron, received "
+            f"{type(spike_idx).__name__}"
+        )
     if len(spike_idx) == 0:
         raise ValueError("spike_idx: expected one array of spike indices per neuron, received []")
-    n_t = int(np.shape(traces)[0])
-    n_a = max(1, max(int(np.size(s)) for s in spike_idx))
-    idx = np.zeros((len(spike_idx), n_a), dtype=np.int32)
-    valid = np.zeros((len(spike_idx), n_a), dtype=bool)
-    quiet = np.ones((len(spike_idx), n_t), dtype=bool)
+    spikes = [
+        check_ids(f"spike_idx[{n}]", s, n_t, what="sample indices") for n, s in enumerate(spike_idx)
+    ]
+    for n, s in enumerate(spikes):
+        if s.ndim != 1:
+            raise ValueError(f"spike_idx[{n}]: expected a 1-D array, received shape {s.shape}")
+    n_a = max(1, max(int(s.size) for s in spikes))
+    idx = np.zeros((len(spikes), n_a), dtype=np.int32)
+    valid = np.zeros((len(spikes), n_a), dtype=bool)
+    quiet = np.ones((len(spikes), n_t), dtype=bool)
     half = int(round(anchor_window_ms / dt))
-    for n, s in enumerate(spike_idx):
-        s = np.asarray(s, dtype=np.int64).ravel()
-        if s.size and (s.min() < 0 or s.max() >= n_t):
-            raise ValueError(f"spike_idx[{n}]: indices must lie in [0, {n_t})")
+    for n, s in enumerate(spikes):
         idx[n, : s.size] = s
         valid[n, : s.size] = True
         for k in s:
@@ -210,7 +242,7 @@ def make_fit_problem(
     traces = jnp.asarray(traces)
     return FitProblem(
         cell=cell,
-        electrodes=jnp.asarray(electrodes),
+        electrodes=electrodes,
         traces=traces,
         anchor_idx=jnp.asarray(idx),
         anchor_valid=jnp.asarray(valid),
@@ -234,13 +266,18 @@ def firing_rate_curve(
     transient_ms: float = 200.0,
 ) -> np.ndarray:
     """Steady firing rate (Hz) of `cell` under each constant somatic current (nA): its f-I curve."""
-    check_array("currents", currents, ndim=1, dtype=jnp.floating)
+    grid = as_array("currents", currents, ndim=1, dtype=jnp.floating, finite=True, nonempty=True)
+    dt = check_real("dt", dt, low=0.0, low_inclusive=False)
+    duration_ms = check_real("duration_ms", duration_ms, low=0.0, low_inclusive=False)
+    transient_ms = check_real("transient_ms", transient_ms, low=0.0)
     n = int(round(duration_ms / dt))
     skip = int(round(transient_ms / dt))
     if not 0 <= skip < n:
         raise ValueError("transient_ms: expected 0 <= transient_ms < duration_ms")
-    grid = jnp.asarray(currents)
+    # the (G, n, D) state trajectories (float64 at most)
+    check_memory("duration_ms", 8.0 * grid.shape[0] * n * (cell.init_state().shape[0] + 2))
     volts = jax.vmap(lambda i: simulate(cell, jnp.full((n,), i), dt=dt).voltage)(grid)
+    check_stable(volts, dt)
     window_s = (n - skip) * dt / 1000.0
     return np.asarray([spike_indices(np.asarray(v)[skip:]).size / window_s for v in volts])
 
@@ -263,8 +300,20 @@ def rate_initial_current(
     spike times, like the anchors; the no-anchor ablation starts from a
     constant current instead.
     """
-    rates = np.asarray(fi_rates, dtype=np.float64)
+    check_instance("basis", basis, CurrentBasis)
+    sizes: dict[str, int] = {}
+    # checks only: the inversion runs in float64 on the caller's values
+    as_array("fi_currents", fi_currents, shape=("G",), dtype=jnp.floating, sizes=sizes, finite=True)
+    as_array(
+        "fi_rates", fi_rates, shape=("G",), dtype=jnp.floating, sizes=sizes, finite=True, low=0.0
+    )
     cur = np.asarray(fi_currents, dtype=np.float64)
+    rates = np.asarray(fi_rates, dtype=np.float64)
+    spikes = check_ids("spike_idx", spike_idx, basis.n_steps, what="sample indices")
+    if spikes.ndim != 1:
+        raise ValueError(f"spike_idx: expected a 1-D array, received shape {spikes.shape}")
+    kernel_ms = check_real("kernel_ms", kernel_ms, low=0.0, low_inclusive=False)
+    rest_current = check_real("rest_current", rest_current)
     firing = rates > 0
     if not np.any(firing):
         raise ValueError("fi_rates: the f-I curve has no firing current; widen fi_currents")
@@ -272,7 +321,7 @@ def rate_initial_current(
     order = np.argsort(fi_r)
     t = np.arange(basis.n_steps) * basis.dt
     r = np.zeros(basis.n_steps)
-    for k in np.asarray(spike_idx, dtype=np.int64).ravel():
+    for k in spikes:
         r += np.exp(-0.5 * ((t - t[k]) / kernel_ms) ** 2)
     r *= 1000.0 / (kernel_ms * np.sqrt(2 * np.pi))
     i_t = np.where(r >= 0.5 * fi_r.min(), np.interp(r, fi_r[order], fi_i[order]), rest_current)
@@ -301,6 +350,13 @@ def fit_loss(
 
     **Returns:** `(total, parts)`, `parts` a dict of the scalar terms.
     """
+    check_instance("u", u, FitParams)
+    check_instance("problem", problem, FitProblem)
+    n = problem.anchor_idx.shape[0]
+    check_array("u.positions", u.positions, shape=(n, 3), dtype=jnp.floating)
+    check_array("u.coeffs", u.coeffs, shape=(n, problem.basis.n_knots), dtype=jnp.floating)
+    check_finite("u.positions", u.positions)  # concrete values; a no-op under jit / grad
+    check_finite("u.coeffs", u.coeffs)
     p = _to_physical(u, problem)
     dtype = problem.traces.dtype
     currents = jax.vmap(problem.basis.evaluate)(p.coeffs.astype(dtype))
@@ -317,7 +373,9 @@ def fit_loss(
     traces = jnp.einsum("ntc,nsc->ts", i_m, gains)
     trace = jnp.mean((traces - problem.traces) ** 2) / problem.noise_var
     d2 = u.coeffs[:, 2:] - 2 * u.coeffs[:, 1:-1] + u.coeffs[:, :-2]
-    smooth = problem.smoothness * jnp.mean(d2**2)
+    # a basis of fewer than 3 knots has no second difference: no smoothness term (the
+    # mean over an empty array would be NaN)
+    smooth = problem.smoothness * jnp.sum(d2**2) / max(d2.size, 1)
     total = trace + smooth.astype(trace.dtype)
     parts = {"trace": trace, "smooth": smooth}
     if anchor is not None:
@@ -390,7 +448,9 @@ def default_optimizer(
     until the anchors have placed the model's spikes at the sorted times, the
     trace term's gradient in position points at misaligned waveforms.
     """
-    n_steps = max(int(n_steps), 1)
+    n_steps = check_positive_int("n_steps", n_steps)
+    learning_rate = check_real("learning_rate", learning_rate, low=0.0, low_inclusive=False)
+    position_start = check_real("position_start", position_start, low=0.0, high=1.0)
     start = int(position_start * n_steps)
     cur = optax.cosine_decay_schedule(learning_rate, n_steps, alpha=0.05)
     pos = optax.join_schedules(

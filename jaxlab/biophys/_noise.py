@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxlab._core import check_positive_int, check_range
+from jaxlab._core import check_memory, check_positive_int, check_range, check_real
 
 from ._probe import Probe
 
@@ -31,7 +31,19 @@ def pink_noise(
     key: PRNGKeyArray,
     dtype=jnp.float32,
 ) -> Float[Array, "T S"]:
-    """Unit-variance 1/f noise `(n_samples, n_channels)`, independent across channels."""
+    """Unit-variance 1/f noise `(n_samples, n_channels)`, independent across channels.
+
+    **Arguments:** `n_samples`, `n_channels` (positive ints); `fs` the sampling rate (Hz,
+    > 0); `f_min` (Hz, > 0): below it the spectrum is flat; `key`; `dtype`.
+    """
+    n_samples = check_positive_int("n_samples", n_samples)
+    n_channels = check_positive_int("n_channels", n_channels)
+    fs = check_real("fs", fs, low=0.0, low_inclusive=False)
+    f_min = check_real("f_min", f_min, low=0.0, low_inclusive=False)
+    # white noise, its spectrum (complex) and the result, float64 at most: one sample of
+    # every channel, then all samples
+    check_memory("n_channels", 8.0 * 4 * n_channels)
+    check_memory("n_samples", 8.0 * 4 * n_samples * n_channels)
     white = jax.random.normal(key, (n_samples, n_channels), dtype=dtype)
     spec = jnp.fft.rfft(white, axis=0)
     f = jnp.fft.rfftfreq(n_samples, d=1.0 / fs).astype(dtype)

@@ -12,9 +12,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxlab._core import check_array, check_finite, check_positive_int
+from jaxlab._core import check_array, check_finite, check_size
 
 __all__ = ["Probe", "neuropixels_1"]
+
+NP1_SITES = 960
+"""Recording sites on a Neuropixels 1.0 shank (384 of them are recorded at once)."""
 
 
 class Probe(eqx.Module):
@@ -58,9 +61,10 @@ def neuropixels_1(n_sites: int = 384, *, dtype=jnp.float32) -> Probe:
 
     Alternate rows are staggered by 16 um (x = 11, 43 on even rows; 27, 59 on odd
     rows, as in probeinterface's NP1 layout); `n_sites` defaults to the 384
-    channels recorded at once. y starts at 20 um.
+    channels recorded at once, at most `NP1_SITES` = 960 (the sites on the shank).
+    y starts at 20 um.
     """
-    n_sites = check_positive_int("n_sites", n_sites)
+    n_sites = check_size("n_sites", n_sites, cap=NP1_SITES, why="sites on a Neuropixels 1.0 shank")
     k = np.arange(n_sites)
     row = k // 2
     x = 11.0 + 32.0 * (k % 2) + 16.0 * (row % 2)

@@ -14,14 +14,33 @@ from __future__ import annotations
 import diffrax
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxlab._core import check_array, check_finite, check_range
+from jaxlab._core import as_array, check_array, check_range
 
 from ._neurons import AbstractNeuron
 
 __all__ = ["Trajectory", "simulate"]
+
+
+def check_stable(voltage: ArrayLike, dt: float) -> None:
+    """Raise a `ValueError` naming `dt` when a concrete simulated `voltage` holds NaN/inf.
+
+    A fixed-step explicit solver diverges when `dt` exceeds its stability limit (a
+    ball-and-stick cell at `dt = 0.1` ms): the trajectory would be NaN silently. Tracers
+    (under `jit`/`vmap`) pass unchecked.
+    """
+    if isinstance(voltage, jax.core.Tracer):
+        return
+    v = np.asarray(voltage)
+    if not np.all(np.isfinite(v)):
+        raise ValueError(
+            f"dt: the simulation diverged (NaN/inf voltage) at dt = {dt} ms; use a smaller "
+            "step or a more stable solver"
+        )
 
 
 class Trajectory(eqx.Module):
@@ -61,11 +80,9 @@ def simulate(
     """
     if not isinstance(neuron, AbstractNeuron):
         raise ValueError(f"neuron: expected an AbstractNeuron, received {type(neuron).__name__}")
-    check_array("current", current, ndim=1, dtype=jnp.floating)
-    check_finite("current", current)
+    current = as_array("current", current, ndim=1, dtype=jnp.floating, finite=True, nonempty=True)
     if not isinstance(dt, int | float) or not dt > 0:
         raise ValueError(f"dt: expected a positive number of ms, received {dt!r}")
-    current = jnp.asarray(current)
     y_init = neuron.init_state() if y0 is None else jnp.asarray(y0)
     check_array("y0", y_init, shape=neuron.init_state().shape, dtype=jnp.floating)
     check_range("dt", dt, low=0.0, low_inclusive=False)
@@ -92,4 +109,5 @@ def simulate(
 
     steps = jnp.arange(current.shape[0], dtype=current.dtype)
     _, (ys, vs, ss) = jax.lax.scan(step, (y_init, state0), (steps, current), unroll=unroll)
+    check_stable(vs, dt)
     return Trajectory(states=ys, voltage=vs, spikes=ss)

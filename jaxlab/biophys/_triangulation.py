@@ -14,7 +14,7 @@ import numpy as np
 import scipy.optimize
 from jaxtyping import ArrayLike
 
-from jaxlab._core import as_array
+from jaxlab._core import as_array, check_real
 
 __all__ = ["template_ptp", "monopolar_triangulation"]
 
@@ -57,14 +57,25 @@ def monopolar_triangulation(
 
     **Returns:** `(4,)` array `[x, y, z, alpha]` with `z >= 0`.
     """
-    a = np.asarray(ptp, dtype=np.float64)
-    pos = np.asarray(site_positions, dtype=np.float64)
-    if a.ndim != 1 or pos.shape != (a.size, 2):
-        raise ValueError(
-            f"ptp/site_positions: expected (S,) and (S, 2), received {a.shape} and {pos.shape}"
-        )
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(pos))):
-        raise ValueError("ptp: expected finite amplitudes and positions")
+    sizes: dict[str, int] = {}
+    # checks only: the fit runs in float64 on the caller's values (the sites first: an
+    # amplitude vector of another length is reported as `ptp`)
+    as_array(
+        "site_positions",
+        site_positions,
+        shape=("S", 2),
+        dtype=np.number,
+        sizes=sizes,
+        finite=True,
+        real=True,
+    )
+    as_array("ptp", ptp, shape=("S",), dtype=np.number, sizes=sizes, finite=True, low=0.0)
+    a, pos = np.asarray(ptp, dtype=np.float64), np.asarray(site_positions, dtype=np.float64)
+    if sizes["S"] == 0 or not a.max() > 0:
+        raise ValueError("ptp: expected at least one site with a positive amplitude")
+    radius_um = check_real("radius_um", radius_um, low=0.0)
+    max_distance_um = check_real("max_distance_um", max_distance_um, low=0.0, low_inclusive=False)
+    initial_z = check_real("initial_z", initial_z, low=0.0)
     best = int(np.argmax(a))
     local = np.linalg.norm(pos - pos[best], axis=1) <= radius_um
     a, pos = a[local], pos[local]

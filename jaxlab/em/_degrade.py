@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxlab._core import as_array
+from jaxlab._core import as_array, check_real
 
 __all__ = ["SUPPORTED_FACTORS", "gaussian_blur", "degrade", "upsample_bicubic"]
 
@@ -53,9 +53,7 @@ def gaussian_blur(image: Float[Array, "H W"], sigma: float) -> Float[Array, "H W
 
     **Returns:** blurred float32 array `[H, W]`.
     """
-    sigma = float(sigma)
-    if not math.isfinite(sigma) or sigma < 0:
-        raise ValueError(f"sigma: expected a finite value >= 0, received {sigma!r}")
+    sigma = check_real("sigma", sigma, low=0.0)
     image = _check_image("image", image).astype(jnp.float32)
     if sigma == 0.0:
         return image
@@ -101,12 +99,8 @@ def degrade(
     h, w = image.shape
     if h % factor or w % factor:
         raise ValueError(f"image: shape {tuple(image.shape)} is not divisible by factor {factor}")
-    sigma = factor / 2.0 if blur_sigma is None else float(blur_sigma)
-    if not math.isfinite(sigma) or sigma < 0:
-        raise ValueError(f"blur_sigma: expected a finite value >= 0, received {blur_sigma!r}")
-    noise_sigma = float(noise_sigma)
-    if not math.isfinite(noise_sigma) or noise_sigma < 0:
-        raise ValueError(f"noise_sigma: expected a finite value >= 0, received {noise_sigma!r}")
+    sigma = factor / 2.0 if blur_sigma is None else check_real("blur_sigma", blur_sigma, low=0.0)
+    noise_sigma = check_real("noise_sigma", noise_sigma, low=0.0)
     blurred = gaussian_blur(image, sigma)
     low = blurred.reshape(h // factor, factor, w // factor, factor).mean(axis=(1, 3))
     noise = jax.random.normal(key, low.shape, jnp.float32) * jnp.float32(noise_sigma)

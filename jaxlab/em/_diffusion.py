@@ -28,9 +28,17 @@ import jax
 import jax.core
 import jax.numpy as jnp
 import numpy as np
+from flax.errors import FlaxError
 from jaxtyping import Array, Float
 
-from jaxlab._core import check_array, check_positive_int
+from jaxlab._core import (
+    as_array,
+    check_ids,
+    check_memory,
+    check_nonnegative_int,
+    check_positive_int,
+    check_real,
+)
 
 from ._blocks import _ConvBlock, pixel_shuffle
 
@@ -63,10 +71,17 @@ def _from_betas(betas: np.ndarray, dtype) -> NoiseSchedule:
     return NoiseSchedule(jnp.asarray(betas, dtype), jnp.asarray(ab, dtype))
 
 
+def _check_num_steps(num_steps) -> int:
+    """A positive number of diffusion steps whose schedule arrays fit in memory."""
+    t = check_positive_int("num_steps", num_steps)
+    check_memory("num_steps", 8.0 * 4 * (t + 1))  # float64 betas, alpha_bars and temporaries
+    return t
+
+
 def linear_schedule(num_steps: int, *, dtype=jnp.float32) -> NoiseSchedule:
     """Linear betas from 1e-4 to 0.02 rescaled by 1000 / T (Ho et al. 2020; the
     rescaling of Nichol & Dhariwal 2021 keeps alpha_bar_T near 0 for small T)."""
-    t = check_positive_int("num_steps", num_steps)
+    t = _check_num_steps(num_steps)
     scale = 1000.0 / t
     return _from_betas(np.linspace(1e-4 * scale, min(0.02 * scale, 0.999), t), dtype)
 
@@ -74,7 +89,8 @@ def linear_schedule(num_steps: int, *, dtype=jnp.float32) -> NoiseSchedule:
 def cosine_schedule(num_steps: int, *, s: float = 0.008, dtype=jnp.float32) -> NoiseSchedule:
     """Cosine schedule (Nichol & Dhariwal 2021): alpha_bar(t) = cos^2(((t/T + s)/(1 + s)) pi/2),
     normalised, betas clipped at 0.999."""
-    t = check_positive_int("num_steps", num_steps)
+    t = _check_num_steps(num_steps)
+    s = check_real("s", s, low=0.0)
     f = np.cos((np.arange(t + 1) / t + s) / (1 + s) * np.pi / 2) ** 2
     ab = f / f[0]
     betas = np.clip(1.0 - ab[1:] / ab[:-1], 0.0, 0.999)
@@ -100,16 +116,17 @@ def q_sample(schedule: NoiseSchedule, x0: jax.Array, t: Any, noise: jax.Array) -
 
     **Returns:** `x_t`, same shape as `x0`.
     """
-    check_array("noise", noise, shape=tuple(x0.shape))
-    t = jnp.asarray(t)
-    if not jnp.issubdtype(t.dtype, jnp.integer):
-        raise ValueError(f"t: expected integer steps, received dtype {t.dtype}")
-    if not isinstance(t, jax.core.Tracer):
-        tt = np.asarray(t)
-        if tt.size and (tt.min() < 0 or tt.max() > schedule.num_steps):
-            raise ValueError(
-                f"t: expected steps in [0, {schedule.num_steps}], received [{tt.min()}, {tt.max()}]"
-            )
+    x0 = as_array("x0", x0, dtype=jnp.floating, finite=True)
+    noise = as_array("noise", noise, shape=tuple(x0.shape), dtype=jnp.floating, finite=True)
+    if x0.ndim == 0:
+        raise ValueError("x0: expected an array of at least one axis, received a scalar")
+    # steps 0..T index alpha_bars (T + 1 entries); an out-of-range step would be clamped
+    t = jnp.asarray(check_ids("t", t, schedule.num_steps + 1, what="diffusion steps"))
+    if t.ndim > 1 or (t.ndim == 1 and t.shape[0] != x0.shape[0]):
+        raise ValueError(
+            f"t: expected a scalar or one step per sample (shape ({x0.shape[0]},)), "
+            f"received shape {tuple(t.shape)}"
+        )
     ab = schedule.alpha_bars[t].astype(x0.dtype)
     ab = ab.reshape(ab.shape + (1,) * (x0.ndim - ab.ndim))
     return jnp.sqrt(ab) * x0 + jnp.sqrt(1 - ab) * noise
@@ -146,14 +163,10 @@ def structure_embedding(image: jax.Array, *, sigma: float = 1.0) -> jax.Array:
 
     **Returns:** `(..., H, W, 3)`.
     """
-    if not hasattr(image, "ndim") or image.ndim < 2 or min(image.shape[-2:]) < 4:
-        raise ValueError(
-            f"image: expected (..., H, W) with H, W >= 4, received "
-            f"{getattr(image, 'shape', type(image).__name__)}"
-        )
-    x = jnp.asarray(image)
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        raise ValueError(f"image: expected a float array, received dtype {x.dtype}")
+    x = as_array("image", image, dtype=jnp.floating, finite=True)
+    if x.ndim < 2 or min(x.shape[-2:]) < 4:
+        raise ValueError(f"image: expected (..., H, W) with H, W >= 4, received {x.shape}")
+    sigma = check_real("sigma", sigma, low=0.0, low_inclusive=False)
     s = _blur_axis(_blur_axis(x, sigma, x.ndim - 2), sigma, x.ndim - 1)
     sp = jnp.pad(s, [(0, 0)] * (x.ndim - 2) + [(1, 1), (1, 1)], mode="edge")
     c = sp[..., 1:-1, 1:-1]
@@ -231,7 +244,11 @@ class Denoiser(nn.Module):
 
 
 def refine_timesteps(t0: int, n_steps: int) -> tuple[int, ...]:
-    """Strided, strictly decreasing steps from `t0` to 0 (at most `n_steps` jumps)."""
+    """Strided, strictly decreasing steps from `t0` to 0 (at most `n_steps` jumps).
+
+    `t0` an int >= 0, `n_steps` a positive int."""
+    t0 = check_nonnegative_int("t0", t0)
+    n_steps = check_positive_int("n_steps", n_steps)
     n = min(n_steps, t0)
     return tuple(int(v) for v in np.unique(np.round(np.linspace(0, t0, n + 1)))[::-1])
 
@@ -266,16 +283,24 @@ def refine_embedding(
     if isinstance(t0, bool) or not isinstance(t0, int | np.integer) or not 0 <= t0 <= T:
         raise ValueError(f"t0: expected an integer in [0, {T}], received {t0!r}")
     check_positive_int("n_steps", n_steps)
-    if not hasattr(embedding, "ndim") or embedding.ndim not in (3, 4):
+    clip = check_real("clip", clip, low=0.0, low_inclusive=False)
+    embedding = as_array("embedding", embedding, dtype=jnp.floating, finite=True, nonempty=True)
+    if embedding.ndim not in (3, 4):
         raise ValueError(
-            f"embedding: expected (B, H, W, C) or (H, W, C), received "
-            f"{getattr(embedding, 'shape', type(embedding).__name__)}"
+            f"embedding: expected (B, H, W, C) or (H, W, C), received shape {embedding.shape}"
         )
     if t0 == 0:
         return embedding
     single = embedding.ndim == 3
     z = embedding[None] if single else embedding
     b = z.shape[0]
+    try:  # the network's own shape error names a layer, not the argument
+        jax.eval_shape(lambda x: denoiser.apply(params, x, jnp.full((b,), t0, jnp.int32), x), z)
+    except (FlaxError, TypeError, ValueError) as e:
+        raise ValueError(
+            f"embedding: shape {tuple(embedding.shape)} does not fit the denoiser's "
+            f"parameters ({str(e)[:200]})"
+        ) from None
     ab = schedule.alpha_bars.astype(z.dtype)
     x = q_sample(schedule, z, jnp.asarray(t0), jax.random.normal(key, z.shape, z.dtype))
     steps = refine_timesteps(int(t0), int(n_steps))

@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxlab._core import as_array, check_array, check_positive_int, short_repr
+from jaxlab._core import as_array, check_memory, check_positive_int, short_repr
 
 from ._degrade import gaussian_blur
 from ._segment import merge_small_segments, relabel_connected
@@ -201,10 +201,16 @@ def _as_regime(regime) -> EMRegime:
 
 
 def _check_size(size) -> int:
+    """An image side >= `_MIN_SIZE` whose tessellation fits in memory."""
     size = check_positive_int("size", size)
     if size < _MIN_SIZE:
         raise ValueError(f"size: expected at least {_MIN_SIZE} pixels, received {size}")
+    check_memory("size", _BYTES_PER_PIXEL * size * size)
     return size
+
+
+# the tessellation's (size, size, 25) candidate ids, indices and distances, with slack
+_BYTES_PER_PIXEL = 4.0 * 25 * 6
 
 
 def _bspline_matrix(n_out: int, n_in: int, scale: float) -> np.ndarray:
@@ -506,7 +512,7 @@ def render_em(regime: EMRegime | str, labels: Int[Array, "S S"], *, key: PRNGKey
     Paper: P11.
     """
     regime = _as_regime(regime)
-    check_array("labels", labels, ndim=2, dtype=jnp.integer)
+    labels = as_array("labels", labels, ndim=2, dtype=jnp.integer, nonempty=True)
     if not isinstance(labels, jax.core.Tracer) and np.asarray(labels).min() < 1:
         raise ValueError("labels: expected instance ids >= 1, received a value < 1")
     return _render(regime, jnp.asarray(labels, jnp.int32), key)
@@ -558,6 +564,7 @@ def generate_em_dataset(
     regime = _as_regime(regime)
     n = check_positive_int("n", n)
     size = _check_size(size)
+    check_memory("n", _BYTES_PER_PIXEL * n * size * size)  # the vmapped tessellations
     keys = jax.random.split(key, n)
     split = jax.vmap(jax.random.split)(keys)
     raw = np.asarray(jax.vmap(lambda k: _tessellate(regime, size, k))(split[:, 0]))

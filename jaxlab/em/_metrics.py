@@ -22,7 +22,7 @@ from typing import cast
 
 import numpy as np
 
-from jaxlab._core import check_array, check_finite
+from jaxlab._core import check_array, check_finite, check_real
 
 __all__ = [
     "psnr",
@@ -145,12 +145,10 @@ def cremi_score(arand: float, voi_split: float, voi_merge: float) -> float:
 
     **Returns:** Python float.
     """
-    values = {"arand": arand, "voi_split": voi_split, "voi_merge": voi_merge}
-    for name, value in values.items():
-        value = float(value)
-        if not (math.isfinite(value) and value >= 0.0):
-            raise ValueError(f"{name}: expected a finite value >= 0, received {value!r}")
-    return math.sqrt(float(arand) * (float(voi_split) + float(voi_merge)))
+    arand = check_real("arand", arand, low=0.0)
+    voi_split = check_real("voi_split", voi_split, low=0.0)
+    voi_merge = check_real("voi_merge", voi_merge, low=0.0)
+    return math.sqrt(arand * (voi_split + voi_merge))
 
 
 def segmentation_scores(pred_labels, true_labels) -> dict[str, float]:

@@ -18,7 +18,7 @@ from typing import cast
 import numpy as np
 import scipy.ndimage as ndi
 
-from jaxlab._core import as_array, check_array, check_finite, check_positive_int
+from jaxlab._core import as_array, check_array, check_positive_int, check_real
 
 __all__ = ["relabel_connected", "merge_small_segments", "segment_watershed"]
 
@@ -135,20 +135,22 @@ def segment_watershed(
     from skimage.morphology import h_maxima
     from skimage.segmentation import watershed
 
+    as_array(  # checks only: the map is used in float64 below
+        "boundary_prob",
+        boundary_prob,
+        ndim=2,
+        dtype=np.floating,
+        finite=True,
+        nonempty=True,
+        low=0.0,
+        high=1.0,
+    )
     prob = np.asarray(boundary_prob)
-    check_array("boundary_prob", prob, ndim=2, dtype=np.floating)
-    check_finite("boundary_prob", prob)
-    threshold = float(threshold)
-    if not 0.0 < threshold <= 1.0:
-        raise ValueError(f"threshold: expected a value in (0, 1], received {threshold!r}")
+    threshold = check_real("threshold", threshold, low=0.0, high=1.0, low_inclusive=False)
     min_distance = check_positive_int("min_distance", min_distance)
     min_size = check_positive_int("min_size", min_size)
-    h = float(h)
-    if not h > 0.0:
-        raise ValueError(f"h: expected a value > 0, received {h!r}")
-    smooth_sigma = float(smooth_sigma)
-    if not smooth_sigma >= 0.0:
-        raise ValueError(f"smooth_sigma: expected a value >= 0, received {smooth_sigma!r}")
+    h = check_real("h", h, low=0.0, low_inclusive=False)
+    smooth_sigma = check_real("smooth_sigma", smooth_sigma, low=0.0)
     prob = prob.astype(np.float64)
     interior = prob < threshold
     if not interior.any():

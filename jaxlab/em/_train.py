@@ -80,8 +80,11 @@ def balanced_bce(logits: jax.Array, targets: jax.Array) -> jax.Array:
 
 
 def reconstruction_loss(pred: jax.Array, target: jax.Array, norm: str = "l1") -> jax.Array:
-    """Mean absolute (`"l1"`) or squared (`"l2"`) error."""
-    d = pred - jnp.asarray(target, pred.dtype)
+    """Mean absolute (`"l1"`) or squared (`"l2"`) error of `pred` against `target`
+    (float arrays of one shape, non-empty)."""
+    pred = as_array("pred", pred, dtype=jnp.floating, finite=True, nonempty=True)
+    target = as_array("target", target, shape=pred.shape, dtype=jnp.number, finite=True, real=True)
+    d = pred - target.astype(pred.dtype)
     if norm == "l1":
         return jnp.mean(jnp.abs(d))
     if norm == "l2":

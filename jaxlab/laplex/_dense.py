@@ -6,6 +6,10 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Inexact
 
+from jaxlab._core import check_memory
+
+from ._matvec import validate_kernel
+
 __all__ = ["dense_matrix"]
 
 
@@ -24,8 +28,9 @@ def dense_matrix(
 
     **Returns:** (M, N), real if `b` is None else complex.
     """
-    if c is None:
-        raise ValueError("c: expected the (H,) head weights, received None")
+    t, s, a, b, c, sizes = validate_kernel(t, s, a, b, c, call="dense_matrix(t, s, a, c=c)")
+    # the (H, M, N) distances and kernel values (complex with b)
+    check_memory("t", 16.0 * 2 * sizes["H"] * sizes["M"] * sizes["N"])
     d = jnp.abs(t[:, :, None] - s[:, None, :])
     if b is None:
         return jnp.sum(c[:, None, None] * jnp.exp(-a[:, None, None] * d), axis=0)

@@ -6,11 +6,18 @@ from collections.abc import Callable
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxlab._core import as_array, check_positive_int, check_range, error_if_not_finite
+from jaxlab._core import (
+    as_array,
+    check_memory,
+    check_positive_int,
+    check_range,
+    error_if_not_finite,
+)
 
 __all__ = ["conjugate_gradient", "lanczos", "slq_logdet", "lanczos_sqrt_apply"]
 
@@ -36,17 +43,7 @@ def conjugate_gradient(
     check_range("tol", tol, low=0.0)
     check_positive_int("maxiter", maxiter)
     b = error_if_not_finite("b", b)
-    try:  # the operator's own shape error would not say which argument is off
-        out = jax.eval_shape(mv, b)
-    except TypeError as e:
-        raise ValueError(
-            f"b: the operator `mv` does not accept b of shape {b.shape} ({e})"
-        ) from None
-    if getattr(out, "shape", None) != b.shape:
-        raise ValueError(
-            f"b: expected the shape mv(b) returns, received {b.shape} -> "
-            f"{getattr(out, 'shape', type(out).__name__)}"
-        )
+    _check_operator(mv, "b", b)
     bnorm = jnp.linalg.norm(b)
 
     def cond(state):
@@ -70,13 +67,37 @@ def conjugate_gradient(
     return x, k
 
 
+def _check_operator(mv: Matvec, name: str, x: Array | jax.ShapeDtypeStruct) -> None:
+    """Raise a `ValueError` naming `name` unless `mv` maps a vector shaped like `x` to one
+    of the same shape (the operator's own shape error would not say which argument is
+    off)."""
+    try:
+        out = jax.eval_shape(mv, x)
+    except TypeError as e:
+        raise ValueError(
+            f"{name}: the operator `mv` does not accept {name} of shape {x.shape} ({e})"
+        ) from None
+    if getattr(out, "shape", None) != x.shape:
+        raise ValueError(
+            f"{name}: expected the shape mv({name}) returns, received {x.shape} -> "
+            f"{getattr(out, 'shape', type(out).__name__)}"
+        )
+
+
 def lanczos(mv: Matvec, z: Float[Array, " N"], steps: int):
     """`steps` Lanczos iterations from `z` with full re-orthogonalisation.
 
     **Returns:** `(alphas (steps,), betas (steps - 1,), V (steps, N))` with
     orthonormal rows `V` and `V A V^T = tridiag(betas, alphas, betas)`.
+
+    `z` must be a finite, nonzero (N,) vector and `steps` a positive int (`ValueError`
+    for concrete inputs; the (steps, N) basis is checked against memory first).
     """
+    z = _start_vector(z)
+    _check_operator(mv, "z", z)
+    steps = check_positive_int("steps", steps)
     n = z.shape[0]
+    check_memory("steps", 2.0 * steps * n * jnp.dtype(z.dtype).itemsize)
     v0 = z / jnp.linalg.norm(z)
     basis = jnp.zeros((steps, n), z.dtype).at[0].set(v0)
 
@@ -97,6 +118,14 @@ def lanczos(mv: Matvec, z: Float[Array, " N"], steps: int):
     return alphas, betas[:-1], basis
 
 
+def _start_vector(z) -> Array:
+    """A finite, nonzero, non-empty (N,) starting vector (value checks when concrete)."""
+    z = as_array("z", z, ndim=1, dtype=jnp.inexact, finite=True, nonempty=True)
+    if not isinstance(z, jax.core.Tracer) and not bool(jnp.any(z != 0)):
+        raise ValueError("z: expected a nonzero starting vector, received all zeros")
+    return z
+
+
 def _tridiag_eig(alphas, betas):
     t = jnp.diag(alphas) + jnp.diag(betas, 1) + jnp.diag(betas, -1)
     return jnp.linalg.eigh(t)
@@ -109,7 +138,18 @@ def slq_logdet(
 
     `log det A = E_z[z^T log(A) z]` with Rademacher `z`; each quadratic form is a
     `steps`-node Gauss quadrature from Lanczos (Ubaru, Chen & Saad 2017).
+
+    `n`, `probes` and `steps` are positive ints; the (probes, steps, n) Lanczos bases
+    are checked against memory before anything is allocated.
     """
+    n = check_positive_int("n", n)
+    probes = check_positive_int("probes", probes)
+    steps = check_positive_int("steps", steps)
+    item = jnp.dtype(dtype).itemsize
+    check_memory("n", 3.0 * n * item)  # one probe and two Lanczos vectors
+    check_memory("steps", (steps + 2.0) * n * item)  # one probe's basis
+    check_memory("probes", probes * (steps + 2.0) * n * item)  # all probes (vmapped)
+    _check_operator(mv, "n", jax.ShapeDtypeStruct((n,), dtype))
     zs = jax.random.rademacher(key, (probes, n), dtype)
 
     def one(z):
@@ -121,8 +161,11 @@ def slq_logdet(
 
 
 def lanczos_sqrt_apply(mv: Matvec, z: Float[Array, " N"], steps: int = 40) -> Array:
-    """Approximate `A^{1/2} z` by Lanczos (sampling from N(0, A) with `z ~ N(0, I)`)."""
+    """Approximate `A^{1/2} z` by Lanczos (sampling from N(0, A) with `z ~ N(0, I)`).
+
+    `z` and `steps` as in `lanczos`."""
     alphas, betas, basis = lanczos(mv, z, steps)
+    z = as_array("z", z)
     evals, evecs = _tridiag_eig(alphas, betas)
     f = evecs @ (jnp.sqrt(jnp.maximum(evals, 0)) * evecs[0])
     return jnp.linalg.norm(z) * (basis.T @ f)

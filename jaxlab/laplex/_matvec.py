@@ -523,12 +523,14 @@ def _scan_bwd(scan, x, t, s, lam, c, plan, w):
 _core.defvjp(_core_fwd, _core_bwd)
 
 
-def _validate(v, t, s, a, b, c, plan):
-    """Convert lists/NumPy once and check everything; returns `(v, t, s, a, b, c)`."""
+def validate_kernel(t, s, a, b, c, *, call: str = "matvec(v, t, s, a, c=c)"):
+    """Convert the kernel parameters once and check them (shapes (H, M), (H, N), (H,);
+    one float dtype; finite; decays `a` > 0); returns `(t, s, a, b, c, sizes)`, `sizes`
+    binding "H", "M" and "N". `call` shows the real kernel's call in the message for a
+    missing `c`."""
     if c is None:
         raise ValueError(
-            "c: expected the (H,) head weights, received None "
-            "(the real kernel is matvec(v, t, s, a, c=c))"
+            f"c: expected the (H,) head weights, received None (the real kernel is {call})"
         )
     same = t is s
     t = as_array("t", t, dtype=jnp.floating)
@@ -536,26 +538,34 @@ def _validate(v, t, s, a, b, c, plan):
     a = as_array("a", a, dtype=jnp.floating)
     c = as_array("c", c, dtype=jnp.floating)
     b = None if b is None else as_array("b", b, dtype=jnp.floating)
-    v = as_array("v", v, dtype=jnp.number)  # complex v is a supported input
     sizes = check_array("t", t, shape=("H", "M"), dtype=jnp.floating)
     check_array("s", s, shape=("H", "N"), dtype=jnp.floating, sizes=sizes)
     check_array("a", a, shape=("H",), dtype=jnp.floating, sizes=sizes)
     check_array("c", c, shape=("H",), dtype=jnp.floating, sizes=sizes)
     if b is not None:
         check_array("b", b, shape=("H",), dtype=jnp.floating, sizes=sizes)
-    if v.ndim not in (1, 2):
-        raise ValueError(f"v: expected shape (N,) or (N, K), received shape {tuple(v.shape)}")
-    check_array("v", v, shape=("N",) + (None,) * (v.ndim - 1), dtype=jnp.inexact, sizes=sizes)
     ft = jnp.dtype(t.dtype)
     for name, x in (("s", s), ("a", a), ("b", b), ("c", c)):
         if x is not None and jnp.dtype(x.dtype) != ft:
             raise ValueError(f"{name}: expected dtype {ft} (the dtype of t), received {x.dtype}")
-    if jnp.dtype(jnp.real(jnp.zeros((), v.dtype)).dtype) != ft:
-        raise ValueError(f"v: expected dtype {ft} or its complex counterpart, received {v.dtype}")
-    for name, x in (("t", t), ("s", s), ("a", a), ("b", b), ("c", c), ("v", v)):
+    for name, x in (("t", t), ("s", s), ("a", a), ("b", b), ("c", c)):
         if x is not None:
             check_finite(name, x)
     check_range("a", a, low=0.0, low_inclusive=False)
+    return t, s, a, b, c, sizes
+
+
+def _validate(v, t, s, a, b, c, plan):
+    """Convert lists/NumPy once and check everything; returns `(v, t, s, a, b, c)`."""
+    t, s, a, b, c, sizes = validate_kernel(t, s, a, b, c)
+    v = as_array("v", v, dtype=jnp.number)  # complex v is a supported input
+    if v.ndim not in (1, 2):
+        raise ValueError(f"v: expected shape (N,) or (N, K), received shape {tuple(v.shape)}")
+    check_array("v", v, shape=("N",) + (None,) * (v.ndim - 1), dtype=jnp.inexact, sizes=sizes)
+    ft = jnp.dtype(t.dtype)
+    if jnp.dtype(jnp.real(jnp.zeros((), v.dtype)).dtype) != ft:
+        raise ValueError(f"v: expected dtype {ft} or its complex counterpart, received {v.dtype}")
+    check_finite("v", v)
     if plan is not None:
         check_plan(plan, t, s, m=sizes["M"], n=sizes["N"])
     return v, t, s, a, b, c

@@ -148,6 +148,22 @@ def plan_error_if(plan: LaplexPlan, m: int, n: int) -> LaplexPlan:
     return LaplexPlan(perm_s, plan.rank_t, plan.perm_t, plan.rank_s, plan.presorted_s)
 
 
+def _check_plan_shapes(plan: LaplexPlan, *, m: int, n: int, h: int | None = None) -> dict:
+    """Raise `ValueError` unless `plan` is a `LaplexPlan` whose fields are integer arrays
+    of shapes (H, N) / (H, M) (`h`: the number of heads when known); returns the fields'
+    lengths by name."""
+    if not isinstance(plan, LaplexPlan):
+        raise ValueError(f"plan: expected a LaplexPlan or None, received {type(plan).__name__}")
+    fields = {"perm_s": n, "rank_t": m, "perm_t": m, "rank_s": n}
+    sizes: dict[str, int] = {} if h is None else {"H": h}
+    for name, length in fields.items():
+        x = getattr(plan, name)
+        check_array(f"plan.{name}", x, shape=("H", length), dtype=jnp.integer, sizes=sizes)
+    if plan.presorted_s is not None:
+        check_array("plan.presorted_s", plan.presorted_s, shape=("H",), sizes=sizes)
+    return fields
+
+
 def check_plan(plan: LaplexPlan, t=None, s=None, *, m: int, n: int) -> None:
     """Raise `ValueError` unless a concrete `plan` is well formed (and fits concrete `t`, `s`).
 
@@ -156,15 +172,7 @@ def check_plan(plan: LaplexPlan, t=None, s=None, *, m: int, n: int) -> None:
     concrete, that the plan sorts and merges them exactly. Tracers are skipped (see
     `plan_error_if`).
     """
-    if not isinstance(plan, LaplexPlan):
-        raise ValueError(f"plan: expected a LaplexPlan or None, received {type(plan).__name__}")
-    fields = {"perm_s": n, "rank_t": m, "perm_t": m, "rank_s": n}
-    sizes: dict[str, int] = {}
-    for name, length in fields.items():
-        x = getattr(plan, name)
-        check_array(f"plan.{name}", x, shape=("H", length), dtype=jnp.integer, sizes=sizes)
-    if plan.presorted_s is not None:
-        check_array("plan.presorted_s", plan.presorted_s, shape=("H",), sizes=sizes)
+    fields = _check_plan_shapes(plan, m=m, n=n)
     leaves = [getattr(plan, k) for k in fields]
     if any(isinstance(x, Tracer) for x in leaves):
         return
@@ -209,24 +217,47 @@ def _side_ok(src, perm, tgt, rank):
     return sorted_ok & jnp.all((lo <= tgt) & (tgt < hi))
 
 
+def _check_plan_inputs(plan, t, s) -> tuple[LaplexPlan, Array, Array]:
+    """`plan_is_valid` / `update_plan`'s checks: finite (H, M) / (H, N) anchors of one
+    float dtype and a plan of those shapes (its values may be stale or malformed)."""
+    same = t is s
+    t = as_array("t", t, shape=("H", "M"), dtype=jnp.floating, finite=True)
+    sizes = {"H": t.shape[0]}
+    s = t if same else as_array("s", s, shape=("H", "N"), dtype=jnp.floating, sizes=sizes)
+    if jnp.dtype(s.dtype) != jnp.dtype(t.dtype):
+        raise ValueError(f"s: expected dtype {t.dtype} (the dtype of t), received {s.dtype}")
+    if not same:
+        s = as_array("s", s, finite=True)
+    # shapes only: a plan whose values no longer sort the anchors is what these functions
+    # detect (plan_is_valid False) and replace (update_plan)
+    _check_plan_shapes(plan, m=t.shape[1], n=s.shape[1], h=t.shape[0])
+    return plan, t, s
+
+
 def plan_is_valid(
     plan: LaplexPlan, t: Float[Array, "H M"], s: Float[Array, "H N"]
 ) -> Bool[Array, ""]:
-    """Whether `plan` still sorts and merges the anchors `t`, `s` exactly (O(M + N))."""
+    """Whether `plan` still sorts and merges the anchors `t`, `s` exactly (O(M + N)).
+
+    `t` (H, M) and `s` (H, N) must be finite anchors of one float dtype and `plan` a
+    `LaplexPlan` of those shapes (`ValueError` for concrete inputs); a plan whose values
+    are malformed is not valid (False).
+    """
+    plan, t, s = _check_plan_inputs(plan, t, s)
     ok_s = jax.vmap(_side_ok)(s, plan.perm_s, t, plan.rank_t)
     ok_t = jax.vmap(_side_ok)(t, plan.perm_t, s, plan.rank_s)
     return jnp.all(ok_s) & jnp.all(ok_t)
 
 
 def update_plan(plan: LaplexPlan, t: Float[Array, "H M"], s: Float[Array, "H N"]) -> LaplexPlan:
-    """Keep `plan` if it is still valid for `t`, `s`, else re-sort (works under jit)."""
+    """Keep `plan` if it is still valid for `t`, `s`, else re-sort (works under jit).
+
+    Inputs as `plan_is_valid`."""
+    plan, t, s = _check_plan_inputs(plan, t, s)
     if plan.presorted_s is None:  # a hand-made plan: fill in the flag (same tree as make_plan's)
         plan = LaplexPlan(
             plan.perm_s, plan.rank_t, plan.perm_t, plan.rank_s, _presorted(plan.perm_s)
         )
-    same = t is s
-    t = as_array("t", t, shape=("H", "M"), dtype=jnp.floating)
-    s = t if same else as_array("s", s, shape=("H", "N"), dtype=jnp.floating)
     return lax.cond(plan_is_valid(plan, t, s), lambda: plan, lambda: make_plan(t, s))
 
 

@@ -65,7 +65,7 @@ def sharded_matvec(
     **Returns:** (M, K), equal to `matmat` up to rounding. Forward only (for
     gradients use `matvec`, whose custom VJP runs on one device).
     """
-    _validate(v, t, s, a, b, c, None)
+    v, t, s, a, b, c = _validate(v, t, s, a, b, c, None)  # lists/NumPy converted once
     if v.ndim != 2:
         raise ValueError(f"v: expected shape (N, K), received shape {tuple(v.shape)}")
     devices = list(jax.devices() if devices is None else devices)

@@ -24,8 +24,11 @@ from jaxlab._core import (
     Driver,
     History,
     StepLoop,
-    check_array,
+    as_array,
+    check_ids,
+    check_memory,
     check_positive_int,
+    check_real,
     driver_for,
     optimizer_update,
     run_steps,
@@ -68,9 +71,20 @@ class HeadStep(AbstractStep):
         *,
         optimizer: optax.GradientTransformation,
     ):
-        sizes = check_array("x", x, shape=("B", None), dtype=jnp.floating)
-        check_array("y", y, shape=("B",), dtype=jnp.integer, sizes=sizes)
-        self.x, self.y = jnp.asarray(x), jnp.asarray(y)
+        sizes: dict[str, int] = {}
+        x = as_array("x", x, shape=("B", None), dtype=jnp.floating, sizes=sizes, finite=True)
+        if sizes["B"] == 0:
+            raise ValueError("x: expected at least one example, received shape (0, inp)")
+        logits = jax.eval_shape(lambda: _logits(model, x))
+        if len(logits.shape) != 2 or logits.shape[0] != sizes["B"]:
+            raise ValueError(
+                f"model: expected logits of shape (B, classes) for x of shape {tuple(x.shape)}, "
+                f"received {tuple(logits.shape)}"
+            )
+        y = as_array("y", y, shape=("B",), dtype=jnp.integer, sizes=sizes)
+        # a label outside [0, classes) would be read as another class or as -inf silently
+        check_ids("y", y, int(logits.shape[1]), what="class labels")
+        self.x, self.y = x, y
         self.static = eqx.partition(model, eqx.is_array)[1]
         self.optimizer = optimizer
 
@@ -128,13 +142,19 @@ class GramStep(AbstractStep):
     ):
         if not isinstance(model, LaplexGram):
             raise ValueError(f"model: expected a LaplexGram, received {type(model).__name__}")
-        check_array("ys", ys, shape=(None, model.size), dtype=jnp.floating)
-        self.ys = jnp.asarray(ys)
+        self.ys = as_array(
+            "ys", ys, shape=(None, model.size), dtype=jnp.floating, finite=True, nonempty=True
+        )
         self.static = eqx.partition(model, eqx.is_array)[1]
         self.optimizer = optimizer
         self.probes = check_positive_int("probes", probes)
         self.lanczos_steps = check_positive_int("lanczos_steps", lanczos_steps)
-        self.cg_tol = float(cg_tol)
+        # the SLQ Lanczos bases, one (lanczos_steps, N) per probe (slq_logdet's estimate),
+        # checked here so that the message names this argument
+        item = jnp.dtype(self.ys.dtype).itemsize
+        check_memory("lanczos_steps", (self.lanczos_steps + 2.0) * model.size * item)
+        check_memory("probes", self.probes * (self.lanczos_steps + 2.0) * model.size * item)
+        self.cg_tol = check_real("cg_tol", cg_tol, low=0.0)
         self.cg_maxiter = check_positive_int("cg_maxiter", cg_maxiter)
 
     def init(self, model: LaplexGram, key: PRNGKeyArray):

@@ -127,3 +127,27 @@ def test_run_steps_bounds_its_history_before_allocating():
         run_steps(
             step, step.init(None, None), key=jax.random.key(0), steps=10**12, driver=Driver(chunk=2)
         )
+
+
+def test_available_memory_respects_an_address_space_limit():
+    """Under RLIMIT_AS (a child with `ulimit -v`), check_memory refuses what the limit
+    would turn into a MemoryError (issue #59: fit(steps=10**9) allocated a 3.7 GiB loss
+    history in a 4 GiB child because MemAvailable was larger)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))\n"
+        "from jaxlab._core import available_memory, check_memory\n"
+        "assert available_memory() <= 4 << 30, available_memory()\n"
+        "try:\n"
+        "    check_memory('steps', 3.7 * 2**30)\n"
+        "except ValueError as e:\n"
+        "    assert str(e).startswith('steps: needs about'), e\n"
+        "else:\n"
+        "    raise SystemExit('not refused')\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -238,3 +238,79 @@ def test_traced_checks_can_be_switched_off_for_hot_loops():
     checked = eqx.filter_jit(call)
     with pytest.raises(eqx.EquinoxRuntimeError, match="a: decays must be > 0"):
         checked(-a)
+
+
+# ---- the public-API fuzz of issue #59 (laplex table, second round): each case below was
+# silent garbage or a confusing error before its fix
+
+
+def _spd_mv(z):
+    return (3.0 * jnp.eye(4, dtype=z.dtype) + 0.1) @ z
+
+
+def test_dense_matrix_checks_the_kernel_like_matvec():
+    t, s, a, c = (jnp.asarray(x) for x in ([[0.0, 1.0]], [[0.5, 2.0, 3.0]], [1.0], [1.0]))
+    with pytest.raises(ValueError, match="^t: expected finite"):  # a NaN row silently
+        laplex.dense_matrix(t.at[0, 0].set(jnp.nan), s, a, c=c)
+    with pytest.raises(ValueError, match="^a: expected values in"):  # exp(+|d|) grows silently
+        laplex.dense_matrix(t, s, -a, c=c)
+    with pytest.raises(ValueError, match="^c"):  # a (1, 1) weight broadcast silently
+        laplex.dense_matrix(t, s, a, c=c[None])
+    with pytest.raises(ValueError, match="^s"):  # AttributeError: list has no shape
+        laplex.dense_matrix(t, None, a, c=c)  # type: ignore[arg-type]
+
+
+def test_lanczos_family_checks_vector_and_sizes():
+    z = jnp.ones(4)
+    with pytest.raises(ValueError, match="^z"):  # a NaN basis silently
+        laplex.lanczos(_spd_mv, jnp.zeros(4), 3)
+    with pytest.raises(ValueError, match="^z"):
+        laplex.lanczos_sqrt_apply(_spd_mv, z.at[1].set(jnp.inf), 3)
+    with pytest.raises(ValueError, match="^steps"):  # steps=0 gave empty garbage
+        laplex.lanczos(_spd_mv, z, 0)
+    with pytest.raises(ValueError, match="^steps: needs about"):  # allocated first
+        laplex.lanczos(_spd_mv, z, 10**12)
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match="^n"):  # a float size reached jax.random
+        laplex.slq_logdet(_spd_mv, 2.5, key=key)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="^probes: needs about"):  # allocated first
+        laplex.slq_logdet(_spd_mv, 4, key=key, probes=10**12, steps=3)
+
+
+def test_plan_helpers_check_anchors():
+    t = jnp.asarray([[0.0, 1.0, 2.0]])
+    plan = laplex.make_plan(t, t)
+    with pytest.raises(ValueError, match="^t"):  # NaN anchors read as "plan valid"
+        laplex.plan_is_valid(plan, t.at[0, 0].set(jnp.nan), t)
+    with pytest.raises(ValueError, match="^s"):  # a vmap size error naming nothing
+        laplex.update_plan(plan, t, jnp.zeros((2, 3)))
+    with pytest.raises(ValueError, match="^plan.perm_s"):  # a plan of other anchors
+        laplex.plan_is_valid(plan, t[:, :2], t[:, :2])
+
+
+def test_fit_head_refuses_labels_outside_the_classes():
+    model = laplex.LaplexLinear(4, 3, 1, key=jax.random.key(0), dtype=jnp.float64)
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((3, 4)))
+    for bad in ([0, 1, 3], [0, -1, 2]):  # class 3 of 3 / -1: a silently wrong loss
+        with pytest.raises(ValueError, match="^y: class labels must lie in"):
+            laplex.fit_head(model, x, jnp.asarray(bad), steps=1)
+    with pytest.raises(ValueError, match="^x"):  # a NaN loss
+        laplex.fit_head(model, x.at[0, 0].set(jnp.nan), jnp.asarray([0, 1, 2]), steps=1)
+
+
+def test_sharded_matvec_takes_lists_like_matmat():
+    rng = np.random.default_rng(1)
+    t, s = rng.uniform(-2, 2, (1, 3)), rng.uniform(-2, 2, (1, 4))
+    v = rng.standard_normal((4, 2))
+    want = laplex.matmat(v, t, s, [1.0], c=[1.0])
+    got = laplex.sharded_matvec(v.tolist(), t, s, [1.0], c=[1.0])  # was AttributeError
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_lanczos_names_a_vector_the_operator_does_not_take():
+    with pytest.raises(ValueError, match="^z: the operator"):  # a dot_general TypeError
+        laplex.lanczos(_spd_mv, jnp.ones(3), 2)
+    with pytest.raises(ValueError, match="^z: the operator"):
+        laplex.lanczos_sqrt_apply(_spd_mv, jnp.ones(5), 2)
+    with pytest.raises(ValueError, match="^n: the operator"):
+        laplex.slq_logdet(_spd_mv, 5, key=jax.random.key(0), dtype=jnp.float64)
