@@ -38,6 +38,10 @@
 
 #include "xla/ffi/api/ffi.h"
 
+#if defined(__AVX2__) && !defined(JAXLAB_LM_PORTABLE)
+#include <immintrin.h>
+#endif
+
 namespace jaxlab_lm {
 
 namespace ffi = xla::ffi;
@@ -169,6 +173,16 @@ inline void WithBits(int32_t bits, F f) {
     f(std::integral_constant<int, 4>{});
   }
 }
+
+#if defined(__AVX2__) && !defined(JAXLAB_LM_PORTABLE)
+// The sum of the eight float lanes of v (both kernels' AVX2 paths end a row with it).
+inline float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+#endif
 
 }  // namespace jaxlab_lm
 

@@ -117,13 +117,6 @@ inline __m256i DotU8S8(__m256i u, __m256i s) {
 #endif
 }
 
-inline float HorizontalSum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 template <int Bits, int MT>
 void RowTile(const Problem& p, int64_t row, int64_t m0) {
   const int64_t nb = p.k / kBlock;
@@ -146,7 +139,9 @@ void RowTile(const Problem& p, int64_t row, int64_t m0) {
       off[t] += p.dsum[i] * o;
     }
   }
-  for (int t = 0; t < MT; ++t) p.out[(m0 + t) * p.n + row] = HorizontalSum(acc[t]) + off[t];
+  for (int t = 0; t < MT; ++t) {
+    p.out[(m0 + t) * p.n + row] = jaxlab_lm::HorizontalSum(acc[t]) + off[t];
+  }
 }
 #else
 template <int Bits, int MT>

@@ -129,13 +129,6 @@ inline void LoadBlock(const uint8_t* qrow, int64_t b, __m256 vs, __m256 vo, __m2
   for (int c = 0; c < 4; ++c) w[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i[c]), vs, vo);
 }
 
-inline float HorizontalSum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 template <int Bits, int MT>
 void RowTile(const Problem& p, int64_t row, int64_t m0) {
   // independent accumulators per row of x: 8 chains of FMAs in flight whatever MT is
@@ -162,7 +155,7 @@ void RowTile(const Problem& p, int64_t row, int64_t m0) {
   for (int t = 0; t < MT; ++t) {
     __m256 s = acc[t][0];
     for (int a = 1; a < A; ++a) s = _mm256_add_ps(s, acc[t][a]);
-    p.out[(m0 + t) * p.n + row] = HorizontalSum(s);
+    p.out[(m0 + t) * p.n + row] = jaxlab_lm::HorizontalSum(s);
   }
 }
 #else
