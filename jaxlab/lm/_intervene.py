@@ -40,7 +40,7 @@ class Steer(eqx.Module):
             raise ValueError(f"scale: expected a scalar, received shape {self.scale.shape}")
 
     def __call__(self, x: Float[Array, "T d"]) -> Float[Array, "T d"]:
-        _check_width("vector", self.vector, x)
+        _check_width("vector (the steering direction)", self.vector, x)
         # in the activation's dtype: a float64 (or bfloat16) activation is not promoted
         return x + jnp.broadcast_to((self.scale * self.vector).astype(x.dtype), x.shape)
 

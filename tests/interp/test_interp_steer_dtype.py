@@ -4,11 +4,15 @@ float32 vector was added to it under strict promotion)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import jaxlab.interp as ip
+import jaxlab.interp as _ip
+
+ip: Any = _ip  # bad inputs on purpose: no static types at these calls
 
 
 @pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32, jnp.bfloat16])
