@@ -2539,7 +2539,112 @@ def interp_table():
             },
             {"x": "float", "labels": "bool", "train": "bool"},
         ),
+        Entry(
+            "interp.ridge_gcv",
+            lambda **k: ip.ridge_gcv(**k)[1],
+            lambda: {**ridge(), "penalties": np.array([0.1, 1.0, 10.0])},
+            {"x": "float", "y": "float", "penalties": "float"},
+        ),
+        Entry(
+            "interp.ridge_kfold",
+            lambda **k: ip.ridge_kfold(**k)[1],
+            lambda: {**ridge(), "folds": np.array([0, 1] * 4), "penalties": np.array([0.1, 1.0])},
+            {"x": "float", "y": "float", "folds": "int", "penalties": "float"},
+        ),
+        Entry(
+            "interp.fit_logistic",
+            lambda **k: ip.fit_logistic(**k, penalty=1.0, iterations=3).coef,
+            lambda: {
+                "x": _rng(44).standard_normal((8, 3)),
+                "labels": np.array([0, 1, 2, 1] * 2),
+                "n_classes": 3,
+            },
+            {"x": "float", "labels": "int"},
+            sizes=("n_classes",),
+            ids={"labels": 3},
+        ),
+        Entry(
+            "interp.group_split",
+            lambda **k: ip.group_split(**k, key=key),
+            lambda: {"groups": np.array([0, 0, 1, 1, 2, 2, 3, 3]), "test_fraction": 0.25},
+            {"groups": "int", "test_fraction": "prob"},
+        ),
+        Entry(
+            "interp.top_activating_contexts",
+            lambda **k: ip.top_activating_contexts(**k)["activations"],
+            lambda: {
+                "activations": _rng(47).standard_normal(8),
+                "tokens": np.arange(8),
+                "sequence_ids": np.array([0] * 4 + [1] * 4),
+                "k": 2,
+                "window": 2,
+            },
+            {"activations": "float", "tokens": "int", "sequence_ids": "int"},
+            sizes=("k", "window"),
+            accepts={("window", "size0"): "window=0 is documented: the token alone, no context"},
+        ),
+        Entry(
+            "interp.density_histogram",
+            lambda **k: ip.density_histogram(**k)[0],
+            lambda: {"density": np.array([0.0, 0.01, 0.1, 0.5]), "bins": 5},
+            {"density": "prob"},
+            sizes=("bins",),
+        ),
+        Entry(
+            "interp.sae_metrics",
+            lambda **k: ip.sae_metrics(_tiny_sae(), **k),
+            lambda: {"x": _rng(48).standard_normal((6, 4)), "chunk": 4},
+            {"x": "float"},
+            sizes=("chunk",),
+        ),
+        Entry(
+            "interp.norm_scaling_factor",
+            ip.norm_scaling_factor,
+            lambda: {"x": _rng(49).standard_normal((6, 4))},
+            {"x": "float"},
+        ),
+        Entry(
+            "interp.fit_sae",
+            lambda **k: (
+                ip.fit_sae(
+                    k["source"], _tiny_sae(), key=key, steps=k["steps"], batch_size=k["batch_size"]
+                )[0].W_dec
+            ),
+            lambda: {"source": _rng(50).standard_normal((16, 4)), "steps": 2, "batch_size": 4},
+            {"source": "float"},
+            sizes=("steps", "batch_size"),
+        ),
+        Entry(
+            "interp.steer",
+            lambda **k: ip.steer(k["direction"], k["alpha"], layers=(0,))[("resid_post", 0)](
+                jnp.zeros((3, 4))
+            ),
+            lambda: {"direction": _rng(51).standard_normal(4), "alpha": np.array(2.0)},
+            {"direction": "float", "alpha": "float"},
+        ),
+        Entry(
+            "interp.project_out",
+            lambda **k: ip.project_out(k["direction"], layers=(0,))[("resid_post", 0)](
+                jnp.ones((3, 4))
+            ),
+            lambda: {"direction": _rng(52).standard_normal(4)},
+            {"direction": "float"},
+        ),
+        Entry(
+            "interp.ablate_features",
+            lambda **k: ip.ablate_features(_tiny_sae(), k["latents"]),
+            lambda: {"latents": np.array([0, 3])},
+            {"latents": "int"},
+            ids={"latents": 8},
+        ),
     ]
+
+
+def _tiny_sae():
+    """A random TopKSAE (d_in 4, d_sae 8, k 2)."""
+    from jaxlab import interp as ip
+
+    return ip.TopKSAE(4, 8, 2, key=jax.random.key(4))
 
 
 def lm_table():

@@ -14,7 +14,9 @@ from jaxtyping import Array, Float, PRNGKeyArray
 from .._core import (
     Checkpointer,
     Driver,
+    as_array,
     check_finite,
+    check_memory,
     check_positive_int,
     driver_for,
     run_steps,
@@ -40,7 +42,7 @@ def norm_scaling_factor(x) -> float:
 
     **Returns:** the float scale at which the sample's mean activation norm is sqrt(d).
     """
-    x = np.asarray(x, np.float64)
+    x = np.asarray(as_array("x", x, dtype=jnp.floating), np.float64)
     if x.ndim != 2 or x.shape[0] == 0:
         raise ValueError(f"x: expected a non-empty (n, d) sample, received shape {x.shape}")
     mean_norm = float(np.mean(np.linalg.norm(x, axis=1)))
@@ -133,6 +135,8 @@ def fit_sae(
     """
     steps = check_positive_int("steps", steps)
     batch_size = check_positive_int("batch_size", batch_size)
+    if isinstance(sae, AbstractSAE):  # a batch's activations, latents and gradients
+        check_memory("batch_size", 16.0 * batch_size * (sae.d_in + sae.d_sae))
     optimizer = optax.adam(2e-4) if optimizer is None else optimizer
     driver = driver_for(driver)
     if buffer_checkpointer is not None and not callable(buffer_checkpointer):
@@ -188,7 +192,11 @@ def fit_sae(
             "buffer_checkpointer: only for an activation store source; for an array "
             "source pass driver=Driver(checkpointer=...)"
         )
-    data = jnp.asarray(source)
+    data = as_array("source", source, ndim=2, dtype=jnp.floating, finite=True, nonempty=True)
+    if isinstance(sae, AbstractSAE) and data.shape[1] != sae.d_in:
+        raise ValueError(
+            f"source: expected width d_in={sae.d_in} of the SAE, received shape {data.shape}"
+        )
     if scale != 1.0:
         data = data * jnp.asarray(scale, data.dtype)
     step = SAEStep(data, optimizer, batch_size, **step_options)

@@ -12,7 +12,14 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._core import as_array, check_array, check_finite, check_positive_int
+from .._core import (
+    as_array,
+    check_array,
+    check_finite,
+    check_memory,
+    check_nonnegative_int,
+    check_positive_int,
+)
 
 __all__ = ["top_activating_contexts", "feature_label_association"]
 
@@ -37,14 +44,15 @@ def top_activating_contexts(
     """
     a = as_array("activations", activations)
     sizes = check_array("activations", a, shape=("N",), dtype=jnp.floating)
-    tokens, seq = jnp.asarray(tokens), jnp.asarray(sequence_ids)
+    tokens = as_array("tokens", tokens)
+    seq = as_array("sequence_ids", sequence_ids)
     check_array("tokens", tokens, shape=("N",), sizes=sizes, dtype=jnp.integer)
     check_array("sequence_ids", seq, shape=("N",), sizes=sizes, dtype=jnp.integer)
     k = check_positive_int("k", k)
     if k > a.shape[0]:
         raise ValueError(f"k: expected <= N={a.shape[0]} tokens, received {k}")
-    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
-        raise ValueError(f"window: expected an int >= 0, received {window!r}")
+    window = check_nonnegative_int("window", window)
+    check_memory("window", 16.0 * k * (2 * window + 1))  # (k, 2 window + 1) windows
     check_finite("activations", a)
     return _contexts(a, tokens, seq, k, window)
 

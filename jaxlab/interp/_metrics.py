@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._core import check_array, check_finite, check_positive_int
+from .._core import as_array, check_array, check_finite, check_memory, check_positive_int
 from ._sae import AbstractSAE
 
 __all__ = ["sae_metrics", "density_histogram"]
@@ -74,7 +74,7 @@ def sae_metrics(
     """
     if not isinstance(sae, AbstractSAE):
         raise ValueError(f"sae: expected an AbstractSAE, received {type(sae).__name__}")
-    x = jnp.asarray(x)
+    x = as_array("x", x)
     check_array("x", x, shape=(None, sae.d_in), dtype=jnp.floating)
     n = x.shape[0]
     if n == 0:
@@ -107,7 +107,11 @@ def density_histogram(
     **Returns:** (counts (bins,), bin edges (bins + 1,)) as NumPy arrays.
     """
     bins = check_positive_int("bins", bins)
-    d = np.asarray(density, np.float64)
+    check_memory("bins", 16.0 * (bins + 1))  # counts and edges
+    d = np.asarray(
+        as_array("density", density, dtype=jnp.floating, nonempty=True, low=0, high=1, finite=True),
+        np.float64,
+    )
     if d.ndim != 1:
         raise ValueError(f"density: expected shape (d_sae,), received {d.shape}")
     return np.histogram(np.log10(d + 1e-10), bins=bins, range=(low, 0.0))

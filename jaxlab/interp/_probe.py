@@ -34,6 +34,7 @@ from .._core import (
     as_array,
     check_array,
     check_finite,
+    check_memory,
     check_positive_int,
     check_range,
     run_steps,
@@ -150,7 +151,10 @@ def _gcv(parts, w, penalty):
 
 
 def _penalties(penalties, dtype):
-    p = jnp.asarray(penalties, dtype).reshape(-1)
+    p = as_array("penalties", penalties, dtype=jnp.floating, finite=True)
+    if p.ndim > 1:
+        raise ValueError(f"penalties: expected a scalar or a 1-D array, received shape {p.shape}")
+    p = p.astype(dtype).reshape(-1)
     if p.shape[0] == 0:
         raise ValueError("penalties: expected at least one penalty, received none")
     check_range("penalties", p, low=0, low_inclusive=False)
@@ -379,6 +383,9 @@ def _logistic_step(x, labels, n_classes, penalty, weights):
     n_classes = check_positive_int("n_classes", n_classes)
     if n_classes < 2:
         raise ValueError(f"n_classes: expected >= 2, received {n_classes}")
+    # coefficients (L, d + 1, C), logits (L, n, C) and their gradients, before allocation
+    lead = x.shape[0] if x.ndim == 3 else 1
+    check_memory("n_classes", 4.0 * x.dtype.itemsize * lead * n_classes * (x.shape[-1] + 1 + n))
     if n and not (int(labels.min()) >= 0 and int(labels.max()) < n_classes):
         raise ValueError(
             f"labels: expected values in [0, {n_classes}), received "

@@ -18,7 +18,7 @@ import numpy as np
 from jax.core import Tracer
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-from .._core import as_array, check_array, check_positive_int, check_range
+from .._core import as_array, check_array, check_positive_int, check_range, check_real
 
 __all__ = [
     "r2_score",
@@ -287,8 +287,9 @@ def group_split(
     n_groups = int(gid.max()) + 1
     if n_groups < 2:
         raise ValueError(f"groups: expected at least 2 distinct groups, received {n_groups}")
-    if not 0 < test_fraction < 1:
-        raise ValueError(f"test_fraction: expected a number in (0, 1), received {test_fraction!r}")
+    test_fraction = check_real(
+        "test_fraction", test_fraction, low=0, high=1, low_inclusive=False, high_inclusive=False
+    )
     n_test = min(max(round(test_fraction * n_groups), 1), n_groups - 1)
     perm = np.asarray(jax.random.permutation(key, n_groups))
     is_test = np.zeros(n_groups, bool)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-from .._core import as_array, check_array, check_finite
+from .._core import as_array, check_array, check_finite, check_real
 from ..lm import ProjectOut, Steer
 from ._sae import AbstractSAE
 from ._stats import accuracy, auroc
@@ -110,9 +110,7 @@ class SteerAt(eqx.Module):
 
 
 def _direction(direction, name="direction"):
-    d = jnp.asarray(direction)
-    check_array(name, d, ndim=1, dtype=jnp.floating)
-    check_finite(name, d)
+    d = as_array(name, direction, ndim=1, dtype=jnp.floating, finite=True, nonempty=True)
     return d.astype(jnp.float32)
 
 
@@ -133,9 +131,7 @@ def steer(
     **Returns:** {(site, layer): `jaxlab.lm.Steer` or `SteerAt`}; pass it to `lm.forward`.
     """
     d = _direction(direction)
-    a = jnp.asarray(alpha, jnp.float32)
-    if a.ndim != 0:
-        raise ValueError(f"alpha: expected a scalar, received shape {a.shape}")
+    a = jnp.asarray(check_real("alpha", alpha), jnp.float32)
     layers = tuple(int(i) for i in layers)
     if not layers:
         raise ValueError("layers: expected at least one layer, received none")
@@ -180,9 +176,10 @@ class ClampFeatures(eqx.Module):
     def __init__(self, sae: AbstractSAE, latents, values=None, *, input_scale: float = 1.0):
         if not isinstance(sae, AbstractSAE):
             raise ValueError(f"sae: expected an AbstractSAE, received {type(sae).__name__}")
-        lat = np.asarray(latents).reshape(-1)
-        if lat.shape[0] == 0 or not np.issubdtype(lat.dtype, np.integer):
-            raise ValueError(f"latents: expected a non-empty list of ints, received {latents!r}")
+        lat = np.asarray(as_array("latents", latents, dtype=jnp.integer, nonempty=True))
+        if lat.ndim > 1:
+            raise ValueError(f"latents: expected a 1-D list of ints, received shape {lat.shape}")
+        lat = lat.reshape(-1)
         if lat.min() < 0 or lat.max() >= sae.d_sae:
             raise ValueError(
                 f"latents: expected indices in [0, {sae.d_sae}), received {lat.tolist()}"

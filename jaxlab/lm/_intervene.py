@@ -40,8 +40,9 @@ class Steer(eqx.Module):
             raise ValueError(f"scale: expected a scalar, received shape {self.scale.shape}")
 
     def __call__(self, x: Float[Array, "T d"]) -> Float[Array, "T d"]:
-        _check_width("vector", self.vector, x)
-        return x + jnp.broadcast_to(self.scale * self.vector, x.shape)
+        _check_width("vector (the steering direction)", self.vector, x)
+        # in the activation's dtype: a float64 (or bfloat16) activation is not promoted
+        return x + jnp.broadcast_to((self.scale * self.vector).astype(x.dtype), x.shape)
 
 
 class ProjectOut(eqx.Module):
@@ -57,4 +58,5 @@ class ProjectOut(eqx.Module):
 
     def __call__(self, x: Float[Array, "T d"]) -> Float[Array, "T d"]:
         _check_width("direction", self.direction, x)
-        return x - (x @ self.direction)[:, None] * self.direction[None, :]
+        u = self.direction.astype(x.dtype)
+        return x - (x @ u)[:, None] * u[None, :]

@@ -262,5 +262,5 @@ def test_fit_sae_streams_an_activation_store(getkey, tmp_path):
     assert float(ip.sae_metrics(trained, x)["explained_variance"]) > float(before) + 0.1
     with pytest.raises(ValueError, match="source"):
         ip.fit_sae(store, ip.TopKSAE(16, 32, 4, key=getkey()), key=getkey(), steps=2)
-    with pytest.raises(ValueError, match="data"):
+    with pytest.raises(ValueError, match="source"):  # fit_sae's argument (#59)
         ip.fit_sae(jnp.zeros((0, 24), jnp.float32), sae, key=getkey(), steps=2)

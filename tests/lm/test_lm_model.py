@@ -131,7 +131,10 @@ def test_steering_and_ablation(llama, getkey):
     assert np.max(np.abs(proj)) < 1e-4 * np.linalg.norm(vec) * np.abs(ablated["resid_mid"][2]).max()
     # a vector of the wrong width names the argument, not a broadcasting error
     short = jnp.ones(d - 1, jnp.float32)
-    for edit, name in ((lm.Steer(short), "vector"), (lm.ProjectOut(short), "direction")):
+    for edit, name in (
+        (lm.Steer(short), r"vector \(the steering direction\)"),
+        (lm.ProjectOut(short), "direction"),
+    ):
         with pytest.raises(ValueError, match=rf"^{name}: expected shape \({d},\)"):
             lm.forward(model, TOKENS, intervene={("resid_post", 1): edit})
     with pytest.raises(ValueError, match="^vector: expected shape"):

@@ -1,0 +1,115 @@
+"""Bad inputs the public-API fuzz found in interp (issue #59): each is refused with a
+ValueError naming the argument (before: accepted silently, a NaN/inf result, or a
+TypeError/ValueError from inside JAX/NumPy naming nothing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+
+import jaxlab.interp as _ip
+
+ip: Any = _ip  # bad inputs on purpose: no static types at these calls
+
+R = np.random.default_rng(0)
+X, Y = R.standard_normal((8, 3)), R.standard_normal(8)
+SAE = ip.TopKSAE(4, 8, 2, key=jax.random.key(4))
+CTX = {"activations": R.standard_normal(8), "tokens": np.arange(8)}
+SEQ = np.array([0] * 4 + [1] * 4)
+
+
+CASES = {
+    "ridge_gcv penalties=inf": (
+        "penalties",
+        lambda: ip.ridge_gcv(X, Y, penalties=np.array([1.0, np.inf])),
+    ),
+    "ridge_gcv penalties=(1,1,2)": (
+        "penalties",
+        lambda: ip.ridge_gcv(X, Y, penalties=np.ones((1, 1, 2))),
+    ),
+    "ridge_kfold penalties=None": (
+        "penalties",
+        lambda: ip.ridge_kfold(X, Y, folds=np.array([0, 1] * 4), penalties=None),
+    ),
+    "group_split test_fraction=None": (
+        "test_fraction",
+        lambda: ip.group_split(np.arange(8), key=jax.random.key(0), test_fraction=None),
+    ),
+    "top_activating_contexts tokens=None": (
+        "tokens",
+        lambda: ip.top_activating_contexts(CTX["activations"], None, SEQ, k=2, window=1),
+    ),
+    "top_activating_contexts sequence_ids='abc'": (
+        "sequence_ids",
+        lambda: ip.top_activating_contexts(**CTX, sequence_ids="abc", k=2, window=1),
+    ),
+    "density_histogram density=NaN": (
+        "density",
+        lambda: ip.density_histogram(np.array([0.1, np.nan])),
+    ),
+    "density_histogram density>1": (
+        "density",
+        lambda: ip.density_histogram(np.array([0.1, 1.5])),
+    ),
+    "density_histogram density empty": ("density", lambda: ip.density_histogram(np.zeros(0))),
+    "sae_metrics x=None": ("x", lambda: ip.sae_metrics(SAE, None)),
+    "norm_scaling_factor x='abc'": ("x", lambda: ip.norm_scaling_factor("abc")),
+    "norm_scaling_factor x complex": (
+        "x",
+        lambda: ip.norm_scaling_factor(np.ones((3, 4), complex)),
+    ),
+    "fit_sae source NaN": (
+        "source",
+        lambda: ip.fit_sae(
+            np.full((16, 4), np.nan), SAE, key=jax.random.key(0), steps=2, batch_size=4
+        ),
+    ),
+    "fit_sae source=None": (
+        "source",
+        lambda: ip.fit_sae(None, SAE, key=jax.random.key(0), steps=2, batch_size=4),
+    ),
+    "steer alpha=NaN": ("alpha", lambda: ip.steer(np.ones(4), np.nan, layers=(0,))),
+    "steer alpha='abc'": ("alpha", lambda: ip.steer(np.ones(4), "abc", layers=(0,))),
+    "steer direction=None": ("direction", lambda: ip.steer(None, 1.0, layers=(0,))),
+    "steer direction width": (
+        "direction",
+        lambda: ip.steer(np.ones(3), 1.0, layers=(0,))[("resid_post", 0)](np.ones((2, 4))),
+    ),
+    "project_out direction='abc'": ("direction", lambda: ip.project_out("abc", layers=(0,))),
+    "ablate_features latents (1,1,2)": (
+        "latents",
+        lambda: ip.ablate_features(SAE, np.array([[[0, 3]]])),
+    ),
+    # sizes of 10**9 refused before allocation (before: OOM / a killed process)
+    "fit_logistic n_classes=1e9": (
+        "n_classes",
+        lambda: ip.fit_logistic(X, np.array([0, 1] * 4), n_classes=10**9, penalty=1.0),
+    ),
+    "top_activating_contexts window=1e9": (
+        "window",
+        lambda: ip.top_activating_contexts(**CTX, sequence_ids=SEQ, k=2, window=10**9),
+    ),
+    "density_histogram bins=1e9": (
+        "bins",
+        lambda: ip.density_histogram(np.array([0.1, 0.2]), bins=10**9),
+    ),
+    "fit_sae batch_size=1e9": (
+        "batch_size",
+        lambda: ip.fit_sae(np.ones((16, 4)), SAE, key=jax.random.key(0), steps=2, batch_size=10**9),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_is_refused_naming_the_argument(case):
+    name, call = CASES[case]
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_window_zero_is_the_token_alone():
+    out = ip.top_activating_contexts(**CTX, sequence_ids=SEQ, k=2, window=np.int64(0))
+    assert out["tokens"].shape == (2, 1)
