@@ -80,13 +80,7 @@ def make_plan(t: Float[Array, "H M"], s: Float[Array, "H N"]) -> LaplexPlan:
     `jnp.argsort` / `jnp.searchsorted`. Both give the same plan.
     """
     same = t is s
-    t = as_array("t", t, shape=("H", "M"), dtype=jnp.floating, finite=True)
-    sizes = {"H": t.shape[0]}
-    s = t if same else as_array("s", s, shape=("H", "N"), dtype=jnp.floating, sizes=sizes)
-    if jnp.dtype(s.dtype) != jnp.dtype(t.dtype):
-        raise ValueError(f"s: expected dtype {t.dtype} (the dtype of t), received {s.dtype}")
-    if not same:
-        s = as_array("s", s, finite=True)
+    t, s = _check_anchors(t, s)
     t = error_if_not_finite("t", t)  # the radix sort's precondition, also under jit
     s = t if same else error_if_not_finite("s", s)
     return _make_plan(t, s, same)
@@ -217,9 +211,8 @@ def _side_ok(src, perm, tgt, rank):
     return sorted_ok & jnp.all((lo <= tgt) & (tgt < hi))
 
 
-def _check_plan_inputs(plan, t, s) -> tuple[LaplexPlan, Array, Array]:
-    """`plan_is_valid` / `update_plan`'s checks: finite (H, M) / (H, N) anchors of one
-    float dtype and a plan of those shapes (its values may be stale or malformed)."""
+def _check_anchors(t, s) -> tuple[Array, Array]:
+    """Finite (H, M) / (H, N) anchors `t`, `s` of one float dtype (`s` may be `t`)."""
     same = t is s
     t = as_array("t", t, shape=("H", "M"), dtype=jnp.floating, finite=True)
     sizes = {"H": t.shape[0]}
@@ -228,6 +221,13 @@ def _check_plan_inputs(plan, t, s) -> tuple[LaplexPlan, Array, Array]:
         raise ValueError(f"s: expected dtype {t.dtype} (the dtype of t), received {s.dtype}")
     if not same:
         s = as_array("s", s, finite=True)
+    return t, s
+
+
+def _check_plan_inputs(plan, t, s) -> tuple[LaplexPlan, Array, Array]:
+    """`plan_is_valid` / `update_plan`'s checks: finite (H, M) / (H, N) anchors of one
+    float dtype and a plan of those shapes (its values may be stale or malformed)."""
+    t, s = _check_anchors(t, s)
     # shapes only: a plan whose values no longer sort the anchors is what these functions
     # detect (plan_is_valid False) and replace (update_plan)
     _check_plan_shapes(plan, m=t.shape[1], n=s.shape[1], h=t.shape[0])
