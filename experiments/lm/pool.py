@@ -181,6 +181,17 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     metrics["pool_disagreement"] = disagree
     metrics["pool_oracle_acc"] = float(table.any(axis=0).mean())
     metrics["pool_best_single_acc"] = float(table.mean(axis=1).max())
+    # independent guessers at the measured accuracies disagree on this fraction of items:
+    # disagreement alone is no evidence of complementary skills when members guess
+    acc = table.mean(axis=1)
+    metrics["pool_disagreement_independent"] = float(1 - acc.prod() - (1 - acc).prod())
+    above = {k: metrics[f"logiqa_acc_{k}"].low > config.chance for k in correct}
+    competence = Precondition(
+        "every model above chance (Wilson lower bound > "
+        f"{config.chance:g}) on the items routing would choose by",
+        all(above.values()),
+        ", ".join(f"{k} {metrics[f'logiqa_acc_{k}'].low:.3f}" for k in correct),
+    )
     claims = [
         gated(
             at_least(
@@ -192,12 +203,15 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 f"{config.disagreement_bar:.0%} of items (what routing needs)",
                 paper=f">= {config.disagreement_bar:.0%} of items",
                 detail=f"{n} items; oracle routing {metrics['pool_oracle_acc']:.3f} vs best single "
-                f"{metrics['pool_best_single_acc']:.3f}",
+                f"{metrics['pool_best_single_acc']:.3f}; independent guessers at these "
+                f"accuracies would disagree on {metrics['pool_disagreement_independent']:.3f}",
             ),
             # one model cannot disagree with itself (the smoke tier's pool)
             Precondition(">= 2 models in the pool", table.shape[0] >= 2, f"{table.shape[0]}"),
         ),
     ]
+    # a pool of guessers disagrees by chance: the claim is testable on competent members only
+    claims[0] = gated(claims[0], competence)
     for k, (p_text, p_shuf) in ppl.items():
         claims.append(
             at_least(
@@ -233,7 +247,9 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         "same for every model; Gemma-3-270M is a base model), continuation = ' ' + option "
         "text; logiqa_acc uses the summed log-likelihood, logiqa_acc_norm the per-token "
         "mean. pool_disagreement: fraction of items on which some but not all models are "
-        "right."
+        "right; pool_disagreement_independent: the same fraction for independent guessers at "
+        "the measured accuracies (1 - prod(acc) - prod(1 - acc)); the disagreement claim is "
+        "gated on every model being above chance."
     )
     fig = _figure(ppl, correct, metrics)
     return Result(metrics=metrics, claims=claims, figures={"pool": fig}, notes=notes)
