@@ -2498,6 +2498,34 @@ def interp_table():
 
     key = jax.random.key(2)
     return [
+        Entry(
+            "interp.probe_sweep",
+            lambda **k: ip.probe_sweep(k["acts"], k["y"], train=k["train"])["r2"],
+            lambda: {
+                "acts": _rng(60).standard_normal((2, 8, 3)),
+                "y": _rng(61).standard_normal(8),
+                "train": np.arange(8) < 5,
+            },
+            {"acts": "float", "y": "float", "train": "bool"},
+        ),
+        Entry(
+            "interp.bootstrap_ci",
+            # the metric's arrays are positional: their errors name `arrays[i]`
+            lambda **k: ip.bootstrap_ci(
+                ip.r2_score,
+                k["arrays[0]"],
+                k["arrays[1]"],
+                key=key,
+                n_resamples=k["n_resamples"],
+            ),
+            lambda: {
+                "arrays[0]": _rng(62).standard_normal(8),
+                "arrays[1]": _rng(63).standard_normal(8),
+                "n_resamples": 20,
+            },
+            {"arrays[0]": "float", "arrays[1]": "float"},
+            sizes=("n_resamples",),
+        ),
         Entry("interp.accuracy", ip.accuracy, cls, {"y_true": "int", "y_pred": "int"}),
         Entry("interp.auroc", ip.auroc, sc, {"y_true": "int", "score": "float"}),
         Entry("interp.spearman", ip.spearman, xy, {"x": "float", "y": "float"}),

@@ -480,14 +480,12 @@ def probe_sweep(
             raise ValueError("acts: expected a non-empty activation store, received 0 rows")
         cols = [c.rsplit(".L", 1) for c in store.columns]
         acts = jnp.stack([jnp.asarray(store.array(site, int(layer))) for site, layer in cols])
-    acts = jnp.asarray(acts)
+    sizes: dict[str, int] = {}
+    acts = as_array("acts", acts, shape=(None, "n", None), sizes=sizes, nonempty=True, real=True)
     if not jnp.issubdtype(acts.dtype, jnp.floating):
         acts = acts.astype(jnp.float32)
-    sizes = check_array("acts", acts, shape=(None, "n", None))
-    train = jnp.asarray(train)
-    check_array("train", train, shape=("n",), sizes=sizes, dtype=jnp.bool_)
-    y = jnp.asarray(y)
-    check_array("y", y, shape=("n",), sizes=sizes)
+    train = as_array("train", train, shape=("n",), sizes=sizes, dtype=jnp.bool_)
+    y = as_array("y", y, shape=("n",), sizes=sizes, finite=True, real=True)
     if not bool(jnp.any(train)) or bool(jnp.all(train)):
         raise ValueError("train: expected both training and held-out rows")
     check_finite("acts", acts)
@@ -499,6 +497,7 @@ def probe_sweep(
         return {"penalty": pen, "prediction": pred, "r2": r2, "coef": coef, "gcv": gcv}
     if kind != "logistic":
         raise ValueError(f"kind: expected 'ridge' or 'logistic', received {kind!r}")
+    y = y.astype(jnp.int32) if y.dtype == jnp.bool_ else y  # binary labels as 0/1
     n_classes = int(jnp.max(y)) + 1 if n_classes is None else n_classes
     penalty = float(_penalties(penalties, acts.dtype)[0])
     step = _logistic_step(acts, y, n_classes, penalty, tr)

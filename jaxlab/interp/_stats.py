@@ -18,7 +18,14 @@ import numpy as np
 from jax.core import Tracer
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-from .._core import as_array, check_array, check_positive_int, check_range, check_real
+from .._core import (
+    as_array,
+    check_array,
+    check_memory,
+    check_positive_int,
+    check_range,
+    check_real,
+)
 
 __all__ = [
     "r2_score",
@@ -232,9 +239,15 @@ def bootstrap_ci(
     """
     if not arrays:
         raise ValueError("arrays: expected at least one array for the metric, received none")
-    n = jnp.shape(arrays[0])[0]
+    # lists, None, strings, complex and NaN are refused here, naming the argument
+    arrays = tuple(
+        as_array(f"arrays[{i}]", a, real=True, finite=True) for i, a in enumerate(arrays)
+    )
+    if arrays[0].ndim < 1:
+        raise ValueError("arrays[0]: expected (n, ...) rows, received a scalar")
+    n = arrays[0].shape[0]
     for i, a in enumerate(arrays):
-        check_array(f"arrays[{i}]", jnp.asarray(a), shape=(n,) + jnp.shape(a)[1:])
+        check_array(f"arrays[{i}]", a, shape=(n,) + a.shape[1:])
     n_resamples = check_positive_int("n_resamples", n_resamples)
     if not 0 < level < 1:
         raise ValueError(f"level: expected a number in (0, 1), received {level!r}")
@@ -248,6 +261,8 @@ def bootstrap_ci(
         check_array("groups", g, shape=(n,), dtype=np.integer)
         gid = jnp.asarray(np.unique(g, return_inverse=True)[1].reshape(-1))
     n_groups = int(jnp.max(gid)) + 1 if n else 0
+    # every replicate at once: its key, resampled weights and the metric's row temporaries
+    check_memory("n_resamples", float(n_resamples) * (8 + 4 * (n + n_groups) * (len(arrays) + 2)))
     # only groups with some evaluated row are resampled
     present = jnp.zeros((n_groups,), base.dtype).at[gid].add(base) > 0
     n_draw = int(jnp.sum(present))

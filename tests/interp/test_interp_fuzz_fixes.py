@@ -103,6 +103,50 @@ CASES = {
 }
 
 
+ACTS = R.standard_normal((2, 8, 3))
+TRAIN = np.arange(8) < 5
+CASES.update(
+    {
+        # probe_sweep: before, NaN y gave a NaN r2, an empty acts a shape error from
+        # inside, None/strings a TypeError, complex acts only a ComplexWarning
+        "probe_sweep y=nan": (
+            "y",
+            lambda: ip.probe_sweep(ACTS, np.where(np.arange(8) == 0, np.nan, Y), train=TRAIN),
+        ),
+        "probe_sweep acts=empty": (
+            "acts",
+            lambda: ip.probe_sweep(ACTS[:, :0], Y[:0], train=TRAIN[:0]),
+        ),
+        "probe_sweep acts=None": ("acts", lambda: ip.probe_sweep(None, Y, train=TRAIN)),
+        "probe_sweep y=string": ("y", lambda: ip.probe_sweep(ACTS, "abc", train=TRAIN)),
+        "probe_sweep acts=complex": (
+            "acts",
+            lambda: ip.probe_sweep(ACTS + 1j, Y, train=TRAIN),
+        ),
+        # bootstrap_ci: before, None/strings gave TypeError/IndexError and NaN a NaN CI
+        "bootstrap_ci None": (
+            r"arrays\[0\]",
+            lambda: ip.bootstrap_ci(ip.r2_score, None, Y, key=jax.random.key(0)),
+        ),
+        "bootstrap_ci string": (
+            r"arrays\[1\]",
+            lambda: ip.bootstrap_ci(ip.r2_score, Y, "abc", key=jax.random.key(0)),
+        ),
+        # before: jax.random.split of 10**9 keys, the process died
+        "bootstrap_ci n_resamples=1e9": (
+            "n_resamples",
+            lambda: ip.bootstrap_ci(ip.r2_score, Y, Y, key=jax.random.key(0), n_resamples=10**9),
+        ),
+        "bootstrap_ci nan": (
+            r"arrays\[0\]",
+            lambda: ip.bootstrap_ci(
+                ip.r2_score, np.where(np.arange(8) == 0, np.nan, Y), Y, key=jax.random.key(0)
+            ),
+        ),
+    }
+)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input_is_refused_naming_the_argument(case):
     name, call = CASES[case]
@@ -110,6 +154,25 @@ def test_bad_input_is_refused_naming_the_argument(case):
         call()
 
 
+def test_probe_sweep_and_bootstrap_ci_take_lists():
+    ref = ip.probe_sweep(ACTS, Y, train=TRAIN)["r2"]
+    np.testing.assert_allclose(ip.probe_sweep(ACTS, Y.tolist(), train=TRAIN)["r2"], ref)
+    a = ip.bootstrap_ci(ip.r2_score, Y, Y + 0.1, key=jax.random.key(0), n_resamples=50)
+    b = ip.bootstrap_ci(
+        ip.r2_score, Y.tolist(), (Y + 0.1).tolist(), key=jax.random.key(0), n_resamples=50
+    )
+    np.testing.assert_allclose(np.array(a), np.array(b))
+
+
 def test_window_zero_is_the_token_alone():
     out = ip.top_activating_contexts(**CTX, sequence_ids=SEQ, k=2, window=np.int64(0))
     assert out["tokens"].shape == (2, 1)
+
+
+def test_logistic_probe_sweep_takes_boolean_labels():
+    # before: a bool y failed inside with "labels: expected dtype integer" (no `labels`
+    # argument exists); binary labels are read as 0/1
+    y = ACTS[0, :, 0] > 0
+    a = ip.probe_sweep(ACTS, y, train=TRAIN, kind="logistic")["accuracy"]
+    b = ip.probe_sweep(ACTS, y.astype(int), train=TRAIN, kind="logistic")["accuracy"]
+    np.testing.assert_array_equal(a, b)
