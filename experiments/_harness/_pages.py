@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -173,15 +173,34 @@ def _experiment_section(r: Mapping[str, Any], snapshot_dir: Path) -> list[str]:
     return out
 
 
+def earlier_numbers(changelog: str | Path, names: Iterable[str]) -> dict[str, str]:
+    """Where CHANGELOG.md last gave numbers for each experiment of `names` (from before
+    the protocol): name -> the heading of the first section whose table has a row for it
+    (a row whose second cell is the name)."""
+    wanted, found, heading = set(names), {}, ""
+    path = Path(changelog)
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        if line.startswith("## "):
+            heading = line[3:].strip()
+        elif line.startswith("|"):
+            cells = [c.strip() for c in line.split("|")]
+            if len(cells) > 2 and cells[2] in wanted:
+                found.setdefault(cells[2], heading)
+    return found
+
+
 def results_page(
     records: Sequence[Mapping[str, Any]],
     index: Sequence[ModuleInfo],
     *,
     snapshot_dir: Path,
+    earlier: Mapping[str, str] | None = None,
 ) -> str:
     """The docs' results page: the summary, then per paper its citation, each experiment of
     the snapshot (provenance, claims with verdict, interval and null, notes, figures) and
-    the experiments not yet in the snapshot."""
+    the experiments not yet in the snapshot (with `earlier`, `earlier_numbers`' map: where
+    their last numbers, from before the protocol, are)."""
+    earlier = earlier or {}
     by_name = {r["experiment"]: r for r in records if "experiment" in r}
     lines = [
         "# Results",
@@ -222,7 +241,15 @@ def results_page(
                 missing.append(m)
         if missing:
             lines += ["Not yet re-run on the protocol (not in the snapshot):", ""]
-            lines += [f"- `{m.name}`: {m.description}" for m in missing]
+            lines += [
+                f"- `{m.name}`: {m.description}"
+                + (
+                    f' (last numbers, before the protocol: CHANGELOG.md, "{earlier[m.name]}")'
+                    if m.name in earlier
+                    else ""
+                )
+                for m in missing
+            ]
             lines.append("")
     unknown = sorted(set(by_name) - {m.name for m in index})
     if unknown:
@@ -317,7 +344,12 @@ def generated_files(root: str | Path) -> dict[Path, str]:
     out[status] = replace_block(
         status.read_text(), "fuzz-totals", fuzz_totals_block(fuzz), where="docs/status.md"
     )
-    out[root / "docs" / "results.md"] = results_page(records, exps, snapshot_dir=snapshot)
+    out[root / "docs" / "results.md"] = results_page(
+        records,
+        exps,
+        snapshot_dir=snapshot,
+        earlier=earlier_numbers(root / "CHANGELOG.md", [m.name for m in exps]),
+    )
     out[root / "docs" / "benchmarks.md"] = benchmarks_page(benches, bench_mods)
     return out
 

@@ -462,3 +462,14 @@ def test_bench_table_size_cell_keeps_short_scalars_and_marks_the_cut():
     assert size == "n 3, k0 0, k1 1, k2 2, k3 3, k4 4, k5 5, k6 6, ..."
     rec["size"] = {"n": 3, "rate": 0.5}
     assert bench_table([rec]).splitlines()[2].split(" | ")[2] == "n 3, rate 0.5"
+
+
+def test_earlier_numbers_finds_the_first_dated_section_with_a_row(tmp_path):
+    log = tmp_path / "CHANGELOG.md"
+    log.write_text(
+        "# Changelog\n\n## 2026-12-05: later\n\n| paper | experiment | x |\n|---|---|---|\n"
+        "| P1 | a_b | 1 |\n\n## 2026-12-04: earlier\n\n| P1 | a_b | 0 |\n| P2 | c_d | 2 |\n"
+    )
+    found = _pages.earlier_numbers(log, ["a_b", "c_d", "e_f"])
+    assert found == {"a_b": "2026-12-05: later", "c_d": "2026-12-04: earlier"}
+    assert _pages.earlier_numbers(tmp_path / "missing.md", ["a_b"]) == {}
