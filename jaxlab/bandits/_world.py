@@ -10,6 +10,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from jaxlab._core import (
     as_array,
+    check_array,
     check_ids,
     check_memory,
     check_positive_int,
@@ -40,9 +41,20 @@ def one_hot_items(values: Int[Array, "N M"], n_values: tuple[int, ...]) -> Float
 
 def _n_values(n_values, *, minimum: int) -> tuple[int, ...]:
     """`n_values` (values per dimension) as a tuple of ints, each >= `minimum`."""
-    arr = as_array("n_values", n_values, ndim=1, dtype=jnp.integer, nonempty=True)
+    # host values (they set shapes), never a traced array: callers build worlds inside jit
+    if n_values is None or isinstance(n_values, str | bytes | dict):
+        raise ValueError(
+            f"n_values: expected a 1-D sequence of ints, received {type(n_values).__name__}"
+        )
+    try:
+        arr = np.asarray(n_values)
+    except (TypeError, ValueError, jax.errors.TracerArrayConversionError) as e:
+        raise ValueError(f"n_values: expected a 1-D sequence of concrete ints ({e})") from e
+    check_array("n_values", arr, ndim=1, dtype=np.integer)
+    if arr.size == 0:
+        raise ValueError("n_values: expected at least one dimension, received none")
     check_range("n_values", arr, low=minimum)
-    return tuple(int(v) for v in np.asarray(arr))
+    return tuple(int(v) for v in arr)
 
 
 class DimensionWorld(eqx.Module):
