@@ -125,6 +125,7 @@ def length_metrics(
     check_array("y_pred", p, shape=y.shape)
     if y.shape[0] < 2:
         raise ValueError(f"y_true: expected at least 2 rows, received {y.shape[0]}")
+    check_finite("y_true", y)
     check_finite("y_pred", p)
     check_range("y_true", y, low=0)
     n_resamples = check_positive_int("n_resamples", n_resamples)

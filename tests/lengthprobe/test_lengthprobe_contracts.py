@@ -102,6 +102,11 @@ CASES = {
     "log_r2-y_true-constant": ("y_true", lambda: lp.log_r2(np.ones(N), Y)),
     "log_r2-y_true-one-row": ("y_true", lambda: lp.log_r2(Y[:1], Y[:1])),
     "length_metrics-y_true-str": ("y_true", lambda: lp.length_metrics("abc", Y, key=K)),
+    # inf passes the >= 0 range check: refused by name, not by the bootstrap's arrays[0]
+    "length_metrics-y_true-inf": (
+        "y_true",
+        lambda: lp.length_metrics(np.where(np.arange(len(Y)) == 0, np.inf, Y), Y, key=K),
+    ),
     "length_metrics-n_resamples-1e12": (
         "n_resamples",
         lambda: lp.length_metrics(Y, Y, key=K, n_resamples=10**12),
