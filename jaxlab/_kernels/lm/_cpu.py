@@ -13,25 +13,13 @@ library compiled. Without a compiler `qmatmul_kernel_available()` is False and
 
 from __future__ import annotations
 
-import ctypes
-import functools
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-
-from .._build import build_shared_library, cpu_tag, load_cpu_targets, source_dir
-from ._stack import stack_layer
+from ._ffi import QuantMatmulLibrary
 
 __all__ = ["qmatmul_cpu", "qmatmul_kernel_available", "qmatmul_isa", "build_qmatmul_kernel"]
 
-_SOURCE_NAME = "lm_qmatmul.cc"
-_HEADER_NAMES = ["lm_matmul.h"]
-
-
-def _target(portable: bool) -> str:
-    return "jaxlab_lm_qmatmul_portable_f32" if portable else "jaxlab_lm_qmatmul_f32"
+_LIB = QuantMatmulLibrary("qmatmul", "lm_qmatmul.cc", "LmQMatmulF32", "LmQMatmulIsa", flags=())
 
 
 def build_qmatmul_kernel(*, portable: bool = False, force: bool = False) -> Path:
@@ -39,39 +27,17 @@ def build_qmatmul_kernel(*, portable: bool = False, force: bool = False) -> Path
 
     `portable=True`: the portable C++ loop whatever the CPU (`-DJAXLAB_LM_PORTABLE`).
     """
-    d = source_dir("lm", [_SOURCE_NAME, *_HEADER_NAMES])
-    flags = ["-march=native"]
-    return build_shared_library(
-        "lm_qmatmul_portable" if portable else "lm_qmatmul",
-        [d / _SOURCE_NAME],
-        [d / h for h in _HEADER_NAMES],
-        flags=[*flags, "-DJAXLAB_LM_PORTABLE"] if portable else flags,
-        tag_extra=cpu_tag(),
-        force=force,
-    )
-
-
-@functools.cache
-def _register(portable: bool = False) -> ctypes.CDLL | None:
-    return load_cpu_targets(
-        functools.partial(build_qmatmul_kernel, portable=portable),
-        {_target(portable): "LmQMatmulF32"},
-    )
+    return _LIB.build(portable=portable, force=force)
 
 
 def qmatmul_kernel_available(*, portable: bool = False) -> bool:
     """Whether the C++ quantised matmul could be built and registered in this process."""
-    return _register(portable) is not None
+    return _LIB.available(portable=portable)
 
 
 def qmatmul_isa(*, portable: bool = False) -> str:
     """The vector path the built library uses: "avx512", "avx2" or "portable"."""
-    lib = _register(portable)
-    if lib is None:
-        raise RuntimeError("qmatmul_isa: the C++ kernel is unavailable (no compiler?)")
-    fn = lib.LmQMatmulIsa
-    fn.restype = ctypes.c_char_p
-    return fn().decode()
+    return _LIB.isa("qmatmul_isa", portable=portable)
 
 
 def qmatmul_cpu(x, q, scale, offset, *, bits: int, layer=None, portable: bool = False):
@@ -85,11 +51,4 @@ def qmatmul_cpu(x, q, scale, offset, *, bits: int, layer=None, portable: bool = 
     is an error of the call). `portable=True` runs the portable
     C++ build (for tests). CPU only; no batching rule (callers fold batches into M).
     """
-    if _register(portable) is None:
-        raise RuntimeError("qmatmul_cpu: the C++ kernel is unavailable (no compiler?)")
-    if jnp.dtype(q.dtype) not in (jnp.int8, jnp.uint8):
-        raise ValueError(f"q: expected int8 or uint8 levels, received {jnp.dtype(q.dtype)}")
-    layer = stack_layer("qmatmul_cpu", q, scale, offset, layer)
-    out = jax.ShapeDtypeStruct((x.shape[0], q.shape[-2]), jnp.float32)
-    call = jax.ffi.ffi_call(_target(portable), out)
-    return call(x, q, scale, offset, layer, bits=np.int32(bits))
+    return _LIB.call("qmatmul_cpu", x, q, scale, offset, bits=bits, layer=layer, portable=portable)

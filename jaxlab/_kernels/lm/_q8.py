@@ -12,25 +12,15 @@ The math is in the C++ file's header and `jaxlab.lm.QuantWeight`'s docstring.
 
 from __future__ import annotations
 
-import ctypes
-import functools
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-
-from .._build import build_shared_library, cpu_tag, load_cpu_targets, source_dir
-from ._stack import stack_layer
+from ._ffi import QuantMatmulLibrary
 
 __all__ = ["q8matmul_cpu", "q8matmul_kernel_available", "q8matmul_isa", "build_q8matmul_kernel"]
 
-_SOURCE_NAME = "lm_q8matmul.cc"
-_HEADER_NAMES = ["lm_matmul.h"]
-
-
-def _target(portable: bool) -> str:
-    return "jaxlab_lm_q8matmul_portable_f32" if portable else "jaxlab_lm_q8matmul_f32"
+_LIB = QuantMatmulLibrary(
+    "q8matmul", "lm_q8matmul.cc", "LmQ8MatmulF32", "LmQ8MatmulIsa", flags=("-ffp-contract=off",)
+)
 
 
 def build_q8matmul_kernel(*, portable: bool = False, force: bool = False) -> Path:
@@ -38,39 +28,17 @@ def build_q8matmul_kernel(*, portable: bool = False, force: bool = False) -> Pat
 
     `portable=True`: the portable C++ dot product whatever the CPU (`-DJAXLAB_LM_PORTABLE`).
     """
-    d = source_dir("lm", [_SOURCE_NAME, *_HEADER_NAMES])
-    flags = ["-march=native", "-ffp-contract=off"]
-    return build_shared_library(
-        "lm_q8matmul_portable" if portable else "lm_q8matmul",
-        [d / _SOURCE_NAME],
-        [d / h for h in _HEADER_NAMES],
-        flags=[*flags, "-DJAXLAB_LM_PORTABLE"] if portable else flags,
-        tag_extra=cpu_tag(),
-        force=force,
-    )
-
-
-@functools.cache
-def _register(portable: bool) -> ctypes.CDLL | None:
-    return load_cpu_targets(
-        functools.partial(build_q8matmul_kernel, portable=portable),
-        {_target(portable): "LmQ8MatmulF32"},
-    )
+    return _LIB.build(portable=portable, force=force)
 
 
 def q8matmul_kernel_available(*, portable: bool = False) -> bool:
     """Whether the int8-activation kernel could be built and registered in this process."""
-    return _register(portable) is not None
+    return _LIB.available(portable=portable)
 
 
 def q8matmul_isa(*, portable: bool = False) -> str:
     """The integer dot product the built library uses: "avx512vnni", "avx2" or "portable"."""
-    lib = _register(portable)
-    if lib is None:
-        raise RuntimeError("q8matmul_isa: the C++ kernel is unavailable (no compiler?)")
-    fn = lib.LmQ8MatmulIsa
-    fn.restype = ctypes.c_char_p
-    return fn().decode()
+    return _LIB.isa("q8matmul_isa", portable=portable)
 
 
 def q8matmul_cpu(x, q, scale, offset, *, bits: int, layer=None, portable: bool = False):
@@ -86,11 +54,4 @@ def q8matmul_cpu(x, q, scale, offset, *, bits: int, layer=None, portable: bool =
     `out[m, n] = sum_b d * (scale[n, b] * sum_j a q + offset[n, b] * sum_j a)`.
     CPU only; no batching rule and no derivative (callers fold batches into M).
     """
-    if _register(portable) is None:
-        raise RuntimeError("q8matmul_cpu: the C++ kernel is unavailable (no compiler?)")
-    if jnp.dtype(q.dtype) not in (jnp.int8, jnp.uint8):
-        raise ValueError(f"q: expected int8 or uint8 levels, received {jnp.dtype(q.dtype)}")
-    layer = stack_layer("q8matmul_cpu", q, scale, offset, layer)
-    out = jax.ShapeDtypeStruct((x.shape[0], q.shape[-2]), jnp.float32)
-    call = jax.ffi.ffi_call(_target(portable), out)
-    return call(x, q, scale, offset, layer, bits=np.int32(bits))
+    return _LIB.call("q8matmul_cpu", x, q, scale, offset, bits=bits, layer=layer, portable=portable)
