@@ -1470,6 +1470,9 @@ def biophys_table():
 
 
 def observers_table():
+    import equinox as eqx
+    import optax
+
     from jaxlab import observers as ob
 
     def sys_():
@@ -1484,6 +1487,28 @@ def observers_table():
     nobs = ob.NeuralObserver.from_plant(
         ob.VanDerPol(), (2,), epsilon=0.1, key=jax.random.key(0), gain=-np.ones((3, 1))
     )
+
+    def _obs(gain):  # the same tiny observer with the given gain
+        return ob.NeuralObserver.from_plant(
+            ob.VanDerPol(), (2,), epsilon=0.1, key=jax.random.key(0), gain=gain
+        )
+
+    def _cert(P):  # nobs with the Lyapunov matrix P and unit multipliers
+        return ob.CertifiedObserver.from_observer(nobs, P=P)
+
+    def _cfg(batch):
+        return ob.ObserverTrainConfig(batch=batch, rollout_steps=2)
+
+    opt = optax.sgd(1e-3)
+    GAIN_NONE = {("gain", "none"): "None: a random gain (NeuralObserver.from_plant's default)"}
+    P_NONE = {("P", "none"): "None: P = I (CertifiedObserver.from_observer's default)"}
+    # a certified linear ESO (no hidden layer, P from the Lyapunov equation): max eig -0.03
+    lin = eqx.tree_at(
+        lambda o: (o.hidden, o.readout),
+        _obs(np.array([[-3.0], [-30.0], [-10.0]])),
+        ((), jnp.zeros((3, 0))),
+    )
+    cert_lin = ob.lyapunov_warm_start(ob.CertifiedObserver.from_observer(lin))
 
     return [
         Entry(
@@ -1677,6 +1702,189 @@ def observers_table():
             lambda **k: ob.disturbance_ekf(ob.VanDerPol(), **k).process_noise,
             lambda: {"state_noise": 0.01, "disturbance_noise": 10.0, "measurement_noise": 0.01},
             {"state_noise": "float", "disturbance_noise": "float", "measurement_noise": "float"},
+        ),
+        Entry(
+            "observers.implicit_blocks",
+            lambda **k: ob.implicit_blocks(_obs(k["gain"])),
+            lambda: {"gain": -np.ones((3, 1))},
+            {"gain": "float"},
+            accepts=GAIN_NONE,
+        ),
+        Entry(
+            "observers.numpy_lmi_blocks",
+            lambda **k: ob.numpy_lmi_blocks(_obs(k["gain"])),
+            lambda: {"gain": -np.ones((3, 1))},
+            {"gain": "float"},
+            accepts=GAIN_NONE,
+        ),
+        Entry(
+            "observers.trainable_filter",
+            lambda **k: ob.trainable_filter(_obs(k["gain"])).gain,
+            lambda: {"gain": -np.ones((3, 1))},
+            {"gain": "float"},
+            accepts=GAIN_NONE,
+        ),
+        Entry(
+            "observers.linear_model",
+            lambda **k: ob.linear_model(ob.x29_lateral(**k)),
+            lambda: {"uncertainty": 0.1, "ref_amp": 1.0},
+            {"uncertainty": "float", "ref_amp": "float"},
+        ),
+        Entry(
+            "observers.normalised_lmi",
+            lambda **k: ob.normalised_lmi(_cert(k["P"])),
+            lambda: {"P": np.eye(3)},
+            {"P": "float"},
+            accepts=P_NONE,
+        ),
+        Entry(
+            "observers.max_lmi_eigenvalue",
+            lambda **k: ob.max_lmi_eigenvalue(_cert(k["P"])),
+            lambda: {"P": np.eye(3)},
+            {"P": "float"},
+            accepts=P_NONE,
+        ),
+        Entry(
+            "observers.lyapunov_warm_start",
+            lambda **k: ob.lyapunov_warm_start(_cert(k["P"])).P,
+            lambda: {"P": np.eye(3)},
+            {"P": "float"},
+            accepts=P_NONE,
+        ),
+        Entry(
+            "observers.point_loss",
+            lambda **k: ob.point_loss(_cert(k["P"]), _cfg(k["batch"]), key=jax.random.key(4)),
+            lambda: {"P": np.eye(3), "batch": 2},
+            {"P": "float"},
+            accepts=P_NONE,
+            sizes=("batch",),
+        ),
+        Entry(
+            "observers.lmi_loss",
+            lambda **k: ob.lmi_loss(_cert(k["P"]), _cfg(k["batch"]), key=jax.random.key(5)),
+            lambda: {"P": np.eye(3), "batch": 2},
+            {"P": "float"},
+            accepts=P_NONE,
+            sizes=("batch",),
+        ),
+        Entry(
+            "observers.stage_init",
+            lambda **k: ob.stage_init(_cert(k["P"]), optax.sgd(1e-3)).step,
+            lambda: {"P": np.eye(3)},
+            {"P": "float"},
+            accepts=P_NONE,
+        ),
+        Entry(
+            "observers.stage_step",
+            lambda **k: ob.stage_step(ob.lmi_loss, opt, _cfg(2))(
+                ob.stage_init(_cert(k["P"]), opt), jax.random.key(6)
+            )[1],
+            lambda: {"P": np.eye(3)},
+            {"P": "float"},
+            accepts=P_NONE,
+        ),
+        Entry(
+            "observers.fit",
+            lambda **k: ob.fit(
+                ob.lmi_loss,
+                _cert(k["P"]),
+                key=jax.random.key(7),
+                config=_cfg(2),
+                steps=k["steps"],
+                optimizer=opt,
+            )[1]["losses"],
+            lambda: {"P": np.eye(3), "steps": 2},
+            {"P": "float"},
+            accepts=P_NONE,
+            sizes=("steps",),
+        ),
+        Entry(
+            "observers.train_lmi_only",
+            lambda **k: (
+                ob.train_lmi_only(
+                    _cert(k["P"]),
+                    key=jax.random.key(8),
+                    config=_cfg(2),
+                    steps=k["steps"],
+                    optimizer=opt,
+                )[0].P
+            ),
+            lambda: {"P": np.eye(3), "steps": 2},
+            {"P": "float"},
+            accepts=P_NONE,
+            sizes=("steps",),
+        ),
+        Entry(
+            "observers.train_two_stage",
+            lambda **k: (
+                ob.train_two_stage(
+                    _cert(k["P"]),
+                    key=jax.random.key(9),
+                    config=_cfg(2),
+                    stage1_steps=k["stage1_steps"],
+                    stage2_steps=k["stage2_steps"],
+                    optimizer=opt,
+                )[1].P
+            ),
+            lambda: {"P": np.eye(3), "stage1_steps": 2, "stage2_steps": 2},
+            {"P": "float"},
+            accepts=P_NONE,
+            sizes=("stage1_steps", "stage2_steps"),
+        ),
+        Entry(
+            "observers.certified_score",
+            lambda **k: ob.certified_score(lambda p, d: jnp.sum(d), k["margin"])(
+                cert_lin, k["data"]
+            ),
+            lambda: {"margin": 1e-3, "data": np.ones(2)},
+            {"margin": "float"},
+        ),
+        Entry(
+            "observers.certify_lmi",
+            lambda **k: ob.certify_lmi(_obs(k["gain"]), tol=k["tol"], floor=k["floor"]).P,
+            lambda: {"gain": -np.ones((3, 1)), "tol": 1e-7, "floor": 1e-2},
+            {"gain": "float", "tol": "float", "floor": "prob"},
+            accepts=GAIN_NONE,
+        ),
+        Entry(
+            "observers.train_direct_sdp",
+            lambda **k: (
+                ob.train_direct_sdp(
+                    _obs(k["gain"]),
+                    key=jax.random.key(10),
+                    config=_cfg(2),
+                    max_steps=k["max_steps"],
+                )[0].gain
+            ),
+            lambda: {"gain": -np.ones((3, 1)), "max_steps": 1},
+            {"gain": "float"},
+            accepts=GAIN_NONE,
+            sizes=("max_steps",),
+        ),
+        Entry(
+            "observers.simulate",
+            lambda **k: ob.simulate(ob.VanDerPol(), nobs, **k).x,
+            lambda: {
+                "x0": np.array([0.1, -0.2]),
+                "x_hat0": np.zeros(2),
+                "ts": np.array([0.0, 0.05, 0.1]),
+                "rtol": 1e-4,
+                "atol": 1e-6,
+                "max_steps": 64,
+            },
+            {"x0": "float", "x_hat0": "float", "ts": "float", "rtol": "float", "atol": "float"},
+            sizes=("max_steps",),
+        ),
+        Entry(
+            "observers.state_mse",
+            lambda **k: ob.state_mse(
+                ob.Trajectory(
+                    ts=np.arange(3.0), x=k["x"], x_hat=k["x_hat"], d_hat=np.zeros((3, 1)), ok=True
+                ),
+                start=1,
+            ),
+            lambda: {"x": np.ones((3, 2)), "x_hat": np.zeros((3, 2))},
+            {"x": "float", "x_hat": "float"},
         ),
     ]
 

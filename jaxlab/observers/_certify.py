@@ -137,16 +137,16 @@ def certify_lmi(
 ) -> Certificate:
     """Re-check global stability of an observer by solving the LMI with cvxpy.
 
-    **Arguments:** `observer`; `solver` ("CLARABEL" or "SCS"); `tol` the margin above
-    which the observer counts as certified (guards against solver tolerance);
+    **Arguments:** `observer`; `solver` ("CLARABEL" or "SCS"); `tol` a finite real, the
+    margin above which the observer counts as certified (guards against solver tolerance);
     `floor` in (0, 1): `P >= floor / ne I` (bounds the condition number of `P`).
 
     **Returns:** a `Certificate`.
     """
     import cvxpy as cp  # optional dependency: the `observers` extra
 
-    if not 0 < floor < 1:
-        raise ValueError(f"floor: expected a value in (0, 1), received {floor}")
+    tol = check_real("tol", tol)
+    floor = check_real("floor", floor, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     if solver not in ("CLARABEL", "SCS"):
         raise ValueError(f"solver: expected 'CLARABEL' or 'SCS', received {solver!r}")
     A_cl, N_x, N_w, N_pw = numpy_lmi_blocks(observer)

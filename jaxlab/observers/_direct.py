@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxlab._core import check_positive_int, optimizer_update
+from jaxlab._core import check_real, check_size, optimizer_update
 
 from ._certify import numpy_lmi_blocks
 from ._lmi import lmi_matrix
@@ -82,6 +82,9 @@ class _MarginSDP:
         )
 
 
+MAX_DIRECT_STEPS = 100_000  # SDP solves of one `train_direct_sdp` run (each takes ms to s)
+
+
 def train_direct_sdp(
     observer: NeuralObserver,
     *,
@@ -94,14 +97,16 @@ def train_direct_sdp(
     """Train with one SDP solve per step until the certificate holds.
 
     **Arguments:** `observer` (initial weights); `key` (keyword-only); `config`
-    (uses `learning_rate`, `lmi_est_weight`, sampling fields); `max_steps`; `solver`;
-    `tol` the margin counted as certified.
+    (uses `learning_rate`, `lmi_est_weight`, sampling fields); `max_steps` an int in
+    `[1, MAX_DIRECT_STEPS]` (one SDP solve each: a larger count would not end in useful
+    time); `solver`; `tol` a finite real, the margin counted as certified.
 
     **Returns:** `(observer, info)` with `info = {"steps", "seconds", "certified",
     "margins" (np array), "sdp_seconds", "setup_seconds"}`; `seconds` excludes the
     one-off set-up (SDP construction, JIT compilation).
     """
-    check_positive_int("max_steps", max_steps)
+    max_steps = check_size("max_steps", max_steps, cap=MAX_DIRECT_STEPS, why="MAX_DIRECT_STEPS")
+    tol = check_real("tol", tol)
     optimizer = optax.adam(config.learning_rate)
     trainable, frozen = eqx.partition(observer, trainable_filter(observer))
     opt_state = optimizer.init(trainable)

@@ -23,9 +23,11 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.core import Tracer
 from jaxtyping import Array, Float
 
-from jaxlab._core import as_array, check_real
+from jaxlab._core import as_array, check_array, check_real
 
 from ._observer import NeuralObserver
 
@@ -65,10 +67,25 @@ class LyapunovMatrix(eqx.Module):
 
     @classmethod
     def from_matrix(cls, P, floor: float = 1e-3) -> LyapunovMatrix:
-        """Factor a symmetric `P > floor I` (Cholesky of `P - floor I`)."""
-        P = jnp.asarray(P)
+        """Factor a symmetric `P > floor I` (Cholesky of `P - floor I`).
+
+        **Arguments:** `P (n, n)` a finite real square matrix (its symmetric part is used)
+        whose symmetric part exceeds `floor I`; `floor > 0` finite. A `P` that is not
+        square, not finite or not above `floor I` raises `ValueError` naming `P` (the
+        Cholesky factor would be NaN).
+        """
+        P = as_array("P", P, ndim=2, dtype=np.number, real=True, finite=True)
+        if not jnp.issubdtype(P.dtype, jnp.floating):
+            P = P.astype(jnp.result_type(float))
         n = P.shape[0]
+        check_array("P", P, shape=(n, n))
+        floor = check_real("floor", floor, low=0.0, low_inclusive=False)
         F = jnp.linalg.cholesky(0.5 * (P + P.T) - floor * jnp.eye(n, dtype=P.dtype))
+        if not isinstance(F, Tracer) and not bool(jnp.all(jnp.isfinite(F))):
+            raise ValueError(
+                f"P: expected a symmetric positive-definite matrix above floor={floor} I "
+                "(its Cholesky factor is not finite)"
+            )
         return cls(factor=F, floor=floor)
 
     def matrix(self) -> Float[Array, "n n"]:

@@ -22,7 +22,7 @@ import scipy.linalg
 import scipy.signal
 from jaxtyping import Array, Float
 
-from jaxlab._core import as_array, check_array, check_finite
+from jaxlab._core import as_array
 
 from ._systems import AbstractPlant, extended_error_model, linear_model
 
@@ -148,8 +148,9 @@ class NeuralObserver(AbstractObserver):
         """Build from a plant's linearised nominal model.
 
         **Arguments:** `plant`; `hidden_sizes` (e.g. `(32, 64, 32)`; `()` gives a linear
-        ESO); `epsilon > 0`; `key` (keyword-only); `gain (n+nd, p)` or None for a random
-        gain; `init_scale`, `readout_scale` scale the random weights.
+        ESO); `epsilon > 0`; `key` (keyword-only); `gain (n+nd, p)` finite real (else
+        `ValueError` naming `gain`) or None for a random gain; `init_scale`,
+        `readout_scale` scale the random weights.
         """
         if not (isinstance(epsilon, int | float) and epsilon > 0):
             raise ValueError(f"epsilon: expected a positive float, received {epsilon!r}")
@@ -171,9 +172,8 @@ class NeuralObserver(AbstractObserver):
         if gain is None:
             gain = _glorot(keys[-1], (ne, p), init_scale, dt)
         else:
-            gain = jnp.asarray(gain, dt)
-            check_array("gain", gain, shape=(ne, p))
-            check_finite("gain", gain)
+            gain = as_array("gain", gain, shape=(ne, p), dtype=np.number, real=True, finite=True)
+            gain = gain.astype(dt)
         return cls(
             A=A, B=B, C=C, E=E, gain=gain, hidden=hidden, readout=readout, epsilon=float(epsilon)
         )

@@ -11,9 +11,11 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.core import Tracer
 from jaxtyping import Array, Float
 
-from jaxlab._core import check_array
+from jaxlab._core import as_array, check_finite, check_positive_int, check_real
 
 from ._noise import SensorNoise
 from ._observer import AbstractObserver
@@ -61,16 +63,24 @@ def simulate(
     """Integrate the plant and the observer jointly (Tsit5, adaptive steps).
 
     **Arguments:** `plant`; `observer`; `x0 (n,)` true initial state; `x_hat0 (n,)`
-    initial estimate; `ts (T,)` increasing save times (from `ts[0]`); `rtol`, `atol` the
-    step-size controller's tolerances; `noise`: a `SensorNoise` added to the output the
-    observer sees (None: exact measurements); the solver steps exactly to its hold times.
+    initial estimate (finite floats); `ts (T,)` non-decreasing finite save times (from
+    `ts[0]`, `T >= 1`); `rtol`, `atol` the step-size controller's tolerances (finite,
+    `> 0`); `max_steps` a positive int (the solver's step limit); `noise`: a
+    `SensorNoise` added to the output the observer sees (None: exact measurements); the
+    solver steps exactly to its hold times.
 
     **Returns:** a `Trajectory`. A failed solve (divergence, step limit) does not
     raise: its values are inf/NaN and `ok` is False.
     """
-    sizes = check_array("x0", x0, shape=("n",), sizes={"n": plant.state_dim})
-    check_array("x_hat0", x_hat0, shape=("n",), sizes=sizes)
-    check_array("ts", ts, ndim=1)
+    kw = {"dtype": jnp.floating, "finite": True}
+    x0 = as_array("x0", x0, shape=(plant.state_dim,), **kw)
+    x_hat0 = as_array("x_hat0", x_hat0, shape=(plant.state_dim,), **kw)
+    ts = as_array("ts", ts, ndim=1, nonempty=True, **kw)
+    if not isinstance(ts, Tracer) and bool(jnp.any(jnp.diff(ts) < 0)):
+        raise ValueError("ts: expected non-decreasing save times")
+    rtol = check_real("rtol", rtol, low=0.0, low_inclusive=False)
+    atol = check_real("atol", atol, low=0.0, low_inclusive=False)
+    max_steps = check_positive_int("max_steps", max_steps)
 
     controller = diffrax.PIDController(rtol=rtol, atol=atol)
     if noise is not None:
@@ -97,6 +107,20 @@ def simulate(
 
 def state_mse(traj: Trajectory, *, start: int = 0):
     """Mean squared state-estimation error over time (from index `start`) and states;
-    `inf` when the solve failed."""
-    err = jnp.mean((traj.x[start:] - traj.x_hat[start:]) ** 2)
+    `inf` when the solve failed.
+
+    **Arguments:** `traj` a `Trajectory` whose `x` and `x_hat` are real `(T, n)` arrays of
+    one shape (NaN/inf only where `traj.ok` is False: a failed solve); `start` an int in
+    `[0, T)`. Anything else raises `ValueError` naming the field or `start`.
+    """
+    sizes: dict[str, int] = {}
+    x = as_array("traj.x", traj.x, shape=("T", "n"), sizes=sizes, real=True)
+    x_hat = as_array("traj.x_hat", traj.x_hat, shape=("T", "n"), sizes=sizes, real=True)
+    T = sizes["T"]
+    if isinstance(start, bool) or not isinstance(start, int | np.integer) or not 0 <= start < T:
+        raise ValueError(f"start: expected an int in [0, T={T}), received {start!r}")
+    if not isinstance(traj.ok, Tracer) and bool(traj.ok):
+        check_finite("traj.x", x)
+        check_finite("traj.x_hat", x_hat)
+    err = jnp.mean((x[start:] - x_hat[start:]) ** 2)
     return jnp.where(traj.ok & jnp.isfinite(err), err, jnp.inf)

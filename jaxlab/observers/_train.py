@@ -36,6 +36,7 @@ from jaxlab._core import (
     Driver,
     ValidatedState,
     ValidatedStep,
+    as_array,
     check_memory,
     check_positive_int,
     check_real,
@@ -77,6 +78,11 @@ class ObserverTrainConfig:
     - `lmi_margin`, `barrier_weight`, `violation_weight`, `lmi_est_weight`, `p_floor`
       (normalised `P >= p_floor I`, weighted by `p_weight`): stage 2.
     - `learning_rate`.
+
+    Construction checks the fields: `batch` and `rollout_steps` positive ints; every other
+    field a finite real, `sample_radius`, `rollout_dt` and the learning rates `> 0`, the
+    weights, margins, `min_radius`, `p_floor` and `disturbance_bound` `>= 0`; anything
+    else raises `ValueError` naming the field.
     """
 
     batch: int = 64
@@ -99,6 +105,16 @@ class ObserverTrainConfig:
     learning_rate: float = 1e-2
     lmi_learning_rate: float = 1e-2
 
+    def __post_init__(self):
+        check_positive_int("batch", self.batch)
+        check_positive_int("rollout_steps", self.rollout_steps)
+        positive = ("sample_radius", "rollout_dt", "learning_rate", "lmi_learning_rate")
+        for f in dataclasses.fields(self):
+            if f.name in ("batch", "rollout_steps"):
+                continue
+            low = 0.0 if f.name != "rate" else None
+            check_real(f.name, getattr(self, f.name), low=low, low_inclusive=f.name not in positive)
+
 
 class CertifiedObserver(eqx.Module):
     """An observer with its Lyapunov matrix and LMI multipliers (what both stages train).
@@ -113,10 +129,19 @@ class CertifiedObserver(eqx.Module):
 
     @classmethod
     def from_observer(cls, observer: NeuralObserver, P=None) -> CertifiedObserver:
-        """Start from `P = I` (or the given `P`) and unit multipliers."""
+        """Start from `P = I` (or the given `P`) and unit multipliers.
+
+        `P (ne, ne)`: None (the identity) or a finite real symmetric positive-definite
+        matrix (above `LyapunovMatrix`'s floor); anything else raises `ValueError` naming
+        `P`.
+        """
         ne, nh = observer.extended_dim, observer.hidden_dim
         dt = observer.A.dtype
-        P = jnp.eye(ne, dtype=dt) if P is None else jnp.asarray(P, dt)
+        if P is None:
+            P = jnp.eye(ne, dtype=dt)
+        else:
+            P = as_array("P", P, shape=(ne, ne), dtype=np.number, real=True, finite=True)
+            P = P.astype(dt)
         return cls(
             observer=observer,
             lyapunov=LyapunovMatrix.from_matrix(P),
@@ -198,6 +223,8 @@ def estimation_loss(observer: NeuralObserver, etas, config: ObserverTrainConfig,
 
 
 def _sample(obs: NeuralObserver, config: ObserverTrainConfig, key: jax.Array):
+    # named for the config field a caller sets (sample_errors would name its `num`)
+    check_memory("config.batch", 4 * 8.0 * config.batch * obs.extended_dim)
     return sample_errors(
         config.batch,
         obs.extended_dim,

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxlab._core import Driver, check_positive_int, driver_for
+from jaxlab._core import Driver, check_memory, check_positive_int, check_real, driver_for
 
 from ._train import (
     CertifiedObserver,
@@ -58,13 +58,14 @@ def certified_score(val_loss: Callable, margin: float) -> Callable:
     as `train_two_stage`'s `stage2_validation` score, stage 2 returns its best-validated
     certified state, and its starting state (stage 1's result) when none is certified.
 
-    **Arguments:** `val_loss(params, data) -> scalar` (jittable); `margin` (the certificate
-    `max_lmi_eigenvalue < -margin`, e.g. `ObserverTrainConfig.lmi_margin`).
+    **Arguments:** `val_loss(params, data) -> scalar` (jittable); `margin` a finite real
+    (the certificate `max_lmi_eigenvalue < -margin`, e.g. `ObserverTrainConfig.lmi_margin`).
 
     **Returns:** `score(params, data) -> scalar`.
     """
     if not callable(val_loss):
         raise ValueError(f"val_loss: expected a callable, received {type(val_loss).__name__}")
+    margin = check_real("margin", margin)
 
     def score(params, data):
         ok = max_lmi_eigenvalue(params) < -margin
@@ -125,7 +126,8 @@ def train_two_stage(
     - `params`: the initial `CertifiedObserver` (e.g. `CertifiedObserver.from_observer`).
     - `key` (keyword-only): split in two, one key per stage.
     - `config`: the `ObserverTrainConfig` of both stages (`lmi_margin` is the stop's).
-    - `stage1_steps`, `stage2_steps`: steps of each stage (stage 2: at most).
+    - `stage1_steps`, `stage2_steps`: steps of each stage (stage 2: at most); positive ints,
+      refused (`ValueError` naming them) when their per-step loss record exceeds memory.
     - `optimizer`: default `optax.adam(config.learning_rate)`; the same object for
       several fits lets them share their compilation.
     - `estimation`: the estimation term of both losses (None: the linearised error
@@ -147,8 +149,10 @@ def train_two_stage(
     baseline), stage 2's, and `{"stage1": info, "stage2": info}` (each `fit`'s info).
     """
     _check_config(config)
-    check_positive_int("stage1_steps", stage1_steps)
-    check_positive_int("stage2_steps", stage2_steps)
+    for name, steps in (("stage1_steps", stage1_steps), ("stage2_steps", stage2_steps)):
+        check_positive_int(name, steps)
+        # each stage's fit keeps a loss (and a validation score) per step
+        check_memory(name, 8.0 * steps)
     if isinstance(stage2_estimation, str) and stage2_estimation != "same":
         raise ValueError(
             f'stage2_estimation: expected "same", None or a callable, received '

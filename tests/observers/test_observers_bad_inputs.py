@@ -205,3 +205,86 @@ def test_rollout_losses_refuse_nan_starts_and_huge_batches():
     config = ob.ObserverTrainConfig(rollout_steps=2)
     with pytest.raises(ValueError, match="^etas"):
         ob.estimation_loss(obs, np.full((2, 3), np.nan), config, key=jax.random.key(0))
+
+
+def test_lyapunov_p_and_gain_are_checked_where_they_are_built():
+    """A NaN, misshapen or indefinite P gave a NaN Cholesky factor (silent NaN certificates)
+    or a TypeError from a broadcast; a string gain/P a numpy conversion error not naming
+    it (issue #59)."""
+    obs = _observer()
+    for bad in (np.full((3, 3), np.nan), np.eye(2), np.eye(3)[None, None], -np.eye(3), "abc"):
+        with pytest.raises(ValueError, match="^P"):
+            ob.CertifiedObserver.from_observer(obs, P=bad)
+    with pytest.raises(ValueError, match="^P"):
+        ob.LyapunovMatrix.from_matrix(-np.eye(3))
+    for bad in ("abc", np.full((3, 1), np.inf), np.ones((3, 2))):
+        with pytest.raises(ValueError, match="^gain"):
+            ob.NeuralObserver.from_plant(
+                ob.VanDerPol(), (2,), epsilon=0.1, key=jax.random.key(0), gain=bad
+            )
+
+
+def test_train_config_score_and_certify_name_bad_values():
+    """`ObserverTrainConfig(batch=0)` failed later as `num` (sample_errors' name); a NaN
+    certified_score margin made every score inf; certify_lmi compared a None/NaN tol and a
+    string floor with `<` (TypeError, or silently not certified)."""
+    for field, bad in (
+        ("batch", 0),
+        ("rollout_steps", 2.5),
+        ("rollout_dt", 0.0),
+        ("p_floor", np.nan),
+    ):
+        with pytest.raises(ValueError, match=f"^{field}"):
+            ob.ObserverTrainConfig(**{field: bad})
+    obs = _observer()
+    big = ob.ObserverTrainConfig(batch=10**9)
+    with pytest.raises(ValueError, match="batch"):
+        ob.point_loss(ob.CertifiedObserver.from_observer(obs), big, key=jax.random.key(0))
+    with pytest.raises(ValueError, match="^margin"):
+        ob.certified_score(lambda p, d: d, np.nan)
+    for name, bad in (("tol", None), ("tol", np.nan), ("floor", "0.1")):
+        with pytest.raises(ValueError, match=f"^{name}"):
+            ob.certify_lmi(obs, **{name: bad})
+    with pytest.raises(ValueError, match="^max_steps"):
+        ob.train_direct_sdp(obs, key=jax.random.key(0), config=big, max_steps=10**9)
+    with pytest.raises(ValueError, match="^stage1_steps"):
+        ob.train_two_stage(
+            ob.CertifiedObserver.from_observer(obs),
+            key=jax.random.key(0),
+            config=ob.ObserverTrainConfig(),
+            stage1_steps=10**15,
+            stage2_steps=1,
+        )
+
+
+def test_simulate_and_state_mse_refuse_bad_inputs():
+    """simulate integrated a NaN x0 or a NaN/zero tolerance into a NaN trajectory (or a
+    diffrax error); state_mse broadcast mismatched x/x_hat (a numpy error not naming them)
+    and turned a NaN in a trajectory marked ok into inf (issue #59)."""
+    obs, plant = _observer(), ob.VanDerPol()
+    ts = np.array([0.0, 0.05, 0.1])
+    x0 = np.array([0.1, -0.2])
+    for name, bad in (
+        ("x0", np.array([np.nan, 0.0])),
+        ("ts", np.array([0.0, np.nan])),
+        ("ts", np.array([0.1, 0.0])),
+        ("rtol", 0.0),
+        ("atol", np.nan),
+        ("max_steps", 0),
+    ):
+        args = {"x0": x0, "x_hat0": np.zeros(2), "ts": ts, name: bad}
+        with pytest.raises(ValueError, match=f"^{name}"):
+            ob.simulate(plant, obs, **args)
+
+    def traj(x, x_hat, ok=True):
+        return ob.Trajectory(ts=np.arange(3.0), x=x, x_hat=x_hat, d_hat=np.zeros((3, 1)), ok=ok)
+
+    assert np.isfinite(ob.state_mse(traj(np.ones((3, 2)), np.zeros((3, 2))), start=1))
+    with pytest.raises(ValueError, match="^traj.x_hat"):
+        ob.state_mse(traj(np.ones((3, 2)), np.zeros((2, 2))))
+    with pytest.raises(ValueError, match="^traj.x"):
+        ob.state_mse(traj(np.full((3, 2), np.nan), np.zeros((3, 2))))
+    with pytest.raises(ValueError, match="^start"):
+        ob.state_mse(traj(np.ones((3, 2)), np.zeros((3, 2))), start=3)
+    # a failed solve (ok False) keeps its documented inf
+    assert ob.state_mse(traj(np.full((3, 2), np.nan), np.zeros((3, 2)), ok=False)) == np.inf
