@@ -2969,6 +2969,159 @@ def illusions_table():
             ids={"option_ids": 13, "tokens": 13},
             accepts={("mask", "none"): "None means every token is real (lm.forward_batched)"},
         ),
+        *_illusions_more_entries(il, key),
+    ]
+
+
+def _illusions_corr2cause_file() -> str:
+    """A two-item corr2cause.jsonl (the `evals` wheel's layout), written once."""
+    path = Path(tempfile.gettempdir()) / f"jaxlab-fuzz-corr2cause-{os.getpid()}.jsonl"
+    if not path.exists():
+        row = {
+            "input": [
+                {
+                    "role": "user",
+                    "content": "Premise: Suppose there is a closed system of 2 variables, A "
+                    "and B. A correlates with B. Hypothesis: A causes B.",
+                }
+            ],
+            "ideal": "Answer: neutral",
+        }
+        path.write_text(json.dumps(row) + "\n" + json.dumps(row) + "\n")
+    return str(path)
+
+
+def _illusions_more_entries(il, key):
+    """The illusions functions declared in the second round (issue #59)."""
+    stimuli = il.make_stimuli(key=key, counts=((1, 1), (1, 1)))  # 4 statements
+    q = il.Query("Is it?", ("Yes", "No"))
+    traits = (("honest", True),)
+    rest = [np.zeros(3), np.zeros(3), np.zeros(2), np.zeros(2)]  # estimates, 2-point ratings
+
+    def read_corr(logliks):
+        """`logliks`: the (4, 2) attribution answers, followed by fixed estimate and rating
+        answers; a value that is no sequence at all goes in as it is."""
+        if isinstance(logliks, np.ndarray | list):
+            logliks = [*logliks, *rest]
+        return il.read_correlation(logliks, stimuli, traits=traits, scale=2)
+
+    def overlap(**k):
+        return il.latent_overlap(**k)["p_value"]
+
+    def shift(**k):
+        return il.framing_feature_shift(**k, key=key)["p_value"]
+
+    return [
+        Entry(
+            "illusions.ablation",
+            lambda **k: il.ablation(_tiny_sae(), **k),
+            lambda: {"latents": np.array([1, 5]), "layer": 1, "input_scale": np.float64(2.0)},
+            {"latents": "int", "input_scale": "float"},
+            ids={},
+            empty_ok=("latents",),  # no latents: {} (the plain forward), as documented
+        ),
+        Entry(
+            "illusions.causal_query",  # strings only: nothing the array/size fuzz can vary
+            lambda: il.causal_query("a", "b", "temporal")[0],
+            dict,
+        ),
+        Entry(
+            "illusions.contingency_table",
+            il.contingency_table,
+            lambda: {
+                "minority": np.array([True, False, True, False]),
+                "desirable": np.array([True, True, False, False]),
+            },
+            {"minority": "bool", "desirable": "bool"},
+        ),
+        Entry(
+            "illusions.correlation_queries",
+            lambda **k: len(il.correlation_queries(stimuli, traits=traits, **k)),
+            lambda: {"scale": 5},
+            sizes=("scale",),
+        ),
+        Entry(
+            "illusions.framed_context",  # strings only
+            lambda: il.framed_context("ctx", "Think."),
+            dict,
+        ),
+        Entry(
+            "illusions.framing_feature_shift",
+            shift,
+            lambda: {
+                "z_a": _rng(45).standard_normal((6, 4)),
+                "z_b": _rng(46).standard_normal((6, 4)),
+                "groups": np.array([0, 0, 1, 1, 2, 2]),
+                "k": 2,
+                "resamples": 20,
+                "level": np.float64(0.9),
+            },
+            {"z_a": "float", "z_b": "float", "groups": "int", "level": "float"},
+            sizes=("k", "resamples"),
+            accepts={("groups", "none"): "None: every pair is its own resampling unit"},
+        ),
+        Entry(
+            "illusions.human_baseline",  # a name only
+            lambda: il.human_baseline("hg_phi_attribution").value,
+            dict,
+        ),
+        Entry(
+            "illusions.latent_overlap",
+            overlap,
+            lambda: {"first": np.array([1, 3, 5]), "second": np.array([3, 4]), "population": 8},
+            {"first": "int", "second": "int"},
+            sizes=("population",),
+            ids={"first": 8, "second": 8},
+        ),
+        Entry(
+            "illusions.layout_queries",
+            lambda **k: len(il.layout_queries(None, ["ctx a", "ctx b"], [[q, q], [q]], **k).where),
+            lambda: {"max_options": 4},
+            sizes=("max_options",),
+        ),
+        Entry(
+            "illusions.make_stimuli",
+            lambda **k: il.contingency_table(
+                *(lambda s: (s.minority, s.desirable))(il.make_stimuli(key=key, **k))
+            ),
+            lambda: {"counts": np.array([[2, 1], [1, 1]])},
+            {"counts": "count"},
+        ),
+        Entry(
+            "illusions.matched_latents",
+            lambda **k: il.matched_latents(**k, key=key),
+            lambda: {
+                "density": np.array([0.1, 0.0, 0.3, 0.05, 0.2, 0.01]),
+                "chosen": np.array([0, 2]),
+            },
+            {"density": "float", "chosen": "int"},
+            ids={"chosen": 6},
+        ),
+        Entry(
+            "illusions.query_logliks",
+            lambda **k: il.query_logliks(
+                k["sums"], il.layout_queries(None, ["ctx a", "ctx b"], [[q], [q]])
+            ),
+            lambda: {"sums": np.array([[-1.0, -2.0], [-0.5, -0.7]])},
+            {"sums": "float"},
+        ),
+        Entry(
+            "illusions.randomness_queries",  # a kind name only
+            lambda: len(il.randomness_queries("coin")),
+            dict,
+        ),
+        Entry(
+            "illusions.read_corr2cause",
+            lambda **k: len(il.read_corr2cause(_illusions_corr2cause_file(), **k)),
+            lambda: {"max_variables": 3},
+            sizes=("max_variables",),
+        ),
+        Entry(
+            "illusions.read_correlation",
+            read_corr,
+            lambda: {"logliks": _rng(47).standard_normal((4, 2))},
+            {"logliks": "float"},
+        ),
     ]
 
 
