@@ -2187,6 +2187,140 @@ def em_table():
             img,
             {"pred": "float", "target": "float"},
         ),
+        *_em_model_entries(em, key, refiner),
+    ]
+
+
+_EM_MODELS: dict[str, Any] = {}
+
+
+def _em_models(em, key):
+    """Tiny one-level nets (width 2), one shared optimizer (compiled steps are reused
+    across the fuzz calls) and a `TrainedMethods` of the bicubic method, built once."""
+    import optax
+
+    if not _EM_MODELS:
+        config = em.MethodsConfig(features=(2,), seg_features=(2,), steps=1, batch_size=2, chunk=1)
+        opt = optax.adam(1e-3)
+        seg = em.SegNet((2,))
+        r = _rng(32)
+        hr = r.uniform(size=(2, 4, 4))
+        lr = hr[:, ::2, ::2]
+        bic = np.repeat(np.repeat(lr, 2, axis=1), 2, axis=2)
+        boundary = (r.uniform(size=(2, 4, 4)) > 0.5).astype(float)
+        trained = em.train_methods(
+            hr, lr, bic, boundary, 2, config, key=key, methods=("bicubic",), optimizer=opt
+        )
+        joint = em.JointSRSeg(2, (2,), em.LearnedEmbedding(2))
+        _EM_MODELS.update(
+            config=config,
+            opt=opt,
+            seg=seg,
+            seg_params=em.init_params(seg, hr[:1], key=key),
+            data=(hr, lr, bic, boundary),
+            trained=trained,
+            joint=joint,
+            joint_params=em.init_params(joint, lr[:1], key=key),
+        )
+    return _EM_MODELS
+
+
+def _em_volume_file() -> str:
+    """A 2 x 4 x 4 CREMI-layout HDF5 file (raw and labels), written once."""
+    import h5py
+
+    path = Path(tempfile.gettempdir()) / f"jaxlab-fuzz-em-{os.getpid()}.h5"
+    if not path.exists():
+        with h5py.File(path, "w") as f:
+            f["volumes/raw"] = np.arange(32, dtype=np.uint8).reshape(2, 4, 4)
+            f["volumes/labels/neuron_ids"] = np.ones((2, 4, 4), np.uint64)
+    return str(path)
+
+
+def _em_model_entries(em, key, refiner):
+    """The em functions that train or apply models (second round of issue #59)."""
+
+    def m():
+        return _em_models(em, key)
+
+    def data():
+        hr, lr, bic, boundary = m()["data"]
+        return {"hr": hr, "lr": lr, "bicubic": bic, "boundary": boundary}
+
+    def train(**k):
+        config = dataclasses.replace(m()["config"], steps=k.pop("steps"))
+        out = em.train_methods(
+            **k, config=config, key=key, methods=("bicubic",), optimizer=m()["opt"]
+        )
+        return out.losses["seg_bicubic"]
+
+    def fit(image, boundary, steps, batch_size):
+        _, hist = em.fit(
+            em.SegObjective(m()["seg"]),
+            m()["seg_params"],
+            {"image": image, "boundary": boundary},
+            key=key,
+            steps=steps,
+            batch_size=batch_size,
+            optimizer=m()["opt"],
+        )
+        return hist.losses
+
+    def predict(**k):
+        out = em.predict_method(m()["trained"], **k, method="bicubic", key=key)
+        return out.sr, out.prob, out.instances
+
+    return [
+        Entry(
+            "em.init_params",
+            lambda image: em.init_params(m()["seg"], image, key=key),
+            lambda: {"image": data()["hr"]},
+            {"image": "float"},
+        ),
+        Entry(
+            "em.fit",
+            fit,
+            lambda: {
+                "image": data()["hr"],
+                "boundary": data()["boundary"],
+                "steps": 2,
+                "batch_size": 2,
+            },
+            {"image": "float", "boundary": "prob"},
+            sizes=("steps", "batch_size"),
+        ),
+        Entry(
+            "em.embed_images",
+            lambda **k: em.embed_images(m()["joint"], m()["joint_params"], **k),
+            lambda: {"images": data()["hr"], "batch": 1},
+            {"images": "float"},
+            sizes=("batch",),
+        ),
+        Entry(
+            "em.refine_dataset",
+            lambda **k: em.refine_dataset(*refiner(), **k, t0=4, key=key),
+            lambda: {"cond": _rng(33).standard_normal((2, 4, 4, 2)), "n_steps": 2, "batch": 1},
+            {"cond": "float"},
+            sizes=("n_steps", "batch"),
+        ),
+        Entry(
+            "em.predict_method",
+            predict,
+            lambda: {"lr": data()["lr"], "bicubic": data()["bicubic"]},
+            {"lr": "float", "bicubic": "float"},
+        ),
+        Entry(
+            "em.train_methods",
+            train,
+            lambda: dict(data(), factor=2, steps=1),
+            {"hr": "float", "lr": "float", "bicubic": "float", "boundary": "prob"},
+            sizes=("factor", "steps"),
+        ),
+        Entry(
+            "em.load_em_volume",  # a file reader: bad files are tests/em/test_em_bad_files.py
+            lambda: em.load_em_volume(_em_volume_file()),
+            dict,
+        ),
     ]
 
 
