@@ -2395,6 +2395,140 @@ def em_table():
             img,
             {"pred": "float", "target": "float"},
         ),
+        *_em_model_entries(em, key, refiner),
+    ]
+
+
+_EM_MODELS: dict[str, Any] = {}
+
+
+def _em_models(em, key):
+    """Tiny one-level nets (width 2), one shared optimizer (compiled steps are reused
+    across the fuzz calls) and a `TrainedMethods` of the bicubic method, built once."""
+    import optax
+
+    if not _EM_MODELS:
+        config = em.MethodsConfig(features=(2,), seg_features=(2,), steps=1, batch_size=2, chunk=1)
+        opt = optax.adam(1e-3)
+        seg = em.SegNet((2,))
+        r = _rng(32)
+        hr = r.uniform(size=(2, 4, 4))
+        lr = hr[:, ::2, ::2]
+        bic = np.repeat(np.repeat(lr, 2, axis=1), 2, axis=2)
+        boundary = (r.uniform(size=(2, 4, 4)) > 0.5).astype(float)
+        trained = em.train_methods(
+            hr, lr, bic, boundary, 2, config, key=key, methods=("bicubic",), optimizer=opt
+        )
+        joint = em.JointSRSeg(2, (2,), em.LearnedEmbedding(2))
+        _EM_MODELS.update(
+            config=config,
+            opt=opt,
+            seg=seg,
+            seg_params=em.init_params(seg, hr[:1], key=key),
+            data=(hr, lr, bic, boundary),
+            trained=trained,
+            joint=joint,
+            joint_params=em.init_params(joint, lr[:1], key=key),
+        )
+    return _EM_MODELS
+
+
+def _em_volume_file() -> str:
+    """A 2 x 4 x 4 CREMI-layout HDF5 file (raw and labels), written once."""
+    import h5py
+
+    path = Path(tempfile.gettempdir()) / f"jaxlab-fuzz-em-{os.getpid()}.h5"
+    if not path.exists():
+        with h5py.File(path, "w") as f:
+            f["volumes/raw"] = np.arange(32, dtype=np.uint8).reshape(2, 4, 4)
+            f["volumes/labels/neuron_ids"] = np.ones((2, 4, 4), np.uint64)
+    return str(path)
+
+
+def _em_model_entries(em, key, refiner):
+    """The em functions that train or apply models (second round of issue #59)."""
+
+    def m():
+        return _em_models(em, key)
+
+    def data():
+        hr, lr, bic, boundary = m()["data"]
+        return {"hr": hr, "lr": lr, "bicubic": bic, "boundary": boundary}
+
+    def train(**k):
+        config = dataclasses.replace(m()["config"], steps=k.pop("steps"))
+        out = em.train_methods(
+            **k, config=config, key=key, methods=("bicubic",), optimizer=m()["opt"]
+        )
+        return out.losses["seg_bicubic"]
+
+    def fit(image, boundary, steps, batch_size):
+        _, hist = em.fit(
+            em.SegObjective(m()["seg"]),
+            m()["seg_params"],
+            {"image": image, "boundary": boundary},
+            key=key,
+            steps=steps,
+            batch_size=batch_size,
+            optimizer=m()["opt"],
+        )
+        return hist.losses
+
+    def predict(**k):
+        out = em.predict_method(m()["trained"], **k, method="bicubic", key=key)
+        return out.sr, out.prob, out.instances
+
+    return [
+        Entry(
+            "em.init_params",
+            lambda image: em.init_params(m()["seg"], image, key=key),
+            lambda: {"image": data()["hr"]},
+            {"image": "float"},
+        ),
+        Entry(
+            "em.fit",
+            fit,
+            lambda: {
+                "image": data()["hr"],
+                "boundary": data()["boundary"],
+                "steps": 2,
+                "batch_size": 2,
+            },
+            {"image": "float", "boundary": "prob"},
+            sizes=("steps", "batch_size"),
+        ),
+        Entry(
+            "em.embed_images",
+            lambda **k: em.embed_images(m()["joint"], m()["joint_params"], **k),
+            lambda: {"images": data()["hr"], "batch": 1},
+            {"images": "float"},
+            sizes=("batch",),
+        ),
+        Entry(
+            "em.refine_dataset",
+            lambda **k: em.refine_dataset(*refiner(), **k, t0=4, key=key),
+            lambda: {"cond": _rng(33).standard_normal((2, 4, 4, 2)), "n_steps": 2, "batch": 1},
+            {"cond": "float"},
+            sizes=("n_steps", "batch"),
+        ),
+        Entry(
+            "em.predict_method",
+            predict,
+            lambda: {"lr": data()["lr"], "bicubic": data()["bicubic"]},
+            {"lr": "float", "bicubic": "float"},
+        ),
+        Entry(
+            "em.train_methods",
+            train,
+            lambda: dict(data(), factor=2, steps=1),
+            {"hr": "float", "lr": "float", "bicubic": "float", "boundary": "prob"},
+            sizes=("factor", "steps"),
+        ),
+        Entry(
+            "em.load_em_volume",  # a file reader: bad files are tests/em/test_em_bad_files.py
+            lambda: em.load_em_volume(_em_volume_file()),
+            dict,
+        ),
     ]
 
 
@@ -3176,6 +3310,159 @@ def illusions_table():
             {"tokens": "int", "mask": "int", "option_ids": "int"},
             ids={"option_ids": 13, "tokens": 13},
             accepts={("mask", "none"): "None means every token is real (lm.forward_batched)"},
+        ),
+        *_illusions_more_entries(il, key),
+    ]
+
+
+def _illusions_corr2cause_file() -> str:
+    """A two-item corr2cause.jsonl (the `evals` wheel's layout), written once."""
+    path = Path(tempfile.gettempdir()) / f"jaxlab-fuzz-corr2cause-{os.getpid()}.jsonl"
+    if not path.exists():
+        row = {
+            "input": [
+                {
+                    "role": "user",
+                    "content": "Premise: Suppose there is a closed system of 2 variables, A "
+                    "and B. A correlates with B. Hypothesis: A causes B.",
+                }
+            ],
+            "ideal": "Answer: neutral",
+        }
+        path.write_text(json.dumps(row) + "\n" + json.dumps(row) + "\n")
+    return str(path)
+
+
+def _illusions_more_entries(il, key):
+    """The illusions functions declared in the second round (issue #59)."""
+    stimuli = il.make_stimuli(key=key, counts=((1, 1), (1, 1)))  # 4 statements
+    q = il.Query("Is it?", ("Yes", "No"))
+    traits = (("honest", True),)
+    rest = [np.zeros(3), np.zeros(3), np.zeros(2), np.zeros(2)]  # estimates, 2-point ratings
+
+    def read_corr(logliks):
+        """`logliks`: the (4, 2) attribution answers, followed by fixed estimate and rating
+        answers; a value that is no sequence at all goes in as it is."""
+        if isinstance(logliks, np.ndarray | list):
+            logliks = [*logliks, *rest]
+        return il.read_correlation(logliks, stimuli, traits=traits, scale=2)
+
+    def overlap(**k):
+        return il.latent_overlap(**k)["p_value"]
+
+    def shift(**k):
+        return il.framing_feature_shift(**k, key=key)["p_value"]
+
+    return [
+        Entry(
+            "illusions.ablation",
+            lambda **k: il.ablation(_tiny_sae(), **k),
+            lambda: {"latents": np.array([1, 5]), "layer": 1, "input_scale": np.float64(2.0)},
+            {"latents": "int", "input_scale": "float"},
+            ids={},
+            empty_ok=("latents",),  # no latents: {} (the plain forward), as documented
+        ),
+        Entry(
+            "illusions.causal_query",  # strings only: nothing the array/size fuzz can vary
+            lambda: il.causal_query("a", "b", "temporal")[0],
+            dict,
+        ),
+        Entry(
+            "illusions.contingency_table",
+            il.contingency_table,
+            lambda: {
+                "minority": np.array([True, False, True, False]),
+                "desirable": np.array([True, True, False, False]),
+            },
+            {"minority": "bool", "desirable": "bool"},
+        ),
+        Entry(
+            "illusions.correlation_queries",
+            lambda **k: len(il.correlation_queries(stimuli, traits=traits, **k)),
+            lambda: {"scale": 5},
+            sizes=("scale",),
+        ),
+        Entry(
+            "illusions.framed_context",  # strings only
+            lambda: il.framed_context("ctx", "Think."),
+            dict,
+        ),
+        Entry(
+            "illusions.framing_feature_shift",
+            shift,
+            lambda: {
+                "z_a": _rng(45).standard_normal((6, 4)),
+                "z_b": _rng(46).standard_normal((6, 4)),
+                "groups": np.array([0, 0, 1, 1, 2, 2]),
+                "k": 2,
+                "resamples": 20,
+                "level": np.float64(0.9),
+            },
+            {"z_a": "float", "z_b": "float", "groups": "int", "level": "float"},
+            sizes=("k", "resamples"),
+            accepts={("groups", "none"): "None: every pair is its own resampling unit"},
+        ),
+        Entry(
+            "illusions.human_baseline",  # a name only
+            lambda: il.human_baseline("hg_phi_attribution").value,
+            dict,
+        ),
+        Entry(
+            "illusions.latent_overlap",
+            overlap,
+            lambda: {"first": np.array([1, 3, 5]), "second": np.array([3, 4]), "population": 8},
+            {"first": "int", "second": "int"},
+            sizes=("population",),
+            ids={"first": 8, "second": 8},
+        ),
+        Entry(
+            "illusions.layout_queries",
+            lambda **k: len(il.layout_queries(None, ["ctx a", "ctx b"], [[q, q], [q]], **k).where),
+            lambda: {"max_options": 4},
+            sizes=("max_options",),
+        ),
+        Entry(
+            "illusions.make_stimuli",
+            lambda **k: il.contingency_table(
+                *(lambda s: (s.minority, s.desirable))(il.make_stimuli(key=key, **k))
+            ),
+            lambda: {"counts": np.array([[2, 1], [1, 1]])},
+            {"counts": "count"},
+        ),
+        Entry(
+            "illusions.matched_latents",
+            lambda **k: il.matched_latents(**k, key=key),
+            lambda: {
+                "density": np.array([0.1, 0.0, 0.3, 0.05, 0.2, 0.01]),
+                "chosen": np.array([0, 2]),
+            },
+            {"density": "float", "chosen": "int"},
+            ids={"chosen": 6},
+        ),
+        Entry(
+            "illusions.query_logliks",
+            lambda **k: il.query_logliks(
+                k["sums"], il.layout_queries(None, ["ctx a", "ctx b"], [[q], [q]])
+            ),
+            lambda: {"sums": np.array([[-1.0, -2.0], [-0.5, -0.7]])},
+            {"sums": "float"},
+        ),
+        Entry(
+            "illusions.randomness_queries",  # a kind name only
+            lambda: len(il.randomness_queries("coin")),
+            dict,
+        ),
+        Entry(
+            "illusions.read_corr2cause",
+            lambda **k: len(il.read_corr2cause(_illusions_corr2cause_file(), **k)),
+            lambda: {"max_variables": 3},
+            sizes=("max_variables",),
+        ),
+        Entry(
+            "illusions.read_correlation",
+            read_corr,
+            lambda: {"logliks": _rng(47).standard_normal((4, 2))},
+            {"logliks": "float"},
         ),
     ]
 

@@ -59,6 +59,7 @@ from ._methods import embed_images as embed_images
 from ._methods import predict_method as predict_method
 from ._methods import refine_dataset as refine_dataset
 from ._methods import train_methods as train_methods
+from ._train import MAX_STEPS as MAX_STEPS
 from ._train import DenoiserObjective as DenoiserObjective
 from ._train import JointObjective as JointObjective
 from ._train import ObjectiveStep as ObjectiveStep

@@ -253,6 +253,19 @@ def refine_timesteps(t0: int, n_steps: int) -> tuple[int, ...]:
     return tuple(int(v) for v in np.unique(np.round(np.linspace(0, t0, n + 1)))[::-1])
 
 
+def _check_fits_denoiser(name: str, denoiser: Any, params: Any, z: jax.Array, t0: int) -> None:
+    """Raise a `ValueError` naming `name` unless embeddings `z` `(B, H, W, C)` fit the
+    denoiser's parameters (checked by shape, nothing is computed)."""
+    b = z.shape[0]
+    try:  # the network's own shape error names a layer, not the argument
+        jax.eval_shape(lambda x: denoiser.apply(params, x, jnp.full((b,), t0, jnp.int32), x), z)
+    except (FlaxError, TypeError, ValueError) as e:
+        raise ValueError(
+            f"{name}: shape {tuple(z.shape)} does not fit the denoiser's "
+            f"parameters ({str(e)[:200]})"
+        ) from None
+
+
 def refine_embedding(
     denoiser: Denoiser,
     params: Any,
@@ -294,13 +307,7 @@ def refine_embedding(
     single = embedding.ndim == 3
     z = embedding[None] if single else embedding
     b = z.shape[0]
-    try:  # the network's own shape error names a layer, not the argument
-        jax.eval_shape(lambda x: denoiser.apply(params, x, jnp.full((b,), t0, jnp.int32), x), z)
-    except (FlaxError, TypeError, ValueError) as e:
-        raise ValueError(
-            f"embedding: shape {tuple(embedding.shape)} does not fit the denoiser's "
-            f"parameters ({str(e)[:200]})"
-        ) from None
+    _check_fits_denoiser("embedding", denoiser, params, z, t0)
     ab = schedule.alpha_bars.astype(z.dtype)
     x = q_sample(schedule, z, jnp.asarray(t0), jax.random.normal(key, z.shape, z.dtype))
     steps = refine_timesteps(int(t0), int(n_steps))

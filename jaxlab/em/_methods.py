@@ -34,13 +34,37 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxlab._core import AbstractProgress, Checkpointer, Driver, check_positive_int, short_repr
+from jaxlab._core import (
+    AbstractProgress,
+    Checkpointer,
+    Driver,
+    as_array,
+    check_instance,
+    check_nonnegative_int,
+    check_positive_int,
+    check_size,
+    short_repr,
+)
 
-from ._diffusion import Denoiser, NoiseSchedule, make_schedule, refine_embedding
+from ._diffusion import (
+    Denoiser,
+    NoiseSchedule,
+    _check_fits_denoiser,
+    make_schedule,
+    refine_embedding,
+)
 from ._embed import AbstractEmbedding, LearnedEmbedding
 from ._joint import JointOutput, JointSRSeg
 from ._segment import segment_watershed
-from ._train import DenoiserObjective, JointObjective, SegObjective, SRObjective, fit, init_params
+from ._train import (
+    MAX_STEPS,
+    DenoiserObjective,
+    JointObjective,
+    SegObjective,
+    SRObjective,
+    fit,
+    init_params,
+)
 from ._unet import SegNet, SRNet
 
 __all__ = [
@@ -69,7 +93,9 @@ class MethodsConfig:
     weight; `num_timesteps`, `schedule`: the refiner's diffusion; `t0`, `refine_steps`:
     partial-diffusion start step and number of reverse steps; `embedding`: the joint
     model's embedding strategy (the refiner's space; default `LearnedEmbedding()`,
-    `StructureEmbedding()` is the hand-made ablation).
+    `StructureEmbedding()` is the hand-made ablation). The step counts are integers in
+    [1, `em.MAX_STEPS`], the other counts positive integers and `t0` an integer >= 0
+    (a `ValueError` naming the field otherwise).
     """
 
     features: tuple[int, ...] = (16, 32)
@@ -87,6 +113,14 @@ class MethodsConfig:
     refine_steps: int = 5
     chunk: int = 50
     embedding: AbstractEmbedding = LearnedEmbedding()
+
+    def __post_init__(self):
+        # the step counts bound the training time: checked when the config is made
+        for name in ("steps", "finetune_steps", "denoiser_steps"):
+            check_size(name, getattr(self, name), cap=MAX_STEPS, why="em.MAX_STEPS")
+        for name in ("denoiser_features", "batch_size", "num_timesteps", "refine_steps", "chunk"):
+            check_positive_int(name, getattr(self, name))
+        check_nonnegative_int("t0", self.t0)
 
 
 @dataclasses.dataclass
@@ -158,7 +192,18 @@ def refine_dataset(
     batch: int = 16,
 ) -> jax.Array:
     """`refine_embedding` over a data set `cond` `(N, H, W, C)` in jitted batches (batch
-    starting at row i uses `fold_in(key, i)`). **Returns:** `(N, H, W, C)`."""
+    starting at row i uses `fold_in(key, i)`).
+
+    `cond` a finite, non-empty float array that fits the denoiser's parameters; `t0` an
+    integer in [0, T]; `n_steps`, `batch` positive integers (else a `ValueError` naming
+    the argument). **Returns:** `(N, H, W, C)`."""
+    cond = as_array("cond", cond, ndim=4, dtype=jnp.floating, finite=True, nonempty=True)
+    T = schedule.num_steps
+    if isinstance(t0, bool) or not isinstance(t0, int | np.integer) or not 0 <= t0 <= T:
+        raise ValueError(f"t0: expected an integer in [0, {T}], received {t0!r}")
+    n_steps = check_positive_int("n_steps", n_steps)
+    batch = check_positive_int("batch", batch)
+    _check_fits_denoiser("cond", denoiser, params, cond[:1], int(t0))
     return jnp.concatenate(
         [
             _refine(
@@ -185,9 +230,14 @@ def embed_images(net: JointSRSeg, params: Any, images: jax.Array, *, batch: int 
     **Arguments:** `net` a `JointSRSeg`; `params` its flax variables; `images` `(N, H, W)`
     HR-sized; `batch` images per jitted call.
 
+    `images` finite and non-empty, `batch` a positive integer (else a `ValueError` naming
+    the argument).
+
     **Returns:** `(N, H, W, C_e)`.
     """
-    check_positive_int("batch", batch)
+    check_instance("net", net, JointSRSeg)
+    images = as_array("images", images, ndim=3, dtype=jnp.floating, finite=True, nonempty=True)
+    batch = check_positive_int("batch", batch)
     return _batched(net, params, images, batch, method="embed")
 
 
@@ -226,7 +276,8 @@ def train_methods(
     **Arguments:**
 
     - `hr` `(N, S, S)` images, `lr` `(N, S/f, S/f)` their degradations, `bicubic`
-      `(N, S, S)` bicubic upsamplings of `lr`, `boundary` `(N, S, S)` membrane maps.
+      `(N, S, S)` bicubic upsamplings of `lr` (finite, non-empty floats), `boundary`
+      `(N, S, S)` membrane maps in [0, 1]; a mismatch is a `ValueError` naming it.
     - `factor`: the SR factor f; `config`: a `MethodsConfig`; `key` (keyword-only).
     - `methods`: a subset of `METHODS`.
     - `optimizer`: shared by every fit (default Adam(`config.learning_rate`)); pass one
@@ -237,10 +288,14 @@ def train_methods(
 
     **Returns:** `TrainedMethods`.
     """
-    unknown = set(methods) - set(METHODS)
-    if unknown:
-        raise ValueError(f"methods: expected a subset of {METHODS}, received {tuple(methods)}")
+    if isinstance(methods, str) or not set(methods) <= set(METHODS):
+        raise ValueError(f"methods: expected a subset of {METHODS}, received {methods!r}")
     check_positive_int("factor", factor)
+    check_instance("config", config, MethodsConfig)
+    hr, lr, bicubic = _check_images(factor, hr=hr, lr=lr, bicubic=bicubic)
+    boundary = as_array(
+        "boundary", boundary, shape=hr.shape, dtype=np.number, finite=True, low=0.0, high=1.0
+    )
     c = config
     optimizer = optax.adam(float(c.learning_rate)) if optimizer is None else optimizer
     sr_net = SRNet(factor, tuple(c.features))
@@ -336,6 +391,30 @@ def train_methods(
     return TrainedMethods(factor, c, sr_net, seg_net, joint_net, denoiser, schedule, params, losses)
 
 
+def _check_images(factor: int, **images: Any) -> tuple[jax.Array, ...]:
+    """`hr`/`bicubic` `(N, S, W)` and `lr` `(N, S/f, W/f)` finite, non-empty float images of
+    one N (the names given, in order; `hr` may be absent); returns them as arrays."""
+    sizes: dict[str, int] = {}
+    out = {}
+    for name, x in images.items():
+        out[name] = as_array(
+            name,
+            x,
+            shape=("N", "h", "w") if name == "lr" else ("N", "H", "W"),
+            dtype=jnp.floating,
+            finite=True,
+            nonempty=True,
+            sizes=sizes,
+        )
+    if "H" in sizes and (sizes["H"], sizes["W"]) != (sizes["h"] * factor, sizes["w"] * factor):
+        big = "hr" if "hr" in images else "bicubic"
+        raise ValueError(
+            f"lr: expected {factor} times smaller than {big} "
+            f"{(sizes['H'], sizes['W'])}, received {(sizes['h'], sizes['w'])} (factor {factor})"
+        )
+    return tuple(out.values())
+
+
 def _prediction(sr, logits) -> MethodPrediction:
     sr = np.clip(np.asarray(sr, np.float64), 0.0, 1.0)
     prob = np.asarray(jax.nn.sigmoid(logits), np.float64)
@@ -355,7 +434,15 @@ def predict_method(
     """SR image, boundary probabilities and watershed instances of `method` on LR images
     `lr` `(N, S/f, S/f)` (and their bicubic upsamplings `(N, S, S)`); `key` drives the
     refiner of `joint_diffusion`, started at `t0` (default `trained.config.t0`) from the
-    SR embedding of the frozen `joint_base` model (the refiner's training condition)."""
+    SR embedding of the frozen `joint_base` model (the refiner's training condition).
+
+    `trained` a `TrainedMethods` that trained `method`; `lr`, `bicubic` finite,
+    non-empty float images of one N, `bicubic` `trained.factor` times larger (else a
+    `ValueError` naming the argument)."""
+    check_instance("trained", trained, TrainedMethods)
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method: expected one of {METHODS}, received {method!r}")
+    lr, bicubic = _check_images(trained.factor, lr=lr, bicubic=bicubic)
     p = trained.params
     if method == "bicubic":
         logits = _batched(trained.seg_net, p["seg_bicubic"], bicubic)

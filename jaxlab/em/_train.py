@@ -22,6 +22,7 @@ than in a top-level computation), with checkpoints and exact resume from a
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Mapping
 from functools import partial
 from typing import Any, cast
@@ -39,7 +40,10 @@ from jaxlab._core import (
     History,
     StepLoop,
     as_array,
+    check_array,
+    check_memory,
     check_positive_int,
+    check_size,
     driver_for,
     optimizer_update,
     run_steps,
@@ -49,6 +53,7 @@ from ._diffusion import Denoiser, make_schedule, q_sample
 from ._joint import JointOutput
 
 __all__ = [
+    "MAX_STEPS",
     "balanced_bce",
     "reconstruction_loss",
     "SRObjective",
@@ -59,6 +64,18 @@ __all__ = [
     "fit",
     "init_params",
 ]
+
+
+MAX_STEPS = 1_000_000
+"""The most optimiser steps one `fit` runs (P11 trains for hundreds): a larger `steps` is a
+`ValueError` naming it, instead of a run that does not end."""
+
+
+def _check_batch(data: Mapping[str, jax.Array], name: str, like: str, *, unit: bool = False):
+    """`data[name]` has the shape of `data[like]` (and with `unit`, values in [0, 1])."""
+    check_array(f"data[{name!r}]", data[name], shape=data[like].shape)
+    if unit:
+        as_array(f"data[{name!r}]", data[name], low=0.0, high=1.0)
 
 
 def balanced_bce(logits: jax.Array, targets: jax.Array) -> jax.Array:
@@ -99,6 +116,10 @@ class SRObjective:
     model: nn.Module
     norm: str = "l1"
 
+    def check_data(self, data: Mapping[str, jax.Array]) -> None:
+        """`"lr"` and `"hr"` present (`ObjectiveStep` checks them before the first step)."""
+        _require(data, "lr", "hr")
+
     def __call__(self, params, batch, key):
         del key
         return reconstruction_loss(
@@ -111,6 +132,11 @@ class SegObjective:
     """Segmentation-only loss; batch keys `"image"` `(B, H, W)`, `"boundary"` `(B, H, W)`."""
 
     model: nn.Module
+
+    def check_data(self, data: Mapping[str, jax.Array]) -> None:
+        """`"image"` and `"boundary"` of one shape, boundaries in [0, 1]."""
+        _require(data, "image", "boundary")
+        _check_batch(data, "boundary", "image", unit=True)
 
     def __call__(self, params, batch, key):
         del key
@@ -127,6 +153,11 @@ class JointObjective:
     model: nn.Module
     seg_weight: float = 0.5
     norm: str = "l1"
+
+    def check_data(self, data: Mapping[str, jax.Array]) -> None:
+        """`"lr"`, `"hr"` and `"boundary"`; boundaries of the HR shape, in [0, 1]."""
+        _require(data, "lr", "hr", "boundary")
+        _check_batch(data, "boundary", "hr", unit=True)
 
     def __call__(self, params, batch, key):
         del key
@@ -145,6 +176,11 @@ class DenoiserObjective:
     model: Denoiser
     min_snr_gamma: float | None = 5.0
 
+    def check_data(self, data: Mapping[str, jax.Array]) -> None:
+        """`"cond"` and `"target"` embeddings of one shape."""
+        _require(data, "cond", "target")
+        _check_batch(data, "cond", "target")
+
     def __call__(self, params, batch, key):
         x0 = batch["target"]
         sched = make_schedule(self.model.schedule, self.model.num_steps, dtype=x0.dtype)
@@ -161,13 +197,31 @@ class DenoiserObjective:
         return jnp.mean(jnp.minimum(snr, self.min_snr_gamma) / snr * per_sample)
 
 
+def _require(data: Mapping[str, Any], *names: str) -> None:
+    missing = [n for n in names if n not in data]
+    if missing:
+        raise ValueError(f"data: expected the keys {names}, missing {missing}")
+
+
 def init_params(model: nn.Module, *args: Any, key: jax.Array) -> Any:
     """Flax variables of `model` for example inputs `args`, jitted.
+
+    `args` finite, non-empty arrays (lists convert) or None; a bad one is a `ValueError`
+    naming the argument as `model.__call__` names it (e.g. `image`, `lr`).
 
     The parameters are drawn from an "rbg" PRNG key derived from `key` (deterministic
     per `key`): XLA:CPU compile time of the default threefry generator grows with every
     parameter tensor and dominates the cost of initialising a U-Net on CPU.
     """
+    # the example inputs, checked at the boundary and named as the model's `__call__`
+    # names them (None passes: an optional input left out)
+    names = list(inspect.signature(type(model).__call__).parameters)[1:]
+    args = tuple(
+        a
+        if a is None
+        else as_array(names[i] if i < len(names) else f"args[{i}]", a, finite=True, nonempty=True)
+        for i, a in enumerate(args)
+    )
     data = np.asarray(jax.random.key_data(key)).ravel().astype(np.uint32)
     seed = int(np.bitwise_xor.reduce(data * np.uint32(2654435761)) & np.uint32(0x7FFFFFFF))
     return _init(model, jax.random.key(seed, impl="rbg"), *args)
@@ -181,9 +235,14 @@ def _init(model: nn.Module, key: jax.Array, *args: Any) -> Any:
 
 
 def _check_data(data: Mapping[str, Any]) -> dict[str, jax.Array]:
-    data = {k: jnp.asarray(v) for k, v in data.items()}
-    if not data:
-        raise ValueError("data: expected at least one array")
+    """Each entry a finite, non-empty real array (a NaN image would train to NaN
+    parameters), all with one leading axis."""
+    if not isinstance(data, Mapping) or not data:
+        raise ValueError(f"data: expected a non-empty mapping of arrays, received {data!r:.60}")
+    data = {
+        k: as_array(f"data[{k!r}]", v, finite=True, nonempty=True, real=True)
+        for k, v in data.items()
+    }
     sizes = {k: v.shape[0] if v.ndim else None for k, v in data.items()}
     if len(set(sizes.values())) != 1 or None in sizes.values():
         raise ValueError(f"data: expected arrays with a common leading axis, received {sizes}")
@@ -200,7 +259,9 @@ class ObjectiveStep(AbstractStep):
 
     - `objective`: one of the objectives above (any hashable callable
       `(params, batch, key) -> scalar`).
-    - `data`: name -> array with a common leading axis N (the keys the objective reads).
+    - `data`: name -> array with a common leading axis N (the keys the objective reads;
+      finite, non-empty, real; an objective's `check_data(data)`, where it has one,
+      checks the keys, shapes and ranges it needs).
     - `optimizer`: an optax transformation (`fit`: Adam(`learning_rate`)).
     - `batch_size`: rows per step.
     """
@@ -219,9 +280,15 @@ class ObjectiveStep(AbstractStep):
         batch_size: int = 8,
     ):
         self.data = _check_data(data)
+        check = getattr(objective, "check_data", None)
+        if check is not None:  # the keys, shapes and ranges this objective reads
+            check(self.data)
         self.objective = objective
         self.optimizer = optimizer
         self.batch_size = check_positive_int("batch_size", batch_size)
+        # a minibatch is batch_size rows of every array (the activations come on top)
+        row = sum(v.nbytes / v.shape[0] for v in self.data.values())
+        check_memory("batch_size", 4.0 * self.batch_size * row)
 
     def init(self, model: Any, key: jax.Array):
         """`model`: the initial flax variables (see `init_params`)."""
@@ -255,9 +322,11 @@ def fit(
 
     **Arguments:** `objective` one of the objectives above (any hashable callable);
     `params` initial flax variables; `data` name -> array with a common leading axis N
-    (the keys the objective reads); `key` PRNG key (keyword-only; step `i` uses
-    `fold_in(key, i)`); `steps` total steps; `optimizer` (default `optax.adam(1e-3)`;
-    pass one object to several calls to reuse the compiled step); `driver` a
+    (the keys the objective reads; finite and real; the objectives above check their
+    keys, shapes and boundary ranges); `key` PRNG key (keyword-only; step `i` uses
+    `fold_in(key, i)`); `steps` total steps (at most `MAX_STEPS`); `batch_size` rows per
+    step (refused when a minibatch would not fit in memory); `optimizer` (default
+    `optax.adam(1e-3)`; pass one object to several calls to reuse the compiled step); `driver` a
     `jaxlab.Driver`: its chunk (steps between progress updates, 25 here when left at the
     default; no effect on the results), checkpointer (saves every `checkpointer.every`
     steps, default every chunk; resumes exactly), progress; `StepLoop()` unless it names
@@ -265,7 +334,7 @@ def fit(
 
     **Returns:** `(params, history)`, `history.losses` `(steps,)` per-step training loss.
     """
-    steps = check_positive_int("steps", steps)
+    steps = check_size("steps", steps, cap=MAX_STEPS, why="em.MAX_STEPS")
     if optimizer is None:
         optimizer = optax.adam(1e-3)
     step = ObjectiveStep(objective, data, optimizer=optimizer, batch_size=batch_size)

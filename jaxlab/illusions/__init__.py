@@ -3,7 +3,7 @@
 - Illusory correlation (Hamilton & Gifford 1976): `make_stimuli` (18/8 vs 9/4 statements
   from templates, randomised by `key`; `VARIANTS` name the groups), `contingency_table`,
   `correlation_queries` / `read_correlation` (attribution phi, frequency estimates,
-  trait ratings from option likelihoods).
+  trait ratings from option likelihoods; rating scales up to `MAX_SCALE`).
 - Statistics: `phi_coefficient`, `attribution_table`, `attribution_phi`,
   `option_probabilities`, `expected_answer`, `frequency_bias`, `mean_ci`.
 - Randomness: `random_sequence`, `periodic_sequence`, `final_run_length`,
@@ -36,6 +36,7 @@ from ._causal import Corr2CauseItem as Corr2CauseItem
 from ._causal import causal_pairs as causal_pairs
 from ._causal import causal_query as causal_query
 from ._causal import read_corr2cause as read_corr2cause
+from ._correlation import MAX_SCALE as MAX_SCALE
 from ._correlation import TRAITS as TRAITS
 from ._correlation import correlation_queries as correlation_queries
 from ._correlation import read_correlation as read_correlation

@@ -68,12 +68,15 @@ def ablation(
     """`intervene=` mapping that ablates `latents` of `sae` at (`site`, `layer`)
     (`jaxlab.interp.ablate_features`); no latents gives {} (the plain forward).
 
-    `latents` integer indices >= 0 (not a string), `layer` an integer >= 0, `input_scale`
-    a finite number > 0; anything else raises a `ValueError` naming the argument.
+    `latents` integer indices >= 0 (not a string; one index or a 1-D sequence, may be
+    empty), `layer` an integer >= 0, `input_scale` a finite number > 0; anything else
+    raises a `ValueError` naming the argument.
 
     **Returns:** {(site, layer): `ClampFeatures`} or {}.
     """
-    lat = check_ids("latents", latents, None, what="latent indices").reshape(-1).tolist()
+    lat = check_ids("latents", latents, None, what="latent indices")
+    check_array("latents", lat.reshape(-1) if lat.ndim == 0 else lat, ndim=1)
+    lat = lat.reshape(-1).tolist()
     layer = check_nonnegative_int("layer", layer)
     input_scale = check_real("input_scale", input_scale, low=0.0, low_inclusive=False)
     if not lat:
@@ -92,15 +95,18 @@ def matched_latents(
     latent the unused latent of nearest firing density (ties broken at random by `key`);
     otherwise k latents drawn uniformly among those that fire at all.
 
-    **Arguments:** `density` (m,) firing frequency of every latent (finite, >= 0);
-    `chosen` (k,) distinct ints in [0, m);
+    **Arguments:** `density` (m,) firing frequency of every latent (finite, >= 0,
+    m >= 1); `chosen` (k,) distinct ints in [0, m) (one index or a 1-D sequence);
     `key`; `matched`.
 
     **Returns:** (k,) int64 latent indices.
     """
-    d = np.asarray(as_array("density", density, ndim=1, finite=True, low=0.0), np.float64)
-    c = np.asarray(chosen).reshape(-1)
-    check_array("chosen", c, ndim=1, dtype=np.integer)
+    d = np.asarray(
+        as_array("density", density, ndim=1, finite=True, nonempty=True, low=0.0), np.float64
+    )
+    c = np.asarray(chosen)
+    check_array("chosen", c.reshape(-1) if c.ndim == 0 else c, ndim=1, dtype=np.integer)
+    c = c.reshape(-1)
     check_positive_int("chosen size", c.size)
     if c.min() < 0 or c.max() >= d.size:
         raise ValueError(f"chosen: expected indices in [0, {d.size}), received {c.tolist()}")

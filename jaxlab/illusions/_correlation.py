@@ -11,15 +11,37 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._core import as_array, check_size
 from ._design import Stimuli
 from ._query import Query
 from ._stats import attribution_phi, expected_answer, frequency_bias, option_probabilities
 
-__all__ = ["TRAITS", "correlation_queries", "read_correlation"]
+__all__ = ["TRAITS", "MAX_SCALE", "correlation_queries", "read_correlation"]
+
+MAX_SCALE = 100
+"""The top of the largest rating scale `correlation_queries` asks about (1..`scale`): a
+larger `scale` is a `ValueError` naming it, before any answer is built."""
 
 # (trait, desirable?): rated 1-7 for each group
 TRAITS: tuple[tuple[str, bool], ...] = (("honest", True), ("lazy", False))
 """The traits rated 1-7 for each group: (trait, desirable?)."""
+
+
+def _check_design(stimuli, traits, scale) -> None:
+    """`stimuli` a `Stimuli`, `traits` (name, desirable) pairs, `scale` an int in
+    [2, MAX_SCALE]; else a `ValueError` naming the argument."""
+    if not isinstance(stimuli, Stimuli):
+        raise ValueError(f"stimuli: expected a Stimuli, received {type(stimuli).__name__}")
+    if isinstance(traits, str | bytes) or not all(
+        isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], str) and isinstance(t[1], bool)
+        for t in traits
+    ):
+        raise ValueError(
+            f"traits: expected a sequence of (name, desirable) pairs, received {traits!r:.60}"
+        )
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 2:
+        raise ValueError(f"scale: expected an int >= 2, received {scale!r}")
+    check_size("scale", scale, cap=MAX_SCALE, why="illusions.MAX_SCALE")
 
 
 def correlation_queries(
@@ -34,22 +56,12 @@ def correlation_queries(
 
     **Arguments:** `stimuli` from `make_stimuli`; `traits` a sequence of (name:
     str, desirable: bool) pairs (may be empty: no trait questions); `scale` the top of
-    the rating scale (an int >= 2).
+    the rating scale (an int in [2, `MAX_SCALE`]).
     Anything else raises a `ValueError` naming the argument.
 
     **Returns:** list of `Query` (read back with `read_correlation`).
     """
-    if not isinstance(stimuli, Stimuli):
-        raise ValueError(f"stimuli: expected a Stimuli, received {type(stimuli).__name__}")
-    if isinstance(traits, str | bytes) or not all(
-        isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], str) and isinstance(t[1], bool)
-        for t in traits
-    ):
-        raise ValueError(
-            f"traits: expected a sequence of (name, desirable) pairs, received {traits!r:.60}"
-        )
-    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 2:
-        raise ValueError(f"scale: expected an int >= 2, received {scale!r}")
+    _check_design(stimuli, traits, scale)
     v = stimuli.variant
     labels = (v.majority, v.minority)
     qs = [
@@ -90,8 +102,9 @@ def read_correlation(
     """Phi, frequency bias and trait gap from the answers to `correlation_queries`.
 
     **Arguments:** `logliks`: per query the answers' log-likelihoods
-    (`query_logliks`), in `correlation_queries` order; `stimuli`; `traits`, `scale` as
-    given to `correlation_queries`.
+    (`query_logliks`), in `correlation_queries` order (finite, one per answer of that
+    query); `stimuli`; `traits`, `scale` as given to `correlation_queries`. Anything else
+    raises a `ValueError` naming the argument.
 
     **Returns:** {"p_minority": (n,) probability that each statement is attributed to
     the minority; "phi": () attribution phi (> 0: undesirable -> minority);
@@ -101,16 +114,24 @@ def read_correlation(
     majority's; "trait_gap": mean favourability (rating, or scale + 1 - rating for an
     undesirable trait) of the majority minus the minority's}.
     """
+    _check_design(stimuli, traits, scale)
     n = len(stimuli.texts)
     expected = n + 2 + 2 * len(traits)
+    if isinstance(logliks, str | bytes) or not hasattr(logliks, "__len__"):
+        raise ValueError(f"logliks: expected a sequence of arrays, received {logliks!r:.60}")
     if len(logliks) != expected:
         raise ValueError(
             f"logliks: expected {expected} queries ({n} attributions, 2 estimates, "
             f"{2 * len(traits)} ratings), received {len(logliks)}"
         )
-    attr = np.stack([np.asarray(x, np.float64) for x in logliks[:n]])
-    if attr.shape != (n, 2):
-        raise ValueError(f"logliks: the attribution answers must be pairs, received {attr.shape}")
+    # answers per query, in correlation_queries order
+    widths = [2] * n + [int(np.sum(stimuli.minority == m)) + 1 for m in (False, True)]
+    widths += [scale] * (2 * len(traits))
+    logliks = [
+        np.asarray(as_array(f"logliks[{i}]", x, shape=(w,), finite=True), np.float64)
+        for i, (x, w) in enumerate(zip(logliks, widths, strict=True))
+    ]
+    attr = np.stack(logliks[:n])
     p_min = np.asarray(option_probabilities(attr))[:, 1]
     des = np.asarray(stimuli.desirable, bool)
     est = [

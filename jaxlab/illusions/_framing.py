@@ -162,7 +162,8 @@ def latent_overlap(
     Under the null, `second` is a uniform draw of its size from `population` latents
     independent of `first`, so the overlap is hypergeometric with mean k1 k2 / M.
 
-    **Arguments:** `first`, `second` distinct ints in [0, population); `population` M,
+    **Arguments:** `first`, `second` distinct ints in [0, population) (one index or a
+    1-D sequence, non-empty); `population` M,
     the number of latents either set could have come from (e.g. those alive at the
     read-out position).
 
@@ -172,8 +173,9 @@ def latent_overlap(
     check_positive_int("population", population)
     sets = []
     for name, x in (("first", first), ("second", second)):
-        arr = np.asarray(x).reshape(-1)
-        check_array(name, arr, ndim=1, dtype=np.integer)
+        arr = np.asarray(x)
+        check_array(name, arr.reshape(-1) if arr.ndim == 0 else arr, ndim=1, dtype=np.integer)
+        arr = arr.reshape(-1)
         if arr.size == 0 or np.unique(arr).size != arr.size:
             raise ValueError(f"{name}: expected distinct latent indices, received {arr.tolist()}")
         if arr.min() < 0 or arr.max() >= population:

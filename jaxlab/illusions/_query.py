@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._core import as_array, check_strings
+from .._core import as_array, check_positive_int, check_strings
 
 __all__ = ["Query", "Layout", "layout_queries", "query_logliks"]
 
@@ -101,7 +101,7 @@ def layout_queries(
             f"queries: expected {len(contexts)} query lists (one per context), "
             f"received {len(queries)}"
         )
-    if not isinstance(max_options, int) or max_options < 2:
+    if check_positive_int("max_options", max_options) < 2:
         raise ValueError(f"max_options: expected an int >= 2, received {max_options!r}")
     prompts: list[str] = []
     conts: list[list[str]] = []
@@ -139,7 +139,7 @@ def query_logliks(sums: Sequence[np.ndarray], layout: Layout) -> list[np.ndarray
     """
     if not isinstance(layout, Layout):
         raise ValueError(f"layout: expected a Layout, received {type(layout).__name__}")
-    if isinstance(sums, str | bytes):
+    if isinstance(sums, str | bytes) or not hasattr(sums, "__len__"):
         raise ValueError(f"sums: expected a sequence of arrays, received {sums!r:.60}")
     for i, (s, c) in enumerate(zip(sums, layout.continuations, strict=False)):
         as_array(f"sums[{i}]", s, shape=(len(c),), finite=True)

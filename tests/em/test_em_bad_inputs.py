@@ -121,3 +121,113 @@ def test_refine_embedding_checks_the_embedding():
 def test_reconstruction_loss_refuses_a_complex_target():
     with pytest.raises(ValueError, match="^target: expected real"):  # the cast dropped 1j
         em.reconstruction_loss(np.zeros((2, 2)), np.zeros((2, 2)) + 1j)
+
+
+# ---- the public-API fuzz of issue #59 (em table, third round: the training and method
+# functions): each case below was silent garbage, a confusing error or unbounded before
+
+
+def _tiny_seg(key):
+    seg = em.SegNet((2,))
+    return seg, em.init_params(seg, np.zeros((1, 4, 4)), key=key)
+
+
+def test_init_params_checks_the_example_inputs():
+    key = jax.random.key(0)
+    seg = em.SegNet((2,))
+    with pytest.raises(ValueError, match="^image: expected finite"):  # accepted
+        em.init_params(seg, np.full((1, 4, 4), np.nan), key=key)
+    with pytest.raises(ValueError, match="^image: expected an array"):  # a jit TypeError
+        em.init_params(seg, "abc", key=key)
+
+
+def test_fit_checks_data_steps_and_batch_size():
+    key = jax.random.key(0)
+    seg, params = _tiny_seg(key)
+    image, boundary = np.zeros((2, 4, 4)), np.ones((2, 4, 4))
+    obj = em.SegObjective(seg)
+
+    def fit(image=image, boundary=boundary, **kw):
+        kw = {"steps": 1, "batch_size": 2} | kw
+        return em.fit(obj, params, {"image": image, "boundary": boundary}, key=key, **kw)
+
+    with pytest.raises(ValueError, match=r"^data\['image'\]: expected finite"):  # NaN losses
+        fit(image=np.full((2, 4, 4), np.nan))
+    with pytest.raises(ValueError, match=r"^data\['boundary'\]: expected an array"):  # TypeError
+        fit(boundary=None)
+    with pytest.raises(ValueError, match=r"^data\['boundary'\]: expected values in"):  # trained
+        fit(boundary=np.full((2, 4, 4), 1.5))
+    with pytest.raises(ValueError, match=r"^data\['boundary'\]: expected shape"):  # "targets"
+        fit(boundary=np.ones((2, 4, 3)))
+    with pytest.raises(ValueError, match="^data: expected the keys"):  # a KeyError in the step
+        em.fit(obj, params, {"image": image}, key=key, steps=1)
+    with pytest.raises(ValueError, match="^steps: expected at most 1000000"):  # never ended
+        fit(steps=10**9)
+    with pytest.raises(ValueError, match="^batch_size: needs about"):  # allocated first
+        fit(batch_size=10**12)
+    assert np.isfinite(fit()[1].losses).all()
+
+
+def test_methods_config_bounds_its_step_counts():
+    with pytest.raises(ValueError, match="^steps: expected at most"):  # accepted: no end
+        em.MethodsConfig(steps=10**9)
+    with pytest.raises(ValueError, match="^denoiser_steps: expected a positive"):
+        em.MethodsConfig(denoiser_steps=0)
+    with pytest.raises(ValueError, match="^t0: expected an integer >= 0"):
+        em.MethodsConfig(t0=-1)
+
+
+def test_train_methods_checks_the_images_before_training():
+    key = jax.random.key(0)
+    hr = np.zeros((2, 4, 4))
+    lr, config = hr[:, ::2, ::2], em.MethodsConfig(features=(2,), seg_features=(2,), steps=1)
+
+    def train(**kw):
+        args = {"hr": hr, "lr": lr, "bicubic": hr, "boundary": hr} | kw
+        return em.train_methods(**args, factor=2, config=config, key=key, methods=("bicubic",))
+
+    with pytest.raises(ValueError, match="^boundary: expected values in"):  # trained on it
+        train(boundary=np.full((2, 4, 4), 1.5))
+    with pytest.raises(ValueError, match="^lr: expected 2 times smaller"):  # unused: accepted
+        train(lr=hr)
+    with pytest.raises(ValueError, match="^hr: expected finite"):  # unused: accepted
+        train(hr=np.full((2, 4, 4), np.nan))
+    with pytest.raises(ValueError, match="^config: expected a MethodsConfig"):  # AttributeError
+        em.train_methods(hr, lr, hr, hr, 2, None, key=key)  # type: ignore[arg-type]
+    trained = train()
+    with pytest.raises(ValueError, match="^lr: expected an array"):  # unused: accepted
+        em.predict_method(trained, None, hr, "bicubic", key=key)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="^bicubic: expected finite"):  # NaN probabilities
+        em.predict_method(trained, lr, np.full((2, 4, 4), np.nan), "bicubic", key=key)
+    with pytest.raises(ValueError, match="^trained: expected a TrainedMethods"):  # AttributeError
+        em.predict_method(None, lr, hr, "bicubic", key=key)  # type: ignore[arg-type]
+    out = em.predict_method(trained, lr, hr, "bicubic", key=key)
+    assert out.prob.shape == hr.shape
+    assert np.isfinite(out.prob).all()
+
+
+def test_embed_images_and_refine_dataset_check_their_arrays():
+    key = jax.random.key(0)
+    net = em.JointSRSeg(2, (2,), em.LearnedEmbedding(2))
+    params = em.init_params(net, np.zeros((1, 2, 2)), key=key)
+    with pytest.raises(ValueError, match="^images: expected finite"):  # a NaN embedding
+        em.embed_images(net, params, np.full((1, 4, 4), np.nan))
+    with pytest.raises(ValueError, match="^images: expected an array"):  # a TypeError
+        em.embed_images(net, params, None)  # type: ignore[arg-type]
+    den = em.Denoiser(8, 4, param_dtype=jnp.float64)
+    z = jnp.zeros((1, 4, 4, 2))
+    dparams = em.init_params(den, z, jnp.ones((1,), jnp.int32), z, key=key)
+    sched = em.linear_schedule(8, dtype=jnp.float64)
+
+    def refine(cond=z, **kw):
+        kw = {"t0": 4, "n_steps": 2} | kw
+        return em.refine_dataset(den, dparams, sched, cond, key=key, **kw)
+
+    with pytest.raises(ValueError, match="^batch: expected a positive"):  # range() arg 3
+        refine(batch=0)
+    with pytest.raises(ValueError, match="^t0: expected an integer"):  # int(2.5) = 2 silently
+        refine(t0=2.5)
+    with pytest.raises(ValueError, match="^cond: expected finite"):  # named "embedding"
+        refine(cond=z.at[0, 0, 0, 0].set(jnp.nan))
+    with pytest.raises(ValueError, match="^cond: shape"):  # named "embedding"
+        refine(cond=jnp.zeros((1, 4, 4, 3)))

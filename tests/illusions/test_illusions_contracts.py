@@ -134,7 +134,64 @@ CASES = {
         "p_repeat",
         lambda: I.streak_slope([1, 2, 3], "abc"),
     ),
+    # found by the second-round fuzz entries (issue #59): a (1, 1, k) index array was
+    # flattened and accepted, a rating scale of 10**9 built 10**9 answer strings, None
+    # sums/logliks were TypeErrors from len(), NaN answers were refused as "loglik" and
+    # answers of the wrong width or a non-Stimuli were used or failed deep inside
+    "ablation-latents-rank3": ("latents", lambda: I.ablation(None, [[[1, 2]]], layer=1)),
+    "matched_latents-chosen-rank3": (
+        "chosen",
+        lambda: I.matched_latents(DENS, [[[1, 2]]], key=K),
+    ),
+    "matched_latents-density-empty": ("density", lambda: I.matched_latents([], [0], key=K)),
+    "latent_overlap-first-rank3": (
+        "first",
+        lambda: I.latent_overlap([[[1, 2]]], [2, 3], population=5),
+    ),
+    "correlation_queries-scale-1e9": (
+        "scale",
+        lambda: I.correlation_queries(I.make_stimuli(key=K), scale=10**9),
+    ),
+    "query_logliks-sums-none": ("sums", lambda: I.query_logliks(None, _layout())),
+    "read_correlation-logliks-none": (
+        "logliks",
+        lambda: I.read_correlation(None, I.make_stimuli(key=K)),
+    ),
+    "read_correlation-logliks-nan": (
+        "logliks",
+        lambda: I.read_correlation(_corr_logliks(nan_at=0), I.make_stimuli(key=K)),
+    ),
+    "read_correlation-logliks-estimate-width": (
+        "logliks",
+        lambda: I.read_correlation(_corr_logliks(short_at=39), I.make_stimuli(key=K)),
+    ),
+    "read_correlation-stimuli-none": (
+        "stimuli",
+        lambda: I.read_correlation(_corr_logliks(), None),
+    ),
 }
+
+
+def _corr_logliks(nan_at=None, short_at=None):
+    """Answers to `correlation_queries(make_stimuli(key=K))`: 39 attribution pairs, 27
+    and 14 estimate answers, 4 ratings on 7 points; one NaN or one answer short."""
+    out = [np.zeros(2)] * 39 + [np.zeros(27), np.zeros(14)] + [np.zeros(7)] * 4
+    if nan_at is not None:
+        out[nan_at] = np.array([np.nan, 0.0])
+    if short_at is not None:
+        out[short_at] = out[short_at][:-1]
+    return out
+
+
+def test_read_correlation_reads_the_design_answers():
+    r = I.read_correlation(_corr_logliks(), I.make_stimuli(key=K))
+    assert r["phi"] == pytest.approx(0.0, abs=1e-12)  # equal answers: no attribution bias
+    assert r["estimate_majority"] == pytest.approx(13.0)  # uniform over 0..26
+
+
+def test_layout_queries_takes_a_numpy_max_options():
+    a = I.layout_queries(Chars(), ["a"], [[Q]], max_options=np.int64(4))
+    assert a.where == _layout().where
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
