@@ -3893,7 +3893,11 @@ def _report(component, res, record_property):
 # entries were declared (issue #59); their fixes keep regression tests in the default tier
 # biophys: 158 s at load ~8 once all 25 functions were declared (its simulations compile
 # per bad shape); its regression tests stay in the default tier
+# blackboard: 25-106 s at load 20+ once all 30 functions were declared (its readers load
+# the wooldridge lake and generate tasks per bad input); its regression tests stay in the
+# default tier
 SLOW = {
+    "blackboard",
     "biophys",
     "cells",
     "eeg",
