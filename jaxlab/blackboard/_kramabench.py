@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._core import check_positive_int
+from .._core import check_instance, check_positive_int, check_strings
 from ._lake import Lake
 from ._table import Table, parse_csv
 from ._tasks import Task, load_tasks
@@ -48,7 +48,7 @@ def load_kramabench(
 
     - `checkout`: the folder holding KramaBench's `workload/` and `data/`.
     - `domains`: which domains (`workload/<domain>.json` with `data/<domain>/input/`);
-      `None`: every such domain.
+      `None`: every such domain; else a sequence of names (not a bare string).
     - `partition_size`: the most tables in one partition (a domain larger than this is
       cut into consecutive chunks).
     - `max_bytes`: CSV files larger than this are left out (recorded in `skipped`).
@@ -58,6 +58,7 @@ def load_kramabench(
     source the lake lacks). Raises `ValueError` naming the checkout when it is not a
     KramaBench checkout, and `domains` when a domain has no workload or data.
     """
+    check_instance("checkout", checkout, (str, Path))
     root = Path(checkout).expanduser()
     if not (root / "workload").is_dir() or not (root / "data").is_dir():
         raise ValueError(
@@ -67,8 +68,7 @@ def load_kramabench(
     check_positive_int("partition_size", partition_size)
     check_positive_int("max_bytes", max_bytes)
     have = _domains(root)
-    if domains is None:
-        domains = have
+    domains = have if domains is None else check_strings("domains", domains, nonempty=False)
     missing = [d for d in domains if d not in have]
     if missing or not domains:
         raise ValueError(

@@ -444,8 +444,9 @@ def profile_text(table: Table, *, max_doc_chars: int = 240, sample_rows: int = 2
     **Arguments:**
 
     - `table`: the table.
-    - `max_doc_chars`: documentation text kept (truncated with "...").
-    - `sample_rows`: how many first rows to show.
+    - `max_doc_chars`: documentation text kept (truncated with "..."; an integer >= 0,
+      0: none).
+    - `sample_rows`: how many first rows to show (an integer >= 0, 0: none).
 
     Both counts are integers >= 0 and `table` a `Table` (else a `ValueError` naming it).
 

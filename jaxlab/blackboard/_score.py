@@ -264,7 +264,7 @@ def score_answer(pred, truth, answer_type: str) -> float:
     - `pred`: the system's answer (a number, a string, a list; NumPy values are read as
       their Python/JSON values).
     - `truth`: the task's answer, as the workload file gives it.
-    - `answer_type`: one of `ANSWER_TYPES`.
+    - `answer_type`: one of `ANSWER_TYPES` (a string).
 
     **Returns:** `numeric_exact` / `string_exact` / `string_approximate`: 0 or 1
     (KramaBench's `Success`: numbers within its rounding tolerance, strings trimmed and
@@ -275,7 +275,7 @@ def score_answer(pred, truth, answer_type: str) -> float:
 
     **Raises:** `ValueError` for an unknown `answer_type` only.
     """
-    if answer_type not in ANSWER_TYPES:
+    if not isinstance(answer_type, str) or answer_type not in ANSWER_TYPES:
         raise ValueError(f"answer_type: expected one of {ANSWER_TYPES}, received {answer_type!r}")
     if answer_type == "numeric_approximate":
         return relative_error_score(pred, truth)

@@ -23,7 +23,7 @@ from typing import Any, cast
 import jax
 import numpy as np
 
-from .._core import check_instance, check_positive_int, check_real, read_json
+from .._core import check_instance, check_real, check_size, read_json
 from ._lake import profile_text
 from ._plan import ColumnRef, Condition, Plan, execute, format_plan
 from ._score import ANSWER_TYPES
@@ -46,6 +46,11 @@ _WORD = re.compile(r"[a-z0-9]+")  # BM25's tokens
 LEXICAL_STOPWORDS = ("a", "an", "the", "of", "and", "or", "in", "on", "to", "is", "it", "by")
 """Words a lexical-free question may share with its table's profile (function words)."""
 _MAX_TASK_FILE = 32 * 2**20
+MAX_TASKS = 10_000
+"""The most tasks `generate_tasks` is asked for: a lake yields at most one single-table and
+one lexical-free task per table, a few "not in the lake" tasks and its distinct join
+questions (each join attempt executes a plan, 20 attempts per join task asked for), so a
+larger count only makes the generator run for hours."""
 # Data no table of the lake holds (written for jaxlab): what "not in the lake" tasks ask for.
 _ABSENT = (
     ("mean emission wavelength", "quantum-dot samples synthesised in a chemistry lab"),
@@ -344,7 +349,8 @@ def generate_tasks(
     **Arguments:**
 
     - `tables`: table name -> `Table` (a lake's `tables`; at least one).
-    - `n_tasks`: how many tasks (a positive integer).
+    - `n_tasks`: how many tasks (a positive integer, at most `MAX_TASKS` = 10,000; fewer
+      come back when the lake admits fewer distinct tasks).
     - `key`: the only randomness (which tables, columns and templates).
     - `join_fraction`: share of 2-3-table join tasks (as many as the lake's same-named
       key columns allow).
@@ -363,7 +369,7 @@ def generate_tasks(
         raise ValueError("tables: expected at least one table, received none")
     for t in tables.values():
         check_instance("tables", t, Table)
-    n_tasks = check_positive_int("n_tasks", n_tasks)
+    n_tasks = check_size("n_tasks", n_tasks, cap=MAX_TASKS, why="MAX_TASKS")
     join_fraction = check_real("join_fraction", join_fraction, low=0.0, high=1.0)
     absent_fraction = check_real("absent_fraction", absent_fraction, low=0.0, high=1.0)
     lexical_free_fraction = check_real(
@@ -417,8 +423,19 @@ def generate_tasks(
 
 
 def save_tasks(tasks: Sequence[Task], path: str | Path) -> None:
-    """Write tasks as a KramaBench-style JSON list (atomically)."""
+    """Write tasks as a KramaBench-style JSON list (atomically).
+
+    `tasks` a sequence of `Task` (possibly empty), `path` a `str` or `Path`; anything else
+    raises a `ValueError` naming the argument.
+    """
     from .._core import write_json
+
+    check_instance("path", path, (str, Path))
+    if isinstance(tasks, str | bytes) or not hasattr(tasks, "__iter__"):
+        raise ValueError(f"tasks: expected a sequence of Task, received {type(tasks).__name__}")
+    tasks = list(tasks)
+    for t in tasks:
+        check_instance("tasks", t, Task)
 
     write_json(path, [t.to_json() for t in tasks])
 
@@ -445,8 +462,10 @@ def load_tasks(path: str | Path) -> list[Task]:
     Required fields: `id`, `query`, `answer`, `answer_type`; `data_sources` (list of file
     names), `subtasks` (list of objects), `plan` and `tags` (list of strings, jaxlab's
     task files) may be absent. Raises `ValueError` naming the
-    file and the task for anything else.
+    file and the task for anything else (naming `path` when it is not a `str`/`Path` of a
+    file).
     """
+    check_instance("path", path, (str, Path))
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"path: expected a KramaBench task file, received {str(path)!r}")

@@ -12,6 +12,8 @@ import dataclasses
 import importlib.metadata
 import re
 
+from jaxlab._core._validate import check_instance
+
 __all__ = ["DataSet", "CATALOGUE", "dataset", "is_installed"]
 
 
@@ -195,7 +197,9 @@ _CHECKSUMS = {
 
 
 def dataset(name: str) -> DataSet:
-    """The catalogue entry called `name` (`ValueError` listing the names otherwise)."""
+    """The catalogue entry called `name` (a string; `ValueError` listing the names
+    otherwise)."""
+    check_instance("name", name, str)
     for d in CATALOGUE:
         if d.name == name:
             return d
@@ -203,7 +207,9 @@ def dataset(name: str) -> DataSet:
 
 
 def is_installed(requirement: str) -> bool:
-    """Whether the pinned requirement `package==version` is installed at that version."""
+    """Whether the pinned requirement `package==version` (a string) is installed at that
+    version; a package that is not installed is `False`."""
+    check_instance("requirement", requirement, str)
     package, _, version = requirement.partition("==")
     try:
         return importlib.metadata.version(package) == version or not version

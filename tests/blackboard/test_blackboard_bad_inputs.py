@@ -78,3 +78,40 @@ def test_the_join_of_the_shared_tables_still_matches_pandas():
     )
     joined = frame("shop/sales").merge(frame("shop/stores"), on="store")
     assert bb.execute(plan, tables()) == pytest.approx(joined["units"].sum())
+
+
+def test_readers_refuse_deeply_nested_json_naming_the_file(tmp_path):
+    """Nesting deeper than the recursion limit is a ValueError naming the file (the probe
+    asked: never a RecursionError) in every reader of the blackboard."""
+    deep = "[" * 100_000 + "]" * 100_000
+    f = tmp_path / "tasks.json"
+    f.write_text(deep)
+    with pytest.raises(ValueError, match=r"tasks.json: .*nested too deeply"):
+        bb.load_tasks(f)
+    root = tmp_path / "kb"
+    (root / "workload").mkdir(parents=True)
+    (root / "data" / "x" / "input").mkdir(parents=True)
+    (root / "workload" / "x.json").write_text(deep)
+    with pytest.raises(ValueError, match=r"x.json: .*nested too deeply"):
+        bb.load_kramabench(root)
+    from jaxlab.blackboard._table import table_from_records
+
+    with pytest.raises(ValueError, match=r"cars.json: .*nested too deeply"):
+        table_from_records(deep.encode(), file="cars.json")
+
+
+def test_a_compressed_table_is_bounded_by_its_decompressed_size(tmp_path, monkeypatch):
+    """load_lake's reader stops at MAX_TABLE_BYTES + 1 decompressed bytes (a bz2/gz bomb is
+    a TableError naming the file, not the whole expansion in memory)."""
+    import bz2
+    import gzip
+
+    from jaxlab.blackboard import _lake
+
+    monkeypatch.setattr(_lake, "MAX_TABLE_BYTES", 1000)
+    for name, pack in (("t.csv.bz2", bz2.compress), ("t.csv.gz", gzip.compress)):
+        path = tmp_path / name
+        path.write_bytes(pack(b"a,b\n" + b"1,2\n" * 10_000))
+        assert path.stat().st_size < 1000  # the declared/compressed size says nothing
+        with pytest.raises(bb.TableError, match=rf"{name}: more than 1000 bytes"):
+            _lake._read(path, tmp_path)

