@@ -1193,7 +1193,288 @@ def routing_table():
             lambda: {"dim": 16},
             sizes=("dim",),
         ),
+        *_routing_model_entries(R),
     ]
+
+
+_ROUTING_TINY: dict[str, Any] = {}
+
+
+def _routing_tiny():
+    """The tiny models the routing entries share, built once: a routing table and a KNN
+    router on it, the top block of the tiny LM with 4 cached queries and a HAPS over it,
+    an image encoder and a VQA model."""
+    if _ROUTING_TINY:
+        return _ROUTING_TINY
+    from jaxlab import lm
+    from jaxlab import routing as R
+
+    rng = _rng(60)
+    n = 12
+    table = R.RoutingTable(
+        quality=rng.integers(0, 2, (n, 3)).astype(float),
+        cost=np.tile([1.0, 2.0, 4.0], (n, 1)),
+        candidates=("a", "b", "c"),
+        features=rng.normal(size=(n, 4)),
+    )
+    model = _tiny_lm()
+    start = model.config.n_layers - 1
+    upper = lm.layer_slice(model, start)
+    resid = rng.normal(size=(4, 6, model.config.d_model)).astype(np.float32)
+    rows = [R.adapted_inputs(upper, r, n_active=2) for r in resid]
+    inputs = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *rows)
+    haps = R.HAPS(3, [upper.config], [1.0], key=jax.random.key(61), hidden=4, code_dim=4, rank=1)
+    view = R.VQAView(resolution=8, image_size=8)
+    _ROUTING_TINY.update(
+        table=table,
+        knn=R.KNNRouter.fit(table, k=3),
+        mlp=R.MLPRouter(4, 3, table.cost.mean(0), hidden=(4,), key=jax.random.key(62)),
+        upper=upper,
+        resid=resid,
+        inputs=inputs,
+        one=jax.tree_util.tree_map(lambda x: x[0], inputs),
+        lora=haps.lora(np.zeros(3, np.float32), 0),
+        haps=haps,
+        encoder=R.ImageEncoder(2, image_size=32, key=jax.random.key(63)),
+        vqa=R.VQAModel(view, 6, 3, width=2, embed_dim=4, hidden=5, key=jax.random.key(64)),
+    )
+    return _ROUTING_TINY
+
+
+def _routing_model_entries(R):
+    """Entries of the routing functions that need a router, a model, a file or a folder."""
+    key = jax.random.key(65)
+    T = _routing_tiny
+    opts = np.array([5, 6, 7])
+
+    def vqa_batch():
+        r = _rng(66)
+        return {
+            "images": r.uniform(size=(2, 8, 8, 3)).astype(np.float32),
+            "tokens": np.array([[2, 3], [4, 1], [5, 0]]),
+            "image_index": np.array([0, 1, 1]),
+        }
+
+    return [
+        Entry(
+            "routing.route",
+            lambda **k: R.route(T()["knn"], **k),
+            lambda: {
+                "features": T()["table"].features[:3],
+                "cost_weight": 0.1,
+                "available": np.array([True, True, False]),
+            },
+            {"features": "float", "cost_weight": "float", "available": "bool"},
+            accepts={("available", "none"): "None: every candidate is available"},
+        ),
+        Entry(
+            "routing.router_aiq",
+            lambda **k: R.router_aiq(T()["knn"], T()["table"], **k),
+            lambda: {"cost_weights": np.array([0.0, 0.5])},
+            {"cost_weights": "float"},
+        ),
+        Entry(
+            "routing.select_router",
+            lambda **k: (
+                R.select_router(R.KNNRouter.fit, T()["table"], [{"k": 2}], key=key, **k).score
+            ),
+            lambda: {"validation_fraction": 0.25, "cost_weights": np.array([0.0, 0.5])},
+            {"validation_fraction": "prob", "cost_weights": "float"},
+        ),
+        Entry(
+            "routing.fit_router",
+            lambda **k: R.fit_router(T()["mlp"], key=key, **k)[1].losses,
+            lambda: {
+                "features": T()["table"].features[:6],
+                "quality": T()["table"].quality[:6],
+                "steps": 2,
+            },
+            {"features": "float", "quality": "prob"},
+            sizes=("steps",),
+        ),
+        Entry(
+            "routing.reinforce_surrogate",
+            lambda **k: R.reinforce_surrogate(**k, key=key),
+            lambda: {
+                "logits": np.array([0.1, -0.3, 0.5]),
+                "rewards": np.array([1.0, 0.0, 0.5]),
+                "n_samples": 2,
+            },
+            {"logits": "float", "rewards": "float"},
+            sizes=("n_samples",),
+        ),
+        Entry(
+            "routing.adapted_inputs",
+            lambda **k: R.adapted_inputs(T()["upper"], **k),
+            lambda: {"resid": T()["resid"][0], "n_active": 2, "size": 4},
+            {"resid": "float"},
+            sizes=("n_active", "size"),
+            accepts={("size", "none"): "None: the prefix length T - A (docstring)"},
+        ),
+        Entry(
+            "routing.adapted_option_logits",
+            lambda **k: R.adapted_option_logits(T()["upper"], T()["one"], T()["lora"], **k),
+            lambda: {"options": opts},
+            {"options": "int"},
+            ids={"options": 13},
+        ),
+        Entry(
+            "routing.pad_lora",
+            lambda **k: R.pad_lora(T()["lora"], **k).layer_scale,
+            lambda: {"below": 1},
+            sizes=("below",),
+            accepts={("below", "size0"): "below 0: nothing to pad (docstring)"},
+        ),
+        Entry(
+            "routing.haps_predict",
+            lambda **k: R.haps_predict(
+                T()["haps"], uppers=[T()["upper"]], inputs=[T()["inputs"]], **k
+            ),
+            lambda: {
+                "features": _rng(67).normal(size=(4, 3)),
+                "options": [opts],
+                "chunk": 2,
+            },
+            {"features": "float"},
+            sizes=("chunk",),
+        ),
+        Entry(
+            "routing.fit_haps",
+            lambda **k: (
+                R.fit_haps(
+                    T()["haps"],
+                    uppers=[T()["upper"]],
+                    inputs=[T()["inputs"]],
+                    key=key,
+                    options=[opts],
+                    batch_size=2,
+                    **k,
+                )[1].losses
+            ),  # fmt: skip
+            lambda: {
+                "features": _rng(68).normal(size=(4, 3)),
+                "answers": np.array([0, 2, 1, 0]),
+                "cost": np.ones((4, 1)),
+                "steps": 1,
+            },
+            {"features": "float", "answers": "int", "cost": "float"},
+            sizes=("steps",),
+            ids={"answers": 3},
+        ),
+        Entry(
+            "routing.encode_images",
+            lambda **k: R.encode_images(T()["encoder"], **k),
+            lambda: {"images": _rng(69).uniform(size=(2, 32, 32, 3)), "batch_size": 1},
+            {"images": "prob"},
+            sizes=("batch_size",),
+        ),
+        Entry(
+            "routing.fit_image_encoder",
+            lambda **k: R.fit_image_encoder(T()["encoder"], key=key, **k)[1].losses,
+            lambda: {"images": _rng(70).uniform(size=(2, 32, 32, 3)), "steps": 2, "batch_size": 2},
+            {"images": "prob"},
+            sizes=("steps", "batch_size"),
+        ),
+        Entry(
+            "routing.vqa_predict",
+            lambda **k: R.vqa_predict(T()["vqa"], **k),
+            lambda: dict(vqa_batch(), batch_size=2),
+            {"images": "prob", "tokens": "int", "image_index": "int"},
+            sizes=("batch_size",),
+            ids={"tokens": 6, "image_index": 2},
+        ),
+        Entry(
+            "routing.fit_vqa",
+            lambda **k: R.fit_vqa(T()["vqa"], key=key, **k)[1].losses,
+            lambda: dict(vqa_batch(), answers=np.array([0, 2, 1]), steps=2, batch_size=2),
+            {"images": "prob", "tokens": "int", "image_index": "int", "answers": "int"},
+            sizes=("steps", "batch_size"),
+            ids={"tokens": 6, "image_index": 2, "answers": 3},
+        ),
+        Entry(
+            "routing.vqa_flops",
+            lambda: R.vqa_flops(T()["vqa"]),
+            dict,
+        ),
+        Entry(
+            "routing.from_routerbench",
+            lambda **k: R.from_routerbench(_routerbench_csv(), **k).features,
+            lambda: {"features": _rng(71).normal(size=(2, 3)), "feature_dim": 8},
+            {"features": "float"},
+            sizes=("feature_dim",),
+            accepts={("features", "none"): "None: hashed_bow of the prompts (docstring)"},
+        ),
+        Entry(
+            "routing.from_vl_routerbench",
+            lambda **k: R.from_vl_routerbench(_vl_routerbench_folder(), **k).features,
+            lambda: {"features": _rng(72).normal(size=(2, 3)), "feature_dim": 8, "max_cells": 100},
+            {"features": "float"},
+            sizes=("feature_dim", "max_cells"),
+            accepts={("features", "none"): "None: hashed_bow of the prompts (docstring)"},
+        ),
+        Entry(
+            "routing.load_easy_vqa",
+            lambda: R.load_easy_vqa("test", root=_easy_vqa_root(), cache=False).images,
+            dict,
+        ),
+    ]
+
+
+def _routerbench_csv() -> str:
+    """A two-query, two-model RouterBench CSV (its column layout) in a temporary folder."""
+    import csv
+
+    path = Path(tempfile.mkdtemp(prefix="jaxlab-fuzz-")) / "rb.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["sample_id", "prompt", "eval_name", "a", "a|total_cost", "b", "b|total_cost"])
+        w.writerow(["1", "2+2?", "math", "1", "0.1", "0", "0.3"])
+        w.writerow(["2", "capital of France?", "qa", "0", "0.1", "1", "0.3"])
+    return str(path)
+
+
+def _vl_routerbench_folder() -> str:
+    """A two-sample, two-model VL-RouterBench output folder (its layout, as
+    tests/routing/test_vl_routerbench_56.py writes it) with prompts."""
+    import pickle
+
+    import pandas as pd
+
+    root = Path(tempfile.mkdtemp(prefix="jaxlab-fuzz-"))
+    mats, reg = root / "data" / "matrices", root / "data" / "registry"
+    mats.mkdir(parents=True)
+    reg.mkdir(parents=True)
+    ids = ["MMStar/1", "MMStar/2"]
+    np.savez_compressed(mats / "Y.npz", Y=np.array([[1, 0], [0, 1]], np.int8))
+    np.save(mats / "C.npy", np.array([[0.1, 0.3], [0.2, 0.4]], np.float32))
+    (mats / "sample_ids.pkl").write_bytes(pickle.dumps(ids))
+    (reg / "model_index.pkl").write_bytes(pickle.dumps(["m1", "m2"]))
+    meta = {"sample_id": ids, "dataset": "MMStar", "split": "test", "task": "vqa_mc"}
+    pd.DataFrame(meta).to_parquet(reg / "meta.parquet", index=False)
+    bench = root / "BENCHMARKS" / "vqa_mc"
+    bench.mkdir(parents=True)
+    rows = [
+        {"sample_id": s, "dataset": "MMStar", "prompt": p} for s, p in zip(ids, "ab", strict=True)
+    ]
+    (bench / "mmstar_samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(root)
+
+
+def _easy_vqa_root() -> str:
+    """A copy of the easy-vqa wheel's layout with two questions over one image."""
+    import shutil
+
+    from jaxlab._core import wheel_file
+
+    src = wheel_file("easy-vqa", "easy_vqa/data/answers.txt").parent
+    root = Path(tempfile.mkdtemp(prefix="jaxlab-fuzz-")) / "data"
+    rows = [["what color is the shape?", "blue", 0], ["is there a circle?", "no", 0]]
+    for split in ("train", "test"):
+        (root / split / "images").mkdir(parents=True)
+        shutil.copy(src / split / "images" / "0.png", root / split / "images" / "0.png")
+        (root / split / "questions.json").write_text(json.dumps(rows))
+    shutil.copy(src / "answers.txt", root / "answers.txt")
+    return str(root)
 
 
 def _with_x64(fn):
@@ -3709,6 +3990,23 @@ def lengthprobe_table():
             {"layers": "int"},
             ids={"layers": 3},
         ),
+        Entry(
+            "lengthprobe.encode_prompt",
+            lambda **k: lp.encode_prompt(_StubTokenizer(), **k),
+            lambda: {"text": "count to five"},
+            {"text": "text"},
+            accepts={("text", "string"): TEXT_OK},
+        ),
+        Entry(
+            "lengthprobe.reference_length",
+            lambda: lp.reference_length(_StubTokenizer(), lp.make_prompts("count", 1, key=key)[0]),
+            dict,
+        ),
+        Entry(
+            "lengthprobe.total_length",
+            lambda: lp.total_length(completions()),
+            dict,
+        ),
     ]
 
 
@@ -3923,6 +4221,52 @@ def cslm_table():
             {"prompts": "int", "generated": "int", "budgets": "int"},
             ids={"prompts": 13, "generated": 13},
             empty_ok=("generated",),
+        ),
+        *_cslm_text_entries(cslm, key),
+    ]
+
+
+TEXT_OK = "any text is a question or a model output (docstring)"
+
+
+def _cslm_text_entries(cslm, key):
+    """Entries of cslm's text functions: answers ("int" arrays are refused: an answer is a
+    Python int or a tuple of ints) and texts (kind "text": a 0-d string)."""
+    task = cslm.make_task("addition", 3, key=key)
+
+    def answer():
+        return {"answer": (1, 2, 3)}
+
+    return [
+        Entry("cslm.format_answer", cslm.format_answer, answer, {"answer": "int"}),
+        Entry("cslm.answer_continuation", cslm.answer_continuation, answer, {"answer": "int"}),
+        Entry(
+            "cslm.extract_answer",
+            cslm.extract_answer,
+            lambda: {"text": "so the answer is 42", "kind": "int"},
+            {"text": "text", "kind": "text"},
+            accepts={("text", "string"): TEXT_OK},
+        ),
+        Entry(
+            "cslm.verify",
+            lambda **k: cslm.verify(task, **k),
+            lambda: {"text": "Answer: 5"},
+            {"text": "text"},
+            accepts={("text", "string"): TEXT_OK},
+        ),
+        Entry(
+            "cslm.verification_prompt",
+            lambda **k: cslm.verification_prompt(task, **k),
+            lambda: {"candidate": 7},
+            {"candidate": "int"},
+            accepts={("candidate", "none"): "None: no proposed answer (docstring)"},
+        ),
+        Entry(
+            "cslm.prompt_ids",
+            lambda **k: cslm.prompt_ids(_StubTokenizer(), **k),
+            lambda: {"question": "what is 2 + 3?"},
+            {"question": "text"},
+            accepts={("question", "string"): TEXT_OK},
         ),
     ]
 
@@ -4323,6 +4667,7 @@ class _StubTokenizer:
 
     stop_ids = (2,)
     pad_id = 0
+    chat_template = None  # a base model: the plain-text prompt
 
     def encode(self, text, add_bos=True):
         return ([1] if add_bos else []) + [3 + ord(c) % 10 for c in text]
@@ -4391,8 +4736,11 @@ def _report(component, res, record_property):
 # blackboard: 25-106 s at load 20+ once all 30 functions were declared (its readers load
 # the wooldridge lake and generate tasks per bad input); its regression tests stay in the
 # default tier
+# routing: minutes on 2 shared cores once all 31 functions were declared (issue #59: its
+# fit_* entries compile a training step per accepted input); regression tests stay default
 SLOW = {
     "blackboard",
+    "routing",
     "biophys",
     "cells",
     "eeg",

@@ -41,6 +41,13 @@ def _is_answer(x) -> bool:
     return _is_int(x) or (isinstance(x, tuple) and all(_is_int(a) for a in x))
 
 
+def _check_answer(name: str, x) -> None:
+    """Raise a `ValueError` naming `name` unless `x` is an answer (an int or a tuple of
+    ints; an array, a float, a bool or a string is not)."""
+    if not _is_answer(x):
+        raise ValueError(f"{name}: expected an int or a tuple of ints, received {x!r:.60}")
+
+
 def extract_answer(text: str, kind: str) -> Answer | None:
     """The answer stated by free text `text`, by fixed rules (case-insensitive; never eval).
 
@@ -57,14 +64,14 @@ def extract_answer(text: str, kind: str) -> Answer | None:
     **Arguments:**
 
     - `text`: model output.
-    - `kind`: "int" or "list".
+    - `kind`: "int" or "list" (a Python string; anything else raises a `ValueError`).
 
     **Returns:** an int, a tuple of ints, or None when the text states no answer.
     """
     if not isinstance(text, str):
         raise ValueError(f"text: expected a str, received {type(text).__name__}")
-    if kind not in ("int", "list"):
-        raise ValueError(f"kind: expected 'int' or 'list', received {kind!r}")
+    if not isinstance(kind, str) or kind not in ("int", "list"):
+        raise ValueError(f"kind: expected 'int' or 'list', received {kind!r:.60}")
     cues = list(_CUE.finditer(text))
     segment = text[cues[-1].end() :] if cues else text
     if kind == "int":
@@ -88,8 +95,7 @@ def format_answer(answer: Answer) -> str:
     `answer` is an integer or a tuple of integers (a float, a bool, a string or NaN
     raises a `ValueError` naming it: `int()` would truncate or fail deep inside).
     """
-    if not _is_answer(answer):
-        raise ValueError(f"answer: expected an int or a tuple of ints, received {answer!r:.60}")
+    _check_answer("answer", answer)
     if isinstance(answer, tuple):
         return "[" + ", ".join(str(int(a)) for a in answer) + "]"
     return str(int(answer))

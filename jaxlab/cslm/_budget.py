@@ -20,6 +20,7 @@ from .. import lm
 from .._core import (
     as_array,
     check_ids,
+    check_instance,
     check_nonnegative_int,
     check_positive_int,
     check_strings,
@@ -62,7 +63,12 @@ def check_budgets(budgets: int | Sequence[int]) -> tuple[int, ...]:
 
 def prompt_ids(tokenizer: lm.Tokenizer, question: str) -> list[int]:
     """Token ids of `question` as one user turn (chat template), or "Question: ...\\nAnswer
-    with reasoning:\\n" for a model without a chat template (a base model)."""
+    with reasoning:\\n" for a model without a chat template (a base model).
+
+    `question` is a non-empty string (anything else raises a `ValueError` naming it)."""
+    check_instance("question", question, str)
+    if not question.strip():
+        raise ValueError(f"question: expected a non-empty string, received {question!r}")
     if tokenizer.chat_template:
         text = tokenizer.apply_chat_template([{"role": "user", "content": question}])
     else:

@@ -18,7 +18,7 @@ import numpy as np
 from jax.core import Tracer
 
 from .._core import as_array, check_positive_int
-from ._answers import Answer, _is_answer, format_answer
+from ._answers import Answer, _check_answer, _is_answer, format_answer
 from ._tasks import Task
 
 __all__ = [
@@ -201,9 +201,15 @@ def verification_prompt(task: Task, candidate: Answer | None) -> str:
 
     The model's judgement is read off the likelihoods of `VERIFIER_OPTIONS` after the
     chat turn (plus "Answer:"), never from free text.
+
+    **Arguments:** `task` a `Task`; `candidate` the proposed answer (an int or a tuple of
+    ints), or None when there is none (shown as "none"). Anything else raises a
+    `ValueError` naming the argument.
     """
     if not isinstance(task, Task):
         raise ValueError(f"task: expected a Task, received {type(task).__name__}")
+    if candidate is not None:
+        _check_answer("candidate", candidate)
     shown = "none" if candidate is None else format_answer(candidate)
     question = task.prompt.split(" Think step by step")[0]
     return (

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import lm
-from .._core import AbstractProgress, check_ids
+from .._core import AbstractProgress, check_ids, check_instance
 from ._completions import CompletionSet
 
 __all__ = ["completion_states", "total_length", "remaining_length"]
@@ -97,8 +97,12 @@ def completion_states(
 def total_length(completions: CompletionSet) -> np.ndarray:
     """Content tokens of every completion, the target of the prompt-last state.
 
+    **Arguments:** `completions` a `CompletionSet` (anything else raises a `ValueError`
+    naming it).
+
     **Returns:** (N,) int64.
     """
+    check_instance("completions", completions, CompletionSet)
     return completions.lengths
 
 

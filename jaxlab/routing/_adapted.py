@@ -16,12 +16,14 @@ the whole frozen model.
 from __future__ import annotations
 
 import equinox as eqx
+import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
 from jaxlab import lm
-from jaxlab._core import check_positive_int
+from jaxlab._core import as_array, check_ids, check_positive_int
 
 __all__ = ["AdaptedInputs", "adapted_inputs", "adapted_option_logits"]
 
@@ -62,22 +64,20 @@ def adapted_inputs(
 
     **Arguments:**
         upper: the adapted top blocks of a model (`jaxlab.lm.layer_slice(model, start)`).
-        resid: (T, d_model) the residual entering block `start` at every prompt token
-            (what the frozen bottom blocks computed; cache it per input).
+        resid: (T, d_model) finite, T >= 2: the residual entering block `start` at every
+            prompt token (what the frozen bottom blocks computed; cache it per input).
         n_active: A, how many last prompt tokens run through the adapted blocks (1 <= A < T).
         size: cache slots for the prefix (>= T - A; default T - A). Queries stacked
             together need one `size`.
 
     **Returns:** an `AdaptedInputs`.
     """
-    r = np.asarray(resid, np.float32)
     d = upper.config.d_model
-    if r.ndim != 2 or r.shape[1] != d:
-        raise ValueError(f"resid: expected shape (T, {d}), received {r.shape}")
-    if not np.all(np.isfinite(r)):
-        raise ValueError("resid: expected finite values, received NaN or inf")
+    r = np.asarray(as_array("resid", resid, shape=(None, d), finite=True, real=True), np.float32)
     n_active = check_positive_int("n_active", n_active)
     T = r.shape[0]
+    if T < 2:
+        raise ValueError(f"resid: expected at least 2 prompt tokens, received shape {r.shape}")
     if n_active >= T:
         raise ValueError(
             f"n_active: expected fewer than the {T} prompt tokens, received {n_active}"
@@ -109,9 +109,17 @@ def adapted_option_logits(
         upper: the adapted top blocks (as in `adapted_inputs`).
         inputs: one query's `AdaptedInputs` (unbatched; vmap over queries).
         lora: a `jaxlab.lm.LoRA` with `upper`'s layers (None: the base model).
-        options: (K,) token ids of the options (e.g. the letters " A" .. " D").
+        options: (K,) token ids of the options (e.g. the letters " A" .. " D"), K >= 1,
+            each in [0, vocab_size) (never wrapped; else a `ValueError` naming `options`).
 
     **Returns:** (K,) float32 logits (the option-restricted next-token logits).
     """
+    if not isinstance(options, jax.core.Tracer):
+        ids = check_ids("options", options, upper.config.vocab_size, what="token ids")
+        if ids.ndim != 1 or ids.size == 0:
+            raise ValueError(
+                f"options: expected (K,) token ids, K >= 1, received shape {ids.shape}"
+            )
+        options = jnp.asarray(ids, jnp.int32)
     h, _, _ = upper.run_blocks(inputs.resid, inputs.positions, inputs.cache, lora=lora)
     return upper.token_logits(h[-1], options)

@@ -36,6 +36,7 @@ from jaxlab import lm
 from jaxlab._core import (
     AbstractStep,
     Driver,
+    as_array,
     check_ids,
     check_lengths,
     check_positive_int,
@@ -166,18 +167,25 @@ def fit_haps(
 ):
     """Train `haps` through `jaxlab.run_steps`.
 
-    **Arguments:** as `HAPSStep` (features (N, F), answers (N,), cost (N, M), uppers,
-    inputs, options), `key`, `steps`; `optimizer` (default
+    **Arguments:** as `HAPSStep` (features (N, F) finite, N >= 1, F the HAPS's
+    n_features; answers (N,) option indices in [0, K); cost (N, M) finite >= 0; uppers,
+    inputs, options; anything else raises a `ValueError` naming the argument), `key`,
+    `steps`; `optimizer` (default
     `optax.adamw(3e-3, weight_decay=1e-4)`); `driver` a `jaxlab.Driver` (chunk, 25 here
     when left at the default; checkpointer; progress); `step_options` go to `HAPSStep`
     (batch_size, reward_weight, cost_weight, explore, route_weight, n_samples).
 
     **Returns:** `(trained HAPS, History)`.
     """
-    x = jnp.asarray(features, jnp.float32)
-    y = jnp.asarray(answers, jnp.int32)
-    c = jnp.asarray(cost, jnp.float32)
     m = haps.n_candidates
+    sizes: dict[str, int] = {}
+    f = haps.trunk.in_size
+    x = as_array("features", features, shape=("N", f), sizes=sizes, finite=True, real=True)
+    if x.shape[0] == 0:
+        raise ValueError(f"features: expected at least one query, received shape {x.shape}")
+    y = jnp.asarray(check_ids("answers", answers, None, what="option indices"), jnp.int32)
+    c = as_array("cost", cost, shape=("N", m), sizes=sizes, finite=True, low=0.0, real=True)
+    x, c = x.astype(jnp.float32), c.astype(jnp.float32)
     if x.ndim != 2 or y.shape != (x.shape[0],) or c.shape != (x.shape[0], m):
         raise ValueError(
             f"features, answers, cost: expected (N, F), (N,), (N, {m}), received "
@@ -192,6 +200,8 @@ def fit_haps(
     y = jnp.asarray(
         check_ids("answers", answers, opts[0].shape[0], what="option indices"), jnp.int32
     )
+    for j, inp in enumerate(inputs):
+        check_lengths(features=x, **{f"inputs[{j}]": inp.resid})
     params, static = eqx.partition(haps, eqx.is_inexact_array)
     step = HAPSStep(
         x,
@@ -237,14 +247,15 @@ def haps_predict(
 ) -> tuple[Float[Array, "N M K"], Float[Array, "N M"]]:
     """Every candidate's adapted option logits and the router's log-probabilities.
 
-    **Arguments:** `haps`; `features` (N, F); `uppers`, `inputs` (stacked over N), `options`
+    **Arguments:** `haps`; `features` (N, F) finite, N >= 1, F = the HAPS's n_features
+    (else a `ValueError` naming it); `uppers`, `inputs` (stacked over N), `options`
     as in `HAPSStep`; `chunk` queries per compiled call (bounds memory).
 
     **Returns:** `(option_logits (N, M, K), router_log_probs (N, M))`.
     """
-    x = jnp.asarray(features, jnp.float32)
-    if x.ndim != 2:
-        raise ValueError(f"features: expected (N, F), received shape {x.shape}")
+    f = haps.trunk.in_size
+    x = as_array("features", features, shape=(None, f), finite=True, nonempty=True, real=True)
+    x = x.astype(jnp.float32)
     if not (len(uppers) == len(inputs) == len(options) == haps.n_candidates):
         raise ValueError(
             f"uppers, inputs, options: expected {haps.n_candidates} each, received "

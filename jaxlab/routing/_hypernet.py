@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from jaxlab import lm
-from jaxlab._core import check_positive_int
+from jaxlab._core import check_memory, check_nonnegative_int, check_positive_int
 
 __all__ = ["LoRAGenerator", "pad_lora"]
 
@@ -125,12 +125,16 @@ def pad_lora(lora: lm.LoRA, below: int) -> lm.LoRA:
     """An adapter of the top blocks extended to the whole model: `below` unadapted layers
     (zero factors, scale 0) first, so it can be passed to `jaxlab.lm.forward` / `score`.
 
-    **Arguments:** `lora` (for layers start .. n_layers - 1); `below` = start.
+    **Arguments:** `lora` (for layers start .. n_layers - 1); `below` = start, an integer
+    >= 0 (0: nothing to pad; a bool, a float or a size beyond the memory available
+    raises a `ValueError` naming it).
 
     **Returns:** a `jaxlab.lm.LoRA` with `below + L` layers.
     """
-    if not isinstance(below, int) or below < 0:
-        raise ValueError(f"below: expected an int >= 0, received {below!r}")
+    below = check_nonnegative_int("below", below)
+    # the padded factors: `below` more layers of each factor (float32)
+    per_layer = sum(v[0].size for v in (*lora.a.values(), *lora.b.values())) + 1
+    check_memory("below", 4.0 * below * per_layer)
 
     def pad(x):
         return jnp.concatenate([jnp.zeros((below, *x.shape[1:]), x.dtype), x])

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxlab._core import as_array, check_positive_int
+
 from ._features import hashed_bow
 from ._table import RoutingTable
 
@@ -48,6 +50,15 @@ def _float(path, row, col, text):
 def _groups(names):
     order = sorted(set(names))
     return np.array([order.index(g) for g in names], np.int64), tuple(order)
+
+
+def _check_feature_args(features, feature_dim) -> None:
+    """The loaders' feature arguments, checked before any file is read: `features` None or
+    a finite real (N, F) array, `feature_dim` a positive int (checked even when
+    `features` is given)."""
+    check_positive_int("feature_dim", feature_dim)
+    if features is not None:
+        as_array("features", features, ndim=2, finite=True, real=True)
 
 
 def _features(path, features, texts, dim):
@@ -80,6 +91,7 @@ def from_routerbench(
     **Raises:** `ValueError` naming the file on a missing column, a non-numeric or
     out-of-range value, or no rows.
     """
+    _check_feature_args(features, feature_dim)
     path = Path(path)
     try:
         with open(path, "rb") as f:
@@ -416,6 +428,8 @@ def from_vl_routerbench(
     range, or query features that are the same for every query (no text found: pass
     `features=`, e.g. VL-RouterBench's `EMBEDDINGS/*.parquet` in row order).
     """
+    _check_feature_args(features, feature_dim)
+    max_cells = check_positive_int("max_cells", max_cells)
     root = Path(folder)
     data = _data_dir(root)
     matrices, registry = data / "matrices", data / "registry"

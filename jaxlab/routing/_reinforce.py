@@ -12,7 +12,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxlab._core import check_positive_int
+from jaxlab._core import as_array, check_size
+
+REINFORCE_MAX_SAMPLES = 1 << 20  # samples per call: (n_samples,) draws are allocated
 
 __all__ = ["reinforce_surrogate"]
 
@@ -38,11 +40,21 @@ def reinforce_surrogate(
             enter; where rewards are only known for the sampled choice, pass any b-free
             estimate).
         key: PRNG key (keyword-only).
-        n_samples: samples per call.
+        n_samples: samples per call (at most `REINFORCE_MAX_SAMPLES`).
+
+    `logits` and `rewards` are finite (M,) arrays, M >= 1 (checked when concrete; inside
+    `jit` only their shapes); anything else raises a `ValueError` naming the argument.
 
     **Returns:** a scalar surrogate.
     """
-    n_samples = check_positive_int("n_samples", n_samples)
+    n_samples = check_size(
+        "n_samples", n_samples, cap=REINFORCE_MAX_SAMPLES, why="routing.REINFORCE_MAX_SAMPLES"
+    )
+    sizes: dict[str, int] = {}
+    logits = as_array("logits", logits, shape=("M",), sizes=sizes, finite=True, real=True)
+    rewards = as_array("rewards", rewards, shape=("M",), sizes=sizes, finite=True, real=True)
+    if logits.shape[0] == 0:
+        raise ValueError("logits: expected at least one choice, received shape (0,)")
     logp = jax.nn.log_softmax(logits)
     r = jax.lax.stop_gradient(rewards)
     b = jnp.sum(jax.lax.stop_gradient(jnp.exp(logp)) * r)

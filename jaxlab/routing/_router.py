@@ -16,7 +16,7 @@ import numpy as np
 from jax.core import Tracer
 from jaxtyping import Array, Bool, Float, Int
 
-from jaxlab._core import as_array, check_array, check_real
+from jaxlab._core import as_array, check_real
 
 __all__ = ["AbstractRouter", "route", "threshold_route"]
 
@@ -26,7 +26,7 @@ def _check_cost_weight(cost_weight) -> None:
     if isinstance(cost_weight, Tracer):
         return
     w = np.asarray(cost_weight)
-    if w.ndim != 0 or not np.issubdtype(w.dtype, np.number):
+    if w.ndim != 0 or w.dtype.kind not in "iuf":
         raise ValueError(f"cost_weight: expected a number >= 0, received {cost_weight!r}")
     if not (np.isfinite(w) and w >= 0):
         raise ValueError(
@@ -87,15 +87,26 @@ def route(
     **Arguments:** as `AbstractRouter.predict_utilities`; `available` must leave at
     least one candidate per query.
 
+    `features` (N, F) finite and non-empty, `available` booleans; anything else raises a
+    `ValueError` naming the argument.
+
     **Returns:** (N,) int choices (never an unavailable candidate).
     """
-    features = jnp.asarray(features)
-    check_array("features", features, ndim=2)
-    if available is not None:
-        available = jnp.asarray(available, bool)
-        if not bool(jnp.all(jnp.any(jnp.atleast_2d(available), axis=-1))):
-            raise ValueError("available: expected at least one available candidate per query")
+    features = as_array("features", features, ndim=2, finite=True, nonempty=True, real=True)
     _check_cost_weight(cost_weight)
+    if available is not None:
+        available = as_array("available", available, dtype=np.bool_)
+        m = int(router.candidate_cost.shape[0])
+        n = int(features.shape[0])
+        if available.shape not in ((m,), (n, m)):
+            raise ValueError(
+                f"available: expected (M,) or (N, M) = ({n}, {m}) booleans, received shape "
+                f"{tuple(available.shape)}"
+            )
+        if not isinstance(available, Tracer) and not bool(
+            jnp.all(jnp.any(jnp.atleast_2d(available), axis=-1))
+        ):
+            raise ValueError("available: expected at least one available candidate per query")
     try:
         u = router.predict_utilities(features, cost_weight=cost_weight, available=available)
     except TypeError as e:  # a width mismatch inside the router's matmul / distances

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab._core import check_positive_int, short_repr
+from jaxlab._core import as_array, check_positive_int, check_real, short_repr
 
 from ._metrics import aiq
 from ._router import AbstractRouter
@@ -69,12 +69,13 @@ def router_aiq(router: AbstractRouter, table: RoutingTable, *, cost_weights) -> 
 
 
 def _cost_weights(cost_weights) -> np.ndarray:
-    lams = np.asarray(cost_weights, np.float32).reshape(-1)
-    if lams.size == 0 or not np.all(np.isfinite(lams)) or np.any(lams < 0):
+    lams = as_array("cost_weights", cost_weights, finite=True, nonempty=True, low=0.0, real=True)
+    if lams.ndim > 1:
         raise ValueError(
-            f"cost_weights: expected a non-empty list of finite values >= 0, received {lams}"
+            f"cost_weights: expected a number or a 1-D list of values >= 0, received shape "
+            f"{tuple(lams.shape)}"
         )
-    return lams
+    return np.asarray(lams, np.float32).reshape(-1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,6 +155,14 @@ def select_router(
         monitor_every = check_positive_int("monitor_every", monitor_every)
     if patience is not None:
         patience = check_positive_int("patience", patience)
+    validation_fraction = check_real(
+        "validation_fraction",
+        validation_fraction,
+        low=0.0,
+        high=1.0,
+        low_inclusive=False,
+        high_inclusive=False,
+    )
     k_split, k_fit = jax.random.split(key)
     inner, val = table.split(validation_fraction, key=k_split, clusters=clusters)
     scores: list[tuple[int, int | None, float]] = []

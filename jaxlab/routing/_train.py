@@ -20,6 +20,7 @@ from jaxlab._core import (
     AbstractStep,
     Driver,
     History,
+    as_array,
     check_positive_int,
     driver_for,
     optimizer_update,
@@ -109,7 +110,10 @@ def fit_router(
 ) -> tuple[Any, History]:
     """Train `router` (an `AbstractRouter` with a `loss`) full batch through `run_steps`.
 
-    **Arguments:** `router`; `features` (N, F); `quality` (N, M); `key`; `steps`;
+    **Arguments:** `router`; `features` (N, F) finite, N >= 1, F the router's width;
+    `quality` (N, M) in [0, 1] (the routers' losses are binary cross-entropies), M the
+    router's candidates (anything else raises a `ValueError` naming the argument); `key`;
+    `steps`;
     `optimizer` (default `optax.adam(1e-2)`); `driver` a `jaxlab.Driver` (chunk,
     checkpointer, progress, e.g. `Driver(progress=jaxlab.TqdmProgress())`; default
     silent); `monitor`: `monitor(router, steps_done) -> bool` called with the router after
@@ -120,8 +124,26 @@ def fit_router(
     **Returns:** `(trained_router, history)`, `history.losses` (steps,) (NaN after an
     early stop).
     """
-    x = jnp.asarray(features, jnp.float32)
-    y = jnp.asarray(quality, jnp.float32)
+    sizes: dict[str, int] = {}
+    x = as_array("features", features, shape=("N", "F"), sizes=sizes, finite=True, real=True)
+    y = as_array(
+        "quality", quality, shape=("N", "M"), sizes=sizes, finite=True, real=True, low=0, high=1
+    )
+    if x.shape[0] == 0:
+        raise ValueError(f"features: expected at least one query, received shape {x.shape}")
+    try:  # shapes only: nothing is computed or compiled
+        pred = eqx.filter_eval_shape(router.predict_quality, x)
+    except TypeError as e:  # a width mismatch inside the router's matmul / distances
+        raise ValueError(
+            f"features: expected the feature width the router was built for, received shape "
+            f"{tuple(x.shape)} ({type(router).__name__}: {e})"
+        ) from None
+    if tuple(pred.shape) != tuple(y.shape):
+        raise ValueError(
+            f"quality: expected shape {tuple(pred.shape)} (queries x the router's candidates), "
+            f"received {tuple(y.shape)}"
+        )
+    x, y = x.astype(jnp.float32), y.astype(jnp.float32)
     static = eqx.partition(router, eqx.is_inexact_array)[1]
     optimizer = optax.adam(1e-2) if optimizer is None else optimizer
     step = QualityFitStep(x, y, static, optimizer)

@@ -32,7 +32,9 @@ from jaxlab._core import (
     Driver,
     StepLoop,
     as_array,
+    check_ids,
     check_positive_int,
+    check_range,
     driver_for,
 )
 
@@ -369,10 +371,24 @@ def _group_by_image(n_images, tokens, answers, image_index, weights):
     return g_tok, g_ans, g_w
 
 
-def _check_questions(images, tokens, answers, image_index, n_answers=None):
-    images = as_array("images", images, ndim=4)
+def _image_values(images):
+    """Pixel values checked (concrete arrays): uint8/integers in [0, 255], floats in
+    [0, 1] (NaN/inf and values outside raise a `ValueError` naming `images`)."""
+    if isinstance(images, jax.core.Tracer) or not images.size:
+        return images
+    if jnp.issubdtype(images.dtype, jnp.integer):
+        check_range("images", images, low=0, high=255)
+    else:
+        check_range("images", images, low=0.0, high=1.0)
+    return images
+
+
+def _check_questions(images, tokens, answers, image_index, n_answers=None, vocab_size=None):
+    images = _image_values(as_array("images", images, ndim=4))
     sizes: dict[str, int] = {}
     tokens = as_array("tokens", tokens, shape=("N", None), dtype=np.integer, sizes=sizes)
+    if vocab_size is not None and not isinstance(tokens, jax.core.Tracer):
+        check_ids("tokens", tokens, vocab_size, what="token ids")  # never clamped
     image_index = as_array(
         "image_index", image_index, shape=("N",), dtype=np.integer, sizes=sizes, nonempty=True
     )
@@ -437,8 +453,15 @@ def fit_vqa(
     """
     if not isinstance(model, VQAModel):
         raise ValueError(f"model: expected a VQAModel, received {type(model).__name__}")
+    if answers is None:  # `_check_questions` reads None as "no answers" (prediction)
+        raise ValueError("answers: expected (N,) answer indices, received None")
     images, tokens, answers, image_index = _check_questions(
-        images, tokens, answers, image_index, int(model.head.out_features)
+        images,
+        tokens,
+        answers,
+        image_index,
+        int(model.head.out_features),
+        int(model.embed.shape[0]),
     )
     assert answers is not None
     n = answers.shape[0]
@@ -491,14 +514,18 @@ def _predict(model, images, tokens, image_index, batch_size):
 def vqa_predict(model: VQAModel, images, tokens, image_index, *, batch_size: int = 256):
     """The answer index `model` gives to every question (argmax of its logits).
 
-    **Arguments:** `model`; `images` (I, H, W, 3); `tokens` (N, L) int; `image_index` (N,)
-    int into `images`; `batch_size` questions per vectorised batch.
+    **Arguments:** `model`; `images` (I, H, W, 3) uint8 in [0, 255] or float in [0, 1];
+    `tokens` (N, L) int ids in [0, vocab_size) (never clamped); `image_index` (N,) int into
+    `images`; `batch_size` questions per vectorised batch. Anything else raises a
+    `ValueError` naming the argument.
 
     **Returns:** (N,) int32 answer indices.
     """
     if not isinstance(model, VQAModel):
         raise ValueError(f"model: expected a VQAModel, received {type(model).__name__}")
-    images, tokens, _, image_index = _check_questions(images, tokens, None, image_index)
+    images, tokens, _, image_index = _check_questions(
+        images, tokens, None, image_index, vocab_size=int(model.embed.shape[0])
+    )
     return _predict(
         model, images, tokens, image_index, check_positive_int("batch_size", batch_size)
     )

@@ -26,7 +26,7 @@ from jaxlab._core import (
 )
 
 from ._train import descend, fit_params, init_params
-from ._vqa import VQAView
+from ._vqa import VQAView, _image_values
 
 __all__ = ["ImageEncoder", "ImageEncoderFitStep", "fit_image_encoder", "encode_images"]
 
@@ -125,7 +125,7 @@ class ImageEncoderFitStep(AbstractStep):
 
 
 def _check_images(images, size):
-    images = as_array("images", images, ndim=4, nonempty=True)
+    images = _image_values(as_array("images", images, ndim=4, nonempty=True))
     if tuple(images.shape[1:]) != (size, size, 3):
         raise ValueError(
             f"images: expected shape (I, {size}, {size}, 3), received {tuple(images.shape)}"

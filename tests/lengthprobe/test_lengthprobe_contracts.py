@@ -235,6 +235,8 @@ CASES = {
     ),
     "completion_states-layers-none": ("layers", lambda: _states(None)),
     "completion_states-layers-over": ("layers", lambda: _states([0, 99])),
+    # an AttributeError ('str' object has no attribute 'lengths') before
+    "total_length-completions-str": ("completions", lambda: lp.total_length("abc")),
 }
 
 

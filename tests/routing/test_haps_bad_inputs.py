@@ -30,7 +30,7 @@ def test_option_ids_outside_the_vocabulary_raise_never_nan(pair):
     assert np.isfinite(np.asarray(ok)).all()
     V = upper.config.vocab_size
     for bad in ([5, V + 938], [5, -1]):
-        with pytest.raises(ValueError, match=rf"tokens: token ids must lie in \[0, {V}\)"):
+        with pytest.raises(ValueError, match=rf"options: token ids must lie in \[0, {V}\)"):
             routing.adapted_option_logits(upper, one, None, jnp.asarray(bad))
     f = jax.jit(routing.adapted_option_logits)
     with pytest.raises(Exception, match=rf"token ids must lie in \[0, {V}\)"):
@@ -63,3 +63,45 @@ def test_haps_widths_are_capped_before_allocation(pair, getkey):
 
 
 assert TOP >= 1  # the imported layout is the one test_haps uses
+
+
+def test_round4_haps_inputs_are_refused_naming_the_argument(pair, getkey):
+    # found when every routing function was declared to the fuzz: NaN features gave NaN
+    # logits, a wrong width a TypeError from a matmul, (1, 1, K) options a dot_general
+    # TypeError, empty options an empty result, a string resid an unnamed float error,
+    # pad_lora(below=True) one padded layer
+    upper, inputs = pair
+    haps = routing.HAPS(3, [upper.config], [1.0], key=getkey())
+    feats = np.zeros((4, 3), np.float32)
+    for bad in (np.full((4, 3), np.nan), np.zeros((4, 2))):
+        with pytest.raises(ValueError, match="features: expected"):
+            routing.haps_predict(haps, bad, [upper], [inputs], [OPTIONS])
+    one = jax.tree_util.tree_map(lambda x: x[0], inputs)
+    for bad in (OPTIONS[None, None], OPTIONS[:0]):
+        with pytest.raises(ValueError, match="options: expected"):
+            routing.adapted_option_logits(upper, one, None, bad)
+    with pytest.raises(ValueError, match="resid: expected"):
+        routing.adapted_inputs(upper, "abc", n_active=1)
+    ones = np.ones((4, 1))
+    for name, kw in (
+        ("features", {"features": np.full((4, 3), np.nan)}),  # trained on NaN before
+        ("features", {"features": np.zeros((4, 2))}),  # a dot_general TypeError before
+        ("cost", {"cost": np.where(ones > 0, np.inf, ones)}),  # trained on inf before
+        ("answers", {"answers": None}),  # "None is not a valid value for jnp.array"
+        # 7 queries, inputs for 4: rows 4-6 read clamped inputs before
+        (
+            "features, inputs\\[0\\]",
+            {"features": np.zeros((7, 3)), "cost": np.ones((7, 1)), "answers": [0] * 7},
+        ),
+    ):
+        call = {"features": feats, "answers": [0, 1, 2, 0], "cost": ones} | kw
+        with pytest.raises(ValueError, match=f"{name}: "):
+            routing.fit_haps(
+                haps, **call, uppers=[upper], inputs=[inputs], options=[OPTIONS],
+                key=getkey(), steps=1,
+            )  # fmt: skip
+    lora = haps.lora(feats[0], 0)
+    assert routing.pad_lora(lora, 0).layer_scale.shape == lora.layer_scale.shape
+    for bad in (True, 2.0, 10**15):
+        with pytest.raises(ValueError, match="below: "):
+            routing.pad_lora(lora, bad)

@@ -180,3 +180,122 @@ def test_round3_bad_input_is_refused_naming_the_argument(case):
     arg, call = BAD[case]
     with pytest.raises(ValueError, match=rf"(^|\W){arg}\W"):
         call()
+
+
+# found by the round-4 fuzz entries (every public routing function declared): each was
+# accepted silently (NaN features trained or routed, a 1.5 quality, a string mask, a
+# clamped token id, out-of-range pixels, an ignored feature_dim) or failed with an unnamed
+# error (another argument's name, a TypeError from inside a matmul or a loss)
+def _mlp():
+    import jax
+
+    return routing.MLPRouter(5, 3, np.array([1.0, 2.0, 4.0]), hidden=(4,), key=jax.random.key(0))
+
+
+def _knn():
+    return routing.KNNRouter.fit(_table40(), k=3)
+
+
+def _vqa():
+    import jax
+
+    view = routing.VQAView(resolution=8, image_size=8)
+    return routing.VQAModel(view, 6, 3, width=2, embed_dim=4, hidden=5, key=jax.random.key(0))
+
+
+def _fit(features=None, quality=None):
+    import jax
+
+    t = _table40()
+    x = t.features[:6] if features is None else features
+    y = t.quality[:6] if quality is None else quality
+    return routing.fit_router(_mlp(), x, y, key=jax.random.key(1), steps=1)
+
+
+def _surrogate(logits=(0.1, 0.2), rewards=(1.0, 0.0), n_samples=1):
+    import jax
+
+    return routing.reinforce_surrogate(
+        np.asarray(logits), np.asarray(rewards), key=jax.random.key(0), n_samples=n_samples
+    )
+
+
+F3 = np.zeros((3, 5))
+IMG = np.full((1, 8, 8, 3), 0.5)
+TOK = np.array([[2, 3]])
+ROUND4 = {
+    "route-features-nan": ("features", lambda: routing.route(_knn(), F3 + np.nan)),
+    "route-available-str": ("available", lambda: routing.route(_knn(), F3, available="abc")),
+    "route-available-rank3": (
+        "available",
+        lambda: routing.route(_knn(), F3, available=np.ones((1, 1, 3), bool)),
+    ),
+    "route-cost_weight-complex": (
+        "cost_weight",
+        lambda: routing.route(_knn(), F3, cost_weight=np.complex64(1 + 1j)),
+    ),
+    "router_aiq-cost_weights-rank2": (
+        "cost_weights",
+        lambda: routing.router_aiq(_knn(), _table40(), cost_weights=[[0.0]]),
+    ),
+    "router_aiq-cost_weights-str": (
+        "cost_weights",
+        lambda: routing.router_aiq(_knn(), _table40(), cost_weights="abc"),
+    ),
+    "select_router-validation_fraction-1.5": (
+        "validation_fraction",
+        lambda: routing.select_router(
+            routing.KNNRouter.fit, _table40(), [{"k": 2}], key=_key(), validation_fraction=1.5
+        ),
+    ),
+    "fit_router-features-nan": ("features", lambda: _fit(features=np.full((6, 5), np.nan))),
+    "fit_router-features-width": ("features", lambda: _fit(features=np.zeros((6, 4)))),
+    "fit_router-quality-1.5": ("quality", lambda: _fit(quality=np.full((6, 3), 1.5))),
+    "fit_router-quality-width": ("quality", lambda: _fit(quality=np.zeros((6, 2)))),
+    "reinforce_surrogate-logits-nan": ("logits", lambda: _surrogate(logits=(np.nan, 0.0))),
+    "reinforce_surrogate-rewards-len": ("rewards", lambda: _surrogate(rewards=(1.0,))),
+    "reinforce_surrogate-n_samples-1e9": ("n_samples", lambda: _surrogate(n_samples=10**9)),
+    "encode_images-images-1.5": (
+        "images",
+        lambda: routing.encode_images(
+            routing.ImageEncoder(2, image_size=32, key=_key()), np.full((1, 32, 32, 3), 1.5)
+        ),
+    ),
+    "vqa_predict-images-nan": (
+        "images",
+        lambda: routing.vqa_predict(_vqa(), IMG + np.nan, TOK, np.array([0])),
+    ),
+    "vqa_predict-tokens-id": (
+        "tokens",
+        lambda: routing.vqa_predict(_vqa(), IMG, np.array([[2, 6]]), np.array([0])),
+    ),
+    "fit_vqa-answers-none": (  # an AssertionError before
+        "answers",
+        lambda: routing.fit_vqa(_vqa(), IMG, TOK, None, np.array([0]), key=_key(), steps=1),
+    ),
+    "from_routerbench-feature_dim-0": (
+        "feature_dim",
+        lambda: routing.from_routerbench("missing.csv", feature_dim=0),
+    ),
+    "from_routerbench-features-str": (
+        "features",
+        lambda: routing.from_routerbench("missing.csv", features="abc"),
+    ),
+    "from_vl_routerbench-max_cells-none": (
+        "max_cells",
+        lambda: routing.from_vl_routerbench("missing", max_cells=None),
+    ),
+}
+
+
+def _key():
+    import jax
+
+    return jax.random.key(0)
+
+
+@pytest.mark.parametrize("case", sorted(ROUND4))
+def test_round4_bad_input_is_refused_naming_the_argument(case):
+    arg, call = ROUND4[case]
+    with pytest.raises(ValueError, match=rf"(^|\W){arg}\W"):
+        call()
