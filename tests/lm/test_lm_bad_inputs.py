@@ -163,3 +163,10 @@ def test_to_str_tokens_names_an_out_of_vocabulary_id(tiny, tmp_path):
     for bad in (-1, V, 10**9):
         with pytest.raises(ValueError, match=rf"text_or_tokens: token ids must lie in \[0, {V}\)"):
             lm.to_str_tokens(tok, np.array([0, bad]))
+
+
+def test_embed_bounds_its_padded_batch_before_allocating(tiny):
+    """Before: batch_size=10**9 padded the one batch to 10**9 rows (a MemoryError)."""
+    with pytest.raises(ValueError, match="batch_size: needs about"):
+        lm.embed(tiny, None, [[1, 2, 3]], batch_size=10**9)
+    assert lm.embed(tiny, None, [[1, 2, 3]], batch_size=2).shape == (1, 24)  # valid
