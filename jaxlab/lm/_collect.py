@@ -39,7 +39,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab._core import AbstractProgress, NoProgress, atomic_write, write_json
+from jaxlab._core import (
+    AbstractProgress,
+    NoProgress,
+    atomic_write,
+    check_positive_int,
+    write_json,
+)
 
 from ._forward import positions_from_mask
 from ._generate import prompt_bucket
@@ -337,9 +343,8 @@ def collect(
     if not isinstance(skip_first, bool | np.bool_):
         raise ValueError(f"skip_first must be True or False, got {skip_first!r}")
     excluded = _excluded_ids(exclude_special, tokenizer, cfg.vocab_size)
-    for name, v in (("shard_rows", shard_rows), ("batch_tokens", batch_tokens)):
-        if not isinstance(v, int) or v <= 0:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    shard_rows = check_positive_int("shard_rows", shard_rows)
+    batch_tokens = check_positive_int("batch_tokens", batch_tokens)
     items = _items(texts_or_tokens, tokenizer, cfg.vocab_size)
     longest = max(len(t) for t, _, _ in items)
     if longest > cfg.context_length:

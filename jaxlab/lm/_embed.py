@@ -20,6 +20,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlab._core import check_memory
+
 from ._forward import positions_from_mask
 from ._model import KVCache, Transformer, _rms_norm
 from ._score import _length_bucket, _token_ids
@@ -56,7 +58,8 @@ def embed(
     - `tokenizer`: its `Tokenizer` (may be None when every text is token ids); strings
       are encoded with the model's BOS setting.
     - `texts`: N strings or lists of token ids.
-    - `batch_size`: texts per compiled batch (the last batch is padded).
+    - `batch_size`: texts per compiled batch (the last batch is padded), a positive int
+      whose padded batch fits in memory (checked before allocating).
 
     **Returns:** an (N, d_model) float32 array, row i the embedding of `texts[i]`.
 
@@ -78,6 +81,10 @@ def embed(
                 f"texts[{i}]: {len(tid)} tokens exceed the context length {cfg.context_length}"
             )
         ids.append(tid)
+    # every batch is padded to batch_size rows: estimate the largest one's tokens, mask and
+    # per-token float32 widths (residual, q/k/v/out, FFN) before allocating it
+    T = min(_length_bucket(max(len(t) for t in ids)), cfg.context_length)
+    check_memory("batch_size", float(batch_size) * T * (8 + 4 * (5 * cfg.d_model + cfg.d_ff)))
     out = np.zeros((len(ids), cfg.d_model), np.float32)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # similar lengths batch up
     for b0 in range(0, len(order), batch_size):

@@ -29,14 +29,15 @@ def positions_from_mask(mask: Int[Array, "... T"]) -> Int[Array, "... T"]:
     return jnp.where(m > 0, jnp.cumsum(m, axis=-1) - 1, -1).astype(jnp.int32)
 
 
-def check_token_range(tokens, vocab_size):
-    """ValueError (eagerly) or `eqx.error_if` (under jit) unless 0 <= tokens < vocab_size."""
+def check_token_range(tokens, vocab_size, name: str = "tokens"):
+    """ValueError naming `name` (eagerly) or `eqx.error_if` (under jit) unless
+    0 <= tokens < vocab_size."""
     bad = (tokens < 0) | (tokens >= vocab_size)
     if isinstance(tokens, jax.core.Tracer):
-        return eqx.error_if(tokens, bad, f"tokens must lie in [0, {vocab_size})")
+        return eqx.error_if(tokens, bad, f"{name}: token ids must lie in [0, {vocab_size})")
     if bool(jnp.any(bad)):
         raise ValueError(
-            f"tokens must lie in [0, {vocab_size}), got values "
+            f"{name}: token ids must lie in [0, {vocab_size}), got values "
             f"{np.asarray(tokens)[np.asarray(bad)][:5].tolist()}"
         )
     return tokens

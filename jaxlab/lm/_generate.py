@@ -182,14 +182,30 @@ def _prepare(model, prompts, mask, pad_id):
                 f"prompts must be token lists or a (B, P) int array, got "
                 f"{tokens.dtype}{tokens.shape}"
             )
+        if tokens.shape[0] == 0 or tokens.shape[1] == 0:
+            raise ValueError(
+                f"prompts: expected at least one non-empty prompt, received shape {tokens.shape}"
+            )
         mask = np.ones(tokens.shape, np.int32) if mask is None else np.asarray(mask, np.int32)
         if mask.shape != tokens.shape:
             raise ValueError(f"mask must have the prompts' shape {tokens.shape}, got {mask.shape}")
         if np.any(mask[:, -1] == 0):
             raise ValueError("prompts must be left-padded: the last column must be real tokens")
-    check_token_range(tokens, model.config.vocab_size)  # before the int32 cast (no wrap)
+    check_token_range(tokens, model.config.vocab_size, "prompts")  # before the int32 cast
     tokens = jnp.asarray(tokens, jnp.int32)
     return tokens, jnp.asarray(mask, jnp.int32)
+
+
+def _check_new_tokens(model, tokens, max_new_tokens) -> int:
+    """`max_new_tokens` a positive int that fits the context after the padded prompt."""
+    max_new_tokens = check_positive_int("max_new_tokens", max_new_tokens)
+    if tokens.shape[1] + max_new_tokens > model.config.context_length:
+        raise ValueError(
+            f"max_new_tokens: prompt ({tokens.shape[1]} padded) + max_new_tokens "
+            f"({max_new_tokens}) exceeds the context length "
+            f"{model.config.context_length}"
+        )
+    return max_new_tokens
 
 
 def generate(
@@ -212,7 +228,8 @@ def generate(
         model: a `Transformer`.
         prompts: B lists of token ids (left-padded to a bucket here), or a (B, P)
             / (P,) int array already left-padded (then pass `mask`).
-        max_new_tokens: tokens to generate per row (static: one compile per value).
+        max_new_tokens: tokens to generate per row, a positive int with padded prompt
+            + max_new_tokens <= the context length (static: one compile per value).
         sampler: `Greedy()` (default) or `Sample(temperature, top_p)`.
         stop_tokens: ids that end a row (kept in the output; `pad_id` after).
         pad_id: id written after a row stopped.
@@ -224,17 +241,11 @@ def generate(
     **Returns:**
         a `Generation` (tokens, lengths, logits).
     """
-    if not isinstance(max_new_tokens, int) or max_new_tokens <= 0:
-        raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
+    check_positive_int("max_new_tokens", max_new_tokens)
     if getattr(sampler, "stochastic", False) and key is None:
         raise ValueError("a stochastic sampler needs key=")
     tokens, mask = _prepare(model, prompts, mask, pad_id)
-    if tokens.shape[1] + max_new_tokens > model.config.context_length:
-        raise ValueError(
-            f"prompt ({tokens.shape[1]} padded) + max_new_tokens "
-            f"({max_new_tokens}) exceeds the context length "
-            f"{model.config.context_length}"
-        )
+    max_new_tokens = _check_new_tokens(model, tokens, max_new_tokens)
     intervene = dict(intervene or {})
     _check_sites((), intervene, model.config.n_layers)
     key = jax.random.key(0) if key is None else key
@@ -282,7 +293,9 @@ def prefill(
 
     **Arguments:**
         model, prompts, mask, pad_id, lora, intervene: as in `generate`.
-        cache_size: cache slots (default: the padded prompt length).
+        cache_size: cache slots, a positive int at least the padded prompt length
+            (default: that length); a cache larger than the memory available is
+            refused before it is allocated.
 
     **Returns:**
         next-token logits (B, vocab) and the batched `KVCache` (leading axis B).
@@ -290,9 +303,14 @@ def prefill(
     tokens, mask = _prepare(model, prompts, mask, pad_id)
     intervene = dict(intervene or {})
     _check_sites((), intervene, model.config.n_layers)
-    size = tokens.shape[1] if cache_size is None else int(cache_size)
+    size = tokens.shape[1] if cache_size is None else check_positive_int("cache_size", cache_size)
     if size < tokens.shape[1]:
         raise ValueError(f"cache_size={size} is smaller than the prompt ({tokens.shape[1]})")
+    c = model.config
+    # keys and values of every layer, before the cache is allocated
+    itemsize = jnp.dtype(model.dtype).itemsize
+    per_slot = 2.0 * c.n_layers * c.n_kv_heads * c.head_dim * itemsize
+    check_memory("cache_size", per_slot * tokens.shape[0] * size)
     return _prefill_jit(model, tokens, mask, lora, intervene, cache_size=size)
 
 
@@ -308,14 +326,14 @@ def stream(
     lora: LoRA | None = None,
     intervene: Mapping[tuple[str, int], Callable] | None = None,
 ) -> Iterator:
-    """Yield generated tokens one step at a time (same arguments as `generate`).
+    """Yield generated tokens one step at a time (same arguments and limits as `generate`:
+    non-empty prompts, padded prompt + `max_new_tokens` within the context length).
 
     For a single prompt (a flat token list) each item is an int; for a batch it is
     a (B,) numpy array (`pad_id` in rows that already stopped). The prefill and the
     decode step are jitted once per (batch, prompt bucket, cache size).
     """
-    if not isinstance(max_new_tokens, int) or max_new_tokens <= 0:
-        raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
+    check_positive_int("max_new_tokens", max_new_tokens)
     if getattr(sampler, "stochastic", False) and key is None:
         raise ValueError("a stochastic sampler needs key=")
     single = (
@@ -323,6 +341,7 @@ def stream(
         and np.ndim(prompts) == 1
     )
     tokens, mask = _prepare(model, [list(prompts)] if single else prompts, None, pad_id)
+    max_new_tokens = _check_new_tokens(model, tokens, max_new_tokens)
     intervene = dict(intervene or {})
     _check_sites((), intervene, model.config.n_layers)
     rng = jax.random.key(0) if key is None else key

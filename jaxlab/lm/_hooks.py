@@ -20,6 +20,8 @@ import jax
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from jaxlab._core import check_positive_int
+
 from ._forward import forward, forward_batched
 from ._model import Transformer
 
@@ -69,7 +71,8 @@ def parse_hook_name(name: str, n_layers: int | None = None) -> tuple[str, int]:
     **Arguments:**
 
     - `name`: e.g. `"blocks.3.hook_resid_post"` or `"blocks.0.attn.hook_z"`.
-    - `n_layers`: the model's block count, to check the layer index (optional).
+    - `n_layers`: the model's block count, a positive int, to check the layer index
+      (optional).
 
     **Returns:** (site, layer).
 
@@ -77,6 +80,8 @@ def parse_hook_name(name: str, n_layers: int | None = None) -> tuple[str, int]:
     """
     if not isinstance(name, str):
         raise ValueError(f"name: expected a hook name (str), received {type(name).__name__}")
+    if n_layers is not None:
+        n_layers = check_positive_int("n_layers", n_layers)
     m = _NAME_RE.match(name)
     if m is None or m.group(2) not in HOOK_SITES:
         raise ValueError(

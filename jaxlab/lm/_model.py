@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from .._core import check_ids
+from .._core import check_ids, check_nonnegative_int, check_positive_int
 from ._config import LMConfig
 from ._lora import LoRA, adapted_weight
 from ._quant import LayerWeight, QuantWeight, embed_rows, kernel_rows, project, project_f32
@@ -505,14 +505,16 @@ def layer_slice(model: Transformer, start: int, stop: int | None = None) -> Tran
 
     **Arguments:**
         model: a `Transformer`.
-        start: first block kept, in [0, n_layers).
-        stop: one past the last block kept, in (start, n_layers] (default n_layers).
+        start: first block kept, an int in [0, n_layers).
+        stop: one past the last block kept, an int in (start, n_layers] (default
+            n_layers). Booleans, floats and strings are refused (ValueError naming them).
 
     **Returns:** a `Transformer` with `stop - start` layers.
     """
     n = model.config.n_layers
-    stop = n if stop is None else stop
-    if not (isinstance(start, int) and isinstance(stop, int) and 0 <= start < stop <= n):
+    start = check_nonnegative_int("start", start)
+    stop = n if stop is None else check_positive_int("stop", stop)
+    if not 0 <= start < stop <= n:
         raise ValueError(
             f"start, stop: expected ints with 0 <= start < stop <= {n}, got {start!r}, {stop!r}"
         )

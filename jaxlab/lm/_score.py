@@ -305,7 +305,7 @@ def score(
     if isinstance(continuations, str) or len(continuations) != len(prompts):
         raise ValueError(
             f"continuations must be a list of {len(prompts)} option lists (one per "
-            f"prompt), got {type(continuations).__name__}"
+            f"entry of prompts), got {type(continuations).__name__}"
             + ("" if isinstance(continuations, str) else f" of length {len(continuations)}")
         )
     for name, v in (("batch_size", batch_size), ("vocab_chunk", vocab_chunk)):

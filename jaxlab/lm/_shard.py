@@ -47,7 +47,7 @@ import numpy as np
 from jax.sharding import AbstractMesh, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jaxlab._core import check_size
+from jaxlab._core import check_positive_int, check_size
 
 from ._config import LMConfig
 from ._model import Transformer, model_dtype
@@ -165,14 +165,16 @@ def weight_specs(config: LMConfig, m: int, *, model_axis: str = "model") -> dict
 
     **Arguments:**
         config: the model's `LMConfig`.
-        m: size of the model axis (decides whether KV heads are split or replicated).
+        m: size of the model axis, a positive int (decides whether KV heads are split
+            or replicated).
         model_axis: the model axis name.
 
     **Returns:**
         {field name: `PartitionSpec`} for the fields of `Transformer` and `Layers` (the
         stacked layer axis first, never split). ValueError naming the dim when m does not
-        divide n_heads, d_ff or vocab_size.
+        divide n_heads, d_ff or vocab_size, or naming m when it is not a positive int.
     """
+    m = check_positive_int("m", m)
     _check_divides(config, m, model_axis)
     a = model_axis
     kv = a if kv_sharded(config, m) else None
@@ -294,13 +296,15 @@ def shard_batch(x, mesh: Mesh, *, data_axis: str = "data"):
     """Place a batch (leading axis B, e.g. (B, T) tokens or masks) split over `data_axis`.
 
     **Arguments:**
-        x: an array (or pytree of arrays) with leading batch axis B, a multiple of the
-            data axis size.
+        x: an array (or a pytree with at least one array) with leading batch axis B, a
+            multiple of the data axis size.
         mesh: the mesh; data_axis: its batch axis name.
 
     **Returns:** the same values, sharded on their first axis (replicated over other axes).
     """
     n = _axis_size(mesh, data_axis, "data_axis")
+    if not jax.tree_util.tree_leaves(x):
+        raise ValueError(f"x: expected an array (or pytree of arrays), received {x!r}")
 
     def put(a):
         a = np.asarray(a) if not isinstance(a, jax.Array) else a

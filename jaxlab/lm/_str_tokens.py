@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from jaxlab._core import check_ids
+
 from ._tokenizer import Tokenizer
 
 __all__ = ["to_str_tokens"]
@@ -22,7 +24,8 @@ def to_str_tokens(
     **Arguments:**
 
     - `tokenizer`: the model's `Tokenizer`.
-    - `text_or_tokens`: a string (encoded first) or 1-D token ids.
+    - `text_or_tokens`: a string (encoded first) or 1-D token ids, each in
+      [0, vocab_size) (an out-of-range id is refused naming `text_or_tokens`).
     - `prepend_bos`: for a string, prepend BOS (default: the tokenizer's setting, as
       `Tokenizer.encode`); ignored for token ids, which are shown as given.
 
@@ -43,5 +46,5 @@ def to_str_tokens(
                 "text_or_tokens: expected a string or 1-D integer token ids, received "
                 f"{arr.dtype}{arr.shape}"
             )
-        ids = [int(t) for t in arr]
+        ids = check_ids("text_or_tokens", arr, tokenizer.vocab_size, what="token ids").tolist()
     return [tokenizer.decode([t], skip_special_tokens=False) for t in ids]
