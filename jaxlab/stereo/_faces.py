@@ -494,7 +494,7 @@ def write_face_shards(
     lengths = {k: len(v) for k, v in arrays.items()}
     if len(set(lengths.values())) > 1:
         raise ValueError(
-            "data: expected one leading length, received "
+            "data: expected arrays with the same leading length, received "
             + ", ".join(f"data[{k!r}]={n}" for k, n in lengths.items())
         )
     data = arrays
