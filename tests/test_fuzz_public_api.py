@@ -396,6 +396,13 @@ def laplex_table():
             {"ys": "float"},
             sizes=("steps", "probes", "lanczos_steps"),
         ),
+        # no array or size argument: declared so that the example call is checked
+        Entry("laplex.cpu_kernel_available", laplex.cpu_kernel_available, dict),
+        Entry(
+            "laplex.default_scan",
+            lambda **k: type(laplex.default_scan(**k)).__name__,
+            lambda: {"backend": "cpu"},
+        ),
     ]
 
 
@@ -714,6 +721,8 @@ def lowrank_table():
             lambda: {"n_trials": 2, "n_steps": 6, "pulse_steps": 2},
             sizes=("n_trials", "n_steps", "pulse_steps"),
         ),
+        # no argument: declared so that the example call is checked
+        Entry("lowrank.linear_rank1_visibility", lr.linear_rank1_visibility, dict),
     ]
 
 
@@ -3098,6 +3107,256 @@ def stereo_table():
                 "gt_points": _rng(38).standard_normal((5, 3)),
             },
             {"pred_points": "float", "gt_points": "float"},
+        ),
+        *_stereo_geometry_entries(st),
+        *_stereo_raft_entries(st),
+    ]
+
+
+def _stereo_rig(k):  # a rig whose focal length and baseline are fuzzed arguments
+    from jaxlab.stereo import StereoRig
+
+    return StereoRig(k["focal"], jnp.asarray(1.5), jnp.asarray(2.0), k["baseline"])
+
+
+def _stereo_geometry_entries(st):
+    scene = st.sample_face_scene(60.0, 500.0, key=jax.random.key(0))
+    shard_dir = tempfile.mkdtemp(prefix="jaxlab-fuzz-shards-")
+    cam = {"focal": np.array(100.0), "baseline": np.array(60.0)}
+    cam_kinds = {"focal": "float", "baseline": "float"}
+
+    def ball(p):
+        return jnp.linalg.norm(p - jnp.array([0.0, 0.0, 10.0])) - 2.0
+
+    def rays():
+        d = np.array([[0.0, 0.0, 1.0], [0.1, 0.0, 1.0], [0.0, -0.1, 1.0]])
+        return {"origins": np.zeros((3, 3)), "directions": d / np.linalg.norm(d, axis=1)[:, None]}
+
+    nan_stored = "stored as given: a rendered depth/disparity is NaN where no surface was hit"
+    return [
+        Entry(
+            "stereo.camera_rays",
+            lambda **k: st.camera_rays(_stereo_rig(k), k["height"], k["width"]),
+            lambda: dict(cam, height=3, width=4),
+            cam_kinds,
+            sizes=("height", "width"),
+        ),
+        Entry(
+            "stereo.project_points",
+            lambda **k: st.project_points(_stereo_rig(k), k["points"]),
+            lambda: dict(cam, points=_rng(39).uniform(1, 5, (5, 3)) * [1, 1, 100]),
+            {**cam_kinds, "points": "float"},
+            accepts={("points", "rank+2"): "points (..., 3): any leading shape (docstring)"},
+        ),
+        Entry(
+            "stereo.backproject",
+            lambda **k: st.backproject(_stereo_rig(k), k["u"], k["v"], k["depth"]),
+            lambda: dict(
+                cam,
+                u=_rng(40).uniform(0, 4, (3, 4)),
+                v=_rng(41).uniform(0, 3, (3, 4)),
+                depth=_rng(42).uniform(300, 500, (3, 4)),
+            ),
+            {**cam_kinds, "u": "float", "v": "float", "depth": "float"},
+        ),
+        Entry(
+            "stereo.sphere_trace",
+            lambda **k: st.sphere_trace(ball, **k, t_max=20.0),
+            lambda: dict(rays(), n_steps=8),
+            {"origins": "float", "directions": "float"},
+            sizes=("n_steps",),
+        ),
+        Entry(
+            "stereo.sdf_normals",
+            lambda **k: st.sdf_normals(ball, k["points"]),
+            lambda: {"points": _rng(43).standard_normal((4, 3))},
+            {"points": "float"},
+        ),
+        Entry(
+            "stereo.face_sdf",
+            lambda **k: st.face_sdf(k["p"], scene),
+            lambda: {"p": np.array([0.0, 0.0, 500.0])},
+            {"p": "float"},
+        ),
+        Entry("stereo.face_landmarks", lambda: st.face_landmarks(scene), dict),
+        Entry(
+            "stereo.sample_face_scene",
+            lambda **k: st.sample_face_scene(**k, key=jax.random.key(1)),
+            lambda: {"baseline": np.array(60.0), "distance": np.array(500.0)},
+            {"baseline": "float", "distance": "float"},
+        ),
+        Entry(
+            "stereo.rig_configurations",
+            st.rig_configurations,
+            lambda: {
+                "width": 8,
+                "baselines": np.array([40.0, 60.0]),
+                "distances": np.array([400.0]),
+                "zooms": np.array([1.0, 1.5]),
+            },
+            {"baselines": "float", "distances": "float", "zooms": "float"},
+            sizes=("width",),
+        ),
+        Entry(
+            "stereo.render_pair",
+            lambda **k: st.render_pair(
+                scene, _stereo_rig(k), k["height"], k["width"], n_steps=k["n_steps"]
+            )["left"],
+            lambda: dict(cam, height=2, width=3, n_steps=4),
+            cam_kinds,
+            sizes=("height", "width", "n_steps"),
+        ),
+        Entry(
+            "stereo.render_dataset",
+            lambda **k: st.render_dataset(**k, key=jax.random.key(2))["left"],
+            lambda: {
+                "n_pairs": 1,
+                "height": 2,
+                "width": 2,
+                "configs": np.array([[100.0, 60.0, 500.0]]),
+                "batch": 1,
+                "n_steps": 3,
+            },
+            {"configs": "float"},
+            sizes=("n_pairs", "height", "width", "batch", "n_steps"),
+            accepts={("configs", "none"): "None is the default: rig_configurations(width)"},
+        ),
+        Entry(
+            "stereo.write_face_shards",
+            lambda **k: st.write_face_shards(
+                shard_dir, {"left": k["left"], "depth": k["depth"]}, k["shard_size"]
+            ),
+            lambda: {
+                "left": _rng(44).uniform(size=(3, 2, 2, 3)),
+                "depth": _rng(45).uniform(300, 500, (3, 2, 2)),
+                "shard_size": 2,
+            },
+            {"left": "float", "depth": "float"},
+            sizes=("shard_size",),
+            accepts={(a, t): nan_stored for a in ("left", "depth") for t in ("nan", "inf")},
+        ),
+        Entry(
+            "stereo.load_motorcycle",
+            lambda **k: st.load_motorcycle(**k)[0],
+            lambda: {"scale": 16},
+            sizes=("scale",),
+        ),
+    ]
+
+
+def _stereo_raft_entries(st):
+    model = st.RAFTStereo(
+        feature_dim=8, hidden_dim=8, context_dim=8, n_levels=2, radius=1, downsample=2
+    )
+    params = st.init_raft(model, 4, 4, key=jax.random.key(3))
+    opt = st.raft_optimizer(1e-3, 0.0, 2)
+
+    def pair(n=1):
+        r = _rng(46)
+        return {"left": r.uniform(size=(n, 4, 4, 3)), "right": r.uniform(size=(n, 4, 4, 3))}
+
+    def f32(x):  # the model's dtype: a NumPy float64 image is cast, a list refused as such
+        return x.astype(np.float32) if isinstance(x, np.ndarray) and x.dtype == np.float64 else x
+
+    def labelled():
+        return dict(pair(), disparity=_rng(47).uniform(0, 2, (1, 4, 4)))
+
+    pair_kinds = {"left": "float", "right": "float"}
+    unknown = "NaN/inf ground truth marks an unknown disparity, not supervised (docstring)"
+    return [
+        Entry(
+            "stereo.init_raft",
+            lambda **k: st.init_raft(model, **k, key=jax.random.key(4)),
+            lambda: {"height": 4, "width": 4},
+            sizes=("height", "width"),
+        ),
+        Entry(
+            "stereo.raft_loss",
+            lambda **k: st.raft_loss(
+                model,
+                params,
+                *(f32(k[a]) for a in ("left", "right", "disparity")),
+                k["valid"],
+                n_iters=k["n_iters"],
+            ),
+            lambda: dict(labelled(), valid=np.ones((1, 4, 4), bool), n_iters=1),
+            {**pair_kinds, "disparity": "float", "valid": "bool"},
+            sizes=("n_iters",),
+        ),
+        Entry(
+            "stereo.raft_optimizer",
+            lambda **k: st.raft_optimizer(**k).init({"w": jnp.zeros(2)}),
+            lambda: {"learning_rate": np.array(1e-3), "weight_decay": np.array(1e-5), "steps": 3},
+            {"learning_rate": "float", "weight_decay": "float"},
+            sizes=("steps",),
+        ),
+        Entry(
+            "stereo.raft_predictor",
+            lambda **k: st.raft_predictor(model, params, n_iters=k["n_iters"])(
+                f32(k["left"]), f32(k["right"])
+            ),
+            lambda: dict(pair(), n_iters=1),
+            pair_kinds,
+            sizes=("n_iters",),
+        ),
+        Entry(
+            "stereo.raft_disparity",
+            lambda **k: st.raft_disparity(
+                model, params, f32(k["left"]), f32(k["right"]), n_iters=k["n_iters"]
+            ),
+            lambda: dict(pair(), n_iters=1),
+            pair_kinds,
+            sizes=("n_iters",),
+        ),
+        Entry(
+            "stereo.train_raft",
+            lambda **k: (
+                st.train_raft(
+                    model,
+                    *(f32(k[a]) for a in ("left", "right", "disparity")),
+                    key=jax.random.key(5),
+                    params=params,
+                    steps=k["steps"],
+                    batch_size=k["batch_size"],
+                    n_iters=k["n_iters"],
+                    augment=False,
+                    optimizer=opt,
+                )[1].losses
+            ),
+            lambda: dict(labelled(), steps=1, batch_size=1, n_iters=1),
+            {**pair_kinds, "disparity": "float"},
+            sizes=("steps", "batch_size", "n_iters"),
+            accepts={("disparity", t): unknown for t in ("nan", "inf")},
+        ),
+        Entry(
+            "stereo.convex_upsample",
+            st.convex_upsample,
+            lambda: {
+                "disparity": _rng(48).uniform(0, 2, (2, 3)),
+                "mask": _rng(49).standard_normal((2, 3, 36)),
+                "factor": 2,
+            },
+            {"disparity": "float", "mask": "float"},
+            sizes=("factor",),
+        ),
+        Entry(
+            "stereo.correlation_pyramid",
+            lambda **k: st.correlation_pyramid(**k)[-1],
+            lambda: {"corr": _rng(50).standard_normal((2, 3, 4)), "n_levels": 2},
+            {"corr": "float"},
+            sizes=("n_levels",),
+        ),
+        Entry(
+            "stereo.lookup_pyramid",
+            lambda **k: st.lookup_pyramid([k["pyramid"]], k["disparity"], k["radius"]),
+            lambda: {
+                "pyramid": _rng(51).standard_normal((2, 3, 4)),
+                "disparity": _rng(52).uniform(0, 3, (2, 3)),
+                "radius": 1,
+            },
+            {"pyramid": "float", "disparity": "float"},
+            sizes=("radius",),
+            accepts={("radius", "size0"): "radius 0 reads the current disparity only (docstring)"},
         ),
     ]
 

@@ -226,13 +226,22 @@ def error_if_not_finite(name: str, x: jax.Array, *, enabled: bool = True) -> jax
     return eqx.error_if(x, ~jnp.all(jnp.isfinite(x)), f"{name}: expected finite values")
 
 
-def check_finite(name: str, x: Any) -> None:
-    """Raise if a concrete array holds NaN or inf (no-op under tracing)."""
-    if _is_concrete(x):
-        arr = np.asarray(x)
-        if np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)):
-            bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
-            raise ValueError(f"{name}: expected finite values, received {bad} NaN/inf entries")
+def check_finite(name: str, x: Any, *, where: Any = None) -> None:
+    """Raise if a concrete array holds NaN or inf (no-op under tracing). `where`: a
+    boolean mask of `x`'s shape; only the entries where it is True must be finite (e.g. a
+    ground truth whose other entries are ignored)."""
+    if not _is_concrete(x) or (where is not None and not _is_concrete(where)):
+        return
+    arr = np.asarray(x)
+    if not np.issubdtype(arr.dtype, np.inexact):
+        return
+    ok = np.isfinite(arr)
+    if where is not None:
+        ok = ok | ~np.broadcast_to(np.asarray(where, bool), arr.shape)
+    if not np.all(ok):
+        bad = int(np.size(ok) - np.count_nonzero(ok))
+        span = " where it is used" if where is not None else ""
+        raise ValueError(f"{name}: expected finite values{span}, received {bad} NaN/inf entries")
 
 
 def check_range(

@@ -35,9 +35,29 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxlab._core import atomic_write, check_positive_int, read_json, read_npz, write_json
+from jaxlab._core import (
+    as_array,
+    atomic_write,
+    check_instance,
+    check_memory,
+    check_positive_int,
+    check_real,
+    check_size,
+    read_json,
+    read_npz,
+    write_json,
+)
 
-from ._render import StereoRig, camera_rays, project_points, sdf_normals, sphere_trace
+from ._render import (
+    MAX_TRACE_STEPS,
+    StereoRig,
+    camera_rays,
+    check_image_size,
+    check_rig,
+    project_points,
+    sdf_normals,
+    sphere_trace,
+)
 
 __all__ = [
     "FaceScene",
@@ -102,8 +122,28 @@ def rig_configurations(
     width: int, baselines=(40.0, 60.0, 80.0), distances=(400.0, 500.0, 600.0), zooms=(1.0, 1.15)
 ) -> Float[Array, "C 3"]:
     """Grid of rectified, vergence-free configurations: rows (focal_px, baseline_mm,
-    distance_mm) with focal = zoom * width * distance / 300 (the face keeps a similar size)."""
-    check_positive_int("width", width)
+    distance_mm) with focal = zoom * width * distance / 300 (the face keeps a similar size).
+
+    `width` a positive integer; `baselines`, `distances`, `zooms` non-empty 1-D sequences
+    of finite values > 0 (ValueErrors naming the argument otherwise)."""
+    width = check_positive_int("width", width)
+    grid = [
+        np.asarray(
+            as_array(
+                name,
+                v,
+                ndim=1,
+                dtype=jnp.floating,
+                finite=True,
+                nonempty=True,
+                low=0.0,
+                low_inclusive=False,
+            )
+        ).tolist()
+        for name, v in (("baselines", baselines), ("distances", distances), ("zooms", zooms))
+    ]
+    baselines, distances, zooms = grid
+    check_memory("baselines, distances, zooms", 24.0 * len(baselines) * len(distances) * len(zooms))
     rows = [(z * width * d / 300.0, b, d) for b in baselines for d in distances for z in zooms]
     return jnp.asarray(rows, float)
 
@@ -114,7 +154,10 @@ def _u(key, low, high, shape=()):
 
 def sample_face_scene(baseline, distance, *, key: PRNGKeyArray) -> FaceScene:
     """Random avatar + environment; the face front is about `distance` mm from the rig,
-    centred between the two cameras."""
+    centred between the two cameras. `baseline`, `distance` (mm): finite numbers > 0
+    (checked when concrete; traced values pass, as inside `render_dataset`)."""
+    baseline = check_real("baseline", baseline, low=0.0, low_inclusive=False)
+    distance = check_real("distance", distance, low=0.0, low_inclusive=False)
     k = iter(jax.random.split(key, 32))
     skull = jnp.stack([_u(next(k), 66.0, 80.0), _u(next(k), 92.0, 112.0), _u(next(k), 86.0, 100.0)])
     centre = jnp.stack(
@@ -234,7 +277,10 @@ def _to_local(p, s: FaceScene):
 
 
 def face_sdf(p: Float[Array, " 3"], s: FaceScene) -> Float[Array, ""]:
-    """Scene SDF at a left-camera point (mm): min(head, wall plane z = wall_z)."""
+    """Scene SDF at a left-camera point (mm): min(head, wall plane z = wall_z). `p`: a
+    finite point `(3,)`; `s`: a `FaceScene`."""
+    check_instance("s", s, FaceScene)
+    p = as_array("p", p, shape=(3,), dtype=jnp.floating, finite=True)
     head, _, _ = _head_local(_to_local(p, s), s)
     return jnp.minimum(head, s.wall_z - p[2])
 
@@ -273,6 +319,7 @@ def _albedo(p, s: FaceScene):
 
 def face_landmarks(s: FaceScene) -> Float[Array, "K 3"]:
     """Nominal landmark points (left-camera frame) before snapping to the visible surface."""
+    check_instance("s", s, FaceScene)
     eyes, _, tip, mouth = _parts(s)
     r = s.eye_r
     pts = [eyes[0] + jnp.stack([0.0 * r, 0.0 * r, -r]), eyes[1] + jnp.stack([0.0 * r, 0.0 * r, -r])]
@@ -288,6 +335,10 @@ def face_landmarks(s: FaceScene) -> Float[Array, "K 3"]:
     return local @ _rot(s.yaw).T + s.centre[None]
 
 
+_RENDER_BYTES_PER_PIXEL = 2 * 64 * 8  # both views: rays, points, normals, colours (f64)
+_OUTPUT_BYTES_PER_PIXEL = 12 * 8  # left, right, normals (3 each), depth, disparity, mask
+
+
 def render_pair(s: FaceScene, rig: StereoRig, height: int, width: int, *, n_steps: int = 160):
     """Render one rectified stereo pair of a face scene.
 
@@ -300,7 +351,14 @@ def render_pair(s: FaceScene, rig: StereoRig, height: int, width: int, *, n_step
         frame, on the visible surface); landmarks_px (K, 3) columns (u_left, u_right, v);
         landmarks_visible (K,) bool (surface hit within 12 mm of
         the nominal point); camera (4,) = (focal, cx, cy, baseline).
+
+    `height`, `width`: positive integers whose rendering fits in memory; `n_steps`: a
+    positive integer up to `MAX_TRACE_STEPS`; `rig` as in `check_rig` (ValueErrors).
     """
+    check_instance("s", s, FaceScene)
+    rig = check_rig(rig)
+    height, width = check_image_size(height, width, bytes_per_pixel=_RENDER_BYTES_PER_PIXEL)
+    check_size("n_steps", n_steps, cap=MAX_TRACE_STEPS, why="MAX_TRACE_STEPS")
     sdf = lambda p: face_sdf(p, s)  # noqa: E731
     t_max = 1.5 * s.wall_z + 1.0
     npx = height * width
@@ -352,13 +410,32 @@ def render_dataset(
     Returns numpy arrays stacked over pairs (keys of `render_pair` plus `config` (N,)
     index and `ipd_mm` (N,), the true inter-pupillary distance of the rendered pupils).
     Pairs are vmapped `batch` at a time under one jit.
+
+    `n_pairs`, `height`, `width`, `batch`: positive integers whose output and working
+    set fit in memory (`check_memory`, before rendering); `n_steps` up to
+    `MAX_TRACE_STEPS`; `configs` (default `rig_configurations(width)`): `(C, 3)` rows of
+    finite (focal, baseline, distance) > 0.
     """
-    check_positive_int("n_pairs", n_pairs)
-    check_positive_int("height", height)
-    check_positive_int("width", width)
-    configs = rig_configurations(width) if configs is None else jnp.asarray(configs)
-    if configs.ndim != 2 or configs.shape[1] != 3:
-        raise ValueError(f"configs: expected shape (C, 3), received {configs.shape}")
+    n_pairs = check_positive_int("n_pairs", n_pairs)
+    height, width = check_image_size(height, width, bytes_per_pixel=_RENDER_BYTES_PER_PIXEL)
+    batch = check_positive_int("batch", batch)
+    n_steps = check_size("n_steps", n_steps, cap=MAX_TRACE_STEPS, why="MAX_TRACE_STEPS")
+    check_memory("n_pairs", float(n_pairs) * height * width * _OUTPUT_BYTES_PER_PIXEL)
+    check_memory("batch", float(batch) * height * width * _RENDER_BYTES_PER_PIXEL)
+    configs = (
+        rig_configurations(width)
+        if configs is None
+        else as_array(
+            "configs",
+            configs,
+            shape=(None, 3),
+            dtype=jnp.floating,
+            finite=True,
+            nonempty=True,
+            low=0.0,
+            low_inclusive=False,
+        )
+    )
 
     @jax.jit
     def one_batch(keys, cfg):
@@ -395,12 +472,33 @@ def render_dataset(
 def write_face_shards(
     directory: str | os.PathLike, data: dict[str, np.ndarray], shard_size: int = 64, configs=None
 ) -> Path:
-    """Write a rendered set as `shard_XXXXX.npz` files plus `index.json` (atomic writes)."""
-    check_positive_int("shard_size", shard_size)
+    """Write a rendered set as `shard_XXXXX.npz` files plus `index.json` (atomic writes).
+
+    `data`: a non-empty dict of numeric arrays (stored as given: a rendered depth is NaN
+    where a ray found no surface) sharing one leading length >= 1; `shard_size` a
+    positive integer. Values are refused with a ValueError naming `data[<key>]`."""
+    shard_size = check_positive_int("shard_size", shard_size)
     directory = Path(directory)
+    check_instance("data", data, dict)
+    if not data:
+        raise ValueError("data: expected at least one array, received an empty dict")
+    arrays = {}
+    for k, v in data.items():
+        if not isinstance(k, str):
+            raise ValueError(f"data: expected string keys, received {k!r:.60}")
+        name = f"data[{k!r}]"
+        as_array(name, v, nonempty=True)  # numeric, not None/str/ragged/complex
+        arrays[k] = np.asarray(v)  # stored as given (dtype kept)
+        if arrays[k].ndim < 1:
+            raise ValueError(f"{name}: expected an array with a leading axis, received a scalar")
+    lengths = {k: len(v) for k, v in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(
+            "data: expected arrays with the same leading length, received "
+            + ", ".join(f"data[{k!r}]={n}" for k, n in lengths.items())
+        )
+    data = arrays
     n = len(next(iter(data.values())))
-    if any(len(v) != n for v in data.values()):
-        raise ValueError("data: expected arrays with the same leading length")
     shards = []
     for i, start in enumerate(range(0, n, shard_size)):
         name = f"shard_{i:05d}.npz"

@@ -33,7 +33,11 @@ from jaxlab._core import (
     StepLoop,
     check_array,
     check_finite,
+    check_instance,
+    check_memory,
     check_positive_int,
+    check_real,
+    check_size,
     driver_for,
     optimizer_update,
     run_steps,
@@ -52,6 +56,24 @@ __all__ = [
 ]
 
 
+MAX_ITERS = 1_000
+"""Most refinement iterations (`n_iters`): the loop is unrolled when traced, so the
+compile time and memory grow with it (RAFT-Stereo uses up to 32)."""
+
+MAX_STEPS = 10**6
+"""Most training steps of `train_raft` (each is a full forward and backward pass)."""
+
+
+def _check_n_iters(n_iters) -> int:
+    return check_size("n_iters", n_iters, cap=MAX_ITERS, why="MAX_ITERS")
+
+
+def _activation_bytes(model, n, h, w, n_iters) -> float:
+    """A rough upper estimate of the activations of `n` pairs of (h, w) pixels through
+    `n_iters` iterations (forward and backward): ~ 256 + 64 n_iters values a pixel."""
+    return float(n) * h * w * (256 + 64 * n_iters) * jnp.dtype(model.dtype).itemsize
+
+
 def _check_pair(left, right, n_iters, downsample):
     check_array("left", left, dtype=jnp.floating)
     if left.ndim not in (3, 4) or left.shape[-1] != 3:
@@ -59,7 +81,7 @@ def _check_pair(left, right, n_iters, downsample):
     check_array("right", right, shape=tuple(left.shape), dtype=jnp.floating)
     check_finite("left", left)
     check_finite("right", right)
-    check_positive_int("n_iters", n_iters)
+    _check_n_iters(n_iters)
     h, w = left.shape[-3], left.shape[-2]
     if h % downsample or w % downsample:
         raise ValueError(
@@ -77,9 +99,16 @@ def init_raft(model: RAFTStereo, height: int, width: int, *, key: PRNGKeyArray):
     divisible by `model.downsample` works with them). Convolution kernels are LeCun-normal
     (std 1 / sqrt(fan_in)), biases 0. The parameter shapes come from an abstract
     evaluation of `model.init` and all kernels from one normal draw, which is much cheaper
-    to compile than flax's per-parameter initialisers."""
-    check_positive_int("height", height)
-    check_positive_int("width", width)
+    to compile than flax's per-parameter initialisers. `model` a `RAFTStereo`; `height`,
+    `width` positive integers divisible by `model.downsample` (ValueErrors otherwise)."""
+    check_instance("model", model, RAFTStereo)
+    height = check_positive_int("height", height)
+    width = check_positive_int("width", width)
+    if height % model.downsample or width % model.downsample:
+        raise ValueError(
+            f"height, width: expected multiples of downsample={model.downsample}, "
+            f"received {height}, {width}"
+        )
     x = jax.ShapeDtypeStruct((1, height, width, 3), model.dtype)
     shapes = jax.eval_shape(lambda k, a: model.init(k, a, a, 1), key, x)["params"]
     flat, tree = jax.tree_util.tree_flatten_with_path(shapes)
@@ -100,7 +129,20 @@ def raft_loss(
     model: RAFTStereo, params, left, right, disparity, valid, *, n_iters: int, gamma: float = 0.9
 ) -> Float[Array, ""]:
     """Sequence loss sum_i gamma^(N-i) mean_{valid} |d_i - d_gt| on a batch (B, H, W, 3),
-    disparity (B, H, W) (values ignored where `valid` (B, H, W) is False)."""
+    disparity (B, H, W) (values ignored where `valid` (B, H, W) is False).
+
+    `left`, `right`: finite `(B, H, W, 3)` (H, W divisible by `model.downsample`);
+    `disparity` finite where `valid` (a bool `(B, H, W)`) is True; `n_iters` a positive
+    integer up to `MAX_ITERS`; `gamma` finite > 0 (ValueErrors naming the argument;
+    values are checked when concrete, shapes also inside `jit`)."""
+    check_instance("model", model, RAFTStereo)
+    sizes = check_array("left", left, shape=("B", "H", "W", 3), dtype=jnp.floating)
+    check_array("right", right, shape=("B", "H", "W", 3), dtype=jnp.floating, sizes=sizes)
+    check_array("disparity", disparity, shape=("B", "H", "W"), dtype=jnp.floating, sizes=sizes)
+    check_array("valid", valid, shape=("B", "H", "W"), dtype=jnp.bool_, sizes=sizes)
+    _check_pair(left, right, n_iters, model.downsample)
+    check_finite("disparity", disparity, where=valid)
+    gamma = check_real("gamma", gamma, low=0.0, low_inclusive=False)
     preds = cast(jax.Array, model.apply({"params": params}, left, right, n_iters))
     gt = jnp.where(valid, disparity, 0.0).astype(preds.dtype)
     v = valid.astype(preds.dtype)
@@ -129,7 +171,10 @@ def raft_optimizer(
     """`train_raft`'s default: AdamW with linear warm-up (5 % of `steps`) and cosine decay
     to 5 % of `learning_rate` at `steps`, global-norm clipping at 1 (RAFT-Stereo's
     recipe, shortened). Build it once and pass it to several `train_raft` calls to reuse
-    the compiled step."""
+    the compiled step. `learning_rate` finite > 0, `weight_decay` finite >= 0, `steps` a
+    positive integer (ValueErrors naming the argument)."""
+    learning_rate = check_real("learning_rate", learning_rate, low=0.0, low_inclusive=False)
+    weight_decay = check_real("weight_decay", weight_decay, low=0.0)
     steps = check_positive_int("steps", steps)
     schedule = optax.warmup_cosine_decay_schedule(
         0.0, learning_rate, max(1, steps // 20), steps, learning_rate * 0.05
@@ -238,7 +283,12 @@ def train_raft(
 
     **Returns:** `(params, history)`, `history.losses` `(steps,)` the per-step training
     losses.
+
+    Bad inputs raise a ValueError naming the argument: images non-finite or of other
+    shapes, `steps` beyond `MAX_STEPS`, `n_iters` beyond `MAX_ITERS`, a `batch_size`
+    whose activations (an estimate) exceed the memory available.
     """
+    check_instance("model", model, RAFTStereo)
     sizes = check_array("left", left, shape=("N", "H", "W", 3), dtype=jnp.floating)
     check_array("right", right, shape=("N", "H", "W", 3), dtype=jnp.floating, sizes=sizes)
     check_array("disparity", disparity, shape=("N", "H", "W"), dtype=jnp.floating, sizes=sizes)
@@ -246,9 +296,14 @@ def train_raft(
     check_finite("right", right)
     if mask is not None:
         check_array("mask", mask, shape=("N", "H", "W"), sizes=sizes)
-    for name, v in (("steps", steps), ("batch_size", batch_size), ("n_iters", n_iters)):
-        check_positive_int(name, v)
+    steps = check_size("steps", steps, cap=MAX_STEPS, why="MAX_STEPS")
+    batch_size = check_positive_int("batch_size", batch_size)
+    n_iters = _check_n_iters(n_iters)
     _check_pair(left[:1], right[:1], n_iters, model.downsample)
+    gamma = check_real("gamma", gamma, low=0.0, low_inclusive=False)
+    check_memory(
+        "batch_size", _activation_bytes(model, batch_size, sizes["H"], sizes["W"], n_iters)
+    )
     dt = model.dtype
     valid = np.isfinite(np.asarray(disparity))
     if mask is not None:
@@ -281,8 +336,11 @@ def train_raft(
 def raft_predictor(model: RAFTStereo, params, *, n_iters: int = 6):
     """A predictor `predict(left, right) -> disparity` jit-compiled once for these params:
     left, right (H, W, 3) or (B, H, W, 3) images in [0, 1]; returns the final-iteration
-    disparity (H, W) or (B, H, W), in pixels, >= 0. Bad inputs raise ValueError."""
-    check_positive_int("n_iters", n_iters)
+    disparity (H, W) or (B, H, W), in pixels, >= 0. Bad inputs raise ValueError
+    (`n_iters` a positive integer up to `MAX_ITERS`; images finite, of one shape,
+    H and W divisible by `model.downsample`)."""
+    check_instance("model", model, RAFTStereo)
+    _check_n_iters(n_iters)
     fn = jax.jit(lambda p, a, b: model.apply({"params": p}, a, b, n_iters)[-1])
 
     def predict(left, right):
@@ -299,5 +357,6 @@ def raft_predictor(model: RAFTStereo, params, *, n_iters: int = 6):
 def raft_disparity(model: RAFTStereo, params, left, right, *, n_iters: int = 6):
     """Disparity (H, W) or (B, H, W) of a rectified pair with trained `params` (one-off
     call; use `raft_predictor` to compile once for many pairs)."""
+    check_instance("model", model, RAFTStereo)
     _check_pair(left, right, n_iters, model.downsample)
     return raft_predictor(model, params, n_iters=n_iters)(left, right)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxlab._core import check_positive_int
+
 __all__ = ["load_motorcycle"]
 
 
@@ -31,17 +33,22 @@ def _file(name: str):
 def load_motorcycle(scale: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(left, right, disparity): grey images in [0, 1] (H, W) and ground-truth disparity.
 
-    `scale` > 1 box-downsamples the images by that factor and divides disparities by it.
+    `scale` > 1 box-downsamples the images by that factor and divides disparities by it:
+    a positive integer (not a bool) up to the shorter image side (a larger one would
+    leave no pixel; ValueError naming it).
     """
     from PIL import Image
 
-    if not isinstance(scale, int) or scale < 1:
-        raise ValueError(f"scale: expected a positive integer, received {scale!r}")
+    scale = check_positive_int("scale", scale)
     imgs = [
         np.asarray(Image.open(_file(f"motorcycle_{s}.png")).convert("L"), np.float64) / 255
         for s in ("left", "right")
     ]
     disp = np.load(_file("motorcycle_disp.npz"))["arr_0"].astype(np.float64)
+    if scale > min(disp.shape):
+        raise ValueError(
+            f"scale: expected at most {min(disp.shape)} (the shorter image side), received {scale}"
+        )
     if scale > 1:
         h, w = (disp.shape[0] // scale) * scale, (disp.shape[1] // scale) * scale
 

@@ -25,7 +25,14 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxlab._core import check_array, check_finite, check_positive_int
+from jaxlab._core import (
+    as_array,
+    check_array,
+    check_finite,
+    check_memory,
+    check_nonnegative_int,
+    check_positive_int,
+)
 
 __all__ = [
     "correlation_volume",
@@ -60,10 +67,13 @@ def correlation_volume(
 
 def correlation_pyramid(corr: Float[Array, "H W D"], n_levels: int) -> list[Array]:
     """Average-pool the disparity axis by 2, `n_levels - 1` times (level l has D // 2^l
-    entries; entry j of level l+1 is the mean of entries 2j and 2j+1 of level l)."""
-    check_array("corr", corr, ndim=3, dtype=jnp.floating)
-    check_positive_int("n_levels", n_levels)
-    if corr.shape[2] < 2 ** (n_levels - 1):
+    entries; entry j of level l+1 is the mean of entries 2j and 2j+1 of level l).
+
+    `corr`: a finite, non-empty `(H, W, D)` volume; `n_levels`: a positive integer with
+    2^(n_levels-1) <= D (ValueErrors naming the argument otherwise)."""
+    corr = as_array("corr", corr, ndim=3, dtype=jnp.floating, finite=True, nonempty=True)
+    n_levels = check_positive_int("n_levels", n_levels)
+    if n_levels - 1 >= corr.shape[2].bit_length():  # 2^(n_levels-1) > D, without the power
         raise ValueError(
             f"n_levels: expected 2^(n_levels-1) <= {corr.shape[2]} (disparity "
             f"range), received {n_levels}"
@@ -82,10 +92,35 @@ def lookup_pyramid(
     """Correlation around the current disparity: at level l, the values at disparity
     `disparity / 2^l + o` for o = -radius..radius, linearly interpolated along the
     disparity axis (0 outside the volume). Returns (H, W, n_levels * (2 radius + 1)),
-    level-major."""
-    check_array("disparity", disparity, shape=pyramid[0].shape[:2], dtype=jnp.floating)
-    if isinstance(radius, bool) or not isinstance(radius, int) or radius < 0:
-        raise ValueError(f"radius: expected a non-negative integer, received {radius!r}")
+    level-major.
+
+    `pyramid`: a non-empty list of finite `(H, W, D_l)` volumes (`correlation_pyramid`);
+    `disparity`: finite `(H, W)`; `radius`: an integer >= 0 whose window fits in memory
+    (ValueErrors naming the argument otherwise)."""
+    if isinstance(pyramid, str | bytes) or not isinstance(pyramid, list | tuple) or not pyramid:
+        raise ValueError(
+            f"pyramid: expected a non-empty list of (H, W, D) volumes, received "
+            f"{type(pyramid).__name__}"
+        )
+    sizes: dict[str, int] = {}
+    pyramid = [
+        as_array(
+            f"pyramid[{i}]",
+            v,
+            shape=("H", "W", None),
+            dtype=jnp.floating,
+            sizes=sizes,
+            finite=True,
+            nonempty=True,
+        )
+        for i, v in enumerate(pyramid)
+    ]
+    disparity = as_array(
+        "disparity", disparity, shape=("H", "W"), dtype=jnp.floating, sizes=sizes, finite=True
+    )
+    radius = check_nonnegative_int("radius", radius)
+    itemsize = jnp.dtype(disparity.dtype).itemsize
+    check_memory("radius", 4.0 * len(pyramid) * (2 * radius + 1) * disparity.size * itemsize)
     offsets = jnp.arange(-radius, radius + 1, dtype=disparity.dtype)
     out = []
     for lvl, vol in enumerate(pyramid):
@@ -108,9 +143,19 @@ def convex_upsample(
 ) -> Float[Array, "hf wf"]:
     """Upsample a coarse disparity map by `factor`: each fine pixel is a convex
     combination (softmax of `mask`, M = 9 factor^2 logits) of the 3x3 coarse
-    neighbourhood (edge-padded), times `factor` (disparity in fine pixels)."""
+    neighbourhood (edge-padded), times `factor` (disparity in fine pixels).
+
+    `disparity`: finite `(h, w)`; `mask`: finite `(h, w, 9 factor^2)`; `factor`: a
+    positive integer whose output fits in memory (ValueErrors naming the argument)."""
+    disparity = as_array(
+        "disparity", disparity, ndim=2, dtype=jnp.floating, finite=True, nonempty=True
+    )
+    factor = check_positive_int("factor", factor)
     h, w = disparity.shape
-    check_array("mask", mask, shape=(h, w, 9 * factor * factor), dtype=jnp.floating)
+    check_memory("factor", 10.0 * h * w * factor * factor * jnp.dtype(disparity.dtype).itemsize)
+    mask = as_array(
+        "mask", mask, shape=(h, w, 9 * factor * factor), dtype=jnp.floating, finite=True
+    )
     wts = jax.nn.softmax(mask.reshape(h, w, factor, factor, 9), axis=-1)
     pad = jnp.pad(disparity, 1, mode="edge")
     nb = jnp.stack([pad[dy : dy + h, dx : dx + w] for dy in range(3) for dx in range(3)], -1)

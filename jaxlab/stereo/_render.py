@@ -19,7 +19,14 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
-from jaxlab._core import check_array, check_positive_int
+from jaxlab._core import (
+    as_array,
+    check_instance,
+    check_memory,
+    check_positive_int,
+    check_real,
+    check_size,
+)
 
 __all__ = [
     "StereoRig",
@@ -58,12 +65,51 @@ class StereoRig(eqx.Module):
         )
 
 
+MAX_TRACE_STEPS = 100_000
+"""Most sphere-tracing iterations per ray (`sphere_trace`, `render_pair`): the work grows
+with it; a converging scene needs a few hundred."""
+
+
+def check_rig(rig: StereoRig) -> StereoRig:
+    """A `StereoRig` with finite scalar fields, focal length and baseline > 0 (values
+    checked when concrete: inside `jit`/`vmap` only the shapes); lists/NumPy/Python
+    numbers converted to JAX floats. Raises a `ValueError` naming `rig.<field>`."""
+    check_instance("rig", rig, StereoRig)
+    out = {}
+    for field in ("focal", "cx", "cy", "baseline"):
+        positive = field in ("focal", "baseline")
+        out[field] = as_array(
+            f"rig.{field}",
+            getattr(rig, field),
+            shape=(),
+            dtype=jnp.floating,
+            finite=True,
+            low=0.0 if positive else None,
+            low_inclusive=not positive,
+        )
+    return StereoRig(**out)
+
+
+def check_image_size(height, width, *, bytes_per_pixel: float) -> tuple[int, int]:
+    """`height`, `width` positive integers whose image of `bytes_per_pixel` (an estimate
+    of the work arrays per pixel) fits in memory (`check_memory`, before allocating)."""
+    height = check_positive_int("height", height)
+    width = check_positive_int("width", width)
+    check_memory("height, width", float(height) * width * bytes_per_pixel)
+    return height, width
+
+
 def camera_rays(rig: StereoRig, height: int, width: int, *, right: bool = False):
     """Ray origins and unit directions through every pixel centre.
+
+    **Arguments:** `rig` (`check_rig`: finite fields, focal and baseline > 0); `height`,
+    `width` positive integers whose rays fit in memory (a `ValueError` otherwise).
 
     **Returns:**
         origins (H*W, 3), directions (H*W, 3), row-major over (v, u).
     """
+    rig = check_rig(rig)
+    height, width = check_image_size(height, width, bytes_per_pixel=16 * 8)
     v, u = jnp.meshgrid(
         jnp.arange(height, dtype=rig.focal.dtype),
         jnp.arange(width, dtype=rig.focal.dtype),
@@ -78,7 +124,15 @@ def camera_rays(rig: StereoRig, height: int, width: int, *, right: bool = False)
 
 
 def project_points(rig: StereoRig, points: Float[Array, "K 3"]) -> Float[Array, "K 3"]:
-    """Pinhole projection of left-camera points: columns (u_left, u_right, v) in pixels."""
+    """Pinhole projection of left-camera points: columns (u_left, u_right, v) in pixels.
+
+    `points` `(..., 3)` finite, in front of the camera (z > 0; values checked when
+    concrete); `rig` as in `check_rig`."""
+    rig = check_rig(rig)
+    points = as_array("points", points, dtype=jnp.floating, finite=True, nonempty=True)
+    if points.ndim < 1 or points.shape[-1] != 3:
+        raise ValueError(f"points: expected shape (..., 3), received {tuple(points.shape)}")
+    as_array("points[..., 2]", points[..., 2], low=0.0, low_inclusive=False)
     x, y, z = points[..., 0], points[..., 1], points[..., 2]
     ul = rig.focal * x / z + rig.cx
     ur = rig.focal * (x - rig.baseline) / z + rig.cx
@@ -89,7 +143,22 @@ def project_points(rig: StereoRig, points: Float[Array, "K 3"]) -> Float[Array, 
 def backproject(
     rig: StereoRig, u: Float[Array, "*B"], v: Float[Array, "*B"], depth: Float[Array, "*B"]
 ) -> Float[Array, "*B 3"]:
-    """Left-camera 3-D point of pixel (u, v) at metric depth Z: (Z (u-cx)/f, Z (v-cy)/f, Z)."""
+    """Left-camera 3-D point of pixel (u, v) at metric depth Z: (Z (u-cx)/f, Z (v-cy)/f, Z).
+
+    `u`, `v`, `depth`: finite arrays of one shape (`depth` > 0; a rendered depth map's
+    NaN pixels, without a surface, must be masked out first); `rig` as in `check_rig`."""
+    rig = check_rig(rig)
+    u = as_array("u", u, dtype=jnp.floating, finite=True)
+    v = as_array("v", v, shape=tuple(u.shape), dtype=jnp.floating, finite=True)
+    depth = as_array(
+        "depth",
+        depth,
+        shape=tuple(u.shape),
+        dtype=jnp.floating,
+        finite=True,
+        low=0.0,
+        low_inclusive=False,
+    )
     return jnp.stack(
         [depth * (u - rig.cx) / rig.focal, depth * (v - rig.cy) / rig.focal, depth], -1
     )
@@ -109,14 +178,24 @@ def sphere_trace(
 
     `sdf` maps one point (3,) to a scalar; it is vmapped over rays. `step_scale` < 1
     under-relaxes the steps for SDFs that are only bounds (smooth unions, ellipsoids).
+    `origins`, `directions`: finite `(N, 3)`; `t_max`, `eps`, `step_scale` finite and
+    > 0; `n_steps` a positive integer up to `MAX_TRACE_STEPS` (ValueErrors otherwise).
 
     **Returns:**
         t (N,): distance along each unit ray to the surface, `hit` (N,): converged and
         within t_max.
     """
-    sizes = check_array("origins", origins, shape=("N", 3), dtype=jnp.floating)
-    check_array("directions", directions, shape=("N", 3), dtype=jnp.floating, sizes=sizes)
-    check_positive_int("n_steps", n_steps)
+    sizes: dict[str, int] = {}
+    origins = as_array(
+        "origins", origins, shape=("N", 3), dtype=jnp.floating, sizes=sizes, finite=True
+    )
+    directions = as_array(
+        "directions", directions, shape=("N", 3), dtype=jnp.floating, sizes=sizes, finite=True
+    )
+    n_steps = check_size("n_steps", n_steps, cap=MAX_TRACE_STEPS, why="MAX_TRACE_STEPS")
+    t_max = check_real("t_max", t_max, low=0.0, low_inclusive=False)
+    eps = check_real("eps", eps, low=0.0, low_inclusive=False)
+    step_scale = check_real("step_scale", step_scale, low=0.0, low_inclusive=False)
 
     def one(o, d):
         def body(_, carry):
@@ -133,6 +212,10 @@ def sphere_trace(
 
 
 def sdf_normals(sdf, points: Float[Array, "N 3"]) -> Float[Array, "N 3"]:
-    """Unit surface normals: normalised autodiff gradient of the SDF."""
+    """Unit surface normals: normalised autodiff gradient of the SDF at finite `points`
+    `(N, 3)`."""
+    points = as_array(
+        "points", points, shape=(None, 3), dtype=jnp.floating, finite=True, nonempty=True
+    )
     g = jax.vmap(jax.grad(sdf))(points)
     return g / jnp.maximum(jnp.linalg.norm(g, axis=-1, keepdims=True), 1e-12)

@@ -314,3 +314,16 @@ def test_lanczos_names_a_vector_the_operator_does_not_take():
         laplex.lanczos_sqrt_apply(_spd_mv, jnp.ones(5), 2)
     with pytest.raises(ValueError, match="^n: the operator"):
         laplex.slq_logdet(_spd_mv, 5, key=jax.random.key(0), dtype=jnp.float64)
+
+
+@pytest.mark.parametrize("backend", ["abc", "", 3, True])
+def test_default_scan_refuses_an_unknown_backend(backend):
+    """Issue #59: `default_scan("abc")` picked `PallasScan` silently (any name but "cpu"
+    did) and `default_scan(3)` compared an int to "cpu"; now a ValueError names it."""
+    with pytest.raises(ValueError, match="^backend: expected"):
+        laplex.default_scan(backend)
+
+
+def test_default_scan_still_picks_per_platform():
+    for platform in ("gpu", "cuda", "tpu"):  # no kernel build: "cpu" may compile C++
+        assert type(laplex.default_scan(platform)).__name__ == "PallasScan"

@@ -10,10 +10,22 @@ from ._scan import AbstractScan, BlockedScan
 
 __all__ = ["default_scan"]
 
+_PLATFORMS = frozenset({"cpu", "gpu", "cuda", "rocm", "tpu", "METAL"})
+
 
 def default_scan(backend: str | None = None) -> AbstractScan:
-    """`CpuScan` on CPU (if it compiles, else `BlockedScan`), `PallasScan` on GPU/TPU."""
+    """`CpuScan` on CPU (if it compiles, else `BlockedScan`), `PallasScan` on GPU/TPU.
+
+    `backend`: None (the default backend) or a platform name such as "cpu", "gpu",
+    "cuda", "rocm", "tpu" (a `jax.Device.platform`); anything else is a ValueError
+    naming it (an unknown name used to select `PallasScan` silently)."""
+    if backend is not None and (not isinstance(backend, str) or not backend.strip()):
+        raise ValueError(f"backend: expected None or a platform name, received {backend!r:.60}")
     backend = backend or jax.default_backend()
+    if backend not in _PLATFORMS:
+        raise ValueError(
+            f"backend: expected one of {sorted(_PLATFORMS)} or None, received {backend!r:.60}"
+        )
     if backend == "cpu":
         return CpuScan() if cpu_kernel_available() else BlockedScan()
     return PallasScan()
