@@ -246,6 +246,12 @@ def encoding_stats(data: ComplexArrays) -> tuple[tuple[tuple[np.ndarray, np.ndar
     return tuple(out)
 
 
+def _feature_row(v, e) -> Array:
+    """A per-feature statistic as `[1, ..., 1, d]` of `e`'s rank and dtype (explicit,
+    so a stacked `e` never relies on rank promotion)."""
+    return jnp.asarray(v, e.dtype).reshape((1,) * (e.ndim - 1) + (-1,))
+
+
 def standardize_encodings(data: ComplexArrays, stats) -> ComplexArrays:
     """`(enc - mean) / std` per feature on real cells (padding stays 0), from `encoding_stats`."""
     enc = []
@@ -253,7 +259,7 @@ def standardize_encodings(data: ComplexArrays, stats) -> ComplexArrays:
         m = data.mask[r][..., None]
         enc.append(
             tuple(
-                ((e - jnp.asarray(mu, e.dtype)) / jnp.asarray(sd, e.dtype)) * m
+                ((e - _feature_row(mu, e)) / _feature_row(sd, e)) * m
                 for e, (mu, sd) in zip(data.enc[r], stats[r], strict=True)
             )
         )

@@ -116,3 +116,21 @@ def test_training_refuses_nan_targets_huge_steps_and_a_zero_batch():
         tp.fit(trainer, model, data, np.ones(2), key=key, steps=MAX_RUN_STEPS + 1)
     with pytest.raises(ValueError, match="^batch_size: expected a positive integer"):
         tp.predict(model, data, batch_size=0)
+
+
+def test_standardize_encodings_of_stacked_data_under_strict_rank_promotion():
+    """Issue #59 (its fuzz entry): stacked `[g, n, d]` encodings minus a `(d,)` mean
+    relied on rank promotion (an error where it is 'raise', as in jaxlab's tests)."""
+    import jax
+
+    edges = np.array([[0, 1], [1, 2], [0, 2]])
+    cx = tp.cycle_lift(3, edges, max_length=3)
+    spec = tp.EncodingSpec(lappe_k=1, rwse_steps=2, heat_times=(1.0,), cycle_lengths=(3,))
+    arr = tp.complex_arrays(
+        cx, tp.lift_features(cx, np.ones((3, 2))), tp.complex_encodings(cx, spec)
+    )
+    data = tp.stack_complex_arrays([arr, arr])
+    with jax.numpy_rank_promotion("raise"):
+        out = tp.standardize_encodings(data, tp.encoding_stats(data))
+    assert out.enc[0][0].shape == data.enc[0][0].shape
+    assert np.all(np.isfinite(np.asarray(out.enc[0][0])))
