@@ -19,6 +19,7 @@ locates the files of the installed data wheels. `jaxlab._core` holds the other h
 the components share; it is private.
 """
 
+from ._core import MAX_RUN_STEPS as MAX_RUN_STEPS
 from ._core import AbstractLoop as AbstractLoop
 from ._core import AbstractProgress as AbstractProgress
 from ._core import AbstractStep as AbstractStep

@@ -792,6 +792,141 @@ def cells_table():
             {"z": "float"},
             sizes=("n_slices",),
         ),
+        *_cells_more_entries(cells, key),
+    ]
+
+
+def _tiny_adata():
+    """12 cells x 20 genes of Poisson counts, the genes named after the interferon program
+    (so `spike_program` finds its genes)."""
+    import anndata
+
+    from jaxlab.cells._data import INTERFERON_PROGRAM
+
+    names = [*INTERFERON_PROGRAM, "G16", "G17", "G18", "G19"]
+    ad = anndata.AnnData(X=_rng(30).poisson(2.0, (12, 20)).astype(np.float32))
+    ad.var_names = names
+    return ad
+
+
+def _cells_more_entries(cells, key):
+    """The rest of `jaxlab.cells` (issue #59): scores and views of one cell on an untrained
+    tiny `LeCellModel`, AnnData in/out (the AnnData is fixed, its scalar and size
+    arguments are fuzzed), the simulator and the NB-VAE."""
+    model = cells.LeCellModel(6, 2, 4, 1, key=jax.random.key(31))
+    cell = np.log1p(_rng(32).poisson(2.0, 6).astype(float))
+    adata = _tiny_adata()
+    tiny_train = {"latent_dim": 2, "width": 4, "batch_size": 4, "attributions": False}
+    return [
+        Entry(
+            "cells.annotate",
+            lambda **k: cells.annotate(model, **k)["jepa_score"],
+            lambda: {"counts": _rng(33).poisson(2.0, (3, 6)).astype(float), "batch": 2},
+            {"counts": "count"},
+            sizes=("batch",),
+        ),
+        Entry(
+            "cells.augment",
+            lambda **k: cells.augment(**k, key=jax.random.key(34)),
+            lambda: {
+                "counts": _rng(35).poisson(2.0, 6).astype(float),
+                "lib_jitter": 0.2,
+                "dropout": 0.15,
+            },
+            {"counts": "count", "lib_jitter": "float", "dropout": "prob"},
+            accepts={("counts", "fractional"): "pseudo-counts are thinned too (docstring)"},
+        ),
+        Entry(
+            "cells.counts_matrix",
+            lambda **k: cells.counts_matrix(adata, **k),
+            lambda: {"min_cells": 3},
+            sizes=("min_cells",),
+        ),
+        Entry(
+            "cells.fit",
+            lambda **k: cells.fit(adata, key=jax.random.key(36), **tiny_train, **k)[1].X,
+            lambda: {"steps": 1, "lam": 0.05},
+            {"lam": "prob"},
+            sizes=("steps",),
+        ),
+        Entry(
+            "cells.gene_attribution",
+            lambda **k: cells.gene_attribution(model, **k),
+            lambda: {"x": cell.copy()},
+            {"x": "float"},
+        ),
+        Entry(
+            "cells.jepa_loss",
+            lambda **k: cells.jepa_loss(model, **k, key=jax.random.key(37))[0],
+            lambda: {
+                "counts": _rng(38).poisson(2.0, (4, 6)).astype(float),
+                "n_views": 2,
+                "lam": 0.05,
+                "n_slices": 4,
+            },
+            {"counts": "count", "lam": "prob"},
+            sizes=("n_views", "n_slices"),
+            accepts={("counts", "fractional"): "pseudo-counts, as in augment (docstring)"},
+        ),
+        Entry(
+            "cells.jepa_score",
+            lambda **k: cells.jepa_score(model, **k),
+            lambda: {"x": cell.copy()},
+            {"x": "float"},
+        ),
+        Entry(
+            "cells.jepa_score_sketched",
+            lambda **k: cells.jepa_score_sketched(model, **k, key=jax.random.key(39)),
+            lambda: {"x": cell.copy(), "rank": 3},
+            {"x": "float"},
+            sizes=("rank",),
+        ),
+        Entry("cells.load_pbmc68k", lambda: cells.load_pbmc68k().X[:2], dict),
+        Entry(
+            "cells.simulate_batches",
+            lambda **k: cells.simulate_batches(adata, **k, key=jax.random.key(40)).X,
+            lambda: {"n_batches": 2, "strength": 1.0},
+            {"strength": "float"},
+            sizes=("n_batches",),
+        ),
+        Entry(
+            "cells.simulate_counts",
+            lambda **k: cells.simulate_counts(**k, key=jax.random.key(41)).X,
+            lambda: {
+                "n_cells": 20,
+                "n_genes": 30,
+                "type_fractions": np.array([0.6, 0.4]),
+                "n_batches": 2,
+                "doses": np.array([1.0, 2.0]),
+                "n_program": 4,
+            },
+            {"type_fractions": "prob", "doses": "float"},
+            sizes=("n_cells", "n_genes", "n_batches", "n_program"),
+        ),
+        Entry(
+            "cells.spike_program",
+            lambda **k: cells.spike_program(adata, **k, key=jax.random.key(42)).X,
+            lambda: {"fraction": 0.25, "doses": np.array([1.0, 2.0])},
+            {"fraction": "prob", "doses": "float"},
+        ),
+        Entry(
+            "cells.train_nbvae",
+            lambda **k: cells.train_nbvae(**k, key=jax.random.key(43))[1],
+            lambda: {
+                "counts": _rng(44).poisson(2.0, (6, 5)).astype(float),
+                "batch": np.array([0, 1, 0, 1, 0, 1]),
+                "steps": 1,
+                "batch_size": 4,
+                "latent_dim": 2,
+            },
+            {"counts": "count", "batch": "int"},
+            sizes=("steps", "batch_size", "latent_dim"),
+            ids={"batch": 6},
+            accepts={
+                ("counts", "fractional"): "gammaln's continuous extension (docstring)",
+                ("batch", "none"): "None: one batch (the default)",
+            },
+        ),
     ]
 
 
@@ -913,6 +1048,19 @@ def sensing_table():
             lambda: {"candidates": np.array([[0.1, -0.2, 0.0], [0.3, 0.1, 1.0]]), "n_steps": 2},
             {"candidates": "float"},
             sizes=("n_steps",),
+        ),
+        Entry(
+            "sensing.train_model",
+            lambda **k: (
+                sensing.train_model(
+                    model,
+                    sensing.simulate_probes(2, 2, key=jax.random.key(9)),
+                    **k,
+                    key=jax.random.key(10),
+                )[1].losses
+            ),
+            lambda: {"steps": 1, "batch_size": 2},
+            sizes=("steps", "batch_size"),
         ),
         Entry(
             "sensing.sample_flower",
@@ -1055,6 +1203,139 @@ def _topology_graph_entries(T, ring):
             lambda **k: len(T.rank_routes(k["rank"], 2)),
             lambda: {"rank": 1},
             ids={"rank": 3},
+        ),
+        *_topology_data_entries(T, cx, edges, graph, no_nodes),
+    ]
+
+
+def _topology_data_entries(T, cx, edges, graph, no_nodes):
+    """Packing, statistics, training and the data sets of `jaxlab.topology` (issue #59) on
+    the same small complex; the data sets ship in wheels (no download). Arguments that are
+    objects (a `Complex`, a `ComplexArrays`, a SMILES string, a cache path) are fixed; the
+    entry's arrays and sizes are fuzzed."""
+    import tempfile
+
+    spec = T.EncodingSpec(lappe_k=2, rwse_steps=2, heat_times=(1.0,), cycle_lengths=(3,))
+    feats = T.lift_features(cx, _rng(22).standard_normal((4, 3)))
+    enc = T.complex_encodings(cx, spec)
+    arr = T.complex_arrays(cx, feats, enc)
+    data = T.stack_complex_arrays([arr, T.complex_arrays(cx, [2 * f for f in feats], enc)])
+    model = T.HOPSE(
+        [x.shape[-1] for x in data.x], spec.dim, 1, width=4, depth=1, key=jax.random.key(23)
+    )
+    trainer = T.Trainer(model, loss="mse", batch_size=2)
+    mutag = T.load_mutag()[0][:2]
+    cache = tempfile.mkdtemp(prefix="jaxlab-fuzz-topology-")
+
+    spec_zero = {
+        (a, "size0"): "0 disables that encoding (EncodingSpec docstring)"
+        for a in ("lappe_k", "rwse_steps")
+    }
+
+    def packed(**k):
+        fs = (k["features[0]"], k["features[1]"], k["features[2]"])
+        return T.complex_arrays(cx, fs, enc).x[0]
+
+    def leaves(tree):
+        return [np.asarray(x, float) for x in jax.tree.leaves(tree)]
+
+    return [
+        Entry(
+            "topology.complex_arrays",
+            packed,
+            lambda: {f"features[{r}]": feats[r].copy() for r in range(3)},
+            {f"features[{r}]": "float" for r in range(3)},
+        ),
+        Entry(
+            "topology.complex_encodings",
+            lambda **k: leaves(T.complex_encodings(cx, T.EncodingSpec(**k))),
+            lambda: {"lappe_k": 2, "rwse_steps": 2},
+            sizes=("lappe_k", "rwse_steps"),
+            accepts=spec_zero,
+        ),
+        Entry("topology.default_cache_dir", lambda: str(T.default_cache_dir()), dict),
+        Entry(
+            "topology.encode_complexes",
+            lambda **k: leaves(T.encode_complexes([cx, cx], T.EncodingSpec(**k))),
+            lambda: {"lappe_k": 2, "rwse_steps": 2},
+            sizes=("lappe_k", "rwse_steps"),
+            accepts=spec_zero,
+        ),
+        Entry("topology.encoding_stats", lambda: leaves(T.encoding_stats(data)), dict),
+        Entry(
+            "topology.fit",
+            lambda **k: T.fit(trainer, model, data, **k, key=jax.random.key(24))[1].losses,
+            lambda: {"targets": np.array([0.5, -1.0]), "weights": np.ones(2), "steps": 1},
+            {"targets": "float", "weights": "float"},
+            sizes=("steps",),
+            accepts={("weights", "none"): "None: every graph weighs 1 (the default)"},
+        ),
+        Entry(
+            "topology.lift_graph",
+            lambda **k: (
+                T.lift_graph(
+                    T.MolGraph(k["num_nodes"], k["edges"], np.zeros((4, 1)), np.zeros((5, 1))),
+                    T.LiftSpec("cycle", max_length=4),
+                ).sizes
+            ),
+            graph,
+            {"edges": "int"},
+            sizes=("num_nodes",),
+            empty_ok=("edges",),
+            ids={"edges": 4},
+            documented=no_nodes,
+        ),
+        Entry(
+            "topology.load_freesolv",
+            lambda: T.load_freesolv(key=jax.random.key(25))["val"][1],
+            dict,
+        ),
+        Entry("topology.load_mutag", lambda: T.load_mutag()[1], dict),
+        Entry(
+            "topology.load_zinc_subset",
+            lambda **k: T.load_zinc_subset(**k)["test"][1],
+            lambda: {"n_train": 2, "n_val": 1, "n_test": 1},
+            sizes=("n_train", "n_val", "n_test"),
+            accepts={
+                ("n_val", "size0"): "0: an empty split (docstring)",
+                ("n_test", "size0"): "0: an empty split (docstring)",
+            },
+        ),
+        Entry("topology.max_sizes", lambda: np.asarray(T.max_sizes([cx, cx])[0], float), dict),
+        Entry("topology.penalized_logp", lambda: T.penalized_logp("c1ccccc1O"), dict),
+        Entry(
+            "topology.predict",
+            lambda **k: T.predict(model, data, **k),
+            lambda: {"batch_size": 2},
+            sizes=("batch_size",),
+        ),
+        Entry(
+            "topology.prepare_dataset",
+            lambda **k: leaves(
+                T.prepare_dataset("fuzz", mutag, spec=T.EncodingSpec(**k), cache_dir=cache)[0]
+            ),
+            lambda: {"lappe_k": 2, "rwse_steps": 2},
+            sizes=("lappe_k", "rwse_steps"),
+            accepts=spec_zero,
+        ),
+        Entry(
+            "topology.smiles_to_graph", lambda: T.smiles_to_graph("c1ccccc1O").node_features, dict
+        ),
+        Entry(
+            "topology.source_rank",
+            lambda **k: T.source_rank(k["rank"], "boundary"),
+            lambda: {"rank": 1},
+            sizes=("rank",),
+        ),
+        Entry(
+            "topology.stack_complex_arrays",
+            lambda: leaves(T.stack_complex_arrays([arr, arr])),
+            dict,
+        ),
+        Entry(
+            "topology.standardize_encodings",
+            lambda: leaves(T.standardize_encodings(data, T.encoding_stats(data))),
+            dict,
         ),
     ]
 

@@ -11,12 +11,14 @@ from ._checkpoint import save_checkpoint as save_checkpoint
 from ._checkpoint import write_json as write_json
 from ._json import parse_json as parse_json
 from ._json import read_json as read_json
+from ._loop import MAX_RUN_STEPS as MAX_RUN_STEPS
 from ._loop import AbstractLoop as AbstractLoop
 from ._loop import AbstractStep as AbstractStep
 from ._loop import Driver as Driver
 from ._loop import History as History
 from ._loop import ScanLoop as ScanLoop
 from ._loop import StepLoop as StepLoop
+from ._loop import check_steps as check_steps
 from ._loop import driver_for as driver_for
 from ._loop import run_steps as run_steps
 from ._optim import optimizer_update as optimizer_update

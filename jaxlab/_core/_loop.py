@@ -33,9 +33,11 @@ import numpy as np
 from ._checkpoint import Checkpointer
 from ._progress import AbstractProgress, NoProgress
 from ._repr import short_repr
-from ._validate import check_memory, check_positive_int
+from ._validate import check_memory, check_positive_int, check_size
 
 __all__ = [
+    "MAX_RUN_STEPS",
+    "check_steps",
     "AbstractStep",
     "AbstractLoop",
     "ScanLoop",
@@ -46,6 +48,21 @@ __all__ = [
 ]
 
 State = TypeVar("State")
+
+# The most steps one `run_steps` call (and so every `fit`/`train_*` wrapper) accepts:
+# 10**7 steps is far beyond any run in jaxlab (the longest are ~10**5) and, at a
+# millisecond a step, already hours; a larger `steps` (10**9 by mistake) would run
+# without bound, so it is refused before the step is built or anything compiles.
+MAX_RUN_STEPS = 10_000_000
+
+
+def check_steps(name: str, steps: Any) -> int:
+    """A run's step (or epoch) count: an integer in [1, `MAX_RUN_STEPS`], as `int`.
+
+    Booleans, floats, strings and None raise, as does a count above the cap: a
+    `ValueError` naming the argument `name` (`"steps"`, `"n_steps"`, `"epochs"`). Wrappers
+    call it before building their step, `run_steps` calls it again."""
+    return check_size(name, steps, cap=MAX_RUN_STEPS, why="MAX_RUN_STEPS, the driver's cap")
 
 
 class AbstractStep(eqx.Module, Generic[State]):
@@ -286,7 +303,8 @@ def run_steps(
     - `state`: the initial state, usually `step.init(model, key)`; on resume it is the
       template the checkpoint is loaded into.
     - `key`: PRNG key; step `i` uses `jax.random.fold_in(key, i)` (keyword-only).
-    - `steps`: total number of steps.
+    - `steps`: total number of steps, an integer in [1, `MAX_RUN_STEPS`] (10**7; a
+      larger count raises a `ValueError` naming `steps` before anything runs).
     - `driver`: a `Driver` (`Driver()` when None): the chunk size, the checkpointer
       (saves `(header, state, history)`, the header holding steps, key and step count;
       a checkpoint written with another key or another `steps` raises `ValueError`),
@@ -295,7 +313,7 @@ def run_steps(
 
     **Returns:** `(state, history)`, `history.aux[name]` of shape `(steps, ...)`.
     """
-    steps = check_positive_int("steps", steps)
+    steps = check_steps("steps", steps)
     if not isinstance(step, AbstractStep):
         raise ValueError(f"step: expected an AbstractStep, received {type(step).__name__}")
     driver = Driver() if driver is None else driver

@@ -17,6 +17,7 @@ from jaxlab._core import (
     check_positive_int,
     check_range,
     check_real,
+    check_steps,
     driver_for,
     run_steps,
 )
@@ -147,7 +148,8 @@ def train_lecell(
       they are log-normalised or scaled data); `key`: PRNG key (keyword-only; the model
       is initialised from its first split, step `i` uses `fold_in(second split, i)`).
     - `latent_dim`, `width`: model sizes; `steps`, `batch_size`, `lam`, `n_views`: training
-      (positive integers; `lam`, the SIGReg weight, in [0, 1]). Other values raise a
+      (positive integers, `steps` at most `jaxlab.MAX_RUN_STEPS` = 10**7; `lam`, the
+      SIGReg weight, in [0, 1]). Other values raise a
       `ValueError` naming the argument.
     - `optimizer`: default `optax.adamw(1e-3, weight_decay=1e-4)`; pass one object to
       several calls to reuse the compiled step.
@@ -162,7 +164,7 @@ def train_lecell(
     **Returns:** `(model, history)`, `history.aux` with the curves `loss`, `sigreg`,
     `invariance` of shape `(steps,)`.
     """
-    check_positive_int("steps", steps)
+    check_steps("steps", steps)
     check_positive_int("batch_size", batch_size)
     check_positive_int("latent_dim", latent_dim)
     check_positive_int("width", width)

@@ -56,13 +56,17 @@ def augment(
 ) -> Float[Array, " G"]:
     """One augmented, log-normalised view of a cell's counts.
 
-    **Arguments:** `counts` `(G,)` one cell's counts (finite, >= 0); `key`; `thin`
+    **Arguments:** `counts` `(G,)` one cell's counts (finite, >= 0, G >= 1; fractional
+    pseudo-counts are thinned too, as `train_lecell(counts_are_normalised=True)` does
+    with `expm1` of log-expression); `key`; `thin`
     `(low, high)` with 0 <= low <= high <= 1 (the binomial thinning probability's range);
     `lib_jitter` >= 0 (log-normal library-size jitter); `dropout` in [0, 1) (gene
     dropout probability). Anything else raises a `ValueError` naming the argument
     (value checks on concrete inputs; under `jit` only the shape is checked).
     """
-    counts = as_array("counts", counts, ndim=1, dtype=jnp.floating, finite=True, low=0.0)
+    counts = as_array(
+        "counts", counts, ndim=1, dtype=jnp.floating, nonempty=True, finite=True, low=0.0
+    )
     _check_thin(thin)
     lib_jitter = check_real("lib_jitter", lib_jitter, low=0.0)
     dropout = check_real("dropout", dropout, low=0.0, high=1.0, high_inclusive=False)
@@ -162,7 +166,8 @@ def jepa_loss(
 ) -> tuple[Float[Array, ""], dict[str, Float[Array, ""]]]:
     """LeJEPA objective on a batch of cells; returns (loss, {sigreg, invariance}).
 
-    **Arguments:** `model`; `counts` `(B, G)` with G the model's genes (finite, >= 0);
+    **Arguments:** `model`; `counts` `(B, G)` with G the model's genes (finite, >= 0;
+    fractional pseudo-counts are accepted, as in `augment`);
     `key`; `n_views`, `n_slices` positive integers; `lam` in [0, 1] (the SIGReg weight).
     Anything else raises a `ValueError` naming the argument.
     """

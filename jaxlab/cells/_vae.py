@@ -23,6 +23,7 @@ from jaxlab._core import (
     check_lengths,
     check_memory,
     check_positive_int,
+    check_steps,
     run_steps,
 )
 
@@ -192,10 +193,13 @@ def train_nbvae(
 ) -> tuple[NBVAE, np.ndarray]:
     """Train an `NBVAE` (`NBVAEStep`) on counts (cells x genes) with integer batch labels.
 
-    **Arguments:** `counts` `(N, G)` finite, >= 0, N and G >= 1; `batch` `(N,)` integer
+    **Arguments:** `counts` `(N, G)` finite, >= 0, N and G >= 1 (fractional counts are
+    accepted: the NB likelihood's `gammaln` continuous extension, as `nb_log_likelihood`);
+    `batch` `(N,)` integer
     labels in [0, N) (None: one batch; the one-hot width is the largest label + 1);
     `key` (keyword-only: model from its first split, step `i` from `fold_in(second, i)`);
-    `steps`, `batch_size`, `latent_dim` positive integers; `optimizer` (default `optax.adam(1e-3)`);
+    `steps`, `batch_size`, `latent_dim` positive integers (`steps` at most
+    `jaxlab.MAX_RUN_STEPS` = 10**7); `optimizer` (default `optax.adam(1e-3)`);
     `driver`: a `jaxlab.Driver` (chunk, checkpointer, progress).
 
     **Returns:** `(model, embedding)`, the embedding `(N, latent_dim)` the posterior means
@@ -203,7 +207,7 @@ def train_nbvae(
     caller uses; the step is public, `NBVAEStep`, for the training curve).
     Other values raise a `ValueError` naming the argument.
     """
-    check_positive_int("steps", steps)
+    check_steps("steps", steps)
     check_positive_int("latent_dim", latent_dim)
     counts = np.asarray(as_array("counts", counts, ndim=2, nonempty=True, finite=True, low=0.0))
     n, g = counts.shape

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from jaxlab._core import as_array, check_memory, check_positive_int, check_range
+from jaxlab._core import as_array, check_memory, check_range, check_steps
 
 from ._flower import Flower, nectar_reward, observe
 from ._infomap import expected_reward, information_map
@@ -136,8 +136,10 @@ def run_episode(
 
     The posterior is the model's product of experts over all probes made so far;
     maps are recomputed every step. `lax.scan` over steps; vmap over flowers.
+    `n_steps` is an integer in [1, `jaxlab.MAX_RUN_STEPS`] (10**7) whose probe history
+    fits in memory; other values raise a `ValueError` naming it.
     """
-    check_positive_int("n_steps", n_steps)
+    check_steps("n_steps", n_steps)
     check_memory("n_steps", 2 * 8.0 * n_steps * (9 + 6 + 3 + 1))  # probe history and outputs
     candidates = as_array(
         "candidates", candidates, shape=(None, 3), dtype=jnp.floating, finite=True

@@ -19,6 +19,7 @@ from jaxlab._core import (
     check_memory,
     check_positive_int,
     check_real,
+    check_steps,
     optimizer_update,
     run_steps,
 )
@@ -130,7 +131,8 @@ class VAEStep(AbstractStep):
     - `model`: the `MultimodalVAE` to train (its non-array part is kept here).
     - `data`: the `ProbeData` (F flowers x K probes).
     - `optimizer`: an optax transformation (`optax.adam(1e-3)` in `train_model`).
-    - `batch_size`: flowers per step.
+    - `batch_size`: flowers per step (drawn with replacement), a positive integer whose
+      step fits in memory (a larger one raises a `ValueError` naming it).
     """
 
     data: ProbeData
@@ -153,6 +155,12 @@ class VAEStep(AbstractStep):
         self.batch_size = check_positive_int("batch_size", batch_size)
         self.static = eqx.partition(model, eqx.is_array)[1]
         self.data = _probe_data(data)
+        # the step holds every sampled flower's probes and the encoders' activations for
+        # the gradient (a few copies of `width` floats per probe): a huge batch is refused
+        # before it is compiled
+        width = max(int(x.shape[-1]) for x in jax.tree.leaves(eqx.filter(model, eqx.is_array)))
+        n_probes = int(self.data.actions.shape[1])
+        check_memory("batch_size", 8.0 * 8 * self.batch_size * n_probes * (18 + width))
         self.optimizer = optimizer
 
     def init(self, model: MultimodalVAE, key: jax.Array):
@@ -204,7 +212,9 @@ def train_model(
 
     - `model`, `data`: the `MultimodalVAE` and its `ProbeData`.
     - `key`: PRNG key (keyword-only); step `i` uses `fold_in(key, i)`.
-    - `steps`: optimiser steps; `batch_size`: flowers per step.
+    - `steps`: optimiser steps, in [1, `jaxlab.MAX_RUN_STEPS`] (10**7: a larger count
+      raises a `ValueError` naming `steps` before anything compiles); `batch_size`:
+      flowers per step.
     - `optimizer`: optax transformation (default `optax.adam(1e-3)`).
     - `driver`: a `jaxlab.Driver` (chunk, checkpointer for save/resume: a resumed run
       equals an uninterrupted one, progress; default `Driver()`, silent).
@@ -212,7 +222,7 @@ def train_model(
     **Returns:** `(model, history)`, `history.losses` the per-step -ELBO `(steps,)` (the
     whole run's, also after a resume).
     """
-    check_positive_int("steps", steps)
+    check_steps("steps", steps)
     optimizer = optax.adam(1e-3) if optimizer is None else optimizer
     step = VAEStep(model, data, optimizer=optimizer, batch_size=batch_size)
     state, hist = run_steps(

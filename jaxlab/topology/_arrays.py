@@ -17,7 +17,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 from numpy.typing import DTypeLike
 
-from jaxlab._core import as_array
+from jaxlab._core import as_array, check_nonnegative_int
 
 from ._complex import Complex
 from ._hasse import rank_routes, route_edges
@@ -59,9 +59,22 @@ class ComplexArrays(eqx.Module):
         return tuple(int(m.shape[-1]) for m in self.mask)
 
 
+_ROUTE_OFFSET = {"up": 0, "down": 0, "boundary": -1, "coboundary": 1}
+
+
 def source_rank(rank: int, route: str) -> int:
-    """Rank of the cells that send messages along `route` into `rank`."""
-    return {"up": rank, "down": rank, "boundary": rank - 1, "coboundary": rank + 1}[route]
+    """Rank of the cells that send messages along `route` into `rank`.
+
+    `rank` an integer >= 0 (>= 1 for `"boundary"`: rank-0 cells have no boundary) and
+    `route` one of `"up"`, `"down"`, `"boundary"`, `"coboundary"`; anything else raises a
+    `ValueError` naming the argument (a rank of -1 came back for a node's boundary).
+    """
+    rank = check_nonnegative_int("rank", rank)
+    if route not in _ROUTE_OFFSET:
+        raise ValueError(f"route: expected one of {tuple(_ROUTE_OFFSET)}, received {route!r:.60}")
+    if route == "boundary" and rank == 0:
+        raise ValueError("rank: expected >= 1 for the 'boundary' route (nodes have no boundary)")
+    return rank + _ROUTE_OFFSET[route]
 
 
 def lift_features(
@@ -142,9 +155,11 @@ def complex_arrays(
 
     **Arguments:**
         cx: the complex (dimension `R`).
-        features: per rank `[n_r, f_r]` (e.g. from `lift_features`).
-        encodings: per rank per route `[n_r, d]` (from `complex_encodings`), or None
-            for no encodings (`d = 0`).
+        features: per rank `[n_r, f_r]` (e.g. from `lift_features`), finite real values.
+        encodings: per rank per route `[n_r, d]` (from `complex_encodings`), finite real
+            values, or None for no encodings (`d = 0`).
+        Other values raise a `ValueError` naming the entry (`features[r]`,
+        `encodings[r][i]`).
         cell_sizes: padded cell count per rank (default: exact sizes).
         edge_sizes: padded edge count per rank per route (default: exact).
         dtype: float dtype (default: JAX's default float dtype).
@@ -163,6 +178,10 @@ def complex_arrays(
     xs, masks, encs, snd, rcv, emask = [], [], [], [], [], []
     for r in range(R + 1):
         n = cell_sizes[r]
+        # finite real numbers (NaN/inf were packed silently; a string was an unnamed error),
+        # checked at the boundary, then taken as float64 from the caller's value (a JAX
+        # copy may be float32)
+        as_array(f"features[{r}]", features[r], finite=True)
         f = np.asarray(features[r], np.float64)
         if f.ndim != 2 or f.shape[0] != cx.sizes[r]:
             raise ValueError(f"features[{r}]: expected [{cx.sizes[r]}, f], received {f.shape}")
@@ -174,6 +193,7 @@ def complex_arrays(
             if encodings is None:
                 e = np.zeros((cx.sizes[r], 0))
             else:
+                as_array(f"encodings[{r}][{i}]", encodings[r][i], finite=True)
                 e = np.asarray(encodings[r][i], np.float64)
                 if e.ndim != 2 or e.shape[0] != cx.sizes[r]:
                     raise ValueError(
@@ -226,6 +246,12 @@ def encoding_stats(data: ComplexArrays) -> tuple[tuple[tuple[np.ndarray, np.ndar
     return tuple(out)
 
 
+def _feature_row(v, e) -> Array:
+    """A per-feature statistic as `[1, ..., 1, d]` of `e`'s rank and dtype (explicit,
+    so a stacked `e` never relies on rank promotion)."""
+    return jnp.asarray(v, e.dtype).reshape((1,) * (e.ndim - 1) + (-1,))
+
+
 def standardize_encodings(data: ComplexArrays, stats) -> ComplexArrays:
     """`(enc - mean) / std` per feature on real cells (padding stays 0), from `encoding_stats`."""
     enc = []
@@ -233,7 +259,7 @@ def standardize_encodings(data: ComplexArrays, stats) -> ComplexArrays:
         m = data.mask[r][..., None]
         enc.append(
             tuple(
-                ((e - jnp.asarray(mu, e.dtype)) / jnp.asarray(sd, e.dtype)) * m
+                ((e - _feature_row(mu, e)) / _feature_row(sd, e)) * m
                 for e, (mu, sd) in zip(data.enc[r], stats[r], strict=True)
             )
         )

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from jaxlab._core import numpy_rng, short_repr, wheel_file
+from jaxlab._core import check_nonnegative_int, check_size, numpy_rng, short_repr, wheel_file
 
 __all__ = [
     "MolGraph",
@@ -36,6 +36,9 @@ __all__ = [
     "load_zinc_subset",
     "load_freesolv",
 ]
+
+# the most molecules `load_zinc_subset` reads: the MOSES training file holds 1,584,663
+ZINC_MAX_MOLECULES = 1_600_000
 
 ELEMENTS = ("C", "N", "O", "F", "P", "S", "Cl", "Br", "I")
 BOND_TYPES = ("SINGLE", "DOUBLE", "TRIPLE", "AROMATIC")
@@ -244,11 +247,24 @@ def load_zinc_subset(
 ) -> dict[str, tuple[list[str], np.ndarray]]:
     """ZINC-style penalized-logP subset of the MOSES training SMILES.
 
+    **Arguments:** `n_train` an integer in [1, `ZINC_MAX_MOLECULES`]; `n_val`, `n_test`
+    integers >= 0 (0: an empty split); together at most `ZINC_MAX_MOLECULES` (the file
+    holds about 1.58 million). Other values raise a `ValueError` naming the argument
+    before the file is read.
+
     **Returns:**
         `{"train" | "val" | "test": (smiles, targets float64 [n])}`, taken in file
         order (first `n_train` rows train, next `n_val` val, next `n_test` test).
     """
+    n_train = check_size("n_train", n_train, cap=ZINC_MAX_MOLECULES, why="ZINC_MAX_MOLECULES")
+    n_val = check_nonnegative_int("n_val", n_val)
+    n_test = check_nonnegative_int("n_test", n_test)
     total = n_train + n_val + n_test
+    if total > ZINC_MAX_MOLECULES:
+        raise ValueError(
+            f"n_train + n_val + n_test: expected at most {ZINC_MAX_MOLECULES} "
+            f"(ZINC_MAX_MOLECULES, the MOSES training file's size), received {total}"
+        )
     path = wheel_file("molsets", "moses/dataset/data/train.csv.gz")
     smiles: list[str] = []
     with gzip.open(path, "rt") as f:
@@ -261,7 +277,9 @@ def load_zinc_subset(
             if len(smiles) == total:
                 break
     if len(smiles) < total:
-        raise ValueError(f"{path}: only {len(smiles)} molecules, {total} requested")
+        raise ValueError(
+            f"n_train + n_val + n_test: {total} requested, {path} holds only {len(smiles)}"
+        )
     y = np.asarray([penalized_logp(s) for s in smiles])
     bounds = {
         "train": (0, n_train),

@@ -44,6 +44,9 @@ _ZERO_TOL = 1e-8
 
 #: the most random-walk steps `rwse` computes (each is one matrix product)
 RWSE_MAX_STEPS = 10_000
+# LapPE eigenpairs an `EncodingSpec` may ask for (2 columns each; beyond a graph's size
+# they are zero padding)
+LAPPE_MAX_K = 10_000
 
 
 def _as_adjacency(adj: object) -> np.ndarray | sp.csr_array:
@@ -239,8 +242,8 @@ class EncodingSpec:
     """Which encodings to compute and their sizes; an empty/zero field disables one.
 
     **Fields:**
-        lappe_k: LapPE eigenpairs (width `2 * lappe_k`).
-        rwse_steps: RWSE walk lengths `1..rwse_steps`.
+        lappe_k: LapPE eigenpairs (width `2 * lappe_k`), an integer in [0, `LAPPE_MAX_K`].
+        rwse_steps: RWSE walk lengths `1..rwse_steps`, an integer in [0, `RWSE_MAX_STEPS`].
         heat_times: HKdiagSE diffusion times.
         elstatic: include ElstaticPE (width 5).
         cycle_lengths: CycleGE lengths.
@@ -257,6 +260,13 @@ class EncodingSpec:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"{name}: expected a non-negative integer, received {v!r}")
+        # bounded here, where the user spells them (lap_pe/rwse would name `k`/`steps`)
+        for name, cap in (("lappe_k", LAPPE_MAX_K), ("rwse_steps", RWSE_MAX_STEPS)):
+            if getattr(self, name) > cap:
+                raise ValueError(
+                    f"{name}: expected at most {cap} (one encoding column per unit), "
+                    f"received {getattr(self, name)}"
+                )
         if any(not np.isfinite(t) or t <= 0 for t in self.heat_times):
             raise ValueError(f"heat_times: expected positive times, received {self.heat_times}")
         if any(int(c) < 3 for c in self.cycle_lengths):

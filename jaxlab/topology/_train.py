@@ -22,7 +22,9 @@ from jaxlab._core import (
     Driver,
     History,
     StepLoop,
+    as_array,
     check_positive_int,
+    check_steps,
     driver_for,
     optimizer_update,
     run_steps,
@@ -166,7 +168,8 @@ class HopseStep(AbstractStep):
     - `data`: stacked `ComplexArrays` of `g` training complexes; `targets`: `(g,)`, or
       `(S, g)` when `vmapped` (each run its own targets, e.g. standardised with its own
       split's training statistics); `weights`: `(g,)` loss weights, `(S, g)` when
-      `vmapped`.
+      `vmapped`. Targets must be finite real numbers and weights finite and >= 0 (None:
+      all 1); anything else raises a `ValueError` naming the argument.
     - `eval_data`: name -> stacked `ComplexArrays` to predict on; `eval_every`: epochs.
     - `vmapped`: whether the state has a leading seed/fold axis.
     """
@@ -194,7 +197,8 @@ class HopseStep(AbstractStep):
             raise ValueError(f"trainer: expected a Trainer, received {type(trainer).__name__}")
         if not isinstance(data, ComplexArrays):
             raise ValueError(f"data: expected ComplexArrays, received {type(data).__name__}")
-        targets = jnp.asarray(targets)
+        # real, finite (NaN targets or weights trained to a NaN loss silently); weights >= 0
+        targets = as_array("targets", targets, dtype=jnp.number, real=True, finite=True)
         g = targets.shape[-1] if targets.ndim else 0
         ndims = (1, 2) if vmapped else (1,)
         if targets.ndim not in ndims or g != data.x[0].shape[0]:
@@ -203,7 +207,11 @@ class HopseStep(AbstractStep):
                 + (f" or (S, {data.x[0].shape[0]})" if vmapped else "")
                 + f", received {targets.shape}"
             )
-        weights = jnp.ones((g,), jnp.float32) if weights is None else jnp.asarray(weights)
+        weights = (
+            jnp.ones((g,), jnp.float32)
+            if weights is None
+            else as_array("weights", weights, dtype=jnp.number, real=True, finite=True, low=0.0)
+        )
         if weights.shape[-1:] != (g,) or weights.ndim != (2 if vmapped else 1):
             raise ValueError(
                 f"weights: expected shape {'(S, ' if vmapped else '('}{g},), "
@@ -276,7 +284,8 @@ def fit(
       in `HopseStep`; `model` the (stacked, when `vmapped`) model to start from.
     - `key`: PRNG key (keyword-only); epoch `e` shuffles with `fold_in(key, e)` (split
       over the seeds/folds when `vmapped`).
-    - `steps`: epochs.
+    - `steps`: epochs, an integer in [1, `jaxlab.MAX_RUN_STEPS`] (10**7; other values
+      raise a `ValueError` naming `steps` before the step is built).
     - `driver`: a `jaxlab.Driver`: chunk (epochs between progress/stop/checkpoint
       checks; 1 here when left at the default), checkpointer, progress, stop (on the
       `TrainState`), loop (`StepLoop()` unless it names one: one jitted call per epoch,
@@ -289,6 +298,7 @@ def fit(
     (the mean over seeds/folds when `vmapped`, with `aux["losses"]` `(steps, S)` per
     seed/fold) and the `pred_<name>` predictions when `eval_data` is given.
     """
+    check_steps("steps", steps)
     step = HopseStep(
         trainer, data, targets, weights, vmapped=vmapped, eval_data=eval_data, eval_every=eval_every
     )
@@ -302,5 +312,14 @@ def fit(
 
 
 def predict(model: eqx.Module, data: ComplexArrays, *, batch_size: int = 256) -> Array:
-    """Graph-level outputs `[g, out_dim]` of `model` on a stacked data set."""
+    """Graph-level outputs `[g, out_dim]` of `model` on a stacked data set.
+
+    `data` a stacked `ComplexArrays`; `batch_size` graphs per vectorised call, a positive
+    integer (one larger than the data set is one call); anything else raises a
+    `ValueError` naming the argument (0 and None were taken as "no batching", a negative
+    or fractional size failed inside `lax.map`).
+    """
+    if not isinstance(data, ComplexArrays):
+        raise ValueError(f"data: expected ComplexArrays, received {type(data).__name__}")
+    batch_size = check_positive_int("batch_size", batch_size)
     return jax.lax.map(model, data, batch_size=batch_size)

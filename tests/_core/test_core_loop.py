@@ -295,3 +295,25 @@ def test_shared_step_checks_pass_on_both_model_styles(getkey, tmp_path):
     for make in (_eqx_problem, _flax_problem):
         step, state = make(getkey)
         check_step(step, state, key=getkey(), steps=12, tmp_path=tmp_path)
+
+
+def test_run_steps_refuses_a_step_count_beyond_the_cap():
+    """Issue #59: steps=10**9 ran (a history row per step was the only bound, checked
+    after the first chunk); now refused naming `steps` before anything runs."""
+    from jaxlab._core import MAX_RUN_STEPS, check_steps
+
+    assert check_steps("n_steps", MAX_RUN_STEPS) == MAX_RUN_STEPS
+    with pytest.raises(ValueError, match=f"^n_steps: expected at most {MAX_RUN_STEPS}"):
+        check_steps("n_steps", MAX_RUN_STEPS + 1)
+    with pytest.raises(ValueError, match="^steps: expected a positive integer"):
+        check_steps("steps", True)
+
+    class Never(AbstractStep):
+        def init(self, model, key):
+            return model
+
+        def step(self, state, key):
+            raise AssertionError("no step may run")
+
+    with pytest.raises(ValueError, match=f"^steps: expected at most {MAX_RUN_STEPS}"):
+        run_steps(Never(), jnp.zeros(()), key=jax.random.key(0), steps=10**9)

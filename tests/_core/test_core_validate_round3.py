@@ -116,6 +116,13 @@ class _Counter(AbstractStep):
         return state + 1, {"row": jnp.zeros(1000, jnp.float32) + state}
 
 
+class _BigRow(_Counter):
+    """aux holds a (10**6,) float32 row per step (4 MB)."""
+
+    def step(self, state, key):
+        return state + 1, {"row": jnp.zeros(10**6, jnp.float32) + state}
+
+
 def test_run_steps_bounds_its_history_before_allocating():
     """Issue #59: steps=10**9 allocated (steps,) history rows per aux entry (GiBs) before
     failing; the estimate (steps x bytes per step) is checked against the memory first."""
@@ -123,9 +130,16 @@ def test_run_steps_bounds_its_history_before_allocating():
     state, hist = run_steps(step, step.init(None, None), key=jax.random.key(0), steps=3)
     assert float(state) == 3.0
     np.testing.assert_array_equal(hist.aux["row"][:, 0], [0.0, 1.0, 2.0])
-    with pytest.raises(ValueError, match=r"^steps: needs about 3725290\.3 GiB"):
+    # beyond the driver's step cap: refused before any step runs (MAX_RUN_STEPS, #59)
+    with pytest.raises(ValueError, match=r"^steps: expected at most 10000000"):
         run_steps(
             step, step.init(None, None), key=jax.random.key(0), steps=10**12, driver=Driver(chunk=2)
+        )
+    # within the cap, a history too large for memory is still refused before allocating
+    big = _BigRow()
+    with pytest.raises(ValueError, match=r"^steps: needs about 37252\.9 GiB"):
+        run_steps(
+            big, big.init(None, None), key=jax.random.key(0), steps=10**7, driver=Driver(chunk=2)
         )
 
 

@@ -245,6 +245,12 @@ CASES = {
         lambda: C.simulate_counts(10**9, 40, key=K, n_program=4),
     ),
     "fit-adata-str": ("adata", lambda: C.fit("abc", key=K, steps=1)),
+    # issue #59 (fuzz of the rest of cells): a zero-gene cell gave an empty view; a step
+    # count of 10**9 ran without bound (now the driver's MAX_RUN_STEPS, before any work)
+    "augment-counts-empty": ("counts", lambda: C.augment(np.zeros(0), key=K)),
+    "train_lecell-steps-1e9": ("steps", lambda: _lecell(steps=10**9)),
+    "train_nbvae-steps-1e9": ("steps", lambda: _nbvae(steps=10**9)),
+    "fit-steps-1e9": ("steps", lambda: C.fit(_adata(), key=K, steps=10**9)),
 }
 
 

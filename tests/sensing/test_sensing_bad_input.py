@@ -209,3 +209,21 @@ def test_huge_probe_and_step_counts_are_refused_before_allocation():
         sensing.run_episode(
             model, flower, sensing.ExploitPolicy(), np.zeros((2, 3)), 10**9, key=key
         )
+
+
+def test_train_model_refuses_unbounded_steps_and_batch_before_any_work(getkey):
+    """Issue #59: `train_model(steps=10**9)` ran without bound (the driver only checked
+    steps >= 1); a batch of 10**9 flowers went to the compiler. Both are refused before
+    the step is compiled (the shared driver cap `jaxlab.MAX_RUN_STEPS`)."""
+    from jaxlab import MAX_RUN_STEPS
+
+    model = sensing.MultimodalVAE(latent_dim=2, width=4, depth=1, key=getkey())
+    data = sensing.simulate_probes(2, 2, key=getkey())
+    with pytest.raises(ValueError, match=f"^steps: expected at most {MAX_RUN_STEPS}"):
+        sensing.train_model(model, data, key=getkey(), steps=10**9)
+    with pytest.raises(ValueError, match="^batch_size: needs about"):
+        sensing.train_model(model, data, key=getkey(), steps=1, batch_size=10**12)
+    flower = sensing.sample_flower(key=getkey())
+    grid = sensing.action_grid(3)
+    with pytest.raises(ValueError, match=f"^n_steps: expected at most {MAX_RUN_STEPS}"):
+        sensing.run_episode(model, flower, sensing.ExploitPolicy(), grid, 10**9, key=getkey())
