@@ -131,7 +131,9 @@ def ce_loss_score(
     mask = jnp.ones(tokens.shape, jnp.int32) if mask is None else as_array("mask", mask)
     if mask.shape != tokens.shape:
         raise ValueError(f"mask: expected shape {tokens.shape}, received {mask.shape}")
-    if mask.dtype != jnp.bool_ and not bool(jnp.all((mask == 0) | (mask == 1))):
+    if mask.dtype == jnp.bool_:
+        mask = mask.astype(jnp.int32)  # 1 on real tokens, as the int masks
+    if not bool(jnp.all((mask == 0) | (mask == 1))):
         raise ValueError("mask: expected 0/1 (or bool) values")
     input_scale = check_real("input_scale", input_scale, low=0.0, low_inclusive=False)
     batch_size = check_positive_int("batch_size", batch_size)
