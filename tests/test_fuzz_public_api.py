@@ -3251,7 +3251,236 @@ def eeg_table():
             {"x": "float"},
             accepts=BATCH("x"),
         ),
+        Entry(
+            "eeg.channel_indices",
+            lambda **k: np.asarray(eeg.channel_indices(**k)),
+            lambda: {"ch_names": np.array(["Fz", "Cz", "Pz"]), "wanted": np.array(["Pz", "Fz"])},
+            {"ch_names": "str", "wanted": "str"},
+            empty_ok=("wanted",),  # no channel wanted: no index
+        ),
+        Entry(
+            "eeg.channel_positions",
+            eeg.channel_positions,
+            lambda: {"ch_names": np.array(["Fz", "Cz", "Pz"])},
+            {"ch_names": "str"},
+        ),
+        Entry(
+            "eeg.epoch_indices",
+            eeg.epoch_indices,
+            lambda: {"n_times": 16, "length": 4, "step": 2},
+            sizes=("n_times", "length", "step"),
+        ),
+        Entry(
+            "eeg.leave_subjects_out",
+            lambda **k: np.concatenate(
+                [np.concatenate(f) for f in eeg.leave_subjects_out(**k, key=jax.random.key(9))]
+            ),
+            lambda: {"subject": np.array([0, 0, 1, 1, 2, 2]), "n_folds": 3},
+            {"subject": "int"},
+            sizes=("n_folds",),
+        ),
+        Entry(
+            "eeg.make_classifier",
+            lambda **k: eeg.make_classifier(**k).fit(np.eye(4), [0, 1, 0, 1]).predict(np.eye(4)),
+            lambda: {"name": "lda"},
+        ),
+        Entry(
+            "eeg.cross_validate",
+            lambda **k: np.asarray(
+                eeg.cross_validate("lda", **k, folds=[(np.arange(4), np.arange(4, 8))])["bacc"]
+            ),
+            lambda: {
+                "inputs": _rng(33).standard_normal((8, 3)),
+                "y": np.array([0, 1] * 4),
+            },
+            {"inputs": "float", "y": "int"},
+        ),
+        Entry(
+            "eeg.spectral_features",
+            lambda **k: eeg.spectral_features(k["epochs"], 128.0, _EEG_CH3, nperseg=k["nperseg"]),
+            lambda: {"epochs": _rng(34).standard_normal((2, 3, 128)), "nperseg": 64},
+            {"epochs": "float"},
+            sizes=("nperseg",),
+            accepts={("nperseg", "none"): "None means min(sfreq, L) samples"},
+        ),
+        Entry(
+            "eeg.simulate",
+            lambda **k: (
+                eeg.simulate(
+                    eeg.SimulationConfig(
+                        n_subjects=k["n_subjects"], block_seconds=k["block_seconds"]
+                    ),
+                    key=jax.random.key(10),
+                    ch_names=_EEG_CH3,
+                ).signals
+            ),
+            lambda: {"n_subjects": 3, "block_seconds": np.float64(1.0)},
+            {"block_seconds": "float"},
+            sizes=("n_subjects",),
+        ),
+        Entry(
+            "eeg.raw_from_block",
+            lambda **k: eeg.raw_from_block(_tiny_eeg(), **k).get_data(),
+            lambda: {"subject": np.int64(1), "session": np.int64(0), "condition": np.int64(1)},
+            {"subject": "int", "session": "int", "condition": "int"},
+            ids={"subject": 3, "session": 2, "condition": 2},
+        ),
+        Entry(
+            "eeg.dataset_from_raws",
+            lambda **k: eeg.dataset_from_raws(_tiny_raws(), **k).signals,
+            lambda: {"group": np.array([0, 1, 2])},
+            {"group": "int"},
+            ids={"group": 3},
+        ),
+        Entry(
+            "eeg.read_dataset",
+            lambda **k: eeg.read_dataset(_tiny_edf_paths(), **k).signals,
+            lambda: {"group": np.array([0, 1, 2])},
+            {"group": "int"},
+            ids={"group": 3},
+        ),
+        Entry(
+            "eeg.make_epochs",
+            lambda **k: eeg.make_epochs(_tiny_eeg(), **k).x,
+            lambda: {
+                "seconds": np.float64(0.5),
+                "step_seconds": np.float64(0.25),
+                "reject_uv": np.float64(150.0),
+            },
+            {"seconds": "float", "step_seconds": "float", "reject_uv": "float"},
+            accepts={
+                ("step_seconds", "none"): "None means step = seconds (no overlap)",
+                ("reject_uv", "none"): "None means no amplitude rejection",
+            },
+        ),
+        Entry(
+            "eeg.preprocess_dataset",
+            lambda **k: eeg.preprocess_dataset(_tiny_eeg(), **k).signals,
+            lambda: {
+                "line_freq": np.float64(50.0),
+                "low": np.float64(1.0),
+                "high": np.float64(40.0),
+            },
+            {"line_freq": "float", "low": "float", "high": "float"},
+        ),
+        Entry(
+            "eeg.ica_clean",
+            lambda **k: (
+                eeg.ica_clean(
+                    _tiny_eeg(),
+                    k["n_components"],
+                    eog_channels=("Fp1",),
+                    method="fastica",
+                    threshold=k["threshold"],
+                    key=jax.random.key(11),
+                ).signals
+            ),
+            lambda: {"n_components": 2, "threshold": np.float64(0.6)},
+            {"threshold": "prob"},
+            sizes=("n_components",),
+        ),
+        Entry(
+            "eeg.table_from_epochs",
+            lambda **k: eeg.table_from_epochs(_tiny_mne_epochs(), **k).x,
+            lambda: {"subject": np.array([3, 3]), "session": np.array([0, 1]), "group": 1},
+            {"subject": "int", "session": "int"},
+            ids={"session": 2},
+            accepts={
+                ("subject", "none"): "documented: subject defaults to 0",
+                ("session", "none"): "documented: session defaults to 0",
+            },
+        ),
+        Entry(
+            "eeg.concat_tables",
+            lambda **k: eeg.concat_tables([_tiny_table(), _tiny_table()]).x,
+            dict,
+        ),
+        Entry(
+            "eeg.train_classifier",
+            lambda **k: eeg.train_classifier(
+                eeg.EEGNet(n_classes=2, f1=2, d=1, f2=2, kernel_length=4),
+                k["x"],
+                k["y"],
+                key=jax.random.key(12),
+                epochs=k["epochs"],
+                batch_size=k["batch_size"],
+            )(k["x"]),
+            lambda: {
+                "x": _rng(35).standard_normal((4, 3, 32)).astype(np.float32),
+                "y": np.array([0, 1, 0, 1]),
+                "epochs": 1,
+                "batch_size": 2,
+            },
+            {"x": "float", "y": "int"},
+            sizes=("epochs", "batch_size"),
+            ids={"y": 2},
+        ),
     ]
+
+
+_EEG_CH3 = ("Fp1", "F3", "F4")
+_EEG_CACHE: dict[str, Any] = {}
+
+
+def _tiny_eeg():
+    """3 subjects x 2 sessions x 2 conditions of 1 s at 128 Hz on Fp1, F3, F4 (built once)."""
+    from jaxlab import eeg
+
+    if "data" not in _EEG_CACHE:
+        _EEG_CACHE["data"] = eeg.simulate(
+            eeg.SimulationConfig(n_subjects=3, block_seconds=1.0),
+            key=jax.random.key(13),
+            ch_names=_EEG_CH3,
+        )
+    return _EEG_CACHE["data"]
+
+
+def _tiny_raws():
+    from jaxlab import eeg
+
+    if "raws" not in _EEG_CACHE:
+        _EEG_CACHE["raws"] = {
+            (s, e, c): eeg.raw_from_block(_tiny_eeg(), s, e, c)
+            for s in range(3)
+            for e in (0, 1)
+            for c in (0, 1)
+        }
+    return _EEG_CACHE["raws"]
+
+
+def _tiny_edf_paths():
+    """`_tiny_raws()` written once as EDF files in the temp folder."""
+    import mne
+
+    if "edf" not in _EEG_CACHE:
+        root = Path(tempfile.mkdtemp(prefix="jaxlab-fuzz-edf-"))
+        paths = {}
+        for k, raw in _tiny_raws().items():
+            p = root / "sub{}_ses{}_cond{}.edf".format(*k)
+            mne.export.export_raw(str(p), raw, fmt="edf", verbose="error")
+            paths[k] = p
+        _EEG_CACHE["edf"] = paths
+    return _EEG_CACHE["edf"]
+
+
+def _tiny_mne_epochs():
+    """Two 0.5 s `mne.EpochsArray` epochs on Fp1, F3, F4, events "rest" and "meditation"."""
+    import mne
+
+    if "epochs" not in _EEG_CACHE:
+        info = mne.create_info(list(_EEG_CH3), 128.0, ch_types="eeg")
+        x = _rng(14).standard_normal((2, 3, 64)) * 1e-5
+        events = np.array([[0, 0, 1], [64, 0, 2]])
+        _EEG_CACHE["epochs"] = mne.EpochsArray(
+            x, info, events=events, event_id={"rest": 1, "meditation": 2}, verbose="error"
+        )
+    return _EEG_CACHE["epochs"]
+
+
+def _tiny_table():
+    from jaxlab import eeg
+
+    return eeg.make_epochs(_tiny_eeg(), seconds=0.5)
 
 
 def stereo_table():
@@ -3828,7 +4057,80 @@ def interp_table():
             {"latents": "int"},
             ids={"latents": 8},
         ),
+        Entry(
+            "interp.fold_scaling_factor",
+            lambda **k: ip.fold_scaling_factor(_tiny_sae(), k["scale"]).W_enc,
+            lambda: {"scale": np.float64(2.0)},
+            {"scale": "float"},
+        ),
+        Entry(
+            "interp.normalize_decoder",
+            lambda **k: ip.normalize_decoder(_tiny_sae()).W_dec,
+            dict,
+        ),
+        Entry(
+            "interp.dose_response",
+            lambda **k: ip.dose_response(jnp.sum, **k, key=key)["direction"],
+            lambda: {"direction": _rng(53).standard_normal(4), "alphas": np.array([0.0, 1.0])},
+            {"direction": "float", "alphas": "float"},
+        ),
+        Entry(
+            "interp.ce_loss_score",
+            lambda **k: ip.ce_loss_score(_tiny_lm(), sae=_tiny_sae_24(), layer=0, **k)[
+                "ce_loss_score"
+            ],
+            lambda: {
+                "tokens": np.array([[1, 5, 2, 3], [4, 6, 7, 8]]),
+                "mask": np.ones((2, 4), np.int64),
+                "input_scale": np.float64(1.0),
+                "batch_size": 2,
+            },
+            {"tokens": "int", "mask": "int", "input_scale": "float"},
+            sizes=("batch_size",),
+            ids={"tokens": 13},
+            accepts={("mask", "none"): "None means every token is real"},
+        ),
+        Entry(
+            "interp.save_sae",
+            lambda **k: (
+                ip.load_sae(
+                    ip.save_sae(_tiny_sae(), _sae_dir("save"), hook_layer=k["hook_layer"])
+                ).W_dec
+            ),
+            lambda: {"hook_layer": 1},
+            sizes=("hook_layer",),
+            accepts={
+                ("hook_layer", "size0"): "layer 0 is a layer",
+                ("hook_layer", "none"): "None: the layer is not recorded",
+            },
+        ),
+        Entry(
+            "interp.load_sae",
+            lambda **k: ip.load_sae(**k).W_dec,
+            lambda: {"path": _saved_sae()},
+        ),
     ]
+
+
+def _tiny_sae_24():
+    """A random TopKSAE over the tiny llama's residual (d_in 24, d_sae 8, k 2)."""
+    from jaxlab import interp as ip
+
+    return ip.TopKSAE(24, 8, 2, key=jax.random.key(8))
+
+
+def _sae_dir(tag: str) -> Path:
+    return Path(tempfile.gettempdir()) / f"jaxlab-fuzz-sae-{tag}-{os.getpid()}"
+
+
+def _saved_sae() -> Path:
+    """`_tiny_sae()` written once as a SAELens folder."""
+    from jaxlab import interp as ip
+
+    path = _sae_dir("load")
+    if not (path / ip.SAE_CFG_FILENAME).exists():
+        ip.save_sae(_tiny_sae(), path)
+    return path
 
 
 def _tiny_sae():
@@ -4301,7 +4603,135 @@ def beliefs_table():
             },
             {"alphas": "float", "values": "float"},
         ),
+        Entry(
+            "beliefs.dominance",
+            lambda **k: bl.dominance(**k).margin,
+            lambda: {
+                "scores": _rng(44).standard_normal((5, 3)),
+                "mask": np.array([True, True, True, True, False]),
+            },
+            {"scores": "float", "mask": "bool"},
+            accepts={("mask", "none"): "None means every position is valid"},
+        ),
+        Entry(
+            "beliefs.evidence_counts",
+            lambda **k: bl.evidence_counts(_belief_items(), **k),
+            lambda: {"max_evidence": 2},
+            sizes=("max_evidence",),
+            documented={
+                ("max_evidence", "size0"): (
+                    ValueError,
+                    "0 is a valid maximum; the items' larger evidence is refused naming "
+                    "items[i].evidence",
+                )
+            },
+        ),
+        Entry(
+            "beliefs.fit_directions",
+            lambda **k: bl.fit_directions(**k).directions,
+            lambda: {
+                "acts": _rng(45).standard_normal((2, 8, 3)),
+                "labels": np.array([True, False] * 4),
+                "train": np.array([True] * 6 + [False] * 2),
+            },
+            {"acts": "float", "labels": "bool", "train": "bool"},
+        ),
+        Entry(
+            "beliefs.generation_states",
+            lambda **k: bl.generation_states(_tiny_lm(), **k, layers=(0,))[0],
+            lambda: {
+                "prompts": np.array([[1, 2], [3, 4]]),
+                "completions": np.array([[5, 6], [7, 8]]),
+                "width": 2,
+            },
+            {"prompts": "int", "completions": "int"},
+            sizes=("width",),
+            ids={"prompts": 13, "completions": 13},
+        ),
+        Entry(
+            "beliefs.make_factual",
+            lambda **k: bl.evidence_counts(
+                bl.make_factual(**k, key=jax.random.key(5)), max_evidence=k["max_evidence"]
+            ),
+            lambda: {"n_per_cell": 1, "max_evidence": 1},
+            sizes=("n_per_cell", "max_evidence"),
+            accepts={("max_evidence", "size0"): "documented: 0 is one cell without evidence"},
+        ),
+        Entry(
+            "beliefs.make_scenarios",
+            lambda **k: bl.evidence_counts(
+                bl.make_scenarios(**k, key=jax.random.key(6)), max_evidence=k["max_evidence"]
+            ),
+            lambda: {"n_per_cell": 1, "max_evidence": 1},
+            sizes=("n_per_cell", "max_evidence"),
+            accepts={("max_evidence", "size0"): "documented: 0 is one cell without evidence"},
+        ),
+        Entry(
+            "beliefs.option_logprobs",
+            lambda **k: bl.option_logprobs(_tiny_lm(), **k, layers=(0,)),
+            lambda: {
+                "prompts": np.array([[1, 2, 3], [4, 5, 6]]),
+                "option_ids": np.array([[7, 8], [9, 10]]),
+                "vectors": _rng(46).standard_normal((2, 1, 24)),
+                "batch_size": 2,
+            },
+            {"prompts": "int", "option_ids": "int", "vectors": "float"},
+            sizes=("batch_size",),
+            ids={"prompts": 13, "option_ids": 13},
+        ),
+        Entry(
+            "beliefs.read_tomi",
+            lambda **k: np.array([it.answer for it in bl.read_tomi(_tom_file("tomi"), **k)]),
+            lambda: {"n": 1},
+            sizes=("n",),
+            accepts={("n", "none"): "None means every usable row"},
+        ),
+        Entry(
+            "beliefs.read_hitom",
+            lambda **k: np.array([it.answer for it in bl.read_hitom(_tom_file("hitom"), **k)]),
+            lambda: {"n": 1},
+            sizes=("n",),
+            accepts={("n", "none"): "None means every usable row"},
+        ),
     ]
+
+
+def _belief_items():
+    from jaxlab import beliefs as bl
+
+    return bl.make_factual(1, key=jax.random.key(7), max_evidence=2)
+
+
+_TOM_LINES = {
+    "tomi": {
+        "input": [
+            {
+                "role": "user",
+                "content": "Ann entered the den. The ball is in the box. Ann moved the ball to "
+                "the basket. Where is the ball really?",
+            }
+        ],
+        "ideal": "basket",
+    },
+    "hitom": {
+        "input": [
+            {
+                "role": "user",
+                "content": "1 The ball is in the box.\n2 Ann moved the ball to the basket."
+                "\n\nWhere does Bob think the ball is?\nA. box, B. basket, C. crate",
+            }
+        ],
+        "ideal": "A",
+    },
+}
+
+
+def _tom_file(kind: str) -> Path:
+    """A one-row ToMi or Hi-ToM JSONL file in the temp folder (written once)."""
+    path = Path(tempfile.gettempdir()) / f"jaxlab-fuzz-{kind}-{os.getpid()}.jsonl"
+    if not path.exists():
+        path.write_text(json.dumps(_TOM_LINES[kind]) + "\n")
+    return path
 
 
 def illusions_table():

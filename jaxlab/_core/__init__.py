@@ -36,6 +36,7 @@ from ._validate import as_array as as_array
 from ._validate import available_memory as available_memory
 from ._validate import check_array as check_array
 from ._validate import check_finite as check_finite
+from ._validate import check_id_lists as check_id_lists
 from ._validate import check_ids as check_ids
 from ._validate import check_instance as check_instance
 from ._validate import check_lengths as check_lengths

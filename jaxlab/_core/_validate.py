@@ -377,6 +377,27 @@ def check_ids(name: str, ids: Any, n: int | None, *, what: str = "ids") -> Any:
     return arr
 
 
+def check_id_lists(name: str, seqs: Any, n: int | None, *, what: str = "ids") -> list[list[int]]:
+    """A non-empty sequence of 1-D integer id lists (prompts, completions), each checked by
+    `check_ids` as `name[i]`; returns them as lists of ints. A (B, T) array counts as B
+    lists. None, a string, a non-sequence, an empty sequence and an entry that is not a
+    flat list raise a `ValueError` naming the argument (instead of a TypeError from
+    `len` or an ambiguous-truth error from an array)."""
+    if seqs is None or isinstance(seqs, str | bytes) or not hasattr(seqs, "__len__"):
+        raise ValueError(f"{name}: expected a sequence of {what} lists, received {seqs!r:.60}")
+    if len(seqs) and not hasattr(seqs[0], "__len__"):
+        raise ValueError(f"{name}: expected a sequence of {what} lists, received flat {what}")
+    if len(seqs) == 0:
+        raise ValueError(f"{name}: expected at least one {what} list, received none")
+    out = []
+    for i, s in enumerate(seqs):
+        arr = check_ids(f"{name}[{i}]", s, n, what=what)
+        if arr.ndim != 1:
+            raise ValueError(f"{name}[{i}]: expected a flat list of {what}, received {arr.ndim}-D")
+        out.append(arr.tolist())
+    return out
+
+
 def check_lengths(**named: Any) -> int:
     """Raise unless every named argument has the same length (`len` or leading axis);
     returns that length. Paired arguments (features and queries, items and labels)

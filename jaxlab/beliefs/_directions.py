@@ -110,7 +110,8 @@ def fit_directions(
 
     **Arguments:**
 
-    - `acts`: (L, n, d) one activation per item and layer (e.g. the last prompt token).
+    - `acts`: (L, n, d) one activation per item and layer (e.g. the last prompt token),
+      finite, L >= 1.
     - `labels`: (n,) bool, True where the evidence favours hypothesis A.
     - `train`: (n,) bool training mask; the others are only used for `test_auroc`.
       Both classes must occur on both sides.
@@ -123,10 +124,10 @@ def fit_directions(
     """
     if method not in _METHODS:
         raise ValueError(f"method: expected one of {_METHODS}, received {method!r}")
-    acts = as_array("acts", acts)
+    acts = as_array("acts", acts, nonempty=True)
     penalty = check_real("penalty", penalty, low=0.0, low_inclusive=False)
     sizes = check_array("acts", acts, shape=("L", "n", "d"), dtype=jnp.floating)
-    labels, train = jnp.asarray(labels), jnp.asarray(train)
+    labels, train = as_array("labels", labels), as_array("train", train)
     check_array("labels", labels, shape=("n",), sizes=sizes, dtype=jnp.bool_)
     check_array("train", train, shape=("n",), sizes=sizes, dtype=jnp.bool_)
     check_finite("acts", acts)

@@ -99,7 +99,7 @@ def dominance(
     if mask is None:
         m = jnp.ones(s.shape[:1], bool)
     else:
-        m = jnp.asarray(mask)
+        m = as_array("mask", mask)
         check_array("mask", m, shape=s.shape[:1], dtype=jnp.bool_)
     if not isinstance(m, jax.core.Tracer) and not bool(np.any(np.asarray(m))):
         raise ValueError("mask: expected at least one valid position, received none")

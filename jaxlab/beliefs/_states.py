@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import lm
-from .._core import check_ids, check_positive_int
+from .._core import check_id_lists, check_memory, check_positive_int
 
 __all__ = ["generation_states"]
 
@@ -48,7 +48,11 @@ def generation_states(
     - `prompts`: B prompt token lists (non-empty).
     - `completions`: B generated token lists, each of at most `width` tokens.
     - `layers`: layer indices to keep; `site` among `jaxlab.lm.SITES`.
-    - `width`: the generated length to pad to (e.g. `max_new_tokens`).
+    - `width`: the generated length to pad to (e.g. `max_new_tokens`); a width whose
+      result would not fit in memory is refused naming `width`.
+
+    `prompts` and `completions` are sequences of flat integer lists (or (B, T) arrays);
+    ids outside [0, vocab_size) are refused, never wrapped.
 
     **Returns:** `states` (B, len(layers), 1 + width, d) float32, position 0 the last
     prompt token and position j the j-th generated token (zeros past the end), and
@@ -63,23 +67,19 @@ def generation_states(
     layers = tuple(int(i) for i in layers)
     if not layers or any(not 0 <= i < cfg.n_layers for i in layers):
         raise ValueError(f"layers: expected ints in [0, {cfg.n_layers}), received {layers}")
-    if len(prompts) != len(completions) or not prompts:
-        raise ValueError(
-            f"completions: expected one list per prompt ({len(prompts)}), "
-            f"received {len(completions)}"
-        )
     V = cfg.vocab_size
-    ps = [
-        check_ids(f"prompts[{i}]", p, V, what="token ids").tolist() for i, p in enumerate(prompts)
-    ]
-    cs = [
-        check_ids(f"completions[{i}]", c, V, what="token ids").tolist()
-        for i, c in enumerate(completions)
-    ]
+    ps = check_id_lists("prompts", prompts, V, what="token ids")
+    cs = check_id_lists("completions", completions, V, what="token ids")
+    if len(ps) != len(cs):
+        raise ValueError(
+            f"completions: expected one list per prompt ({len(ps)}), received {len(cs)}"
+        )
     if any(not p for p in ps):
         raise ValueError("prompts: expected non-empty token lists")
     if any(len(c) > width for c in cs):
         raise ValueError(f"completions: expected at most width={width} tokens each")
+    # the (B, L, 1 + width, d) float32 result, refused before it is allocated
+    check_memory("width", 4.0 * len(ps) * len(layers) * (1 + width) * cfg.d_model)
     full = [p + c for p, c in zip(ps, cs, strict=True)]
     tokens, mask = lm.pad_prompts(full, length=lm.prompt_bucket(max(len(f) for f in full)))
     acts = np.asarray(

@@ -21,7 +21,14 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .. import lm
-from .._core import as_array, check_array, check_finite, check_ids, check_positive_int
+from .._core import (
+    as_array,
+    check_array,
+    check_finite,
+    check_id_lists,
+    check_ids,
+    check_positive_int,
+)
 from ._monitoring import _check_total_weight
 
 
@@ -86,7 +93,8 @@ def option_logprobs(
       at `site` of each of `layers`, at the last prompt token only. Ignored for
       `mode="none"` (one condition, the plain run).
     - `layers`, `site`: where to edit (`jaxlab.lm.SITES`).
-    - `batch_size`: prompts per compiled batch (the last batch is padded).
+    - `batch_size`: prompts per compiled batch (the last batch is padded); at most B
+      are used (a larger value gives the same result).
 
     **Returns:** (C, B, K) float32 log-probabilities under the full-vocabulary softmax.
     """
@@ -98,11 +106,10 @@ def option_logprobs(
         raise ValueError(f"site: expected one of {lm.SITES}, received {site!r}")
     batch_size = check_positive_int("batch_size", batch_size)
     cfg = model.config
-    toks = [
-        check_ids(f"prompts[{i}]", p, cfg.vocab_size, what="token ids").tolist()
-        for i, p in enumerate(prompts)
-    ]
-    if not toks or any(len(p) < 2 for p in toks):
+    toks = check_id_lists("prompts", prompts, cfg.vocab_size, what="token ids")
+    # padding to batch_size only keeps one compiled shape: more rows than prompts is waste
+    batch_size = min(batch_size, len(toks))
+    if any(len(p) < 2 for p in toks):
         raise ValueError("prompts: expected a non-empty list of token lists of >= 2 tokens")
     ids = check_ids("option_ids", option_ids, cfg.vocab_size, what="token ids")
     check_array("option_ids", ids, shape=(len(toks), "K"))
@@ -115,7 +122,7 @@ def option_logprobs(
             raise ValueError(f"layers: expected ints in [0, {cfg.n_layers}), received {layers}")
         if vectors is None:
             raise ValueError(f"vectors: expected a (C, d) or (C, L, d) array for mode={mode!r}")
-        vecs = jnp.asarray(vectors, jnp.float32)
+        vecs = as_array("vectors", vectors, nonempty=True).astype(jnp.float32)
         if vecs.ndim == 2:
             vecs = jnp.broadcast_to(vecs[:, None, :], (vecs.shape[0], len(layers), vecs.shape[1]))
         check_array("vectors", vecs, shape=("C", len(layers), cfg.d_model))

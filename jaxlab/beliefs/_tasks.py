@@ -16,7 +16,7 @@ import dataclasses
 import jax
 import numpy as np
 
-from .._core import check_nonnegative_int, check_positive_int, numpy_rng
+from .._core import check_memory, check_nonnegative_int, check_positive_int, numpy_rng
 
 __all__ = ["BeliefItem", "SCENARIOS", "make_scenarios", "make_factual", "evidence_counts"]
 
@@ -151,6 +151,9 @@ def _check(n_per_cell, max_evidence, templates):
             f"max_evidence: expected an int in [0, {templates}] (one template per sentence), "
             f"received {max_evidence}"
         )
+    # each item is a few Python strings (about 2 KiB): a huge n_per_cell is refused
+    # before the list is built instead of filling memory
+    check_memory("n_per_cell", 2048.0 * (max_evidence + 1) ** 2 * n_per_cell)
     return n_per_cell, int(max_evidence)
 
 
@@ -179,7 +182,10 @@ def make_scenarios(
     - `n_per_cell`: items per (k_A, k_B) cell.
     - `key`: PRNG key (the only randomness).
     - `kinds`: scenario kinds among `SCENARIOS`.
-    - `max_evidence`: the largest k (at most the 4 templates per kind).
+    - `max_evidence`: the largest k, in 0..4 (the 4 templates per kind); 0 is one cell
+      with no evidence sentences.
+
+    A `n_per_cell` whose items would not fit in memory is refused naming it.
 
     **Returns:** list of `(max_evidence + 1)^2 * n_per_cell` `BeliefItem`s, cell by cell.
     """
@@ -227,7 +233,8 @@ def make_factual(n_per_cell: int, *, key: jax.Array, max_evidence: int = 4) -> l
     {0..`max_evidence`}^2 gets `n_per_cell` items with k_A sentences asserting the truth and
     k_B asserting the alternative, shuffled. `answer` is 0 (the truth) whatever the balance.
 
-    **Arguments:** `n_per_cell`; `key`; `max_evidence` (at most 4).
+    **Arguments:** `n_per_cell` (refused when the items would not fit in memory); `key`;
+    `max_evidence` in 0..4 (0: one cell without evidence sentences).
 
     **Returns:** list of `(max_evidence + 1)^2 * n_per_cell` `BeliefItem`s (family "fact").
     """
@@ -255,7 +262,8 @@ def evidence_counts(items: list[BeliefItem], *, max_evidence: int = 4) -> np.nda
     **Arguments:**
 
     - `items`: `BeliefItem`s (items without graded evidence are not counted).
-    - `max_evidence`: the largest number of evidence sentences per side.
+    - `max_evidence`: the largest number of evidence sentences per side (>= 0; one whose
+      table would not fit in memory is refused naming it).
 
     **Returns:** a `(max_evidence + 1, max_evidence + 1)` int array, entry `[k_A, k_B]` the
     number of items with that evidence.
@@ -265,6 +273,7 @@ def evidence_counts(items: list[BeliefItem], *, max_evidence: int = 4) -> np.nda
     max_evidence = check_nonnegative_int("max_evidence", max_evidence)
     if isinstance(items, str | bytes) or not all(isinstance(it, BeliefItem) for it in items):
         raise ValueError(f"items: expected a sequence of BeliefItem, received {items!r:.60}")
+    check_memory("max_evidence", 8.0 * (max_evidence + 1) ** 2)  # the int64 table
     out = np.zeros((max_evidence + 1, max_evidence + 1), np.int64)
     for i, it in enumerate(items):
         if it.evidence is None:

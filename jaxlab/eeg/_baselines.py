@@ -14,7 +14,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from jaxlab._core import sklearn_seed
+from jaxlab._core import as_array, check_ids, sklearn_seed
 
 from ._evaluate import balanced_accuracy, macro_f1
 from ._riemann import log_euclidean_mean, tangent_space
@@ -73,13 +73,34 @@ def cross_validate(name: str, inputs, y, folds, *, key: jax.Array | None = None)
     `y` `(N,)` labels; `folds` list of `(train_idx, test_idx)`; `key` (keyword-only) for
     random classifiers (`make_classifier`; every fold's model gets the same key).
 
+    `inputs` must be finite real numbers with at least one row, `y` integer labels >= 0,
+    and each fold's indices integers in [0, N) (never wrapped); otherwise a `ValueError`
+    names the argument.
+
     **Returns:** dict with per-fold lists `"bacc"` and `"f1"`.
     """
-    inputs, y = np.asarray(inputs), np.asarray(y)
+    if name not in CLASSICAL_MODELS:
+        raise ValueError(f"name: unknown model {name!r}; expected one of {CLASSICAL_MODELS}")
+    inputs = np.asarray(as_array("inputs", inputs, finite=True, nonempty=True, real=True))
+    y = check_ids("y", y, None, what="class labels")
+    if inputs.ndim not in (2, 3):
+        raise ValueError(f"inputs: expected (N, D) or (N, C, C), received shape {inputs.shape}")
+    if y.ndim != 1:
+        raise ValueError(f"y: expected (N,) labels, received shape {y.shape}")
     if len(inputs) != len(y):
         raise ValueError(f"inputs/y: {len(inputs)} rows vs {len(y)} labels")
+    if isinstance(folds, str | bytes) or not hasattr(folds, "__iter__"):
+        raise ValueError(f"folds: expected (train_idx, test_idx) pairs, received {folds!r:.60}")
+    checked = []
+    for i, fold in enumerate(folds):
+        if len(fold) != 2:
+            raise ValueError(f"folds[{i}]: expected a (train_idx, test_idx) pair")
+        train, test = (check_ids(f"folds[{i}]", idx, len(y), what="row indices") for idx in fold)
+        if not train.size or not test.size:
+            raise ValueError(f"folds[{i}]: expected non-empty train and test indices")
+        checked.append((train, test))
     out = {"bacc": [], "f1": []}
-    for train, test in folds:
+    for train, test in checked:
         clf = make_classifier(name, key=key).fit(inputs[train], y[train])
         pred = clf.predict(inputs[test])
         out["bacc"].append(balanced_accuracy(y[test], pred))

@@ -5,9 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 from jaxtyping import Array, Float, Int
+
+from jaxlab._core import check_ids
 
 from ._montage import channel_positions
 
@@ -59,6 +63,9 @@ class EEGDataset(eqx.Module):
         channel_positions(self.ch_names)  # raises on unknown channels
         if self.group.shape != (s,):
             raise ValueError(f"group: expected shape ({s},), got {self.group.shape}")
+        concrete = isinstance(self.group, np.ndarray | jax.Array)
+        if concrete and not isinstance(self.group, Tracer):  # an index into group_names
+            check_ids("group", self.group, len(self.group_names), what="group indices")
         if ns != len(self.session_names) or nc != len(self.condition_names):
             raise ValueError("signals: session/condition axes disagree with their names")
         if self.subject_names is not None and len(self.subject_names) != s:

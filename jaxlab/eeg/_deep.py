@@ -21,6 +21,10 @@ from jaxlab._core import (
     AbstractStep,
     Driver,
     StepLoop,
+    as_array,
+    check_ids,
+    check_positive_int,
+    check_size,
     driver_for,
     optimizer_update,
     run_steps,
@@ -34,6 +38,10 @@ __all__ = [
     "TrainedClassifier",
     "train_classifier",
 ]
+
+MAX_EPOCHS = 10_000
+"""The most training epochs `train_classifier` accepts (a larger `epochs` is refused
+before the epoch orders are drawn: 10**9 would allocate and run for ever)."""
 
 
 def _avg_pool(h, length: int, stride: int):
@@ -396,8 +404,10 @@ def train_classifier(
     **Arguments:**
 
     - `model`: a flax module (`EEGNet`, `ShallowConvNet`, `DeepConvNet`).
-    - `x` `(N, C, L)`, `y` `(N,)` int labels; optional `x_val`, `y_val` for early stopping
+    - `x` `(N, C, L)` finite, `y` `(N,)` int labels in [0, `model.n_classes`) (never
+      wrapped: an out-of-range label is refused); optional `x_val`, `y_val` for early stopping
       (stop after `patience` epochs without a lower validation loss; the best weights win).
+    - `epochs` (at most `MAX_EPOCHS` = 10 000), `batch_size`, `patience`: positive ints.
     - `key`: PRNG key (keyword-only): weights from `split(key, 3)[0]`, step `t`'s dropout
       from `fold_in(split(key, 3)[1], t)`, epoch orders from `split(key, 3)[2]`.
     - `optimizer`: default `optax.adam(1e-3)`; pass one object to several calls (folds)
@@ -412,14 +422,25 @@ def train_classifier(
     exception to the `(model, History)` convention: the classifier object is what the
     callers use; its `losses` hold the history's per-step loss).
     """
-    x, y = jnp.asarray(x, jnp.float32), jnp.asarray(y).astype(jnp.int32)
+    n_classes = getattr(model, "n_classes", None)
+    x = as_array("x", x, finite=True, nonempty=True, real=True).astype(jnp.float32)
+    y = jnp.asarray(check_ids("y", y, n_classes, what="class labels"), jnp.int32)
     if x.ndim != 3 or y.shape != x.shape[:1]:
         raise ValueError(f"x/y: expected (N, C, L) and (N,), got {x.shape} and {y.shape}")
-    for name, v in (("epochs", epochs), ("batch_size", batch_size), ("patience", patience)):
-        if not (isinstance(v, int | np.integer) and v > 0):
-            raise ValueError(f"{name}: expected a positive int, got {v!r}")
+    epochs = check_size("epochs", epochs, cap=MAX_EPOCHS, why="MAX_EPOCHS")
+    batch_size = check_positive_int("batch_size", batch_size)
+    patience = check_positive_int("patience", patience)
+    try:  # abstract: no compile, no weights; a too short epoch divides by zero inside
+        jax.eval_shape(lambda: _init_variables(model, jax.random.key(0), x[:2]))
+    except (ZeroDivisionError, ValueError, TypeError) as e:
+        raise ValueError(
+            f"x: epochs of shape {tuple(x.shape[1:])} do not fit {type(model).__name__} ({e})"
+        ) from None
     if (x_val is None) != (y_val is None):
         raise ValueError("x_val/y_val: expected both or neither")
+    if x_val is not None:
+        x_val = as_array("x_val", x_val, finite=True, nonempty=True, real=True)
+        y_val = check_ids("y_val", y_val, n_classes, what="class labels")
     has_val = x_val is not None
     optimizer = optax.adam(1e-3) if optimizer is None else optimizer
     step = ClassifierStep(

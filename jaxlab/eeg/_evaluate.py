@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import scipy.stats
 
-from jaxlab._core import as_array
+from jaxlab._core import as_array, check_positive_int
 
 __all__ = ["leave_subjects_out", "balanced_accuracy", "macro_f1", "fold_ci"]
 
@@ -20,13 +20,16 @@ def leave_subjects_out(subject, n_folds: int, *, key):
 
     **Returns:** list of `(train_idx, test_idx)` integer numpy arrays.
     """
+    if subject is None or isinstance(subject, str | bytes):
+        raise ValueError(f"subject: expected a 1-D integer array, received {subject!r:.60}")
     subject = np.asarray(subject)
     if subject.ndim != 1 or not np.issubdtype(subject.dtype, np.integer):
         raise ValueError(
             f"subject: expected a 1-D integer array, got {subject.dtype} {subject.shape}"
         )
     ids = np.unique(subject)
-    if not (isinstance(n_folds, int) and 2 <= n_folds <= len(ids)):
+    n_folds = check_positive_int("n_folds", n_folds)
+    if not 2 <= n_folds <= len(ids):
         raise ValueError(
             f"n_folds: expected an int in [2, {len(ids)}] (number of subjects), got {n_folds!r}"
         )

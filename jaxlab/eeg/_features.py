@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
-from jaxlab._core import as_array, check_array, check_real
+from jaxlab._core import as_array, check_array, check_positive_int, check_real
 
 from ._montage import channel_indices
 
@@ -173,10 +173,17 @@ def spectral_features(epochs, sfreq: float, ch_names, *, nperseg: int | None = N
     """The classical feature vector per epoch: log band powers and relative powers per
     channel and band, frontal alpha asymmetry, spectral entropy per channel.
 
-    **Arguments:** `epochs` `(N, C, L)`. **Returns:** `(N, 2*C*5 + 1 + C)`.
+    **Arguments:** `epochs` `(N, C, L)` finite, non-empty; `sfreq` > 0 Hz; `ch_names` with
+    F3 and F4; `nperseg` a positive int (default min(sfreq, L)).
+    **Returns:** `(N, 2*C*5 + 1 + C)`.
     """
+    epochs = as_array("epochs", epochs, dtype=jnp.floating, finite=True, nonempty=True)
     check_array("epochs", epochs, shape=("N", "C", "L"), dtype=jnp.floating)
-    nperseg = min(int(sfreq), epochs.shape[-1]) if nperseg is None else nperseg
+    sfreq = check_real("sfreq", sfreq, low=0.0, low_inclusive=False)
+    if nperseg is None:
+        nperseg = min(int(sfreq), epochs.shape[-1])
+    else:
+        nperseg = check_positive_int("nperseg", nperseg)
     freqs, psd = welch(epochs, sfreq, nperseg=nperseg)
     bp = band_powers(freqs, psd)  # (N, C, 5)
     rel = relative_powers(bp)

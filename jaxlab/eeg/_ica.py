@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab._core import sklearn_seed
+from jaxlab._core import check_instance, check_positive_int, check_real, sklearn_seed
 
 from ._data import EEGDataset
 from ._montage import channel_indices
@@ -44,7 +44,8 @@ def ica_clean(
       `"picard"` (needs `python-picard`). Infomax is the default because FastICA and
       Picard hit their iteration limits on the largely Gaussian background EEG of the
       simulator (FastICA then warns) and were 2x slower in our check.
-    - `threshold`: absolute correlation above which a component is removed.
+    - `threshold`: absolute correlation above which a component is removed, a finite
+      number in (0, 1).
     - `key` (keyword-only): the randomness of the ICA fits (their random state).
 
     **Returns:** cleaned `EEGDataset` (same shape and metadata).
@@ -54,13 +55,16 @@ def ica_clean(
     """
     import mne
 
+    check_instance("data", data, EEGDataset)
     c = len(data.ch_names)
-    if not (isinstance(n_components, int | np.integer) and 2 <= n_components <= c):
+    n_components = check_positive_int("n_components", n_components)
+    if not 2 <= n_components <= c:
         raise ValueError(f"n_components: expected an int in [2, {c}], got {n_components!r}")
     if method not in ("fastica", "infomax", "picard"):
         raise ValueError(f"method: expected 'fastica', 'infomax' or 'picard', got {method!r}")
-    if not 0 < threshold < 1:
-        raise ValueError(f"threshold: expected an absolute correlation in (0, 1), got {threshold}")
+    threshold = check_real(
+        "threshold", threshold, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
+    )
     eog = [data.ch_names[i] for i in channel_indices(data.ch_names, eog_channels)]
     x = np.array(data.signals, np.float64)  # (S, 2, 2, C, T)
     info = mne.create_info(list(data.ch_names), data.sfreq, ch_types="eeg")

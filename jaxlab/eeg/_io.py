@@ -17,6 +17,8 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlab._core import check_ids, check_instance
+
 from ._brainvision import check_brainvision_header
 from ._data import CONDITIONS, GROUPS, SESSIONS, EEGDataset, EpochTable
 from ._montage import STANDARD_1020, channel_indices, channel_positions
@@ -188,14 +190,23 @@ def dataset_from_raws(
     **Returns:** `EEGDataset` in microvolts, every block cropped to the shortest one.
 
     **Raises:** `ValueError` for missing blocks, sampling rates that differ between
-    recordings, channels absent from a recording or outside the 10-20 montage, NaN samples.
+    recordings, channels absent from a recording or outside the 10-20 montage, NaN samples,
+    and a `group` that is not a non-empty 1-D array of indices in [0, 3) (never wrapped).
     """
-    n_subj = len(group)
+    gids = check_ids("group", group, len(GROUPS), what="group indices")
+    if gids.ndim != 1 or not gids.size:
+        raise ValueError(f"group: expected (subject,) group indices, received shape {gids.shape}")
+    if not isinstance(raws, Mapping):
+        raise ValueError(f"raws: expected a mapping of blocks, received {type(raws).__name__}")
+    n_subj = len(gids)
     missing = [
         (s, e, c) for s in range(n_subj) for e in (0, 1) for c in (0, 1) if (s, e, c) not in raws
     ]
     if missing:
-        raise ValueError(f"raws: missing (subject, session, condition) blocks {missing[:5]}")
+        raise ValueError(
+            f"raws: missing (subject, session, condition) blocks {missing[:5]} for the "
+            f"{n_subj} subjects of group"
+        )
     first = raws[(0, 0, 0)]
     if ch_names is None:
         ch_names = _montage_channels(first.ch_names, "raws")
@@ -232,7 +243,7 @@ def dataset_from_raws(
     )
     return EEGDataset(
         signals=jnp.asarray(signals, dtype),
-        group=jnp.asarray(group),
+        group=jnp.asarray(gids),
         sfreq=sfreq,
         ch_names=ch_names,
         subject_names=None if subject_names is None else tuple(subject_names),
@@ -261,13 +272,36 @@ def read_dataset(
     `dataset_from_raws` rejects. Warns (`RuntimeWarning`, naming the file) when a file
     holds fewer data records or samples than its header states (only those are read).
     """
+    gids = check_ids("group", group, len(GROUPS), what="group indices")
+    if gids.ndim != 1 or not gids.size:
+        raise ValueError(f"group: expected (subject,) group indices, received shape {gids.shape}")
+    if not isinstance(paths, Mapping):
+        raise ValueError(f"paths: expected a mapping of files, received {type(paths).__name__}")
     raws = {k: _read_raw(p) for k, p in paths.items()}
-    return dataset_from_raws(raws, group, ch_names=ch_names, dtype=dtype)
+    return dataset_from_raws(raws, gids, ch_names=ch_names, dtype=dtype)
 
 
 def raw_from_block(data: EEGDataset, subject: int, session: int, condition: int):
-    """One block of `data` as an `mne.io.RawArray` (volts), e.g. to export it as EDF."""
+    """One block of `data` as an `mne.io.RawArray` (volts), e.g. to export it as EDF.
+
+    `subject`, `session`, `condition` are integer indices in range of `data.signals`'s
+    first three axes (a negative or too large index is refused naming it, never wrapped).
+    """
     import mne
+
+    check_instance("data", data, EEGDataset)
+    idx = []
+    for name, v, n in zip(
+        ("subject", "session", "condition"),
+        (subject, session, condition),
+        data.signals.shape[:3],
+        strict=True,
+    ):
+        arr = check_ids(name, v, n, what="index")
+        if arr.ndim != 0:
+            raise ValueError(f"{name}: expected one integer index, received shape {arr.shape}")
+        idx.append(int(arr))
+    subject, session, condition = idx
 
     info = mne.create_info(list(data.ch_names), data.sfreq, ch_types="eeg")
     x = np.asarray(data.signals[subject, session, condition], np.float64) * 1e-6
@@ -331,7 +365,8 @@ def table_from_epochs(
       `SESSIONS`, `CONDITIONS`, `GROUPS`. When omitted, the column of the same name in
       `epochs.metadata` is used; the condition may also come from the event names
       (`"rest"`, `"meditation"`, or tags such as `"meditation/breath"`). `subject` and
-      `session` default to 0 when neither is given; `group` must be given.
+      `session` default to 0 when neither is given; `group` must be given. Each is a
+      scalar or 1-D (a 2-D array is refused naming it).
     - `ch_names`: channels to keep (default: 10-20 channels present, montage order).
 
     **Returns:** `EpochTable` with `x` `(N, C, L)` and `keep` all True.
@@ -349,6 +384,8 @@ def table_from_epochs(
         if value is None and default is None:
             raise ValueError(f"{name}: not given and no epochs.metadata column {name!r}")
         value = default if value is None else value
+        if isinstance(value, bytes) or np.asarray(value, dtype=object).ndim > 1:
+            raise ValueError(f"{name}: expected one value or a 1-D sequence, got {value!r:.60}")
         arr = np.asarray(value, dtype=object).reshape(-1)
         if arr.size == 1:
             arr = np.repeat(arr, n)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxlab._core import check_strings
+
 __all__ = ["STANDARD_1020", "channel_positions", "channel_indices"]
 
 # 19-channel 10-20 montage: name -> (x, y) on the unit head disc (x right, y nose).
@@ -35,13 +37,22 @@ towards the nose)."""
 def channel_indices(ch_names, wanted) -> list[int]:
     """Positions of `wanted` channel names inside `ch_names` (case-insensitive).
 
+    Both are sequences of strings (a bare string, None or non-string entries raise a
+    `ValueError` naming the argument: `wanted="Fz"` would be the letters F and z);
+    `ch_names` non-empty, `wanted` may be empty.
+
     **Raises:** `ValueError` naming any channel that is not present.
     """
+    ch_names = check_strings("ch_names", ch_names)
+    wanted = check_strings("wanted", wanted, nonempty=False)
     lower = [c.lower() for c in ch_names]
     out = []
     for w in wanted:
         if w.lower() not in lower:
-            raise ValueError(f"channel {w!r} not found; available channels: {list(ch_names)}")
+            raise ValueError(
+                f"wanted: channel {str(w)!r} not found; available ch_names: "
+                f"{[str(c) for c in ch_names]}"
+            )
         out.append(lower.index(w.lower()))
     return out
 
@@ -49,8 +60,10 @@ def channel_indices(ch_names, wanted) -> list[int]:
 def channel_positions(ch_names) -> np.ndarray:
     """(x, y) positions of `ch_names` in the 10-20 system, shape `(C, 2)`.
 
-    **Raises:** `ValueError` for a channel name outside the 19-channel 10-20 montage.
+    **Raises:** `ValueError` for a channel name outside the 19-channel 10-20 montage, and
+    for `ch_names` that is not a non-empty sequence of strings.
     """
+    ch_names = check_strings("ch_names", ch_names)
     table = {k.lower(): v for k, v in STANDARD_1020.items()}
     unknown = [c for c in ch_names if c.lower() not in table]
     if unknown:

@@ -12,7 +12,13 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.signal
 
-from jaxlab._core import as_array, check_real
+from jaxlab._core import (
+    as_array,
+    check_instance,
+    check_memory,
+    check_positive_int,
+    check_real,
+)
 
 from ._data import EEGDataset, EpochTable
 from ._ica import ica_clean
@@ -36,15 +42,23 @@ def _check_signal(name, x):
     return x
 
 
-def _check_sfreq(sfreq, *freqs):
+def _check_sfreq(sfreq, **freqs):
+    """`sfreq` a finite rate > 0 and each named frequency a finite number in (0, sfreq/2):
+    returns the frequencies as floats (the message names the argument and `sfreq`)."""
+    if isinstance(sfreq, bool | str | bytes) or sfreq is None:
+        raise ValueError(f"sfreq: expected a positive sampling rate in Hz, got {sfreq!r:.60}")
     if not (np.isfinite(sfreq) and sfreq > 0):
         raise ValueError(f"sfreq: expected a positive sampling rate in Hz, got {sfreq}")
-    for f in freqs:
+    out = []
+    for name, f in freqs.items():
+        f = check_real(name, f)
         if not 0 < f < sfreq / 2:
             raise ValueError(
-                f"sfreq: frequency {f} Hz must lie strictly between 0 and the Nyquist "
-                f"frequency {sfreq / 2} Hz of sampling rate {sfreq} Hz"
+                f"{name}: frequency {f} Hz must lie strictly between 0 and the Nyquist "
+                f"frequency {sfreq / 2} Hz of sampling rate sfreq={sfreq} Hz"
             )
+        out.append(f)
+    return out
 
 
 def bandpass(x, sfreq: float, low: float, high: float, *, order: int = 4):
@@ -55,7 +69,7 @@ def bandpass(x, sfreq: float, low: float, high: float, *, order: int = 4):
     **Returns:** filtered array, same shape and dtype as `x`.
     """
     x = _check_signal("x", x)
-    _check_sfreq(sfreq, low, high)
+    low, high = _check_sfreq(sfreq, low=low, high=high)
     if not low < high:
         raise ValueError(f"low/high: expected low < high, got {low} >= {high}")
     sos = scipy.signal.butter(order, [low, high], btype="bandpass", fs=sfreq, output="sos")
@@ -66,7 +80,7 @@ def bandpass(x, sfreq: float, low: float, high: float, *, order: int = 4):
 def notch(x, sfreq: float, freq: float = 50.0, *, quality: float = 30.0):
     """Zero-phase IIR notch at `freq` Hz (line noise) along the last axis; same shape."""
     x = _check_signal("x", x)
-    _check_sfreq(sfreq, freq)
+    (freq,) = _check_sfreq(sfreq, freq=freq)
     b, a = scipy.signal.iirnotch(freq, quality, fs=sfreq)
     y = scipy.signal.filtfilt(b, a, np.asarray(x, np.float64), axis=-1)
     return jnp.asarray(y, dtype=x.dtype)
@@ -90,13 +104,17 @@ def rereference(x, ref: str | list[int] = "average"):
 
 
 def epoch_indices(n_times: int, length: int, step: int):
-    """Sample indices of sliding epochs, `(n_epochs, length)`; row i starts at `i*step`."""
-    for name, v in (("n_times", n_times), ("length", length), ("step", step)):
-        if isinstance(v, bool) or not (isinstance(v, int | np.integer) and v > 0):
-            raise ValueError(f"{name}: expected a positive int, got {v!r}")
+    """Sample indices of sliding epochs, `(n_epochs, length)`; row i starts at `i*step`.
+
+    `n_times`, `length` and `step` are positive ints, `length <= n_times`; an index table
+    that would not fit in memory is refused naming `n_times` before it is allocated."""
+    n_times = check_positive_int("n_times", n_times)
+    length = check_positive_int("length", length)
+    step = check_positive_int("step", step)
     if length > n_times:
         raise ValueError(f"length: epoch of {length} samples exceeds the {n_times} available")
     n = (n_times - length) // step + 1
+    check_memory("n_times", 8.0 * n * length)
     return jnp.arange(n)[:, None] * step + jnp.arange(length)[None, :]
 
 
@@ -141,8 +159,13 @@ def preprocess_dataset(
     components correlated (|r| > `ica_threshold`) with the Fp1/Fp2 EOG proxies;
     `ica_key` (required with `ica_components`) is the ICA's randomness.
 
+    `line_freq`, `low` and `high` are finite frequencies in (0, sfreq/2), `low < high`;
+    anything else is refused naming the argument.
+
     **Returns:** `EEGDataset` with the same shape and metadata.
     """
+    check_instance("data", data, EEGDataset)
+    line_freq, low, high = _check_sfreq(data.sfreq, line_freq=line_freq, low=low, high=high)
     x = notch(data.signals, data.sfreq, line_freq)
     x = bandpass(x, data.sfreq, low, high)
     if ica_components is not None:
@@ -168,11 +191,30 @@ def make_epochs(
 ) -> EpochTable:
     """Epoch every block of `data` into an `EpochTable` with per-epoch metadata.
 
+    **Arguments:** `data` an `EEGDataset`; `seconds` the epoch length and `step_seconds`
+    the hop (finite, > 0, at least one sample; default: `seconds`); `reject_uv` the
+    peak-to-peak rejection threshold (> 0, or None: keep every epoch).
+
     **Returns:** table with `x` `(S*2*2*E, C, L)`; `keep` from amplitude rejection
     (all True when `reject_uv` is None).
     """
-    length = int(round(seconds * data.sfreq))
-    step = length if step_seconds is None else int(round(step_seconds * data.sfreq))
+    check_instance("data", data, EEGDataset)
+
+    def samples(name, value):
+        n = int(round(check_real(name, value, low=0.0, low_inclusive=False) * data.sfreq))
+        if n < 1:
+            raise ValueError(f"{name}: {value} s is less than one sample at {data.sfreq} Hz")
+        return n
+
+    length = samples("seconds", seconds)
+    if length > data.signals.shape[-1]:
+        raise ValueError(
+            f"seconds: an epoch of {length} samples exceeds the {data.signals.shape[-1]} "
+            "of each block"
+        )
+    step = length if step_seconds is None else samples("step_seconds", step_seconds)
+    if reject_uv is not None:
+        reject_uv = check_real("reject_uv", reject_uv, low=0.0, low_inclusive=False)
     ep = epoch(data.signals, length, step)  # (S, 2, 2, E, C, L)
     s, ns, nc, e = ep.shape[:4]
     grid = np.meshgrid(np.arange(s), np.arange(ns), np.arange(nc), np.arange(e), indexing="ij")

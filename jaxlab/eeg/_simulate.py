@@ -46,6 +46,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlab._core import check_instance, check_memory, check_positive_int, check_real
+
 from ._data import EEGDataset
 from ._montage import STANDARD_1020, channel_positions
 
@@ -248,10 +250,19 @@ def simulate(
     **Returns:** an `EEGDataset` with `signals` of shape
     `(n_subjects, 2, 2, len(ch_names), round(block_seconds * sfreq))`; groups are
     balanced and randomly assigned (74 subjects -> 25/25/24).
+
+    **Raises:** `ValueError` naming the `config` field: `n_subjects` not an int >= 3,
+    `sfreq`, `line_freq`, `block_seconds` not finite and > 0 (a block of at least one
+    sample), a signal array that would not fit in memory, effect sizes not finite >= 0.
     """
-    if not (isinstance(config.n_subjects, int) and config.n_subjects >= 3):
+    check_instance("config", config, SimulationConfig)
+    n_subjects = check_positive_int("config.n_subjects", config.n_subjects)
+    if n_subjects < 3:
         raise ValueError(f"config.n_subjects: expected an int >= 3, got {config.n_subjects!r}")
-    if not config.sfreq > 2 * max(config.line_freq, 45.0):
+    sfreq = check_real("config.sfreq", config.sfreq, low=0.0, low_inclusive=False)
+    line_freq = check_real("config.line_freq", config.line_freq, low=0.0, low_inclusive=False)
+    check_real("config.block_seconds", config.block_seconds, low=0.0, low_inclusive=False)
+    if not sfreq > 2 * max(line_freq, 45.0):
         raise ValueError(
             f"config.sfreq: sampling rate {config.sfreq} Hz is too low for the simulated "
             f"50 Hz line noise and 40 Hz EMG; use >= 2*max(line_freq, 45) Hz"
@@ -262,8 +273,12 @@ def simulate(
         if not (np.isfinite(val) and val >= 0):
             raise ValueError(f"config.{name}: expected a finite value >= 0, got {val}")
     pos = jnp.asarray(channel_positions(ch_names), dtype)
-    c, s = len(ch_names), config.n_subjects
-    n_t = int(round(config.block_seconds * config.sfreq))
+    c, s = len(ch_names), n_subjects
+    n_t = int(round(float(config.block_seconds) * sfreq))
+    if n_t < 1:
+        raise ValueError(f"config.block_seconds: {config.block_seconds} s is less than one sample")
+    # the (S, 2, 2, C, T) signals and a few same-sized temporaries, refused before allocation
+    check_memory("config.n_subjects x config.block_seconds", 8.0 * 4 * s * 2 * 2 * c * n_t)
     k_group, k_subj, k_blocks = jax.random.split(key, 3)
     group = jax.random.permutation(k_group, jnp.arange(s) % 3)
     ks = jax.random.split(k_subj, 12)

@@ -16,8 +16,10 @@ from .._core import (
     Driver,
     as_array,
     check_finite,
+    check_instance,
     check_memory,
     check_positive_int,
+    check_real,
     driver_for,
     run_steps,
 )
@@ -56,13 +58,13 @@ def fold_scaling_factor(sae: AbstractSAE, scale: float) -> AbstractSAE:
     `fold_activation_norm_scaling_factor`): `W_enc * s`, `W_dec / s`, `b_dec / s`, so
     `folded(x) == sae(s * x) / s` and `folded.encode(x) == sae.encode(s * x)`.
 
-    **Arguments:** `sae`: an SAE trained on scaled activations; `scale`: the scale s > 0.
+    **Arguments:** `sae`: an SAE trained on scaled activations; `scale`: the scale s, a
+    finite real number > 0 (NaN, inf, strings and arrays are refused naming `scale`).
 
     **Returns:** the SAE of the raw activations (same class).
     """
-    if not scale > 0:
-        raise ValueError(f"scale: expected a positive number, received {scale!r}")
-    s = jnp.float32(scale)
+    check_instance("sae", sae, AbstractSAE)
+    s = jnp.float32(check_real("scale", scale, low=0.0, low_inclusive=False))
     return eqx.tree_at(
         lambda m: (m.W_enc, m.W_dec, m.b_dec), sae, (sae.W_enc * s, sae.W_dec / s, sae.b_dec / s)
     )

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._core import check_array, check_finite, check_positive_int
+from .._core import check_array, check_finite, check_instance, check_positive_int
 
 __all__ = ["AbstractSAE", "TopKSAE", "ReLUSAE", "BatchTopKSAE", "normalize_decoder"]
 
@@ -203,7 +203,9 @@ class BatchTopKSAE(AbstractSAE):
 
 
 def normalize_decoder(sae: AbstractSAE) -> AbstractSAE:
-    """The same SAE with each decoder row rescaled to unit L2 norm."""
+    """The same SAE with each decoder row rescaled to unit L2 norm (`sae` an
+    `AbstractSAE`; anything else is refused naming it)."""
+    check_instance("sae", sae, AbstractSAE)
     norm = jnp.linalg.norm(sae.W_dec, axis=1, keepdims=True)
     w = sae.W_dec / jnp.maximum(norm, jnp.finfo(sae.W_dec.dtype).tiny)
     return eqx.tree_at(lambda s: s.W_dec, sae, w)

@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._core import check_nonnegative_int
 from ._sae import AbstractSAE, BatchTopKSAE, ReLUSAE, TopKSAE
 
 __all__ = ["save_sae", "load_sae", "SAE_CFG_FILENAME", "SAE_WEIGHTS_FILENAME"]
@@ -77,7 +78,8 @@ def save_sae(
       (`"jumprelu"` with its threshold per latent).
     - `path`: the folder (created).
     - `model_name`, `hook_name`, `hook_layer`: SAELens' `meta` fields naming where the
-      SAE reads its activations (e.g. `"blocks.15.hook_resid_post"`).
+      SAE reads its activations (e.g. `"blocks.15.hook_resid_post"`); `hook_layer` an
+      int >= 0 or None.
     - `**meta`: further `meta` fields among SAELens' `SAEMetadata` (`prepend_bos`,
       `context_size`, `exclude_special_tokens`, `seqpos_slice` (e.g. `(1, None)` for an
       SAE trained without the first position, `lm.collect`'s default), ...).
@@ -91,6 +93,10 @@ def save_sae(
     from safetensors.numpy import save_file
 
     arch, extra = _architecture(sae)
+    if not isinstance(path, str | os.PathLike):
+        raise ValueError(f"path: expected a folder path, received {type(path).__name__}")
+    if hook_layer is not None:
+        hook_layer = check_nonnegative_int("hook_layer", hook_layer)
     unknown = sorted(set(meta) - set(_META))
     if unknown:
         raise ValueError(f"meta: unknown SAELens meta fields {unknown}; expected among {_META}")

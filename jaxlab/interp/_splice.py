@@ -25,8 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from .._core import check_positive_int
-from ..lm import Transformer, forward_batched
+from .._core import as_array, check_ids, check_positive_int, check_real
+from ..lm import SITES, Transformer, forward_batched
 
 __all__ = ["Splice", "ce_loss_score"]
 
@@ -91,11 +91,13 @@ def ce_loss_score(
     **Arguments:**
 
     - `model`: a `jaxlab.lm.Transformer`.
-    - `tokens`: (B, T) token ids (left padding marked by `mask`).
+    - `tokens`: (B, T) token ids in [0, vocab_size) (left padding marked by `mask`); an
+      id outside the vocabulary is refused naming `tokens`, never wrapped.
     - `sae`: callable (d,) -> (d,) reconstruction (an SAE, `TopKPCA`, ...); it sees the
       activation multiplied by `input_scale` and its output is divided by it.
     - `layer`, `site`: where to splice (see `jaxlab.lm.SITES`).
-    - `mask`: (B, T) 1 on real tokens (default all).
+    - `mask`: (B, T) 1 on real tokens, 0 on padding (default all); other values raise.
+    - `input_scale`: a finite number > 0.
     - `skip_first`: leading positions of every row left clean in all three passes. The
       default 1 keeps the first (BOS, attention-sink) token clean: its residual norm is
       ~100x the median, and SAEs trained on `jaxlab.lm.collect`'s stores (which skip it by
@@ -113,16 +115,27 @@ def ce_loss_score(
         )
     if not callable(sae):
         raise ValueError(f"sae: expected a callable (d,) -> (d,), received {type(sae).__name__}")
-    tokens = jnp.asarray(tokens)
+    if site not in SITES:
+        raise ValueError(f"site: expected one of {SITES}, received {site!r}")
+    n_layers = model.config.n_layers
+    if isinstance(layer, bool) or not isinstance(layer, int | np.integer):
+        raise ValueError(f"layer: expected an int in [0, {n_layers}), received {layer!r:.60}")
+    if not 0 <= layer < n_layers:
+        raise ValueError(f"layer: expected an int in [0, {n_layers}), received {layer}")
+    # ids outside the vocabulary are refused, never wrapped by the embedding lookup
+    tokens = jnp.asarray(check_ids("tokens", tokens, model.config.vocab_size, what="token ids"))
     if tokens.ndim != 2 or tokens.shape[1] < 2 or tokens.shape[0] == 0:
         raise ValueError(
             f"tokens: expected shape (B, T) with B >= 1 and T >= 2, received {tokens.shape}"
         )
-    mask = jnp.ones(tokens.shape, jnp.int32) if mask is None else jnp.asarray(mask)
+    mask = jnp.ones(tokens.shape, jnp.int32) if mask is None else as_array("mask", mask)
     if mask.shape != tokens.shape:
         raise ValueError(f"mask: expected shape {tokens.shape}, received {mask.shape}")
-    if not input_scale > 0:
-        raise ValueError(f"input_scale: expected a positive number, received {input_scale!r}")
+    if mask.dtype == jnp.bool_:
+        mask = mask.astype(jnp.int32)  # 1 on real tokens, as the int masks
+    if not bool(jnp.all((mask == 0) | (mask == 1))):
+        raise ValueError("mask: expected 0/1 (or bool) values")
+    input_scale = check_real("input_scale", input_scale, low=0.0, low_inclusive=False)
     batch_size = check_positive_int("batch_size", batch_size)
     if isinstance(skip_first, bool) or not isinstance(skip_first, int) or skip_first < 0:
         raise ValueError(f"skip_first: expected an int >= 0, received {skip_first!r}")

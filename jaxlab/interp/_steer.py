@@ -215,17 +215,27 @@ def dose_response(
     """A behavioural metric over a grid of steering strengths, with a random control.
 
     **Arguments:** `metric(vector)` -> () (e.g. a logit difference of `lm.forward` run with
-    `steer(vector, 1.0, layers=...)`); `direction` (d,); `alphas` (A,) grid; `key` draws
-    the control direction, uniformly random with the norm of `direction`.
+    `steer(vector, 1.0, layers=...)`); `direction` (d,) finite, non-zero; `alphas` (A,)
+    finite grid (a scalar is one value); `key` draws the control direction, uniformly
+    random with the norm of `direction`. A metric value that is NaN/inf raises a
+    `ValueError` naming `metric`.
 
     **Returns:** {"alphas": (A,), "direction": (A,) metric(alpha * direction),
     "control": (A,) metric(alpha * random), "random_direction": (d,)} (NumPy).
     """
     d = _direction(direction)
-    a = np.asarray(alphas, np.float32).reshape(-1)
+    a = as_array("alphas", alphas, finite=True, real=True)
+    if a.ndim > 1:
+        raise ValueError(f"alphas: expected a scalar or an (A,) grid, received shape {a.shape}")
+    a = np.asarray(a, np.float32).reshape(-1)
     if a.shape[0] == 0:
         raise ValueError("alphas: expected at least one value, received none")
+    if not callable(metric):
+        raise ValueError(f"metric: expected a callable, received {type(metric).__name__}")
     r = jax.random.normal(key, d.shape, d.dtype)
     r = r * (jnp.linalg.norm(d) / jnp.linalg.norm(r))
     run = [np.asarray([float(metric(jnp.asarray(al, d.dtype) * v)) for al in a]) for v in (d, r)]
+    for name, vals in zip(("direction", "control"), run, strict=True):
+        if not np.all(np.isfinite(vals)):
+            raise ValueError(f"metric: returned a non-finite value on the {name} steering run")
     return {"alphas": a, "direction": run[0], "control": run[1], "random_direction": np.asarray(r)}

@@ -93,3 +93,139 @@ def test_rereference_reject_and_alignment_refuse_nan_and_empty():
     assert eeg.recenter(covs.tolist()).shape == (4, 3, 3)  # a list was a TypeError from @
     with pytest.raises(ValueError, match=r"reference: expected shape \(3, 3\)"):
         eeg.recenter(covs, reference=np.eye(4))
+
+
+# Issue #59, the 18 public functions added to the fuzz table: each case below was, before
+# its fix, a TypeError/OverflowError/IndexError from inside NumPy, JAX, MNE or sklearn, a
+# ValueError naming another argument (or none), a silently wrapped index, or an accepted
+# bad value; now a ValueError naming the argument.
+
+_SIG = np.random.default_rng(2).standard_normal((2, 3, 128))
+_CH3 = ("Fp1", "F3", "F4")
+_FOLDS = [(np.arange(4), np.arange(4, 8))]
+_FEAT = np.random.default_rng(3).standard_normal((8, 3))
+_Y = np.array([0, 1] * 4)
+
+
+def _tiny():
+    import jax
+
+    return eeg.simulate(
+        eeg.SimulationConfig(n_subjects=3, block_seconds=1.0), key=jax.random.key(0), ch_names=_CH3
+    )
+
+
+def _tiny_net():
+    return eeg.EEGNet(n_classes=2, f1=2, d=1, f2=2, kernel_length=4)
+
+
+BAD = {
+    # a bare string iterated as its letters: "channel 'F' not found"
+    "channel_indices wanted=str": ("wanted", lambda: eeg.channel_indices(["Fz", "Cz"], "Fz")),
+    "channel_indices ch_names=None": ("ch_names", lambda: eeg.channel_indices(None, ["Fz"])),
+    "channel_positions ch_names=None": ("ch_names", lambda: eeg.channel_positions(None)),
+    # 10**9 samples x length 10**3 indices: the process was killed
+    "epoch_indices n_times=1e9": ("n_times", lambda: eeg.epoch_indices(10**12, 1000, 1)),
+    "cross_validate inputs=None": ("inputs", lambda: eeg.cross_validate("lda", None, _Y, _FOLDS)),
+    "cross_validate inputs=nan": (
+        "inputs",
+        lambda: eeg.cross_validate("lda", np.where(_FEAT > 1.5, np.nan, _FEAT), _Y, _FOLDS),
+    ),
+    "cross_validate folds=-1": (
+        r"folds\[0\]",
+        lambda: eeg.cross_validate("lda", _FEAT, _Y, [(np.array([-1, 0, 1]), np.arange(4, 8))]),
+    ),
+    "spectral_features epochs=nan": (
+        "epochs",
+        lambda: eeg.spectral_features(np.where(_SIG > 2, np.nan, _SIG), 128.0, _CH3),
+    ),
+    "spectral_features nperseg=2.5": (
+        "nperseg",
+        lambda: eeg.spectral_features(_SIG, 128.0, _CH3, nperseg=2.5),
+    ),
+    "simulate block_seconds=inf": (
+        "block_seconds",
+        lambda: eeg.simulate(
+            eeg.SimulationConfig(n_subjects=3, block_seconds=np.inf), key=None, ch_names=_CH3
+        ),
+    ),
+    "simulate block_seconds=None": (
+        "block_seconds",
+        lambda: eeg.simulate(
+            eeg.SimulationConfig(n_subjects=3, block_seconds=None), key=None, ch_names=_CH3
+        ),
+    ),
+    "simulate n_subjects=1e9": (
+        "n_subjects",
+        lambda: eeg.simulate(eeg.SimulationConfig(n_subjects=10**9), key=None, ch_names=_CH3),
+    ),
+    # a negative index wrapped to the last subject; a float one was a JAX indexing error
+    "raw_from_block subject=-1": ("subject", lambda: eeg.raw_from_block(_tiny(), -1, 0, 0)),
+    "raw_from_block session=1.5": ("session", lambda: eeg.raw_from_block(_tiny(), 0, 1.5, 0)),
+    "raw_from_block condition=None": (
+        "condition",
+        lambda: eeg.raw_from_block(_tiny(), 0, 0, None),
+    ),
+    "dataset_from_raws group=None": ("group", lambda: eeg.dataset_from_raws({}, None)),
+    "dataset_from_raws group=7": ("group", lambda: eeg.dataset_from_raws({}, [0, 7, 1])),
+    "read_dataset group=None": ("group", lambda: eeg.read_dataset({}, None)),
+    # a NaN line frequency was reported as "sfreq", None a TypeError from a comparison
+    "preprocess_dataset line_freq=nan": (
+        "line_freq",
+        lambda: eeg.preprocess_dataset(_tiny(), line_freq=np.nan),
+    ),
+    "preprocess_dataset low=None": ("low", lambda: eeg.preprocess_dataset(_tiny(), low=None)),
+    "ica_clean threshold=None": (
+        "threshold",
+        lambda: eeg.ica_clean(_tiny(), 2, threshold=None, key=None),
+    ),
+    "make_epochs seconds=nan": ("seconds", lambda: eeg.make_epochs(_tiny(), seconds=np.nan)),
+    "make_epochs step_seconds=str": (
+        "step_seconds",
+        lambda: eeg.make_epochs(_tiny(), seconds=0.5, step_seconds="abc"),
+    ),
+    # labels outside [0, n_classes) were clamped by the one-hot lookup; 10**9 epochs
+    # allocated a (10**9, N) epoch order
+    "train_classifier y=2": (
+        "y",
+        lambda: eeg.train_classifier(
+            _tiny_net(), _SIG[:, :, :32], np.array([0, 2]), key=None, epochs=1
+        ),
+    ),
+    "train_classifier x=nan": (
+        "x",
+        lambda: eeg.train_classifier(
+            _tiny_net(), np.full((2, 3, 32), np.nan), np.array([0, 1]), key=None, epochs=1
+        ),
+    ),
+    "train_classifier epochs=1e9": (
+        "epochs",
+        lambda: eeg.train_classifier(
+            _tiny_net(), _SIG[:, :, :32], np.array([0, 1]), key=None, epochs=10**9
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_is_refused_naming_the_argument(case):
+    arg, call = BAD[case]
+    with pytest.raises(ValueError, match=rf"(^|\W){arg}\W"):
+        call()
+
+
+def test_table_from_epochs_refuses_a_two_dimensional_subject():
+    """A (1, 1, 2) subject array was flattened and accepted."""
+    import mne
+
+    info = mne.create_info(list(_CH3), 128.0, ch_types="eeg")
+    epochs = mne.EpochsArray(
+        _SIG[:, :, :64] * 1e-5,
+        info,
+        events=np.array([[0, 0, 1], [64, 0, 2]]),
+        event_id={"rest": 1, "meditation": 2},
+        verbose="error",
+    )
+    assert eeg.table_from_epochs(epochs, subject=[3, 3], group=1).x.shape == (2, 3, 64)
+    with pytest.raises(ValueError, match="subject: expected one value or a 1-D"):
+        eeg.table_from_epochs(epochs, subject=np.array([[[3, 3]]]), group=1)

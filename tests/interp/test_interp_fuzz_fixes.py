@@ -4,6 +4,8 @@ TypeError/ValueError from inside JAX/NumPy naming nothing)."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -143,6 +145,79 @@ CASES.update(
                 ip.r2_score, np.where(np.arange(8) == 0, np.nan, Y), Y, key=jax.random.key(0)
             ),
         ),
+    }
+)
+
+
+def _tiny_lm():
+    from jaxlab import lm
+
+    from ..lm.lm_reference import tiny_llama
+
+    return lm.Transformer.random(tiny_llama(vocab_size=13), key=jax.random.key(3))
+
+
+SAE24 = ip.TopKSAE(24, 8, 2, key=jax.random.key(8))
+TOK = np.array([[1, 5, 2, 3], [4, 6, 7, 8]])
+CASES.update(
+    {
+        # issue #59, the six functions declared in the fuzz table: before, inf folded to an
+        # SAE of inf/0 weights, None/strings a TypeError from a comparison, a NaN alpha or
+        # metric value a NaN dose response, an id >= vocab_size wrapped by the embedding
+        # lookup, a string scale a TypeError, a negative hook_layer written to cfg.json
+        "fold_scaling_factor scale=inf": (
+            "scale",
+            lambda: ip.fold_scaling_factor(SAE, np.inf),
+        ),
+        "fold_scaling_factor scale=None": ("scale", lambda: ip.fold_scaling_factor(SAE, None)),
+        "fold_scaling_factor sae=str": ("sae", lambda: ip.fold_scaling_factor("abc", 2.0)),
+        "normalize_decoder sae=None": ("sae", lambda: ip.normalize_decoder(None)),
+        "dose_response alphas=nan": (
+            "alphas",
+            lambda: ip.dose_response(sum, np.ones(4), [0.0, np.nan], key=jax.random.key(0)),
+        ),
+        "dose_response alphas=string": (
+            "alphas",
+            lambda: ip.dose_response(sum, np.ones(4), "abc", key=jax.random.key(0)),
+        ),
+        "dose_response metric=nan": (
+            "metric",
+            lambda: ip.dose_response(
+                lambda v: np.nan, np.ones(4), [0.0, 1.0], key=jax.random.key(0)
+            ),
+        ),
+        # the ids and the layer were already refused by lm.forward_batched (kept as guards
+        # now that ce_loss_score checks them at its boundary)
+        "ce_loss_score tokens=vocab": (
+            "tokens",
+            lambda: ip.ce_loss_score(_tiny_lm(), np.where(TOK == 8, 13, TOK), SAE24, layer=0),
+        ),
+        "ce_loss_score tokens=-1": (
+            "tokens",
+            lambda: ip.ce_loss_score(_tiny_lm(), np.where(TOK == 8, -1, TOK), SAE24, layer=0),
+        ),
+        "ce_loss_score tokens=None": (
+            "tokens",
+            lambda: ip.ce_loss_score(_tiny_lm(), None, SAE24, layer=0),
+        ),
+        "ce_loss_score mask=str": (
+            "mask",
+            lambda: ip.ce_loss_score(_tiny_lm(), TOK, SAE24, layer=0, mask="abc"),
+        ),
+        "ce_loss_score input_scale=inf": (
+            "input_scale",
+            lambda: ip.ce_loss_score(_tiny_lm(), TOK, SAE24, layer=0, input_scale=np.inf),
+        ),
+        "ce_loss_score layer=9": (
+            "layer",
+            lambda: ip.ce_loss_score(_tiny_lm(), TOK, SAE24, layer=9),
+        ),
+        "save_sae hook_layer=-1": (
+            "hook_layer",
+            # refused before the folder is created
+            lambda: ip.save_sae(SAE, Path(tempfile.gettempdir()) / "jaxlab-unused", hook_layer=-1),
+        ),
+        "save_sae path=None": ("path", lambda: ip.save_sae(SAE, None)),
     }
 )
 
