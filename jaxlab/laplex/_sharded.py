@@ -20,7 +20,7 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 from jaxtyping import Array, Float, Inexact
 
-from jaxlab._kernels.laplex import AbstractScan, default_scan
+from jaxlab._kernels.laplex import AbstractScan, scan_for_platform
 
 from ._matvec import _COMPLEX, _validate
 
@@ -70,7 +70,7 @@ def sharded_matvec(
         raise ValueError(f"v: expected shape (N, K), received shape {tuple(v.shape)}")
     devices = list(jax.devices() if devices is None else devices)
     mesh = Mesh(np.asarray(devices), ("blocks",))
-    scan = default_scan(devices[0].platform) if scan is None else scan
+    scan = scan_for_platform(devices[0].platform) if scan is None else scan
     return _sharded_jit(scan, mesh, v, t, s, a, b, c)
 
 

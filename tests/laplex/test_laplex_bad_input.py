@@ -327,3 +327,11 @@ def test_default_scan_refuses_an_unknown_backend(backend):
 def test_default_scan_still_picks_per_platform():
     for platform in ("gpu", "cuda", "tpu"):  # no kernel build: "cpu" may compile C++
         assert type(laplex.default_scan(platform)).__name__ == "PallasScan"
+
+
+def test_a_device_platform_outside_the_named_list_still_gets_a_scan():
+    """The sharded path picks its scan from `devices[0].platform`, which a JAX plugin may
+    name as it likes: only a caller's name is checked, never a platform JAX reports."""
+    from jaxlab._kernels.laplex import scan_for_platform
+
+    assert type(scan_for_platform("neuron")).__name__ == "PallasScan"

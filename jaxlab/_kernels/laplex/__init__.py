@@ -16,7 +16,8 @@
   phase's). `jaxlab.laplex.matvec` runs the M != N operator (`t` not `s`), real or
   phased, and its gradient by the same kernels on the merged sequence of targets and
   sources.
-- `default_scan()`: the fastest strategy available on the default backend.
+- `default_scan()`: the fastest strategy available on the default backend;
+  `scan_for_platform(device.platform)`: the same for a device's platform.
 """
 
 from ._cpu import CpuScan as CpuScan
@@ -24,6 +25,7 @@ from ._cpu import build_cpu_kernel as build_cpu_kernel
 from ._cpu import cpu_kernel_available as cpu_kernel_available
 from ._cpu import source_dir as source_dir
 from ._default import default_scan as default_scan
+from ._default import scan_for_platform as scan_for_platform
 from ._fused import cpu_plan as cpu_plan
 from ._fused import fused_apply as fused_apply
 from ._fused import fused_parts as fused_parts
