@@ -207,8 +207,11 @@ class HopseStep(AbstractStep):
                 + (f" or (S, {data.x[0].shape[0]})" if vmapped else "")
                 + f", received {targets.shape}"
             )
+        # the default weights take the targets' float dtype (float32 ones against float64
+        # targets fail under strict dtype promotion)
+        wdtype = targets.dtype if jnp.issubdtype(targets.dtype, jnp.floating) else jnp.float32
         weights = (
-            jnp.ones((g,), jnp.float32)
+            jnp.ones((g,), wdtype)
             if weights is None
             else as_array("weights", weights, dtype=jnp.number, real=True, finite=True, low=0.0)
         )
