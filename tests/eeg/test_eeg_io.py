@@ -149,3 +149,7 @@ def test_bids_round_trip(tmp_path):
         eeg.read_bids(tmp_path, groups={"01": 0})
     with pytest.raises(ValueError, match="groups: unknown label"):
         eeg.read_bids(tmp_path, groups={"01": 0, "02": "yoga"})
+    # issue #59 (contract fuzz: subjects one longer): a repeated subject was read twice,
+    # a copy that leaks across leave-subjects-out folds
+    with pytest.raises(ValueError, match="subjects: expected distinct labels"):
+        eeg.read_bids(tmp_path, subjects=["01", "02", "01"])
