@@ -511,7 +511,7 @@ def read_bids(
         raise ValueError(
             f"tasks: expected one task per condition 0 (rest) and 1 (meditation), got {tasks}"
         )
-    sessions = check_strings("sessions", sessions)
+    sessions = tuple(str(s) for s in check_strings("sessions", sessions))
     if len(sessions) != 2:
         raise ValueError(f"sessions: expected the (pre, post) session labels, got {sessions}")
     if subjects is None:
@@ -519,7 +519,9 @@ def read_bids(
         if not subjects:
             raise ValueError(f"root: no sub-* folder in {root}")
     else:
-        subjects = check_strings("subjects", subjects)
+        # plain str labels: NumPy's str_ (from an array) is an array leaf to equinox, which
+        # warns when it is stored in the static subject_names
+        subjects = tuple(str(s) for s in check_strings("subjects", subjects))
         if len(set(subjects)) != len(subjects):
             dup = sorted({s for s in subjects if subjects.count(s) > 1})
             raise ValueError(f"subjects: expected distinct labels, received {dup} twice or more")
