@@ -454,6 +454,10 @@ def bandits_table():
 
     key = jax.random.key(0)
     kinds = {"actions": "int", "rewards": "float", "pscores": "prob", "action_probs": "prob"}
+    # a TDGE over two dimensions of two values, trained six LinUCB rounds
+    world = B.make_dimension_world(4, np.array([2, 2]), np.array([0]), key=key)
+    tdge = B.TDGE(B.LinUCB(), world.feature_dim, probe_rounds=1)
+    state = B.play(tdge, world.features, world.sample_rewards(6, key=key), key=key).state
     return [
         Entry("bandits.ips", B.ips, log, kinds, ids={"actions": 3}),
         Entry("bandits.snips", B.snips, log, kinds, ids={"actions": 3}),
@@ -530,6 +534,29 @@ def bandits_table():
             {"train_mask": "bool"},
             sizes=("n_tiers",),
             accepts={("train_mask", "none"): "None: every rating is training data (the default)"},
+        ),
+        Entry(
+            "bandits.dimension_relevance",
+            lambda **k: B.dimension_relevance(
+                tdge,
+                dataclasses.replace(
+                    state, item_state=B.LinearState(count=state.item_state.count, **k)
+                ),
+            ),
+            lambda: {
+                "a_inv": np.asarray(state.item_state.a_inv),
+                "b": np.asarray(state.item_state.b),
+            },
+            {"a_inv": "float", "b": "float"},
+        ),
+        # data readers of installed wheels (recbole, obp): no size argument; the strings
+        # are fuzzed as such
+        Entry("bandits.load_movielens_100k", lambda: B.load_movielens_100k().rating, dict),
+        Entry(
+            "bandits.load_open_bandit",
+            lambda **k: B.load_open_bandit(**k).pscore,
+            lambda: {"policy": np.str_("random"), "campaign": np.str_("men")},
+            {"policy": "str", "campaign": "str"},
         ),
     ]
 
@@ -2460,6 +2487,30 @@ def observers_table():
     ]
 
 
+def _contact_text(column) -> list[str]:
+    """One column of a contact file as its text fields: each entry of the first axis
+    written as Python prints it (integral floats as integers, so that a float column is
+    malformed where a value is, not everywhere); a scalar or None is one field."""
+    x = np.asarray(column, dtype=object)
+    rows = x.reshape(1) if x.ndim == 0 else list(x)
+    out = []
+    for v in rows:
+        v = np.asarray(v).item() if np.ndim(v) == 0 else v
+        out.append(str(int(v)) if isinstance(v, float) and v.is_integer() else str(v))
+    return out
+
+
+def _contact_file(times, source, target) -> Path:
+    """The three columns written as a `time i j` contact file in the temp folder (a column
+    shorter than the others leaves its lines' field out): the fuzz of `read_contacts`
+    mutates the file's content through its columns."""
+    cols = [_contact_text(c) for c in (times, source, target)]
+    lines = [" ".join(c[i] for c in cols if i < len(c)) for i in range(max(map(len, cols)))]
+    path = Path(tempfile.mkdtemp(prefix="jaxlab-fuzz-contacts-")) / "contacts.txt"
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
 def temporal_table():
     from jaxlab import temporal as tp
 
@@ -2714,6 +2765,22 @@ def temporal_table():
                 "target": np.array([2, 3, 3, 4, 4]),
             },
             {"times": "int", "source": "int", "target": "int"},
+        ),
+        Entry(
+            "temporal.read_contacts",
+            lambda **k: tp.read_contacts(_contact_file(**k)).times,
+            lambda: {
+                "times": np.array([0, 1, 2, 5, 6]),
+                "source": np.array([1, 2, 1, 3, 2]),
+                "target": np.array([2, 3, 3, 4, 4]),
+            },
+            {"times": "count", "source": "int", "target": "int"},
+        ),
+        Entry(
+            "temporal.sociopatterns_path",
+            lambda **k: np.asarray(tp.sociopatterns_path(**k).stat().st_size),
+            lambda: {"name": np.str_("hospital")},
+            {"name": "str"},
         ),
         Entry(
             "temporal.graphs_to_sequence",
@@ -3340,6 +3407,17 @@ def eeg_table():
             ids={"group": 3},
         ),
         Entry(
+            "eeg.read_bids",
+            lambda **k: eeg.read_bids(**k).signals,
+            lambda: {
+                "root": np.str_(_tiny_bids_root()),
+                "sessions": np.array(["pre", "post"]),
+                "subjects": np.array(["01", "02", "03"]),
+            },
+            {"root": "str", "sessions": "str", "subjects": "str"},
+            accepts={("subjects", "none"): "None: every sub-* folder (the default)"},
+        ),
+        Entry(
             "eeg.make_epochs",
             lambda **k: eeg.make_epochs(_tiny_eeg(), **k).x,
             lambda: {
@@ -3461,6 +3539,37 @@ def _tiny_edf_paths():
             paths[k] = p
         _EEG_CACHE["edf"] = paths
     return _EEG_CACHE["edf"]
+
+
+def _tiny_bids_root() -> str:
+    """`_tiny_raws()` written once by mne_bids as a BIDS tree (EDF; sessions pre/post,
+    tasks rest/meditation, subjects 01-03 with their group in participants.tsv)."""
+    import mne_bids
+
+    from jaxlab import eeg
+
+    if "bids" not in _EEG_CACHE:
+        root = Path(tempfile.mkdtemp(prefix="jaxlab-fuzz-bids-"))
+        for (s, e, c), raw in _tiny_raws().items():
+            raw = raw.copy()
+            raw.info["line_freq"] = 50.0
+            path = mne_bids.BIDSPath(
+                subject=f"{s + 1:02d}",
+                session=eeg.SESSIONS[e],
+                task=("rest", "meditation")[c],
+                datatype="eeg",
+                root=root,
+            )
+            mne_bids.write_raw_bids(
+                raw, path, format="EDF", allow_preload=True, overwrite=True, verbose="error"
+            )
+        tsv = root / "participants.tsv"
+        head, *rows = tsv.read_text().splitlines()
+        group = np.asarray(_tiny_eeg().group)
+        rows = [r + "\t" + eeg.GROUPS[int(group[i])] for i, r in enumerate(rows)]
+        tsv.write_text("\n".join([head + "\tgroup", *rows]) + "\n")
+        _EEG_CACHE["bids"] = str(root)
+    return _EEG_CACHE["bids"]
 
 
 def _tiny_mne_epochs():

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxlab._core import as_array, check_size, short_repr, wheel_file
+from jaxlab._core import as_array, check_instance, check_size, short_repr, wheel_file
 
 __all__ = [
     "MovieLens",
@@ -229,8 +229,11 @@ def load_open_bandit(policy: str = "random", campaign: str = "all") -> OpenBandi
     """Load an Open Bandit Dataset sample from obp's wheel.
 
     **Arguments:** `policy` "random" (uniform logging) or "bts" (Bernoulli
-    Thompson sampling logging); `campaign` "all", "men" or "women".
+    Thompson sampling logging); `campaign` "all", "men" or "women" (anything else, a
+    non-string included, is a `ValueError` naming the argument).
     """
+    check_instance("policy", policy, str)
+    check_instance("campaign", campaign, str)
     if policy not in ("random", "bts"):
         raise ValueError(f"policy: expected 'random' or 'bts', received {policy!r}")
     if campaign not in ("all", "men", "women"):

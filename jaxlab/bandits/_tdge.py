@@ -30,6 +30,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
+from jaxlab._core import check_array, check_finite, check_instance
+
 from ._backbone import AbstractBackbone, AbstractChoice, LinearState, masked_uniform
 
 __all__ = ["TDGE", "TDGEState", "TDGEChoice", "dimension_relevance"]
@@ -230,8 +232,12 @@ def dimension_relevance(
     weights of its features. A per-dimension constant cancels in the range, so
     it measures how much changing the value of that dimension changes reward (0
     for a dimension the model found irrelevant). Needs a shared-linear backbone
-    (LinUCB, LinearTS, EpsilonGreedy).
+    (LinUCB, LinearTS, EpsilonGreedy). The model read must hold a float `(F, F)` `a_inv`
+    and `(F,)` `b` (F = `len(policy.feature_dim)`), finite where concrete: otherwise a
+    `ValueError` naming the field (e.g. `state.item_state.b`), never a NaN relevance.
     """
+    check_instance("policy", policy, TDGE)
+    check_instance("state", state, TDGEState)
     if level not in ("item", "feature"):
         raise ValueError(f"level: expected 'item' or 'feature', received {level!r}")
     model = state.item_state if level == "item" else state.feat_state
@@ -241,6 +247,12 @@ def dimension_relevance(
             "policy: dimension_relevance needs a shared-linear backbone (LinUCB, LinearTS, "
             f"EpsilonGreedy), received {type(policy.backbone).__name__}"
         )
+    where = "state.item_state" if level == "item" else "state.feat_state"
+    f = policy.n_features
+    for field, shape in (("a_inv", (f, f)), ("b", (f,))):
+        value = getattr(model, field)
+        check_array(f"{where}.{field}", value, shape=shape, dtype=jnp.floating)
+        check_finite(f"{where}.{field}", value)
     theta = model.theta
     if level == "feature":
         # One-hot feature contexts keep A diagonal: A_ff = lam + n_f, so f was tried

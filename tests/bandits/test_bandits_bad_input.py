@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -159,3 +160,52 @@ def test_movielens_item_dimensions_caps_the_tiers():
         B.movielens_item_dimensions(ml, n_tiers=10**9)
     with pytest.raises(ValueError, match="train_mask"):
         B.movielens_item_dimensions(ml, "abc")
+
+
+def _tiny_tdge_state():
+    """A TDGE over two dimensions of two values each, after six LinUCB rounds."""
+    w = B.make_dimension_world(4, np.array([2, 2]), np.array([0]), key=jax.random.key(0))
+    pol = B.TDGE(B.LinUCB(), w.feature_dim, probe_rounds=1)
+    tr = B.play(pol, w.features, w.sample_rewards(6, key=jax.random.key(1)), key=jax.random.key(2))
+    return pol, tr.state
+
+
+def test_dimension_relevance_refuses_a_nan_state_and_names_the_field():
+    """Issue #59 (fuzz): a NaN in the trained state's ridge statistics came back as a NaN
+    relevance, and a missing or misshapen field as an AttributeError/TypeError from
+    `a_inv @ b`; now each is a ValueError naming the field. Valid states are unchanged."""
+    pol, state = _tiny_tdge_state()
+    ref = np.asarray(B.dimension_relevance(pol, state))
+    assert np.all(np.isfinite(ref))
+    item = state.item_state
+    for field, value in (
+        ("b", np.asarray(item.b).copy()),
+        ("a_inv", np.asarray(item.a_inv).copy()),
+    ):
+        value.reshape(-1)[1] = np.nan
+        bad = eqx.tree_at(lambda s, f=field: getattr(s.item_state, f), state, value)
+        with pytest.raises(ValueError, match=rf"^state.item_state.{field}: expected finite"):
+            B.dimension_relevance(pol, bad)
+    short = eqx.tree_at(lambda s: s.item_state.b, state, np.asarray(item.b)[:-1])
+    with pytest.raises(ValueError, match=r"^state.item_state.b: expected shape"):
+        B.dimension_relevance(pol, short)
+    nan_feat = eqx.tree_at(lambda s: s.feat_state.b, state, np.full(4, np.nan))
+    with pytest.raises(ValueError, match=r"^state.feat_state.b: expected finite"):
+        B.dimension_relevance(pol, nan_feat, level="feature")
+    with pytest.raises(ValueError, match="^state: expected a TDGEState"):
+        B.dimension_relevance(pol, item)
+    with pytest.raises(ValueError, match="^policy: expected a TDGE"):
+        B.dimension_relevance(B.LinUCB(), state)
+    # under jit the shapes are still checked and the values pass through unchanged
+    jitted = jax.jit(lambda s: B.dimension_relevance(pol, s))(state)
+    np.testing.assert_allclose(np.asarray(jitted), ref, rtol=1e-6)
+
+
+def test_load_open_bandit_names_a_non_string_policy_or_campaign():
+    """Issue #59 (fuzz): an array policy such as np.array([["random"]]) passed the
+    membership test (NumPy compares elementwise) and failed as a FileNotFoundError of
+    the path "obd/[['random']]/..."; now a ValueError naming the argument."""
+    for kw in ({"policy": np.array([["random"]])}, {"campaign": None}, {"policy": 1}):
+        name = next(iter(kw))
+        with pytest.raises(ValueError, match=f"^{name}: expected a str"):
+            B.load_open_bandit(**kw)

@@ -3,6 +3,8 @@ TypeError from inside jnp.arange as length and a step of 1 as step)."""
 
 from __future__ import annotations
 
+import tempfile
+
 import numpy as np
 import pytest
 
@@ -197,6 +199,23 @@ BAD = {
         lambda: eeg.train_classifier(
             _tiny_net(), np.full((2, 3, 32), np.nan), np.array([0, 1]), key=None, epochs=1
         ),
+    ),
+    # read_bids (issue #59, declared in the fuzz): root None or an array was a TypeError
+    # from Path(), sessions None a TypeError from tuple(), subjects "01" split into the
+    # labels "0" and "1" (then blamed on groups), subjects [["01"]] an unhashable TypeError
+    "read_bids root=None": ("root", lambda: eeg.read_bids(None)),
+    "read_bids root=array": ("root", lambda: eeg.read_bids(np.array([["/tmp"]]))),
+    "read_bids sessions=None": (
+        "sessions",
+        lambda: eeg.read_bids(tempfile.gettempdir(), sessions=None),
+    ),
+    "read_bids subjects=str": (
+        "subjects",
+        lambda: eeg.read_bids(tempfile.gettempdir(), subjects="01"),
+    ),
+    "read_bids subjects=2-D": (
+        "subjects",
+        lambda: eeg.read_bids(tempfile.gettempdir(), subjects=np.array([["01"]])),
     ),
     "train_classifier epochs=1e9": (
         "epochs",

@@ -149,3 +149,12 @@ def test_bids_round_trip(tmp_path):
         eeg.read_bids(tmp_path, groups={"01": 0})
     with pytest.raises(ValueError, match="groups: unknown label"):
         eeg.read_bids(tmp_path, groups={"01": 0, "02": "yoga"})
+    # issue #59 (contract fuzz: subjects one longer): a repeated subject was read twice,
+    # a copy that leaks across leave-subjects-out folds
+    # an array of labels (NumPy str_) stored as subject_names warned "A JAX array is
+    # being set as static!" (an error in the test suite); now plain strings
+    some = eeg.read_bids(tmp_path, subjects=np.array(["02"]), sessions=np.array(["pre", "post"]))
+    assert some.subject_names == ("02",)
+    assert type(some.subject_names[0]) is str
+    with pytest.raises(ValueError, match="subjects: expected distinct labels"):
+        eeg.read_bids(tmp_path, subjects=["01", "02", "01"])

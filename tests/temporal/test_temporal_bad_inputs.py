@@ -222,3 +222,26 @@ def test_moment_functions_take_count_lists_and_refuse_fractional_counts():
     frac[2] += 0.5
     with pytest.raises(ValueError, match="^stats.surv_edges: expected whole counts"):
         moment_means(theta[2:], dataclasses.replace(stats, surv_edges=frac))
+
+
+def test_contact_readers_refuse_non_strings_and_name_the_bad_column(tmp_path):
+    """Issue #59 (fuzz of the readers): `read_contacts(None)` raised a TypeError from
+    `Path(None)` and `sociopatterns_path` of an array an unhashable-type TypeError, neither
+    naming the argument; a malformed field is named by its column (the `Contacts` field)."""
+    from jaxlab.temporal import read_contacts, sociopatterns_path
+
+    for bad in (None, 3, np.array(["x"])):
+        with pytest.raises(ValueError, match="^path: expected a str or PathLike"):
+            read_contacts(bad)
+    for bad in (None, np.array([["hospital"]]), ["hospital"]):
+        with pytest.raises(ValueError, match="^name: expected a str"):
+            sociopatterns_path(bad)
+    for text, where in (
+        ("1 2 3\nnan 2 3\n", "line 2: times"),
+        ("1 x 3\n", "line 1: source"),
+        ("1 2 3.5\n", "line 1: target"),
+    ):
+        p = tmp_path / "contacts.txt"
+        p.write_text(text)
+        with pytest.raises(ValueError, match=f"{where}: expected an integer"):
+            read_contacts(p)
