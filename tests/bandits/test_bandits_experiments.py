@@ -64,9 +64,16 @@ def test_obd_intervals_are_ordered(tmp_path):
     truth = m["random/onpolicy_click_rate"]
     assert abs(m["bts/ips_uniform_minus_onpolicy"] - (m["bts/ips_uniform"] - truth)) < 1e-9
     assert abs(m["bts/ips_uniform_minus_onpolicy_lo"] - (m["bts/ips_uniform_lo"] - truth)) < 1e-9
-    # not a P16 claim (issue #54): reported in the notes, no claim row
-    assert res.claims == []
+    # the IPS check is not a P16 claim (issue #54): reported in the notes, no claim row;
+    # the one claim row is TDGE vs the best baseline by DR value (commit 0355284), with
+    # its named baseline and the config's margin
     assert f"+-{cfg.ips_margin:g} tolerance" in res.notes
+    assert len(res.claims) == 1
+    (c,) = res.claims
+    assert "IPS" not in c.claim
+    assert c.null is not None
+    assert "best baseline by DR value" in c.null
+    assert c.margin == cfg.value_margin
 
 
 def test_speed_bench_agrees_with_mabwiser():
