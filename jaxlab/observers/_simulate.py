@@ -76,7 +76,8 @@ def simulate(
     x0 = as_array("x0", x0, shape=(plant.state_dim,), **kw)
     x_hat0 = as_array("x_hat0", x_hat0, shape=(plant.state_dim,), **kw)
     ts = as_array("ts", ts, ndim=1, nonempty=True, **kw)
-    if not isinstance(ts, Tracer) and bool(jnp.any(jnp.diff(ts) < 0)):
+    # NumPy on a concrete ts: under an outer jit, jnp ops on a closed-over constant trace
+    if not isinstance(ts, Tracer) and bool(np.any(np.diff(np.asarray(ts)) < 0)):
         raise ValueError("ts: expected non-decreasing save times")
     rtol = check_real("rtol", rtol, low=0.0, low_inclusive=False)
     atol = check_real("atol", atol, low=0.0, low_inclusive=False)

@@ -288,3 +288,18 @@ def test_simulate_and_state_mse_refuse_bad_inputs():
         ob.state_mse(traj(np.ones((3, 2)), np.zeros((3, 2))), start=3)
     # a failed solve (ok False) keeps its documented inf
     assert ob.state_mse(traj(np.full((3, 2), np.nan), np.zeros((3, 2)), ok=False)) == np.inf
+
+
+def test_simulate_under_jit_with_constant_save_times():
+    """The ts check ran jnp ops on a closed-over constant ts under an outer jit (as
+    observers_ablation's evaluate does): a TracerBoolConversionError (smoke tier, #59
+    fix). The check now reads a concrete ts with NumPy; the result equals the eager one."""
+    obs, plant = _observer(), ob.VanDerPol()
+    ts = jax.numpy.asarray([0.0, 0.05, 0.1])
+
+    @jax.jit
+    def run(x0):
+        return ob.simulate(plant, obs, x0, np.zeros(2), ts).x
+
+    x0 = np.array([0.1, -0.2])
+    np.testing.assert_allclose(run(x0), ob.simulate(plant, obs, x0, np.zeros(2), ts).x)
