@@ -103,8 +103,8 @@ def route(
                 f"available: expected (M,) or (N, M) = ({n}, {m}) booleans, received shape "
                 f"{tuple(available.shape)}"
             )
-        if not isinstance(available, Tracer) and not bool(
-            jnp.all(jnp.any(jnp.atleast_2d(available), axis=-1))
+        if not isinstance(available, Tracer) and not bool(  # NumPy: never traced
+            np.all(np.any(np.atleast_2d(np.asarray(available)), axis=-1))
         ):
             raise ValueError("available: expected at least one available candidate per query")
     try:
