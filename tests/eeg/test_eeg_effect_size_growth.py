@@ -23,7 +23,10 @@ def test_growth_is_a_paired_interval_over_data_sets():
     claims = effect_size.growth_claims(acc, SCALES, 0.05)
     for task, c in claims.items():
         e = c.estimate
-        assert e is not None and e.has_interval and e.low < e.high and e.n == 4
+        assert e is not None
+        assert e.has_interval
+        assert e.low < e.high
+        assert e.n == 4
         assert e.method == "paired t"
         assert e.value == pytest.approx(np.mean(acc[task][-1] - acc[task][0]))
         assert c.verdict == "holds"

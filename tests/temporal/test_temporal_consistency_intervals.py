@@ -34,7 +34,9 @@ def test_values_are_the_point_statistics_and_intervals_are_not_degenerate():
     assert est["slope"].value == pytest.approx(np.mean(slopes) + 0.5)
     assert est["coverage"].value == pytest.approx(covered.mean() - 0.95)
     for e in est.values():
-        assert e.has_interval and e.low < e.high and e.n == 64
+        assert e.has_interval
+        assert e.low < e.high
+        assert e.n == 64
         assert e.method == "percentile bootstrap"
 
 
