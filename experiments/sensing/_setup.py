@@ -7,6 +7,7 @@ import functools
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -50,7 +51,13 @@ class SensingConfig:
     cache: bool = True
 
 
-FULL_OVERRIDES = {"n_flowers": 32768, "n_probes": 32, "latent_dim": 8, "width": 256, "steps": 50000}
+FULL_OVERRIDES: dict[str, Any] = {
+    "n_flowers": 32768,
+    "n_probes": 32,
+    "latent_dim": 8,
+    "width": 256,
+    "steps": 50000,
+}
 UNSEEN = {"kinds": (1,), "curvature_range": (1.0, 1.6), "contrast_range": (0.25, 0.4)}
 
 
