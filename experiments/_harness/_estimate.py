@@ -51,6 +51,12 @@ BATCH_ELEMENTS = 2**22
 _MAY_EXCLUDE_VALUE = ("bootstrap",)
 
 
+def _text_method(method: Any) -> str:
+    if not isinstance(method, str) or not method.strip():
+        raise ValueError(f"method: expected a non-empty string, received {method!r}")
+    return method
+
+
 def _float(name: str, v: Any) -> float:
     try:
         return float(v)
@@ -64,11 +70,15 @@ class Estimate:
 
     - `value`: the statistic on the data (NaN: not computable here).
     - `low`, `high`: the interval's ends, `low <= high` (NaN: not computable).
-    - `level`: its coverage in (0, 1); `1.0` marks a point value without an interval
-      (`Estimate.point`: an exact computation or a single measurement, `low == value == high`).
+    - `level`: its coverage in (0, 1); `1.0` marks a value without an interval,
+      `low == value == high`: an exact computation (`Estimate.point`) or one measurement of a
+      random quantity (`Estimate.single`).
     - `method`: how the interval was formed ("t", "Welch t", "percentile bootstrap",
       "BCa bootstrap", "Wilson", "Fisher z (Fieller SE)", ...).
     - `n`: the number of independent units it rests on (items, seeds, trials), >= 1.
+    - `is_single`: one draw of a random quantity (one timing run, one training fit, one image
+      pair), `level == 1`: a claim on it is `inconclusive`, never holds / fails (nothing says
+      how far another draw would land). False for an exact point value and every interval.
 
     Where finite, `low <= value <= high` is checked, except for bootstrap intervals
     (a percentile interval of a skewed statistic may exclude the value).
@@ -82,6 +92,7 @@ class Estimate:
     level: float
     method: str
     n: int
+    is_single: bool = False
 
     def __post_init__(self):
         for name in ("value", "low", "high", "level"):
@@ -89,6 +100,9 @@ class Estimate:
         if isinstance(self.n, bool) or not isinstance(self.n, int | np.integer) or self.n < 1:
             raise ValueError(f"n: expected an integer >= 1, received {self.n!r}")
         object.__setattr__(self, "n", int(self.n))
+        if not isinstance(self.is_single, bool | np.bool_):
+            raise ValueError(f"is_single: expected a bool, received {self.is_single!r}")
+        object.__setattr__(self, "is_single", bool(self.is_single))
         if not isinstance(self.method, str) or not self.method:
             raise ValueError(f"method: expected a non-empty string, received {self.method!r}")
         if self.level == 1.0:
@@ -97,6 +111,11 @@ class Estimate:
                     "level: 1.0 marks a point value (low == value == high), received "
                     f"value {self.value!r}, low {self.low!r}, high {self.high!r}"
                 )
+        elif self.is_single:
+            raise ValueError(
+                "is_single: one measurement has no interval (level 1.0), received level "
+                f"{self.level!r}"
+            )
         elif not 0 < self.level < 1:
             raise ValueError(f"level: expected a number in (0, 1), received {self.level!r}")
         if math.isfinite(self.low) and math.isfinite(self.high) and self.low > self.high:
@@ -115,10 +134,27 @@ class Estimate:
 
     @classmethod
     def point(cls, value, *, n: int = 1, method: str = "point value (no interval)") -> Estimate:
-        """A value without sampling interval (an exact computation, e.g. a maximum error over
-        `n` cases, or one wall-clock measurement): `low == value == high`, `level == 1`."""
+        """An exact value without sampling interval: `low == value == high`, `level == 1`.
+
+        Only for exact computations, whose value another run would reproduce: a maximum
+        error over `n` fixed cases, an exact greedy check, a solver certificate, a count over
+        a fixed set. A claim compares it as is (alpha 0). One draw of a random quantity (one
+        timing run, one training fit, one image pair, one text) is `Estimate.single`."""
         v = _float("value", value)
         return cls(v, v, v, 1.0, method, n)
+
+    @classmethod
+    def single(cls, value, *, method: str, n: int = 1) -> Estimate:
+        """One measurement of a random quantity, without interval (one wall-clock timing run,
+        one training fit, one image pair, one text): `low == value == high`, `level == 1`,
+        `is_single` True. `method` says what was measured (e.g. "one timing run"); `n` the units
+        inside the one draw (e.g. 3 sizes of one fitted slope), 1 by default.
+
+        Every claim constructor gives it the verdict `inconclusive` ("one measurement, no
+        interval"), never holds / fails: replace it by an interval over rounds, seeds or
+        items (`bootstrap`, `t_mean`) where the experiment can afford one."""
+        v = _float("value", value)
+        return cls(v, v, v, 1.0, _text_method(method), n, is_single=True)
 
     @property
     def has_interval(self) -> bool:
@@ -129,12 +165,14 @@ class Estimate:
         return all(math.isfinite(x) for x in (self.value, self.low, self.high))
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON form: non-finite numbers become None."""
+        """JSON form: non-finite numbers become None; `"single": true` only for one
+        measurement (`Estimate.single`; a record without the key is an interval or an exact
+        point value, as every record written before the key existed)."""
 
         def num(x):
             return x if math.isfinite(x) else None
 
-        return {
+        d: dict[str, Any] = {
             "value": num(self.value),
             "low": num(self.low),
             "high": num(self.high),
@@ -142,6 +180,9 @@ class Estimate:
             "method": self.method,
             "n": self.n,
         }
+        if self.is_single:
+            d["single"] = True
+        return d
 
     def flat(self, name: str) -> dict[str, float | int]:
         """The metrics naming rule: `name`, `name_lo`, `name_hi`, `name_n`."""

@@ -335,3 +335,16 @@ def test_permutation_test_size_under_the_null():
     ]
     rate = np.mean(np.asarray(p) <= 0.05)
     assert abs(rate - 0.05) <= 3 * math.sqrt(0.05 * 0.95 / REPS)
+
+
+def test_single_marks_one_measurement_without_interval():
+    s = Estimate.single(0.25, method="one timing run")
+    assert (s.low, s.high, s.level, s.has_interval, s.is_single) == (0.25, 0.25, 1.0, False, True)
+    assert s.as_dict()["single"] is True
+    assert not Estimate.point(0.25).is_single
+    assert "single" not in Estimate.point(0.25).as_dict()
+    assert Estimate.single(2.0, method="slope of one fit", n=3).n == 3
+    with pytest.raises(ValueError, match="method"):
+        Estimate.single(0.25, method="")
+    with pytest.raises(ValueError, match="is_single"):
+        Estimate(0.5, 0.25, 0.75, 0.95, "t", 6, is_single=True)
