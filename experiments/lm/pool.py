@@ -29,6 +29,7 @@ from experiments._harness import (
     Result,
     RunContext,
     at_least,
+    bootstrap,
     cache_dir,
     gated,
     log,
@@ -62,6 +63,11 @@ class Config:
     disagreement_bar: float = 0.2
     #: perplexity of the shuffled tokens over that of the text: "far below" read as 5x
     ppl_ratio_bar: float = 5.0
+    #: the ratio's interval: the scored positions cut into this many contiguous segments,
+    #: resampled (percentile bootstrap at the two-sided level 2 * ppl_level - 1, its lower
+    #: end the claim's one-sided bound)
+    ppl_segments: int = 10
+    ppl_level: float = 0.95
     #: chance accuracy of a 4-option item (the null of the above-chance claims)
     chance: float = 0.25
 
@@ -131,11 +137,37 @@ def _option_scores(info, model, tok, items, *, chunk: int, batch_size: int):
     return out_sum, out_mean
 
 
-def _perplexity(model, tok, ids) -> float:
+def _token_nll(model, tok, ids) -> np.ndarray:
+    """Negative log-likelihood of tokens 2..n given the ones before (n - 1 values)."""
     import jaxlab.lm as lm
 
     sc = lm.score(model, tok, [ids[:1]], [[ids[1:]]], batch_size=1)
-    return float(math.exp(-sc.sum[0][0] / (len(ids) - 1)))
+    return -np.asarray(sc.tokens[0][0], np.float64)
+
+
+def _ppl_ratio(nll_text, nll_shuf, *, segments: int, level: float, seed: int) -> Estimate:
+    """`ppl(shuffled) / ppl(text) = exp((sum nll_shuf - sum nll_text) / n)` with a
+    percentile bootstrap interval over `segments` contiguous segments of the scored
+    positions (a block bootstrap: neighbouring tokens are not independent). Segment j
+    holds the NLL sums of both sequences over the same positions and their count;
+    resampled segments give `exp((sum shuf - sum text) / sum count)`."""
+    n = nll_text.size
+    if not 2 <= segments <= n:
+        raise ValueError(
+            f"config.ppl_segments: expected 2..{n} (the scored tokens), received {segments}"
+        )
+    cuts = np.array_split(np.arange(n), segments)
+    text = np.array([nll_text[c].sum() for c in cuts])
+    shuf = np.array([nll_shuf[c].sum() for c in cuts])
+    count = np.array([c.size for c in cuts], np.float64)
+
+    def ratio(t, s, c, axis=-1):
+        return np.exp((s.sum(axis) - t.sum(axis)) / c.sum(axis))
+
+    est = bootstrap((text, shuf, count), ratio, seed=seed, level=level)
+    return dataclasses.replace(
+        est, method=f"{est.method} over {segments} segments of the text (ratio of perplexities)"
+    )
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
@@ -147,6 +179,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     metrics: dict[str, float | Estimate] = {"n_items": len(items)}
     correct = {}
     ppl = {}
+    ratios: dict[str, Estimate] = {}
     pool = lm.Pool(config.models)
     for info, model, tok in pool:
         t0 = time.perf_counter()
@@ -155,8 +188,14 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         perm = np.asarray(
             jax.random.permutation(jax.random.fold_in(key, 0), np.asarray(ids[1:]))
         ).tolist()
-        ppl[k] = (_perplexity(model, tok, ids), _perplexity(model, tok, [ids[0], *perm]))
+        nll = (_token_nll(model, tok, ids), _token_nll(model, tok, [ids[0], *perm]))
+        ppl[k] = tuple(float(math.exp(v.mean())) for v in nll)
         metrics[f"ppl_{k}"], metrics[f"ppl_shuffled_{k}"] = ppl[k]
+        ratios[k] = _ppl_ratio(
+            *nll, segments=int(config.ppl_segments), level=2 * float(config.ppl_level) - 1,
+            seed=int(jax.random.randint(jax.random.fold_in(key, 1), (), 0, 2**31 - 1)),
+        )  # fmt: skip
+        metrics[f"ppl_ratio_{k}"] = ratios[k]
         s_sum, s_mean = _option_scores(
             info, model, tok, items, chunk=config.chunk, batch_size=config.batch_size
         )
@@ -215,13 +254,14 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     for k, (p_text, p_shuf) in ppl.items():
         claims.append(
             at_least(
-                Estimate.point(p_shuf / p_text, n=1, method="ratio of perplexities (one text)"),
+                ratios[k],
                 config.ppl_ratio_bar,
                 null=f"shuffled perplexity under {config.ppl_ratio_bar:g}x the text's",
                 subject="ppl(shuffled) / ppl(text)",
                 claim=f"{k}: perplexity of real text far below the same tokens shuffled",
                 paper=f"ppl(text) * {config.ppl_ratio_bar:g} < ppl(shuffled)",
-                detail=f"{p_text:.1f} vs {p_shuf:.1f}",
+                detail=f"{p_text:.1f} vs {p_shuf:.1f}; one text, interval over "
+                f"{config.ppl_segments} segments of it",
             )
         )
     for k in correct:
