@@ -39,6 +39,7 @@ __all__ = [
     "wilson",
     "spearman",
     "permutation_test",
+    "loglog_slope",
 ]
 
 # the most bootstrap / permutation resamples one call may ask for (99,999 resamples put the
@@ -404,6 +405,57 @@ def t_interval(x, level: float = 0.95) -> tuple[float, float, float]:
     """`(mean, low, high)` of `t_mean(x, level)` (the tuple form older experiments use)."""
     e = t_mean(x, level)
     return e.value, e.low, e.high
+
+
+# ---------------------------------------------------------------- scaling slope
+
+
+def loglog_slope(
+    sizes,
+    rounds,
+    *,
+    seed,
+    level: float = 0.95,
+    n_resamples: int = 2000,
+) -> Estimate:
+    """Least-squares slope of log(median seconds) on log(size), with a percentile bootstrap
+    interval over the timing rounds (how a run time scales: 1 linear, 2 quadratic).
+
+    `rounds[i]` holds the per-round measurements at `sizes[i]` (every size one number of
+    rounds, >= 2). The slope is `sum((x - x_bar)(y - y_bar)) / sum((x - x_bar)^2)`,
+    `x = log size`, `y = log median_r rounds[i]`; a resample draws round indices with
+    replacement (the same indices at every size: `bootstrap` over the tuple of per-size
+    arrays), takes each size's median of them and re-fits the slope.
+
+    **Arguments:** `sizes` (>= 2 distinct positive numbers); `rounds` (one sequence of
+    positive seconds per size); `seed`, `level`, `n_resamples` as `bootstrap`.
+
+    **Returns:** an `Estimate` (method "percentile bootstrap over rounds of the log-log
+    slope (K sizes)", `n` the rounds).
+    """
+    x = _vector("sizes", sizes, min_size=2)
+    if np.any(x <= 0) or np.unique(x).size < 2:
+        raise ValueError(f"sizes: expected >= 2 distinct positive numbers, received {sizes!r}")
+    if not isinstance(rounds, list | tuple) or len(rounds) != x.size:
+        raise ValueError(f"rounds: expected one sequence of seconds per size ({x.size})")
+    data = tuple(_vector(f"rounds[{i}]", r, min_size=2) for i, r in enumerate(rounds))
+    if any(np.any(r <= 0) for r in data):
+        raise ValueError("rounds: expected positive seconds")
+    if len({r.size for r in data}) != 1:
+        raise ValueError(
+            f"rounds: expected one number of rounds per size, received {[r.size for r in data]}"
+        )
+    xc = np.log(x) - np.log(x).mean()
+
+    def slope(*per_size, axis=-1):
+        y = np.log(np.stack([np.median(t, axis=axis) for t in per_size], axis=-1))
+        yc = y - y.mean(axis=-1, keepdims=True)
+        return (yc * xc).sum(axis=-1) / (xc**2).sum()
+
+    est = bootstrap(data, slope, seed=seed, level=level, n_resamples=n_resamples)
+    return dataclasses.replace(
+        est, method=f"percentile bootstrap over rounds of the log-log slope ({x.size} sizes)"
+    )
 
 
 # ---------------------------------------------------------------- proportions, correlation

@@ -29,7 +29,6 @@ from experiments._harness import (
     Result,
     RunContext,
     at_least,
-    bootstrap,
     cache_dir,
     gated,
     log,
@@ -37,7 +36,7 @@ from experiments._harness import (
     model_sha256,
     wilson,
 )
-from experiments.lm._setup import TEXT
+from experiments.lm._setup import TEXT, ppl_ratio
 from jaxlab import progress_bar, write_json
 from jaxlab.data import logiqa_items
 
@@ -63,9 +62,9 @@ class Config:
     disagreement_bar: float = 0.2
     #: perplexity of the shuffled tokens over that of the text: "far below" read as 5x
     ppl_ratio_bar: float = 5.0
-    #: the ratio's interval: the scored positions cut into this many contiguous segments,
-    #: resampled (percentile bootstrap at the two-sided level 2 * ppl_level - 1, its lower
-    #: end the claim's one-sided bound)
+    #: the ratio's interval (`ppl_ratio`): the scored positions cut into this many
+    #: contiguous segments, resampled (percentile bootstrap at the two-sided level
+    #: 2 * ppl_level - 1, its lower end the claim's one-sided bound)
     ppl_segments: int = 10
     ppl_level: float = 0.95
     #: chance accuracy of a 4-option item (the null of the above-chance claims)
@@ -145,31 +144,6 @@ def _token_nll(model, tok, ids) -> np.ndarray:
     return -np.asarray(sc.tokens[0][0], np.float64)
 
 
-def _ppl_ratio(nll_text, nll_shuf, *, segments: int, level: float, seed: int) -> Estimate:
-    """`ppl(shuffled) / ppl(text) = exp((sum nll_shuf - sum nll_text) / n)` with a
-    percentile bootstrap interval over `segments` contiguous segments of the scored
-    positions (a block bootstrap: neighbouring tokens are not independent). Segment j
-    holds the NLL sums of both sequences over the same positions and their count;
-    resampled segments give `exp((sum shuf - sum text) / sum count)`."""
-    n = nll_text.size
-    if not 2 <= segments <= n:
-        raise ValueError(
-            f"config.ppl_segments: expected 2..{n} (the scored tokens), received {segments}"
-        )
-    cuts = np.array_split(np.arange(n), segments)
-    text = np.array([nll_text[c].sum() for c in cuts])
-    shuf = np.array([nll_shuf[c].sum() for c in cuts])
-    count = np.array([c.size for c in cuts], np.float64)
-
-    def ratio(t, s, c, axis=-1):
-        return np.exp((s.sum(axis) - t.sum(axis)) / c.sum(axis))
-
-    est = bootstrap((text, shuf, count), ratio, seed=seed, level=level)
-    return dataclasses.replace(
-        est, method=f"{est.method} over {segments} segments of the text (ratio of perplexities)"
-    )
-
-
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     import jaxlab.lm as lm
 
@@ -191,7 +165,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         nll = (_token_nll(model, tok, ids), _token_nll(model, tok, [ids[0], *perm]))
         ppl[k] = tuple(float(math.exp(v.mean())) for v in nll)
         metrics[f"ppl_{k}"], metrics[f"ppl_shuffled_{k}"] = ppl[k]
-        ratios[k] = _ppl_ratio(
+        ratios[k] = ppl_ratio(
             *nll, segments=int(config.ppl_segments), level=2 * float(config.ppl_level) - 1,
             seed=int(jax.random.randint(jax.random.fold_in(key, 1), (), 0, 2**31 - 1)),
         )  # fmt: skip

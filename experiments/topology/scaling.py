@@ -23,7 +23,6 @@ import networkx as nx
 import numpy as np
 
 from experiments._harness import (
-    Estimate,
     Result,
     RunContext,
     at_least,
@@ -31,6 +30,7 @@ from experiments._harness import (
     equivalent,
     interleaved_times,
     log,
+    loglog_slope,
 )
 from experiments.topology import _setup as ts
 from jaxlab import topology as tp
@@ -117,32 +117,6 @@ def _slope(cells, times) -> float:
     return float(np.polyfit(x, y, 1)[0])
 
 
-def _slope_estimate(cells, rounds, *, level: float, seed: int) -> Estimate:
-    """The log-log slope of the median time against the cells over the larger half of the
-    sizes (as `_slope`), with a percentile bootstrap interval over the timing rounds.
-
-    `rounds[i]` holds size i's per-round seconds (one list per size, one length). A
-    resample draws round indices with replacement (the same indices at every size, one
-    `bootstrap` over the tuple of per-size arrays), takes each size's median of them and
-    re-fits the least-squares slope `sum((x - x_bar)(y - y_bar)) / sum((x - x_bar)^2)`,
-    `x = log cells`, `y = log median seconds`."""
-    k = max(2, (len(cells) + 1) // 2)
-    x = np.log(np.asarray(cells[-k:], float))
-    xc = x - x.mean()
-
-    def slope(*per_size, axis=-1):
-        y = np.log(np.stack([np.median(t, axis=axis) for t in per_size], axis=-1))
-        yc = y - y.mean(axis=-1, keepdims=True)
-        return (yc * xc).sum(axis=-1) / (xc**2).sum()
-
-    data = tuple(np.asarray(r, float) for r in rounds[-k:])
-    est = bootstrap(data, slope, seed=seed, level=level)
-    return dataclasses.replace(
-        est,
-        method=f"{est.method} over timing rounds of the least-squares log-log slope ({k} sizes)",
-    )
-
-
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
     rows, rounds = [], {name: [] for name in ts.MODELS}
     ratios_last = np.array([])
@@ -180,8 +154,9 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     th, tm = [r["hopse"] for r in rows], [r["homp"] for r in rows]
     seed = int(jax.random.randint(jax.random.fold_in(key, 99), (), 0, 2**31 - 1))
     slope_level = 2 * float(config.linear_level) - 1
+    k = max(2, (len(cells) + 1) // 2)  # the larger half of the sizes, as `_slope`
     slopes = {
-        name: _slope_estimate(cells, rounds[name], level=slope_level, seed=seed + j)
+        name: loglog_slope(cells[-k:], rounds[name][-k:], level=slope_level, seed=seed + j)
         for j, name in enumerate(ts.MODELS)
     }
     metrics = {
