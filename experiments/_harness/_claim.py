@@ -350,7 +350,7 @@ def _make(
     if gate is not None:
         verdict = "untestable"
     elif est.is_single:
-        summary += f"; inconclusive: {SINGLE_NOTE} (as a point value it would {verdict})"
+        summary += f"; inconclusive: {SINGLE_NOTE} (the value alone: {verdict})"
         verdict = "inconclusive"
     measured = summary + (f"; {detail}" if detail else "")
     return Claim(

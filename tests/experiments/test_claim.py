@@ -388,7 +388,7 @@ def test_a_single_measurement_is_inconclusive_from_every_constructor(make, value
     assert c.verdict == "inconclusive"
     assert c.holds is False
     assert "one measurement, no interval" in c.measured
-    assert f"as a point value it would {exact.verdict}" in c.measured
+    assert f"(the value alone: {exact.verdict})" in c.measured
     assert c.test.startswith("one measurement, no interval (one timing run)")
     record = c.as_dict("P0")
     assert record["estimate"]["single"] is True
