@@ -4,6 +4,7 @@ claims, and the runner's metrics / claims records."""
 
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,7 +30,7 @@ from experiments._harness import (
 )
 from experiments._harness._runner import _claims_json, flatten_metrics
 
-KW = {"claim": "a claim", "paper": "the paper's value"}
+KW: dict[str, Any] = {"claim": "a claim", "paper": "the paper's value"}
 
 
 def _est(lo, hi, value=None, level=0.9):
@@ -404,9 +405,9 @@ def test_a_single_measurement_cannot_be_given_a_decisive_verdict():
     # a non-finite single measurement is untestable, as any non-finite estimate
     nan = superior(_one(float("nan")), "A", "B", **KW)
     assert nan.verdict == "untestable"
-    assert gated(nan, Precondition("fit converged", False, "diverged")).gate.name == (
-        "fit converged"
-    )
+    named = gated(nan, Precondition("fit converged", False, "diverged")).gate
+    assert named is not None
+    assert named.name == "fit converged"
 
 
 def test_single_measurements_compose_through_gated_at_scale_all_of_best_of():
