@@ -42,6 +42,7 @@ from ._estimate import MAX_RESAMPLES as MAX_RESAMPLES
 from ._estimate import Estimate as Estimate
 from ._estimate import PermutationTest as PermutationTest
 from ._estimate import bootstrap as bootstrap
+from ._estimate import loglog_slope as loglog_slope
 from ._estimate import paired_bootstrap as paired_bootstrap
 from ._estimate import paired_t as paired_t
 from ._estimate import permutation_test as permutation_test

@@ -23,7 +23,11 @@ config, fixed before the run: never derive one from the run's own numbers.
 One-sided claims (superior, non-inferior, at least/most) read one end of the estimate's
 two-sided interval at `level`, a test at `alpha = (1 - level) / 2`; `equivalent` is the
 two one-sided tests (TOST) at the same alpha; `excludes` is two-sided, `alpha = 1 - level`.
-A point estimate (`Estimate.point`, level 1) is compared as is (alpha 0: no sampling).
+An exact point value (`Estimate.point`, level 1) is compared as is (alpha 0: no
+sampling). One measurement of a random quantity (`Estimate.single`: one timing run, one
+fit, one image pair) gives `inconclusive` from every constructor, never holds / fails: the
+row says "one measurement, no interval" and what the raw comparison of the value would
+have said; `gated`, `at_scale`, `all_of` and `best_of` compose it as any inconclusive part.
 
 Legacy claims, `Claim(claim, paper, measured, holds)`, stay constructible while the
 experiments migrate: they carry `protocol=False` and a verdict of only "holds" / "fails".
@@ -41,6 +45,7 @@ from ._estimate import Estimate
 __all__ = [
     "VERDICTS",
     "KINDS",
+    "SINGLE_NOTE",
     "TIMING_FIELDS",
     "Claim",
     "Precondition",
@@ -199,6 +204,11 @@ class Claim:
                 "verdict, scale: below the paper's scale a verdict is 'inconclusive' or "
                 f"'untestable' (verdict {self.verdict!r}, scale {self.scale!r})"
             )
+        if self.estimate.is_single and self.verdict in ("holds", "fails"):
+            raise ValueError(
+                "verdict, estimate: one measurement (Estimate.single) has no interval, its "
+                f"verdict is 'inconclusive' or 'untestable', received {self.verdict!r}"
+            )
         holds = self.verdict == "holds"
         if self.holds is not None and bool(self.holds) != holds:
             raise ValueError(f"holds: follows the verdict {self.verdict!r}, received {self.holds}")
@@ -288,7 +298,15 @@ def _alpha(kind: str, est: Estimate) -> float:
     return round(a, 12)
 
 
+SINGLE_NOTE = "one measurement, no interval"
+
+
 def _test(kind: str, est: Estimate, rule: str) -> str:
+    if est.is_single:
+        return (
+            f"{SINGLE_NOTE} ({est.method}): inconclusive whatever its value (were it an "
+            f"interval: {rule})"
+        )
     if not est.has_interval:
         return f"point value ({est.method}, no sampling interval): {rule}"
     a = _alpha(kind, est)
@@ -331,6 +349,9 @@ def _make(
     gate = _untestable_gate(est)
     if gate is not None:
         verdict = "untestable"
+    elif est.is_single:
+        summary += f"; inconclusive: {SINGLE_NOTE} (the value alone: {verdict})"
+        verdict = "inconclusive"
     measured = summary + (f"; {detail}" if detail else "")
     return Claim(
         _text("claim", claim),
@@ -404,6 +425,8 @@ def _difference(
 
 
 def _describe(est: Estimate) -> str:
+    if est.is_single:
+        return f"{SINGLE_NOTE}: {est.method}, n={est.n}"
     if not est.has_interval:
         return f"{est.method}, n={est.n}"
     return f"{est.level:.3g} {est.method} interval, n={est.n}"
@@ -671,7 +694,8 @@ def gated(claim: Claim, precondition: Precondition) -> Claim:
     if claim.gate is not None and not claim.gate.passed:
         if claim.gate.name != "finite estimate" or precondition.passed:
             return claim
-        claim = dataclasses.replace(claim, holds=None, verdict="holds", gate=None)  # named now
+        # named now (a placeholder verdict, replaced below: inconclusive suits every estimate)
+        claim = dataclasses.replace(claim, holds=None, verdict="inconclusive", gate=None)
     if precondition.passed:
         return dataclasses.replace(claim, holds=None, gate=precondition)
     note = f"untestable: {precondition.name} failed ({precondition.measured})"
@@ -796,7 +820,9 @@ def best_of(
     if len(kinds) != 1 or kinds == {"all_of"}:
         raise ValueError(f"candidates: expected one kind of claim, received {sorted(kinds)}")
     kind = kinds.pop()
-    alpha = next(iter(base.values())).alpha
+    # the family alpha: the candidates' with an interval (a point or single one has alpha 0,
+    # and a single one stays inconclusive at every level)
+    alpha = max(c.alpha or 0.0 for c in base.values())
     m = len(cands)
 
     def at(a: float) -> float:

@@ -39,6 +39,7 @@ __all__ = [
     "wilson",
     "spearman",
     "permutation_test",
+    "loglog_slope",
 ]
 
 # the most bootstrap / permutation resamples one call may ask for (99,999 resamples put the
@@ -49,6 +50,12 @@ BATCH_ELEMENTS = 2**22
 # methods whose interval need not contain the point value (bootstrap percentiles of a
 # skewed statistic can exclude it); every other method's interval does, and is checked
 _MAY_EXCLUDE_VALUE = ("bootstrap",)
+
+
+def _text_method(method: Any) -> str:
+    if not isinstance(method, str) or not method.strip():
+        raise ValueError(f"method: expected a non-empty string, received {method!r}")
+    return method
 
 
 def _float(name: str, v: Any) -> float:
@@ -64,11 +71,15 @@ class Estimate:
 
     - `value`: the statistic on the data (NaN: not computable here).
     - `low`, `high`: the interval's ends, `low <= high` (NaN: not computable).
-    - `level`: its coverage in (0, 1); `1.0` marks a point value without an interval
-      (`Estimate.point`: an exact computation or a single measurement, `low == value == high`).
+    - `level`: its coverage in (0, 1); `1.0` marks a value without an interval,
+      `low == value == high`: an exact computation (`Estimate.point`) or one measurement of a
+      random quantity (`Estimate.single`).
     - `method`: how the interval was formed ("t", "Welch t", "percentile bootstrap",
       "BCa bootstrap", "Wilson", "Fisher z (Fieller SE)", ...).
     - `n`: the number of independent units it rests on (items, seeds, trials), >= 1.
+    - `is_single`: one draw of a random quantity (one timing run, one training fit, one image
+      pair), `level == 1`: a claim on it is `inconclusive`, never holds / fails (nothing says
+      how far another draw would land). False for an exact point value and every interval.
 
     Where finite, `low <= value <= high` is checked, except for bootstrap intervals
     (a percentile interval of a skewed statistic may exclude the value).
@@ -82,6 +93,7 @@ class Estimate:
     level: float
     method: str
     n: int
+    is_single: bool = False
 
     def __post_init__(self):
         for name in ("value", "low", "high", "level"):
@@ -89,6 +101,9 @@ class Estimate:
         if isinstance(self.n, bool) or not isinstance(self.n, int | np.integer) or self.n < 1:
             raise ValueError(f"n: expected an integer >= 1, received {self.n!r}")
         object.__setattr__(self, "n", int(self.n))
+        if not isinstance(self.is_single, bool | np.bool_):
+            raise ValueError(f"is_single: expected a bool, received {self.is_single!r}")
+        object.__setattr__(self, "is_single", bool(self.is_single))
         if not isinstance(self.method, str) or not self.method:
             raise ValueError(f"method: expected a non-empty string, received {self.method!r}")
         if self.level == 1.0:
@@ -97,6 +112,11 @@ class Estimate:
                     "level: 1.0 marks a point value (low == value == high), received "
                     f"value {self.value!r}, low {self.low!r}, high {self.high!r}"
                 )
+        elif self.is_single:
+            raise ValueError(
+                "is_single: one measurement has no interval (level 1.0), received level "
+                f"{self.level!r}"
+            )
         elif not 0 < self.level < 1:
             raise ValueError(f"level: expected a number in (0, 1), received {self.level!r}")
         if math.isfinite(self.low) and math.isfinite(self.high) and self.low > self.high:
@@ -115,10 +135,27 @@ class Estimate:
 
     @classmethod
     def point(cls, value, *, n: int = 1, method: str = "point value (no interval)") -> Estimate:
-        """A value without sampling interval (an exact computation, e.g. a maximum error over
-        `n` cases, or one wall-clock measurement): `low == value == high`, `level == 1`."""
+        """An exact value without sampling interval: `low == value == high`, `level == 1`.
+
+        Only for exact computations, whose value another run would reproduce: a maximum
+        error over `n` fixed cases, an exact greedy check, a solver certificate, a count over
+        a fixed set. A claim compares it as is (alpha 0). One draw of a random quantity (one
+        timing run, one training fit, one image pair, one text) is `Estimate.single`."""
         v = _float("value", value)
         return cls(v, v, v, 1.0, method, n)
+
+    @classmethod
+    def single(cls, value, *, method: str, n: int = 1) -> Estimate:
+        """One measurement of a random quantity, without interval (one wall-clock timing run,
+        one training fit, one image pair, one text): `low == value == high`, `level == 1`,
+        `is_single` True. `method` says what was measured (e.g. "one timing run"); `n` the units
+        inside the one draw (e.g. 3 sizes of one fitted slope), 1 by default.
+
+        Every claim constructor gives it the verdict `inconclusive` ("one measurement, no
+        interval"), never holds / fails: replace it by an interval over rounds, seeds or
+        items (`bootstrap`, `t_mean`) where the experiment can afford one."""
+        v = _float("value", value)
+        return cls(v, v, v, 1.0, _text_method(method), n, is_single=True)
 
     @property
     def has_interval(self) -> bool:
@@ -129,12 +166,14 @@ class Estimate:
         return all(math.isfinite(x) for x in (self.value, self.low, self.high))
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON form: non-finite numbers become None."""
+        """JSON form: non-finite numbers become None; `"single": true` only for one
+        measurement (`Estimate.single`; a record without the key is an interval or an exact
+        point value, as every record written before the key existed)."""
 
         def num(x):
             return x if math.isfinite(x) else None
 
-        return {
+        d: dict[str, Any] = {
             "value": num(self.value),
             "low": num(self.low),
             "high": num(self.high),
@@ -142,6 +181,9 @@ class Estimate:
             "method": self.method,
             "n": self.n,
         }
+        if self.is_single:
+            d["single"] = True
+        return d
 
     def flat(self, name: str) -> dict[str, float | int]:
         """The metrics naming rule: `name`, `name_lo`, `name_hi`, `name_n`."""
@@ -363,6 +405,57 @@ def t_interval(x, level: float = 0.95) -> tuple[float, float, float]:
     """`(mean, low, high)` of `t_mean(x, level)` (the tuple form older experiments use)."""
     e = t_mean(x, level)
     return e.value, e.low, e.high
+
+
+# ---------------------------------------------------------------- scaling slope
+
+
+def loglog_slope(
+    sizes,
+    rounds,
+    *,
+    seed,
+    level: float = 0.95,
+    n_resamples: int = 2000,
+) -> Estimate:
+    """Least-squares slope of log(median seconds) on log(size), with a percentile bootstrap
+    interval over the timing rounds (how a run time scales: 1 linear, 2 quadratic).
+
+    `rounds[i]` holds the per-round measurements at `sizes[i]` (every size one number of
+    rounds, >= 2). The slope is `sum((x - x_bar)(y - y_bar)) / sum((x - x_bar)^2)`,
+    `x = log size`, `y = log median_r rounds[i]`; a resample draws round indices with
+    replacement (the same indices at every size: `bootstrap` over the tuple of per-size
+    arrays), takes each size's median of them and re-fits the slope.
+
+    **Arguments:** `sizes` (>= 2 distinct positive numbers); `rounds` (one sequence of
+    positive seconds per size); `seed`, `level`, `n_resamples` as `bootstrap`.
+
+    **Returns:** an `Estimate` (method "percentile bootstrap over rounds of the log-log
+    slope (K sizes)", `n` the rounds).
+    """
+    x = _vector("sizes", sizes, min_size=2)
+    if np.any(x <= 0) or np.unique(x).size < 2:
+        raise ValueError(f"sizes: expected >= 2 distinct positive numbers, received {sizes!r}")
+    if not isinstance(rounds, list | tuple) or len(rounds) != x.size:
+        raise ValueError(f"rounds: expected one sequence of seconds per size ({x.size})")
+    data = tuple(_vector(f"rounds[{i}]", r, min_size=2) for i, r in enumerate(rounds))
+    if any(np.any(r <= 0) for r in data):
+        raise ValueError("rounds: expected positive seconds")
+    if len({r.size for r in data}) != 1:
+        raise ValueError(
+            f"rounds: expected one number of rounds per size, received {[r.size for r in data]}"
+        )
+    xc = np.log(x) - np.log(x).mean()
+
+    def slope(*per_size, axis=-1):
+        y = np.log(np.stack([np.median(t, axis=axis) for t in per_size], axis=-1))
+        yc = y - y.mean(axis=-1, keepdims=True)
+        return (yc * xc).sum(axis=-1) / (xc**2).sum()
+
+    est = bootstrap(data, slope, seed=seed, level=level, n_resamples=n_resamples)
+    return dataclasses.replace(
+        est, method=f"percentile bootstrap over rounds of the log-log slope ({x.size} sizes)"
+    )
 
 
 # ---------------------------------------------------------------- proportions, correlation

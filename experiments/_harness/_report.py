@@ -12,6 +12,7 @@ from typing import Any
 
 from jaxlab._core import atomic_write
 
+from ._claim import SINGLE_NOTE
 from ._papers import PAPERS, citation, paper_sort_key
 from ._snapshot import is_legacy, load_benches, load_records, verdict
 
@@ -137,10 +138,14 @@ def failed_smoke(status_file: str | Path) -> set[str]:
 
 def estimate_text(claim: Mapping[str, Any]) -> str:
     """`value [low, high]` with the level, method and n of a protocol claim's `estimate`
-    ("—" when it has none)."""
+    ("—" when it has none); one measurement (`"single": true`, `Estimate.single`) shows as
+    `value (one measurement, no interval: method, n=N)`. A record written before the
+    `single` key existed shows as it did."""
     e = claim.get("estimate")
     if not e:
         return "—"
+    if e.get("single"):
+        return f"{_fmt(e.get('value'))} ({SINGLE_NOTE}: {e.get('method')}, n={e.get('n')})"
     text = f"{_fmt(e.get('value'))} [{_fmt(e.get('low'))}, {_fmt(e.get('high'))}]"
     details = []
     if e.get("level") is not None:
@@ -181,6 +186,9 @@ def verdict_text(claim: Mapping[str, Any]) -> str:
         return f"untestable ({_precondition_text(gate)})"
     if v == "inconclusive" and isinstance(scale, Mapping) and not scale.get("passed", True):
         return f"inconclusive (below the paper's scale: {_precondition_text(scale)})"
+    est = claim.get("estimate")
+    if v == "inconclusive" and isinstance(est, Mapping) and est.get("single"):
+        return f"inconclusive ({SINGLE_NOTE})"
     return v
 
 

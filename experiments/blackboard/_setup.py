@@ -263,10 +263,13 @@ def discovery_metrics(tasks, found: dict[str, list], key: jax.Array, *, n_boot: 
 
 def interval(x, seed: int, n_boot: int = 1000) -> Estimate:
     """Mean over tasks with its 95% percentile bootstrap interval (a point value when the
-    tasks all score the same or there is one task)."""
+    tasks all score the same: every resample gives it; one measurement, `Estimate.single`,
+    for one task)."""
     x = np.asarray(x, np.float64)
-    if x.size < 2 or np.all(x == x[0]):
-        return Estimate.point(float(x.mean()), n=max(int(x.size), 1))
+    if x.size < 2:
+        return Estimate.single(float(x.mean()) if x.size else float("nan"), method="one task")
+    if np.all(x == x[0]):
+        return Estimate.point(float(x.mean()), n=int(x.size))
     return bootstrap(x, seed=seed, n_resamples=n_boot)
 
 

@@ -123,7 +123,10 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             values = np.array([e.value for e in est])
             tau = kendall_tau(sizes, values)
             metrics[f"{tag}/kendall_tau"] = tau
-            growth[tag] = Estimate.point(tau, n=len(sizes), method="Kendall tau-a (point value)")
+            # tau of the sizes' point estimates of B*: one measurement, no interval
+            growth[tag] = Estimate.single(
+                tau, n=len(sizes), method="Kendall tau-a of the B* estimates (no interval)"
+            )
             pairs += 1
             grows += bool(tau > 0)
             finite = np.isfinite(values)

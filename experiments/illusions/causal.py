@@ -122,7 +122,10 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         over = (
             t_mean(not_entailed)
             if not_entailed.size >= 2
-            else Estimate.point(float(not_entailed.mean()) if not_entailed.size else float("nan"))
+            else Estimate.single(
+                float(not_entailed.mean()) if not_entailed.size else float("nan"),
+                method="one non-entailed item",
+            )
         )
         metrics[f"{tag}/corr2cause/p_entail_not_entailed"] = over
         if np.any(labels == "entailment"):

@@ -148,7 +148,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             continuation[tag, kind] = (
                 t_mean(p_cont)
                 if p_cont.size >= 2
-                else Estimate.point(float(p_cont.mean()), n=int(p_cont.size), method="mean")
+                else Estimate.single(float(p_cont.mean()), method="one control sequence")
             )
             metrics[f"{tag}/{kind}/p_continue_periodic"] = continuation[tag, kind]
             claim_rates[tag, kind] = (p_yes[:n], p_yes[n:])

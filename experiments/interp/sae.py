@@ -344,7 +344,7 @@ def _claims(tag: str, m: dict, config: Config) -> list[Claim]:
     k = m["k"]
 
     def point(v, n, what):
-        return Estimate.point(v, n=int(n), method=f"{what} (one SAE, no interval)")
+        return Estimate.single(v, n=int(n), method=f"{what} (one SAE, no interval)")
 
     ev = point(m["ev"], m["eval_tokens"], "held-out explained variance")
     ce = point(m["ce_loss_score"], m["ce_tokens"], "CE-loss score")

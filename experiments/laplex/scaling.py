@@ -3,7 +3,8 @@
 Times one jitted matvec and its full gradient (v, t, s, a, c) for N = 1e3..1e7
 (QUICK, CPU) or up to 1e8 (FULL), with unsorted anchors, so the sort is
 included, and separately with a reused plan (pre-sorted anchors). The log-log
-slope over the largest decades is the claim (near 1, not 2 as for dense).
+slope over the largest decades is the claim (near 1, not 2 as for dense), with a
+percentile bootstrap interval over the `repeats` timed calls per size (`loglog_slope`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._harness import Estimate, Result, RunContext, at_most, log, timing_stats
+from experiments._harness import Result, RunContext, at_most, log, loglog_slope, time_callable
 from jaxlab import laplex, progress_bar
 
 NAME = "laplex_scaling"
@@ -29,15 +30,19 @@ class Config:
     """Settings of one run; the defaults are QUICK (2 CPU cores, minutes)."""
 
     sizes: tuple[int, ...] = (1000, 10_000, 100_000, 1_000_000, 10_000_000)
-    repeats: int = 2
+    # timed calls per size (>= 2: the slope's interval bootstraps them)
+    repeats: int = 5
     heads: int = 1
     fit_from: int = 100_000
     # the claim's bar on the log-log slope ("near-linear"), fixed before the run
     max_slope: float = 1.15
+    # the claim reads the upper end of the slope's two-sided 2 * slope_level - 1 percentile
+    # bootstrap interval over the timed calls
+    slope_level: float = 0.95
 
 
 QUICK = Config()
-TINY = Config(sizes=(300, 3000), repeats=1, fit_from=300)  # the smoke tier
+TINY = Config(sizes=(300, 3000), repeats=2, fit_from=300)  # the smoke tier
 FULL = Config(sizes=(1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000), repeats=5)
 # N = 1e8 float32: t, s, v, w, the three anchor/vector gradients, the plan's sorted copies
 # and permutations and the matvec's forward/backward sums: ~20 arrays of 4e8 bytes
@@ -66,8 +71,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     h = int(config.heads)
     rows = []
 
-    def median_s(fn):
-        return timing_stats(fn, warmup=1, repeats=config.repeats)["median_s"]
+    def times(fn):
+        return time_callable(fn, warmup=1, repeats=config.repeats)
 
     for n in progress_bar(config.sizes, desc="laplex scaling"):
         k1, k2, k3, key = jax.random.split(key, 4)
@@ -77,12 +82,15 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         w = jnp.cos(jnp.arange(n, dtype=jnp.float32))
         a = jnp.full((h,), 0.5, jnp.float32)
         c = jnp.ones((h,), jnp.float32)
-        fresh = median_s(functools.partial(_VG_FRESH, v, t, s, a, c, w))
+        fresh_r = times(functools.partial(_VG_FRESH, v, t, s, a, c, w))
         ts_, ss_ = jnp.sort(t, axis=1), jnp.sort(s, axis=1)
         plan = _PLAN(ts_, ss_)
-        reused = median_s(functools.partial(_VG, v, ts_, ss_, a, c, w, plan))
-        sort = median_s(functools.partial(_PLAN, t, s))
-        rows.append({"n": n, "fresh": fresh, "reused": reused, "sort": sort})
+        reused_r = times(functools.partial(_VG, v, ts_, ss_, a, c, w, plan))
+        sort = float(np.median(times(functools.partial(_PLAN, t, s))))
+        fresh, reused = float(np.median(fresh_r)), float(np.median(reused_r))
+        rows.append(
+            {"n": n, "fresh": fresh, "reused": reused, "sort": sort, "rounds": (fresh_r, reused_r)}
+        )
         log.info(
             "N=%d matvec+grad %.4fs (fresh plan), %.4fs (reused plan), plan %.4fs",
             n,
@@ -92,8 +100,17 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         )
     ns = np.array([r["n"] for r in rows], float)
     sel = ns >= config.fit_from
-    slope = float(np.polyfit(np.log(ns[sel]), np.log([r["fresh"] for r in rows])[sel], 1)[0])
-    slope_r = float(np.polyfit(np.log(ns[sel]), np.log([r["reused"] for r in rows])[sel], 1)[0])
+    fitted = [r for r, keep in zip(rows, sel, strict=True) if keep]
+    seed = int(jax.random.randint(jax.random.fold_in(key, 7), (), 0, 2**31 - 1))
+    slope, slope_r = (
+        loglog_slope(
+            ns[sel],
+            [r["rounds"][i] for r in fitted],
+            seed=seed + i,
+            level=2 * config.slope_level - 1,
+        )
+        for i in (0, 1)
+    )
     metrics = {"loglog_slope": slope, "loglog_slope_reused_plan": slope_r}
     for r in rows:
         metrics[f"t_matvec_grad_s_n{r['n']}"] = r["fresh"]
@@ -102,13 +119,14 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         metrics[f"ns_per_element_n{r['n']}"] = 1e9 * r["fresh"] / r["n"]
     claims = [
         at_most(
-            Estimate.point(slope, n=int(sel.sum()), method="least-squares log-log slope"),
+            slope,
             config.max_slope,
             null=f"near-linear bar {config.max_slope:g} (dense: 2)",
             subject="log-log slope",
             claim="matvec + gradient scale near-linearly (FFT-like)",
             paper=f"log-log slope <= {config.max_slope:g}",
-            detail=f"N >= {config.fit_from:.0e}; {slope_r:.2f} with a reused plan",
+            detail=f"N >= {config.fit_from:.0e}, {int(sel.sum())} sizes, {config.repeats} timed "
+            f"calls each; {slope_r:.2f} with a reused plan",
         )
     ]
     fig, ax = plt.subplots(figsize=(5.5, 4))

@@ -36,7 +36,7 @@ from experiments._harness import (
     model_sha256,
     wilson,
 )
-from experiments.lm._setup import TEXT
+from experiments.lm._setup import TEXT, ppl_ratio
 from jaxlab import progress_bar, write_json
 from jaxlab.data import logiqa_items
 
@@ -62,6 +62,11 @@ class Config:
     disagreement_bar: float = 0.2
     #: perplexity of the shuffled tokens over that of the text: "far below" read as 5x
     ppl_ratio_bar: float = 5.0
+    #: the ratio's interval (`ppl_ratio`): the scored positions cut into this many
+    #: contiguous segments, resampled (percentile bootstrap at the two-sided level
+    #: 2 * ppl_level - 1, its lower end the claim's one-sided bound)
+    ppl_segments: int = 10
+    ppl_level: float = 0.95
     #: chance accuracy of a 4-option item (the null of the above-chance claims)
     chance: float = 0.25
 
@@ -131,11 +136,12 @@ def _option_scores(info, model, tok, items, *, chunk: int, batch_size: int):
     return out_sum, out_mean
 
 
-def _perplexity(model, tok, ids) -> float:
+def _token_nll(model, tok, ids) -> np.ndarray:
+    """Negative log-likelihood of tokens 2..n given the ones before (n - 1 values)."""
     import jaxlab.lm as lm
 
     sc = lm.score(model, tok, [ids[:1]], [[ids[1:]]], batch_size=1)
-    return float(math.exp(-sc.sum[0][0] / (len(ids) - 1)))
+    return -np.asarray(sc.tokens[0][0], np.float64)
 
 
 def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
@@ -147,6 +153,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     metrics: dict[str, float | Estimate] = {"n_items": len(items)}
     correct = {}
     ppl = {}
+    ratios: dict[str, Estimate] = {}
     pool = lm.Pool(config.models)
     for info, model, tok in pool:
         t0 = time.perf_counter()
@@ -155,8 +162,14 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         perm = np.asarray(
             jax.random.permutation(jax.random.fold_in(key, 0), np.asarray(ids[1:]))
         ).tolist()
-        ppl[k] = (_perplexity(model, tok, ids), _perplexity(model, tok, [ids[0], *perm]))
+        nll = (_token_nll(model, tok, ids), _token_nll(model, tok, [ids[0], *perm]))
+        ppl[k] = tuple(float(math.exp(v.mean())) for v in nll)
         metrics[f"ppl_{k}"], metrics[f"ppl_shuffled_{k}"] = ppl[k]
+        ratios[k] = ppl_ratio(
+            *nll, segments=int(config.ppl_segments), level=2 * float(config.ppl_level) - 1,
+            seed=int(jax.random.randint(jax.random.fold_in(key, 1), (), 0, 2**31 - 1)),
+        )  # fmt: skip
+        metrics[f"ppl_ratio_{k}"] = ratios[k]
         s_sum, s_mean = _option_scores(
             info, model, tok, items, chunk=config.chunk, batch_size=config.batch_size
         )
@@ -215,13 +228,14 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
     for k, (p_text, p_shuf) in ppl.items():
         claims.append(
             at_least(
-                Estimate.point(p_shuf / p_text, n=1, method="ratio of perplexities (one text)"),
+                ratios[k],
                 config.ppl_ratio_bar,
                 null=f"shuffled perplexity under {config.ppl_ratio_bar:g}x the text's",
                 subject="ppl(shuffled) / ppl(text)",
                 claim=f"{k}: perplexity of real text far below the same tokens shuffled",
                 paper=f"ppl(text) * {config.ppl_ratio_bar:g} < ppl(shuffled)",
-                detail=f"{p_text:.1f} vs {p_shuf:.1f}",
+                detail=f"{p_text:.1f} vs {p_shuf:.1f}; one text, interval over "
+                f"{config.ppl_segments} segments of it",
             )
         )
     for k in correct:

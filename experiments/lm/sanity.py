@@ -25,7 +25,7 @@ from experiments._harness import (
     gated,
     log,
 )
-from experiments.lm._setup import TEXT
+from experiments.lm._setup import TEXT, ppl_ratio
 
 NAME = "lm_sanity"
 PAPER = "LM"  # the shared runtime P6 P7 P8 P13 P14 P17 P19 build on
@@ -44,6 +44,10 @@ class Config:
     kv_rel_tol: float = 1e-4
     #: perplexity of the shuffled tokens over that of the text: "far below" read as 5x
     ppl_ratio_bar: float = 5.0
+    #: the ratio's interval (`ppl_ratio`): percentile bootstrap over this many contiguous
+    #: segments of the text at the two-sided level 2 * ppl_level - 1
+    ppl_segments: int = 10
+    ppl_level: float = 0.95
 
     def __post_init__(self):  # bounded before a model is loaded (`--set kv_tokens=-5`)
         for name, hi in (("kv_tokens", 4096), ("answer_tokens", 1024)):
@@ -89,7 +93,7 @@ def perplexity(model, tokens) -> float:
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
     import jaxlab.lm as lm
 
-    metrics: dict[str, float] = {}
+    metrics: dict[str, float | Estimate] = {}
     t0 = time.perf_counter()
     model, tok = lm.load("smollm2")
     log.info("SmolLM2 loaded in %.1f s", time.perf_counter() - t0)
@@ -115,6 +119,12 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     nll = {"SmolLM2 text": token_nll(model, ids), "SmolLM2 shuffled": token_nll(model, shuffled)}
     metrics["smollm2_ppl_text"] = float(np.exp(nll["SmolLM2 text"].mean()))
     metrics["smollm2_ppl_shuffled"] = float(np.exp(nll["SmolLM2 shuffled"].mean()))
+    ratio = ppl_ratio(
+        nll["SmolLM2 text"], nll["SmolLM2 shuffled"], segments=int(config.ppl_segments),
+        level=2 * float(config.ppl_level) - 1,
+        seed=int(jax.random.randint(jax.random.fold_in(key, 1), (), 0, 2**31 - 1)),
+    )  # fmt: skip
+    metrics["smollm2_ppl_ratio"] = ratio
     metrics["text_tokens"] = len(ids)
     del model
 
@@ -176,16 +186,14 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             paper=f"equal up to float32 rounding (rel. < {config.kv_rel_tol:g})",
         ),
         at_least(
-            Estimate.point(
-                metrics["smollm2_ppl_shuffled"] / metrics["smollm2_ppl_text"],
-                method="ratio of perplexities (one text)",
-            ),
+            ratio,
             config.ppl_ratio_bar,
             null=f"shuffled perplexity under {config.ppl_ratio_bar:g}x the text's",
             subject="ppl(shuffled) / ppl(text)",
             claim="Perplexity of real text far below the same tokens shuffled",
             paper="ppl(text) << ppl(shuffled)",
-            detail=f"{metrics['smollm2_ppl_text']:.1f} vs {metrics['smollm2_ppl_shuffled']:.1f}",
+            detail=f"{metrics['smollm2_ppl_text']:.1f} vs {metrics['smollm2_ppl_shuffled']:.1f}; "
+            f"one text, interval over {config.ppl_segments} segments of it",
         ),
     ]
     fig = _figure(kv_diff, metrics["kv_cache_logit_scale"], nll, config.kv_rel_tol)

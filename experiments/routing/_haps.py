@@ -9,6 +9,7 @@ import dataclasses
 import hashlib
 import json
 import time
+from typing import Any
 
 import numpy as np
 
@@ -183,7 +184,7 @@ class HAPSConfig:
     gain_margin: float = 0.0
 
 
-HAPS_FULL = dict(
+HAPS_FULL: dict[str, Any] = dict(
     models=HAPS_MODELS_FULL,
     per_source=HAPS_SOURCES_FULL,
     cached_top=0,
@@ -197,7 +198,7 @@ HAPS_FULL = dict(
 #: models (HAPS routes between models, so it needs two), 12 MedMCQA items, one adapted
 #: block on the last prompt token; its prefix cache is built by `prefix_residuals` (its
 #: content hash differs from QUICK's: other items and `top`)
-HAPS_TINY = dict(
+HAPS_TINY: dict[str, Any] = dict(
     models=HAPS_MODELS[:2],
     per_source=(("medmcqa", 12),),
     cached_top=1,

@@ -23,7 +23,6 @@ import networkx as nx
 import numpy as np
 
 from experiments._harness import (
-    Estimate,
     Result,
     RunContext,
     at_least,
@@ -31,6 +30,7 @@ from experiments._harness import (
     equivalent,
     interleaved_times,
     log,
+    loglog_slope,
 )
 from experiments.topology import _setup as ts
 from jaxlab import topology as tp
@@ -59,6 +59,9 @@ class Config:
     linear_margin: float = 0.2
     speed_margin: float = 0.1
     speed_level: float = 0.95
+    # "linear" is a TOST at 1 - linear_level on the slope's two-sided 2 * linear_level - 1
+    # percentile bootstrap interval (rounds resampled, the slope re-fitted per resample)
+    linear_level: float = 0.95
 
 
 QUICK = Config()
@@ -115,7 +118,7 @@ def _slope(cells, times) -> float:
 
 
 def run(config, key: jax.Array, ctx: RunContext) -> Result:
-    rows = []
+    rows, rounds = [], {name: [] for name in ts.MODELS}
     ratios_last = np.array([])
     for i, n in enumerate(config.nodes):
         cx, arr, enc_s = _complex_arrays(int(n), config, seed=i)
@@ -124,6 +127,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             model = ts.build(name, arr, 1, config.width, config.depth, jax.random.fold_in(key, j))
             fns[name], flops[name] = _fwd_bwd(model, arr)
         times = interleaved_times(fns, warmup=2, repeats=int(config.repeats))
+        for name in ts.MODELS:
+            rounds[name].append(times[name])
         ratios_last = np.asarray(times["homp"]) / np.asarray(times["hopse"])
         t = {name: float(np.median(v)) for name, v in times.items()}
         cells = sum(cx.sizes)
@@ -147,9 +152,16 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         )
     cells = [r["cells"] for r in rows]
     th, tm = [r["hopse"] for r in rows], [r["homp"] for r in rows]
+    seed = int(jax.random.randint(jax.random.fold_in(key, 99), (), 0, 2**31 - 1))
+    slope_level = 2 * float(config.linear_level) - 1
+    k = max(2, (len(cells) + 1) // 2)  # the larger half of the sizes, as `_slope`
+    slopes = {
+        name: loglog_slope(cells[-k:], rounds[name][-k:], level=slope_level, seed=seed + j)
+        for j, name in enumerate(ts.MODELS)
+    }
     metrics = {
-        "loglog_slope_hopse": _slope(cells, th),
-        "loglog_slope_homp": _slope(cells, tm),
+        "loglog_slope_hopse": slopes["hopse"],
+        "loglog_slope_homp": slopes["homp"],
         "speedup_vs_homp": tm[-1] / th[-1],
         # the per-round HOMP / HOPSE ratios at the largest size: median, bootstrap interval
         "speedup_largest": bootstrap(
@@ -165,8 +177,8 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
         metrics[f"time_homp_s/{r['cells']}"] = r["homp"]
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.loglog(cells, th, "o-", label=f"HOPSE-M (slope {metrics['loglog_slope_hopse']:.2f})")
-    ax.loglog(cells, tm, "s-", label=f"HOMP (slope {metrics['loglog_slope_homp']:.2f})")
+    ax.loglog(cells, th, "o-", label=f"HOPSE-M (slope {slopes['hopse'].value:.2f})")
+    ax.loglog(cells, tm, "s-", label=f"HOMP (slope {slopes['homp'].value:.2f})")
     ref = np.asarray(cells, float)
     ax.loglog(ref, th[-1] * ref / ref[-1], "k:", label="linear")
     ax.set_xlabel("cells in the complex")
@@ -174,18 +186,16 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
     ax.legend()
     fig.tight_layout()
 
-    k = max(2, (len(cells) + 1) // 2)  # the sizes `_slope` fits
+    sh = slopes["hopse"]
     claims = [
         equivalent(
-            Estimate.point(
-                metrics["loglog_slope_hopse"] - 1.0, n=k, method="least-squares log-log slope"
-            ),
+            dataclasses.replace(sh, value=sh.value - 1.0, low=sh.low - 1.0, high=sh.high - 1.0),
             "HOPSE log-log slope",
             "linear scaling (slope 1)",
             float(config.linear_margin),
             claim="HOPSE forward+backward time scales linearly with the number of cells",
             paper="scales linearly with the size of the combinatorial representation",
-            detail=f"slope {metrics['loglog_slope_hopse']:.2f} (larger half of sizes)",
+            detail=f"slope {sh:.2f} (larger half of sizes; {config.repeats} rounds per size)",
         ),
         at_least(
             metrics["speedup_largest"],
@@ -200,7 +210,7 @@ def run(config, key: jax.Array, ctx: RunContext) -> Result:
             detail=(
                 f"median of {config.repeats} interleaved rounds at {cells[-1]} cells; XLA "
                 f"FLOP ratio HOMP / HOPSE {metrics['flop_ratio_homp_over_hopse']:.2f} "
-                f"(HOMP slope {metrics['loglog_slope_homp']:.2f})"
+                f"(HOMP slope {slopes['homp']:.2f})"
             ),
             timing=True,
         ),

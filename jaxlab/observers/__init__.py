@@ -13,6 +13,7 @@ from ._certify import local_stability_radius as local_stability_radius
 from ._certify import numpy_lmi_blocks as numpy_lmi_blocks
 from ._certify import sampled_decrease as sampled_decrease
 from ._certify import search_decrease_violations as search_decrease_violations
+from ._direct import DirectSDPStepper as DirectSDPStepper
 from ._direct import train_direct_sdp as train_direct_sdp
 from ._lmi import LyapunovMatrix as LyapunovMatrix
 from ._lmi import decrease_bound as decrease_bound

@@ -29,7 +29,7 @@ from ._lmi import lmi_matrix
 from ._observer import NeuralObserver, trainable_filter
 from ._train import ObserverTrainConfig, estimation_term
 
-__all__ = ["train_direct_sdp"]
+__all__ = ["DirectSDPStepper", "train_direct_sdp"]
 
 
 class _MarginSDP:
@@ -85,6 +85,96 @@ class _MarginSDP:
 MAX_DIRECT_STEPS = 100_000  # SDP solves of one `train_direct_sdp` run (each takes ms to s)
 
 
+class DirectSDPStepper:
+    """The direct method's training state, one step at a time: `solve()` the margin SDP
+    of the current weights, then `update(solution)` takes the gradient step along its dual.
+
+    Built once (the parametrised cvxpy SDP, the compiled gradient step), so a step costs
+    what a step of `train_direct_sdp` costs: `stepper()` (solve, then update if solved)
+    is what a timing of one direct-SDP training step calls.
+
+    **Arguments:** `observer` (initial weights); `key` (keyword-only, split once per
+    update); `config` (uses `learning_rate`, `lmi_est_weight`, sampling fields); `solver`.
+    """
+
+    def __init__(
+        self,
+        observer: NeuralObserver,
+        *,
+        key: jax.Array,
+        config: ObserverTrainConfig,
+        solver: str = "CLARABEL",
+    ):
+        if not isinstance(observer, NeuralObserver):
+            raise ValueError(
+                f"observer: expected a NeuralObserver, received {type(observer).__name__}"
+            )
+        optimizer = optax.adam(config.learning_rate)
+        trainable, frozen = eqx.partition(observer, trainable_filter(observer))
+        self._frozen = frozen
+        self._trainable = trainable
+        self._opt_state = optimizer.init(trainable)
+        self._key = key
+        self._dt = observer.A.dtype
+
+        @eqx.filter_jit
+        def step(trainable, opt_state, P, t, Z, key):
+            def loss(tr):
+                obs = eqx.combine(tr, frozen)
+                val = jnp.sum(Z * lmi_matrix(obs, P, t))
+                if config.lmi_est_weight > 0:
+                    val = val + config.lmi_est_weight * estimation_term(obs, config, key)
+                return val
+
+            grads = eqx.filter_grad(loss)(trainable)
+            updates, opt_state = optimizer_update(optimizer, grads, opt_state, trainable)
+            return eqx.apply_updates(trainable, updates), opt_state
+
+        self._step = step
+        self._sdp = _MarginSDP(observer.extended_dim, observer.hidden_dim, solver)
+        ne, nh, dt = observer.extended_dim, observer.hidden_dim, self._dt
+        jax.block_until_ready(  # compile the gradient step now
+            step(
+                trainable,
+                self._opt_state,
+                jnp.eye(ne, dtype=dt),
+                jnp.ones((nh,), dt),
+                jnp.eye(ne + nh, dtype=dt),
+                key,
+            )
+        )
+
+    @property
+    def observer(self) -> NeuralObserver:
+        """The current weights."""
+        return eqx.combine(self._trainable, self._frozen)
+
+    def solve(self):
+        """The margin SDP of the current weights: `(s, P, t, Z)` (margin, certificate,
+        multipliers, the LMI's dual matrix), or None when the solver fails."""
+        return self._sdp(self.observer)
+
+    def update(self, solution) -> None:
+        """One Adam step along `-d s*/dW` from `solution = (s, P, t, Z)` of `solve()`."""
+        _, P, t, Z = solution
+        dt = self._dt
+        self._key, sub = jax.random.split(self._key)
+        self._trainable, self._opt_state = self._step(
+            self._trainable, self._opt_state, jnp.asarray(P, dt), jnp.asarray(t, dt),
+            jnp.asarray(Z, dt), sub,
+        )  # fmt: skip
+
+    def __call__(self) -> float:
+        """One training step (solve, then update if solved); returns the margin (-inf:
+        the solver failed, no update)."""
+        res = self.solve()
+        if res is None:
+            return -np.inf
+        self.update(res)
+        jax.block_until_ready(self._trainable)
+        return res[0]
+
+
 def train_direct_sdp(
     observer: NeuralObserver,
     *,
@@ -94,7 +184,8 @@ def train_direct_sdp(
     solver: str = "CLARABEL",
     tol: float = 1e-7,
 ):
-    """Train with one SDP solve per step until the certificate holds.
+    """Train with one SDP solve per step until the certificate holds (`DirectSDPStepper`
+    steps).
 
     **Arguments:** `observer` (initial weights); `key` (keyword-only); `config`
     (uses `learning_rate`, `lmi_est_weight`, sampling fields); `max_steps` an int in
@@ -107,61 +198,28 @@ def train_direct_sdp(
     """
     max_steps = check_size("max_steps", max_steps, cap=MAX_DIRECT_STEPS, why="MAX_DIRECT_STEPS")
     tol = check_real("tol", tol)
-    optimizer = optax.adam(config.learning_rate)
-    trainable, frozen = eqx.partition(observer, trainable_filter(observer))
-    opt_state = optimizer.init(trainable)
-
-    @eqx.filter_jit
-    def step(trainable, opt_state, P, t, Z, key):
-        def loss(tr):
-            obs = eqx.combine(tr, frozen)
-            val = jnp.sum(Z * lmi_matrix(obs, P, t))
-            if config.lmi_est_weight > 0:
-                val = val + config.lmi_est_weight * estimation_term(obs, config, key)
-            return val
-
-        grads = eqx.filter_grad(loss)(trainable)
-        updates, opt_state = optimizer_update(optimizer, grads, opt_state, trainable)
-        return eqx.apply_updates(trainable, updates), opt_state
-
     margins = []
     sdp_seconds = 0.0
     certified = False
     steps = 0
-    dt = observer.A.dtype
     # set-up outside the clock: build the parametrised SDP, compile the gradient step
     t0 = time.perf_counter()
-    sdp = _MarginSDP(observer.extended_dim, observer.hidden_dim, solver)
-    ne, nh = observer.extended_dim, observer.hidden_dim
-    jax.block_until_ready(
-        step(
-            trainable,
-            opt_state,
-            jnp.eye(ne, dtype=dt),
-            jnp.ones((nh,), dt),
-            jnp.eye(ne + nh, dtype=dt),
-            key,
-        )
-    )
+    stepper = DirectSDPStepper(observer, key=key, config=config, solver=solver)
     setup_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     for steps in range(1, max_steps + 1):  # noqa: B007 -- the count is reported after the loop
-        current = eqx.combine(trainable, frozen)
         ts = time.perf_counter()
-        res = sdp(current)
+        res = stepper.solve()
         sdp_seconds += time.perf_counter() - ts
         if res is None:
             margins.append(-np.inf)
             break
-        s, P, t, Z = res
-        margins.append(s)
-        if s > tol:
+        margins.append(res[0])
+        if res[0] > tol:
             certified = True
             break
-        key, sub = jax.random.split(key)
-        trainable, opt_state = step(
-            trainable, opt_state, jnp.asarray(P, dt), jnp.asarray(t, dt), jnp.asarray(Z, dt), sub
-        )
+        stepper.update(res)
+    result = stepper.observer
     info = {
         "steps": steps,
         "seconds": time.perf_counter() - t0,
@@ -170,4 +228,4 @@ def train_direct_sdp(
         "sdp_seconds": sdp_seconds,
         "setup_seconds": setup_seconds,
     }
-    return eqx.combine(trainable, frozen), info
+    return result, info

@@ -4,6 +4,7 @@ claims, and the runner's metrics / claims records."""
 
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,7 +30,7 @@ from experiments._harness import (
 )
 from experiments._harness._runner import _claims_json, flatten_metrics
 
-KW = {"claim": "a claim", "paper": "the paper's value"}
+KW: dict[str, Any] = {"claim": "a claim", "paper": "the paper's value"}
 
 
 def _est(lo, hi, value=None, level=0.9):
@@ -359,3 +360,90 @@ def test_p_value_claims_check_their_inputs():
     with pytest.raises(ValueError, match="null"):
         rejects(0.01, 0.05, **{**kw, "null": ""})
     assert rejects(float("nan"), 0.05, **kw).verdict == "untestable"
+
+
+# ---------------------------------------------------------------- one measurement (#54)
+
+
+def _one(value, method="one timing run"):
+    return Estimate.single(value, method=method)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda e: superior(e, "A", "B", **KW),
+        lambda e: superior(e, "A", "B", higher_is_better=False, **KW),
+        lambda e: noninferior(e, "A", "B", 0.05, **KW),
+        lambda e: equivalent(e, "A", "B", 0.05, **KW),
+        lambda e: at_least(e, 0.0, null="bar 0", **KW),
+        lambda e: at_most(e, 0.0, null="bar 0", **KW),
+        lambda e: excludes(e, 0.0, null="zero", **KW),
+    ],
+)
+@pytest.mark.parametrize("value", [-3.0, 0.0, 3.0])
+def test_a_single_measurement_is_inconclusive_from_every_constructor(make, value):
+    exact = make(Estimate.point(value))
+    assert exact.verdict in ("holds", "fails", "inconclusive")
+    c = make(_one(value))
+    assert c.verdict == "inconclusive"
+    assert c.holds is False
+    assert "one measurement, no interval" in c.measured
+    assert f"(the value alone: {exact.verdict})" in c.measured
+    assert c.test.startswith("one measurement, no interval (one timing run)")
+    record = c.as_dict("P0")
+    assert record["estimate"]["single"] is True
+    assert "single" not in exact.as_dict("P0")["estimate"]  # exact points write as before
+
+
+def test_a_single_measurement_cannot_be_given_a_decisive_verdict():
+    c = superior(_one(2.0), "A", "B", **KW)
+    import dataclasses
+
+    with pytest.raises(ValueError, match="one measurement"):
+        dataclasses.replace(c, holds=None, verdict="holds")
+    # a non-finite single measurement is untestable, as any non-finite estimate
+    nan = superior(_one(float("nan")), "A", "B", **KW)
+    assert nan.verdict == "untestable"
+    named = gated(nan, Precondition("fit converged", False, "diverged")).gate
+    assert named is not None
+    assert named.name == "fit converged"
+
+
+def test_single_measurements_compose_through_gated_at_scale_all_of_best_of():
+    one = superior(_one(2.0), "A", "B", **KW)
+    assert gated(one, Precondition("ok", True)).verdict == "inconclusive"
+    assert gated(one, Precondition("ok", False, "no")).verdict == "untestable"
+    assert at_scale(one, Precondition("paper scale", False, "small")).verdict == "inconclusive"
+    holds = superior(_est(0.1, 0.3), "A", "B", **KW)
+    fails = superior(_est(-0.3, -0.1), "A", "B", **KW)
+    both = all_of({"interval": holds, "one run": one}, **KW)
+    assert both.verdict == "inconclusive"
+    assert both.estimate is not None
+    assert both.estimate.is_single
+    assert all_of({"interval": fails, "one run": one}, **KW).verdict == "fails"
+    # best_of: single candidates never hold; an interval candidate is Holm-corrected at the
+    # family alpha of the candidates with an interval, whatever order they come in
+    singles = best_of({"a": lambda lv: one, "b": lambda lv: one})
+    assert singles.verdict == "inconclusive"
+    mixed = best_of(
+        {
+            "one run": lambda lv: one,
+            "seeds": lambda lv: superior(t_mean([0.2, 0.25, 0.3, 0.22], lv), "A", "B", **KW),
+        },
+        level=0.9,
+    )
+    assert mixed.alpha == pytest.approx(0.05)
+    assert mixed.verdict == "holds"
+    assert dict((n, v) for n, v, _ in mixed.parts)["one run"] == "inconclusive"
+
+
+def test_single_measurements_render_as_one_measurement_and_old_records_as_before():
+    from experiments._harness._report import estimate_text, verdict_text
+
+    rec = superior(Estimate.single(1.5, method="one timing run"), "A", "B", **KW).as_dict("P0")
+    assert estimate_text(rec) == "1.5 (one measurement, no interval: one timing run, n=1)"
+    assert verdict_text(rec) == "inconclusive (one measurement, no interval)"
+    old = superior(Estimate.point(1.5, method="one timing run"), "A", "B", **KW).as_dict("P0")
+    assert estimate_text(old) == "1.5 [1.5, 1.5] (100% one timing run n=1)"
+    assert verdict_text(old) == "holds"

@@ -335,3 +335,38 @@ def test_permutation_test_size_under_the_null():
     ]
     rate = np.mean(np.asarray(p) <= 0.05)
     assert abs(rate - 0.05) <= 3 * math.sqrt(0.05 * 0.95 / REPS)
+
+
+def test_single_marks_one_measurement_without_interval():
+    s = Estimate.single(0.25, method="one timing run")
+    assert (s.low, s.high, s.level, s.has_interval, s.is_single) == (0.25, 0.25, 1.0, False, True)
+    assert s.as_dict()["single"] is True
+    assert not Estimate.point(0.25).is_single
+    assert "single" not in Estimate.point(0.25).as_dict()
+    assert Estimate.single(2.0, method="slope of one fit", n=3).n == 3
+    with pytest.raises(ValueError, match="method"):
+        Estimate.single(0.25, method="")
+    with pytest.raises(ValueError, match="is_single"):
+        Estimate(0.5, 0.25, 0.75, 0.95, "t", 6, is_single=True)
+
+
+def test_loglog_slope_fits_the_median_times_and_bootstraps_the_rounds():
+    from experiments._harness import loglog_slope
+
+    sizes = np.array([1e3, 1e4, 1e5])
+    rng = np.random.default_rng(0)
+    rounds = [list(1e-6 * n**1.2 * np.exp(rng.normal(0, 0.05, 7))) for n in sizes]
+    est = loglog_slope(sizes, rounds, seed=1, level=0.9)
+    med = [np.median(r) for r in rounds]
+    assert est.value == pytest.approx(np.polyfit(np.log(sizes), np.log(med), 1)[0])
+    assert est.has_interval
+    assert est.low < 1.2 < est.high
+    assert est.high - est.low < 0.2
+    assert (est.n, est.level) == (7, 0.9)
+    assert "log-log slope (3 sizes)" in est.method
+    with pytest.raises(ValueError, match="sizes"):
+        loglog_slope([1e3, 1e3], rounds[:2], seed=1)
+    with pytest.raises(ValueError, match="rounds"):
+        loglog_slope(sizes, rounds[:2], seed=1)
+    with pytest.raises(ValueError, match="rounds"):
+        loglog_slope(sizes, [r[:3] for r in rounds[:2]] + [rounds[2]], seed=1)

@@ -115,6 +115,30 @@ def test_direct_sdp_stops_when_certified(getkey):
     assert m[-1] > m[0]
 
 
+def test_direct_sdp_stepper_steps_as_train_direct_sdp(getkey):
+    """One `DirectSDPStepper` step is one step of `train_direct_sdp` (the experiments time
+    it): the same weights after the same number of steps, margins in the same order."""
+    A, _, C, E = O.linear_model(O.VanDerPol())
+    A_eps, C_eps, _ = O.extended_error_model(A, C, E, 0.1)
+    L = O.place_gain(A_eps, C_eps, [-1.0, -1.5, -2.0])
+    good = _params(getkey(), hidden=(3,), gain=L).observer
+    bad = eqx.tree_at(lambda o: o.gain, good, -good.gain)
+    bad = eqx.tree_at(lambda o: o.readout, bad, 0.01 * bad.readout)
+    cfg = O.ObserverTrainConfig(batch=8, rollout_steps=3)
+    key = getkey()
+    trained, info = O.train_direct_sdp(bad, key=key, config=cfg, max_steps=3)
+    stepper = O.DirectSDPStepper(bad, key=key, config=cfg)
+    margins = [stepper() for _ in range(int(info["steps"]) - 1)]
+    np.testing.assert_allclose(margins, info["margins"][: len(margins)], rtol=1e-6, atol=1e-9)
+    if not info["certified"]:
+        stepper()
+    np.testing.assert_allclose(
+        np.asarray(stepper.observer.gain), np.asarray(trained.gain), rtol=1e-6, atol=1e-9
+    )
+    with pytest.raises(ValueError, match="observer"):
+        O.DirectSDPStepper(_params(getkey()), key=key, config=cfg)  # type: ignore[arg-type]
+
+
 def test_stage_step_passes_the_shared_step_checks(getkey, tmp_path):
     params = _params(getkey(), hidden=(2,))
     cfg = O.ObserverTrainConfig(batch=2, rollout_steps=1)
