@@ -19,6 +19,7 @@ from ._fit import LeCellStep as LeCellStep
 from ._fit import annotate as annotate
 from ._fit import fit as fit
 from ._fit import train_lecell as train_lecell
+from ._likelihood import simulated_log_likelihood as simulated_log_likelihood
 from ._model import LeCellModel as LeCellModel
 from ._model import augment as augment
 from ._model import jepa_loss as jepa_loss
