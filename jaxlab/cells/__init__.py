@@ -17,6 +17,7 @@ from ._data import spike_program as spike_program
 from ._density import knn_atypicality as knn_atypicality
 from ._fit import LeCellStep as LeCellStep
 from ._fit import annotate as annotate
+from ._fit import batch_offsets as batch_offsets
 from ._fit import fit as fit
 from ._fit import train_lecell as train_lecell
 from ._likelihood import simulated_log_likelihood as simulated_log_likelihood
