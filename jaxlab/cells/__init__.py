@@ -17,8 +17,10 @@ from ._data import spike_program as spike_program
 from ._density import knn_atypicality as knn_atypicality
 from ._fit import LeCellStep as LeCellStep
 from ._fit import annotate as annotate
+from ._fit import batch_offsets as batch_offsets
 from ._fit import fit as fit
 from ._fit import train_lecell as train_lecell
+from ._likelihood import simulated_log_likelihood as simulated_log_likelihood
 from ._model import LeCellModel as LeCellModel
 from ._model import augment as augment
 from ._model import jepa_loss as jepa_loss

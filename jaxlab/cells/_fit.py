@@ -27,7 +27,7 @@ from ._model import LeCellModel, jepa_loss
 from ._model_step import AbstractModelStep
 from ._score import gene_attribution, jepa_score
 
-__all__ = ["LeCellStep", "fit", "train_lecell", "annotate"]
+__all__ = ["LeCellStep", "fit", "train_lecell", "annotate", "batch_offsets"]
 
 
 def _float():
@@ -56,6 +56,8 @@ class LeCellStep(AbstractModelStep):
     """
 
     counts: Float[Array, "N G"]
+    batch_codes: Array | None
+    batch_offset: Float[Array, "B G"] | None
     structure: LeCellModel = eqx.field(static=True)
     optimizer: optax.GradientTransformation = eqx.field(static=True)
     batch_size: int = eqx.field(static=True)
@@ -71,6 +73,8 @@ class LeCellStep(AbstractModelStep):
         batch_size: int = 256,
         lam: float = 0.05,
         n_views: int = 2,
+        batch=None,
+        batch_offset=None,
     ):
         counts = as_array(
             "counts",
@@ -86,11 +90,62 @@ class LeCellStep(AbstractModelStep):
         self.batch_size = min(check_positive_int("batch_size", batch_size), self.counts.shape[0])
         self.lam = check_real("lam", lam, low=0.0, high=1.0)
         self.n_views = check_positive_int("n_views", n_views)
+        if (batch is None) != (batch_offset is None):
+            raise ValueError("batch, batch_offset: expected both or neither")
+        if batch is None:
+            self.batch_codes = self.batch_offset = None
+        else:
+            codes = _batch_codes(batch, self.counts.shape[0])
+            offset = as_array(
+                "batch_offset",
+                batch_offset,
+                shape=(int(codes.max()) + 1, self.counts.shape[1]),
+                finite=True,
+            )
+            self.batch_codes = jnp.asarray(codes)
+            self.batch_offset = jnp.asarray(offset, dtype=_float())
 
     def loss(self, model: LeCellModel, key: jax.Array):
         ki, kl = jax.random.split(key)
         idx = jax.random.choice(ki, self.counts.shape[0], (self.batch_size,), replace=False)
-        return jepa_loss(model, self.counts[idx], key=kl, n_views=self.n_views, lam=self.lam)
+        offset = None
+        if self.batch_offset is not None and self.batch_codes is not None:
+            offset = self.batch_offset[self.batch_codes[idx]]
+        return jepa_loss(
+            model, self.counts[idx], key=kl, n_views=self.n_views, lam=self.lam, offset=offset
+        )
+
+
+def _batch_codes(batch, n: int) -> np.ndarray:
+    """`batch` as `(n,)` integer codes 0..B-1 (each batch non-empty)."""
+    b = np.asarray(batch)
+    if b.shape != (n,):
+        raise ValueError(f"batch: expected one label per cell ({n},), received shape {b.shape}")
+    if not np.issubdtype(b.dtype, np.integer) or isinstance(batch, bool):
+        _, b = np.unique(b, return_inverse=True)
+    b = b.reshape(-1).astype(np.int32)
+    if b.min() < 0:
+        raise ValueError(f"batch: expected non-negative integer codes, received {b.min()}")
+    return b
+
+
+def batch_offsets(log_expression: np.ndarray, batch) -> np.ndarray:
+    """Per-batch offsets of log-expression: `offset[b] = mean_{c in b} x_c - mean_c x_c`
+    `(B, G)`; `x - offset[batch]` gives every batch the overall mean log-expression per
+    gene (the batch conditioning of `train_lecell(batch=...)`: in log space a
+    multiplicative per-gene capture factor is an additive shift, which this removes).
+
+    **Arguments:** `log_expression` `(N, G)` finite; `batch` `(N,)` labels (integer codes
+    0..B-1, or any labels, coded in sorted order). A batch code with no cell raises.
+    """
+    x = np.asarray(as_array("log_expression", log_expression, ndim=2, finite=True), np.float64)
+    codes = _batch_codes(batch, x.shape[0])
+    counts = np.bincount(codes)
+    if np.any(counts == 0):
+        raise ValueError(f"batch: every code 0..{counts.size - 1} needs a cell, received {counts}")
+    sums = np.zeros((counts.size, x.shape[1]))
+    np.add.at(sums, codes, x)
+    return sums / counts[:, None] - x.mean(0)[None, :]
 
 
 def _check_raw_counts(counts: np.ndarray, name: str = "counts") -> None:
@@ -139,6 +194,7 @@ def train_lecell(
     optimizer: optax.GradientTransformation | None = None,
     driver: Driver | None = None,
     counts_are_normalised: bool = False,
+    batch=None,
 ) -> tuple[LeCellModel, History]:
     """Train a `LeCellModel` on a (cells x genes) count matrix with `LeCellStep`.
 
@@ -160,6 +216,11 @@ def train_lecell(
       of raising; the training views then thin `expm1(counts)` as pseudo-counts (about
       1e4 per cell), an approximation of the count-level augmentation: raw counts are
       preferred when you have them. Pass the same value to `annotate`.
+    - `batch`: None, or `(N,)` batch labels: batch conditioning. Every view's
+      log-expression is centred on its batch (minus `batch_offsets(log_expression,
+      batch)[batch]`), so the encoder sees no per-gene batch shift of the mean (the
+      multiplicative capture factors of a count model); pass the same labels to
+      `annotate`. None: the model sees no batch labels (bit-identical to before).
 
     **Returns:** `(model, history)`, `history.aux` with the curves `loss`, `sigreg`,
     `invariance` of shape `(steps,)`.
@@ -176,8 +237,10 @@ def train_lecell(
     logx = _log_expression(counts, "counts", counts_are_normalised)
     _, g = counts.shape
     km, kt = jax.random.split(key)
+    offset = None if batch is None else batch_offsets(logx, batch)
+    centred = logx if offset is None else logx - offset[_batch_codes(batch, logx.shape[0])]
     model = LeCellModel(
-        g, latent_dim, width, gene_mean=logx.mean(0), gene_scale=logx.std(0) + 0.1, key=km
+        g, latent_dim, width, gene_mean=centred.mean(0), gene_scale=centred.std(0) + 0.1, key=km
     )
     if optimizer is None:
         optimizer = optax.adamw(1e-3, weight_decay=1e-4)
@@ -188,6 +251,8 @@ def train_lecell(
         batch_size=batch_size,
         lam=lam,
         n_views=n_views,
+        batch=batch,
+        batch_offset=offset,
     )
     (params, _), hist = run_steps(
         step,
@@ -206,6 +271,7 @@ def annotate(
     attributions: bool = True,
     batch: int = 256,
     counts_are_normalised: bool = False,
+    batch_labels=None,
 ) -> dict[str, np.ndarray]:
     """Embeddings, JEPA-SCOREs, log-densities and (optionally) gene attributions per cell.
 
@@ -213,7 +279,9 @@ def annotate(
     model's genes (log-normalised here, as in training); `attributions`; `batch` cells
     per jitted call (a positive integer);
     `counts_are_normalised` as in `train_lecell` (True: `counts` is already
-    log-normalised expression and is used as it is).
+    log-normalised expression and is used as it is); `batch_labels` `(N,)`: the batch
+    labels of a model trained with `train_lecell(batch=...)` (each cell is centred on
+    its batch's mean log-expression among the cells passed here; None: no centring).
 
     **Returns:** a dict under the names `fit` writes to the AnnData:
     `"X_lecell"` (N, D) embeddings, `"jepa_score"` (N,), `"jepa_logdensity"` (N,)
@@ -224,9 +292,11 @@ def annotate(
         raise ValueError(f"model: expected a LeCellModel, received {type(model).__name__}")
     batch = check_positive_int("batch", batch)
     as_array("counts", counts, shape=(None, model.gene_mean.shape[0]))
-    logx = jnp.asarray(
-        _log_expression(np.asarray(counts), "counts", counts_are_normalised), dtype=_float()
-    )
+    logx = _log_expression(np.asarray(counts), "counts", counts_are_normalised)
+    if batch_labels is not None:
+        codes = _batch_codes(batch_labels, logx.shape[0])
+        logx = logx - batch_offsets(logx, codes)[codes]
+    logx = jnp.asarray(logx, dtype=_float())
     emb = jax.jit(jax.vmap(model.embed))
     score = jax.jit(jax.vmap(lambda x: jepa_score(model, x)))
     attr = jax.jit(jax.vmap(lambda x: gene_attribution(model, x)))
@@ -251,6 +321,7 @@ def fit(
     layer: str | None = None,
     attributions: bool = True,
     counts_are_normalised: bool = False,
+    batch_key: str | None = None,
     **train_kwargs,
 ):
     """Train LeCellModel on `adata`'s counts (X or `layer`) and annotate a copy.
@@ -264,6 +335,8 @@ def fit(
     - `counts_are_normalised`: True when `X` (or the layer) holds log-normalised
       expression rather than raw counts (non-integer values raise otherwise); see
       `train_lecell`.
+    - `batch_key`: None (the model sees no batch labels), or an `obs` column of batch
+      labels: batch-conditioned training and annotation (`train_lecell(batch=...)`).
     - `**train_kwargs`: passed to `train_lecell`: `latent_dim` (16), `width` (256),
       `steps` (1500), `batch_size` (256), `lam` (SIGReg weight, 0.05), `n_views` (2),
       `optimizer` (AdamW(1e-3)), `driver` (a `jaxlab.Driver`: chunk, checkpointer,
@@ -279,11 +352,20 @@ def fit(
     counts = counts_matrix(adata, layer)
     where = "adata" if layer is None else f"layer {layer!r}"
     _log_expression(counts, where, counts_are_normalised)  # the error names the source
+    labels = None
+    if batch_key is not None:
+        if batch_key not in adata.obs:
+            raise ValueError(f"batch_key: expected an obs column, received {batch_key!r}")
+        labels = np.asarray(adata.obs[batch_key].astype("category").cat.codes)
     model, history = train_lecell(
-        counts, key=key, counts_are_normalised=counts_are_normalised, **train_kwargs
+        counts, key=key, counts_are_normalised=counts_are_normalised, batch=labels, **train_kwargs
     )
     ann = annotate(
-        model, counts, attributions=attributions, counts_are_normalised=counts_are_normalised
+        model,
+        counts,
+        attributions=attributions,
+        counts_are_normalised=counts_are_normalised,
+        batch_labels=labels,
     )
     out = adata.copy()
     out.obsm["X_lecell"] = ann["X_lecell"]

@@ -163,12 +163,16 @@ def jepa_loss(
     n_views: int = 2,
     lam: float = 0.05,
     n_slices: int = 256,
+    offset: Float[Array, "B G"] | None = None,
 ) -> tuple[Float[Array, ""], dict[str, Float[Array, ""]]]:
     """LeJEPA objective on a batch of cells; returns (loss, {sigreg, invariance}).
 
     **Arguments:** `model`; `counts` `(B, G)` with G the model's genes (finite, >= 0;
     fractional pseudo-counts are accepted, as in `augment`);
-    `key`; `n_views`, `n_slices` positive integers; `lam` in [0, 1] (the SIGReg weight).
+    `key`; `n_views`, `n_slices` positive integers; `lam` in [0, 1] (the SIGReg weight);
+    `offset` `(B, G)` or None: subtracted from every log-normalised view of each cell
+    before the encoder (batch conditioning: its batch's mean log-expression minus the
+    overall mean, `train_lecell(batch=...)`).
     Anything else raises a `ValueError` naming the argument.
     """
     counts = as_array(
@@ -189,6 +193,9 @@ def jepa_loss(
     b = counts.shape[0]
     vkeys = jax.random.split(kv, (n_views, b))
     views = jax.vmap(jax.vmap(lambda c, k: augment(c, key=k)), in_axes=(None, 0))(counts, vkeys)
+    if offset is not None:
+        offset = as_array("offset", offset, shape=counts.shape, dtype=jnp.floating, finite=True)
+        views = views - offset[None]
     z = jax.vmap(jax.vmap(model.embed))(views)  # (V, B, D)
     center = jnp.mean(z, 0)
     inv = jnp.mean(jnp.sum((jax.vmap(jax.vmap(model.predict))(z) - center[None]) ** 2, -1))

@@ -81,7 +81,10 @@ def simulate_counts(
     and `obs["batch"]` (categorical, `type0..`, `batch0..`), `obs["stimulated"]` (bool),
     `obs["dose"]` (0 when not stimulated), `obs["size_factor"]`; `var["base_mean"]`,
     `var["program"]` (bool); `varm["type_factor"]` `(n_genes, n_types)` and
-    `varm["batch_factor"]` `(n_genes, n_batches)`, the planted effects; `uns["source"]`.
+    `varm["batch_factor"]` `(n_genes, n_batches)`, the planted effects; `uns["source"]`;
+    `uns["simulator"]`: the cell-level parameters (type fractions, library scale, inverse
+    dispersion, realised stimulated fraction, doses), which `simulated_log_likelihood` reads
+    to give each cell's exact log-likelihood.
     """
     import anndata
     import pandas as pd
@@ -175,6 +178,15 @@ def simulate_counts(
     out = anndata.AnnData(X=counts, obs=obs, var=var)
     out.varm["type_factor"] = type_factor.T
     out.varm["batch_factor"] = batch_factor.T
+    # the parameters of the cell-level draws, for `simulated_log_likelihood` (the exact
+    # density); stimulated_fraction is the realised n_stim / n_cells
+    out.uns["simulator"] = {
+        "type_fractions": fractions / fractions.sum(),
+        "library_scale": lib_scale,
+        "inverse_dispersion": theta,
+        "stimulated_fraction": n_stim / n_cells,
+        "doses": dose_values,
+    }
     out.uns["source"] = (
         "simulated (jaxlab.cells.simulate_counts): Splatter-style negative-binomial counts, "
         f"{n_types} planted cell types, {n_batches} batches, {n_stim} stimulated cells"

@@ -53,8 +53,14 @@ def test_cells_rare_tiny_run_has_intervals_over_seeds(tmp_path):
             assert m[f"{pre}auroc_diff_lecell_{b}_lo"] <= m[f"{pre}auroc_diff_lecell_{b}_hi"]
         assert {f"{pre}auroc_lecell_10pct_s1", f"{pre}auroc_lecell_10pct_mean"} <= set(m)
         assert np.isfinite(m[f"{pre}dose_spearman_lecell_residualized"])
-    assert len(res.claims) == 4
+    # the exact-likelihood check, on the simulated counts only
+    lo, hi = m["sim_nll_spearman_diff_lecell_knn_lo"], m["sim_nll_spearman_diff_lecell_knn_hi"]
+    assert lo <= m["sim_nll_spearman_diff_lecell_knn"] <= hi
+    assert np.isfinite(m["sim_nll_spearman_lecell_10pct_s1"])
+    assert not any(k.startswith("nll_") for k in m)
+    assert len(res.claims) == 5
     assert all("simulated" in c.claim and "simulated" in c.measured for c in res.claims[2:])
+    assert "exact negative log-likelihood" in res.claims[4].claim
     assert set(res.figures) == {"auroc", "sim_auroc"}
 
 
@@ -93,7 +99,14 @@ def test_cells_scib_tiny_run_has_intervals_over_seeds_on_both_data_sets(tmp_path
                 m[f"{pre}scib_{part}_diff_lecell_pca"],
                 m[f"{pre}scib_{part}_lecell"] - m[f"{pre}scib_{part}_pca"],
             )
-    assert len(res.claims) == 6
-    assert all("simulated" in c.claim for c in res.claims[3:])
-    assert not any("simulated" in c.claim for c in res.claims[:3])
-    assert all(c.protocol and c.null and c.margin == cfg.margin for c in res.claims)
+        for part in ("batch", "total"):  # the pair given the batch labels
+            d = m[f"{pre}scib_{part}_diff_lecell_batch_vae"]
+            assert np.isclose(d, m[f"{pre}scib_{part}_lecell_batch"] - m[f"{pre}scib_{part}_vae"])
+    # per data set: bio, batch, total (no labels), then batch, total (with labels)
+    assert len(res.claims) == 10
+    assert all("simulated" in c.claim for c in res.claims[5:])
+    assert not any("simulated" in c.claim for c in res.claims[:5])
+    assert all("Batch-conditioned" in c.claim for c in res.claims[3:5] + res.claims[8:])
+    assert all(c.protocol and c.null for c in res.claims)
+    assert all(c.margin == cfg.margin for c in res.claims[:3] + res.claims[5:8])
+    assert all(c.margin == cfg.batch_margin for c in res.claims[3:5] + res.claims[8:])
