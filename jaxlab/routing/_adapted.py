@@ -23,7 +23,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from jaxlab import lm
-from jaxlab._core import as_array, check_ids, check_positive_int
+from jaxlab._core import as_array, check_ids, check_memory, check_positive_int
 
 __all__ = ["AdaptedInputs", "adapted_inputs", "adapted_option_logits"]
 
@@ -68,7 +68,8 @@ def adapted_inputs(
             prompt token (what the frozen bottom blocks computed; cache it per input).
         n_active: A, how many last prompt tokens run through the adapted blocks (1 <= A < T).
         size: cache slots for the prefix (>= T - A; default T - A). Queries stacked
-            together need one `size`.
+            together need one `size`; a cache larger than the memory available is refused
+            before it is allocated.
 
     **Returns:** an `AdaptedInputs`.
     """
@@ -86,6 +87,10 @@ def adapted_inputs(
     slots: int = P if size is None else check_positive_int("size", size)
     if slots < P:
         raise ValueError(f"size: expected >= the prefix length {P}, received {size}")
+    # keys and values of every adapted layer, before the cache is allocated
+    c = upper.config
+    per_slot = 2.0 * c.n_layers * c.n_kv_heads * c.head_dim * jnp.dtype(upper.dtype).itemsize
+    check_memory("size", per_slot * (slots + n_active))
     # the prefix runs at its own (bucketed) length; the cache has `slots + n_active` slots,
     # those past the prefix empty (position -1), so queries of one `size` stack together
     n = min(_bucket(P), slots)

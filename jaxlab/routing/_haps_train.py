@@ -249,7 +249,8 @@ def haps_predict(
 
     **Arguments:** `haps`; `features` (N, F) finite, N >= 1, F = the HAPS's n_features
     (else a `ValueError` naming it); `uppers`, `inputs` (stacked over N), `options`
-    as in `HAPSStep`; `chunk` queries per compiled call (bounds memory).
+    as in `HAPSStep`; `chunk` queries per compiled call (bounds memory; at most the
+    number of queries are padded to).
 
     **Returns:** `(option_logits (N, M, K), router_log_probs (N, M))`.
     """
@@ -265,7 +266,8 @@ def haps_predict(
     for j, inp in enumerate(inputs):
         check_lengths(features=x, **{f"inputs[{j}]": inp.resid})
     n = x.shape[0]
-    chunk = check_positive_int("chunk", chunk)
+    # a chunk beyond the queries would only pad: never more rows than there are queries
+    chunk = min(check_positive_int("chunk", chunk), max(n, 1))
     outs = []
     for s in range(0, n, chunk):
         idx = jnp.minimum(jnp.arange(s, s + chunk), n - 1)  # one shape: pad with the last row

@@ -33,6 +33,7 @@ from jaxlab._core import (
     StepLoop,
     as_array,
     check_ids,
+    check_memory,
     check_positive_int,
     check_range,
     driver_for,
@@ -482,7 +483,7 @@ def fit_vqa(
         weights=jnp.asarray(g_w),
         static=static,
         optimizer=opt,
-        batch_size=check_positive_int("batch_size", batch_size),
+        batch_size=_check_image_batch(batch_size, images),
     )
     # XLA:CPU runs convolutions much slower inside a scan body: one jitted call per step
     return fit_params(
@@ -492,6 +493,14 @@ def fit_vqa(
         steps=steps,
         driver=driver_for(driver, chunk=50, loop=StepLoop()),
     )
+
+
+def _check_image_batch(batch_size, images) -> int:
+    """`batch_size` images drawn per step (with replacement), bounded before allocation:
+    their float32 values, what the network reads, must fit the memory available."""
+    batch_size = check_positive_int("batch_size", batch_size)
+    check_memory("batch_size", 4.0 * batch_size * int(np.prod(images.shape[1:])))
+    return batch_size
 
 
 @eqx.filter_jit

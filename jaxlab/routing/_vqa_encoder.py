@@ -26,7 +26,7 @@ from jaxlab._core import (
 )
 
 from ._train import descend, fit_params, init_params
-from ._vqa import VQAView, _image_values
+from ._vqa import VQAView, _check_image_batch, _image_values
 
 __all__ = ["ImageEncoder", "ImageEncoderFitStep", "fit_image_encoder", "encode_images"]
 
@@ -160,7 +160,7 @@ def fit_image_encoder(
         images=images,
         static=static,
         optimizer=optax.adam(3e-3) if optimizer is None else optimizer,
-        batch_size=check_positive_int("batch_size", batch_size),
+        batch_size=_check_image_batch(batch_size, images),
     )
     return fit_params(
         step,

@@ -105,3 +105,25 @@ def test_round4_haps_inputs_are_refused_naming_the_argument(pair, getkey):
     for bad in (True, 2.0, 10**15):
         with pytest.raises(ValueError, match="below: "):
             routing.pad_lora(lora, bad)
+
+
+def test_adapted_cache_size_is_bounded_before_allocation(pair):
+    # found by the slow tier's sizes of 10**9: `adapted_inputs(size=10**9)` asked XLA for a
+    # 48 GB cache (RESOURCE_EXHAUSTED from inside JAX, not a ValueError naming `size`)
+    upper, _ = pair
+    resid = np.zeros((6, upper.config.d_model), np.float32)
+    ok = routing.adapted_inputs(upper, resid, n_active=2, size=8)
+    assert ok.cache is not None
+    with pytest.raises(ValueError, match="size: needs about"):
+        routing.adapted_inputs(upper, resid, n_active=2, size=10**9)
+
+
+def test_haps_predict_pads_a_chunk_to_the_queries_at_most(pair, getkey):
+    # found by the slow tier's sizes of 10**9: chunk=10**9 padded 4 queries to 10**9 rows
+    upper, inputs = pair
+    haps = routing.HAPS(3, [upper.config], [1.0], key=getkey())
+    feats = np.zeros((4, 3), np.float32)
+    want = routing.haps_predict(haps, feats, [upper], [inputs], [OPTIONS], chunk=3)
+    got = routing.haps_predict(haps, feats, [upper], [inputs], [OPTIONS], chunk=10**9)
+    for a, b in zip(want, got, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)

@@ -273,6 +273,24 @@ ROUND4 = {
         "answers",
         lambda: routing.fit_vqa(_vqa(), IMG, TOK, None, np.array([0]), key=_key(), steps=1),
     ),
+    # found by the slow tier's sizes of 10**9: the batch (drawn with replacement) was
+    # handed to XLA, which failed with RESOURCE_EXHAUSTED instead of a ValueError
+    "fit_vqa-batch_size-1e9": (
+        "batch_size",
+        lambda: routing.fit_vqa(
+            _vqa(), IMG, TOK, np.array([1]), np.array([0]), key=_key(), steps=1, batch_size=10**9
+        ),
+    ),
+    "fit_image_encoder-batch_size-1e9": (
+        "batch_size",
+        lambda: routing.fit_image_encoder(
+            routing.ImageEncoder(2, image_size=32, key=_key()),
+            np.full((1, 32, 32, 3), 0.5),
+            key=_key(),
+            steps=1,
+            batch_size=10**9,
+        ),
+    ),
     "from_routerbench-feature_dim-0": (
         "feature_dim",
         lambda: routing.from_routerbench("missing.csv", feature_dim=0),
