@@ -336,7 +336,8 @@ def fit(
       expression rather than raw counts (non-integer values raise otherwise); see
       `train_lecell`.
     - `batch_key`: None (the model sees no batch labels), or an `obs` column of batch
-      labels: batch-conditioned training and annotation (`train_lecell(batch=...)`).
+      labels: batch-conditioned training and annotation (its codes reach `train_lecell`
+      as `batch`, which is therefore not one of `train_kwargs`).
     - `**train_kwargs`: passed to `train_lecell`: `latent_dim` (16), `width` (256),
       `steps` (1500), `batch_size` (256), `lam` (SIGReg weight, 0.05), `n_views` (2),
       `optimizer` (AdamW(1e-3)), `driver` (a `jaxlab.Driver`: chunk, checkpointer,
