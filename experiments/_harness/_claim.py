@@ -694,7 +694,7 @@ def gated(claim: Claim, precondition: Precondition) -> Claim:
     if claim.gate is not None and not claim.gate.passed:
         if claim.gate.name != "finite estimate" or precondition.passed:
             return claim
-        # named now (a placeholder verdict, replaced below: inconclusive suits every estimate)
+        # an interim verdict (replaced below): inconclusive is valid for every estimate
         claim = dataclasses.replace(claim, holds=None, verdict="inconclusive", gate=None)
     if precondition.passed:
         return dataclasses.replace(claim, holds=None, gate=precondition)
