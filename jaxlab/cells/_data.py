@@ -123,10 +123,13 @@ def counts_matrix(adata, layer: str | None = None, *, min_cells: int = 10) -> np
             f"layer: expected one of {sorted(adata.layers)} or None, received {layer!r}"
         )
     x = adata.X if layer is None else adata.layers[layer]
+    if x.shape[0] < min_cells:  # before the dense copy below
+        raise ValueError(
+            f"adata / min_cells: expected at least min_cells={min_cells} cells, received "
+            f"{x.shape[0]}"
+        )
     x = x.toarray() if hasattr(x, "toarray") else np.asarray(x)
     x = x.astype(np.float32)
-    if x.shape[0] < min_cells:
-        raise ValueError(f"adata: expected at least {min_cells} cells, received {x.shape[0]}")
     if not np.all(np.isfinite(x)):
         raise ValueError("adata: expected finite counts, received NaN/inf entries")
     if np.any(x < 0):

@@ -267,7 +267,7 @@ def test_bad_inputs(pbmc):
         cells.counts_matrix(bad)
     with pytest.raises(ValueError, match="layer: expected one of"):
         cells.counts_matrix(pbmc, "spliced")
-    with pytest.raises(ValueError, match="adata: expected at least 10 cells"):
+    with pytest.raises(ValueError, match="adata / min_cells: expected at least min_cells=10 cells"):
         cells.counts_matrix(pbmc[:5])
     neg = anndata.AnnData(X=-np.ones((20, 3), dtype=np.float32))
     with pytest.raises(ValueError, match="non-negative counts"):

@@ -74,6 +74,12 @@ CASES = {
         "min_cells",
         lambda: C.counts_matrix(_adata(), min_cells=2.5),
     ),
+    # the size fuzz's 10**9 (#59): the too-few-cells error names min_cells, before the
+    # dense copy
+    "counts_matrix-min_cells-1e9": (
+        "min_cells",
+        lambda: C.counts_matrix(_adata(), min_cells=10**9),
+    ),
     "simulate_batches-n_batches-0": ("n_batches", lambda: C.simulate_batches(_adata(), 0, key=K)),
     "simulate_batches-n_batches-bool": (
         "n_batches",

@@ -32,6 +32,27 @@ def test_validation_score_is_the_exact_nll_of_the_model():
     assert got == pytest.approx(want, rel=1e-4)
 
 
+def test_slq_error_statistic_and_its_bootstrap_over_images():
+    """The SLQ row's statistic is the worse model's relative error of the mean NLL, and
+    its interval comes from resampling images (each with its own probes), not one value."""
+    from experiments._harness import bootstrap
+
+    rng = np.random.default_rng(0)
+    exact_g, exact_l = rng.normal(1.0, 0.1, 30), rng.normal(0.8, 0.1, 30)
+    slq_g = exact_g + rng.normal(0.01, 0.02, 30)
+    slq_l = exact_l + rng.normal(-0.03, 0.02, 30)
+    got = gram.slq_max_rel_err(slq_g, exact_g, slq_l, exact_l)
+    want = max(
+        abs(slq_g.mean() - exact_g.mean()) / exact_g.mean(),
+        abs(slq_l.mean() - exact_l.mean()) / exact_l.mean(),
+    )
+    assert got == pytest.approx(want, rel=1e-12)
+    est = bootstrap((slq_g, exact_g, slq_l, exact_l), gram.slq_max_rel_err, seed=0, n_resamples=500)
+    assert est.value == pytest.approx(want, rel=1e-12)
+    assert est.low < want < est.high
+    assert not est.is_single
+
+
 def test_faces_resample_to_a_larger_side():
     faces = gram.load_faces()
     big = gram.load_faces(50)
