@@ -9,7 +9,9 @@ action is read as P(choose A) from the two options' next-token probabilities
 random directions and an orthogonal "topic" direction (box minus door scenarios, with the
 belief direction projected out). The slope of the logit margin log P(A) - log P(B) against
 alpha (the mean of the items' least-squares slopes) gets a percentile bootstrap interval over
-items, and so does its paired difference from each control's |slope|. Converse check:
+items, and so does its paired difference from each control's |slope|; the dose-response
+is monotone when the largest step of the item-mean P(choose A) against its direction stays
+at 0 over a bootstrap of the items (the row's interval). Converse check:
 projecting the belief direction out (at the best and all later stored layers) should move
 choices towards chance, more than projecting out random directions (paired over items).
 Competence gate (#55): every per-model row is testable only on a model whose plain choices
@@ -95,6 +97,15 @@ def _abs_mean(x, axis=-1):
     return np.abs(np.mean(x, axis=axis))
 
 
+def against_curve(*curves, axis=-1):
+    """The largest step of the mean dose-response against its direction (up or down,
+    whichever is smaller): `curves[j]` holds the items' P(choose A) at the j-th alpha, the
+    curve is their means along `axis`; 0 for a monotone curve. Vectorised for the harness's
+    `bootstrap` (items resampled together across the alphas)."""
+    steps = np.diff(np.stack([np.mean(c, axis=axis) for c in curves], axis=-1), axis=-1)
+    return np.minimum(np.maximum(0.0, -steps.min(-1)), np.maximum(0.0, steps.max(-1)))
+
+
 def _signed_minus_abs(x, y, axis=-1):
     return np.mean(x, axis=axis) - np.abs(np.mean(y, axis=axis))
 
@@ -169,10 +180,10 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
         slopes = [float(bl.dose_slope(alphas, margins[i].T)) for i in range(len(dirs))]
         slope = bootstrap(item_slopes[0], seed=seed, n_resamples=config.n_resamples)
         curve = p_a[0].mean(axis=1)
-        steps = np.diff(curve)
-        # the largest step against the curve's direction (up or down, whichever is smaller)
-        against = min(max(0.0, -float(steps.min())), max(0.0, float(steps.max())))
-        monotone = bool(against <= config.monotone_tol)
+        # the largest step against the curve's direction, bootstrapped over the held-out
+        # items (resampled together across the alphas)
+        against = bootstrap(tuple(p_a[0]), against_curve, seed=seed, n_resamples=config.n_resamples)
+        monotone = bool(against.value <= config.monotone_tol)
         control_max = max(abs(r) for r in slopes[1:])
         s, lo, hi = slope.value, slope.low, slope.high
         controls = ["topic"] + [f"random {i + 1}" for i in range(config.n_random)]
@@ -206,6 +217,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
                 f"steer_scale_{tag}": scale,
                 f"steer_auroc_{tag}": float(fit.test_auroc[best]),
                 f"steer_monotone_{tag}": float(monotone),
+                f"steer_against_{tag}": against,
                 f"p_choose_a_min_alpha_{tag}": float(curve[0]),
                 f"p_choose_a_max_alpha_{tag}": float(curve[-1]),
                 f"steer_items_{tag}": float(test.size),
@@ -248,7 +260,7 @@ def run(config: Config, key: jax.Array, ctx: RunContext) -> Result:
             }
         )
         mono = at_most(
-            Estimate.point(against, n=alphas.size, method="largest step against the curve"),
+            against,
             config.monotone_tol,
             null="a non-monotone dose-response",
             claim="monotone dose-response",

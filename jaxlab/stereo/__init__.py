@@ -15,6 +15,7 @@ from ._faces import render_pair as render_pair
 from ._faces import rig_configurations as rig_configurations
 from ._faces import sample_face_scene as sample_face_scene
 from ._faces import write_face_shards as write_face_shards
+from ._learned import INIT_SIDE_CAP as INIT_SIDE_CAP
 from ._learned import RaftStep as RaftStep
 from ._learned import init_raft as init_raft
 from ._learned import raft_disparity as raft_disparity

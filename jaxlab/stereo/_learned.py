@@ -94,13 +94,20 @@ def _normal(key, n, dtype):
     return jax.random.normal(key, (n,), dtype)
 
 
+#: `init_raft` traces the network at most this many `downsample` cells per side
+INIT_SIDE_CAP = 64
+
+
 def init_raft(model: RAFTStereo, height: int, width: int, *, key: PRNGKeyArray):
     """Initial parameters of `model` (the network is fully convolutional: any image size
     divisible by `model.downsample` works with them). Convolution kernels are LeCun-normal
     (std 1 / sqrt(fan_in)), biases 0. The parameter shapes come from an abstract
     evaluation of `model.init` and all kernels from one normal draw, which is much cheaper
     to compile than flax's per-parameter initialisers. `model` a `RAFTStereo`; `height`,
-    `width` positive integers divisible by `model.downsample` (ValueErrors otherwise)."""
+    `width` positive integers divisible by `model.downsample` (ValueErrors otherwise).
+    The parameters do not depend on the image size, so a side above
+    `INIT_SIDE_CAP x model.downsample` is traced at that cap (the same parameters; the
+    full size's correlation volume is never sized)."""
     check_instance("model", model, RAFTStereo)
     height = check_positive_int("height", height)
     width = check_positive_int("width", width)
@@ -109,7 +116,8 @@ def init_raft(model: RAFTStereo, height: int, width: int, *, key: PRNGKeyArray):
             f"height, width: expected multiples of downsample={model.downsample}, "
             f"received {height}, {width}"
         )
-    x = jax.ShapeDtypeStruct((1, height, width, 3), model.dtype)
+    cap = INIT_SIDE_CAP * model.downsample  # a multiple of downsample, as height and width
+    x = jax.ShapeDtypeStruct((1, min(height, cap), min(width, cap), 3), model.dtype)
     shapes = jax.eval_shape(lambda k, a: model.init(k, a, a, 1), key, x)["params"]
     flat, tree = jax.tree_util.tree_flatten_with_path(shapes)
     z = _normal(key, sum(math.prod(s.shape) for _, s in flat), jnp.dtype(model.dtype))

@@ -67,3 +67,26 @@ def test_monitoring_row_statistic_resamples_like_the_data():
     np.testing.assert_allclose(
         [rows.value, rows.low, rows.high], [direct.value, direct.low, direct.high], rtol=1e-12
     )
+
+
+def test_causal_monotone_row_is_bootstrapped_over_items():
+    # the monotone row's statistic: the largest step of the item-mean curve against its
+    # direction (0 when monotone), with an interval from resampling the items
+    from experiments._harness import bootstrap
+    from experiments.beliefs import causal
+
+    rng = np.random.default_rng(2)
+    up = np.clip(0.5 + 0.1 * np.arange(5)[:, None] + rng.normal(0, 0.01, (5, 30)), 0, 1)
+    assert float(causal.against_curve(*up)) == 0.0
+    wobble = up.copy()
+    wobble[2] -= 0.15  # the mean curve dips at the middle alpha by 0.05 below alpha 1
+    curve = wobble.mean(1)
+    want = min(max(0.0, -np.diff(curve).min()), max(0.0, np.diff(curve).max()))
+    assert float(causal.against_curve(*wobble)) == pytest.approx(want, rel=1e-12)
+    assert want > 0.04
+    # a wobble carried by a few items only: some resamples are monotone, some are not
+    few = up.copy()
+    few[2, :3] -= 1.0
+    est = bootstrap(tuple(few), causal.against_curve, seed=0, n_resamples=500)
+    assert est.low == 0.0 < est.high
+    assert not est.is_single

@@ -242,6 +242,23 @@ def test_train_raft_resumes_from_a_checkpointer(getkey, tmp_path, tree_allclose)
     assert not tree_allclose(again, stereo.init_raft(model, 16, 32, key=getkey()))
 
 
+def test_init_does_not_depend_on_the_image_size(tree_allclose):
+    # a fuzzed height of 10**9 sized the full correlation volume inside init (#59): the
+    # parameters are size-free, so init traces at a capped side and returns the same ones
+    model = stereo.RAFTStereo(**TINY)
+    key = jax.random.key(3)
+    small = stereo.init_raft(model, 8, 16, key=key)
+    d = model.downsample
+    huge = stereo.init_raft(model, 10**9 * d, 10**9 * d, key=key)
+    assert tree_allclose(huge, small, rtol=0, atol=0)
+    # the oracle: flax's own shapes at a size above the cap
+    side = (stereo.INIT_SIDE_CAP + 2) * d
+    x = jnp.zeros((1, side, side, 3), model.dtype)
+    want = jax.eval_shape(lambda k: model.init(k, x, x, 1), key)["params"]
+    got = jax.tree.map(lambda a: (a.shape, a.dtype), small)
+    assert got == jax.tree.map(lambda a: (a.shape, a.dtype), want)
+
+
 def test_bad_inputs_raise(getkey):
     model = stereo.RAFTStereo(**TINY)
     params = stereo.init_raft(model, 8, 16, key=getkey())
