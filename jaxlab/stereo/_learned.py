@@ -94,8 +94,9 @@ def _normal(key, n, dtype):
     return jax.random.normal(key, (n,), dtype)
 
 
-#: `init_raft` traces the network at most this many `downsample` cells per side
 INIT_SIDE_CAP = 64
+"""Most `downsample` cells per side at which `init_raft` traces the network: the
+parameters do not depend on the image size, so a larger side gives the same ones."""
 
 
 def init_raft(model: RAFTStereo, height: int, width: int, *, key: PRNGKeyArray):
